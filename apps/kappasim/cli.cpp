@@ -1,0 +1,108 @@
+#include "apps/kappasim/cli.hpp"
+
+#include <cmath>
+
+#include "core/units.hpp"
+
+namespace kappasim::cli {
+
+ConfigNode ref_node(const std::string& ref, const std::string& kind) {
+  if (ref.empty()) throw InputError("empty " + kind + " name");
+  const bool is_file = ref.find('/') != std::string::npos ||
+                       (ref.size() > 5 && ref.substr(ref.size() - 5) == ".yaml") ||
+                       (ref.size() > 4 && ref.substr(ref.size() - 4) == ".yml");
+  if (is_file) return load_yaml_file(ref);
+  return ConfigNode::make_scalar(ref, {"--" + kind + " " + ref, 0, 0});
+}
+
+LoadedCase load_case(const std::string& model_ref, const std::string& system_ref,
+                     const std::vector<std::string>& sets) {
+  ConfigNode root = ConfigNode::make_map({"<case>", 0, 0});
+  root.set("model", ref_node(model_ref, "model"));
+  root.set("system", ref_node(system_ref, "system"));
+  for (const auto& s : sets) apply_set(root, s);
+  LoadedCase c;
+  c.config = read_config<CaseConfig>(root, "", &c.provenance);
+  return c;
+}
+
+template <class T>
+const std::pair<T, ProvenanceTable>& CaseLoader::half(
+    std::map<std::string, std::pair<T, ProvenanceTable>>& cache, const std::string& key,
+    const std::string& ref) {
+  auto it = cache.find(ref);
+  if (it != cache.end()) return it->second;
+  ConfigNode root = ConfigNode::make_map({"<case>", 0, 0});
+  root.set(key, ref_node(ref, key));
+  for (const auto& s : m_sets)
+    if (s.compare(0, key.size() + 1, key + ".") == 0 || s.compare(0, key.size() + 1, key + "=") == 0)
+      apply_set(root, s);
+  std::pair<T, ProvenanceTable> v;
+  v.first = read_preset_config<T>(*root.find(key), key, key, &v.second);
+  return cache.emplace(ref, std::move(v)).first->second;
+}
+
+LoadedCase CaseLoader::get(const std::string& model_ref, const std::string& system_ref) {
+  if (!m_checked) {
+    m_checked = true;
+    return load_case(model_ref, system_ref, m_sets);
+  }
+  const auto& m = half(m_models, "model", model_ref);
+  const auto& s = half(m_systems, "system", system_ref);
+  LoadedCase c;
+  c.config.model = m.first;
+  c.config.system = s.first;
+  c.provenance = m.second;
+  c.provenance.insert(s.second.begin(), s.second.end());
+  return c;
+}
+
+std::string dump_case(const LoadedCase& c) {
+  return emit_yaml(write_config(c.config, "", &c.provenance));
+}
+
+po::variables_map parse(const std::string& command, const std::vector<std::string>& args,
+                        const po::options_description& desc,
+                        const po::positional_options_description* positional) {
+  po::variables_map vm;
+  try {
+    po::command_line_parser p(args);
+    p.options(desc);
+    if (positional) p.positional(*positional);
+    po::store(p.run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError("kappasim " + command + ": " + e.what() + " (see kappasim " + command +
+                     " --help)");
+  }
+  return vm;
+}
+
+double quantity_option(const std::string& option, const std::string& text, const Dimension& d) {
+  try {
+    double v = parse_quantity_as(text, d);
+    if (!(v > 0)) throw UnitError("must be greater than zero, got \"" + text + "\"");
+    return v;
+  } catch (const UnitError& e) {
+    throw InputError("--" + option + ": " + e.what());
+  }
+}
+
+double count_option(const std::string& option, const std::string& text) {
+  double v = 0;
+  try {
+    v = parse_quantity_as(text, dim::none);
+  } catch (const UnitError& e) {
+    throw InputError("--" + option + ": " + e.what());
+  }
+  if (v < 0 || v != std::floor(v) || v > 1e12)
+    throw InputError("--" + option + ": expected a whole number of tokens between 0 and 1e12, got \"" +
+                     text + "\"");
+  return v;
+}
+
+void add_preset_dirs(const std::vector<std::string>& dirs) {
+  for (const auto& d : dirs) PresetRegistry::instance().add_directory(d);
+}
+
+}  // namespace kappasim::cli

@@ -1,0 +1,82 @@
+// Shared pieces of the kappasim command line: option parsing helpers, loading a model + system
+// case from preset names or YAML files with --set overrides, and the exit-code convention
+// (0 ok, 2 bad input, 1 internal error). Only this layer knows about argv and files.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/llm/architecture.hpp"
+#include "systems/system_spec.hpp"
+
+namespace kappasim::cli {
+
+namespace po = boost::program_options;
+
+// The root of a case config: a model and a system, each a preset name or an inline map.
+struct CaseConfig {
+  ModelSpec model;
+  SystemSpec system;
+  template <class V>
+  void visit(V& v) {
+    v.object("model", model, req("the LLM"), "model");
+    v.object("system", system, req("the hardware system"), "system");
+  }
+  void validate(const std::string&) const {}
+};
+
+struct LoadedCase {
+  CaseConfig config;
+  ProvenanceTable provenance;
+};
+
+// `ref` is a preset name, or a path to a YAML file (anything containing '/' or ending in
+// .yaml/.yml) holding the model or system map.
+ConfigNode ref_node(const std::string& ref, const std::string& kind);
+LoadedCase load_case(const std::string& model_ref, const std::string& system_ref,
+                     const std::vector<std::string>& sets);
+// Loads each model and each system of a matrix once: --set overrides are split by their first
+// key (model.* / system.*), so a case is the pair of its halves. The first case is also loaded
+// whole, so a --set naming any other root key fails exactly as load_case would.
+class CaseLoader {
+ public:
+  explicit CaseLoader(std::vector<std::string> sets) : m_sets(std::move(sets)) {}
+  LoadedCase get(const std::string& model_ref, const std::string& system_ref);
+
+ private:
+  template <class T>
+  const std::pair<T, ProvenanceTable>& half(std::map<std::string, std::pair<T, ProvenanceTable>>& cache,
+                                            const std::string& key, const std::string& ref);
+  std::vector<std::string> m_sets;
+  bool m_checked = false;
+  std::map<std::string, std::pair<ModelSpec, ProvenanceTable>> m_models;
+  std::map<std::string, std::pair<SystemSpec, ProvenanceTable>> m_systems;
+};
+
+// The effective config of a case, every default filled, units normalised, with provenance.
+std::string dump_case(const LoadedCase& c);
+
+// Parses `args` against `desc`; unknown options and bad values become InputError naming the
+// command. Positional arguments go to `positional` when given.
+po::variables_map parse(const std::string& command, const std::vector<std::string>& args,
+                        const po::options_description& desc,
+                        const po::positional_options_description* positional = nullptr);
+
+// A quantity option ("64 GB/s") of a given dimension, with the option named in errors.
+double quantity_option(const std::string& option, const std::string& text, const Dimension& d);
+// A non-negative count given as a number ("65536", "64e3", "64k" is not allowed).
+double count_option(const std::string& option, const std::string& text);
+
+// Adds --preset-dir directories to the registry.
+void add_preset_dirs(const std::vector<std::string>& dirs);
+
+int cmd_kappa(const std::vector<std::string>& args);
+int cmd_roofline(const std::vector<std::string>& args);
+int cmd_presets(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+
+}  // namespace kappasim::cli

@@ -1,0 +1,235 @@
+// kappasim kappa / kappasim roofline: the analytic κ calculator on preset or file-defined
+// models and systems.
+#include <iostream>
+#include <set>
+
+#include "apps/kappasim/cli.hpp"
+#include "core/table.hpp"
+#include "models/analytic/kappa.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+
+struct CommonOptions {
+  std::vector<std::string> models, systems, sets, preset_dirs;
+  std::string precision = "bf16", kv_dtype = "bf16", compute, bandwidth = "peak", convention,
+              fpf, context, new_tokens, format = "table";
+  int tp = 1;
+  double kaplan_context = 4096;
+  bool dump = false;
+};
+
+void add_common(po::options_description& d, CommonOptions& o) {
+  d.add_options()
+      ("model,m", po::value(&o.models)->multitoken(),
+       "model preset name(s) or YAML file(s); default: every model preset")
+      ("system,s", po::value(&o.systems)->multitoken(),
+       "system preset name(s) or YAML file(s); default: every system preset")
+      ("precision", po::value(&o.precision), "compute dtype whose peak is C_eff (bf16, fp8, ...)")
+      ("kv-dtype", po::value(&o.kv_dtype), "KV cache dtype: bf16, fp16, fp8, int8, int4")
+      ("tp", po::value(&o.tp), "tensor parallelism: per-GPU F_pf / tp and KV share (with KV-head replication)")
+      ("compute", po::value(&o.compute), "C_eff per GPU instead of the GPU's peak, e.g. \"2000 TFLOP/s\"")
+      ("bandwidth", po::value(&o.bandwidth), "host->GPU bandwidth per GPU: peak (the link's, per direction) or a value, e.g. \"64 GB/s\"")
+      ("fpf-convention", po::value(&o.convention),
+       "F_pf convention: 2n-active (default, the paper's), 2n-nonembedding, matmul-no-head, kaplan")
+      ("kaplan-context", po::value(&o.kaplan_context), "n_ctx of the kaplan convention (default 4096)")
+      ("fpf", po::value(&o.fpf), "F_pf per new token for the whole model, overriding the convention, e.g. \"146.4 GFLOP\"")
+      ("set", po::value(&o.sets)->composing(), "override a config key: --set system.gpu.hbm_bandwidth=\"4 TB/s\"")
+      ("preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder (<dir>/models, <dir>/systems, ...)")
+      ("format", po::value(&o.format), "table, csv or json")
+      ("dump-config", po::bool_switch(&o.dump), "print the effective configuration of each case and exit")
+      ("help,h", "this help");
+}
+
+KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
+  KappaQuery q;
+  q.compute_dtype = o.precision;
+  {
+    std::vector<std::string> known = GpuSpec::compute_dtypes();
+    if (std::find(known.begin(), known.end(), o.precision) == known.end()) {
+      std::string all;
+      for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+      throw InputError("--precision: unknown compute dtype '" + o.precision + "' (expected " + all + ")");
+    }
+  }
+  q.kv_dtype = parse_dtype(o.kv_dtype, "--kv-dtype");
+  if (o.tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(o.tp));
+  q.tp = o.tp;
+  if (vm.count("compute")) q.compute_override = quantity_option("compute", o.compute, dim::flop_rate);
+  if (o.bandwidth != "peak")
+    q.bandwidth_override = quantity_option("bandwidth", o.bandwidth, dim::bandwidth);
+  if (vm.count("fpf-convention")) {
+    bool found = false;
+    std::string all;
+    for (const auto& [n, c] : fpf_convention_names()) {
+      all += (all.empty() ? "" : ", ") + std::string(n);
+      if (o.convention == n) {
+        q.convention = c;
+        found = true;
+      }
+    }
+    if (!found)
+      throw InputError("--fpf-convention: unknown convention '" + o.convention + "' (expected " + all + ")");
+  }
+  if (!(o.kaplan_context >= 0)) throw InputError("--kaplan-context: must not be negative");
+  q.kaplan_context = o.kaplan_context;
+  if (vm.count("fpf")) q.fpf_override = quantity_option("fpf", o.fpf, dim::flops);
+  if (vm.count("context")) q.context_k = count_option("context", o.context);
+  if (vm.count("t")) {
+    q.new_tokens_t = count_option("t", o.new_tokens);
+    if (*q.new_tokens_t < 1) throw InputError("--t: need at least 1 new token");
+  }
+  return q;
+}
+
+std::vector<std::string> or_all(const std::vector<std::string>& v, const std::string& kind) {
+  return v.empty() ? PresetRegistry::instance().names(kind) : v;
+}
+
+}  // namespace
+
+int cmd_kappa(const std::vector<std::string>& args) {
+  CommonOptions o;
+  po::options_description desc(
+      "kappasim kappa: the analytic κ model (arXiv 2601.19910 Eq. 3, 6) per model × system\n"
+      "Usage: kappasim kappa [--model M ...] [--system S ...] [options]\nOptions");
+  add_common(desc, o);
+  desc.add_options()
+      ("context,k", po::value(&o.context), "cached tokens K: adds attention FLOPs over K (κ_crit(K)) and, with --t, the TTFT decomposition")
+      ("t", po::value(&o.new_tokens), "new tokens T (default 1 when --context is given)");
+  auto vm = parse("kappa", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(o.preset_dirs);
+  const Format fmt = parse_format(o.format);
+  const KappaQuery q = make_query(o, vm);
+  const auto models = or_all(o.models, "model");
+  const auto systems = or_all(o.systems, "system");
+
+  std::vector<std::string> cols = {
+      "model", "system", "tp", "compute_dtype", "kv_dtype", "fpf_convention", "n_active_params",
+      "b_kv_bytes", "b_kv_gpu_bytes", "f_pf_flops", "compute_flops", "bandwidth_bytes_per_s",
+      "kappa_m", "kappa_hw", "kappa_crit"};
+  const bool attn = q.context_k || q.new_tokens_t;
+  const bool ttft = q.context_k && q.new_tokens_t;
+  if (attn)
+    for (const char* c : {"context_k", "new_tokens_t", "f_attention_flops", "kappa_crit_attention"})
+      cols.emplace_back(c);
+  if (ttft)
+    for (const char* c : {"kappa_ratio", "t_transfer_s", "t_compute_s", "ttft_s", "p_oh",
+                          "utilization", "t_compute_attention_s", "ttft_attention_s",
+                          "p_oh_attention", "utilization_attention", "bound"})
+      cols.emplace_back(c);
+  cols.emplace_back("compute_source");
+  cols.emplace_back("bandwidth_source");
+  Table table(cols);
+
+  std::string dumps;
+  CaseLoader loader(o.sets);
+  for (const auto& m : models) {
+    for (const auto& s : systems) {
+      LoadedCase c = loader.get(m, s);
+      if (o.dump) {
+        dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
+        continue;
+      }
+      KappaPoint p = evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+      std::vector<Cell> row = {p.model, p.system, static_cast<std::int64_t>(p.tp),
+                               p.compute_dtype, p.kv_dtype, p.convention, p.n_active_params,
+                               p.b_kv, p.b_kv_gpu, p.f_pf, p.compute, p.bandwidth, p.kappa_m,
+                               p.kappa_hw, p.kappa_crit};
+      if (attn) {
+        row.insert(row.end(), {*p.context_k, *p.new_tokens_t, *p.f_attention, *p.kappa_crit_attention});
+      }
+      if (ttft) {
+        const TtftParts& a = *p.ttft;
+        const TtftParts& b = *p.ttft_attention;
+        row.insert(row.end(), {*p.context_k / *p.new_tokens_t, a.t_transfer, a.t_compute,
+                               a.ttft_serial(), a.p_oh(), a.utilization(), b.t_compute,
+                               b.ttft_serial(), b.p_oh(), b.utilization(),
+                               std::string(b.t_transfer > b.t_compute ? "link" : "compute")});
+      }
+      row.emplace_back(p.compute_source);
+      row.emplace_back(p.bandwidth_source);
+      table.add_row(std::move(row));
+    }
+  }
+  if (o.dump) {
+    std::cout << dumps;
+    return 0;
+  }
+  if (fmt != Format::Table) {
+    std::cout << table.render(fmt);
+    return 0;
+  }
+  std::vector<std::string> shown = {"model", "system", "b_kv_gpu_bytes", "f_pf_flops",
+                                    "compute_flops", "bandwidth_bytes_per_s", "kappa_m",
+                                    "kappa_hw", "kappa_crit"};
+  if (attn) shown.push_back("kappa_crit_attention");
+  if (ttft)
+    for (const char* c : {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})
+      shown.emplace_back(c);
+  std::cout << table.project(shown).text();
+  std::cout << "\nprecision " << q.compute_dtype << ", KV " << dtype_name(q.kv_dtype) << ", TP "
+            << q.tp << ", F_pf convention " << (table.rows().empty() ? "" : std::get<std::string>(table.rows()[0][5]));
+  if (q.context_k) std::cout << ", K = " << format_number(*q.context_k);
+  if (q.new_tokens_t) std::cout << ", T = " << format_number(*q.new_tokens_t);
+  std::cout << "\n";
+  std::set<std::string> seen;
+  for (const auto& r : table.rows()) {
+    std::string line = "  " + std::get<std::string>(r[1]) + ": C_eff = " +
+                       std::get<std::string>(r[r.size() - 2]) + "; BW = " +
+                       std::get<std::string>(r[r.size() - 1]);
+    if (seen.insert(line).second) std::cout << line << "\n";
+  }
+  return 0;
+}
+
+int cmd_roofline(const std::vector<std::string>& args) {
+  CommonOptions o;
+  o.format = "csv";
+  double lo = 1, hi = 1e5;
+  int points = 61;
+  po::options_description desc(
+      "kappasim roofline: attainable FLOP/s per GPU against the workload's κ_ratio, ridge at κ_crit\n"
+      "Usage: kappasim roofline --model M --system S [options]\nOptions");
+  add_common(desc, o);
+  desc.add_options()
+      ("kappa-min", po::value(&lo), "smallest κ_ratio (default 1)")
+      ("kappa-max", po::value(&hi), "largest κ_ratio (default 1e5)")
+      ("points", po::value(&points), "points, log-spaced (default 61)");
+  auto vm = parse("roofline", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(o.preset_dirs);
+  const Format fmt = parse_format(o.format);
+  const KappaQuery q = make_query(o, vm);
+  if (points > 100000) throw InputError("--points: at most 100000");
+  Table table({"model", "system", "kappa_ratio", "attainable_flops_overlap",
+               "attainable_flops_serial", "p_oh", "bound", "kappa_crit", "compute_flops"});
+  std::string dumps;
+  CaseLoader loader(o.sets);
+  for (const auto& m : or_all(o.models, "model")) {
+    for (const auto& s : or_all(o.systems, "system")) {
+      LoadedCase c = loader.get(m, s);
+      if (o.dump) {
+        dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
+        continue;
+      }
+      KappaPoint p = evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+      for (const RooflineRow& r : roofline(p, lo, hi, points))
+        table.add_row({p.model, p.system, r.kappa_ratio, r.attainable_overlap, r.attainable_serial,
+                       r.p_oh, std::string(r.link_bound ? "link" : "compute"), p.kappa_crit,
+                       p.compute});
+    }
+  }
+  std::cout << (o.dump ? dumps : table.render(fmt));
+  return 0;
+}
+
+}  // namespace kappasim::cli

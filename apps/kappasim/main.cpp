@@ -1,0 +1,53 @@
+// kappasim: command-line entry point. Dispatches subcommands; turns InputError into exit code
+// 2 with a one-line message on stderr, anything unexpected into exit code 1.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/kappasim/cli.hpp"
+
+namespace {
+
+const char* kUsage =
+    "kappasim: how GPU, memory and interconnect choices move κ_crit in LLM prefill with KV offloading\n"
+    "\n"
+    "Usage: kappasim COMMAND [options]   (kappasim COMMAND --help for its options)\n"
+    "\n"
+    "Commands:\n"
+    "  report     the analytic κ report (κ_crit matrix, paper check, TP, κ_crit(K), workloads) -> DIR\n"
+    "  kappa      B_kv, F_pf, κ_M, κ_HW, κ_crit (and TTFT, P_OH, U at K, T) per model x system\n"
+    "  roofline   attainable FLOP/s vs κ_ratio, ridge at κ_crit, as CSV\n"
+    "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
+    "\n"
+    "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "kappasim 0.1.0\n";
+    return 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "kappa") return kappasim::cli::cmd_kappa(args);
+    if (cmd == "roofline") return kappasim::cli::cmd_roofline(args);
+    if (cmd == "presets") return kappasim::cli::cmd_presets(args);
+    if (cmd == "report") return kappasim::cli::cmd_report(args);
+    std::cerr << "kappasim: error: unknown command '" << cmd << "'\n\n" << kUsage;
+    return 2;
+  } catch (const kappasim::InputError& e) {
+    std::cerr << "kappasim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kappasim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

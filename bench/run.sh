@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs kappasim's benchmarks against a Release build folder; prints the numbers that
+# docs/benchmarks.md publishes.  Usage: bash bench/run.sh build/release
+set -euo pipefail
+BUILD=${1:-build/release}
+BIN="$BUILD/kappasim"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# A 10,000-point κ matrix: 100 model variants × 100 system variants from a preset folder.
+mkdir -p "$tmp/presets/models" "$tmp/presets/systems"
+for i in $(seq 1 100); do
+  printf 'preset: llama-3.1-70b\nname: m%d\nnum_layers: {value: %d, assumption: "bench"}\n' "$i" $((i % 80 + 1)) \
+    > "$tmp/presets/models/m$i.yaml"
+  printf 'preset: h100\nname: s%d\ngpu: {preset: h100-sxm5, hbm_bandwidth: {value: %d TB/s, assumption: "bench"}}\n' "$i" "$i" \
+    > "$tmp/presets/systems/s$i.yaml"
+done
+models=$(cd "$tmp/presets/models" && ls | sed 's/\.yaml$//' | tr '\n' ' ')
+systems=$(cd "$tmp/presets/systems" && ls | sed 's/\.yaml$//' | tr '\n' ' ')
+best=""
+for _ in 1 2 3 4 5; do
+  start=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  rows=$("$BIN" kappa --preset-dir "$tmp/presets" -m $models -s $systems --format csv | wc -l)
+  end=$(date +%s.%N)
+  t=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+  if [ -z "$best" ] || awk -v t="$t" -v b="$best" 'BEGIN { exit !(t < b) }'; then best=$t; fi
+done
+echo "kappa matrix: $((rows - 1)) points, best of 5: ${best} s wall ($(awk -v n=$((rows - 1)) -v t="$best" 'BEGIN { printf "%d", n / t }') points/s, including process start and preset loading)"
+
+if [ -x "$BUILD/bench/kappasim_bench" ]; then
+  "$BUILD/bench/kappasim_bench" --benchmark_min_time=0.2
+fi

@@ -1,0 +1,776 @@
+#include "core/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kappasim {
+
+const char* const kProvenanceKinds[4] = {"spec", "measured", "derived", "assumption"};
+
+// ---------------------------------------------------------------------------------------------
+// ConfigNode
+
+ConfigNode ConfigNode::make_scalar(std::string v, SourceLoc loc) {
+  ConfigNode n;
+  n.kind = Kind::Scalar;
+  n.scalar = std::move(v);
+  n.loc = std::move(loc);
+  return n;
+}
+ConfigNode ConfigNode::make_map(SourceLoc loc) {
+  ConfigNode n;
+  n.kind = Kind::Map;
+  n.loc = std::move(loc);
+  return n;
+}
+const ConfigNode* ConfigNode::find(std::string_view key) const {
+  for (const auto& [k, v] : entries)
+    if (k == key) return &v;
+  return nullptr;
+}
+ConfigNode* ConfigNode::find(std::string_view key) {
+  for (auto& [k, v] : entries)
+    if (k == key) return &v;
+  return nullptr;
+}
+ConfigNode& ConfigNode::set(const std::string& key, ConfigNode value) {
+  if (kind != Kind::Map) {
+    kind = Kind::Map;
+    scalar.clear();
+    items.clear();
+  }
+  for (auto& [k, v] : entries)
+    if (k == key) return v = std::move(value);
+  entries.emplace_back(key, std::move(value));
+  return entries.back().second;
+}
+bool ConfigNode::erase(std::string_view key) {
+  auto it = std::find_if(entries.begin(), entries.end(),
+                         [&](const auto& e) { return e.first == key; });
+  if (it == entries.end()) return false;
+  entries.erase(it);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML -> ConfigNode
+
+namespace {
+
+SourceLoc loc_of(const YAML::Mark& m, const std::string& file) {
+  if (m.line < 0) return {file, 0, 0};
+  return {file, m.line + 1, m.column + 1};
+}
+
+// {value: X, spec: "..."} collapses into X with a provenance.
+bool collapse_provenance(ConfigNode& n) {
+  if (!n.is_map() || n.entries.size() != 2) return false;
+  const ConfigNode* value = n.find("value");
+  if (!value) return false;
+  for (const char* kind : kProvenanceKinds) {
+    const ConfigNode* src = n.find(kind);
+    if (!src) continue;
+    if (!src->is_scalar() || src->scalar.empty())
+      throw InputError(src->loc, std::string("provenance '") + kind +
+                                     "' must be a non-empty text naming the source");
+    ConfigNode out = *value;
+    out.provenance = Provenance{kind, src->scalar};
+    out.key_loc = n.key_loc;
+    n = std::move(out);
+    return true;
+  }
+  return false;
+}
+
+ConfigNode convert(const YAML::Node& y, const std::string& file) {
+  ConfigNode n;
+  n.loc = loc_of(y.Mark(), file);
+  switch (y.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      n.kind = ConfigNode::Kind::Null;
+      break;
+    case YAML::NodeType::Scalar:
+      n.kind = ConfigNode::Kind::Scalar;
+      n.scalar = y.Scalar();
+      n.quoted = y.Tag() == "!";  // yaml-cpp tags quoted scalars "!"
+      break;
+    case YAML::NodeType::Sequence:
+      n.kind = ConfigNode::Kind::Seq;
+      for (const auto& item : y) n.items.push_back(convert(item, file));
+      break;
+    case YAML::NodeType::Map: {
+      n.kind = ConfigNode::Kind::Map;
+      std::vector<ConfigNode> bases;  // from `<<` merge keys
+      std::vector<std::pair<std::string, ConfigNode>> own;
+      for (const auto& kv : y) {
+        if (!kv.first.IsScalar())
+          throw InputError(loc_of(kv.first.Mark(), file), "map keys must be plain names");
+        std::string key = kv.first.Scalar();
+        ConfigNode child = convert(kv.second, file);
+        child.key_loc = loc_of(kv.first.Mark(), file);
+        if (key == "<<") {
+          if (child.is_map()) {
+            bases.push_back(std::move(child));
+          } else if (child.kind == ConfigNode::Kind::Seq) {
+            for (auto& item : child.items) {
+              if (!item.is_map()) throw InputError(item.loc, "a '<<' merge list must hold maps");
+              bases.push_back(std::move(item));
+            }
+          } else {
+            throw InputError(child.loc, "'<<' must merge a map (an alias such as *base)");
+          }
+          continue;
+        }
+        for (const auto& [k, v] : own)
+          if (k == key)
+            throw InputError(child.key_loc, "duplicate key '" + key + "' (first at line " +
+                                                std::to_string(v.key_loc.line) + ")");
+        own.emplace_back(std::move(key), std::move(child));
+      }
+      // Earlier merge sources win over later ones (YAML merge-key rule); own keys win over all.
+      for (auto it = bases.rbegin(); it != bases.rend(); ++it) merge_into(n, *it);
+      for (auto& [k, v] : own) {
+        if (ConfigNode* existing = n.find(k)) {
+          *existing = std::move(v);
+        } else {
+          n.entries.emplace_back(std::move(k), std::move(v));
+        }
+      }
+      n.kind = ConfigNode::Kind::Map;
+      collapse_provenance(n);
+      break;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw InputError(loc_of(e.mark, filename), "YAML syntax error: " + e.msg);
+  }
+  ConfigNode n = convert(root, filename);
+  if (n.loc.line == 0) n.loc = {filename, 1, 1};
+  return n;
+}
+
+ConfigNode load_yaml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read config file '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_yaml(ss.str(), path);
+}
+
+void merge_into(ConfigNode& base, const ConfigNode& over) {
+  if (over.is_map()) {
+    if (base.is_scalar() && !over.find("preset")) {
+      // A preset name being refined: h100 + {gpu: ...} = {preset: h100, gpu: ...}
+      ConfigNode name = base;
+      name.key_loc = {};
+      ConfigNode m = ConfigNode::make_map(base.loc);
+      m.key_loc = base.key_loc;
+      m.entries.emplace_back("preset", std::move(name));
+      base = std::move(m);
+    }
+    if (base.is_map() && !over.find("preset")) {
+      for (const auto& [k, v] : over.entries) {
+        if (ConfigNode* existing = base.find(k)) {
+          merge_into(*existing, v);
+        } else {
+          base.entries.emplace_back(k, v);
+        }
+      }
+      return;
+    }
+  }
+  SourceLoc key_loc = base.key_loc;
+  base = over;
+  if (base.key_loc.file.empty()) base.key_loc = key_loc;
+}
+
+void apply_set(ConfigNode& root, std::string_view assignment) {
+  const std::string where = "--set " + std::string(assignment);
+  auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    throw InputError("--set expects KEY.PATH=VALUE (e.g. system.gpu.hbm_bandwidth=\"4 TB/s\"), got '" +
+                     std::string(assignment) + "'");
+  std::string_view path = assignment.substr(0, eq);
+  std::string_view value = assignment.substr(eq + 1);
+  std::vector<std::string> keys;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    std::string k(path.substr(start, dot == std::string_view::npos ? std::string_view::npos
+                                                                    : dot - start));
+    if (k.empty()) throw InputError("--set: empty key component in '" + std::string(path) + "'");
+    keys.push_back(k);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  ConfigNode v;
+  try {
+    v = parse_yaml(value, where);
+  } catch (const InputError& e) {
+    throw InputError(std::string("in ") + where + ": value is not valid YAML: " + e.what());
+  }
+  if (v.is_null() && !value.empty()) v = ConfigNode::make_scalar(std::string(value));
+  v.loc = {where, 0, 0};
+  v.key_loc = {where, 0, 0};
+  // Build {k1: {k2: ... value}} and merge it, so preset names along the path get refined.
+  ConfigNode over = std::move(v);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) {
+    ConfigNode m = ConfigNode::make_map({where, 0, 0});
+    m.key_loc = {where, 0, 0};
+    m.entries.emplace_back(*it, std::move(over));
+    over = std::move(m);
+  }
+  if (root.is_null()) root = ConfigNode::make_map(root.loc);
+  merge_into(root, over);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emitting YAML
+
+namespace {
+
+bool needs_quotes(const std::string& s) {
+  if (s.empty()) return true;
+  static const std::string specials = ":#{}[],&*!|>'\"%@`";
+  if (s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?') return true;
+  for (char c : s)
+    if (specials.find(c) != std::string::npos || c == '\n') return true;
+  return false;
+}
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+// Texts (quoted in the source, or written by ConfigWriter::text) are quoted only where YAML
+// would otherwise read them as something else; numbers, booleans and names never need it.
+std::string scalar_text(const ConfigNode& n) {
+  bool q = needs_quotes(n.scalar);
+  if (n.quoted && !q) {
+    static const char* words[] = {"true", "false", "True", "False", "null", "yes", "no", "on", "off", "~"};
+    for (const char* w : words) q = q || n.scalar == w;
+    q = q || std::isdigit(static_cast<unsigned char>(n.scalar[0])) || n.scalar[0] == '.' ||
+        n.scalar[0] == '+';
+  }
+  return q ? quote(n.scalar) : n.scalar;
+}
+void emit(const ConfigNode& n, int indent, bool prov, std::string& out);
+
+std::string inline_value(const ConfigNode& n, bool prov) {
+  if (n.is_null()) return "null";
+  std::string v = scalar_text(n);
+  if (prov && n.provenance)
+    return "{value: " + v + ", " + n.provenance->kind + ": " + quote(n.provenance->source) + "}";
+  return v;
+}
+
+void emit(const ConfigNode& n, int indent, bool prov, std::string& out) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (n.is_map()) {
+    for (const auto& [k, v] : n.entries) {
+      out += pad + (needs_quotes(k) ? quote(k) : k) + ":";
+      if (v.is_map() && !v.entries.empty()) {
+        out += "\n";
+        emit(v, indent + 2, prov, out);
+      } else if (v.kind == ConfigNode::Kind::Seq && !v.items.empty()) {
+        out += "\n";
+        emit(v, indent + 2, prov, out);
+      } else if (v.is_map()) {
+        out += " {}\n";
+      } else if (v.kind == ConfigNode::Kind::Seq) {
+        out += " []\n";
+      } else {
+        out += " " + inline_value(v, prov) + "\n";
+      }
+    }
+  } else if (n.kind == ConfigNode::Kind::Seq) {
+    for (const auto& item : n.items) {
+      if (item.is_map() || item.kind == ConfigNode::Kind::Seq) {
+        out += pad + "-\n";
+        emit(item, indent + 2, prov, out);
+      } else {
+        out += pad + "- " + inline_value(item, prov) + "\n";
+      }
+    }
+  } else {
+    out += pad + inline_value(n, prov) + "\n";
+  }
+}
+
+}  // namespace
+
+std::string emit_yaml(const ConfigNode& node, bool with_provenance) {
+  std::string out;
+  emit(node, 0, with_provenance, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suggestions
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& c : candidates) {
+    std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  // Close enough to be a typo: at most a third of the word, and at least 2 edits allowed.
+  std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Presets
+
+namespace {
+const std::vector<std::pair<std::string, std::string>>& kind_folders() {
+  static const std::vector<std::pair<std::string, std::string>> k = {
+      {"model", "models"}, {"gpu", "gpus"}, {"link", "links"},
+      {"host-memory", "host-memory"}, {"system", "systems"},
+  };
+  return k;
+}
+
+bool looks_numeric(const ConfigNode& n) {
+  if (!n.is_scalar() || n.quoted || n.scalar.empty()) return false;
+  char c = n.scalar.front();
+  return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+';
+}
+
+void apply_default_provenance(ConfigNode& n, const Provenance& p) {
+  if (n.is_map()) {
+    for (auto& [k, v] : n.entries) apply_default_provenance(v, p);
+  } else if (n.kind == ConfigNode::Kind::Seq) {
+    for (auto& v : n.items) apply_default_provenance(v, p);
+  } else if (looks_numeric(n) && !n.provenance) {
+    n.provenance = p;
+  }
+}
+}  // namespace
+
+// Defined in the generated presets_embedded.cpp.
+struct EmbeddedPreset {
+  const char* path;
+  const char* text;
+};
+extern const EmbeddedPreset kEmbeddedPresets[];
+extern const std::size_t kEmbeddedPresetCount;
+
+std::string PresetRegistry::folder_of(const std::string& kind) {
+  for (const auto& [k, f] : kind_folders())
+    if (k == kind) return f;
+  return kind;
+}
+
+PresetRegistry& PresetRegistry::instance() {
+  static PresetRegistry reg = [] {
+    PresetRegistry r;
+    for (std::size_t i = 0; i < kEmbeddedPresetCount; ++i) {
+      std::filesystem::path p(kEmbeddedPresets[i].path);  // presets/<folder>/<name>.yaml
+      std::string folder = p.parent_path().filename().string();
+      for (const auto& [k, f] : kind_folders())
+        if (f == folder) r.add_text(k, p.stem().string(), p.string(), kEmbeddedPresets[i].text);
+    }
+    if (const char* env = std::getenv("KAPPASIM_PRESET_PATH")) {
+      std::string s(env);
+      std::size_t start = 0;
+      while (start <= s.size()) {
+        auto colon = s.find(':', start);
+        std::string dir = s.substr(start, colon == std::string::npos ? std::string::npos
+                                                                     : colon - start);
+        if (!dir.empty()) r.add_directory(dir);
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+      }
+    }
+    return r;
+  }();
+  return reg;
+}
+
+void PresetRegistry::add_directory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError("preset directory '" + dir + "' does not exist or is not a directory");
+  for (const auto& [kind, folder] : kind_folders()) {
+    fs::path sub = fs::path(dir) / folder;
+    if (!fs::is_directory(sub, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(sub))
+      if (e.path().extension() == ".yaml" || e.path().extension() == ".yml")
+        files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      add_text(kind, f.stem().string(), f.string(), ss.str());
+    }
+  }
+}
+
+void PresetRegistry::add_text(const std::string& kind, const std::string& name,
+                              const std::string& file, std::string text) {
+  m_presets[kind][name] = Entry{file, std::move(text), nullptr};
+}
+
+const ConfigNode* PresetRegistry::find(const std::string& kind, const std::string& name) const {
+  auto k = m_presets.find(kind);
+  if (k == m_presets.end()) return nullptr;
+  auto e = k->second.find(name);
+  if (e == k->second.end()) return nullptr;
+  const Entry& entry = e->second;
+  if (!entry.parsed) {
+    ConfigNode n = parse_yaml(entry.text, entry.file);
+    if (!n.is_map()) throw InputError(n.loc, "a preset file must hold a map of keys");
+    if (const ConfigNode* p = n.find("provenance")) {
+      ConfigNode prov = *p;
+      if (!prov.provenance && prov.is_map() && prov.entries.size() == 1) {
+        const auto& [pk, pv] = prov.entries.front();
+        bool ok = false;
+        for (const char* kname : kProvenanceKinds) ok = ok || pk == kname;
+        if (!ok || !pv.is_scalar())
+          throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+        n.erase("provenance");
+        apply_default_provenance(n, Provenance{pk, pv.scalar});
+      } else {
+        throw InputError(p->loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+      }
+    }
+    if (const ConfigNode* nm = n.find("name"); nm && nm->scalar != name)
+      throw InputError(nm->loc, "preset name '" + nm->scalar + "' does not match its file name '" +
+                                    name + "'");
+    entry.parsed = std::make_shared<ConfigNode>(std::move(n));
+  }
+  return entry.parsed.get();
+}
+
+std::vector<std::string> PresetRegistry::names(const std::string& kind) const {
+  std::vector<std::string> out;
+  auto k = m_presets.find(kind);
+  if (k != m_presets.end())
+    for (const auto& [name, e] : k->second) out.push_back(name);
+  return out;
+}
+std::vector<std::string> PresetRegistry::kinds() const {
+  std::vector<std::string> out;
+  for (const auto& [k, f] : kind_folders()) out.push_back(k);
+  return out;
+}
+std::string PresetRegistry::file_of(const std::string& kind, const std::string& name) const {
+  auto k = m_presets.find(kind);
+  if (k == m_presets.end()) return {};
+  auto e = k->second.find(name);
+  return e == k->second.end() ? std::string() : e->second.file;
+}
+std::string PresetRegistry::text_of(const std::string& kind, const std::string& name) const {
+  auto k = m_presets.find(kind);
+  if (k == m_presets.end()) return {};
+  auto e = k->second.find(name);
+  return e == k->second.end() ? std::string() : e->second.text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConfigReader
+
+ConfigReader::ConfigReader(const ConfigNode& node, std::string path, ProvenanceTable* prov)
+    : m_node(node), m_path(std::move(path)), m_prov(prov) {
+  if (!node.is_map() && !node.is_null())
+    throw InputError(node.loc, (m_path.empty() ? std::string("the config") : "'" + m_path + "'") +
+                                   " must be a map of keys, got '" + node.scalar + "'");
+}
+
+std::string ConfigReader::child_path(const char* key) const {
+  return m_path.empty() ? std::string(key) : m_path + "." + key;
+}
+
+void ConfigReader::fail(const ConfigNode& at, const char* key, const std::string& msg) const {
+  std::string where = key ? child_path(key) : (m_path.empty() ? "config" : m_path);
+  throw InputError(at.loc, where + ": " + msg);
+}
+
+const ConfigNode* ConfigReader::take(const char* key, const Field& f, const char* what) {
+  m_known.emplace_back(key);
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  if (!n || n->is_null()) {
+    if (f.required) {
+      std::string at = m_path.empty() ? "the config" : "'" + m_path + "'";
+      throw InputError(n ? n->loc : m_node.loc, at + ": missing required key '" + key + "' (" +
+                                                    f.doc + "; " + what + ")");
+    }
+    if (n) m_used.insert(key);
+    return nullptr;
+  }
+  m_used.insert(key);
+  if (!n->is_scalar()) fail(*n, key, std::string("expected ") + what + ", got a " +
+                                         (n->is_map() ? "map" : "list"));
+  return n;
+}
+
+void ConfigReader::record(const ConfigNode& n, const char* key) {
+  if (m_prov && n.provenance) (*m_prov)[child_path(key)] = {*n.provenance, n.loc};
+}
+
+void ConfigReader::check_range(const ConfigNode& at, const char* key, double v,
+                               const Dimension& d, Range r) const {
+  auto show = [&] { return d == dim::none ? format_number(v) : format_quantity(v, d); };
+  switch (r) {
+    case Range::Any:
+      return;
+    case Range::Positive:
+      if (!(v > 0)) fail(at, key, "must be greater than zero, got " + show());
+      return;
+    case Range::NonNegative:
+      if (!(v >= 0)) fail(at, key, "must not be negative, got " + show());
+      return;
+    case Range::Fraction:
+      if (!(v >= 0 && v <= 1)) fail(at, key, "must be a fraction in [0, 1], got " + show());
+      return;
+    case Range::AtLeastOne:
+      if (!(v >= 1)) fail(at, key, "must be at least 1, got " + show());
+      return;
+  }
+}
+
+void ConfigReader::quantity(const char* key, double& out, const Dimension& d, const Field& f) {
+  std::string what = "a " + dimension_name(d) + " such as \"" + example_literal(d) + "\"";
+  const ConfigNode* n = take(key, f, what.c_str());
+  if (!n) return;
+  double v = 0;
+  try {
+    v = parse_quantity_as(n->scalar, d);
+  } catch (const UnitError& e) {
+    fail(*n, key, e.what());
+  }
+  check_range(*n, key, v, d, f.range);
+  out = v;
+  record(*n, key);
+}
+
+void ConfigReader::quantity(const char* key, std::optional<double>& out, const Dimension& d,
+                            const Field& f) {
+  double v = out.value_or(0);
+  const bool present = m_node.is_map() && m_node.find(key) && !m_node.find(key)->is_null();
+  quantity(key, v, d, f);
+  if (present) out = v;
+}
+
+void ConfigReader::number(const char* key, double& out, const Field& f) {
+  quantity(key, out, dim::none, f);
+}
+
+void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
+  const ConfigNode* n = take(key, f, "a whole number");
+  if (!n) return;
+  double v = 0;
+  try {
+    v = parse_quantity_as(n->scalar, dim::none);
+  } catch (const UnitError& e) {
+    fail(*n, key, std::string("expected a whole number: ") + e.what());
+  }
+  if (v != std::floor(v) || std::fabs(v) > 9.0e15)
+    fail(*n, key, "expected a whole number, got \"" + n->scalar + "\"");
+  check_range(*n, key, v, dim::none, f.range);
+  out = static_cast<std::int64_t>(v);
+  record(*n, key);
+}
+
+void ConfigReader::integer(const char* key, int& out, const Field& f) {
+  std::int64_t v = out;
+  integer(key, v, f);
+  if (v > 2147483647 || v < -2147483647) {
+    fail(*m_node.find(key), key, "value out of range");
+  }
+  out = static_cast<int>(v);
+}
+
+void ConfigReader::boolean(const char* key, bool& out, const Field& f) {
+  const ConfigNode* n = take(key, f, "true or false");
+  if (!n) return;
+  if (n->scalar == "true" || n->scalar == "True") {
+    out = true;
+  } else if (n->scalar == "false" || n->scalar == "False") {
+    out = false;
+  } else {
+    fail(*n, key, "expected true or false, got \"" + n->scalar + "\"");
+  }
+}
+
+void ConfigReader::text(const char* key, std::string& out, const Field& f) {
+  const ConfigNode* n = take(key, f, "a text");
+  if (!n) return;
+  out = n->scalar;
+}
+
+void ConfigReader::quantity_map(const char* key, std::map<std::string, double>& out,
+                                const Dimension& d, const std::vector<std::string>& allowed,
+                                const Field& f) {
+  m_known.emplace_back(key);
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  if (!n || n->is_null()) {
+    if (f.required)
+      fail(n ? *n : m_node, nullptr,
+           "missing required key '" + std::string(key) + "' (" + f.doc + ")");
+    return;
+  }
+  m_used.insert(key);
+  if (!n->is_map()) fail(*n, key, std::string("expected a map (") + f.doc + ")");
+  ConfigReader sub(*n, child_path(key), m_prov);
+  std::map<std::string, double> result;
+  for (const auto& [k, v] : n->entries) {
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) continue;
+    double x = 0;
+    sub.quantity(k.c_str(), x, d, req(f.doc, f.range));
+    result[k] = x;
+  }
+  for (const auto& a : allowed) sub.m_known.push_back(a);
+  sub.finish();
+  out = std::move(result);
+}
+
+void ConfigReader::finish() const {
+  if (!m_node.is_map()) return;
+  for (const auto& [k, v] : m_node.entries) {
+    if (m_used.count(k) || k == "preset") continue;
+    std::vector<std::string> known(m_known.begin(), m_known.end());
+    std::sort(known.begin(), known.end());
+    known.erase(std::unique(known.begin(), known.end()), known.end());
+    std::string near = nearest(k, known);
+    std::string list;
+    for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+    std::string where = m_path.empty() ? "at the top level" : "in '" + m_path + "'";
+    throw InputError(v.key_loc.file.empty() ? v.loc : v.key_loc,
+                     "unknown key '" + k + "' " + where +
+                         (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                         " (valid keys: " + list + ")");
+  }
+}
+
+ConfigNode ConfigReader::resolve_preset(const ConfigNode& node, const std::string& kind,
+                                        const std::string& path) {
+  // A bare name is a preset reference; a map may carry `preset:` plus overrides.
+  std::vector<std::string> chain;
+  ConfigNode cur = node;
+  if (cur.is_scalar()) {
+    ConfigNode m = ConfigNode::make_map(cur.loc);
+    m.entries.emplace_back("preset", cur);
+    cur = std::move(m);
+  }
+  if (!cur.is_map())
+    throw InputError(cur.loc, path + ": expected a " + kind + " preset name or a map of keys");
+  while (const ConfigNode* p = cur.find("preset")) {
+    if (!p->is_scalar() || p->scalar.empty())
+      throw InputError(p->loc, path + ".preset: expected a " + kind + " preset name");
+    const std::string name = p->scalar;
+    if (std::find(chain.begin(), chain.end(), name) != chain.end())
+      throw InputError(p->loc, path + ": preset '" + name + "' refers to itself through 'preset:'");
+    chain.push_back(name);
+    const PresetRegistry& reg = PresetRegistry::instance();
+    const ConfigNode* base = reg.find(kind, name);
+    if (!base) {
+      std::vector<std::string> names = reg.names(kind);
+      std::string near = nearest(name, names);
+      std::string list;
+      for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
+      throw InputError(p->loc, path + ": unknown " + kind + " preset '" + name + "'" +
+                                   (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                                   " (known " + kind + " presets: " + list + ")");
+    }
+    ConfigNode merged = *base;
+    ConfigNode over = cur;
+    over.erase("preset");
+    merge_into(merged, over);
+    cur = std::move(merged);
+  }
+  return cur;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConfigWriter
+
+ConfigWriter::ConfigWriter(ConfigNode& out, std::string path, const ProvenanceTable* prov)
+    : m_out(out), m_path(std::move(path)), m_prov(prov) {}
+
+void ConfigWriter::put(const char* key, std::string scalar) {
+  ConfigNode n = ConfigNode::make_scalar(std::move(scalar));
+  if (m_prov) {
+    auto it = m_prov->find(m_path.empty() ? key : m_path + "." + key);
+    if (it != m_prov->end()) n.provenance = it->second.first;
+  }
+  m_out.set(key, std::move(n));
+}
+void ConfigWriter::quantity(const char* key, double& v, const Dimension& d, const Field&) {
+  put(key, format_quantity(v, d));
+}
+void ConfigWriter::quantity(const char* key, std::optional<double>& v, const Dimension& d,
+                            const Field&) {
+  if (v) put(key, format_quantity(*v, d));
+}
+void ConfigWriter::number(const char* key, double& v, const Field&) { put(key, format_number(v)); }
+void ConfigWriter::integer(const char* key, std::int64_t& v, const Field&) {
+  put(key, std::to_string(v));
+}
+void ConfigWriter::integer(const char* key, int& v, const Field&) { put(key, std::to_string(v)); }
+void ConfigWriter::boolean(const char* key, bool& v, const Field&) {
+  put(key, v ? "true" : "false");
+}
+void ConfigWriter::text(const char* key, std::string& v, const Field&) {
+  ConfigNode n = ConfigNode::make_scalar(v);
+  n.quoted = true;
+  m_out.set(key, std::move(n));
+}
+void ConfigWriter::quantity_map(const char* key, std::map<std::string, double>& v,
+                                const Dimension& d, const std::vector<std::string>&,
+                                const Field&) {
+  ConfigNode m = ConfigNode::make_map();
+  ConfigWriter sub(m, m_path.empty() ? key : m_path + "." + key, m_prov);
+  for (auto& [k, x] : v) sub.quantity(k.c_str(), x, d, {});
+  m_out.set(key, std::move(m));
+}
+
+}  // namespace kappasim

@@ -1,0 +1,298 @@
+// Configuration: one loader for every YAML file, preset and command-line override.
+//
+// Text is parsed (yaml-cpp) into a `ConfigNode` tree that keeps, for every value, the file, line
+// and column it came from and its provenance ({value: X, spec: "source"}). Presets are resolved
+// by name, `<<` merge keys and `preset:` references are applied, `--set a.b.c=value` overrides
+// are merged in, and typed spec structs are read from the tree by `ConfigReader`, a visitor that
+// checks dimensions and ranges and rejects unknown keys with the nearest valid key suggested.
+// `ConfigWriter` is the same visitor in the other direction: it produces the effective config
+// (every default filled, units normalised) for --dump-config.
+//
+// A spec struct describes its fields once:
+//
+//   template <class V> void visit(V& v) {
+//     v.quantity("hbm_bandwidth", hbm_bandwidth_Bps, dim::bandwidth, req("HBM bandwidth"));
+//     v.integer("sm_count", sm_count, req("streaming multiprocessors"));
+//   }
+//
+// No SystemC here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace kappasim {
+
+// Where a number comes from: kind is spec | measured | derived | assumption.
+struct Provenance {
+  std::string kind;
+  std::string source;
+};
+extern const char* const kProvenanceKinds[4];
+
+class ConfigNode {
+ public:
+  enum class Kind { Null, Scalar, Map, Seq };
+
+  Kind kind = Kind::Null;
+  std::string scalar;
+  std::vector<std::pair<std::string, ConfigNode>> entries;  // Map, in file order
+  std::vector<ConfigNode> items;                            // Seq
+  SourceLoc loc;                                            // where the value starts
+  SourceLoc key_loc;                                        // where its key is (map children)
+  std::optional<Provenance> provenance;
+  bool quoted = false;  // scalar was quoted in the source: never a number
+
+  static ConfigNode make_scalar(std::string v, SourceLoc loc = {});
+  static ConfigNode make_map(SourceLoc loc = {});
+
+  bool is_map() const { return kind == Kind::Map; }
+  bool is_scalar() const { return kind == Kind::Scalar; }
+  bool is_null() const { return kind == Kind::Null; }
+  const ConfigNode* find(std::string_view key) const;
+  ConfigNode* find(std::string_view key);
+  // Inserts or replaces `key`, keeping the order of existing keys.
+  ConfigNode& set(const std::string& key, ConfigNode value);
+  bool erase(std::string_view key);
+};
+
+// Parses YAML text. `<<` merge keys are applied; {value: X, <kind>: "source"} maps collapse into
+// X with a provenance. Syntax errors and duplicate keys throw InputError with file:line:col.
+ConfigNode parse_yaml(std::string_view text, const std::string& filename);
+ConfigNode load_yaml_file(const std::string& path);
+
+// Deep merge: maps merge key by key, anything else replaces. A scalar base under a map override
+// without `preset:` is read as a preset name: h100 + {gpu: {...}} = {preset: h100, gpu: {...}}.
+void merge_into(ConfigNode& base, const ConfigNode& over);
+
+// Applies "a.b.c=value" (value is YAML, so "{preset: pcie4, lanes: 8}" works).
+void apply_set(ConfigNode& root, std::string_view assignment);
+
+// Emits a node as block-style YAML; numbers with provenance as {value: X, kind: "source"}.
+std::string emit_yaml(const ConfigNode& node, bool with_provenance = true);
+
+// Levenshtein distance; used to suggest the nearest valid key or name.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The nearest candidate within a small distance, or "" when none is close.
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
+
+// ---------------------------------------------------------------------------------------------
+// Presets: built-in (compiled into the binary from presets/) plus user directories.
+
+class PresetRegistry {
+ public:
+  // The built-in presets plus directories named in KAPPASIM_PRESET_PATH (colon-separated).
+  static PresetRegistry& instance();
+
+  // Adds a directory laid out as <dir>/<kind-folder>/<name>.yaml; its presets shadow built-ins.
+  void add_directory(const std::string& dir);
+  // Registers one preset from text (used for built-ins and tests).
+  void add_text(const std::string& kind, const std::string& name, const std::string& file,
+                std::string text);
+
+  // The parsed preset (file-level `provenance:` applied), or nullptr.
+  const ConfigNode* find(const std::string& kind, const std::string& name) const;
+  std::vector<std::string> names(const std::string& kind) const;
+  std::vector<std::string> kinds() const;
+  // The file a preset came from (for messages and `kappasim presets show`).
+  std::string file_of(const std::string& kind, const std::string& name) const;
+  std::string text_of(const std::string& kind, const std::string& name) const;
+
+  // The folder name for a kind ("gpu" -> "gpus").
+  static std::string folder_of(const std::string& kind);
+
+ private:
+  struct Entry {
+    std::string file;
+    std::string text;
+    mutable std::shared_ptr<ConfigNode> parsed;
+  };
+  std::map<std::string, std::map<std::string, Entry>> m_presets;  // kind -> name -> entry
+};
+
+// ---------------------------------------------------------------------------------------------
+// Typed reading and writing of spec structs.
+
+enum class Range { Any, Positive, NonNegative, Fraction, AtLeastOne };
+
+struct Field {
+  const char* doc = "";
+  bool required = true;
+  Range range = Range::Positive;
+};
+inline Field req(const char* doc, Range r = Range::Positive) { return {doc, true, r}; }
+// Optional: the struct member's current value is the default.
+inline Field opt(const char* doc, Range r = Range::Positive) { return {doc, false, r}; }
+
+// Provenance of every value read, by dotted path ("system.gpu.hbm_bandwidth").
+using ProvenanceTable = std::map<std::string, std::pair<Provenance, SourceLoc>>;
+
+class ConfigReader {
+ public:
+  // `node` must outlive the reader. `path` is the dotted key of `node` ("" at the root).
+  ConfigReader(const ConfigNode& node, std::string path, ProvenanceTable* prov = nullptr);
+
+  void quantity(const char* key, double& out, const Dimension& d, const Field& f);
+  void quantity(const char* key, std::optional<double>& out, const Dimension& d, const Field& f);
+  void number(const char* key, double& out, const Field& f);
+  void integer(const char* key, std::int64_t& out, const Field& f);
+  void integer(const char* key, int& out, const Field& f);
+  void boolean(const char* key, bool& out, const Field& f);
+  void text(const char* key, std::string& out, const Field& f);
+  template <class E>
+  void choice(const char* key, E& out, const std::vector<std::pair<const char*, E>>& names,
+              const Field& f);
+  // A map of quantities keyed by names from `allowed` (e.g. peak FLOP/s per dtype).
+  void quantity_map(const char* key, std::map<std::string, double>& out, const Dimension& d,
+                    const std::vector<std::string>& allowed, const Field& f);
+  // A nested struct; when `preset_kind` is set the value may be a preset name or a map with
+  // `preset:` and overrides.
+  template <class T>
+  void object(const char* key, T& out, const Field& f, const char* preset_kind = nullptr);
+
+  // Throws on any key that no field consumed, suggesting the nearest valid key.
+  void finish() const;
+
+  // Resolves `preset:` (and a bare preset name) of `kind` into a fresh merged tree.
+  static ConfigNode resolve_preset(const ConfigNode& node, const std::string& kind,
+                                   const std::string& path);
+
+  const std::string& path() const { return m_path; }
+
+ private:
+  const ConfigNode* take(const char* key, const Field& f, const char* what);
+  std::string child_path(const char* key) const;
+  [[noreturn]] void fail(const ConfigNode& at, const char* key, const std::string& msg) const;
+  void check_range(const ConfigNode& at, const char* key, double v, const Dimension& d,
+                   Range r) const;
+  void record(const ConfigNode& n, const char* key);
+
+  const ConfigNode& m_node;
+  std::string m_path;
+  ProvenanceTable* m_prov;
+  std::vector<std::string> m_known;
+  std::set<std::string> m_used;
+};
+
+// Produces the effective config tree of a struct (defaults filled, units normalised).
+class ConfigWriter {
+ public:
+  explicit ConfigWriter(ConfigNode& out, std::string path = "",
+                        const ProvenanceTable* prov = nullptr);
+
+  void quantity(const char* key, double& v, const Dimension& d, const Field&);
+  void quantity(const char* key, std::optional<double>& v, const Dimension& d, const Field&);
+  void number(const char* key, double& v, const Field&);
+  void integer(const char* key, std::int64_t& v, const Field&);
+  void integer(const char* key, int& v, const Field&);
+  void boolean(const char* key, bool& v, const Field&);
+  void text(const char* key, std::string& v, const Field&);
+  template <class E>
+  void choice(const char* key, E& v, const std::vector<std::pair<const char*, E>>& names,
+              const Field&);
+  void quantity_map(const char* key, std::map<std::string, double>& v, const Dimension& d,
+                    const std::vector<std::string>&, const Field&);
+  template <class T>
+  void object(const char* key, T& v, const Field&, const char* = nullptr);
+
+ private:
+  void put(const char* key, std::string scalar);
+  ConfigNode& m_out;
+  std::string m_path;
+  const ProvenanceTable* m_prov;
+};
+
+// Reads a whole struct from a node, including the unknown-key check.
+template <class T>
+T read_config(const ConfigNode& node, const std::string& path, ProvenanceTable* prov = nullptr) {
+  T out{};
+  ConfigReader r(node, path, prov);
+  out.visit(r);
+  r.finish();
+  out.validate(path);
+  return out;
+}
+// Reads a struct that may be given as a preset name / `preset:` map of `kind`.
+template <class T>
+T read_preset_config(const ConfigNode& node, const std::string& kind, const std::string& path,
+                     ProvenanceTable* prov = nullptr) {
+  ConfigNode resolved = ConfigReader::resolve_preset(node, kind, path);
+  return read_config<T>(resolved, path, prov);
+}
+template <class T>
+ConfigNode write_config(const T& value, const std::string& path = "",
+                        const ProvenanceTable* prov = nullptr) {
+  ConfigNode out = ConfigNode::make_map();
+  T copy = value;
+  ConfigWriter w(out, path, prov);
+  copy.visit(w);
+  return out;
+}
+
+// ---- template definitions ----
+
+template <class E>
+void ConfigReader::choice(const char* key, E& out,
+                          const std::vector<std::pair<const char*, E>>& names, const Field& f) {
+  const ConfigNode* n = take(key, f, "one of a fixed set of names");
+  if (!n) return;
+  std::vector<std::string> valid;
+  for (const auto& [name, value] : names) {
+    if (n->scalar == name) {
+      out = value;
+      return;
+    }
+    valid.emplace_back(name);
+  }
+  std::string all;
+  for (const auto& v : valid) all += (all.empty() ? "" : ", ") + v;
+  std::string near = nearest(n->scalar, valid);
+  fail(*n, key,
+       "expected one of " + all + ", got \"" + n->scalar + "\"" +
+           (near.empty() ? "" : "; did you mean \"" + near + "\"?"));
+}
+
+template <class T>
+void ConfigReader::object(const char* key, T& out, const Field& f, const char* preset_kind) {
+  m_known.emplace_back(key);
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  if (!n || n->is_null()) {
+    if (f.required)
+      fail(n ? *n : m_node, nullptr,
+           "missing required key '" + std::string(key) + "' (" + f.doc + ")");
+    return;
+  }
+  m_used.insert(key);
+  if (preset_kind) {
+    out = read_preset_config<T>(*n, preset_kind, child_path(key), m_prov);
+  } else {
+    if (!n->is_map()) fail(*n, key, std::string("expected a map (") + f.doc + ")");
+    out = read_config<T>(*n, child_path(key), m_prov);
+  }
+}
+
+template <class E>
+void ConfigWriter::choice(const char* key, E& v,
+                          const std::vector<std::pair<const char*, E>>& names, const Field&) {
+  for (const auto& [name, value] : names)
+    if (value == v) put(key, name);
+}
+
+template <class T>
+void ConfigWriter::object(const char* key, T& v, const Field&, const char*) {
+  std::string p = m_path.empty() ? key : m_path + "." + key;
+  m_out.set(key, write_config(v, p, m_prov));
+}
+
+}  // namespace kappasim

@@ -1,0 +1,135 @@
+#include "models/analytic/kappa.hpp"
+
+#include <cmath>
+
+namespace kappasim {
+
+TtftParts ttft_parts(double K, double T, double b_kv, double f_per_token, double bandwidth,
+                     double compute) {
+  TtftParts p;
+  p.t_transfer = K * b_kv / bandwidth;
+  p.t_compute = T * f_per_token / compute;
+  return p;
+}
+
+const std::vector<std::pair<const char*, FpfConvention>>& fpf_convention_names() {
+  static const std::vector<std::pair<const char*, FpfConvention>> n = {
+      {"2n-active", FpfConvention::TwoNActive},
+      {"2n-nonembedding", FpfConvention::TwoNNonEmbedding},
+      {"matmul-no-head", FpfConvention::MatmulNoHead},
+      {"kaplan", FpfConvention::Kaplan},
+  };
+  return n;
+}
+
+namespace {
+double fpf_by_convention(const ModelSpec& m, const KappaQuery& q) {
+  const ParamCounts c = count_params(m);
+  switch (q.convention) {
+    case FpfConvention::TwoNActive:
+      return 2 * c.active();
+    case FpfConvention::TwoNNonEmbedding:
+      return 2 * (c.active() - c.embedding - c.lm_head);
+    case FpfConvention::MatmulNoHead:
+      return linear_flops_per_token(m, false);
+    case FpfConvention::Kaplan:
+      return 2 * c.active() +
+             2.0 * m.num_layers * q.kaplan_context * static_cast<double>(m.hidden_size);
+  }
+  return 0;
+}
+
+std::string source_text(const ProvenanceTable* prov, const std::string& key,
+                        const std::string& what) {
+  if (prov) {
+    auto it = prov->find(key);
+    if (it != prov->end()) return what + " [" + it->second.first.kind + ": " +
+                                  it->second.first.source + "]";
+  }
+  return what;
+}
+}  // namespace
+
+KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQuery& q,
+                          const ProvenanceTable* prov) {
+  KappaPoint p;
+  p.model = m.name;
+  p.system = s.name;
+  p.compute_dtype = q.compute_dtype;
+  p.kv_dtype = dtype_name(q.kv_dtype);
+  p.tp = q.tp;
+  for (const auto& [n, c] : fpf_convention_names())
+    if (c == q.convention) p.convention = n;
+  if (q.fpf_override) p.convention = "override";
+
+  p.n_active_params = count_params(m).active();
+  p.b_kv = kv_bytes_per_token(m, q.kv_dtype);
+  p.b_kv_gpu = kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
+  p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);
+
+  if (q.compute_override) {
+    p.compute = *q.compute_override;
+    p.compute_source = "--compute";
+  } else {
+    p.compute = s.gpu.peak(q.compute_dtype);
+    p.compute_source = source_text(prov, "system.gpu.peak_flops." + q.compute_dtype,
+                                   s.gpu.name + " peak dense " + q.compute_dtype);
+  }
+  if (q.bandwidth_override) {
+    p.bandwidth = *q.bandwidth_override;
+    p.bandwidth_source = "--bandwidth";
+  } else {
+    p.bandwidth = s.host_link_bandwidth_per_gpu();
+    std::string what = s.host_link.name + " peak per direction";
+    if (s.host_link.type == LinkType::Pcie)
+      what += " (x" + std::to_string(s.host_link.lanes) + " after encoding)";
+    if (s.gpus_sharing_host_link > 1)
+      what += " / " + std::to_string(s.gpus_sharing_host_link) + " GPUs sharing it";
+    p.bandwidth_source = what;
+  }
+
+  const double f_gpu = p.f_pf / q.tp;
+  p.kappa_m = kappa_m(f_gpu, p.b_kv_gpu);
+  p.kappa_hw = kappa_hw(p.bandwidth, p.compute);
+  p.kappa_crit = p.kappa_m * p.kappa_hw;
+
+  if (q.context_k || q.new_tokens_t) {
+    const double K = q.context_k.value_or(0);
+    const double T = q.new_tokens_t.value_or(1);
+    if (K < 0 || T < 1)
+      throw InputError("cached tokens K must be >= 0 and new tokens T >= 1 (got K=" +
+                       format_number(K) + ", T=" + format_number(T) + ")");
+    p.context_k = K;
+    p.new_tokens_t = T;
+    p.f_attention = attention_flops(m, K, T) / T;
+    const double f_attn_gpu = (p.f_pf + *p.f_attention) / q.tp;
+    p.kappa_crit_attention = kappa_m(f_attn_gpu, p.b_kv_gpu) * p.kappa_hw;
+    if (q.context_k && q.new_tokens_t) {
+      p.ttft = ttft_parts(K, T, p.b_kv_gpu, f_gpu, p.bandwidth, p.compute);
+      p.ttft_attention = ttft_parts(K, T, p.b_kv_gpu, f_attn_gpu, p.bandwidth, p.compute);
+    }
+  }
+  return p;
+}
+
+std::vector<RooflineRow> roofline(const KappaPoint& p, double lo, double hi, int points) {
+  if (!(lo > 0) || !(hi > lo) || points < 2)
+    throw InputError("roofline: need 0 < kappa-min < kappa-max and at least 2 points");
+  std::vector<RooflineRow> rows;
+  const double f = p.f_pf / p.tp;
+  for (int i = 0; i < points; ++i) {
+    const double k = lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1));
+    const double t_c = f / p.compute;                  // per new token
+    const double t_x = k * p.b_kv_gpu / p.bandwidth;   // its κ cached tokens
+    RooflineRow r;
+    r.kappa_ratio = k;
+    r.attainable_overlap = f / std::max(t_c, t_x);
+    r.attainable_serial = f / (t_c + t_x);
+    r.p_oh = t_x / t_c;
+    r.link_bound = t_x > t_c;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace kappasim

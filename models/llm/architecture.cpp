@@ -1,0 +1,223 @@
+#include "models/llm/architecture.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kappasim {
+
+double bytes_per_element(DType t) {
+  switch (t) {
+    case DType::Fp32: return 4;
+    case DType::Bf16: return 2;
+    case DType::Fp16: return 2;
+    case DType::Fp8: return 1;
+    case DType::Int8: return 1;
+    case DType::Int4: return 0.5;
+  }
+  return 0;
+}
+
+const std::vector<std::pair<const char*, DType>>& dtype_names() {
+  static const std::vector<std::pair<const char*, DType>> n = {
+      {"fp32", DType::Fp32}, {"bf16", DType::Bf16}, {"fp16", DType::Fp16},
+      {"fp8", DType::Fp8},   {"int8", DType::Int8}, {"int4", DType::Int4}};
+  return n;
+}
+
+DType parse_dtype(const std::string& s, const std::string& what) {
+  std::string all;
+  std::vector<std::string> names;
+  for (const auto& [n, t] : dtype_names()) {
+    if (s == n) return t;
+    all += (all.empty() ? "" : ", ") + std::string(n);
+    names.emplace_back(n);
+  }
+  std::string near = nearest(s, names);
+  throw InputError(what + ": unknown dtype '" + s + "'" +
+                   (near.empty() ? "" : "; did you mean '" + near + "'?") + " (expected " + all +
+                   ")");
+}
+
+const char* dtype_name(DType t) {
+  for (const auto& [n, d] : dtype_names())
+    if (d == t) return n;
+  return "?";
+}
+
+void AttentionSpec::validate(const std::string& path) const {
+  if (type == AttentionType::Gqa) {
+    if (num_kv_heads > num_q_heads)
+      throw InputError(path + ".num_kv_heads: " + std::to_string(num_kv_heads) +
+                       " KV heads cannot exceed the " + std::to_string(num_q_heads) +
+                       " query heads");
+    if (num_q_heads % num_kv_heads != 0)
+      throw InputError(path + ".num_kv_heads: query heads (" + std::to_string(num_q_heads) +
+                       ") must be a multiple of KV heads (" + std::to_string(num_kv_heads) + ")");
+  }
+}
+
+void MlpSpec::validate(const std::string& path) const {
+  if (type != MlpType::Moe) return;
+  if (experts_per_token > num_experts)
+    throw InputError(path + ".experts_per_token: top-" + std::to_string(experts_per_token) +
+                     " cannot exceed the " + std::to_string(num_experts) + " experts");
+  if (first_dense_layers > 0 && intermediate_size <= 0)
+    throw InputError(path + ".intermediate_size: required (> 0) when first_dense_layers > 0");
+}
+
+void ModelSpec::validate(const std::string& path) const {
+  if (mlp.first_dense_layers > num_layers)
+    throw InputError(path + ".mlp.first_dense_layers: " + std::to_string(mlp.first_dense_layers) +
+                     " exceeds num_layers " + std::to_string(num_layers));
+}
+
+// ---- parameters ----------------------------------------------------------------------------
+
+double attention_params_per_layer(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const AttentionSpec& a = m.attention;
+  const double H = a.num_q_heads;
+  if (a.type == AttentionType::Gqa) {
+    const double d = a.head_dim;
+    double p = h * H * d            // q_proj
+               + 2 * h * a.num_kv_heads * d  // k_proj, v_proj
+               + H * d * h;         // o_proj
+    if (a.qk_norm) p += 2 * d;      // q_norm, k_norm (per-head RMSNorm weights)
+    return p;
+  }
+  const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  double p = 0;
+  if (a.q_lora_rank > 0) {
+    p += h * a.q_lora_rank + a.q_lora_rank           // q_a_proj + q_a_layernorm
+         + static_cast<double>(a.q_lora_rank) * H * qk;  // q_b_proj
+  } else {
+    p += h * H * qk;  // q_proj
+  }
+  p += h * (a.kv_lora_rank + a.qk_rope_head_dim)  // kv_a_proj_with_mqa
+       + a.kv_lora_rank                            // kv_a_layernorm
+       + static_cast<double>(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim)  // kv_b
+       + H * a.v_head_dim * h;                     // o_proj
+  return p;
+}
+
+namespace {
+bool is_moe_layer(const ModelSpec& m, int layer) {
+  return m.mlp.type == MlpType::Moe && layer >= m.mlp.first_dense_layers;
+}
+double swiglu(double h, double inter) { return 3 * h * inter; }
+}  // namespace
+
+double mlp_active_params_per_layer(const ModelSpec& m, int layer) {
+  const double h = static_cast<double>(m.hidden_size);
+  if (!is_moe_layer(m, layer)) return swiglu(h, static_cast<double>(m.mlp.intermediate_size));
+  const double e = swiglu(h, static_cast<double>(m.mlp.moe_intermediate_size));
+  return (m.mlp.experts_per_token + m.mlp.num_shared_experts) * e + h * m.mlp.num_experts;
+}
+
+double ParamCounts::total() const {
+  return embedding + lm_head + attention + mlp_dense + mlp_experts_total + router + norms;
+}
+double ParamCounts::active() const {
+  return embedding + lm_head + attention + mlp_dense + mlp_experts_active + router + norms;
+}
+double ParamCounts::active_matmul(bool with_lm_head) const {
+  // The LM head is a matmul even when tied to the embedding table.
+  double head = with_lm_head ? (lm_head > 0 ? lm_head : embedding) : 0;
+  return attention + mlp_dense + mlp_experts_active + router + head;
+}
+
+ParamCounts count_params(const ModelSpec& m) {
+  ParamCounts c;
+  const double h = static_cast<double>(m.hidden_size);
+  c.embedding = static_cast<double>(m.vocab_size) * h;
+  c.lm_head = m.tie_word_embeddings ? 0 : c.embedding;
+  c.attention = m.num_layers * attention_params_per_layer(m);
+  c.norms = (2.0 * m.num_layers + 1) * h;
+  for (int l = 0; l < m.num_layers; ++l) {
+    if (!is_moe_layer(m, l)) {
+      c.mlp_dense += swiglu(h, static_cast<double>(m.mlp.intermediate_size));
+      continue;
+    }
+    const double e = swiglu(h, static_cast<double>(m.mlp.moe_intermediate_size));
+    c.mlp_experts_total += (m.mlp.num_experts + m.mlp.num_shared_experts) * e;
+    c.mlp_experts_active += (m.mlp.experts_per_token + m.mlp.num_shared_experts) * e;
+    c.router += h * m.mlp.num_experts;
+  }
+  return c;
+}
+
+double weight_bytes(const ModelSpec& m, DType weights) {
+  return count_params(m).total() * bytes_per_element(weights);
+}
+
+// ---- KV ------------------------------------------------------------------------------------
+
+double kv_bytes_per_token(const ModelSpec& m, DType kv) {
+  const AttentionSpec& a = m.attention;
+  const double per_layer = a.type == AttentionType::Gqa
+                               ? 2.0 * a.num_kv_heads * a.head_dim
+                               : static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
+  return m.num_layers * per_layer * bytes_per_element(kv);
+}
+
+double kv_heads_per_gpu(const ModelSpec& m, int tp) {
+  if (tp < 1) throw InputError("tensor parallelism must be at least 1, got " + std::to_string(tp));
+  const AttentionSpec& a = m.attention;
+  if (a.num_q_heads % tp != 0)
+    throw InputError("tensor parallelism " + std::to_string(tp) + " does not divide the " +
+                     std::to_string(a.num_q_heads) + " query heads of " + m.name);
+  if (a.type == AttentionType::Mla) return 1;  // the latent is whole on every GPU
+  if (tp >= a.num_kv_heads) {
+    if (tp % a.num_kv_heads != 0)
+      throw InputError("tensor parallelism " + std::to_string(tp) + " is not a multiple of the " +
+                       std::to_string(a.num_kv_heads) + " KV heads of " + m.name);
+    return 1;  // each KV head replicated tp / kv_heads times
+  }
+  if (a.num_kv_heads % tp != 0)
+    throw InputError("tensor parallelism " + std::to_string(tp) + " does not divide the " +
+                     std::to_string(a.num_kv_heads) + " KV heads of " + m.name);
+  return static_cast<double>(a.num_kv_heads / tp);
+}
+
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, DType kv, int tp) {
+  const AttentionSpec& a = m.attention;
+  if (a.type == AttentionType::Mla) {
+    kv_heads_per_gpu(m, tp);  // validates tp
+    return kv_bytes_per_token(m, kv);
+  }
+  return m.num_layers * 2.0 * kv_heads_per_gpu(m, tp) * a.head_dim * bytes_per_element(kv);
+}
+
+// ---- FLOPs ---------------------------------------------------------------------------------
+
+double linear_flops_per_token(const ModelSpec& m, bool with_lm_head) {
+  return 2.0 * count_params(m).active_matmul(with_lm_head);
+}
+
+double attention_flops_per_token_per_cached(const ModelSpec& m) {
+  const AttentionSpec& a = m.attention;
+  const double dqk = a.type == AttentionType::Gqa ? a.head_dim
+                                                  : a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const double dv = a.type == AttentionType::Gqa ? a.head_dim : a.v_head_dim;
+  return m.num_layers * 2.0 * a.num_q_heads * (dqk + dv);
+}
+
+double attention_flops(const ModelSpec& m, double K, double T) {
+  // Causal: new token i (0-based) attends to the K cached tokens and to new tokens 0..i.
+  const double pairs = T * K + T * (T + 1) / 2;
+  const AttentionSpec& a = m.attention;
+  if (a.type == AttentionType::Gqa) return pairs * attention_flops_per_token_per_cached(m);
+  // MLA: the cheaper of the two ways a kernel library runs it (vLLM picks by query length).
+  const double L = m.num_layers, H = a.num_q_heads, r = a.kv_lora_rank;
+  // Expanded: up-project the K cached latents to per-head K/V once (kv_b_proj), then ordinary
+  // attention with d_qk = nope + rope, d_v = v.
+  const double expanded = pairs * attention_flops_per_token_per_cached(m) +
+                          K * L * 2.0 * r * H * (a.qk_nope_head_dim + a.v_head_dim);
+  // Absorbed: attend in latent space (d_qk = r + rope, d_v = r); each new token's query is
+  // multiplied into the latent by W_UK and its output back out by W_UV.
+  const double absorbed = pairs * L * 2.0 * H * ((r + a.qk_rope_head_dim) + r) +
+                          T * L * 2.0 * H * r * (a.qk_nope_head_dim + a.v_head_dim);
+  return std::min(expanded, absorbed);
+}
+
+}  // namespace kappasim

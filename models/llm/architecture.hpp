@@ -1,0 +1,173 @@
+// LLM architecture and its FLOP / byte accounting: parameters (total, active), weight bytes, KV
+// bytes per token, prefill FLOPs per new token (linear layers, and attention over K cached + T
+// new tokens, causal), and the per-GPU share under tensor parallelism including KV-head
+// replication. Dense GQA, MoE (routed + shared experts, top-k) and MLA (DeepSeek latent KV).
+// Pure functions, no SystemC: the analytic κ model and the GPU timing model both call these.
+//
+// Conventions (see docs/accounting.md):
+//  - a matmul of an [n × in] activation by an [in × out] weight costs 2·n·in·out FLOPs;
+//  - SwiGLU MLP = gate, up, down projections (3 matrices); norms and activations are not FLOPs
+//    that matter here and are not counted;
+//  - attention FLOPs count QKᵀ and PV only: 2·d per (query, key) pair and head for each;
+//  - MLA runs the cheaper of "expanded" (the cached latents up-projected to per-head K and V by
+//    kv_b_proj once per request, then ordinary attention) and "absorbed" (attention in latent
+//    space, queries and outputs mapped through W_UK / W_UV): vLLM chooses by query length, and
+//    expanded wins for long prefills.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+
+namespace kappasim {
+
+enum class DType { Fp32, Bf16, Fp16, Fp8, Int8, Int4 };
+double bytes_per_element(DType t);
+const std::vector<std::pair<const char*, DType>>& dtype_names();
+DType parse_dtype(const std::string& s, const std::string& what);
+const char* dtype_name(DType t);
+
+enum class AttentionType { Gqa, Mla };
+enum class MlpType { Dense, Moe };
+
+struct AttentionSpec {
+  AttentionType type = AttentionType::Gqa;
+  int num_q_heads = 0;
+  // GQA
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  bool qk_norm = false;
+  // MLA
+  int q_lora_rank = 0;  // 0: no low-rank query compression
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+
+  template <class V>
+  void visit(V& v) {
+    static const std::vector<std::pair<const char*, AttentionType>> types = {
+        {"gqa", AttentionType::Gqa}, {"mla", AttentionType::Mla}};
+    v.choice("type", type, types, req("attention type: gqa (MHA/GQA/MQA) or mla"));
+    v.integer("num_q_heads", num_q_heads, req("query heads"));
+    if (type == AttentionType::Gqa) {
+      v.integer("num_kv_heads", num_kv_heads, req("key/value heads"));
+      v.integer("head_dim", head_dim, req("dimension per head"));
+      v.boolean("qk_norm", qk_norm, opt("per-head RMSNorm on q and k (Qwen3)"));
+    } else {
+      v.integer("q_lora_rank", q_lora_rank, opt("query low-rank dimension (0: none)",
+                                                Range::NonNegative));
+      v.integer("kv_lora_rank", kv_lora_rank, req("compressed KV latent dimension"));
+      v.integer("qk_nope_head_dim", qk_nope_head_dim, req("non-rotary q/k dimension per head"));
+      v.integer("qk_rope_head_dim", qk_rope_head_dim, req("rotary q/k dimension (shared key)"));
+      v.integer("v_head_dim", v_head_dim, req("value dimension per head"));
+    }
+  }
+  void validate(const std::string& path) const;
+};
+
+struct MlpSpec {
+  MlpType type = MlpType::Dense;
+  std::int64_t intermediate_size = 0;  // dense layers' SwiGLU size
+  int first_dense_layers = 0;          // MoE models whose first layers are dense
+  int num_experts = 0;                 // routed experts
+  int experts_per_token = 0;
+  std::int64_t moe_intermediate_size = 0;
+  int num_shared_experts = 0;
+
+  template <class V>
+  void visit(V& v) {
+    static const std::vector<std::pair<const char*, MlpType>> types = {{"dense", MlpType::Dense},
+                                                                       {"moe", MlpType::Moe}};
+    v.choice("type", type, types, req("MLP type: dense or moe"));
+    if (type == MlpType::Dense) {
+      v.integer("intermediate_size", intermediate_size, req("SwiGLU intermediate size"));
+    } else {
+      v.integer("first_dense_layers", first_dense_layers,
+                opt("leading dense layers", Range::NonNegative));
+      v.integer("intermediate_size", intermediate_size,
+                opt("intermediate size of the dense layers", Range::NonNegative));
+      v.integer("num_experts", num_experts, req("routed experts per MoE layer"));
+      v.integer("experts_per_token", experts_per_token, req("routed experts per token (top-k)"));
+      v.integer("moe_intermediate_size", moe_intermediate_size, req("expert intermediate size"));
+      v.integer("num_shared_experts", num_shared_experts,
+                opt("always-active shared experts", Range::NonNegative));
+    }
+  }
+  void validate(const std::string& path) const;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string display_name;
+  std::string hf_config;
+  int num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t vocab_size = 0;
+  bool tie_word_embeddings = false;
+  AttentionSpec attention;
+  MlpSpec mlp;
+
+  template <class V>
+  void visit(V& v) {
+    v.text("name", name, opt("preset name"));
+    v.text("display_name", display_name, opt("human-readable name"));
+    v.text("hf_config", hf_config, opt("Hugging Face repository of config.json"));
+    v.integer("num_layers", num_layers, req("transformer layers"));
+    v.integer("hidden_size", hidden_size, req("model (residual) dimension"));
+    v.integer("vocab_size", vocab_size, req("vocabulary size"));
+    v.boolean("tie_word_embeddings", tie_word_embeddings,
+              opt("LM head shares the embedding matrix"));
+    v.object("attention", attention, req("attention block"));
+    v.object("mlp", mlp, req("MLP / MoE block"));
+  }
+  void validate(const std::string& path) const;
+};
+
+// ---- accounting ---------------------------------------------------------------------------
+
+struct ParamCounts {
+  double embedding = 0;        // token embedding table
+  double lm_head = 0;          // 0 when tied to the embedding
+  double attention = 0;        // all layers: projections (+ q/k norms, MLA latent norms)
+  double mlp_dense = 0;        // all dense-MLP layers
+  double mlp_experts_total = 0;   // all routed + shared experts, all MoE layers
+  double mlp_experts_active = 0;  // top-k routed + shared, all MoE layers
+  double router = 0;           // MoE gate matrices
+  double norms = 0;            // layer norms (2 per layer + final)
+  double total() const;
+  double active() const;
+  // Parameters that are matmul weights a new token passes through (no embedding lookup, no
+  // norms), with or without the LM head.
+  double active_matmul(bool with_lm_head) const;
+};
+ParamCounts count_params(const ModelSpec& m);
+
+// Per layer, for the compute model.
+double attention_params_per_layer(const ModelSpec& m);
+double mlp_active_params_per_layer(const ModelSpec& m, int layer);
+
+// KV bytes per token over all layers (K and V, or the MLA latent + rope key).
+double kv_bytes_per_token(const ModelSpec& m, DType kv);
+
+// KV heads each GPU holds under tensor parallelism `tp`; when tp exceeds the KV heads they are
+// replicated (vLLM: max(1, kv_heads / tp)). MLA's latent is not split by head: every GPU holds
+// all of it. Throws InputError when tp does not divide (or is not divided by) the KV heads.
+double kv_heads_per_gpu(const ModelSpec& m, int tp);
+double kv_bytes_per_token_per_gpu(const ModelSpec& m, DType kv, int tp);
+
+// Linear-layer FLOPs per new token (2 × active matmul parameters).
+double linear_flops_per_token(const ModelSpec& m, bool with_lm_head);
+
+// Attention FLOPs for one prefill of T new tokens over K cached tokens, causal, all layers, for
+// the whole model (divide by tp for one GPU's share). For MLA, the cheaper of expanded (with
+// the up-projection of the K cached latents) and absorbed.
+double attention_flops(const ModelSpec& m, double K, double T);
+// Attention FLOPs per new token per cached token (4·L·H_q·d for GQA), the slope in K.
+double attention_flops_per_token_per_cached(const ModelSpec& m);
+
+double weight_bytes(const ModelSpec& m, DType weights);
+
+}  // namespace kappasim

@@ -1,0 +1,45 @@
+// A system: GPUs, the host link each GPU reaches host memory through, and host memory. Built
+// from presets (presets/systems/*.yaml refer to gpu, link and host-memory presets by name).
+// Topology (switches, sockets, which GPU hangs where) is added by the SystemC layer.
+#pragma once
+
+#include <string>
+
+#include "core/config.hpp"
+#include "interconnects/link_spec.hpp"
+#include "memory/host_memory_spec.hpp"
+#include "models/gpu/gpu_spec.hpp"
+
+namespace kappasim {
+
+struct SystemSpec {
+  std::string name;
+  std::string display_name;
+  std::string description;
+  GpuSpec gpu;
+  int gpus = 1;
+  LinkSpec host_link;
+  int gpus_sharing_host_link = 1;  // GPUs behind one host-link instance (GB200: 2 per C2C)
+  HostMemorySpec host_memory;
+
+  // Peak host->GPU bandwidth one GPU sees when all GPUs sharing its link load at once.
+  double host_link_bandwidth_per_gpu() const {
+    return host_link.per_direction_bandwidth() / gpus_sharing_host_link;
+  }
+
+  template <class V>
+  void visit(V& v) {
+    v.text("name", name, opt("preset name"));
+    v.text("display_name", display_name, opt("human-readable name"));
+    v.text("description", description, opt("what this system is"));
+    v.object("gpu", gpu, req("the GPU"), "gpu");
+    v.integer("gpus", gpus, opt("GPUs in the system", Range::AtLeastOne));
+    v.object("host_link", host_link, req("the host-to-GPU link"), "link");
+    v.integer("gpus_sharing_host_link", gpus_sharing_host_link,
+              opt("GPUs sharing one host link", Range::AtLeastOne));
+    v.object("host_memory", host_memory, req("host DRAM"), "host-memory");
+  }
+  void validate(const std::string& path) const;
+};
+
+}  // namespace kappasim
