@@ -23,4 +23,26 @@ void LinkSpec::validate(const std::string& path) const {
                      ") cannot exceed the encoding unit (" + format_number(encoding_total) + ")");
 }
 
+void LinkSpec::require_sim(const std::string& path) const {
+  if (type != LinkType::Pcie) return;
+  std::string missing;
+  auto need = [&](const std::optional<double>& v, const char* key) {
+    if (!v) missing += (missing.empty() ? "" : ", ") + std::string(key);
+  };
+  need(max_payload_size_bytes, "max_payload_size");
+  need(read_completion_size_bytes, "read_completion_size");
+  need(max_read_request_size_bytes, "max_read_request_size");
+  need(sm_read_size_bytes, "sm_read_size");
+  need(tlp_overhead_3dw_bytes, "tlp_overhead_3dw");
+  need(tlp_overhead_4dw_bytes, "tlp_overhead_4dw");
+  need(dllp_bytes, "dllp_size");
+  need(tlps_per_ack, "tlps_per_ack");
+  need(skp_interval_blocks, "skp_interval_blocks");
+  need(skp_bytes, "skp_size");
+  need(round_trip_latency_s, "round_trip_latency");
+  need(max_outstanding_reads, "max_outstanding_reads");
+  if (!missing.empty())
+    throw InputError(path + ": the simulator needs " + missing + " (link '" + name + "')");
+}
+
 }  // namespace kappasim

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "core/config.hpp"
@@ -24,6 +25,20 @@ struct LinkSpec {
   double encoding_data = 0;      // e.g. 128 of 128b/130b; 236 of a 256 B Gen6 FLIT
   double encoding_total = 0;     // e.g. 130; 256
   int lanes = 16;
+  // PCIe protocol (used by interconnects/pcie_protocol and the link timing models); optional so
+  // analytic-only link files need not give them; require_sim() names what is missing.
+  std::optional<double> max_payload_size_bytes;       // MPS: largest write TLP payload
+  std::optional<double> read_completion_size_bytes;   // payload per completion of a DMA read
+  std::optional<double> max_read_request_size_bytes;  // MRRS
+  std::optional<double> sm_read_size_bytes;           // payload per read an SM issues (zero-copy)
+  std::optional<double> tlp_overhead_3dw_bytes;       // framing + 3-DW header + LCRC
+  std::optional<double> tlp_overhead_4dw_bytes;       // framing + 4-DW header + LCRC
+  std::optional<double> dllp_bytes;                   // one ACK / UpdateFC DLLP on the wire
+  std::optional<double> tlps_per_ack;                 // ACK coalescing
+  std::optional<double> skp_interval_blocks;          // data blocks between SKP ordered sets
+  std::optional<double> skp_bytes;                    // bytes of one SKP ordered set
+  std::optional<double> round_trip_latency_s;         // read request -> first completion
+  std::optional<double> max_outstanding_reads;        // read tags per requester
   // C2C and the HBM tier: the published per-direction figure
   std::optional<double> bandwidth_per_direction_Bps;
   std::optional<double> capacity_bytes;       // HBM tier only
@@ -46,6 +61,29 @@ struct LinkSpec {
       v.number("encoding_data", encoding_data, req("payload bits (bytes) per encoding unit"));
       v.number("encoding_total", encoding_total, req("total bits (bytes) per encoding unit"));
       v.integer("lanes", lanes, opt("link width in lanes (1, 2, 4, 8 or 16)"));
+      v.quantity("max_payload_size", max_payload_size_bytes, dim::bytes,
+                 opt("MPS: largest write TLP payload"));
+      v.quantity("read_completion_size", read_completion_size_bytes, dim::bytes,
+                 opt("payload per completion returned for a DMA read"));
+      v.quantity("max_read_request_size", max_read_request_size_bytes, dim::bytes,
+                 opt("MRRS: largest read request"));
+      v.quantity("sm_read_size", sm_read_size_bytes, dim::bytes,
+                 opt("payload per read request issued by SMs (zero-copy)"));
+      v.quantity("tlp_overhead_3dw", tlp_overhead_3dw_bytes, dim::bytes,
+                 opt("wire bytes of a TLP beyond its payload, 3-DW header"));
+      v.quantity("tlp_overhead_4dw", tlp_overhead_4dw_bytes, dim::bytes,
+                 opt("wire bytes of a TLP beyond its payload, 4-DW header"));
+      v.quantity("dllp_size", dllp_bytes, dim::bytes, opt("wire bytes of one DLLP"));
+      v.quantity("tlps_per_ack", tlps_per_ack, dim::none,
+                 opt("TLPs acknowledged per ACK DLLP", Range::AtLeastOne));
+      v.quantity("skp_interval_blocks", skp_interval_blocks, dim::none,
+                 opt("data blocks between SKP ordered sets", Range::AtLeastOne));
+      v.quantity("skp_size", skp_bytes, dim::bytes, opt("bytes of one SKP ordered set",
+                                                        Range::NonNegative));
+      v.quantity("round_trip_latency", round_trip_latency_s, dim::time,
+                 opt("read request to first completion", Range::NonNegative));
+      v.quantity("max_outstanding_reads", max_outstanding_reads, dim::none,
+                 opt("outstanding read requests (tags) per requester", Range::AtLeastOne));
     } else {
       v.quantity("bandwidth_per_direction", bandwidth_per_direction_Bps, dim::bandwidth,
                  req("bandwidth per direction"));
@@ -56,6 +94,8 @@ struct LinkSpec {
                opt("energy per bit moved"));
   }
   void validate(const std::string& path) const;
+  // Throws InputError naming every protocol field the simulator needs and this link lacks.
+  void require_sim(const std::string& path) const;
 };
 
 }  // namespace kappasim

@@ -21,6 +21,8 @@ struct HostMemorySpec {
   std::optional<double> bandwidth_per_socket_Bps;
   double capacity_bytes = 0;
   std::optional<double> inter_socket_Bps;      // per direction
+  std::optional<double> memcpy_thread_Bps;     // one CPU thread's memcpy bandwidth (pageable staging)
+  std::optional<double> dram_efficiency;       // sustained fraction of peak DRAM bandwidth, all cores
 
   // Peak DRAM bandwidth of one socket: channels × rate × width, or the published figure.
   double socket_bandwidth() const;
@@ -40,6 +42,10 @@ struct HostMemorySpec {
     v.quantity("capacity", capacity_bytes, dim::bytes, req("total DRAM capacity"));
     v.quantity("inter_socket_bandwidth", inter_socket_Bps, dim::bandwidth,
                opt("socket-to-socket link bandwidth per direction"));
+    v.quantity("memcpy_thread_bandwidth", memcpy_thread_Bps, dim::bandwidth,
+               opt("memcpy bandwidth of one CPU thread (pageable-memory staging)"));
+    v.quantity("dram_efficiency", dram_efficiency, dim::none,
+               opt("sustained fraction of peak DRAM bandwidth with all cores", Range::Fraction));
   }
   void validate(const std::string& path) const;
 };

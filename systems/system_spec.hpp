@@ -21,6 +21,12 @@ struct SystemSpec {
   LinkSpec host_link;
   int gpus_sharing_host_link = 1;  // GPUs behind one host-link instance (GB200: 2 per C2C)
   HostMemorySpec host_memory;
+  // Topology: GPU g attaches to socket g / gpus_per_socket (0 = all on socket 0); the host link
+  // instance of GPU g is shared by GPUs with the same g / gpus_sharing_host_link.
+  int gpus_per_socket = 0;
+  enum class KvPool { Local, Socket0, Interleave };
+  KvPool kv_pool = KvPool::Local;  // where the pinned KV pool lives
+  int socket_of_gpu(int g) const { return gpus_per_socket > 0 ? g / gpus_per_socket : 0; }
 
   // Peak host->GPU bandwidth one GPU sees when all GPUs sharing its link load at once.
   double host_link_bandwidth_per_gpu() const {
@@ -38,6 +44,12 @@ struct SystemSpec {
     v.integer("gpus_sharing_host_link", gpus_sharing_host_link,
               opt("GPUs sharing one host link", Range::AtLeastOne));
     v.object("host_memory", host_memory, req("host DRAM"), "host-memory");
+    v.integer("gpus_per_socket", gpus_per_socket,
+              opt("GPUs attached to each CPU socket (0: all on socket 0)", Range::NonNegative));
+    static const std::vector<std::pair<const char*, KvPool>> pools = {
+        {"local", KvPool::Local}, {"socket0", KvPool::Socket0}, {"interleave", KvPool::Interleave}};
+    v.choice("kv_pool", kv_pool, pools,
+             opt("pinned KV pool placement: local (each GPU's own socket), socket0, interleave"));
   }
   void validate(const std::string& path) const;
 };

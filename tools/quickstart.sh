@@ -51,6 +51,7 @@ case "${1:-}" in
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
     build Asan build/asan
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      LSAN_OPTIONS=suppressions="$PWD/tools/lsan.supp":print_suppressions=0 \
       suite build/asan
     ;;
   bench)

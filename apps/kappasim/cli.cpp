@@ -57,6 +57,20 @@ LoadedCase CaseLoader::get(const std::string& model_ref, const std::string& syst
   return c;
 }
 
+LoadedSystem load_system(const std::string& system_ref, const std::vector<std::string>& sets) {
+  ConfigNode root = ConfigNode::make_map({"<case>", 0, 0});
+  root.set("system", ref_node(system_ref, "system"));
+  for (const auto& s : sets) {
+    if (s.compare(0, 7, "system.") != 0 && s.compare(0, 7, "system=") != 0)
+      throw InputError("--set " + s + ": this command reads only a system; use system.<key>=<value>");
+    apply_set(root, s);
+  }
+  LoadedSystem out;
+  out.system = read_preset_config<SystemSpec>(*root.find("system"), "system", "system",
+                                              &out.provenance);
+  return out;
+}
+
 std::string dump_case(const LoadedCase& c) {
   return emit_yaml(write_config(c.config, "", &c.provenance));
 }

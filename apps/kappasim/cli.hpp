@@ -57,6 +57,14 @@ class CaseLoader {
   std::map<std::string, std::pair<SystemSpec, ProvenanceTable>> m_systems;
 };
 
+// Loads only a system (preset name or YAML file) with --set overrides; every --set must name a
+// system.* key (InputError otherwise). Used by the probe commands.
+struct LoadedSystem {
+  SystemSpec system;
+  ProvenanceTable provenance;
+};
+LoadedSystem load_system(const std::string& system_ref, const std::vector<std::string>& sets);
+
 // The effective config of a case, every default filled, units normalised, with provenance.
 std::string dump_case(const LoadedCase& c);
 
@@ -78,5 +86,9 @@ int cmd_kappa(const std::vector<std::string>& args);
 int cmd_roofline(const std::vector<std::string>& args);
 int cmd_presets(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+// kappasim probe h2d|d2h|bidir (apps/kappasim/cmd_probe_link.cpp)
+int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args);
+// kappasim probe prefill|gemm (apps/kappasim/cmd_probe_compute.cpp)
+int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args);
 
 }  // namespace kappasim::cli

@@ -19,6 +19,7 @@ const char* kUsage =
     "  kappa      B_kv, F_pf, κ_M, κ_HW, κ_crit (and TTFT, P_OH, U at K, T) per model x system\n"
     "  roofline   attainable FLOP/s vs κ_ratio, ridge at κ_crit, as CSV\n"
     "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
+    "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill and gemm timing\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error.\n";
 
@@ -41,6 +42,16 @@ int main(int argc, char** argv) {
     if (cmd == "roofline") return kappasim::cli::cmd_roofline(args);
     if (cmd == "presets") return kappasim::cli::cmd_presets(args);
     if (cmd == "report") return kappasim::cli::cmd_report(args);
+    if (cmd == "probe") {
+      const std::string verb = args.empty() ? "" : args[0];
+      std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+      if (verb == "h2d" || verb == "d2h" || verb == "bidir")
+        return kappasim::cli::cmd_probe_link(verb, rest);
+      if (verb == "prefill" || verb == "gemm") return kappasim::cli::cmd_probe_compute(verb, rest);
+      std::cerr << "kappasim: error: kappasim probe: expected h2d, d2h, bidir, prefill or gemm"
+                << (verb.empty() ? "" : ", got '" + verb + "'") << "\n";
+      return 2;
+    }
     std::cerr << "kappasim: error: unknown command '" << cmd << "'\n\n" << kUsage;
     return 2;
   } catch (const kappasim::InputError& e) {

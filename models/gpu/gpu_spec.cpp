@@ -21,4 +21,22 @@ void GpuSpec::validate(const std::string& path) const {
     throw InputError(path + ".peak_flops: at least one dtype's peak FLOP/s is required");
 }
 
+void GpuSpec::require_sim(const std::string& path) const {
+  std::string missing;
+  auto need = [&](const std::optional<double>& v, const char* key) {
+    if (!v) missing += (missing.empty() ? "" : ", ") + std::string(key);
+  };
+  need(nvlink_Bps, "nvlink_bandwidth");
+  need(copy_engines, "copy_engines");
+  need(dma_copy_overhead_s, "dma_copy_overhead");
+  need(copy_kernel_block_overhead_s, "copy_kernel_block_overhead");
+  need(gemm_efficiency, "gemm_efficiency");
+  need(attention_efficiency, "attention_efficiency");
+  need(hbm_efficiency, "hbm_efficiency");
+  need(kernel_launch_overhead_s, "kernel_launch_overhead");
+  need(nvlink_latency_s, "nvlink_latency");
+  if (!missing.empty())
+    throw InputError(path + ": the simulator needs " + missing + " (GPU '" + name + "')");
+}
+
 }  // namespace kappasim

@@ -24,6 +24,17 @@ struct GpuSpec {
   double tdp_w = 0;
   std::optional<double> nvlink_Bps;  // per direction, GPU to GPU
 
+  // Used by the simulator (models/gpu, interconnects); optional so analytic-only GPU files
+  // need not give them. The simulator's require_sim() names any that are missing.
+  std::optional<double> copy_engines;                // DMA copy engines usable for H2D/D2H
+  std::optional<double> dma_copy_overhead_s;         // fixed cost per cudaMemcpyAsync
+  std::optional<double> copy_kernel_block_overhead_s;  // fixed cost per block, SM copy kernel
+  std::optional<double> gemm_efficiency;             // achievable fraction of peak, large GEMMs
+  std::optional<double> attention_efficiency;        // achievable fraction, FlashAttention fwd
+  std::optional<double> hbm_efficiency;              // achievable fraction of HBM bandwidth
+  std::optional<double> kernel_launch_overhead_s;    // per kernel
+  std::optional<double> nvlink_latency_s;            // per all-reduce step
+
   static const std::vector<std::string>& compute_dtypes();
 
   // Peak dense FLOP/s for a dtype; InputError naming the GPU when it has no such rate.
@@ -42,8 +53,26 @@ struct GpuSpec {
     v.quantity("tdp", tdp_w, dim::power, req("thermal design power"));
     v.quantity("nvlink_bandwidth", nvlink_Bps, dim::bandwidth,
                opt("GPU-to-GPU NVLink bandwidth per direction"));
+    v.quantity("copy_engines", copy_engines, dim::none,
+               opt("DMA copy engines available to host<->device copies", Range::AtLeastOne));
+    v.quantity("dma_copy_overhead", dma_copy_overhead_s, dim::time,
+               opt("fixed cost of one cudaMemcpyAsync", Range::NonNegative));
+    v.quantity("copy_kernel_block_overhead", copy_kernel_block_overhead_s, dim::time,
+               opt("fixed cost per block copied by an SM copy kernel", Range::NonNegative));
+    v.quantity("gemm_efficiency", gemm_efficiency, dim::none,
+               opt("achievable fraction of peak FLOP/s for large GEMMs", Range::Fraction));
+    v.quantity("attention_efficiency", attention_efficiency, dim::none,
+               opt("achievable fraction of peak FLOP/s for attention", Range::Fraction));
+    v.quantity("hbm_efficiency", hbm_efficiency, dim::none,
+               opt("achievable fraction of HBM bandwidth when streaming", Range::Fraction));
+    v.quantity("kernel_launch_overhead", kernel_launch_overhead_s, dim::time,
+               opt("fixed cost per kernel", Range::NonNegative));
+    v.quantity("nvlink_latency", nvlink_latency_s, dim::time,
+               opt("latency of one NVLink all-reduce step", Range::NonNegative));
   }
   void validate(const std::string& path) const;
+  // Throws InputError naming every simulator field this GPU lacks.
+  void require_sim(const std::string& path) const;
 };
 
 }  // namespace kappasim

@@ -1,0 +1,199 @@
+// kappasim probe prefill | gemm: the GPU compute model on its own.
+//   prefill: runs the SystemC GpuCompute for one GPU of a TP group over a whole prefill of T new
+//            tokens on K cached ones, and prints its time split (equal to prefill_time()).
+//   gemm:    the time of one M×N×K GEMM, or a sweep of M for N = K = 8192.
+#include <iostream>
+#include <memory>
+#include <systemc>
+
+#include "apps/kappasim/cli.hpp"
+#include "core/sim_runner.hpp"
+#include "core/table.hpp"
+#include "models/gpu/gpu_compute.hpp"
+#include "models/gpu/kernel_timing.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+
+void check_precision(const std::string& p) {
+  const auto& known = GpuSpec::compute_dtypes();
+  if (std::find(known.begin(), known.end(), p) != known.end()) return;
+  std::string all;
+  for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+  throw InputError("--precision: unknown compute dtype '" + p + "' (expected " + all + ")");
+}
+
+// A system alone (a preset name or YAML file), with the system.* --set overrides.
+SystemSpec load_system(const std::string& ref, const std::vector<std::string>& sets) {
+  ConfigNode root = ConfigNode::make_map({"<case>", 0, 0});
+  root.set("system", ref_node(ref, "system"));
+  for (const auto& s : sets) {
+    if (s.compare(0, 7, "system.") != 0 && s.compare(0, 7, "system=") != 0)
+      throw InputError("--set " + s + ": probe gemm takes only system.* overrides");
+    apply_set(root, s);
+  }
+  return read_preset_config<SystemSpec>(*root.find("system"), "system", "system");
+}
+
+double dim_option(const std::string& option, const std::string& text) {
+  const double v = count_option(option, text);
+  if (v < 1) throw InputError("--" + option + ": must be at least 1, got \"" + text + "\"");
+  return v;
+}
+
+int probe_prefill(const std::vector<std::string>& args) {
+  std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table";
+  std::vector<std::string> sets, preset_dirs;
+  int tp = 1;
+  bool coarse = false;
+  po::options_description desc(
+      "kappasim probe prefill: simulate one GPU of a TP group prefilling T new tokens over K "
+      "cached tokens\n"
+      "Usage: kappasim probe prefill --model M --system S --t T [--k K] [--tp N] [options]\n"
+      "Options");
+  desc.add_options()
+      ("model,m", po::value(&model), "model preset name or YAML file")
+      ("system,s", po::value(&system), "system preset name or YAML file")
+      ("tp", po::value(&tp), "tensor parallelism (default 1)")
+      ("t", po::value(&t_text), "new tokens T (at least 1)")
+      ("k", po::value(&k_text), "cached tokens K (default 0)")
+      ("precision", po::value(&precision), "GEMM precision: bf16 (default), fp16, fp8, ...")
+      ("coarse", po::bool_switch(&coarse), "one simulation event per layer instead of per kernel")
+      ("set", po::value(&sets)->composing(), "override a config key: --set system.gpu.gemm_efficiency=0.7")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
+      ("format", po::value(&format), "table, csv or json")
+      ("help,h", "this help");
+  auto vm = parse("probe prefill", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(preset_dirs);
+  const Format fmt = parse_format(format);
+  if (model.empty()) throw InputError("--model: required");
+  if (system.empty()) throw InputError("--system: required");
+  if (t_text.empty()) throw InputError("--t: required (new tokens, at least 1)");
+  const double T = count_option("t", t_text);
+  if (T < 1) throw InputError("--t: need at least 1 new token, got \"" + t_text + "\"");
+  const double K = count_option("k", k_text);
+  if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
+  check_precision(precision);
+
+  LoadedCase c = load_case(model, system, sets);
+  const ModelSpec& m = c.config.model;
+  const GpuSpec& gpu = c.config.system.gpu;
+  try {
+    kv_heads_per_gpu(m, tp);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--tp: ") + e.what());
+  }
+  if (tp > c.config.system.gpus)
+    throw InputError("--tp: " + std::to_string(tp) + " exceeds the " +
+                     std::to_string(c.config.system.gpus) + " GPUs of system " +
+                     c.config.system.name);
+  gpu.require_sim("system.gpu");
+  gpu.peak(precision);
+  weight_dtype_for(precision);
+
+  std::unique_ptr<GpuCompute> sim;
+  double end_s = 0;
+  run_simulation([&] {
+    sim = std::make_unique<GpuCompute>("gpu0", gpu, precision, coarse);
+    sc_core::sc_spawn([&] {
+      sim->run_prefill(m, T, K, tp);
+      end_s = sim_now_s();
+    });
+  });
+  const GpuCompute::Stats& s = sim->stats();
+  const PrefillTime& p = s.time;
+  Table table({"model", "system", "tp", "t", "k", "precision", "compute_time_s", "linear_time_s",
+               "attention_time_s", "comm_time_s", "other_time_s", "kernels", "kernel_events",
+               "flops", "achieved_flops", "sim_time_s"});
+  table.add_row({m.name, c.config.system.name, static_cast<std::int64_t>(tp), T, K, precision,
+                 p.compute_time_s, p.linear_time_s, p.attention_time_s, p.comm_time_s,
+                 p.other_time_s, static_cast<std::int64_t>(p.kernels), s.kernel_events, p.flops,
+                 p.flops / p.compute_time_s, end_s});
+  if (fmt != Format::Table) {
+    std::cout << table.render(fmt);
+    return 0;
+  }
+  std::cout << table
+                   .project({"model", "system", "tp", "t", "k", "compute_time_s", "linear_time_s",
+                             "attention_time_s", "comm_time_s", "other_time_s", "kernels",
+                             "achieved_flops"})
+                   .text();
+  return 0;
+}
+
+int probe_gemm(const std::vector<std::string>& args) {
+  std::string system, m_text, n_text = "8192", k_text = "8192", precision = "bf16",
+                      format = "table";
+  std::vector<std::string> sets, preset_dirs;
+  po::options_description desc(
+      "kappasim probe gemm: time of one GEMM (M×K activations times K×N weights) on a system's "
+      "GPU\n"
+      "Usage: kappasim probe gemm --system S [--m M] [--n N] [--k K] [options]\n"
+      "Without --m: a sweep M = 16, 32, ..., 65536 at the given N and K (default 8192).\n"
+      "Options");
+  desc.add_options()
+      ("system,s", po::value(&system), "system preset name or YAML file")
+      ("m", po::value(&m_text), "rows M (tokens); default: the sweep")
+      ("n", po::value(&n_text), "columns N (default 8192)")
+      ("k", po::value(&k_text), "inner dimension K (default 8192)")
+      ("precision", po::value(&precision), "bf16 (default), fp16, fp8, ...")
+      ("set", po::value(&sets)->composing(), "override a system key: --set system.gpu.gemm_efficiency=0.7")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
+      ("format", po::value(&format), "table, csv or json")
+      ("help,h", "this help");
+  auto vm = parse("probe gemm", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(preset_dirs);
+  const Format fmt = parse_format(format);
+  if (system.empty()) throw InputError("--system: required");
+  check_precision(precision);
+  const double N = dim_option("n", n_text), K = dim_option("k", k_text);
+  std::vector<double> ms;
+  if (vm.count("m")) {
+    ms.push_back(dim_option("m", m_text));
+  } else {
+    for (double m = 16; m <= 65536; m *= 2) ms.push_back(m);
+  }
+  const SystemSpec sys = load_system(system, sets);
+  const GpuSpec& gpu = sys.gpu;
+  gpu.require_sim("system.gpu");
+  const double peak = gpu.peak(precision);
+  weight_dtype_for(precision);
+  Table table({"system", "precision", "m", "n", "k", "flops", "time_s", "achieved_flops",
+               "efficiency", "compute_efficiency", "bound"});
+  for (double M : ms) {
+    const KernelTime t = gemm_kernel_time(gpu, M, N, K, precision);
+    const double flops = 2 * M * N * K;
+    table.add_row({sys.name, precision, M, N, K, flops, t.time_s, flops / t.time_s,
+                   flops / t.time_s / peak, t.efficiency,
+                   std::string(t.flops_time_s >= t.memory_time_s ? "compute" : "memory")});
+  }
+  if (fmt != Format::Table) {
+    std::cout << table.render(fmt);
+    return 0;
+  }
+  std::cout << table.project({"m", "n", "k", "flops", "time_s", "achieved_flops", "efficiency",
+                              "bound"})
+                   .text();
+  std::cout << "\n" << sys.name << ", " << precision << ": efficiency = achieved / peak (" << peak
+            << " FLOP/s), launch overhead included\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args) {
+  if (verb == "prefill") return probe_prefill(args);
+  if (verb == "gemm") return probe_gemm(args);
+  throw InputError("kappasim probe: expected prefill or gemm, got '" + verb + "'");
+}
+
+}  // namespace kappasim::cli

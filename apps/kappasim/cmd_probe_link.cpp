@@ -1,0 +1,177 @@
+// kappasim probe h2d|d2h|bidir: host<->GPU copy bandwidth curves from the SystemC flow model,
+// measured the way the vLLM blog measured its H100 curves (reference-data.md): per block size,
+// one transfer of `blocks` blocks (DMA: that many cudaMemcpyAsync back to back on one stream;
+// kernel: one copy kernel over all blocks), timed from the first start to the last end.
+// All sizes run as sequential phases of one simulation (one SystemC simulation per process).
+#include <systemc>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "apps/kappasim/cli.hpp"
+#include "core/sim_runner.hpp"
+#include "core/table.hpp"
+#include "core/units.hpp"
+#include "interconnects/flow_fabric.hpp"
+#include "interconnects/topology.hpp"
+#include "models/gpu/copy_engine.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+
+std::vector<double> parse_sizes(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    const std::string t = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (t.empty()) throw InputError("--sizes: empty entry in \"" + text + "\"");
+    double v = 0;
+    try {
+      v = parse_quantity_as(t, dim::bytes);
+    } catch (const UnitError& err) {
+      throw InputError("--sizes: " + std::string(err.what()));
+    }
+    if (!(v > 0) || !std::isfinite(v) || v > 1e15)
+      throw InputError("--sizes: each size must be between 1 B and 1 PB, got \"" + t + "\"");
+    out.push_back(v);
+  }
+  if (out.empty()) throw InputError("--sizes: give at least one size");
+  return out;
+}
+
+struct Phase {
+  double size = 0;
+  double time_s = 0;
+  double transfers = 0;
+  double events = 0;
+};
+
+}  // namespace
+
+int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args) {
+  std::string system_ref = "h100", path = "dma", sizes_text =
+      "4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB", format = "table";
+  std::vector<std::string> sets, preset_dirs;
+  int blocks = 1000, gpus = 1;
+  bool pageable = false;
+  po::options_description desc(
+      "kappasim probe " + verb +
+      ": host<->GPU copy bandwidth per block size from the flow-level SystemC model\n"
+      "(as the vLLM blog measured: one transfer of --blocks blocks of each size; DMA = that many\n"
+      "cudaMemcpyAsync back to back on one stream, kernel = one copy kernel over all blocks;\n"
+      "bidir = an H2D and a D2H stream per GPU at once)\n"
+      "Usage: kappasim probe " + verb + " [--system S] [options]\nOptions");
+  desc.add_options()
+      ("system,s", po::value(&system_ref), "system preset name or YAML file (default h100)")
+      ("set", po::value(&sets)->composing(), "override a system key: --set system.gpus_per_socket=4")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
+      ("path", po::value(&path), "dma (cudaMemcpyAsync on copy engines, default) or kernel (SM copy kernel, zero-copy)")
+      ("sizes", po::value(&sizes_text), "comma-separated block sizes (default \"4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB\")")
+      ("blocks", po::value(&blocks), "blocks per transfer (default 1000)")
+      ("gpus", po::value(&gpus), "GPUs copying at once (default 1, at most the system's GPUs)")
+      ("pageable", po::bool_switch(&pageable), "pageable host memory (staged by the driver) instead of pinned")
+      ("format", po::value(&format), "table, csv or json")
+      ("help,h", "this help");
+  auto vm = parse("probe " + verb, args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  // Every input is checked before the simulation starts.
+  add_preset_dirs(preset_dirs);
+  const Format fmt = parse_format(format);
+  if (path != "dma" && path != "kernel")
+    throw InputError("--path: expected dma or kernel, got '" + path + "'");
+  const bool use_dma = path == "dma";
+  if (pageable && !use_dma)
+    throw InputError("--pageable: a copy kernel reads pinned (mapped) host memory only; use --path dma");
+  const std::vector<double> sizes = parse_sizes(sizes_text);
+  if (blocks < 1 || blocks > 10000000)
+    throw InputError("--blocks: expected 1 to 10000000, got " + std::to_string(blocks));
+  const LoadedSystem loaded = load_system(system_ref, sets);
+  const SystemSpec& sys = loaded.system;
+  if (gpus < 1 || gpus > sys.gpus)
+    throw InputError("--gpus: expected 1 to " + std::to_string(sys.gpus) + " (system '" +
+                     sys.name + "'), got " + std::to_string(gpus));
+  Topology topo = build_topology(sys);  // InputError naming any missing simulator field
+
+  std::vector<Direction> dirs;
+  if (verb == "h2d") dirs = {Direction::H2D};
+  else if (verb == "d2h") dirs = {Direction::D2H};
+  else dirs = {Direction::H2D, Direction::D2H};
+
+  std::unique_ptr<FlowFabric> fabric;
+  std::vector<std::unique_ptr<CopyEngine>> engines;
+  std::vector<std::unique_ptr<CopyKernel>> kernels;
+  std::vector<Phase> phases;
+  const std::function<void()> build = [&] {
+    fabric = std::make_unique<FlowFabric>("fabric", std::move(topo));
+    for (int g = 0; g < gpus; ++g) {
+      engines.push_back(std::make_unique<CopyEngine>(("gpu" + std::to_string(g) + "_ce").c_str(),
+                                                     sys.gpu, g));
+      engines.back()->out.bind(fabric->in);
+      kernels.push_back(std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(),
+                                                     sys.gpu));
+      kernels.back()->out.bind(fabric->in);
+    }
+    sc_core::sc_spawn([&] {
+      for (double size : sizes) {
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        const auto transfers0 = fabric->transfers();
+        const auto events0 = fabric->kernel_events();
+        int outstanding = 0;
+        sc_core::sc_event all_done;
+        sc_core::sc_time last_end = t0;
+        for (int g = 0; g < gpus; ++g)
+          for (Direction d : dirs) {
+            ++outstanding;
+            sc_core::sc_spawn([&, g, d, size] {
+              if (use_dma) {
+                for (int b = 0; b < blocks; ++b) {
+                  TransferRequest r;
+                  r.dir = d;
+                  r.bytes = size;
+                  r.pinned = !pageable;
+                  engines[static_cast<std::size_t>(g)]->copy(r);
+                }
+              } else {
+                kernels[static_cast<std::size_t>(g)]->copy_blocks(g, d, size, blocks);
+              }
+              last_end = std::max(last_end, sc_core::sc_time_stamp());
+              if (--outstanding == 0) all_done.notify(sc_core::SC_ZERO_TIME);
+            });
+          }
+        sc_core::wait(all_done);
+        Phase p;
+        p.size = size;
+        p.time_s = (last_end - t0).to_seconds();
+        p.transfers = static_cast<double>(fabric->transfers() - transfers0);
+        p.events = static_cast<double>(fabric->kernel_events() - events0);
+        phases.push_back(p);
+      }
+    });
+  };
+  run_simulation(build);
+
+  Table table({"size_bytes", "time_s", "bandwidth_bytes_per_s", "aggregate_bytes_per_s", "gpus",
+               "path", "direction", "pinned", "blocks", "fabric_events_per_transfer", "system",
+               "fidelity"});
+  const double streams = static_cast<double>(gpus) * static_cast<double>(dirs.size());
+  for (const Phase& p : phases) {
+    const double per = p.time_s > 0 ? blocks * p.size / p.time_s : 0.0;
+    table.add_row({p.size, p.time_s, per, per * streams, static_cast<std::int64_t>(gpus), path,
+                   verb, !pageable, static_cast<std::int64_t>(blocks),
+                   p.transfers > 0 ? p.events / p.transfers : 0.0, sys.name, fabric->fidelity()});
+  }
+  std::cout << table.render(fmt);
+  return 0;
+}
+
+}  // namespace kappasim::cli

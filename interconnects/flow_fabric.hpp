@@ -1,0 +1,57 @@
+// The flow-level host<->GPU fabric: a LinkModule whose transfers share the resources of a
+// Topology (DRAM, socket links, PCIe / C2C link directions, HBM) by weighted max-min fairness
+// (interconnects/flow_network). A transfer waits its first-byte latency, joins the fluid model
+// and returns when its last byte has arrived. Kernel events: one timed event for the network's
+// next finish (moved whenever the set of flows changes) and one wake-up per transfer; nothing
+// per byte or per packet.
+//
+// What it ignores: packet-level effects beyond the average wire cost per payload byte (credit
+// stalls, reordering, completion timing) — interconnects/pcie_packet models those, and a test
+// compares the two.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "interconnects/flow_network.hpp"
+#include "interconnects/link_model.hpp"
+#include "interconnects/topology.hpp"
+
+namespace kappasim {
+
+class FlowFabric : public LinkModule {
+ public:
+  SC_HAS_PROCESS(FlowFabric);
+  FlowFabric(const sc_core::sc_module_name& name, Topology topology);
+
+  void transfer(TransferRequest& r) override;
+  std::string fidelity() const override { return "flow"; }
+
+  struct ResourceStats {
+    std::string name;
+    double capacity;  // units/s
+    double carried;   // units carried so far
+    double busy_s;    // time with any flow on it
+  };
+  std::vector<ResourceStats> stats() const;
+  const Topology& topology() const { return m_topo; }
+  const FlowNetwork& network() const { return m_net; }
+  std::uint64_t transfers() const { return m_transfers; }
+  // Kernel activations this fabric caused: latency waits, finish-event activations, wake-ups.
+  std::uint64_t kernel_events() const { return m_events; }
+
+ private:
+  void on_finish();
+  void reschedule();
+
+  Topology m_topo;
+  FlowNetwork m_net;
+  sc_core::sc_event m_next;
+  std::map<FlowNetwork::FlowId, sc_core::sc_event*> m_waiters;
+  std::uint64_t m_transfers = 0;
+  std::uint64_t m_events = 0;
+};
+
+}  // namespace kappasim

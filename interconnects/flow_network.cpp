@@ -1,0 +1,209 @@
+#include "interconnects/flow_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace kappasim {
+
+namespace {
+constexpr double kDoneFraction = 1e-9;  // remaining <= this × bytes counts as finished
+constexpr double kTie = 1e-12;          // relative tolerance when comparing fill levels
+}  // namespace
+
+FlowNetwork::FlowNetwork(double time_eps_s) : m_time_eps(time_eps_s) {
+  if (!(time_eps_s >= 0) || !std::isfinite(time_eps_s))
+    throw std::logic_error("FlowNetwork: time epsilon must be finite and >= 0");
+}
+
+FlowNetwork::ResourceId FlowNetwork::add_resource(std::string name, double capacity) {
+  if (!(capacity > 0) || !std::isfinite(capacity))
+    throw std::logic_error("FlowNetwork: resource '" + name + "' needs a finite capacity > 0");
+  m_res.push_back(Resource{std::move(name), capacity});
+  return static_cast<ResourceId>(m_res.size() - 1);
+}
+
+void FlowNetwork::check(ResourceId r) const {
+  if (r < 0 || static_cast<std::size_t>(r) >= m_res.size())
+    throw std::out_of_range("FlowNetwork: no resource " + std::to_string(r));
+}
+
+double FlowNetwork::eps(double now) const {
+  // The absolute precision of a double near `now` matters for long simulations.
+  return std::max(m_time_eps, 16 * std::numeric_limits<double>::epsilon() * std::fabs(now));
+}
+
+double FlowNetwork::finish_time(const Flow& f) const {
+  if (f.remaining <= kDoneFraction * f.bytes) return m_now;
+  if (std::isinf(f.rate)) return m_now;
+  if (!(f.rate > 0)) return kInf;
+  return m_now + f.remaining / f.rate;
+}
+
+FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double bytes,
+                                       double rate_cap) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
+  if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
+  // Merge repeated resources, drop zero costs; keep the order of first appearance.
+  std::vector<Use> merged;
+  for (const Use& u : path) {
+    check(u.resource);
+    if (!(u.cost >= 0) || !std::isfinite(u.cost))
+      throw std::logic_error("FlowNetwork::start: cost must be finite and >= 0");
+    if (u.cost == 0) continue;
+    auto it = std::find_if(merged.begin(), merged.end(),
+                           [&](const Use& m) { return m.resource == u.resource; });
+    if (it == merged.end())
+      merged.push_back(u);
+    else
+      it->cost += u.cost;
+  }
+  advance(now);
+  const FlowId id = m_next_id++;
+  m_flows.emplace(id, Flow{std::move(merged), bytes, bytes, rate_cap});
+  recompute();
+  return id;
+}
+
+void FlowNetwork::advance(double now) {
+  if (now < m_now - eps(m_now))
+    throw std::logic_error("FlowNetwork::advance: time went backwards");
+  if (now <= m_now) return;
+  const double dt = now - m_now;
+  for (auto& [id, f] : m_flows) {
+    double moved = std::isinf(f.rate) ? f.remaining : std::min(f.remaining, f.rate * dt);
+    f.remaining -= moved;
+    if (f.remaining < 0) f.remaining = 0;
+    for (const Use& u : f.path) m_res[u.resource].carried += u.cost * moved;
+  }
+  for (Resource& r : m_res)
+    if (r.load > 0) r.busy += dt;
+  m_now = now;
+}
+
+double FlowNetwork::next_finish() const {
+  double t = kInf;
+  for (const auto& [id, f] : m_flows) t = std::min(t, finish_time(f));
+  return t;
+}
+
+std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
+  std::vector<FlowId> done;
+  // Finish in time order, so flows that end before `now` release their share at the right time.
+  while (!m_flows.empty()) {
+    const double t = next_finish();
+    if (!(t <= now + eps(now))) break;
+    const double at = std::min(std::max(t, m_now), std::max(now, m_now));
+    advance(at);
+    std::vector<FlowId> batch;
+    FlowId earliest = 0;
+    double earliest_t = kInf;
+    for (const auto& [id, f] : m_flows) {
+      const double ft = finish_time(f);
+      if (ft <= at + eps(at)) batch.push_back(id);
+      if (ft < earliest_t) {
+        earliest_t = ft;
+        earliest = id;
+      }
+    }
+    if (batch.empty()) batch.push_back(earliest);  // rounding: never stall
+    for (FlowId id : batch) {
+      Flow& f = m_flows.at(id);
+      // Credit what rounding left, so carried totals equal bytes × cost exactly.
+      for (const Use& u : f.path) m_res[u.resource].carried += u.cost * f.remaining;
+      m_flows.erase(id);
+      done.push_back(id);
+    }
+    recompute();
+  }
+  advance(std::max(now, m_now));
+  std::sort(done.begin(), done.end());
+  return done;
+}
+
+void FlowNetwork::recompute() {
+  ++m_recomputes;
+  const std::size_t n_res = m_res.size();
+  std::vector<double> residual(n_res), weight(n_res);
+  for (std::size_t r = 0; r < n_res; ++r) {
+    residual[r] = m_res[r].capacity;
+    m_res[r].load = 0;
+  }
+  std::vector<Flow*> unfrozen;
+  unfrozen.reserve(m_flows.size());
+  for (auto& [id, f] : m_flows) {
+    f.rate = 0;
+    unfrozen.push_back(&f);
+  }
+  std::vector<char> saturated(n_res);
+  while (!unfrozen.empty()) {
+    std::fill(weight.begin(), weight.end(), 0.0);
+    for (const Flow* f : unfrozen)
+      for (const Use& u : f->path) weight[u.resource] += u.cost;
+    double level = kInf;
+    for (std::size_t r = 0; r < n_res; ++r)
+      if (weight[r] > 0) level = std::min(level, std::max(0.0, residual[r]) / weight[r]);
+    for (const Flow* f : unfrozen) level = std::min(level, f->rate_cap);
+    if (std::isinf(level)) {  // no constraint left: these flows move at infinite rate
+      for (Flow* f : unfrozen) f->rate = kInf;
+      break;
+    }
+    const double tie = level * (1 + kTie);
+    for (std::size_t r = 0; r < n_res; ++r)
+      saturated[r] = weight[r] > 0 && std::max(0.0, residual[r]) / weight[r] <= tie;
+    std::vector<Flow*> still;
+    still.reserve(unfrozen.size());
+    for (Flow* f : unfrozen) {
+      bool freeze = f->rate_cap <= tie;
+      for (const Use& u : f->path) freeze = freeze || saturated[u.resource];
+      if (!freeze) {
+        still.push_back(f);
+        continue;
+      }
+      f->rate = std::min(level, f->rate_cap);
+      for (const Use& u : f->path) residual[u.resource] -= u.cost * f->rate;
+    }
+    if (still.size() == unfrozen.size()) {  // cannot happen; guard against an endless loop
+      for (Flow* f : still) f->rate = level;
+      break;
+    }
+    unfrozen.swap(still);
+  }
+  for (const auto& [id, f] : m_flows)
+    if (std::isfinite(f.rate))
+      for (const Use& u : f.path) m_res[u.resource].load += u.cost * f.rate;
+}
+
+double FlowNetwork::rate(FlowId id) const {
+  auto it = m_flows.find(id);
+  return it == m_flows.end() ? 0.0 : it->second.rate;
+}
+
+double FlowNetwork::remaining(FlowId id) const {
+  auto it = m_flows.find(id);
+  return it == m_flows.end() ? 0.0 : it->second.remaining;
+}
+
+double FlowNetwork::carried(ResourceId r) const {
+  check(r);
+  return m_res[r].carried;
+}
+double FlowNetwork::busy_time(ResourceId r) const {
+  check(r);
+  return m_res[r].busy;
+}
+double FlowNetwork::load(ResourceId r) const {
+  check(r);
+  return m_res[r].load;
+}
+double FlowNetwork::capacity(ResourceId r) const {
+  check(r);
+  return m_res[r].capacity;
+}
+const std::string& FlowNetwork::name(ResourceId r) const {
+  check(r);
+  return m_res[r].name;
+}
+
+}  // namespace kappasim

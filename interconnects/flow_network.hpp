@@ -1,0 +1,92 @@
+// The fluid (flow-level) model of data movement: resources with a capacity (units per second)
+// and flows that each consume `cost` units of every resource on their path per payload byte.
+// Rates are weighted max-min fair, found by progressive filling: all unfrozen flows rise
+// together; a resource saturates when Σ cost·rate reaches its capacity and freezes the flows that
+// cross it; a flow that reaches its own rate cap freezes there. Rates change only when the set
+// of flows changes (start, finish), so a bulk transfer costs two rate recomputations and no
+// per-byte or per-packet work.
+//
+// Pure C++ (no SystemC): interconnects/flow_fabric drives it from simulated time.
+// Deterministic: flows are kept and reported in ascending id order, resources in insertion order.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kappasim {
+
+class FlowNetwork {
+ public:
+  using ResourceId = int;
+  using FlowId = std::uint64_t;
+  struct Use {
+    ResourceId resource;
+    double cost;  // resource units consumed per payload byte (>= 0)
+  };
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // time_eps_s: a flow whose finish time is within this of `now` counts as finished (the
+  // SystemC wrapper passes its time resolution, so a rounded event time never strands a flow).
+  explicit FlowNetwork(double time_eps_s = 1e-12);
+
+  ResourceId add_resource(std::string name, double capacity);  // units per second (> 0)
+
+  // Starts a flow of `bytes` payload at `now` (progresses every other flow to `now` first).
+  // Uses naming the same resource twice are merged (costs added). A flow with no positive-cost
+  // use and no rate cap moves at infinite rate: it is due at `now`.
+  FlowId start(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
+  // Progresses every flow at its current rate up to `now` (>= the last time seen).
+  void advance(double now);
+  // Absolute time of the earliest finish; +inf when no flow is active.
+  double next_finish() const;
+  // Progresses to `now`, removes the flows finished by then and returns them (ascending id);
+  // rates are recomputed when any finished.
+  std::vector<FlowId> finish_due(double now);
+
+  double rate(FlowId id) const;  // payload bytes/s; 0 for a flow that is not active
+  bool active(FlowId id) const { return m_flows.count(id) != 0; }
+  std::size_t active_count() const { return m_flows.size(); }
+  double remaining(FlowId id) const;  // payload bytes left; 0 when not active
+
+  double carried(ResourceId r) const;    // units carried so far
+  double busy_time(ResourceId r) const;  // seconds during which some flow loaded it
+  double load(ResourceId r) const;       // units/s right now (Σ cost·rate)
+  double capacity(ResourceId r) const;
+  const std::string& name(ResourceId r) const;
+  std::size_t resources() const { return m_res.size(); }
+  double now() const { return m_now; }
+  // Rate recomputations done so far (each costs O(flows × path length × rounds)).
+  std::uint64_t recomputations() const { return m_recomputes; }
+
+ private:
+  struct Resource {
+    std::string name;
+    double capacity;
+    double carried = 0;
+    double busy = 0;
+    double load = 0;
+  };
+  struct Flow {
+    std::vector<Use> path;
+    double bytes;
+    double remaining;
+    double rate_cap;
+    double rate = 0;
+  };
+  void check(ResourceId r) const;
+  void recompute();
+  double eps(double now) const;
+  double finish_time(const Flow& f) const;
+
+  std::vector<Resource> m_res;
+  std::map<FlowId, Flow> m_flows;
+  FlowId m_next_id = 1;
+  double m_now = 0;
+  double m_time_eps;
+  std::uint64_t m_recomputes = 0;
+};
+
+}  // namespace kappasim

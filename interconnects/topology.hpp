@@ -1,0 +1,107 @@
+// A system (systems/system_spec) as the resources of the flow model and the path each host<->GPU
+// copy takes through them. Pure C++; the SystemC fabric (interconnects/flow_fabric) asks it for
+// paths, rate caps and latencies.
+//
+// Resources (capacity in units per second; a flow consumes `cost` units per payload byte):
+//   socket<s>.dram          DRAM of socket s: socket_bandwidth() × dram_efficiency, B/s, shared by
+//                           reads and writes
+//   socket-link.<a>to<b>    inter-socket link (UPI / xGMI), one per ordered pair, B/s
+//   hostlink<i>.down / .up  host-link instance i (PCIe root port / switch uplink, or the C2C;
+//                           GPUs g with the same g / gpus_sharing_host_link share it), per
+//                           direction; PCIe in wire bytes/s (raw_Bps × usable_fraction)
+//   gpu<g>.link.down / .up  GPU g's own link to its switch (only when gpus_sharing_host_link > 1)
+//   gpu<g>.hbm              GPU g's HBM (hbm_bandwidth × hbm_efficiency), both directions
+//   gpu<g>.read-tags        PCIe only: GPU g's outstanding read requests (max_outstanding_reads);
+//                           a read holds one tag per request for a round trip, so an H2D flow
+//                           costs round_trip_latency / request_bytes tag-seconds per payload byte
+//                           (Little's law: tags × request / RTT, as pcie_protocol's
+//                           read_tag_limit_Bps)
+//
+// On a PCIe resource a flow costs wire_cost().data_dir wire bytes per payload byte on the
+// payload's direction and wire_cost().reverse_dir on the other (read requests, ACK/flow-control
+// DLLPs): this is how H2D and D2H copies on one link slow each other. C2C and the unified-HBM
+// tier carry no published framing: cost 1 on the data direction, 0 on the other (assumption).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "interconnects/flow_network.hpp"
+#include "interconnects/link_spec.hpp"
+#include "systems/system_spec.hpp"
+
+namespace kappasim {
+
+enum class Direction;
+enum class CopyPath;
+
+class Topology {
+ public:
+  struct Resource {
+    std::string name;
+    double capacity;  // units per second
+  };
+
+  int gpus() const { return m_gpus; }
+  int sockets() const { return m_sockets; }
+  int host_link_instances() const { return m_instances; }
+  const std::vector<Resource>& resources() const { return m_resources; }
+  // Index of a resource by name; std::out_of_range when there is none.
+  int resource(const std::string& name) const;
+  // Adds every resource to `net` in order, so resource i here is ResourceId i there.
+  void add_to(FlowNetwork& net) const;
+
+  // The resources one copy crosses and its cost on each (units per payload byte).
+  // InputError for a copy kernel over pageable memory (zero-copy needs pinned memory).
+  std::vector<FlowNetwork::Use> path(int gpu, Direction dir, CopyPath how, bool pinned) const;
+  // Payload bytes/s one copy cannot exceed on its own: +inf when pinned; pageable memory is
+  // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA.
+  double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned) const;
+  // Time to the first payload byte of one transfer, charged before it joins the fluid model.
+  double latency(int gpu, Direction dir, CopyPath how, bool pinned) const;
+
+  // Payload bytes/s one copy gets alone on an idle system (the tightest resource on its path,
+  // or its rate cap): used by tests and the probe's notes.
+  double solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) const;
+
+  int socket_of_gpu(int g) const;
+  int pool_socket(int g) const;  // -1 for an interleaved pool
+  int dram(int socket) const { return m_dram.at(socket); }
+  int socket_link(int from, int to) const;
+  int host_link(int instance, Direction dir) const;
+  int gpu_link(int g, Direction dir) const;  // -1 when GPUs do not share a host link
+  int hbm(int g) const { return m_hbm.at(g); }
+  int read_tags(int g) const { return m_read_tags.empty() ? -1 : m_read_tags.at(g); }
+
+ private:
+  friend Topology build_topology(const SystemSpec& s);
+  int add(std::string name, double capacity);
+  void link_uses(std::vector<FlowNetwork::Use>& out, int down, int up, Direction dir,
+                 CopyPath how) const;
+
+  int m_gpus = 0;
+  int m_sockets = 1;
+  int m_instances = 0;
+  int m_gpus_per_socket = 0;
+  int m_sharing = 1;
+  SystemSpec::KvPool m_pool = SystemSpec::KvPool::Local;
+  LinkType m_link_type = LinkType::Pcie;
+  // wire bytes per payload byte on the payload's / the opposite direction, [dma][h2d]
+  double m_data_cost[2][2] = {{1, 1}, {1, 1}};
+  double m_reverse_cost[2][2] = {{0, 0}, {0, 0}};
+  double m_round_trip_s = 0;
+  double m_tags = 0;                    // outstanding read requests per GPU (PCIe)
+  double m_tag_cost[2] = {0, 0};        // tag-seconds per payload byte read, [dma]
+  double m_memcpy_thread_Bps = 0;
+  std::vector<Resource> m_resources;
+  std::vector<int> m_read_tags;
+  std::vector<int> m_dram, m_hbm, m_link_down, m_link_up, m_gpu_down, m_gpu_up;
+  std::vector<int> m_socket_links;  // [from * sockets + to], -1 on the diagonal
+};
+
+// Throws InputError naming what the system lacks for simulation: the GPU's and host link's
+// simulator fields, host_memory.memcpy_thread_bandwidth / dram_efficiency, inter-socket
+// bandwidth of a multi-socket host, a GPU placed on a socket that does not exist.
+Topology build_topology(const SystemSpec& s);
+
+}  // namespace kappasim

@@ -1,0 +1,120 @@
+#include "models/gpu/copy_engine.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace kappasim {
+
+namespace {
+
+// One blocking transaction carrying `r` to the link model; copies the filled request back.
+template <class Socket>
+void send(Socket& out, TransferRequest& r, const char* who) {
+  TransferExtension ext;
+  ext.request = r;
+  tlm::tlm_generic_payload gp;
+  gp.set_command(r.dir == Direction::H2D ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  gp.set_address(0);
+  gp.set_data_ptr(nullptr);
+  gp.set_data_length(0);
+  gp.set_streaming_width(0);
+  gp.set_byte_enable_ptr(nullptr);
+  gp.set_dmi_allowed(false);
+  gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  gp.set_extension(&ext);
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  out->b_transport(gp, delay);
+  gp.clear_extension(&ext);
+  if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
+    throw std::runtime_error(std::string(who) + ": the link model rejected a transfer");
+  if (delay > sc_core::SC_ZERO_TIME) sc_core::wait(delay);
+  r.end = ext.request.end;
+}
+
+}  // namespace
+
+CopyEngine::CopyEngine(const sc_core::sc_module_name& name, const GpuSpec& gpu, int gpu_index)
+    : sc_core::sc_module(name), out("out"), m_gpu(gpu_index) {
+  if (!gpu.copy_engines)
+    throw InputError("gpu '" + gpu.name + "': the copy engine model needs copy_engines");
+  if (!gpu.dma_copy_overhead_s)
+    throw InputError("gpu '" + gpu.name + "': the copy engine model needs dma_copy_overhead");
+  const double n = *gpu.copy_engines;
+  if (n < 1 || n != std::floor(n) || n > 1024)
+    throw InputError("gpu '" + gpu.name + "': copy_engines must be a whole number >= 1");
+  m_engines = static_cast<int>(n);
+  m_free = m_engines;
+  m_overhead_s = *gpu.dma_copy_overhead_s;
+}
+
+void CopyEngine::acquire() {
+  if (m_free > 0 && m_queue.empty()) {
+    --m_free;
+    return;
+  }
+  sc_core::sc_event granted;
+  m_queue.push_back(&granted);
+  sc_core::wait(granted);  // release() handed its engine straight to us
+}
+
+void CopyEngine::release() {
+  if (m_queue.empty()) {
+    ++m_free;
+    return;
+  }
+  sc_core::sc_event* next = m_queue.front();
+  m_queue.pop_front();
+  next->notify(sc_core::SC_ZERO_TIME);
+}
+
+void CopyEngine::copy(TransferRequest& r) {
+  r.gpu = m_gpu;
+  r.path = CopyPath::Dma;
+  r.start = sc_core::sc_time_stamp();
+  acquire();
+  if (m_overhead_s > 0) sc_core::wait(sc_core::sc_time(m_overhead_s, sc_core::SC_SEC));
+  const sc_core::sc_time start = r.start;
+  send(out, r, name());
+  r.start = start;
+  ++m_copies;
+  m_bytes += r.bytes;
+  release();
+}
+
+CopyKernel::CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu)
+    : sc_core::sc_module(name), out("out") {
+  if (!gpu.copy_kernel_block_overhead_s)
+    throw InputError("gpu '" + gpu.name + "': the copy kernel model needs copy_kernel_block_overhead");
+  m_block_overhead_s = *gpu.copy_kernel_block_overhead_s;
+}
+
+void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms,
+                             int sms_wanted) {
+  if (blocks < 0 || !(block_bytes >= 0))
+    throw std::logic_error(std::string(name()) + ": blocks and block bytes must be >= 0");
+  int held = 0;
+  if (sms) {
+    held = sms->acquire(sms_wanted);
+    if (held < 1) throw std::logic_error(std::string(name()) + ": no SM free for a copy kernel");
+  }
+  ++m_kernels;
+  const sc_core::sc_time overhead(m_block_overhead_s, sc_core::SC_SEC);
+  for (int b = 0; b < blocks; ++b) {
+    if (m_block_overhead_s > 0) sc_core::wait(overhead);
+    TransferRequest r;
+    r.gpu = gpu;
+    r.dir = dir;
+    r.path = CopyPath::Kernel;
+    r.bytes = block_bytes;
+    r.pinned = true;
+    r.start = sc_core::sc_time_stamp();
+    send(out, r, name());
+    ++m_blocks;
+  }
+  if (sms) sms->release(held);
+}
+
+}  // namespace kappasim

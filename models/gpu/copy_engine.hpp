@@ -1,0 +1,85 @@
+// The initiators of host<->GPU copies, talking to any LinkModule (flow or packet fidelity)
+// through a TLM socket.
+//
+// CopyEngine (one per GPU): cudaMemcpyAsync on the GPU's DMA copy engines. A copy takes one of
+// `copy_engines` engines (FIFO when all are busy), waits `dma_copy_overhead` (the fixed cost of
+// one cudaMemcpyAsync: descriptor fetch, engine setup, completion signalling) and then moves its
+// bytes over the link (b_transport; the link model adds the first-byte latency and the shared,
+// protocol-limited bandwidth). Copies on one stream are issued back to back by their caller, so
+// a stream of n copies of s bytes takes n·(dma_copy_overhead + latency + s / B): the measured
+// t0 + size / B curve. The engines serve both directions (cudaMemcpyAsync picks an engine per
+// stream; deviceQuery reports only their number).
+//
+// CopyKernel: a copy kernel on SMs reading/writing pinned host memory directly (zero-copy; vLLM's
+// and LMCache's block copy kernels). It holds `sms_wanted` SMs of an SmPool for its duration
+// (compute then runs on what is left), and moves its blocks back to back, each after
+// `copy_kernel_block_overhead` (address computation and issue of one block's loads, measured as
+// the t0 of the per-block curve), over CopyPath::Kernel. Its rate does not depend on the SM
+// count here: the measured curve (reference-data.md, vLLM blog) was link-bound.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <cstdint>
+#include <deque>
+
+#include "interconnects/link_model.hpp"
+#include "models/gpu/gpu_spec.hpp"
+#include "models/gpu/sm_pool.hpp"
+
+namespace kappasim {
+
+class CopyEngine : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<CopyEngine> out;
+
+  // Needs gpu.copy_engines and gpu.dma_copy_overhead (InputError naming the missing one).
+  CopyEngine(const sc_core::sc_module_name& name, const GpuSpec& gpu, int gpu_index);
+
+  // Blocking; call from an SC_THREAD. r.gpu is set to this engine's GPU and r.path to Dma.
+  // r.start is when copy() was called, r.end when the last byte arrived.
+  void copy(TransferRequest& r);
+
+  int engines() const { return m_engines; }
+  int gpu() const { return m_gpu; }
+  std::uint64_t copies() const { return m_copies; }
+  double bytes() const { return m_bytes; }
+
+ private:
+  void acquire();
+  void release();
+
+  int m_gpu;
+  int m_engines;
+  int m_free;
+  double m_overhead_s;
+  std::deque<sc_core::sc_event*> m_queue;
+  std::uint64_t m_copies = 0;
+  double m_bytes = 0;
+};
+
+class CopyKernel : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<CopyKernel> out;
+
+  // Needs gpu.copy_kernel_block_overhead.
+  CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu);
+
+  // Blocking; call from an SC_THREAD. Copies `blocks` blocks of `block_bytes` from pinned host
+  // memory (H2D) or to it (D2H) as one kernel. With a pool, takes up to sms_wanted SMs (at least
+  // one must be granted: logic_error otherwise) and returns them at the end.
+  void copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms = nullptr,
+                   int sms_wanted = 0);
+
+  std::uint64_t kernels() const { return m_kernels; }
+  std::uint64_t blocks() const { return m_blocks; }
+
+ private:
+  double m_block_overhead_s;
+  std::uint64_t m_kernels = 0;
+  std::uint64_t m_blocks = 0;
+};
+
+}  // namespace kappasim

@@ -1,0 +1,339 @@
+#include "models/gpu/kernel_timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace kappasim {
+
+namespace {
+
+// ceil that forgives the rounding error of a quotient that should be whole.
+double ceil_q(double x) { return std::ceil(x - 1e-9); }
+
+Kernel gemm(const std::string& name, double M, double N, double K, double wb,
+            double groups = 1) {
+  Kernel k;
+  k.name = name;
+  k.kind = Kernel::Kind::Gemm;
+  k.m = M;
+  k.n = N;
+  k.k = K;
+  k.groups = groups;
+  k.flops = 2 * M * N * K;
+  // Weights once (every group's), activations in and out once.
+  k.hbm_bytes = groups * N * K * wb + M * K * kActivationBytes + M * N * kActivationBytes;
+  return k;
+}
+
+Kernel elementwise(const std::string& name, double bytes) {
+  Kernel k;
+  k.name = name;
+  k.kind = Kernel::Kind::Elementwise;
+  k.hbm_bytes = bytes;
+  return k;
+}
+
+Kernel all_reduce(const std::string& name, double bytes, int tp) {
+  Kernel k;
+  k.name = name;
+  k.kind = Kernel::Kind::AllReduce;
+  k.comm_bytes = bytes;
+  k.ranks = tp;
+  return k;
+}
+
+// Fused residual add + RMSNorm (vLLM fused_add_rms_norm): reads x and the residual, writes both.
+Kernel rms_norm(const std::string& name, double T, double h) {
+  return elementwise(name, 4 * T * h * kActivationBytes);
+}
+
+bool is_moe_layer(const ModelSpec& m, int layer) {
+  return m.mlp.type == MlpType::Moe && layer >= m.mlp.first_dense_layers;
+}
+
+void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
+                         double wb) {
+  const AttentionSpec& a = m.attention;
+  const double h = static_cast<double>(m.hidden_size);
+  const double Hq = static_cast<double>(a.num_q_heads) / tp;
+  const double L = m.num_layers;
+  const double ab = kActivationBytes;
+  double dqk = 0, dv = 0, kv_heads = 0;
+  if (a.type == AttentionType::Gqa) {
+    const double d = a.head_dim;
+    const double Hkv = kv_heads_per_gpu(m, tp);
+    dqk = dv = d;
+    kv_heads = Hkv;
+    out.push_back(gemm("qkv_proj", T, (Hq + 2 * Hkv) * d, h, wb));
+    if (a.qk_norm) out.push_back(elementwise("qk_norm", 2 * T * (Hq + Hkv) * d * ab));
+    out.push_back(elementwise("rotary_emb", 2 * T * (Hq + Hkv) * d * ab));
+    out.push_back(elementwise("kv_cache_write", 2 * T * 2 * Hkv * d * ab));
+  } else {
+    const double rq = a.q_lora_rank, r = a.kv_lora_rank, dr = a.qk_rope_head_dim,
+                 dn = a.qk_nope_head_dim;
+    dqk = dn + dr;
+    dv = a.v_head_dim;
+    kv_heads = Hq;  // expanded MLA: per-head K and V, no GQA grouping
+    if (rq > 0) {
+      // vLLM fuses q_a and kv_a into one replicated GEMM.
+      out.push_back(gemm("qkv_a_proj", T, rq + r + dr, h, wb));
+      out.push_back(elementwise("latent_norm", 2 * T * (rq + r) * ab));
+      out.push_back(gemm("q_b_proj", T, Hq * dqk, rq, wb));
+    } else {
+      out.push_back(gemm("q_proj", T, Hq * dqk, h, wb));
+      out.push_back(gemm("kv_a_proj", T, r + dr, h, wb));
+      out.push_back(elementwise("latent_norm", 2 * T * r * ab));
+    }
+    out.push_back(gemm("kv_b_proj", T, Hq * (dn + dv), r, wb));
+    out.push_back(elementwise("rotary_emb", 2 * T * (Hq * dr + dr) * ab));
+    out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
+  }
+
+  Kernel at;
+  at.name = "attention";
+  at.kind = Kernel::Kind::Attention;
+  at.m = T;
+  at.n = K + T;
+  at.k = dqk;
+  at.heads = Hq;
+  at.kv_heads = kv_heads;
+  at.flops = attention_flops(m, K, T) / L / tp;
+  // KV of this GPU's heads, read once per query tile: tile i (of n) reads the K cached tokens
+  // and the new tokens up to its last row (causal). Query heads of one GQA group share the read
+  // (L2). Plus Q in and O out.
+  const double n_tiles = ceil_q(T / kAttentionTileM);
+  const double kv_tokens_read = n_tiles * K + kAttentionTileM * n_tiles * (n_tiles - 1) / 2 + T;
+  const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, DType::Bf16, tp) / L;
+  at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
+  out.push_back(at);
+
+  out.push_back(gemm("o_proj", T, h, Hq * dv, wb));
+  if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
+}
+
+void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, int tp,
+                   double wb) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double ab = kActivationBytes;
+  if (!is_moe_layer(m, layer)) {
+    const double I = static_cast<double>(m.mlp.intermediate_size) / tp;
+    out.push_back(gemm("gate_up_proj", T, 2 * I, h, wb));
+    out.push_back(elementwise("silu_and_mul", 3 * T * I * ab));
+    out.push_back(gemm("down_proj", T, h, I, wb));
+  } else {
+    const MlpSpec& p = m.mlp;
+    const double E = p.num_experts;
+    const double I = static_cast<double>(p.moe_intermediate_size) / tp;
+    const double rows = T * p.experts_per_token;  // token-expert pairs
+    const double touched = std::min(E, rows);      // experts whose weights must be read
+    // Router: replicated on every GPU (vLLM ReplicatedLinear).
+    out.push_back(gemm("router", T, E, h, wb));
+    out.push_back(gemm("experts_gate_up", rows, 2 * I, h, wb, touched));
+    out.push_back(elementwise("experts_silu_and_mul", 3 * rows * I * ab));
+    out.push_back(gemm("experts_down", rows, h, I, wb, touched));
+    out.push_back(elementwise("moe_sum", rows * h * ab + T * h * ab));
+    if (p.num_shared_experts > 0) {
+      const double S = p.num_shared_experts;
+      out.push_back(gemm("shared_gate_up", T, 2 * S * I, h, wb));
+      out.push_back(elementwise("shared_silu_and_mul", 3 * T * S * I * ab));
+      out.push_back(gemm("shared_down", T, h, S * I, wb));
+    }
+  }
+  if (tp > 1) out.push_back(all_reduce("mlp_all_reduce", T * h * ab, tp));
+}
+
+double safe_fraction(double f) {
+  if (!(f > 0 && f <= 1)) throw std::logic_error("kernel_time: sm_fraction must be in (0, 1]");
+  return f;
+}
+
+}  // namespace
+
+const char* kernel_kind_name(Kernel::Kind k) {
+  switch (k) {
+    case Kernel::Kind::Gemm: return "gemm";
+    case Kernel::Kind::Attention: return "attention";
+    case Kernel::Kind::Elementwise: return "elementwise";
+    case Kernel::Kind::AllReduce: return "all_reduce";
+  }
+  return "?";
+}
+
+void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
+  if (!(T >= 1) || !std::isfinite(T))
+    throw InputError("new tokens T must be at least 1, got " + std::to_string(T));
+  if (!(K >= 0) || !std::isfinite(K))
+    throw InputError("cached tokens K must not be negative, got " + std::to_string(K));
+  if (tp < 1) throw InputError("tensor parallelism must be at least 1, got " + std::to_string(tp));
+  kv_heads_per_gpu(m, tp);  // tp must divide the query heads and fit the KV heads
+}
+
+std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
+                                  DType weights) {
+  check_prefill_args(m, tp, T, K);
+  if (layer < 0 || layer >= m.num_layers)
+    throw std::logic_error("layer_kernels: layer " + std::to_string(layer) + " out of range");
+  const double h = static_cast<double>(m.hidden_size);
+  const double wb = bytes_per_element(weights);
+  std::vector<Kernel> out;
+  out.reserve(20);
+  out.push_back(rms_norm("input_norm", T, h));
+  add_attention_block(out, m, T, K, tp, wb);
+  out.push_back(rms_norm("post_attention_norm", T, h));
+  add_mlp_block(out, m, layer, T, tp, wb);
+  return out;
+}
+
+std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
+  const double h = static_cast<double>(m.hidden_size);
+  return {elementwise("embedding", 2 * T * h * kActivationBytes)};
+}
+
+std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double V = static_cast<double>(m.vocab_size) / tp;
+  return {rms_norm("final_norm", T, h), gemm("lm_head", 1, V, h, bytes_per_element(weights))};
+}
+
+DType weight_dtype_for(const std::string& compute_dtype) {
+  if (compute_dtype == "bf16") return DType::Bf16;
+  if (compute_dtype == "fp16") return DType::Fp16;
+  if (compute_dtype == "fp8") return DType::Fp8;
+  if (compute_dtype == "int8") return DType::Int8;
+  if (compute_dtype == "fp4") return DType::Int4;  // 4-bit storage, 0.5 B per weight
+  if (compute_dtype == "tf32") return DType::Fp32;
+  throw InputError("unknown compute precision '" + compute_dtype +
+                   "' (expected tf32, fp16, bf16, fp8, fp4 or int8)");
+}
+
+double gemm_shape_efficiency(double M, double N, double K, double groups, int sms) {
+  if (!(M > 0 && N > 0 && K > 0 && groups >= 1 && sms >= 1))
+    throw std::logic_error("gemm_shape_efficiency: bad shape");
+  const double tiles_m = groups * ceil_q(M / groups / kGemmTileM);
+  const double tiles_n = ceil_q(N / kGemmTileN);
+  const double tile_eff = (M * N) / (tiles_m * kGemmTileM * tiles_n * kGemmTileN);
+  double ctas = tiles_m * tiles_n;
+  // Fewer tiles than SMs: split K to fill one wave, at most one K-tile per slice.
+  if (ctas < sms) {
+    const double k_tiles = std::max(1.0, ceil_q(K / kGemmTileK));
+    ctas *= std::max(1.0, std::min(k_tiles, std::floor(sms / ctas)));
+  }
+  const double waves = ceil_q(ctas / sms);
+  return tile_eff * ctas / (waves * sms);
+}
+
+double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
+                                  int sms) {
+  if (!(T > 0 && q_heads > 0 && sms >= 1))
+    throw std::logic_error("attention_shape_efficiency: bad shape");
+  // One CTA per (query tile, head). FA3 packs the query heads of a GQA group into the rows of a
+  // tile when that fills tiles better (hopper/heuristics.h: pack when the unpacked tile
+  // efficiency is below 0.9 × the packed one).
+  double tiles = ceil_q(T / kAttentionTileM);
+  double ctas = tiles * q_heads;
+  double tile_eff = T / (tiles * kAttentionTileM);
+  const double group = kv_heads > 0 ? q_heads / kv_heads : 1;
+  if (group > 1) {
+    const double rows = T * group;
+    const double p_tiles = ceil_q(rows / kAttentionTileM);
+    const double p_eff = rows / (p_tiles * kAttentionTileM);
+    if (tile_eff < 0.9 * p_eff) {
+      tile_eff = p_eff;
+      ctas = p_tiles * kv_heads;
+    }
+  }
+  // Fewer CTAs than SMs: split the KV sequence across CTAs (FA3 num_splits) to fill one wave.
+  if (ctas < sms) {
+    const double kv_blocks = std::max(1.0, ceil_q(kv_tokens / kAttentionTileN));
+    const double splits = std::max(1.0, std::min(kv_blocks, std::floor(sms / ctas)));
+    ctas *= splits;
+  }
+  const double waves = ceil_q(ctas / sms);
+  return tile_eff * ctas / (waves * sms);
+}
+
+KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& compute_dtype,
+                       double sm_fraction) {
+  gpu.require_sim("system.gpu");
+  const double frac = safe_fraction(sm_fraction);
+  const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
+  const double launch = *gpu.kernel_launch_overhead_s;
+  KernelTime t;
+  t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
+  switch (k.kind) {
+    case Kernel::Kind::Gemm: {
+      t.efficiency = *gpu.gemm_efficiency * gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
+      t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
+      break;
+    }
+    case Kernel::Kind::Attention: {
+      const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
+      t.efficiency = *gpu.attention_efficiency *
+                     attention_shape_efficiency(k.m, k.n, k.heads, k.kv_heads, sms);
+      t.flops_time_s = k.flops / (gpu.peak(adt) * frac * t.efficiency);
+      break;
+    }
+    case Kernel::Kind::Elementwise:
+      break;
+    case Kernel::Kind::AllReduce: {
+      if (k.ranks <= 1) break;
+      if (!gpu.nvlink_Bps)
+        throw InputError("system.gpu.nvlink_bandwidth: needed for tensor parallelism (GPU '" +
+                         gpu.name + "')");
+      const double p = k.ranks;
+      t.time_s = 2 * (p - 1) / p * k.comm_bytes / *gpu.nvlink_Bps +
+                 2 * (p - 1) * *gpu.nvlink_latency_s + launch;
+      return t;
+    }
+  }
+  t.time_s = std::max(t.flops_time_s, t.memory_time_s) + launch;
+  return t;
+}
+
+void PrefillTime::add(const Kernel& k, const KernelTime& t) {
+  compute_time_s += t.time_s;
+  flops += k.flops;
+  ++kernels;
+  switch (k.kind) {
+    case Kernel::Kind::Gemm: linear_time_s += t.time_s; break;
+    case Kernel::Kind::Attention: attention_time_s += t.time_s; break;
+    case Kernel::Kind::AllReduce: comm_time_s += t.time_s; break;
+    case Kernel::Kind::Elementwise: other_time_s += t.time_s; break;
+  }
+}
+
+PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
+                         const std::string& compute_dtype) {
+  gpu.require_sim("system.gpu");
+  check_prefill_args(m, tp, T, K);
+  const DType w = weight_dtype_for(compute_dtype);
+  gpu.peak(compute_dtype);  // InputError when the GPU has no such rate
+  PrefillTime p;
+  for (const Kernel& k : prefill_head_kernels(m, T)) p.add(k, kernel_time(k, gpu, compute_dtype));
+  for (int l = 0; l < m.num_layers; ++l)
+    for (const Kernel& k : layer_kernels(m, l, T, K, tp, w))
+      p.add(k, kernel_time(k, gpu, compute_dtype));
+  for (const Kernel& k : prefill_tail_kernels(m, T, tp, w))
+    p.add(k, kernel_time(k, gpu, compute_dtype));
+  return p;
+}
+
+KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
+                            const std::string& dtype) {
+  gpu.require_sim("system.gpu");
+  if (!(M >= 1 && N >= 1 && K >= 1))
+    throw InputError("GEMM dimensions must be at least 1 (got M " + std::to_string(M) + ", N " +
+                     std::to_string(N) + ", K " + std::to_string(K) + ")");
+  const double wb = bytes_per_element(weight_dtype_for(dtype));
+  Kernel k = gemm("gemm", M, N, K, wb);
+  // Both operands in the precision's storage, output BF16.
+  k.hbm_bytes = (M * K + K * N) * wb + M * N * kActivationBytes;
+  return kernel_time(k, gpu, dtype);
+}
+
+double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::string& dtype) {
+  return gemm_kernel_time(gpu, M, N, K, dtype).time_s;
+}
+
+}  // namespace kappasim

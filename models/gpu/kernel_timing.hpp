@@ -1,0 +1,121 @@
+// The kernels one GPU of a tensor-parallel group runs for one transformer layer's prefill of T
+// new tokens over K cached tokens, and the time each takes. Pure C++ (no SystemC): the SystemC
+// GpuCompute (models/gpu/gpu_compute) waits these times, and prefill_time() sums them, so the
+// simulator and the closed form share one model. See docs/compute-model.md.
+//
+// Per kernel: time = max(FLOPs / (peak × sm_fraction × achievable fraction),
+//                        HBM bytes / (hbm_bandwidth × hbm_efficiency)) + kernel_launch_overhead.
+// The achievable fraction of a GEMM is gemm_efficiency (a measured large-GEMM fraction) times a
+// shape efficiency that comes from tile quantisation (M and N rounded up to kGemmTileM ×
+// kGemmTileN) and wave quantisation (tiles spread over the free SMs in whole waves). Attention
+// uses attention_efficiency times the same quantisation over query tiles × heads (with the
+// GQA packing and KV splitting FlashAttention-3 chooses when they help). A TP all-reduce is a
+// ring: 2(tp−1)/tp · bytes / nvlink_bandwidth + 2(tp−1) · nvlink_latency.
+//
+// FLOPs come from models/llm (attention_flops, the per-layer parameter counts): the matmul FLOPs
+// of layer_kernels summed over layers equal linear_flops_per_token(m, false)·T + attention_flops
+// at tp 1 (and /tp for the sharded parts at tp > 1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/gpu/gpu_spec.hpp"
+#include "models/llm/architecture.hpp"
+
+namespace kappasim {
+
+// GEMM output tile (rows × columns of C per CTA). Source: CUTLASS's Hopper warp-specialised
+// GEMM example (examples/48_hopper_warp_specialized_gemm: TileShape 128×128×32); cuBLAS's
+// Hopper heuristics pick among 64–256 wide tiles, 128×128 being the common large-GEMM choice.
+inline constexpr double kGemmTileM = 128;
+inline constexpr double kGemmTileN = 128;
+// GEMM K-tile: 64 BF16 elements (128 B, the TMA/WGMMA K-block of CUTLASS's Hopper BF16 tiles,
+// 128×128×64). It bounds split-K: a GEMM with fewer output tiles than SMs is split along K
+// (cuBLAS split-K, CUTLASS stream-K) into at most K / 64 slices to fill one wave.
+inline constexpr double kGemmTileK = 64;
+// FlashAttention query-tile rows (kBlockM) and KV-tile columns (kBlockN) for head_dim 128,
+// BF16: FA3 hopper/tile_size.h tile_size_fwd_sm90 returns {128, 128} for causal (FA2's sm8x
+// tiles also use kBlockM 128).
+inline constexpr double kAttentionTileM = 128;
+inline constexpr double kAttentionTileN = 128;
+// Bytes per activation element: activations and the KV cache are BF16 (vLLM's default).
+inline constexpr double kActivationBytes = 2;
+
+struct Kernel {
+  enum class Kind { Gemm, Attention, Elementwise, AllReduce };
+  std::string name;
+  Kind kind = Kind::Elementwise;
+  double flops = 0;       // on this GPU
+  double hbm_bytes = 0;   // HBM traffic on this GPU (weights read once + activations)
+  double comm_bytes = 0;  // all-reduce payload per GPU
+  // GEMM: C[m × n] = A[m × k] · B[k × n]. Attention: m = query tokens (T), n = key tokens
+  // (K + T), k = q/k head dim.
+  double m = 0, n = 0, k = 0;
+  double groups = 1;      // grouped GEMM (MoE experts touched): m rows spread over groups
+  double heads = 0;       // attention: query heads on this GPU
+  double kv_heads = 0;    // attention: KV heads on this GPU (GQA packing)
+  int ranks = 1;          // all-reduce: GPUs in the ring
+};
+
+const char* kernel_kind_name(Kernel::Kind k);
+
+// The kernels of one layer on one GPU of a TP group, in launch order (vLLM's order): input
+// RMSNorm, QKV (or MLA) projections, [q/k norm], rotary embedding, KV-cache write, attention,
+// output projection, [all-reduce], post-attention RMSNorm, MLP (gate_up, SiLU·mul, down) or MoE
+// (router, grouped expert GEMMs, [shared experts]), [all-reduce]. `weights` is the weight dtype
+// (bytes read); activations and KV are BF16.
+std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
+                                  DType weights);
+// The kernels outside the layers, once per prefill: before the layers the embedding gather;
+// after them the final RMSNorm and the LM head for the last token only (vLLM computes logits
+// for the sampled position).
+std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T);
+std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights);
+
+// The weight dtype that goes with a compute precision ("bf16" → Bf16, "fp8" → Fp8, ...).
+DType weight_dtype_for(const std::string& compute_dtype);
+
+struct KernelTime {
+  double time_s = 0;         // max(flops_time_s, memory_time_s) + launch overhead
+  double flops_time_s = 0;
+  double memory_time_s = 0;
+  double efficiency = 0;     // achievable fraction of peak assumed by the FLOP roof (base × shape)
+};
+
+// Shape efficiencies (in (0, 1]) from tile and wave quantisation on `sms` SMs.
+double gemm_shape_efficiency(double M, double N, double K, double groups, int sms);
+double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
+                                  int sms);
+
+// `sm_fraction`: the fraction of SMs free for compute (SmPool::compute_fraction()); the FLOP rate
+// scales with it and waves are counted on the free SMs. Attention FLOPs run at the BF16 (else
+// FP16) peak whatever `compute_dtype` is: the KV cache and FlashAttention are BF16.
+KernelTime kernel_time(const Kernel& kernel, const GpuSpec& gpu, const std::string& compute_dtype,
+                       double sm_fraction = 1.0);
+
+struct PrefillTime {
+  double compute_time_s = 0;    // every kernel, in sequence
+  double linear_time_s = 0;     // GEMMs
+  double attention_time_s = 0;
+  double comm_time_s = 0;       // all-reduces
+  double other_time_s = 0;      // elementwise (norms, rotary, KV write, activation, embedding)
+  double flops = 0;
+  int kernels = 0;
+  // Adds one kernel (the one accumulation both prefill_time and GpuCompute use).
+  void add(const Kernel& k, const KernelTime& t);
+};
+
+// One GPU of a TP group: all layers plus the edge kernels, every kernel on all SMs.
+PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
+                         const std::string& compute_dtype = "bf16");
+
+// One M×N×K GEMM (BF16 activations, weights in `dtype`'s storage), on all SMs.
+KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
+                            const std::string& dtype);
+double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::string& dtype);
+
+// Checks the prefill arguments (T ≥ 1, K ≥ 0, tp dividing the heads); InputError otherwise.
+void check_prefill_args(const ModelSpec& m, int tp, double T, double K);
+
+}  // namespace kappasim

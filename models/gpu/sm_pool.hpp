@@ -1,0 +1,36 @@
+// The GPU's streaming multiprocessors as a shared resource. Compute kernels run at the fraction
+// of SMs that copy kernels (LMCache's zero-copy load path) leave free; a copy kernel acquires
+// SMs for its duration. Pure counters; the SystemC components read and update them.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace kappasim {
+
+class SmPool {
+ public:
+  explicit SmPool(int total) : m_total(total), m_free(total) {
+    if (total < 1) throw std::logic_error("SmPool: need at least one SM");
+  }
+  int total() const { return m_total; }
+  int free() const { return m_free; }
+  // Takes up to n SMs (never the last one: compute keeps at least one) and returns how many.
+  int acquire(int n) {
+    int got = n < m_free - 1 ? n : m_free - 1;
+    if (got < 0) got = 0;
+    m_free -= got;
+    return got;
+  }
+  void release(int n) {
+    if (n < 0 || m_free + n > m_total) throw std::logic_error("SmPool: release of unowned SMs");
+    m_free += n;
+  }
+  double compute_fraction() const { return static_cast<double>(m_free) / m_total; }
+
+ private:
+  int m_total;
+  int m_free;
+};
+
+}  // namespace kappasim

@@ -1,0 +1,200 @@
+// FlowNetwork: weighted max-min fair sharing by progressive filling. Expectations by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "interconnects/flow_network.hpp"
+
+namespace kappasim {
+namespace {
+
+using Use = FlowNetwork::Use;
+
+TEST(FlowNetwork, OneFlowAloneTakesBytesOverCapacity) {
+  FlowNetwork n;
+  auto r = n.add_resource("link", 10.0);
+  auto f = n.start(0.0, {{r, 1.0}}, 100.0);
+  EXPECT_DOUBLE_EQ(n.rate(f), 10.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 10.0);
+  EXPECT_TRUE(n.finish_due(9.999).empty());
+  EXPECT_EQ(n.finish_due(10.0), std::vector<FlowNetwork::FlowId>{f});
+  EXPECT_FALSE(n.active(f));
+  EXPECT_TRUE(std::isinf(n.next_finish()));
+  EXPECT_DOUBLE_EQ(n.carried(r), 100.0);
+}
+
+TEST(FlowNetwork, TwoFlowsShareOneResourceEqually) {
+  FlowNetwork n;
+  auto r = n.add_resource("link", 10.0);
+  auto a = n.start(0.0, {{r, 1.0}}, 100.0);
+  auto b = n.start(0.0, {{r, 1.0}}, 100.0);
+  EXPECT_DOUBLE_EQ(n.rate(a), 5.0);
+  EXPECT_DOUBLE_EQ(n.rate(b), 5.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 20.0);
+  auto done = n.finish_due(20.0);
+  EXPECT_EQ(done, (std::vector<FlowNetwork::FlowId>{a, b}));
+}
+
+TEST(FlowNetwork, CostTwoHalvesThePayloadRate) {
+  FlowNetwork n;
+  auto r = n.add_resource("link", 10.0);
+  auto f = n.start(0.0, {{r, 2.0}}, 100.0);
+  EXPECT_DOUBLE_EQ(n.rate(f), 5.0);
+  EXPECT_DOUBLE_EQ(n.load(r), 10.0);
+  n.finish_due(20.0);
+  EXPECT_DOUBLE_EQ(n.carried(r), 200.0);  // 100 B × cost 2
+}
+
+TEST(FlowNetwork, RepeatedResourceCostsAdd) {
+  FlowNetwork n;
+  auto r = n.add_resource("dram", 12.0);
+  auto f = n.start(0.0, {{r, 1.0}, {r, 2.0}}, 30.0);
+  EXPECT_DOUBLE_EQ(n.rate(f), 4.0);  // 12 / (1 + 2)
+}
+
+TEST(FlowNetwork, MaxMinWithABottleneckElsewhere) {
+  FlowNetwork n;
+  auto r1 = n.add_resource("r1", 10.0);
+  auto r2 = n.add_resource("r2", 2.0);
+  auto a = n.start(0.0, {{r1, 1.0}}, 1000.0);
+  auto b = n.start(0.0, {{r1, 1.0}, {r2, 1.0}}, 1000.0);
+  EXPECT_DOUBLE_EQ(n.rate(b), 2.0);  // r2 saturates first (level 2 < 5)
+  EXPECT_DOUBLE_EQ(n.rate(a), 8.0);  // A takes what r1 has left
+}
+
+TEST(FlowNetwork, WeightedSharingEqualisesPayloadRates) {
+  // A costs 1, B costs 3 on a 12 units/s resource: equal payload rates x with 4x = 12.
+  FlowNetwork n;
+  auto r = n.add_resource("r", 12.0);
+  auto a = n.start(0.0, {{r, 1.0}}, 100.0);
+  auto b = n.start(0.0, {{r, 3.0}}, 100.0);
+  EXPECT_DOUBLE_EQ(n.rate(a), 3.0);
+  EXPECT_DOUBLE_EQ(n.rate(b), 3.0);
+}
+
+TEST(FlowNetwork, RateCapFreezesAFlowAndFreesTheRest) {
+  FlowNetwork n;
+  auto r = n.add_resource("r", 10.0);
+  auto a = n.start(0.0, {{r, 1.0}}, 100.0, 3.0);
+  EXPECT_DOUBLE_EQ(n.rate(a), 3.0);
+  auto b = n.start(0.0, {{r, 1.0}}, 100.0);
+  EXPECT_DOUBLE_EQ(n.rate(a), 3.0);
+  EXPECT_DOUBLE_EQ(n.rate(b), 7.0);
+}
+
+TEST(FlowNetwork, FinishOrderAndTimesByHand) {
+  // Cap 10: A (10 B) and B (30 B) at 5 each; A ends at 2 s; B's last 20 B then run at 10: 4 s.
+  FlowNetwork n;
+  auto r = n.add_resource("r", 10.0);
+  auto a = n.start(0.0, {{r, 1.0}}, 10.0);
+  auto b = n.start(0.0, {{r, 1.0}}, 30.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 2.0);
+  EXPECT_EQ(n.finish_due(2.0), std::vector<FlowNetwork::FlowId>{a});
+  EXPECT_DOUBLE_EQ(n.rate(b), 10.0);
+  EXPECT_DOUBLE_EQ(n.remaining(b), 20.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 4.0);
+  EXPECT_EQ(n.finish_due(4.0), std::vector<FlowNetwork::FlowId>{b});
+  EXPECT_DOUBLE_EQ(n.carried(r), 40.0);
+  EXPECT_DOUBLE_EQ(n.busy_time(r), 4.0);
+}
+
+TEST(FlowNetwork, StaggeredStart) {
+  // A: 100 B from 0 at 10; at 5 s B (25 B) joins: both at 5; B ends at 10 s; A has 25 B left at
+  // 10 → 12.5 s.
+  FlowNetwork n;
+  auto r = n.add_resource("r", 10.0);
+  auto a = n.start(0.0, {{r, 1.0}}, 100.0);
+  auto b = n.start(5.0, {{r, 1.0}}, 25.0);
+  EXPECT_DOUBLE_EQ(n.remaining(a), 50.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 10.0);
+  // One call past both finishes processes them in time order.
+  auto done = n.finish_due(20.0);
+  EXPECT_EQ(done, (std::vector<FlowNetwork::FlowId>{a, b}));
+  EXPECT_DOUBLE_EQ(n.carried(r), 125.0);
+  EXPECT_DOUBLE_EQ(n.busy_time(r), 12.5);
+}
+
+TEST(FlowNetwork, ZeroBytesAndUnconstrainedFlowsFinishAtOnce) {
+  FlowNetwork n;
+  auto r = n.add_resource("r", 10.0);
+  auto a = n.start(1.0, {{r, 1.0}}, 0.0);
+  auto b = n.start(1.0, {}, 50.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 1.0);
+  EXPECT_EQ(n.finish_due(1.0), (std::vector<FlowNetwork::FlowId>{a, b}));
+}
+
+TEST(FlowNetwork, RejectsBadInput) {
+  FlowNetwork n;
+  EXPECT_THROW(n.add_resource("r", 0.0), std::logic_error);
+  auto r = n.add_resource("r", 1.0);
+  EXPECT_THROW(n.start(0.0, {{r + 1, 1.0}}, 1.0), std::out_of_range);
+  EXPECT_THROW(n.start(0.0, {{r, -1.0}}, 1.0), std::logic_error);
+  EXPECT_THROW(n.start(0.0, {{r, 1.0}}, -1.0), std::logic_error);
+  n.start(5.0, {{r, 1.0}}, 1.0);
+  EXPECT_THROW(n.advance(4.0), std::logic_error);
+}
+
+TEST(FlowNetwork, ManyRandomFlowsAllFinishAndConserveBytes) {
+  std::mt19937_64 rng(12345);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  FlowNetwork n;
+  const int R = 12;
+  std::vector<double> cap(R);
+  for (int i = 0; i < R; ++i) {
+    cap[i] = 1e9 * (1 + 9 * u(rng));
+    n.add_resource("r" + std::to_string(i), cap[i]);
+  }
+  struct Spec {
+    double t, bytes, rate_cap;
+    std::vector<Use> path;
+  };
+  std::vector<Spec> specs;
+  std::vector<double> expect(R, 0.0);
+  double last_start = 0;
+  for (int k = 0; k < 1000; ++k) {
+    Spec s;
+    s.t = 1e-3 * u(rng);
+    s.bytes = 1e3 + 1e6 * u(rng);
+    s.rate_cap = u(rng) < 0.2 ? 1e8 * (1 + u(rng)) : FlowNetwork::kInf;
+    const int hops = 1 + static_cast<int>(3 * u(rng));
+    for (int h = 0; h < hops; ++h) {
+      const int r = static_cast<int>(R * u(rng)) % R;
+      const double c = 0.5 + 1.5 * u(rng);
+      s.path.push_back({r, c});
+      expect[r] += c * s.bytes;
+    }
+    last_start = std::max(last_start, s.t);
+    specs.push_back(std::move(s));
+  }
+  std::sort(specs.begin(), specs.end(), [](const Spec& a, const Spec& b) { return a.t < b.t; });
+  std::size_t next = 0, finished = 0;
+  double now = 0;
+  for (int guard = 0; guard < 100000 && finished < specs.size(); ++guard) {
+    const double ts = next < specs.size() ? specs[next].t : FlowNetwork::kInf;
+    const double tf = n.next_finish();
+    if (ts <= tf) {
+      now = ts;
+      n.start(now, specs[next].path, specs[next].bytes, specs[next].rate_cap);
+      ++next;
+    } else {
+      now = tf;
+      finished += n.finish_due(now).size();
+    }
+  }
+  ASSERT_EQ(finished, specs.size());
+  EXPECT_EQ(n.active_count(), 0u);
+  // Bytes sent == bytes received: every resource carried exactly Σ bytes × cost.
+  double bound = 0;
+  for (int r = 0; r < R; ++r) {
+    EXPECT_NEAR(n.carried(r), expect[r], 1e-9 * expect[r]) << "resource " << r;
+    bound = std::max(bound, expect[r] / cap[r]);
+    EXPECT_LE(n.busy_time(r), now * (1 + 1e-12));
+  }
+  EXPECT_GE(now, bound * (1 - 1e-9));  // no resource can carry faster than its capacity
+  EXPECT_GT(now, last_start);
+}
+
+}  // namespace
+}  // namespace kappasim
