@@ -57,6 +57,11 @@ void PciePacketLink::transfer(TransferRequest& r) {
   ++m_stats.transfers;
   m_up.wake.notify(SC_ZERO_TIME);  // reads and writes both start upstream
   while (!f.finished) sc_core::wait(f.done);
+  // Posted writes: the last TLP still needs one way (half the round trip) to reach host memory.
+  if (!is_read(f.op)) {
+    sc_core::wait(m_rtt / 2);
+    r.end = sc_core::sc_time_stamp();
+  }
 }
 
 bool PciePacketLink::ack_due(const Wire& w) const {

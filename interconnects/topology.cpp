@@ -118,11 +118,10 @@ double Topology::rate_cap(int gpu, Direction, CopyPath how, bool pinned) const {
 double Topology::latency(int gpu, Direction dir, CopyPath how, bool) const {
   socket_of_gpu(gpu);
   if (m_link_type != LinkType::Pcie) return 0;  // no sourced C2C / HBM-tier latency
-  // A copy kernel keeps thousands of loads in flight across its blocks: back-to-back blocks of
-  // one kernel overlap their round trips, so no per-block latency is charged (docs/flow-model.md).
-  if (!dma(how)) return 0;
-  // DMA read (H2D: the GPU's engine reads host memory): request out, completion back.
-  // DMA write (D2H: posted writes): the data needs one way, half the round trip.
+  (void)how;
+  // Reads (H2D, by a copy engine or by SMs): request out, completion back, one round trip per
+  // transfer (the requests of one transfer are pipelined up to the tag limit). Posted writes
+  // (D2H): the data needs one way, half the round trip. The packet model charges the same.
   return h2d(dir) ? m_round_trip_s : m_round_trip_s / 2;
 }
 

@@ -101,18 +101,21 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     if (held < 1) throw std::logic_error(std::string(name()) + ": no SM free for a copy kernel");
   }
   ++m_kernels;
-  const sc_core::sc_time overhead(m_block_overhead_s, sc_core::SC_SEC);
-  for (int b = 0; b < blocks; ++b) {
-    if (m_block_overhead_s > 0) sc_core::wait(overhead);
+  // One kernel keeps its blocks' loads in flight together, so its bytes cross the link as one
+  // pipelined transfer (one round trip); the per-block fixed cost (thread-block scheduling,
+  // address setup) is serial and paid before it: t = blocks·t0 + round trip + bytes / B.
+  if (blocks > 0 && m_block_overhead_s > 0)
+    sc_core::wait(sc_core::sc_time(m_block_overhead_s * blocks, sc_core::SC_SEC));
+  if (blocks > 0) {
     TransferRequest r;
     r.gpu = gpu;
     r.dir = dir;
     r.path = CopyPath::Kernel;
-    r.bytes = block_bytes;
+    r.bytes = block_bytes * blocks;
     r.pinned = true;
     r.start = sc_core::sc_time_stamp();
     send(out, r, name());
-    ++m_blocks;
+    m_blocks += static_cast<decltype(m_blocks)>(blocks);
   }
   if (sms) sms->release(held);
 }

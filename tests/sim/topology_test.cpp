@@ -65,10 +65,11 @@ TEST(Topology, H100ResourcesAndLocalPath) {
   EXPECT_DOUBLE_EQ(cost_on(q, t, "hostlink5.up"), ww.data_dir);
   EXPECT_DOUBLE_EQ(cost_on(q, t, "hostlink5.down"), ww.reverse_dir);
   EXPECT_FALSE(crosses(q, t, "gpu5.read-tags"));
-  // Latency: read round trip for DMA H2D, half for posted writes, none per kernel block.
+  // Latency: one read round trip per H2D transfer (DMA or SMs), half of it for posted writes.
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Dma, true), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Dma, true), 0.5e-6);
-  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 0.0);
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 1e-6);
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Kernel, true), 0.5e-6);
   EXPECT_TRUE(std::isinf(t.rate_cap(5, Direction::H2D, CopyPath::Dma, true)));
   EXPECT_NEAR(t.solo_rate(5, Direction::H2D, CopyPath::Dma, true), wire / wc.data_dir,
               1e-6 * wire);
