@@ -190,10 +190,13 @@ std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
   return {elementwise("embedding", 2 * T * h * kActivationBytes)};
 }
 
-std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights) {
+std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights,
+                                         double logits_rows) {
   const double h = static_cast<double>(m.hidden_size);
   const double V = static_cast<double>(m.vocab_size) / tp;
-  return {rms_norm("final_norm", T, h), gemm("lm_head", 1, V, h, bytes_per_element(weights))};
+  std::vector<Kernel> ks = {rms_norm("final_norm", T, h)};
+  if (logits_rows > 0) ks.push_back(gemm("lm_head", logits_rows, V, h, bytes_per_element(weights)));
+  return ks;
 }
 
 DType weight_dtype_for(const std::string& compute_dtype) {
@@ -334,6 +337,86 @@ KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
 
 double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::string& dtype) {
   return gemm_kernel_time(gpu, M, N, K, dtype).time_s;
+}
+
+namespace {
+// Time of one layer for the batch; `acc` collects its kernels once.
+PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int tp,
+                        const std::vector<SeqSlice>& batch, double tokens, DType w,
+                        const std::string& dtype, double sm_fraction) {
+  PrefillTime p;
+  for (const Kernel& k : layer_kernels(m, layer, tokens, 0, tp, w)) {
+    if (k.kind == Kernel::Kind::Attention) continue;
+    p.add(k, kernel_time(k, gpu, dtype, sm_fraction));
+  }
+  Kernel merged;
+  KernelTime mt;
+  int n = 0;
+  for (const SeqSlice& s : batch) {
+    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w)) {
+      if (k.kind != Kernel::Kind::Attention) continue;
+      const KernelTime t = kernel_time(k, gpu, dtype, sm_fraction);
+      if (n == 0) merged = k;
+      else {
+        merged.flops += k.flops;
+        merged.hbm_bytes += k.hbm_bytes;
+      }
+      mt.time_s += t.time_s;
+      mt.flops_time_s += t.flops_time_s;
+      mt.memory_time_s += t.memory_time_s;
+      ++n;
+    }
+  }
+  if (n > 0) {
+    mt.time_s -= (n - 1) * gpu.kernel_launch_overhead_s.value_or(0);  // one launch for the batch
+    merged.name = "attention (batch)";
+    p.add(merged, mt);
+  }
+  return p;
+}
+
+void add_times(PrefillTime& into, const PrefillTime& p, int times) {
+  into.compute_time_s += times * p.compute_time_s;
+  into.linear_time_s += times * p.linear_time_s;
+  into.attention_time_s += times * p.attention_time_s;
+  into.comm_time_s += times * p.comm_time_s;
+  into.other_time_s += times * p.other_time_s;
+  into.flops += times * p.flops;
+  into.kernels += times * p.kernels;
+}
+}  // namespace
+
+StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
+                         const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
+                         double sm_fraction) {
+  StepTime st;
+  if (batch.empty()) return st;
+  double tokens = 0, logits = 0;
+  for (const SeqSlice& s : batch) {
+    check_prefill_args(m, tp, s.T, s.K);
+    tokens += s.T;
+    logits += s.finishes ? 1 : 0;
+  }
+  const DType w = weight_dtype_for(compute_dtype);
+  for (const Kernel& k : prefill_head_kernels(m, tokens))
+    st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
+  if (dense > 0) {
+    const PrefillTime d = batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction);
+    add_times(st.total, d, dense);
+    st.first_layer_s = d.compute_time_s;
+    st.last_layer_s = d.compute_time_s;
+  }
+  if (dense < m.num_layers) {
+    const PrefillTime e =
+        batch_layer(m, gpu, dense, tp, batch, tokens, w, compute_dtype, sm_fraction);
+    add_times(st.total, e, m.num_layers - dense);
+    if (dense == 0) st.first_layer_s = e.compute_time_s;
+    st.last_layer_s = e.compute_time_s;
+  }
+  for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
+    st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  return st;
 }
 
 }  // namespace kappasim

@@ -71,7 +71,10 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
 // after them the final RMSNorm and the LM head for the last token only (vLLM computes logits
 // for the sampled position).
 std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T);
-std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights);
+// Final norm over the T tokens and the LM head for `logits_rows` tokens (the last token of each
+// sequence whose prefill completes: vLLM computes logits for those only).
+std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights,
+                                         double logits_rows = 1);
 
 // The weight dtype that goes with a compute precision ("bf16" → Bf16, "fp8" → Fp8, ...).
 DType weight_dtype_for(const std::string& compute_dtype);
@@ -117,5 +120,24 @@ double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::st
 
 // Checks the prefill arguments (T ≥ 1, K ≥ 0, tp dividing the heads); InputError otherwise.
 void check_prefill_args(const ModelSpec& m, int tp, double T, double K);
+
+// One forward step of a batch on one GPU of a TP group (vLLM runs a step's sequences as one
+// forward pass): the token-parallel kernels (norms, projections, MLP / MoE, all-reduce) run once
+// over all the step's tokens; attention runs for each sequence over its own context, in one
+// launch (FlashAttention varlen): the per-sequence kernel times add up, one launch overhead.
+// Layers of the same kind (dense, MoE) cost the same, so each kind is timed once.
+struct SeqSlice {
+  double T;              // tokens prefilled this step
+  double K;              // tokens already in the KV cache before them (cached + earlier chunks)
+  bool finishes = true;  // its prefill completes this step: its last token's logits are computed
+};
+struct StepTime {
+  PrefillTime total;           // head + all layers + tail
+  double first_layer_s = 0;    // one layer's time (for the layer-wise pipeline's fill/drain)
+  double last_layer_s = 0;
+};
+StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
+                         const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
+                         double sm_fraction = 1.0);
 
 }  // namespace kappasim

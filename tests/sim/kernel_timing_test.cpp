@@ -237,3 +237,40 @@ TEST(KernelTiming, Llama8B100kPrefillOnH100MatchesMeasurement) {
 
 }  // namespace
 }  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+// A batch of one sequence is the single-request prefill; a batch adds its sequences' attention
+// and shares the token-parallel kernels (weights read once for the whole step).
+TEST(KernelTiming, BatchStepOfOneSequenceIsThePrefill) {
+  const GpuSpec g = preset_gpu("h100-sxm5");
+  for (const char* name : {"llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"}) {
+    const ModelSpec m = model(name);
+    const PrefillTime p = prefill_time(m, g, 8, 512, 20000);
+    const StepTime s = batch_step_time(m, g, 8, {{512, 20000}}, "bf16");
+    EXPECT_NEAR(s.total.compute_time_s / p.compute_time_s, 1.0, 1e-12) << name;
+    EXPECT_NEAR(s.total.flops / p.flops, 1.0, 1e-12) << name;
+    EXPECT_EQ(s.total.kernels, p.kernels) << name;
+  }
+}
+
+TEST(KernelTiming, BatchAttentionAddsUpAndWeightsAreReadOnce) {
+  const GpuSpec g = preset_gpu("h100-sxm5");
+  const ModelSpec m = model("llama-3.1-70b");
+  const StepTime a = batch_step_time(m, g, 8, {{100, 50000}}, "bf16");
+  const StepTime b = batch_step_time(m, g, 8, {{100, 30000}}, "bf16");
+  const StepTime ab = batch_step_time(m, g, 8, {{100, 50000}, {100, 30000}}, "bf16");
+  // Attention: the two sequences' attention times, less one launch per layer.
+  EXPECT_NEAR(ab.total.attention_time_s,
+              a.total.attention_time_s + b.total.attention_time_s -
+                  80 * *g.kernel_launch_overhead_s,
+              1e-12);
+  // Token-parallel work on 200 tokens costs less than twice 100 tokens: weights read once.
+  EXPECT_LT(ab.total.linear_time_s, a.total.linear_time_s + b.total.linear_time_s);
+  // FLOPs are additive: the LM head runs for two rows (one per finishing sequence) in one GEMM.
+  EXPECT_NEAR(ab.total.flops - a.total.flops - b.total.flops, 0, 1e-9 * ab.total.flops);
+}
+
+}  // namespace
+}  // namespace kappasim
