@@ -18,6 +18,54 @@ FlowFabric::FlowFabric(const sc_core::sc_module_name& name, Topology topology)
   SC_METHOD(on_finish);
   sensitive << m_next;
   dont_initialize();
+  SC_METHOD(on_start);
+  sensitive << m_start;
+  dont_initialize();
+}
+
+void FlowFabric::start_group(std::vector<TransferRequest>& rs, Group& g, double delay_s) {
+  g.finished = false;
+  g.left = rs.size();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (rs.empty()) {
+    g.finished = true;
+    g.end_s = now.to_seconds();
+    g.done.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  for (TransferRequest& r : rs) {
+    if (r.gpu < 0 || r.gpu >= m_topo.gpus())
+      throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
+    if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
+      throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
+    ++m_transfers;
+    r.start = now;
+    const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned);
+    m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
+  }
+  m_start.cancel();
+  const sc_core::sc_time first = m_pending.begin()->first;
+  m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
+}
+
+void FlowFabric::on_start() {
+  ++m_events;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  while (!m_pending.empty() && m_pending.begin()->first <= now) {
+    Member m = m_pending.begin()->second;
+    m_pending.erase(m_pending.begin());
+    start_flow(*m.req, m.group);
+  }
+  reschedule();
+  if (!m_pending.empty()) m_start.notify(m_pending.begin()->first - now);
+}
+
+void FlowFabric::start_flow(TransferRequest& r, Group* g) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
+  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned);
+  const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
+  m_members.emplace(id, Member{&r, g});
 }
 
 void FlowFabric::transfer(TransferRequest& r) {
@@ -63,9 +111,21 @@ void FlowFabric::on_finish() {
   const double now = sc_core::sc_time_stamp().to_seconds();
   for (FlowNetwork::FlowId id : m_net.finish_due(now)) {
     auto it = m_waiters.find(id);
-    if (it == m_waiters.end()) throw std::logic_error("FlowFabric: finished flow has no waiter");
-    it->second->notify(sc_core::SC_ZERO_TIME);
-    m_waiters.erase(it);
+    if (it != m_waiters.end()) {
+      it->second->notify(sc_core::SC_ZERO_TIME);
+      m_waiters.erase(it);
+      continue;
+    }
+    auto mt = m_members.find(id);
+    if (mt == m_members.end()) throw std::logic_error("FlowFabric: finished flow has no owner");
+    mt->second.req->end = sc_core::sc_time_stamp();
+    Group* g = mt->second.group;
+    m_members.erase(mt);
+    if (--g->left == 0) {
+      g->finished = true;
+      g->end_s = now;
+      g->done.notify(sc_core::SC_ZERO_TIME);
+    }
   }
   reschedule();
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,18 @@ class FlowFabric : public LinkModule {
   void transfer(TransferRequest& r) override;
   std::string fidelity() const override { return "flow"; }
 
+  // Non-blocking transfers, for a caller that must not block on each one (the serving engine
+  // moves every GPU's shard at once without a thread per GPU). Each transfer starts after
+  // `delay_s` plus its own latency; when the last one has finished, `finished` is set, `end_s`
+  // holds the time and `done` is notified. `rs` and the handle must outlive that.
+  struct Group {
+    sc_core::sc_event done;
+    bool finished = false;
+    double end_s = 0;
+    std::size_t left = 0;
+  };
+  void start_group(std::vector<TransferRequest>& rs, Group& g, double delay_s = 0);
+
   struct ResourceStats {
     std::string name;
     double capacity;  // units/s
@@ -44,12 +57,21 @@ class FlowFabric : public LinkModule {
 
  private:
   void on_finish();
+  void on_start();
   void reschedule();
+  void start_flow(TransferRequest& r, Group* g);
 
   Topology m_topo;
   FlowNetwork m_net;
   sc_core::sc_event m_next;
   std::map<FlowNetwork::FlowId, sc_core::sc_event*> m_waiters;
+  struct Member {
+    TransferRequest* req;
+    Group* group;
+  };
+  std::map<FlowNetwork::FlowId, Member> m_members;           // group transfers in flight
+  std::multimap<sc_core::sc_time, Member> m_pending;         // group transfers not yet started
+  sc_core::sc_event m_start;
   std::uint64_t m_transfers = 0;
   std::uint64_t m_events = 0;
 };

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libyaml-cpp-dev libfmt-dev
-          libboost-program-options-dev libgtest-dev libbenchmark-dev)
+          libboost-program-options-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev)
 
 install_missing() {
   local missing=()

@@ -86,6 +86,13 @@ int cmd_kappa(const std::vector<std::string>& args);
 int cmd_roofline(const std::vector<std::string>& args);
 int cmd_presets(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+// kappasim run CONFIG --out DIR (apps/kappasim/cmd_run.cpp)
+int cmd_run(const std::vector<std::string>& args);
+// kappasim measure kappa-crit|poh (apps/kappasim/cmd_measure.cpp)
+int cmd_measure(const std::string& verb, const std::vector<std::string>& args);
+// kappasim bench serving (apps/kappasim/cmd_measure.cpp)
+int cmd_bench(const std::string& verb, const std::vector<std::string>& args);
+
 // kappasim probe h2d|d2h|bidir (apps/kappasim/cmd_probe_link.cpp)
 int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args);
 // kappasim probe prefill|gemm (apps/kappasim/cmd_probe_compute.cpp)

@@ -20,6 +20,9 @@ const char* kUsage =
     "  roofline   attainable FLOP/s vs κ_ratio, ridge at κ_crit, as CSV\n"
     "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
     "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill and gemm timing\n"
+    "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, trace.json\n"
+    "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic ones\n"
+    "  bench      serving: simulated requests per wall second and peak memory\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error.\n";
 
@@ -42,6 +45,13 @@ int main(int argc, char** argv) {
     if (cmd == "roofline") return kappasim::cli::cmd_roofline(args);
     if (cmd == "presets") return kappasim::cli::cmd_presets(args);
     if (cmd == "report") return kappasim::cli::cmd_report(args);
+    if (cmd == "run") return kappasim::cli::cmd_run(args);
+    if (cmd == "measure" || cmd == "bench") {
+      const std::string verb = args.empty() ? "" : args[0];
+      std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+      return cmd == "measure" ? kappasim::cli::cmd_measure(verb, rest)
+                              : kappasim::cli::cmd_bench(verb, rest);
+    }
     if (cmd == "probe") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());

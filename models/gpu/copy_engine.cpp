@@ -48,6 +48,7 @@ CopyEngine::CopyEngine(const sc_core::sc_module_name& name, const GpuSpec& gpu, 
   m_engines = static_cast<int>(n);
   m_free = m_engines;
   m_overhead_s = *gpu.dma_copy_overhead_s;
+  m_gpu_spec = gpu;
 }
 
 void CopyEngine::acquire() {
@@ -89,6 +90,34 @@ CopyKernel::CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu)
   if (!gpu.copy_kernel_block_overhead_s)
     throw InputError("gpu '" + gpu.name + "': the copy kernel model needs copy_kernel_block_overhead");
   m_block_overhead_s = *gpu.copy_kernel_block_overhead_s;
+  m_gpu_spec = gpu;
+}
+
+double dma_stream_fixed_s(const GpuSpec& gpu, std::int64_t copies, double latency_s) {
+  if (copies < 1) return 0;
+  return static_cast<double>(copies) * gpu.dma_copy_overhead_s.value_or(0) +
+         static_cast<double>(copies - 1) * latency_s;
+}
+
+double copy_kernel_fixed_s(const GpuSpec& gpu, std::int64_t blocks) {
+  return blocks > 0 ? static_cast<double>(blocks) * gpu.copy_kernel_block_overhead_s.value_or(0)
+                    : 0;
+}
+
+void CopyEngine::copy_many(TransferRequest& r, std::int64_t copies, double extra_latency_s) {
+  if (copies < 1) throw std::logic_error(std::string(name()) + ": copy_many needs copies >= 1");
+  r.gpu = m_gpu;
+  r.path = CopyPath::Dma;
+  r.start = sc_core::sc_time_stamp();
+  acquire();
+  const double fixed = dma_stream_fixed_s(m_gpu_spec, copies, extra_latency_s);
+  if (fixed > 0) sc_core::wait(sc_core::sc_time(fixed, sc_core::SC_SEC));
+  const sc_core::sc_time start = r.start;
+  send(out, r, name());
+  r.start = start;
+  release();
+  m_copies += static_cast<std::uint64_t>(copies);
+  m_bytes += r.bytes;
 }
 
 void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms,
@@ -105,7 +134,7 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
   // pipelined transfer (one round trip); the per-block fixed cost (thread-block scheduling,
   // address setup) is serial and paid before it: t = blocks·t0 + round trip + bytes / B.
   if (blocks > 0 && m_block_overhead_s > 0)
-    sc_core::wait(sc_core::sc_time(m_block_overhead_s * blocks, sc_core::SC_SEC));
+    sc_core::wait(sc_core::sc_time(copy_kernel_fixed_s(m_gpu_spec, blocks), sc_core::SC_SEC));
   if (blocks > 0) {
     TransferRequest r;
     r.gpu = gpu;

@@ -31,6 +31,14 @@
 
 namespace kappasim {
 
+// The fixed time `copies` back-to-back cudaMemcpyAsync calls on one stream spend before their
+// bytes flow as one transfer: copies × dma_copy_overhead + (copies − 1) × latency (the first
+// copy's latency is charged by the link model). Shared by CopyEngine::copy_many and the serving
+// engine, which moves every GPU's shard as one group of flows.
+double dma_stream_fixed_s(const GpuSpec& gpu, std::int64_t copies, double latency_s);
+// The fixed time of a copy kernel moving `blocks` blocks: blocks × copy_kernel_block_overhead.
+double copy_kernel_fixed_s(const GpuSpec& gpu, std::int64_t blocks);
+
 class CopyEngine : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<CopyEngine> out;
@@ -41,6 +49,11 @@ class CopyEngine : public sc_core::sc_module {
   // Blocking; call from an SC_THREAD. r.gpu is set to this engine's GPU and r.path to Dma.
   // r.start is when copy() was called, r.end when the last byte arrived.
   void copy(TransferRequest& r);
+  // `copies` back-to-back copies on one stream moving r.bytes in all (e.g. a layer-wise load:
+  // one DMA per layer per chunk). Timed as one engine paying copies × dma_copy_overhead and
+  // copies − 1 extra latencies (`extra_latency_s` each) serially, then one transfer of all the
+  // bytes: exact when the copies run alone, and one flow instead of `copies` under contention.
+  void copy_many(TransferRequest& r, std::int64_t copies, double extra_latency_s);
 
   int engines() const { return m_engines; }
   int gpu() const { return m_gpu; }
@@ -54,6 +67,7 @@ class CopyEngine : public sc_core::sc_module {
   int m_gpu;
   int m_engines;
   int m_free;
+  GpuSpec m_gpu_spec;
   double m_overhead_s;
   std::deque<sc_core::sc_event*> m_queue;
   std::uint64_t m_copies = 0;
@@ -77,6 +91,7 @@ class CopyKernel : public sc_core::sc_module {
   std::uint64_t blocks() const { return m_blocks; }
 
  private:
+  GpuSpec m_gpu_spec;
   double m_block_overhead_s;
   std::uint64_t m_kernels = 0;
   std::uint64_t m_blocks = 0;

@@ -34,6 +34,10 @@ struct GpuSpec {
   std::optional<double> hbm_efficiency;              // achievable fraction of HBM bandwidth
   std::optional<double> kernel_launch_overhead_s;    // per kernel
   std::optional<double> nvlink_latency_s;            // per all-reduce step
+  // Power model (models/gpu/power); optional: only runs that report energy need them.
+  std::optional<double> idle_power_w;            // CUDA context held, no kernel running
+  std::optional<double> energy_per_flop_J;       // dense tensor-core FLOP, above idle
+  std::optional<double> energy_per_hbm_byte_J;   // per HBM byte moved, above idle (all-in)
 
   static const std::vector<std::string>& compute_dtypes();
 
@@ -69,6 +73,13 @@ struct GpuSpec {
                opt("fixed cost per kernel", Range::NonNegative));
     v.quantity("nvlink_latency", nvlink_latency_s, dim::time,
                opt("latency of one NVLink all-reduce step", Range::NonNegative));
+    v.quantity("idle_power", idle_power_w, dim::power,
+               opt("board power with a CUDA context held and no kernel running"));
+    v.quantity("energy_per_flop", energy_per_flop_J, Dimension(0, 0, -1, 1, 0, 0),
+               opt("energy above idle per dense tensor-core FLOP", Range::NonNegative));
+    v.quantity("energy_per_hbm_bit", energy_per_hbm_byte_J, dim::energy_per_byte,
+               opt("energy above idle per bit moved to or from HBM (DRAM, PHY and on-chip "
+                   "movement)", Range::NonNegative));
   }
   void validate(const std::string& path) const;
   // Throws InputError naming every simulator field this GPU lacks.

@@ -297,6 +297,7 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
 void PrefillTime::add(const Kernel& k, const KernelTime& t) {
   compute_time_s += t.time_s;
   flops += k.flops;
+  hbm_bytes += k.hbm_bytes;
   ++kernels;
   switch (k.kind) {
     case Kernel::Kind::Gemm: linear_time_s += t.time_s; break;
@@ -382,6 +383,7 @@ void add_times(PrefillTime& into, const PrefillTime& p, int times) {
   into.comm_time_s += times * p.comm_time_s;
   into.other_time_s += times * p.other_time_s;
   into.flops += times * p.flops;
+  into.hbm_bytes += times * p.hbm_bytes;
   into.kernels += times * p.kernels;
 }
 }  // namespace

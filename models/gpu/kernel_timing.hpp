@@ -104,6 +104,7 @@ struct PrefillTime {
   double comm_time_s = 0;       // all-reduces
   double other_time_s = 0;      // elementwise (norms, rotary, KV write, activation, embedding)
   double flops = 0;
+  double hbm_bytes = 0;         // HBM traffic of the kernels (for the power model)
   int kernels = 0;
   // Adds one kernel (the one accumulation both prefill_time and GpuCompute use).
   void add(const Kernel& k, const KernelTime& t);

@@ -201,3 +201,40 @@ TEST(FlowFabric, CopyKernelMovesBlocksBackToBack) {
 
 }  // namespace
 }  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+// n copies on one stream, aggregated, take what n single copies take when alone.
+TEST(FlowFabric, CopyManyEqualsBackToBackCopiesWhenAlone) {
+  const SystemSpec s = load("h100");
+  std::unique_ptr<FlowFabric> fabric;
+  std::unique_ptr<CopyEngine> one, many;
+  double t_one = 0, t_many = 0;
+  const int n = 50;
+  const double bytes = 256 * 1024;
+  run_simulation([&] {
+    fabric = std::make_unique<FlowFabric>("fabric", build_topology(s));
+    one = std::make_unique<CopyEngine>("one", s.gpu, 0);
+    many = std::make_unique<CopyEngine>("many", s.gpu, 0);
+    one->out.bind(fabric->in);
+    many->out.bind(fabric->in);
+    sc_core::sc_spawn([&] {
+      for (int i = 0; i < n; ++i) {
+        TransferRequest r;
+        r.bytes = bytes;
+        one->copy(r);
+      }
+      t_one = sc_core::sc_time_stamp().to_seconds();
+      TransferRequest r;
+      r.bytes = n * bytes;
+      many->copy_many(r, n, fabric->topology().latency(0, Direction::H2D, CopyPath::Dma, true));
+      t_many = sc_core::sc_time_stamp().to_seconds() - t_one;
+    });
+  });
+  EXPECT_NEAR(t_many, t_one, 1e-9);
+  EXPECT_EQ(many->copies(), static_cast<std::uint64_t>(n));
+}
+
+}  // namespace
+}  // namespace kappasim

@@ -1,0 +1,270 @@
+// kappasim measure kappa-crit | poh: isolated requests on the simulator (the tier warm, one
+// request in the system at a time), beside the analytic κ model on the same inputs.
+// kappasim bench serving: simulated requests per wall second and peak memory.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "apps/kappasim/cli.hpp"
+#include "core/table.hpp"
+#include "models/analytic/kappa.hpp"
+#include "serving/engine.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+
+// Requests from memory, in order.
+class VectorSource : public WorkloadSource {
+ public:
+  explicit VectorSource(std::vector<Request> rs) : m_rs(std::move(rs)) {}
+  bool next(Request& out) override {
+    if (m_i >= m_rs.size()) return false;
+    out = m_rs[m_i++];
+    return true;
+  }
+  std::string describe() const override { return "isolated requests"; }
+
+ private:
+  std::vector<Request> m_rs;
+  std::size_t m_i = 0;
+};
+
+struct MeasureOptions {
+  std::string model, system, format = "json", load_path;
+  std::vector<std::string> sets, preset_dirs;
+  int tp = 0;
+};
+
+void add_measure_options(po::options_description& d, MeasureOptions& o) {
+  d.add_options()("model,m", po::value(&o.model)->required(), "model preset or YAML file")
+      ("system,s", po::value(&o.system)->required(), "system preset or YAML file")
+      ("tp", po::value(&o.tp), "tensor parallelism (default: every GPU of the system)")
+      ("load-path", po::value(&o.load_path), "kernel (LMCache default), layerwise or block_dma")
+      ("set", po::value(&o.sets)->composing(), "override a key of the run config, e.g. serving.chunk_tokens=512")
+      ("preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder")
+      ("format", po::value(&o.format), "json (default), table or csv")
+      ("help,h", "this help");
+}
+
+// A run config for isolated requests: warm tier, no store, the given model / system / TP.
+RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
+  add_preset_dirs(o.preset_dirs);
+  ConfigNode root = ConfigNode::make_map({"<measure>", 0, 0});
+  root.set("model", ref_node(o.model, "model"));
+  root.set("system", ref_node(o.system, "system"));
+  root.set("workload", parse_yaml("type: narrativeqa", "<measure>"));
+  root.set("serving", parse_yaml("warm_tier: true\nstore: none", "<measure>"));
+  root.set("trace", ConfigNode::make_scalar("false"));
+  for (const auto& s : o.sets) apply_set(root, s);
+  RunSpec spec = read_config<RunSpec>(root, "", prov);
+  spec.serving.tp = o.tp > 0 ? o.tp : spec.system.gpus;
+  if (!o.load_path.empty()) {
+    bool found = false;
+    for (const auto& [n, p] : load_path_names())
+      if (o.load_path == n) {
+        spec.serving.load_path = p;
+        found = true;
+      }
+    if (!found) throw InputError("--load-path: expected kernel, layerwise or block_dma, got '" + o.load_path + "'");
+  }
+  spec.validate("");
+  spec.serving.validate("serving");
+  return spec;
+}
+
+std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<Request>& rs) {
+  VectorSource src(rs);
+  std::vector<RequestRecord> out;
+  EngineSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r) { out.push_back(r); };
+  run_serving(spec, src, sinks);
+  for (const auto& r : out)
+    if (r.queue_s > 1e-3)
+      throw std::runtime_error("measure: request " + std::to_string(r.id) +
+                               " was not isolated (queued " + format_number(r.queue_s) + " s)");
+  return out;
+}
+
+Request isolated_request(std::uint64_t id, double at, double K, double T) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at;
+  r.sequence_id = id;
+  r.prefix_tokens = static_cast<std::int64_t>(std::llround(K));
+  r.new_tokens = static_cast<std::int64_t>(std::llround(T));
+  r.workload = "isolated";
+  return r;
+}
+
+double parse_count(const std::string& name, const std::string& v, double min) {
+  const double x = count_option(name, v);
+  if (x < min) throw InputError("--" + name + ": must be at least " + format_number(min));
+  return x;
+}
+
+}  // namespace
+
+int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
+  MeasureOptions o;
+  if (verb == "poh") {
+    std::string k, t;
+    po::options_description desc(
+        "kappasim measure poh: one isolated request with K cached tokens (warm tier) and T new ones\n"
+        "Usage: kappasim measure poh --model M --system S --k K --t T [options]\nOptions");
+    add_measure_options(desc, o);
+    desc.add_options()("k", po::value(&k)->required(), "cached tokens K")
+        ("t", po::value(&t)->required(), "new tokens T");
+    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    parse("measure poh", args, desc);
+    const Format fmt = parse_format(o.format);
+    const double K = parse_count("k", k, 0), T = parse_count("t", t, 1);
+    ProvenanceTable prov;
+    const RunSpec spec = isolated_spec(o, &prov);
+    const auto recs = run_isolated(spec, {isolated_request(1, 0, K, T)});
+    if (recs.empty()) throw InputError("measure poh: the request does not fit the GPUs' KV cache");
+    const RequestRecord& r = recs.front();
+    Table tab({"model", "system", "tp", "load_path", "k", "t", "cached_tokens", "computed_tokens",
+               "p_oh", "load_time_s", "compute_time_s", "ttft_s"});
+    tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
+                 r.load_path, K, T, r.cached_tokens, r.computed_tokens,
+                 r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s, r.compute_s, r.ttft_s});
+    std::cout << tab.render(fmt);
+    return 0;
+  }
+  if (verb == "kappa-crit") {
+    std::string t = "128";
+    int points = 81;
+    po::options_description desc(
+        "kappasim measure kappa-crit: sweep κ_ratio = K/T at fixed T on the simulator (isolated\n"
+        "requests, warm tier) and find where KV transfer time equals compute time\n"
+        "Usage: kappasim measure kappa-crit --model M --system S [--t T] [options]\nOptions");
+    add_measure_options(desc, o);
+    desc.add_options()("t", po::value(&t), "new tokens T (default 128)")
+        ("points", po::value(&points), "κ grid points, log-spaced from 1 to 1e5 (default 81)");
+    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    parse("measure kappa-crit", args, desc);
+    const Format fmt = parse_format(o.format);
+    const double T = parse_count("t", t, 1);
+    if (points < 3 || points > 2000) throw InputError("--points: expected 3 to 2000");
+    ProvenanceTable prov;
+    const RunSpec spec = isolated_spec(o, &prov);
+    // The largest K the GPUs' KV cache can hold for one request bounds the grid.
+    const double bkv_gpu = kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
+    const double v_eff = effective_kv_bytes_per_gpu(
+        spec.model, spec.system.gpu, spec.serving.tp, weight_dtype_for(spec.serving.compute_dtype),
+        spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
+    const double max_tokens = static_cast<double>(kv_blocks_for(v_eff, spec.serving.block_tokens, bkv_gpu)) *
+                              spec.serving.block_tokens;
+    const double kmax = std::min(1e5, (max_tokens - T) / T);
+    if (kmax < 1) throw InputError("measure kappa-crit: T = " + format_number(T) + " leaves no room for a cached prefix in the KV cache");
+    std::vector<Request> rs;
+    std::vector<double> kappas;
+    const double spacing = 2e4;  // seconds between isolated requests: far longer than any one
+    for (int i = 0; i < points; ++i) {
+      const double kappa = std::pow(kmax, static_cast<double>(i) / (points - 1));
+      kappas.push_back(kappa);
+      rs.push_back(isolated_request(static_cast<std::uint64_t>(i + 1), i * spacing, kappa * T, T));
+    }
+    const auto recs = run_isolated(spec, rs);
+    // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
+    double crit = NAN, eff_bw = NAN;
+    for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
+      const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
+      if (a < 1 && b >= 1) {
+        const double ka = recs[i].kappa_ratio, kb = recs[i + 1].kappa_ratio;
+        const double f = std::log(a) / (std::log(a) - std::log(b));
+        crit = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
+        const RequestRecord& r = recs[i + 1];
+        eff_bw = r.bytes_loaded / spec.serving.tp / r.load_s;
+        break;
+      }
+    }
+    KappaQuery q;
+    q.compute_dtype = spec.serving.compute_dtype;
+    q.kv_dtype = spec.serving.kv_dtype;
+    q.tp = spec.serving.tp;
+    const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, &prov);
+    double effective = NAN;
+    if (std::isfinite(eff_bw)) {
+      q.bandwidth_override = eff_bw;
+      effective = evaluate_kappa(spec.model, spec.system, q, &prov).kappa_crit;
+    }
+    Table tab({"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
+               "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
+               "h2d_effective_bytes_per_s", "h2d_peak_bytes_per_s"});
+    tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
+                 recs.empty() ? std::string() : recs.front().load_path, T, crit, peak.kappa_crit,
+                 effective, eff_bw, peak.bandwidth});
+    std::cout << tab.render(fmt);
+    if (!std::isfinite(crit))
+      std::cerr << "kappasim: note: load/compute never crossed 1 between κ = 1 and κ = "
+                << format_number(kmax) << "\n";
+    return 0;
+  }
+  throw InputError("kappasim measure: expected kappa-crit or poh" +
+                   (verb.empty() ? std::string() : ", got '" + verb + "'"));
+}
+
+int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
+  if (verb != "serving")
+    throw InputError("kappasim bench: expected serving" + (verb.empty() ? std::string() : ", got '" + verb + "'"));
+  std::int64_t requests = 20000;
+  double rate = 0;
+  std::vector<std::string> sets;
+  po::options_description desc(
+      "kappasim bench serving: NarrativeQA-like load on the 8-GPU paper-testbed (TP 8, layer-wise\n"
+      "load path, step granularity) at a sustainable rate; prints JSON {requests, wall_s,\n"
+      "requests_per_s, peak_rss_bytes}\nOptions");
+  desc.add_options()("requests", po::value(&requests), "requests to simulate (default 20000)")
+      ("rate", po::value(&rate), "arrival rate, requests/s (default: the documented sustainable rate)")
+      ("set", po::value(&sets)->composing(), "override a key of the run config")
+      ("help,h", "this help");
+  auto vm = parse("bench serving", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (requests < 1) throw InputError("--requests: must be at least 1");
+  ConfigNode root = parse_yaml(
+      "model: qwen3-235b-a22b\nsystem: paper-testbed\ntrace: false\n"
+      "serving: {tp: 8, load_path: layerwise, granularity: step, store: async}\n"
+      "workload: {type: narrativeqa}\n",
+      "<bench serving>");
+  apply_set(root, "workload.requests=" + std::to_string(requests));
+  if (rate > 0) apply_set(root, "workload.rate=" + format_number(rate));
+  for (const auto& s : sets) apply_set(root, s);
+  const RunSpec spec = read_config<RunSpec>(root, "");
+  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
+  SummaryBuilder summary;
+  EngineSinks sinks;
+  sinks.summary = &summary;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SummaryBuilder::Totals totals = run_serving(spec, *source, sinks);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  Table tab({"requests", "wall_s", "requests_per_s", "peak_rss_bytes", "simulated_time_s",
+             "rate_rps", "throughput_rps", "ttft_p50_s"});
+  double p50 = NAN, thr = NAN;
+  for (const auto& [k, v] : summary.figures(totals)) {
+    if (k == "ttft_p50_s") p50 = v;
+    if (k == "throughput_rps") thr = v;
+  }
+  tab.add_row({static_cast<std::int64_t>(summary.requests()), wall,
+               static_cast<double>(summary.requests()) / wall,
+               static_cast<std::int64_t>(ru.ru_maxrss) * 1024, totals.simulated_time_s,
+               spec.workload.rate, thr, p50});
+  std::cout << tab.json();
+  return 0;
+}
+
+}  // namespace kappasim::cli

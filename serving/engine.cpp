@@ -1,0 +1,393 @@
+#include "serving/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/sim_runner.hpp"
+#include "models/gpu/power.hpp"
+
+namespace kappasim {
+
+using sc_core::sc_time;
+using sc_core::SC_SEC;
+using sc_core::SC_ZERO_TIME;
+
+namespace {
+double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
+void wait_s(double s) {
+  if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
+}
+const char* load_path_name(LoadPath p) {
+  switch (p) {
+    case LoadPath::Kernel: return "kernel";
+    case LoadPath::Layerwise: return "layerwise";
+    case LoadPath::BlockDma: return "block_dma";
+  }
+  return "?";
+}
+}  // namespace
+
+void RunSpec::validate(const std::string& path) const {
+  if (serving.tp > system.gpus)
+    throw InputError(path + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
+                     " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
+                     system.name + "'");
+  system.gpu.peak(serving.compute_dtype);
+}
+
+struct ServingEngine::Step {
+  StepPlan plan;
+  double start_s = 0, load_s = 0, compute_s = 0, store_s = 0;
+  double load_bytes_gpu = 0;
+  double kv_used = 0;
+};
+
+ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec& spec,
+                             WorkloadSource& source, EngineSinks sinks)
+    : sc_core::sc_module(name), m_spec(spec), m_source(source), m_sinks(std::move(sinks)) {
+  const ServingSpec& sv = m_spec.serving;
+  m_tp = sv.tp;
+  m_bkv_gpu = kv_bytes_per_token_per_gpu(m_spec.model, sv.kv_dtype, m_tp);
+  m_chunk_tokens = sv.tier_chunk_tokens();
+  m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
+  m_spec.system.gpu.require_sim("system.gpu");
+  m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
+  m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes,
+                                    kv_bytes_per_token(m_spec.model, sv.kv_dtype));
+  const double v_eff = effective_kv_bytes_per_gpu(
+      m_spec.model, m_spec.system.gpu, m_tp, weight_dtype_for(sv.compute_dtype),
+      sv.activation_reserve_bytes, sv.gpu_memory_utilization);
+  m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
+                                   sv.block_tokens);
+  m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
+  if (m_sinks.trace) {
+    m_track_step = m_sinks.trace->track("engine", "steps (compute)");
+    m_track_load = m_sinks.trace->track("engine", "KV loads (all GPUs)");
+    m_track_store = m_sinks.trace->track("engine", "KV stores (all GPUs)");
+  }
+  SC_THREAD(arrivals);
+  SC_THREAD(steps);
+}
+
+ServingEngine::~ServingEngine() = default;
+
+void ServingEngine::arrivals() {
+  const ServingSpec& sv = m_spec.serving;
+  Request r;
+  while (m_source.next(r)) {
+    if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
+    const std::vector<std::uint64_t> keys = chunk_keys(r, m_chunk_tokens);
+    if (sv.warm_tier) {  // κ experiments: the prefix is in the tier before the request arrives
+      const auto prefix_chunks = std::min<std::size_t>(
+          keys.size(), static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens));
+      m_tier->insert(std::vector<std::uint64_t>(
+          keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(prefix_chunks)));
+    }
+    const std::size_t hits = m_tier->lookup(keys);
+    // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
+    auto seq = std::make_unique<Sequence>(
+        make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
+    ++m_arrived;
+    m_sched->enqueue(seq.get(), now_s());
+    m_live[r.id] = std::move(seq);
+    m_work.notify(SC_ZERO_TIME);
+  }
+  m_source_done = true;
+  m_work.notify(SC_ZERO_TIME);
+}
+
+void ServingEngine::steps() {
+  for (;;) {
+    if (m_sched->waiting() == 0 && m_sched->running() == 0) {
+      if (m_source_done) return;
+      sc_core::wait(m_work);
+      continue;
+    }
+    Step st;
+    st.plan = m_sched->plan(now_s(), *m_kv);
+    if (st.plan.items.empty()) {
+      if (m_source_done && m_sched->running() == 0) return;  // cannot happen: arrivals checked fit
+      sc_core::wait(m_work);
+      continue;
+    }
+    run_step(st);
+  }
+}
+
+void ServingEngine::run_step(Step& st) {
+  const ServingSpec& sv = m_spec.serving;
+  ++m_step_no;
+  st.start_s = now_s();
+  wait_s(sv.step_overhead_s);  // vLLM's per-step CPU scheduling work
+  std::vector<Sequence*> first, done;
+  std::vector<SeqSlice> slices;
+  for (const StepItem& it : st.plan.items) {
+    if (it.first && it.seq->cached_tokens > 0) first.push_back(it.seq);
+    if (it.last) done.push_back(it.seq);
+    slices.push_back({static_cast<double>(it.tokens),
+                      static_cast<double>(it.seq->cached_tokens + it.seq->computed), it.last});
+    ++m_steps_of[it.seq->req.id];
+  }
+  st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
+  const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
+                                           sv.compute_dtype);
+  const double compute_s = compute.total.compute_time_s;
+  const double t_load0 = now_s();
+  if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
+    load_layerwise(first, st, compute);  // overlapped with compute
+    st.compute_s = compute_s;
+  } else {
+    if (!first.empty()) st.load_s = load_phase(first, st);
+    const double t_c = now_s();
+    wait_s(compute_s);
+    st.compute_s = compute_s;
+    if (m_sinks.trace)
+      m_sinks.trace->span(m_track_step, "step " + std::to_string(m_step_no), t_c, now_s());
+  }
+  for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
+  for (const StepItem& it : st.plan.items) m_compute_s[it.seq->req.id] += compute_s;
+  (void)t_load0;
+  m_compute_busy_s += compute_s;
+  m_flops += compute.total.flops;
+  m_hbm_bytes += compute.total.hbm_bytes;
+  st.store_s = store_phase(done);
+  m_sched->complete(st.plan, now_s(), *m_kv);
+  for (Sequence* s : m_sched->take_finished()) finish(s, st);
+  if (m_sinks.summary) {
+    StepRecord rec;
+    rec.start_s = st.start_s;
+    rec.end_s = now_s();
+    rec.tokens = st.plan.tokens;
+    rec.budget = sv.max_num_batched_tokens;
+    rec.seqs = static_cast<int>(st.plan.items.size());
+    rec.vram_used_fraction = st.kv_used;
+    rec.load_s = st.load_s;
+    rec.compute_s = st.compute_s;
+    m_sinks.summary->add_step(rec);
+  }
+  if (m_sinks.trace) {
+    m_sinks.trace->counter("engine", "VRAM KV used (fraction)", st.start_s, st.kv_used);
+    m_sinks.trace->counter("engine", "scheduled tokens", st.start_s,
+                           static_cast<double>(st.plan.tokens));
+  }
+}
+
+void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g,
+                              double bytes_per_gpu, std::int64_t units, Direction dir,
+                              CopyPath path, double delay_s) {
+  rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
+  for (int k = 0; k < m_tp; ++k) {
+    TransferRequest& r = rs[static_cast<std::size_t>(k)];
+    r.gpu = k;
+    r.dir = dir;
+    r.path = path;
+    r.bytes = bytes_per_gpu;
+  }
+  // Every GPU's copies cost the same fixed time (CopyEngine / CopyKernel's cost model).
+  const GpuSpec& gpu = m_spec.system.gpu;
+  const double fixed =
+      path == CopyPath::Kernel
+          ? copy_kernel_fixed_s(gpu, units)
+          : dma_stream_fixed_s(gpu, units, m_fabric->topology().latency(0, dir, path, true));
+  m_fabric->start_group(rs, g, delay_s + fixed);
+}
+
+void ServingEngine::wait_group(FlowFabric::Group& g) {
+  if (!g.finished) sc_core::wait(g.done);
+}
+
+double ServingEngine::load_phase(const std::vector<Sequence*>& first, Step& st) {
+  const ServingSpec& sv = m_spec.serving;
+  const double t0 = now_s();
+  double tokens = 0;
+  std::int64_t chunks = 0, blocks16 = 0;
+  for (const Sequence* s : first) {
+    tokens += static_cast<double>(s->cached_tokens);
+    chunks += (s->cached_tokens + m_chunk_tokens - 1) / m_chunk_tokens;
+    blocks16 += (s->cached_tokens + sv.block_tokens - 1) / sv.block_tokens;
+  }
+  wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
+         static_cast<double>(chunks) * sv.retrieve_per_entry_s());
+  const double bytes = tokens * m_bkv_gpu;
+  const double t_x = now_s();
+  std::vector<TransferRequest> rs;
+  FlowFabric::Group g;
+  if (sv.load_path == LoadPath::Kernel)
+    start_all(rs, g, bytes, chunks, Direction::H2D, CopyPath::Kernel);
+  else
+    start_all(rs, g, bytes, blocks16, Direction::H2D, CopyPath::Dma);
+  wait_group(g);
+  m_link_busy_s += now_s() - t_x;
+  m_loaded_bytes_gpu += bytes;
+  st.load_bytes_gpu = bytes;
+  if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
+  return now_s() - t0;
+}
+
+void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st,
+                                   const StepTime& compute) {
+  const ServingSpec& sv = m_spec.serving;
+  const int L = m_spec.model.num_layers;
+  const double t0 = now_s();
+  double tokens = 0;
+  std::int64_t chunks = 0;
+  for (const Sequence* s : first) {
+    tokens += static_cast<double>(s->cached_tokens);
+    chunks += (s->cached_tokens + m_chunk_tokens - 1) / m_chunk_tokens;
+  }
+  // CPU side first (token hashing, chunk lookup), then the pipeline.
+  wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
+         static_cast<double>(chunks) * sv.retrieve_per_entry_s());
+  const double bytes = tokens * m_bkv_gpu;
+  const double t_pipe = now_s();
+  const double compute_s = compute.total.compute_time_s;
+  double load_end = t_pipe;
+  std::vector<TransferRequest> rs;
+  FlowFabric::Group g;
+  if (sv.granularity == Granularity::Layer) {
+    // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
+    start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
+    wait_group(g);
+    for (int l = 0; l < L; ++l) {
+      if (l + 1 < L) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
+      wait_s(compute_s / L);
+      if (l + 1 < L) {
+        wait_group(g);
+        load_end = g.end_s;
+      }
+    }
+    load_end = std::max(load_end, t_pipe);
+  } else {
+    // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
+    // first layer's load before compute can start) and drain (the last layer's compute after
+    // the last load) from per-layer times.
+    start_all(rs, g, bytes, chunks * L, Direction::H2D, CopyPath::Dma);
+    wait_s(compute_s);
+    wait_group(g);
+    load_end = g.end_s;
+    const double load_time = load_end - t_pipe;
+    const double end =
+        std::max(load_end + compute.last_layer_s, t_pipe + load_time / L + compute_s);
+    wait_s(end - now_s());
+  }
+  m_link_busy_s += load_end - t_pipe;
+  m_loaded_bytes_gpu += bytes;
+  st.load_bytes_gpu = bytes;
+  st.load_s = load_end - t0;
+  if (m_sinks.trace) {
+    m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
+    m_sinks.trace->span(m_track_step, "step " + std::to_string(m_step_no), t_pipe, now_s());
+  }
+}
+
+double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
+  const ServingSpec& sv = m_spec.serving;
+  reap_stores();
+  if (done.empty() || sv.store == StoreMode::None) return 0;
+  std::int64_t stored = 0;
+  for (const Sequence* s : done) {
+    const std::size_t n = m_tier->insert(chunk_keys(s->req, m_chunk_tokens));
+    stored += static_cast<std::int64_t>(n);
+    m_stored_tokens[s->req.id] = static_cast<double>(n) * m_chunk_tokens;
+  }
+  if (stored == 0) return 0;
+  const double bytes = static_cast<double>(stored) * m_chunk_bytes_gpu;
+  m_stored_bytes_gpu += bytes;
+  // CPU side (gather, hashing, dispatch), then one DMA per chunk to pinned host memory.
+  const double software = static_cast<double>(done.size()) * sv.store_fixed_s() +
+                          static_cast<double>(stored) * sv.store_per_entry_s();
+  m_stores.emplace_back();
+  Store& st = m_stores.back();
+  st.start_s = now_s();
+  start_all(st.rs, st.group, bytes, stored, Direction::D2H, CopyPath::Dma, software);
+  if (sv.store == StoreMode::Async) return 0;
+  wait_group(st.group);  // LMCache's store synchronises the stream before the step ends
+  const double t = now_s() - st.start_s;
+  reap_stores();
+  return t;
+}
+
+void ServingEngine::reap_stores() {
+  while (!m_stores.empty() && m_stores.front().group.finished) {
+    if (m_sinks.trace)
+      m_sinks.trace->span(m_track_store, "store", m_stores.front().start_s,
+                          m_stores.front().group.end_s);
+    m_stores.pop_front();
+  }
+}
+
+void ServingEngine::finish(Sequence* s, const Step& st) {
+  (void)st;
+  const std::uint64_t id = s->req.id;
+  if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
+    ++m_rejected;
+    m_live.erase(id);
+    return;
+  }
+  RequestRecord rec;
+  rec.id = id;
+  rec.workload = s->req.workload;
+  rec.arrival_s = s->req.arrival_s;
+  rec.queue_s = s->first_scheduled_s - s->req.arrival_s;
+  rec.load_s = m_load_s.count(id) ? m_load_s[id] : 0;
+  rec.compute_s = m_compute_s[id];
+  rec.ttft_s = now_s() - s->req.arrival_s;
+  rec.cached_tokens = s->cached_tokens;
+  rec.computed_tokens = s->compute_tokens;
+  rec.kappa_ratio = s->compute_tokens > 0 ? static_cast<double>(s->cached_tokens) / s->compute_tokens : 0;
+  rec.bytes_loaded = static_cast<double>(s->cached_tokens) * m_bkv_gpu * m_tp;
+  rec.bytes_stored = (m_stored_tokens.count(id) ? m_stored_tokens[id] : 0) * m_bkv_gpu * m_tp;
+  rec.load_path = load_path_name(m_spec.serving.load_path);
+  rec.steps = m_steps_of[id];
+  if (m_sinks.requests) m_sinks.requests->write(rec);
+  if (m_sinks.summary) m_sinks.summary->add_request(rec);
+  if (m_sinks.on_finish) m_sinks.on_finish(rec);
+  if (m_sinks.trace) {
+    const int lane = m_sinks.trace->track("requests", "lane " + std::to_string(id % 16));
+    m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
+  }
+  m_load_s.erase(id);
+  m_compute_s.erase(id);
+  m_steps_of.erase(id);
+  m_stored_tokens.erase(id);
+  m_live.erase(id);
+  ++m_finished;
+}
+
+SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
+  SummaryBuilder::Totals t;
+  t.simulated_time_s = now_s();
+  t.wall_time_s = wall_time_s;
+  t.gpus = m_tp;
+  t.gpu_busy_s = m_compute_busy_s;
+  t.h2d_bytes_per_gpu = m_loaded_bytes_gpu;
+  const CopyPath how = m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
+  t.link_capacity_Bps = m_fabric->topology().solo_rate(0, Direction::H2D, how, true);
+  t.link_busy_s = m_link_busy_s;
+  PowerActivity a;
+  a.duration_s = t.simulated_time_s;
+  a.compute_busy_s = m_compute_busy_s;
+  a.flops = m_flops;
+  a.hbm_bytes = m_hbm_bytes + m_loaded_bytes_gpu + m_stored_bytes_gpu;
+  a.link_bytes = m_loaded_bytes_gpu + m_stored_bytes_gpu;
+  a.link_energy_per_byte_J = m_spec.system.host_link.energy_per_byte_J.value_or(0);
+  t.gpu_energy_j = m_tp * gpu_energy_j(m_spec.system.gpu, a);
+  t.tdp_w = m_spec.system.gpu.tdp_w;
+  t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
+  t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());
+  t.kernel_events = sc_core::sc_delta_count();
+  t.requests_rejected = m_rejected;  // SystemC delta cycles of the whole run
+  return t;
+}
+
+SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {
+  std::unique_ptr<ServingEngine> engine;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return engine->totals(wall);
+}
+
+}  // namespace kappasim

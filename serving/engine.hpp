@@ -1,0 +1,147 @@
+// The serving engine: one tensor-parallel group of GPUs serving offloaded prefill, on the
+// SystemC timing models. Requests arrive from a WorkloadSource; their prompt's chunks are looked
+// up in the LMCache-like CPU tier (prefix identity); a vLLM v1-like scheduler forms steps under
+// the token budget and the VRAM limit; each step loads the cached KV of newly admitted requests
+// over the host links (every GPU its own shard, all sharing the host DRAM and socket links),
+// computes the batch layer by layer, stores the new KV back to the tier, and finishes the
+// requests whose prefill completed (TTFT = the end of that step: prefill only, one output token).
+//
+// Load paths (ServingSpec::load_path):
+//  - kernel: LMCache's default: a copy kernel on the GPU's SMs reads pinned host memory
+//    (zero-copy), before the forward pass (LMCache's retrieve blocks the step);
+//  - layerwise: LMCache's use_layerwise: per layer a DMA of that layer's slice of every chunk,
+//    overlapped with the compute of the previous layer;
+//  - block_dma: vLLM's native OffloadingConnector: cudaMemcpyAsync of 16-token blocks contiguous
+//    across layers, before the request computes (simplification: the load is part of the step in
+//    which the request is first scheduled; vLLM overlaps it with other requests' steps).
+// The tier's CPU-side software costs (per request, per chunk) are part of load and store times.
+//
+// Granularity (ServingSpec::granularity): `step` simulates a step's load as one flow per GPU
+// and its compute as one wait, with the layer-wise pipeline's fill and drain from per-layer
+// times; `layer` simulates every layer's load and compute. Nothing is simulated per token.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/trace_writer.hpp"
+#include "interconnects/flow_fabric.hpp"
+#include "models/gpu/copy_engine.hpp"
+#include "models/gpu/kernel_timing.hpp"
+#include "models/llm/architecture.hpp"
+#include "serving/kv_tier.hpp"
+#include "serving/metrics.hpp"
+#include "serving/paged_kv.hpp"
+#include "serving/scheduler.hpp"
+#include "serving/serving_spec.hpp"
+#include "systems/system_spec.hpp"
+#include "workloads/request.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+
+// The config of `kappasim run`: what runs on what, how it is served, and what load it sees.
+struct RunSpec {
+  ModelSpec model;
+  SystemSpec system;
+  ServingSpec serving;
+  WorkloadSpec workload;
+  bool trace = true;  // write trace.json (Perfetto)
+
+  template <class V>
+  void visit(V& v) {
+    v.object("model", model, req("the LLM"), "model");
+    v.object("system", system, req("the hardware system"), "system");
+    v.object("serving", serving, opt("how requests are served (vLLM + LMCache settings)"));
+    v.object("workload", workload, req("the requests"));
+    v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
+  }
+  void validate(const std::string& path) const;
+};
+
+struct EngineSinks {
+  RequestsCsvWriter* requests = nullptr;  // may be null
+  TraceWriter* trace = nullptr;           // may be null
+  SummaryBuilder* summary = nullptr;      // may be null
+  // Called for every finished request (measure commands use it); may be empty.
+  std::function<void(const RequestRecord&)> on_finish;
+};
+
+class ServingEngine : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(ServingEngine);
+  // Validates everything that can be wrong with the inputs (InputError) before simulating.
+  ServingEngine(const sc_core::sc_module_name& name, const RunSpec& spec, WorkloadSource& source,
+                EngineSinks sinks);
+  ~ServingEngine() override;
+
+  // After the simulation.
+  SummaryBuilder::Totals totals(double wall_time_s) const;
+  std::uint64_t finished() const { return m_finished; }
+  std::uint64_t rejected() const { return m_rejected; }
+  std::uint64_t arrived() const { return m_arrived; }
+  const KvTier& tier() const { return *m_tier; }
+  const PagedKv& gpu_kv() const { return *m_kv; }
+  double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
+  const FlowFabric& fabric() const { return *m_fabric; }
+
+ private:
+  struct Step;
+  void arrivals();
+  void steps();
+  void run_step(Step& st);
+  double load_phase(const std::vector<Sequence*>& first, Step& st);
+  void load_layerwise(const std::vector<Sequence*>& first, Step& st, const StepTime& compute);
+  double store_phase(const std::vector<Sequence*>& done);
+  void reap_stores();
+  // Starts every GPU's share (bytes_per_gpu each) as one group of flows after `delay_s` plus the
+  // fixed cost of `units` copies (DMA) or blocks (copy kernel); no thread per GPU.
+  void start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g, double bytes_per_gpu,
+                 std::int64_t units, Direction dir, CopyPath path, double delay_s = 0);
+  void wait_group(FlowFabric::Group& g);
+  void finish(Sequence* s, const Step& st);
+
+  const RunSpec m_spec;
+  WorkloadSource& m_source;
+  EngineSinks m_sinks;
+  int m_tp;
+  double m_bkv_gpu;       // KV bytes per token one GPU holds
+  int m_chunk_tokens;       // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
+  double m_chunk_bytes_gpu;
+  std::unique_ptr<FlowFabric> m_fabric;
+  struct Store {  // a store in flight (async stores outlive their step)
+    std::vector<TransferRequest> rs;
+    FlowFabric::Group group;
+    double start_s = 0;
+  };
+  std::list<Store> m_stores;
+  std::unique_ptr<KvTier> m_tier;
+  std::unique_ptr<PagedKv> m_kv;
+  std::unique_ptr<Scheduler> m_sched;
+  std::map<std::uint64_t, std::unique_ptr<Sequence>> m_live;  // arrived, not finished
+  std::map<std::uint64_t, double> m_load_s;                   // per sequence: its load time
+  std::map<std::uint64_t, double> m_compute_s;                // per sequence: compute it waited
+  std::map<std::uint64_t, int> m_steps_of;
+  std::map<std::uint64_t, double> m_stored_tokens;
+  sc_core::sc_event m_work;
+  bool m_source_done = false;
+  std::uint64_t m_arrived = 0, m_finished = 0, m_step_no = 0, m_rejected = 0;
+  // Totals
+  double m_compute_busy_s = 0, m_flops = 0, m_hbm_bytes = 0, m_loaded_bytes_gpu = 0,
+         m_stored_bytes_gpu = 0, m_link_busy_s = 0;
+  // Trace tracks
+  int m_track_step = -1, m_track_load = -1, m_track_store = -1;
+};
+
+// Runs a whole `kappasim run`-style simulation (one per process) and returns the engine's
+// totals; sinks receive the per-request records.
+SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks);
+
+}  // namespace kappasim

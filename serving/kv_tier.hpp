@@ -1,0 +1,76 @@
+// The CPU KV tier: an LMCache v0.3-like store of KV chunks in host DRAM. Pure C++, no SystemC
+// (the engine charges the time of lookups, loads and stores; this class only keeps the state).
+//
+// Model (LMCache v0.3.x LocalCPUBackend, reference-data.md "LMCache v0.3.x"):
+//  - the KV of a prompt is cut into chunks of `chunk_tokens` tokens (LMCache chunk_size, default
+//    256); only full chunks have keys (workloads/request.hpp chunk_keys());
+//  - a chunk holds the KV of the WHOLE model (every TP shard is stored: each rank stores its
+//    slice, so the host pool holds chunk_tokens × B_kv bytes per chunk, B_kv over all layers);
+//  - capacity is in bytes; when a new chunk does not fit, the least recently used chunks are
+//    evicted (LMCache's default LRU eviction);
+//  - lookup is a prefix match: it returns how many LEADING keys are present and stops at the
+//    first miss (LMCache's lookup returns the hit prefix length; a later chunk whose prefix is
+//    gone cannot be used because its KV depends on the whole prefix).
+// Deterministic: the LRU order is a list; the hash map is only used for membership and is never
+// iterated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+namespace kappasim {
+
+class KvTier {
+ public:
+  // chunk_tokens >= 1, capacity_bytes >= 0, bytes_per_token > 0 (B_kv of the whole model);
+  // otherwise std::invalid_argument.
+  KvTier(int chunk_tokens, double capacity_bytes, double bytes_per_token);
+
+  // The number of leading keys present; stops at the first miss. Every hit chunk becomes the
+  // most recently used (in key order, so the prefix's first chunk is the older of the hits).
+  // Stats: lookups += 1, hit_chunks += hits, miss_chunks += keys.size() - hits (first-miss
+  // accounting: every key after the first miss counts as a miss even if present).
+  std::size_t lookup(const std::vector<std::uint64_t>& keys);
+
+  // Stores the keys not yet present, in order, touching the present ones; evicts LRU chunks
+  // to make room. Returns the chunks newly stored. When a chunk is larger than the whole
+  // capacity nothing is ever stored. A chunk inserted earlier in the same call is never evicted
+  // by a later one of the same call unless the capacity holds fewer chunks than the call
+  // inserts (then the earliest of the call go first, as LRU order says).
+  std::size_t insert(const std::vector<std::uint64_t>& keys);
+
+  // Membership only; does not touch the LRU order or the stats.
+  bool contains(std::uint64_t key) const;
+
+  int chunk_tokens() const { return m_chunk_tokens; }
+  double chunk_bytes() const { return m_chunk_bytes; }
+  double capacity_bytes() const { return m_capacity_bytes; }
+  // The most chunks the capacity holds (floor(capacity / chunk bytes)).
+  std::size_t capacity_chunks() const { return m_capacity_chunks; }
+  std::size_t size() const { return m_lru.size(); }  // chunks stored now
+  double used_bytes() const { return static_cast<double>(m_lru.size()) * m_chunk_bytes; }
+
+  // Cumulative statistics.
+  std::uint64_t lookups() const { return m_lookups; }
+  std::uint64_t hit_chunks() const { return m_hit_chunks; }
+  std::uint64_t miss_chunks() const { return m_miss_chunks; }
+  std::uint64_t stored_chunks() const { return m_stored_chunks; }
+  std::uint64_t evicted_chunks() const { return m_evicted_chunks; }
+
+ private:
+  void touch(std::list<std::uint64_t>::iterator it);
+
+  int m_chunk_tokens;
+  double m_chunk_bytes;
+  double m_capacity_bytes;
+  std::size_t m_capacity_chunks;
+  std::list<std::uint64_t> m_lru;  // front: least recently used
+  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> m_index;
+  std::uint64_t m_lookups = 0, m_hit_chunks = 0, m_miss_chunks = 0;
+  std::uint64_t m_stored_chunks = 0, m_evicted_chunks = 0;
+};
+
+}  // namespace kappasim

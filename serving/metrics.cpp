@@ -1,0 +1,201 @@
+#include "serving/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/table.hpp"
+#include "core/units.hpp"
+
+namespace kappasim {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// a / b, NaN when b is zero (or either is NaN).
+double ratio(double a, double b) { return b != 0 ? a / b : kNaN; }
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_number(double v) { return std::isfinite(v) ? format_number(v) : std::string(); }
+
+}  // namespace
+
+// ---- requests.csv ---------------------------------------------------------------------------
+
+const char* RequestsCsvWriter::header() {
+  return "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
+         "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps";
+}
+
+std::string RequestsCsvWriter::row(const RequestRecord& r) {
+  std::string s;
+  s.reserve(160);
+  s += std::to_string(r.id);
+  s += ',' + csv_field(r.workload);
+  s += ',' + csv_number(r.arrival_s);
+  s += ',' + csv_number(r.queue_s);
+  s += ',' + csv_number(r.load_s);
+  s += ',' + csv_number(r.compute_s);
+  s += ',' + csv_number(r.ttft_s);
+  s += ',' + std::to_string(r.cached_tokens);
+  s += ',' + std::to_string(r.computed_tokens);
+  s += ',' + csv_number(r.kappa_ratio);
+  s += ',' + csv_number(r.bytes_loaded);
+  s += ',' + csv_number(r.bytes_stored);
+  s += ',' + csv_field(r.load_path);
+  s += ',' + std::to_string(r.steps);
+  return s;
+}
+
+RequestsCsvWriter::RequestsCsvWriter(const std::string& path)
+    : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
+  if (!*m_out) throw InputError("cannot write requests file '" + path + "'");
+  *m_out << header() << '\n';
+}
+
+RequestsCsvWriter::~RequestsCsvWriter() {
+  if (m_out && m_out->is_open()) m_out->close();
+}
+
+void RequestsCsvWriter::write(const RequestRecord& r) {
+  if (!m_out || !m_out->is_open())
+    throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
+  *m_out << row(r) << '\n';
+  ++m_rows;
+}
+
+void RequestsCsvWriter::close() {
+  if (!m_out || !m_out->is_open()) return;
+  m_out->flush();
+  bool ok = static_cast<bool>(*m_out);
+  m_out->close();
+  if (!ok || !*m_out) throw InputError("cannot write requests file '" + m_path + "'");
+}
+
+// ---- summary --------------------------------------------------------------------------------
+
+SummaryBuilder::SummaryBuilder(double relative_accuracy)
+    : m_ttft(relative_accuracy), m_queue(relative_accuracy), m_kappa(relative_accuracy) {}
+
+void SummaryBuilder::add_request(const RequestRecord& r) {
+  ++m_requests;
+  m_ttft.add(r.ttft_s);
+  m_queue.add(r.queue_s);
+  m_kappa.add(r.kappa_ratio);
+  m_max_wait_s = std::max(m_max_wait_s, r.queue_s);
+  m_load_sum += r.load_s;
+  m_compute_sum += r.compute_s;
+  if (r.compute_s > 0) {
+    m_poh_sum += r.load_s / r.compute_s;
+    ++m_poh_n;
+  }
+  double service = r.load_s + r.compute_s;
+  if (service > 0) {
+    double x = r.ttft_s / service;
+    m_slow_sum += x;
+    m_slow_sq += x * x;
+    ++m_slow_n;
+  }
+  m_cached_tokens += static_cast<double>(r.cached_tokens);
+  m_computed_tokens += static_cast<double>(r.computed_tokens);
+  m_bytes_loaded += r.bytes_loaded;
+  m_bytes_stored += r.bytes_stored;
+  m_last_finish_s = std::max(m_last_finish_s, r.arrival_s + r.ttft_s);
+}
+
+void SummaryBuilder::add_step(const StepRecord& s) {
+  ++m_steps;
+  m_step_tokens += static_cast<double>(s.tokens);
+  if (s.budget > 0) {
+    m_budget_frac_sum += static_cast<double>(s.tokens) / static_cast<double>(s.budget);
+    ++m_budget_n;
+  }
+  m_vram_sum += s.vram_used_fraction;
+  m_seqs_sum += s.seqs;
+  m_step_time_sum += s.end_s - s.start_s;
+}
+
+std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals& t) const {
+  const double n = static_cast<double>(m_requests);
+  const double steps = static_cast<double>(m_steps);
+  const double sim = t.simulated_time_s;
+  const double gpus = t.gpus;
+  const double gpu_power = ratio(ratio(t.gpu_energy_j, gpus), sim);
+  std::vector<std::pair<std::string, double>> f = {
+      {"requests_completed", n},
+      {"requests_rejected", static_cast<double>(t.requests_rejected)},
+      {"simulated_time_s", sim},
+      {"wall_time_s", t.wall_time_s},
+      {"throughput_rps", ratio(n, sim)},
+      {"ttft_mean_s", m_ttft.mean()},
+      {"ttft_p50_s", m_ttft.quantile(0.50)},
+      {"ttft_p90_s", m_ttft.quantile(0.90)},
+      {"ttft_p99_s", m_ttft.quantile(0.99)},
+      {"ttft_max_s", m_ttft.max()},
+      {"queue_mean_s", m_queue.mean()},
+      {"queue_p50_s", m_queue.quantile(0.50)},
+      {"queue_p99_s", m_queue.quantile(0.99)},
+      {"max_wait_s", m_requests ? m_max_wait_s : kNaN},
+      {"slowdown_mean", ratio(m_slow_sum, static_cast<double>(m_slow_n))},
+      {"jain_index", ratio(m_slow_sum * m_slow_sum, static_cast<double>(m_slow_n) * m_slow_sq)},
+      {"load_mean_s", ratio(m_load_sum, n)},
+      {"compute_mean_s", ratio(m_compute_sum, n)},
+      {"p_oh_mean", ratio(m_poh_sum, static_cast<double>(m_poh_n))},
+      {"transfer_time_fraction", ratio(m_load_sum, m_load_sum + m_compute_sum)},
+      {"kappa_ratio_mean", m_kappa.mean()},
+      {"kappa_ratio_p50", m_kappa.quantile(0.50)},
+      {"cached_tokens_total", m_cached_tokens},
+      {"computed_tokens_total", m_computed_tokens},
+      {"bytes_loaded_total", m_bytes_loaded},
+      {"bytes_stored_total", m_bytes_stored},
+      {"last_finish_s", m_requests ? m_last_finish_s : kNaN},
+      {"steps", steps},
+      {"step_time_mean_s", ratio(m_step_time_sum, steps)},
+      {"scheduled_tokens_per_iter", ratio(m_step_tokens, steps)},
+      {"budget_utilization", ratio(m_budget_frac_sum, static_cast<double>(m_budget_n))},
+      {"seqs_per_iter", ratio(m_seqs_sum, steps)},
+      {"vram_utilization", ratio(m_vram_sum, steps)},
+      {"gpus", gpus},
+      {"gpu_utilization", ratio(t.gpu_busy_s, sim)},
+      {"h2d_bytes_per_gpu", t.h2d_bytes_per_gpu},
+      {"h2d_effective_bytes_per_s", ratio(t.h2d_bytes_per_gpu, t.link_busy_s)},
+      {"link_capacity_Bps", t.link_capacity_Bps},
+      {"link_utilization", ratio(t.h2d_bytes_per_gpu, t.link_capacity_Bps * sim)},
+      {"link_busy_fraction", ratio(t.link_busy_s, sim)},
+      {"gpu_energy_j", t.gpu_energy_j},
+      {"gpu_power_w", gpu_power},
+      {"gpu_power_tdp_fraction", ratio(gpu_power, t.tdp_w)},
+      {"energy_per_request_j", ratio(t.gpu_energy_j, n)},
+      {"tier_hit_chunks", t.tier_hit_chunks},
+      {"tier_miss_chunks", t.tier_miss_chunks},
+      {"tier_hit_rate", ratio(t.tier_hit_chunks, t.tier_hit_chunks + t.tier_miss_chunks)},
+      {"kernel_events", static_cast<double>(t.kernel_events)},
+      {"kernel_events_per_request", ratio(static_cast<double>(t.kernel_events), n)},
+      {"quantile_relative_accuracy", m_ttft.relative_accuracy()},
+  };
+  return f;
+}
+
+std::string SummaryBuilder::to_json(const Totals& t) const {
+  const auto f = figures(t);
+  std::string out = "{\n";
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    out += "  " + json_escape(f[i].first) + ": ";
+    out += std::isfinite(f[i].second) ? format_number(f[i].second) : std::string("null");
+    out += i + 1 < f.size() ? ",\n" : "\n";
+  }
+  return out + "}\n";
+}
+
+}  // namespace kappasim

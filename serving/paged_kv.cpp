@@ -1,0 +1,88 @@
+#include "serving/paged_kv.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace kappasim {
+
+double effective_kv_bytes_per_gpu(const ModelSpec& model, const GpuSpec& gpu, int tp,
+                                  DType weights, double activation_reserve_bytes,
+                                  double gpu_memory_utilization) {
+  if (tp < 1) throw std::invalid_argument("effective_kv_bytes_per_gpu: tp must be >= 1");
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    throw std::invalid_argument(
+        "effective_kv_bytes_per_gpu: gpu_memory_utilization must be in (0, 1]");
+  if (!(activation_reserve_bytes >= 0))
+    throw std::invalid_argument("effective_kv_bytes_per_gpu: activation reserve must be >= 0");
+  const double usable = gpu.hbm_capacity_bytes * gpu_memory_utilization;
+  const double w = weight_bytes(model, weights) / tp;
+  const double v = usable - w - activation_reserve_bytes;
+  if (!(v > 0)) {
+    const std::string m = model.name.empty() ? model.display_name : model.name;
+    const std::string g = gpu.name.empty() ? gpu.display_name : gpu.name;
+    throw InputError("model '" + m + "' does not fit on GPU '" + g + "' at tp " +
+                     std::to_string(tp) + ": HBM " +
+                     format_quantity(gpu.hbm_capacity_bytes, dim::bytes) + " × " +
+                     format_number(gpu_memory_utilization) + " = " +
+                     format_quantity(usable, dim::bytes) + ", weights per GPU " +
+                     format_quantity(w, dim::bytes) + ", activation reserve " +
+                     format_quantity(activation_reserve_bytes, dim::bytes) +
+                     " leave no room for KV (raise tp or gpu_memory_utilization, or use a GPU "
+                     "with more HBM)");
+  }
+  return v;
+}
+
+std::int64_t kv_blocks_for(double v_eff_bytes, int block_tokens,
+                           double kv_bytes_per_token_per_gpu) {
+  if (block_tokens < 1 || !(kv_bytes_per_token_per_gpu > 0))
+    throw std::invalid_argument("kv_blocks_for: block_tokens and KV bytes must be positive");
+  if (!(v_eff_bytes > 0)) return 0;
+  return static_cast<std::int64_t>(
+      std::floor(v_eff_bytes / (static_cast<double>(block_tokens) * kv_bytes_per_token_per_gpu)));
+}
+
+PagedKv::PagedKv(std::int64_t total_blocks, int block_tokens)
+    : m_total(total_blocks), m_block_tokens(block_tokens) {
+  if (total_blocks < 0) throw std::invalid_argument("PagedKv: total_blocks must be >= 0");
+  if (block_tokens < 1) throw std::invalid_argument("PagedKv: block_tokens must be >= 1");
+}
+
+std::int64_t PagedKv::blocks_for(std::int64_t tokens) const {
+  if (tokens <= 0) return 0;
+  return (tokens + m_block_tokens - 1) / m_block_tokens;
+}
+
+void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
+  if (m_held.count(seq))
+    throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) +
+                           " already holds blocks");
+  const std::int64_t b = blocks_for(tokens);
+  if (b > free_blocks())
+    throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) + " needs " +
+                           std::to_string(b) + " blocks, " + std::to_string(free_blocks()) +
+                           " free of " + std::to_string(m_total));
+  m_held.emplace(seq, b);
+  m_used += b;
+  if (m_used > m_total) throw std::logic_error("PagedKv: used blocks exceed the total");
+}
+
+void PagedKv::release(std::uint64_t seq) {
+  auto it = m_held.find(seq);
+  if (it == m_held.end())
+    throw std::logic_error("PagedKv::release: sequence " + std::to_string(seq) +
+                           " holds no blocks");
+  m_used -= it->second;
+  m_held.erase(it);
+  if (m_used < 0) throw std::logic_error("PagedKv: used blocks below zero");
+}
+
+double PagedKv::utilization() const {
+  return m_total > 0 ? static_cast<double>(m_used) / static_cast<double>(m_total) : 0;
+}
+
+}  // namespace kappasim

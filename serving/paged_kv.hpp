@@ -1,0 +1,66 @@
+// GPU KV cache in HBM as paged blocks (vLLM's PagedAttention block pool). Pure C++.
+//
+// Capacity (vLLM's memory profiling, vllm/v1/worker/gpu_worker.py determine_available_memory):
+//   V_eff = HBM × gpu_memory_utilization − weights / tp − activation reserve        (per GPU)
+// where the activation reserve is what vLLM's profiling run measures on top of the weights
+// (PyTorch activation peak of a dummy forward of max_num_batched_tokens tokens + non-torch
+// memory: NCCL buffers, CUDA context growth, CUDA graphs). It is a parameter (ServingSpec
+// activation_reserve, default and source there). The block pool is
+//   blocks = floor(V_eff / (block_tokens × B_kv per GPU))
+// with B_kv per GPU from kv_bytes_per_token_per_gpu (KV-head replication under TP included).
+// Every TP rank holds the same block table, so one PagedKv stands for all ranks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "models/gpu/gpu_spec.hpp"
+#include "models/llm/architecture.hpp"
+
+namespace kappasim {
+
+// vLLM's default KV block size in tokens (CacheConfig block_size 16 on CUDA).
+inline constexpr int kVllmBlockTokens = 16;
+
+// V_eff per GPU in bytes. InputError naming the model, GPU and tp when it is <= 0 (the model
+// does not fit); std::invalid_argument on tp < 1, a utilisation outside (0, 1] or a negative
+// reserve.
+double effective_kv_bytes_per_gpu(const ModelSpec& model, const GpuSpec& gpu, int tp,
+                                  DType weights, double activation_reserve_bytes,
+                                  double gpu_memory_utilization);
+
+// floor(v_eff / (block_tokens × kv_bytes_per_token_per_gpu)).
+std::int64_t kv_blocks_for(double v_eff_bytes, int block_tokens,
+                           double kv_bytes_per_token_per_gpu);
+
+class PagedKv {
+ public:
+  // total_blocks >= 0, block_tokens >= 1 (std::invalid_argument otherwise).
+  PagedKv(std::int64_t total_blocks, int block_tokens = kVllmBlockTokens);
+
+  // ceil(tokens / block_tokens); 0 for tokens <= 0.
+  std::int64_t blocks_for(std::int64_t tokens) const;
+  bool can_allocate(std::int64_t tokens) const { return blocks_for(tokens) <= free_blocks(); }
+  // Allocates the blocks of `tokens` tokens for sequence `seq`. std::logic_error when they are
+  // not free (the caller must check can_allocate) or the sequence already holds blocks.
+  void allocate(std::uint64_t seq, std::int64_t tokens);
+  // Frees the sequence's blocks; std::logic_error when it holds none.
+  void release(std::uint64_t seq);
+  bool holds(std::uint64_t seq) const { return m_held.count(seq) != 0; }
+
+  std::int64_t total_blocks() const { return m_total; }
+  std::int64_t used_blocks() const { return m_used; }
+  std::int64_t free_blocks() const { return m_total - m_used; }
+  int block_tokens() const { return m_block_tokens; }
+  std::int64_t total_tokens() const { return m_total * m_block_tokens; }
+  // used / total (0 when the pool is empty).
+  double utilization() const;
+
+ private:
+  std::int64_t m_total;
+  int m_block_tokens;
+  std::int64_t m_used = 0;
+  std::map<std::uint64_t, std::int64_t> m_held;  // sequence -> blocks
+};
+
+}  // namespace kappasim

@@ -1,0 +1,133 @@
+// A vLLM-v1-like iteration-level scheduler for prefill with KV offloading, with three admission
+// policies. Pure C++, no SystemC: the engine calls plan() before a step, simulates the step's
+// loads and compute, then calls complete(). See docs/scheduler.md.
+//
+// One step (vLLM v1 Scheduler.schedule, chunked prefill on):
+//  1. running sequences (admitted, prefill not finished) first, in admission order, each
+//     getting min(its remaining compute tokens, the budget left);
+//  2. then waiting sequences are admitted per the policy while the budget, max_num_seqs and
+//     the free KV blocks allow. Admission allocates the KV blocks of the WHOLE prompt (K cached
+//     + T new tokens) at once and requires them free (the cached KV is loaded into those blocks
+//     in the sequence's first step; this is the VRAM bound of the κ paper's Eq. 10).
+// The token budget counts compute tokens only (cached tokens are loaded, not computed, as in
+// vLLM where externally cached tokens count as already computed).
+//
+// Policies:
+//  - Fifo (vLLM FCFS): arrival order; admission stops at the first waiting sequence that does
+//    not fit (free KV blocks, or the budget when chunked prefill is off): head-of-line blocking.
+//  - UtilizationAware (κ paper Fig. 8): first-fit in arrival order over the whole waiting queue:
+//    a sequence that does not fit is skipped and later ones that fit are admitted.
+//  - Fair: UtilizationAware plus a wait bound. A waiting sequence that has waited at least
+//    fairness_max_wait_s is urgent; urgent sequences are admitted first, oldest first, and when
+//    the oldest urgent one does not fit, nothing else is admitted that step (the running ones
+//    drain until it fits). Guarantee: a sequence whose prompt fits the empty KV pool waits at
+//    most fairness_max_wait_s plus the time to drain what was running (and the urgent ones
+//    ahead of it) when it became urgent; UtilizationAware alone gives no bound.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <utility>
+#include <vector>
+
+#include "serving/paged_kv.hpp"
+#include "workloads/request.hpp"
+
+namespace kappasim {
+
+struct Sequence {  // one request inside the engine
+  Request req;
+  std::int64_t cached_tokens = 0;   // K_hit: prompt tokens whose KV is loaded from the tier
+  std::int64_t compute_tokens = 0;  // prompt tokens to prefill = prompt − cached (>= 1)
+  std::int64_t computed = 0;        // prefilled so far
+  double enqueue_s = 0, first_scheduled_s = -1, finish_s = -1;
+  double credit = 0;       // Fair/UtilizationAware bookkeeping: steps in which a later arrival
+                           // was admitted while this one waited (times passed over)
+  bool kv_allocated = false;
+  bool rejected = false;   // the prompt needs more KV blocks than the whole pool: never admitted
+
+  std::int64_t prompt_tokens() const { return cached_tokens + compute_tokens; }
+  std::int64_t remaining() const { return compute_tokens - computed; }
+};
+
+// A sequence for `r` with K_hit = cached_tokens clamped to [0, prompt − 1]: vLLM always
+// recomputes at least the prompt's last token (LMCache logs "hit tokens: 10010, need to load:
+// 10009" for a fully cached 10,010-token prompt, LMCache PR 1740).
+Sequence make_sequence(const Request& r, std::int64_t cached_tokens);
+
+// first: the sequence's first step (its cached KV must be loaded this step);
+// last: the sequence finishes its prefill this step.
+struct StepItem {
+  Sequence* seq = nullptr;
+  std::int64_t tokens = 0;
+  bool first = false;
+  bool last = false;
+};
+struct StepPlan {
+  std::vector<StepItem> items;
+  std::int64_t tokens = 0;       // compute tokens of the step (<= max_num_batched_tokens)
+  std::int64_t load_tokens = 0;  // cached tokens to load this step (sum over first items)
+  bool empty() const { return items.empty(); }
+};
+
+enum class Policy { Fifo, UtilizationAware, Fair };
+const std::vector<std::pair<const char*, Policy>>& policy_names();  // fifo, utilization, fair
+const char* policy_name(Policy p);
+
+struct SchedulerConfig {
+  std::int64_t max_num_batched_tokens = 4096;  // the κ paper's token budget
+  int max_num_seqs = 256;
+  bool chunked_prefill = true;
+  Policy policy = Policy::Fifo;
+  double fairness_max_wait_s = 5;  // Fair only; see serving_spec.hpp for the default's basis
+};
+
+class Scheduler {
+ public:
+  // std::invalid_argument on a budget or max_num_seqs < 1 or a negative wait bound.
+  explicit Scheduler(SchedulerConfig cfg);
+
+  // Queues a sequence at time `now` (sets enqueue_s). The sequence must outlive its stay in the
+  // scheduler and have compute_tokens >= 1, computed == 0 (std::logic_error otherwise). With
+  // chunked prefill off, compute_tokens > max_num_batched_tokens can never be scheduled:
+  // InputError (vLLM requires max_num_batched_tokens >= max_model_len then).
+  void enqueue(Sequence* s, double now);
+
+  // The next step. Allocates KV blocks for admitted sequences. A sequence whose prompt needs
+  // more blocks than the whole pool is rejected (rejected = true, finish_s = now, returned by
+  // take_finished()), as vLLM rejects a prompt longer than it can ever hold. Returns an empty
+  // plan when nothing can run. At most one non-empty plan may be outstanding
+  // (std::logic_error): call complete() before the next plan().
+  StepPlan plan(double now, PagedKv& kv);
+
+  // Ends the outstanding step: advances `computed`; a sequence that finished its prefill
+  // leaves (finish_s = now, its blocks released) and is returned by take_finished().
+  void complete(const StepPlan& plan, double now, PagedKv& kv);
+
+  // The sequences that finished (or were rejected) since the last call, in finishing order.
+  std::vector<Sequence*> take_finished();
+
+  std::size_t waiting() const { return m_waiting.size(); }
+  std::size_t running() const { return m_running.size(); }
+  bool idle() const { return m_waiting.empty() && m_running.empty(); }
+  const SchedulerConfig& config() const { return m_cfg; }
+
+ private:
+  std::int64_t tokens_for(const Sequence& s, std::int64_t budget) const;
+  void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan);
+  void reject(Sequence* s, double now);
+
+  SchedulerConfig m_cfg;
+  std::list<Sequence*> m_waiting;     // arrival (enqueue) order
+  std::vector<Sequence*> m_running;   // admission order
+  std::vector<Sequence*> m_finished;
+  bool m_in_flight = false;
+};
+
+// Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything.
+// 1 for an empty vector or all zeros; std::invalid_argument on a negative or non-finite value.
+// The engine reports it over per-request slowdown = TTFT / isolated TTFT (see docs/scheduler.md).
+double jain_index(const std::vector<double>& x);
+
+}  // namespace kappasim

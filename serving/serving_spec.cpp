@@ -1,0 +1,76 @@
+#include "serving/serving_spec.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "models/gpu/gpu_spec.hpp"
+
+namespace kappasim {
+
+const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
+  static const std::vector<std::pair<const char*, LoadPath>> n = {
+      {"kernel", LoadPath::Kernel}, {"layerwise", LoadPath::Layerwise},
+      {"block_dma", LoadPath::BlockDma}};
+  return n;
+}
+const std::vector<std::pair<const char*, StoreMode>>& store_mode_names() {
+  static const std::vector<std::pair<const char*, StoreMode>> n = {
+      {"blocking", StoreMode::Blocking}, {"async", StoreMode::Async}, {"none", StoreMode::None}};
+  return n;
+}
+const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
+  static const std::vector<std::pair<const char*, Granularity>> n = {
+      {"step", Granularity::Step}, {"layer", Granularity::Layer}};
+  return n;
+}
+
+void ServingSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  const auto& dtypes = GpuSpec::compute_dtypes();
+  if (std::find(dtypes.begin(), dtypes.end(), compute_dtype) == dtypes.end()) {
+    std::string all;
+    for (const auto& d : dtypes) all += (all.empty() ? "" : ", ") + d;
+    throw InputError(p + "compute_dtype: expected one of " + all + ", got \"" + compute_dtype +
+                     "\"");
+  }
+  if (tp < 1) throw InputError(p + "tp: must be at least 1");
+  if (max_num_batched_tokens < 1) throw InputError(p + "max_num_batched_tokens: must be >= 1");
+  if (max_num_seqs < 1) throw InputError(p + "max_num_seqs: must be >= 1");
+  if (chunk_tokens < 1) throw InputError(p + "chunk_tokens: must be >= 1");
+  if (block_tokens < 1) throw InputError(p + "block_tokens: must be >= 1");
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    throw InputError(p + "gpu_memory_utilization: must be in (0, 1]");
+  if (!(tier_capacity_bytes >= 0)) throw InputError(p + "tier_capacity: must not be negative");
+  if (!(activation_reserve_bytes >= 0))
+    throw InputError(p + "activation_reserve: must not be negative");
+  if (!(fairness_max_wait_s >= 0))
+    throw InputError(p + "fairness_max_wait: must not be negative");
+}
+
+SchedulerConfig ServingSpec::scheduler_config() const {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  c.max_num_seqs = max_num_seqs;
+  c.chunked_prefill = chunked_prefill;
+  c.policy = policy;
+  c.fairness_max_wait_s = fairness_max_wait_s;
+  return c;
+}
+
+int ServingSpec::tier_chunk_tokens() const {
+  return load_path == LoadPath::BlockDma ? block_tokens : chunk_tokens;
+}
+double ServingSpec::retrieve_fixed_s() const {
+  return load_path == LoadPath::BlockDma ? native_request_fixed_s : lmcache_retrieve_fixed_s;
+}
+double ServingSpec::retrieve_per_entry_s() const {
+  return load_path == LoadPath::BlockDma ? native_per_block_s : lmcache_retrieve_per_chunk_s;
+}
+double ServingSpec::store_fixed_s() const {
+  return load_path == LoadPath::BlockDma ? native_request_fixed_s : lmcache_store_fixed_s;
+}
+double ServingSpec::store_per_entry_s() const {
+  return load_path == LoadPath::BlockDma ? native_per_block_s : lmcache_store_per_chunk_s;
+}
+
+}  // namespace kappasim

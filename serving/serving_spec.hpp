@@ -1,0 +1,184 @@
+// The serving configuration: vLLM + LMCache (or vLLM's native offloading) settings that the
+// engine runs with. Visitor-based like the hardware specs (core/config.hpp). These are software
+// settings, so their defaults live here, each with its provenance next to it:
+//   [S] a documented software default or the κ paper's stated setting,
+//   [M] measured by someone (log or benchmark), [D] derived by arithmetic from cited numbers,
+//   [A] assumption: sweep it.
+// See docs/scheduler.md for the derivations.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/llm/architecture.hpp"
+#include "serving/paged_kv.hpp"
+#include "serving/scheduler.hpp"
+
+namespace kappasim {
+
+// How cached KV moves from the host tier into HBM.
+enum class LoadPath {
+  Kernel,     // LMCache default: CUDA kernel reading pinned host memory zero-copy (SM copy)
+  Layerwise,  // LMCache use_layerwise: per layer per chunk a DMA + scatter, overlapped with compute
+  BlockDma,   // vLLM native OffloadingConnector: cudaMemcpyAsync per 16-token block
+};
+// How new KV is written back to the tier.
+enum class StoreMode {
+  Blocking,  // LMCache v0.3: gather kernel, DMA to pinned host, blocking stream synchronise
+  Async,     // overlapped with the next steps (vLLM native connector, LMCache async save)
+  None,      // no store (read-only tier, e.g. a pre-warmed κ experiment)
+};
+// How finely the engine simulates a step.
+enum class Granularity {
+  Step,   // one compute wait per step; loads overlap the step as a whole
+  Layer,  // per layer: layer i's compute overlaps layer i+1's load (layer-wise overlap)
+};
+
+const std::vector<std::pair<const char*, LoadPath>>& load_path_names();
+const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
+const std::vector<std::pair<const char*, Granularity>>& granularity_names();
+
+struct ServingSpec {
+  // ---- parallelism and precision -----------------------------------------------------------
+  // [S] vLLM --tensor-parallel-size default 1; the κ paper's testbed runs TP 8 (set tp: 8).
+  int tp = 1;
+  // [A] the κ paper serves BF16 checkpoints; one of GpuSpec::compute_dtypes().
+  std::string compute_dtype = "bf16";
+  // [S] vLLM --kv-cache-dtype "auto" = the model dtype (BF16).
+  DType kv_dtype = DType::Bf16;
+
+  // ---- KV offloading ------------------------------------------------------------------------
+  // [S] LMCache v0.3 default: non-layerwise load by the zero-copy CUDA kernel (use_layerwise
+  // false; reference-data.md "LMCache v0.3.x").
+  LoadPath load_path = LoadPath::Kernel;
+  // [S] LMCache v0.3 store path ends in a blocking stream synchronise (reference-data.md).
+  StoreMode store = StoreMode::Blocking;
+  // [S] LMCache chunk_size default 256 tokens (kernel and layerwise paths).
+  int chunk_tokens = 256;
+  // [S] vLLM CacheConfig block_size default 16 on CUDA: the GPU page and the block_dma unit.
+  int block_tokens = kVllmBlockTokens;
+  // [A] LMCache's own default max_local_cpu_size is 5 GB, far too small for document QA; the
+  // κ paper's host has 2 TB DDR4 and does not state the pool size. Sweep it.
+  double tier_capacity_bytes = 500e9;
+  // [A] experiment switch: pre-populate the tier with every request's reusable prefix so that
+  // K_hit = the prefix (the κ paper's setting: the prefix is in CPU memory).
+  bool warm_tier = false;
+
+  // ---- scheduler ----------------------------------------------------------------------------
+  // [S] the κ paper's testbed: max_num_batched_tokens 4096.
+  std::int64_t max_num_batched_tokens = 4096;
+  // [S] vLLM default for GPUs under 70 GiB and A100 (vllm/engine/arg_utils.py
+  // get_batch_defaults); vLLM raises it to 1024 on H100-class GPUs (>= 70 GiB, not A100).
+  int max_num_seqs = 256;
+  // [S] vLLM v1 always runs chunked prefill.
+  bool chunked_prefill = true;
+  // [S] vLLM --scheduling-policy default "fcfs".
+  Policy policy = Policy::Fifo;
+  // [A] Fair's wait bound; sweep it (fairness against utilisation).
+  double fairness_max_wait_s = 5;
+
+  // ---- memory -------------------------------------------------------------------------------
+  // [S] vLLM --gpu-memory-utilization default 0.9.
+  double gpu_memory_utilization = 0.9;
+  // [M→A] vLLM's profiling log for Llama-3-8B on H100 at TP 2 (vLLM PR 10511): non-torch memory
+  // 3.58 GiB + PyTorch activation peak 1.26 GiB = 4.84 GiB per GPU (3.05 GiB at TP 1). Measured
+  // for another model and budget, so an assumption for others.
+  double activation_reserve_bytes = 4.84 * 1073741824.0;
+
+  // ---- software costs -----------------------------------------------------------------------
+  // [A] CPU time per engine step (schedule + input preparation), bracketed by measurements:
+  // vLLM v0 scheduler 2.5 ms per iteration (vLLM PR 4261, A10); early vLLM v1 5-6 ms between
+  // decode steps at batch 256 (vLLM issue 10634); 0.15-0.17 ms with async scheduling (vLLM
+  // PR 11133, opt-in, off in v0.10.1). Prefill-only steps hold few sequences: 2 ms assumed.
+  double step_overhead_s = 2e-3;
+  // [D] LMCache per-request retrieve cost (token hashing, chunk lookup, Python dispatch): an
+  // 8-token (1.1 MB) retrieve took 0.55 ms (LMCache PR 3110 quickstart log), less 1.1 MB at
+  // ~45 GB/s (0.02 ms) = 0.53 ms.
+  double lmcache_retrieve_fixed_s = 0.5e-3;
+  // [D] LMCache per-chunk retrieve cost: 10,010 tokens (1.3747 GB, 40 chunks) in 33.43 ms
+  // (LMCache PR 1740 log), less 1.3747 GB at 47.8 GB/s (the H100 PCIe 5 copy-kernel asymptote,
+  // reference-data.md; assumes that log's host is of that class) = 28.76 ms, less the 0.5 ms
+  // fixed cost = 4.2 ms / 40 chunks = 0.10 ms per chunk.
+  double lmcache_retrieve_per_chunk_s = 0.1e-3;
+  // [D] LMCache per-request store cost: a 31-token (4 MB) store took 1.95 ms, offload 1.88 ms
+  // (LMCache PR 3110 log), less 4 MB at ~45 GB/s (0.09 ms) = 1.86 ms; a 3,866-token store
+  // (0.5309 GB, 16 chunks) took 11.95 ms (PR 1740), less 0.5309 GB at 51.6 GB/s (DMA asymptote)
+  // = 10.29 ms, leaving 1.66 ms: consistent with ~1.8 ms fixed and no resolvable per-chunk cost.
+  double lmcache_store_fixed_s = 1.8e-3;
+  // [D] see above: not resolvable from the logs (<= ~0.01 ms per chunk); 0.
+  double lmcache_store_per_chunk_s = 0;
+  // [A] vLLM native OffloadingConnector per-request cost: its lookup reuses the block hashes
+  // vLLM already computes for prefix caching and the copies are batched cudaMemcpyAsync calls
+  // (whose per-copy cost is the GPU preset's dma_copy_overhead); no published measurement.
+  double native_request_fixed_s = 0.1e-3;
+  // [A] vLLM native connector CPU cost per 16-token block beyond the DMA's own per-copy cost.
+  double native_per_block_s = 0;
+
+  // ---- simulation fidelity ------------------------------------------------------------------
+  // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
+  Granularity granularity = Granularity::Layer;
+
+  template <class V>
+  void visit(V& v) {
+    v.integer("tp", tp, opt("tensor-parallel size (GPUs per model replica)", Range::AtLeastOne));
+    v.text("compute_dtype", compute_dtype, opt("compute and weight dtype (bf16, fp8, ...)"));
+    v.choice("kv_dtype", kv_dtype, dtype_names(), opt("KV cache dtype"));
+    v.choice("load_path", load_path, load_path_names(),
+             opt("KV load path: kernel (LMCache zero-copy), layerwise (LMCache per-layer DMA), "
+                 "block_dma (vLLM native, 16-token blocks)"));
+    v.choice("store", store, store_mode_names(), opt("KV store: blocking, async or none"));
+    v.integer("chunk_tokens", chunk_tokens, opt("LMCache chunk size in tokens", Range::AtLeastOne));
+    v.integer("block_tokens", block_tokens,
+              opt("vLLM KV block size in tokens (GPU pages, block_dma unit)", Range::AtLeastOne));
+    v.quantity("tier_capacity", tier_capacity_bytes, dim::bytes,
+               opt("CPU KV tier capacity", Range::NonNegative));
+    v.boolean("warm_tier", warm_tier, opt("pre-populate the tier with every request's prefix"));
+    v.integer("max_num_batched_tokens", max_num_batched_tokens,
+              opt("token budget per step", Range::AtLeastOne));
+    v.integer("max_num_seqs", max_num_seqs,
+              opt("most sequences running at once", Range::AtLeastOne));
+    v.boolean("chunked_prefill", chunked_prefill, opt("split long prefills over steps"));
+    v.choice("policy", policy, policy_names(),
+             opt("admission policy: fifo, utilization or fair"));
+    v.quantity("fairness_max_wait", fairness_max_wait_s, dim::time,
+               opt("fair: wait after which a request is admitted before newer ones",
+                   Range::NonNegative));
+    v.quantity("gpu_memory_utilization", gpu_memory_utilization, dim::none,
+               opt("fraction of HBM vLLM may use", Range::Fraction));
+    v.quantity("activation_reserve", activation_reserve_bytes, dim::bytes,
+               opt("HBM per GPU held for activations and non-torch memory",
+                   Range::NonNegative));
+    v.quantity("step_overhead", step_overhead_s, dim::time,
+               opt("CPU scheduling time per engine step", Range::NonNegative));
+    v.quantity("lmcache_retrieve_fixed", lmcache_retrieve_fixed_s, dim::time,
+               opt("LMCache CPU cost per retrieve (per request)", Range::NonNegative));
+    v.quantity("lmcache_retrieve_per_chunk", lmcache_retrieve_per_chunk_s, dim::time,
+               opt("LMCache CPU cost per retrieved chunk", Range::NonNegative));
+    v.quantity("lmcache_store_fixed", lmcache_store_fixed_s, dim::time,
+               opt("LMCache CPU cost per store (per request)", Range::NonNegative));
+    v.quantity("lmcache_store_per_chunk", lmcache_store_per_chunk_s, dim::time,
+               opt("LMCache CPU cost per stored chunk", Range::NonNegative));
+    v.quantity("native_request_fixed", native_request_fixed_s, dim::time,
+               opt("vLLM native connector CPU cost per request", Range::NonNegative));
+    v.quantity("native_per_block", native_per_block_s, dim::time,
+               opt("vLLM native connector CPU cost per block", Range::NonNegative));
+    v.choice("granularity", granularity, granularity_names(),
+             opt("simulation granularity: step or layer"));
+  }
+  void validate(const std::string& path) const;
+
+  // The scheduler settings.
+  SchedulerConfig scheduler_config() const;
+  // Tokens per tier entry: chunk_tokens for LMCache paths, block_tokens for block_dma (the
+  // native connector keys 16-token blocks).
+  int tier_chunk_tokens() const;
+  // Per-request and per-entry CPU costs of a retrieve / store on this load path.
+  double retrieve_fixed_s() const;
+  double retrieve_per_entry_s() const;
+  double store_fixed_s() const;
+  double store_per_entry_s() const;
+};
+
+}  // namespace kappasim

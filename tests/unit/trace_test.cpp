@@ -1,0 +1,284 @@
+// Trace replay: the kappasim JSONL and CSV formats and Mooncake JSONL parse into the requests
+// they describe; every class of malformed row is an InputError naming FILE:LINE; Mooncake block
+// hashes carry prefix identity into chunk keys.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "workloads/trace_reader.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TraceReader : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    m_dir = fs::temp_directory_path() /
+            ("kappasim_trace_test_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  // Writes `text` to a file in the test's folder and returns its path.
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = m_dir / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  static TraceSpec spec(const std::string& path, TraceFormat f) {
+    TraceSpec s;
+    s.path = path;
+    s.format = f;
+    return s;
+  }
+  static std::vector<Request> read_all(const TraceSpec& s, const std::string& base = "") {
+    TraceSource src(s, base);
+    std::vector<Request> out;
+    Request r;
+    while (src.next(r)) out.push_back(r);
+    return out;
+  }
+  // The message of the InputError validate_trace throws (fails the test if none).
+  static std::string error_of(const TraceSpec& s) {
+    try {
+      validate_trace(s);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no InputError for " << s.path;
+    return {};
+  }
+
+  fs::path m_dir;
+};
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_F(TraceReader, KappasimJsonl) {
+  const std::string f = write("a.jsonl",
+                              "{\"arrival_s\": 0.5, \"prefix_tokens\": 1000, \"new_tokens\": 10}\n"
+                              "\n"
+                              "{\"arrival_s\": 0.5, \"prefix_tokens\": 0, \"new_tokens\": 7, "
+                              "\"sequence_id\": 42, \"extends_sequence\": true, \"output_tokens\": 3}\n"
+                              "{\"arrival_s\": 2, \"prefix_tokens\": 2048.0, \"new_tokens\": 1, \"sequence_id\": 42}\n");
+  const auto r = read_all(spec(f, TraceFormat::Jsonl));
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].id, 1u);
+  EXPECT_DOUBLE_EQ(r[0].arrival_s, 0.5);
+  EXPECT_EQ(r[0].prefix_tokens, 1000);
+  EXPECT_EQ(r[0].new_tokens, 10);
+  EXPECT_EQ(r[0].sequence_id, 0u);
+  EXPECT_FALSE(r[0].extends_sequence);
+  EXPECT_EQ(r[0].output_tokens, 1);
+  EXPECT_EQ(r[0].workload, "trace:a.jsonl");
+  EXPECT_EQ(r[1].id, 2u);
+  EXPECT_EQ(r[1].sequence_id, 42u);
+  EXPECT_TRUE(r[1].extends_sequence);
+  EXPECT_EQ(r[1].output_tokens, 3);
+  EXPECT_EQ(r[2].prefix_tokens, 2048);
+  EXPECT_DOUBLE_EQ(r[2].arrival_s, 2.0);
+  const TraceSummary sum = validate_trace(spec(f, TraceFormat::Jsonl));
+  EXPECT_EQ(sum.requests, 3);
+  EXPECT_EQ(sum.prefix_tokens, 3048);
+  EXPECT_EQ(sum.new_tokens, 18);
+  EXPECT_DOUBLE_EQ(sum.last_arrival_s, 2.0);
+}
+
+TEST_F(TraceReader, TimeScaleAndLimit) {
+  const std::string f = write("a.jsonl",
+                              "{\"arrival_s\": 1, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                              "{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                              "{\"arrival_s\": 4, \"prefix_tokens\": 0, \"new_tokens\": 1}\n");
+  TraceSpec s = spec(f, TraceFormat::Jsonl);
+  s.time_scale = 0.5;  // twice the rate
+  s.limit = 2;
+  const auto r = read_all(s);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_DOUBLE_EQ(r[0].arrival_s, 0.5);
+  EXPECT_DOUBLE_EQ(r[1].arrival_s, 1.5);
+}
+
+TEST_F(TraceReader, KappasimCsv) {
+  // Columns in any order; optional ones may be left empty.
+  const std::string f = write("b.csv",
+                              "new_tokens, arrival_s,prefix_tokens,sequence_id,extends_sequence\r\n"
+                              "10,0.25,5000,3,false\r\n"
+                              "20,1.5,0,,\r\n"
+                              "30,1.5,600,9,true\r\n");
+  const auto r = read_all(spec(f, TraceFormat::Csv));
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].new_tokens, 10);
+  EXPECT_DOUBLE_EQ(r[0].arrival_s, 0.25);
+  EXPECT_EQ(r[0].prefix_tokens, 5000);
+  EXPECT_EQ(r[0].sequence_id, 3u);
+  EXPECT_FALSE(r[0].extends_sequence);
+  EXPECT_EQ(r[1].sequence_id, 0u);
+  EXPECT_EQ(r[1].output_tokens, 1);
+  EXPECT_TRUE(r[2].extends_sequence);
+  EXPECT_EQ(r[2].id, 3u);
+  EXPECT_EQ(r[2].workload, "trace:b.csv");
+}
+
+TEST_F(TraceReader, MooncakeRowsAndPrefixIdentity) {
+  // 1100 tokens = 3 blocks of 512 (ceil); 1024 = 2 blocks; 512 = 1 block.
+  const std::string f = write("m.jsonl",
+                              "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 20, "
+                              "\"hash_ids\": [11, 12, 13]}\n"
+                              "{\"timestamp\": 1500, \"input_length\": 1024, \"output_length\": 5, "
+                              "\"hash_ids\": [11, 12]}\n"
+                              "{\"timestamp\": 2500, \"input_length\": 1600, \"output_length\": 1, "
+                              "\"hash_ids\": [11, 99, 100, 101]}\n");
+  const auto r = read_all(spec(f, TraceFormat::Mooncake));
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_DOUBLE_EQ(r[0].arrival_s, 0.0);
+  EXPECT_DOUBLE_EQ(r[1].arrival_s, 1.5);  // timestamp in ms
+  EXPECT_EQ(r[0].prefix_tokens, 0);
+  EXPECT_EQ(r[0].new_tokens, 1100);
+  EXPECT_EQ(r[0].output_tokens, 20);
+  EXPECT_EQ(r[0].block_tokens, 512);
+  EXPECT_EQ(r[0].block_hashes, (std::vector<std::uint64_t>{11, 12, 13}));
+  EXPECT_EQ(r[0].workload, "trace:m.jsonl");
+  // Chunk keys at 256 tokens: two per block. Requests 1 and 2 share blocks 11, 12 => their
+  // first 4 keys agree; request 3 shares only block 11 => 2 keys.
+  const auto k1 = chunk_keys(r[0], 256), k2 = chunk_keys(r[1], 256), k3 = chunk_keys(r[2], 256);
+  ASSERT_EQ(k1.size(), 4u);  // 1100 / 256 = 4 full chunks
+  ASSERT_EQ(k2.size(), 4u);
+  ASSERT_EQ(k3.size(), 6u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(k1[i], k2[i]) << "chunk " << i;
+  EXPECT_EQ(k3[0], k1[0]);
+  EXPECT_EQ(k3[1], k1[1]);
+  EXPECT_NE(k3[2], k1[2]);
+  EXPECT_NE(k3[3], k1[3]);
+  EXPECT_NE(k1[0], k1[1]);  // two chunks of one block differ
+}
+
+TEST_F(TraceReader, RelativePathsAreTakenFromTheConfigFolder) {
+  write("rel.jsonl", "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  WorkloadSpec w;
+  w.type = WorkloadType::Trace;
+  w.trace.path = "rel.jsonl";
+  auto src = make_source(w, 1, m_dir.string());
+  Request r;
+  ASSERT_TRUE(src->next(r));
+  EXPECT_EQ(r.new_tokens, 5);
+  EXPECT_FALSE(src->next(r));
+  EXPECT_TRUE(has(src->describe(), "rel.jsonl"));
+  EXPECT_EQ(validate_trace(w.trace, m_dir.string()).requests, 1);
+  // Without the folder, the file is not found, and the message names the key.
+  try {
+    make_source(w, 1, "/nonexistent-folder");
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "workload.trace.path")) << e.what();
+    EXPECT_TRUE(has(e.what(), "/nonexistent-folder/rel.jsonl")) << e.what();
+  }
+}
+
+TEST_F(TraceReader, EmptyTraceIsAnError) {
+  const std::string f = write("e.jsonl", "\n\n");
+  EXPECT_TRUE(has(error_of(spec(f, TraceFormat::Jsonl)), "no rows"));
+}
+
+struct BadRow {
+  const char* what;
+  TraceFormat format;
+  std::string row;
+  const char* message;   // part of the expected message
+};
+
+TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
+  const std::string good_json = "{\"arrival_s\": 1, \"prefix_tokens\": 100, \"new_tokens\": 10}\n";
+  const std::string good_moon =
+      "{\"timestamp\": 1000, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+  const std::vector<BadRow> bad = {
+      {"bad JSON", TraceFormat::Jsonl, "{\"arrival_s\": 1, \"prefix_tokens\": 5,", "not valid JSON"},
+      {"not an object", TraceFormat::Jsonl, "[1, 2, 3]", "expected one JSON object"},
+      {"missing field", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5}", "missing \"new_tokens\""},
+      {"negative tokens", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": -5, \"new_tokens\": 1}", "negative"},
+      {"wrong type", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": \"5\", \"new_tokens\": 1}", "a string"},
+      {"wrong bool type", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"extends_sequence\": 1}", "true or false"},
+      {"non-integer tokens", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1.5}", "whole number"},
+      {"arrival backwards", TraceFormat::Jsonl, "{\"arrival_s\": 0.5, \"prefix_tokens\": 5, \"new_tokens\": 1}", "non-decreasing"},
+      {"negative arrival", TraceFormat::Jsonl, "{\"arrival_s\": -1, \"prefix_tokens\": 5, \"new_tokens\": 1}", ">= 0"},
+      {"T zero", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 0}", "expected 1 to 10000000"},
+      {"T too large", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 10000001}", "at most 10000000"},
+      {"K too large", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 20000000, \"new_tokens\": 1}", "at most 10000000"},
+      {"unknown key", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_token\": 5, \"new_tokens\": 1}", "did you mean \"prefix_tokens\""},
+      {"negative sequence id", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"sequence_id\": -3}", "negative"},
+      {"mooncake hash count", TraceFormat::Mooncake,
+       "{\"timestamp\": 2000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}", "ceil(1025 / 512) = 3"},
+      {"mooncake missing hashes", TraceFormat::Mooncake,
+       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1}", "missing \"hash_ids\""},
+      {"mooncake hash type", TraceFormat::Mooncake,
+       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [\"a\"]}", "hash_ids[0]"},
+      {"mooncake backwards", TraceFormat::Mooncake,
+       "{\"timestamp\": 500, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [7]}", "non-decreasing"},
+      {"mooncake zero input", TraceFormat::Mooncake,
+       "{\"timestamp\": 2000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}", "expected 1 to"},
+      {"mooncake negative timestamp", TraceFormat::Mooncake,
+       "{\"timestamp\": -2, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}", ">= 0"},
+      {"csv cell count", TraceFormat::Csv, "2,5", "2 cells; expected 3"},
+      {"csv not a number", TraceFormat::Csv, "2,five,1", "expected a number"},
+      {"csv non-integer", TraceFormat::Csv, "2,5,1.5", "whole number"},
+      {"csv negative", TraceFormat::Csv, "2,-5,1", "negative"},
+      {"csv backwards", TraceFormat::Csv, "0.1,5,1", "non-decreasing"},
+      {"csv T zero", TraceFormat::Csv, "2,5,0", "expected 1 to"},
+      {"csv empty required", TraceFormat::Csv, "2,,1", "empty prefix_tokens"},
+  };
+  for (const auto& b : bad) {
+    // The bad row is line 3, after two good rows (JSONL, Mooncake) or after a header, a good row
+    // and a blank line (CSV: blank lines count); a good row follows it.
+    std::string text;
+    if (b.format == TraceFormat::Csv) text = "arrival_s,prefix_tokens,new_tokens\n1,100,10\n\n";
+    else if (b.format == TraceFormat::Mooncake) text = good_moon + good_moon;
+    else text = good_json + good_json;
+    text += b.row + "\n";
+    text += b.format == TraceFormat::Csv ? "9,1,1\n" : b.format == TraceFormat::Mooncake ? good_moon : good_json;
+    const std::string f = write("bad.txt", text);
+    const std::string msg = error_of(spec(f, b.format));
+    const std::string line = b.format == TraceFormat::Csv ? ":4: " : ":3: ";
+    EXPECT_TRUE(has(msg, f + line)) << b.what << ": " << msg;
+    EXPECT_TRUE(has(msg, b.message)) << b.what << ": " << msg;
+  }
+}
+
+TEST_F(TraceReader, LazyReaderYieldsGoodRowsBeforeTheBadOne) {
+  // validate_trace is what stops a run before it starts; the reader itself streams.
+  const std::string f = write("lazy.jsonl",
+                              "{\"arrival_s\": 1, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                              "{\"arrival_s\": 2, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                              "oops\n");
+  TraceSource src(spec(f, TraceFormat::Jsonl));
+  Request r;
+  EXPECT_TRUE(src.next(r));
+  EXPECT_TRUE(src.next(r));
+  EXPECT_THROW(src.next(r), InputError);
+  // With a limit that stops before the bad row, the trace is valid.
+  TraceSpec s = spec(f, TraceFormat::Jsonl);
+  s.limit = 2;
+  EXPECT_EQ(validate_trace(s).requests, 2);
+}
+
+TEST_F(TraceReader, CsvHeaderErrors) {
+  const std::string a = write("h1.csv", "arrival_s,prefix_tokens,new_tokenz\n1,2,3\n");
+  EXPECT_TRUE(has(error_of(spec(a, TraceFormat::Csv)), a + ":1: "));
+  EXPECT_TRUE(has(error_of(spec(a, TraceFormat::Csv)), "did you mean \"new_tokens\""));
+  const std::string b = write("h2.csv", "arrival_s,prefix_tokens\n1,2\n");
+  EXPECT_TRUE(has(error_of(spec(b, TraceFormat::Csv)), "lacks the column \"new_tokens\""));
+  const std::string c = write("h3.csv", "");
+  EXPECT_TRUE(has(error_of(spec(c, TraceFormat::Csv)), "header"));
+}
+
+}  // namespace
+}  // namespace kappasim

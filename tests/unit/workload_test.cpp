@@ -1,0 +1,482 @@
+// Workloads: deterministic randomness, distributions, arrival processes and the synthetic
+// generators (median κ_ratio against the paper's published medians, arrival order and rate,
+// prefix identity of chat turns and document questions, bounded memory, config).
+// Every expectation comes from the distributions' definitions or the paper, not from a run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/random.hpp"
+#include "workloads/arrivals.hpp"
+#include "workloads/generators.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+namespace {
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError thrown";
+  return {};
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<Request> drain(WorkloadSource& src, std::size_t max = 1'000'000) {
+  std::vector<Request> out;
+  Request r;
+  while (out.size() < max && src.next(r)) out.push_back(r);
+  return out;
+}
+
+WorkloadSpec spec_of(WorkloadType t, std::int64_t requests, double rate = 10) {
+  WorkloadSpec s;
+  s.type = t;
+  s.requests = requests;
+  s.rate = rate;
+  return s;
+}
+
+// ---- random ----------------------------------------------------------------------------------
+
+TEST(Random, SameSeedSameSequence) {
+  Rng a(42), b(42);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(a.next_u64(), b.next_u64());
+  Rng c(42), d(42);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(c.lognormal(100, 1), d.lognormal(100, 1));
+}
+
+TEST(Random, KnownAnswerXoshiro256StarStar) {
+  // SplitMix64 seeded with 0 yields 0xe220a8397b1dcdaf first (its published reference output);
+  // the xoshiro256** values come from an independent transcription of Vigna's reference C code.
+  EXPECT_EQ(mix64(0), 0xe220a8397b1dcdafULL);
+  Rng r(0);
+  EXPECT_EQ(r.next_u64(), 0x99ec5f36cb75f2b4ULL);
+  EXPECT_EQ(r.next_u64(), 0xbf6e1f784956452aULL);
+  EXPECT_EQ(r.next_u64(), 0x1a5f849d4933e6e0ULL);
+}
+
+TEST(Random, DerivedSeedsGiveDifferentStreams) {
+  EXPECT_NE(derive_seed(1, "a"), derive_seed(1, "b"));
+  EXPECT_NE(derive_seed(1, "a"), derive_seed(2, "a"));
+  EXPECT_NE(derive_seed(1, std::uint64_t{0}), derive_seed(1, std::uint64_t{1}));
+  EXPECT_EQ(derive_seed(7, "x", 3), derive_seed(7, "x", 3));
+  Rng a(derive_seed(1, "sharegpt", 0)), b(derive_seed(1, "sharegpt", 1));
+  int equal = 0;
+  for (int i = 0; i < 100; ++i) equal += a.next_u64() == b.next_u64();
+  EXPECT_EQ(equal, 0);
+}
+
+TEST(Random, UniformAndBelow) {
+  Rng r(3);
+  double sum = 0;
+  std::vector<int> counts(10, 0);
+  for (int i = 0; i < 100000; ++i) {
+    const double u = r.uniform01();
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+    ++counts[static_cast<std::size_t>(r.below(10))];
+  }
+  EXPECT_NEAR(sum / 100000, 0.5, 0.005);
+  for (int c : counts) EXPECT_NEAR(c, 10000, 500);  // sd ≈ 95
+}
+
+TEST(Random, ExponentialMean) {
+  Rng r(11);
+  double sum = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) sum += r.exponential(2.5);
+  EXPECT_NEAR(sum / n, 2.5, 0.02 * 2.5);  // sd of the mean: 2.5 / sqrt(1e5) = 0.3%
+}
+
+TEST(Random, NormalMoments) {
+  Rng r(12);
+  double s1 = 0, s2 = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const double x = r.normal();
+    s1 += x;
+    s2 += x * x;
+  }
+  EXPECT_NEAR(s1 / n, 0.0, 0.015);
+  EXPECT_NEAR(s2 / n, 1.0, 0.02);
+}
+
+TEST(Random, LognormalMedianAndSigma) {
+  Rng r(13);
+  std::vector<double> v;
+  double slog = 0, slog2 = 0;
+  for (int i = 0; i < 100000; ++i) {
+    v.push_back(r.lognormal(250, 0.8));
+    slog += std::log(v.back());
+    slog2 += std::log(v.back()) * std::log(v.back());
+  }
+  EXPECT_NEAR(median_of(v), 250, 0.02 * 250);
+  const double m = slog / 1e5;
+  EXPECT_NEAR(std::sqrt(slog2 / 1e5 - m * m), 0.8, 0.01);
+}
+
+TEST(Random, GammaMeanAndVariance) {
+  for (double shape : {0.25, 0.5, 2.0, 7.5}) {
+    Rng r(14);
+    const double scale = 3;
+    double s1 = 0, s2 = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+      const double x = r.gamma(shape, scale);
+      s1 += x;
+      s2 += x * x;
+    }
+    const double mean = s1 / n, var = s2 / n - mean * mean;
+    EXPECT_NEAR(mean, shape * scale, 0.02 * shape * scale) << "shape " << shape;
+    EXPECT_NEAR(var, shape * scale * scale, 0.06 * shape * scale * scale) << "shape " << shape;
+  }
+}
+
+TEST(Random, GeometricMean) {
+  Rng r(15);
+  double sum = 0;
+  for (int i = 0; i < 100000; ++i) sum += static_cast<double>(r.geometric(0.2));
+  EXPECT_NEAR(sum / 1e5, 5.0, 0.1);  // mean 1/p
+  EXPECT_NEAR(truncated_geometric_mean(5, 1000), 5.0, 1e-9);
+  EXPECT_DOUBLE_EQ(truncated_geometric_mean(5, 1), 1.0);
+  // Truncated to {1, 2}: P(1) ∝ 0.2, P(2) ∝ 0.16 => mean (0.2 + 0.32) / 0.36.
+  EXPECT_NEAR(truncated_geometric_mean(5, 2), 0.52 / 0.36, 1e-12);
+}
+
+TEST(Random, ZipfFrequencies) {
+  ZipfTable z(100, 1.0);
+  // Harmonic number H_100 = 5.18737751763962.
+  EXPECT_NEAR(z.probability(0), 1 / 5.18737751763962, 1e-12);
+  EXPECT_NEAR(z.probability(1), 0.5 / 5.18737751763962, 1e-12);
+  Rng r(16);
+  std::vector<int> counts(100, 0);
+  for (int i = 0; i < 200000; ++i) ++counts[static_cast<std::size_t>(z.sample(r))];
+  for (int k = 0; k < 5; ++k) EXPECT_GT(counts[k], counts[k + 1]) << "item " << k;
+  EXPECT_NEAR(static_cast<double>(counts[0]) / counts[1], 2.0, 0.1);  // (2/1)^s
+  EXPECT_NEAR(counts[0] / 2e5, 1 / 5.18737751763962, 0.005);
+  ZipfTable u(4, 0.0);  // s = 0: uniform
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(u.probability(static_cast<std::uint64_t>(k)), 0.25, 1e-12);
+}
+
+// ---- arrivals --------------------------------------------------------------------------------
+
+TEST(Workload, PoissonAndGammaRates) {
+  for (auto [kind, cv] : {std::pair{ArrivalKind::Poisson, 1.0}, std::pair{ArrivalKind::Gamma, 2.0},
+                          std::pair{ArrivalKind::Gamma, 0.5}}) {
+    ArrivalProcess p(kind, 20.0, cv, 99);
+    const int n = 100000;
+    double t = 0, s2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const double g = p.next_gap();
+      ASSERT_GE(g, 0.0);
+      t += g;
+      s2 += g * g;
+    }
+    EXPECT_NEAR(n / t, 20.0, 0.03 * 20.0) << p.describe();
+    const double mean = t / n;
+    EXPECT_NEAR(std::sqrt(s2 / n - mean * mean) / mean, cv, 0.05 * cv) << p.describe();
+  }
+}
+
+TEST(Workload, RateMustBePositive) {
+  EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, 0, 1, 1); }), "workload.rate"));
+  EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, -3, 1, 1, "x.rate"); }), "x.rate"));
+  EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Gamma, 1, 0, 1); }), "cv"));
+  EXPECT_TRUE(has(error_of([] {
+                    read_config<WorkloadSpec>(parse_yaml("rate: 0\n", "w.yaml"), "workload");
+                  }),
+                  "workload.rate"));
+  WorkloadSpec s = spec_of(WorkloadType::NarrativeQa, 10, -2);
+  const std::string msg = error_of([&] { make_source(s, 1); });
+  EXPECT_TRUE(has(msg, "workload.rate")) << msg;
+  EXPECT_TRUE(has(msg, "-2")) << msg;
+}
+
+// ---- generators ------------------------------------------------------------------------------
+
+struct Published {
+  WorkloadType type;
+  double median_kappa;
+};
+const Published kPublished[] = {{WorkloadType::ShareGpt, 100},
+                                {WorkloadType::NarrativeQa, 5000},
+                                {WorkloadType::DocFinQa, 10000}};
+
+TEST(Workload, MedianKappaMatchesThePaper) {
+  // The paper's medians: ShareGPT 100, NarrativeQA 5000, (Doc)FinQA 10000; ±10%.
+  for (const auto& p : kPublished) {
+    for (std::uint64_t seed : {1u, 2u}) {
+      auto src = make_source(spec_of(p.type, 5000), seed);
+      std::vector<double> k;
+      for (const auto& r : drain(*src)) k.push_back(r.kappa_ratio());
+      ASSERT_EQ(k.size(), 5000u);
+      EXPECT_NEAR(median_of(k), p.median_kappa, 0.10 * p.median_kappa)
+          << workload_type_name(p.type) << " seed " << seed;
+    }
+  }
+}
+
+TEST(Workload, RequestsAreWellFormedAndInOrder) {
+  for (const auto& p : kPublished) {
+    auto src = make_source(spec_of(p.type, 3000), 5);
+    const auto reqs = drain(*src);
+    ASSERT_EQ(reqs.size(), 3000u);
+    Request extra;
+    EXPECT_FALSE(src->next(extra));  // stops after `requests`
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      const Request& r = reqs[i];
+      EXPECT_EQ(r.id, i + 1);
+      EXPECT_GE(r.new_tokens, 1);
+      EXPECT_GE(r.prefix_tokens, 0);
+      EXPECT_EQ(r.output_tokens, 1);
+      EXPECT_NE(r.sequence_id, 0u);
+      EXPECT_EQ(r.workload, workload_type_name(p.type));
+      if (i > 0) {
+        ASSERT_GE(r.arrival_s, reqs[i - 1].arrival_s) << "request " << r.id;
+      }
+    }
+    EXPECT_GE(reqs.front().arrival_s, 0.0);
+    EXPECT_FALSE(src->describe().empty());
+  }
+}
+
+TEST(Workload, SameSeedSameRequests) {
+  for (const auto& p : kPublished) {
+    auto a = make_source(spec_of(p.type, 500), 9), b = make_source(spec_of(p.type, 500), 9),
+         c = make_source(spec_of(p.type, 500), 10);
+    const auto ra = drain(*a), rb = drain(*b), rc = drain(*c);
+    int differ = 0;
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+      EXPECT_EQ(ra[i].arrival_s, rb[i].arrival_s);
+      EXPECT_EQ(ra[i].prefix_tokens, rb[i].prefix_tokens);
+      EXPECT_EQ(ra[i].new_tokens, rb[i].new_tokens);
+      EXPECT_EQ(ra[i].sequence_id, rb[i].sequence_id);
+      differ += ra[i].prefix_tokens != rc[i].prefix_tokens || ra[i].new_tokens != rc[i].new_tokens;
+    }
+    EXPECT_GT(differ, 250);
+  }
+}
+
+TEST(Workload, ArrivalRateMatchesTheConfiguredRate) {
+  // Sessions bring several requests each; in steady state (the second half of the run, long
+  // after the first sessions) requests arrive at the configured rate.
+  for (const auto& p : kPublished) {
+    for (auto [kind, cv] : {std::pair{ArrivalKind::Poisson, 1.0}, std::pair{ArrivalKind::Gamma, 2.0}}) {
+      WorkloadSpec s = spec_of(p.type, 200000, 50);
+      s.arrival = kind;
+      s.cv = cv;
+      auto src = make_source(s, 3);
+      std::vector<double> t;
+      Request r;
+      while (src->next(r)) t.push_back(r.arrival_s);
+      ASSERT_EQ(t.size(), 200000u);
+      const double end = t.back(), from = end / 2;
+      const auto in_window = std::count_if(t.begin(), t.end(), [&](double a) { return a > from; });
+      EXPECT_NEAR(static_cast<double>(in_window) / (end - from), 50.0, 0.03 * 50.0)
+          << workload_type_name(p.type) << " cv " << cv;
+    }
+  }
+}
+
+TEST(Workload, ChatTurnsExtendThePreviousPrompt) {
+  WorkloadSpec s = spec_of(WorkloadType::ShareGpt, 3000);
+  s.sharegpt.warm_start = false;  // every conversation is seen from its first turn
+  auto src = make_source(s, 4);
+  std::map<std::uint64_t, std::vector<Request>> conv;
+  for (const auto& r : drain(*src)) conv[r.sequence_id].push_back(r);
+  int pairs = 0;
+  for (const auto& [id, turns] : conv) {
+    EXPECT_EQ(turns.front().prefix_tokens, 0) << "conversation " << id;  // first turn: no history
+    for (std::size_t i = 0; i + 1 < turns.size(); ++i) {
+      const Request &a = turns[i], &b = turns[i + 1];
+      EXPECT_TRUE(a.extends_sequence);
+      EXPECT_GE(b.prefix_tokens, a.prompt_tokens());
+      EXPECT_GE(b.arrival_s, a.arrival_s);
+      for (int chunk : {16, 256}) {
+        const auto ka = chunk_keys(a, chunk), kb = chunk_keys(b, chunk);
+        ASSERT_LE(ka.size(), kb.size());
+        EXPECT_TRUE(std::equal(ka.begin(), ka.end(), kb.begin())) << "conversation " << id;
+      }
+      ++pairs;
+    }
+  }
+  EXPECT_GT(pairs, 1000);
+}
+
+TEST(Workload, DocumentQuestionsSharePrefixNotQuestion) {
+  for (WorkloadType t : {WorkloadType::NarrativeQa, WorkloadType::DocFinQa}) {
+    WorkloadSpec s = spec_of(t, 1000);
+    auto src = make_source(s, 6);
+    std::map<std::uint64_t, std::vector<Request>> docs;
+    for (const auto& r : drain(*src)) docs[r.sequence_id].push_back(r);
+    int pairs = 0;
+    const int chunk = 16;
+    for (const auto& [id, qs] : docs) {
+      for (std::size_t i = 0; i + 1 < qs.size(); ++i) {
+        const Request &a = qs[i], &b = qs[i + 1];
+        EXPECT_FALSE(a.extends_sequence);
+        EXPECT_EQ(a.prefix_tokens, b.prefix_tokens) << "one document, one length";
+        const auto ka = chunk_keys(a, chunk), kb = chunk_keys(b, chunk);
+        const auto shared = static_cast<std::size_t>(a.prefix_tokens / chunk);
+        ASSERT_GE(ka.size(), shared);
+        ASSERT_GE(kb.size(), shared);
+        EXPECT_TRUE(std::equal(ka.begin(), ka.begin() + static_cast<std::ptrdiff_t>(shared), kb.begin()));
+        const std::set<std::uint64_t> qa(ka.begin() + static_cast<std::ptrdiff_t>(shared), ka.end());
+        for (auto it = kb.begin() + static_cast<std::ptrdiff_t>(shared); it != kb.end(); ++it)
+          EXPECT_EQ(qa.count(*it), 0u) << "question chunks are never shared";
+        ++pairs;
+      }
+    }
+    EXPECT_GT(pairs, 250) << workload_type_name(t);
+    // Different documents share no chunk.
+    auto it = docs.begin();
+    const auto k1 = chunk_keys(it->second.front(), 256);
+    const auto k2 = chunk_keys(std::next(it)->second.front(), 256);
+    const std::set<std::uint64_t> s1(k1.begin(), k1.end());
+    for (auto k : k2) EXPECT_EQ(s1.count(k), 0u);
+  }
+}
+
+TEST(Workload, ZipfPopularityMakesDocumentsRecur) {
+  WorkloadSpec s = spec_of(WorkloadType::NarrativeQa, 20000);
+  s.narrativeqa.popularity = Popularity::Zipf;
+  s.narrativeqa.zipf_s = 1.2;
+  s.narrativeqa.questions_mean = 1;  // one question per session: counts follow popularity
+  auto src = make_source(s, 8);
+  std::map<std::uint64_t, int> count;
+  for (const auto& r : drain(*src)) ++count[r.sequence_id];
+  // Document 1 has weight 1, document 2 weight 2^-1.2 = 0.435, document 10 weight 10^-1.2.
+  EXPECT_GT(count[1], count[2]);
+  EXPECT_GT(count[2], count[10]);
+  EXPECT_NEAR(static_cast<double>(count[2]) / count[1], std::pow(2.0, -1.2), 0.05);
+  // Uniform over 1567 documents: the most popular document is nowhere near 20% of requests.
+  auto uni = make_source(spec_of(WorkloadType::NarrativeQa, 20000), 8);
+  std::map<std::uint64_t, int> ucount;
+  for (const auto& r : drain(*uni)) ++ucount[r.sequence_id];
+  EXPECT_GT(count[1], 1000);
+  for (const auto& [id, c] : ucount) EXPECT_LT(c, 200) << "document " << id;
+}
+
+TEST(Workload, BoundedMemoryOverManyRequests) {
+  // Active sessions ≈ session rate × session length (Little's law): for chat at 10 req/s,
+  // ~2.2 conversations/s × ~4.5 turns × 30 s think time ≈ 300, whatever the request count.
+  for (const auto& p : kPublished) {
+    WorkloadSpec s = spec_of(p.type, 100000, 10);
+    auto made = make_source(s, 2);
+    auto* gen = dynamic_cast<SessionGenerator*>(made.get());
+    ASSERT_NE(gen, nullptr);
+    std::size_t max_first = 0, max_second = 0;
+    Request r;
+    for (int i = 0; i < 100000; ++i) {
+      ASSERT_TRUE(gen->next(r));
+      (i < 50000 ? max_first : max_second) = std::max(i < 50000 ? max_first : max_second, gen->state_size());
+    }
+    EXPECT_LT(max_second, 2000u) << workload_type_name(p.type);
+    EXPECT_LE(max_second, 2 * max_first) << workload_type_name(p.type);
+  }
+}
+
+TEST(Workload, WarmStartBeginsInSteadyState) {
+  // Cold: the first requests are all first turns (no history). Warm: conversations already
+  // under way at t = 0, so with 6 turns on average most early requests carry history.
+  int with_history[2] = {0, 0};
+  for (bool warm : {false, true}) {
+    WorkloadSpec s = spec_of(WorkloadType::ShareGpt, 100);
+    s.sharegpt.warm_start = warm;
+    auto src = make_source(s, 1);
+    const auto reqs = drain(*src);
+    if (!warm) {
+      EXPECT_EQ(reqs.front().prefix_tokens, 0);
+    }
+    for (const auto& r : reqs) {
+      with_history[warm] += r.prefix_tokens > 0;
+      EXPECT_GE(r.arrival_s, 0.0);
+    }
+  }
+  // Steady state: 1 - 1/E[turns] ≈ 5/6 of requests carry history.
+  EXPECT_GT(with_history[1], 65);
+  EXPECT_LT(with_history[0], with_history[1] / 2);
+}
+
+TEST(Workload, ChatEndsBeforeTheContextWindowIsFull) {
+  WorkloadSpec s = spec_of(WorkloadType::ShareGpt, 5000);
+  s.sharegpt.max_context_tokens = 2000;
+  auto src = make_source(s, 1);
+  for (const auto& r : drain(*src)) EXPECT_LE(r.prompt_tokens(), 2000);
+}
+
+TEST(Workload, DocumentLengthIsAFunctionOfTheDocument) {
+  DocQaGenerator g("narrativeqa", NarrativeQaSpec{}, 10, 1, ArrivalKind::Poisson, 1, 3);
+  DocQaGenerator h("narrativeqa", NarrativeQaSpec{}, 10, 1, ArrivalKind::Poisson, 1, 3);
+  std::vector<double> len;
+  for (std::uint64_t d = 0; d < 1567; ++d) {
+    EXPECT_EQ(g.document_tokens(d), h.document_tokens(d));
+    len.push_back(static_cast<double>(g.document_tokens(d)));
+  }
+  // Mean of the lognormal: median · exp(σ²/2) = 45940 · e^0.18 ≈ 55,000 (reference-data.md).
+  double sum = 0;
+  for (double l : len) sum += l;
+  EXPECT_NEAR(sum / len.size(), 55000, 0.05 * 55000);
+}
+
+// ---- config ----------------------------------------------------------------------------------
+
+TEST(Workload, ReadsSpecFromYaml) {
+  const ConfigNode n = parse_yaml(
+      "type: docfinqa\nrequests: 77\nrate: 2.5\narrival: gamma\ncv: 3\nseed: 12\n"
+      "docfinqa:\n  popularity: zipf\n  zipf_s: 0.9\n  think_time: 2 min\n"
+      "trace: {path: t.jsonl, format: mooncake, time_scale: 0.5, limit: 10}\n",
+      "w.yaml");
+  const auto s = read_config<WorkloadSpec>(n, "workload");
+  EXPECT_EQ(s.type, WorkloadType::DocFinQa);
+  EXPECT_EQ(s.requests, 77);
+  EXPECT_DOUBLE_EQ(s.rate, 2.5);
+  EXPECT_EQ(s.arrival, ArrivalKind::Gamma);
+  EXPECT_DOUBLE_EQ(s.cv, 3);
+  EXPECT_EQ(s.seed, 12);
+  EXPECT_EQ(s.docfinqa.popularity, Popularity::Zipf);
+  EXPECT_DOUBLE_EQ(s.docfinqa.zipf_s, 0.9);
+  EXPECT_DOUBLE_EQ(s.docfinqa.think_time_s, 120);
+  // Keys not given keep the DocFinQA defaults, not the generic document-QA ones.
+  EXPECT_DOUBLE_EQ(s.docfinqa.document_tokens_median, DocFinQaSpec{}.document_tokens_median);
+  EXPECT_EQ(s.docfinqa.documents, DocFinQaSpec{}.documents);
+  EXPECT_EQ(s.trace.format, TraceFormat::Mooncake);
+  EXPECT_EQ(s.trace.limit, 10);
+  // Round trip through the writer.
+  const auto back = read_config<WorkloadSpec>(write_config(s, "workload"), "workload");
+  EXPECT_DOUBLE_EQ(back.docfinqa.think_time_s, 120);
+  EXPECT_EQ(back.trace.path, "t.jsonl");
+}
+
+TEST(Workload, ConfigErrorsNameTheKey) {
+  auto read = [](const std::string& text) {
+    return read_config<WorkloadSpec>(parse_yaml(text, "w.yaml"), "workload");
+  };
+  EXPECT_TRUE(has(error_of([&] { read("type: sharegtp\n"); }), "did you mean \"sharegpt\""));
+  EXPECT_TRUE(has(error_of([&] { read("type: trace\n"); }), "workload.trace.path"));
+  EXPECT_TRUE(has(error_of([&] { read("narrativeqa: {zipf: 1}\n"); }), "zipf_s"));
+  EXPECT_TRUE(has(error_of([&] { read("sharegpt: {turns_mean: 50, turns_max: 10}\n"); }),
+                  "workload.sharegpt.turns_mean"));
+  EXPECT_TRUE(has(error_of([&] { read("requests: 0\n"); }), "workload.requests"));
+  EXPECT_TRUE(has(error_of([&] { read("trace: {time_scale: 0}\n"); }), "workload.trace.time_scale"));
+}
+
+}  // namespace
+}  // namespace kappasim

@@ -1,0 +1,131 @@
+// Synthetic workload generators (WorkloadSource implementations): ShareGPT-like chat,
+// NarrativeQA-like and DocFinQA-like document QA. Shapes and defaults: workload_spec.hpp and
+// docs/workloads.md.
+//
+// All three are session generators. Sessions (a conversation, a visit to one document) start at
+// the times of an ArrivalProcess whose rate is `rate / E[requests per session]`, so the long-run
+// request rate is `rate`; a session's requests follow one another think-time apart. Generation is
+// lazy: only sessions still active are kept (a priority queue ordered by their next request's
+// time), so memory is bounded by the sessions in flight, never by how many requests were made.
+// Requests come out in non-decreasing arrival order with ids 1, 2, 3, ...; each session draws
+// from its own random stream (derive_seed(seed, kind, session index)), so the output is a pure
+// function of the spec and the seed.
+//
+// Warm start (the default): sessions start from -(think_time × most requests per session) on and
+// requests before t = 0 are not emitted, so the first requests already include later chat turns
+// and repeat questions in their steady-state share. Without it (warm_start: false) the first
+// minutes hold mostly first turns, and the median κ_ratio of a short run falls below the steady
+// one. Either way the KV tier starts empty: a warm-started session's earlier prompts were never
+// seen by it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "core/random.hpp"
+#include "workloads/arrivals.hpp"
+#include "workloads/request.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+
+// Mean of a geometric distribution on {1, 2, ...} with untruncated mean `mean`, truncated to
+// at most `max` (what a session's request count averages).
+double truncated_geometric_mean(double mean, std::int64_t max);
+
+class SessionGenerator : public WorkloadSource {
+ public:
+  bool next(Request& out) override;
+  // Sessions held in memory (active conversations / document visits): bounded by the rate
+  // times a session's length, not by the requests produced.
+  std::size_t state_size() const { return m_active.size(); }
+  // Long-run session arrival rate (per second).
+  double session_rate() const { return m_arrivals.rate(); }
+
+ protected:
+  struct Session {
+    double next_s = 0;         // arrival time of its next request
+    std::uint64_t ordinal = 0; // 0, 1, 2, ... in start order (breaks time ties)
+    Rng rng;
+    std::int64_t remaining = 0;  // requests still to come, including the next one
+    std::uint64_t sequence_id = 0;
+    std::int64_t context = 0;  // chat: history tokens; document QA: document tokens
+    std::int64_t pending = 0;  // chat: the next user message's tokens
+  };
+
+  // `mean_per_session`: expected requests per session (sets the session rate). Sessions start
+  // from -warmup_s on and requests before t = 0 are dropped, so at t = 0 the mix of sessions in
+  // progress is already the steady one (0: a cold start, every session begins at t >= 0).
+  SessionGenerator(std::string name, std::int64_t requests, double rate, double mean_per_session,
+                   ArrivalKind arrival, double cv, std::uint64_t seed, double warmup_s);
+
+  // Fills a new session (remaining >= 1, sequence_id, context, pending).
+  virtual void start(Session& s) = 0;
+  // Fills r.prefix_tokens / new_tokens / sequence_id / extends_sequence for the session's next
+  // request and advances it; returns false when the session ends early.
+  virtual bool emit(Session& s, Request& r) = 0;
+  virtual double think_time(Session& s) = 0;
+
+  std::uint64_t seed() const { return m_seed; }
+  const std::string& name() const { return m_name; }
+
+  // Draws max(1, round(lognormal)) clamped to [1, max].
+  static std::int64_t draw_tokens(Rng& rng, double median, double sigma, std::int64_t max);
+  // Geometric count on {1..max} with untruncated mean `mean` (rejection).
+  static std::int64_t draw_count(Rng& rng, double mean, std::int64_t max);
+
+ private:
+  struct Later {
+    bool operator()(const Session& a, const Session& b) const {
+      return a.next_s != b.next_s ? a.next_s > b.next_s : a.ordinal > b.ordinal;
+    }
+  };
+  std::string m_name;
+  std::int64_t m_requests;
+  std::int64_t m_produced = 0;
+  std::uint64_t m_seed;
+  ArrivalProcess m_arrivals;
+  double m_next_start;
+  std::uint64_t m_sessions = 0;
+  std::priority_queue<Session, std::vector<Session>, Later> m_active;
+};
+
+class ShareGptGenerator : public SessionGenerator {
+ public:
+  ShareGptGenerator(const ShareGptSpec& shape, std::int64_t requests, double rate,
+                    ArrivalKind arrival, double cv, std::uint64_t seed);
+  std::string describe() const override;
+
+ protected:
+  void start(Session& s) override;
+  bool emit(Session& s, Request& r) override;
+  double think_time(Session& s) override;
+
+ private:
+  ShareGptSpec m_shape;
+};
+
+class DocQaGenerator : public SessionGenerator {
+ public:
+  // `name`: "narrativeqa" or "docfinqa" (the Request::workload label and the stream label).
+  DocQaGenerator(std::string name, const DocQaSpec& shape, std::int64_t requests, double rate,
+                 ArrivalKind arrival, double cv, std::uint64_t seed);
+  std::string describe() const override;
+  // Tokens of document `index` (0-based): a fixed function of the seed and the index.
+  std::int64_t document_tokens(std::uint64_t index) const;
+
+ protected:
+  void start(Session& s) override;
+  bool emit(Session& s, Request& r) override;
+  double think_time(Session& s) override;
+
+ private:
+  DocQaSpec m_shape;
+  std::optional<ZipfTable> m_zipf;
+};
+
+}  // namespace kappasim

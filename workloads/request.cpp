@@ -1,0 +1,45 @@
+#include "workloads/request.hpp"
+
+#include <stdexcept>
+
+namespace kappasim {
+
+namespace {
+// SplitMix64 finaliser: a fixed, platform-independent 64-bit mix.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::uint64_t key(std::uint64_t a, std::uint64_t b) { return mix(mix(a) ^ (b * 0x632be59bd9b4e019ULL)); }
+}  // namespace
+
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
+  if (chunk_tokens < 1) throw std::logic_error("chunk_keys: chunk_tokens must be >= 1");
+  const std::int64_t full = r.prompt_tokens() / chunk_tokens;
+  std::vector<std::uint64_t> keys;
+  keys.reserve(static_cast<std::size_t>(full));
+  if (!r.block_hashes.empty()) {
+    if (r.block_tokens < chunk_tokens || r.block_tokens % chunk_tokens != 0)
+      throw std::logic_error("chunk_keys: chunk_tokens must divide the trace's block size");
+    const std::int64_t per_block = r.block_tokens / chunk_tokens;
+    for (std::int64_t i = 0; i < full; ++i) {
+      const auto b = static_cast<std::size_t>(i / per_block);
+      if (b >= r.block_hashes.size()) break;
+      // A chunk's identity is its block's hash (which already names the whole prefix chain in
+      // Mooncake traces) and its place inside the block.
+      keys.push_back(key(r.block_hashes[b], static_cast<std::uint64_t>(i % per_block)));
+    }
+    return keys;
+  }
+  const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
+  for (std::int64_t i = 0; i < full; ++i) {
+    const bool shared = r.sequence_id != 0 && (i < prefix_chunks || r.extends_sequence);
+    keys.push_back(shared ? key(r.sequence_id, static_cast<std::uint64_t>(i))
+                          : key(r.id ^ 0x8000000000000000ULL, static_cast<std::uint64_t>(i)));
+  }
+  return keys;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,57 @@
+// One serving request, the one request type every layer uses (workloads produce it, the
+// scheduler and engine consume it, metrics report it). Pure data, no SystemC.
+//
+// Prefix identity. The prompt is `prefix_tokens` tokens of a reusable sequence followed by
+// `new_tokens` tokens. The reusable sequence is named by `sequence_id` (a document, a
+// conversation). Chunk i of the prompt (chunk_tokens tokens each) has a key:
+//  - chunks wholly inside the prefix: key(sequence_id, i), shared by every request on that
+//    sequence, so a later request finds them in the KV tier;
+//  - chunks holding new tokens: key(sequence_id, i) again when `extends_sequence` (a chat turn:
+//    the next turn's prompt starts with this whole prompt), otherwise key(request id, i), never
+//    shared (a question over a document).
+// A trace with explicit block hashes (Mooncake: one hash per 512-token block) gives
+// `block_hashes`; chunk keys then derive from those hashes (chunk_tokens must divide the block).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kappasim {
+
+struct Request {
+  std::uint64_t id = 0;
+  double arrival_s = 0;
+  std::uint64_t sequence_id = 0;  // 0: no reusable prefix
+  std::int64_t prefix_tokens = 0;  // K if the whole prefix is in the tier
+  std::int64_t new_tokens = 0;     // T (at least 1)
+  std::int64_t output_tokens = 1;  // prefill only by default: one output token
+  bool extends_sequence = false;   // the prompt's new tokens extend the sequence (chat turns)
+  // Explicit prefix identity (Mooncake traces): one hash per block of block_tokens tokens,
+  // covering prefix + new tokens; empty for generated workloads.
+  std::vector<std::uint64_t> block_hashes;
+  int block_tokens = 0;
+  std::string workload;  // which generator or trace produced it ("narrativeqa", "trace:x.jsonl")
+
+  std::int64_t prompt_tokens() const { return prefix_tokens + new_tokens; }
+  double kappa_ratio() const {
+    return new_tokens > 0 ? static_cast<double>(prefix_tokens) / new_tokens : 0;
+  }
+};
+
+// Keys of the prompt's full chunks of `chunk_tokens` tokens (a trailing partial chunk has no
+// key: LMCache stores and finds full chunks only). Deterministic: a pure function of the request.
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens);
+
+// A stream of requests in arrival order (non-decreasing arrival_s). Generators and trace
+// readers implement it; they produce requests lazily so memory stays bounded by the requests in
+// the system, never by how many were produced.
+class WorkloadSource {
+ public:
+  virtual ~WorkloadSource() = default;
+  // The next request, or false when the source is exhausted.
+  virtual bool next(Request& out) = 0;
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace kappasim

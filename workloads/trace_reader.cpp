@@ -1,0 +1,368 @@
+#include "workloads/trace_reader.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace kappasim {
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kJsonlKeys = {"arrival_s",        "prefix_tokens",  "new_tokens",
+                                             "sequence_id",      "extends_sequence", "output_tokens"};
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string type_name(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+// Text of a JSON value for messages, shortened.
+std::string show(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+}  // namespace
+
+std::string resolve_trace_path(const TraceSpec& spec, const std::string& base_dir) {
+  if (spec.path.empty() || spec.path[0] == '/' || base_dir.empty()) return spec.path;
+  return base_dir.back() == '/' ? base_dir + spec.path : base_dir + "/" + spec.path;
+}
+
+TraceSource::TraceSource(const TraceSpec& spec, const std::string& base_dir)
+    : m_spec(spec), m_file(resolve_trace_path(spec, base_dir)) {
+  if (m_spec.path.empty()) throw InputError("workload.trace.path: no trace file given");
+  if (!(m_spec.time_scale > 0) || !std::isfinite(m_spec.time_scale))
+    throw InputError("workload.trace.time_scale: must be a finite number > 0, got " +
+                     format_number(m_spec.time_scale));
+  m_in.open(m_file, std::ios::binary);
+  if (!m_in)
+    throw InputError("workload.trace.path: cannot open trace file '" + m_file + "'" +
+                     (m_file != m_spec.path ? " (the path is taken from the config file's folder)"
+                                            : std::string()));
+  m_label = "trace:" + basename_of(m_file);
+  if (m_spec.format == TraceFormat::Csv) {
+    std::string header;
+    if (!read_line(header)) fail("empty CSV trace; expected a header line naming the columns "
+                                 "arrival_s,prefix_tokens,new_tokens[,sequence_id,extends_sequence,output_tokens]");
+    std::string cell;
+    std::size_t pos = 0;
+    for (;;) {
+      const auto comma = header.find(',', pos);
+      cell = trim(header.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+      bool known = false;
+      for (const auto& k : kJsonlKeys) known = known || k == cell;
+      if (!known) {
+        const std::string near = nearest(cell, kJsonlKeys);
+        fail("unknown CSV column \"" + cell + "\"" +
+             (near.empty() ? std::string() : "; did you mean \"" + near + "\"?") +
+             " Expected a header of arrival_s,prefix_tokens,new_tokens[,sequence_id,"
+             "extends_sequence,output_tokens]");
+      }
+      for (const auto& c : m_columns)
+        if (c == cell) fail("CSV column \"" + cell + "\" appears twice in the header");
+      m_columns.push_back(cell);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    for (const char* need : {"arrival_s", "prefix_tokens", "new_tokens"}) {
+      bool found = false;
+      for (const auto& c : m_columns) found = found || c == need;
+      if (!found)
+        fail(std::string("the CSV header lacks the column \"") + need +
+             "\"; expected arrival_s,prefix_tokens,new_tokens[,sequence_id,extends_sequence,"
+             "output_tokens]");
+    }
+  }
+}
+
+std::string TraceSource::describe() const {
+  static const char* const names[] = {"kappasim JSONL", "kappasim CSV", "Mooncake JSONL"};
+  return std::string(names[static_cast<int>(m_spec.format)]) + " trace " + m_file +
+         (m_spec.time_scale != 1 ? ", time x" + format_number(m_spec.time_scale) : std::string()) +
+         (m_spec.limit > 0 ? ", first " + std::to_string(m_spec.limit) + " rows" : std::string());
+}
+
+void TraceSource::fail(const std::string& msg) const {
+  throw InputError(SourceLoc{m_file, m_line, 0}, msg);
+}
+
+bool TraceSource::read_line(std::string& line) {
+  while (std::getline(m_in, line)) {
+    ++m_line;
+    if (m_line == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!trim(line).empty()) return true;
+  }
+  if (m_in.bad()) fail("read error");
+  return false;
+}
+
+bool TraceSource::next(Request& out) {
+  if (m_spec.limit > 0 && m_produced >= m_spec.limit) return false;
+  std::string line;
+  if (!read_line(line)) return false;
+  Request r;
+  switch (m_spec.format) {
+    case TraceFormat::Jsonl: parse_jsonl(line, r); break;
+    case TraceFormat::Csv: parse_csv(line, r); break;
+    case TraceFormat::Mooncake: parse_mooncake(line, r); break;
+  }
+  // r.arrival_s holds the trace's own time in seconds here.
+  if (r.arrival_s < m_last_arrival)
+    fail("arrival time " + format_number(r.arrival_s) + " s is earlier than the previous row's " +
+         format_number(m_last_arrival) + " s; expected rows in non-decreasing arrival order");
+  m_last_arrival = r.arrival_s;
+  r.arrival_s *= m_spec.time_scale;
+  r.id = static_cast<std::uint64_t>(++m_produced);
+  r.workload = m_label;
+  out = std::move(r);
+  return true;
+}
+
+void TraceSource::check_tokens(Request& r) const {
+  if (r.new_tokens < 1 || r.new_tokens > kMaxTokens)
+    fail("new tokens " + std::to_string(r.new_tokens) + " out of range; expected 1 to " +
+         std::to_string(kMaxTokens));
+  if (r.prefix_tokens < 0 || r.prefix_tokens > kMaxTokens)
+    fail("prefix tokens " + std::to_string(r.prefix_tokens) + " out of range; expected 0 to " +
+         std::to_string(kMaxTokens));
+  if (r.output_tokens < 0 || r.output_tokens > kMaxTokens)
+    fail("output tokens " + std::to_string(r.output_tokens) + " out of range; expected 0 to " +
+         std::to_string(kMaxTokens));
+}
+
+// ---- JSON rows -------------------------------------------------------------------------------
+
+namespace {
+
+// Field readers: each returns false when the key is absent, throws (via fail) when it is bad.
+template <class Fail>
+const json* field(const json& row, const char* key, bool required, Fail&& fail) {
+  const auto it = row.find(key);
+  if (it == row.end() || it->is_null()) {
+    if (required) fail(std::string("missing \"") + key + "\"");
+    return nullptr;
+  }
+  return &*it;
+}
+
+template <class Fail>
+double json_seconds(const json& v, const char* key, Fail&& fail) {
+  if (!v.is_number())
+    fail(std::string("\"") + key + "\" is " + type_name(v) + " (" + show(v) +
+         "); expected a number >= 0");
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < 0)
+    fail(std::string("\"") + key + "\" is " + show(v) + "; expected a number >= 0");
+  return x;
+}
+
+template <class Fail>
+std::int64_t json_count(const json& v, const char* key, Fail&& fail) {
+  if (!v.is_number())
+    fail(std::string("\"") + key + "\" is " + type_name(v) + " (" + show(v) +
+         "); expected a whole number of tokens");
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(kMaxTokens))
+      fail(std::string("\"") + key + "\" is " + show(v) + "; expected at most " +
+           std::to_string(kMaxTokens));
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i < 0) fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+    return i;
+  }
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x != std::floor(x))
+    fail(std::string("\"") + key + "\" is " + show(v) + "; expected a whole number of tokens");
+  if (x < 0) fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+  if (x > static_cast<double>(kMaxTokens))
+    fail(std::string("\"") + key + "\" is " + show(v) + "; expected at most " + std::to_string(kMaxTokens));
+  return static_cast<std::int64_t>(x);
+}
+
+template <class Fail>
+std::uint64_t json_id(const json& v, const char* key, Fail&& fail) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer()) {
+    fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+  }
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (std::isfinite(x) && x == std::floor(x) && x >= 0 && x < 9007199254740992.0)
+      return static_cast<std::uint64_t>(x);
+  }
+  fail(std::string("\"") + key + "\" is " + (v.is_number() ? show(v) : type_name(v)) +
+       "; expected a whole number >= 0");
+  return 0;
+}
+
+template <class Fail>
+json parse_object(const std::string& line, Fail&& fail) {
+  json row;
+  try {
+    row = json::parse(line);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    const auto close = what.find("] ");
+    if (close != std::string::npos) what = what.substr(close + 2);
+    fail("not valid JSON (" + what + "); expected one JSON object per line");
+  }
+  if (!row.is_object()) fail("the row is " + type_name(row) + "; expected one JSON object per line");
+  return row;
+}
+
+}  // namespace
+
+void TraceSource::parse_jsonl(const std::string& line, Request& r) {
+  auto bad = [this](const std::string& m) { fail(m); };
+  const json row = parse_object(line, bad);
+  for (const auto& item : row.items()) {
+    bool known = false;
+    for (const auto& k : kJsonlKeys) known = known || k == item.key();
+    if (!known) {
+      const std::string near = nearest(item.key(), kJsonlKeys);
+      fail("unknown key \"" + item.key() + "\"" +
+           (near.empty() ? std::string() : "; did you mean \"" + near + "\"?") +
+           " Expected arrival_s, prefix_tokens, new_tokens and optionally sequence_id, "
+           "extends_sequence, output_tokens");
+    }
+  }
+  r.arrival_s = json_seconds(*field(row, "arrival_s", true, bad), "arrival_s", bad);
+  r.prefix_tokens = json_count(*field(row, "prefix_tokens", true, bad), "prefix_tokens", bad);
+  r.new_tokens = json_count(*field(row, "new_tokens", true, bad), "new_tokens", bad);
+  if (const json* v = field(row, "sequence_id", false, bad)) r.sequence_id = json_id(*v, "sequence_id", bad);
+  if (const json* v = field(row, "extends_sequence", false, bad)) {
+    if (!v->is_boolean())
+      fail("\"extends_sequence\" is " + type_name(*v) + " (" + show(*v) + "); expected true or false");
+    r.extends_sequence = v->get<bool>();
+  }
+  if (const json* v = field(row, "output_tokens", false, bad))
+    r.output_tokens = json_count(*v, "output_tokens", bad);
+  check_tokens(r);
+}
+
+void TraceSource::parse_mooncake(const std::string& line, Request& r) {
+  auto bad = [this](const std::string& m) { fail(m); };
+  const json row = parse_object(line, bad);  // other keys are ignored (the format may grow)
+  r.arrival_s = json_seconds(*field(row, "timestamp", true, bad), "timestamp", bad) / 1000.0;
+  r.new_tokens = json_count(*field(row, "input_length", true, bad), "input_length", bad);
+  r.prefix_tokens = 0;
+  r.output_tokens = json_count(*field(row, "output_length", true, bad), "output_length", bad);
+  check_tokens(r);
+  const json& ids = *field(row, "hash_ids", true, bad);
+  if (!ids.is_array())
+    fail("\"hash_ids\" is " + type_name(ids) + "; expected a list of block hashes (whole numbers)");
+  const std::int64_t blocks = (r.new_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+  if (static_cast<std::int64_t>(ids.size()) != blocks)
+    fail("\"hash_ids\" has " + std::to_string(ids.size()) + " entries for input_length " +
+         std::to_string(r.new_tokens) + "; expected ceil(" + std::to_string(r.new_tokens) + " / " +
+         std::to_string(kMooncakeBlockTokens) + ") = " + std::to_string(blocks) +
+         " (one hash per 512-token block)");
+  r.block_hashes.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    r.block_hashes.push_back(json_id(ids[i], ("hash_ids[" + std::to_string(i) + "]").c_str(), bad));
+  r.block_tokens = kMooncakeBlockTokens;
+}
+
+// ---- CSV rows --------------------------------------------------------------------------------
+
+void TraceSource::parse_csv(const std::string& line, Request& r) {
+  std::vector<std::string> cells;
+  std::size_t pos = 0;
+  for (;;) {
+    const auto comma = line.find(',', pos);
+    cells.push_back(trim(line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  if (cells.size() != m_columns.size())
+    fail("the row has " + std::to_string(cells.size()) + " cells; expected " +
+         std::to_string(m_columns.size()) + " as in the header");
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    const std::string& col = m_columns[c];
+    const std::string& cell = cells[c];
+    const bool required = col == "arrival_s" || col == "prefix_tokens" || col == "new_tokens";
+    if (cell.empty()) {
+      if (required) fail("empty " + col + "; expected a value");
+      continue;
+    }
+    if (col == "extends_sequence") {
+      if (cell == "true" || cell == "1") r.extends_sequence = true;
+      else if (cell == "false" || cell == "0") r.extends_sequence = false;
+      else fail("extends_sequence is \"" + cell + "\"; expected true, false, 1 or 0");
+      continue;
+    }
+    if (col == "sequence_id") {
+      if (cell.find_first_not_of("0123456789") != std::string::npos)
+        fail("sequence_id is \"" + cell + "\"; expected a whole number >= 0");
+      errno = 0;
+      const unsigned long long v = std::strtoull(cell.c_str(), nullptr, 10);
+      if (errno == ERANGE) fail("sequence_id \"" + cell + "\" does not fit in 64 bits");
+      r.sequence_id = static_cast<std::uint64_t>(v);
+      continue;
+    }
+    char* end = nullptr;
+    const double x = std::strtod(cell.c_str(), &end);
+    if (end == cell.c_str() || *end != '\0' || !std::isfinite(x))
+      fail(col + " is \"" + cell + "\"; expected a number");
+    if (x < 0) fail(col + " is negative (" + cell + "); expected a value >= 0");
+    if (col == "arrival_s") {
+      r.arrival_s = x;
+      continue;
+    }
+    if (x != std::floor(x)) fail(col + " is " + cell + "; expected a whole number of tokens");
+    if (x > static_cast<double>(kMaxTokens))
+      fail(col + " is " + cell + "; expected at most " + std::to_string(kMaxTokens));
+    const auto n = static_cast<std::int64_t>(x);
+    if (col == "prefix_tokens") r.prefix_tokens = n;
+    else if (col == "new_tokens") r.new_tokens = n;
+    else r.output_tokens = n;
+  }
+  check_tokens(r);
+}
+
+TraceSummary validate_trace(const TraceSpec& spec, const std::string& base_dir) {
+  TraceSource src(spec, base_dir);
+  TraceSummary s;
+  Request r;
+  while (src.next(r)) {
+    if (s.requests == 0) s.first_arrival_s = r.arrival_s;
+    s.last_arrival_s = r.arrival_s;
+    ++s.requests;
+    s.prefix_tokens += r.prefix_tokens;
+    s.new_tokens += r.new_tokens;
+  }
+  if (s.requests == 0)
+    throw InputError(SourceLoc{src.file(), 0, 0}, "the trace has no rows; expected at least one request");
+  return s;
+}
+
+}  // namespace kappasim
