@@ -53,8 +53,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
   m_spec.system.gpu.require_sim("system.gpu");
   m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
-  m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes,
-                                    kv_bytes_per_token(m_spec.model, sv.kv_dtype));
+  // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
+  // token takes tp × (per-GPU KV bytes) of host memory.
+  m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes, m_tp * m_bkv_gpu);
   const double v_eff = effective_kv_bytes_per_gpu(
       m_spec.model, m_spec.system.gpu, m_tp, weight_dtype_for(sv.compute_dtype),
       sv.activation_reserve_bytes, sv.gpu_memory_utilization);
@@ -107,6 +108,9 @@ void ServingEngine::steps() {
     Step st;
     st.plan = m_sched->plan(now_s(), *m_kv);
     if (st.plan.items.empty()) {
+      // plan() may have rejected prompts larger than the whole pool and admitted nothing:
+      // count them now (no step will call take_finished() if they were the last arrivals).
+      for (Sequence* s : m_sched->take_finished()) finish(s, st);
       if (m_source_done && m_sched->running() == 0) return;  // cannot happen: arrivals checked fit
       sc_core::wait(m_work);
       continue;
@@ -243,17 +247,21 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const double t_pipe = now_s();
   const double compute_s = compute.total.compute_time_s;
   double load_end = t_pipe;
+  double transfer_s = 0;  // time the links spent moving this step's KV
   std::vector<TransferRequest> rs;
   FlowFabric::Group g;
   if (sv.granularity == Granularity::Layer) {
     // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
     start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
     wait_group(g);
+    transfer_s += g.end_s - t_pipe;
     for (int l = 0; l < L; ++l) {
+      const double t_l = now_s();
       if (l + 1 < L) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
       wait_s(compute_s / L);
       if (l + 1 < L) {
         wait_group(g);
+        transfer_s += g.end_s - t_l;
         load_end = g.end_s;
       }
     }
@@ -266,15 +274,15 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
     wait_s(compute_s);
     wait_group(g);
     load_end = g.end_s;
-    const double load_time = load_end - t_pipe;
+    transfer_s = load_end - t_pipe;
     const double end =
-        std::max(load_end + compute.last_layer_s, t_pipe + load_time / L + compute_s);
+        std::max(load_end + compute.last_layer_s, t_pipe + transfer_s / L + compute_s);
     wait_s(end - now_s());
   }
-  m_link_busy_s += load_end - t_pipe;
+  m_link_busy_s += transfer_s;
   m_loaded_bytes_gpu += bytes;
   st.load_bytes_gpu = bytes;
-  st.load_s = load_end - t0;
+  st.load_s = (t_pipe - t0) + transfer_s;  // CPU-side costs + the links' transfer time
   if (m_sinks.trace) {
     m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
     m_sinks.trace->span(m_track_step, "step " + std::to_string(m_step_no), t_pipe, now_s());
@@ -329,7 +337,8 @@ void ServingEngine::finish(Sequence* s, const Step& st) {
   rec.id = id;
   rec.workload = s->req.workload;
   rec.arrival_s = s->req.arrival_s;
-  rec.queue_s = s->first_scheduled_s - s->req.arrival_s;
+  // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
+  rec.queue_s = std::max(0.0, s->first_scheduled_s - s->req.arrival_s);
   rec.load_s = m_load_s.count(id) ? m_load_s[id] : 0;
   rec.compute_s = m_compute_s[id];
   rec.ttft_s = now_s() - s->req.arrival_s;
@@ -376,8 +385,8 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   t.tdp_w = m_spec.system.gpu.tdp_w;
   t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
   t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());
-  t.kernel_events = sc_core::sc_delta_count();
-  t.requests_rejected = m_rejected;  // SystemC delta cycles of the whole run
+  t.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
+  t.requests_rejected = m_rejected;
   return t;
 }
 

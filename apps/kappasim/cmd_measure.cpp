@@ -112,28 +112,53 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
   if (verb == "poh") {
     std::string k, t;
     po::options_description desc(
-        "kappasim measure poh: one isolated request with K cached tokens (warm tier) and T new ones\n"
-        "Usage: kappasim measure poh --model M --system S --k K --t T [options]\nOptions");
+        "kappasim measure poh: isolated requests with K cached tokens (warm tier) and T new ones;\n"
+        "P_OH = KV load time / compute time. Comma-separated lists give the K x T grid.\n"
+        "Usage: kappasim measure poh --model M --system S --k K[,K...] --t T[,T...] [options]\nOptions");
     add_measure_options(desc, o);
-    desc.add_options()("k", po::value(&k)->required(), "cached tokens K")
-        ("t", po::value(&t)->required(), "new tokens T");
+    desc.add_options()("k", po::value(&k)->required(), "cached tokens K (a list: a grid)")
+        ("t", po::value(&t)->required(), "new tokens T (a list: a grid)");
     if (std::find(args.begin(), args.end(), "--help") != args.end()) {
       std::cout << desc << "\n";
       return 0;
     }
     parse("measure poh", args, desc);
     const Format fmt = parse_format(o.format);
-    const double K = parse_count("k", k, 0), T = parse_count("t", t, 1);
+    auto list = [](const std::string& name, const std::string& text, double min) {
+      std::vector<double> v;
+      std::size_t start = 0;
+      while (start <= text.size()) {
+        const auto comma = text.find(',', start);
+        v.push_back(parse_count(name, text.substr(start, comma == std::string::npos ? std::string::npos : comma - start), min));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (v.size() > 10000) throw InputError("--" + name + ": at most 10000 values");
+      return v;
+    };
+    const std::vector<double> ks = list("k", k, 0), ts = list("t", t, 1);
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
-    const auto recs = run_isolated(spec, {isolated_request(1, 0, K, T)});
-    if (recs.empty()) throw InputError("measure poh: the request does not fit the GPUs' KV cache");
-    const RequestRecord& r = recs.front();
+    std::vector<Request> rs;
+    const double spacing = 2e4;  // seconds between isolated requests: far longer than any one
+    for (double K : ks)
+      for (double T : ts)
+        rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * spacing, K, T));
+    const auto recs = run_isolated(spec, rs);
     Table tab({"model", "system", "tp", "load_path", "k", "t", "cached_tokens", "computed_tokens",
                "p_oh", "load_time_s", "compute_time_s", "ttft_s"});
-    tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
-                 r.load_path, K, T, r.cached_tokens, r.computed_tokens,
-                 r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s, r.compute_s, r.ttft_s});
+    std::size_t i = 0;
+    for (const RequestRecord& r : recs) {
+      while (i < rs.size() && rs[i].id != r.id) ++i;  // records come in id order (isolated)
+      const Request& q = rs[i];
+      tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
+                   r.load_path, static_cast<double>(q.prefix_tokens),
+                   static_cast<double>(q.new_tokens), r.cached_tokens, r.computed_tokens,
+                   r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s, r.compute_s, r.ttft_s});
+    }
+    if (recs.size() < rs.size())
+      std::cerr << "kappasim: note: " << rs.size() - recs.size()
+                << " request(s) did not fit the GPUs' KV cache and were rejected\n";
     std::cout << tab.render(fmt);
     return 0;
   }
@@ -164,19 +189,27 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
         spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
     const double max_tokens = static_cast<double>(kv_blocks_for(v_eff, spec.serving.block_tokens, bkv_gpu)) *
                               spec.serving.block_tokens;
-    const double kmax = std::min(1e5, (max_tokens - T) / T);
-    if (kmax < 1) throw InputError("measure kappa-crit: T = " + format_number(T) + " leaves no room for a cached prefix in the KV cache");
+    // K runs over whole tier chunks, so that every cached token is loaded and exactly T tokens
+    // are computed (a partial chunk would be recomputed and change T): κ = K / T exactly.
+    const double chunk = spec.serving.tier_chunk_tokens();
+    const double kmax_tokens = std::min(1e5 * T, std::floor((max_tokens - T) / chunk) * chunk);
+    if (kmax_tokens < chunk)
+      throw InputError("measure kappa-crit: T = " + format_number(T) +
+                       " leaves no room for a cached prefix in the KV cache");
+    const double kmax = kmax_tokens / T;
     std::vector<Request> rs;
-    std::vector<double> kappas;
     const double spacing = 2e4;  // seconds between isolated requests: far longer than any one
+    double last_k = -1;
     for (int i = 0; i < points; ++i) {
-      const double kappa = std::pow(kmax, static_cast<double>(i) / (points - 1));
-      kappas.push_back(kappa);
-      rs.push_back(isolated_request(static_cast<std::uint64_t>(i + 1), i * spacing, kappa * T, T));
+      const double want = std::max(1.0, std::pow(kmax, static_cast<double>(i) / (points - 1))) * T;
+      const double K = std::max(chunk, std::round(want / chunk) * chunk);
+      if (K == last_k || K > kmax_tokens) continue;
+      last_k = K;
+      rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * spacing, K, T));
     }
     const auto recs = run_isolated(spec, rs);
     // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
-    double crit = NAN, eff_bw = NAN;
+    double crit = NAN, eff_bw = NAN, eff_c = NAN;
     for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
       const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
       if (a < 1 && b >= 1) {
@@ -185,6 +218,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
         crit = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
         const RequestRecord& r = recs[i + 1];
         eff_bw = r.bytes_loaded / spec.serving.tp / r.load_s;
+        // The compute rate the simulated step achieved, in the analytic model's own FLOPs
+        // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
+        eff_c = count_params(spec.model).active() * 2 / spec.serving.tp * T / r.compute_s;
         break;
       }
     }
@@ -193,17 +229,20 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     q.kv_dtype = spec.serving.kv_dtype;
     q.tp = spec.serving.tp;
     const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, &prov);
-    double effective = NAN;
+    double effective = NAN, effective_both = NAN;
     if (std::isfinite(eff_bw)) {
       q.bandwidth_override = eff_bw;
       effective = evaluate_kappa(spec.model, spec.system, q, &prov).kappa_crit;
+      q.compute_override = eff_c;
+      effective_both = evaluate_kappa(spec.model, spec.system, q, &prov).kappa_crit;
     }
     Table tab({"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
                "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
-               "h2d_effective_bytes_per_s", "h2d_peak_bytes_per_s"});
+               "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
+               "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops"});
     tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
                  recs.empty() ? std::string() : recs.front().load_path, T, crit, peak.kappa_crit,
-                 effective, eff_bw, peak.bandwidth});
+                 effective, effective_both, eff_bw, peak.bandwidth, eff_c, peak.compute});
     std::cout << tab.render(fmt);
     if (!std::isfinite(crit))
       std::cerr << "kappasim: note: load/compute never crossed 1 between κ = 1 and κ = "
@@ -213,6 +252,8 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
   throw InputError("kappasim measure: expected kappa-crit or poh" +
                    (verb.empty() ? std::string() : ", got '" + verb + "'"));
 }
+
+constexpr double kBenchDefaultRate = 5.4;
 
 int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   if (verb != "serving")
@@ -236,11 +277,13 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   if (requests < 1) throw InputError("--requests: must be at least 1");
   ConfigNode root = parse_yaml(
       "model: qwen3-235b-a22b\nsystem: paper-testbed\ntrace: false\n"
-      "serving: {tp: 8, load_path: layerwise, granularity: step, store: async}\n"
+      "serving: {tp: 8, load_path: layerwise, granularity: step, store: async, warm_tier: true}\n"
       "workload: {type: narrativeqa}\n",
       "<bench serving>");
   apply_set(root, "workload.requests=" + std::to_string(requests));
-  if (rate > 0) apply_set(root, "workload.rate=" + format_number(rate));
+  // Default: 80% of the simulated capacity of this setup, 6.7 requests/s (measured with
+  // `kappasim bench serving --rate 70`: the throughput of an overloaded run; docs/benchmarks.md).
+  apply_set(root, "workload.rate=" + format_number(rate > 0 ? rate : kBenchDefaultRate));
   for (const auto& s : sets) apply_set(root, s);
   const RunSpec spec = read_config<RunSpec>(root, "");
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
@@ -252,14 +295,15 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);
-  Table tab({"requests", "wall_s", "requests_per_s", "peak_rss_bytes", "simulated_time_s",
-             "rate_rps", "throughput_rps", "ttft_p50_s"});
+  Table tab({"requests", "requests_rejected", "wall_s", "requests_per_s", "peak_rss_bytes",
+             "simulated_time_s", "rate_rps", "throughput_rps", "ttft_p50_s"});
   double p50 = NAN, thr = NAN;
   for (const auto& [k, v] : summary.figures(totals)) {
     if (k == "ttft_p50_s") p50 = v;
     if (k == "throughput_rps") thr = v;
   }
-  tab.add_row({static_cast<std::int64_t>(summary.requests()), wall,
+  tab.add_row({static_cast<std::int64_t>(summary.requests()),
+               static_cast<std::int64_t>(totals.requests_rejected), wall,
                static_cast<double>(summary.requests()) / wall,
                static_cast<std::int64_t>(ru.ru_maxrss) * 1024, totals.simulated_time_s,
                spec.workload.rate, thr, p50});

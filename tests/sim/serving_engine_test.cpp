@@ -1,0 +1,522 @@
+// The serving engine (SystemC) against hand formulas: isolated requests on each load path, the
+// chunk rounding of cached tokens, TP-8 KV-head replication and host-DRAM contention, the
+// invariants of a small NarrativeQA-like run, and FIFO head-of-line blocking against the
+// utilisation-aware policy. Every expected time is built here from preset literals (quoted next
+// to each constant) and the documented cost formulas; batch_step_time() is the one model call
+// (the compute of a step is defined as that function). One simulation per TEST (ctest runs each
+// TEST in its own process).
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/sim_runner.hpp"
+#include "interconnects/pcie_protocol.hpp"
+#include "models/gpu/copy_engine.hpp"
+#include "models/gpu/kernel_timing.hpp"
+#include "serving/engine.hpp"
+
+namespace kappasim {
+namespace {
+
+// ---- hand numbers ----------------------------------------------------------------------------
+// ServingSpec defaults (serving/serving_spec.hpp).
+constexpr double kStepOverhead = 2e-3;       // step_overhead
+constexpr double kRetrieveFixed = 0.5e-3;    // lmcache_retrieve_fixed
+constexpr double kRetrievePerChunk = 0.1e-3; // lmcache_retrieve_per_chunk
+constexpr double kNativeFixed = 0.1e-3;      // native_request_fixed (native_per_block 0)
+constexpr double kChunk = 256;               // chunk_tokens
+// presets/gpus/h100-sxm5.yaml
+constexpr double kBlockOverhead = 0.24e-6;   // copy_kernel_block_overhead
+constexpr double kDmaOverhead = 2.36e-6;     // dma_copy_overhead
+// presets/links/pcie5.yaml
+constexpr double kRtt = 1e-6;                // round_trip_latency
+// One PCIe 5.0 x16 direction on the wire: 32 GT/s × 16 lanes / 8 × 128/130, less one 16 B SKP
+// ordered set per 370 blocks of 16 B.
+const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
+// Wire bytes per payload byte of a read: completions of 128 B (RCB) with 20 B (3-DW) framing,
+// plus an 8 B ACK DLLP per 4 TLPs for the request.
+//   SM read, 64 B requests: 1 + 20/64 + 2/64;  DMA read, 512 B requests: 1 + 4·20/512 + 2/512.
+const double kSmReadCost = 1 + 20.0 / 64 + 2.0 / 64;
+const double kDmaReadCost = 1 + 4 * 20.0 / 512 + 2.0 / 512;
+// Little's law on 768 read tags held one 1 µs round trip each.
+const double kSmTags = 768 * 64 / kRtt;    // 49.152 GB/s
+const double kDmaTags = 768 * 512 / kRtt;  // 393 GB/s
+// presets/host-memory: 8 channels × MT/s × 8 B × dram_efficiency 0.8, per socket.
+const double kDramDgxH100 = 8 * 4400e6 * 8 * 0.8;  // DDR5-4400: 225.28 GB/s
+const double kDramEpyc = 8 * 3200e6 * 8 * 0.8;     // DDR4-3200: 163.84 GB/s
+// B_kv per token = 2 (K and V) × layers × KV heads × head_dim × 2 B (BF16).
+constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;      // Llama-3.1-8B: 131,072 B
+constexpr double kBkvQwenGpuTp8 = 2.0 * 94 * 1 * 128 * 2;  // Qwen3-235B-A22B, 4 KV heads
+                                                            // replicated to 1 per GPU at TP 8
+
+// The payload rate of one H2D copy alone on the DGX H100 (local pool): the tightest of DRAM,
+// the link's down (data) and up (requests, ACKs) directions, HBM and the read tags.
+double solo_rate(double data_cost, double reverse_cost, double tags) {
+  const double hbm = 3.35e12 * 0.92;
+  return std::min({kDramDgxH100, kWire / data_cost, kWire / reverse_cost, hbm, tags});
+}
+const double kSmReadReverse = 24.0 / 64 + 2.0 / 64;          // MRd (4-DW) + ACK per completion
+const double kDmaReadReverse = 24.0 / 512 + 4 * 2.0 / 512;
+
+// 1e-9 relative, at least a few picoseconds (each simulated wait rounds to the 1 ps resolution).
+double tol(double expected) { return std::max(1e-9 * std::abs(expected), 5e-12); }
+
+// ---- helpers ---------------------------------------------------------------------------------
+RunSpec run_spec(const std::string& yaml) {
+  return read_config<RunSpec>(parse_yaml(yaml, "<test>"), "");
+}
+
+class VectorSource : public WorkloadSource {
+ public:
+  explicit VectorSource(std::vector<Request> rs) : m_rs(std::move(rs)) {}
+  bool next(Request& out) override {
+    if (m_i >= m_rs.size()) return false;
+    out = m_rs[m_i++];
+    return true;
+  }
+  std::string describe() const override { return "test requests"; }
+
+ private:
+  std::vector<Request> m_rs;
+  std::size_t m_i = 0;
+};
+
+Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at;
+  r.sequence_id = id;  // a document of its own
+  r.prefix_tokens = K;
+  r.new_tokens = T;
+  r.workload = "test";
+  return r;
+}
+
+struct Outcome {
+  std::vector<RequestRecord> recs;
+  SummaryBuilder::Totals totals;
+  const RequestRecord& rec(std::uint64_t id) const {
+    for (const auto& r : recs)
+      if (r.id == id) return r;
+    throw std::logic_error("no record for request " + std::to_string(id));
+  }
+};
+
+Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
+  VectorSource src(std::move(rs));
+  Outcome out;
+  EngineSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
+  out.totals = run_serving(spec, src, sinks);
+  return out;
+}
+
+double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
+  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch,
+                         spec.serving.compute_dtype)
+      .total.compute_time_s;
+}
+
+const char* kLlama8bH100 =
+    "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n";
+
+// ---- isolated requests -------------------------------------------------------------------------
+
+TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+  const std::int64_t K = 4096, T = 128;  // 16 chunks of 256
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+
+  // Which resource binds an SM read alone: the link's down direction (46.77 GB/s) is below the
+  // read-tag limit (49.15 GB/s) and far below DRAM (225 GB/s) and the up direction (155 GB/s).
+  const double link = kWire / kSmReadCost;
+  ASSERT_LT(link, kSmTags);
+  ASSERT_LT(link, kDramDgxH100);
+  const double rate = solo_rate(kSmReadCost, kSmReadReverse, kSmTags);
+  ASSERT_EQ(rate, link);
+  // The protocol module agrees with the hand rate.
+  const PcieProtocol p = PcieProtocol::from(spec.system.host_link, "l");
+  EXPECT_NEAR(payload_bandwidth(p, PcieOp::SmRead), link, 1e-6 * link);
+  EXPECT_NEAR(read_tag_limit_Bps(p, PcieOp::SmRead), kSmTags, 1e-3);
+
+  const double chunks = K / kChunk;
+  const double bytes = K * kBkv8b;
+  const double load = kRetrieveFixed + chunks * kRetrievePerChunk + chunks * kBlockOverhead + kRtt +
+                      bytes / rate;
+  EXPECT_NEAR(copy_kernel_fixed_s(spec.system.gpu, 16), chunks * kBlockOverhead, 1e-18);
+  const double compute = step_compute(spec, {{double(T), double(K), true}});
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  EXPECT_NEAR(r.compute_s, compute, 1e-15);
+  EXPECT_NEAR(r.ttft_s, kStepOverhead + load + compute, tol(kStepOverhead + load + compute));
+  EXPECT_NEAR(r.queue_s, 0, 1e-12);
+  EXPECT_EQ(r.cached_tokens, K);
+  EXPECT_EQ(r.computed_tokens, T);
+  EXPECT_DOUBLE_EQ(r.kappa_ratio, 32);
+  EXPECT_DOUBLE_EQ(r.bytes_loaded, bytes);
+  EXPECT_DOUBLE_EQ(r.bytes_stored, 0);
+  EXPECT_EQ(r.steps, 1);
+  EXPECT_EQ(r.load_path, "kernel");
+  // Totals: the link carried the bytes from the copy kernel's start to its last byte.
+  EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, bytes);
+  const double link_time = chunks * kBlockOverhead + kRtt + bytes / rate;
+  EXPECT_NEAR(o.totals.link_busy_s, link_time, tol(link_time));
+  EXPECT_NEAR(o.totals.link_capacity_Bps, rate, 1e-6 * rate);
+  EXPECT_NEAR(o.totals.simulated_time_s, r.ttft_s, 1e-12);
+  EXPECT_EQ(o.totals.requests_rejected, 0u);
+}
+
+TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+
+  // DMA reads alone: the link's down direction (54.2 GB/s) binds; read tags allow 393 GB/s.
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  ASSERT_EQ(rate, kWire / kDmaReadCost);
+  const double copies = std::ceil(K / 16.0);  // 256
+  // copies × dma_copy_overhead + (copies − 1) × RTT between copies + the first copy's RTT.
+  const double fixed = copies * kDmaOverhead + (copies - 1) * kRtt;
+  EXPECT_NEAR(dma_stream_fixed_s(spec.system.gpu, 256, kRtt), fixed, 1e-15);
+  const double bytes = K * kBkv8b;
+  const double load = kNativeFixed + fixed + kRtt + bytes / rate;
+  const double compute = step_compute(spec, {{double(T), double(K), true}});
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  EXPECT_NEAR(r.ttft_s, kStepOverhead + load + compute, tol(kStepOverhead + load + compute));
+  EXPECT_EQ(r.cached_tokens, K);
+  EXPECT_EQ(r.computed_tokens, T);
+  EXPECT_EQ(r.load_path, "block_dma");
+}
+
+// Two isolated requests (100 s apart): one whose load outlasts its compute, one the other way
+// round, so both arms of the pipeline's max() are checked.
+TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
+  const RunSpec spec = run_spec(
+      std::string(kLlama8bH100) +
+      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
+  const std::int64_t K = 4096;
+  const std::vector<std::int64_t> Ts = {128, 4096};
+  const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double L = 32, chunks = K / kChunk, bytes = K * kBkv8b;
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double retrieve = kRetrieveFixed + chunks * kRetrievePerChunk;
+  // One DMA per layer per chunk on one stream, as one flow.
+  const double copies = chunks * L;
+  const double load_time = copies * kDmaOverhead + (copies - 1) * kRtt + kRtt + bytes / rate;
+  bool load_bound_seen = false, compute_bound_seen = false;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const RequestRecord& r = o.recs[i];
+    ASSERT_EQ(r.id, i + 1);
+    const StepTime st = batch_step_time(spec.model, spec.system.gpu, 1,
+                                        {{double(Ts[i]), double(K), true}}, "bf16");
+    const double compute = st.total.compute_time_s;
+    const double drain = load_time + st.last_layer_s;            // last layer after the last load
+    const double fill = load_time / L + compute;                 // first layer's load, then compute
+    (drain > fill ? load_bound_seen : compute_bound_seen) = true;
+    const double ttft = kStepOverhead + retrieve + std::max(drain, fill);
+    EXPECT_NEAR(r.ttft_s, ttft, tol(ttft)) << r.id;
+    EXPECT_NEAR(r.load_s, retrieve + load_time, tol(retrieve + load_time)) << r.id;
+    EXPECT_NEAR(r.compute_s, compute, 1e-15) << r.id;
+    EXPECT_NEAR(r.queue_s, 0, 1e-12) << r.id;
+  }
+  EXPECT_TRUE(load_bound_seen);
+  EXPECT_TRUE(compute_bound_seen);
+  EXPECT_NEAR(o.totals.link_busy_s, 2 * load_time, tol(2 * load_time));
+}
+
+// Layer granularity: layer 0's load, then L − 1 rounds of max(per-layer load, per-layer compute),
+// then the last layer's compute.
+TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
+  const RunSpec spec = run_spec(
+      std::string(kLlama8bH100) +
+      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
+  const std::int64_t K = 4096;
+  const std::vector<std::int64_t> Ts = {128, 4096};
+  const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double L = 32, chunks = K / kChunk, bytes = K * kBkv8b;
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double retrieve = kRetrieveFixed + chunks * kRetrievePerChunk;
+  const double a = chunks * kDmaOverhead + (chunks - 1) * kRtt + kRtt + bytes / L / rate;
+  bool load_bound_seen = false, compute_bound_seen = false;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const RequestRecord& r = o.recs[i];
+    const double compute = step_compute(spec, {{double(Ts[i]), double(K), true}});
+    const double c = compute / L;
+    (a > c ? load_bound_seen : compute_bound_seen) = true;
+    const double ttft = kStepOverhead + retrieve + a + (L - 1) * std::max(a, c) + c;
+    // 2 rounded waits per layer: allow 1 ps each.
+    EXPECT_NEAR(r.ttft_s, ttft, 2 * L * 1e-12 + 1e-9 * ttft) << r.id;
+    // load_s: the CPU-side costs plus the time the links moved KV (L transfers of `a` each,
+    // whether or not compute hid them).
+    EXPECT_NEAR(r.load_s, retrieve + L * a, 2 * L * 1e-12 + 1e-9 * L * a) << r.id;
+  }
+  EXPECT_TRUE(load_bound_seen);
+  EXPECT_TRUE(compute_bound_seen);
+  EXPECT_NEAR(o.totals.link_busy_s, 2 * L * a, 4 * L * 1e-12 + 1e-9 * L * a);
+}
+
+// LMCache finds full chunks only: K = 1000 has 3 chunks (768 tokens) in the tier; the rest of the
+// prompt is computed. A prefix shorter than a chunk gives no hit and no load at all.
+TEST(ServingEngine, CachedTokensAreWholeChunks) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+  const Outcome o = serve(spec, {request(1, 0, 1000, 24), request(2, 100, 255, 1),
+                                 request(3, 200, 512, 1)});
+  ASSERT_EQ(o.recs.size(), 3u);
+  const RequestRecord& a = o.rec(1);
+  EXPECT_EQ(a.cached_tokens, 768);                 // floor(1000 / 256) · 256
+  EXPECT_EQ(a.computed_tokens, 1000 + 24 - 768);   // 256
+  EXPECT_DOUBLE_EQ(a.bytes_loaded, 768 * kBkv8b);
+  const double rate = kWire / kSmReadCost;
+  const double load = kRetrieveFixed + 3 * kRetrievePerChunk + 3 * kBlockOverhead + kRtt +
+                      768 * kBkv8b / rate;
+  EXPECT_NEAR(a.load_s, load, tol(load));
+  const double ttft = kStepOverhead + load + step_compute(spec, {{256, 768, true}});
+  EXPECT_NEAR(a.ttft_s, ttft, tol(ttft));
+
+  const RequestRecord& b = o.rec(2);  // 255 cached tokens: no full chunk
+  EXPECT_EQ(b.cached_tokens, 0);
+  EXPECT_EQ(b.computed_tokens, 256);
+  EXPECT_EQ(b.load_s, 0);
+  EXPECT_DOUBLE_EQ(b.bytes_loaded, 0);
+  const double ttft_b = kStepOverhead + step_compute(spec, {{256, 0, true}});
+  EXPECT_NEAR(b.ttft_s, ttft_b, tol(ttft_b));
+
+  const RequestRecord& c = o.rec(3);  // two full chunks, one new token
+  EXPECT_EQ(c.cached_tokens, 512);
+  EXPECT_EQ(c.computed_tokens, 1);
+  EXPECT_DOUBLE_EQ(c.kappa_ratio, 512);
+}
+
+// TP 8: every GPU loads its shard (one KV head of Qwen3's 4, replicated), and all eight read the
+// interleaved pool of the 2-socket EPYC host at once, so host DRAM binds below the link.
+TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {
+  const RunSpec spec = run_spec(
+      "model: qwen3-235b-a22b\nsystem: paper-testbed\ntrace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
+  const std::int64_t K = 8192, T = 128;  // 32 chunks
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+  EXPECT_EQ(kBkvQwenGpuTp8, 48128);
+  EXPECT_DOUBLE_EQ(r.bytes_loaded, K * 48128.0 * 8);
+  EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, K * 48128.0);
+
+  // Interleaved pool: each GPU's flow reads half its bytes from each socket's DRAM. Eight flows
+  // at rate x put 8 · x/2 = 4x on each socket: x <= 163.84 / 4 = 40.96 GB/s. The socket links
+  // carry the remote halves of 4 GPUs: 2x <= 144 GB/s. The GPU's own link allows 46.77 GB/s and
+  // its read tags 49.15 GB/s. Alone, one GPU would get min(2 · 163.84, 46.77, ...) = 46.77.
+  const double per_gpu = kDramEpyc / 4;
+  const double alone = std::min({2 * kDramEpyc, kWire / kSmReadCost, kSmTags});
+  ASSERT_LT(per_gpu, kWire / kSmReadCost);
+  ASSERT_LT(per_gpu, 144e9 / 2);
+  ASSERT_LT(per_gpu, alone);  // the direction: eight at once are slower per GPU
+  const double chunks = K / kChunk;
+  const double transfer = chunks * kBlockOverhead + kRtt + K * kBkvQwenGpuTp8 / per_gpu;
+  const double load = kRetrieveFixed + chunks * kRetrievePerChunk + transfer;
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  const double alone_transfer = chunks * kBlockOverhead + kRtt + K * kBkvQwenGpuTp8 / alone;
+  EXPECT_GT(transfer, alone_transfer);
+  const double ttft = kStepOverhead + load + step_compute(spec, {{double(T), double(K), true}});
+  EXPECT_NEAR(r.ttft_s, ttft, tol(ttft));
+}
+
+// ---- invariants of a small generated run ---------------------------------------------------
+
+class RecordingSource : public WorkloadSource {
+ public:
+  explicit RecordingSource(WorkloadSource& in) : m_in(in) {}
+  bool next(Request& out) override {
+    if (!m_in.next(out)) return false;
+    seen.emplace(out.id, out);
+    order.push_back(out.id);
+    return true;
+  }
+  std::string describe() const override { return m_in.describe(); }
+  std::map<std::uint64_t, Request> seen;
+  std::vector<std::uint64_t> order;
+
+ private:
+  WorkloadSource& m_in;
+};
+
+TEST(ServingEngine, NarrativeQaRunInvariants) {
+  // Cold tier, blocking stores: later questions on a document hit the chunks the first stored.
+  const RunSpec spec = run_spec(
+      "model: llama-3.1-8b\nsystem: h100\ntrace: false\n"
+      "serving: {tp: 1, store: blocking}\n"
+      "workload: {type: narrativeqa, requests: 200, rate: 2, seed: 7}\n");
+  auto gen = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed));
+  RecordingSource src(*gen);
+  std::vector<RequestRecord> recs;
+  std::vector<double> finish_clock;
+  SummaryBuilder summary;
+  EngineSinks sinks;
+  sinks.summary = &summary;
+  sinks.on_finish = [&](const RequestRecord& r) {
+    recs.push_back(r);
+    finish_clock.push_back(sc_core::sc_time_stamp().to_seconds());
+  };
+  std::unique_ptr<ServingEngine> engine;
+  run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, src, sinks); });
+  const SummaryBuilder::Totals totals = engine->totals(0);
+
+  // V_eff = 80 GB × 0.9 − 2 B × 8,030,261,248 parameters − 4.84 GiB; blocks of 16 × 131,072 B.
+  const double params = 32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 +
+                                2 * 4096) + 2 * 128256.0 * 4096 + 4096;
+  const double v_eff = 80e9 * 0.9 - 2 * params - 4.84 * 1073741824.0;
+  const std::int64_t blocks = static_cast<std::int64_t>(std::floor(v_eff / (16 * kBkv8b)));
+  EXPECT_EQ(engine->gpu_kv().total_blocks(), blocks);  // 24,195
+  EXPECT_EQ(engine->gpu_kv().used_blocks(), 0);        // everything released at the end
+  EXPECT_LE(engine->tier().used_bytes(), engine->tier().capacity_bytes());
+
+  // Every arrival finishes once or is rejected.
+  ASSERT_EQ(src.seen.size(), 200u);
+  EXPECT_EQ(engine->arrived(), 200u);
+  EXPECT_EQ(engine->finished() + engine->rejected(), engine->arrived());
+  EXPECT_EQ(recs.size(), engine->finished());
+  EXPECT_EQ(summary.requests(), engine->finished());
+  std::set<std::uint64_t> ids;
+  for (const auto& r : recs) EXPECT_TRUE(ids.insert(r.id).second) << "request " << r.id << " twice";
+  std::int64_t rejected_expected = 0;
+  for (const auto& [id, q] : src.seen) {
+    const bool too_big = (q.prompt_tokens() + 15) / 16 > blocks;
+    rejected_expected += too_big;
+    if (!too_big) {
+      EXPECT_TRUE(ids.count(id)) << "request " << id << " never finished";
+    }
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(engine->rejected()), rejected_expected);
+
+  double cached_sum = 0, loaded_sum = 0, prev_finish = -1;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const RequestRecord& r = recs[i];
+    const Request& q = src.seen.at(r.id);
+    EXPECT_EQ(r.arrival_s, q.arrival_s);
+    EXPECT_EQ(r.cached_tokens + r.computed_tokens, q.prompt_tokens()) << r.id;
+    EXPECT_EQ(r.cached_tokens % 256, 0) << r.id;
+    EXPECT_LE(r.cached_tokens, q.prefix_tokens) << r.id;  // question chunks are never shared
+    EXPECT_GE(r.computed_tokens, 1);
+    EXPECT_GE(r.steps, (r.computed_tokens + 4095) / 4096) << r.id;  // token budget 4096
+    // Times: queue and load non-negative (to the 1 ps clock), TTFT covers queue + load + compute
+    // (the kernel path loads before the first step's compute).
+    EXPECT_GE(r.queue_s, -1e-12) << r.id;
+    EXPECT_GE(r.load_s, 0) << r.id;
+    EXPECT_GE(r.ttft_s + 1e-9, r.queue_s + r.compute_s) << r.id;
+    EXPECT_GE(r.ttft_s + 1e-9, r.queue_s + r.load_s + r.compute_s) << r.id;
+    EXPECT_EQ(r.load_s > 0, r.cached_tokens > 0) << r.id;
+    // Finish records come in time order, each at the simulated time it is reported.
+    const double fin = r.arrival_s + r.ttft_s;
+    EXPECT_NEAR(fin, finish_clock[i], 1e-9) << r.id;
+    EXPECT_GE(finish_clock[i], prev_finish) << r.id;
+    prev_finish = finish_clock[i];
+    EXPECT_DOUBLE_EQ(r.bytes_loaded, r.cached_tokens * kBkv8b);
+    cached_sum += static_cast<double>(r.cached_tokens);
+    loaded_sum += r.bytes_loaded;
+  }
+  // The run is not trivial: some requests hit the tier and some queued behind others.
+  EXPECT_GT(cached_sum, 0);
+  EXPECT_TRUE(std::any_of(recs.begin(), recs.end(), [](const RequestRecord& r) { return r.queue_s > 0.01; }));
+  EXPECT_NEAR(totals.h2d_bytes_per_gpu, cached_sum * kBkv8b, 1e-9 * totals.h2d_bytes_per_gpu);
+  EXPECT_NEAR(totals.h2d_bytes_per_gpu, loaded_sum, 1e-9 * totals.h2d_bytes_per_gpu);  // tp 1
+  EXPECT_LE(cached_sum, totals.tier_hit_chunks * 256);
+  EXPECT_NEAR(totals.simulated_time_s, prev_finish, 1e-9);
+  EXPECT_EQ(totals.requests_rejected, engine->rejected());
+}
+
+// A prompt longer than the whole GPU KV pool is rejected, also when it is the last thing the
+// engine sees (nothing runs after it).
+TEST(ServingEngine, RejectedRequestIsCountedEvenAtTheEndOfTheRun) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+  const Outcome o = serve(spec, {request(1, 0, 4096, 128), request(2, 100, 500000, 128)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  EXPECT_EQ(o.recs[0].id, 1u);
+  EXPECT_EQ(o.totals.requests_rejected, 1u);
+}
+
+// ---- policies --------------------------------------------------------------------------------
+// Three requests at t = 0, in this order: R1 and R2 each hold 12,296 of the 24,195 KV blocks
+// (196,608 cached + 128 new tokens), so they cannot run together; R3 is small (1,024 + 128).
+// FIFO admits R1, then stops at R2 (head-of-line blocking), so R3 runs with R2 in step 2.
+// Utilisation-aware admission skips R2 and runs R3 with R1 in step 1.
+struct PolicyCase {
+  RunSpec spec;
+  std::int64_t K1 = 196608, K3 = 1024, T = 128;
+  double rate = kWire / kSmReadCost;
+  explicit PolicyCase(const char* policy)
+      : spec(run_spec(std::string(kLlama8bH100) +
+                      "serving: {tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
+  std::vector<Request> requests() const {
+    return {request(1, 0, K1, T), request(2, 0, K1, T), request(3, 0, K3, T)};
+  }
+  // One step that loads the given first-step requests and computes the batch.
+  double step(const std::vector<std::int64_t>& loads, const std::vector<SeqSlice>& batch) const {
+    double chunks = 0, tokens = 0;
+    for (std::int64_t k : loads) {
+      chunks += static_cast<double>(k) / kChunk;
+      tokens += static_cast<double>(k);
+    }
+    return kStepOverhead + static_cast<double>(loads.size()) * kRetrieveFixed + chunks * kRetrievePerChunk +
+           chunks * kBlockOverhead + kRtt + tokens * kBkv8b / rate + step_compute(spec, batch);
+  }
+  double fifo_r3() const {
+    return step({K1}, {{double(T), double(K1), true}}) +
+           step({K1, K3}, {{double(T), double(K1), true}, {double(T), double(K3), true}});
+  }
+  double utilization_r3() const {
+    return step({K1, K3}, {{double(T), double(K1), true}, {double(T), double(K3), true}});
+  }
+  void check_premise() const {
+    const std::int64_t blocks = 24195;  // see NarrativeQaRunInvariants
+    const std::int64_t big = (K1 + T + 15) / 16, small = (K3 + T + 15) / 16;
+    ASSERT_GT(2 * big, blocks);
+    ASSERT_LE(big + small, blocks);
+  }
+};
+
+TEST(ServingEngine, FifoHeadOfLineBlocksTheSmallRequest) {
+  const PolicyCase pc("fifo");
+  pc.check_premise();
+  const Outcome o = serve(pc.spec, pc.requests());
+  ASSERT_EQ(o.recs.size(), 3u);
+  const double step1 = pc.step({pc.K1}, {{double(pc.T), double(pc.K1), true}});
+  EXPECT_NEAR(o.rec(1).ttft_s, step1, tol(step1));
+  EXPECT_NEAR(o.rec(3).queue_s, step1, tol(step1));  // waited for R1's whole step
+  EXPECT_NEAR(o.rec(3).ttft_s, pc.fifo_r3(), tol(pc.fifo_r3()));
+  EXPECT_NEAR(o.rec(2).ttft_s, pc.fifo_r3(), tol(pc.fifo_r3()));
+  EXPECT_GT(pc.fifo_r3(), pc.utilization_r3());
+}
+
+TEST(ServingEngine, UtilizationPolicyAdmitsTheSmallRequestPastTheBigOne) {
+  const PolicyCase pc("utilization");
+  pc.check_premise();
+  const Outcome o = serve(pc.spec, pc.requests());
+  ASSERT_EQ(o.recs.size(), 3u);
+  EXPECT_NEAR(o.rec(3).queue_s, 0, 1e-12);
+  EXPECT_NEAR(o.rec(3).ttft_s, pc.utilization_r3(), tol(pc.utilization_r3()));
+  EXPECT_NEAR(o.rec(1).ttft_s, pc.utilization_r3(), tol(pc.utilization_r3()));
+  // R2 waits for step 1 and then runs alone.
+  const double r2 = pc.utilization_r3() + pc.step({pc.K1}, {{double(pc.T), double(pc.K1), true}});
+  EXPECT_NEAR(o.rec(2).ttft_s, r2, tol(r2));
+  EXPECT_LT(o.rec(3).ttft_s, pc.fifo_r3());
+}
+
+}  // namespace
+}  // namespace kappasim
