@@ -28,6 +28,9 @@ for _ in 1 2 3 4 5; do
 done
 echo "kappa matrix: $((rows - 1)) points, best of 5: ${best} s wall ($(awk -v n=$((rows - 1)) -v t="$best" 'BEGIN { printf "%d", n / t }') points/s, including process start and preset loading)"
 
+echo "Serving (NarrativeQA-like, paper-testbed, TP 8, layer-wise):"
+for n in 20000 80000; do "$BIN" bench serving --requests "$n"; done
+
 echo "SystemC models (flow vs packet transfers, GPU compute events):"
 "$BUILD/bench/kappasim_sim_bench"
 

@@ -66,6 +66,11 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
     m_track_load = m_sinks.trace->track("engine", "KV loads (all GPUs)");
     m_track_store = m_sinks.trace->track("engine", "KV stores (all GPUs)");
+    for (int g = 0; g < m_tp; ++g) {
+      const std::string gpu = "gpu" + std::to_string(g);
+      m_track_gpu_compute.push_back(m_sinks.trace->track(gpu, "compute"));
+      m_track_gpu_link.push_back(m_sinks.trace->track(gpu, "host link (copies)"));
+    }
   }
   SC_THREAD(arrivals);
   SC_THREAD(steps);
@@ -146,8 +151,7 @@ void ServingEngine::run_step(Step& st) {
     const double t_c = now_s();
     wait_s(compute_s);
     st.compute_s = compute_s;
-    if (m_sinks.trace)
-      m_sinks.trace->span(m_track_step, "step " + std::to_string(m_step_no), t_c, now_s());
+    trace_compute(t_c, now_s());
   }
   for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
   for (const StepItem& it : st.plan.items) m_compute_s[it.seq->req.id] += compute_s;
@@ -174,6 +178,8 @@ void ServingEngine::run_step(Step& st) {
     m_sinks.trace->counter("engine", "VRAM KV used (fraction)", st.start_s, st.kv_used);
     m_sinks.trace->counter("engine", "scheduled tokens", st.start_s,
                            static_cast<double>(st.plan.tokens));
+    m_sinks.trace->counter("engine", "waiting requests", st.start_s,
+                           static_cast<double>(m_sched->waiting()));
   }
 }
 
@@ -201,6 +207,26 @@ void ServingEngine::wait_group(FlowFabric::Group& g) {
   if (!g.finished) sc_core::wait(g.done);
 }
 
+void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const std::string& what) {
+  if (!m_sinks.trace) return;
+  for (const TransferRequest& r : rs) {
+    const std::size_t g = static_cast<std::size_t>(r.gpu);
+    m_sinks.trace->span(m_track_gpu_link[g], what, r.start.to_seconds(), r.end.to_seconds());
+    const double dt = (r.end - r.start).to_seconds();
+    if (dt > 0)
+      m_sinks.trace->counter("gpu" + std::to_string(r.gpu),
+                             what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s",
+                             r.start.to_seconds(), r.bytes / dt / 1e9);
+  }
+}
+
+void ServingEngine::trace_compute(double start_s, double end_s) {
+  if (!m_sinks.trace) return;
+  const std::string name = "step " + std::to_string(m_step_no);
+  m_sinks.trace->span(m_track_step, name, start_s, end_s);
+  for (int track : m_track_gpu_compute) m_sinks.trace->span(track, name, start_s, end_s);
+}
+
 double ServingEngine::load_phase(const std::vector<Sequence*>& first, Step& st) {
   const ServingSpec& sv = m_spec.serving;
   const double t0 = now_s();
@@ -222,6 +248,7 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first, Step& st) 
   else
     start_all(rs, g, bytes, blocks16, Direction::H2D, CopyPath::Dma);
   wait_group(g);
+  trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
   m_link_busy_s += now_s() - t_x;
   m_loaded_bytes_gpu += bytes;
   st.load_bytes_gpu = bytes;
@@ -285,7 +312,8 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   st.load_s = (t_pipe - t0) + transfer_s;  // CPU-side costs + the links' transfer time
   if (m_sinks.trace) {
     m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
-    m_sinks.trace->span(m_track_step, "step " + std::to_string(m_step_no), t_pipe, now_s());
+    for (int track : m_track_gpu_link) m_sinks.trace->span(track, "load (layerwise)", t_pipe, load_end);
+    trace_compute(t_pipe, now_s());
   }
 }
 
@@ -318,9 +346,11 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
 
 void ServingEngine::reap_stores() {
   while (!m_stores.empty() && m_stores.front().group.finished) {
-    if (m_sinks.trace)
+    if (m_sinks.trace) {
       m_sinks.trace->span(m_track_store, "store", m_stores.front().start_s,
                           m_stores.front().group.end_s);
+      trace_copies(m_stores.front().rs, "store");
+    }
     m_stores.pop_front();
   }
 }

@@ -106,6 +106,8 @@ class ServingEngine : public sc_core::sc_module {
   void start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g, double bytes_per_gpu,
                  std::int64_t units, Direction dir, CopyPath path, double delay_s = 0);
   void wait_group(FlowFabric::Group& g);
+  void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
+  void trace_compute(double start_s, double end_s);
   void finish(Sequence* s, const Step& st);
 
   const RunSpec m_spec;
@@ -138,6 +140,7 @@ class ServingEngine : public sc_core::sc_module {
          m_stored_bytes_gpu = 0, m_link_busy_s = 0;
   // Trace tracks
   int m_track_step = -1, m_track_load = -1, m_track_store = -1;
+  std::vector<int> m_track_gpu_compute, m_track_gpu_link;
 };
 
 // Runs a whole `kappasim run`-style simulation (one per process) and returns the engine's

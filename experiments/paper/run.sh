@@ -28,5 +28,10 @@ for cfg in sharegpt-70rps narrativeqa-70rps; do
   "$K" run "$cfg.yaml" --out "$out.partial/$cfg" --set trace=false -q
 done
 
+# 4. Scheduling policies under VRAM pressure.
+for policy in fifo utilization fair; do
+  "$K" run policies.yaml --out "$out.partial/policy-$policy" --set serving.policy=$policy -q
+done
+
 rm -rf "$out" && mv "$out.partial" "$out"
 echo "results in experiments/paper/$out/"
