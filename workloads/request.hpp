@@ -54,4 +54,22 @@ class WorkloadSource {
   virtual std::string describe() const = 0;
 };
 
+// Requests held in memory, returned in order (isolated-request measurements, tests).
+class VectorSource : public WorkloadSource {
+ public:
+  explicit VectorSource(std::vector<Request> rs, std::string what = "requests from memory")
+      : m_rs(std::move(rs)), m_what(std::move(what)) {}
+  bool next(Request& out) override {
+    if (m_i >= m_rs.size()) return false;
+    out = m_rs[m_i++];
+    return true;
+  }
+  std::string describe() const override { return m_what; }
+
+ private:
+  std::vector<Request> m_rs;
+  std::string m_what;
+  std::size_t m_i = 0;
+};
+
 }  // namespace kappasim

@@ -16,21 +16,6 @@ namespace kappasim::cli {
 
 namespace {
 
-// Requests from memory, in order.
-class VectorSource : public WorkloadSource {
- public:
-  explicit VectorSource(std::vector<Request> rs) : m_rs(std::move(rs)) {}
-  bool next(Request& out) override {
-    if (m_i >= m_rs.size()) return false;
-    out = m_rs[m_i++];
-    return true;
-  }
-  std::string describe() const override { return "isolated requests"; }
-
- private:
-  std::vector<Request> m_rs;
-  std::size_t m_i = 0;
-};
 
 struct MeasureOptions {
   std::string model, system, format = "json", load_path;
@@ -76,7 +61,7 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
 }
 
 std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<Request>& rs) {
-  VectorSource src(rs);
+  VectorSource src(rs, "isolated requests");
   std::vector<RequestRecord> out;
   EngineSinks sinks;
   sinks.on_finish = [&](const RequestRecord& r) { out.push_back(r); };

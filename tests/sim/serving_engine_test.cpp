@@ -75,20 +75,6 @@ RunSpec run_spec(const std::string& yaml) {
   return read_config<RunSpec>(parse_yaml(yaml, "<test>"), "");
 }
 
-class VectorSource : public WorkloadSource {
- public:
-  explicit VectorSource(std::vector<Request> rs) : m_rs(std::move(rs)) {}
-  bool next(Request& out) override {
-    if (m_i >= m_rs.size()) return false;
-    out = m_rs[m_i++];
-    return true;
-  }
-  std::string describe() const override { return "test requests"; }
-
- private:
-  std::vector<Request> m_rs;
-  std::size_t m_i = 0;
-};
 
 Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
   Request r;
