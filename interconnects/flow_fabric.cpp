@@ -1,5 +1,6 @@
 #include "interconnects/flow_fabric.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -64,8 +65,30 @@ void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
   const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned);
+  expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
   m_members.emplace(id, Member{&r, g});
+}
+
+void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes) {
+  if (m_expected.size() < m_net.resources()) m_expected.resize(m_net.resources(), 0.0);
+  for (const auto& u : path) m_expected[static_cast<std::size_t>(u.resource)] += bytes * u.cost;
+}
+
+void FlowFabric::check_conservation() const {
+  if (m_net.active_count() != 0 || !m_pending.empty() || !m_waiters.empty() || !m_members.empty())
+    throw std::logic_error(std::string(name()) + ": invariant violated: " +
+                           std::to_string(m_net.active_count() + m_pending.size()) +
+                           " transfer(s) never finished");
+  for (std::size_t i = 0; i < m_net.resources(); ++i) {
+    const double want = i < m_expected.size() ? m_expected[i] : 0.0;
+    const double got = m_net.carried(static_cast<int>(i));
+    if (std::fabs(got - want) > 1e-9 * std::max(1.0, want) + 1e-6)
+      throw std::logic_error(std::string(name()) + ": invariant violated: resource '" +
+                             m_net.name(static_cast<int>(i)) + "' carried " +
+                             std::to_string(got) + " units, transfers put " +
+                             std::to_string(want) + " on it");
+  }
 }
 
 void FlowFabric::transfer(TransferRequest& r) {
@@ -84,6 +107,7 @@ void FlowFabric::transfer(TransferRequest& r) {
   }
   sc_core::sc_event done;
   const double now = sc_core::sc_time_stamp().to_seconds();
+  expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
   m_waiters.emplace(id, &done);
   reschedule();

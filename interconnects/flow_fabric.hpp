@@ -49,6 +49,10 @@ class FlowFabric : public LinkModule {
     double busy_s;    // time with any flow on it
   };
   std::vector<ResourceStats> stats() const;
+  // Invariant: bytes sent equal bytes received. Every transfer started has finished, and each
+  // resource carried exactly Σ bytes × cost of the transfers that crossed it. Throws
+  // std::logic_error naming the resource otherwise. Call when the simulation is over.
+  void check_conservation() const;
   const Topology& topology() const { return m_topo; }
   const FlowNetwork& network() const { return m_net; }
   std::uint64_t transfers() const { return m_transfers; }
@@ -65,6 +69,8 @@ class FlowFabric : public LinkModule {
   FlowNetwork m_net;
   sc_core::sc_event m_next;
   std::map<FlowNetwork::FlowId, sc_core::sc_event*> m_waiters;
+  std::vector<double> m_expected;  // per resource: Σ bytes × cost of the flows started on it
+  void expect(const std::vector<FlowNetwork::Use>& path, double bytes);
   struct Member {
     TransferRequest* req;
     Group* group;

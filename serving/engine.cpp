@@ -116,7 +116,9 @@ void ServingEngine::steps() {
       // plan() may have rejected prompts larger than the whole pool and admitted nothing:
       // count them now (no step will call take_finished() if they were the last arrivals).
       for (Sequence* s : m_sched->take_finished()) finish(s, st);
-      if (m_source_done && m_sched->running() == 0) return;  // cannot happen: arrivals checked fit
+      // With nothing running every waiting prompt fits (larger ones were rejected above), so an
+      // empty plan with the source done means the system is empty; check_end() verifies it.
+      if (m_source_done && m_sched->running() == 0) return;
       sc_core::wait(m_work);
       continue;
     }
@@ -162,6 +164,7 @@ void ServingEngine::run_step(Step& st) {
   st.store_s = store_phase(done);
   m_sched->complete(st.plan, now_s(), *m_kv);
   for (Sequence* s : m_sched->take_finished()) finish(s, st);
+  if (m_spec.check) check_step(st);
   if (m_sinks.summary) {
     StepRecord rec;
     rec.start_s = st.start_s;
@@ -358,6 +361,14 @@ void ServingEngine::reap_stores() {
 void ServingEngine::finish(Sequence* s, const Step& st) {
   (void)st;
   const std::uint64_t id = s->req.id;
+  if (m_spec.check) {
+    if (!m_done_ids.insert(id).second)
+      throw std::logic_error("invariant violated: request " + std::to_string(id) +
+                             " finished twice");
+    if (now_s() < m_last_finish_s)
+      throw std::logic_error("invariant violated: simulated time went back");
+    m_last_finish_s = now_s();
+  }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_rejected;
     m_live.erase(id);
@@ -394,6 +405,31 @@ void ServingEngine::finish(Sequence* s, const Step& st) {
   ++m_finished;
 }
 
+void ServingEngine::check_step(const Step& st) {
+  if (st.start_s < m_last_step_end_s || now_s() < st.start_s)
+    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+                           " starts before the previous one ended");
+  m_last_step_end_s = now_s();
+  // KV in HBM: the blocks in use, with the weights and the reserve, fit the GPU's HBM.
+  if (m_kv->used_blocks() > m_kv->total_blocks())
+    throw std::logic_error("invariant violated: KV blocks in use exceed the pool");
+  const ServingSpec& sv = m_spec.serving;
+  const double weights = weight_bytes(m_spec.model, weight_dtype_for(sv.compute_dtype)) / m_tp;
+  const double kv = static_cast<double>(m_kv->used_blocks()) * sv.block_tokens * m_bkv_gpu;
+  if (weights + sv.activation_reserve_bytes + kv > m_spec.system.gpu.hbm_capacity_bytes)
+    throw std::logic_error("invariant violated: KV in HBM (" + format_quantity(kv, dim::bytes) +
+                           ") exceeds what the GPU's HBM leaves");
+}
+
+void ServingEngine::check_end() const {
+  if (m_finished + m_rejected != m_arrived || !m_live.empty())
+    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +
+                           std::to_string(m_finished) + " finished, " +
+                           std::to_string(m_rejected) + " rejected, " +
+                           std::to_string(m_live.size()) + " still in the system");
+  m_fabric->check_conservation();
+}
+
 SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   SummaryBuilder::Totals t;
   t.simulated_time_s = now_s();
@@ -424,6 +460,7 @@ SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, 
   std::unique_ptr<ServingEngine> engine;
   const auto t0 = std::chrono::steady_clock::now();
   run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });
+  if (spec.check) engine->check_end();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return engine->totals(wall);

@@ -27,6 +27,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <set>
 #include <memory>
 #include <vector>
 
@@ -54,6 +55,13 @@ struct RunSpec {
   ServingSpec serving;
   WorkloadSpec workload;
   bool trace = true;  // write trace.json (Perfetto)
+  // Invariant checks (always on in debug builds): bytes sent == bytes received on every link,
+  // KV in HBM within capacity, simulated time never going back, every request finishing once.
+#ifdef NDEBUG
+  bool check = false;
+#else
+  bool check = true;
+#endif
 
   template <class V>
   void visit(V& v) {
@@ -62,6 +70,7 @@ struct RunSpec {
     v.object("serving", serving, opt("how requests are served (vLLM + LMCache settings)"));
     v.object("workload", workload, req("the requests"));
     v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
+    v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
   }
   void validate(const std::string& path) const;
 };
@@ -109,6 +118,13 @@ class ServingEngine : public sc_core::sc_module {
   void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
   void trace_compute(double start_s, double end_s);
   void finish(Sequence* s, const Step& st);
+  void check_step(const Step& st);
+ public:
+  // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
+  // once or was rejected, nothing is left in the system, links conserved bytes.
+  void check_end() const;
+
+ private:
 
   const RunSpec m_spec;
   WorkloadSource& m_source;
@@ -135,6 +151,9 @@ class ServingEngine : public sc_core::sc_module {
   sc_core::sc_event m_work;
   bool m_source_done = false;
   std::uint64_t m_arrived = 0, m_finished = 0, m_step_no = 0, m_rejected = 0;
+  // Invariant bookkeeping (only with RunSpec::check).
+  std::set<std::uint64_t> m_done_ids;
+  double m_last_finish_s = 0, m_last_step_end_s = 0;
   // Totals
   double m_compute_busy_s = 0, m_flops = 0, m_hbm_bytes = 0, m_loaded_bytes_gpu = 0,
          m_stored_bytes_gpu = 0, m_link_busy_s = 0;

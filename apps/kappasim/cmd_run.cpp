@@ -28,7 +28,7 @@ std::string config_dir(const std::string& config) {
 int cmd_run(const std::vector<std::string>& args) {
   std::string config, out;
   std::vector<std::string> sets, preset_dirs;
-  bool dump = false, quiet = false;
+  bool dump = false, quiet = false, check = false;
   po::options_description desc(
       "kappasim run: offloaded-prefill serving on the SystemC models\n"
       "Usage: kappasim run CONFIG --out DIR [--set key=value ...]\n"
@@ -40,6 +40,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
       ("dump-config", po::bool_switch(&dump), "print the effective configuration and exit")
       ("quiet,q", po::bool_switch(&quiet), "print nothing on success")
+      ("check", po::bool_switch(&check), "check the simulator's invariants as it runs (same as --set check=true)")
       ("help,h", "this help");
   po::positional_options_description pos;
   pos.add("config", 1);
@@ -52,7 +53,9 @@ int cmd_run(const std::vector<std::string>& args) {
   add_preset_dirs(preset_dirs);
   ProvenanceTable prov;
   ConfigNode effective;
-  const RunSpec spec = load_run_spec(config, sets, &prov, &effective);
+  std::vector<std::string> all_sets = sets;
+  if (check) all_sets.push_back("check=true");
+  const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
   if (dump) {
     std::cout << emit_yaml(effective);
     return 0;
