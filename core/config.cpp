@@ -91,9 +91,29 @@ bool collapse_provenance(ConfigNode& n) {
   return false;
 }
 
-ConfigNode convert(const YAML::Node& y, const std::string& file) {
+// YAML aliases share nodes: "&a {b: *a}" is a cycle and nested aliases of aliases grow
+// exponentially when expanded into a tree. No config comes near these limits.
+constexpr int kMaxDepth = 200;
+constexpr long kMaxValues = 100000;
+struct Budget {
+  int depth = 0;
+  long values = 0;
+};
+
+ConfigNode convert(const YAML::Node& y, const std::string& file, Budget& budget) {
   ConfigNode n;
   n.loc = loc_of(y.Mark(), file);
+  if (++budget.values > kMaxValues)
+    throw InputError(n.loc, "the YAML holds more than " + std::to_string(kMaxValues) +
+                                " values once its aliases are expanded; expected a config");
+  if (budget.depth >= kMaxDepth)
+    throw InputError(n.loc, "the YAML nests deeper than " + std::to_string(kMaxDepth) +
+                                " levels (an alias inside its own anchor?); expected a config");
+  struct Nest {
+    int& depth;
+    explicit Nest(int& d) : depth(++d) {}
+    ~Nest() { --depth; }
+  } nest(budget.depth);
   switch (y.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -106,7 +126,7 @@ ConfigNode convert(const YAML::Node& y, const std::string& file) {
       break;
     case YAML::NodeType::Sequence:
       n.kind = ConfigNode::Kind::Seq;
-      for (const auto& item : y) n.items.push_back(convert(item, file));
+      for (const auto& item : y) n.items.push_back(convert(item, file, budget));
       break;
     case YAML::NodeType::Map: {
       n.kind = ConfigNode::Kind::Map;
@@ -116,7 +136,7 @@ ConfigNode convert(const YAML::Node& y, const std::string& file) {
         if (!kv.first.IsScalar())
           throw InputError(loc_of(kv.first.Mark(), file), "map keys must be plain names");
         std::string key = kv.first.Scalar();
-        ConfigNode child = convert(kv.second, file);
+        ConfigNode child = convert(kv.second, file, budget);
         child.key_loc = loc_of(kv.first.Mark(), file);
         if (key == "<<") {
           if (child.is_map()) {
@@ -163,7 +183,8 @@ ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
   } catch (const YAML::Exception& e) {
     throw InputError(loc_of(e.mark, filename), "YAML syntax error: " + e.msg);
   }
-  ConfigNode n = convert(root, filename);
+  Budget budget;
+  ConfigNode n = convert(root, filename, budget);
   if (n.loc.line == 0) n.loc = {filename, 1, 1};
   return n;
 }
@@ -219,6 +240,9 @@ void apply_set(ConfigNode& root, std::string_view assignment) {
                                                                     : dot - start));
     if (k.empty()) throw InputError("--set: empty key component in '" + std::string(path) + "'");
     keys.push_back(k);
+    if (keys.size() > static_cast<std::size_t>(kMaxDepth))  // merge_into recurses per key
+      throw InputError("--set: the key path has more than " + std::to_string(kMaxDepth) +
+                       " components; expected a config key such as serving.tp");
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }

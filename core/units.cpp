@@ -104,6 +104,10 @@ const char* kKnownUnits =
 
 std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
+// The largest power of a base unit, in a term ("mm^2") and in a whole unit: keeps the int8
+// exponents of Dimension from wrapping and the scale list short.
+constexpr int kMaxExponent = 9;
+
 // Resolves one unit term such as "GiB", "us", "mm^2" into dimension and scale.
 void resolve_term(std::string_view term, std::string_view whole, Dimension& d,
                   std::vector<std::pair<Scale, int>>& scales, int sign) {
@@ -114,6 +118,10 @@ void resolve_term(std::string_view term, std::string_view whole, Dimension& d,
     auto [ptr, ec] = std::from_chars(e.data(), e.data() + e.size(), p);
     if (ec != std::errc() || ptr != e.data() + e.size() || e.empty() || p == 0)
       throw UnitError("malformed exponent in unit " + quoted(term) + " of " + quoted(whole));
+    if (p > kMaxExponent || p < -kMaxExponent)
+      throw UnitError("exponent out of range in unit " + quoted(term) + " of " + quoted(whole) +
+                      "; expected -" + std::to_string(kMaxExponent) + " to " +
+                      std::to_string(kMaxExponent));
     power = p;
     term = term.substr(0, caret);
   }
@@ -128,6 +136,10 @@ void resolve_term(std::string_view term, std::string_view whole, Dimension& d,
         throw UnitError("binary prefix " + quoted(p.symbol) + " is only valid on B and bit, in " +
                         quoted(whole));
       Dimension ud = u.dim.pow(power * sign);
+      for (int k = 0; k < Dimension::kCount; ++k)
+        if (std::abs(d.exp[k] + ud.exp[k]) > kMaxExponent)
+          throw UnitError("unit " + quoted(whole) + " raises a base unit beyond the power " +
+                          std::to_string(kMaxExponent));
       d = d * ud;
       for (int i = 0; i < std::abs(power); ++i) {
         scales.push_back({p.scale, sign * (power > 0 ? 1 : -1)});
@@ -273,8 +285,16 @@ std::string generic_unit(const Dimension& d) {
     s += sym[i];
     if (std::abs(e) != 1) s += "^" + std::to_string(std::abs(e));
   }
-  if (num.empty()) num = "1";
-  return den.empty() ? num : num + "/" + den;
+  if (den.empty()) return num.empty() ? std::string("1") : num;
+  if (!num.empty()) return num + "/" + den;
+  // Only negative exponents: "B^-1*s^-2" (parse_quantity reads it; "1/B" would be a number).
+  std::string out;
+  for (int i = 0; i < Dimension::kCount; ++i) {
+    if (d.exp[i] == 0) continue;
+    if (!out.empty()) out += "*";
+    out += std::string(sym[i]) + "^" + std::to_string(d.exp[i]);
+  }
+  return out;
 }
 }  // namespace
 
@@ -349,7 +369,9 @@ std::string format_quantity(double value, const Dimension& d) {
   }
   std::string s = try_with(0, "");
   if (!s.empty()) return s;
-  return format_number(base) + " " + unit;  // unreachable in practice
+  // The canonical unit cannot hold this value exactly (a subnormal J/B is not a whole number of
+  // J/bit; m^2 beyond 1.8e302 overflows in mm^2): the SI base units never rescale it.
+  return format_number(value) + " " + generic_unit(d);
 }
 
 }  // namespace kappasim

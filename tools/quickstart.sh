@@ -3,16 +3,22 @@
 #
 #   bash tools/quickstart.sh run     install missing packages, build (Release), run the main job
 #   bash tools/quickstart.sh test    install missing packages, build, run the whole test suite
-#                                    (Debug build, then the ASan+UBSan build)
+#                                    (Debug build, then the ASan+UBSan build, then `fuzz` for
+#                                    45 s per target)
 #   bash tools/quickstart.sh bench   build (Release) and run the benchmarks
+#   bash tools/quickstart.sh fuzz    build the libFuzzer targets (clang) and run each for
+#                                    FUZZ_SECONDS (default 60) on a copy of its seed corpus;
+#                                    fails if any target finds a crash
 #
-# Build folders: build/release, build/debug, build/asan. Results of `run`: out/report/.
+# Build folders: build/release, build/debug, build/asan, build/fuzz. Results of `run`:
+# out/report/. Fuzz logs, grown corpora and crashing inputs: build/fuzz/run/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libyaml-cpp-dev libfmt-dev
-          libboost-program-options-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev)
+          libboost-program-options-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev
+          clang libclang-rt-14-dev)
 
 install_missing() {
   local missing=()
@@ -38,6 +44,39 @@ suite() {  # suite DIR
   ctest --test-dir "$1" -j "$JOBS" --output-on-failure --timeout 300
 }
 
+FUZZ_TARGETS=(fuzz_units fuzz_config fuzz_trace)
+
+fuzz() {  # every target for FUZZ_SECONDS on a copy of tests/fuzz/corpus/<target>
+  local seconds=${FUZZ_SECONDS:-60} dir=build/fuzz failed=0
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Asan -DCMAKE_CXX_COMPILER=clang++ \
+        -DKAPPASIM_FUZZ=ON >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target "${FUZZ_TARGETS[@]}"
+  for t in "${FUZZ_TARGETS[@]}"; do
+    local work="$dir/run/$t"
+    rm -rf "$work"
+    mkdir -p "$work/corpus" "$work/crashes"
+    cp tests/fuzz/corpus/"$t"/* "$work/corpus/"   # the committed corpus is never written to
+    local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                -artifact_prefix="$work/crashes/")
+    [ -f "tests/fuzz/$t.dict" ] && args+=(-dict="tests/fuzz/$t.dict")
+    local rc=0
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      "$dir/tests/fuzz/$t" "${args[@]}" "$work/corpus" >"$work/log.txt" 2>&1 || rc=$?
+    local runs
+    runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$work/log.txt" | tail -1)
+    local found
+    found=$(find "$work/crashes" -type f -print -quit)
+    if [ "$rc" -ne 0 ] || [ -n "$found" ]; then
+      echo "fuzz: $t: FAILED (exit $rc) after ${runs:-?} runs; input: ${found:-none}; log: $work/log.txt"
+      tail -n 40 "$work/log.txt" >&2
+      failed=1
+    else
+      echo "fuzz: $t: ok, ${runs:-?} runs in ${seconds} s, no crash ($(find "$work/corpus" -type f | wc -l) corpus files)"
+    fi
+  done
+  return "$failed"
+}
+
 case "${1:-}" in
   run)
     install_missing
@@ -53,6 +92,12 @@ case "${1:-}" in
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       LSAN_OPTIONS=suppressions="$PWD/tools/lsan.supp":print_suppressions=0 \
       suite build/asan
+    # The libFuzzer targets (tests/fuzz), 45 s each.
+    FUZZ_SECONDS=45 fuzz
+    ;;
+  fuzz)
+    install_missing
+    fuzz
     ;;
   bench)
     install_missing
@@ -60,7 +105,7 @@ case "${1:-}" in
     bash bench/run.sh build/release
     ;;
   *)
-    echo "usage: bash tools/quickstart.sh run|test|bench" >&2
+    echo "usage: bash tools/quickstart.sh run|test|bench|fuzz" >&2
     exit 2
     ;;
 esac

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -607,6 +608,71 @@ TEST(Cli, MeasureKappaCritAgainstTheAnalyticModel) {
     EXPECT_TRUE(has(b.err, c.expect)) << c.args << "\nstderr: " << b.err;
     EXPECT_TRUE(b.out.empty()) << c.args << "\nstdout: " << b.out;
   }
+}
+
+// ---- bad inputs (docs/bad-inputs.md): the rows no test above covers end to end ----------------
+
+TEST(Cli, SetWithoutEqualsAndTraceTokensOutOfRangeExitTwo) {
+  const fs::path good = write("bad-inputs-good.yaml", kRunConfig);
+  const auto trace_config = [](const std::string& name, const std::string& rows) {
+    write(name + ".jsonl", rows);
+    return write(name + ".yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                                 "workload:\n  type: trace\n  trace: {path: " + name +
+                                     ".jsonl}\n");
+  };
+  const fs::path t_zero = trace_config(
+      "t-zero", "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 0}\n");
+  const fs::path k_large = trace_config(
+      "k-large", "{\"arrival_s\": 0, \"prefix_tokens\": 10000001, \"new_tokens\": 1}\n");
+  const fs::path overflow = trace_config(
+      "overflow", "{\"arrival_s\": 1e400, \"prefix_tokens\": 0, \"new_tokens\": 1}\n");
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const fs::path out = scratch() / "bad-inputs-out";
+  const std::vector<Case> cases = {
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth", "--set expects KEY.PATH=VALUE"},
+      {"run " + good.string() + " --set serving.tp --out " + out.string(), "--set expects KEY.PATH=VALUE"},
+      {"run " + t_zero.string() + " --out " + out.string(), "t-zero.jsonl:1: new tokens 0 out of range; expected 1 to 10000000"},
+      {"run " + k_large.string() + " --out " + out.string(), "k-large.jsonl:1: \"prefix_tokens\" is 10000001; expected at most 10000000"},
+      {"run " + overflow.string() + " --out " + out.string(), "overflow.jsonl:1: not valid JSON (number overflow"},
+  };
+  for (const Case& c : cases) {
+    Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_TRUE(has(r.err, c.expect)) << c.args << "\nstderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << "\nstdout: " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
+// Writing the results fails part way (a full disk): exit code 2, the message names the file, and
+// neither the output folder nor its staging folder is left. A full disk is stood in for by a
+// file size limit (`ulimit -f`, SIGXFSZ ignored so write(2) fails with EFBIG as it would with
+// ENOSPC): the tests run as root, for whom a read-only folder is writable.
+TEST(Cli, RunWhoseResultsCannotBeWrittenExitsTwoAndLeavesNoFolder) {
+  const fs::path cfg = write("full-disk.yaml", kRunConfig);
+  const fs::path parent = scratch() / "full-disk";
+  fs::create_directories(parent);
+  const fs::path out = parent / "results";
+  const fs::path err = scratch() / "full-disk-stderr.txt";
+  // 2 blocks (1 KiB in dash, 2 KiB in bash): requests.csv's 50 rows are about 6 KB.
+  const std::string cmd = "(trap '' XFSZ; ulimit -f 2; exec " + std::string(KAPPASIM_BIN) +
+                          " run " + cfg.string() + " -q --out " + out.string() + ") 2>" +
+                          err.string();
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  const std::string msg = slurp(err);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << msg;
+  EXPECT_TRUE(has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial-"))
+      << msg;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(fs::is_empty(parent)) << "a staging folder was left in " << parent;
+  // Without the limit the same command succeeds.
+  Result r = run("run " + cfg.string() + " -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out / "summary.json"));
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 // Outputs appear whole or not at all.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -77,6 +81,41 @@ TEST(Output, RefusesAFileAsFolder) {
   fs::path d = fresh_dir("file");
   write_file_atomic((d / "f").string(), "x");
   EXPECT_THROW(OutputDir((d / "f").string()), InputError);
+  fs::remove_all(d);
+}
+
+// A full disk: write_file_atomic writes a temporary sibling and renames it, so /dev/full cannot
+// stand in (as root the sibling would be created in /dev and renamed over the device). A file
+// size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes write(2) fail the same way ENOSPC does; it is
+// set in a child process so that nothing else is limited.
+TEST(Output, AtomicWriteOnAFullDiskIsAnInputErrorNamingThePath) {
+  fs::path d = fresh_dir("full");
+  const std::string path = (d / "summary.json").string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{100, 100};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    int code = 1;
+    try {
+      write_file_atomic(path, std::string(4096, 'x'));
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      code = m.find("cannot write '" + path + "'") != std::string::npos &&
+                     m.find("File too large") != std::string::npos
+                 ? 0
+                 : 2;
+      if (code != 0) std::fprintf(stderr, "message: %s\n", m.c_str());
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no InputError, 2: wrong message, 3: setrlimit failed";
+  // Neither the file nor its temporary sibling is left behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 0);
   fs::remove_all(d);
 }
 
