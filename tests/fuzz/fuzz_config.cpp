@@ -20,6 +20,7 @@
 #include "memory/host_memory_spec.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
 #include "workloads/workload_spec.hpp"
@@ -28,31 +29,6 @@ namespace {
 
 using namespace kappasim;
 
-// The same fields and checks as RunSpec (serving/engine.hpp). RunSpec lives in a header that
-// includes <systemc>, which the fuzz build does not link; keep the two in step.
-struct FuzzRunSpec {
-  ModelSpec model;
-  SystemSpec system;
-  ServingSpec serving;
-  WorkloadSpec workload;
-  bool trace = true;
-
-  template <class V>
-  void visit(V& v) {
-    v.object("model", model, req("the LLM"), "model");
-    v.object("system", system, req("the hardware system"), "system");
-    v.object("serving", serving, opt("how requests are served (vLLM + LMCache settings)"));
-    v.object("workload", workload, req("the requests"));
-    v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
-  }
-  void validate(const std::string& path) const {
-    if (serving.tp > system.gpus)
-      throw InputError(path + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
-                       " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
-                       system.name + "'");
-    system.gpu.peak(serving.compute_dtype);
-  }
-};
 
 [[noreturn]] void finding(const std::string& what, const std::string& detail) {
   std::fprintf(stderr, "fuzz_config: %s\n%s\n", what.c_str(), detail.c_str());
@@ -111,10 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // As `kappasim run` reads it, then the first few requests its workload would produce.
     try {
-      read_and_dump<FuzzRunSpec>(root, [](const ConfigNode& n, ProvenanceTable* p) {
-        return read_config<FuzzRunSpec>(n, "", p);
+      read_and_dump<RunSpec>(root, [](const ConfigNode& n, ProvenanceTable* p) {
+        return read_config<RunSpec>(n, "", p);
       });
-      const FuzzRunSpec spec = read_config<FuzzRunSpec>(root, "");
+      const RunSpec spec = read_config<RunSpec>(root, "");
       if (spec.workload.type != WorkloadType::Trace) {
         auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed));
         Request r;

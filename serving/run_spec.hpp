@@ -1,0 +1,43 @@
+// The config of `kappasim run` (and of the measure and bench commands): model, system, serving
+// settings, workload, outputs. No SystemC here: the config layer and the fuzzers read it without
+// linking the simulator.
+#pragma once
+
+#include <string>
+
+#include "core/config.hpp"
+#include "models/llm/architecture.hpp"
+#include "serving/serving_spec.hpp"
+#include "systems/system_spec.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+
+// The config of `kappasim run`: what runs on what, how it is served, and what load it sees.
+struct RunSpec {
+  ModelSpec model;
+  SystemSpec system;
+  ServingSpec serving;
+  WorkloadSpec workload;
+  bool trace = true;  // write trace.json (Perfetto)
+  // Invariant checks (always on in debug builds): bytes sent == bytes received on every link,
+  // KV in HBM within capacity, simulated time never going back, every request finishing once.
+#ifdef NDEBUG
+  bool check = false;
+#else
+  bool check = true;
+#endif
+
+  template <class V>
+  void visit(V& v) {
+    v.object("model", model, req("the LLM"), "model");
+    v.object("system", system, req("the hardware system"), "system");
+    v.object("serving", serving, opt("how requests are served (vLLM + LMCache settings)"));
+    v.object("workload", workload, req("the requests"));
+    v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
+    v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+  }
+  void validate(const std::string& path) const;
+};
+
+}  // namespace kappasim
