@@ -32,7 +32,6 @@ const char* load_path_name(LoadPath p) {
 struct ServingEngine::Step {
   StepPlan plan;
   double start_s = 0, load_s = 0, compute_s = 0, store_s = 0;
-  double load_bytes_gpu = 0;
   double kv_used = 0;
 };
 
@@ -108,7 +107,7 @@ void ServingEngine::steps() {
     if (st.plan.items.empty()) {
       // plan() may have rejected prompts larger than the whole pool and admitted nothing:
       // count them now (no step will call take_finished() if they were the last arrivals).
-      for (Sequence* s : m_sched->take_finished()) finish(s, st);
+      for (Sequence* s : m_sched->take_finished()) finish(s);
       // With nothing running every waiting prompt fits (larger ones were rejected above), so an
       // empty plan with the source done means the system is empty; check_end() verifies it.
       if (m_source_done && m_sched->running() == 0) return;
@@ -137,12 +136,11 @@ void ServingEngine::run_step(Step& st) {
   const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
                                            sv.compute_dtype);
   const double compute_s = compute.total.compute_time_s;
-  const double t_load0 = now_s();
   if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
     load_layerwise(first, st, compute);  // overlapped with compute
     st.compute_s = compute_s;
   } else {
-    if (!first.empty()) st.load_s = load_phase(first, st);
+    if (!first.empty()) st.load_s = load_phase(first);
     const double t_c = now_s();
     wait_s(compute_s);
     st.compute_s = compute_s;
@@ -150,13 +148,12 @@ void ServingEngine::run_step(Step& st) {
   }
   for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
   for (const StepItem& it : st.plan.items) m_compute_s[it.seq->req.id] += compute_s;
-  (void)t_load0;
   m_compute_busy_s += compute_s;
   m_flops += compute.total.flops;
   m_hbm_bytes += compute.total.hbm_bytes;
   st.store_s = store_phase(done);
   m_sched->complete(st.plan, now_s(), *m_kv);
-  for (Sequence* s : m_sched->take_finished()) finish(s, st);
+  for (Sequence* s : m_sched->take_finished()) finish(s);
   if (m_spec.check) check_step(st);
   if (m_sinks.summary) {
     StepRecord rec;
@@ -223,7 +220,7 @@ void ServingEngine::trace_compute(double start_s, double end_s) {
   for (int track : m_track_gpu_compute) m_sinks.trace->span(track, name, start_s, end_s);
 }
 
-double ServingEngine::load_phase(const std::vector<Sequence*>& first, Step& st) {
+double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   const ServingSpec& sv = m_spec.serving;
   const double t0 = now_s();
   double tokens = 0;
@@ -247,7 +244,6 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first, Step& st) 
   trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
   m_link_busy_s += now_s() - t_x;
   m_loaded_bytes_gpu += bytes;
-  st.load_bytes_gpu = bytes;
   if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
   return now_s() - t0;
 }
@@ -304,7 +300,6 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   }
   m_link_busy_s += transfer_s;
   m_loaded_bytes_gpu += bytes;
-  st.load_bytes_gpu = bytes;
   st.load_s = (t_pipe - t0) + transfer_s;  // CPU-side costs + the links' transfer time
   if (m_sinks.trace) {
     m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
@@ -351,8 +346,7 @@ void ServingEngine::reap_stores() {
   }
 }
 
-void ServingEngine::finish(Sequence* s, const Step& st) {
-  (void)st;
+void ServingEngine::finish(Sequence* s) {
   const std::uint64_t id = s->req.id;
   if (m_spec.check) {
     if (!m_done_ids.insert(id).second)

@@ -80,7 +80,7 @@ class ServingEngine : public sc_core::sc_module {
   void arrivals();
   void steps();
   void run_step(Step& st);
-  double load_phase(const std::vector<Sequence*>& first, Step& st);
+  double load_phase(const std::vector<Sequence*>& first);
   void load_layerwise(const std::vector<Sequence*>& first, Step& st, const StepTime& compute);
   double store_phase(const std::vector<Sequence*>& done);
   void reap_stores();
@@ -91,7 +91,7 @@ class ServingEngine : public sc_core::sc_module {
   void wait_group(FlowFabric::Group& g);
   void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
   void trace_compute(double start_s, double end_s);
-  void finish(Sequence* s, const Step& st);
+  void finish(Sequence* s);
   void check_step(const Step& st);
  public:
   // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
