@@ -1,0 +1,791 @@
+// kappasim sweep: parameter sweeps, each point in its own process (docs/sweeps.md).
+//
+//   kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] [--quiet]
+//   kappasim sweep point --kind K --config FILE --base-dir B --seed S --out PDIR
+//   kappasim sweep collect DIR
+//   kappasim sweep emit slurm SPEC --out DIR [--tasks N] [--cpus-per-task C] [--time T]
+//                                  [--partition P] [--job-name NAME] [--script FILE] [--quick]
+//   kappasim sweep kinds | points SPEC [--quick]
+//
+// The runner forks and execs /proc/self/exe for every point (`sweep point`), keeps up to N
+// children at a time (waitpid), and records a point that crashes or fails as error.json while
+// the rest go on. Files are written atomically, so a killed sweep resumes where it stopped.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "apps/kappasim/cli.hpp"
+#include "apps/kappasim/sweep_run.hpp"
+#include "core/output.hpp"
+#include "core/units.hpp"
+#include "sweeps/point_kind.hpp"
+#include "sweeps/sweep_results.hpp"
+#include "sweeps/sweep_spec.hpp"
+
+namespace kappasim::sweep {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool known_kind(const std::string& name) { return kinds().find(name) != nullptr; }
+
+std::string self_exe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot resolve /proc/self/exe: " + ec.message());
+  return p.string();
+}
+
+std::string absolute(const std::string& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  std::string s = ec ? p : a.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// A plain (not fsynced) write through a temporary and a rename: files the runner regenerates
+// on every attempt (point.yaml, command.txt, timing.json).
+void write_file_quick(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out.flush()) throw InputError("cannot write '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGHUP: return "SIGHUP";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::vector<std::string> tail_lines(const std::string& path, std::size_t max_lines) {
+  std::string text;
+  read_text(path, text);
+  if (text.size() > 8192) text = text.substr(text.size() - 8192);
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);)
+    if (!line.empty()) lines.push_back(line);
+  if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
+  return lines;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// ---- the sweep folder -----------------------------------------------------------------------
+
+struct SweepDir {
+  std::string dir;  // absolute
+  std::string points_dir() const { return dir + "/points"; }
+  std::string point_dir(const Point& p, std::size_t total) const {
+    return points_dir() + "/" + point_name(p.index, total);
+  }
+};
+
+std::string sweep_yaml(const SweepSpec& s, const std::string& spec_path) {
+  ConfigNode root = ConfigNode::make_map();
+  auto text = [](const std::string& v) {
+    ConfigNode n = ConfigNode::make_scalar(v);
+    n.quoted = true;
+    return n;
+  };
+  root.set("hash", text(spec_hash(s)));
+  root.set("spec_path", text(spec_path));
+  root.set("base_dir", text(s.base_dir));
+  root.set("quick", ConfigNode::make_scalar(s.quick ? "true" : "false"));
+  root.set("spec", resolved_tree(s));
+  return "# kappasim sweep: the resolved spec of this folder (a rerun with another spec is refused)\n" +
+         emit_yaml(root);
+}
+
+struct Recorded {
+  std::string hash, spec_path, base_dir, name;
+  bool quick = false;
+  ConfigNode spec;
+};
+
+std::optional<Recorded> read_sweep_yaml(const std::string& dir) {
+  const std::string path = dir + "/sweep.yaml";
+  if (!fs::exists(path)) return std::nullopt;
+  ConfigNode root = load_yaml_file(path);
+  Recorded r;
+  auto get = [&](const char* key) -> const ConfigNode& {
+    const ConfigNode* n = root.is_map() ? root.find(key) : nullptr;
+    if (!n) throw InputError(root.loc, std::string("sweep.yaml: missing '") + key + "' (not a sweep folder?)");
+    return *n;
+  };
+  r.hash = get("hash").scalar;
+  r.spec_path = get("spec_path").scalar;
+  r.base_dir = get("base_dir").scalar;
+  r.quick = get("quick").scalar == "true";
+  r.spec = get("spec");
+  if (const ConfigNode* n = r.spec.find("name")) r.name = n->scalar;
+  return r;
+}
+
+// Writes DIR/sweep.yaml, or checks that the one there records the same spec.
+void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_path) {
+  std::error_code ec;
+  if (fs::exists(d.dir, ec) && !fs::is_directory(d.dir, ec))
+    throw InputError("--out: '" + d.dir + "' exists and is not a folder");
+  fs::create_directories(d.points_dir(), ec);
+  if (ec) throw InputError("--out: cannot create '" + d.points_dir() + "': " + ec.message());
+  const std::string hash = spec_hash(s);
+  if (auto rec = read_sweep_yaml(d.dir)) {
+    if (rec->hash != hash)
+      throw InputError("--out " + d.dir + " holds sweep '" + rec->name + "' (spec hash " + rec->hash +
+                       ", from " + rec->spec_path + (rec->quick ? ", --quick" : "") + "), but " + spec_path +
+                       " is sweep '" + s.name + "' (spec hash " + hash + (s.quick ? ", --quick" : "") +
+                       "): use another --out folder, or remove this one to start over");
+    return;
+  }
+  write_file_atomic(d.dir + "/sweep.yaml", sweep_yaml(s, spec_path));
+}
+
+// Merges when every point has a result or error file. Returns the missing point ids.
+std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s, const std::vector<Point>& points,
+                                   MergedResults* merged) {
+  std::vector<PointRecord> records;
+  std::vector<std::size_t> missing;
+  records.reserve(points.size());
+  for (const auto& p : points) {
+    auto r = read_point_record(d.point_dir(p, points.size()));
+    if (!r) {
+      missing.push_back(p.index);
+      records.emplace_back();
+    } else {
+      records.push_back(std::move(*r));
+    }
+  }
+  if (!missing.empty()) return missing;
+  MergedResults m = merge_results(s, points, records);
+  write_file_atomic(d.dir + "/results.csv", m.csv);
+  write_file_atomic(d.dir + "/results.jsonl", m.jsonl);
+  if (merged) *merged = std::move(m);
+  return missing;
+}
+
+std::string id_list(const std::vector<std::size_t>& ids, std::size_t max = 50) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < max; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > max) out += ", ... (" + std::to_string(ids.size()) + " in all)";
+  return out;
+}
+
+// ---- progress -------------------------------------------------------------------------------
+
+class Progress {
+ public:
+  Progress(bool quiet, std::size_t total) : m_quiet(quiet), m_tty(::isatty(2) == 1), m_total(total) {
+    m_start = m_last = Clock::now();
+  }
+  void update(std::size_t done, std::size_t failed, bool final) {
+    if (m_quiet) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - m_last).count();
+    if (!final && !m_tty && since < 10) return;
+    if (!final && m_tty && since < 0.1) return;
+    m_last = now;
+    const double elapsed = std::chrono::duration<double>(now - m_start).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+    char buf[256];
+    const double eta = rate > 0 ? static_cast<double>(m_total - done) / rate : 0;
+    std::snprintf(buf, sizeof buf, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed", done,
+                  m_total, rate, eta, failed);
+    if (m_tty) {
+      std::cerr << "\r" << buf << "\x1b[K" << (final ? "\n" : "") << std::flush;
+    } else {
+      std::cerr << buf << "\n";
+    }
+  }
+
+ private:
+  bool m_quiet, m_tty;
+  std::size_t m_total;
+  Clock::time_point m_start, m_last;
+};
+
+// SIGCHLD blocked while the pool runs (sigtimedwait waits for it), restored afterwards.
+class ChildSignals {
+ public:
+  ChildSignals() {
+    ::signal(SIGCHLD, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &s, &m_old);
+  }
+  ~ChildSignals() { ::sigprocmask(SIG_SETMASK, &m_old, nullptr); }
+  const sigset_t& old() const { return m_old; }
+
+ private:
+  sigset_t m_old;
+};
+
+struct Running {
+  std::size_t slot;  // index into the run list
+  Clock::time_point start;
+};
+
+}  // namespace
+
+int run_sweep(const SweepOptions& opts) {
+  if (opts.spec_path.empty()) throw InputError("kappasim sweep: a SPEC file is required");
+  if (opts.out_dir.empty()) throw InputError("kappasim sweep: --out DIR is required");
+  int jobs = opts.jobs;
+  if (jobs < 0 || jobs > 4096) throw InputError("-j: expected 0 (one per core) to 4096 parallel points");
+  if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int shard_i = 0, shard_n = 1;
+  if (opts.shard) {
+    shard_i = opts.shard->first;
+    shard_n = opts.shard->second;
+    if (shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
+      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) + "/" +
+                       std::to_string(shard_n));
+  }
+  const std::string spec_path = absolute(opts.spec_path);
+  const SweepSpec spec = load_sweep_spec(spec_path, opts.quick, known_kind);
+  const std::vector<Point> points = expand(spec);
+  const std::size_t total = points.size();
+  SweepDir d{absolute(opts.out_dir)};
+  claim_dir(d, spec, spec_path);
+
+  // This invocation's points; those with result.json are done already, and so are invalid ones
+  // (an input error recurs for the same spec) unless retry_invalid. Failed ones run again.
+  std::vector<const Point*> mine, todo;
+  for (const auto& p : points) {
+    if (static_cast<int>(p.index % static_cast<std::size_t>(shard_n)) != shard_i) continue;
+    mine.push_back(&p);
+    const std::string pdir = d.point_dir(p, total);
+    if (fs::exists(pdir + "/result.json")) continue;
+    if (!opts.retry_invalid && fs::exists(pdir + "/error.json")) {
+      const auto rec = read_point_record(pdir);
+      if (rec && rec->status == "invalid") continue;
+    }
+    todo.push_back(&p);
+  }
+  if (!opts.quiet)
+    std::cerr << "sweep " << spec.name << ": " << total << " points"
+              << (shard_n > 1 ? ", shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) + " has " +
+                                    std::to_string(mine.size())
+                              : std::string())
+              << ", " << (mine.size() - todo.size()) << " done before, " << todo.size() << " to run on "
+              << std::min<std::size_t>(static_cast<std::size_t>(jobs), std::max<std::size_t>(todo.size(), 1))
+              << " workers\n";
+
+  const std::string exe = self_exe();
+  Progress progress(opts.quiet, todo.size());
+  std::size_t next = 0, done = 0, failed = 0;
+  std::map<pid_t, Running> running;
+  {
+    ChildSignals signals;
+    const pid_t parent = ::getpid();
+    auto launch = [&](std::size_t slot) {
+      const Point& p = *todo[slot];
+      const std::string pdir = d.point_dir(p, total);
+      std::error_code ec;
+      fs::remove_all(pdir, ec);  // a retry starts clean
+      fs::create_directories(pdir, ec);
+      if (ec) throw InputError("cannot create '" + pdir + "': " + ec.message());
+      write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(spec, p)));
+      std::vector<std::string> args = {exe,          "sweep",   "point",     "--kind",
+                                       spec.kind,    "--config", pdir + "/point.yaml",
+                                       "--base-dir", spec.base_dir, "--seed", std::to_string(p.seed),
+                                       "--out",      pdir};
+      std::string cmd;
+      for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+      write_file_quick(pdir + "/command.txt", cmd + "\n");
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      const std::string err_path = pdir + "/stderr.txt";
+      const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (err_fd < 0 || null_fd < 0) throw InputError("cannot write '" + err_path + "': " + std::strerror(errno));
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(err_fd);
+        ::close(null_fd);
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        // Child: async-signal-safe calls only until exec.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        ::dup2(null_fd, 0);
+        ::dup2(null_fd, 1);
+        ::dup2(err_fd, 2);
+        ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+      }
+      ::close(err_fd);
+      ::close(null_fd);
+      running[pid] = Running{slot, Clock::now()};
+    };
+    auto reap = [&](pid_t pid, int status) {
+      auto it = running.find(pid);
+      if (it == running.end()) return;
+      const Point& p = *todo[it->second.slot];
+      const double wall = std::chrono::duration<double>(Clock::now() - it->second.start).count();
+      running.erase(it);
+      const std::string pdir = d.point_dir(p, total);
+      const bool has_result = fs::exists(pdir + "/result.json");
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && has_result;
+      write_file_quick(pdir + "/timing.json", "{\"wall_time_s\": " + format_number(wall) + "}\n");
+      ++done;
+      if (!ok) {
+        ++failed;
+        PointError e;
+        e.stderr_tail = tail_lines(pdir + "/stderr.txt", 20);
+        std::string kappasim_line;
+        for (const auto& l : e.stderr_tail)
+          if (l.rfind("kappasim: ", 0) == 0) kappasim_line = l.substr(l.rfind("kappasim: error: ", 0) == 0 ? 17 : 10);
+        replace_all(kappasim_line, pdir + "/", "");
+        if (WIFSIGNALED(status)) {
+          e.status = "failed";
+          e.signal_name = signal_name(WTERMSIG(status));
+          e.message = "killed by " + e.signal_name;
+        } else {
+          e.exit_code = WEXITSTATUS(status);
+          e.status = e.exit_code == 2 ? "invalid" : "failed";
+          if (e.exit_code == 0)
+            e.message = "exited 0 without writing result.json";
+          else
+            e.message = kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
+        }
+        if (has_result) fs::remove(pdir + "/result.json");
+        write_file_atomic(pdir + "/error.json", error_json(e));
+      }
+      progress.update(done, failed, false);
+    };
+    const std::size_t workers = static_cast<std::size_t>(jobs);
+    while (next < todo.size() || !running.empty()) {
+      while (next < todo.size() && running.size() < workers) launch(next++);
+      bool any = false;
+      while (true) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) break;
+        reap(pid, status);
+        any = true;
+      }
+      if (any || running.empty()) continue;
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGCHLD);
+      timespec timeout{1, 0};
+      ::sigtimedwait(&s, nullptr, &timeout);
+      progress.update(done, failed, false);
+    }
+  }
+  if (!todo.empty()) progress.update(done, failed, true);
+
+  MergedResults merged;
+  const std::vector<std::size_t> missing = try_merge(d, spec, points, &merged);
+  // Exit status over this invocation's points.
+  std::vector<std::size_t> bad;
+  std::vector<std::string> bad_msgs;
+  for (const Point* p : mine) {
+    auto r = read_point_record(d.point_dir(*p, total));
+    if (r && r->status != "ok") {
+      bad.push_back(p->index);
+      bad_msgs.push_back(r->status + ": " + r->error);
+    }
+  }
+  if (!opts.quiet) {
+    std::cerr << "sweep " << spec.name << ": " << (mine.size() - bad.size()) << " of " << mine.size()
+              << " points ok";
+    if (!bad.empty()) std::cerr << ", " << bad.size() << " invalid or failed";
+    std::cerr << "\n";
+    for (std::size_t i = 0; i < bad.size() && i < 20; ++i)
+      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i] << "\n";
+    if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
+    if (missing.empty())
+      std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
+    else
+      std::cerr << missing.size() << " points of other shards not done yet; the last shard to finish "
+                << "merges, or run: kappasim sweep collect " << shell_quote(d.dir) << "\n";
+  }
+  return bad.empty() ? 0 : 3;
+}
+
+}  // namespace kappasim::sweep
+
+namespace kappasim::cli {
+
+namespace {
+
+using namespace kappasim::sweep;
+
+const char* kSweepUsage =
+    "kappasim sweep: parameter sweeps, each point in its own process (docs/sweeps.md)\n"
+    "Usage:\n"
+    "  kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] [--retry-invalid] [--quiet]\n"
+    "      run or resume the sweep; merges DIR/results.csv and results.jsonl when every point is done\n"
+    "  kappasim sweep point --kind K --config FILE --base-dir DIR --seed S --out PDIR\n"
+    "      run one point (what the runner does per point; points/pNNNNNN/command.txt has the line)\n"
+    "  kappasim sweep collect DIR        merge a sharded sweep (exit 3 lists missing points)\n"
+    "  kappasim sweep emit slurm SPEC --out DIR [--tasks N] [--cpus-per-task C] [--time T]\n"
+    "                [--partition P] [--job-name NAME] [--script FILE] [--quick]\n"
+    "      write an sbatch array script (stdout, or --script FILE)\n"
+    "  kappasim sweep kinds              list the point kinds\n"
+    "  kappasim sweep points SPEC [--quick]   print the expansion (id, axis values, seed) as CSV\n"
+    "Shards: --shard I/N, else SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (/ SLURM_ARRAY_TASK_STEP)\n"
+    "of SLURM_ARRAY_TASK_COUNT, else JOB_COMPLETION_INDEX of --shards N or KAPPASIM_SHARDS.\n"
+    "Exit codes: 0 all points ok, 3 some points invalid or failed (or, for collect, missing),\n"
+    "2 bad spec or options, 1 internal error.\n";
+
+int parse_int(const std::string& what, const std::string& text, long lo, long hi) {
+  bool digits = !text.empty() && text.size() <= 9;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  const long v = digits ? std::strtol(text.c_str(), nullptr, 10) : -1;
+  if (!digits || v < lo || v > hi)
+    throw InputError(what + ": expected a whole number from " + std::to_string(lo) + " to " +
+                     std::to_string(hi) + ", got \"" + text + "\"");
+  return static_cast<int>(v);
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw InputError("--shard: expected I/N (this shard's index and the number of shards), got \"" + text + "\"");
+  const int n = parse_int("--shard N", text.substr(slash + 1), 1, 1000000);
+  const int i = parse_int("--shard I", text.substr(0, slash), 0, 1000000);
+  if (i >= n) throw InputError("--shard: the index must be below the count, got \"" + text + "\"");
+  return {i, n};
+}
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// --shard, else Slurm array variables, else a Kubernetes Indexed Job's index.
+std::optional<std::pair<int, int>> resolve_shard(const std::string& shard, const std::string& shards) {
+  if (!shard.empty()) {
+    if (!shards.empty()) throw InputError("--shard and --shards: give one of them");
+    return parse_shard(shard);
+  }
+  if (const char* id = env("SLURM_ARRAY_TASK_ID")) {
+    const char* count = env("SLURM_ARRAY_TASK_COUNT");
+    if (!count) throw InputError("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
+    const int n = parse_int("SLURM_ARRAY_TASK_COUNT", count, 1, 1000000);
+    const int task = parse_int("SLURM_ARRAY_TASK_ID", id, 0, 100000000);
+    const int min = env("SLURM_ARRAY_TASK_MIN") ? parse_int("SLURM_ARRAY_TASK_MIN", env("SLURM_ARRAY_TASK_MIN"), 0, 100000000) : 0;
+    const int step = env("SLURM_ARRAY_TASK_STEP") ? parse_int("SLURM_ARRAY_TASK_STEP", env("SLURM_ARRAY_TASK_STEP"), 1, 100000000) : 1;
+    if (task < min || (task - min) % step != 0 || (task - min) / step >= n)
+      throw InputError("SLURM_ARRAY_TASK_ID " + std::string(id) + " does not fit the array (min " +
+                       std::to_string(min) + ", step " + std::to_string(step) + ", count " + std::to_string(n) + ")");
+    return std::make_pair((task - min) / step, n);
+  }
+  if (const char* idx = env("JOB_COMPLETION_INDEX")) {
+    std::string count = shards;
+    if (count.empty() && env("KAPPASIM_SHARDS")) count = env("KAPPASIM_SHARDS");
+    if (count.empty())
+      throw InputError("JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): give the number of shards "
+                       "(the Job's completions) with --shards N or KAPPASIM_SHARDS");
+    const int n = parse_int("--shards / KAPPASIM_SHARDS", count, 1, 1000000);
+    const int i = parse_int("JOB_COMPLETION_INDEX", idx, 0, 100000000);
+    if (i >= n) throw InputError("JOB_COMPLETION_INDEX " + std::to_string(i) + " is not below the shard count " + std::to_string(n));
+    return std::make_pair(i, n);
+  }
+  if (!shards.empty())
+    throw InputError("--shards N is for Kubernetes Indexed Jobs (with JOB_COMPLETION_INDEX); use --shard I/N");
+  return std::nullopt;
+}
+
+int cmd_point(const std::vector<std::string>& args) {
+  std::string kind, config, base_dir, seed_text, out;
+  po::options_description desc("kappasim sweep point: run one sweep point\nOptions");
+  desc.add_options()("kind", po::value(&kind), "point kind (kappasim sweep kinds)")
+      ("config", po::value(&config), "the point's config (points/pNNNNNN/point.yaml)")
+      ("base-dir", po::value(&base_dir), "folder relative paths in the config resolve against")
+      ("seed", po::value(&seed_text), "the point's seed")
+      ("out", po::value(&out), "the point's folder: result.json, files/")
+      ("help,h", "this help");
+  auto vm = parse("sweep point", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  for (const auto& [name, v] : {std::pair<const char*, std::string*>{"--kind", &kind}, {"--config", &config},
+                                {"--seed", &seed_text}, {"--out", &out}})
+    if (v->empty()) throw InputError(std::string("kappasim sweep point: ") + name + " is required");
+  const PointKind* k = kinds().find(kind);
+  if (!k) throw InputError("--kind: unknown point kind '" + kind + "' (kappasim sweep kinds lists them)");
+  bool digits = seed_text.size() <= 20;
+  for (char c : seed_text) digits = digits && c >= '0' && c <= '9';
+  errno = 0;
+  const unsigned long long seed = digits ? std::strtoull(seed_text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE) throw InputError("--seed: expected a 64-bit unsigned integer, got \"" + seed_text + "\"");
+  const ConfigNode node = load_yaml_file(config);
+
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw InputError("--out: cannot create '" + out + "': " + ec.message());
+  // The kind's extra files go to a staging folder moved into place before result.json.
+  const std::string staging = out + "/files.partial-" + std::to_string(::getpid());
+  fs::remove_all(staging, ec);
+  fs::create_directory(staging, ec);
+  if (ec) throw InputError("--out: cannot create '" + staging + "': " + ec.message());
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code e;
+      if (!dir.empty()) fs::remove_all(dir, e);
+    }
+  } cleanup{staging};
+  PointContext ctx;
+  ctx.base_dir = base_dir;
+  ctx.out_dir = staging;
+  ctx.seed = seed;
+  const PointResult result = k->run(node, ctx);
+  fs::remove_all(out + "/files", ec);
+  if (!fs::is_empty(staging, ec)) {
+    fs::rename(staging, out + "/files", ec);
+    if (ec) throw InputError("cannot move '" + staging + "' to '" + out + "/files': " + ec.message());
+    cleanup.dir.clear();
+  }
+  write_file_atomic(out + "/result.json", result_json(result));
+  return 0;
+}
+
+int cmd_collect(const std::vector<std::string>& args) {
+  std::string dir;
+  bool quiet = false;
+  po::options_description desc("kappasim sweep collect DIR: merge a (sharded) sweep\nOptions");
+  desc.add_options()("dir", po::value(&dir), "the sweep folder")("quiet,q", po::bool_switch(&quiet), "no summary")
+      ("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  auto vm = parse("sweep collect", args, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (dir.empty()) throw InputError("kappasim sweep collect: a sweep folder DIR is required");
+  SweepDir d{absolute(dir)};
+  auto rec = read_sweep_yaml(d.dir);
+  if (!rec) throw InputError("kappasim sweep collect: '" + dir + "' has no sweep.yaml (not a sweep folder)");
+  const SweepSpec spec = parse_sweep_spec(rec->spec, rec->base_dir, rec->quick, nullptr);
+  if (spec_hash(spec) != rec->hash)
+    throw InputError(d.dir + "/sweep.yaml: the recorded spec does not match its hash (edited by hand?)");
+  const std::vector<Point> points = expand(spec);
+  MergedResults merged;
+  const auto missing = try_merge(d, spec, points, &merged);
+  if (!missing.empty()) {
+    std::cerr << "kappasim: sweep collect: " << missing.size() << " of " << points.size()
+              << " points have no result yet: " << id_list(missing, 1000) << "\n";
+    return 3;
+  }
+  if (!quiet) {
+    std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of " << points.size()
+              << " points ok";
+    if (!merged.not_ok.empty()) std::cerr << "; invalid or failed: " << id_list(merged.not_ok);
+    std::cerr << "\nresults in " << d.dir << "/results.csv and results.jsonl\n";
+  }
+  return merged.not_ok.empty() ? 0 : 3;
+}
+
+std::string sanitize_job_name(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (out.empty()) out = "kappasim-sweep";
+  return out.substr(0, 128);
+}
+
+void check_chars(const std::string& option, const std::string& v, const std::string& allowed, const char* what) {
+  bool ok = !v.empty();
+  for (char c : v) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || allowed.find(c) != std::string::npos);
+  if (!ok) throw InputError(option + ": expected " + what + ", got \"" + v + "\"");
+}
+
+int cmd_emit(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "slurm")
+    throw InputError("kappasim sweep emit: expected 'slurm' (Kubernetes: see docs/sweeps.md)" +
+                     (args.empty() ? std::string() : ", got '" + args[0] + "'"));
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::string spec_path, out, time_limit, partition, script, job_name;
+  int tasks = 0, cpus = 1;
+  bool quick = false;
+  po::options_description desc(
+      "kappasim sweep emit slurm SPEC --out DIR: an sbatch array script running the sweep\nOptions");
+  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")
+      ("out,o", po::value(&out), "the sweep folder the tasks share")
+      ("tasks", po::value(&tasks), "array tasks (shards); default: one per point, at most 1000")
+      ("cpus-per-task", po::value(&cpus), "CPUs per task = parallel points per task (default 1)")
+      ("time", po::value(&time_limit), "time limit per task, e.g. 01:00:00")
+      ("partition", po::value(&partition), "Slurm partition")
+      ("job-name", po::value(&job_name), "job name (default: the sweep's name; sanitised to [A-Za-z0-9._-])")
+      ("script", po::value(&script), "write the script to FILE (default: stdout)")
+      ("quick", po::bool_switch(&quick), "run the spec's quick: variant")
+      ("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  auto vm = parse("sweep emit slurm", rest, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (spec_path.empty()) throw InputError("kappasim sweep emit slurm: a SPEC file is required");
+  if (out.empty()) throw InputError("kappasim sweep emit slurm: --out DIR is required");
+  const SweepSpec spec = load_sweep_spec(spec_path, quick, known_kind);
+  const std::size_t n = spec.point_count();
+  if (vm.count("tasks") && (tasks < 1 || tasks > 100000))
+    throw InputError("--tasks: expected 1 to 100000, got " + std::to_string(tasks));
+  if (!vm.count("tasks")) tasks = static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(n, 1), 1000));
+  if (cpus < 1 || cpus > 4096) throw InputError("--cpus-per-task: expected 1 to 4096, got " + std::to_string(cpus));
+  if (!time_limit.empty()) check_chars("--time", time_limit, ":-", "a Slurm time such as 01:00:00 or 2-00:00:00");
+  if (!partition.empty()) check_chars("--partition", partition, "._,-", "a partition name [A-Za-z0-9._,-]");
+  std::string s = "#!/bin/bash\n";
+  s += "# kappasim sweep " + std::to_string(n) + " points as a Slurm array: each task runs the points with\n";
+  s += "# index % SLURM_ARRAY_TASK_COUNT == task; the last task to finish merges the results\n";
+  s += "# (or run: kappasim sweep collect DIR). Generated by kappasim sweep emit slurm.\n";
+  s += "#SBATCH --job-name=" + sanitize_job_name(job_name.empty() ? spec.name : job_name) + "\n";
+  s += "#SBATCH --array=0-" + std::to_string(tasks - 1) + "\n";
+  s += "#SBATCH --cpus-per-task=" + std::to_string(cpus) + "\n";
+  s += "#SBATCH --ntasks=1\n";
+  if (!time_limit.empty()) s += "#SBATCH --time=" + time_limit + "\n";
+  if (!partition.empty()) s += "#SBATCH --partition=" + partition + "\n";
+  s += "set -euo pipefail\n";
+  s += "exec " + shell_quote(self_exe()) + " sweep " + shell_quote(absolute(spec_path)) + " --out " +
+       shell_quote(absolute(out)) + (quick ? " --quick" : "") + " -j \"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  if (script.empty()) {
+    std::cout << s;
+  } else {
+    write_file_atomic(script, s);
+    ::chmod(script.c_str(), 0755);
+  }
+  return 0;
+}
+
+int cmd_points(const std::vector<std::string>& args) {
+  std::string spec_path;
+  bool quick = false;
+  po::options_description desc("kappasim sweep points SPEC: the expansion, without running\nOptions");
+  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")
+      ("quick", po::bool_switch(&quick), "the quick: variant")("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  auto vm = parse("sweep points", args, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (spec_path.empty()) throw InputError("kappasim sweep points: a SPEC file is required");
+  const SweepSpec spec = load_sweep_spec(spec_path, quick, known_kind);
+  const auto points = expand(spec);
+  std::string out = "point,folder";
+  for (const auto& l : spec.axis_labels()) out += "," + csv_field(l);
+  if (spec.replicates > 1) out += ",replicate";
+  out += ",seed\n";
+  for (const auto& p : points) {
+    out += std::to_string(p.index) + "," + point_name(p.index, points.size());
+    for (const auto& l : p.labels) out += "," + csv_field(l);
+    if (spec.replicates > 1) out += "," + std::to_string(p.replicate);
+    out += "," + std::to_string(p.seed) + "\n";
+  }
+  std::cout << out;
+  std::cerr << "sweep " << spec.name << ": " << points.size() << " points of kind " << spec.kind
+            << " (spec hash " << spec_hash(spec) << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  register_builtin_kinds();
+  const std::string verb = args.empty() ? "" : args[0];
+  std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (verb.empty()) {
+    std::cerr << kSweepUsage;
+    return 2;
+  }
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    std::cout << kSweepUsage;
+    return 0;
+  }
+  if (verb == "point") return cmd_point(rest);
+  if (verb == "collect") return cmd_collect(rest);
+  if (verb == "emit") return cmd_emit(rest);
+  if (verb == "points") return cmd_points(rest);
+  if (verb == "kinds") {
+    for (const auto& k : kinds().all()) std::cout << k.name << std::string(k.name.size() < 10 ? 10 - k.name.size() : 1, ' ') << k.doc << "\n";
+    return 0;
+  }
+  SweepOptions o;
+  std::string shard, shards;
+  po::options_description desc("kappasim sweep SPEC --out DIR\nOptions");
+  desc.add_options()("spec", po::value(&o.spec_path), "the sweep spec (YAML)")
+      ("out,o", po::value(&o.out_dir), "the sweep folder (created; a rerun resumes it)")
+      ("jobs,j", po::value(&o.jobs), "points run at once (default: one per core)")
+      ("quick", po::bool_switch(&o.quick), "the spec's quick: variant")
+      ("retry-invalid", po::bool_switch(&o.retry_invalid),
+       "rerun points recorded as invalid (skipped on resume: an input error recurs)")
+      ("quiet,q", po::bool_switch(&o.quiet), "no progress or summary")
+      ("shard", po::value(&shard), "run only points with index % N == I (I/N)")
+      ("shards", po::value(&shards), "shard count for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)")
+      ("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  auto vm = parse("sweep", args, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << kSweepUsage << "\n" << desc << "\n";
+    return 0;
+  }
+  if (vm.count("jobs") && o.jobs < 1) throw InputError("-j: expected at least 1 parallel point");
+  o.shard = resolve_shard(shard, shards);
+  return run_sweep(o);
+}
+
+}  // namespace kappasim::cli

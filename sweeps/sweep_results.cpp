@@ -1,0 +1,254 @@
+#include "sweeps/sweep_results.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/table.hpp"
+#include "core/units.hpp"
+
+namespace kappasim::sweep {
+
+namespace {
+
+std::string number_or_null(double v) { return std::isfinite(v) ? format_number(v) : "null"; }
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+// A JSON number literal exactly as written (axis values that are plain numbers).
+bool is_json_number(const std::string& s) {
+  std::size_t i = 0;
+  const std::size_t n = s.size();
+  if (i < n && s[i] == '-') ++i;
+  if (i >= n) return false;
+  if (s[i] == '0') {
+    ++i;
+  } else if (s[i] >= '1' && s[i] <= '9') {
+    while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  } else {
+    return false;
+  }
+  if (i < n && s[i] == '.') {
+    ++i;
+    if (i >= n || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '+' || s[i] == '-')) ++i;
+    if (i >= n || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    while (i < n && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  return i == n;
+}
+
+}  // namespace
+
+std::string result_json(const PointResult& r) {
+  std::string out = "{\n  \"status\": \"ok\",\n  \"metrics\": {";
+  for (std::size_t i = 0; i < r.metrics.size(); ++i)
+    out += std::string(i ? "," : "") + "\n    " + json_escape(r.metrics[i].first) + ": " +
+           number_or_null(r.metrics[i].second);
+  out += r.metrics.empty() ? "}\n}\n" : "\n  }\n}\n";
+  return out;
+}
+
+std::string error_json(const PointError& e) {
+  std::string out = "{\n  \"status\": " + json_escape(e.status) + ",\n  \"message\": " + json_escape(e.message);
+  if (!e.signal_name.empty()) out += ",\n  \"signal\": " + json_escape(e.signal_name);
+  if (e.exit_code >= 0) out += ",\n  \"exit_code\": " + std::to_string(e.exit_code);
+  out += ",\n  \"stderr_tail\": [";
+  for (std::size_t i = 0; i < e.stderr_tail.size(); ++i)
+    out += std::string(i ? "," : "") + "\n    " + json_escape(e.stderr_tail[i]);
+  out += e.stderr_tail.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+std::optional<PointRecord> read_point_record(const std::string& point_dir) {
+  std::string text;
+  PointRecord rec;
+  if (read_text(point_dir + "/result.json", text)) {
+    nlohmann::ordered_json j;
+    try {
+      j = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      rec.status = "failed";
+      rec.error = std::string("unreadable result.json: ") + e.what();
+      return rec;
+    }
+    rec.status = "ok";
+    if (j.is_object() && j.contains("metrics") && j["metrics"].is_object()) {
+      for (const auto& [k, v] : j["metrics"].items()) {
+        if (v.is_number())
+          rec.metrics.emplace_back(k, v.get<double>());
+        else
+          rec.metrics.emplace_back(k, std::nullopt);
+      }
+    }
+    return rec;
+  }
+  if (read_text(point_dir + "/error.json", text)) {
+    rec.status = "failed";
+    try {
+      auto j = nlohmann::ordered_json::parse(text);
+      if (j.contains("status") && j["status"].is_string()) rec.status = j["status"].get<std::string>();
+      if (j.contains("message") && j["message"].is_string()) rec.error = j["message"].get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      rec.error = std::string("unreadable error.json: ") + e.what();
+    }
+    if (rec.status != "invalid") rec.status = "failed";
+    return rec;
+  }
+  return std::nullopt;
+}
+
+std::string csv_field(const std::string& s) {
+  const bool edge = !s.empty() && (s.front() == ' ' || s.back() == ' ');
+  if (!edge && s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points,
+                            const std::vector<PointRecord>& records) {
+  MergedResults m;
+  std::vector<std::string> metric_names = s.metrics;
+  if (metric_names.empty()) {
+    std::map<std::string, bool> seen;
+    for (const auto& r : records)
+      for (const auto& [k, v] : r.metrics)
+        if (!seen[k]) {
+          seen[k] = true;
+          metric_names.push_back(k);
+        }
+  }
+  const std::vector<std::string> labels = s.axis_labels();
+  const bool reps = s.replicates > 1;
+  std::vector<std::string> cols = {"point"};
+  cols.insert(cols.end(), labels.begin(), labels.end());
+  if (reps) cols.push_back("replicate");
+  for (const char* c : {"seed", "status", "error"}) cols.emplace_back(c);
+  // A metric named like an earlier column (selftest echoes its axis x) is written "metric.<name>".
+  for (const auto& name : metric_names)
+    cols.push_back(std::find(cols.begin(), cols.end(), name) == cols.end() ? name : "metric." + name);
+  for (std::size_t i = 0; i < cols.size(); ++i) m.csv += (i ? "," : "") + csv_field(cols[i]);
+  m.csv += "\n";
+
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    const PointRecord& r = records[i];
+    if (r.status != "ok") m.not_ok.push_back(p.index);
+    std::vector<std::string> row = {std::to_string(p.index)};
+    std::string json = "{\"point\": " + std::to_string(p.index);
+    for (std::size_t a = 0; a < labels.size(); ++a) {
+      row.push_back(p.labels[a]);
+      json += ", " + json_escape(labels[a]) + ": " +
+              (is_json_number(p.labels[a]) ? p.labels[a] : json_escape(p.labels[a]));
+    }
+    if (reps) {
+      row.push_back(std::to_string(p.replicate));
+      json += ", \"replicate\": " + std::to_string(p.replicate);
+    }
+    row.push_back(std::to_string(p.seed));
+    row.push_back(r.status);
+    row.push_back(r.error);
+    json += ", \"seed\": " + std::to_string(p.seed) + ", \"status\": " + json_escape(r.status) +
+            ", \"error\": " + (r.error.empty() ? std::string("null") : json_escape(r.error));
+    for (const auto& name : metric_names) {
+      std::optional<double> v;
+      for (const auto& [k, x] : r.metrics)
+        if (k == name) v = x;
+      const bool have = v && std::isfinite(*v);
+      row.push_back(have ? format_number(*v) : "");
+      json += ", " + json_escape(cols[row.size() - 1]) + ": " + (have ? format_number(*v) : "null");
+    }
+    for (std::size_t c = 0; c < row.size(); ++c) m.csv += (c ? "," : "") + csv_field(row[c]);
+    m.csv += "\n";
+    m.jsonl += json + "}\n";
+  }
+  return m;
+}
+
+SweepTable parse_csv(const std::string& text, const std::string& name) {
+  SweepTable t;
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> rec;
+  std::string field;
+  bool in_quotes = false, field_started = false;
+  int line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"' && !field_started) {
+      in_quotes = true;
+      field_started = true;
+    } else if (c == ',') {
+      rec.push_back(std::move(field));
+      field.clear();
+      field_started = false;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      rec.push_back(std::move(field));
+      field.clear();
+      field_started = false;
+      records.push_back(std::move(rec));
+      rec.clear();
+      ++line;
+    } else {
+      field += c;
+      field_started = true;
+    }
+  }
+  if (in_quotes) throw InputError(name + ":" + std::to_string(line) + ": unterminated quoted field");
+  if (field_started || !rec.empty()) {
+    rec.push_back(std::move(field));
+    records.push_back(std::move(rec));
+  }
+  if (records.empty()) throw InputError(name + ": empty file (expected a header row)");
+  t.columns = std::move(records.front());
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() != t.columns.size())
+      throw InputError(name + ": row " + std::to_string(r) + " has " + std::to_string(records[r].size()) +
+                       " fields, the header " + std::to_string(t.columns.size()));
+    t.rows.push_back(std::move(records[r]));
+  }
+  return t;
+}
+
+SweepTable read_results_csv(const std::string& dir) {
+  const std::string path = dir + "/results.csv";
+  std::string text;
+  if (!read_text(path, text))
+    throw InputError("cannot read '" + path + "': the sweep has not been merged (kappasim sweep collect " +
+                     dir + ")");
+  return parse_csv(text, path);
+}
+
+}  // namespace kappasim::sweep

@@ -1,0 +1,369 @@
+// End-to-end tests of `kappasim sweep` (docs/sweeps.md): merged results byte-identical for any
+// number of workers, resume without rerunning finished points, SIGKILL + rerun, crashing points
+// reported while the rest finish, shards + collect, Slurm array variables, and the quoting of
+// the generated sbatch script and command.txt against hostile paths. Small selftest / kappa
+// points only: the suite stays fast on two cores.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch() {
+  static fs::path d = [] {
+    fs::path p = fs::temp_directory_path() / ("kappasim-sweep-" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+const char* kClearedEnv[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+                             "SLURM_ARRAY_TASK_STEP", "SLURM_CPUS_PER_TASK", "JOB_COMPLETION_INDEX",
+                             "KAPPASIM_SHARDS"};
+
+// Starts argv (no shell) in `cwd` with the sharding variables cleared and `env` set; stdout and
+// stderr go to files. Returns the pid.
+pid_t start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+            const fs::path& cwd = scratch()) {
+  const std::string out = (scratch() / "out.txt").string(), err = (scratch() / "err.txt").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const char* k : kClearedEnv) ::unsetenv(k);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+Result finish(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(scratch() / "out.txt");
+  r.err = slurp(scratch() / "err.txt");
+  return r;
+}
+
+Result kappasim(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
+                const fs::path& cwd = scratch()) {
+  args.insert(args.begin(), KAPPASIM_BIN);
+  return finish(start(args, env, cwd));
+}
+
+fs::path write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  return p;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Six selftest points: x = 1..3 times (fail none, sleep 0 s) and (fail invalid, sleep 0.01 s).
+const char* kSixBody = R"(name: six
+kind: selftest
+config: {x: 0}
+seed: 5
+axes:
+  - key: x
+    values: [1, 2, 3]
+  - zip:
+      - {key: fail, values: [none, invalid], label: mode}
+      - {key: sleep, values: [0 s, 0.01 s]}
+)";
+
+std::string spec_file(const std::string& name, const std::string& body) {
+  return write(scratch() / name / "spec.yaml", body).string();
+}
+
+TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
+  const std::string spec = spec_file("jobs", kSixBody);
+  const fs::path a = scratch() / "jobs" / "j1", b = scratch() / "jobs" / "j2";
+  Result r1 = kappasim({"sweep", spec, "--out", a.string(), "-j", "1", "--quiet"});
+  Result r2 = kappasim({"sweep", spec, "--out", b.string(), "-j", "2", "--quiet"});
+  EXPECT_EQ(r1.code, 3) << r1.err;  // the `invalid` points
+  EXPECT_EQ(r2.code, 3) << r2.err;
+  const std::string csv = slurp(a / "results.csv");
+  EXPECT_EQ(csv, slurp(b / "results.csv"));
+  EXPECT_EQ(slurp(a / "results.jsonl"), slurp(b / "results.jsonl"));
+  // Values by hand: x = 2 with fail none -> x2 = 4; the invalid point names the key's position.
+  std::stringstream ss(csv);
+  std::string header, line;
+  std::getline(ss, header);
+  EXPECT_EQ(header, "point,x,mode,sleep,seed,status,error,metric.x,x2");
+  std::vector<std::string> rows;
+  while (std::getline(ss, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_TRUE(rows[2].rfind("2,2,none,0 s,", 0) == 0) << rows[2];
+  EXPECT_TRUE(has(rows[2], ",ok,,2,4")) << rows[2];
+  EXPECT_TRUE(has(rows[5], ",invalid,point.yaml:")) << rows[5];
+  EXPECT_TRUE(has(rows[5], "invalid input on request")) << rows[5];
+  EXPECT_FALSE(has(csv, a.string()));  // no per-folder paths in merged files
+}
+
+TEST(SweepCli, RerunSkipsFinishedAndInvalidPointsAndRetriesInvalidOnRequest) {
+  const std::string spec = spec_file("resume", kSixBody);
+  const fs::path d = scratch() / "resume" / "out";
+  ASSERT_EQ(kappasim({"sweep", spec, "--out", d.string(), "-j", "2"}).code, 3);
+  const std::string before = slurp(d / "results.csv");
+  struct stat st0 {};
+  ASSERT_EQ(::stat((d / "points/p000000/result.json").c_str(), &st0), 0);
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(has(r.err, "6 points, 6 done before, 0 to run")) << r.err;  // invalid ones recur
+  r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--retry-invalid"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(has(r.err, "6 points, 3 done before, 3 to run")) << r.err;  // the 3 invalid rerun
+  struct stat st1 {};
+  ASSERT_EQ(::stat((d / "points/p000000/result.json").c_str(), &st1), 0);
+  EXPECT_EQ(st0.st_ino, st1.st_ino);  // untouched
+  EXPECT_EQ(st0.st_mtim.tv_nsec, st1.st_mtim.tv_nsec);
+  EXPECT_EQ(slurp(d / "results.csv"), before);
+
+  // Another spec into the same folder is refused, naming both.
+  const std::string other = spec_file("resume2", std::string(kSixBody).replace(6, 3, "sev"));
+  Result bad = kappasim({"sweep", other, "--out", d.string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(has(bad.err, "holds sweep 'six'") && has(bad.err, "is sweep 'sev'")) << bad.err;
+}
+
+TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
+  std::string body = "name: slow\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\naxes:\n"
+                     "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+  const std::string spec = spec_file("kill", body);
+  const fs::path ref = scratch() / "kill" / "ref", d = scratch() / "kill" / "out";
+  ASSERT_EQ(kappasim({"sweep", spec, "--out", ref.string(), "-j", "2", "-q"}).code, 0);
+
+  const pid_t pid = start({KAPPASIM_BIN, "sweep", spec, "--out", d.string(), "-j", "2", "-q"});
+  // Wait (polling, no timing assertion) until some points have finished, then SIGKILL.
+  auto finished = [&] {
+    int n = 0;
+    for (int i = 0; i < 8; ++i)
+      n += fs::exists(d / "points" / ("p00000" + std::to_string(i)) / "result.json");
+    return n;
+  };
+  for (int i = 0; i < 2000 && finished() < 3; ++i) ::usleep(10000);
+  ::kill(pid, SIGKILL);
+  finish(pid);
+  const int done = finished();
+  ASSERT_GE(done, 3);
+  ASSERT_LT(done, 8) << "the sweep finished before it was killed; nothing was tested";
+  EXPECT_FALSE(fs::exists(d / "results.csv"));
+  std::map<int, ino_t> inodes;
+  for (int i = 0; i < 8; ++i) {
+    struct stat st {};
+    if (::stat((d / "points" / ("p00000" + std::to_string(i)) / "result.json").c_str(), &st) == 0)
+      inodes[i] = st.st_ino;
+  }
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, std::to_string(inodes.size()) + " done before")) << r.err;
+  for (const auto& [i, ino] : inodes) {
+    struct stat st {};
+    ::stat((d / "points" / ("p00000" + std::to_string(i)) / "result.json").c_str(), &st);
+    EXPECT_EQ(st.st_ino, ino) << "point " << i << " was rerun";
+  }
+  EXPECT_EQ(slurp(d / "results.csv"), slurp(ref / "results.csv"));
+  EXPECT_EQ(slurp(d / "results.jsonl"), slurp(ref / "results.jsonl"));
+}
+
+TEST(SweepCli, CrashingPointsAreReportedWhileTheOthersFinish) {
+  const std::string spec = spec_file("crash", R"(name: crash
+kind: selftest
+config: {x: 3}
+axes:
+  - key: fail
+    values: [none, segv, abort, exit, invalid, none]
+)");
+  const fs::path d = scratch() / "crash" / "out";
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  const std::string csv = slurp(d / "results.csv");
+  std::vector<std::string> rows;
+  std::stringstream ss(csv);
+  for (std::string l; std::getline(ss, l);) rows.push_back(l);
+  ASSERT_EQ(rows.size(), 7u) << csv;
+  EXPECT_TRUE(has(rows[1], ",ok,,3,9")) << rows[1];
+  EXPECT_TRUE(has(rows[2], ",failed,")) << rows[2];
+  EXPECT_TRUE(has(rows[3], ",failed,killed by SIGABRT")) << rows[3];
+  EXPECT_TRUE(has(rows[4], ",failed,exit code 1")) << rows[4];
+  EXPECT_TRUE(has(rows[5], ",invalid,")) << rows[5];
+  EXPECT_TRUE(has(rows[6], ",ok,,3,9")) << rows[6];
+  EXPECT_TRUE(has(slurp(d / "points/p000004/error.json"), "\"exit_code\": 2"));
+  EXPECT_TRUE(has(r.err, "point 2 (p000002) failed: killed by SIGABRT")) << r.err;
+}
+
+TEST(SweepCli, ShardsPlusCollectEqualTheUnshardedSweep) {
+  const std::string spec = spec_file("shard", kSixBody);
+  const fs::path ref = scratch() / "shard" / "ref", d = scratch() / "shard" / "out";
+  kappasim({"sweep", spec, "--out", ref.string(), "-q"});
+  Result s0 = kappasim({"sweep", spec, "--out", d.string(), "--shard", "0/2"});
+  EXPECT_EQ(s0.code, 0);  // points 0, 2, 4: all ok
+  EXPECT_TRUE(has(s0.err, "kappasim sweep collect")) << s0.err;
+  EXPECT_FALSE(fs::exists(d / "results.csv"));
+  EXPECT_TRUE(fs::exists(d / "points/p000000/result.json"));
+  EXPECT_FALSE(fs::exists(d / "points/p000001"));
+  Result c = kappasim({"sweep", "collect", d.string()});
+  EXPECT_EQ(c.code, 3);
+  EXPECT_TRUE(has(c.err, "3 of 6 points have no result yet: 1, 3, 5")) << c.err;
+  // Points 1, 3, 5 are the invalid ones: exit 3; the last shard to finish merges.
+  EXPECT_EQ(kappasim({"sweep", spec, "--out", d.string(), "--shard", "1/2", "-q"}).code, 3);
+  EXPECT_EQ(slurp(d / "results.csv"), slurp(ref / "results.csv"));
+  fs::remove(d / "results.csv");
+  c = kappasim({"sweep", "collect", d.string()});
+  EXPECT_EQ(c.code, 3);  // merged; some points invalid
+  EXPECT_EQ(slurp(d / "results.csv"), slurp(ref / "results.csv"));
+  EXPECT_EQ(slurp(d / "results.jsonl"), slurp(ref / "results.jsonl"));
+  for (const char* bad : {"2/2", "1", "a/2", "0/0", "-1/2"}) {
+    Result b = kappasim({"sweep", spec, "--out", d.string(), "--shard", bad});
+    EXPECT_EQ(b.code, 2) << bad;
+    EXPECT_TRUE(has(b.err, "--shard")) << b.err;
+  }
+}
+
+TEST(SweepCli, SlurmAndKubernetesVariablesPickTheShard) {
+  const std::string spec = spec_file("slurm", kSixBody);
+  const fs::path d = scratch() / "slurm" / "out";
+  // An array 5-7 (min 5): task 6 is shard 1 of 3 -> points 1 and 4.
+  kappasim({"sweep", spec, "--out", d.string(), "-q"},
+           {{"SLURM_ARRAY_TASK_ID", "6"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "5"}});
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(fs::exists(d / "points" / ("p00000" + std::to_string(i))), i % 3 == 1) << i;
+  const fs::path k = scratch() / "slurm" / "k8s";
+  kappasim({"sweep", spec, "--out", k.string(), "-q", "--shards", "2"}, {{"JOB_COMPLETION_INDEX", "0"}});
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(fs::exists(k / "points" / ("p00000" + std::to_string(i))), i % 2 == 0) << i;
+  Result no_count = kappasim({"sweep", spec, "--out", k.string()}, {{"JOB_COMPLETION_INDEX", "1"}});
+  EXPECT_EQ(no_count.code, 2);
+  EXPECT_TRUE(has(no_count.err, "--shards N or KAPPASIM_SHARDS")) << no_count.err;
+  Result bad = kappasim({"sweep", spec, "--out", d.string()}, {{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "3"}});
+  EXPECT_EQ(bad.code, 2);
+}
+
+TEST(SweepCli, SlurmScriptAndCommandTxtCarryHostilePathsLiterally) {
+  const std::string weird = "we ird'\"$(touch pwned)`touch pwned2`;touch pwned3";
+  const fs::path base = scratch() / "hostile";
+  const fs::path spec = write(base / weird / "spec.yaml",
+                              "name: hostile\nkind: selftest\naxes:\n  - {key: x, values: [1, 2]}\n");
+  const fs::path out = base / (weird + "-out");
+  const fs::path script = base / "job.sbatch";
+  Result e = kappasim({"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--tasks", "1",
+                       "--job-name", "a b$(x);`y`", "--script", script.string()},
+                      {}, base);
+  ASSERT_EQ(e.code, 0) << e.err;
+  const std::string text = slurp(script);
+  EXPECT_TRUE(has(text, "#SBATCH --array=0-0\n")) << text;
+  EXPECT_TRUE(has(text, "#SBATCH --job-name=a_b__x___y_\n")) << text;
+  EXPECT_TRUE(has(text, "#SBATCH --cpus-per-task=1\n")) << text;
+  for (std::size_t at = text.find("#SBATCH"); at != std::string::npos; at = text.find("#SBATCH", at + 1))
+    EXPECT_FALSE(has(text.substr(at, text.find('\n', at) - at), "we ird")) << "a user path in an #SBATCH line";
+  EXPECT_TRUE(has(text, "-j \"${SLURM_CPUS_PER_TASK:-1}\"")) << text;
+
+  Result run = finish(start({"/bin/bash", script.string()},
+                            {{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "1"},
+                             {"SLURM_CPUS_PER_TASK", "1"}},
+                            base));
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(fs::exists(out / "results.csv")) << run.err;
+  // command.txt reruns its point by hand, through a shell, with the same literal paths.
+  const fs::path p0 = out / "points" / "p000000";
+  fs::remove(p0 / "result.json");
+  Result again = finish(start({"/bin/bash", (p0 / "command.txt").string()}, {}, base));
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(p0 / "result.json"));
+  for (const auto& f : fs::recursive_directory_iterator(scratch()))
+    EXPECT_FALSE(f.path().filename().string().rfind("pwned", 0) == 0) << f.path();
+  for (const char* f : {"pwned", "pwned2", "pwned3"}) EXPECT_FALSE(fs::exists(fs::current_path() / f));
+
+  // A sweep name outside [A-Za-z0-9._-] is refused before anything runs.
+  const fs::path bad = write(base / "badname.yaml", "name: \"x$(touch pwned)\"\nkind: selftest\n");
+  Result b = kappasim({"sweep", bad.string(), "--out", (base / "bad-out").string()}, {}, base);
+  EXPECT_EQ(b.code, 2);
+  EXPECT_TRUE(has(b.err, "badname.yaml:1:7")) << b.err;
+  EXPECT_FALSE(fs::exists(base / "bad-out"));
+  // Options that would land in #SBATCH lines are checked.
+  Result t = kappasim({"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--time", "1:00\n#SBATCH x"}, {}, base);
+  EXPECT_EQ(t.code, 2);
+}
+
+TEST(SweepCli, BadSpecsExitTwoNamingThePosition) {
+  const std::string spec = spec_file("empty", "name: empty\nkind: selftest\naxes:\n  - key: x\n    values: []\n");
+  Result r = kappasim({"sweep", spec, "--out", (scratch() / "empty" / "out").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "spec.yaml:5:13: axis 'x' has no values")) << r.err;
+  EXPECT_FALSE(fs::exists(scratch() / "empty" / "out"));
+  const std::string kind = spec_file("kind", "name: k\nkind: selftst\n");
+  r = kappasim({"sweep", kind, "--out", (scratch() / "kind" / "out").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "spec.yaml:2:7: unknown point kind 'selftst'")) << r.err;
+}
+
+TEST(SweepCli, KappaPointsPointsListingAndUnknownAxisKeysAsInvalidPoints) {
+  const std::string spec = spec_file("kappa", R"(name: kap
+kind: kappa
+config: {model: llama-3.1-70b, system: h100}
+axes:
+  - {key: serving.tp, values: [1, 8], label: tp}
+)");
+  Result pts = kappasim({"sweep", "points", spec});
+  EXPECT_EQ(pts.code, 0) << pts.err;
+  EXPECT_TRUE(pts.out.rfind("point,folder,tp,seed\n0,p000000,1,", 0) == 0) << pts.out;
+  const fs::path d = scratch() / "kappa" / "out";
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-q"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Llama-3.1-70B: B_kv = 2 (K, V) · 80 layers · 8 KV heads · 128 · 2 B = 327680 B per token.
+  const std::string csv = slurp(d / "results.csv");
+  EXPECT_TRUE(has(csv, ",327680,")) << csv;
+  // An axis key the kind does not know is no spec error: every point is invalid with the message.
+  const std::string typo = spec_file("kappa-typo", R"(name: typo
+kind: kappa
+config: {model: llama-3.1-70b, system: h100}
+axes:
+  - {key: serving.tpp, values: [1, 8]}
+)");
+  Result t = kappasim({"sweep", typo, "--out", (scratch() / "kappa-typo" / "out").string(), "-q"});
+  EXPECT_EQ(t.code, 3);
+  const std::string tcsv = slurp(scratch() / "kappa-typo" / "out" / "results.csv");
+  EXPECT_TRUE(has(tcsv, ",invalid,\"point.yaml:")) << tcsv;
+  EXPECT_TRUE(has(tcsv, "unknown key 'tpp'")) << tcsv;
+  EXPECT_TRUE(has(tcsv, "did you mean 'tp'?")) << tcsv;
+  Result kinds = kappasim({"sweep", "kinds"});
+  for (const char* k : {"run", "kappa", "selftest"}) EXPECT_TRUE(has(kinds.out, k));
+}
+
+}  // namespace
