@@ -48,9 +48,23 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
   m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes, m_tp * m_bkv_gpu);
-  const double v_eff = effective_kv_bytes_per_gpu(
+  double v_eff = effective_kv_bytes_per_gpu(
       m_spec.model, m_spec.system.gpu, m_tp, weight_dtype_for(sv.compute_dtype),
       sv.activation_reserve_bytes, sv.gpu_memory_utilization);
+  if (sv.kv_buffer.enabled()) {
+    sv.kv_buffer.validate("serving.kv_buffer");
+    m_buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, m_spec.system.gpu);
+    // One buffer per GPU holding that GPU's shard of each chunk (per-GPU bytes per token).
+    m_buffer = std::make_unique<KvTier>(m_chunk_tokens, sv.kv_buffer.capacity_bytes, m_bkv_gpu);
+    if (sv.kv_buffer.kind == KvBufferKind::Hbm) {  // carved out of vLLM's paged-KV pool
+      if (sv.kv_buffer.capacity_bytes >= v_eff)
+        throw InputError("serving.kv_buffer.capacity: " +
+                         format_quantity(sv.kv_buffer.capacity_bytes, dim::bytes) +
+                         " of kind hbm leaves no paged-KV pool (V_eff per GPU is " +
+                         format_quantity(v_eff, dim::bytes) + ")");
+      v_eff -= sv.kv_buffer.capacity_bytes;
+    }
+  }
   m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
                                    sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
@@ -86,6 +100,27 @@ void ServingEngine::arrivals() {
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
+    if (sv.recompute.mode != RecomputeMode::None && seq->cached_tokens > 0) {
+      // The leading R cached tokens are prefilled again (they need no earlier KV); the other
+      // K − R are loaded. Recomputed tokens count as computed.
+      const std::int64_t K = seq->cached_tokens, T = seq->compute_tokens;
+      std::int64_t R = 0;
+      if (sv.recompute.mode == RecomputeMode::Fixed) {
+        R = static_cast<std::int64_t>(std::floor(sv.recompute.fraction * static_cast<double>(K)));
+      } else {
+        const auto key = std::make_pair(K, T);
+        auto f = m_auto_recompute.find(key);
+        if (f == m_auto_recompute.end())
+          f = m_auto_recompute.emplace(key, choose_recompute_tokens(m_spec, K, T)).first;
+        R = f->second;
+      }
+      R = std::clamp<std::int64_t>(R, 0, K);
+      if (R > 0) {
+        seq->cached_tokens -= R;
+        seq->compute_tokens += R;
+        m_recompute[r.id] = R;
+      }
+    }
     ++m_arrived;
     m_sched->enqueue(seq.get(), now_s());
     m_live[r.id] = std::move(seq);
@@ -128,13 +163,25 @@ void ServingEngine::run_step(Step& st) {
   for (const StepItem& it : st.plan.items) {
     if (it.first && it.seq->cached_tokens > 0) first.push_back(it.seq);
     if (it.last) done.push_back(it.seq);
-    slices.push_back({static_cast<double>(it.tokens),
-                      static_cast<double>(it.seq->cached_tokens + it.seq->computed), it.last});
+    // Recomputed leading tokens attend causally over themselves only; the new tokens attend
+    // over the whole prefix (loaded + recomputed) and the new tokens before them.
+    const std::int64_t R = recompute_of(it.seq->req.id);
+    std::int64_t tokens = it.tokens;
+    if (it.seq->computed < R) {
+      const std::int64_t rec = std::min(tokens, R - it.seq->computed);
+      slices.push_back({static_cast<double>(rec), static_cast<double>(it.seq->computed), false});
+      tokens -= rec;
+    }
+    if (tokens > 0)
+      slices.push_back({static_cast<double>(tokens),
+                        static_cast<double>(it.seq->cached_tokens + it.seq->computed +
+                                            (it.tokens - tokens)),
+                        it.last});
     ++m_steps_of[it.seq->req.id];
   }
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
   const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
-                                           sv.compute_dtype);
+                                           sv.compute_dtype, 1.0, sv.kv_dtype);
   const double compute_s = compute.total.compute_time_s;
   if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
     load_layerwise(first, st, compute);  // overlapped with compute
@@ -220,30 +267,81 @@ void ServingEngine::trace_compute(double start_s, double end_s) {
   for (int track : m_track_gpu_compute) m_sinks.trace->span(track, name, start_s, end_s);
 }
 
+std::int64_t ServingEngine::recompute_of(std::uint64_t id) const {
+  if (m_recompute.empty()) return 0;
+  const auto f = m_recompute.find(id);
+  return f == m_recompute.end() ? 0 : f->second;
+}
+
+ServingEngine::LoadSplit ServingEngine::split_loads(const std::vector<Sequence*>& first) {
+  const std::int64_t c = m_chunk_tokens, b = m_spec.serving.block_tokens;
+  LoadSplit ls;
+  std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
+  for (const Sequence* s : first) {
+    const std::int64_t R = recompute_of(s->req.id);
+    const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
+    double link = 0, buffered = 0;
+    if (!m_buffer) {
+      link = static_cast<double>(s->cached_tokens);
+      const std::int64_t chunks = (end + c - 1) / c - R / c;
+      ls.chunks += chunks;
+      ls.link_chunks += chunks;
+      ls.link_blocks16 += (end + b - 1) / b - R / b;
+    } else {
+      const std::vector<std::uint64_t> keys = chunk_keys(s->req, m_chunk_tokens);
+      for (std::int64_t i = R / c; i * c < end; ++i) {
+        const std::int64_t lo = std::max(i * c, R), hi = std::min((i + 1) * c, end);
+        const bool keyed = static_cast<std::size_t>(i) < keys.size();
+        const std::uint64_t key = keyed ? keys[static_cast<std::size_t>(i)] : 0;
+        ++ls.chunks;
+        if (keyed && m_buffer->contains(key)) {
+          buffered += static_cast<double>(hi - lo);
+        } else {
+          link += static_cast<double>(hi - lo);
+          ++ls.link_chunks;
+          ls.link_blocks16 += (hi + b - 1) / b - lo / b;
+        }
+        if (keyed) insert.push_back(key);
+      }
+    }
+    ls.link_tokens += link;
+    ls.buffer_tokens += buffered;
+    m_link_tokens[s->req.id] = link;
+    if (m_buffer) m_buffer_tokens[s->req.id] = buffered;
+  }
+  if (m_buffer) m_buffer->insert(insert);  // touches the hits, stores the rest (LRU)
+  return ls;
+}
+
+double ServingEngine::buffer_copy_s(const LoadSplit& ls) const {
+  return ls.buffer_tokens > 0 ? ls.buffer_tokens * m_bkv_gpu / m_buffer_Bps : 0;
+}
+
 double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   const ServingSpec& sv = m_spec.serving;
   const double t0 = now_s();
-  double tokens = 0;
-  std::int64_t chunks = 0, blocks16 = 0;
-  for (const Sequence* s : first) {
-    tokens += static_cast<double>(s->cached_tokens);
-    chunks += (s->cached_tokens + m_chunk_tokens - 1) / m_chunk_tokens;
-    blocks16 += (s->cached_tokens + sv.block_tokens - 1) / sv.block_tokens;
-  }
+  const LoadSplit ls = split_loads(first);
   wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
-         static_cast<double>(chunks) * sv.retrieve_per_entry_s());
-  const double bytes = tokens * m_bkv_gpu;
+         static_cast<double>(ls.chunks) * sv.retrieve_per_entry_s());
+  const double bytes = ls.link_tokens * m_bkv_gpu;
+  const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
   const double t_x = now_s();
-  std::vector<TransferRequest> rs;
-  FlowFabric::Group g;
-  if (sv.load_path == LoadPath::Kernel)
-    start_all(rs, g, bytes, chunks, Direction::H2D, CopyPath::Kernel);
-  else
-    start_all(rs, g, bytes, blocks16, Direction::H2D, CopyPath::Dma);
-  wait_group(g);
-  trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
-  m_link_busy_s += now_s() - t_x;
+  if (bytes > 0) {
+    std::vector<TransferRequest> rs;
+    FlowFabric::Group g;
+    if (sv.load_path == LoadPath::Kernel)
+      start_all(rs, g, bytes, ls.link_chunks, Direction::H2D, CopyPath::Kernel);
+    else
+      start_all(rs, g, bytes, ls.link_blocks16, Direction::H2D, CopyPath::Dma);
+    wait_s(buffer_s);
+    wait_group(g);
+    trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
+    m_link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
+  } else {
+    wait_s(buffer_s);
+  }
   m_loaded_bytes_gpu += bytes;
+  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
   if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
   return now_s() - t0;
 }
@@ -253,35 +351,46 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const ServingSpec& sv = m_spec.serving;
   const int L = m_spec.model.num_layers;
   const double t0 = now_s();
-  double tokens = 0;
-  std::int64_t chunks = 0;
-  for (const Sequence* s : first) {
-    tokens += static_cast<double>(s->cached_tokens);
-    chunks += (s->cached_tokens + m_chunk_tokens - 1) / m_chunk_tokens;
-  }
+  const LoadSplit ls = split_loads(first);
+  const std::int64_t chunks = ls.link_chunks;
   // CPU side first (token hashing, chunk lookup), then the pipeline.
   wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
-         static_cast<double>(chunks) * sv.retrieve_per_entry_s());
-  const double bytes = tokens * m_bkv_gpu;
+         static_cast<double>(ls.chunks) * sv.retrieve_per_entry_s());
+  const double bytes = ls.link_tokens * m_bkv_gpu;
+  const bool link = bytes > 0;
+  const double buffer_s = buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
   const double t_pipe = now_s();
   const double compute_s = compute.total.compute_time_s;
   double load_end = t_pipe;
   double transfer_s = 0;  // time the links spent moving this step's KV
+  double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
   std::vector<TransferRequest> rs;
   FlowFabric::Group g;
   if (sv.granularity == Granularity::Layer) {
     // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
-    start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
-    wait_group(g);
-    transfer_s += g.end_s - t_pipe;
+    if (link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
+    wait_s(buffer_s / L);
+    double end_0 = t_pipe + buffer_s / L;
+    if (link) {
+      wait_group(g);
+      transfer_s += g.end_s - t_pipe;
+      end_0 = std::max(end_0, g.end_s);
+    }
+    pipe_s += end_0 - t_pipe;
     for (int l = 0; l < L; ++l) {
       const double t_l = now_s();
-      if (l + 1 < L) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
+      if (l + 1 < L && link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
       wait_s(compute_s / L);
       if (l + 1 < L) {
-        wait_group(g);
-        transfer_s += g.end_s - t_l;
-        load_end = g.end_s;
+        double end_l = t_l + buffer_s / L;
+        if (link) {
+          wait_group(g);
+          transfer_s += g.end_s - t_l;
+          end_l = std::max(end_l, g.end_s);
+        }
+        wait_s(end_l - now_s());
+        pipe_s += end_l - t_l;
+        load_end = end_l;
       }
     }
     load_end = std::max(load_end, t_pipe);
@@ -289,18 +398,23 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
     // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
     // first layer's load before compute can start) and drain (the last layer's compute after
     // the last load) from per-layer times.
-    start_all(rs, g, bytes, chunks * L, Direction::H2D, CopyPath::Dma);
+    if (link) start_all(rs, g, bytes, chunks * L, Direction::H2D, CopyPath::Dma);
     wait_s(compute_s);
-    wait_group(g);
-    load_end = g.end_s;
-    transfer_s = load_end - t_pipe;
+    load_end = t_pipe + buffer_s;
+    if (link) {
+      wait_group(g);
+      transfer_s = g.end_s - t_pipe;
+      load_end = std::max(load_end, g.end_s);
+    }
+    pipe_s = load_end - t_pipe;
     const double end =
-        std::max(load_end + compute.last_layer_s, t_pipe + transfer_s / L + compute_s);
+        std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
     wait_s(end - now_s());
   }
   m_link_busy_s += transfer_s;
   m_loaded_bytes_gpu += bytes;
-  st.load_s = (t_pipe - t0) + transfer_s;  // CPU-side costs + the links' transfer time
+  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
+  st.load_s = (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
   if (m_sinks.trace) {
     m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
     for (int track : m_track_gpu_link) m_sinks.trace->span(track, "load (layerwise)", t_pipe, load_end);
@@ -358,6 +472,7 @@ void ServingEngine::finish(Sequence* s) {
   }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_rejected;
+    m_recompute.erase(id);
     m_live.erase(id);
     return;
   }
@@ -373,7 +488,13 @@ void ServingEngine::finish(Sequence* s) {
   rec.cached_tokens = s->cached_tokens;
   rec.computed_tokens = s->compute_tokens;
   rec.kappa_ratio = s->compute_tokens > 0 ? static_cast<double>(s->cached_tokens) / s->compute_tokens : 0;
-  rec.bytes_loaded = static_cast<double>(s->cached_tokens) * m_bkv_gpu * m_tp;
+  const double link_tokens = m_link_tokens.count(id) ? m_link_tokens[id] : 0;
+  const double buffer_tokens = m_buffer_tokens.count(id) ? m_buffer_tokens[id] : 0;
+  rec.bytes_loaded = link_tokens * m_bkv_gpu * m_tp;  // over the host links
+  rec.bytes_from_buffer = buffer_tokens * m_bkv_gpu * m_tp;
+  rec.recomputed_tokens = recompute_of(id);
+  rec.kappa_link_ratio =
+      s->compute_tokens > 0 ? link_tokens / static_cast<double>(s->compute_tokens) : 0;
   rec.bytes_stored = (m_stored_tokens.count(id) ? m_stored_tokens[id] : 0) * m_bkv_gpu * m_tp;
   rec.load_path = load_path_name(m_spec.serving.load_path);
   rec.steps = m_steps_of[id];
@@ -388,6 +509,9 @@ void ServingEngine::finish(Sequence* s) {
   m_compute_s.erase(id);
   m_steps_of.erase(id);
   m_stored_tokens.erase(id);
+  m_link_tokens.erase(id);
+  m_buffer_tokens.erase(id);
+  m_recompute.erase(id);
   m_live.erase(id);
   ++m_finished;
 }
@@ -431,7 +555,10 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   a.duration_s = t.simulated_time_s;
   a.compute_busy_s = m_compute_busy_s;
   a.flops = m_flops;
-  a.hbm_bytes = m_hbm_bytes + m_loaded_bytes_gpu + m_stored_bytes_gpu;
+  // Buffer copies write the KV pages, and an hbm buffer's copy also reads HBM.
+  const double buffer_hbm =
+      m_buffer_bytes_gpu * (m_spec.serving.kv_buffer.kind == KvBufferKind::Hbm ? 2 : 1);
+  a.hbm_bytes = m_hbm_bytes + m_loaded_bytes_gpu + m_stored_bytes_gpu + buffer_hbm;
   a.link_bytes = m_loaded_bytes_gpu + m_stored_bytes_gpu;
   a.link_energy_per_byte_J = m_spec.system.host_link.energy_per_byte_J.value_or(0);
   t.gpu_energy_j = m_tp * gpu_energy_j(m_spec.system.gpu, a);
@@ -441,6 +568,77 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   t.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   t.requests_rejected = m_rejected;
   return t;
+}
+
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
+  if (!gpu.hbm_efficiency)
+    throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
+  const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
+  if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
+  if (!b.bandwidth_Bps)
+    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
+  return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
+}
+
+RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
+                                     std::int64_t R) {
+  const ServingSpec& sv = spec.serving;
+  const GpuSpec& gpu = spec.system.gpu;
+  if (K < 0 || T < 1 || R < 0 || R > K)
+    throw std::logic_error("estimate_recompute: need 0 <= R <= K and T >= 1");
+  std::vector<SeqSlice> b;
+  if (R > 0) b.push_back({static_cast<double>(R), 0, false});
+  b.push_back({static_cast<double>(T), static_cast<double>(K), true});
+  const StepTime st = batch_step_time(spec.model, gpu, sv.tp, b, sv.compute_dtype, 1.0, sv.kv_dtype);
+  RecomputeEstimate e;
+  const std::int64_t steps =
+      (T + R + sv.max_num_batched_tokens - 1) / sv.max_num_batched_tokens;
+  e.compute_s = st.total.compute_time_s + static_cast<double>(steps) * sv.step_overhead_s;
+  double cpu = 0, x = 0;
+  const std::int64_t loaded = K - R;
+  if (loaded > 0) {
+    const std::int64_t c = sv.tier_chunk_tokens(), bt = sv.block_tokens;
+    const std::int64_t chunks = (K + c - 1) / c - R / c;
+    const int L = spec.model.num_layers;
+    cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
+    const double bkv = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
+    x = static_cast<double>(loaded) * bkv / spec.system.host_link_bandwidth_per_gpu();
+    // Per-copy fixed costs (the copy latency, ~µs, is left out).
+    switch (sv.load_path) {
+      case LoadPath::Kernel: x += copy_kernel_fixed_s(gpu, chunks); break;
+      case LoadPath::Layerwise: x += dma_stream_fixed_s(gpu, chunks * L, 0); break;
+      case LoadPath::BlockDma:
+        x += dma_stream_fixed_s(gpu, (K + bt - 1) / bt - R / bt, 0);
+        break;
+    }
+    e.load_s = cpu + x;
+    if (sv.load_path == LoadPath::Layerwise) {
+      e.total_s = cpu + std::max(x + st.last_layer_s, x / L + e.compute_s);
+      return e;
+    }
+  }
+  e.total_s = e.load_s + e.compute_s;
+  return e;
+}
+
+std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T) {
+  if (K <= 0) return 0;
+  constexpr std::int64_t kGrid = 32;
+  std::int64_t best = 0;
+  double best_t = estimate_recompute(spec, K, T, 0).total_s;
+  auto consider = [&](std::int64_t R) {
+    const double t = estimate_recompute(spec, K, T, R).total_s;
+    if (t < best_t || (t == best_t && R < best)) {
+      best_t = t;
+      best = R;
+    }
+  };
+  for (std::int64_t i = 1; i <= kGrid; ++i) consider(K * i / kGrid);
+  const std::int64_t lo = std::max<std::int64_t>(0, best - K / kGrid - 1);
+  const std::int64_t hi = std::min<std::int64_t>(K, best + K / kGrid + 1);
+  const std::int64_t step = std::max<std::int64_t>(1, (hi - lo) / kGrid);
+  for (std::int64_t R = lo; R <= hi; R += step) consider(R);
+  return best;
 }
 
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {

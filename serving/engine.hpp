@@ -27,6 +27,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <utility>
 #include <set>
 #include <memory>
 #include <vector>
@@ -74,6 +75,22 @@ class ServingEngine : public sc_core::sc_module {
   const PagedKv& gpu_kv() const { return *m_kv; }
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
   const FlowFabric& fabric() const { return *m_fabric; }
+  const RunSpec& spec() const { return m_spec; }
+  // Live state, for a router (serving/cluster) deciding at an arrival: requests arrived and not
+  // finished, their prompt tokens still to prefill, and the cached tokens of those not yet
+  // admitted (whose load is still ahead).
+  std::size_t outstanding() const { return m_live.size(); }
+  std::int64_t outstanding_compute_tokens() const {
+    std::int64_t n = 0;
+    for (const auto& [id, s] : m_live) n += s->remaining();
+    return n;
+  }
+  std::int64_t pending_load_tokens() const {
+    std::int64_t n = 0;
+    for (const auto& [id, s] : m_live)
+      if (s->first_scheduled_s < 0) n += s->cached_tokens;
+    return n;
+  }
 
  private:
   struct Step;
@@ -91,6 +108,18 @@ class ServingEngine : public sc_core::sc_module {
   void wait_group(FlowFabric::Group& g);
   void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
   void trace_compute(double start_s, double end_s);
+  // What a step's loads move: cached tokens over the host link or from the GPU-side buffer
+  // (KvBufferSpec), and the copy counts the fixed costs scale with. Updates the buffer's LRU
+  // (the step's loaded chunks are inserted after all its sequences are split).
+  struct LoadSplit {
+    double link_tokens = 0, buffer_tokens = 0;
+    std::int64_t chunks = 0;         // tier entries retrieved (CPU-side costs)
+    std::int64_t link_chunks = 0;    // of them, over the link (copy-kernel blocks, DMAs)
+    std::int64_t link_blocks16 = 0;  // block_dma copies over the link
+  };
+  LoadSplit split_loads(const std::vector<Sequence*>& first);
+  double buffer_copy_s(const LoadSplit& ls) const;
+  std::int64_t recompute_of(std::uint64_t id) const;
   void finish(Sequence* s);
   void check_step(const Step& st);
  public:
@@ -122,6 +151,13 @@ class ServingEngine : public sc_core::sc_module {
   std::map<std::uint64_t, double> m_compute_s;                // per sequence: compute it waited
   std::map<std::uint64_t, int> m_steps_of;
   std::map<std::uint64_t, double> m_stored_tokens;
+  // Studies (docs/studies-kv.md): the GPU-side KV buffer (null when off), its copy bandwidth,
+  // per sequence the recomputed leading tokens R and the loaded tokens by source.
+  std::unique_ptr<KvTier> m_buffer;
+  double m_buffer_Bps = 0;
+  std::map<std::uint64_t, std::int64_t> m_recompute;
+  std::map<std::uint64_t, double> m_link_tokens, m_buffer_tokens;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> m_auto_recompute;  // (K, T) -> R
   sc_core::sc_event m_work;
   bool m_source_done = false;
   std::uint64_t m_arrived = 0, m_finished = 0, m_step_no = 0, m_rejected = 0;
@@ -130,11 +166,33 @@ class ServingEngine : public sc_core::sc_module {
   double m_last_finish_s = 0, m_last_step_end_s = 0;
   // Totals
   double m_compute_busy_s = 0, m_flops = 0, m_hbm_bytes = 0, m_loaded_bytes_gpu = 0,
-         m_stored_bytes_gpu = 0, m_link_busy_s = 0;
+         m_stored_bytes_gpu = 0, m_link_busy_s = 0, m_buffer_bytes_gpu = 0;
   // Trace tracks
   int m_track_step = -1, m_track_load = -1, m_track_store = -1;
   std::vector<int> m_track_gpu_compute, m_track_gpu_link;
 };
+
+// ---- studies (docs/studies-kv.md) ----------------------------------------------------------
+// Copy bandwidth buffer → KV pages per GPU: kind hbm: the given bandwidth, else hbm_bandwidth ×
+// hbm_efficiency / 2 (the copy reads and writes HBM); kind sram: the given bandwidth capped by
+// the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
+
+// Request-level prefill time of K cached + T new tokens when the leading R cached tokens are
+// recomputed, from the descriptions the analytic model uses: compute = kernel_timing's
+// batch_step_time of the slices {R over no context (causal), T over K} plus one step overhead
+// per max_num_batched_tokens; load = tier CPU costs + copy fixed costs + (K − R)·B_kv / BW with
+// BW = SystemSpec::host_link_bandwidth_per_gpu() (the analytic κ's per-GPU link bandwidth).
+// kernel / block_dma: total = load + compute; layerwise: total = cpu + max(x + last layer,
+// x / L + compute) with x the link part (the engine's step-granularity pipeline).
+struct RecomputeEstimate {
+  double load_s = 0, compute_s = 0, total_s = 0;
+};
+RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
+                                     std::int64_t R);
+// recompute.mode auto: the R in [0, K] minimising estimate_recompute's total (33-point grid
+// over [0, K], then 33 points between the best one's neighbours; ties go to the smaller R).
+std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T);
 
 // Runs a whole `kappasim run`-style simulation (one per process) and returns the engine's
 // totals; sinks receive the per-request records.

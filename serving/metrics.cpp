@@ -86,13 +86,17 @@ void RequestsCsvWriter::close() {
 // ---- summary --------------------------------------------------------------------------------
 
 SummaryBuilder::SummaryBuilder(double relative_accuracy)
-    : m_ttft(relative_accuracy), m_queue(relative_accuracy), m_kappa(relative_accuracy) {}
+    : m_ttft(relative_accuracy),
+      m_queue(relative_accuracy),
+      m_kappa(relative_accuracy),
+      m_kappa_link(relative_accuracy) {}
 
 void SummaryBuilder::add_request(const RequestRecord& r) {
   ++m_requests;
   m_ttft.add(r.ttft_s);
   m_queue.add(r.queue_s);
   m_kappa.add(r.kappa_ratio);
+  m_kappa_link.add(r.kappa_link_ratio);
   m_max_wait_s = std::max(m_max_wait_s, r.queue_s);
   m_load_sum += r.load_s;
   m_compute_sum += r.compute_s;
@@ -111,6 +115,8 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   m_computed_tokens += static_cast<double>(r.computed_tokens);
   m_bytes_loaded += r.bytes_loaded;
   m_bytes_stored += r.bytes_stored;
+  m_bytes_buffer += r.bytes_from_buffer;
+  m_recomputed_tokens += static_cast<double>(r.recomputed_tokens);
   m_last_finish_s = std::max(m_last_finish_s, r.arrival_s + r.ttft_s);
 }
 
@@ -180,6 +186,11 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
       {"tier_hit_chunks", t.tier_hit_chunks},
       {"tier_miss_chunks", t.tier_miss_chunks},
       {"tier_hit_rate", ratio(t.tier_hit_chunks, t.tier_hit_chunks + t.tier_miss_chunks)},
+      {"bytes_from_buffer_total", m_bytes_buffer},
+      {"buffer_hit_rate", ratio(m_bytes_buffer, m_bytes_buffer + m_bytes_loaded)},
+      {"kappa_link_ratio_mean", m_kappa_link.mean()},
+      {"kappa_link_ratio_p50", m_kappa_link.quantile(0.50)},
+      {"recomputed_tokens_total", m_recomputed_tokens},
       {"kernel_events", static_cast<double>(t.kernel_events)},
       {"kernel_events_per_request", ratio(static_cast<double>(t.kernel_events), n)},
       {"quantile_relative_accuracy", m_ttft.relative_accuracy()},

@@ -24,10 +24,16 @@ struct RequestRecord {
   double load_s = 0;     // time its cached KV took to arrive, tier software costs included
   double compute_s = 0;  // its prefill compute time
   double ttft_s = 0;     // finish − arrival
-  std::int64_t cached_tokens = 0;    // K loaded
-  std::int64_t computed_tokens = 0;  // T prefilled
+  std::int64_t cached_tokens = 0;    // K loaded (the recomputed leading tokens excluded)
+  std::int64_t computed_tokens = 0;  // T prefilled (recomputed tokens included)
   double kappa_ratio = 0;
-  double bytes_loaded = 0;  // whole TP group
+  double bytes_loaded = 0;  // whole TP group, over the host links
+  // Studies (not in requests.csv): KV copied from the GPU-side buffer (whole TP group), the
+  // cached tokens recomputed instead of loaded, and the κ ratio the link sees (cached tokens
+  // that crossed the link / computed tokens).
+  double bytes_from_buffer = 0;
+  std::int64_t recomputed_tokens = 0;
+  double kappa_link_ratio = 0;
   double bytes_stored = 0;  // whole TP group
   std::string load_path;
   int steps = 0;
@@ -105,6 +111,7 @@ class SummaryBuilder {
   QuantileSketch m_ttft;
   QuantileSketch m_queue;
   QuantileSketch m_kappa;
+  QuantileSketch m_kappa_link;
   double m_max_wait_s = 0;
   double m_load_sum = 0, m_compute_sum = 0;
   double m_poh_sum = 0;
@@ -113,6 +120,7 @@ class SummaryBuilder {
   std::uint64_t m_slow_n = 0;
   double m_cached_tokens = 0, m_computed_tokens = 0;
   double m_bytes_loaded = 0, m_bytes_stored = 0;
+  double m_bytes_buffer = 0, m_recomputed_tokens = 0;
   double m_last_finish_s = 0;
 
   std::uint64_t m_steps = 0;

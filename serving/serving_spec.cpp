@@ -1,11 +1,42 @@
 #include "serving/serving_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
 #include "models/gpu/gpu_spec.hpp"
 
 namespace kappasim {
+
+const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names() {
+  static const std::vector<std::pair<const char*, KvBufferKind>> n = {
+      {"hbm", KvBufferKind::Hbm}, {"sram", KvBufferKind::Sram}};
+  return n;
+}
+const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names() {
+  static const std::vector<std::pair<const char*, RecomputeMode>> n = {
+      {"none", RecomputeMode::None}, {"fixed", RecomputeMode::Fixed}, {"auto", RecomputeMode::Auto}};
+  return n;
+}
+
+void KvBufferSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (!(capacity_bytes >= 0) || !std::isfinite(capacity_bytes))
+    throw InputError(p + "capacity: must be a finite size >= 0");
+  if (bandwidth_Bps && !(*bandwidth_Bps > 0 && std::isfinite(*bandwidth_Bps)))
+    throw InputError(p + "bandwidth: must be a finite bandwidth > 0");
+  if (enabled() && kind == KvBufferKind::Sram && !bandwidth_Bps)
+    throw InputError(p + "bandwidth: required for kind sram (no default: give the store's "
+                         "copy bandwidth and its source)");
+}
+
+void RecomputeSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (!(fraction >= 0 && fraction <= 1)) throw InputError(p + "fraction: must be in [0, 1]");
+  if (mode != RecomputeMode::Fixed && fraction != 0)
+    throw InputError(p + "fraction: only used with mode fixed (got mode " +
+                     (mode == RecomputeMode::Auto ? "auto" : "none") + ")");
+}
 
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
   static const std::vector<std::pair<const char*, LoadPath>> n = {
@@ -45,6 +76,8 @@ void ServingSpec::validate(const std::string& path) const {
     throw InputError(p + "activation_reserve: must not be negative");
   if (!(fairness_max_wait_s >= 0))
     throw InputError(p + "fairness_max_wait: must not be negative");
+  kv_buffer.validate(p + "kv_buffer");
+  recompute.validate(p + "recompute");
 }
 
 SchedulerConfig ServingSpec::scheduler_config() const {

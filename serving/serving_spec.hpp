@@ -7,6 +7,7 @@
 // See docs/scheduler.md for the derivations.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,9 +37,69 @@ enum class Granularity {
   Layer,  // per layer: layer i's compute overlaps layer i+1's load (layer-wise overlap)
 };
 
+// Where a GPU-side KV buffer lives (KvBufferSpec).
+enum class KvBufferKind {
+  Hbm,   // a region of the GPU's HBM carved out of vLLM's paged-KV pool
+  Sram,  // a separate on-package store (SRAM / stacked near-memory die): no carve-out
+};
+// How much of a request's cached prefix is recomputed instead of loaded (RecomputeSpec).
+enum class RecomputeMode {
+  None,   // load the whole cached prefix (vLLM + LMCache)
+  Fixed,  // recompute the leading `fraction` of every request's cached prefix
+  Auto,   // per request, the leading part that minimises its prefill time (choose_recompute)
+};
+
+const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names();
+const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names();
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
 const std::vector<std::pair<const char*, Granularity>>& granularity_names();
+
+// A GPU-side store of hot prefix chunks (docs/studies-kv.md): per GPU, holding that GPU's TP
+// shard of each chunk, LRU by chunk key like the CPU tier. Chunks of a request's cached prefix
+// that are in the buffer are copied buffer → KV pages on the GPU instead of crossing the host
+// link; loaded chunks are inserted (LRU). A study feature: off by default.
+struct KvBufferSpec {
+  // [A] study knob: 0 = no buffer (the default; vLLM + LMCache have none).
+  double capacity_bytes = 0;
+  // [A] where it lives; `hbm` carves the capacity out of the paged-KV pool, `sram` does not.
+  KvBufferKind kind = KvBufferKind::Hbm;
+  // Copy bandwidth buffer → KV pages, per GPU. No default number: `hbm` derives it from the GPU
+  // (hbm_bandwidth × hbm_efficiency / 2: the copy reads and writes HBM) [D]; `sram` requires it
+  // (a near-memory die's bandwidth is a design assumption, give its source) and is capped by
+  // the HBM write rate (hbm_bandwidth × hbm_efficiency) [D].
+  std::optional<double> bandwidth_Bps;
+
+  template <class V>
+  void visit(V& v) {
+    v.quantity("capacity", capacity_bytes, dim::bytes,
+               opt("buffer capacity per GPU (0 = off)", Range::NonNegative));
+    v.choice("kind", kind, kv_buffer_kind_names(),
+             opt("hbm (carved out of the paged-KV pool) or sram (separate store)"));
+    v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth,
+               opt("buffer -> KV pages copy bandwidth per GPU (hbm: default HBM/2)"));
+  }
+  void validate(const std::string& path) const;
+  bool enabled() const { return capacity_bytes > 0; }
+};
+
+// Partial recompute of the cached prefix (docs/studies-kv.md): the leading R tokens of a
+// request's K cached tokens are prefilled again instead of loaded (they need no earlier KV);
+// the other K − R are loaded as usual. Off by default.
+struct RecomputeSpec {
+  // [S] vLLM + LMCache load the whole hit prefix: none.
+  RecomputeMode mode = RecomputeMode::None;
+  // [A] study knob for `fixed`: R = floor(fraction × K).
+  double fraction = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("mode", mode, recompute_mode_names(), opt("none, fixed or auto"));
+    v.quantity("fraction", fraction, dim::none,
+               opt("fixed: fraction of the cached prefix recomputed", Range::Fraction));
+  }
+  void validate(const std::string& path) const;
+};
 
 struct ServingSpec {
   // ---- parallelism and precision -----------------------------------------------------------
@@ -65,6 +126,10 @@ struct ServingSpec {
   // [A] experiment switch: pre-populate the tier with every request's reusable prefix so that
   // K_hit = the prefix (the κ paper's setting: the prefix is in CPU memory).
   bool warm_tier = false;
+
+  // ---- studies (docs/studies-kv.md) ---------------------------------------------------------
+  KvBufferSpec kv_buffer;
+  RecomputeSpec recompute;
 
   // ---- scheduler ----------------------------------------------------------------------------
   // [S] the κ paper's testbed: max_num_batched_tokens 4096.
@@ -166,6 +231,8 @@ struct ServingSpec {
                opt("vLLM native connector CPU cost per block", Range::NonNegative));
     v.choice("granularity", granularity, granularity_names(),
              opt("simulation granularity: step or layer"));
+    v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
+    v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
   }
   void validate(const std::string& path) const;
 

@@ -53,7 +53,7 @@ bool is_moe_layer(const ModelSpec& m, int layer) {
 }
 
 void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                         double wb) {
+                         double wb, DType kv_dtype) {
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden_size);
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
@@ -90,8 +90,16 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
     out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
   }
 
+  const double dq = kv_dequant_bytes(m, tp, K, kv_dtype);
+  if (dq > 0) {
+    Kernel d = elementwise("kv_dequant", dq);
+    d.per_sequence = true;
+    out.push_back(d);
+  }
+
   Kernel at;
   at.name = "attention";
+  at.per_sequence = true;
   at.kind = Kernel::Kind::Attention;
   at.m = T;
   at.n = K + T;
@@ -104,7 +112,9 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
   // (L2). Plus Q in and O out.
   const double n_tiles = ceil_q(T / kAttentionTileM);
   const double kv_tokens_read = n_tiles * K + kAttentionTileM * n_tiles * (n_tiles - 1) / 2 + T;
-  const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, DType::Bf16, tp) / L;
+  // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
+  const DType read_as = kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
+  const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, read_as, tp) / L;
   at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
   out.push_back(at);
 
@@ -169,8 +179,28 @@ void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
   kv_heads_per_gpu(m, tp);  // tp must divide the query heads and fit the KV heads
 }
 
+KvDequant kv_dequant_mode(DType kv_dtype) {
+  switch (kv_dtype) {
+    case DType::Fp32:
+    case DType::Bf16:
+    case DType::Fp16: return KvDequant::Native;
+    case DType::Fp8: return KvDequant::FusedDequant;
+    case DType::Int8:
+    case DType::Int4: return KvDequant::SeparatePass;
+  }
+  return KvDequant::Native;
+}
+
+double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType kv_dtype) {
+  if (kv_dequant_mode(kv_dtype) != KvDequant::SeparatePass || !(cached_tokens > 0)) return 0;
+  const double L = m.num_layers;
+  return cached_tokens *
+         (kv_bytes_per_token_per_gpu(m, kv_dtype, tp) + kv_bytes_per_token_per_gpu(m, DType::Bf16, tp)) /
+         L;
+}
+
 std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
-                                  DType weights) {
+                                  DType weights, DType kv_dtype) {
   check_prefill_args(m, tp, T, K);
   if (layer < 0 || layer >= m.num_layers)
     throw std::logic_error("layer_kernels: layer " + std::to_string(layer) + " out of range");
@@ -179,7 +209,7 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
   std::vector<Kernel> out;
   out.reserve(20);
   out.push_back(rms_norm("input_norm", T, h));
-  add_attention_block(out, m, T, K, tp, wb);
+  add_attention_block(out, m, T, K, tp, wb, kv_dtype);
   out.push_back(rms_norm("post_attention_norm", T, h));
   add_mlp_block(out, m, layer, T, tp, wb);
   return out;
@@ -308,7 +338,7 @@ void PrefillTime::add(const Kernel& k, const KernelTime& t) {
 }
 
 PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
-                         const std::string& compute_dtype) {
+                         const std::string& compute_dtype, DType kv_dtype) {
   gpu.require_sim("system.gpu");
   check_prefill_args(m, tp, T, K);
   const DType w = weight_dtype_for(compute_dtype);
@@ -316,7 +346,7 @@ PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double 
   PrefillTime p;
   for (const Kernel& k : prefill_head_kernels(m, T)) p.add(k, kernel_time(k, gpu, compute_dtype));
   for (int l = 0; l < m.num_layers; ++l)
-    for (const Kernel& k : layer_kernels(m, l, T, K, tp, w))
+    for (const Kernel& k : layer_kernels(m, l, T, K, tp, w, kv_dtype))
       p.add(k, kernel_time(k, gpu, compute_dtype));
   for (const Kernel& k : prefill_tail_kernels(m, T, tp, w))
     p.add(k, kernel_time(k, gpu, compute_dtype));
@@ -344,17 +374,30 @@ namespace {
 // Time of one layer for the batch; `acc` collects its kernels once.
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
-                        const std::string& dtype, double sm_fraction) {
+                        const std::string& dtype, double sm_fraction, DType kv_dtype) {
   PrefillTime p;
-  for (const Kernel& k : layer_kernels(m, layer, tokens, 0, tp, w)) {
-    if (k.kind == Kernel::Kind::Attention) continue;
+  for (const Kernel& k : layer_kernels(m, layer, tokens, 0, tp, w, kv_dtype)) {
+    if (k.per_sequence) continue;
     p.add(k, kernel_time(k, gpu, dtype, sm_fraction));
   }
+  // KV dequantisation (int8/int4 caches): one elementwise launch over every sequence's cached
+  // context, before attention.
+  Kernel dequant;
+  bool has_dequant = false;
+  for (const SeqSlice& s : batch) {
+    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
+      if (!k.per_sequence || k.kind == Kernel::Kind::Attention) continue;
+      if (!has_dequant) dequant = k;
+      else dequant.hbm_bytes += k.hbm_bytes;
+      has_dequant = true;
+    }
+  }
+  if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
   Kernel merged;
   KernelTime mt;
   int n = 0;
   for (const SeqSlice& s : batch) {
-    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w)) {
+    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
       if (k.kind != Kernel::Kind::Attention) continue;
       const KernelTime t = kernel_time(k, gpu, dtype, sm_fraction);
       if (n == 0) merged = k;
@@ -390,7 +433,7 @@ void add_times(PrefillTime& into, const PrefillTime& p, int times) {
 
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
-                         double sm_fraction) {
+                         double sm_fraction, DType kv_dtype) {
   StepTime st;
   if (batch.empty()) return st;
   double tokens = 0, logits = 0;
@@ -404,14 +447,14 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
   const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
   if (dense > 0) {
-    const PrefillTime d = batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction);
+    const PrefillTime d = batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
     add_times(st.total, d, dense);
     st.first_layer_s = d.compute_time_s;
     st.last_layer_s = d.compute_time_s;
   }
   if (dense < m.num_layers) {
     const PrefillTime e =
-        batch_layer(m, gpu, dense, tp, batch, tokens, w, compute_dtype, sm_fraction);
+        batch_layer(m, gpu, dense, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
     add_times(st.total, e, m.num_layers - dense);
     if (dense == 0) st.first_layer_s = e.compute_time_s;
     st.last_layer_s = e.compute_time_s;

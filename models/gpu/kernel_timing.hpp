@@ -56,7 +56,29 @@ struct Kernel {
   double heads = 0;       // attention: query heads on this GPU
   double kv_heads = 0;    // attention: KV heads on this GPU (GQA packing)
   int ranks = 1;          // all-reduce: GPUs in the ring
+  // Runs once per sequence over that sequence's own context (attention, KV dequantisation);
+  // batch_step_time launches each such kind once for the batch.
+  bool per_sequence = false;
 };
+
+// How the attention step consumes a KV cache stored in `kv_dtype` (docs/studies-kv.md,
+// "Compressed KV"):
+//  - Native (bf16, fp16, fp32): FlashAttention reads the cache as stored.
+//  - FusedDequant (fp8): the attention kernel reads FP8 KV and converts in registers, no extra
+//    pass (vLLM's fp8 KV cache: FlashAttention-3 / FlashInfer / paged attention kernels read
+//    the e4m3/e5m2 cache directly) [S]: the KV read costs fp8 bytes, FLOPs stay at BF16 rate.
+//  - SeparatePass (int8, int4): a dequantisation kernel reads the packed cached KV and writes it
+//    as BF16 before attention, which then reads BF16 (Hugging Face transformers QuantizedCache,
+//    cache_utils.py: _dequantize() the quantised cache, then torch.cat with the new keys/values
+//    before attention) [S for that implementation, A as the int4 serving mechanism]. Per layer
+//    it moves K × (B_kv(dtype) + B_kv(bf16)) / L bytes per GPU at the HBM roof
+//    (hbm_bandwidth × hbm_efficiency): for int4 that is 5× the packed bytes. Quantisation
+//    scales are not counted (B_kv(int4) is 0.5 B per element, models/llm).
+enum class KvDequant { Native, FusedDequant, SeparatePass };
+KvDequant kv_dequant_mode(DType kv_dtype);
+// The HBM bytes of the separate dequantisation pass over `cached_tokens` tokens of one layer on
+// one GPU (0 unless kv_dequant_mode is SeparatePass).
+double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType kv_dtype);
 
 const char* kernel_kind_name(Kernel::Kind k);
 
@@ -64,9 +86,11 @@ const char* kernel_kind_name(Kernel::Kind k);
 // RMSNorm, QKV (or MLA) projections, [q/k norm], rotary embedding, KV-cache write, attention,
 // output projection, [all-reduce], post-attention RMSNorm, MLP (gate_up, SiLU·mul, down) or MoE
 // (router, grouped expert GEMMs, [shared experts]), [all-reduce]. `weights` is the weight dtype
-// (bytes read); activations and KV are BF16.
+// (bytes read); activations are BF16; the KV cache is `kv_dtype` (see KvDequant: fp8 is read
+// by attention directly; int8/int4 add a per-sequence `kv_dequant` kernel before attention over
+// the K tokens already cached).
 std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
-                                  DType weights);
+                                  DType weights, DType kv_dtype = DType::Bf16);
 // The kernels outside the layers, once per prefill: before the layers the embedding gather;
 // after them the final RMSNorm and the LM head for the last token only (vLLM computes logits
 // for the sampled position).
@@ -112,7 +136,8 @@ struct PrefillTime {
 
 // One GPU of a TP group: all layers plus the edge kernels, every kernel on all SMs.
 PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
-                         const std::string& compute_dtype = "bf16");
+                         const std::string& compute_dtype = "bf16",
+                         DType kv_dtype = DType::Bf16);
 
 // One M×N×K GEMM (BF16 activations, weights in `dtype`'s storage), on all SMs.
 KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
@@ -139,6 +164,6 @@ struct StepTime {
 };
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
-                         double sm_fraction = 1.0);
+                         double sm_fraction = 1.0, DType kv_dtype = DType::Bf16);
 
 }  // namespace kappasim
