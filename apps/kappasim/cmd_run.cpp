@@ -7,10 +7,15 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
 #include "core/trace_writer.hpp"
+#include "serving/cluster_spec.hpp"
 #include "serving/engine.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim::cli {
+
+// apps/kappasim/kind_cluster.cpp
+int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
+                        const std::string& out, bool dump, bool quiet);
 
 RunSpec load_run_spec(const std::string& config, const std::vector<std::string>& sets,
                       ProvenanceTable* prov, ConfigNode* effective) {
@@ -55,6 +60,8 @@ int cmd_run(const std::vector<std::string>& args) {
   ConfigNode effective;
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
+  if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (kind_cluster.cpp)
+    return run_cluster_command(config, all_sets, out, dump, quiet);
   const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
   if (dump) {
     std::cout << emit_yaml(effective);

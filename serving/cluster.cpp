@@ -1,0 +1,290 @@
+#include "serving/cluster.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "core/sim_runner.hpp"
+#include "workloads/trace_reader.hpp"
+
+namespace kappasim {
+
+namespace {
+double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
+}  // namespace
+
+// ---- NodeQueue -------------------------------------------------------------------------------
+
+bool NodeQueue::next(Request& out) {
+  while (m_q.empty() && !m_closed) sc_core::wait(m_ev);
+  if (m_q.empty()) return false;
+  out = std::move(m_q.front().r);
+  m_load -= m_q.front().load;
+  m_compute -= m_q.front().compute;
+  m_q.pop_front();
+  return true;
+}
+
+void NodeQueue::push(const Request& r, std::int64_t load_tokens, std::int64_t compute_tokens) {
+  if (m_closed) throw std::logic_error("NodeQueue::push after close()");
+  m_q.push_back({r, load_tokens, compute_tokens});
+  m_load += load_tokens;
+  m_compute += compute_tokens;
+  m_ev.notify(sc_core::SC_ZERO_TIME);
+}
+
+void NodeQueue::close() {
+  m_closed = true;
+  m_ev.notify(sc_core::SC_ZERO_TIME);
+}
+
+// ---- Cluster ---------------------------------------------------------------------------------
+
+Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec,
+                 WorkloadSource& source, ClusterSinks sinks)
+    : sc_core::sc_module(name), m_spec(spec), m_source(source), m_sinks(std::move(sinks)) {
+  const std::size_t groups = m_spec.nodes.size();
+  m_group_summary.resize(groups);
+  m_group_offered_kappa.assign(groups, 0);
+  m_group_routed.assign(groups, 0);
+  for (std::size_t g = 0; g < groups; ++g) {
+    const RunSpec rs = m_spec.node_run_spec(g);
+    m_group_models.push_back(make_node_model(rs));
+    for (int i = 0; i < m_spec.nodes[g].count; ++i) {
+      Node n;
+      n.name = m_spec.nodes[g].name + "_" + std::to_string(i);
+      n.group = g;
+      n.queue = std::make_unique<NodeQueue>(n.name);
+      m_nodes.push_back(std::move(n));
+    }
+  }
+  for (std::size_t i = 0; i < m_nodes.size(); ++i) {
+    Node& n = m_nodes[i];
+    EngineSinks es;
+    es.summary = &m_group_summary[n.group];
+    es.on_finish = [this, i](const RequestRecord& rec) {
+      m_summary.add_request(rec);
+      if (m_sinks.requests) m_sinks.requests->write(rec);
+      if (m_sinks.on_finish) m_sinks.on_finish(rec, i);
+    };
+    n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),
+                                               *n.queue, es);
+  }
+  SC_THREAD(route);
+}
+
+Cluster::~Cluster() = default;
+
+void Cluster::route() {
+  Request r;
+  while (m_source.next(r)) {
+    if (r.arrival_s > now_s()) sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
+    const std::size_t i = choose(r);
+    Node& n = m_nodes[i];
+    const std::int64_t K = cached_tokens_on(i, r);
+    const std::int64_t T = r.prompt_tokens() - K;
+    ++n.routed;
+    ++m_arrived;
+    ++m_group_routed[n.group];
+    m_group_offered_kappa[n.group] += r.kappa_ratio();
+    if (m_sinks.on_route) m_sinks.on_route(r, i);
+    n.queue->push(r, K, T);
+  }
+  for (Node& n : m_nodes) n.queue->close();
+}
+
+std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
+  const Node& n = m_nodes.at(i);
+  const ServingSpec& sv = n.engine->spec().serving;
+  const int chunk = sv.tier_chunk_tokens();
+  const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
+  std::size_t hits = 0;
+  while (hits < keys.size() && n.engine->tier().contains(keys[hits])) ++hits;
+  if (sv.warm_tier)  // the engine puts the prefix's whole chunks in the tier at arrival
+    hits = std::max<std::size_t>(
+        hits, std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
+  // As make_sequence: at least one prompt token is computed.
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(hits) * chunk, 0,
+                                  std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
+}
+
+double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
+  const Node& n = m_nodes.at(i);
+  const NodeModel& m = m_group_models.at(n.group);
+  const std::int64_t K = cached_tokens_on(i, r);
+  const std::int64_t T = r.prompt_tokens() - K;
+  const double backlog =
+      estimate_backlog(m, n.engine->pending_load_tokens() + n.queue->load_tokens(),
+                       n.engine->outstanding_compute_tokens() + n.queue->compute_tokens());
+  return backlog + estimate_service(m, K, T).total_s;
+}
+
+std::size_t Cluster::choose(const Request& r) {
+  const std::size_t N = m_nodes.size();
+  switch (m_spec.cluster.router) {
+    case RouterKind::RoundRobin:
+      return static_cast<std::size_t>(m_rr++ % N);
+    case RouterKind::LeastLoaded: {
+      std::size_t best = 0;
+      std::size_t best_load = std::numeric_limits<std::size_t>::max();
+      for (std::size_t i = 0; i < N; ++i) {
+        const std::size_t load = m_nodes[i].engine->outstanding() + m_nodes[i].queue->size();
+        if (load < best_load) {
+          best = i;
+          best_load = load;
+        }
+      }
+      return best;
+    }
+    case RouterKind::KappaAware: {
+      std::size_t best = 0;
+      double best_t = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < N; ++i) {
+        const double t = estimated_completion_s(i, r);
+        if (t < best_t) {
+          best = i;
+          best_t = t;
+        }
+      }
+      return best;
+    }
+  }
+  return 0;
+}
+
+SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& nodes,
+                                                double wall_time_s) const {
+  // Per-GPU figures are averaged over the GPUs of the nodes (weight = TP size); energy, tier
+  // chunks and rejections add up.
+  SummaryBuilder::Totals t;
+  t.simulated_time_s = now_s();
+  t.wall_time_s = wall_time_s;
+  double w = 0;
+  for (std::size_t i : nodes) {
+    const SummaryBuilder::Totals e = m_nodes[i].engine->totals(wall_time_s);
+    const double g = e.gpus;
+    w += g;
+    t.gpus += e.gpus;
+    t.gpu_busy_s += g * e.gpu_busy_s;
+    t.h2d_bytes_per_gpu += g * e.h2d_bytes_per_gpu;
+    t.link_capacity_Bps += g * e.link_capacity_Bps;
+    t.link_busy_s += g * e.link_busy_s;
+    t.tdp_w += g * e.tdp_w;
+    t.gpu_energy_j += e.gpu_energy_j;
+    t.tier_hit_chunks += e.tier_hit_chunks;
+    t.tier_miss_chunks += e.tier_miss_chunks;
+    t.requests_rejected += e.requests_rejected;
+    t.kernel_events = e.kernel_events;  // the whole simulation's delta cycles
+  }
+  if (w > 0) {
+    t.gpu_busy_s /= w;
+    t.h2d_bytes_per_gpu /= w;
+    t.link_capacity_Bps /= w;
+    t.link_busy_s /= w;
+    t.tdp_w /= w;
+  }
+  return t;
+}
+
+std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s) const {
+  const std::size_t groups = m_spec.nodes.size();
+  std::vector<std::size_t> all(m_nodes.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<std::pair<std::string, double>> f = m_summary.figures(combined_totals(all, wall_time_s));
+
+  std::vector<std::vector<std::pair<std::string, double>>> gf(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::vector<std::size_t> mine;
+    for (std::size_t i = 0; i < m_nodes.size(); ++i)
+      if (m_nodes[i].group == g) mine.push_back(i);
+    gf[g] = m_group_summary[g].figures(combined_totals(mine, wall_time_s));
+  }
+  auto get = [](const std::vector<std::pair<std::string, double>>& v, const std::string& k) {
+    for (const auto& [key, val] : v)
+      if (key == k) return val;
+    return std::numeric_limits<double>::quiet_NaN();
+  };
+  // The overall summary holds requests only (steps go to each group's summary): its per-step
+  // figures are the groups', weighted by their steps.
+  double steps = 0;
+  for (std::size_t g = 0; g < groups; ++g) steps += get(gf[g], "steps");
+  for (auto& [key, val] : f) {
+    if (key == "steps") {
+      val = steps;
+    } else if (key == "step_time_mean_s" || key == "scheduled_tokens_per_iter" ||
+               key == "budget_utilization" || key == "seqs_per_iter" ||
+               key == "vram_utilization") {
+      double sum = 0;
+      for (std::size_t g = 0; g < groups; ++g) {
+        const double s = get(gf[g], "steps");
+        if (s > 0) sum += s * get(gf[g], key);
+      }
+      val = steps > 0 ? sum / steps : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::string p = m_spec.nodes[g].name + ".";
+    const double routed = static_cast<double>(m_group_routed[g]);
+    f.emplace_back(p + "nodes", m_spec.nodes[g].count);
+    f.emplace_back(p + "gpus", get(gf[g], "gpus"));
+    f.emplace_back(p + "requests_routed", routed);
+    f.emplace_back(p + "requests_completed", get(gf[g], "requests_completed"));
+    f.emplace_back(p + "routed_fraction",
+                   m_arrived ? routed / static_cast<double>(m_arrived)
+                             : std::numeric_limits<double>::quiet_NaN());
+    f.emplace_back(p + "offered_kappa_mean",
+                   routed > 0 ? m_group_offered_kappa[g] / routed
+                              : std::numeric_limits<double>::quiet_NaN());
+    for (const char* k : {"kappa_ratio_mean", "ttft_p50_s", "ttft_p99_s", "load_mean_s",
+                          "compute_mean_s", "gpu_utilization", "budget_utilization",
+                          "link_busy_fraction", "tier_hit_rate"})
+      f.emplace_back(p + k, get(gf[g], k));
+  }
+  return f;
+}
+
+void Cluster::check_end() const {
+  std::uint64_t routed = 0, done = 0;
+  for (const Node& n : m_nodes) {
+    n.engine->check_end();
+    if (n.engine->arrived() != n.routed)
+      throw std::logic_error("invariant violated: node " + n.name + " was routed " +
+                             std::to_string(n.routed) + " requests and saw " +
+                             std::to_string(n.engine->arrived()));
+    routed += n.routed;
+    done += n.engine->finished() + n.engine->rejected();
+  }
+  if (routed != m_arrived || done != m_arrived)
+    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +
+                           std::to_string(routed) + " routed, " + std::to_string(done) +
+                           " finished or rejected");
+}
+
+std::vector<std::pair<std::string, double>> run_cluster(const ClusterRunSpec& spec,
+                                                        WorkloadSource& source,
+                                                        ClusterSinks sinks) {
+  std::unique_ptr<Cluster> cluster;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_simulation([&] { cluster = std::make_unique<Cluster>("cluster", spec, source, sinks); });
+  if (spec.check) cluster->check_end();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cluster->figures(wall);
+}
+
+std::vector<std::pair<std::string, double>> cluster_point(const ConfigNode& config,
+                                                          std::uint64_t seed,
+                                                          const std::string& base_dir) {
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(config, "", nullptr);
+  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
+  auto source = make_source(spec.workload, seed, base_dir);
+  std::vector<std::pair<std::string, double>> f = run_cluster(spec, *source);
+  f.erase(std::remove_if(f.begin(), f.end(),
+                         [](const auto& kv) { return kv.first == "wall_time_s"; }),
+          f.end());
+  return f;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,227 @@
+#include "serving/cluster_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "interconnects/flow_network.hpp"
+#include "interconnects/topology.hpp"
+#include "models/gpu/kernel_timing.hpp"
+
+namespace kappasim {
+
+const std::vector<std::pair<const char*, RouterKind>>& router_names() {
+  static const std::vector<std::pair<const char*, RouterKind>> names = {
+      {"round_robin", RouterKind::RoundRobin},
+      {"least_loaded", RouterKind::LeastLoaded},
+      {"kappa_aware", RouterKind::KappaAware}};
+  return names;
+}
+
+const char* router_name(RouterKind r) {
+  for (const auto& [name, value] : router_names())
+    if (value == r) return name;
+  return "?";
+}
+
+namespace {
+bool valid_group_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  return true;
+}
+constexpr int kMaxNodes = 256;  // a sanity bound: each node is a whole engine in one simulation
+}  // namespace
+
+void NodeGroupSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (!valid_group_name(name))
+    throw InputError(p + "name: expected 1-64 characters of [A-Za-z0-9_], got \"" + name + "\"");
+  if (count > kMaxNodes)
+    throw InputError(p + "count: at most " + std::to_string(kMaxNodes) + " nodes, got " +
+                     std::to_string(count));
+  if (serving.tp > system.gpus)
+    throw InputError(p + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
+                     " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
+                     system.name + "'");
+  system.gpu.peak(serving.compute_dtype);
+}
+
+void ClusterRunSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
+  std::set<std::string> seen;
+  for (const NodeGroupSpec& g : nodes)
+    if (!seen.insert(g.name).second)
+      throw InputError(p + "cluster.nodes: node group name \"" + g.name + "\" used twice");
+  if (node_count() > kMaxNodes)
+    throw InputError(p + "cluster.nodes: at most " + std::to_string(kMaxNodes) +
+                     " nodes in all, got " + std::to_string(node_count()));
+}
+
+int ClusterRunSpec::node_count() const {
+  int n = 0;
+  for (const NodeGroupSpec& g : nodes) n += g.count;
+  return n;
+}
+
+RunSpec ClusterRunSpec::node_run_spec(std::size_t g) const {
+  RunSpec r;
+  r.model = model;
+  r.system = nodes.at(g).system;
+  r.serving = nodes.at(g).serving;
+  r.workload = workload;
+  r.trace = false;
+  r.check = check;
+  return r;
+}
+
+bool is_cluster_config(const ConfigNode& root) {
+  return root.is_map() && root.find("cluster") != nullptr;
+}
+
+ClusterRunSpec read_cluster_config(const ConfigNode& root, const std::string& path,
+                                   ProvenanceTable* prov) {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (!root.is_map())
+    throw InputError(root.loc, (path.empty() ? std::string("config") : path) +
+                                   ": expected a map with cluster, model and workload");
+  const ConfigNode* cl = root.find("cluster");
+  if (!cl || cl->is_null())
+    throw InputError(root.loc, (path.empty() ? std::string("the config") : "'" + path + "'") +
+                                   ": missing required key 'cluster' (the node groups and the router)");
+  if (!cl->is_map()) throw InputError(cl->loc, p + "cluster: expected a map (router, nodes)");
+  const ConfigNode* nodes = cl->find("nodes");
+  if (!nodes || nodes->is_null())
+    throw InputError(cl->loc, p + "cluster: missing required key 'nodes' (a list of node groups)");
+  if (nodes->kind != ConfigNode::Kind::Seq || nodes->items.empty())
+    throw InputError(nodes->loc, p + "cluster.nodes: expected a non-empty list of node groups "
+                                     "({name, count, system, serving})");
+
+  // Everything but the list through the visitor (unknown keys, presets, provenance).
+  ConfigNode rest = root;
+  ConfigNode* rest_cluster = rest.find("cluster");
+  rest_cluster->erase("nodes");
+  ClusterRunSpec out;
+  {
+    ConfigReader r(rest, path, prov);
+    out.visit(r);
+    r.finish();
+  }
+  for (std::size_t i = 0; i < nodes->items.size(); ++i) {
+    const ConfigNode& item = nodes->items[i];
+    const std::string ip = p + "cluster.nodes." + std::to_string(i);
+    if (!item.is_map())
+      throw InputError(item.loc, ip + ": expected a map ({name, count, system, serving})");
+    NodeGroupSpec g;
+    ConfigReader r(item, ip, prov);
+    g.visit(r);
+    r.finish();
+    try {
+      g.validate(ip);
+    } catch (const InputError& e) {
+      throw InputError(item.loc, e.what());
+    }
+    out.nodes.push_back(std::move(g));
+  }
+  try {
+    out.validate(path);
+  } catch (const InputError& e) {
+    throw InputError(nodes->loc, e.what());
+  }
+  return out;
+}
+
+ConfigNode write_cluster_config(const ClusterRunSpec& spec, const ProvenanceTable* prov) {
+  ClusterRunSpec copy = spec;
+  ConfigNode out = ConfigNode::make_map();
+  ConfigWriter w(out, "", prov);
+  copy.visit(w);
+  ConfigNode list;
+  list.kind = ConfigNode::Kind::Seq;
+  for (std::size_t i = 0; i < spec.nodes.size(); ++i)
+    list.items.push_back(write_config(spec.nodes[i], "cluster.nodes." + std::to_string(i), prov));
+  out.find("cluster")->set("nodes", std::move(list));
+  return out;
+}
+
+// ---- estimator -------------------------------------------------------------------------------
+
+double group_load_rate(const SystemSpec& system, int tp, LoadPath path) {
+  const Topology topo = build_topology(system);
+  // Direction and CopyPath live in interconnects/link_model.hpp (SystemC); as topology.cpp
+  // does, use their values: Direction::H2D = 0, CopyPath::Dma = 0, CopyPath::Kernel = 1.
+  const auto h2d = static_cast<Direction>(0);
+  const auto how = static_cast<CopyPath>(path == LoadPath::Kernel ? 1 : 0);
+  FlowNetwork net;
+  topo.add_to(net);
+  std::vector<FlowNetwork::FlowId> flows;
+  for (int g = 0; g < tp; ++g)
+    flows.push_back(net.start(0, topo.path(g, h2d, how, true), 1e18, topo.rate_cap(g, h2d, how, true)));
+  double rate = FlowNetwork::kInf;
+  for (FlowNetwork::FlowId f : flows) rate = std::min(rate, net.rate(f));
+  return rate;
+}
+
+NodeModel make_node_model(const RunSpec& node) {
+  const ServingSpec& sv = node.serving;
+  NodeModel n;
+  n.model = node.model;
+  n.gpu = node.system.gpu;
+  n.tp = sv.tp;
+  n.compute_dtype = sv.compute_dtype;
+  n.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(node.model, sv.kv_dtype, sv.tp);
+  n.load_rate_Bps = group_load_rate(node.system, sv.tp, sv.load_path);
+  n.overlap = sv.load_path == LoadPath::Layerwise;
+  n.retrieve_fixed_s = sv.retrieve_fixed_s();
+  n.retrieve_per_entry_s = sv.retrieve_per_entry_s();
+  n.chunk_tokens = sv.tier_chunk_tokens();
+  n.step_overhead_s = sv.step_overhead_s;
+  n.budget_tokens = sv.max_num_batched_tokens;
+  n.full_step_s = batch_step_time(n.model, n.gpu, n.tp,
+                                  {{static_cast<double>(n.budget_tokens), 0, true}},
+                                  n.compute_dtype)
+                      .total.compute_time_s;
+  return n;
+}
+
+ServiceEstimate estimate_service(const NodeModel& n, std::int64_t cached_tokens,
+                                 std::int64_t new_tokens) {
+  ServiceEstimate e;
+  const std::int64_t T = std::max<std::int64_t>(new_tokens, 1);
+  const std::int64_t K = std::max<std::int64_t>(cached_tokens, 0);
+  if (K > 0) {
+    const double entries = std::ceil(static_cast<double>(K) / n.chunk_tokens);
+    e.load_s = n.retrieve_fixed_s + entries * n.retrieve_per_entry_s +
+               static_cast<double>(K) * n.kv_bytes_per_token_gpu / n.load_rate_Bps;
+  }
+  const double steps = std::ceil(static_cast<double>(T) / static_cast<double>(n.budget_tokens));
+  e.compute_s = batch_step_time(n.model, n.gpu, n.tp,
+                                {{static_cast<double>(T), static_cast<double>(K), true}},
+                                n.compute_dtype)
+                    .total.compute_time_s +
+                steps * n.step_overhead_s;
+  e.total_s = n.overlap ? std::max(e.load_s, e.compute_s) : e.load_s + e.compute_s;
+  return e;
+}
+
+double estimate_backlog(const NodeModel& n, std::int64_t pending_load_tokens,
+                        std::int64_t pending_compute_tokens) {
+  double t = static_cast<double>(std::max<std::int64_t>(pending_load_tokens, 0)) *
+             n.kv_bytes_per_token_gpu / n.load_rate_Bps;
+  if (pending_compute_tokens > 0) {
+    const std::int64_t full = pending_compute_tokens / n.budget_tokens;
+    const std::int64_t rest = pending_compute_tokens % n.budget_tokens;
+    t += static_cast<double>(full) * (n.full_step_s + n.step_overhead_s);
+    if (rest > 0)
+      t += batch_step_time(n.model, n.gpu, n.tp, {{static_cast<double>(rest), 0, true}},
+                           n.compute_dtype)
+               .total.compute_time_s +
+           n.step_overhead_s;
+  }
+  return t;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,156 @@
+// The config of a routed serving cluster (serving/cluster runs it) and the router's completion-time
+// estimator. No SystemC here: the config layer, the fuzzers and unit tests read it without the
+// simulator. docs/routing.md explains the routers and what the estimator ignores.
+//
+//   cluster:
+//     router: kappa_aware        # round_robin | least_loaded | kappa_aware
+//     nodes:                     # node groups; each node = one TP group = one ServingEngine
+//       - {name: pcie, count: 2, system: h100, serving: {tp: 8}}
+//       - {name: c2c,  count: 1, system: gb200, serving: {tp: 2}}
+//   model: qwen3-235b-a22b       # shared by all nodes
+//   workload: {...}              # one stream of requests, routed at arrival
+//   check: true                  # optional, as in a run config
+//
+// `nodes` is a list, which the visitor layer does not read, so read_config<ClusterRunSpec> is
+// specialised below: every other key goes through ConfigReader (unknown keys, ranges, presets,
+// provenance) and each list item is read with read_config<NodeGroupSpec>.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/llm/architecture.hpp"
+#include "serving/run_spec.hpp"
+#include "serving/serving_spec.hpp"
+#include "systems/system_spec.hpp"
+#include "workloads/request.hpp"
+#include "workloads/workload_spec.hpp"
+
+namespace kappasim {
+
+enum class RouterKind {
+  RoundRobin,   // node i, i+1, ... in node order, whatever the load
+  LeastLoaded,  // fewest outstanding requests (routed, not finished); ties: lowest node index
+  KappaAware,   // earliest estimated completion (estimate_completion below); ties: lowest index
+};
+const std::vector<std::pair<const char*, RouterKind>>& router_names();
+const char* router_name(RouterKind r);
+
+// One group of identical nodes. Node names are "<name>_<i>" (i = 0 .. count-1).
+struct NodeGroupSpec {
+  std::string name;
+  int count = 1;
+  SystemSpec system;
+  ServingSpec serving;  // ServingSpec defaults per node, as in a run config
+
+  template <class V>
+  void visit(V& v) {
+    v.text("name", name, req("node group name ([A-Za-z0-9_]+; metrics are <name>.<figure>)"));
+    v.integer("count", count, opt("identical nodes in the group", Range::AtLeastOne));
+    v.object("system", system, req("each node's hardware system"), "system");
+    v.object("serving", serving, opt("each node's serving settings (vLLM + LMCache)"));
+  }
+  void validate(const std::string& path) const;
+};
+
+// The `cluster:` section without its node list (read by the visitor).
+struct ClusterHead {
+  // [A] default round_robin: the simplest router (vLLM production-stack's roundrobin routing
+  // logic); the routing study sets it explicitly.
+  RouterKind router = RouterKind::RoundRobin;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("router", router, router_names(),
+             opt("routing policy: round_robin, least_loaded or kappa_aware"));
+  }
+  void validate(const std::string&) const {}
+};
+
+struct ClusterRunSpec {
+  ClusterHead cluster;
+  std::vector<NodeGroupSpec> nodes;  // cluster.nodes
+  ModelSpec model;
+  WorkloadSpec workload;
+#ifdef NDEBUG
+  bool check = false;
+#else
+  bool check = true;
+#endif
+
+  // Everything but cluster.nodes.
+  template <class V>
+  void visit(V& v) {
+    v.object("cluster", cluster, req("the node groups and the router"));
+    v.object("model", model, req("the LLM every node serves"), "model");
+    v.object("workload", workload, req("the requests (one stream, routed at arrival)"));
+    v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+  }
+  void validate(const std::string& path) const;
+
+  int node_count() const;
+  // The run config of node group g (trace off, check as the cluster's).
+  RunSpec node_run_spec(std::size_t g) const;
+};
+
+// Reads a cluster config: InputError naming file:line:col (or the key) for any bad input.
+ClusterRunSpec read_cluster_config(const ConfigNode& root, const std::string& path,
+                                   ProvenanceTable* prov = nullptr);
+// The effective config tree (defaults filled), for --dump-config and config.yaml.
+ConfigNode write_cluster_config(const ClusterRunSpec& spec, const ProvenanceTable* prov = nullptr);
+// True when a config tree is a cluster config (a map with a `cluster:` key).
+bool is_cluster_config(const ConfigNode& root);
+
+template <>
+inline ClusterRunSpec read_config<ClusterRunSpec>(const ConfigNode& node, const std::string& path,
+                                                  ProvenanceTable* prov) {
+  return read_cluster_config(node, path, prov);
+}
+
+// ---- the κ-aware router's estimator (pure) ---------------------------------------------------
+
+// What the router knows about one node: fixed per node group (from the same descriptions the
+// engine reads) plus live state it reads at each arrival.
+struct NodeModel {
+  ModelSpec model;
+  GpuSpec gpu;
+  int tp = 1;
+  std::string compute_dtype = "bf16";
+  double kv_bytes_per_token_gpu = 0;  // B_kv per GPU at this TP (KV-head replication included)
+  // Payload bytes/s each GPU's host link gives when all tp GPUs load at once (the flow model's
+  // max-min fair share on an idle system: shared C2C, DRAM, read tags; see group_load_rate).
+  double load_rate_Bps = 0;
+  bool overlap = false;               // layerwise: load overlaps compute (max), else serial (sum)
+  double retrieve_fixed_s = 0;        // tier CPU cost per request
+  double retrieve_per_entry_s = 0;    // tier CPU cost per chunk (block for block_dma)
+  int chunk_tokens = 256;             // tier entry
+  double step_overhead_s = 0;
+  std::int64_t budget_tokens = 4096;  // max_num_batched_tokens
+  double full_step_s = 0;             // compute of one full-budget step at zero context
+};
+// Builds the fixed part for one node group (InputError if the system cannot be simulated).
+NodeModel make_node_model(const RunSpec& node);
+
+// The per-GPU load rate of a TP group: every GPU 0..tp-1 starts one H2D copy on the idle
+// topology (kernel path: copy kernel; else DMA) and the slowest GPU's max-min fair rate is taken.
+double group_load_rate(const SystemSpec& system, int tp, LoadPath path);
+
+// The isolated service time of one request on a node: t_load = retrieve costs + K·B_kv_gpu /
+// load_rate; t_compute = batch_step_time of one slice (T new over K cached) + ceil(T / budget)
+// step overheads; max(t_load, t_compute) with overlap, their sum without.
+struct ServiceEstimate {
+  double load_s = 0, compute_s = 0, total_s = 0;
+};
+ServiceEstimate estimate_service(const NodeModel& n, std::int64_t cached_tokens,
+                                 std::int64_t new_tokens);
+
+// The work a node has ahead: load of the cached tokens of the requests not yet admitted, plus
+// the compute of every outstanding compute token as full-budget steps (the remainder as one
+// partial step), each step with its overhead. Attention over the context is ignored here.
+double estimate_backlog(const NodeModel& n, std::int64_t pending_load_tokens,
+                        std::int64_t pending_compute_tokens);
+
+}  // namespace kappasim

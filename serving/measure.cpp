@@ -1,0 +1,135 @@
+#include "serving/measure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/units.hpp"
+#include "models/analytic/kappa.hpp"
+#include "serving/engine.hpp"
+
+namespace kappasim {
+
+RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
+  const SourceLoc here{"<isolated requests>", 0, 0};
+  if (!root.find("workload")) root.set("workload", parse_yaml("type: narrativeqa", here.file));
+  // Warm tier and no store unless the config says otherwise (the κ paper's setting).
+  ConfigNode* serving = root.find("serving");
+  if (!serving) serving = &root.set("serving", ConfigNode::make_map(here));
+  if (serving->is_map()) {
+    if (!serving->find("warm_tier")) serving->set("warm_tier", ConfigNode::make_scalar("true", here));
+    if (!serving->find("store")) serving->set("store", ConfigNode::make_scalar("none", here));
+  }
+  const bool tp_given = serving->is_map() && serving->find("tp") != nullptr;
+  if (!root.find("trace")) root.set("trace", ConfigNode::make_scalar("false", here));
+  RunSpec spec = read_config<RunSpec>(root, "", prov);
+  if (tp > 0)
+    spec.serving.tp = tp;
+  else if (!tp_given)
+    spec.serving.tp = spec.system.gpus;
+  spec.validate("");
+  spec.serving.validate("serving");
+  return spec;
+}
+
+Request isolated_request(std::uint64_t id, double at_s, double K, double T) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at_s;
+  r.sequence_id = id;
+  r.prefix_tokens = static_cast<std::int64_t>(std::llround(K));
+  r.new_tokens = static_cast<std::int64_t>(std::llround(T));
+  r.workload = "isolated";
+  return r;
+}
+
+std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<Request>& rs) {
+  VectorSource src(rs, "isolated requests");
+  std::vector<RequestRecord> out;
+  EngineSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r) { out.push_back(r); };
+  run_serving(spec, src, sinks);
+  for (const auto& r : out)
+    if (r.queue_s > 1e-3)
+      throw std::runtime_error("measure: request " + std::to_string(r.id) +
+                               " was not isolated (queued " + format_number(r.queue_s) + " s)");
+  std::sort(out.begin(), out.end(),
+            [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  return out;
+}
+
+double max_request_tokens(const RunSpec& spec) {
+  const double bkv_gpu =
+      kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
+  const double v_eff = effective_kv_bytes_per_gpu(
+      spec.model, spec.system.gpu, spec.serving.tp, weight_dtype_for(spec.serving.compute_dtype),
+      spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
+  return static_cast<double>(kv_blocks_for(v_eff, spec.serving.block_tokens, bkv_gpu)) *
+         spec.serving.block_tokens;
+}
+
+KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int points,
+                                        ProvenanceTable* prov) {
+  if (points < 3 || points > 2000) throw InputError("κ_crit grid: expected 3 to 2000 points");
+  KappaCritMeasurement m;
+  m.model = spec.model.name;
+  m.system = spec.system.name;
+  m.tp = spec.serving.tp;
+  m.t = T;
+  const double max_tokens = max_request_tokens(spec);
+  // K runs over whole tier chunks, so that every cached token is loaded and exactly T tokens
+  // are computed (a partial chunk would be recomputed and change T): κ = K / T exactly.
+  const double chunk = spec.serving.tier_chunk_tokens();
+  const double kmax_tokens = std::min(1e5 * T, std::floor((max_tokens - T) / chunk) * chunk);
+  if (kmax_tokens < chunk)
+    throw InputError("κ_crit: T = " + format_number(T) +
+                     " leaves no room for a cached prefix in the KV cache");
+  m.kappa_max = kmax_tokens / T;
+  std::vector<Request> rs;
+  double last_k = -1;
+  for (int i = 0; i < points; ++i) {
+    const double want = std::max(1.0, std::pow(m.kappa_max, static_cast<double>(i) / (points - 1))) * T;
+    const double K = std::max(chunk, std::round(want / chunk) * chunk);
+    if (K == last_k || K > kmax_tokens) continue;
+    last_k = K;
+    rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
+  }
+  m.records = run_isolated(spec, rs);
+  const auto& recs = m.records;
+  if (!recs.empty()) m.load_path = recs.front().load_path;
+  // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
+  m.kappa_crit_simulated = m.kappa_crit_analytic_effective =
+      m.kappa_crit_analytic_effective_compute = m.h2d_effective_bytes_per_s =
+          m.compute_effective_flops = NAN;
+  for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
+    const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
+    if (a < 1 && b >= 1) {
+      const double ka = recs[i].kappa_ratio, kb = recs[i + 1].kappa_ratio;
+      const double f = std::log(a) / (std::log(a) - std::log(b));
+      m.kappa_crit_simulated = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
+      const RequestRecord& r = recs[i + 1];
+      m.h2d_effective_bytes_per_s = r.bytes_loaded / spec.serving.tp / r.load_s;
+      // The compute rate the simulated step achieved, in the analytic model's own FLOPs
+      // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
+      m.compute_effective_flops = count_params(spec.model).active() * 2 / spec.serving.tp * T / r.compute_s;
+      break;
+    }
+  }
+  KappaQuery q;
+  q.compute_dtype = spec.serving.compute_dtype;
+  q.kv_dtype = spec.serving.kv_dtype;
+  q.tp = spec.serving.tp;
+  const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, prov);
+  m.kappa_crit_analytic_peak = peak.kappa_crit;
+  m.h2d_peak_bytes_per_s = peak.bandwidth;
+  m.compute_peak_flops = peak.compute;
+  if (std::isfinite(m.h2d_effective_bytes_per_s)) {
+    q.bandwidth_override = m.h2d_effective_bytes_per_s;
+    m.kappa_crit_analytic_effective = evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
+    q.compute_override = m.compute_effective_flops;
+    m.kappa_crit_analytic_effective_compute = evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
+  }
+  return m;
+}
+
+}  // namespace kappasim

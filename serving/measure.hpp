@@ -1,0 +1,56 @@
+// Measurements on the simulator with isolated requests: the tier warm, one request in the
+// system at a time, so a request's TTFT is its own KV load plus its own compute. Used by
+// `kappasim measure` and by the sweep kinds `isolated` and `kappa-crit` (apps/kappasim).
+// Each function runs one SystemC simulation: call it at most once per process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "serving/metrics.hpp"
+#include "serving/run_spec.hpp"
+#include "workloads/request.hpp"
+
+namespace kappasim {
+
+// The run config of isolated-request measurements: warm tier, no store, no trace, TP = every
+// GPU of the system unless `tp` > 0. `root` holds model, system and optionally serving; a
+// missing workload is filled in (isolated requests do not use it).
+RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov);
+
+// A request with K cached tokens on its own sequence and T new tokens, arriving at `at_s`.
+Request isolated_request(std::uint64_t id, double at_s, double K, double T);
+
+// Seconds between isolated requests: far longer than any one request takes.
+inline constexpr double kIsolatedSpacing_s = 2e4;
+
+// Runs the requests (arrivals kIsolatedSpacing_s apart or as given) and returns their records
+// in id order; std::runtime_error if one was not isolated (queued more than 1 ms).
+std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<Request>& rs);
+
+// The largest number of tokens one request can hold in the GPUs' KV cache.
+double max_request_tokens(const RunSpec& spec);
+
+// κ_crit on the simulator: a log grid of κ = K/T from 1 to 1e5 (K in whole tier chunks, so
+// exactly T tokens are computed), the load/compute = 1 crossing interpolated in log-log,
+// beside the analytic model on the same inputs (peak, with the effective bandwidth the
+// simulation achieved, and with both effective bandwidth and compute).
+struct KappaCritMeasurement {
+  std::string model, system, load_path;
+  int tp = 0;
+  double t = 0;
+  double kappa_crit_simulated = 0;  // NaN if load/compute never crossed 1 on the grid
+  double kappa_crit_analytic_peak = 0;
+  double kappa_crit_analytic_effective = 0;          // NaN without a crossing
+  double kappa_crit_analytic_effective_compute = 0;  // NaN without a crossing
+  double h2d_effective_bytes_per_s = 0, h2d_peak_bytes_per_s = 0;
+  double compute_effective_flops = 0, compute_peak_flops = 0;
+  double kappa_max = 0;  // the grid's top (bounded by the KV cache)
+  std::vector<RequestRecord> records;
+};
+KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int points,
+                                        ProvenanceTable* prov);
+
+}  // namespace kappasim

@@ -1,0 +1,200 @@
+// The cluster config (serving/cluster_spec) and the κ-aware router's estimator against hand
+// numbers: reading node lists with presets, errors with file:line:col, the per-GPU load rate of a
+// TP group from the preset literals (PCIe link vs shared C2C and Grace DRAM), the load part of the
+// service estimate, and the backlog's step arithmetic. batch_step_time() is the one model call
+// (the compute of a step is defined as that function).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/config.hpp"
+#include "models/gpu/kernel_timing.hpp"
+#include "serving/cluster_spec.hpp"
+
+namespace kappasim {
+namespace {
+
+ClusterRunSpec parse(const std::string& yaml) {
+  return read_config<ClusterRunSpec>(parse_yaml(yaml, "c.yaml"), "");
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* kPool =
+    "cluster:\n"
+    "  router: kappa_aware\n"
+    "  nodes:\n"
+    "    - {name: pcie, count: 2, system: b200, serving: {tp: 8, compute_dtype: fp8}}\n"
+    "    - {name: c2c, system: gb200, serving: {tp: 2, compute_dtype: fp8}}\n"
+    "model: qwen3-235b-a22b\n"
+    "workload: {type: narrativeqa, requests: 10}\n";
+
+// ---- hand numbers ----------------------------------------------------------------------------
+// One PCIe 5.0 x16 direction on the wire (pcie5 preset: 32 GT/s, 128b/130b, one 16 B SKP per
+// 370 blocks), and the wire cost of a 64 B SM read (128 B completions, 20 B framing, ACK DLLPs):
+// the copy kernel's rate on a GPU's own link (see tests/sim/serving_engine_test.cpp).
+const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
+const double kSmReadCost = 1 + 20.0 / 64 + 2.0 / 64;
+// Qwen3-235B-A22B: 94 layers, 4 KV heads of 128, BF16 KV. TP 8 replicates the 4 heads to one
+// per GPU; TP 2 holds 2 per GPU.
+constexpr double kBkvTp8 = 2.0 * 94 * 1 * 128 * 2;  // 48,128 B
+constexpr double kBkvTp2 = 2.0 * 94 * 2 * 128 * 2;  // 96,256 B
+// presets/host-memory/gb200-grace.yaml: 512 GB/s LPDDR5X per socket × dram_efficiency 0.8,
+// shared by the superchip's 2 GPUs; the C2C (450 GB/s per direction) is shared too: 225 each.
+constexpr double kGraceDramPerGpu = 512e9 * 0.8 / 2;  // 204.8 GB/s < 225 GB/s
+
+TEST(ClusterSpec, ReadsNodeGroupsWithPresetsAndDefaults) {
+  const ClusterRunSpec s = parse(kPool);
+  EXPECT_EQ(s.cluster.router, RouterKind::KappaAware);
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.nodes[0].name, "pcie");
+  EXPECT_EQ(s.nodes[0].count, 2);
+  EXPECT_EQ(s.nodes[0].system.gpus, 8);
+  EXPECT_EQ(s.nodes[0].serving.tp, 8);
+  EXPECT_EQ(s.nodes[1].count, 1);  // default
+  EXPECT_EQ(s.nodes[1].system.gpus_sharing_host_link, 2);
+  EXPECT_EQ(s.nodes[1].serving.max_num_batched_tokens, 4096);  // ServingSpec default
+  EXPECT_EQ(s.node_count(), 3);
+  const RunSpec r = s.node_run_spec(1);
+  EXPECT_EQ(r.serving.tp, 2);
+  EXPECT_FALSE(r.trace);
+  EXPECT_EQ(r.model.num_layers, 94);
+  // Default router.
+  std::string no_router = kPool;
+  no_router.replace(no_router.find("  router: kappa_aware\n"), 22, "");
+  EXPECT_EQ(parse(no_router).cluster.router, RouterKind::RoundRobin);
+}
+
+TEST(ClusterSpec, EffectiveConfigRoundTrips) {
+  const ClusterRunSpec s = parse(kPool);
+  const std::string text = emit_yaml(write_cluster_config(s), false);
+  const ClusterRunSpec t = parse(text);
+  ASSERT_EQ(t.nodes.size(), 2u);
+  EXPECT_EQ(t.nodes[1].name, "c2c");
+  EXPECT_EQ(t.nodes[0].count, 2);
+  EXPECT_EQ(t.nodes[1].serving.compute_dtype, "fp8");
+  EXPECT_EQ(t.cluster.router, RouterKind::KappaAware);
+  EXPECT_EQ(emit_yaml(write_cluster_config(t), false), text);
+}
+
+TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
+  std::string e = error_of(std::string(kPool).replace(std::string(kPool).find("router:"), 7, "routr:"));
+  EXPECT_NE(e.find("c.yaml:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("router"), std::string::npos) << e;  // the nearest valid key
+
+  e = error_of(std::string(kPool).replace(std::string(kPool).find("kappa_aware"), 11, "kapa_aware"));
+  EXPECT_NE(e.find("c.yaml:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean \"kappa_aware\""), std::string::npos) << e;
+
+  // tp larger than the node's system: the list item's position and the key.
+  e = error_of(std::string(kPool).replace(std::string(kPool).find("tp: 2"), 5, "tp: 4"));
+  EXPECT_NE(e.find("c.yaml:5:"), std::string::npos) << e;
+  EXPECT_NE(e.find("cluster.nodes.1.serving.tp"), std::string::npos) << e;
+
+  // Unknown key inside a node group.
+  e = error_of(std::string(kPool).replace(std::string(kPool).find("count: 2"), 8, "cont: 2"));
+  EXPECT_NE(e.find("c.yaml:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("count"), std::string::npos) << e;
+
+  // Duplicate and malformed names, missing and empty lists, wrong shapes.
+  e = error_of(std::string(kPool).replace(std::string(kPool).find("name: c2c"), 9, "name: pcie"));
+  EXPECT_NE(e.find("used twice"), std::string::npos) << e;
+  EXPECT_NE(e.find("c.yaml:4:"), std::string::npos) << e;
+  e = error_of(std::string(kPool).replace(std::string(kPool).find("name: c2c"), 9, "name: c.2"));
+  EXPECT_NE(e.find("[A-Za-z0-9_]"), std::string::npos) << e;
+  EXPECT_NE(error_of("cluster: {router: round_robin}\nmodel: llama-3.1-8b\nworkload: {}\n")
+                .find("missing required key 'nodes'"),
+            std::string::npos);
+  EXPECT_NE(error_of("cluster: {nodes: []}\nmodel: llama-3.1-8b\nworkload: {}\n")
+                .find("non-empty list"),
+            std::string::npos);
+  EXPECT_NE(error_of("cluster: {nodes: [h100]}\nmodel: llama-3.1-8b\nworkload: {}\n")
+                .find("cluster.nodes.0: expected a map"),
+            std::string::npos);
+  EXPECT_NE(error_of("model: llama-3.1-8b\nworkload: {}\n").find("missing required key 'cluster'"),
+            std::string::npos);
+  EXPECT_NE(error_of("cluster: {nodes: [{name: a, system: h100}]}\nworkload: {}\n")
+                .find("missing required key 'model'"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kPool) + "trace: false\n").find("trace"), std::string::npos);
+  EXPECT_TRUE(is_cluster_config(parse_yaml(kPool, "c.yaml")));
+  EXPECT_FALSE(is_cluster_config(parse_yaml("model: x\n", "c.yaml")));
+}
+
+TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoading) {
+  const ClusterRunSpec s = parse(kPool);
+  // DGX B200: every GPU its own PCIe 5 x16 link; 4 GPUs per DDR5-4400 socket (8 channels × 8 B
+  // × 0.8 = 225 GB/s) need
+  // 4 × 46.8 = 187 GB/s: the link binds, as for one GPU alone.
+  const double pcie = group_load_rate(s.nodes[0].system, 8, LoadPath::Kernel);
+  EXPECT_NEAR(pcie, kWire / kSmReadCost, 1e-6 * pcie);
+  // GB200: both GPUs load at once through one C2C (225 GB/s each) from one Grace's LPDDR5X
+  // (204.8 GB/s each): DRAM binds; one GPU alone would get 409.6 GB/s.
+  const double c2c = group_load_rate(s.nodes[1].system, 2, LoadPath::Kernel);
+  EXPECT_NEAR(c2c, kGraceDramPerGpu, 1e-6 * c2c);
+  EXPECT_NEAR(group_load_rate(s.nodes[1].system, 1, LoadPath::Kernel), 2 * kGraceDramPerGpu,
+              1e-3);
+}
+
+TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap) {
+  const ClusterRunSpec s = parse(kPool);
+  const NodeModel pcie = make_node_model(s.node_run_spec(0));
+  const NodeModel c2c = make_node_model(s.node_run_spec(1));
+  EXPECT_DOUBLE_EQ(pcie.kv_bytes_per_token_gpu, kBkvTp8);
+  EXPECT_DOUBLE_EQ(c2c.kv_bytes_per_token_gpu, kBkvTp2);
+
+  // A long cached document and a short question: κ_ratio = 65536 / 16 = 4096.
+  const std::int64_t K = 65536, T = 16;
+  const double retrieve = 0.5e-3 + (K / 256) * 0.1e-3;  // LMCache fixed + per chunk (defaults)
+  const double load_pcie = retrieve + K * kBkvTp8 / (kWire / kSmReadCost);  // 67.4 ms + CPU
+  const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu;       // 30.8 ms + CPU
+  const ServiceEstimate ep = estimate_service(pcie, K, T);
+  const ServiceEstimate ec = estimate_service(c2c, K, T);
+  EXPECT_NEAR(ep.load_s, load_pcie, 1e-9 * load_pcie);
+  EXPECT_NEAR(ec.load_s, load_c2c, 1e-9 * load_c2c);
+  auto compute = [&](const NodeModel& n, double t, double k) {
+    return batch_step_time(n.model, n.gpu, n.tp, {{t, k, true}}, n.compute_dtype)
+               .total.compute_time_s +
+           std::ceil(t / 4096) * 2e-3;  // step overhead per step
+  };
+  EXPECT_NEAR(ep.compute_s, compute(pcie, T, K), 1e-15);
+  EXPECT_DOUBLE_EQ(ep.total_s, ep.load_s + ep.compute_s);  // kernel path: serial
+  // The link time difference (36.6 ms) outweighs the compute difference: C2C finishes first.
+  EXPECT_LT(ec.total_s, ep.total_s);
+
+  // No cached tokens, a long prompt: no load; the PCIe node's 8 B200s out-compute the
+  // superchip's 2 (the same GPU).
+  const ServiceEstimate lp = estimate_service(pcie, 0, 8192);
+  const ServiceEstimate lc = estimate_service(c2c, 0, 8192);
+  EXPECT_EQ(lp.load_s, 0);
+  EXPECT_EQ(lc.load_s, 0);
+  EXPECT_NEAR(lp.compute_s, compute(pcie, 8192, 0), 1e-15);
+  EXPECT_LT(lp.total_s, lc.total_s);
+
+  NodeModel over = pcie;
+  over.overlap = true;
+  const ServiceEstimate eo = estimate_service(over, K, T);
+  EXPECT_DOUBLE_EQ(eo.total_s, std::max(eo.load_s, eo.compute_s));
+}
+
+TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {
+  const ClusterRunSpec s = parse(kPool);
+  const NodeModel n = make_node_model(s.node_run_spec(0));
+  EXPECT_EQ(estimate_backlog(n, 0, 0), 0);
+  const double rate = kWire / kSmReadCost;
+  EXPECT_NEAR(estimate_backlog(n, 1000, 0), 1000 * kBkvTp8 / rate, 1e-15);
+  const double full = batch_step_time(n.model, n.gpu, 8, {{4096, 0, true}}, "fp8").total.compute_time_s;
+  const double part = batch_step_time(n.model, n.gpu, 8, {{100, 0, true}}, "fp8").total.compute_time_s;
+  EXPECT_NEAR(estimate_backlog(n, 0, 2 * 4096 + 100), 2 * (full + 2e-3) + part + 2e-3, 1e-12);
+}
+
+}  // namespace
+}  // namespace kappasim
