@@ -395,6 +395,7 @@ const std::vector<std::pair<std::string, std::string>>& kind_folders() {
   static const std::vector<std::pair<std::string, std::string>> k = {
       {"model", "models"}, {"gpu", "gpus"}, {"link", "links"},
       {"host-memory", "host-memory"}, {"system", "systems"},
+      {"design", "design"},  // models/design area/power coefficients
   };
   return k;
 }

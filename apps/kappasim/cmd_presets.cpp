@@ -3,6 +3,7 @@
 
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
+#include "models/design/area_power.hpp"
 
 namespace kappasim::cli {
 
@@ -18,6 +19,7 @@ std::string effective(const std::string& kind, const std::string& name) {
   if (kind == "link") return show(read_preset_config<LinkSpec>(ref, kind, "", &prov));
   if (kind == "host-memory") return show(read_preset_config<HostMemorySpec>(ref, kind, "", &prov));
   if (kind == "system") return show(read_preset_config<SystemSpec>(ref, kind, "", &prov));
+  if (kind == "design") return show(read_preset_config<DesignCoefficients>(ref, kind, "", &prov));
   throw InputError("unknown preset kind '" + kind + "'");
 }
 

@@ -1,0 +1,244 @@
+#include "models/design/design_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "workloads/generators.hpp"
+
+namespace kappasim {
+
+void DesignEvalSpec::validate(const std::string& path) const {
+  if (workload.type == WorkloadType::Trace)
+    throw InputError((path.empty() ? std::string("workload") : path + ".workload") +
+                     ".type: the design kind samples sharegpt, narrativeqa or docfinqa; a trace "
+                     "has no popularity model for the SRAM");
+}
+
+DesignEvalSpec read_design_eval(const ConfigNode& config, ProvenanceTable* prov) {
+  ConfigNode copy = config;
+  ConfigNode* d = copy.is_map() ? copy.find("design") : nullptr;
+  if (d && d->is_map() && !d->find("coefficients"))
+    d->set("coefficients", ConfigNode::make_scalar("h100-4n", d->loc));
+  // `host: unlimited` and `host: <system preset>` are shorthands for the map.
+  ConfigNode* h = copy.is_map() ? copy.find("host") : nullptr;
+  if (h && h->is_scalar()) {
+    ConfigNode m = ConfigNode::make_map(h->loc);
+    if (h->scalar == "unlimited")
+      m.set("unlimited", ConfigNode::make_scalar("true", h->loc));
+    else
+      m.set("system", *h);
+    *h = m;
+  }
+  const bool system_given = h && h->is_map() && h->find("system") && !h->find("system")->is_null();
+  DesignEvalSpec spec = read_config<DesignEvalSpec>(copy, "", prov);
+  if (!spec.host.unlimited && !system_given) {
+    const std::string& name = spec.design.coefficients.host_system;
+    if (name.empty())
+      throw InputError("host: the coefficients '" + spec.design.coefficients.name +
+                       "' name no host_system; give host: <system preset> or host: unlimited");
+    const SourceLoc loc = d ? d->loc : copy.loc;
+    spec.host.system = read_preset_config<SystemSpec>(ConfigNode::make_scalar(name, loc), "system",
+                                                      "host.system", prov);
+  }
+  return spec;
+}
+
+namespace {
+
+// Nearest-rank quantile of sorted values.
+double quantile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto n = static_cast<double>(sorted.size());
+  auto rank = static_cast<std::size_t>(std::ceil(p * n));
+  if (rank < 1) rank = 1;
+  return sorted[std::min(rank, sorted.size()) - 1];
+}
+
+// Which requests find their cached prefix in the SRAM.
+class SramResidency {
+ public:
+  virtual ~SramResidency() = default;
+  virtual bool hit(const Request& r) const = 0;
+};
+
+// Document QA: the most popular documents that fit, in popularity order.
+class StaticDocuments : public SramResidency {
+ public:
+  StaticDocuments(const DocQaGenerator& gen, std::int64_t documents, double capacity_bytes,
+                  double bytes_per_token) {
+    double used = 0;
+    // Zipf weights fall with the index and uniform ones are equal: index order is popularity
+    // order either way.
+    for (std::int64_t k = 0; k < documents; ++k) {
+      const double bytes =
+          static_cast<double>(gen.document_tokens(static_cast<std::uint64_t>(k))) * bytes_per_token;
+      if (used + bytes <= capacity_bytes) {
+        used += bytes;
+        m_resident.insert(static_cast<std::uint64_t>(k) + 1);  // sequence_id = index + 1
+      }
+    }
+  }
+  bool hit(const Request& r) const override { return m_resident.count(r.sequence_id) > 0; }
+
+ private:
+  std::set<std::uint64_t> m_resident;
+};
+
+// Chat: an equal share of the buffer per conversation waiting for its next turn.
+class ConversationShare : public SramResidency {
+ public:
+  ConversationShare(double capacity_bytes, double waiting, double bytes_per_token)
+      : m_share_tokens(capacity_bytes / std::max(1.0, waiting) / bytes_per_token) {}
+  bool hit(const Request& r) const override {
+    return static_cast<double>(r.prefix_tokens) <= m_share_tokens;
+  }
+
+ private:
+  double m_share_tokens;
+};
+
+}  // namespace
+
+DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed) {
+  DesignEvaluation e;
+  e.hw = design_point(spec.design.coefficients, spec.design.split);
+
+  SystemSpec sys;  // only its name is read: C and BW are the design's
+  sys.name = spec.design.coefficients.name.empty() ? "design" : spec.design.coefficients.name;
+  KappaQuery q;
+  q.kv_dtype = spec.kv_dtype;
+  q.tp = spec.tp;
+  q.convention = spec.convention;
+  q.compute_override = e.hw.compute_flops;
+  e.link = spec.host.unlimited
+               ? unlimited_host(e.hw.link_Bps)
+               : host_bound(spec.host.system, spec.tp, e.hw.link_Bps, spec.host.root_port_Bps);
+  q.bandwidth_override = e.link.effective_Bps;
+  e.kappa = evaluate_kappa(spec.model, sys, q);
+  const double b_gpu = e.kappa.b_kv_gpu;
+
+  // The request sample and the SRAM residency model of its generator.
+  const WorkloadSpec& w = spec.workload;
+  std::unique_ptr<WorkloadSource> source;
+  std::unique_ptr<SramResidency> sram;
+  switch (w.type) {
+    case WorkloadType::ShareGpt: {
+      source = std::make_unique<ShareGptGenerator>(w.sharegpt, w.requests, w.rate, w.arrival,
+                                                   w.cv, seed);
+      sram = std::make_unique<ConversationShare>(e.hw.sram_bytes,
+                                                 w.rate * w.sharegpt.think_time_s, b_gpu);
+      break;
+    }
+    case WorkloadType::NarrativeQa:
+    case WorkloadType::DocFinQa: {
+      const bool nqa = w.type == WorkloadType::NarrativeQa;
+      const DocQaSpec& shape = nqa ? static_cast<const DocQaSpec&>(w.narrativeqa)
+                                   : static_cast<const DocQaSpec&>(w.docfinqa);
+      auto gen = std::make_unique<DocQaGenerator>(nqa ? "narrativeqa" : "docfinqa", shape,
+                                                  w.requests, w.rate, w.arrival, w.cv, seed);
+      sram = std::make_unique<StaticDocuments>(*gen, shape.documents, e.hw.sram_bytes, b_gpu);
+      source = std::move(gen);
+      break;
+    }
+    case WorkloadType::Trace:
+      throw InputError("workload.type: the design kind does not take traces");
+  }
+
+  std::vector<double> ttft, ratio;
+  double sum_c = 0, sum_l = 0;
+  std::int64_t hits = 0, above = 0, link_bound = 0;
+  Request r;
+  while (source->next(r)) {
+    KappaQuery qr = q;
+    qr.context_k = static_cast<double>(r.prefix_tokens);
+    qr.new_tokens_t = static_cast<double>(r.new_tokens);
+    const KappaPoint p = evaluate_kappa(spec.model, sys, qr);
+    const TtftParts& parts = spec.attention ? *p.ttft_attention : *p.ttft;
+    const bool hit = r.prefix_tokens > 0 && e.hw.sram_bytes > 0 && sram->hit(r);
+    double t_load = parts.t_transfer;
+    if (hit) {
+      t_load = static_cast<double>(r.prefix_tokens) * b_gpu /
+               spec.design.coefficients.sram_bandwidth_Bps;
+      ++hits;
+    }
+    const double t_c = parts.t_compute;
+    sum_c += t_c;
+    sum_l += t_load;
+    ttft.push_back(std::max(t_c, t_load));
+    ratio.push_back(r.kappa_ratio());
+    if (r.kappa_ratio() > e.kappa.kappa_crit) ++above;
+    if (t_load > t_c) ++link_bound;
+  }
+  const auto n = static_cast<std::int64_t>(ttft.size());
+  e.requests = n;
+  if (n == 0) return e;
+  const double dn = static_cast<double>(n);
+  e.sram_hit_fraction = static_cast<double>(hits) / dn;
+  e.frac_above_kappa_crit = static_cast<double>(above) / dn;
+  e.frac_link_bound = static_cast<double>(link_bound) / dn;
+  e.t_compute_mean_s = sum_c / dn;
+  e.t_load_mean_s = sum_l / dn;
+  double sum_t = 0;
+  for (double t : ttft) sum_t += t;
+  e.ttft_mean_s = sum_t / dn;
+  std::sort(ttft.begin(), ttft.end());
+  std::sort(ratio.begin(), ratio.end());
+  e.ttft_p50_s = quantile(ttft, 0.5);
+  e.ttft_p90_s = quantile(ttft, 0.9);
+  e.ttft_p99_s = quantile(ttft, 0.99);
+  e.kappa_ratio_p50 = quantile(ratio, 0.5);
+  const double busy = std::max(sum_c, sum_l);
+  e.throughput_rps = dn / busy;
+  e.compute_utilization = sum_c / busy;
+  return e;
+}
+
+std::vector<std::pair<std::string, double>> design_metrics(const DesignEvaluation& e) {
+  const DesignPoint& h = e.hw;
+  return {
+      {"compute_fraction", h.compute_fraction},
+      {"link_fraction", h.link_fraction},
+      {"sram_fraction", h.sram_fraction},
+      {"compute_flops", h.compute_flops},
+      {"link_phy_bandwidth_Bps", e.link.phy_Bps},
+      {"link_effective_bandwidth_Bps", e.link.effective_Bps},
+      // The host side alone; 0 when nothing on the host bounds it (host: unlimited, or no DRAM
+      // on the path).
+      {"host_share_Bps", std::isfinite(e.link.host_share_Bps) ? e.link.host_share_Bps : 0.0},
+      {"host_unlimited", e.link.unlimited ? 1.0 : 0.0},
+      {"link_bound_by", static_cast<double>(static_cast<int>(e.link.binding))},
+      {"sram_bytes", h.sram_bytes},
+      {"area_mm2", h.total_area_m2() * 1e6},
+      {"power_w", h.total_power_w()},
+      {"within_area_budget", h.within_area_budget() ? 1.0 : 0.0},
+      {"within_power_budget", h.within_power_budget() ? 1.0 : 0.0},
+      {"compute_area_mm2", h.compute_area_m2 * 1e6},
+      {"link_area_mm2", h.link_area_m2 * 1e6},
+      {"sram_area_mm2", h.sram_area_m2 * 1e6},
+      {"compute_power_w", h.compute_power_w},
+      {"link_power_w", h.link_power_w},
+      {"sram_power_w", h.sram_power_w},
+      {"kappa_m", e.kappa.kappa_m},
+      {"kappa_hw", e.kappa.kappa_hw},
+      {"kappa_crit", e.kappa.kappa_crit},
+      {"requests", static_cast<double>(e.requests)},
+      {"kappa_ratio_p50", e.kappa_ratio_p50},
+      {"frac_above_kappa_crit", e.frac_above_kappa_crit},
+      {"frac_link_bound", e.frac_link_bound},
+      {"sram_hit_fraction", e.sram_hit_fraction},
+      {"t_compute_mean_s", e.t_compute_mean_s},
+      {"t_load_mean_s", e.t_load_mean_s},
+      {"ttft_mean_s", e.ttft_mean_s},
+      {"ttft_p50_s", e.ttft_p50_s},
+      {"ttft_p90_s", e.ttft_p90_s},
+      {"ttft_p99_s", e.ttft_p99_s},
+      {"throughput_rps", e.throughput_rps},
+      {"compute_utilization", e.compute_utilization},
+  };
+}
+
+}  // namespace kappasim
