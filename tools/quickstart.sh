@@ -2,6 +2,8 @@
 # kappasim set-up, build and run, for a fresh Debian 12 machine (run as root, or with sudo).
 #
 #   bash tools/quickstart.sh run     install missing packages, build (Release), run the main job
+#                                    (kappasim reproduce -> out/reproduce/report.md, and the
+#                                    analytic report -> out/report/)
 #   bash tools/quickstart.sh test    install missing packages, build, run the whole test suite
 #                                    (Debug build, then the ASan+UBSan build, then `fuzz` for
 #                                    45 s per target)
@@ -11,14 +13,17 @@
 #                                    fails if any target finds a crash
 #
 # Build folders: build/release, build/debug, build/asan, build/fuzz. Results of `run`:
-# out/report/. Fuzz logs, grown corpora and crashing inputs: build/fuzz/run/<target>/.
+# out/reproduce/ (resumes if rerun) and out/report/. Fuzz logs, grown corpora and crashing
+# inputs: build/fuzz/run/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libyaml-cpp-dev libfmt-dev
           libboost-program-options-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev gnuplot-nox)
+# `test` also needs a Slurm and munge for tests/slurm (a private single-node Slurm per run).
+TEST_PACKAGES=(slurm-wlm munge)
 
 install_missing() {
   local missing=()
@@ -82,8 +87,10 @@ case "${1:-}" in
     install_missing
     build Release build/release -DKAPPASIM_BUILD_TESTS=OFF
     ./build/release/kappasim report --out out/report
+    ./build/release/kappasim reproduce --out out/reproduce
     ;;
   test)
+    PACKAGES+=("${TEST_PACKAGES[@]}")
     install_missing
     build Debug build/debug
     suite build/debug

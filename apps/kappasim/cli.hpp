@@ -93,6 +93,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args);
 // kappasim bench serving (apps/kappasim/cmd_measure.cpp)
 int cmd_bench(const std::string& verb, const std::vector<std::string>& args);
 
+// kappasim reproduce --out DIR (apps/kappasim/cmd_reproduce.cpp)
+int cmd_reproduce(const std::vector<std::string>& args);
+
 // kappasim probe h2d|d2h|bidir (apps/kappasim/cmd_probe_link.cpp)
 int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args);
 // kappasim probe prefill|gemm (apps/kappasim/cmd_probe_compute.cpp)

@@ -11,6 +11,7 @@
 #include "core/table.hpp"
 #include "models/analytic/kappa.hpp"
 #include "serving/engine.hpp"
+#include "serving/measure.hpp"
 
 namespace kappasim::cli {
 
@@ -40,48 +41,14 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
   ConfigNode root = ConfigNode::make_map({"<measure>", 0, 0});
   root.set("model", ref_node(o.model, "model"));
   root.set("system", ref_node(o.system, "system"));
-  root.set("workload", parse_yaml("type: narrativeqa", "<measure>"));
-  root.set("serving", parse_yaml("warm_tier: true\nstore: none", "<measure>"));
-  root.set("trace", ConfigNode::make_scalar("false"));
-  for (const auto& s : o.sets) apply_set(root, s);
-  RunSpec spec = read_config<RunSpec>(root, "", prov);
-  spec.serving.tp = o.tp > 0 ? o.tp : spec.system.gpus;
   if (!o.load_path.empty()) {
     bool found = false;
-    for (const auto& [n, p] : load_path_names())
-      if (o.load_path == n) {
-        spec.serving.load_path = p;
-        found = true;
-      }
+    for (const auto& [n, p] : load_path_names()) found = found || o.load_path == n;
     if (!found) throw InputError("--load-path: expected kernel, layerwise or block_dma, got '" + o.load_path + "'");
+    apply_set(root, "serving.load_path=" + o.load_path);
   }
-  spec.validate("");
-  spec.serving.validate("serving");
-  return spec;
-}
-
-std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<Request>& rs) {
-  VectorSource src(rs, "isolated requests");
-  std::vector<RequestRecord> out;
-  EngineSinks sinks;
-  sinks.on_finish = [&](const RequestRecord& r) { out.push_back(r); };
-  run_serving(spec, src, sinks);
-  for (const auto& r : out)
-    if (r.queue_s > 1e-3)
-      throw std::runtime_error("measure: request " + std::to_string(r.id) +
-                               " was not isolated (queued " + format_number(r.queue_s) + " s)");
-  return out;
-}
-
-Request isolated_request(std::uint64_t id, double at, double K, double T) {
-  Request r;
-  r.id = id;
-  r.arrival_s = at;
-  r.sequence_id = id;
-  r.prefix_tokens = static_cast<std::int64_t>(std::llround(K));
-  r.new_tokens = static_cast<std::int64_t>(std::llround(T));
-  r.workload = "isolated";
-  return r;
+  for (const auto& s : o.sets) apply_set(root, s);
+  return isolated_run_spec(root, o.tp, prov);
 }
 
 double parse_count(const std::string& name, const std::string& v, double min) {
@@ -125,10 +92,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
     std::vector<Request> rs;
-    const double spacing = 2e4;  // seconds between isolated requests: far longer than any one
     for (double K : ks)
       for (double T : ts)
-        rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * spacing, K, T));
+        rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
     const auto recs = run_isolated(spec, rs);
     Table tab({"model", "system", "tp", "load_path", "k", "t", "cached_tokens", "computed_tokens",
                "p_oh", "load_time_s", "compute_time_s", "ttft_s"});
@@ -167,71 +133,20 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     if (points < 3 || points > 2000) throw InputError("--points: expected 3 to 2000");
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
-    // The largest K the GPUs' KV cache can hold for one request bounds the grid.
-    const double bkv_gpu = kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
-    const double v_eff = effective_kv_bytes_per_gpu(
-        spec.model, spec.system.gpu, spec.serving.tp, weight_dtype_for(spec.serving.compute_dtype),
-        spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
-    const double max_tokens = static_cast<double>(kv_blocks_for(v_eff, spec.serving.block_tokens, bkv_gpu)) *
-                              spec.serving.block_tokens;
-    // K runs over whole tier chunks, so that every cached token is loaded and exactly T tokens
-    // are computed (a partial chunk would be recomputed and change T): κ = K / T exactly.
-    const double chunk = spec.serving.tier_chunk_tokens();
-    const double kmax_tokens = std::min(1e5 * T, std::floor((max_tokens - T) / chunk) * chunk);
-    if (kmax_tokens < chunk)
-      throw InputError("measure kappa-crit: T = " + format_number(T) +
-                       " leaves no room for a cached prefix in the KV cache");
-    const double kmax = kmax_tokens / T;
-    std::vector<Request> rs;
-    const double spacing = 2e4;  // seconds between isolated requests: far longer than any one
-    double last_k = -1;
-    for (int i = 0; i < points; ++i) {
-      const double want = std::max(1.0, std::pow(kmax, static_cast<double>(i) / (points - 1))) * T;
-      const double K = std::max(chunk, std::round(want / chunk) * chunk);
-      if (K == last_k || K > kmax_tokens) continue;
-      last_k = K;
-      rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * spacing, K, T));
-    }
-    const auto recs = run_isolated(spec, rs);
-    // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
-    double crit = NAN, eff_bw = NAN, eff_c = NAN;
-    for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
-      const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
-      if (a < 1 && b >= 1) {
-        const double ka = recs[i].kappa_ratio, kb = recs[i + 1].kappa_ratio;
-        const double f = std::log(a) / (std::log(a) - std::log(b));
-        crit = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
-        const RequestRecord& r = recs[i + 1];
-        eff_bw = r.bytes_loaded / spec.serving.tp / r.load_s;
-        // The compute rate the simulated step achieved, in the analytic model's own FLOPs
-        // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
-        eff_c = count_params(spec.model).active() * 2 / spec.serving.tp * T / r.compute_s;
-        break;
-      }
-    }
-    KappaQuery q;
-    q.compute_dtype = spec.serving.compute_dtype;
-    q.kv_dtype = spec.serving.kv_dtype;
-    q.tp = spec.serving.tp;
-    const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, &prov);
-    double effective = NAN, effective_both = NAN;
-    if (std::isfinite(eff_bw)) {
-      q.bandwidth_override = eff_bw;
-      effective = evaluate_kappa(spec.model, spec.system, q, &prov).kappa_crit;
-      q.compute_override = eff_c;
-      effective_both = evaluate_kappa(spec.model, spec.system, q, &prov).kappa_crit;
-    }
+    const KappaCritMeasurement m = measure_kappa_crit(spec, T, points, &prov);
     Table tab({"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
                "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
                "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
                "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops"});
-    tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
-                 recs.empty() ? std::string() : recs.front().load_path, T, crit, peak.kappa_crit,
-                 effective, effective_both, eff_bw, peak.bandwidth, eff_c, peak.compute});
+    tab.add_row({m.model, m.system, static_cast<std::int64_t>(m.tp), m.load_path, T,
+                 m.kappa_crit_simulated, m.kappa_crit_analytic_peak,
+                 m.kappa_crit_analytic_effective, m.kappa_crit_analytic_effective_compute,
+                 m.h2d_effective_bytes_per_s, m.h2d_peak_bytes_per_s, m.compute_effective_flops,
+                 m.compute_peak_flops});
     std::cout << tab.render(fmt);
-    if (!std::isfinite(crit))
+    if (!std::isfinite(m.kappa_crit_simulated))
       std::cerr << "kappasim: note: load/compute never crossed 1 between κ = 1 and κ = "
-                << format_number(kmax) << "\n";
+                << format_number(m.kappa_max) << "\n";
     return 0;
   }
   throw InputError("kappasim measure: expected kappa-crit or poh" +

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/kappasim/cli.hpp"
+#include "apps/kappasim/sweep_run.hpp"
 
 namespace {
 
@@ -23,8 +24,12 @@ const char* kUsage =
     "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, trace.json\n"
     "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic ones\n"
     "  bench      serving: simulated requests per wall second and peak memory\n"
+    "  sweep      parameter sweeps: SPEC --out DIR (each point its own process; resumable, sharded);\n"
+    "             point | collect DIR | emit slurm | kinds | points SPEC  (docs/sweeps.md)\n"
+    "  reproduce  the κ paper's analysis and the architecture studies, simulated -> DIR/report.md\n"
     "\n"
-    "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error.\n";
+    "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
+    "3 (sweep) some points invalid or failed.\n";
 
 }  // namespace
 
@@ -38,6 +43,7 @@ int main(int argc, char** argv) {
     std::cout << "kappasim 0.1.0\n";
     return 0;
   }
+  kappasim::sweep::register_builtin_kinds();
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
@@ -46,6 +52,8 @@ int main(int argc, char** argv) {
     if (cmd == "presets") return kappasim::cli::cmd_presets(args);
     if (cmd == "report") return kappasim::cli::cmd_report(args);
     if (cmd == "run") return kappasim::cli::cmd_run(args);
+    if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
+    if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
     if (cmd == "measure" || cmd == "bench") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());

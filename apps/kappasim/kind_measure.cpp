@@ -1,0 +1,122 @@
+// Sweep kinds that measure on the simulator with isolated requests (serving/measure.hpp), each
+// beside the analytic model evaluated on the same model and system descriptions:
+//   isolated    one request with K cached and T new tokens: load, compute, TTFT, P_OH,
+//               attainable FLOP/s (a point of the simulated roofline)
+//   kappa-crit  κ_crit where the simulated load time equals the compute time (measure kappa-crit)
+// Config: the run config's model, system, optional serving (TP defaults to every GPU of the
+// system; warm tier, no store), plus `measure: {k, t, points}`.
+#include <cmath>
+
+#include "apps/kappasim/kinds.hpp"
+#include "models/analytic/kappa.hpp"
+#include "serving/measure.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+
+struct MeasureSpec {
+  double k = 0;       // cached tokens (isolated)
+  double t = 128;     // new tokens
+  int points = 41;    // κ grid points (kappa-crit)
+  template <class V>
+  void visit(V& v) {
+    v.number("k", k, opt("cached tokens K (isolated)", Range::NonNegative));
+    v.number("t", t, opt("new tokens T", Range::AtLeastOne));
+    v.integer("points", points, opt("κ grid points, log-spaced from 1 to 1e5 (kappa-crit)", Range::AtLeastOne));
+  }
+  void validate(const std::string&) const {}
+};
+
+// Splits `measure:` off the point's config and builds the isolated-request run config.
+std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, ProvenanceTable* prov) {
+  ConfigNode root = config;
+  MeasureSpec ms;
+  if (const ConfigNode* m = root.find("measure")) {
+    ms = read_config<MeasureSpec>(*m, "measure", nullptr);
+    root.erase("measure");
+  }
+  return {isolated_run_spec(root, 0, prov), ms};
+}
+
+KappaQuery query_for(const RunSpec& spec) {
+  KappaQuery q;
+  q.compute_dtype = spec.serving.compute_dtype;
+  q.kv_dtype = spec.serving.kv_dtype;
+  q.tp = spec.serving.tp;
+  return q;
+}
+
+sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::PointContext&) {
+  ProvenanceTable prov;
+  const auto [spec, ms] = read_measure(config, &prov);
+  const double chunk = spec.serving.tier_chunk_tokens();
+  // Whole tier chunks only: every cached token is then loaded and exactly T are computed.
+  const double K = std::floor(ms.k / chunk) * chunk;
+  if (K + ms.t > max_request_tokens(spec))
+    throw InputError("measure: K + T = " + format_number(K + ms.t) +
+                     " tokens do not fit the GPUs' KV cache (" +
+                     format_number(max_request_tokens(spec)) + " tokens)");
+  const auto recs = run_isolated(spec, {isolated_request(1, 0, K, ms.t)});
+  if (recs.size() != 1) throw std::runtime_error("isolated: the request did not finish");
+  const RequestRecord& r = recs.front();
+  KappaQuery q = query_for(spec);
+  q.context_k = K;
+  q.new_tokens_t = ms.t;
+  const KappaPoint a = evaluate_kappa(spec.model, spec.system, q, &prov);
+  // FLOPs by the analytic model's convention (F_pf per new token, per GPU), so the simulated
+  // attainable rate sits on the same axis as the analytic roofline.
+  const double flops_gpu = a.f_pf / spec.serving.tp * ms.t;
+  sweep::PointResult out;
+  out.metrics = {{"k", K},
+                 {"t", ms.t},
+                 {"kappa_ratio", K / ms.t},
+                 {"load_s", r.load_s},
+                 {"compute_s", r.compute_s},
+                 {"ttft_s", r.ttft_s},
+                 {"p_oh", r.compute_s > 0 ? r.load_s / r.compute_s : NAN},
+                 {"attainable_flops", flops_gpu / r.ttft_s},
+                 {"h2d_effective_bytes_per_s",
+                  r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : NAN},
+                 {"analytic_load_s", a.ttft->t_transfer},
+                 {"analytic_compute_s", a.ttft->t_compute},
+                 {"analytic_p_oh", a.ttft->p_oh()},
+                 {"analytic_ttft_serial_s", a.ttft->ttft_serial()},
+                 {"analytic_attainable_serial_flops", flops_gpu / a.ttft->ttft_serial()},
+                 {"analytic_attainable_overlap_flops", flops_gpu / a.ttft->ttft_overlap()},
+                 {"kappa_crit_analytic", a.kappa_crit},
+                 {"compute_peak_flops", a.compute},
+                 {"h2d_peak_bytes_per_s", a.bandwidth}};
+  return out;
+}
+
+sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::PointContext&) {
+  ProvenanceTable prov;
+  const auto [spec, ms] = read_measure(config, &prov);
+  const KappaCritMeasurement m = measure_kappa_crit(spec, ms.t, ms.points, &prov);
+  sweep::PointResult out;
+  out.metrics = {{"t", m.t},
+                 {"kappa_crit_simulated", m.kappa_crit_simulated},
+                 {"kappa_crit_analytic_peak", m.kappa_crit_analytic_peak},
+                 {"kappa_crit_analytic_effective", m.kappa_crit_analytic_effective},
+                 {"kappa_crit_analytic_effective_compute", m.kappa_crit_analytic_effective_compute},
+                 {"h2d_effective_bytes_per_s", m.h2d_effective_bytes_per_s},
+                 {"h2d_peak_bytes_per_s", m.h2d_peak_bytes_per_s},
+                 {"compute_effective_flops", m.compute_effective_flops},
+                 {"compute_peak_flops", m.compute_peak_flops},
+                 {"kappa_max", m.kappa_max}};
+  return out;
+}
+
+}  // namespace
+
+void register_measure_kinds(sweep::KindRegistry& r) {
+  r.add({"isolated",
+         "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
+         run_isolated_kind});
+  r.add({"kappa-crit",
+         "κ_crit measured on the simulator (load = compute crossing) beside the analytic κ_crit",
+         run_kappa_crit_kind});
+}
+
+}  // namespace kappasim::cli
