@@ -37,3 +37,6 @@ echo "SystemC models (flow vs packet transfers, GPU compute events):"
 if [ -x "$BUILD/bench/kappasim_bench" ]; then
   "$BUILD/bench/kappasim_bench" --benchmark_min_time=0.2
 fi
+
+echo "Scaling (work x1, x2, x4, x8):"
+bash "$(dirname "$0")/scaling.sh" "$BUILD"

@@ -107,6 +107,7 @@ case "${1:-}" in
     fuzz
     ;;
   bench)
+    PACKAGES+=(time)  # GNU time: peak RSS in bench/scaling.sh
     install_missing
     build Release build/release
     bash bench/run.sh build/release
