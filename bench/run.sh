@@ -2,19 +2,15 @@
 # Runs kappasim's benchmarks against a Release build folder; prints the numbers that
 # docs/benchmarks.md publishes.  Usage: bash bench/run.sh build/release
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 BUILD=${1:-build/release}
 BIN="$BUILD/kappasim"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # A 10,000-point κ matrix: 100 model variants × 100 system variants from a preset folder.
-mkdir -p "$tmp/presets/models" "$tmp/presets/systems"
-for i in $(seq 1 100); do
-  printf 'preset: llama-3.1-70b\nname: m%d\nnum_layers: {value: %d, assumption: "bench"}\n' "$i" $((i % 80 + 1)) \
-    > "$tmp/presets/models/m$i.yaml"
-  printf 'preset: h100\nname: s%d\ngpu: {preset: h100-sxm5, hbm_bandwidth: {value: %d TB/s, assumption: "bench"}}\n' "$i" "$i" \
-    > "$tmp/presets/systems/s$i.yaml"
-done
+make_kappa_presets "$tmp/presets"
 models=$(cd "$tmp/presets/models" && ls | sed 's/\.yaml$//' | tr '\n' ' ')
 systems=$(cd "$tmp/presets/systems" && ls | sed 's/\.yaml$//' | tr '\n' ' ')
 best=""

@@ -3,6 +3,8 @@
 # Prints one table row per size: work, wall seconds, rate, peak RSS (GNU time).
 #   bash bench/scaling.sh build/release     (docs/benchmarks.md "Scaling")
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 BUILD=${1:-build/release}
 BIN="$(cd "$BUILD" && pwd)/kappasim"
 SIM="$(cd "$BUILD" && pwd)/bench/kappasim_sim_bench"
@@ -23,13 +25,7 @@ echo "| What | Work | Wall | Rate | Peak RSS |"
 echo "|---|---|---|---|---|"
 
 # 1. Analytic κ points: 100 model variants x S system variants, S = 12, 25, 50, 100.
-mkdir -p "$tmp/presets/models" "$tmp/presets/systems"
-for i in $(seq 1 100); do
-  printf 'preset: llama-3.1-70b\nname: m%d\nnum_layers: {value: %d, assumption: "bench"}\n' "$i" $((i % 80 + 1)) \
-    > "$tmp/presets/models/m$i.yaml"
-  printf 'preset: h100\nname: s%d\ngpu: {preset: h100-sxm5, hbm_bandwidth: {value: %d TB/s, assumption: "bench"}}\n' "$i" "$i" \
-    > "$tmp/presets/systems/s$i.yaml"
-done
+make_kappa_presets "$tmp/presets"
 models=$(cd "$tmp/presets/models" && ls | sed 's/\.yaml$//' | tr '\n' ' ')
 for s in 12 25 50 100; do
   systems=$(seq 1 "$s" | sed 's/^/s/' | tr '\n' ' ')

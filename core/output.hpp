@@ -7,6 +7,9 @@
 
 namespace kappasim {
 
+// Reads a whole file into `out`; false (and `out` untouched) when it cannot be opened.
+bool read_text_file(const std::string& path, std::string& out);
+
 // Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
 // Throws InputError naming the path when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);

@@ -75,11 +75,7 @@ struct ClusterRunSpec {
   std::vector<NodeGroupSpec> nodes;  // cluster.nodes
   ModelSpec model;
   WorkloadSpec workload;
-#ifdef NDEBUG
-  bool check = false;
-#else
-  bool check = true;
-#endif
+  bool check = kCheckInvariantsByDefault;
 
   // Everything but cluster.nodes.
   template <class V>

@@ -13,6 +13,13 @@
 
 namespace kappasim {
 
+// Invariant checks are on by default in debug builds (RunSpec::check, ClusterRunSpec::check).
+#ifdef NDEBUG
+inline constexpr bool kCheckInvariantsByDefault = false;
+#else
+inline constexpr bool kCheckInvariantsByDefault = true;
+#endif
+
 // The config of `kappasim run`: what runs on what, how it is served, and what load it sees.
 struct RunSpec {
   ModelSpec model;
@@ -22,11 +29,7 @@ struct RunSpec {
   bool trace = true;  // write trace.json (Perfetto)
   // Invariant checks (always on in debug builds): bytes sent == bytes received on every link,
   // KV in HBM within capacity, simulated time never going back, every request finishing once.
-#ifdef NDEBUG
-  bool check = false;
-#else
-  bool check = true;
-#endif
+  bool check = kCheckInvariantsByDefault;
 
   template <class V>
   void visit(V& v) {

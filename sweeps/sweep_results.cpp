@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/output.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
 
@@ -15,15 +16,6 @@ namespace kappasim::sweep {
 namespace {
 
 std::string number_or_null(double v) { return std::isfinite(v) ? format_number(v) : "null"; }
-
-bool read_text(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
 
 // A JSON number literal exactly as written (axis values that are plain numbers).
 bool is_json_number(const std::string& s) {
@@ -77,7 +69,7 @@ std::string error_json(const PointError& e) {
 std::optional<PointRecord> read_point_record(const std::string& point_dir) {
   std::string text;
   PointRecord rec;
-  if (read_text(point_dir + "/result.json", text)) {
+  if (read_text_file(point_dir + "/result.json", text)) {
     nlohmann::ordered_json j;
     try {
       j = nlohmann::ordered_json::parse(text);
@@ -97,7 +89,7 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
     }
     return rec;
   }
-  if (read_text(point_dir + "/error.json", text)) {
+  if (read_text_file(point_dir + "/error.json", text)) {
     rec.status = "failed";
     try {
       auto j = nlohmann::ordered_json::parse(text);
@@ -245,7 +237,7 @@ SweepTable parse_csv(const std::string& text, const std::string& name) {
 SweepTable read_results_csv(const std::string& dir) {
   const std::string path = dir + "/results.csv";
   std::string text;
-  if (!read_text(path, text))
+  if (!read_text_file(path, text))
     throw InputError("cannot read '" + path + "': the sweep has not been merged (kappasim sweep collect " +
                      dir + ")");
   return parse_csv(text, path);

@@ -63,15 +63,6 @@ std::string absolute(const std::string& p) {
   return s;
 }
 
-bool read_text(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
-}
-
 // A plain (not fsynced) write through a temporary and a rename: files the runner regenerates
 // on every attempt (point.yaml, command.txt, timing.json).
 void write_file_quick(const std::string& path, const std::string& content) {
@@ -104,7 +95,7 @@ std::string signal_name(int sig) {
 
 std::vector<std::string> tail_lines(const std::string& path, std::size_t max_lines) {
   std::string text;
-  read_text(path, text);
+  read_text_file(path, text);
   if (text.size() > 8192) text = text.substr(text.size() - 8192);
   std::vector<std::string> lines;
   std::stringstream ss(text);

@@ -13,15 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/cli_util.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int run_reproduce(const fs::path& out, const fs::path& log) {
   const std::string cmd = std::string(KAPPASIM_BIN) + " reproduce --quick -j 2 --out '" +
@@ -40,12 +36,10 @@ std::vector<std::string> fields(const std::string& line) {
 }
 
 TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
-  const fs::path dir = fs::temp_directory_path() / ("kappasim-reproduce-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = kappasim::test::fresh_dir("reproduce");
   const fs::path out = dir / "out";
-  ASSERT_EQ(run_reproduce(out, dir / "log1.txt"), 0) << read_text(dir / "log1.txt");
-  const std::string report = read_text(out / "report.md");
+  ASSERT_EQ(run_reproduce(out, dir / "log1.txt"), 0) << kappasim::test::slurp(dir / "log1.txt");
+  const std::string report = kappasim::test::slurp(out / "report.md");
   for (const char* heading :
        {"## 1. Workload κ_ratio distributions", "## 2. Rooflines", "## 3. Analytic vs simulated κ_crit",
         "## 4. P_OH", "## 5. ShareGPT-like vs NarrativeQA-like", "## 6. NVLink-C2C", "## 7. FIFO",
@@ -57,9 +51,9 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;
 
   // A rerun resumes every sweep (no point runs again) and writes the same report.
-  ASSERT_EQ(run_reproduce(out, dir / "log2.txt"), 0) << read_text(dir / "log2.txt");
-  EXPECT_EQ(read_text(out / "report.md"), report);
-  const std::string log2 = read_text(dir / "log2.txt");
+  ASSERT_EQ(run_reproduce(out, dir / "log2.txt"), 0) << kappasim::test::slurp(dir / "log2.txt");
+  EXPECT_EQ(kappasim::test::slurp(out / "report.md"), report);
+  const std::string log2 = kappasim::test::slurp(dir / "log2.txt");
   auto count = [&](const std::string& what) {
     int n = 0;
     for (auto p = log2.find(what); p != std::string::npos; p = log2.find(what, p + 1)) ++n;

@@ -18,28 +18,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/cli_util.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using kappasim::test::Result;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using kappasim::test::slurp;
 
 fs::path scratch() {
-  static fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("kappasim-sweep-" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
+  static const fs::path d = kappasim::test::fresh_dir("sweep");
   return d;
 }
 
