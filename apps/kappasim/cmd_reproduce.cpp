@@ -462,12 +462,16 @@ void serving_table(Reproduce& R, const ResultsTable& t, const std::string& sweep
                    const std::string& axis, const std::string& fig, const std::string& title) {
   std::vector<std::vector<std::string>> rows;
   std::string plots;
+  std::string bars = "config,budget_utilization_pct,vram_utilization_pct,gpu_power_tdp_pct\n";
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string label = t.get(r, axis);
     if (!t.ok(r)) {
       rows.push_back({label, "failed: " + t.get(r, "error")});
       continue;
     }
+    bars += label + "," + format_number(100 * t.num(r, "budget_utilization")) + "," +
+            format_number(100 * t.num(r, "vram_utilization")) + "," +
+            format_number(100 * t.num(r, "gpu_power_tdp_fraction")) + "\n";
     rows.push_back({label, fmt_num(t.num(r, "requests_completed")), fmt_num(t.num(r, "throughput_rps")),
                     fmt_num(t.num(r, "ttft_p50_s")), fmt_num(t.num(r, "ttft_p99_s")),
                     fmt_num(t.num(r, "max_wait_s")), fmt_num(t.num(r, "jain_index")),
@@ -486,6 +490,14 @@ void serving_table(Reproduce& R, const ResultsTable& t, const std::string& sweep
                     "GPU power / TDP"},
                    rows)
        << "\n";
+  R.write_data(fig + "-utilisation.csv", bars);
+  R.md << R.figure({fig + "-utilisation", "Budget, VRAM and power utilisation",
+                    "  set title 'Token budget, VRAM KV pool and GPU power use'\n"
+                    "  set style data histograms\n  set style histogram clustered gap 1\n"
+                    "  set style fill solid 0.8 border -1\n  set yrange [0:100]\n  set ylabel '%'\n"
+                    "  set grid ytics\n  set key top right\n"
+                    "  plot '" + fig + "-utilisation.csv' using 2:xtic(1) skip 1 title 'token budget used', "
+                    "'' using 3 skip 1 title 'VRAM KV pool used', '' using 4 skip 1 title 'GPU power / TDP'"});
   if (!plots.empty())
     R.md << R.figure({fig, title,
                       "  set title '" + title + "'\n  set logscale x\n  set xlabel 'TTFT (s)'\n"

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/output.hpp"
 #include "sweeps/sweep_results.hpp"
+#include "sweeps/sweep_spec.hpp"
 
 namespace kappasim::cli {
 
@@ -86,11 +87,6 @@ ResultsTable read_results(const std::string& sweep_dir) {
   return r;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
 
 bool have_gnuplot() {
   static const bool have = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
@@ -117,8 +113,8 @@ bool render_figure(const std::string& dir, const Figure& f) {
   const std::filesystem::path script = std::filesystem::path(dir) / (f.name + ".gp");
   write_file_atomic(script.string(), gp.str());
   if (!have_gnuplot()) return false;
-  const std::string cmd = "cd " + shell_quote(dir) + " && gnuplot " + shell_quote(f.name + ".gp") +
-                          " >" + shell_quote(f.name + ".gnuplot.log") + " 2>&1";
+  const std::string cmd = "cd " + sweep::shell_quote(dir) + " && gnuplot " + sweep::shell_quote(f.name + ".gp") +
+                          " >" + sweep::shell_quote(f.name + ".gnuplot.log") + " 2>&1";
   const int rc = std::system(cmd.c_str());
   const bool ok = rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0 &&
                   std::filesystem::exists(std::filesystem::path(dir) / (f.name + ".png"));

@@ -46,7 +46,4 @@ bool render_figure(const std::string& dir, const Figure& f);
 // Whether gnuplot can be run.
 bool have_gnuplot();
 
-// Single-quotes a string for the shell (' → '\'').
-std::string shell_quote(const std::string& s);
-
 }  // namespace kappasim::cli

@@ -92,3 +92,30 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
 }
 
 }  // namespace
+
+namespace {
+
+// Bad input: exit code 2, a message naming the option, nothing written.
+TEST(Reproduce, BadInputExitsTwoNamingTheOption) {
+  namespace fs = std::filesystem;
+  const fs::path dir = kappasim::test::fresh_dir("reproduce-bad");
+  const fs::path log = dir / "log.txt";
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(KAPPASIM_BIN) + " reproduce " + args + " >'" + log.string() + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run("--quick"), 2);
+  EXPECT_NE(kappasim::test::slurp(log).find("--out DIR is required"), std::string::npos) << kappasim::test::slurp(log);
+  EXPECT_EQ(run("--quick --out '" + (dir / "o1").string() + "' --experiments '" + (dir / "none").string() + "'"), 2);
+  EXPECT_NE(kappasim::test::slurp(log).find("--experiments"), std::string::npos) << kappasim::test::slurp(log);
+  std::ofstream(dir / "a-file") << "x";
+  EXPECT_EQ(run("--quick --out '" + (dir / "a-file" / "sub").string() + "'"), 2);
+  EXPECT_NE(kappasim::test::slurp(log).find("--out: cannot create"), std::string::npos) << kappasim::test::slurp(log);
+  EXPECT_EQ(run("--quick --jobs=-1 --out '" + (dir / "o2").string() + "'"), 2);
+  EXPECT_FALSE(fs::exists(dir / "o1"));
+  EXPECT_FALSE(fs::exists(dir / "o2"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
