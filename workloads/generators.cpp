@@ -176,4 +176,26 @@ std::string DocQaGenerator::describe() const {
          format_number(m_shape.questions_mean) + " questions per session on average";
 }
 
+// ---- by type ---------------------------------------------------------------------------------
+
+std::unique_ptr<SessionGenerator> make_generator(WorkloadType type, const WorkloadSpec& spec,
+                                                 std::int64_t requests, double rate,
+                                                 std::uint64_t seed) {
+  switch (type) {
+    case WorkloadType::ShareGpt:
+      return std::make_unique<ShareGptGenerator>(spec.sharegpt, requests, rate, spec.arrival,
+                                                 spec.cv, seed);
+    case WorkloadType::NarrativeQa:
+      return std::make_unique<DocQaGenerator>("narrativeqa", spec.narrativeqa, requests, rate,
+                                              spec.arrival, spec.cv, seed);
+    case WorkloadType::DocFinQa:
+      return std::make_unique<DocQaGenerator>("docfinqa", spec.docfinqa, requests, rate,
+                                              spec.arrival, spec.cv, seed);
+    case WorkloadType::Trace:
+    case WorkloadType::Mix:
+      break;
+  }
+  throw std::logic_error("make_generator: " + workload_type_name(type) + " is not a generator");
+}
+
 }  // namespace kappasim

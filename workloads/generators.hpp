@@ -128,4 +128,11 @@ class DocQaGenerator : public SessionGenerator {
   std::optional<ZipfTable> m_zipf;
 };
 
+// The generator of a synthetic `type` (sharegpt, narrativeqa, docfinqa) with the shape of
+// spec's sub-object for it and the given request count, rate and seed (arrival and cv from
+// spec). make_source uses it with spec.requests and spec.rate; a mix with its components'.
+std::unique_ptr<SessionGenerator> make_generator(WorkloadType type, const WorkloadSpec& spec,
+                                                 std::int64_t requests, double rate,
+                                                 std::uint64_t seed);
+
 }  // namespace kappasim

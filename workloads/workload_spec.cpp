@@ -1,10 +1,12 @@
 #include "workloads/workload_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "workloads/generators.hpp"
+#include "workloads/mix_source.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim {
@@ -62,10 +64,33 @@ DocFinQaSpec::DocFinQaSpec() {
 
 void TraceSpec::validate(const std::string&) const {}
 
+const std::vector<std::string>& mix_generator_names() {
+  static const std::vector<std::string> names = {"sharegpt", "narrativeqa", "docfinqa"};
+  return names;
+}
+
+void check_mix_weights(const std::map<std::string, double>& mix, const std::string& path) {
+  const auto& names = mix_generator_names();
+  bool positive = false;
+  for (const auto& [key, w] : mix) {
+    if (std::find(names.begin(), names.end(), key) == names.end())
+      throw InputError(path + "." + key + ": '" + key +
+                       "' is not a generator a mix can weight (sharegpt, narrativeqa, docfinqa)");
+    if (!(w >= 0) || !std::isfinite(w))
+      throw InputError(path + "." + key + ": a mix weight must be a finite number >= 0, got " +
+                       format_number(w));
+    positive = positive || w > 0;
+  }
+  if (!positive)
+    throw InputError(path + ": type mix needs at least one weight > 0 among sharegpt, "
+                            "narrativeqa, docfinqa (e.g. mix: {sharegpt: 0.7, narrativeqa: 0.3})");
+}
+
 void WorkloadSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "workload" : path;
   if (type == WorkloadType::Trace && trace.path.empty())
     throw InputError(p + ".trace.path: type is trace but no trace file is given");
+  if (type == WorkloadType::Mix) check_mix_weights(mix, p + ".mix");
 }
 
 std::string workload_type_name(WorkloadType t) {
@@ -74,6 +99,7 @@ std::string workload_type_name(WorkloadType t) {
     case WorkloadType::NarrativeQa: return "narrativeqa";
     case WorkloadType::DocFinQa: return "docfinqa";
     case WorkloadType::Trace: return "trace";
+    case WorkloadType::Mix: return "mix";
   }
   return "?";
 }
@@ -82,16 +108,13 @@ std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint6
                                             const std::string& base_dir) {
   switch (spec.type) {
     case WorkloadType::ShareGpt:
-      return std::make_unique<ShareGptGenerator>(spec.sharegpt, spec.requests, spec.rate,
-                                                 spec.arrival, spec.cv, seed);
     case WorkloadType::NarrativeQa:
-      return std::make_unique<DocQaGenerator>("narrativeqa", spec.narrativeqa, spec.requests,
-                                              spec.rate, spec.arrival, spec.cv, seed);
     case WorkloadType::DocFinQa:
-      return std::make_unique<DocQaGenerator>("docfinqa", spec.docfinqa, spec.requests, spec.rate,
-                                              spec.arrival, spec.cv, seed);
+      return make_generator(spec.type, spec, spec.requests, spec.rate, seed);
     case WorkloadType::Trace:
       return std::make_unique<TraceSource>(spec.trace, base_dir);
+    case WorkloadType::Mix:
+      return std::make_unique<MixSource>(spec, seed);
   }
   throw std::logic_error("make_source: unknown workload type");
 }

@@ -3,22 +3,27 @@
 // default and which defaults are assumptions).
 //
 //   workload:
-//     type: narrativeqa          # sharegpt | narrativeqa | docfinqa | trace
+//     type: narrativeqa          # sharegpt | narrativeqa | docfinqa | mix | trace
 //     requests: 1000
 //     rate: 10                   # requests per second (long-run average)
 //     arrival: poisson           # poisson | gamma (with cv)
 //     seed: 1
 //     narrativeqa: {popularity: zipf, zipf_s: 1.1}
 //     trace: {path: traces/x.jsonl, format: mooncake, time_scale: 0.5, limit: 5000}
+//     mix: {sharegpt: 0.7, narrativeqa: 0.3}   # weights, used with type: mix (mix_source.hpp)
 //
 // Every generator sub-object is optional and read (and checked) whatever `type` is; only the one
 // `type` names is used. A trace ignores requests, rate, arrival, cv and seed: it replays its own
-// arrival times (times time_scale) and stops after `limit` rows (0: all).
+// arrival times (times time_scale) and stops after `limit` rows (0: all). `type: mix`
+// superposes the generators named in `mix` (weights >= 0, normalised), each shaped by its own
+// sub-object as for a single type (workloads/mix_source.hpp).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "workloads/arrivals.hpp"
@@ -144,7 +149,11 @@ struct TraceSpec {
   void validate(const std::string& path) const;
 };
 
-enum class WorkloadType { ShareGpt, NarrativeQa, DocFinQa, Trace };
+enum class WorkloadType { ShareGpt, NarrativeQa, DocFinQa, Trace, Mix };
+
+// The generators a mix may weight, in the fixed order that orders a mix's components (request
+// split, arrival-time ties, sequence-id tags): sharegpt, narrativeqa, docfinqa.
+const std::vector<std::string>& mix_generator_names();
 
 struct WorkloadSpec {
   WorkloadType type = WorkloadType::ShareGpt;
@@ -157,6 +166,7 @@ struct WorkloadSpec {
   NarrativeQaSpec narrativeqa;
   DocFinQaSpec docfinqa;
   TraceSpec trace;
+  std::map<std::string, double> mix;  // generator name -> weight (type: mix)
 
   template <class V>
   void visit(V& v) {
@@ -164,8 +174,9 @@ struct WorkloadSpec {
         {"sharegpt", WorkloadType::ShareGpt},
         {"narrativeqa", WorkloadType::NarrativeQa},
         {"docfinqa", WorkloadType::DocFinQa},
-        {"trace", WorkloadType::Trace}};
-    v.choice("type", type, types, opt("sharegpt | narrativeqa | docfinqa | trace"));
+        {"trace", WorkloadType::Trace},
+        {"mix", WorkloadType::Mix}};
+    v.choice("type", type, types, opt("sharegpt | narrativeqa | docfinqa | trace | mix"));
     v.integer("requests", requests, opt("requests to generate (synthetic types)", Range::AtLeastOne));
     v.number("rate", rate, opt("long-run request rate, requests per second (synthetic types)"));
     static const std::vector<std::pair<const char*, ArrivalKind>> kinds = {
@@ -178,16 +189,25 @@ struct WorkloadSpec {
     v.object("narrativeqa", narrativeqa, opt("NarrativeQA-like document QA shape"));
     v.object("docfinqa", docfinqa, opt("DocFinQA-like filing QA shape"));
     v.object("trace", trace, opt("trace replay"));
+    v.quantity_map("mix", mix, dim::none, mix_generator_names(),
+                   opt("type mix: weight of each generator (sharegpt, narrativeqa, docfinqa; "
+                       ">= 0, normalised)",
+                       Range::NonNegative));
   }
   void validate(const std::string& path) const;
 };
 
 std::string workload_type_name(WorkloadType t);
 
+// Checks a mix's weights: every key a generator (mix_generator_names), every weight finite and
+// >= 0, at least one > 0. Throws InputError naming `path`.KEY (or `path` when none is positive).
+void check_mix_weights(const std::map<std::string, double>& mix, const std::string& path);
+
 // The source a spec describes. `seed` replaces spec.seed (pass spec.seed, or a seed derived from
 // it for replicates); `base_dir` is the folder relative trace paths are taken from (the config
 // file's folder; "" = the current directory). A trace is opened here (InputError if it cannot
-// be) but validated only as it is read: call validate_trace() first to check it whole.
+// be) but validated only as it is read: call validate_trace() first to check it whole. A mix is
+// a MixSource (workloads/mix_source.hpp) over lazily run generators.
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir = "");
 

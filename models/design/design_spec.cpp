@@ -4,17 +4,22 @@
 #include <cmath>
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "workloads/generators.hpp"
+#include "workloads/mix_source.hpp"
 
 namespace kappasim {
 
 void DesignEvalSpec::validate(const std::string& path) const {
   if (workload.type == WorkloadType::Trace)
     throw InputError((path.empty() ? std::string("workload") : path + ".workload") +
-                     ".type: the design kind samples sharegpt, narrativeqa or docfinqa; a trace "
+                     ".type: the design kind samples sharegpt, narrativeqa, docfinqa or a mix of "
+                     "them; a trace "
                      "has no popularity model for the SRAM");
 }
 
@@ -101,6 +106,28 @@ class ConversationShare : public SramResidency {
   double m_share_tokens;
 };
 
+// A mix: each component keeps its own residency model over a share of the SRAM equal to its
+// share of the requests [A] (docs/design-model.md); a request is looked up, with the mix's
+// sequence-id tag removed, in its own component's model (Request::workload names it).
+class MixResidency : public SramResidency {
+ public:
+  void add(std::string name, std::unique_ptr<SramResidency> r) {
+    m_parts.emplace_back(std::move(name), std::move(r));
+  }
+  bool hit(const Request& r) const override {
+    for (const auto& [name, part] : m_parts) {
+      if (name != r.workload) continue;
+      Request local = r;
+      local.sequence_id = mix_local_sequence_id(r.sequence_id);
+      return part->hit(local);
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::unique_ptr<SramResidency>>> m_parts;
+};
+
 }  // namespace
 
 DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed) {
@@ -142,6 +169,30 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
                                                   w.requests, w.rate, w.arrival, w.cv, seed);
       sram = std::make_unique<StaticDocuments>(*gen, shape.documents, e.hw.sram_bytes, b_gpu);
       source = std::move(gen);
+      break;
+    }
+    case WorkloadType::Mix: {
+      auto mix = std::make_unique<MixSource>(w, seed);
+      auto shared = std::make_unique<MixResidency>();
+      for (std::size_t i = 0; i < mix->components().size(); ++i) {
+        const MixComponent& c = mix->components()[i];
+        const SessionGenerator* gen = mix->generator(i);
+        if (!gen) continue;  // no requests: nothing to look up
+        const double capacity = e.hw.sram_bytes * c.weight;
+        if (c.type == WorkloadType::ShareGpt) {
+          shared->add(c.name, std::make_unique<ConversationShare>(
+                                  capacity, c.rate * w.sharegpt.think_time_s, b_gpu));
+        } else {
+          const auto& doc = dynamic_cast<const DocQaGenerator&>(*gen);
+          const DocQaSpec& shape = c.type == WorkloadType::NarrativeQa
+                                       ? static_cast<const DocQaSpec&>(w.narrativeqa)
+                                       : static_cast<const DocQaSpec&>(w.docfinqa);
+          shared->add(c.name,
+                      std::make_unique<StaticDocuments>(doc, shape.documents, capacity, b_gpu));
+        }
+      }
+      sram = std::move(shared);
+      source = std::move(mix);
       break;
     }
     case WorkloadType::Trace:

@@ -11,7 +11,7 @@
 //   kv_dtype: bf16
 //   fpf_convention: 2n-active
 //   attention: true                # attention FLOPs over the cached context in t_compute
-//   workload: {type: narrativeqa, requests: 2000}   # sharegpt | narrativeqa | docfinqa
+//   workload: {type: narrativeqa, requests: 2000}   # sharegpt | narrativeqa | docfinqa | mix
 //   host: h100                     # a system preset whose host side feeds the link (default:
 //                                  # the coefficients' host_system, DGX H100 for h100-4n), or
 //                                  # `unlimited` (die-only view: the PHY is the load rate), or
@@ -33,6 +33,8 @@
 //   chat         every conversation is its own prefix; the buffer is shared by the
 //                conversations waiting for their next turn, rate x think_time of them (Little's
 //                law); a request hits when its history fits in its equal share.
+//   mix          each component keeps its own model above over a share of the SRAM equal to
+//                its share of the requests [A]; a request is looked up in its component's.
 #pragma once
 
 #include <cstdint>

@@ -20,6 +20,7 @@
 #include "models/design/design_spec.hpp"
 #include "models/design/host_bound.hpp"
 #include "workloads/generators.hpp"
+#include "workloads/mix_source.hpp"
 
 namespace kappasim {
 namespace {
@@ -368,6 +369,49 @@ TEST(Design, ChatSharesTheSramAmongWaitingConversations) {
   while (gen.next(r)) hits += r.prefix_tokens > 0 && r.prefix_tokens <= share_tokens;
   EXPECT_GT(hits, 0);
   EXPECT_DOUBLE_EQ(e.sram_hit_fraction, hits / 400.0);
+}
+
+TEST(Design, MixSplitsTheSramByRequestShare) {
+  // Half chat, half document QA at 2 req/s; compute 1%, link 1%: 1.8675 GB of SRAM (as above),
+  // 0.934 GB per component. Chat at 1 req/s x 30 s = 30 waiting conversations: 31.1 MB = 237.5
+  // tokens each (the same share as chat alone at 2 req/s). Documents of 1000 tokens = 131.07 MB:
+  // 7 fit in 0.934 GB (917.5 MB), the 7 most popular (zipf: documents 1..7).
+  const DesignEvaluation e = evaluate_design(
+      read_design_eval(cfg("design: {compute_fraction: 0.01, link_fraction: 0.01}\n"
+                           "model: llama-3.1-8b\n"
+                           "workload: {type: mix, requests: 400, rate: 2,\n"
+                           "  mix: {sharegpt: 0.5, narrativeqa: 0.5},\n"
+                           "  narrativeqa: {documents: 10, popularity: zipf, zipf_s: 1.0,\n"
+                           "    document_tokens_median: 1000, document_tokens_sigma: 0}}\n")),
+      5);
+  const double half = 0.5 * 0.98 * kMovArea * kRhoS;
+  const double share_tokens = half / 30 / 131072;
+  EXPECT_NEAR(share_tokens, 237.5, 0.5);
+  EXPECT_EQ(static_cast<int>(half / (1000 * 131072.0)), 7);
+  WorkloadSpec w;
+  w.type = WorkloadType::Mix;
+  w.requests = 400;
+  w.rate = 2;
+  w.mix = {{"sharegpt", 0.5}, {"narrativeqa", 0.5}};
+  w.narrativeqa.documents = 10;
+  w.narrativeqa.popularity = Popularity::Zipf;
+  w.narrativeqa.zipf_s = 1.0;
+  w.narrativeqa.document_tokens_median = 1000;
+  w.narrativeqa.document_tokens_sigma = 0;
+  MixSource src(w, 5);
+  int chat_hits = 0, doc_hits = 0;
+  Request r;
+  while (src.next(r)) {
+    if (r.workload == "sharegpt") {
+      chat_hits += r.prefix_tokens > 0 && r.prefix_tokens <= share_tokens;
+    } else {
+      doc_hits += mix_local_sequence_id(r.sequence_id) <= 7;
+    }
+  }
+  EXPECT_GT(chat_hits, 0);
+  EXPECT_GT(doc_hits, 0);
+  EXPECT_EQ(e.requests, 400);
+  EXPECT_DOUBLE_EQ(e.sram_hit_fraction, (chat_hits + doc_hits) / 400.0);
 }
 
 TEST(Design, BadInputIsAnInputError) {

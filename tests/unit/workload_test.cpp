@@ -1,6 +1,6 @@
 // Workloads: deterministic randomness, distributions, arrival processes and the synthetic
 // generators (median κ_ratio against the paper's published medians, arrival order and rate,
-// prefix identity of chat turns and document questions, bounded memory, config).
+// prefix identity of chat turns and document questions, bounded memory, config, mixes).
 // Every expectation comes from the distributions' definitions or the paper, not from a run.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "core/random.hpp"
 #include "workloads/arrivals.hpp"
 #include "workloads/generators.hpp"
+#include "workloads/mix_source.hpp"
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
@@ -434,6 +435,282 @@ TEST(Workload, DocumentLengthIsAFunctionOfTheDocument) {
   double sum = 0;
   for (double l : len) sum += l;
   EXPECT_NEAR(sum / len.size(), 55000, 0.05 * 55000);
+}
+
+// ---- mix -------------------------------------------------------------------------------------
+
+WorkloadSpec mix_of(std::map<std::string, double> weights, std::int64_t requests,
+                    double rate = 10) {
+  WorkloadSpec s = spec_of(WorkloadType::Mix, requests, rate);
+  s.mix = std::move(weights);
+  return s;
+}
+
+std::map<std::string, std::int64_t> count_by_workload(const std::vector<Request>& rs) {
+  std::map<std::string, std::int64_t> n;
+  for (const auto& r : rs) ++n[r.workload];
+  return n;
+}
+
+TEST(WorkloadMix, SplitsRequestsByCumulativeRounding) {
+  // n_k = round(N·S_k) - round(N·S_(k-1)) in the order sharegpt, narrativeqa, docfinqa.
+  // 0.5/0.5 of 101: round(50.5) = 51, then 101 - 51 = 50.
+  auto odd = make_source(mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.5}}, 101), 1);
+  auto n = count_by_workload(drain(*odd));
+  EXPECT_EQ(n["sharegpt"], 51);
+  EXPECT_EQ(n["narrativeqa"], 50);
+  EXPECT_EQ(n.count("docfinqa"), 0u);
+  auto even = make_source(mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.5}}, 100), 1);
+  n = count_by_workload(drain(*even));
+  EXPECT_EQ(n["sharegpt"], 50);
+  EXPECT_EQ(n["narrativeqa"], 50);
+  // Weights need not sum to 1: 1/1 is 0.5/0.5.
+  auto same = make_source(mix_of({{"sharegpt", 1}, {"narrativeqa", 1}}, 101), 1);
+  n = count_by_workload(drain(*same));
+  EXPECT_EQ(n["sharegpt"], 51);
+  EXPECT_EQ(n["narrativeqa"], 50);
+
+  struct Case {
+    std::map<std::string, double> w;
+    std::int64_t n;
+    std::vector<std::int64_t> expect;  // sharegpt, narrativeqa, docfinqa (positive weights only)
+  };
+  const Case cases[] = {
+      {{{"sharegpt", 0.7}, {"narrativeqa", 0.3}}, 10, {7, 3}},
+      // 100·0.75 computes as 75 - 1 ulp here: rounding to nearest keeps it 75 (floor: 74).
+      {{{"sharegpt", 0.3}, {"narrativeqa", 0.1}}, 100, {75, 25}},
+      {{{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 1000, {500, 300, 200}},
+      // S = 0.5, 0.8, 1 of 7: round(3.5) = 4, round(5.6) = 6, 7 => 4, 2, 1.
+      {{{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 7, {4, 2, 1}},
+      // 2/3 of 1 rounds to 1: the second component gets nothing and is not run.
+      {{{"narrativeqa", 2}, {"docfinqa", 1}}, 1, {1, 0}},
+      // A zero weight is no component at all.
+      {{{"sharegpt", 0}, {"docfinqa", 3}}, 5, {5}},
+  };
+  for (const Case& c : cases) {
+    const auto comps = mix_components(mix_of(c.w, c.n, 20), 1);
+    ASSERT_EQ(comps.size(), c.expect.size());
+    std::int64_t total = 0;
+    double wsum = 0;
+    for (std::size_t i = 0; i < comps.size(); ++i) {
+      EXPECT_EQ(comps[i].requests, c.expect[i]) << comps[i].name << " of " << c.n;
+      EXPECT_DOUBLE_EQ(comps[i].rate, 20 * comps[i].weight);
+      total += comps[i].requests;
+      wsum += comps[i].weight;
+    }
+    EXPECT_EQ(total, c.n);
+    EXPECT_NEAR(wsum, 1.0, 1e-12);
+  }
+  const auto c3 = mix_components(
+      mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 10), 4);
+  EXPECT_DOUBLE_EQ(c3[0].rate, 5);
+  EXPECT_DOUBLE_EQ(c3[1].rate, 3);
+  EXPECT_DOUBLE_EQ(c3[2].rate, 2);
+  EXPECT_EQ(c3[1].seed, derive_seed(4, "mix/narrativeqa"));
+  EXPECT_EQ(c3[2].tag, 3u);
+}
+
+TEST(WorkloadMix, MergedInArrivalOrderWithGlobalIds) {
+  for (auto kind : {ArrivalKind::Poisson, ArrivalKind::Gamma}) {
+    WorkloadSpec s = mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 5000, 30);
+    s.arrival = kind;
+    s.cv = 2;
+    auto src = make_source(s, 3);
+    const auto reqs = drain(*src);
+    ASSERT_EQ(reqs.size(), 5000u);
+    Request extra;
+    EXPECT_FALSE(src->next(extra));
+    std::map<std::string, double> last_of;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(reqs[i].id, i + 1);  // unique and increasing: 1, 2, 3, ...
+      if (i > 0) {
+        ASSERT_GE(reqs[i].arrival_s, reqs[i - 1].arrival_s) << "request " << reqs[i].id;
+      }
+      EXPECT_GE(reqs[i].new_tokens, 1);
+      last_of[reqs[i].workload] = reqs[i].arrival_s;
+    }
+    EXPECT_EQ(last_of.size(), 3u);  // every component is present
+    EXPECT_TRUE(has(src->describe(), "narrativeqa"));
+  }
+}
+
+TEST(WorkloadMix, ComponentIsTheSingleTypeGeneratorWithTheDerivedSeed) {
+  // Mix seed 7; a component is the single-type generator at rate R·p with n_k requests and seed
+  // derive_seed(7, "mix/<name>"); only its sequence ids carry the tag (1 sharegpt, 2
+  // narrativeqa, 3 docfinqa) in their top byte.
+  const std::uint64_t seed = 7;
+  {
+    WorkloadSpec mix = mix_of({{"sharegpt", 1}, {"narrativeqa", 0}, {"docfinqa", 0}}, 800, 10);
+    WorkloadSpec single = spec_of(WorkloadType::ShareGpt, 800, 10);
+    auto m = make_source(mix, seed);
+    auto g = make_source(single, derive_seed(seed, "mix/sharegpt"));
+    const auto rm = drain(*m), rg = drain(*g);
+    ASSERT_EQ(rm.size(), 800u);
+    ASSERT_EQ(rg.size(), 800u);
+    for (std::size_t i = 0; i < rm.size(); ++i) {
+      EXPECT_EQ(rm[i].id, rg[i].id);
+      EXPECT_EQ(rm[i].arrival_s, rg[i].arrival_s);
+      EXPECT_EQ(rm[i].prefix_tokens, rg[i].prefix_tokens);
+      EXPECT_EQ(rm[i].new_tokens, rg[i].new_tokens);
+      EXPECT_EQ(rm[i].extends_sequence, rg[i].extends_sequence);
+      EXPECT_EQ(rm[i].workload, "sharegpt");
+      EXPECT_EQ(rm[i].sequence_id, (std::uint64_t{1} << 56) | rg[i].sequence_id);
+    }
+  }
+  {
+    // Half and half: the narrativeqa half is the generator at 6 req/s with 300 requests.
+    WorkloadSpec mix = mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.5}}, 600, 12);
+    mix.narrativeqa.popularity = Popularity::Zipf;  // shapes come from the workload's sub-objects
+    WorkloadSpec single = spec_of(WorkloadType::NarrativeQa, 300, 6);
+    single.narrativeqa = mix.narrativeqa;
+    auto m = make_source(mix, seed);
+    auto g = make_source(single, derive_seed(seed, "mix/narrativeqa"));
+    std::vector<Request> part;
+    for (const auto& r : drain(*m))
+      if (r.workload == "narrativeqa") part.push_back(r);
+    const auto rg = drain(*g);
+    ASSERT_EQ(part.size(), 300u);
+    ASSERT_EQ(rg.size(), 300u);
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      EXPECT_EQ(part[i].arrival_s, rg[i].arrival_s);
+      EXPECT_EQ(part[i].prefix_tokens, rg[i].prefix_tokens);
+      EXPECT_EQ(part[i].new_tokens, rg[i].new_tokens);
+      EXPECT_EQ(part[i].sequence_id, (std::uint64_t{2} << 56) | rg[i].sequence_id);
+    }
+  }
+}
+
+TEST(WorkloadMix, SequenceIdsOfComponentsNeverCollide) {
+  WorkloadSpec s = mix_of({{"sharegpt", 1}, {"narrativeqa", 1}, {"docfinqa", 1}}, 6000, 20);
+  // Small catalogues and cold chat starts make the local numbers overlap: documents 1..5 and
+  // conversations 1, 2, 3, ... all exist in every component.
+  s.narrativeqa.documents = 5;
+  s.docfinqa.documents = 5;
+  s.sharegpt.warm_start = false;
+  auto src = make_source(s, 2);
+  std::map<std::string, std::set<std::uint64_t>> ids, locals;
+  std::map<std::string, std::set<std::uint64_t>> keys;
+  for (const auto& r : drain(*src)) {
+    ids[r.workload].insert(r.sequence_id);
+    locals[r.workload].insert(mix_local_sequence_id(r.sequence_id));
+    const std::uint64_t tag = r.workload == "sharegpt" ? 1 : r.workload == "narrativeqa" ? 2 : 3;
+    EXPECT_EQ(mix_sequence_tag(r.sequence_id), tag) << r.workload;
+    for (auto k : chunk_keys(r, 256)) keys[r.workload].insert(k);
+  }
+  ASSERT_EQ(ids.size(), 3u);
+  // The same local numbers occur in every component...
+  for (std::uint64_t d = 1; d <= 5; ++d) {
+    EXPECT_EQ(locals["narrativeqa"].count(d), 1u);
+    EXPECT_EQ(locals["docfinqa"].count(d), 1u);
+    EXPECT_EQ(locals["sharegpt"].count(d), 1u);
+  }
+  // ...but the sequence ids and the chunk keys are disjoint between components.
+  for (const char* a : {"sharegpt", "narrativeqa", "docfinqa"})
+    for (const char* b : {"sharegpt", "narrativeqa", "docfinqa"}) {
+      if (std::string(a) >= b) continue;
+      for (auto id : ids[a]) EXPECT_EQ(ids[b].count(id), 0u) << a << " / " << b;
+      std::size_t common = 0;
+      for (auto k : keys[a]) common += keys[b].count(k);
+      EXPECT_EQ(common, 0u) << a << " / " << b;
+    }
+}
+
+TEST(WorkloadMix, BadWeightsAreInputErrorsNamingTheKey) {
+  auto read = [](const std::string& text) {
+    return read_config<WorkloadSpec>(parse_yaml(text, "w.yaml"), "workload");
+  };
+  std::string msg = error_of([&] { read("type: mix\nmix: {sharegpt: 1, narrativeqa: -0.5}\n"); });
+  EXPECT_TRUE(has(msg, "workload.mix.narrativeqa")) << msg;
+  EXPECT_TRUE(has(msg, "w.yaml:2")) << msg;
+  msg = error_of([&] { read("type: mix\nmix: {sharegpt: 0, docfinqa: 0}\n"); });
+  EXPECT_TRUE(has(msg, "workload.mix")) << msg;
+  EXPECT_TRUE(has(msg, "at least one weight > 0")) << msg;
+  msg = error_of([&] { read("type: mix\n"); });
+  EXPECT_TRUE(has(msg, "workload.mix")) << msg;
+  msg = error_of([&] { read("type: mix\nmix: {sharegpt: 1, trace: 1}\n"); });
+  EXPECT_TRUE(has(msg, "'trace'")) << msg;
+  EXPECT_TRUE(has(msg, "workload.mix")) << msg;
+  msg = error_of([&] { read("type: mix\nmix: {sharegtp: 1}\n"); });
+  EXPECT_TRUE(has(msg, "did you mean 'sharegpt'")) << msg;
+  msg = error_of([&] { read("type: mix\nmix: {sharegpt: 1 GB}\n"); });
+  EXPECT_TRUE(has(msg, "workload.mix.sharegpt")) << msg;
+  msg = error_of([&] { read("type: mix\nmix: [sharegpt]\n"); });
+  EXPECT_TRUE(has(msg, "workload.mix")) << msg;
+  // A spec built in code is checked when the source is made.
+  msg = error_of([] { make_source(mix_of({{"trace", 1}}, 10), 1); });
+  EXPECT_TRUE(has(msg, "workload.mix.trace")) << msg;
+  msg = error_of([] { make_source(mix_of({{"sharegpt", 1}, {"docfinqa", -1}}, 10), 1); });
+  EXPECT_TRUE(has(msg, "workload.mix.docfinqa")) << msg;
+  msg = error_of([] { make_source(mix_of({{"sharegpt", 1}, {"docfinqa", std::nan("")}}, 10), 1); });
+  EXPECT_TRUE(has(msg, "workload.mix.docfinqa")) << msg;
+  msg = error_of([] { make_source(mix_of({}, 10), 1); });
+  EXPECT_TRUE(has(msg, "workload.mix")) << msg;
+  msg = error_of([] { make_source(mix_of({{"sharegpt", 1}}, 10, 0), 1); });
+  EXPECT_TRUE(has(msg, "workload.rate")) << msg;
+  // Weights of a type other than mix are still range-checked, but otherwise unused.
+  EXPECT_TRUE(has(error_of([&] { read("mix: {docfinqa: -1}\n"); }), "workload.mix.docfinqa"));
+  EXPECT_NO_THROW(read("type: sharegpt\nmix: {docfinqa: 0}\n"));
+}
+
+TEST(WorkloadMix, ReadsFromYamlAndRoundTrips) {
+  const auto s = read_config<WorkloadSpec>(
+      parse_yaml("type: mix\nrequests: 50\nrate: 4\nmix: {sharegpt: 0.7, narrativeqa: 0.3}\n"
+                 "sharegpt: {turns_mean: 3}\n",
+                 "w.yaml"),
+      "workload");
+  EXPECT_EQ(s.type, WorkloadType::Mix);
+  ASSERT_EQ(s.mix.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.mix.at("sharegpt"), 0.7);
+  EXPECT_DOUBLE_EQ(s.mix.at("narrativeqa"), 0.3);
+  const auto back = read_config<WorkloadSpec>(write_config(s, "workload"), "workload");
+  EXPECT_EQ(back.type, WorkloadType::Mix);
+  EXPECT_EQ(back.mix, s.mix);
+  EXPECT_DOUBLE_EQ(back.sharegpt.turns_mean, 3);
+  // A single type dumps an empty mix that reads back.
+  const auto plain =
+      read_config<WorkloadSpec>(write_config(WorkloadSpec{}, "workload"), "workload");
+  EXPECT_TRUE(plain.mix.empty());
+}
+
+TEST(WorkloadMix, SameSeedSameStream) {
+  const WorkloadSpec s = mix_of({{"sharegpt", 0.6}, {"docfinqa", 0.4}}, 1000);
+  auto a = make_source(s, 11), b = make_source(s, 11), c = make_source(s, 12);
+  const auto ra = drain(*a), rb = drain(*b), rc = drain(*c);
+  ASSERT_EQ(ra.size(), rb.size());
+  int differ = 0;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    EXPECT_EQ(ra[i].id, rb[i].id);
+    EXPECT_EQ(ra[i].arrival_s, rb[i].arrival_s);
+    EXPECT_EQ(ra[i].workload, rb[i].workload);
+    EXPECT_EQ(ra[i].sequence_id, rb[i].sequence_id);
+    EXPECT_EQ(ra[i].prefix_tokens, rb[i].prefix_tokens);
+    EXPECT_EQ(ra[i].new_tokens, rb[i].new_tokens);
+    differ += ra[i].arrival_s != rc[i].arrival_s || ra[i].new_tokens != rc[i].new_tokens;
+  }
+  EXPECT_GT(differ, 500);
+}
+
+TEST(WorkloadMix, RateIsTheSumAndMemoryStaysBounded) {
+  // Components at 0.7·50 and 0.3·50 req/s superpose to 50 req/s: count the arrivals between
+  // a quarter and three quarters of the run (clear of the start and of the tail, where one
+  // component has finished). Memory: active sessions of the components (each bounded as a
+  // single generator is) plus one look-ahead request each, whatever the request count.
+  WorkloadSpec s = mix_of({{"sharegpt", 0.7}, {"narrativeqa", 0.3}}, 200000, 50);
+  MixSource src(s, 5);
+  std::vector<double> t;
+  std::size_t max_first = 0, max_second = 0;
+  Request r;
+  while (src.next(r)) {
+    t.push_back(r.arrival_s);
+    auto& m = t.size() <= 100000 ? max_first : max_second;
+    m = std::max(m, src.state_size());
+  }
+  ASSERT_EQ(t.size(), 200000u);
+  const double from = t.back() / 4, to = 3 * t.back() / 4;
+  const auto in = std::count_if(t.begin(), t.end(), [&](double a) { return a > from && a <= to; });
+  EXPECT_NEAR(static_cast<double>(in) / (to - from), 50.0, 0.03 * 50.0);
+  EXPECT_LT(max_second, 10000u);
+  EXPECT_LE(max_second, 2 * max_first);
 }
 
 // ---- config ----------------------------------------------------------------------------------
