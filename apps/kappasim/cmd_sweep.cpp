@@ -12,6 +12,7 @@
 // the rest go on. Files are written atomically, so a killed sweep resumes where it stopped.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -181,6 +182,38 @@ void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_pa
   write_file_atomic(d.dir + "/sweep.yaml", sweep_yaml(s, spec_path));
 }
 
+// Keeps two runners off the same points: an unsharded runner holds DIR/.lock exclusively, a
+// sharded one holds it shared plus DIR/.lock-I-of-N exclusively. flock: released when the
+// process ends, however it ends (a SIGKILLed runner leaves no stale lock); O_CLOEXEC: the
+// point processes do not inherit it.
+class RunnerLock {
+ public:
+  RunnerLock(const std::string& dir, int shard_i, int shard_n) {
+    take(dir + "/.lock", shard_n == 1 ? LOCK_EX : LOCK_SH, dir, shard_i, shard_n);
+    if (shard_n > 1)
+      take(dir + "/.lock-" + std::to_string(shard_i) + "-of-" + std::to_string(shard_n), LOCK_EX, dir,
+           shard_i, shard_n);
+  }
+  ~RunnerLock() {
+    for (int fd : m_fds) ::close(fd);
+  }
+  RunnerLock(const RunnerLock&) = delete;
+  RunnerLock& operator=(const RunnerLock&) = delete;
+
+ private:
+  void take(const std::string& path, int mode, const std::string& dir, int i, int n) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw InputError("--out: cannot create the lock file '" + path + "': " + std::strerror(errno));
+    m_fds.push_back(fd);
+    if (::flock(fd, mode | LOCK_NB) != 0)
+      throw InputError("--out " + dir + ": another kappasim sweep is running " +
+                       (n > 1 ? "shard " + std::to_string(i) + "/" + std::to_string(n) + " of this sweep"
+                              : "in this folder") +
+                       " (or an unsharded run holds it); wait for it to end, or use another --out");
+  }
+  std::vector<int> m_fds;
+};
+
 // Merges when every point has a result or error file. Returns the missing point ids.
 std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s, const std::vector<Point>& points,
                                    MergedResults* merged) {
@@ -288,6 +321,7 @@ int run_sweep(const SweepOptions& opts) {
   const std::size_t total = points.size();
   SweepDir d{absolute(opts.out_dir)};
   claim_dir(d, spec, spec_path);
+  const RunnerLock lock(d.dir, shard_i, shard_n);
 
   // This invocation's points; those with result.json are done already, and so are invalid ones
   // (an input error recurs for the same spec) unless retry_invalid. Failed ones run again.

@@ -191,6 +191,37 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   EXPECT_EQ(slurp(d / "results.jsonl"), slurp(ref / "results.jsonl"));
 }
 
+TEST(SweepCli, TwoRunnersOnTheSamePointsAreRefusedShardsAreNot) {
+  std::string body = "name: busy\nkind: selftest\nconfig: {x: 0, sleep: 0.2 s}\naxes:\n"
+                     "  - {key: x, values: [1, 2, 3, 4, 5, 6]}\n";
+  const std::string spec = spec_file("busy", body);
+  const fs::path d = scratch() / "busy" / "out";
+  const pid_t pid = start({KAPPASIM_BIN, "sweep", spec, "--out", d.string(), "-j", "1", "-q"});
+  // Wait until the first runner has claimed the folder (its first point exists).
+  for (int i = 0; i < 2000 && !fs::exists(d / "points" / "p000000" / "point.yaml"); ++i) ::usleep(10000);
+  Result second = kappasim({"sweep", spec, "--out", d.string(), "-j", "1"});
+  Result shard = kappasim({"sweep", spec, "--out", d.string(), "-j", "1", "--shard", "1/2"});
+  const bool first_still_running = ::waitpid(pid, nullptr, WNOHANG) == 0;
+  finish(pid);
+  ASSERT_TRUE(first_still_running) << "the first sweep ended before the others started; nothing was tested";
+  EXPECT_EQ(second.code, 2);
+  EXPECT_TRUE(has(second.err, "another kappasim sweep is running in this folder")) << second.err;
+  EXPECT_EQ(shard.code, 2);  // the unsharded runner holds every point
+  // Two different shards of one sweep run side by side; a second runner of the same shard not.
+  const fs::path e = scratch() / "busy" / "sharded";
+  const pid_t s0 = start({KAPPASIM_BIN, "sweep", spec, "--out", e.string(), "-j", "1", "-q", "--shard", "0/2"});
+  for (int i = 0; i < 2000 && !fs::exists(e / "points" / "p000000" / "point.yaml"); ++i) ::usleep(10000);
+  Result s0b = kappasim({"sweep", spec, "--out", e.string(), "-j", "1", "--shard", "0/2"});
+  const bool s0_still_running = ::waitpid(s0, nullptr, WNOHANG) == 0;
+  Result s1 = kappasim({"sweep", spec, "--out", e.string(), "-j", "1", "-q", "--shard", "1/2"});
+  finish(s0);
+  ASSERT_TRUE(s0_still_running) << "shard 0/2 ended before the second runner started; nothing was tested";
+  EXPECT_EQ(s1.code, 0) << s1.err;
+  EXPECT_EQ(s0b.code, 2);
+  EXPECT_TRUE(has(s0b.err, "shard 0/2")) << s0b.err;
+  EXPECT_TRUE(fs::exists(e / "results.csv"));
+}
+
 TEST(SweepCli, CrashingPointsAreReportedWhileTheOthersFinish) {
   const std::string spec = spec_file("crash", R"(name: crash
 kind: selftest
