@@ -5,6 +5,7 @@
 // points only: the suite stays fast on two cores.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <pty.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -220,6 +221,37 @@ TEST(SweepCli, TwoRunnersOnTheSamePointsAreRefusedShardsAreNot) {
   EXPECT_EQ(s0b.code, 2);
   EXPECT_TRUE(has(s0b.err, "shard 0/2")) << s0b.err;
   EXPECT_TRUE(fs::exists(e / "results.csv"));
+}
+
+// On a terminal the progress is one line rewritten in place (\r, erase to end of line); on a pipe
+// it is plain lines (the other tests' stderr).
+TEST(SweepCli, ProgressIsALiveLineOnATerminal) {
+  const std::string spec = spec_file("tty", "name: tty\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\n"
+                                            "axes:\n  - {key: x, values: [1, 2, 3, 4]}\n");
+  const fs::path d = scratch() / "tty" / "out";
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(KAPPASIM_BIN, KAPPASIM_BIN, "sweep", spec.c_str(), "--out", d.c_str(), "-j", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child has exited and the terminal is closed
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(master);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_TRUE(has(out, "\r")) << out;
+  EXPECT_TRUE(has(out, "\x1b[K")) << out;
+  EXPECT_TRUE(has(out, "4/4 points")) << out;
+  EXPECT_TRUE(has(out, "points/s")) << out;
 }
 
 TEST(SweepCli, CrashingPointsAreReportedWhileTheOthersFinish) {
