@@ -23,25 +23,20 @@
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/engine.hpp"
+#include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
 namespace {
 
+using namespace kappasim::testing;
+
 // ---- hand numbers ----------------------------------------------------------------------------
 // ServingSpec defaults (serving/serving_spec.hpp).
-constexpr double kStepOverhead = 2e-3;       // step_overhead
-constexpr double kRetrieveFixed = 0.5e-3;    // lmcache_retrieve_fixed
-constexpr double kRetrievePerChunk = 0.1e-3; // lmcache_retrieve_per_chunk
 constexpr double kNativeFixed = 0.1e-3;      // native_request_fixed (native_per_block 0)
 constexpr double kChunk = 256;               // chunk_tokens
 // presets/gpus/h100-sxm5.yaml
-constexpr double kBlockOverhead = 0.24e-6;   // copy_kernel_block_overhead
 constexpr double kDmaOverhead = 2.36e-6;     // dma_copy_overhead
 // presets/links/pcie5.yaml
-constexpr double kRtt = 1e-6;                // round_trip_latency
-// One PCIe 5.0 x16 direction on the wire: 32 GT/s × 16 lanes / 8 × 128/130, less one 16 B SKP
-// ordered set per 370 blocks of 16 B.
-const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
 // Wire bytes per payload byte of a read: completions of 128 B (RCB) with 20 B (3-DW) framing,
 // plus an 8 B ACK DLLP per 4 TLPs for the request.
 //   SM read, 64 B requests: 1 + 20/64 + 2/64;  DMA read, 512 B requests: 1 + 4·20/512 + 2/512.
@@ -54,7 +49,6 @@ const double kDmaTags = 768 * 512 / kRtt;  // 393 GB/s
 const double kDramDgxH100 = 8 * 4400e6 * 8 * 0.8;  // DDR5-4400: 225.28 GB/s
 const double kDramEpyc = 8 * 3200e6 * 8 * 0.8;     // DDR4-3200: 163.84 GB/s
 // B_kv per token = 2 (K and V) × layers × KV heads × head_dim × 2 B (BF16).
-constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;      // Llama-3.1-8B: 131,072 B
 constexpr double kBkvQwenGpuTp8 = 2.0 * 94 * 1 * 128 * 2;  // Qwen3-235B-A22B, 4 KV heads
                                                             // replicated to 1 per GPU at TP 8
 
@@ -67,13 +61,8 @@ double solo_rate(double data_cost, double reverse_cost, double tags) {
 const double kSmReadReverse = 24.0 / 64 + 2.0 / 64;          // MRd (4-DW) + ACK per completion
 const double kDmaReadReverse = 24.0 / 512 + 4 * 2.0 / 512;
 
-// 1e-9 relative, at least a few picoseconds (each simulated wait rounds to the 1 ps resolution).
-double tol(double expected) { return std::max(1e-9 * std::abs(expected), 5e-12); }
 
 // ---- helpers ---------------------------------------------------------------------------------
-RunSpec run_spec(const std::string& yaml) {
-  return read_config<RunSpec>(parse_yaml(yaml, "<test>"), "");
-}
 
 
 Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
@@ -105,15 +94,6 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
   out.totals = run_serving(spec, src, sinks);
   return out;
 }
-
-double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
-  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch,
-                         spec.serving.compute_dtype)
-      .total.compute_time_s;
-}
-
-const char* kLlama8bH100 =
-    "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n";
 
 // ---- isolated requests -------------------------------------------------------------------------
 

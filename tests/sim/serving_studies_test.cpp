@@ -20,32 +20,23 @@
 #include "core/sim_runner.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/engine.hpp"
+#include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
 namespace {
 
+using namespace kappasim::testing;
+
 // ServingSpec defaults (serving/serving_spec.hpp).
-constexpr double kStepOverhead = 2e-3;        // step_overhead
-constexpr double kRetrieveFixed = 0.5e-3;     // lmcache_retrieve_fixed
-constexpr double kRetrievePerChunk = 0.1e-3;  // lmcache_retrieve_per_chunk
 // presets/gpus/h100-sxm5.yaml
 constexpr double kHbm = 3.35e12;           // hbm_bandwidth
 constexpr double kHbmEff = 0.92;           // hbm_efficiency
 constexpr double kLaunch = 2e-6;           // kernel_launch_overhead
-constexpr double kBlockOverhead = 0.24e-6; // copy_kernel_block_overhead
 // presets/links/pcie5.yaml: round trip 1 µs; one x16 direction on the wire less SKP ordered sets;
 // an SM read of 64 B requests costs 1 + 20/64 + 2/64 wire bytes per payload byte.
-constexpr double kRtt = 1e-6;
-const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
 const double kSmRate = kWire / (1 + 20.0 / 64 + 2.0 / 64);
-// Llama-3.1-8B: B_kv = 2 (K, V) × 32 layers × 8 KV heads × 128 × 2 B.
-constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;  // 131,072 B per token
 
-double tol(double expected) { return std::max(1e-9 * std::abs(expected), 5e-12); }
 
-RunSpec run_spec(const std::string& yaml) {
-  return read_config<RunSpec>(parse_yaml(yaml, "<test>"), "");
-}
 
 Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T,
                 std::uint64_t document) {
@@ -82,15 +73,6 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
   out.kv_blocks = engine->gpu_kv().total_blocks();
   return out;
 }
-
-double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
-  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch,
-                         spec.serving.compute_dtype)
-      .total.compute_time_s;
-}
-
-const char* kLlama8bH100 =
-    "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n";
 
 // ---- GPU-side KV buffer ----------------------------------------------------------------------
 

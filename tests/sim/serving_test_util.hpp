@@ -1,0 +1,49 @@
+// Hand numbers and helpers shared by the serving-engine tests (tests/sim/serving_*_test.cpp).
+// Every number is written from its source (a default in serving/serving_spec.hpp or a preset),
+// never read from the program.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/gpu/kernel_timing.hpp"
+#include "serving/run_spec.hpp"
+
+namespace kappasim::testing {
+
+// ServingSpec defaults (serving/serving_spec.hpp).
+inline constexpr double kStepOverhead = 2e-3;        // step_overhead
+inline constexpr double kRetrieveFixed = 0.5e-3;     // lmcache_retrieve_fixed
+inline constexpr double kRetrievePerChunk = 0.1e-3;  // lmcache_retrieve_per_chunk
+// presets/gpus/h100-sxm5.yaml
+inline constexpr double kBlockOverhead = 0.24e-6;  // copy_kernel_block_overhead
+// presets/links/pcie5.yaml
+inline constexpr double kRtt = 1e-6;  // round_trip_latency
+// One PCIe 5.0 x16 direction on the wire: 32 GT/s × 16 lanes / 8 × 128/130, less one 16 B SKP
+// ordered set per 370 blocks of 16 B.
+inline const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
+// Llama-3.1-8B: B_kv = 2 (K, V) × 32 layers × 8 KV heads × 128 × 2 B = 131,072 B per token.
+inline constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;
+
+// Llama-3.1-8B on one H100 node, no trace, a NarrativeQA-like workload (unused by tests that feed
+// their own requests).
+inline const char* const kLlama8bH100 =
+    "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n";
+
+// 1e-9 relative, at least a few picoseconds (each simulated wait rounds to the 1 ps resolution).
+inline double tol(double expected) { return std::max(1e-9 * std::abs(expected), 5e-12); }
+
+inline RunSpec run_spec(const std::string& yaml) {
+  return read_config<RunSpec>(parse_yaml(yaml, "<test>"), "");
+}
+
+// The compute time of one step over `batch` (kernel_timing, the engine's own timing function).
+inline double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
+  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch, spec.serving.compute_dtype)
+      .total.compute_time_s;
+}
+
+}  // namespace kappasim::testing
