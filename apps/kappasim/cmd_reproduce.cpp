@@ -23,6 +23,7 @@
 #include "core/output.hpp"
 #include "core/units.hpp"
 #include "models/analytic/kappa.hpp"
+#include "sweeps/sweep_spec.hpp"
 #include "workloads/workload_spec.hpp"
 
 #ifndef KAPPASIM_SOURCE_DIR
@@ -410,11 +411,10 @@ std::string ttft_cdf(const std::string& point_dir) {
   return csv;
 }
 
+// The folder of row r's point (the merged table holds every point of the sweep, in order).
 std::string point_dir(const std::string& sweep_dir, const ResultsTable& t, std::size_t r) {
-  const std::string id = t.get(r, "point");
-  std::string name = id;
-  while (name.size() < 6) name = "0" + name;
-  return (fs::path(sweep_dir) / "points" / ("p" + name)).string();
+  const auto index = static_cast<std::size_t>(std::stoull(t.get(r, "point")));
+  return (fs::path(sweep_dir) / "points" / sweep::point_name(index, t.rows.size())).string();
 }
 
 // A value of the point's own config (points/pNNNNNN/point.yaml), e.g. "workload.rate".
