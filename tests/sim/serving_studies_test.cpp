@@ -139,6 +139,28 @@ TEST(ServingStudies, SramBufferBandwidthIsRequiredAndCappedByHbmWrites) {
                InputError);
 }
 
+// Bad serving inputs for the studies' features: messages name the key and what was expected.
+TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
+  try {
+    run_spec(std::string(kLlama8bH100) + "serving: {recompute: {mode: fixed, fraction: 1.5}}\n");
+    ADD_FAILURE() << "a recompute fraction above 1 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("serving.recompute.fraction"), std::string::npos) << e.what();
+  }
+  // An hbm carve-out as large as the whole KV pool leaves nothing to serve from: the engine
+  // refuses before simulating (80 GB x 0.9 less 16 GB of weights and the reserve < 80 GB).
+  const RunSpec big = run_spec(std::string(kLlama8bH100) +
+                               "serving: {kv_buffer: {capacity: 80 GB, kind: hbm}}\n");
+  VectorSource src({});
+  try {
+    run_serving(big, src, EngineSinks{});
+    ADD_FAILURE() << "an hbm buffer larger than the KV pool was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("serving.kv_buffer.capacity"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("leaves no paged-KV pool"), std::string::npos) << e.what();
+  }
+}
+
 // ---- partial recompute -----------------------------------------------------------------------
 
 // r = 0.25 of K = 4096: the leading 1024 tokens are recomputed (causal, no earlier context), the
