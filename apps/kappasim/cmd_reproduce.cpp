@@ -97,7 +97,8 @@ std::string pct(double x) { return std::isfinite(x) ? fmt_num(100 * x, 3) + "%" 
 KappaPoint analytic(const std::string& model, const std::string& system, int tp,
                     std::optional<double> K = std::nullopt, std::optional<double> T = std::nullopt,
                     const std::string& dtype = "bf16") {
-  const LoadedCase c = load_case(model, system, {});
+  static CaseLoader cases({});  // each model and system preset read once (the P_OH grid asks 475x)
+  const LoadedCase c = cases.get(model, system);
   KappaQuery q;
   q.compute_dtype = dtype;
   q.tp = tp > 0 ? tp : c.config.system.gpus;
