@@ -101,4 +101,7 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
 // kappasim probe prefill|gemm (apps/kappasim/cmd_probe_compute.cpp)
 int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args);
 
+// kappasim validate [--dir DIR] [--out FILE.md] [--check] (apps/kappasim/cmd_validate.cpp)
+int cmd_validate(const std::vector<std::string>& args);
+
 }  // namespace kappasim::cli

@@ -109,11 +109,11 @@ int probe_prefill(const std::vector<std::string>& args) {
   const PrefillTime& p = s.time;
   Table table({"model", "system", "tp", "t", "k", "precision", "compute_time_s", "linear_time_s",
                "attention_time_s", "comm_time_s", "other_time_s", "kernels", "kernel_events",
-               "flops", "achieved_flops", "sim_time_s"});
+               "flops", "achieved_flops", "sim_time_s", "host_time_s"});
   table.add_row({m.name, c.config.system.name, static_cast<std::int64_t>(tp), T, K, precision,
                  p.compute_time_s, p.linear_time_s, p.attention_time_s, p.comm_time_s,
                  p.other_time_s, static_cast<std::int64_t>(p.kernels), s.kernel_events, p.flops,
-                 p.flops / p.compute_time_s, end_s});
+                 p.flops / p.compute_time_s, end_s, p.host_time_s});
   if (fmt != Format::Table) {
     std::cout << table.render(fmt);
     return 0;

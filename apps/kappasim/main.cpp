@@ -27,6 +27,7 @@ const char* kUsage =
     "  sweep      parameter sweeps: SPEC --out DIR (each point its own process; resumable, sharded);\n"
     "             point | collect DIR | emit slurm | kinds | points SPEC  (docs/sweeps.md)\n"
     "  reproduce  the κ paper's analysis and the architecture studies, simulated -> DIR/report.md\n"
+    "  validate   every published measurement vs the simulator, ratio held to a band -> docs/validation.md\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
     "3 (sweep) some points invalid or failed.\n";
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return kappasim::cli::cmd_run(args);
     if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
     if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
+    if (cmd == "validate") return kappasim::cli::cmd_validate(args);
     if (cmd == "measure" || cmd == "bench") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());

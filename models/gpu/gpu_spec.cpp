@@ -16,6 +16,12 @@ double GpuSpec::peak(const std::string& dtype) const {
                    "' (it has: " + have + ")");
 }
 
+double GpuSpec::gemm_efficiency_for(const std::string& dtype) const {
+  auto it = gemm_efficiency_by_precision.find(dtype);
+  if (it != gemm_efficiency_by_precision.end()) return it->second;
+  return gemm_efficiency.value_or(0);
+}
+
 void GpuSpec::validate(const std::string& path) const {
   if (peak_flops.empty())
     throw InputError(path + ".peak_flops: at least one dtype's peak FLOP/s is required");

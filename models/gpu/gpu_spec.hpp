@@ -30,6 +30,17 @@ struct GpuSpec {
   std::optional<double> dma_copy_overhead_s;         // fixed cost per cudaMemcpyAsync
   std::optional<double> copy_kernel_block_overhead_s;  // fixed cost per block, SM copy kernel
   std::optional<double> gemm_efficiency;             // achievable fraction of peak, large GEMMs
+  // Compute efficiency by precision and mechanism (docs/compute-model.md, "Precision, paged KV
+  // and per-forward costs"). Each is optional: absent means the BF16 value / no such cost.
+  // Large-GEMM fraction of that precision's own peak, where it differs from gemm_efficiency
+  // (the BF16/FP16 value): FP8 GEMMs reach a lower fraction of their doubled peak.
+  std::map<std::string, double> gemm_efficiency_by_precision;
+  // Attention reading a paged KV cache (vLLM's block table) through per-thread cp.async
+  // gathers instead of TMA bulk loads: fraction of the contiguous-KV rate.
+  std::optional<double> attention_paged_kv_efficiency;
+  // Host-side time per forward pass on the critical path: input preparation, sampling and the
+  // sampled-token sync (serving.step_overhead is the scheduler's own work, separate).
+  std::optional<double> forward_overhead_s;
   std::optional<double> attention_efficiency;        // achievable fraction, FlashAttention fwd
   std::optional<double> hbm_efficiency;              // achievable fraction of HBM bandwidth
   std::optional<double> kernel_launch_overhead_s;    // per kernel
@@ -43,6 +54,9 @@ struct GpuSpec {
 
   // Peak dense FLOP/s for a dtype; InputError naming the GPU when it has no such rate.
   double peak(const std::string& dtype) const;
+  // The large-GEMM efficiency of `dtype`: gemm_efficiency_by_precision[dtype] when given, else
+  // gemm_efficiency. Call after require_sim().
+  double gemm_efficiency_for(const std::string& dtype) const;
 
   template <class V>
   void visit(V& v) {
@@ -67,6 +81,17 @@ struct GpuSpec {
                opt("achievable fraction of peak FLOP/s for large GEMMs", Range::Fraction));
     v.quantity("attention_efficiency", attention_efficiency, dim::none,
                opt("achievable fraction of peak FLOP/s for attention", Range::Fraction));
+    // Compute efficiency by precision and mechanism (helper "compute", issue 10).
+    v.quantity_map("gemm_efficiency_by_precision", gemm_efficiency_by_precision, dim::none,
+                   compute_dtypes(),
+                   opt("large-GEMM fraction of each precision's own peak where it differs from "
+                       "gemm_efficiency", Range::Fraction));
+    v.quantity("attention_paged_kv_efficiency", attention_paged_kv_efficiency, dim::none,
+               opt("attention rate reading a paged KV cache, as a fraction of the contiguous-KV "
+                   "rate", Range::Fraction));
+    v.quantity("forward_overhead", forward_overhead_s, dim::time,
+               opt("host time per forward pass: input preparation, sampling, token sync",
+                   Range::NonNegative));
     v.quantity("hbm_efficiency", hbm_efficiency, dim::none,
                opt("achievable fraction of HBM bandwidth when streaming", Range::Fraction));
     v.quantity("kernel_launch_overhead", kernel_launch_overhead_s, dim::time,

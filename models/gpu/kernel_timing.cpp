@@ -153,6 +153,29 @@ void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
   if (tp > 1) out.push_back(all_reduce("mlp_all_reduce", T * h * ab, tp));
 }
 
+// Inserts the activation-quantisation kernel before each quantised GEMM (W8A8 / W4A4). The MoE
+// router stays BF16 in vLLM (ReplicatedLinear without a quant method), so it gets none. The
+// grouped gate_up GEMM's input is quantised once per token before the experts are dispatched
+// (fused_moe quantises hidden_states, T rows, not the T·k token-expert pairs).
+std::vector<Kernel> with_activation_quant(std::vector<Kernel> ks, const ModelSpec& m,
+                                          DType weights) {
+  const double qb = activation_quant_bytes(weights);
+  if (qb <= 0) return ks;
+  std::vector<Kernel> out;
+  out.reserve(ks.size() * 2);
+  for (Kernel& k : ks) {
+    if (k.kind == Kernel::Kind::Gemm && k.name != "router") {
+      double rows = k.m;
+      if (k.name == "experts_gate_up" && m.mlp.experts_per_token > 0)
+        rows = k.m / m.mlp.experts_per_token;
+      out.push_back(elementwise(k.name + "_act_quant",
+                                rows * k.k * (kActivationBytes + qb) + rows * kActQuantScaleBytes));
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 double safe_fraction(double f) {
   if (!(f > 0 && f <= 1)) throw std::logic_error("kernel_time: sm_fraction must be in (0, 1]");
   return f;
@@ -166,6 +189,7 @@ const char* kernel_kind_name(Kernel::Kind k) {
     case Kernel::Kind::Attention: return "attention";
     case Kernel::Kind::Elementwise: return "elementwise";
     case Kernel::Kind::AllReduce: return "all_reduce";
+    case Kernel::Kind::Host: return "host";
   }
   return "?";
 }
@@ -177,6 +201,18 @@ void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
     throw InputError("cached tokens K must not be negative, got " + std::to_string(K));
   if (tp < 1) throw InputError("tensor parallelism must be at least 1, got " + std::to_string(tp));
   kv_heads_per_gpu(m, tp);  // tp must divide the query heads and fit the KV heads
+}
+
+double activation_quant_bytes(DType weights) {
+  switch (weights) {
+    case DType::Fp8:
+    case DType::Int8: return 1;
+    case DType::Int4: return 0.5 + 1.0 / 16;  // NVFP4: 4-bit values + one FP8 scale per 16
+    case DType::Fp32:
+    case DType::Bf16:
+    case DType::Fp16: return 0;
+  }
+  return 0;
 }
 
 KvDequant kv_dequant_mode(DType kv_dtype) {
@@ -212,7 +248,7 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
   add_attention_block(out, m, T, K, tp, wb, kv_dtype);
   out.push_back(rms_norm("post_attention_norm", T, h));
   add_mlp_block(out, m, layer, T, tp, wb);
-  return out;
+  return with_activation_quant(std::move(out), m, weights);
 }
 
 std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
@@ -226,6 +262,10 @@ std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, D
   const double V = static_cast<double>(m.vocab_size) / tp;
   std::vector<Kernel> ks = {rms_norm("final_norm", T, h)};
   if (logits_rows > 0) ks.push_back(gemm("lm_head", logits_rows, V, h, bytes_per_element(weights)));
+  Kernel host;
+  host.name = "forward_overhead";
+  host.kind = Kernel::Kind::Host;
+  ks.push_back(host);
   return ks;
 }
 
@@ -296,19 +336,24 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
   t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
-      t.efficiency = *gpu.gemm_efficiency * gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
+      t.efficiency =
+          gpu.gemm_efficiency_for(compute_dtype) * gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
     case Kernel::Kind::Attention: {
       const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
-      t.efficiency = *gpu.attention_efficiency *
+      t.efficiency = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1) *
                      attention_shape_efficiency(k.m, k.n, k.heads, k.kv_heads, sms);
       t.flops_time_s = k.flops / (gpu.peak(adt) * frac * t.efficiency);
       break;
     }
     case Kernel::Kind::Elementwise:
       break;
+    case Kernel::Kind::Host:
+      // Host work between kernels: the GPU idles, no launch of its own.
+      t.time_s = gpu.forward_overhead_s.value_or(0);
+      return t;
     case Kernel::Kind::AllReduce: {
       if (k.ranks <= 1) break;
       if (!gpu.nvlink_Bps)
@@ -328,8 +373,9 @@ void PrefillTime::add(const Kernel& k, const KernelTime& t) {
   compute_time_s += t.time_s;
   flops += k.flops;
   hbm_bytes += k.hbm_bytes;
-  ++kernels;
+  if (k.kind != Kernel::Kind::Host) ++kernels;
   switch (k.kind) {
+    case Kernel::Kind::Host: host_time_s += t.time_s; break;
     case Kernel::Kind::Gemm: linear_time_s += t.time_s; break;
     case Kernel::Kind::Attention: attention_time_s += t.time_s; break;
     case Kernel::Kind::AllReduce: comm_time_s += t.time_s; break;
@@ -425,6 +471,7 @@ void add_times(PrefillTime& into, const PrefillTime& p, int times) {
   into.attention_time_s += times * p.attention_time_s;
   into.comm_time_s += times * p.comm_time_s;
   into.other_time_s += times * p.other_time_s;
+  into.host_time_s += times * p.host_time_s;
   into.flops += times * p.flops;
   into.hbm_bytes += times * p.hbm_bytes;
   into.kernels += times * p.kernels;

@@ -41,9 +41,22 @@ inline constexpr double kAttentionTileM = 128;
 inline constexpr double kAttentionTileN = 128;
 // Bytes per activation element: activations and the KV cache are BF16 (vLLM's default).
 inline constexpr double kActivationBytes = 2;
+// Dynamic per-token activation quantisation before a W8A8 / W4A4 GEMM (vLLM
+// scaled_fp8_quant / scaled_int8_quant with per-token scales; NVFP4 with one FP8 scale per 16
+// elements): one memory-bound kernel that reads the BF16 input and writes the quantised copy
+// plus one FP32 scale per row. Source: pytorch/ao torchao/testing/training/roofline_utils.py,
+// get_inference_tensor_memory_traffic_ovhd_s: "kernel 1: x_bf16 -> x_fp8", 2 + 1 bytes per
+// element; vLLM PR 17126 (benchmarks/kernels/bench_fp8_gemm.py) times FP8 GEMMs with and
+// without this kernel (the "-noquant" columns). Not fused into the preceding RMSNorm (assumption:
+// vLLM's default pass config leaves norm+quant fusion off).
+inline constexpr double kActQuantScaleBytes = 4;  // FP32 scale per token row
+// Bytes written per quantised element for a weight (= compute) precision; 0 when activations
+// stay BF16 (BF16, FP16, FP32).
+double activation_quant_bytes(DType weights);
 
 struct Kernel {
-  enum class Kind { Gemm, Attention, Elementwise, AllReduce };
+  // Host: the per-forward host-side cost (GpuSpec::forward_overhead), no GPU work.
+  enum class Kind { Gemm, Attention, Elementwise, AllReduce, Host };
   std::string name;
   Kind kind = Kind::Elementwise;
   double flops = 0;       // on this GPU
@@ -92,11 +105,12 @@ const char* kernel_kind_name(Kernel::Kind k);
 std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
                                   DType weights, DType kv_dtype = DType::Bf16);
 // The kernels outside the layers, once per prefill: before the layers the embedding gather;
-// after them the final RMSNorm and the LM head for the last token only (vLLM computes logits
-// for the sampled position).
+// after them the final RMSNorm, the LM head for the last token only (vLLM computes logits
+// for the sampled position) and the per-forward host cost (Kind::Host, GpuSpec::forward_overhead).
 std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T);
-// Final norm over the T tokens and the LM head for `logits_rows` tokens (the last token of each
-// sequence whose prefill completes: vLLM computes logits for those only).
+// Final norm over the T tokens, the LM head for `logits_rows` tokens (the last token of each
+// sequence whose prefill completes: vLLM computes logits for those only), then the forward's
+// host cost (`forward_overhead`: input preparation, sampling, sampled-token sync).
 std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights,
                                          double logits_rows = 1);
 
@@ -126,10 +140,12 @@ struct PrefillTime {
   double linear_time_s = 0;     // GEMMs
   double attention_time_s = 0;
   double comm_time_s = 0;       // all-reduces
-  double other_time_s = 0;      // elementwise (norms, rotary, KV write, activation, embedding)
+  double other_time_s = 0;      // elementwise (norms, rotary, KV write, activation, embedding,
+                                // FP8/INT8 activation quantisation)
+  double host_time_s = 0;       // per-forward host cost (forward_overhead); not a GPU kernel
   double flops = 0;
   double hbm_bytes = 0;         // HBM traffic of the kernels (for the power model)
-  int kernels = 0;
+  int kernels = 0;              // GPU kernels (the Host item is not one)
   // Adds one kernel (the one accumulation both prefill_time and GpuCompute use).
   void add(const Kernel& k, const KernelTime& t);
 };

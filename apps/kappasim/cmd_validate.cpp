@@ -1,0 +1,132 @@
+// kappasim validate [--dir DIR] [--out FILE.md] [--check]: runs every validation row
+// (experiments/validation/*.yaml, core/validation.hpp) and writes the table of measured against
+// simulated values (docs/validation.md is its output). Each row's command runs in its own
+// process (this binary, fork+exec: one SystemC simulation per process). Bad rows or a failing
+// command: exit 2 before anything is written. --check: exit 1 when a ratio is out of its band.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "apps/kappasim/cli.hpp"
+#include "core/output.hpp"
+#include "core/validation.hpp"
+
+#ifndef KAPPASIM_SOURCE_DIR
+#define KAPPASIM_SOURCE_DIR "."
+#endif
+
+namespace kappasim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string self_path() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot resolve /proc/self/exe: " + ec.message());
+  return p.string();
+}
+
+std::string read_all(int fd) {
+  std::string s;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) s.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0) break;
+    else if (errno != EINTR) break;
+  }
+  return s;
+}
+
+// Runs `exe argv...`: stdout through a pipe, stderr into an unlinked temporary file (so neither
+// can block the other).
+CommandOutput run_child(const std::string& exe, const std::vector<std::string>& args) {
+  int out_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  std::FILE* err_file = std::tmpfile();
+  if (!err_file) throw std::runtime_error(std::string("tmpfile failed: ") + std::strerror(errno));
+  std::vector<std::string> full = {exe};
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : full) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int err_fd = ::fileno(err_file);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  CommandOutput o;
+  o.out = read_all(out_pipe[0]);
+  ::close(out_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::fflush(err_file);
+  ::lseek(err_fd, 0, SEEK_SET);
+  o.err = read_all(err_fd);
+  std::fclose(err_file);
+  return o;
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& args) {
+  std::string dir = (fs::path(KAPPASIM_SOURCE_DIR) / "experiments" / "validation").string();
+  std::string out;
+  bool check = false;
+  po::options_description desc(
+      "kappasim validate: run every validation row (published measurement + the kappasim command "
+      "that reproduces it) and write the measured-vs-simulated table\n"
+      "Usage: kappasim validate [--dir DIR] [--out FILE.md] [--check]\n"
+      "Options");
+  desc.add_options()
+      ("dir", po::value(&dir), "folder of row files *.yaml (default: the source tree's "
+                               "experiments/validation)")
+      ("out", po::value(&out), "write the Markdown table here (default: stdout)")
+      ("check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")
+      ("help,h", "this help");
+  auto vm = parse("validate", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  const std::vector<ValidationRow> rows = read_validation_dir(dir);
+  const std::string exe = self_path();
+  std::vector<ValidationResult> results;
+  for (const ValidationRow& r : rows)
+    results.push_back(evaluate_row(r, [&](const std::vector<std::string>& a) {
+      return run_child(exe, a);
+    }));
+  const std::string md = validation_markdown(
+      results, "kappasim validate --out docs/validation.md");
+  if (out.empty()) std::cout << md;
+  else write_file_atomic(out, md);
+  int bad = 0;
+  for (const auto& r : results) {
+    if (r.in_band) continue;
+    ++bad;
+    std::cerr << "kappasim validate: " << r.row.loc.str() << ": row '" << r.row.id
+              << "': ratio " << r.ratio << " outside its band [" << r.row.band_lo << ", "
+              << r.row.band_hi << "]\n";
+  }
+  std::cerr << "kappasim validate: " << results.size() << " rows, " << bad
+            << " outside their band\n";
+  return check && bad > 0 ? 1 : 0;
+}
+
+}  // namespace kappasim::cli

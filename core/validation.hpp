@@ -1,0 +1,69 @@
+// Validation rows: every published measurement the simulator is checked against, each with the
+// kappasim command that reproduces its setup, and the band its simulated/measured ratio must stay
+// in (experiments/validation/*.yaml, docs/validation.md, `kappasim validate`).
+//
+// A row (YAML map; the schema is fixed, unknown keys are refused):
+//   id: h100-sm-h2d-512mib   area: link | compute | serving   source: "..."   setup: "..."
+//   measured: 35.2   unit: GB/s   command: [probe, h2d, ..., --format, json]
+//   value: /rows/0/bandwidth_Bps   (RFC 6901 JSON pointer into the command's JSON, SI units)
+//   band: [0.85, 1.15]   band_why: "..."   gap: "..."
+// The simulated value is the pointed-to number converted from SI to `unit`; ratio =
+// simulated / measured. How commands run is the caller's (CommandRunner): the CLI forks the
+// kappasim binary once per row (one SystemC simulation per process); tests pass a fake.
+// Ignores: nothing is cached between rows; rows run in file order, files in name order.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace kappasim {
+
+struct ValidationRow {
+  std::string id;
+  std::string area;
+  std::string source;
+  std::string setup;
+  double measured = 0;
+  std::string unit;
+  std::vector<std::string> command;  // kappasim argv, without the program name
+  std::string value;                 // JSON pointer
+  double band_lo = 0, band_hi = 0;
+  std::string band_why;
+  std::string gap;
+  SourceLoc loc;  // where the row starts (file:line)
+};
+
+// Reads one rows file (a YAML list of rows). InputError with file:line on a missing or unknown
+// field, a bad id, area, unit, pointer or band.
+std::vector<ValidationRow> read_validation_rows(const std::string& path);
+// Every *.yaml under `dir`, in file-name order; ids must be unique across files.
+std::vector<ValidationRow> read_validation_dir(const std::string& dir);
+
+struct CommandOutput {
+  int exit_code = 0;       // -1: did not run / killed by a signal
+  std::string out;         // stdout
+  std::string err;         // stderr (for the message when it fails)
+};
+using CommandRunner = std::function<CommandOutput(const std::vector<std::string>& argv)>;
+
+struct ValidationResult {
+  ValidationRow row;
+  double simulated = 0;  // in row.unit
+  double ratio = 0;      // simulated / measured
+  bool in_band = false;
+};
+
+// Runs the row's command and reads its value. InputError naming the row's file:line when the
+// command fails, its output is not JSON, or the pointer does not lead to a number.
+ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run);
+
+// The docs/validation.md text: a summary per area, the table (source, setup, measured,
+// simulated, ratio, band, in/out) and each row's band justification and residual gap.
+// Deterministic: no dates, fixed number formats.
+std::string validation_markdown(const std::vector<ValidationResult>& results,
+                                const std::string& regenerate_command);
+
+}  // namespace kappasim
