@@ -45,12 +45,14 @@ TEST(GpuCompute, RunPrefillEqualsPrefillTime) {
   EXPECT_DOUBLE_EQ(s.time.attention_time_s, expected.attention_time_s);
   EXPECT_DOUBLE_EQ(s.time.comm_time_s, expected.comm_time_s);
   EXPECT_DOUBLE_EQ(s.time.other_time_s, expected.other_time_s);
+  EXPECT_DOUBLE_EQ(s.time.host_time_s, expected.host_time_s);
   EXPECT_DOUBLE_EQ(s.time.flops, expected.flops);
   EXPECT_EQ(s.time.kernels, expected.kernels);
   // Simulated time: each wait is rounded to the 1 ps resolution.
-  EXPECT_NEAR(end, expected.compute_time_s, expected.kernels * 1e-12);
-  // Fine mode: 12 waits per layer (dense GQA with two all-reduces) + 3 edge kernels.
-  EXPECT_EQ(s.kernel_events, 80 * 12 + 3);
+  EXPECT_NEAR(end, expected.compute_time_s, (expected.kernels + 1) * 1e-12);
+  // Fine mode: 12 waits per layer (dense GQA with two all-reduces) + 3 edge kernels + the
+  // per-forward host cost (one wait, not a kernel).
+  EXPECT_EQ(s.kernel_events, 80 * 12 + 3 + 1);
 }
 
 TEST(GpuCompute, CoarseModeWaitsOncePerLayer) {

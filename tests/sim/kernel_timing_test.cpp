@@ -274,3 +274,105 @@ TEST(KernelTiming, BatchAttentionAddsUpAndWeightsAreReadOnce) {
 
 }  // namespace
 }  // namespace kappasim
+
+// Compute efficiency by precision and mechanism (issue 10, item 3): the per-precision GEMM
+// efficiency, the activation-quantisation kernels of W8A8 / W4A4 GEMMs, the paged-KV attention
+// factor and the per-forward host cost. Hand values from the formulas in kernel_timing.hpp.
+namespace kappasim {
+namespace {
+
+TEST(KernelTimingPrecision, PerPrecisionGemmEfficiencyOverridesTheScalar) {
+  GpuSpec g = test_gpu();
+  // The shape of BigGemmIsPeakTimesEfficiencyPlusLaunch: shape efficiency exactly 1.
+  const double M = 16896, N = 8192, K = 8192, flops = 2 * M * N * K;
+  // Without a map entry FP8 uses gemm_efficiency (0.8) of its own 2000 TFLOP/s peak.
+  EXPECT_NEAR(gemm_kernel_time(g, M, N, K, "fp8").flops_time_s, flops / (2000e12 * 0.8), 1e-12);
+  g.gemm_efficiency_by_precision = {{"fp8", 0.6}};
+  EXPECT_NEAR(gemm_kernel_time(g, M, N, K, "fp8").flops_time_s, flops / (2000e12 * 0.6), 1e-12);
+  EXPECT_NEAR(gemm_kernel_time(g, M, N, K, "fp8").efficiency, 0.6, 1e-12);
+  // BF16 keeps the scalar.
+  EXPECT_NEAR(gemm_kernel_time(g, M, N, K, "bf16").flops_time_s, flops / (1000e12 * 0.8), 1e-12);
+  EXPECT_DOUBLE_EQ(g.gemm_efficiency_for("bf16"), 0.8);
+  EXPECT_DOUBLE_EQ(g.gemm_efficiency_for("fp8"), 0.6);
+}
+
+TEST(KernelTimingPrecision, HopperPresetsRunFp8BelowTwiceTheirBf16Rate) {
+  // The sourced Hopper values: BF16 0.78 of 989, FP8 0.68 of 1979 (cuBLAS 12.9: 1.75x BF16).
+  const GpuSpec h = preset_gpu("h100-sxm5");
+  EXPECT_DOUBLE_EQ(h.gemm_efficiency_for("bf16"), 0.78);
+  EXPECT_DOUBLE_EQ(h.gemm_efficiency_for("fp8"), 0.68);
+  const double M = 16896, N = 8192, K = 8192;
+  const double ratio = gemm_kernel_time(h, M, N, K, "bf16").flops_time_s /
+                       gemm_kernel_time(h, M, N, K, "fp8").flops_time_s;
+  EXPECT_NEAR(ratio, 1979 * 0.68 / (989 * 0.78), 1e-9);  // ≈ 1.74, not 2
+}
+
+TEST(KernelTimingPrecision, Fp8LayerQuantisesEachGemmInputOnce) {
+  const ModelSpec m = model("llama-3.1-8b");
+  const auto bf16 = layer_kernels(m, 0, 100, 0, 1, DType::Bf16);
+  const auto fp8 = layer_kernels(m, 0, 100, 0, 1, DType::Fp8);
+  // qkv, o, gate_up and down each get one quantisation kernel before them.
+  ASSERT_EQ(fp8.size(), bf16.size() + 4);
+  for (std::size_t i = 0; i + 1 < fp8.size(); ++i)
+    if (fp8[i + 1].kind == Kernel::Kind::Gemm) {
+      EXPECT_EQ(fp8[i].name, fp8[i + 1].name + "_act_quant");
+      EXPECT_EQ(fp8[i].kind, Kernel::Kind::Elementwise);
+    }
+  // Reads T·K BF16, writes T·K FP8 and one FP32 scale per token (torchao: 2 + 1 B/element).
+  EXPECT_DOUBLE_EQ(find(fp8, "qkv_proj_act_quant").hbm_bytes, 100.0 * 4096 * 3 + 100 * 4);
+  EXPECT_DOUBLE_EQ(find(fp8, "down_proj_act_quant").hbm_bytes, 100.0 * 14336 * 3 + 100 * 4);
+  // The FLOPs are unchanged.
+  double f16 = 0, f8 = 0;
+  for (const auto& k : bf16) f16 += k.flops;
+  for (const auto& k : fp8) f8 += k.flops;
+  EXPECT_DOUBLE_EQ(f16, f8);
+  // W4A4 (fp4 compute): 4-bit values plus one FP8 scale per 16 elements.
+  const auto fp4 = layer_kernels(m, 0, 100, 0, 1, DType::Int4);
+  EXPECT_DOUBLE_EQ(find(fp4, "qkv_proj_act_quant").hbm_bytes,
+                   100.0 * 4096 * (2 + 0.5 + 1.0 / 16) + 100 * 4);
+}
+
+TEST(KernelTimingPrecision, MoeQuantisesTokensBeforeDispatchAndLeavesTheRouterBf16) {
+  const ModelSpec m = model("qwen3-30b-a3b");  // top-8 of 128 experts, hidden 2048
+  const auto ks = layer_kernels(m, 0, 100, 0, 1, DType::Fp8);
+  // gate_up's input is the 100 tokens' hidden states, quantised once (not 800 pairs).
+  EXPECT_DOUBLE_EQ(find(ks, "experts_gate_up_act_quant").hbm_bytes, 100.0 * 2048 * 3 + 100 * 4);
+  // down's input is the 800 token-expert pairs' intermediate (moe_intermediate_size 768).
+  EXPECT_DOUBLE_EQ(find(ks, "experts_down_act_quant").hbm_bytes, 800.0 * 768 * 3 + 800 * 4);
+  EXPECT_THROW(find(ks, "router_act_quant"), std::logic_error);
+}
+
+TEST(KernelTimingPrecision, PagedKvFactorSlowsOnlyTheAttentionRate) {
+  GpuSpec g = test_gpu();
+  const ModelSpec m = model("llama-3.1-8b");
+  const Kernel at = find(layer_kernels(m, 0, 8192, 0, 1, DType::Bf16), "attention");
+  const KernelTime contiguous = kernel_time(at, g, "bf16");
+  g.attention_paged_kv_efficiency = 0.8;
+  const KernelTime paged = kernel_time(at, g, "bf16");
+  EXPECT_NEAR(paged.flops_time_s, contiguous.flops_time_s / 0.8, 1e-15);
+  EXPECT_DOUBLE_EQ(paged.memory_time_s, contiguous.memory_time_s);
+  const Kernel gemm = find(layer_kernels(m, 0, 8192, 0, 1, DType::Bf16), "o_proj");
+  EXPECT_DOUBLE_EQ(kernel_time(gemm, g, "bf16").time_s, kernel_time(gemm, test_gpu(), "bf16").time_s);
+}
+
+TEST(KernelTimingPrecision, ForwardOverheadIsChargedOncePerForward) {
+  const ModelSpec m = model("llama-3.1-8b");
+  GpuSpec g = test_gpu();
+  const PrefillTime without = prefill_time(m, g, 1, 512, 0);
+  g.forward_overhead_s = 0.5e-3;
+  const PrefillTime with = prefill_time(m, g, 1, 512, 0);
+  EXPECT_NEAR(with.compute_time_s - without.compute_time_s, 0.5e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(with.host_time_s, 0.5e-3);
+  EXPECT_DOUBLE_EQ(without.host_time_s, 0);
+  EXPECT_EQ(with.kernels, without.kernels);  // host work is not a GPU kernel
+  // A step of three sequences is one forward: one host cost.
+  g.forward_overhead_s.reset();
+  const StepTime s0 = batch_step_time(m, g, 1, {{512, 0}, {256, 1000}, {64, 50}}, "bf16");
+  g.forward_overhead_s = 0.5e-3;
+  const StepTime s1 = batch_step_time(m, g, 1, {{512, 0}, {256, 1000}, {64, 50}}, "bf16");
+  EXPECT_NEAR(s1.total.compute_time_s - s0.total.compute_time_s, 0.5e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(s1.total.host_time_s, 0.5e-3);
+}
+
+}  // namespace
+}  // namespace kappasim

@@ -1,0 +1,119 @@
+// End-to-end tests of `kappasim validate`: a synthetic rows folder over a cheap command (probe
+// gemm), --check's exit code, and bad rows (exit 2, file:line, nothing written).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/cli/cli_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kappasim::test::Result;
+using kappasim::test::slurp;
+
+fs::path scratch() {
+  static const fs::path d = kappasim::test::fresh_dir("validate-cli");
+  return d;
+}
+
+Result run(const std::string& args) {
+  const fs::path err = scratch() / "stderr.txt";
+  const std::string cmd = std::string(KAPPASIM_BIN) + " " + args + " 2>" + err.string();
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(err);
+  return r;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A rows folder with one row: an 8192^3 BF16 GEMM on the h100 preset. By hand: 1.1e12 FLOP at
+// 0.78 × 989 TFLOP/s × wave efficiency 4096 tiles / (32 waves × 132 SMs) = 0.9697 → 747.9
+// TFLOP/s less the 2 µs launch ≈ 747 TFLOP/s. Measured is set to 747 so the ratio is ≈ 1.
+fs::path rows_dir(const std::string& name, const std::string& band, const std::string& extra = "") {
+  const fs::path d = scratch() / name;
+  fs::create_directories(d);
+  std::ofstream(d / "rows.yaml")
+      << "- id: gemm-8192\n"
+         "  area: compute\n"
+         "  source: \"hand value\"\n"
+         "  setup: \"H100 BF16 8192^3\"\n"
+         "  measured: 747\n"
+         "  unit: TFLOP/s\n"
+         "  command: [probe, gemm, --system, h100, --m, \"8192\", --format, json]\n"
+         "  value: /0/achieved_flops\n"
+         "  band: " << band << "\n"
+         "  band_why: \"hand\"\n"
+         "  gap: \"none\"\n" << extra;
+  return d;
+}
+
+TEST(Validate, WritesTheTableAndCheckHoldsTheBand) {
+  const fs::path d = rows_dir("ok", "[0.99, 1.01]");
+  const fs::path out = scratch() / "ok.md";
+  Result r = run("validate --dir " + d.string() + " --out " + out.string() + " --check");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp(out);
+  EXPECT_TRUE(has(md, "| gemm-8192 | hand value | H100 BF16 8192^3 | 747 TFLOP/s |")) << md;
+  EXPECT_TRUE(has(md, "| in |")) << md;
+  // The same band made impossible: --check exits 1, the table is still written.
+  const fs::path d2 = rows_dir("out", "[1.5, 2.0]");
+  const fs::path out2 = scratch() / "out.md";
+  r = run("validate --dir " + d2.string() + " --out " + out2.string() + " --check");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "row 'gemm-8192': ratio")) << r.err;
+  EXPECT_TRUE(has(slurp(out2), "**out**"));
+  // Without --check the same run succeeds.
+  EXPECT_EQ(run("validate --dir " + d2.string() + " --out " + out2.string()).code, 0);
+}
+
+TEST(Validate, BadRowsExitTwoNamingFileAndLineAndWriteNothing) {
+  const fs::path out = scratch() / "bad.md";
+  // Unknown field on line 12 (the second row's first line is 12).
+  fs::path d = rows_dir("unknown", "[0.5, 2]", "- id: other\n  colour: red\n");
+  Result r = run("validate --dir " + d.string() + " --out " + out.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, (d / "rows.yaml").string() + ":13")) << r.err;
+  EXPECT_TRUE(has(r.err, "unknown field 'colour'")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  // A pointer that leads nowhere.
+  d = rows_dir("pointer", "[0.5, 2]");
+  {
+    std::string t = slurp(d / "rows.yaml");
+    t.replace(t.find("/0/achieved_flops"), 17, "/0/no_such_field");
+    std::ofstream(d / "rows.yaml") << t;
+  }
+  r = run("validate --dir " + d.string() + " --out " + out.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, (d / "rows.yaml").string() + ":1")) << r.err;
+  EXPECT_TRUE(has(r.err, "'/0/no_such_field' does not exist")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  // A command that fails (unknown system).
+  d = rows_dir("failing", "[0.5, 2]");
+  {
+    std::string t = slurp(d / "rows.yaml");
+    t.replace(t.find("--system, h100"), 14, "--system, h999");
+    std::ofstream(d / "rows.yaml") << t;
+  }
+  r = run("validate --dir " + d.string() + " --out " + out.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "failed with exit code 2")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  // No folder.
+  r = run("validate --dir " + (scratch() / "nowhere").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "--dir")) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,141 @@
+// The validation runner (core/validation): reading rows with file:line errors, evaluating a row
+// against a fake command (no kappasim process), the SI-to-unit conversion, the band check and
+// the Markdown table. The real rows are checked end to end by the validate_check ctest.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/validation.hpp"
+#include "tests/cli/cli_util.hpp"
+
+namespace kappasim {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path dir() {
+  static const fs::path d = test::fresh_dir("validation");
+  return d;
+}
+
+fs::path write(const std::string& name, const std::string& text) {
+  const fs::path p = dir() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+// One synthetic row: 2 ms measured, the command prints {"rows": [{"t_s": X}]}.
+const char* kRow =
+    "- id: synthetic-prefill\n"
+    "  area: compute\n"
+    "  source: \"hand-made\"\n"
+    "  setup: \"a fake command\"\n"
+    "  measured: 2\n"
+    "  unit: ms\n"
+    "  command: [probe, prefill, --format, json]\n"
+    "  value: /rows/0/t_s\n"
+    "  band: [0.9, 1.6]\n"
+    "  band_why: \"because\"\n"
+    "  gap: \"none\"\n";
+
+CommandRunner printing(const std::string& json, int code = 0) {
+  return [json, code](const std::vector<std::string>& argv) {
+    EXPECT_EQ(argv.size(), 4u);
+    CommandOutput o;
+    o.exit_code = code;
+    o.out = json;
+    o.err = code ? "kappasim: error: --model: required" : "";
+    return o;
+  };
+}
+
+TEST(Validation, RowIsReadAndItsValueConvertedFromSi) {
+  const auto rows = read_validation_rows(write("ok.yaml", kRow).string());
+  ASSERT_EQ(rows.size(), 1u);
+  const ValidationRow& r = rows[0];
+  EXPECT_EQ(r.id, "synthetic-prefill");
+  EXPECT_EQ(r.loc.line, 1);
+  EXPECT_EQ(r.command.back(), "json");
+  // 0.003 s printed in SI, unit ms: simulated 3 ms, ratio 3 / 2 = 1.5, inside [0.9, 1.6].
+  const ValidationResult v = evaluate_row(r, printing("{\"rows\": [{\"t_s\": 0.003}]}"));
+  EXPECT_DOUBLE_EQ(v.simulated, 3);
+  EXPECT_DOUBLE_EQ(v.ratio, 1.5);
+  EXPECT_TRUE(v.in_band);
+  // 0.004 s: ratio 2, outside.
+  EXPECT_FALSE(evaluate_row(r, printing("{\"rows\": [{\"t_s\": 0.004}]}")).in_band);
+  // GB/s: 35.2e9 B/s is 35.2 GB/s.
+  ValidationRow link = r;
+  link.unit = "GB/s";
+  link.measured = 35.2;
+  EXPECT_NEAR(evaluate_row(link, printing("{\"rows\": [{\"t_s\": 35.2e9}]}")).ratio, 1.0, 1e-12);
+}
+
+TEST(Validation, MarkdownHasTheRowItsRatioAndTheOutMark) {
+  const auto rows = read_validation_rows(write("md.yaml", kRow).string());
+  const ValidationResult in = evaluate_row(rows[0], printing("{\"rows\": [{\"t_s\": 0.003}]}"));
+  ValidationResult out = evaluate_row(rows[0], printing("{\"rows\": [{\"t_s\": 0.004}]}"));
+  out.row.id = "synthetic-out";
+  const std::string md = validation_markdown({in, out}, "kappasim validate");
+  EXPECT_NE(md.find("| synthetic-prefill | hand-made | a fake command | 2 ms | 3 ms | 1.500 | "
+                    "0.90–1.60 | in |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 2.000 | 0.90–1.60 | **out** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 rows, 1 outside their band."), std::string::npos) << md;
+  // Deterministic: the same results give the same text.
+  EXPECT_EQ(md, validation_markdown({in, out}, "kappasim validate"));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Validation, BadRowsNameTheFileAndLine) {
+  std::string bad = kRow;
+  bad.replace(bad.find("  gap:"), 6, "  gapp:");
+  const std::string f = write("unknown.yaml", bad).string();
+  std::string e = error_of([&] { read_validation_rows(f); });
+  EXPECT_NE(e.find(f + ":11"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown field 'gapp'"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'gap'"), std::string::npos) << e;
+
+  std::string nounit = kRow;
+  nounit.replace(nounit.find("unit: ms"), 8, "unit: parsecs");
+  const std::string f2 = write("unit.yaml", nounit).string();
+  e = error_of([&] { read_validation_rows(f2); });
+  EXPECT_NE(e.find(f2 + ":6"), std::string::npos) << e;
+
+  std::string band = kRow;
+  band.replace(band.find("[0.9, 1.6]"), 10, "[1.6, 0.9]");
+  e = error_of([&] { read_validation_rows(write("band.yaml", band).string()); });
+  EXPECT_NE(e.find("0 < low <= high"), std::string::npos) << e;
+
+  const std::string twice = std::string(kRow) + kRow;
+  e = error_of([&] { read_validation_rows(write("twice.yaml", twice).string()); });
+  EXPECT_NE(e.find("used twice"), std::string::npos) << e;
+}
+
+TEST(Validation, FailingCommandsAndBadPointersNameTheRow) {
+  const std::string f = write("eval.yaml", kRow).string();
+  const ValidationRow r = read_validation_rows(f)[0];
+  std::string e = error_of([&] { evaluate_row(r, printing("", 2)); });
+  EXPECT_NE(e.find(f + ":1"), std::string::npos) << e;
+  EXPECT_NE(e.find("failed with exit code 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("--model: required"), std::string::npos) << e;
+  e = error_of([&] { evaluate_row(r, printing("{\"rows\": [{\"other\": 1}]}")); });
+  EXPECT_NE(e.find("'/rows/0/t_s' does not exist"), std::string::npos) << e;
+  e = error_of([&] { evaluate_row(r, printing("{\"rows\": [{\"t_s\": \"fast\"}]}")); });
+  EXPECT_NE(e.find("is not a number"), std::string::npos) << e;
+  e = error_of([&] { evaluate_row(r, printing("model  time\nllama  3 ms\n")); });
+  EXPECT_NE(e.find("did not print JSON"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace kappasim
