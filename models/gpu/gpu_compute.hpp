@@ -10,7 +10,8 @@
 // Events: fine mode (default) waits once per kernel, i.e. per request-layer 10 waits for a dense
 // GQA layer (Llama) at tp 1, 13 for a Qwen3 MoE layer, 18 for a DeepSeek-V3 MLA + MoE layer with
 // its shared expert (13 for its dense layers); 2 more each at tp > 1 (the all-reduces); plus 3
-// per prefill (embedding, final norm, LM head). Coarse mode
+// per prefill (embedding, final norm, LM head) and 1 for the per-forward host cost; FP8/INT8
+// weights add one activation-quantisation kernel per quantised GEMM. Coarse mode
 // waits once per layer (the sum of its kernels, all at the SM fraction seen at layer start) and
 // once for the edge kernels before and after the layers.
 //

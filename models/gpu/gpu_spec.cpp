@@ -25,6 +25,14 @@ double GpuSpec::gemm_efficiency_for(const std::string& dtype) const {
 void GpuSpec::validate(const std::string& path) const {
   if (peak_flops.empty())
     throw InputError(path + ".peak_flops: at least one dtype's peak FLOP/s is required");
+  // Efficiencies divide a rate: zero would make every kernel of that kind take forever.
+  for (const auto& [dtype, e] : gemm_efficiency_by_precision)
+    if (!(e > 0))
+      throw InputError(path + ".gemm_efficiency_by_precision." + dtype +
+                       ": must be greater than zero (a fraction in (0, 1])");
+  if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
+    throw InputError(path +
+                     ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
 }
 
 void GpuSpec::require_sim(const std::string& path) const {

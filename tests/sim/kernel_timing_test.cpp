@@ -376,3 +376,38 @@ TEST(KernelTimingPrecision, ForwardOverheadIsChargedOncePerForward) {
 
 }  // namespace
 }  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+// The new GPU keys are checked like every other: a fraction above 1, an unknown precision and a
+// negative time are InputErrors naming the key (docs/bad-inputs.md).
+std::string gpu_error(const std::string& override_yaml) {
+  ConfigNode n = ConfigNode::make_map({"gpu.yaml", 1, 1});
+  n.set("preset", ConfigNode::make_scalar("h100-sxm5"));
+  merge_into(n, parse_yaml(override_yaml, "gpu.yaml"));
+  try {
+    read_preset_config<GpuSpec>(n, "gpu", "system.gpu");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(KernelTimingPrecision, BadPrecisionAndMechanismKeysAreInputErrors) {
+  std::string e = gpu_error("gemm_efficiency_by_precision: {fp8: 1.5}\n");
+  EXPECT_NE(e.find("system.gpu.gemm_efficiency_by_precision.fp8"), std::string::npos) << e;
+  e = gpu_error("gemm_efficiency_by_precision: {fp8: 0}\n");
+  EXPECT_NE(e.find("greater than zero"), std::string::npos) << e;
+  e = gpu_error("gemm_efficiency_by_precision: {fp9: 0.5}\n");
+  EXPECT_NE(e.find("fp9"), std::string::npos) << e;
+  EXPECT_NE(e.find("fp8"), std::string::npos) << e;  // the nearest valid precision
+  e = gpu_error("attention_paged_kv_efficiency: 0\n");
+  EXPECT_NE(e.find("attention_paged_kv_efficiency"), std::string::npos) << e;
+  e = gpu_error("forward_overhead: -1 ms\n");
+  EXPECT_NE(e.find("forward_overhead"), std::string::npos) << e;
+  EXPECT_EQ(gpu_error("forward_overhead: 0 ms\n"), "(no error)");
+}
+
+}  // namespace
+}  // namespace kappasim
