@@ -38,8 +38,9 @@ struct GpuSpec {
   // Attention reading a paged KV cache (vLLM's block table) through per-thread cp.async
   // gathers instead of TMA bulk loads: fraction of the contiguous-KV rate.
   std::optional<double> attention_paged_kv_efficiency;
-  // Host-side time per forward pass on the critical path: input preparation, sampling and the
-  // sampled-token sync (serving.step_overhead is the scheduler's own work, separate).
+  // Host-side time per forward pass on the critical path after its kernels are queued: sampling,
+  // the sampled-token sync, runner-output handling (scheduling and input preparation are
+  // serving.step_overhead, not charged here).
   std::optional<double> forward_overhead_s;
   std::optional<double> attention_efficiency;        // achievable fraction, FlashAttention fwd
   std::optional<double> hbm_efficiency;              // achievable fraction of HBM bandwidth
@@ -90,7 +91,7 @@ struct GpuSpec {
                opt("attention rate reading a paged KV cache, as a fraction of the contiguous-KV "
                    "rate", Range::Fraction));
     v.quantity("forward_overhead", forward_overhead_s, dim::time,
-               opt("host time per forward pass: input preparation, sampling, token sync",
+               opt("host time per forward pass: sampling, sampled-token sync, output handling",
                    Range::NonNegative));
     v.quantity("hbm_efficiency", hbm_efficiency, dim::none,
                opt("achievable fraction of HBM bandwidth when streaming", Range::Fraction));

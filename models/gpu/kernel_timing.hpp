@@ -110,7 +110,7 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
 std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T);
 // Final norm over the T tokens, the LM head for `logits_rows` tokens (the last token of each
 // sequence whose prefill completes: vLLM computes logits for those only), then the forward's
-// host cost (`forward_overhead`: input preparation, sampling, sampled-token sync).
+// host cost (`forward_overhead`: sampling, the sampled-token sync, runner-output handling).
 std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights,
                                          double logits_rows = 1);
 
