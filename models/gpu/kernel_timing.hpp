@@ -5,12 +5,17 @@
 //
 // Per kernel: time = max(FLOPs / (peak × sm_fraction × achievable fraction),
 //                        HBM bytes / (hbm_bandwidth × hbm_efficiency)) + kernel_launch_overhead.
-// The achievable fraction of a GEMM is gemm_efficiency (a measured large-GEMM fraction) times a
+// The achievable fraction of a GEMM is the large-GEMM fraction of its precision
+// (gemm_efficiency_for: FP8 below BF16, per GPU generation) times a
 // shape efficiency that comes from tile quantisation (M and N rounded up to kGemmTileM ×
 // kGemmTileN) and wave quantisation (tiles spread over the free SMs in whole waves). Attention
 // uses attention_efficiency times the same quantisation over query tiles × heads (with the
-// GQA packing and KV splitting FlashAttention-3 chooses when they help). A TP all-reduce is a
-// ring: 2(tp−1)/tp · bytes / nvlink_bandwidth + 2(tp−1) · nvlink_latency.
+// GQA packing and KV splitting FlashAttention-3 chooses when they help), times
+// attention_paged_kv_efficiency (K/V gathered from vLLM's paged cache by cp.async, not TMA). A TP
+// all-reduce is a ring: 2(tp−1)/tp · bytes / nvlink_bandwidth + 2(tp−1) · nvlink_latency.
+// W8A8 / W4A4 GEMMs are preceded by a memory-bound activation-quantisation kernel, and every
+// forward ends with its host cost (forward_overhead). Sources: presets/gpus/*.yaml and
+// docs/compute-model.md, "Precision, paged KV and per-forward costs".
 //
 // FLOPs come from models/llm (attention_flops, the per-layer parameter counts): the matmul FLOPs
 // of layer_kernels summed over layers equal linear_flops_per_token(m, false)·T + attention_flops
