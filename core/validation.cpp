@@ -196,7 +196,7 @@ std::vector<ValidationRow> read_validation_dir(const std::string& dir) {
 ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run) {
   std::string argv_text = "kappasim";
   for (const auto& a : row.command) argv_text += " " + a;
-  const CommandOutput o = run(row.command);
+  const CommandOutput o = run(row.command, fs::path(row.loc.file).parent_path().string());
   const std::string where = "validation row '" + row.id + "' (" + argv_text + ")";
   if (o.exit_code != 0)
     throw InputError(row.loc, where + " failed with exit code " + std::to_string(o.exit_code) +

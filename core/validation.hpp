@@ -9,7 +9,8 @@
 //   band: [0.85, 1.15]   band_why: "..."   gap: "..."
 // The simulated value is the pointed-to number converted from SI to `unit`; ratio =
 // simulated / measured. How commands run is the caller's (CommandRunner): the CLI forks the
-// kappasim binary once per row (one SystemC simulation per process); tests pass a fake.
+// kappasim binary once per row (one SystemC simulation per process), in the folder of the row's
+// file; tests pass a fake.
 // Ignores: nothing is cached between rows; rows run in file order, files in name order.
 #pragma once
 
@@ -47,7 +48,10 @@ struct CommandOutput {
   std::string out;         // stdout
   std::string err;         // stderr (for the message when it fails)
 };
-using CommandRunner = std::function<CommandOutput(const std::vector<std::string>& argv)>;
+// Runs kappasim with `argv` in the folder `cwd` (the folder of the row's file, so a row may
+// name a model or system YAML beside it, e.g. --model models/llama-2-7b.yaml).
+using CommandRunner =
+    std::function<CommandOutput(const std::vector<std::string>& argv, const std::string& cwd)>;
 
 struct ValidationResult {
   ValidationRow row;

@@ -1,7 +1,8 @@
 // kappasim validate [--dir DIR] [--out FILE.md] [--check]: runs every validation row
 // (experiments/validation/*.yaml, core/validation.hpp) and writes the table of measured against
 // simulated values (docs/validation.md is its output). Each row's command runs in its own
-// process (this binary, fork+exec: one SystemC simulation per process). Bad rows or a failing
+// process (this binary, fork+exec: one SystemC simulation per process), started in the folder of
+// the row's file so it may name YAML files beside it. Bad rows or a failing
 // command: exit 2 before anything is written. --check: exit 1 when a ratio is out of its band.
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -48,7 +49,8 @@ std::string read_all(int fd) {
 
 // Runs `exe argv...`: stdout through a pipe, stderr into an unlinked temporary file (so neither
 // can block the other).
-CommandOutput run_child(const std::string& exe, const std::vector<std::string>& args) {
+CommandOutput run_child(const std::string& exe, const std::vector<std::string>& args,
+                        const std::string& cwd) {
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
@@ -63,6 +65,8 @@ CommandOutput run_child(const std::string& exe, const std::vector<std::string>& 
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    // Child: async-signal-safe calls only until exec.
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_fd, 2);
     ::execv(argv[0], argv.data());
@@ -109,9 +113,10 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string exe = self_path();
   std::vector<ValidationResult> results;
   for (const ValidationRow& r : rows)
-    results.push_back(evaluate_row(r, [&](const std::vector<std::string>& a) {
-      return run_child(exe, a);
-    }));
+    results.push_back(evaluate_row(
+        r, [&](const std::vector<std::string>& a, const std::string& cwd) {
+          return run_child(exe, a, cwd);
+        }));
   const std::string md = validation_markdown(
       results, "kappasim validate --out docs/validation.md");
   if (out.empty()) std::cout << md;

@@ -41,8 +41,9 @@ const char* kRow =
     "  gap: \"none\"\n";
 
 CommandRunner printing(const std::string& json, int code = 0) {
-  return [json, code](const std::vector<std::string>& argv) {
+  return [json, code](const std::vector<std::string>& argv, const std::string& cwd) {
     EXPECT_EQ(argv.size(), 4u);
+    EXPECT_EQ(cwd, dir().string());  // the folder of the row's file
     CommandOutput o;
     o.exit_code = code;
     o.out = json;
