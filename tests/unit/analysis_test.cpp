@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/calibration.hpp"
+#include "analysis/eq6_honest.hpp"
 #include "analysis/optimize.hpp"
 #include "analysis/parameters.hpp"
 #include "analysis/solve.hpp"
@@ -249,6 +250,49 @@ TEST(Calibration, FileErrors) {
                InputError);
   EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n  - {key: x.z, lo: 1, hi: 2}\n" + m),
                InputError);  // 2 parameters, 1 measurement
+}
+
+}  // namespace
+}  // namespace kappasim::analysis
+
+namespace kappasim::analysis {
+namespace {
+
+// The extended closed form on round numbers: T = 100 new tokens, 1 GFLOP per token per GPU at
+// 1 TFLOP/s = 0.1 s (above the 0.05 s floor); 100 kB per token at 10 GB/s = 10 us, 0.1 ms per
+// 100-token chunk = 1 us per token, attention 1 ns per cached × new token (· T = 0.1 us);
+// 1 ms per request. K* = (0.1 − 0.001) / (10 + 1 − 0.1) us = 9082.57, κ = 90.8257.
+// Eq. 6 with Eq. 6's B_kv = 50 kB (no replication): (1e9 / 5e4) · (1e10 / 1e12) = 200.
+TEST(Eq6Honest, ClosedFormsOnRoundNumbers) {
+  HonestInputs in;
+  in.T = 100;
+  in.f_gpu = 1e9;
+  in.compute = 1e12;
+  in.floor_s = 0.05;
+  in.b_kv_eq6 = 5e4;
+  in.b_kv_gpu = 1e5;
+  in.link_Bps = 1e10;
+  in.t_chunk_s = 1e-4;
+  in.chunk_tokens = 100;
+  in.attn_s_per_kt = 1e-9;
+  in.t_request_s = 1e-3;
+  EXPECT_NEAR(kappa_crit_eq6_probed(in), 200, 1e-9);
+  const double k = kappa_crit_extended(in);
+  EXPECT_NEAR(k, 0.099 / 10.9e-6 / 100, 1e-9);
+  EXPECT_NEAR(k, 90.8257, 1e-4);
+  // At K* = κ·T the load and the compute take the same time.
+  const double K = k * in.T;
+  const double load = in.t_request_s + K / in.chunk_tokens * in.t_chunk_s + K * in.b_kv_gpu / in.link_Bps;
+  const double compute = 0.1 + in.attn_s_per_kt * K * in.T;
+  EXPECT_NEAR(load, compute, 1e-12);
+  // The floor takes over at small T: 0.2 s floor → K* = 0.199 / 10.9 us.
+  in.floor_s = 0.2;
+  EXPECT_NEAR(kappa_crit_extended(in), 0.199 / 10.9e-6 / 100, 1e-9);
+  // Attention over K that grows faster than the load: the load never catches up.
+  in.attn_s_per_kt = 1e-7;  // a · T = 10 us, still below the 11 us of load per token
+  EXPECT_TRUE(std::isfinite(kappa_crit_extended(in)));
+  in.attn_s_per_kt = 2e-7;
+  EXPECT_TRUE(std::isinf(kappa_crit_extended(in)));
 }
 
 }  // namespace
