@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -213,6 +215,10 @@ KeyInfo check_key(const ConfigNode& effective, const ConfigNode& base, const std
 
 std::string value_literal(double v, const Dimension& d, bool integer) {
   if (integer) return format_number(std::round(v));
+  // 9 significant digits: finer than any search tolerance, and readable ("26.9086853 GB").
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  v = std::strtod(b, nullptr);
   return d == dim::none ? format_number(v) : format_quantity(v, d);
 }
 

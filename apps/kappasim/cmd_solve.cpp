@@ -3,6 +3,7 @@
 // bisection), each probe a simulation (a sweep point of --kind, default run) or the analytic
 // model (--analytic). docs/analysis.md.
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -130,7 +131,9 @@ int cmd_solve(const std::vector<std::string>& args) {
   if (format == "json") {
     std::cout << json;
   } else {
-    std::cout << vary << " = " << lit(r.x) << "  (" << target.metric << " = " << format_number(m_at) << "; target "
+    char mbuf[32];
+    std::snprintf(mbuf, sizeof mbuf, "%.6g", m_at);
+    std::cout << vary << " = " << lit(r.x) << "  (" << target.metric << " = " << mbuf << "; target "
               << target.text << " met there, not at " << lit(r.other) << ")\n"
               << r.probes.size() << " " << (analytic ? "analytic evaluations" : ev.kind() + " simulations") << ", "
               << r.method << "\n\n"
