@@ -212,17 +212,17 @@ CalibrationResult calibrate(const CalibrationSpec& s, const Simulate& simulate, 
       r.loo_x[i] = g.x;
     }
   }
-  // Local sensitivities by central differences of 1% of each bound's width (clamped inside).
+  // How far each parameter moves each fitted measurement over its whole range (the others at the
+  // fit), in uncertainties. A range swing, not a local derivative: simulated metrics are often
+  // piecewise flat (whole steps, whole chunks), where a small difference reads as zero.
   r.sensitivity.assign(fitted.size(), std::vector<double>(s.params.size(), 0.0));
   for (std::size_t p = 0; p < s.params.size(); ++p) {
-    const Bound& b = s.params[p].bound;
-    const double h = 0.01 * (b.hi - b.lo);
     std::vector<double> xl = r.x, xh = r.x;
-    xl[p] = std::max(b.lo, r.x[p] - h);
-    xh[p] = std::min(b.hi, r.x[p] + h);
+    xl[p] = s.params[p].bound.lo;
+    xh[p] = s.params[p].bound.hi;
     const std::vector<double> yl = simulate(xl, fitted), yh = simulate(xh, fitted);
     for (std::size_t k = 0; k < fitted.size(); ++k)
-      r.sensitivity[k][p] = (yh[k] - yl[k]) / (xh[p] - xl[p]) * (b.hi - b.lo) / s.measurements[fitted[k]].sigma;
+      r.sensitivity[k][p] = (yh[k] - yl[k]) / s.measurements[fitted[k]].sigma;
   }
   return r;
 }

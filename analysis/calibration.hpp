@@ -84,8 +84,9 @@ struct CalibrationResult {
   // one, its prediction at x. loo_x[i] = the refit's parameters (x for held-out ones).
   std::vector<double> loo;
   std::vector<std::vector<double>> loo_x;
-  // d(simulated)/d(parameter) · (hi − lo) / uncertainty at x, per fitted measurement (rows) and
-  // parameter (columns): 0 in a whole column = the parameter is not identifiable from the data.
+  // (simulated with the parameter at hi − at lo, the others at x) / uncertainty, per fitted
+  // measurement (rows) and parameter (columns): a column below 1 everywhere = the parameter's
+  // whole range moves no measurement by its uncertainty: not identifiable from these data.
   std::vector<std::vector<double>> sensitivity;
 };
 

@@ -85,7 +85,14 @@ std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& 
     const sweep::PointKind* k = sweep::kinds().find(m_kind);
     for (std::size_t i = 0; i < points.size(); ++i) {
       ConfigNode c = m_base;
-      for (const auto& [key, v] : points[i]) sweep::set_path(c, key, ConfigNode::make_scalar(v));
+      for (const auto& [key, v] : points[i]) {
+        // Keys the analytic model does not read (serving costs, the workload) do not reach it:
+        // it is unmoved by them, which a tornado shows as a zero swing.
+        const std::string top = top_key(key);
+        const bool seen = top == "model" || top == "system" || top == "precision" || top == "K" || top == "T" ||
+                          key == "serving.tp" || key == "serving.kv_dtype";
+        if (seen) sweep::set_path(c, key, ConfigNode::make_scalar(v));
+      }
       sweep::PointContext ctx;
       ctx.base_dir = m_base_dir;
       ctx.out_dir = m_work;

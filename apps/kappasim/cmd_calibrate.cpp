@@ -131,8 +131,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     const auto& fp = spec.params[p];
     double s = 0;
     for (const auto& row : r.sensitivity) s = std::max(s, std::fabs(row[p]));
-    // A parameter whose whole range moves no fitted measurement by 1% of its uncertainty.
-    const bool ident = s > 0.01;
+    // A parameter whose whole range moves no fitted measurement by its uncertainty.
+    const bool ident = s >= 1;
     identifiable.push_back(ident);
     pt.add_row({fp.key, lit(r.x[p], fp.dim), fp.text(fp.bound.lo), fp.text(fp.bound.hi), fp.text(fp.start),
                 std::string(ident ? "yes" : "no: the data do not constrain it")});

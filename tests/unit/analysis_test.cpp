@@ -225,7 +225,8 @@ TEST(Calibration, RecoversKnownParametersFromSyntheticMeasurements) {
   EXPECT_NEAR(r.x[1], 0.7, 1e-3);
   EXPECT_LT(r.chi2, 1e-4);
   for (std::size_t i = 0; i < 5; ++i) EXPECT_NEAR(r.loo[i], s.measurements[i].measured, 2e-3) << i;
-  // d y_i / d a · (hi - lo) / sigma = s_i · 10 / 0.1: both parameters identifiable.
+  // Over its range a moves y_1 by (10 - 0) · 1 and b by 5 - (-5) = 10; both / 0.1 = 100 σ:
+  // identifiable.
   EXPECT_NEAR(r.sensitivity[0][0], 1 * 10 / 0.1, 1e-6);
   EXPECT_NEAR(r.sensitivity[0][1], 10 / 0.1, 1e-6);
   EXPECT_GT(calls, 0);
@@ -293,6 +294,25 @@ TEST(Eq6Honest, ClosedFormsOnRoundNumbers) {
   EXPECT_TRUE(std::isfinite(kappa_crit_extended(in)));
   in.attn_s_per_kt = 2e-7;
   EXPECT_TRUE(std::isinf(kappa_crit_extended(in)));
+}
+
+}  // namespace
+}  // namespace kappasim::analysis
+
+namespace kappasim::analysis {
+namespace {
+
+// The shipped example stays a valid calibration file: the vLLM-blog copy-kernel row (7 sizes,
+// reference-data.md), the 256 KiB point held out, three bounded parameters.
+TEST(Calibration, ShippedExampleParses) {
+  const std::string dir = std::string(KAPPASIM_SOURCE_DIR) + "/experiments/calibration";
+  const CalibrationSpec s = parse_calibration(load_yaml_file(dir + "/h100-copy-kernel.yaml"), dir);
+  ASSERT_EQ(s.params.size(), 3u);
+  ASSERT_EQ(s.measurements.size(), 7u);
+  EXPECT_DOUBLE_EQ(s.measurements[0].measured, 12.5e9);
+  EXPECT_DOUBLE_EQ(s.measurements[6].measured, 47.8e9);
+  EXPECT_FALSE(s.measurements[3].fit);
+  EXPECT_EQ(s.overlay_name, "h100-calibrated");
 }
 
 }  // namespace
