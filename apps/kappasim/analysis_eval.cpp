@@ -166,21 +166,28 @@ std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& 
   return out;
 }
 
-ConfigNode effective_config(const ConfigNode& base, bool analytic) {
+ConfigNode effective_config(const ConfigNode& base, const std::string& kind) {
   ProvenanceTable prov;
   ConfigNode eff;
-  if (analytic) {
+  if (kind == "run") {
+    ConfigNode c = base;
+    RunSpec spec = read_config<RunSpec>(c, "", &prov);
+    eff = write_config(spec, "", &prov);
+  } else {
+    // Other kinds (kappa, isolated, kappa-crit, ...): the model and system, and for the
+    // simulated ones the serving settings, each read as the run config would.
     ConfigNode c = ConfigNode::make_map(base.loc);
     for (const char* k : {"model", "system"})
       if (const ConfigNode* n = base.find(k)) c.set(k, *n);
     CaseConfig spec = read_config<CaseConfig>(c, "", &prov);
     eff = write_config(spec, "", &prov);
-  } else {
-    ConfigNode c = base;
-    RunSpec spec = read_config<RunSpec>(c, "", &prov);
-    eff = write_config(spec, "", &prov);
-    analysis::tag_serving_defaults(eff);
+    if (kind != "kappa") {
+      const ConfigNode* sv = base.find("serving");
+      ServingSpec serving = read_config<ServingSpec>(sv ? *sv : ConfigNode::make_map(), "serving", &prov);
+      eff.set("serving", write_config(serving, "serving", &prov));
+    }
   }
+  analysis::tag_serving_defaults(eff);
   return eff;
 }
 

@@ -48,9 +48,10 @@ class ConfigEvaluator {
   std::uint64_t m_seed = 1;
 };
 
-// The effective run config (every default filled, provenance kept, serving [A]/[D] tags
-// attached) of a run config file with --set overrides; a kappa config with `analytic`.
-ConfigNode effective_config(const ConfigNode& base, bool analytic);
+// The effective config (every default filled, provenance kept, serving [A]/[D] tags attached)
+// of the evaluator's base for its kind: the whole run config for `run`; model, system and (for
+// simulated kinds) serving otherwise.
+ConfigNode effective_config(const ConfigNode& base, const std::string& kind);
 
 // A numeric key of the effective config (or of `base`, e.g. K and T of a kappa config): its
 // dimension and value. InputError naming `option` and the nearest existing key otherwise.

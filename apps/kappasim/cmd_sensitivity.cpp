@@ -59,7 +59,7 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
   WorkDir work(dir ? dir->staging_path("runs") : "");
   ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs);
   std::vector<analysis::TaggedParameter> params;
-  for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), analytic), rel))
+  for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), ev.kind()), rel))
     if (only.empty() || p.key.rfind(only, 0) == 0) params.push_back(std::move(p));
   if (params.empty())
     throw InputError("kappasim sensitivity: no parameter tagged assumption: or derived: " +

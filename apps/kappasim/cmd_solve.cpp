@@ -63,7 +63,7 @@ int cmd_solve(const std::vector<std::string>& args) {
   if (!out.empty()) dir.emplace(out);
   WorkDir work(dir ? dir->staging_path("runs") : "");
   ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs);
-  const KeyInfo key = check_key(effective_config(ev.base(), analytic), ev.base(), vary, "--vary");
+  const KeyInfo key = check_key(effective_config(ev.base(), ev.kind()), ev.base(), vary, "--vary");
   const std::size_t colon = range.find(':');
   if (colon == std::string::npos) throw InputError("--range '" + range + "': expected LO:HI");
   auto bound = [&](const std::string& t) {
