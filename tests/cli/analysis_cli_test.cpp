@@ -131,6 +131,22 @@ TEST(AnalysisCli, CalibrateRecoversAKnownParameter) {
   EXPECT_NEAR(json_number(k.out, "kappa_crit"), 33.9200512, 0.001 * 33.92);
 }
 
+// One FLOP convention (docs/accounting.md): probe prefill's f_pf_flops is F_pf = 2 · N_active per
+// new token per GPU, as kappa's: Llama-3.1-70B, T = 128, TP 8: 2 · 70,553,706,496 / 8 · 128 =
+// 2,257,718,607,872; achieved_flops is that over the compute time; what the kernels execute is
+// kernel_flops, named apart.
+TEST(AnalysisCli, ProbePrefillCountsFlopsInTheOneConvention) {
+  Result r = run("probe prefill -m llama-3.1-70b -s paper-testbed --tp 8 --t 128 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_DOUBLE_EQ(json_number(r.out, "f_pf_flops"), 2257718607872.0);
+  EXPECT_NEAR(json_number(r.out, "achieved_flops"),
+              2257718607872.0 / json_number(r.out, "compute_time_s"), 1e-9 * json_number(r.out, "achieved_flops"));
+  EXPECT_GT(json_number(r.out, "kernel_flops"), 0);
+  Result k = run("kappa -m llama-3.1-70b -s paper-testbed --format json");
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_DOUBLE_EQ(json_number(k.out, "f_pf_flops"), 2 * 70553706496.0);
+}
+
 void expect_bad(const std::string& args, const std::string& message, const fs::path& out) {
   Result r = run(args);
   EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
