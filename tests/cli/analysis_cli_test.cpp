@@ -147,6 +147,29 @@ TEST(AnalysisCli, ProbePrefillCountsFlopsInTheOneConvention) {
   EXPECT_DOUBLE_EQ(json_number(k.out, "f_pf_flops"), 2 * 70553706496.0);
 }
 
+// kappasim report §6 against a kappa-crit sweep's results (--simulated): the row's ratios are
+// its predictions over the simulated value given (here a made-up 100), and a folder whose
+// results lack the columns is a bad input.
+TEST(AnalysisCli, ReportComparesProbedPredictionsWithASweep) {
+  const fs::path sw = scratch() / "kc-sweep";
+  fs::create_directories(sw);
+  std::ofstream(sw / "results.csv") << "point,model,serving.load_path,measure.t,seed,status,error,kappa_crit_simulated\n"
+                                       "p000000,llama-3.1-70b,kernel,128,1,ok,,100\n";
+  const fs::path out = scratch() / "report";
+  Result r = run("report -q --out " + out.string() + " --simulated " + sw.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(out / "probed.csv");
+  ASSERT_TRUE(has(csv, "llama-3.1-70b,paper-testbed,kernel,128,")) << csv;
+  EXPECT_TRUE(has(csv, ",100\n")) << csv;
+  EXPECT_TRUE(has(slurp(out / "report.md"), "the simulated κ_crit; the extended closed form"));
+  std::ofstream(sw / "results.csv") << "point,model,seed,status,error\np000000,llama-3.1-70b,1,ok,\n";
+  const fs::path out2 = scratch() / "report2";
+  Result bad = run("report -q --out " + out2.string() + " --simulated " + sw.string());
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "no column 'serving.load_path'")) << bad.err;
+  EXPECT_FALSE(fs::exists(out2));
+}
+
 void expect_bad(const std::string& args, const std::string& message, const fs::path& out) {
   Result r = run(args);
   EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
