@@ -74,8 +74,11 @@ void walk(const ConfigNode& n, const std::string& path, double rel, std::vector<
     return;
   }
   if (!n.is_scalar() || !n.provenance || n.quoted) return;
+  // Assumed and derived values, and any value whose provenance declares a range (a measured
+  // number with a stated spread, e.g. host DRAM efficiency 0.75-0.85).
   const std::string& kind = n.provenance->kind;
-  if (kind != "assumption" && kind != "derived") return;
+  const bool ranged = !n.provenance->low.empty() && !n.provenance->high.empty();
+  if (kind != "assumption" && kind != "derived" && !ranged) return;
   Quantity q;
   try {
     q = parse_quantity(n.scalar);

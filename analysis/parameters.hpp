@@ -1,6 +1,7 @@
 // The parameters `kappasim sensitivity` varies (docs/analysis.md): every numeric value of the
-// effective configuration whose provenance is `assumption:` or `derived:`, with the range it is
-// varied over. Pure.
+// effective configuration whose provenance is `assumption:` or `derived:`, or that declares a
+// range (`low:`/`high:`, e.g. a measured value with its spread), with the range it is varied
+// over. Pure.
 //
 // Ranges: a provenance may declare one, `{value: X, assumption: "...", low: L, high: H}` (core/
 // config); otherwise the default relative range base·(1 ± rel) (rel = 0.5 unless the command
@@ -22,7 +23,7 @@ namespace kappasim::analysis {
 
 struct TaggedParameter {
   std::string key;   // dotted path in the effective config ("system.gpu.dma_copy_overhead")
-  std::string kind;  // assumption | derived
+  std::string kind;  // assumption | derived (| measured | spec, with a declared range)
   std::string source;
   std::string base_text, low_text, high_text;  // literals as written into a config
   double base = 0, low = 0, high = 0;          // SI

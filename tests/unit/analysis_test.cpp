@@ -127,7 +127,7 @@ TEST(Solve, IntegerKeys) {
 
 ConfigNode tree(const std::string& yaml) { return parse_yaml(yaml, "test.yaml"); }
 
-// Only assumption/derived numbers count; a declared range is used as given; the default is
+// Assumption/derived numbers count, and others only with a declared range; a declared range is used as given; the default is
 // base · (1 ± 0.5), a fraction capped at 1, a whole number rounded and never equal to the base.
 TEST(Parameters, TaggedParametersAndTheirRanges) {
   const ConfigNode t = tree(
@@ -138,9 +138,10 @@ TEST(Parameters, TaggedParametersAndTheirRanges) {
       "  d: {value: 3, assumption: \"z\"}\n"
       "  e: {value: 1, assumption: \"z\"}\n"
       "  f: {value: 4 ns, measured: \"m\"}\n"
+      "  h: {value: 0.8, measured: \"spread\", low: 0.75, high: 0.85}\n"
       "  g: {value: kernel, assumption: \"a name, not a number\"}\n");
   const auto ps = tagged_parameters(t);
-  ASSERT_EQ(ps.size(), 4u);
+  ASSERT_EQ(ps.size(), 5u);  // a, c, d, e, and h (measured, but with a declared range)
   EXPECT_EQ(ps[0].key, "gpu.a");
   EXPECT_TRUE(ps[0].declared);
   EXPECT_DOUBLE_EQ(ps[0].low, 1e-6);
@@ -155,6 +156,10 @@ TEST(Parameters, TaggedParametersAndTheirRanges) {
   EXPECT_EQ(ps[3].key, "gpu.e");
   EXPECT_DOUBLE_EQ(ps[3].low, 1);     // a count of 1 only goes up
   EXPECT_DOUBLE_EQ(ps[3].high, 2);    // round(1.5) = 2
+  EXPECT_EQ(ps[4].key, "gpu.h");
+  EXPECT_EQ(ps[4].kind, "measured");
+  EXPECT_DOUBLE_EQ(ps[4].low, 0.75);
+  EXPECT_DOUBLE_EQ(ps[4].high, 0.85);
   // Emitted with its range and read back the same.
   const std::string again = emit_yaml(t);
   EXPECT_NE(again.find("low: 1 us"), std::string::npos) << again;
