@@ -173,9 +173,11 @@ ConfigNode effective_config(const ConfigNode& base, const std::string& kind) {
     ConfigNode c = base;
     RunSpec spec = read_config<RunSpec>(c, "", &prov);
     eff = write_config(spec, "", &prov);
+  } else if (kind != "kappa" && kind != "isolated" && kind != "kappa-crit") {
+    return base;  // a kind whose config is not a model x system case (selftest, design, ...): as given
   } else {
-    // Other kinds (kappa, isolated, kappa-crit, ...): the model and system, and for the
-    // simulated ones the serving settings, each read as the run config would.
+    // kappa, isolated, kappa-crit: the model and system, and for the simulated ones the serving
+    // settings, each read as the run config would.
     ConfigNode c = ConfigNode::make_map(base.loc);
     for (const char* k : {"model", "system"})
       if (const ConfigNode* n = base.find(k)) c.set(k, *n);

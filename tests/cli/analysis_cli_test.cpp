@@ -170,6 +170,30 @@ TEST(AnalysisCli, ReportComparesProbedPredictionsWithASweep) {
   EXPECT_FALSE(fs::exists(out2));
 }
 
+// The simulated path: every evaluation a sweep point in its own process, here of the sweep
+// machinery's own kind `selftest` ({x} -> {x, x2 = x²}). x² >= 49 first holds at x = 7 (x is a
+// whole number, so the search is over whole numbers); the tornado of x over its declared range
+// 1..4 swings x2 from 1 to 16 = 15. Each batch is a sweep under runs/.
+TEST(AnalysisCli, SimulatedEvaluationsRunThroughTheSweepRunner) {
+  const std::string cfg = write("selftest.yaml", "x: {value: 2, assumption: \"test\", low: 1, high: 4}\n");
+  const fs::path out = scratch() / "solve-sim";
+  Result r = run("solve " + cfg + " --kind selftest --vary x --range 0:10 --target 'x2 >= 49' --format json -j 2 --out " +
+                 out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "value_si"), 7) << r.out;
+  EXPECT_EQ(json_number(r.out, "metric_at_value"), 49);
+  EXPECT_TRUE(fs::exists(out / "runs" / "b0001" / "spec.yaml"));
+  EXPECT_TRUE(fs::exists(out / "runs" / "b0001" / "sweep" / "points"));
+  const fs::path sens = scratch() / "sens-sim";
+  Result t = run("sensitivity " + cfg + " --kind selftest --metric x2 -j 2 --out " + sens.string());
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string csv = slurp(sens / "tornado.csv");
+  EXPECT_TRUE(has(csv, "1,x,assumption,declared,2,1,4,4,1,16,15,")) << csv;
+  // One sweep of 3 points: base, low, high.
+  EXPECT_TRUE(fs::exists(sens / "runs" / "b0001" / "sweep" / "points" / "p000002"));
+  EXPECT_FALSE(fs::exists(sens / "runs" / "b0002"));
+}
+
 void expect_bad(const std::string& args, const std::string& message, const fs::path& out) {
   Result r = run(args);
   EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
