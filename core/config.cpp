@@ -72,18 +72,25 @@ SourceLoc loc_of(const YAML::Mark& m, const std::string& file) {
 }
 
 // {value: X, spec: "..."} collapses into X with a provenance.
+// Optional `low:` / `high:` beside it declare the range `kappasim sensitivity` varies it over.
 bool collapse_provenance(ConfigNode& n) {
-  if (!n.is_map() || n.entries.size() != 2) return false;
+  if (!n.is_map() || n.entries.size() < 2 || n.entries.size() > 4) return false;
   const ConfigNode* value = n.find("value");
   if (!value) return false;
+  const ConfigNode* low = n.find("low");
+  const ConfigNode* high = n.find("high");
+  if (n.entries.size() != 2u + (low ? 1u : 0u) + (high ? 1u : 0u)) return false;
   for (const char* kind : kProvenanceKinds) {
     const ConfigNode* src = n.find(kind);
     if (!src) continue;
     if (!src->is_scalar() || src->scalar.empty())
       throw InputError(src->loc, std::string("provenance '") + kind +
                                      "' must be a non-empty text naming the source");
+    for (const ConfigNode* b : {low, high})
+      if (b && (!b->is_scalar() || b->scalar.empty()))
+        throw InputError(b->loc, "provenance 'low'/'high' must be a value like the one in 'value'");
     ConfigNode out = *value;
-    out.provenance = Provenance{kind, src->scalar};
+    out.provenance = Provenance{kind, src->scalar, low ? low->scalar : "", high ? high->scalar : ""};
     out.key_loc = n.key_loc;
     n = std::move(out);
     return true;
@@ -310,7 +317,9 @@ std::string inline_value(const ConfigNode& n, bool prov) {
   if (n.is_null()) return "null";
   std::string v = scalar_text(n);
   if (prov && n.provenance)
-    return "{value: " + v + ", " + n.provenance->kind + ": " + quote(n.provenance->source) + "}";
+    return "{value: " + v + ", " + n.provenance->kind + ": " + quote(n.provenance->source) +
+           (n.provenance->low.empty() ? "" : ", low: " + n.provenance->low) +
+           (n.provenance->high.empty() ? "" : ", high: " + n.provenance->high) + "}";
   return v;
 }
 
@@ -502,7 +511,7 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
         if (!ok || !pv.is_scalar())
           throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
         n.erase("provenance");
-        apply_default_provenance(n, Provenance{pk, pv.scalar});
+        apply_default_provenance(n, Provenance{pk, pv.scalar, "", ""});
       } else {
         throw InputError(p->loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
       }

@@ -38,6 +38,9 @@ namespace kappasim {
 struct Provenance {
   std::string kind;
   std::string source;
+  // Declared plausible range for `kappasim sensitivity` ({value: X, assumption: "...", low: L,
+  // high: H}); the literal text (same units as the value), empty when not declared.
+  std::string low, high;
 };
 extern const char* const kProvenanceKinds[4];
 

@@ -4,6 +4,8 @@
 //   [S] a documented software default or the κ paper's stated setting,
 //   [M] measured by someone (log or benchmark), [D] derived by arithmetic from cited numbers,
 //   [A] assumption: sweep it.
+// Their machine-readable form, with the range `kappasim sensitivity` varies each over:
+// analysis/parameters.cpp serving_tags().
 // See docs/scheduler.md for the derivations.
 #pragma once
 

@@ -107,13 +107,19 @@ int probe_prefill(const std::vector<std::string>& args) {
   });
   const GpuCompute::Stats& s = sim->stats();
   const PrefillTime& p = s.time;
+  // One FLOP convention (docs/accounting.md): f_pf_flops and achieved_flops count F_pf = 2 ·
+  // N_active per new token, per GPU / tp, as `kappa` and `measure` do; kernel_flops is what
+  // the simulated kernels execute (GEMMs incl. attention over K, the LM head), named apart.
+  const double f_pf_gpu = count_params(m).active() * 2 / tp * T;
   Table table({"model", "system", "tp", "t", "k", "precision", "compute_time_s", "linear_time_s",
                "attention_time_s", "comm_time_s", "other_time_s", "kernels", "kernel_events",
-               "flops", "achieved_flops", "sim_time_s", "host_time_s"});
+               "f_pf_flops", "achieved_flops", "kernel_flops", "kernel_flops_per_s", "sim_time_s",
+               "host_time_s"});
   table.add_row({m.name, c.config.system.name, static_cast<std::int64_t>(tp), T, K, precision,
                  p.compute_time_s, p.linear_time_s, p.attention_time_s, p.comm_time_s,
-                 p.other_time_s, static_cast<std::int64_t>(p.kernels), s.kernel_events, p.flops,
-                 p.flops / p.compute_time_s, end_s, p.host_time_s});
+                 p.other_time_s, static_cast<std::int64_t>(p.kernels), s.kernel_events, f_pf_gpu,
+                 f_pf_gpu / p.compute_time_s, p.flops, p.flops / p.compute_time_s, end_s,
+                 p.host_time_s});
   if (fmt != Format::Table) {
     std::cout << table.render(fmt);
     return 0;

@@ -7,6 +7,7 @@
 
 #include "apps/kappasim/cli.hpp"
 #include "apps/kappasim/sweep_run.hpp"
+#include "apps/kappasim/analysis_cmds.hpp"
 
 namespace {
 
@@ -28,6 +29,9 @@ const char* kUsage =
     "             point | collect DIR | emit slurm | kinds | points SPEC  (docs/sweeps.md)\n"
     "  reproduce  the κ paper's analysis and the architecture studies, simulated -> DIR/report.md\n"
     "  validate   every published measurement vs the simulator, ratio held to a band -> docs/validation.md\n"
+    "  sensitivity  CONFIG --metric M: tornado of every assumed/derived parameter (docs/analysis.md)\n"
+    "  calibrate  MEASUREMENTS.yaml --out DIR: fit config parameters to measurements\n"
+    "  solve      CONFIG --vary KEY --range LO:HI --target \"M OP V\": the KEY where the target is met\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
     "3 (sweep) some points invalid or failed.\n";
@@ -56,6 +60,10 @@ int main(int argc, char** argv) {
     if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
     if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
     if (cmd == "validate") return kappasim::cli::cmd_validate(args);
+    // analysis commands (apps/kappasim/cmd_{sensitivity,calibrate,solve}.cpp)
+    if (cmd == "sensitivity") return kappasim::cli::cmd_sensitivity(args);
+    if (cmd == "calibrate") return kappasim::cli::cmd_calibrate(args);
+    if (cmd == "solve") return kappasim::cli::cmd_solve(args);
     if (cmd == "measure" || cmd == "bench") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());

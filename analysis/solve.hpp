@@ -1,0 +1,59 @@
+// Inverse design for `kappasim solve` (docs/analysis.md): the value of one parameter at which a
+// target "METRIC OP VALUE" starts to hold. Pure: the metric is a callback (a simulation run or
+// the analytic model in the CLI), so the search is tested on closed forms.
+//
+// Search: evaluate both ends of [lo, hi]. If the target holds at exactly one end, bisect (the
+// metric is taken to be monotone there). If it holds at neither, or at both, scan `scan_points`
+// equally spaced interior points for the first change (a bracketed search for non-monotone
+// metrics) and bisect that bracket. The answer is the bracket end where the target holds, once
+// the bracket is narrower than rel_tol of the range.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kappasim::analysis {
+
+enum class CompareOp { Lt, Le, Gt, Ge };
+
+struct Target {
+  std::string metric;
+  CompareOp op = CompareOp::Lt;
+  double value = 0;
+  std::string text;  // as given
+};
+
+// "ttft_p99_s < 1", "kappa_crit>=11.5", "throughput_rps >= 7.5". InputError (naming --target)
+// on anything else. The value may carry a unit ("1 s", "64 GB/s"): it is compared in SI.
+Target parse_target(const std::string& text);
+bool target_met(const Target& t, double metric_value);
+const char* op_text(CompareOp op);
+
+struct SolveOptions {
+  int scan_points = 8;    // interior points of the bracketing scan
+  double rel_tol = 1e-3;  // final bracket width as a fraction of hi - lo
+  int max_probes = 60;
+  bool geometric = false; // midpoints and scan points in log space (lo > 0)
+  bool integer = false;   // a count: probes rounded to whole numbers, stop at adjacent ones
+};
+
+struct Probe {
+  double x = 0;
+  double metric = 0;
+  bool met = false;
+};
+
+struct SolveResult {
+  enum class Status { Found, MetEverywhere, NeverMet } status = Status::NeverMet;
+  double x = 0;            // the bracket end where the target holds (Found), lo (MetEverywhere)
+  double other = 0;        // the bracket end where it does not (Found)
+  std::string method;      // bisection | bracketed scan + bisection
+  std::vector<Probe> probes;  // in evaluation order
+};
+
+SolveResult solve_threshold(const std::function<double(double)>& metric, double lo, double hi,
+                            const Target& target, const SolveOptions& opt = {});
+
+}  // namespace kappasim::analysis

@@ -1,0 +1,128 @@
+// kappasim sensitivity CONFIG --metric M [--out DIR]: every parameter of the effective config
+// tagged `assumption:` or `derived:` (presets, and the serving spec's [A]/[D] defaults via
+// analysis/parameters serving_tags) set to its low and to its high value, one at a time, each a
+// simulation (a sweep point of --kind, all in one sweep, -j at once) or the analytic model
+// (--analytic); the metric's swings ranked as a tornado table, CSV and gnuplot figure.
+// docs/analysis.md.
+#include <cmath>
+#include <iostream>
+#include <optional>
+
+#include "analysis/parameters.hpp"
+#include "analysis/tornado.hpp"
+#include "apps/kappasim/analysis_cmds.hpp"
+#include "apps/kappasim/analysis_eval.hpp"
+#include "apps/kappasim/cli.hpp"
+#include "apps/kappasim/report_util.hpp"
+#include "core/output.hpp"
+#include "core/table.hpp"
+
+namespace kappasim::cli {
+
+int cmd_sensitivity(const std::vector<std::string>& args) {
+  std::string config, metric, out, kind = "run", only;
+  std::vector<std::string> sets, preset_dirs;
+  bool analytic = false;
+  int jobs = 0;
+  double rel = 0.5;
+  po::options_description desc(
+      "kappasim sensitivity: how far a metric moves when each assumed or derived parameter moves\n"
+      "Usage: kappasim sensitivity CONFIG --metric M [--out DIR] [options]\n"
+      "Each parameter tagged assumption: or derived: in the effective config (kappasim run CONFIG\n"
+      "--dump-config) goes to its declared low/high ({value: X, assumption: \"...\", low: L, high: H})\n"
+      "or, without one, to base x (1 -/+ --rel), one at a time; the swings are ranked (tornado)");
+  desc.add_options()("config", po::value(&config), "run config (YAML)")
+      ("metric", po::value(&metric), "metric of the kind (run: summary figures such as ttft_p50_s)")
+      ("out", po::value(&out), "folder for tornado.csv, tornado.txt, tornado.gp/.png/.svg and the runs")
+      ("analytic", po::bool_switch(&analytic), "the analytic model (kind kappa) instead of simulations")
+      ("kind", po::value(&kind), "sweep point kind of each run (default run)")
+      ("rel", po::value(&rel), "default relative range for parameters without low/high (default 0.5)")
+      ("only", po::value(&only), "vary only keys starting with this prefix (e.g. serving.)")
+      ("set", po::value(&sets)->composing(), "override a config key")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
+      ("jobs,j", po::value(&jobs), "parallel simulations (default: cores)")
+      ("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  auto vm = parse("sensitivity", args, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(preset_dirs);
+  if (config.empty()) throw InputError("kappasim sensitivity: CONFIG is required");
+  if (metric.empty()) throw InputError("kappasim sensitivity: --metric M is required");
+  if (!(rel > 0 && rel < 1)) throw InputError("--rel: expected a fraction between 0 and 1");
+
+  std::optional<OutputDir> dir;
+  if (!out.empty()) dir.emplace(out);
+  WorkDir work(dir ? dir->staging_path("runs") : "");
+  ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs);
+  std::vector<analysis::TaggedParameter> params;
+  for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), ev.kind()), rel))
+    if (only.empty() || p.key.rfind(only, 0) == 0) params.push_back(std::move(p));
+  if (params.empty())
+    throw InputError("kappasim sensitivity: no parameter tagged assumption: or derived: " +
+                     (only.empty() ? std::string("in the effective config") : "under '" + only + "'"));
+  // Point 0 = base, then low and high of each parameter.
+  std::vector<Overrides> points{{}};
+  for (const auto& p : params) {
+    points.push_back({{p.key, p.low_text}});
+    points.push_back({{p.key, p.high_text}});
+  }
+  const std::vector<EvalResult> r = ev.evaluate(points);
+  if (!r[0].ok) throw InputError("kappasim sensitivity: the base run failed: " + r[0].error);
+  auto it = r[0].metrics.find(metric);
+  if (it == r[0].metrics.end()) {
+    std::vector<std::string> names;
+    std::string all;
+    for (const auto& kv : r[0].metrics) {
+      names.push_back(kv.first);
+      all += (all.empty() ? "" : ", ") + kv.first;
+    }
+    const std::string near = nearest(metric, names);
+    throw InputError("--metric: unknown metric '" + metric + "' for kind " + ev.kind() +
+                     (near.empty() ? "" : "; did you mean '" + near + "'?") + " (metrics: " + all + ")");
+  }
+  const double base = it->second;
+  std::vector<analysis::TornadoRow> rows;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    analysis::TornadoRow row{p.key, p.kind, p.base_text, p.low_text, p.high_text, p.range, {}, {}, ""};
+    const EvalResult& lo = r[1 + 2 * i];
+    const EvalResult& hi = r[2 + 2 * i];
+    if (lo.ok && lo.metrics.count(metric)) row.metric_low = lo.metrics.at(metric);
+    if (hi.ok && hi.metrics.count(metric)) row.metric_high = hi.metrics.at(metric);
+    if (!lo.ok) row.error = "low: " + lo.error;
+    if (!hi.ok) row.error += (row.error.empty() ? "" : "; ") + std::string("high: ") + hi.error;
+    rows.push_back(row);
+  }
+  const auto ranked = analysis::rank_tornado(rows);
+  const std::string mode = analytic ? "evaluations of the analytic model (kind kappa)" : ev.kind() + " simulations";
+  char relpct[32];
+  std::snprintf(relpct, sizeof relpct, "%g%%", rel * 100);
+  const std::string head = "kappasim sensitivity " + config + ": " + std::to_string(params.size()) +
+                           " parameters, " + std::to_string(ev.runs()) + " " + mode +
+                           "; ranges declared in the provenance where given, else base x (1 -/+ " +
+                           relpct + ")\n";
+  const std::string table = analysis::tornado_table(ranked, metric, base);
+  std::cout << head << table;
+  if (dir) {
+    dir->write("tornado.txt", head + table);
+    dir->write("tornado.csv", analysis::tornado_csv(ranked, base));
+    Figure f;
+    f.name = "tornado";
+    f.title = "kappasim sensitivity: tornado of " + metric;
+    f.body = analysis::tornado_gnuplot(ranked, metric, base, "tornado.csv");
+    int n = 0;
+    for (const auto& row : ranked) n += row.swing() >= 0 ? 1 : 0;
+    f.height = 160 + 24 * std::min(std::max(n, 1), 20);
+    render_figure(dir->staging_path(""), f);
+    dir->commit();
+    std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp" << (have_gnuplot() ? ", .png, .svg" : "")
+              << ", runs/)\n";
+  }
+  return 0;
+}
+
+}  // namespace kappasim::cli

@@ -1,0 +1,67 @@
+// Probes for the honest test of Eq. 6 (see honest_eq6.hpp).
+#include "apps/kappasim/honest_eq6.hpp"
+
+#include "apps/kappasim/analysis_eval.hpp"
+#include "core/units.hpp"
+#include "models/llm/architecture.hpp"
+#include "serving/measure.hpp"
+
+namespace kappasim::cli {
+
+namespace {
+// The large T at which `probe prefill` gives the effective compute rate Eq. 6 takes as C: large
+// enough to be compute-bound, small enough that attention over the T new tokens themselves
+// (quadratic) stays a few per cent of the FLOPs.
+constexpr double kLargeT = 4096;
+}  // namespace
+
+HonestKappa honest_kappa_crit(const std::string& model, const std::string& system,
+                              const std::string& load_path, int tp, double T,
+                              const std::string& work_file) {
+  ConfigNode root = ConfigNode::make_map();
+  root.set("model", ConfigNode::make_scalar(model));
+  root.set("system", ConfigNode::make_scalar(system));
+  ConfigNode sv = ConfigNode::make_map();
+  sv.set("tp", ConfigNode::make_scalar(std::to_string(tp)));
+  sv.set("load_path", ConfigNode::make_scalar(load_path));
+  root.set("serving", sv);
+  const RunSpec spec = isolated_run_spec(root, tp, nullptr);
+  const ModelSpec& m = spec.model;
+  const ServingSpec& s = spec.serving;
+  HonestKappa h;
+  analysis::HonestInputs& in = h.in;
+  in.T = T;
+  in.f_gpu = count_params(m).active() * 2 / tp;
+  in.b_kv_eq6 = kv_bytes_per_token(m, s.kv_dtype) / tp;
+  in.b_kv_gpu = kv_bytes_per_token_per_gpu(m, s.kv_dtype, tp);
+  in.chunk_tokens = s.tier_chunk_tokens();
+  in.t_request_s = s.retrieve_fixed_s();
+  in.t_chunk_s = s.retrieve_per_entry_s();
+  // The copy the load path issues (serving/engine): one copy-kernel block per tier chunk, one DMA
+  // per layer per chunk, or one DMA per vLLM block.
+  h.copy_path = s.load_path == LoadPath::Kernel ? "kernel" : "dma";
+  h.copy_bytes = s.load_path == LoadPath::Layerwise ? in.chunk_tokens * in.b_kv_gpu / m.num_layers
+                                                    : in.chunk_tokens * in.b_kv_gpu;
+  const std::string what = "honest Eq. 6 (" + model + ", " + system + ", " + load_path + ")";
+  in.link_Bps = run_command_value({"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",
+                                   format_quantity(h.copy_bytes, dim::bytes), "--gpus", std::to_string(tp), "--format", "json"},
+                                  {}, "/0/bandwidth_bytes_per_s", work_file, what);
+  auto prefill = [&](double t) {
+    return run_command_value({"probe", "prefill", "--model", model, "--system", system, "--tp", std::to_string(tp),
+                              "--t", format_number(t), "--precision", s.compute_dtype, "--format", "json"},
+                             {}, "/0/compute_time_s", work_file, what);
+  };
+  in.compute = in.f_gpu * kLargeT / prefill(kLargeT);
+  // The compute of T new tokens at K = 0, probed at the row's own T: it carries what an effective
+  // rate at large T hides (weight reads: for MoE every expert the T tokens touch; TP all-reduce
+  // latency; launches).
+  in.floor_s = prefill(T);
+  const GpuSpec& g = spec.system.gpu;
+  in.attn_s_per_kt = attention_flops_per_token_per_cached(m) / tp /
+                     (g.peak(s.compute_dtype) * g.attention_efficiency.value_or(1.0));
+  h.eq6 = analysis::kappa_crit_eq6_probed(in);
+  h.extended = analysis::kappa_crit_extended(in);
+  return h;
+}
+
+}  // namespace kappasim::cli
