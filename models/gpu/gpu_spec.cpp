@@ -19,6 +19,13 @@ double GpuSpec::peak(const std::string& dtype) const {
 void GpuSpec::validate(const std::string& path) const {
   if (peak_flops.empty())
     throw InputError(path + ".peak_flops: at least one dtype's peak FLOP/s is required");
+  // links: a GPU load instruction moves 1, 2, 4, 8 or 16 bytes per thread.
+  if (copy_kernel_load_width) {
+    const double w = *copy_kernel_load_width;
+    if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
+      throw InputError(path + ".copy_kernel_load_width: a thread loads 1, 2, 4, 8 or 16 bytes "
+                       "per instruction, got " + format_number(w) + " B");
+  }
 }
 
 void GpuSpec::require_sim(const std::string& path) const {
