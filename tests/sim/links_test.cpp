@@ -235,5 +235,27 @@ TEST(LinksC2c, Gh200PerDirectionRates) {
   EXPECT_THROW(load("gh200", {"system.host_link.bandwidth_h2d=500 GB/s"}), InputError);
 }
 
+// ---- Validation rows held here (experiments/validation/links.yaml) ---------------------------
+
+TEST(LinksValidation, A100SmReadIsWireBoundNearNvbandwidth) {
+  // nvbandwidth host_to_device_memcpy_sm, A100 Gen4, 512 MiB: 25.13 GB/s (NVIDIA/nvbandwidth #42),
+  // 16 B loads. Model: 108·512 B / 1 µs = 55.3 GB/s in flight > the Gen4 SmRead wire bound
+  // 31.51 · 370/371 / 1.34375 = 23.38 GB/s: ratio 0.93, inside the row's band [0.85, 1.15].
+  const Topology t = build_topology(load("a100", {"system.gpu.copy_kernel_load_width=16 B"}));
+  const double wire = 16e9 * 16 * 128.0 / 130.0 / 8 * (370.0 * 16 / (370.0 * 16 + 16));
+  const double r = t.solo_rate(0, Direction::H2D, CopyPath::Kernel, true);
+  EXPECT_NEAR(r, wire / 1.34375, 1e-6 * wire);
+  EXPECT_GT(r / 25.13e9, 0.85);
+  EXPECT_LT(r / 25.13e9, 1.15);
+}
+
+TEST(LinksValidation, Gh200SmReadMatchesItsCopyEngine) {
+  // nvbandwidth on GH200 (#23): SM H2D 342 GB/s vs CE 346 GB/s. C2C has no sourced round trip,
+  // so no Little bound: the SM read gets the link's 346 GB/s, 1.2% above 342.
+  const Topology t = build_topology(load("gh200"));
+  EXPECT_TRUE(std::isinf(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true)));
+  EXPECT_NEAR(t.solo_rate(0, Direction::H2D, CopyPath::Kernel, true) / 342e9, 1.0, 0.05);
+}
+
 }  // namespace
 }  // namespace kappasim
