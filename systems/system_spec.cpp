@@ -26,11 +26,11 @@ std::vector<std::string> split_pools(const std::string& text) {
 }
 }  // namespace
 
-SystemSpec::KvPool SystemSpec::pool_of_gpu(int g) const {
+SystemSpec::KvPool SystemSpec::pool_of_gpu(int g, const std::string& path) const {
   if (kv_pool_per_gpu.empty()) return kv_pool;
   const std::vector<std::string> items = split_pools(kv_pool_per_gpu);
   if (static_cast<int>(items.size()) != gpus)
-    throw InputError("system.kv_pool_per_gpu: expected one placement per GPU (" +
+    throw InputError(path + ".kv_pool_per_gpu: expected one placement per GPU (" +
                      std::to_string(gpus) + "), got " + std::to_string(items.size()) + " in \"" +
                      kv_pool_per_gpu + "\"");
   const std::string& name = items.at(static_cast<std::size_t>(g));
@@ -39,7 +39,7 @@ SystemSpec::KvPool SystemSpec::pool_of_gpu(int g) const {
     if (name == n) return v;
     valid += (valid.empty() ? "" : ", ") + std::string(n);
   }
-  throw InputError("system.kv_pool_per_gpu: GPU " + std::to_string(g) + ": unknown placement '" +
+  throw InputError(path + ".kv_pool_per_gpu: GPU " + std::to_string(g) + ": unknown placement '" +
                    name + "' (valid: " + valid + ")");
 }
 
@@ -51,7 +51,7 @@ void SystemSpec::validate(const std::string& path) const {
     throw InputError(path + ".gpus_per_socket: " + std::to_string(gpus) + " GPUs at " +
                      std::to_string(gpus_per_socket) + " per socket need more than the " +
                      std::to_string(host_memory.sockets) + " sockets of the host");
-  for (int g = 0; g < gpus; ++g) pool_of_gpu(g);  // links: a bad per-rank list fails here
+  for (int g = 0; g < gpus; ++g) pool_of_gpu(g, path);  // links: a bad per-rank list fails here
 }
 
 }  // namespace kappasim

@@ -35,7 +35,7 @@ struct SystemSpec {
   static const std::vector<std::pair<const char*, KvPool>>& kv_pool_names();
   // The placement of GPU g's pool (kv_pool_per_gpu when given, else kv_pool). InputError naming
   // kv_pool_per_gpu when the list does not name one valid placement per GPU.
-  KvPool pool_of_gpu(int g) const;
+  KvPool pool_of_gpu(int g, const std::string& path = "system") const;
   int socket_of_gpu(int g) const { return gpus_per_socket > 0 ? g / gpus_per_socket : 0; }
 
   // Peak host->GPU bandwidth one GPU sees when all GPUs sharing its link load at once.
