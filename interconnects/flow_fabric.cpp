@@ -41,7 +41,7 @@ void FlowFabric::start_group(std::vector<TransferRequest>& rs, Group& g, double 
       throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
     ++m_transfers;
     r.start = now;
-    const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned);
+    const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
     m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
   }
   m_start.cancel();
@@ -64,7 +64,7 @@ void FlowFabric::on_start() {
 void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
-  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned);
+  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
   expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
   m_members.emplace(id, Member{&r, g});
@@ -99,8 +99,8 @@ void FlowFabric::transfer(TransferRequest& r) {
   ++m_transfers;
   r.start = sc_core::sc_time_stamp();
   auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
-  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned);
-  const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned);
+  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
   if (lat > 0) {
     ++m_events;
     sc_core::wait(sc_core::sc_time(lat, sc_core::SC_SEC));

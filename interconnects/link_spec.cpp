@@ -14,6 +14,14 @@ double LinkSpec::per_direction_bandwidth() const {
 }
 
 void LinkSpec::validate(const std::string& path) const {
+  // links: a measured per-direction C2C rate cannot exceed the published per-direction figure.
+  for (const auto& [key, v] : {std::pair<const char*, const std::optional<double>*>{
+                                   "bandwidth_h2d", &bandwidth_h2d_Bps},
+                               {"bandwidth_d2h", &bandwidth_d2h_Bps}})
+    if (*v && bandwidth_per_direction_Bps && !(**v > 0 && **v <= *bandwidth_per_direction_Bps))
+      throw InputError(path + "." + key + ": must be above 0 and at most bandwidth_per_direction (" +
+                       format_number(*bandwidth_per_direction_Bps / 1e9) + " GB/s), got " +
+                       format_number(**v / 1e9) + " GB/s");
   if (type != LinkType::Pcie) return;
   if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16)
     throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8 or 16 lanes, got " +

@@ -43,6 +43,11 @@ struct LinkSpec {
   std::optional<double> bandwidth_per_direction_Bps;
   std::optional<double> capacity_bytes;       // HBM tier only
   std::optional<double> energy_per_byte_J;    // read as "pJ/bit"
+  // links: C2C sustained rate per direction where measured (host->GPU / GPU->host); the flow
+  // model's link capacity of that direction, in place of bandwidth_per_direction.
+  std::optional<double> sm_write_size_bytes;  // PCIe: payload per posted write SMs issue (D2H)
+  std::optional<double> bandwidth_h2d_Bps;
+  std::optional<double> bandwidth_d2h_Bps;
 
   // Per-direction bandwidth after line encoding (PCIe) or as published (C2C, HBM tier).
   double per_direction_bandwidth() const;
@@ -84,9 +89,17 @@ struct LinkSpec {
                  opt("read request to first completion", Range::NonNegative));
       v.quantity("max_outstanding_reads", max_outstanding_reads, dim::none,
                  opt("outstanding read requests (tags) per requester", Range::AtLeastOne));
+      v.quantity("sm_write_size", sm_write_size_bytes, dim::bytes,
+                 opt("payload per posted write issued by SMs (zero-copy D2H); default sm_read_size"));
     } else {
       v.quantity("bandwidth_per_direction", bandwidth_per_direction_Bps, dim::bandwidth,
                  req("bandwidth per direction"));
+      if (type == LinkType::C2c) {  // links: measured per-direction rates
+        v.quantity("bandwidth_h2d", bandwidth_h2d_Bps, dim::bandwidth,
+                   opt("sustained host-to-GPU rate (measured), at most bandwidth_per_direction"));
+        v.quantity("bandwidth_d2h", bandwidth_d2h_Bps, dim::bandwidth,
+                   opt("sustained GPU-to-host rate (measured), at most bandwidth_per_direction"));
+      }
     }
     if (type == LinkType::HbmTier)
       v.quantity("capacity", capacity_bytes, dim::bytes, opt("capacity of the HBM tier"));

@@ -53,6 +53,9 @@ void PciePacketLink::transfer(TransferRequest& r) {
   f.req = &r;
   f.op = pcie_op(r.dir == Direction::H2D, r.path == CopyPath::Dma);
   f.total = r.bytes;
+  const double inflight = r.sm_inflight_bytes > 0 ? r.sm_inflight_bytes : m_opts.sm_inflight_bytes;
+  if (f.op == PcieOp::SmRead && inflight > 0)
+    f.max_inflight = std::max(1.0, std::floor(inflight / m_p.sm_access + 1e-9));
   m_flows.push_back(&f);
   ++m_stats.transfers;
   m_up.wake.notify(SC_ZERO_TIME);  // reads and writes both start upstream
@@ -121,7 +124,10 @@ bool PciePacketLink::pick_up(Item& it, sc_time& next_ready) {
     const double size = std::min(request_bytes(m_p, f.op), remaining);
     if (is_read(f.op)) {
       if (m_tags_free < 1) continue;  // woken again when a request's last completion arrives
+      // The kernel's own load slots (woken the same way).
+      if (f.max_inflight > 0 && f.inflight + 1 > f.max_inflight + kEps) continue;
       m_tags_free -= 1;
+      f.inflight += 1;
       it = Item{Kind::MRd, &f, size, m_p.tlp_4dw, false};
     } else {
       if (m_credit_free + kEps < size) {
@@ -167,6 +173,7 @@ void PciePacketLink::deliver_down(const Item& it) {
   bool wake_up = ack_due(m_up);
   if (it.last_of_request) {
     m_tags_free += 1;
+    f.inflight -= 1;
     wake_up = true;
   }
   if (wake_up) m_up.wake.notify(SC_ZERO_TIME);

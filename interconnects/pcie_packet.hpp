@@ -13,6 +13,9 @@
 //    and go downstream as ceil(req / read_completion) CplD TLPs (3-DW header). A tag is freed
 //    when the request's last completion has arrived. So latency is applied once per request:
 //    request serialisation + latency + completion serialisation (+ queueing on either wire).
+//  - SmRead with TransferRequest::sm_inflight_bytes > 0: the copy kernel's loads keep at most
+//    floor(sm_inflight_bytes / sm_access) requests of that transfer in flight (its SMs' load
+//    slots), on top of the shared tags: Little's law comes out of the packets by itself.
 //  - D2H (DmaWrite / SmWrite): posted MWr TLPs (4-DW header) of max_payload or sm_access bytes,
 //    limited by a receiver credit of `posted_credit_bytes`; a TLP's credit is consumed when it
 //    starts and returned `credit_return_s` after it has arrived.
@@ -52,6 +55,9 @@ struct PciePacketOptions {
   // Delay from a MWr's arrival to the return of its credit; < 0 means round_trip_latency.
   // [assumption: the root complex frees a posted buffer as late as it answers a read]
   double credit_return_s = -1;
+  // Copy-kernel reads without their own TransferRequest::sm_inflight_bytes use this (the flow
+  // fabric's Topology::sm_inflight_default() for the same system); 0: no bound but the tags.
+  double sm_inflight_bytes = 0;
 };
 
 struct PcieDirectionStats {
@@ -97,6 +103,10 @@ class PciePacketLink : public LinkModule {
     double issued = 0;     // reads: bytes requested; writes: bytes sent
     double delivered = 0;  // payload bytes arrived at the destination
     std::deque<Chunk> completions;
+    // Copy-kernel reads: requests the kernel's loads may keep in flight (Little's law; from
+    // TransferRequest::sm_inflight_bytes / sm_access), and how many are in flight now.
+    double max_inflight = 0;  // 0: no bound beyond the read tags
+    double inflight = 0;
     bool finished = false;
     sc_core::sc_event done;
   };

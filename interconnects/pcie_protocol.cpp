@@ -19,6 +19,7 @@ PcieProtocol PcieProtocol::from(const LinkSpec& link, const std::string& path) {
   p.read_completion = *link.read_completion_size_bytes;
   p.max_read_request = *link.max_read_request_size_bytes;
   p.sm_access = *link.sm_read_size_bytes;
+  p.sm_write = link.sm_write_size_bytes.value_or(p.sm_access);
   p.tlp_3dw = *link.tlp_overhead_3dw_bytes;
   p.tlp_4dw = *link.tlp_overhead_4dw_bytes;
   p.dllp = *link.dllp_bytes;
@@ -58,7 +59,7 @@ double request_bytes(const PcieProtocol& p, PcieOp op) {
     case PcieOp::DmaRead: return p.max_read_request;
     case PcieOp::SmRead: return p.sm_access;
     case PcieOp::DmaWrite: return p.max_payload;
-    case PcieOp::SmWrite: return std::min(p.sm_access, p.max_payload);
+    case PcieOp::SmWrite: return std::min(p.sm_write > 0 ? p.sm_write : p.sm_access, p.max_payload);
   }
   return p.max_payload;
 }
@@ -107,6 +108,16 @@ double payload_bandwidth(const PcieProtocol& p, PcieOp op) {
 double read_tag_limit_Bps(const PcieProtocol& p, PcieOp op) {
   if (!is_read(op) || p.round_trip_latency_s <= 0) return std::numeric_limits<double>::infinity();
   return p.max_outstanding_reads * request_bytes(p, op) / p.round_trip_latency_s;
+}
+
+double sm_inflight_bytes(double sms, double loads_per_sm, double load_width_bytes) {
+  if (!(sms > 0) || !(loads_per_sm > 0) || !(load_width_bytes > 0)) return 0;
+  return sms * loads_per_sm * kWarpThreads * load_width_bytes;
+}
+
+double little_rate_Bps(double inflight_bytes, double round_trip_s) {
+  if (!(inflight_bytes > 0) || !(round_trip_s > 0)) return std::numeric_limits<double>::infinity();
+  return inflight_bytes / round_trip_s;
 }
 
 }  // namespace kappasim

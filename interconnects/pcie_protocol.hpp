@@ -18,7 +18,8 @@ struct PcieProtocol {
   double max_payload = 0;       // MPS: payload of a write TLP (DMA write)
   double read_completion = 0;   // payload of one completion of a DMA read (RCB-sized)
   double max_read_request = 0;  // MRRS: payload asked for by one DMA read request
-  double sm_access = 0;         // payload of one read/write that an SM issues (zero-copy)
+  double sm_access = 0;         // payload of one read that an SM issues (zero-copy)
+  double sm_write = 0;          // payload of one posted write SMs issue (sm_write_size, else sm_access)
   double tlp_3dw = 0;           // wire bytes of a TLP beyond its payload, 3-DW header
   double tlp_4dw = 0;           // same, 4-DW header (64-bit address)
   double dllp = 0;              // wire bytes of one ACK DLLP
@@ -69,5 +70,17 @@ double read_tag_limit_Bps(const PcieProtocol& p, PcieOp op);
 // the SM access size); and payload bytes per completion for reads.
 double request_bytes(const PcieProtocol& p, PcieOp op);
 double completion_bytes(const PcieProtocol& p, PcieOp op);
+
+// ---- Zero-copy SM reads by mechanism (docs/pcie-model.md "SM reads of host memory") --------
+// A copy kernel reading pinned host memory keeps `loads_per_sm` warp-wide loads in flight on
+// each of its `sms` SMs; one warp-wide load moves 32 threads × load_width bytes (LMCache 0.3.5's
+// multi_layer_kv_transfer at TP 8: 8 B per thread; a vectorised copy kernel: 16 B). Each load
+// waits a round trip, so by Little's law the kernel reads at most
+//   sm_inflight_bytes / round_trip = sms · loads_per_sm · 32 · load_width / round_trip
+// e.g. H100, 132 SMs, 1 load per SM, 8 B, 1 µs: 132·256 B / 1 µs = 33.8 GB/s.
+constexpr double kWarpThreads = 32;
+double sm_inflight_bytes(double sms, double loads_per_sm, double load_width_bytes);
+// inflight / round_trip; +inf when either is not positive (no bound).
+double little_rate_Bps(double inflight_bytes, double round_trip_s);
 
 }  // namespace kappasim

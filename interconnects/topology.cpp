@@ -41,9 +41,12 @@ int Topology::socket_of_gpu(int g) const {
 }
 
 int Topology::pool_socket(int g) const {
-  switch (m_pool) {
-    case SystemSpec::KvPool::Local: return socket_of_gpu(g);
+  const int own = socket_of_gpu(g);
+  switch (m_pool.at(static_cast<std::size_t>(g))) {
+    case SystemSpec::KvPool::Local: return own;
+    case SystemSpec::KvPool::FirstTouch: return own;  // assumption: the rank's own socket
     case SystemSpec::KvPool::Socket0: return 0;
+    case SystemSpec::KvPool::Remote: return (own + 1) % m_sockets;
     case SystemSpec::KvPool::Interleave: return m_sockets == 1 ? 0 : -1;
   }
   return 0;
@@ -107,18 +110,30 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
   return uses;
 }
 
-double Topology::rate_cap(int gpu, Direction, CopyPath how, bool pinned) const {
+double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
+                          double sm_inflight) const {
   socket_of_gpu(gpu);
+  if (!dma(how) && h2d(dir) && m_link_type == LinkType::Pcie && pinned) {
+    // Zero-copy SM reads: each load waits a round trip (Little's law).
+    const double inflight = sm_inflight > 0 ? sm_inflight : m_sm_inflight_default;
+    return little_rate_Bps(inflight, m_round_trip_s);
+  }
   if (pinned || m_link_type == LinkType::HbmTier) return kInf;  // the tier needs no CPU staging
   if (!dma(how))
     throw InputError("a copy kernel needs pinned host memory; pageable needs the DMA path");
   return m_memcpy_thread_Bps;
 }
 
-double Topology::latency(int gpu, Direction dir, CopyPath how, bool) const {
+double Topology::latency(int gpu, Direction dir, CopyPath how, bool pinned,
+                         double sm_inflight) const {
   socket_of_gpu(gpu);
   if (m_link_type != LinkType::Pcie) return 0;  // no sourced C2C / HBM-tier latency
-  (void)how;
+  if (!dma(how) && h2d(dir) && pinned) {
+    // Load-bound kernel reads: the round trip is part of every window (see the header).
+    const double link = m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity /
+                        m_data_cost[1][0];
+    if (rate_cap(gpu, dir, how, pinned, sm_inflight) < link) return 0;
+  }
   // Reads (H2D, by a copy engine or by SMs): request out, completion back, one round trip per
   // transfer (the requests of one transfer are pipelined up to the tag limit). Posted writes
   // (D2H): the data needs one way, half the round trip. The packet model charges the same.
@@ -164,7 +179,7 @@ Topology build_topology(const SystemSpec& s) {
   t.m_gpus_per_socket = s.gpus_per_socket;
   t.m_sharing = s.gpus_sharing_host_link;
   t.m_instances = (s.gpus + s.gpus_sharing_host_link - 1) / s.gpus_sharing_host_link;
-  t.m_pool = s.kv_pool;
+  for (int g = 0; g < s.gpus; ++g) t.m_pool.push_back(s.pool_of_gpu(g));
   t.m_link_type = s.host_link.type;
   t.m_memcpy_thread_Bps = *hm.memcpy_thread_Bps;
 
@@ -182,6 +197,9 @@ Topology build_topology(const SystemSpec& s) {
     t.m_tags = p.max_outstanding_reads;
     for (int how = 0; how < 2; ++how)
       t.m_tag_cost[how] = p.round_trip_latency_s / request_bytes(p, pcie_op(true, how == 0));
+    if (s.gpu.sm_host_loads_per_sm && s.gpu.copy_kernel_load_width)
+      t.m_sm_inflight_default = sm_inflight_bytes(s.gpu.sm_count, *s.gpu.sm_host_loads_per_sm,
+                                                  *s.gpu.copy_kernel_load_width);
   } else {
     if (!s.host_link.bandwidth_per_direction_Bps)
       throw InputError("system.host_link.bandwidth_per_direction: required for link '" +
@@ -202,14 +220,21 @@ Topology build_topology(const SystemSpec& s) {
       if (a != b)
         t.m_socket_links[static_cast<std::size_t>(a * hm.sockets + b)] = t.add(
             "socket-link." + std::to_string(a) + "to" + std::to_string(b), *hm.inter_socket_Bps);
+  // links: C2C measured per-direction sustained rates (GH200 H2D above D2H) where given.
+  const double down_capacity = s.host_link.type == LinkType::C2c && s.host_link.bandwidth_h2d_Bps
+                                   ? *s.host_link.bandwidth_h2d_Bps
+                                   : link_capacity;
+  const double up_capacity = s.host_link.type == LinkType::C2c && s.host_link.bandwidth_d2h_Bps
+                                 ? *s.host_link.bandwidth_d2h_Bps
+                                 : link_capacity;
   for (int i = 0; i < t.m_instances; ++i) {
-    t.m_link_down.push_back(t.add("hostlink" + std::to_string(i) + ".down", link_capacity));
-    t.m_link_up.push_back(t.add("hostlink" + std::to_string(i) + ".up", link_capacity));
+    t.m_link_down.push_back(t.add("hostlink" + std::to_string(i) + ".down", down_capacity));
+    t.m_link_up.push_back(t.add("hostlink" + std::to_string(i) + ".up", up_capacity));
   }
   if (t.m_sharing > 1)
     for (int g = 0; g < s.gpus; ++g) {
-      t.m_gpu_down.push_back(t.add("gpu" + std::to_string(g) + ".link.down", link_capacity));
-      t.m_gpu_up.push_back(t.add("gpu" + std::to_string(g) + ".link.up", link_capacity));
+      t.m_gpu_down.push_back(t.add("gpu" + std::to_string(g) + ".link.down", down_capacity));
+      t.m_gpu_up.push_back(t.add("gpu" + std::to_string(g) + ".link.up", up_capacity));
     }
   const double hbm = s.gpu.hbm_bandwidth_Bps * s.gpu.hbm_efficiency.value_or(1.0);
   for (int g = 0; g < s.gpus; ++g) t.m_hbm.push_back(t.add("gpu" + std::to_string(g) + ".hbm", hbm));

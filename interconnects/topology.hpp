@@ -8,9 +8,12 @@
 //   socket-link.<a>to<b>    inter-socket link (UPI / xGMI), one per ordered pair, B/s
 //   hostlink<i>.down / .up  host-link instance i (PCIe root port / switch uplink, or the C2C;
 //                           GPUs g with the same g / gpus_sharing_host_link share it), per
-//                           direction; PCIe in wire bytes/s (raw_Bps × usable_fraction)
+//                           direction; PCIe in wire bytes/s (raw_Bps × usable_fraction); C2C
+//                           bandwidth_h2d / bandwidth_d2h where measured, else per direction
 //   gpu<g>.link.down / .up  GPU g's own link to its switch (only when gpus_sharing_host_link > 1)
 //   gpu<g>.hbm              GPU g's HBM (hbm_bandwidth × hbm_efficiency), both directions
+//   (a copy kernel's H2D read also has a rate cap: Little's law on its in-flight loads,
+//    sm_inflight / round_trip; see rate_cap and pcie_protocol's sm_inflight_bytes)
 //   gpu<g>.read-tags        PCIe only: GPU g's outstanding read requests (max_outstanding_reads);
 //                           a read holds one tag per request for a round trip, so an H2D flow
 //                           costs round_trip_latency / request_bytes tag-seconds per payload byte
@@ -55,17 +58,27 @@ class Topology {
   // InputError for a copy kernel over pageable memory (zero-copy needs pinned memory).
   std::vector<FlowNetwork::Use> path(int gpu, Direction dir, CopyPath how, bool pinned) const;
   // Payload bytes/s one copy cannot exceed on its own: +inf when pinned; pageable memory is
-  // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA.
-  double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned) const;
+  // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA. A copy
+  // kernel's read over PCIe is also bounded by Little's law on the bytes its loads keep in
+  // flight: sm_inflight / round_trip_latency (sm_inflight = 0: sm_inflight_default()).
+  double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
+                  double sm_inflight = 0) const;
+  // Bytes a copy kernel on all of the GPU's SMs keeps in flight with the GPU's
+  // copy_kernel_load_width (0 when the GPU lacks sm_host_loads_per_sm or the width, or the
+  // link is not PCIe: no bound).
+  double sm_inflight_default() const { return m_sm_inflight_default; }
   // Time to the first payload byte of one transfer, charged before it joins the fluid model.
-  double latency(int gpu, Direction dir, CopyPath how, bool pinned) const;
+  // A copy kernel's read whose Little's-law bound is below the link's SmRead rate gets 0: its
+  // first round trip is already inside bytes / (sm_inflight / round_trip) (each window of
+  // sm_inflight bytes takes one round trip), as the packet model shows.
+  double latency(int gpu, Direction dir, CopyPath how, bool pinned, double sm_inflight = 0) const;
 
   // Payload bytes/s one copy gets alone on an idle system (the tightest resource on its path,
   // or its rate cap): used by tests and the probe's notes.
   double solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) const;
 
   int socket_of_gpu(int g) const;
-  int pool_socket(int g) const;  // -1 for an interleaved pool
+  int pool_socket(int g) const;  // -1 for an interleaved pool (per rank: SystemSpec::pool_of_gpu)
   int dram(int socket) const { return m_dram.at(socket); }
   int socket_link(int from, int to) const;
   int host_link(int instance, Direction dir) const;
@@ -84,7 +97,8 @@ class Topology {
   int m_instances = 0;
   int m_gpus_per_socket = 0;
   int m_sharing = 1;
-  SystemSpec::KvPool m_pool = SystemSpec::KvPool::Local;
+  std::vector<SystemSpec::KvPool> m_pool;  // per GPU
+  double m_sm_inflight_default = 0;
   LinkType m_link_type = LinkType::Pcie;
   // wire bytes per payload byte on the payload's / the opposite direction, [dma][h2d]
   double m_data_cost[2][2] = {{1, 1}, {1, 1}};

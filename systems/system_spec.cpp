@@ -1,6 +1,47 @@
 #include "systems/system_spec.hpp"
 
+#include <sstream>
+
 namespace kappasim {
+
+const std::vector<std::pair<const char*, SystemSpec::KvPool>>& SystemSpec::kv_pool_names() {
+  static const std::vector<std::pair<const char*, KvPool>> n = {
+      {"local", KvPool::Local},     {"socket0", KvPool::Socket0},
+      {"interleave", KvPool::Interleave}, {"remote", KvPool::Remote},
+      {"first-touch", KvPool::FirstTouch}};
+  return n;
+}
+
+namespace {
+std::vector<std::string> split_pools(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
+  }
+  if (!text.empty() && text.back() == ',') out.emplace_back();
+  return out;
+}
+}  // namespace
+
+SystemSpec::KvPool SystemSpec::pool_of_gpu(int g, const std::string& path) const {
+  if (kv_pool_per_gpu.empty()) return kv_pool;
+  const std::vector<std::string> items = split_pools(kv_pool_per_gpu);
+  if (static_cast<int>(items.size()) != gpus)
+    throw InputError(path + ".kv_pool_per_gpu: expected one placement per GPU (" +
+                     std::to_string(gpus) + "), got " + std::to_string(items.size()) + " in \"" +
+                     kv_pool_per_gpu + "\"");
+  const std::string& name = items.at(static_cast<std::size_t>(g));
+  std::string valid;
+  for (const auto& [n, v] : kv_pool_names()) {
+    if (name == n) return v;
+    valid += (valid.empty() ? "" : ", ") + std::string(n);
+  }
+  throw InputError(path + ".kv_pool_per_gpu: GPU " + std::to_string(g) + ": unknown placement '" +
+                   name + "' (valid: " + valid + ")");
+}
 
 void SystemSpec::validate(const std::string& path) const {
   if (gpus_sharing_host_link > gpus)
@@ -10,6 +51,7 @@ void SystemSpec::validate(const std::string& path) const {
     throw InputError(path + ".gpus_per_socket: " + std::to_string(gpus) + " GPUs at " +
                      std::to_string(gpus_per_socket) + " per socket need more than the " +
                      std::to_string(host_memory.sockets) + " sockets of the host");
+  for (int g = 0; g < gpus; ++g) pool_of_gpu(g, path);  // links: a bad per-rank list fails here
 }
 
 }  // namespace kappasim

@@ -24,8 +24,18 @@ struct SystemSpec {
   // Topology: GPU g attaches to socket g / gpus_per_socket (0 = all on socket 0); the host link
   // instance of GPU g is shared by GPUs with the same g / gpus_sharing_host_link.
   int gpus_per_socket = 0;
-  enum class KvPool { Local, Socket0, Interleave };
+  // Remote: the socket after the GPU's own ((s + 1) mod sockets). FirstTouch: LMCache 0.3.5's
+  // default (cudaHostAlloc from the worker thread, pages where that thread first ran); modelled
+  // deterministically as the rank's own socket (assumption, docs/flow-model.md).
+  enum class KvPool { Local, Socket0, Interleave, Remote, FirstTouch };
   KvPool kv_pool = KvPool::Local;  // where the pinned KV pool lives
+  // links: per-rank placement, one name per GPU separated by commas ("local,remote,..."); empty:
+  // every GPU uses kv_pool. Each TP rank has its own pinned pool (kv-stack-mechanisms.md §1.1).
+  std::string kv_pool_per_gpu;
+  static const std::vector<std::pair<const char*, KvPool>>& kv_pool_names();
+  // The placement of GPU g's pool (kv_pool_per_gpu when given, else kv_pool). InputError naming
+  // kv_pool_per_gpu when the list does not name one valid placement per GPU.
+  KvPool pool_of_gpu(int g, const std::string& path = "system") const;
   int socket_of_gpu(int g) const { return gpus_per_socket > 0 ? g / gpus_per_socket : 0; }
 
   // Peak host->GPU bandwidth one GPU sees when all GPUs sharing its link load at once.
@@ -46,10 +56,11 @@ struct SystemSpec {
     v.object("host_memory", host_memory, req("host DRAM"), "host-memory");
     v.integer("gpus_per_socket", gpus_per_socket,
               opt("GPUs attached to each CPU socket (0: all on socket 0)", Range::NonNegative));
-    static const std::vector<std::pair<const char*, KvPool>> pools = {
-        {"local", KvPool::Local}, {"socket0", KvPool::Socket0}, {"interleave", KvPool::Interleave}};
-    v.choice("kv_pool", kv_pool, pools,
-             opt("pinned KV pool placement: local (each GPU's own socket), socket0, interleave"));
+    v.choice("kv_pool", kv_pool, kv_pool_names(),
+             opt("pinned KV pool placement: local (each GPU's own socket), socket0, interleave, "
+                 "remote (the next socket), first-touch (LMCache default; as local)"));
+    v.text("kv_pool_per_gpu", kv_pool_per_gpu,
+           opt("per-rank pool placement, one kv_pool name per GPU, comma-separated"));
   }
   void validate(const std::string& path) const;
 };

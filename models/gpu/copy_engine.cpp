@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "interconnects/pcie_protocol.hpp"
 
 namespace kappasim {
 
@@ -142,6 +143,13 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     r.path = CopyPath::Kernel;
     r.bytes = block_bytes * blocks;
     r.pinned = true;
+    // Little's law on the loads in flight: the SMs this kernel holds (all of them without a
+    // pool), each with sm_host_loads_per_sm warp-wide loads of 32 × copy_kernel_load_width B.
+    if (dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
+        m_gpu_spec.copy_kernel_load_width)
+      r.sm_inflight_bytes = sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count,
+                                              *m_gpu_spec.sm_host_loads_per_sm,
+                                              *m_gpu_spec.copy_kernel_load_width);
     r.start = sc_core::sc_time_stamp();
     send(out, r, name());
     m_blocks += static_cast<decltype(m_blocks)>(blocks);

@@ -14,8 +14,11 @@
 // and LMCache's block copy kernels). It holds `sms_wanted` SMs of an SmPool for its duration
 // (compute then runs on what is left), and moves its blocks back to back, each after
 // `copy_kernel_block_overhead` (address computation and issue of one block's loads, measured as
-// the t0 of the per-block curve), over CopyPath::Kernel. Its rate does not depend on the SM
-// count here: the measured curve (reference-data.md, vLLM blog) was link-bound.
+// the t0 of the per-block curve), over CopyPath::Kernel. Its H2D reads are bounded by Little's
+// law on the loads its SMs keep in flight (sm_host_loads_per_sm warp-wide loads of
+// 32 × copy_kernel_load_width bytes per SM held, one round trip each; TransferRequest::
+// sm_inflight_bytes): a kernel squeezed onto few SMs, or one with narrow loads, reads slower.
+// The vLLM-blog curve (reference-data.md, 16 B loads) stays link-bound.
 #pragma once
 
 #include <systemc>

@@ -50,6 +50,10 @@ struct GpuSpec {
   std::optional<double> idle_power_w;            // CUDA context held, no kernel running
   std::optional<double> energy_per_flop_J;       // dense tensor-core FLOP, above idle
   std::optional<double> energy_per_hbm_byte_J;   // per HBM byte moved, above idle (all-in)
+  // Zero-copy SM reads of host memory (interconnects/topology, docs/pcie-model.md "SM reads");
+  // optional: without them a copy kernel's reads are bounded by the link and its tags only.
+  std::optional<double> sm_host_loads_per_sm;      // warp-wide loads to host memory in flight per SM
+  std::optional<double> copy_kernel_load_width;    // bytes per thread per load of the copy kernel
 
   static const std::vector<std::string>& compute_dtypes();
 
@@ -106,6 +110,11 @@ struct GpuSpec {
     v.quantity("energy_per_hbm_bit", energy_per_hbm_byte_J, dim::energy_per_byte,
                opt("energy above idle per bit moved to or from HBM (DRAM, PHY and on-chip "
                    "movement)", Range::NonNegative));
+    // Zero-copy SM reads (links): Little's law on the loads a copy kernel keeps in flight.
+    v.quantity("sm_host_loads_per_sm", sm_host_loads_per_sm, dim::none,
+               opt("warp-wide loads to host memory one SM keeps in flight", Range::AtLeastOne));
+    v.quantity("copy_kernel_load_width", copy_kernel_load_width, dim::bytes,
+               opt("bytes each thread of the copy kernel loads per instruction (4, 8 or 16)"));
   }
   void validate(const std::string& path) const;
   // Throws InputError naming every simulator field this GPU lacks.

@@ -188,11 +188,14 @@ TEST(FlowFabric, CopyKernelMovesBlocksBackToBack) {
       free_during = pool.free();
     });
   });
-  // The blocks' fixed costs (serial), then one round trip, then all the bytes at the slower of
-  // the link and the read-tag limit (768 tags × 64 B per 1 µs round trip): one kernel keeps its
-  // blocks' loads in flight together.
-  const double rate = std::min(pcie_wire(32e9) / c.data_dir, 768 * 64 / 1e-6);
-  const double expect = 10 * *s.gpu.copy_kernel_block_overhead_s + 1e-6 + 10 * block / rate;
+  // The blocks' fixed costs (serial), then all the bytes at the slowest of the link, the
+  // read-tag limit (768 tags × 64 B per 1 µs round trip) and the kernel's own loads in flight:
+  // 16 SMs × 1 warp-wide load × 32 threads × 8 B = 4096 B per 1 µs = 4.096 GB/s (Little's law,
+  // h100-sxm5 sm_host_loads_per_sm 1, copy_kernel_load_width 8 B). Load-bound, so no separate
+  // first round trip: every 4096 B window takes one.
+  const double rate = std::min({pcie_wire(32e9) / c.data_dir, 768 * 64 / 1e-6, 4.096e9});
+  EXPECT_DOUBLE_EQ(rate, 4.096e9);
+  const double expect = 10 * *s.gpu.copy_kernel_block_overhead_s + 10 * block / rate;
   EXPECT_NEAR(end, expect, 30 * kPs);
   EXPECT_EQ(free_during, s.gpu.sm_count - 16);
   EXPECT_EQ(pool.free(), s.gpu.sm_count);

@@ -21,8 +21,9 @@ PcieProtocol preset(const std::string& name) {
 }
 
 // Hand values per generation. Literals from the presets:
-//   Gen3-5: MPS 256, RCB 128, MRRS 512, SM 64, 3-DW 20 B, 4-DW 24 B, DLLP 8 B per 4 TLPs
-//           (2 B of ACK per TLP), SKP 16 B per 370 blocks of 16 B.
+//   Gen3-5: MPS 256, RCB 128, MRRS 512, SM reads 64, 3-DW 20 B, 4-DW 24 B, DLLP 8 B per 4 TLPs
+//           (2 B of ACK per TLP), SKP 16 B per 370 blocks of 16 B; SM writes 128 B on Gen4/5
+//           (sm_write_size), 64 B (sm_read_size) on Gen3 and Gen6.
 //   Gen6 (flit): same sizes, but 3-DW 12 B and 4-DW 16 B (header only).
 //   raw (x16) = 16 · rate · data/total / 8.
 struct Hand {
@@ -48,12 +49,12 @@ const Hand kHand[] = {
      1 + 4 * 20.0 / 512 + 2.0 / 512, 24.0 / 512 + 4 * 2.0 / 512,
      1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,
      1 + 24.0 / 256, 2.0 / 256,
-     1 + 24.0 / 64, 2.0 / 64},
+     1 + 24.0 / 128, 2.0 / 128},                                  // SmWrite 1.1875 (128 B)
     {"pcie5", 16 * 32e9 * 128.0 / 130.0 / 8,
      1 + 4 * 20.0 / 512 + 2.0 / 512, 24.0 / 512 + 4 * 2.0 / 512,
      1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,
      1 + 24.0 / 256, 2.0 / 256,
-     1 + 24.0 / 64, 2.0 / 64},
+     1 + 24.0 / 128, 2.0 / 128},
     {"pcie6", 16 * 64e9 * 236.0 / 256.0 / 8,
      1 + 4 * 12.0 / 512 + 2.0 / 512, 16.0 / 512 + 4 * 2.0 / 512,  // 1.09765625, 0.046875
      1 + 12.0 / 64 + 2.0 / 64, 16.0 / 64 + 2.0 / 64,              // 1.21875, 0.28125
@@ -108,11 +109,12 @@ TEST(PcieProtocol, Pcie5NumbersByHand) {
   // 63.0154 GB/s · 370/371 = 62.8455 GB/s of TLP/DLLP bytes per direction.
   EXPECT_NEAR(p.wire_Bps() / 1e9, 62.8455, 1e-4);
   // DmaRead: 62.8455 / 1.16015625 = 54.170 GB/s; SmRead: / 1.34375 = 46.769 GB/s;
-  // DmaWrite: / 1.09375 = 57.459 GB/s; SmWrite: / 1.375 = 45.706 GB/s.
+  // DmaWrite: / 1.09375 = 57.459 GB/s; SmWrite (128 B): / 1.1875 = 52.923 GB/s (nvbandwidth's
+  // measured H100 SM D2H: 52.77 GB/s, NVIDIA/nvbandwidth issue 24).
   EXPECT_NEAR(payload_bandwidth(p, PcieOp::DmaRead) / 1e9, 54.170, 1e-3);
   EXPECT_NEAR(payload_bandwidth(p, PcieOp::SmRead) / 1e9, 46.769, 1e-3);
   EXPECT_NEAR(payload_bandwidth(p, PcieOp::DmaWrite) / 1e9, 57.459, 1e-3);
-  EXPECT_NEAR(payload_bandwidth(p, PcieOp::SmWrite) / 1e9, 45.706, 1e-3);
+  EXPECT_NEAR(payload_bandwidth(p, PcieOp::SmWrite) / 1e9, 52.923, 1e-3);
   // Completion payload efficiency alone: 128/148 = 86.5%, 64/84 = 76.2% (reference-data.md).
   EXPECT_NEAR(128.0 / (128 + p.tlp_3dw), 0.865, 1e-3);
   EXPECT_NEAR(64.0 / (64 + p.tlp_3dw), 0.762, 1e-3);

@@ -68,7 +68,11 @@ TEST(Topology, H100ResourcesAndLocalPath) {
   // Latency: one read round trip per H2D transfer (DMA or SMs), half of it for posted writes.
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Dma, true), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Dma, true), 0.5e-6);
-  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 1e-6);
+  // A copy kernel whose reads are load-bound (links: 8 B loads, 33.8 GB/s < the 46.8 GB/s SmRead
+  // wire bound) pays its round trips inside its Little's-law rate: no separate first one; a
+  // link-bound one (132·512 B in flight) pays one.
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 0.0);
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true, 132 * 512.0), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Kernel, true), 0.5e-6);
   EXPECT_TRUE(std::isinf(t.rate_cap(5, Direction::H2D, CopyPath::Dma, true)));
   EXPECT_NEAR(t.solo_rate(5, Direction::H2D, CopyPath::Dma, true), wire / wc.data_dir,
@@ -115,22 +119,24 @@ TEST(Topology, A100TwoGpusShareOneSwitchUplink) {
   EXPECT_NEAR(t.resources()[t.resource("gpu1.link.down")].capacity, wire, 1e-6 * wire);
 }
 
-TEST(Topology, Gb200TwoGpusOnOneC2c) {
+TEST(Topology, Gb200EachGpuOnItsOwnC2cShare) {
   const Topology t = build_topology(load("gb200"));
   EXPECT_EQ(t.gpus(), 2);
   EXPECT_EQ(t.sockets(), 1);
-  EXPECT_EQ(t.host_link_instances(), 1);
-  EXPECT_DOUBLE_EQ(t.resources()[t.resource("hostlink0.down")].capacity, 450e9);
+  // links: one C2C share per B200: 900 GB/s bidirectional per superchip / 2 directions / 2 GPUs.
+  EXPECT_EQ(t.host_link_instances(), 2);
   for (int g = 0; g < 2; ++g) {
+    const std::string down = "hostlink" + std::to_string(g) + ".down";
+    EXPECT_DOUBLE_EQ(t.resources()[t.resource(down)].capacity, 225e9);
     const auto p = t.path(g, Direction::H2D, CopyPath::Kernel, true);
-    EXPECT_DOUBLE_EQ(cost_on(p, t, "hostlink0.down"), 1.0);
-    EXPECT_FALSE(crosses(p, t, "hostlink0.up"));  // no published C2C framing: no reverse cost
+    EXPECT_DOUBLE_EQ(cost_on(p, t, down), 1.0);
+    EXPECT_FALSE(crosses(p, t, "hostlink" + std::to_string(g) + ".up"));  // no C2C framing
     EXPECT_DOUBLE_EQ(cost_on(p, t, "socket0.dram"), 1.0);
     EXPECT_DOUBLE_EQ(t.latency(g, Direction::H2D, CopyPath::Dma, true), 0.0);
   }
   EXPECT_EQ(t.read_tags(0), -1);
-  // 512 GB/s LPDDR5X × 0.8 = 409.6 GB/s binds before the 450 GB/s C2C.
-  EXPECT_DOUBLE_EQ(t.solo_rate(0, Direction::H2D, CopyPath::Dma, true), 512e9 * 0.8);
+  // Alone, a GPU gets its 225 GB/s share (the 409.6 GB/s of LPDDR5X × 0.8 does not bind).
+  EXPECT_DOUBLE_EQ(t.solo_rate(0, Direction::H2D, CopyPath::Dma, true), 225e9);
 }
 
 TEST(Topology, PageableMemoryIsStagedByOneCpuThread) {

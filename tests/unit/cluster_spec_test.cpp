@@ -43,12 +43,16 @@ const char* kPool =
 // the copy kernel's rate on a GPU's own link (see tests/sim/serving_engine_test.cpp).
 const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
 const double kSmReadCost = 1 + 20.0 / 64 + 2.0 / 64;
+// links: the copy kernel's reads are also bounded by Little's law on its loads in flight: 148
+// B200 SMs × 1 warp-wide load × 32 threads × 8 B (LMCache) per 1 µs round trip = 37.888 GB/s,
+// below the link's kWire / kSmReadCost = 46.77 GB/s: the kernel path is load-bound.
+constexpr double kSmLoadRate = 148.0 * 1 * 32 * 8 / 1e-6;
 // Qwen3-235B-A22B: 94 layers, 4 KV heads of 128, BF16 KV. TP 8 replicates the 4 heads to one
 // per GPU; TP 2 holds 2 per GPU.
 constexpr double kBkvTp8 = 2.0 * 94 * 1 * 128 * 2;  // 48,128 B
 constexpr double kBkvTp2 = 2.0 * 94 * 2 * 128 * 2;  // 96,256 B
 // presets/host-memory/gb200-grace.yaml: 512 GB/s LPDDR5X per socket × dram_efficiency 0.8,
-// shared by the superchip's 2 GPUs; the C2C (450 GB/s per direction) is shared too: 225 each.
+// shared by the superchip's 2 GPUs; each GPU has its own C2C share of 225 GB/s per direction.
 constexpr double kGraceDramPerGpu = 512e9 * 0.8 / 2;  // 204.8 GB/s < 225 GB/s
 
 TEST(ClusterSpec, ReadsNodeGroupsWithPresetsAndDefaults) {
@@ -60,7 +64,7 @@ TEST(ClusterSpec, ReadsNodeGroupsWithPresetsAndDefaults) {
   EXPECT_EQ(s.nodes[0].system.gpus, 8);
   EXPECT_EQ(s.nodes[0].serving.tp, 8);
   EXPECT_EQ(s.nodes[1].count, 1);  // default
-  EXPECT_EQ(s.nodes[1].system.gpus_sharing_host_link, 2);
+  EXPECT_EQ(s.nodes[1].system.gpus_sharing_host_link, 1);  // gb200: one C2C share per GPU
   EXPECT_EQ(s.nodes[1].serving.max_num_batched_tokens, 4096);  // ServingSpec default
   EXPECT_EQ(s.node_count(), 3);
   const RunSpec r = s.node_run_spec(1);
@@ -132,16 +136,16 @@ TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
 TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoading) {
   const ClusterRunSpec s = parse(kPool);
   // DGX B200: every GPU its own PCIe 5 x16 link; 4 GPUs per DDR5-4400 socket (8 channels × 8 B
-  // × 0.8 = 225 GB/s) need
-  // 4 × 46.8 = 187 GB/s: the link binds, as for one GPU alone.
+  // × 0.8 = 225 GB/s) need 4 × 37.9 = 152 GB/s: the kernel's loads in flight bind, as for one
+  // GPU alone.
   const double pcie = group_load_rate(s.nodes[0].system, 8, LoadPath::Kernel);
-  EXPECT_NEAR(pcie, kWire / kSmReadCost, 1e-6 * pcie);
-  // GB200: both GPUs load at once through one C2C (225 GB/s each) from one Grace's LPDDR5X
-  // (204.8 GB/s each): DRAM binds; one GPU alone would get 409.6 GB/s.
+  EXPECT_NEAR(pcie, kSmLoadRate, 1e-6 * pcie);
+  EXPECT_LT(kSmLoadRate, kWire / kSmReadCost);
+  // GB200: both GPUs load at once, each through its own C2C share (225 GB/s), from one Grace's
+  // LPDDR5X (204.8 GB/s each): DRAM binds; one GPU alone gets its 225 GB/s share.
   const double c2c = group_load_rate(s.nodes[1].system, 2, LoadPath::Kernel);
   EXPECT_NEAR(c2c, kGraceDramPerGpu, 1e-6 * c2c);
-  EXPECT_NEAR(group_load_rate(s.nodes[1].system, 1, LoadPath::Kernel), 2 * kGraceDramPerGpu,
-              1e-3);
+  EXPECT_NEAR(group_load_rate(s.nodes[1].system, 1, LoadPath::Kernel), 225e9, 1e-3);
 }
 
 TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap) {
@@ -154,7 +158,7 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap)
   // A long cached document and a short question: κ_ratio = 65536 / 16 = 4096.
   const std::int64_t K = 65536, T = 16;
   const double retrieve = 0.5e-3 + (K / 256) * 0.1e-3;  // LMCache fixed + per chunk (defaults)
-  const double load_pcie = retrieve + K * kBkvTp8 / (kWire / kSmReadCost);  // 67.4 ms + CPU
+  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate;  // 83.3 ms + CPU
   const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu;       // 30.8 ms + CPU
   const ServiceEstimate ep = estimate_service(pcie, K, T);
   const ServiceEstimate ec = estimate_service(c2c, K, T);
@@ -167,7 +171,7 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap)
   };
   EXPECT_NEAR(ep.compute_s, compute(pcie, T, K), 1e-15);
   EXPECT_DOUBLE_EQ(ep.total_s, ep.load_s + ep.compute_s);  // kernel path: serial
-  // The link time difference (36.6 ms) outweighs the compute difference: C2C finishes first.
+  // The link time difference (52.5 ms) outweighs the compute difference: C2C finishes first.
   EXPECT_LT(ec.total_s, ep.total_s);
 
   // No cached tokens, a long prompt: no load; the PCIe node's 8 B200s out-compute the
@@ -189,7 +193,7 @@ TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {
   const ClusterRunSpec s = parse(kPool);
   const NodeModel n = make_node_model(s.node_run_spec(0));
   EXPECT_EQ(estimate_backlog(n, 0, 0), 0);
-  const double rate = kWire / kSmReadCost;
+  const double rate = kSmLoadRate;
   EXPECT_NEAR(estimate_backlog(n, 1000, 0), 1000 * kBkvTp8 / rate, 1e-15);
   const double full = batch_step_time(n.model, n.gpu, 8, {{4096, 0, true}}, "fp8").total.compute_time_s;
   const double part = batch_step_time(n.model, n.gpu, 8, {{100, 0, true}}, "fp8").total.compute_time_s;

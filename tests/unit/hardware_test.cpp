@@ -110,10 +110,11 @@ TEST(Hardware, NvlinkC2c) {
   ASSERT_TRUE(c2c.energy_per_byte_J.has_value());
   expect_rel(*c2c.energy_per_byte_J, 1.3e-12 * 8, 1e-12, "1.3 pJ/bit");  // stored per byte
   EXPECT_DOUBLE_EQ(system_preset("gh200").host_link_bandwidth_per_gpu(), 450e9);
-  // GB200: one C2C per superchip, shared by its 2 B200s.
+  // GB200: the superchip's 900 GB/s C2C split into one share per B200 (links: 450 / 2 per
+  // direction each; a lone GPU gets its share, not the whole link).
   const SystemSpec gb = system_preset("gb200");
-  EXPECT_EQ(gb.gpus_sharing_host_link, 2);
-  EXPECT_DOUBLE_EQ(gb.host_link_bandwidth_per_gpu(), 450e9 / 2);
+  EXPECT_EQ(gb.gpus_sharing_host_link, 1);
+  EXPECT_DOUBLE_EQ(gb.host_link.per_direction_bandwidth(), 450e9 / 2);
   EXPECT_DOUBLE_EQ(gb.host_link_bandwidth_per_gpu(), 225e9);
   // Unified HBM tier (hypothetical): 8 TB/s per GPU.
   EXPECT_DOUBLE_EQ(system_preset("unified-hbm").host_link_bandwidth_per_gpu(), 8e12);
@@ -187,7 +188,8 @@ std::vector<std::string> shipped(const std::string& kind) {
 TEST(Hardware, EveryPresetLoads) {
   const std::vector<std::string> systems = shipped("system");
   EXPECT_EQ(systems, (std::vector<std::string>{"a100", "b200", "dgx-h100", "gb200", "gh200",
-                                               "h100", "paper-testbed", "unified-hbm"}));
+                                               "h100", "paper-testbed", "paper-testbed-gen4",
+                                               "unified-hbm"}));
   const PresetRegistry& reg = PresetRegistry::instance();
   for (const auto& n : systems) {
     SCOPED_TRACE(n);
