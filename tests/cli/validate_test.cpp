@@ -78,6 +78,24 @@ TEST(Validate, WritesTheTableAndCheckHoldsTheBand) {
   EXPECT_EQ(run("validate --dir " + d2.string() + " --out " + out2.string()).code, 0);
 }
 
+// known_gap: true is strict both ways: a row outside its band passes --check (the mechanism in
+// its gap is known to be missing), the same row back inside its band fails it (stale flag).
+TEST(Validate, KnownGapRowsAreHeldTheOtherWayRound) {
+  const fs::path out = scratch() / "known.md";
+  fs::path d = rows_dir("known-out", "[1.5, 2.0]\n  known_gap: true");
+  Result r = run("validate --dir " + d.string() + " --out " + out.string() + " --check");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(slurp(out), "**out** (known gap)")) << slurp(out);
+  d = rows_dir("known-in", "[0.99, 1.01]\n  known_gap: true");
+  r = run("validate --dir " + d.string() + " --out " + out.string() + " --check");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "drop the flag")) << r.err;
+  d = rows_dir("known-bad", "[0.99, 1.01]\n  known_gap: maybe");
+  r = run("validate --dir " + d.string() + " --out " + out.string() + " --check");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "known_gap: expected true or false")) << r.err;
+}
+
 TEST(Validate, BadRowsExitTwoNamingFileAndLineAndWriteNothing) {
   const fs::path out = scratch() / "bad.md";
   // Unknown field on line 12 (the second row's first line is 12).
