@@ -869,6 +869,17 @@ void ConfigReader::quantity_map(const char* key, std::map<std::string, double>& 
   out = std::move(result);
 }
 
+void ConfigReader::derive(const std::string& subpath, const std::string& how) {
+  if (!m_prov) return;
+  const std::string full = m_path.empty() ? subpath : m_path + "." + subpath;
+  auto it = m_prov->find(full);
+  if (it == m_prov->end()) {
+    (*m_prov)[full] = {Provenance{"derived", how}, SourceLoc{}};
+    return;
+  }
+  it->second.first = Provenance{"derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source};
+}
+
 void ConfigReader::finish() const {
   if (!m_node.is_map()) return;
   for (const auto& [k, v] : m_node.entries) {

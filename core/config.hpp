@@ -195,6 +195,11 @@ class ConfigReader {
 
   const std::string& path() const { return m_path; }
 
+  // A value this reader already read was changed by a rule (a scale factor, issue 12.12): its
+  // provenance becomes derived: "<how>; from <old kind>: <old source>". `subpath` is relative
+  // to this reader ("hbm_bandwidth", "peak_flops.bf16").
+  void derive(const std::string& subpath, const std::string& how);
+
  private:
   const ConfigNode* take(const char* key, const Field& f, const char* what);
   std::string child_path(const char* key) const;

@@ -132,7 +132,7 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
       {"kappa -m llama-3.1-8b -s " + syntax.string(), "YAML syntax error"},
       {"kappa -m llama-3.1-8b -s /nonexistent/x.yaml", "cannot read config file"},
       {"kappa -m llama-3.1-8b -s h100 --set model.attention.num_kv_heads=128", "cannot exceed"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8 or 16 lanes"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8, 12, 16 or 32 lanes"},
       {"kappa -m llama-3.1-8b -s a100 --precision fp8", "no peak rate for precision 'fp8'"},
       {"kappa -m llama-3.1-8b -s h100 --bandwidth '64 GB'", "--bandwidth: expected a bandwidth"},
       {"kappa -m llama-3.1-8b -s h100 --compute 0", "--compute"},
