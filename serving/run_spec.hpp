@@ -49,4 +49,8 @@ struct RunSpec {
   void validate(const std::string& path) const;
 };
 
+// The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the
+// GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did.
+bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu);
+
 }  // namespace kappasim

@@ -133,6 +133,13 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
       {"kappa -m llama-3.1-8b -s /nonexistent/x.yaml", "cannot read config file"},
       {"kappa -m llama-3.1-8b -s h100 --set model.attention.num_kv_heads=128", "cannot exceed"},
       {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8, 12, 16 or 32 lanes"},
+      // issue 12.11/12.12 (sweeps helper): x24 is no PCIe width; scale factors; a missing preset file
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=24", "1, 2, 4, 8, 12, 16 or 32 lanes, got 24"},
+      {"kappa -m llama-3.1-8b -s a100 --set 'system.gpu.scale.flops_by_dtype={fp8: 2}'",
+       "system.gpu.scale.flops_by_dtype.fp8: GPU 'a100-sxm4-80gb' has no fp8 peak to scale"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.scale.flops=0", "system.gpu.scale.flops: must be greater than zero"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu=/nonexistent/gpu.yaml",
+       "cannot read gpu preset file '/nonexistent/gpu.yaml'"},
       {"kappa -m llama-3.1-8b -s a100 --precision fp8", "no peak rate for precision 'fp8'"},
       {"kappa -m llama-3.1-8b -s h100 --bandwidth '64 GB'", "--bandwidth: expected a bandwidth"},
       {"kappa -m llama-3.1-8b -s h100 --compute 0", "--compute"},

@@ -115,7 +115,7 @@ TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
   std::stringstream ss(csv);
   std::string header, line;
   std::getline(ss, header);
-  EXPECT_EQ(header, "point,x,mode,sleep,seed,status,error,metric.x,x2");
+  EXPECT_EQ(header, "point,x,mode,sleep,sleep_s,seed,status,error,metric.x,x2");  // sleep_s: the SI column of a quantity axis
   std::vector<std::string> rows;
   while (std::getline(ss, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 6u);

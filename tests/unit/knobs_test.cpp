@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "models/analytic/kappa.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/run_spec.hpp"
 #include "sweeps/sweep_results.hpp"
 #include "sweeps/sweep_spec.hpp"
 #include "systems/system_spec.hpp"
@@ -156,6 +157,28 @@ TEST(Knobs, QuantityAxesGetNumericSiColumns) {
   EXPECT_EQ(m.csv.substr(0, m.csv.find('\n')), "point,host_link_bandwidth,host_link_bandwidth_Bps,x,mode,seed,status,error");
   EXPECT_NE(m.csv.find("\n4,128 GB/s,128000000000,1,a,"), std::string::npos) << m.csv;
   EXPECT_NE(m.jsonl.find("\"host_link_bandwidth_Bps\": 64000000000"), std::string::npos) << m.jsonl;
+}
+
+TEST(Knobs, GpuSideKvBufferAsGpuHardwareAndServingPrecedence) {
+  const std::string base =
+      "model: llama-3.1-8b\nworkload: {type: sharegpt, requests: 10}\n"
+      "system: {preset: h100, gpu: {preset: h100-sxm5, kv_buffer: {capacity: 4 GiB, kind: sram, "
+      "bandwidth: 10 TB/s, energy_per_bit: 0.1 pJ/bit}}}\n";
+  ProvenanceTable prov;
+  const RunSpec r = read_config<RunSpec>(parse_yaml(base, "run.yaml"), "", &prov);
+  EXPECT_DOUBLE_EQ(r.serving.kv_buffer.capacity_bytes, 4.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(r.serving.kv_buffer.kind, KvBufferKind::Sram);
+  EXPECT_DOUBLE_EQ(*r.serving.kv_buffer.bandwidth_Bps, 10e12);
+  EXPECT_DOUBLE_EQ(*r.serving.kv_buffer.energy_per_byte_J, 0.1e-12 * 8);  // pJ/bit → J/B
+  EXPECT_EQ(prov.at("serving.kv_buffer.capacity").first.kind, "derived");
+  // serving.kv_buffer, when on, wins whole.
+  const RunSpec s = read_config<RunSpec>(parse_yaml(base + "serving: {kv_buffer: {capacity: 1 GiB}}\n", "run.yaml"), "");
+  EXPECT_DOUBLE_EQ(s.serving.kv_buffer.capacity_bytes, 1024.0 * 1024 * 1024);
+  EXPECT_EQ(s.serving.kv_buffer.kind, KvBufferKind::Hbm);
+  EXPECT_FALSE(s.serving.kv_buffer.bandwidth_Bps.has_value());
+  // No buffer on the GPU and none in serving: off, as before.
+  const RunSpec off = read_config<RunSpec>(parse_yaml("model: llama-3.1-8b\nsystem: h100\nworkload: {requests: 10}\n", "r.yaml"), "");
+  EXPECT_FALSE(off.serving.kv_buffer.enabled());
 }
 
 }  // namespace
