@@ -124,6 +124,12 @@ TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
   EXPECT_TRUE(has(rows[5], ",invalid,point.yaml:")) << rows[5];
   EXPECT_TRUE(has(rows[5], "invalid input on request")) << rows[5];
   EXPECT_FALSE(has(csv, a.string()));  // no per-folder paths in merged files
+  // The aggregate is a function of results.csv alone: byte-identical for -j1 and -j2 too.
+  EXPECT_EQ(kappasim({"sweep", "collect", a.string(), "--aggregate", "-q"}).code, 3);
+  EXPECT_EQ(kappasim({"sweep", "collect", b.string(), "--aggregate", "-q"}).code, 3);
+  EXPECT_EQ(slurp(a / "aggregate.csv"), slurp(b / "aggregate.csv"));
+  EXPECT_EQ(slurp(a / "aggregate.json"), slurp(b / "aggregate.json"));
+  EXPECT_TRUE(has(slurp(a / "aggregate.csv"), "x2_mean")) << slurp(a / "aggregate.csv");
 }
 
 TEST(SweepCli, RerunSkipsFinishedAndInvalidPointsAndRetriesInvalidOnRequest) {
