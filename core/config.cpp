@@ -543,6 +543,15 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
                                             const SourceLoc& at) const {
   auto it = m_files.find(path);
   if (it == m_files.end()) {
+    // A preset is a few kB: refuse devices, FIFOs and huge files before reading (/dev/zero).
+    constexpr std::uintmax_t kMaxPresetFileBytes = 16u << 20;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+      throw InputError(at, "the " + kind + " preset file '" + path + "' is not a regular file");
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxPresetFileBytes)
+      throw InputError(at, "the " + kind + " preset file '" + path + "' holds " + std::to_string(size) +
+                               " bytes; a preset file may hold at most 16 MiB");
     std::ifstream in(path, std::ios::binary);
     if (!in)
       throw InputError(at, "cannot read " + kind + " preset file '" + path + "': " + std::strerror(errno) +
@@ -613,6 +622,8 @@ std::optional<std::string> current_input_hash(const std::string& key) {
     return content_hash(reg.text_of(kind, name));
   }
   if (key.rfind("file ", 0) == 0) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(key.substr(5), ec)) return std::nullopt;
     std::ifstream in(key.substr(5), std::ios::binary);
     if (!in) return std::nullopt;
     std::stringstream ss;

@@ -141,6 +141,15 @@ TEST(Knobs, PresetFilesByPathResolveAgainstTheReferringFile) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("nope.yaml"), std::string::npos) << e.what();
   }
+  // A device is refused before any read (it would never end).
+  ConfigNode dev = ConfigNode::make_map();
+  apply_set(dev, "system.gpu=/dev/zero");
+  try {
+    read_preset_config<SystemSpec>(*dev.find("system"), "system", "system");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'/dev/zero' is not a regular file"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 
