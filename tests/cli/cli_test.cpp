@@ -671,4 +671,26 @@ TEST(Cli, RunWhoseResultsCannotBeWrittenExitsTwoAndLeavesNoFolder) {
   EXPECT_TRUE(fs::exists(out / "summary.json"));
 }
 
+// Issue 12.12 (sweeps helper): the scale factor and the x32 width reach the simulator too. The
+// flow model's wire rate is lanes × rate per lane, so x32 and x16 at twice the rate are the same
+// link (identical probe lines); a 64 MiB DMA copy, dominated by bytes / bandwidth, then takes
+// between 1/2 and 0.55 of the x16 time (a fixed per-copy cost does not halve).
+TEST(Cli, ScaledAndX32LinksReachTheSimulator) {
+  const std::string base = "probe h2d --system h100 --path dma --sizes '64 MiB' --format csv";
+  Result x16 = run(base), scaled = run(base + " --set system.host_link.scale.bandwidth=2"),
+         x32 = run(base + " --set system.host_link.lanes=32");
+  ASSERT_EQ(x16.code, 0) << x16.err;
+  ASSERT_EQ(scaled.code, 0) << scaled.err;
+  ASSERT_EQ(x32.code, 0) << x32.err;
+  EXPECT_EQ(scaled.out, x32.out);
+  auto time_s = [](const std::string& csv) {
+    const std::string row = csv.substr(csv.find('\n') + 1);
+    const std::size_t a = row.find(',') + 1;
+    return std::stod(row.substr(a, row.find(',', a) - a));
+  };
+  const double ratio = time_s(x32.out) / time_s(x16.out);
+  EXPECT_GE(ratio, 0.5);
+  EXPECT_LE(ratio, 0.55);
+}
+
 }  // namespace
