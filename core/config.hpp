@@ -125,7 +125,7 @@ class PresetRegistry {
   mutable std::map<std::string, Entry> m_files;                     // preset files by path
 };
 
-// ---- preset files and the input log (issue 12.11; docs/sweeps.md "Resume and content") ----
+// ---- preset files and the input log (issue 12.11; docs/sweeps.md "Resume") ----
 // A preset reference that holds '/' or ends in .yaml/.yml is a file path, wherever a preset
 // name is accepted (model:, system:, gpu:, host_link:, preset:, --set system=..., sweep axes).
 bool is_preset_file_ref(const std::string& ref);

@@ -99,7 +99,7 @@ struct LinkSpec {
       if constexpr (std::is_same_v<V, ConfigReader>) apply_scale(v);
     }
   }
-  // Relative knob (issue 12.12, docs/hardware-sources.md "Scale factors"): a factor on the
+  // Relative knob (issue 12.12, presets/README.md "Relative knobs"): a factor on the
   // link's bandwidth per direction. PCIe: on rate_per_lane (a faster signalling rate; the
   // protocol's per-packet bytes and latencies are unchanged, so the timing models see it too);
   // C2C and the HBM tier: on bandwidth_per_direction. Not written back by --dump-config.

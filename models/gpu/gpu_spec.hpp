@@ -42,7 +42,7 @@ struct GpuSpec {
 
   static const std::vector<std::string>& compute_dtypes();
 
-  // Relative knobs (issue 12.12, docs/hardware-sources.md "Scale factors"): what-if factors on
+  // Relative knobs (issue 12.12, presets/README.md "Relative knobs"): what-if factors on
   // datasheet figures, applied once as the spec is read (apply_scale), so the analytic model
   // and the simulator see the same scaled GPU. Not written back by --dump-config: the scaled
   // values are, with a `derived:` provenance naming the factor.
