@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -499,6 +500,7 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
   auto e = k->second.find(name);
   if (e == k->second.end()) return nullptr;
   const Entry& entry = e->second;
+  note_input("preset " + kind + " " + name, entry.text);
   if (!entry.parsed) {
     ConfigNode n = parse_yaml(entry.text, entry.file);
     if (!n.is_map()) throw InputError(n.loc, "a preset file must hold a map of keys");
@@ -522,6 +524,122 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
     entry.parsed = std::make_shared<ConfigNode>(std::move(n));
   }
   return entry.parsed.get();
+}
+
+// ---- preset files by path, and the input log (issue 12.11) ----
+
+bool is_preset_file_ref(const std::string& ref) {
+  auto ends = [&](const char* suf) {
+    const std::size_t n = std::strlen(suf);
+    return ref.size() > n && ref.compare(ref.size() - n, n, suf) == 0;
+  };
+  return ref.find('/') != std::string::npos || ends(".yaml") || ends(".yml");
+}
+
+std::string resolve_preset_file(const std::string& ref, const SourceLoc& at) {
+  namespace fs = std::filesystem;
+  fs::path p(ref);
+  std::error_code ec;
+  if (p.is_relative() && !at.file.empty() && fs::is_regular_file(at.file, ec)) {
+    const fs::path dir = fs::path(at.file).parent_path();
+    if (!dir.empty()) p = dir / p;
+  }
+  const fs::path abs = fs::absolute(p, ec);
+  return (ec ? p : abs).lexically_normal().string();
+}
+
+const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::string& path,
+                                            const SourceLoc& at) const {
+  auto it = m_files.find(path);
+  if (it == m_files.end()) {
+    // A preset is a few kB: refuse devices, FIFOs and huge files before reading (/dev/zero).
+    constexpr std::uintmax_t kMaxPresetFileBytes = 16u << 20;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+      throw InputError(at, "the " + kind + " preset file '" + path + "' is not a regular file");
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxPresetFileBytes)
+      throw InputError(at, "the " + kind + " preset file '" + path + "' holds " + std::to_string(size) +
+                               " bytes; a preset file may hold at most 16 MiB");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw InputError(at, "cannot read " + kind + " preset file '" + path + "': " + std::strerror(errno) +
+                               " (a relative path resolves against the folder of the file that names it)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Entry e{path, ss.str(), nullptr};
+    it = m_files.emplace(path, std::move(e)).first;
+  }
+  const Entry& entry = it->second;
+  note_input("file " + path, entry.text);
+  if (!entry.parsed) {
+    ConfigNode n = parse_yaml(entry.text, entry.file);
+    if (!n.is_map()) throw InputError(n.loc, "a " + kind + " preset file must hold a map of keys");
+    if (const ConfigNode* p = n.find("provenance")) {
+      ConfigNode prov = *p;
+      bool ok = !prov.provenance && prov.is_map() && prov.entries.size() == 1 && prov.entries.front().second.is_scalar();
+      if (ok) {
+        ok = false;
+        for (const char* kname : kProvenanceKinds) ok = ok || prov.entries.front().first == kname;
+      }
+      if (!ok) throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+      n.erase("provenance");
+      apply_default_provenance(n, Provenance{prov.entries.front().first, prov.entries.front().second.scalar});
+    }
+    entry.parsed = std::make_shared<ConfigNode>(std::move(n));
+  }
+  return entry.parsed.get();
+}
+
+namespace {
+std::map<std::string, std::string>& input_log_map() {
+  static std::map<std::string, std::string> log;
+  return log;
+}
+}  // namespace
+
+std::string content_hash(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  // SplitMix64 finaliser (as core/random mix64), kept local so core/config stays self-contained.
+  h += 0x9e3779b97f4a7c15ULL;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void note_input(const std::string& key, std::string_view content) { input_log_map()[key] = content_hash(content); }
+std::vector<std::pair<std::string, std::string>> input_log() {
+  return {input_log_map().begin(), input_log_map().end()};
+}
+void clear_input_log() { input_log_map().clear(); }
+
+std::optional<std::string> current_input_hash(const std::string& key) {
+  if (key.rfind("preset ", 0) == 0) {
+    const auto sp = key.find(' ', 7);
+    if (sp == std::string::npos) return std::nullopt;
+    const std::string kind = key.substr(7, sp - 7), name = key.substr(sp + 1);
+    const PresetRegistry& reg = PresetRegistry::instance();
+    const auto names = reg.names(kind);
+    if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+    return content_hash(reg.text_of(kind, name));
+  }
+  if (key.rfind("file ", 0) == 0) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(key.substr(5), ec)) return std::nullopt;
+    std::ifstream in(key.substr(5), std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return content_hash(ss.str());
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> PresetRegistry::names(const std::string& kind) const {
@@ -638,9 +756,45 @@ void ConfigReader::number(const char* key, double& out, const Field& f) {
   quantity(key, out, dim::none, f);
 }
 
+namespace {
+// An integer written as plain decimal digits (optional sign) is parsed exactly, not through
+// double (which loses digits above 2^53: seeds from results.csv must round-trip). Returns false
+// when the text is not plain digits (then the caller parses it as a number, e.g. "1e3").
+bool exact_integer(const std::string& text, bool& negative, std::uint64_t& magnitude, bool& overflow) {
+  std::size_t i = 0;
+  negative = false;
+  overflow = false;
+  magnitude = 0;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
+  if (i >= text.size()) return false;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    const std::uint64_t d = static_cast<std::uint64_t>(text[i] - '0');
+    if (magnitude > (UINT64_MAX - d) / 10) overflow = true;
+    magnitude = magnitude * 10 + d;
+  }
+  return true;
+}
+}  // namespace
+
 void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
   const ConfigNode* n = take(key, f, "a whole number");
   if (!n) return;
+  {
+    bool neg = false, overflow = false;
+    std::uint64_t mag = 0;
+    if (exact_integer(n->scalar, neg, mag, overflow)) {
+      const std::uint64_t limit = neg ? 9223372036854775808ULL : 9223372036854775807ULL;
+      if (overflow || mag > limit)
+        fail(*n, key, "expected a whole number from -9223372036854775808 to 9223372036854775807, got \"" +
+                          n->scalar + "\"");
+      const std::int64_t v = neg ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
+      check_range(*n, key, static_cast<double>(v), dim::none, f.range);
+      out = v;
+      record(*n, key);
+      return;
+    }
+  }
   double v = 0;
   try {
     v = parse_quantity_as(n->scalar, dim::none);
@@ -651,6 +805,34 @@ void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
     fail(*n, key, "expected a whole number, got \"" + n->scalar + "\"");
   check_range(*n, key, v, dim::none, f.range);
   out = static_cast<std::int64_t>(v);
+  record(*n, key);
+}
+
+void ConfigReader::integer(const char* key, std::uint64_t& out, const Field& f) {
+  const ConfigNode* n = take(key, f, "a whole number from 0 to 18446744073709551615");
+  if (!n) return;
+  bool neg = false, overflow = false;
+  std::uint64_t mag = 0;
+  if (exact_integer(n->scalar, neg, mag, overflow)) {
+    if (overflow || (neg && mag != 0))
+      fail(*n, key, "expected a whole number from 0 to 18446744073709551615, got \"" + n->scalar + "\"");
+    check_range(*n, key, static_cast<double>(mag), dim::none, f.range);
+    out = mag;
+    record(*n, key);
+    return;
+  }
+  // "1e3" and the like: exact below 2^53 only, so larger values must be written in digits.
+  double v = 0;
+  try {
+    v = parse_quantity_as(n->scalar, dim::none);
+  } catch (const UnitError& e) {
+    fail(*n, key, std::string("expected a whole number: ") + e.what());
+  }
+  if (v != std::floor(v) || v < 0 || v > 9.0e15)
+    fail(*n, key, "expected a whole number from 0 to 18446744073709551615 (above 9e15 in plain digits), got \"" +
+                      n->scalar + "\"");
+  check_range(*n, key, v, dim::none, f.range);
+  out = static_cast<std::uint64_t>(v);
   record(*n, key);
 }
 
@@ -707,6 +889,17 @@ void ConfigReader::quantity_map(const char* key, std::map<std::string, double>& 
   out = std::move(result);
 }
 
+void ConfigReader::derive(const std::string& subpath, const std::string& how) {
+  if (!m_prov) return;
+  const std::string full = m_path.empty() ? subpath : m_path + "." + subpath;
+  auto it = m_prov->find(full);
+  if (it == m_prov->end()) {
+    (*m_prov)[full] = {Provenance{"derived", how}, SourceLoc{}};
+    return;
+  }
+  it->second.first = Provenance{"derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source};
+}
+
 void ConfigReader::finish() const {
   if (!m_node.is_map()) return;
   for (const auto& [k, v] : m_node.entries) {
@@ -745,7 +938,10 @@ ConfigNode ConfigReader::resolve_preset(const ConfigNode& node, const std::strin
       throw InputError(p->loc, path + ": preset '" + name + "' refers to itself through 'preset:'");
     chain.push_back(name);
     const PresetRegistry& reg = PresetRegistry::instance();
-    const ConfigNode* base = reg.find(kind, name);
+    // A path (holds '/' or ends in .yaml/.yml) names a preset file (issue 12.11).
+    const ConfigNode* base = is_preset_file_ref(name)
+                                 ? reg.find_file(kind, resolve_preset_file(name, p->loc), p->loc)
+                                 : reg.find(kind, name);
     if (!base) {
       std::vector<std::string> names = reg.names(kind);
       std::string near = nearest(name, names);
@@ -790,6 +986,9 @@ void ConfigWriter::integer(const char* key, std::int64_t& v, const Field&) {
   put(key, std::to_string(v));
 }
 void ConfigWriter::integer(const char* key, int& v, const Field&) { put(key, std::to_string(v)); }
+void ConfigWriter::integer(const char* key, std::uint64_t& v, const Field&) {
+  put(key, std::to_string(v));
+}
 void ConfigWriter::boolean(const char* key, bool& v, const Field&) {
   put(key, v ? "true" : "false");
 }

@@ -114,6 +114,9 @@ class PresetRegistry {
 
   // The folder name for a kind ("gpu" -> "gpus").
   static std::string folder_of(const std::string& kind);
+  // A preset given by file path (absolute, see resolve_preset_file), parsed once and cached;
+  // `at` is the referring node (for the message when the file cannot be read).
+  const ConfigNode* find_file(const std::string& kind, const std::string& path, const SourceLoc& at) const;
 
  private:
   struct Entry {
@@ -122,7 +125,27 @@ class PresetRegistry {
     mutable std::shared_ptr<ConfigNode> parsed;
   };
   std::map<std::string, std::map<std::string, Entry>> m_presets;  // kind -> name -> entry
+  mutable std::map<std::string, Entry> m_files;                     // preset files by path
 };
+
+// ---- preset files and the input log (issue 12.11; docs/sweeps.md "Resume") ----
+// A preset reference that holds '/' or ends in .yaml/.yml is a file path, wherever a preset
+// name is accepted (model:, system:, gpu:, host_link:, preset:, --set system=..., sweep axes).
+bool is_preset_file_ref(const std::string& ref);
+// Absolute path of a preset file reference: a relative one resolves against the folder of the
+// file holding the reference (`at.file`, when that is a file), else the current folder (--set,
+// command-line options).
+std::string resolve_preset_file(const std::string& ref, const SourceLoc& at);
+// 16 hex digits: FNV-1a 64 + SplitMix64 finaliser over the bytes.
+std::string content_hash(std::string_view text);
+// Every preset ("preset <kind> <name>") and preset file ("file <abs path>") read through the
+// registry since the last clear, with its content hash, sorted by key. A sweep point records
+// it so that a resume reruns the point when any of them changed.
+void note_input(const std::string& key, std::string_view content);
+std::vector<std::pair<std::string, std::string>> input_log();
+void clear_input_log();
+// The hash of that input's content now (nullopt when it no longer exists).
+std::optional<std::string> current_input_hash(const std::string& key);
 
 // ---------------------------------------------------------------------------------------------
 // Typed reading and writing of spec structs.
@@ -151,6 +174,8 @@ class ConfigReader {
   void number(const char* key, double& out, const Field& f);
   void integer(const char* key, std::int64_t& out, const Field& f);
   void integer(const char* key, int& out, const Field& f);
+  // Exact over the whole 64-bit range (seeds); plain digits are never rounded through double.
+  void integer(const char* key, std::uint64_t& out, const Field& f);
   void boolean(const char* key, bool& out, const Field& f);
   void text(const char* key, std::string& out, const Field& f);
   template <class E>
@@ -172,6 +197,11 @@ class ConfigReader {
                                    const std::string& path);
 
   const std::string& path() const { return m_path; }
+
+  // A value this reader already read was changed by a rule (a scale factor, issue 12.12): its
+  // provenance becomes derived: "<how>; from <old kind>: <old source>". `subpath` is relative
+  // to this reader ("hbm_bandwidth", "peak_flops.bf16").
+  void derive(const std::string& subpath, const std::string& how);
 
  private:
   const ConfigNode* take(const char* key, const Field& f, const char* what);
@@ -199,6 +229,7 @@ class ConfigWriter {
   void number(const char* key, double& v, const Field&);
   void integer(const char* key, std::int64_t& v, const Field&);
   void integer(const char* key, int& v, const Field&);
+  void integer(const char* key, std::uint64_t& v, const Field&);
   void boolean(const char* key, bool& v, const Field&);
   void text(const char* key, std::string& v, const Field&);
   template <class E>

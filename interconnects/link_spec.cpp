@@ -23,8 +23,10 @@ void LinkSpec::validate(const std::string& path) const {
                        format_number(*bandwidth_per_direction_Bps / 1e9) + " GB/s), got " +
                        format_number(**v / 1e9) + " GB/s");
   if (type != LinkType::Pcie) return;
-  if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16)
-    throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8 or 16 lanes, got " +
+  // Link widths the PCIe Base Specification defines (the Link Capabilities register's Maximum
+  // Link Width encodings: x1, x2, x4, x8, x12, x16, x32; issue 12.12, docs/hardware-sources.md).
+  if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 12 && lanes != 16 && lanes != 32)
+    throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
                      std::to_string(lanes));
   if (encoding_data > encoding_total)
     throw InputError(path + ".encoding_data: payload (" + format_number(encoding_data) +
@@ -51,6 +53,24 @@ void LinkSpec::require_sim(const std::string& path) const {
   need(max_outstanding_reads, "max_outstanding_reads");
   if (!missing.empty())
     throw InputError(path + ": the simulator needs " + missing + " (link '" + name + "')");
+}
+
+}  // namespace kappasim
+
+namespace kappasim {
+
+void LinkSpec::apply_scale(ConfigReader& r) {
+  if (!scale.bandwidth) return;
+  const double f = *scale.bandwidth;
+  const std::string why = "× " + format_number(f) + " (scale.bandwidth)";
+  if (type == LinkType::Pcie) {
+    rate_per_lane_Tps *= f;
+    r.derive("rate_per_lane", why);
+  } else if (bandwidth_per_direction_Bps) {
+    *bandwidth_per_direction_Bps *= f;
+    r.derive("bandwidth_per_direction", why);
+  }
+  scale = Scale{};
 }
 
 }  // namespace kappasim

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <type_traits>
 #include <vector>
 #include <string>
 
@@ -65,7 +66,7 @@ struct LinkSpec {
                  req("raw signalling rate per lane"));
       v.number("encoding_data", encoding_data, req("payload bits (bytes) per encoding unit"));
       v.number("encoding_total", encoding_total, req("total bits (bytes) per encoding unit"));
-      v.integer("lanes", lanes, opt("link width in lanes (1, 2, 4, 8 or 16)"));
+      v.integer("lanes", lanes, opt("link width in lanes (1, 2, 4, 8, 12, 16 or 32)"));
       v.quantity("max_payload_size", max_payload_size_bytes, dim::bytes,
                  opt("MPS: largest write TLP payload"));
       v.quantity("read_completion_size", read_completion_size_bytes, dim::bytes,
@@ -105,7 +106,26 @@ struct LinkSpec {
       v.quantity("capacity", capacity_bytes, dim::bytes, opt("capacity of the HBM tier"));
     v.quantity("energy_per_bit", energy_per_byte_J, dim::energy_per_byte,
                opt("energy per bit moved"));
+    // ---- relative knobs (issue 12.12): scale factors, applied once here as the spec is read ----
+    if constexpr (!std::is_same_v<V, ConfigWriter>) {
+      v.object("scale", scale, opt("what-if factors: {bandwidth: 2}"));
+      if constexpr (std::is_same_v<V, ConfigReader>) apply_scale(v);
+    }
   }
+  // Relative knob (issue 12.12, presets/README.md "Relative knobs"): a factor on the
+  // link's bandwidth per direction. PCIe: on rate_per_lane (a faster signalling rate; the
+  // protocol's per-packet bytes and latencies are unchanged, so the timing models see it too);
+  // C2C and the HBM tier: on bandwidth_per_direction. Not written back by --dump-config.
+  struct Scale {
+    std::optional<double> bandwidth;
+    template <class V>
+    void visit(V& v) {
+      v.quantity("bandwidth", bandwidth, dim::none, opt("factor on the bandwidth per direction"));
+    }
+    void validate(const std::string&) const {}
+  };
+  Scale scale;
+  void apply_scale(ConfigReader& r);
   void validate(const std::string& path) const;
   // Throws InputError naming every protocol field the simulator needs and this link lacks.
   void require_sim(const std::string& path) const;

@@ -72,6 +72,7 @@ RunSpec ClusterRunSpec::node_run_spec(std::size_t g) const {
   r.model = model;
   r.system = nodes.at(g).system;
   r.serving = nodes.at(g).serving;
+  adopt_gpu_kv_buffer(r.serving, r.system.gpu);  // the GPU's own KV buffer (issue 12.12)
   r.workload = workload;
   r.trace = false;
   r.check = check;

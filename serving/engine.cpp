@@ -562,6 +562,10 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   a.link_bytes = m_loaded_bytes_gpu + m_stored_bytes_gpu;
   a.link_energy_per_byte_J = m_spec.system.host_link.energy_per_byte_J.value_or(0);
   t.gpu_energy_j = m_tp * gpu_energy_j(m_spec.system.gpu, a);
+  // Reads from a separate (sram) buffer at its own energy per bit (issue 12.12); an hbm
+  // buffer's reads are in hbm_bytes above.
+  if (m_spec.serving.kv_buffer.kind == KvBufferKind::Sram && m_spec.serving.kv_buffer.energy_per_byte_J)
+    t.gpu_energy_j += m_tp * m_buffer_bytes_gpu * *m_spec.serving.kv_buffer.energy_per_byte_J;
   t.tdp_w = m_spec.system.gpu.tdp_w;
   t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
   t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());

@@ -3,6 +3,8 @@
 // linking the simulator.
 #pragma once
 
+#include <type_traits>
+
 #include <string>
 
 #include "core/config.hpp"
@@ -39,8 +41,16 @@ struct RunSpec {
     v.object("workload", workload, req("the requests"));
     v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
     v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+    // ---- the GPU-side KV buffer as GPU hardware (issue 12.12) ----
+    // serving.kv_buffer, when on, wins whole; else the GPU preset's kv_buffer applies.
+    if constexpr (std::is_same_v<V, ConfigReader>) adopt_gpu_kv_buffer(v);
   }
+  void adopt_gpu_kv_buffer(ConfigReader& r);
   void validate(const std::string& path) const;
 };
+
+// The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the
+// GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did.
+bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu);
 
 }  // namespace kappasim

@@ -71,6 +71,9 @@ struct KvBufferSpec {
   // (a near-memory die's bandwidth is a design assumption, give its source) and is capped by
   // the HBM write rate (hbm_bandwidth × hbm_efficiency) [D].
   std::optional<double> bandwidth_Bps;
+  // [A] energy per bit read from a separate (sram) store; an hbm buffer's reads are HBM traffic
+  // and are charged at the GPU's energy_per_hbm_bit (issue 12.12).
+  std::optional<double> energy_per_byte_J;
 
   template <class V>
   void visit(V& v) {
@@ -80,6 +83,8 @@ struct KvBufferSpec {
              opt("hbm (carved out of the paged-KV pool) or sram (separate store)"));
     v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth,
                opt("buffer -> KV pages copy bandwidth per GPU (hbm: default HBM/2)"));
+    v.quantity("energy_per_bit", energy_per_byte_J, dim::energy_per_byte,
+               opt("energy per bit read from a separate (sram) store", Range::NonNegative));
   }
   void validate(const std::string& path) const;
   bool enabled() const { return capacity_bytes > 0; }

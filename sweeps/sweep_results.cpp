@@ -104,6 +104,47 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
   return std::nullopt;
 }
 
+std::string si_column_unit(const Dimension& d) {
+  static const std::vector<std::pair<Dimension, const char*>> kUnits = {
+      {dim::bytes, "B"},        {dim::time, "s"},       {dim::bandwidth, "Bps"},
+      {dim::flops, "FLOP"},     {dim::flop_rate, "FLOPps"}, {dim::energy, "J"},
+      {dim::power, "W"},        {dim::energy_per_byte, "JpB"}, {dim::transfer_rate, "Tps"},
+      {dim::frequency, "Hz"},   {dim::area, "m2"},      {dim::length, "m"}};
+  for (const auto& [dd, u] : kUnits)
+    if (dd == d) return u;
+  return "";
+}
+
+std::string axis_si_column(const AxisKey& k, std::vector<double>* values) {
+  if (k.values.empty()) return "";
+  std::optional<Dimension> d;
+  std::vector<double> vs;
+  for (const auto& v : k.values) {
+    if (!v.is_scalar()) return "";
+    Quantity q;
+    try {
+      q = parse_quantity(v.scalar);
+    } catch (const UnitError&) {
+      return "";
+    }
+    if (d && !(*d == q.dim)) return "";
+    d = q.dim;
+    vs.push_back(q.value);
+  }
+  const std::string unit = si_column_unit(*d);
+  if (unit.empty()) return "";
+  if (values) *values = std::move(vs);
+  return k.label + "_" + unit;
+}
+
+bool is_axis_si_column(const std::string& label, const std::string& column) {
+  if (column.size() <= label.size() + 1 || column.compare(0, label.size() + 1, label + "_") != 0) return false;
+  const std::string unit = column.substr(label.size() + 1);
+  for (const char* u : {"B", "s", "Bps", "FLOP", "FLOPps", "J", "W", "JpB", "Tps", "Hz", "m2", "m"})
+    if (unit == u) return true;
+  return false;
+}
+
 std::string csv_field(const std::string& s) {
   const bool edge = !s.empty() && (s.front() == ' ' || s.back() == ' ');
   if (!edge && s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -130,8 +171,19 @@ MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points
   }
   const std::vector<std::string> labels = s.axis_labels();
   const bool reps = s.replicates > 1;
+  // Per axis key (labels order): its SI companion column and values ("" when none).
+  std::vector<std::string> si_cols;
+  std::vector<std::vector<double>> si_values;
+  for (const auto& a : s.axes)
+    for (const auto& k : a.keys) {
+      si_values.emplace_back();
+      si_cols.push_back(axis_si_column(k, &si_values.back()));
+    }
   std::vector<std::string> cols = {"point"};
-  cols.insert(cols.end(), labels.begin(), labels.end());
+  for (std::size_t a = 0; a < labels.size(); ++a) {
+    cols.push_back(labels[a]);
+    if (!si_cols[a].empty()) cols.push_back(si_cols[a]);
+  }
   if (reps) cols.push_back("replicate");
   for (const char* c : {"seed", "status", "error"}) cols.emplace_back(c);
   // A metric named like an earlier column (selftest echoes its axis x) is written "metric.<name>".
@@ -146,11 +198,19 @@ MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points
     if (r.status != "ok") m.not_ok.push_back(p.index);
     std::vector<std::string> row = {std::to_string(p.index)};
     std::string json = "{\"point\": " + std::to_string(p.index);
-    for (std::size_t a = 0; a < labels.size(); ++a) {
-      row.push_back(p.labels[a]);
-      json += ", " + json_escape(labels[a]) + ": " +
-              (is_json_number(p.labels[a]) ? p.labels[a] : json_escape(p.labels[a]));
-    }
+    std::size_t key_index = 0;
+    for (std::size_t ax = 0; ax < s.axes.size(); ++ax)
+      for (std::size_t kk = 0; kk < s.axes[ax].keys.size(); ++kk, ++key_index) {
+        const std::size_t a = key_index;
+        row.push_back(p.labels[a]);
+        json += ", " + json_escape(labels[a]) + ": " +
+                (is_json_number(p.labels[a]) ? p.labels[a] : json_escape(p.labels[a]));
+        if (!si_cols[a].empty()) {
+          const std::string v = format_number(si_values[a][p.axis_index[ax]]);
+          row.push_back(v);
+          json += ", " + json_escape(si_cols[a]) + ": " + v;
+        }
+      }
     if (reps) {
       row.push_back(std::to_string(p.replicate));
       json += ", \"replicate\": " + std::to_string(p.replicate);

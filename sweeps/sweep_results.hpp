@@ -43,11 +43,25 @@ struct MergedResults {
   std::string jsonl;
   std::vector<std::size_t> not_ok;  // point indices whose status is invalid or failed
 };
-// `records[i]` belongs to `points[i]`. Columns: point, one per axis (its label), replicate (only
+// `records[i]` belongs to `points[i]`. Columns: point, one per axis (its label, then its SI
+// companion when it has one), replicate (only
 // with replicates > 1), seed, status, error, then the metrics (spec's `metrics:`, else the union
 // in first-seen order; a metric named like an earlier column becomes "metric.<name>").
 MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points,
                             const std::vector<PointRecord>& records);
+
+// ---- numeric SI companions of quantity axes (issue 12.13) ----
+// An axis whose values are all quantities of one dimension ("64 GB/s", "32 GiB") gets a second
+// column right after its own: the value in SI base units, named <label>_<unit> with the unit
+// from si_column_unit ("system.host_link.bandwidth_Bps"), so an analysis tool reads numbers.
+// Returns the suffix for a dimension: B, s, Bps, FLOP, FLOPps, J, W, JpB, Tps, Hz, m2, m; ""
+// for dimensionless (plain numbers are already numeric) and for any other dimension.
+std::string si_column_unit(const Dimension& d);
+// The SI companion column of an axis key ("" when its values are not quantities of one
+// dimension), and its values in SI base units.
+std::string axis_si_column(const AxisKey& k, std::vector<double>* values = nullptr);
+// Whether `column` is the SI companion of axis label `label` (label + "_" + a known suffix).
+bool is_axis_si_column(const std::string& label, const std::string& column);
 
 // One CSV field quoted when it holds a comma, quote, newline or edge space (RFC 4180).
 std::string csv_field(const std::string& s);

@@ -500,12 +500,31 @@ void set_path(ConfigNode& root, const std::string& path, const ConfigNode& value
   }
 }
 
+namespace {
+// Preset file references (a scalar ending in .yaml/.yml) relative to the file that names them
+// become absolute, so the point's config (written to points/pNNNNNN/point.yaml) reads the same
+// file from anywhere and command.txt reruns it alone (issue 12.11). Other paths (traces) keep
+// resolving against the spec's folder (--base-dir), as before.
+void absolutize_preset_files(ConfigNode& n) {
+  if (n.is_scalar()) {
+    const std::string& v = n.scalar;
+    const bool yaml = (v.size() > 5 && v.compare(v.size() - 5, 5, ".yaml") == 0) ||
+                      (v.size() > 4 && v.compare(v.size() - 4, 4, ".yml") == 0);
+    if (yaml && !fs::path(v).is_absolute()) n.scalar = resolve_preset_file(v, n.loc);
+    return;
+  }
+  for (auto& [k, v] : n.entries) absolutize_preset_files(v);
+  for (auto& v : n.items) absolutize_preset_files(v);
+}
+}  // namespace
+
 ConfigNode point_config(const SweepSpec& s, const Point& p) {
   ConfigNode c = s.config;
   for (std::size_t a = 0; a < s.axes.size(); ++a)
     for (const auto& k : s.axes[a].keys) set_path(c, k.key, k.values[p.axis_index[a]]);
   if (s.quick)
     for (const auto& [path, v] : s.quick_set) set_path(c, path, v);
+  absolutize_preset_files(c);
   return c;
 }
 

@@ -161,7 +161,7 @@ struct WorkloadSpec {
   double rate = 10;  // requests per second
   ArrivalKind arrival = ArrivalKind::Poisson;
   double cv = 1;
-  std::int64_t seed = 1;
+  std::uint64_t seed = 1;  // 64-bit: a sweep seed from results.csv round-trips exactly (--set workload.seed=...)
   ShareGptSpec sharegpt;
   NarrativeQaSpec narrativeqa;
   DocFinQaSpec docfinqa;

@@ -36,6 +36,7 @@
 #include "apps/kappasim/sweep_run.hpp"
 #include "core/output.hpp"
 #include "core/units.hpp"
+#include "sweeps/aggregate.hpp"
 #include "sweeps/point_kind.hpp"
 #include "sweeps/sweep_results.hpp"
 #include "sweeps/sweep_spec.hpp"
@@ -110,6 +111,33 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   if (from.empty()) return;
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
+}
+
+// ---- inputs.txt: the content of every preset and file a point read (issue 12.11) ----------
+// One line per input, "<16 hex content hash> <key>" (core/config input_log keys: "preset KIND
+// NAME" or "file /abs/path"), written by the point before result.json.
+std::string inputs_text() {
+  std::string out = "# kappasim sweep point: content hash of every preset and preset file it read\n";
+  for (const auto& [key, hash] : input_log()) out += hash + " " + key + "\n";
+  return out;
+}
+
+// The first input of a finished point whose content differs now (or "" when none does). A
+// point without inputs.txt (run by an older kappasim) counts as changed: its inputs are unknown.
+std::string changed_input(const std::string& pdir) {
+  std::string text;
+  if (!read_text_file(pdir + "/inputs.txt", text)) return "no inputs.txt (inputs unknown)";
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto sp = line.find(' ');
+    if (sp == std::string::npos) return "malformed inputs.txt";
+    const std::string hash = line.substr(0, sp), key = line.substr(sp + 1);
+    const std::optional<std::string> now = current_input_hash(key);
+    if (!now) return key + " is gone";
+    if (*now != hash) return key + " changed";
+  }
+  return "";
 }
 
 // ---- the sweep folder -----------------------------------------------------------------------
@@ -315,6 +343,12 @@ int run_sweep(const SweepOptions& opts) {
       throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) + "/" +
                        std::to_string(shard_n));
   }
+  // --preset-dir before the spec is read (its points may name those presets).
+  std::vector<std::string> preset_dirs;
+  for (const auto& pd : opts.preset_dirs) {
+    preset_dirs.push_back(absolute(pd));
+    PresetRegistry::instance().add_directory(preset_dirs.back());
+  }
   const std::string spec_path = absolute(opts.spec_path);
   const SweepSpec spec = load_sweep_spec(spec_path, opts.quick, known_kind);
   const std::vector<Point> points = expand(spec);
@@ -325,12 +359,22 @@ int run_sweep(const SweepOptions& opts) {
 
   // This invocation's points; those with result.json are done already, and so are invalid ones
   // (an input error recurs for the same spec) unless retry_invalid. Failed ones run again.
+  // A done point whose presets or preset files changed since (inputs.txt, issue 12.11) runs
+  // again: its result would be stale.
   std::vector<const Point*> mine, todo;
+  std::size_t stale = 0;
+  std::string stale_example;
   for (const auto& p : points) {
     if (static_cast<int>(p.index % static_cast<std::size_t>(shard_n)) != shard_i) continue;
     mine.push_back(&p);
     const std::string pdir = d.point_dir(p, total);
-    if (fs::exists(pdir + "/result.json")) continue;
+    if (fs::exists(pdir + "/result.json")) {
+      const std::string changed = changed_input(pdir);
+      if (changed.empty()) continue;
+      if (stale++ == 0) stale_example = point_name(p.index, total) + ": " + changed;
+      todo.push_back(&p);
+      continue;
+    }
     if (!opts.retry_invalid && fs::exists(pdir + "/error.json")) {
       const auto rec = read_point_record(pdir);
       if (rec && rec->status == "invalid") continue;
@@ -345,6 +389,9 @@ int run_sweep(const SweepOptions& opts) {
               << ", " << (mine.size() - todo.size()) << " done before, " << todo.size() << " to run on "
               << std::min<std::size_t>(static_cast<std::size_t>(jobs), std::max<std::size_t>(todo.size(), 1))
               << " workers\n";
+  if (!opts.quiet && stale > 0)
+    std::cerr << "sweep " << spec.name << ": " << stale << " finished point" << (stale > 1 ? "s" : "")
+              << " run again because a preset or file they read changed since (" << stale_example << ")\n";
 
   const std::string exe = self_exe();
   Progress progress(opts.quiet, todo.size());
@@ -365,7 +412,14 @@ int run_sweep(const SweepOptions& opts) {
                                        spec.kind,    "--config", pdir + "/point.yaml",
                                        "--base-dir", spec.base_dir, "--seed", std::to_string(p.seed),
                                        "--out",      pdir};
+      for (const auto& pd : preset_dirs) {
+        args.push_back("--preset-dir");
+        args.push_back(pd);
+      }
       std::string cmd;
+      // The environment's preset path too, so the line reruns the point alone (issue 12.11).
+      if (const char* env_path = std::getenv("KAPPASIM_PRESET_PATH"); env_path && *env_path)
+        cmd = "KAPPASIM_PRESET_PATH=" + shell_quote(env_path);
       for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
       write_file_quick(pdir + "/command.txt", cmd + "\n");
       std::vector<char*> argv;
@@ -494,11 +548,13 @@ using namespace kappasim::sweep;
 const char* kSweepUsage =
     "kappasim sweep: parameter sweeps, each point in its own process (docs/sweeps.md)\n"
     "Usage:\n"
-    "  kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] [--retry-invalid] [--quiet]\n"
+    "  kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] [--retry-invalid]\n"
+    "                [--preset-dir DIR]... [--quiet]\n"
     "      run or resume the sweep; merges DIR/results.csv and results.jsonl when every point is done\n"
     "  kappasim sweep point --kind K --config FILE --base-dir DIR --seed S --out PDIR\n"
     "      run one point (what the runner does per point; points/pNNNNNN/command.txt has the line)\n"
-    "  kappasim sweep collect DIR        merge a sharded sweep (exit 3 lists missing points)\n"
+    "  kappasim sweep collect DIR [--aggregate]   merge a sharded sweep (exit 3 lists missing points);\n"
+    "      --aggregate: per-configuration mean, sd and 95% t interval over replicates (aggregate.csv/.json)\n"
     "  kappasim sweep emit slurm SPEC --out DIR [--tasks N] [--cpus-per-task C] [--time T]\n"
     "                [--partition P] [--job-name NAME] [--script FILE] [--quick]\n"
     "      write an sbatch array script (stdout, or --script FILE)\n"
@@ -570,8 +626,10 @@ std::optional<std::pair<int, int>> resolve_shard(const std::string& shard, const
 
 int cmd_point(const std::vector<std::string>& args) {
   std::string kind, config, base_dir, seed_text, out;
+  std::vector<std::string> preset_dirs;
   po::options_description desc("kappasim sweep point: run one sweep point\nOptions");
   desc.add_options()("kind", po::value(&kind), "point kind (kappasim sweep kinds)")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")
       ("config", po::value(&config), "the point's config (points/pNNNNNN/point.yaml)")
       ("base-dir", po::value(&base_dir), "folder relative paths in the config resolve against")
       ("seed", po::value(&seed_text), "the point's seed")
@@ -592,7 +650,9 @@ int cmd_point(const std::vector<std::string>& args) {
   errno = 0;
   const unsigned long long seed = digits ? std::strtoull(seed_text.c_str(), nullptr, 10) : 0;
   if (!digits || errno == ERANGE) throw InputError("--seed: expected a 64-bit unsigned integer, got \"" + seed_text + "\"");
+  for (const auto& pd : preset_dirs) PresetRegistry::instance().add_directory(pd);
   const ConfigNode node = load_yaml_file(config);
+  clear_input_log();  // from here on: what the point itself reads
 
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -620,6 +680,7 @@ int cmd_point(const std::vector<std::string>& args) {
     if (ec) throw InputError("cannot move '" + staging + "' to '" + out + "/files': " + ec.message());
     cleanup.dir.clear();
   }
+  write_file_atomic(out + "/inputs.txt", inputs_text());
   write_file_atomic(out + "/result.json", result_json(result));
   return 0;
 }
@@ -627,8 +688,12 @@ int cmd_point(const std::vector<std::string>& args) {
 int cmd_collect(const std::vector<std::string>& args) {
   std::string dir;
   bool quiet = false;
+  bool aggregate = false;
   po::options_description desc("kappasim sweep collect DIR: merge a (sharded) sweep\nOptions");
   desc.add_options()("dir", po::value(&dir), "the sweep folder")("quiet,q", po::bool_switch(&quiet), "no summary")
+      ("aggregate", po::bool_switch(&aggregate),
+       "also write aggregate.csv and aggregate.json: per configuration, the mean, standard deviation and "
+       "95% Student-t interval of every numeric metric over the replicates")
       ("help,h", "this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
@@ -651,6 +716,15 @@ int cmd_collect(const std::vector<std::string>& args) {
     std::cerr << "kappasim: sweep collect: " << missing.size() << " of " << points.size()
               << " points have no result yet: " << id_list(missing, 1000) << "\n";
     return 3;
+  }
+  if (aggregate) {
+    // Replicates and intervals (issue 11.1): a pure function of results.csv (sweeps/aggregate).
+    const SweepTable table = parse_csv(merged.csv, d.dir + "/results.csv");
+    const Aggregated agg = aggregate_table(table, config_columns(spec, table),
+                                           {"point", "replicate", "seed", "status", "error"});
+    write_file_atomic(d.dir + "/aggregate.csv", agg.csv);
+    write_file_atomic(d.dir + "/aggregate.json", agg.json);
+    if (!quiet) std::cerr << "aggregates in " << d.dir << "/aggregate.csv and aggregate.json\n";
   }
   if (!quiet) {
     std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of " << points.size()
@@ -681,6 +755,7 @@ int cmd_emit(const std::vector<std::string>& args) {
                      (args.empty() ? std::string() : ", got '" + args[0] + "'"));
   std::vector<std::string> rest(args.begin() + 1, args.end());
   std::string spec_path, out, time_limit, partition, script, job_name;
+  std::vector<std::string> preset_dirs;
   int tasks = 0, cpus = 1;
   bool quick = false;
   po::options_description desc(
@@ -694,6 +769,7 @@ int cmd_emit(const std::vector<std::string>& args) {
       ("job-name", po::value(&job_name), "job name (default: the sweep's name; sanitised to [A-Za-z0-9._-])")
       ("script", po::value(&script), "write the script to FILE (default: stdout)")
       ("quick", po::bool_switch(&quick), "run the spec's quick: variant")
+      ("preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")
       ("help,h", "this help");
   po::positional_options_description pos;
   pos.add("spec", 1);
@@ -704,6 +780,11 @@ int cmd_emit(const std::vector<std::string>& args) {
   }
   if (spec_path.empty()) throw InputError("kappasim sweep emit slurm: a SPEC file is required");
   if (out.empty()) throw InputError("kappasim sweep emit slurm: --out DIR is required");
+  std::string preset_args;
+  for (const auto& pd : preset_dirs) {
+    PresetRegistry::instance().add_directory(pd);
+    preset_args += " --preset-dir " + shell_quote(absolute(pd));
+  }
   const SweepSpec spec = load_sweep_spec(spec_path, quick, known_kind);
   const std::size_t n = spec.point_count();
   if (vm.count("tasks") && (tasks < 1 || tasks > 100000))
@@ -724,7 +805,7 @@ int cmd_emit(const std::vector<std::string>& args) {
   if (!partition.empty()) s += "#SBATCH --partition=" + partition + "\n";
   s += "set -euo pipefail\n";
   s += "exec " + shell_quote(self_exe()) + " sweep " + shell_quote(absolute(spec_path)) + " --out " +
-       shell_quote(absolute(out)) + (quick ? " --quick" : "") + " -j \"${SLURM_CPUS_PER_TASK:-1}\"\n";
+       shell_quote(absolute(out)) + (quick ? " --quick" : "") + preset_args + " -j \"${SLURM_CPUS_PER_TASK:-1}\"\n";
   if (script.empty()) {
     std::cout << s;
   } else {
@@ -800,6 +881,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("quiet,q", po::bool_switch(&o.quiet), "no progress or summary")
       ("shard", po::value(&shard), "run only points with index % N == I (I/N)")
       ("shards", po::value(&shards), "shard count for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)")
+      ("preset-dir", po::value(&o.preset_dirs)->composing(),
+       "add presets from DIR (<DIR>/gpus/*.yaml, systems/, ...; repeatable); passed to every point")
       ("help,h", "this help");
   po::positional_options_description pos;
   pos.add("spec", 1);

@@ -105,6 +105,13 @@ sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::Po
                  {"compute_effective_flops", m.compute_effective_flops},
                  {"compute_peak_flops", m.compute_peak_flops},
                  {"kappa_max", m.kappa_max}};
+  // Why kappa_crit_simulated may be blank (issue 12.13): load/compute stayed below 1 at every
+  // κ up to kappa_max (the link never binds), or was already >= 1 at the smallest κ.
+  bool never = !m.records.empty(), from_start = false;
+  for (const auto& rec : m.records) never = never && rec.load_s < rec.compute_s;
+  if (!m.records.empty()) from_start = m.records.front().load_s >= m.records.front().compute_s;
+  out.metrics.emplace_back("link_never_binds", never ? 1.0 : 0.0);
+  out.metrics.emplace_back("link_binds_from_start", from_start ? 1.0 : 0.0);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "core/stats.hpp"
 #include "sweeps/sweep_results.hpp"
 #include "sweeps/sweep_spec.hpp"
 
@@ -27,6 +28,16 @@ std::string fmt_num(double v, int digits) {
   // %g may still use an exponent for large integers with few digits: spell those out.
   if (s.find('e') != std::string::npos && a >= 1 && a < 1e7) std::snprintf(buf, sizeof buf, "%.0f", v), s = buf;
   return s;
+}
+
+std::string interval_cell(const ResultsTable& t, const std::vector<std::size_t>& rows,
+                          const std::string& name, int digits) {
+  std::vector<double> xs;
+  for (std::size_t r : rows)
+    if (t.ok(r) && std::isfinite(t.num(r, name))) xs.push_back(t.num(r, name));
+  if (xs.empty()) return "—";
+  if (xs.size() == 1) return fmt_num(xs.front());
+  return stats::format_interval(stats::mean_interval(xs, 0.95), digits);
 }
 
 std::string md_table(const std::vector<std::string>& header,

@@ -31,6 +31,14 @@ struct ResultsTable {
 // Reads DIR/results.csv. InputError naming the file if missing or malformed.
 ResultsTable read_results(const std::string& sweep_dir);
 
+// ---- replicate intervals in report tables (issue 11.1; core/stats) ----
+// The mean of column `name` over the ok `rows` (blank cells skipped) with its 95% Student t
+// interval when there are two or more samples: "1.23 ± 0.05 (n=3)" (`digits` significant
+// digits of the half-width); one sample: fmt_num(v); none: "—". Rows of one configuration's
+// replicates: t.where({{axis, value}, ...}).
+std::string interval_cell(const ResultsTable& t, const std::vector<std::size_t>& rows,
+                          const std::string& name, int digits = 2);
+
 // A gnuplot figure: `body` holds the plot commands (set ... / plot ...) and runs once per
 // output format; the script sets the terminal and output around it. Data files are referenced
 // by name relative to the figure's folder.

@@ -39,7 +39,7 @@ PointResult run_point(const ConfigNode& config, const PointContext& ctx) {
   const bool trace_given = node.is_map() && node.find("trace") != nullptr;
   RunSpec spec = read_config<RunSpec>(node, "");
   if (!trace_given) spec.trace = false;
-  spec.workload.seed = static_cast<std::int64_t>(ctx.seed);  // 63-bit: fits
+  spec.workload.seed = ctx.seed;
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, ctx.base_dir);
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), ctx.base_dir);
 

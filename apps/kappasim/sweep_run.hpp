@@ -24,6 +24,9 @@ struct SweepOptions {
   // Run only points with index % N == I. run_sweep never reads the environment: the CLI turns
   // --shard / SLURM_ARRAY_* / JOB_COMPLETION_INDEX into this.
   std::optional<std::pair<int, int>> shard;
+  // --preset-dir folders (issue 12.11): added to the registry here and passed to every point
+  // (and so recorded in its command.txt).
+  std::vector<std::string> preset_dirs;
 };
 
 // Runs (or resumes) the sweep into out_dir and merges results.csv / results.jsonl when every

@@ -22,6 +22,35 @@ double GpuSpec::gemm_efficiency_for(const std::string& dtype) const {
   return gemm_efficiency.value_or(0);
 }
 
+void GpuSpec::apply_scale(ConfigReader& r) {
+  const std::string at = r.path().empty() ? "scale" : r.path() + ".scale";
+  for (const auto& [d, f] : scale.flops_by_dtype)
+    if (!peak_flops.count(d))
+      throw InputError(at + ".flops_by_dtype." + d + ": GPU '" + name + "' has no " + d +
+                       " peak to scale (it has: " + [&] {
+                         std::string have;
+                         for (const auto& [k, v] : peak_flops) have += (have.empty() ? "" : ", ") + k;
+                         return have;
+                       }() + ")");
+  if (scale.hbm_bandwidth) {
+    hbm_bandwidth_Bps *= *scale.hbm_bandwidth;
+    r.derive("hbm_bandwidth", "× " + format_number(*scale.hbm_bandwidth) + " (scale.hbm_bandwidth)");
+  }
+  for (auto& [d, v] : peak_flops) {
+    const auto it = scale.flops_by_dtype.find(d);
+    if (!scale.flops && it == scale.flops_by_dtype.end()) continue;
+    double f = scale.flops.value_or(1);
+    std::string why = scale.flops ? "scale.flops " + format_number(*scale.flops) : "";
+    if (it != scale.flops_by_dtype.end()) {
+      f *= it->second;
+      why += (why.empty() ? "" : " × ") + std::string("scale.flops_by_dtype.") + d + " " + format_number(it->second);
+    }
+    v *= f;
+    r.derive("peak_flops." + d, "× " + format_number(f) + " (" + why + ")");
+  }
+  scale = Scale{};
+}
+
 void GpuSpec::validate(const std::string& path) const {
   if (peak_flops.empty())
     throw InputError(path + ".peak_flops: at least one dtype's peak FLOP/s is required");

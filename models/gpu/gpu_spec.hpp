@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/config.hpp"
@@ -56,6 +57,49 @@ struct GpuSpec {
   std::optional<double> copy_kernel_load_width;    // bytes per thread per load of the copy kernel
 
   static const std::vector<std::string>& compute_dtypes();
+
+  // Relative knobs (issue 12.12, presets/README.md "Relative knobs"): what-if factors on
+  // datasheet figures, applied once as the spec is read (apply_scale), so the analytic model
+  // and the simulator see the same scaled GPU. Not written back by --dump-config: the scaled
+  // values are, with a `derived:` provenance naming the factor.
+  struct Scale {
+    std::optional<double> flops;                  // × every precision's peak FLOP/s
+    std::map<std::string, double> flops_by_dtype;  // × one precision's peak (on top of flops)
+    std::optional<double> hbm_bandwidth;          // × HBM bandwidth
+    template <class V>
+    void visit(V& v) {
+      v.quantity("flops", flops, dim::none, opt("factor on every precision's peak FLOP/s"));
+      v.quantity_map("flops_by_dtype", flops_by_dtype, dim::none, compute_dtypes(),
+                     opt("factor on one precision's peak FLOP/s, e.g. {fp8: 2}"));
+      v.quantity("hbm_bandwidth", hbm_bandwidth, dim::none, opt("factor on the HBM bandwidth"));
+    }
+    void validate(const std::string&) const {}
+  };
+  Scale scale;
+  // Multiplies the scaled fields, records their provenance, and clears `scale`.
+  void apply_scale(ConfigReader& r);
+
+  // A GPU-side KV buffer as GPU hardware (issue 12.12, docs/studies-kv.md "The buffer as GPU
+  // hardware"): what a GPU or system preset says about an on-package store of hot prefix
+  // chunks. A run uses it when serving.kv_buffer is off (capacity 0); serving.kv_buffer, when
+  // on, overrides it whole (RunSpec::visit). Absent by default: no shipped GPU has one.
+  struct KvBuffer {
+    double capacity_bytes = 0;            // per GPU; 0 = none
+    bool sram = false;                    // kind: hbm (carved out of HBM) | sram (separate store)
+    std::optional<double> bandwidth_Bps;  // buffer -> KV pages copy bandwidth
+    std::optional<double> energy_per_byte_J;  // per bit read from a separate (sram) store
+    template <class V>
+    void visit(V& v) {
+      v.quantity("capacity", capacity_bytes, dim::bytes, opt("buffer capacity per GPU (0 = none)", Range::NonNegative));
+      v.choice("kind", sram, std::vector<std::pair<const char*, bool>>{{"hbm", false}, {"sram", true}},
+               opt("hbm (a region of HBM) or sram (a separate on-package store)"));
+      v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth, opt("buffer -> KV pages copy bandwidth per GPU"));
+      v.quantity("energy_per_bit", energy_per_byte_J, dim::energy_per_byte,
+                 opt("energy per bit read from a separate (sram) store", Range::NonNegative));
+    }
+    void validate(const std::string&) const {}
+  };
+  KvBuffer kv_buffer;
 
   // Peak dense FLOP/s for a dtype; InputError naming the GPU when it has no such rate.
   double peak(const std::string& dtype) const;
@@ -115,6 +159,12 @@ struct GpuSpec {
                opt("warp-wide loads to host memory one SM keeps in flight", Range::AtLeastOne));
     v.quantity("copy_kernel_load_width", copy_kernel_load_width, dim::bytes,
                opt("bytes each thread of the copy kernel loads per instruction (4, 8 or 16)"));
+    // ---- relative knobs (issue 12.12): scale factors, applied once here as the spec is read ----
+    if constexpr (!std::is_same_v<V, ConfigWriter>) {
+      v.object("scale", scale, opt("what-if factors: {flops, flops_by_dtype: {fp8: 2}, hbm_bandwidth}"));
+      if constexpr (std::is_same_v<V, ConfigReader>) apply_scale(v);
+    }
+    v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
   }
   void validate(const std::string& path) const;
   // Throws InputError naming every simulator field this GPU lacks.

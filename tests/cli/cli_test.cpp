@@ -132,7 +132,14 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
       {"kappa -m llama-3.1-8b -s " + syntax.string(), "YAML syntax error"},
       {"kappa -m llama-3.1-8b -s /nonexistent/x.yaml", "cannot read config file"},
       {"kappa -m llama-3.1-8b -s h100 --set model.attention.num_kv_heads=128", "cannot exceed"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8 or 16 lanes"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8, 12, 16 or 32 lanes"},
+      // issue 12.11/12.12 (sweeps helper): x24 is no PCIe width; scale factors; a missing preset file
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=24", "1, 2, 4, 8, 12, 16 or 32 lanes, got 24"},
+      {"kappa -m llama-3.1-8b -s a100 --set 'system.gpu.scale.flops_by_dtype={fp8: 2}'",
+       "system.gpu.scale.flops_by_dtype.fp8: GPU 'a100-sxm4-80gb' has no fp8 peak to scale"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.scale.flops=0", "system.gpu.scale.flops: must be greater than zero"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu=/nonexistent/gpu.yaml",
+       "cannot read gpu preset file '/nonexistent/gpu.yaml'"},
       {"kappa -m llama-3.1-8b -s a100 --precision fp8", "no peak rate for precision 'fp8'"},
       {"kappa -m llama-3.1-8b -s h100 --bandwidth '64 GB'", "--bandwidth: expected a bandwidth"},
       {"kappa -m llama-3.1-8b -s h100 --compute 0", "--compute"},
@@ -663,6 +670,28 @@ TEST(Cli, RunWhoseResultsCannotBeWrittenExitsTwoAndLeavesNoFolder) {
   Result r = run("run " + cfg.string() + " -q --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::exists(out / "summary.json"));
+}
+
+// Issue 12.12 (sweeps helper): the scale factor and the x32 width reach the simulator too. The
+// flow model's wire rate is lanes × rate per lane, so x32 and x16 at twice the rate are the same
+// link (identical probe lines); a 64 MiB DMA copy, dominated by bytes / bandwidth, then takes
+// between 1/2 and 0.55 of the x16 time (a fixed per-copy cost does not halve).
+TEST(Cli, ScaledAndX32LinksReachTheSimulator) {
+  const std::string base = "probe h2d --system h100 --path dma --sizes '64 MiB' --format csv";
+  Result x16 = run(base), scaled = run(base + " --set system.host_link.scale.bandwidth=2"),
+         x32 = run(base + " --set system.host_link.lanes=32");
+  ASSERT_EQ(x16.code, 0) << x16.err;
+  ASSERT_EQ(scaled.code, 0) << scaled.err;
+  ASSERT_EQ(x32.code, 0) << x32.err;
+  EXPECT_EQ(scaled.out, x32.out);
+  auto time_s = [](const std::string& csv) {
+    const std::string row = csv.substr(csv.find('\n') + 1);
+    const std::size_t a = row.find(',') + 1;
+    return std::stod(row.substr(a, row.find(',', a) - a));
+  };
+  const double ratio = time_s(x32.out) / time_s(x16.out);
+  EXPECT_GE(ratio, 0.5);
+  EXPECT_LE(ratio, 0.55);
 }
 
 }  // namespace

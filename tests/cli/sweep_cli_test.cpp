@@ -115,7 +115,7 @@ TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
   std::stringstream ss(csv);
   std::string header, line;
   std::getline(ss, header);
-  EXPECT_EQ(header, "point,x,mode,sleep,seed,status,error,metric.x,x2");
+  EXPECT_EQ(header, "point,x,mode,sleep,sleep_s,seed,status,error,metric.x,x2");  // sleep_s: the SI column of a quantity axis
   std::vector<std::string> rows;
   while (std::getline(ss, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 6u);
@@ -124,6 +124,12 @@ TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
   EXPECT_TRUE(has(rows[5], ",invalid,point.yaml:")) << rows[5];
   EXPECT_TRUE(has(rows[5], "invalid input on request")) << rows[5];
   EXPECT_FALSE(has(csv, a.string()));  // no per-folder paths in merged files
+  // The aggregate is a function of results.csv alone: byte-identical for -j1 and -j2 too.
+  EXPECT_EQ(kappasim({"sweep", "collect", a.string(), "--aggregate", "-q"}).code, 3);
+  EXPECT_EQ(kappasim({"sweep", "collect", b.string(), "--aggregate", "-q"}).code, 3);
+  EXPECT_EQ(slurp(a / "aggregate.csv"), slurp(b / "aggregate.csv"));
+  EXPECT_EQ(slurp(a / "aggregate.json"), slurp(b / "aggregate.json"));
+  EXPECT_TRUE(has(slurp(a / "aggregate.csv"), "x2_mean")) << slurp(a / "aggregate.csv");
 }
 
 TEST(SweepCli, RerunSkipsFinishedAndInvalidPointsAndRetriesInvalidOnRequest) {
@@ -416,6 +422,107 @@ axes:
   EXPECT_TRUE(has(tcsv, "did you mean 'tp'?")) << tcsv;
   Result kinds = kappasim({"sweep", "kinds"});
   for (const char* k : {"run", "kappa", "selftest"}) EXPECT_TRUE(has(kinds.out, k));
+}
+
+// ---- issue 12.11 / 11.1 (sweeps helper): preset files, --preset-dir, content check, aggregate ----
+
+// The value of column `col` in data row `row` (0-based) of a CSV without quoted commas.
+std::string csv_cell(const std::string& csv, std::size_t row, const std::string& col) {
+  std::stringstream ss(csv);
+  std::string line;
+  std::getline(ss, line);
+  std::vector<std::string> header;
+  {
+    std::stringstream hs(line);
+    for (std::string f; std::getline(hs, f, ',');) header.push_back(f);
+  }
+  for (std::size_t r = 0; r <= row; ++r) std::getline(ss, line);
+  std::stringstream ls(line);
+  std::vector<std::string> cells;
+  for (std::string f; std::getline(ls, f, ',');) cells.push_back(f);
+  for (std::size_t i = 0; i < header.size() && i < cells.size(); ++i)
+    if (header[i] == col) return cells[i];
+  return "<no column " + col + ">";
+}
+
+TEST(SweepCli, PresetFilesPresetDirAndAnEditedPresetRerunsItsPoints) {
+  // κ_crit by hand (Eq. 6), Llama-3.1-8B on h100 (PCIe 5 x16), BF16:
+  //   F_pf · B / (B_kv · C) = 16 060 522 496 · 63.0153846e9 / (131 072 · 989e12) = 7.80729;
+  //   a GPU with twice the BF16 peak: 3.90364.
+  const fs::path root = scratch() / "presetfiles";
+  write(root / "pd" / "gpus" / "mygpu.yaml", "preset: h100-sxm5\n");
+  write(root / "spec" / "gpus" / "filegpu.yaml", "preset: h100-sxm5\n");
+  const std::string spec = write(root / "spec" / "spec.yaml", R"(name: pf
+kind: kappa
+config: {model: llama-3.1-8b, system: h100}
+replicates: 2
+axes:
+  - {key: system.gpu, values: [mygpu, gpus/filegpu.yaml], label: gpu}
+)").string();
+  const fs::path out = root / "out";
+  Result r = kappasim({"sweep", spec, "--out", out.string(), "-q", "--preset-dir", (root / "pd").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string csv = slurp(out / "results.csv");
+  for (std::size_t row = 0; row < 4; ++row) EXPECT_NEAR(std::stod(csv_cell(csv, row, "kappa_crit")), 7.80729, 1e-4);
+  // command.txt names the preset folder; point.yaml names the file by its absolute path; the
+  // line reruns the point alone, from another folder.
+  const std::string cmd = slurp(out / "points" / "p000002" / "command.txt");
+  EXPECT_TRUE(has(cmd, "--preset-dir " + fs::absolute(root / "pd").lexically_normal().string())) << cmd;
+  EXPECT_TRUE(has(slurp(out / "points" / "p000002" / "point.yaml"),
+                  fs::absolute(root / "spec" / "gpus" / "filegpu.yaml").lexically_normal().string()));
+  const std::string cmd0 = slurp(out / "points" / "p000000" / "command.txt");
+  EXPECT_EQ(std::system(("cd / && " + cmd0.substr(0, cmd0.size() - 1) + " 2>/dev/null").c_str()), 0) << cmd0;
+  // Editing the user preset reruns exactly the points that read it.
+  write(root / "pd" / "gpus" / "mygpu.yaml", "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
+  r = kappasim({"sweep", spec, "--out", out.string(), "--preset-dir", (root / "pd").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "2 finished points run again because a preset or file they read changed")) << r.err;
+  EXPECT_TRUE(has(r.err, "preset gpu mygpu changed")) << r.err;
+  csv = slurp(out / "results.csv");
+  EXPECT_NEAR(std::stod(csv_cell(csv, 0, "kappa_crit")), 3.90364, 1e-4);
+  EXPECT_NEAR(std::stod(csv_cell(csv, 2, "kappa_crit")), 7.80729, 1e-4);
+  // And editing the preset file by path reruns the other two.
+  write(root / "spec" / "gpus" / "filegpu.yaml", "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
+  r = kappasim({"sweep", spec, "--out", out.string(), "--preset-dir", (root / "pd").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "2 finished points run again")) << r.err;
+  EXPECT_TRUE(has(r.err, "filegpu.yaml changed")) << r.err;
+  EXPECT_NEAR(std::stod(csv_cell(slurp(out / "results.csv"), 3, "kappa_crit")), 3.90364, 1e-4);
+  // Unchanged inputs: nothing reruns.
+  r = kappasim({"sweep", spec, "--out", out.string(), "--preset-dir", (root / "pd").string()});
+  EXPECT_TRUE(has(r.err, "4 done before, 0 to run")) << r.err;
+  // Replicates aggregate per configuration: identical analytic replicates, sd 0, n 2.
+  Result c = kappasim({"sweep", "collect", out.string(), "--aggregate", "-q"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string agg = slurp(out / "aggregate.csv");
+  EXPECT_EQ(csv_cell(agg, 0, "gpu"), "mygpu");
+  EXPECT_EQ(csv_cell(agg, 0, "ok"), "2");
+  EXPECT_NEAR(std::stod(csv_cell(agg, 0, "kappa_crit_mean")), 3.90364, 1e-4);
+  EXPECT_EQ(csv_cell(agg, 0, "kappa_crit_sd"), "0");
+  EXPECT_EQ(csv_cell(agg, 0, "kappa_crit_n"), "2");
+  EXPECT_TRUE(has(slurp(out / "aggregate.json"), "\"confidence\": 0.95")) << slurp(out / "aggregate.json");
+}
+
+TEST(SweepCli, BlankKappaCritIsExplainedByLinkNeverBinds) {
+  // A GPU at 1e-4 of the H100's FLOP/s: Eq. 6 puts κ_crit at 7.807 / 1e-4 ≈ 78 000, beyond
+  // the grid's κ_max (≈ 7 700 for T = 512 in the KV cache), so load never reaches compute and
+  // κ_crit_simulated is blank, with link_never_binds = 1. The stock GPU crosses: 0.
+  const std::string spec = spec_file("neverbinds", R"(name: nb
+kind: kappa-crit
+config: {model: llama-3.1-8b, system: h100, measure: {t: 512, points: 8}}
+axes:
+  - {key: system.gpu.scale.flops, values: [0.0001, 1], label: flops_scale}
+)");
+  const fs::path out = scratch() / "neverbinds" / "out";
+  Result r = kappasim({"sweep", spec, "--out", out.string(), "-q"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(out / "results.csv");
+  EXPECT_EQ(csv_cell(csv, 0, "kappa_crit_simulated"), "");
+  EXPECT_EQ(csv_cell(csv, 0, "link_never_binds"), "1");
+  EXPECT_EQ(csv_cell(csv, 0, "link_binds_from_start"), "0");
+  EXPECT_GT(std::stod(csv_cell(csv, 0, "kappa_crit_analytic_peak")), std::stod(csv_cell(csv, 0, "kappa_max")));
+  EXPECT_NE(csv_cell(csv, 1, "kappa_crit_simulated"), "");
+  EXPECT_EQ(csv_cell(csv, 1, "link_never_binds"), "0");
 }
 
 }  // namespace

@@ -120,6 +120,31 @@ TEST(ServingStudies, BufferHitCopiesAtHalfHbmBandwidthAndCarvesThePool) {
   EXPECT_EQ(o.kv_blocks, kv_blocks_for(v_eff, 16, kBkv8b) - 1024);
 }
 
+// Issue 12.12 (sweeps helper): the same buffer described as GPU hardware (system.gpu.kv_buffer,
+// kind sram, 1 TB/s, below the HBM write cap of 3.08 TB/s) is what the engine uses when
+// serving.kv_buffer is off: the second request's hit copies at 1 TB/s. Its energy per bit is
+// charged per byte read from the buffer; at 1 J/bit (8 J/B, chosen to dwarf the rest of the
+// run's energy: idle and compute over ~100 s are ~1e4 J) the total is 512 MiB × 8 J/B within 1e-5.
+TEST(ServingStudies, GpuHardwareBufferIsUsedWhenServingHasNone) {
+  const std::string gpu_buffer =
+      "model: llama-3.1-8b\n"
+      "system: {preset: h100, gpu: {preset: h100-sxm5, kv_buffer: {capacity: 2147483648 B, kind: sram, "
+      "bandwidth: 1 TB/s, energy_per_bit: 1 J/bit}}}\n"
+      "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel}\n"
+      "workload: {type: sharegpt, requests: 1}\n";
+  const RunSpec spec = run_spec(gpu_buffer);
+  ASSERT_TRUE(spec.serving.kv_buffer.enabled());
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T, 7), request(2, 100, K, T, 7)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double bytes = K * kBkv8b;
+  const double retrieve = kRetrieveFixed + 16 * kRetrievePerChunk;
+  const RequestRecord& b = o.rec(2);
+  EXPECT_DOUBLE_EQ(b.bytes_from_buffer, bytes);
+  EXPECT_NEAR(b.load_s, retrieve + bytes / 1e12, tol(retrieve + bytes / 1e12));
+  EXPECT_NEAR(o.totals.gpu_energy_j, bytes * 8.0, 1e-5 * bytes * 8.0);
+}
+
 // An sram buffer needs its bandwidth (no default), does not shrink the pool, and copies at the
 // lower of its bandwidth and the HBM write rate.
 TEST(ServingStudies, SramBufferBandwidthIsRequiredAndCappedByHbmWrites) {

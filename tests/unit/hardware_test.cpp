@@ -98,7 +98,8 @@ TEST(Hardware, LaneOverrideThroughSet) {
 
 TEST(Hardware, InvalidLaneCountsRejected) {
   EXPECT_THROW(system_with("h100", {"system.host_link.lanes=3"}), InputError);
-  EXPECT_THROW(system_with("h100", {"system.host_link.lanes=32"}), InputError);
+  EXPECT_THROW(system_with("h100", {"system.host_link.lanes=64"}), InputError);
+  EXPECT_THROW(system_with("h100", {"system.host_link.lanes=24"}), InputError);
   EXPECT_THROW(system_with("h100", {"system.host_link.lanes=0"}), InputError);
 }
 

@@ -1,0 +1,136 @@
+#include "sweeps/aggregate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/stats.hpp"
+#include "core/table.hpp"
+#include "core/units.hpp"
+
+namespace kappasim::sweep {
+
+namespace {
+
+bool parse_number(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+std::string num(double v) { return std::isfinite(v) ? format_number(v) : ""; }
+std::string json_num(double v) { return std::isfinite(v) ? format_number(v) : "null"; }
+
+}  // namespace
+
+Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& group_by,
+                           const std::vector<std::string>& skip, double confidence) {
+  auto index_of = [&](const std::string& c) -> std::size_t {
+    const auto it = std::find(t.columns.begin(), t.columns.end(), c);
+    return it == t.columns.end() ? t.columns.size() : static_cast<std::size_t>(it - t.columns.begin());
+  };
+  std::vector<std::size_t> gcols;
+  for (const auto& g : group_by) {
+    const std::size_t i = index_of(g);
+    if (i == t.columns.size()) throw InputError("aggregate: the table has no column '" + g + "'");
+    gcols.push_back(i);
+  }
+  const std::size_t status_col = index_of("status");
+  auto is_ok = [&](const std::vector<std::string>& row) {
+    return status_col == t.columns.size() || row[status_col] == "ok";
+  };
+  // Metric columns: not grouped, not skipped, every non-empty cell a number.
+  std::vector<std::size_t> mcols;
+  for (std::size_t c = 0; c < t.columns.size(); ++c) {
+    if (std::find(gcols.begin(), gcols.end(), c) != gcols.end()) continue;
+    if (std::find(skip.begin(), skip.end(), t.columns[c]) != skip.end()) continue;
+    if (c == status_col) continue;
+    bool numeric = true;
+    for (const auto& row : t.rows) {
+      double v = 0;
+      if (!row[c].empty() && !parse_number(row[c], v)) numeric = false;
+    }
+    if (numeric) mcols.push_back(c);
+  }
+  // Groups in first-seen order.
+  std::vector<std::vector<std::string>> keys;
+  std::map<std::vector<std::string>, std::size_t> index;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    std::vector<std::string> key;
+    for (std::size_t c : gcols) key.push_back(t.rows[r][c]);
+    auto [it, fresh] = index.emplace(key, keys.size());
+    if (fresh) {
+      keys.push_back(key);
+      members.emplace_back();
+    }
+    members[it->second].push_back(r);
+  }
+
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "ci%g", confidence * 100);
+  const std::string ci = tag;
+  Aggregated out;
+  std::vector<std::string> header(group_by);
+  header.push_back("rows");
+  header.push_back("ok");
+  for (std::size_t c : mcols)
+    for (const std::string& suffix :
+         std::vector<std::string>{"_mean", "_sd", "_" + ci + "_lo", "_" + ci + "_hi", "_" + ci + "_half", "_n"})
+      header.push_back(t.columns[c] + suffix);
+  for (std::size_t i = 0; i < header.size(); ++i) out.csv += (i ? "," : "") + csv_field(header[i]);
+  out.csv += "\n";
+  out.json = "{\"confidence\": " + format_number(confidence) + ", \"groups\": [";
+  for (std::size_t g = 0; g < keys.size(); ++g) {
+    std::size_t ok = 0;
+    for (std::size_t r : members[g]) ok += is_ok(t.rows[r]) ? 1 : 0;
+    std::vector<std::string> row = keys[g];
+    row.push_back(std::to_string(members[g].size()));
+    row.push_back(std::to_string(ok));
+    std::string json = std::string(g ? "," : "") + "\n  {\"config\": {";
+    for (std::size_t i = 0; i < group_by.size(); ++i) {
+      double v = 0;
+      json += (i ? ", " : "") + json_escape(group_by[i]) + ": " +
+              (parse_number(keys[g][i], v) && std::isfinite(v) ? format_number(v) : json_escape(keys[g][i]));
+    }
+    json += "}, \"rows\": " + std::to_string(members[g].size()) + ", \"ok\": " + std::to_string(ok) +
+            ", \"metrics\": {";
+    for (std::size_t m = 0; m < mcols.size(); ++m) {
+      std::vector<double> xs;
+      for (std::size_t r : members[g]) {
+        double v = 0;
+        if (is_ok(t.rows[r]) && parse_number(t.rows[r][mcols[m]], v)) xs.push_back(v);
+      }
+      const stats::Interval iv = stats::mean_interval(xs, confidence);
+      for (double v : {iv.mean, iv.sd, iv.lo, iv.hi, iv.half_width}) row.push_back(num(v));
+      row.push_back(std::to_string(iv.n));
+      json += std::string(m ? ", " : "") + json_escape(t.columns[mcols[m]]) + ": {\"n\": " + std::to_string(iv.n) +
+              ", \"mean\": " + json_num(iv.mean) + ", \"sd\": " + json_num(iv.sd) + ", \"" + ci +
+              "_lo\": " + json_num(iv.lo) + ", \"" + ci + "_hi\": " + json_num(iv.hi) + ", \"" + ci +
+              "_half\": " + json_num(iv.half_width) + "}";
+    }
+    json += "}}";
+    out.json += json;
+    for (std::size_t c = 0; c < row.size(); ++c) out.csv += (c ? "," : "") + csv_field(row[c]);
+    out.csv += "\n";
+  }
+  out.json += keys.empty() ? "]}\n" : "\n]}\n";
+  return out;
+}
+
+std::vector<std::string> config_columns(const SweepSpec& s, const SweepTable& t) {
+  const std::vector<std::string> labels = s.axis_labels();
+  std::vector<std::string> out;
+  for (const auto& c : t.columns) {
+    bool config = std::find(labels.begin(), labels.end(), c) != labels.end();
+    for (const auto& l : labels) config = config || is_axis_si_column(l, c);
+    if (config) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace kappasim::sweep

@@ -1,0 +1,122 @@
+// Replicate statistics (core/stats) and the sweep aggregation (sweeps/aggregate): Student t
+// quantiles against printed tables, a textbook interval by hand, and an aggregate of a small
+// table whose numbers are worked out in the comments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "apps/kappasim/report_util.hpp"
+#include "core/stats.hpp"
+#include "sweeps/aggregate.hpp"
+
+namespace {
+
+using namespace kappasim;
+
+TEST(Stats, StudentTQuantileMatchesTables) {
+  // Two-sided 95% critical values, e.g. NIST/SEMATECH e-Handbook §1.3.6.7.2 (t table), to the
+  // table's three decimals.
+  struct Row { double p, df, t; };
+  const std::vector<Row> rows = {{0.975, 1, 12.706}, {0.975, 2, 4.303}, {0.975, 3, 3.182},
+                                 {0.975, 4, 2.776},  {0.975, 9, 2.262}, {0.975, 10, 2.228},
+                                 {0.975, 30, 2.042}, {0.975, 100, 1.984}, {0.95, 5, 2.015},
+                                 {0.995, 10, 3.169}, {0.90, 20, 1.325}};
+  for (const auto& r : rows)
+    EXPECT_NEAR(stats::student_t_quantile(r.p, r.df), r.t, 5.1e-4) << "p " << r.p << " df " << r.df;
+  // df = 1 is the Cauchy distribution: quantile tan(π (p − 1/2)), exact.
+  EXPECT_NEAR(stats::student_t_quantile(0.975, 1), std::tan(M_PI * 0.475), 1e-9);
+  // Symmetry, the median, and the CDF at its own quantile.
+  EXPECT_NEAR(stats::student_t_quantile(0.025, 9), -stats::student_t_quantile(0.975, 9), 1e-12);
+  EXPECT_EQ(stats::student_t_quantile(0.5, 7), 0.0);
+  EXPECT_NEAR(stats::student_t_cdf(0, 3), 0.5, 1e-15);
+  EXPECT_NEAR(stats::student_t_cdf(stats::student_t_quantile(0.975, 4), 4), 0.975, 1e-10);
+  // df = 2 has a closed-form CDF: 1/2 + t / (2 √(t² + 2)); at t = 1: 1/2 + 1/(2√3).
+  EXPECT_NEAR(stats::student_t_cdf(1, 2), 0.5 + 1 / (2 * std::sqrt(3.0)), 1e-12);
+  EXPECT_THROW(stats::student_t_quantile(1, 3), std::invalid_argument);
+  EXPECT_THROW(stats::student_t_quantile(0.5, 0), std::invalid_argument);
+}
+
+TEST(Stats, TextbookInterval) {
+  // {2, 4, 6}: mean 4, s² = (4 + 0 + 4) / 2 = 4 → s = 2; half-width t(0.975, 2) · 2 / √3
+  // = 4.302653 · 1.154701 = 4.968275.
+  const stats::Interval iv = stats::mean_interval({2, 4, 6});
+  EXPECT_EQ(iv.n, 3u);
+  EXPECT_DOUBLE_EQ(iv.mean, 4);
+  EXPECT_DOUBLE_EQ(iv.sd, 2);
+  EXPECT_NEAR(iv.half_width, 4.968275, 1e-5);
+  EXPECT_NEAR(iv.lo, 4 - 4.968275, 1e-5);
+  EXPECT_NEAR(iv.hi, 4 + 4.968275, 1e-5);
+  // NaN is not a sample; one sample has a mean and no spread.
+  const stats::Interval one = stats::mean_interval({5, NAN});
+  EXPECT_EQ(one.n, 1u);
+  EXPECT_DOUBLE_EQ(one.mean, 5);
+  EXPECT_TRUE(std::isnan(one.sd));
+  EXPECT_TRUE(std::isnan(one.half_width));
+  EXPECT_EQ(stats::mean_interval({}).n, 0u);
+}
+
+TEST(Stats, FormatInterval) {
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({2, 4, 6})), "4.0 ± 5.0 (n=3)");
+  // {1.18, 1.23, 1.28}: mean 1.23, s = 0.05, half-width 4.3027 · 0.05 / √3 = 0.1242.
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({1.18, 1.23, 1.28}), 1), "1.2 ± 0.1 (n=3)");
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({1.18, 1.23, 1.28})), "1.23 ± 0.12 (n=3)");
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({7})), "7 (n=1)");
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({})), "");
+}
+
+TEST(Aggregate, PerConfigurationMeanSdAndInterval) {
+  sweep::SweepTable t;
+  t.columns = {"point", "bw", "bw_Bps", "replicate", "seed", "status", "error", "ttft_s", "name"};
+  t.rows = {
+      {"0", "64 GB/s", "64000000000", "0", "11", "ok", "", "2", "a"},
+      {"1", "64 GB/s", "64000000000", "1", "12", "ok", "", "4", "b"},
+      {"2", "64 GB/s", "64000000000", "2", "13", "ok", "", "6", "c"},
+      {"3", "128 GB/s", "128000000000", "0", "11", "ok", "", "1", "d"},
+      {"4", "128 GB/s", "128000000000", "1", "12", "failed", "boom", "", "e"},
+      {"5", "128 GB/s", "128000000000", "2", "13", "ok", "", "3", "f"},
+  };
+  const sweep::Aggregated a =
+      sweep::aggregate_table(t, {"bw", "bw_Bps"}, {"point", "replicate", "seed", "status", "error"});
+  // 64 GB/s: {2, 4, 6} → mean 4, sd 2, half 4.968275 (above). 128 GB/s: {1, 3} (the failed row is
+  // no sample) → mean 2, s = √2, half t(0.975, 1) · √2 / √2 = 12.7062. "name" is not numeric.
+  const std::string header = "bw,bw_Bps,rows,ok,ttft_s_mean,ttft_s_sd,ttft_s_ci95_lo,ttft_s_ci95_hi,ttft_s_ci95_half,ttft_s_n\n";
+  ASSERT_EQ(a.csv.substr(0, header.size()), header);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, nl; (nl = a.csv.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(a.csv.substr(at, nl - at));
+  ASSERT_EQ(lines.size(), 3u);
+  auto field = [](const std::string& line, int i) {
+    std::size_t at = 0;
+    for (int k = 0; k < i; ++k) at = line.find(',', at) + 1;
+    return line.substr(at, line.find(',', at) - at);
+  };
+  EXPECT_EQ(field(lines[1], 0), "64 GB/s");
+  EXPECT_EQ(field(lines[1], 3), "3");
+  EXPECT_DOUBLE_EQ(std::stod(field(lines[1], 4)), 4);
+  EXPECT_DOUBLE_EQ(std::stod(field(lines[1], 5)), 2);
+  EXPECT_NEAR(std::stod(field(lines[1], 8)), 4.968275, 1e-5);
+  EXPECT_EQ(field(lines[2], 2), "3");  // rows
+  EXPECT_EQ(field(lines[2], 3), "2");  // ok
+  EXPECT_DOUBLE_EQ(std::stod(field(lines[2], 4)), 2);
+  EXPECT_NEAR(std::stod(field(lines[2], 5)), std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(std::stod(field(lines[2], 8)), 12.7062, 1e-3);
+  EXPECT_EQ(field(lines[2], 9), "2");
+  EXPECT_NE(a.json.find("\"config\": {\"bw\": \"128 GB/s\", \"bw_Bps\": 128000000000}"), std::string::npos) << a.json;
+  // The same table gives the same bytes (the merge is in point order, whatever -j ran it).
+  EXPECT_EQ(a.csv, sweep::aggregate_table(t, {"bw", "bw_Bps"}, {"point", "replicate", "seed", "status", "error"}).csv);
+}
+
+TEST(Stats, ReportIntervalCell) {
+  cli::ResultsTable t;
+  t.columns = {"point", "tp", "status", "ttft_s"};
+  t.rows = {{"0", "1", "ok", "1.18"}, {"1", "1", "ok", "1.23"}, {"2", "1", "ok", "1.28"},
+            {"3", "8", "ok", "0.5"},  {"4", "8", "failed", ""}, {"5", "8", "failed", "9"}};
+  // tp 1: {1.18, 1.23, 1.28} → 1.23 ± 0.12 (n=3) (FormatInterval above); tp 8: one ok sample.
+  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "1"}}), "ttft_s"), "1.23 ± 0.12 (n=3)");
+  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "8"}}), "ttft_s"), "0.5");
+  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "2"}}), "ttft_s"), "—");
+}
+
+}  // namespace
