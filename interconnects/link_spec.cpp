@@ -70,6 +70,15 @@ void LinkSpec::apply_scale(ConfigReader& r) {
     *bandwidth_per_direction_Bps *= f;
     r.derive("bandwidth_per_direction", why);
   }
+  // Measured per-direction rates (C2C) scale with the link they were measured on.
+  if (bandwidth_h2d_Bps) {
+    *bandwidth_h2d_Bps *= f;
+    r.derive("bandwidth_h2d", why);
+  }
+  if (bandwidth_d2h_Bps) {
+    *bandwidth_d2h_Bps *= f;
+    r.derive("bandwidth_d2h", why);
+  }
   scale = Scale{};
 }
 
