@@ -28,6 +28,7 @@ const char* kUsage =
     "             point | collect DIR | emit slurm | kinds | points SPEC  (docs/sweeps.md)\n"
     "  reproduce  the κ paper's analysis and the architecture studies, simulated -> DIR/report.md\n"
     "  validate   every published measurement vs the simulator, ratio held to a band -> docs/validation.md\n"
+    "  design     emit: one compute / host-link / KV-SRAM split of the design model as presets\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
     "3 (sweep) some points invalid or failed.\n";
@@ -56,6 +57,12 @@ int main(int argc, char** argv) {
     if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
     if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
     if (cmd == "validate") return kappasim::cli::cmd_validate(args);
+    // kappasim design emit (apps/kappasim/cmd_design.cpp)
+    if (cmd == "design") {
+      const std::string verb = args.empty() ? "" : args[0];
+      std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+      return kappasim::cli::cmd_design(verb, rest);
+    }
     if (cmd == "measure" || cmd == "bench") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
