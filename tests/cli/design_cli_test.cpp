@@ -73,6 +73,7 @@ TEST(DesignCli, BadBudgetsAndFractionsExit2AndWriteNothing) {
       {"--budget area --link-fraction 0.01 --base h100-sxm", "--base: unknown gpu preset 'h100-sxm' (did you mean 'h100-sxm5'?)"},
       {"--budget area --link-fraction 0.01 --host dgx-h10", "--host: unknown system preset"},
       {"--budget area --link-fraction 0.01 --host gb200 --gpus 0", "--gpus: must be at least 1"},
+      {"--budget area --link-fraction 0.01 --host gh200", "--host: system 'gh200' has no PCIe host link to replace"},
   };
   for (const auto& c : cases) {
     const Result r = run(std::string("design emit ") + c[0] + " --out " + out.string());
