@@ -584,7 +584,7 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
       }
       if (!ok) throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
       n.erase("provenance");
-      apply_default_provenance(n, Provenance{prov.entries.front().first, prov.entries.front().second.scalar});
+      apply_default_provenance(n, Provenance{prov.entries.front().first, prov.entries.front().second.scalar, "", ""});
     }
     entry.parsed = std::make_shared<ConfigNode>(std::move(n));
   }
@@ -894,10 +894,10 @@ void ConfigReader::derive(const std::string& subpath, const std::string& how) {
   const std::string full = m_path.empty() ? subpath : m_path + "." + subpath;
   auto it = m_prov->find(full);
   if (it == m_prov->end()) {
-    (*m_prov)[full] = {Provenance{"derived", how}, SourceLoc{}};
+    (*m_prov)[full] = {Provenance{"derived", how, "", ""}, SourceLoc{}};
     return;
   }
-  it->second.first = Provenance{"derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source};
+  it->second.first = Provenance{"derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source, "", ""};  // a scaled value: the declared range no longer applies
 }
 
 void ConfigReader::finish() const {

@@ -104,4 +104,7 @@ int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& a
 // kappasim validate [--dir DIR] [--out FILE.md] [--check] (apps/kappasim/cmd_validate.cpp)
 int cmd_validate(const std::vector<std::string>& args);
 
+// kappasim design emit (apps/kappasim/cmd_design.cpp)
+int cmd_design(const std::string& verb, const std::vector<std::string>& args);
+
 }  // namespace kappasim::cli

@@ -19,6 +19,7 @@
 
 #include "apps/kappasim/cli.hpp"
 #include "apps/kappasim/report_util.hpp"
+#include "apps/kappasim/report_rebalancing.hpp"
 #include "apps/kappasim/sweep_run.hpp"
 #include "core/output.hpp"
 #include "core/units.hpp"
@@ -828,103 +829,13 @@ void section_kv_buffer(Reproduce& R) {
        << "shrinks the KV pool, which rejects the longest documents.\n\n";
 }
 
+// 8.3: apps/kappasim/report_rebalancing.cpp (analytic search, then the best splits simulated).
 void section_rebalance(Reproduce& R) {
-  const ResultsTable t = R.sweep("studies/rebalance.yaml");
-  // Per (budget, host, link energy, workload): the baseline split (the H100's own compute and
-  // no SRAM) and the split within both budgets with the highest throughput.
-  struct Pick {
-    std::optional<std::size_t> base, best;
-  };
-  std::map<std::string, Pick> picks;
-  std::vector<std::string> order;
-  std::map<std::string, std::string> series;
-  std::string energy0;  // the first link energy of the sweep (the preset's)
-  // The stock die (the H100's own compute and link PHY, no SRAM) has the same throughput under
-  // either budget: find it under whichever budget's grid holds it.
-  std::map<std::string, std::size_t> stock;  // host|energy|workload -> row
-  for (std::size_t r = 0; r < t.rows.size(); ++r)
-    if (t.ok(r) && t.num(r, "sram_fraction") == 0 && std::fabs(t.num(r, "compute_flops") / 989e12 - 1) < 0.005 &&
-        std::fabs(t.num(r, "link_phy_bandwidth_Bps") / 63.015e9 - 1) < 0.005)
-      stock[t.get(r, "host") + "|" + t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload")] = r;
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    if (!t.ok(r)) continue;
-    if (energy0.empty()) energy0 = t.get(r, "link_pj_per_bit");
-    const std::string key = t.get(r, "design.mode") + "|" + t.get(r, "host") + "|" +
-                            t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload");
-    if (!picks.count(key)) order.push_back(key);
-    Pick& p = picks[key];
-    const auto st = stock.find(t.get(r, "host") + "|" + t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload"));
-    if (st != stock.end()) p.base = st->second;
-    const bool feasible = t.num(r, "within_area_budget") == 1 && t.num(r, "within_power_budget") == 1;
-    if (feasible && (!p.best || t.num(r, "throughput_rps") > t.num(*p.best, "throughput_rps"))) p.best = r;
-    if (t.num(r, "sram_fraction") == 0 && t.get(r, "workload") == "narrativeqa" &&
-        t.get(r, "link_pj_per_bit") == energy0) {
-      const std::string sk = t.get(r, "host") + " (equal " + t.get(r, "design.mode") + ")";
-      if (!series.count(sk)) series[sk] = "link_fraction,throughput_rps\n";
-      if (feasible) series[sk] += t.get(r, "design.link_fraction") + "," + format_number(t.num(r, "throughput_rps")) + "\n";
-    }
-  }
-  auto split = [](const std::string& key) {
-    std::vector<std::string> v;
-    std::stringstream ss(key);
-    std::string x;
-    while (std::getline(ss, x, '|')) v.push_back(x);
-    return v;
-  };
-  std::vector<std::vector<std::string>> rows;
-  std::map<std::string, double> max_gain;  // host|energy -> best gain over budgets and workloads
-  std::map<std::string, double> stock_bound;  // host|energy -> the stock die's link_bound_by
-  for (const std::string& key : order) {
-    const Pick& p = picks[key];
-    const auto k = split(key);
-    const double gain = p.base && p.best ? t.num(*p.best, "throughput_rps") / t.num(*p.base, "throughput_rps") : NAN;
-    const std::string he = k[1] + "|" + k[2];
-    if (std::isfinite(gain)) max_gain[he] = std::max(max_gain.count(he) ? max_gain[he] : 0.0, gain);
-    if (p.base) stock_bound[he] = t.num(*p.base, "link_bound_by");
-    if (k[2] != energy0 || !p.best) continue;
-    const std::size_t r = *p.best;
-    rows.push_back({k[0], k[1], k[3], p.base ? fmt_num(t.num(*p.base, "throughput_rps")) : "—",
-                    fmt_num(t.num(r, "link_fraction")) + " / " + fmt_num(t.num(r, "sram_fraction")),
-                    fmt_num(t.num(r, "compute_flops") / 1e12), fmt_num(t.num(r, "link_phy_bandwidth_Bps") / 1e9),
-                    fmt_num(t.num(r, "link_effective_bandwidth_Bps") / 1e9), fmt_num(t.num(r, "kappa_crit")),
-                    fmt_num(t.num(r, "throughput_rps")), fmt_num(gain)});
-  }
-  std::string plots;
-  for (const auto& [name, csv] : series) {
-    std::string f = "rebalance-" + name + ".csv";
-    for (char& c : f) c = (c == ' ' || c == '(' || c == ')') ? '-' : c;
-    R.write_data(f, csv);
-    plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 1:2 skip 1 with linespoints lw 2 title '" + name + "'";
-  }
-  R.md << "### 8.3 FLOP / bandwidth / SRAM rebalancing at equal area or equal power\n\n"
-       << "An H100-class die re-split between tensor throughput, host-link PHY and on-chip SRAM with "
-       << "a sourced area/power model (presets/design, docs/design-model.md), evaluated with the "
-       << "analytic model on sampled requests of each workload (Llama-3.1-70B, TP 8): TTFT = "
-       << "max(compute, load) per request, throughput at full utilisation. The link's effective "
-       << "bandwidth is the PHY's or the host's share per GPU (host DRAM per socket shared by its "
-       << "GPUs, from the same topology the simulator uses), whichever is lower; `unlimited` is the "
-       << "die-only view. Table: the best split within both budgets, at the preset's link energy ("
-       << energy0 << ").\n\n"
-       << md_table({"budget", "host", "workload", "baseline req/s", "best link / SRAM fraction", "TFLOP/s",
-                    "link PHY GB/s", "link effective GB/s", "κ_crit", "best req/s", "× baseline"},
-                   rows)
-       << "\n"
-       << R.figure({"rebalance", "Throughput vs link share of the die",
-                    "  set title 'NarrativeQA-like: throughput vs the link''s share of the die (feasible splits, no SRAM)'\n"
-                    "  set logscale xy\n  set xlabel 'link fraction of the movable die'\n  set ylabel 'requests/s'\n"
-                    "  set grid\n  set key bottom right\n  plot " + plots})
-       << "Conclusions (computed): the largest throughput gain of any feasible split over the H100's "
-       << "own, over both budgets and all workloads, per host and link energy:\n";
-  for (const auto& [he, g] : max_gain) {
-    const auto k = split(he);
-    R.md << "- host " << k[0] << ", link " << k[1] << ": " << fmt_num(g) << "×";
-    if (g < 1.01)
-      R.md << (stock_bound[he] > 0 ? " (no re-split beats the stock die: its link is already capped by the host side)"
-                                   : " (no re-split within the budgets beats the stock die: more PHY costs more area or power than the compute it displaces is worth)");
-    R.md << "\n";
-  }
-  R.md << "\nThis study is analytic by construction (a design-space model over sampled requests, on "
-       << "the simulator's own host topology); the other studies simulate.\n\n";
+  ReportContext c{R.md, R.quick, R.out, R.experiments, [&](const std::string& spec) { return R.sweep(spec); },
+                  [&](const Figure& f) { return R.figure(f); },
+                  [&](const std::string& n, const std::string& d) { R.write_data(n, d); },
+                  [&](const std::string& n) { return R.sweep_dir(n); }};
+  report_rebalancing(c);
 }
 
 void section_kv_compression(Reproduce& R) {

@@ -32,6 +32,7 @@ const char* kUsage =
     "  sensitivity  CONFIG --metric M: tornado of every assumed/derived parameter (docs/analysis.md)\n"
     "  calibrate  MEASUREMENTS.yaml --out DIR: fit config parameters to measurements\n"
     "  solve      CONFIG --vary KEY --range LO:HI --target \"M OP V\": the KEY where the target is met\n"
+    "  design     emit: one compute / host-link / KV-SRAM split of the design model as presets\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
     "3 (sweep) some points invalid or failed.\n";
@@ -64,6 +65,12 @@ int main(int argc, char** argv) {
     if (cmd == "sensitivity") return kappasim::cli::cmd_sensitivity(args);
     if (cmd == "calibrate") return kappasim::cli::cmd_calibrate(args);
     if (cmd == "solve") return kappasim::cli::cmd_solve(args);
+    // kappasim design emit (apps/kappasim/cmd_design.cpp)
+    if (cmd == "design") {
+      const std::string verb = args.empty() ? "" : args[0];
+      std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+      return kappasim::cli::cmd_design(verb, rest);
+    }
     if (cmd == "measure" || cmd == "bench") {
       const std::string verb = args.empty() ? "" : args[0];
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());

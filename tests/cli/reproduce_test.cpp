@@ -46,6 +46,13 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
         "### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer", "### 8.3 FLOP / bandwidth",
         "### 8.4 KV compression", "### 8.5 κ-aware routing"})
     EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
+  // 8.3 runs the design model's splits on the simulator: capacity, TTFT at a fixed load and
+  // κ_crit sweeps generated from emitted presets, with 3 replicates each.
+  EXPECT_NE(report.find("#### Simulated check of the best splits"), std::string::npos);
+  for (const char* sw : {"rebalance-sim-capacity-quick", "rebalance-sim-load-quick", "rebalance-sim-kappa-quick"})
+    EXPECT_TRUE(fs::exists(out / "sweeps" / sw / "results.csv")) << sw;
+  EXPECT_NE(kappasim::test::slurp(out / "sweeps" / "rebalance-sim-capacity-quick" / "results.csv").find(",replicate,"),
+            std::string::npos);
   // Every figure has its gnuplot script and data next to it.
   for (const char* gp : {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;
