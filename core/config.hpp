@@ -36,6 +36,10 @@ namespace kappasim {
 
 // Where a number comes from: kind is spec | measured | derived | assumption.
 struct Provenance {
+  Provenance() = default;
+  Provenance(std::string kind_, std::string source_, std::string low_ = "", std::string high_ = "")
+      : kind(std::move(kind_)), source(std::move(source_)), low(std::move(low_)),
+        high(std::move(high_)) {}
   std::string kind;
   std::string source;
   // Declared plausible range for `kappasim sensitivity` ({value: X, assumption: "...", low: L,
