@@ -81,6 +81,14 @@ Cluster::~Cluster() = default;
 void Cluster::route() {
   Request r;
   while (m_source.next(r)) {
+    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
+      sim_fail(std::make_exception_ptr(InputError(
+          "workload: request " + std::to_string(r.id) + " arrives at " +
+          sim_time_limit_message(r.arrival_s) +
+          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
+          "smaller trace time_scale")));
+      return;
+    }
     if (r.arrival_s > now_s()) sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);
     Node& n = m_nodes[i];

@@ -88,6 +88,14 @@ void ServingEngine::arrivals() {
   const ServingSpec& sv = m_spec.serving;
   Request r;
   while (m_source.next(r)) {
+    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
+      sim_fail(std::make_exception_ptr(InputError(
+          "workload: request " + std::to_string(r.id) + " arrives at " +
+          sim_time_limit_message(r.arrival_s) +
+          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
+          "smaller trace time_scale")));
+      return;
+    }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::vector<std::uint64_t> keys = chunk_keys(r, m_chunk_tokens);
     if (sv.warm_tier) {  // κ experiments: the prefix is in the tier before the request arrives
@@ -251,6 +259,8 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
   if (!m_sinks.trace) return;
   for (const TransferRequest& r : rs) {
     const std::size_t g = static_cast<std::size_t>(r.gpu);
+    if (m_spec.check && r.end < r.start)
+      throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
     m_sinks.trace->span(m_track_gpu_link[g], what, r.start.to_seconds(), r.end.to_seconds());
     const double dt = (r.end - r.start).to_seconds();
     if (dt > 0)
@@ -469,6 +479,14 @@ void ServingEngine::finish(Sequence* s) {
     if (now_s() < m_last_finish_s)
       throw std::logic_error("invariant violated: simulated time went back");
     m_last_finish_s = now_s();
+    // Every output's times: a request starts and finishes after it arrived (a TTFT or queue
+    // below zero means the time base wrapped; core/sim_runner.hpp).
+    // Tolerance: the arrival wait rounds to 1 ps, and a double holds ~1e-16 relative.
+    const double slack = 1e-12 + 1e-14 * s->req.arrival_s;
+    if (now_s() < s->req.arrival_s - slack ||
+        (s->first_scheduled_s >= 0 && s->first_scheduled_s < s->req.arrival_s - slack))
+      throw std::logic_error("invariant violated: request " + std::to_string(id) +
+                             " is scheduled or finishes before it arrives (time went back)");
   }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_rejected;
@@ -539,6 +557,8 @@ void ServingEngine::check_end() const {
                            std::to_string(m_rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
   m_fabric->check_conservation();
+  if (now_s() < m_last_finish_s)  // summary.json: the run ends after its last finish
+    throw std::logic_error("invariant violated: the run ends before its last request finished");
 }
 
 SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {

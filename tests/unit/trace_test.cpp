@@ -202,6 +202,28 @@ TEST_F(TraceReader, MooncakeHashIdsArePositionalPrefixChains) {
   EXPECT_NE(k[2], k[4]);
 }
 
+// issue 12 item 1: a row the time base cannot reach (2^63 ps = 106.75 days; the limit is 100
+// days, core/sim_runner.hpp) is rejected with FILE:LINE, also when time_scale pushes it there.
+TEST_F(TraceReader, ArrivalBeyondTheTimeLimitNamesFileAndLine) {
+  const std::string f = write("far.jsonl",
+                              "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n"
+                              "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  try {
+    validate_trace(spec(f, TraceFormat::Jsonl));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "far.jsonl:2:")) << e.what();
+    EXPECT_TRUE(has(e.what(), "100 days")) << e.what();
+  }
+  // 8.6e6 s (99.5 days) is within; doubled by time_scale it is not.
+  const std::string g = write("near.jsonl",
+                              "{\"arrival_s\": 8600000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  EXPECT_EQ(validate_trace(spec(g, TraceFormat::Jsonl)).requests, 1);
+  TraceSpec scaled = spec(g, TraceFormat::Jsonl);
+  scaled.time_scale = 2;
+  EXPECT_THROW(validate_trace(scaled), InputError);
+}
+
 TEST_F(TraceReader, RelativePathsAreTakenFromTheConfigFolder) {
   write("rel.jsonl", "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
   WorkloadSpec w;
