@@ -396,15 +396,18 @@ TEST(Cli, RunWritesRequestsSummaryTraceAndConfig) {
   EXPECT_NEAR(summary_value(summary, "throughput_rps"),
               completed / summary_value(summary, "simulated_time_s"), 1e-9);
 
-  // requests.csv: the header and one row of 14 fields per completed request.
+  // requests.csv: the header and one row of 23 fields per completed request (the last nine: the
+  // time breakdown and the load's bound, issue 12 item 10).
   const std::vector<std::string> csv = lines(slurp(out / "requests.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0],
             "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps");
+            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
+            "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
+            "t_step_overhead_s,load_bound");
   EXPECT_EQ(static_cast<double>(csv.size() - 1), completed);
   for (std::size_t i = 1; i < csv.size(); ++i) {
-    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 13) << csv[i];
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 22) << csv[i];
     EXPECT_TRUE(has(csv[i], ",narrativeqa,")) << csv[i];
     EXPECT_TRUE(has(csv[i], ",kernel,")) << csv[i];
   }

@@ -16,6 +16,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/sim_runner.hpp"
+#include "interconnects/flow_network.hpp"
 #include "serving/engine.hpp"
 #include "workloads/workload_spec.hpp"
 #include "tests/sim/serving_test_util.hpp"
@@ -220,6 +221,38 @@ TEST(TimeBreakdown, LayerwiseCountsOnlyTheExposedLoad) {
   EXPECT_LT(r.time.load_s(), r.load_s);
   EXPECT_NEAR(r.time.load_s(), r.ttft_s - kStepOverhead - compute, tol(r.ttft_s));
   EXPECT_FALSE(r.load_bound.empty());
+}
+
+// The fluid model names each flow's bottleneck and how long it held it (pure FlowNetwork, by
+// hand): A = 10 B/s shared by two flows, flow 2 also crosses B = 2 B/s. Max-min: flow 2 is
+// frozen by B at 2 B/s, flow 1 takes A's remaining 8 B/s. Flow 1 (16 B) and flow 2 (4 B) both
+// finish at t = 2 s, each with its bottleneck for all 2 s. Flow 3 alone on A with a 4 B/s cap:
+// its cap binds (-1) for 12 B / 4 B/s = 3 s.
+TEST(TimeBreakdown, FlowNetworkReportsEachFlowsBottleneckTime) {
+  FlowNetwork net(0);
+  const auto A = net.add_resource("A", 10), B = net.add_resource("B", 2);
+  const auto f1 = net.start(0, {{A, 1}}, 16);
+  const auto f2 = net.start(0, {{A, 1}, {B, 1}}, 4);
+  EXPECT_EQ(net.bottleneck(f1), A);
+  EXPECT_EQ(net.bottleneck(f2), B);
+  EXPECT_DOUBLE_EQ(net.next_finish(), 2);
+  const auto done = net.finish_due(2);
+  ASSERT_EQ(done.size(), 2u);
+  const auto t1 = net.take_bottleneck_times(f1), t2 = net.take_bottleneck_times(f2);
+  ASSERT_EQ(t1.size(), 1u);
+  ASSERT_EQ(t2.size(), 1u);
+  EXPECT_EQ(t1[0].first, A);
+  EXPECT_NEAR(t1[0].second, 2, 1e-12);
+  EXPECT_EQ(t2[0].first, B);
+  EXPECT_NEAR(t2[0].second, 2, 1e-12);
+  EXPECT_TRUE(net.take_bottleneck_times(f1).empty());  // handed over once
+  const auto f3 = net.start(2, {{A, 1}}, 12, 4);
+  EXPECT_EQ(net.bottleneck(f3), -1);
+  net.finish_due(5);
+  const auto t3 = net.take_bottleneck_times(f3);
+  ASSERT_EQ(t3.size(), 1u);
+  EXPECT_EQ(t3[0].first, -1);
+  EXPECT_NEAR(t3[0].second, 3, 1e-12);
 }
 
 }  // namespace
