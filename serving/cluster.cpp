@@ -186,8 +186,11 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.tier_miss_chunks += e.tier_miss_chunks;
     t.requests_rejected += e.requests_rejected;
     t.kernel_events = e.kernel_events;  // the whole simulation's delta cycles
+    for (const auto& c : TimeBreakdown::categories()) t.time.*c.field += g * (e.time.*c.field);
+    t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes
   }
   if (w > 0) {
+    for (const auto& c : TimeBreakdown::categories()) t.time.*c.field /= w;
     t.gpu_busy_s /= w;
     t.h2d_bytes_per_gpu /= w;
     t.link_capacity_Bps /= w;

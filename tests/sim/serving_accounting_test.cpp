@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,31 @@ TEST(TimeBase, ArrivalPastTheLimitIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("100 days"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("workload.rate"), std::string::npos) << e.what();
   }
+}
+
+// A process still waiting past the limit (here: 8 waits of 1.5e6 s = 1.2e7 s, each far below
+// 2^63 ps) stops the run there with an InputError naming the limit; before, time ran on past
+// 2^63 ps and the run ended "fine".
+struct Sleeper : sc_core::sc_module {
+  SC_HAS_PROCESS(Sleeper);
+  explicit Sleeper(const sc_core::sc_module_name& n) : sc_core::sc_module(n) { SC_THREAD(run); }
+  void run() {
+    for (int i = 0; i < 8; ++i) sc_core::wait(sc_core::sc_time(1.5e6, sc_core::SC_SEC));
+    done = true;
+  }
+  bool done = false;
+};
+
+TEST(TimeBase, RunStillGoingAtTheLimitIsAnInputError) {
+  std::unique_ptr<Sleeper> s;
+  try {
+    run_simulation([&] { s = std::make_unique<Sleeper>("sleeper"); });
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("100 days"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(s->done);
+  EXPECT_LE(sim_now_s(), kSimTimeLimitS);
 }
 
 // Just inside the limit (8.6e6 s = 99.5 days) a request's TTFT is the same as at time 0: one step
