@@ -18,8 +18,11 @@ bool g_hit_limit = false;
 }  // namespace
 
 void sim_fail(std::exception_ptr e) {
+  // No sc_stop() here: stopping from inside a process's coroutine stack leaves AddressSanitizer's
+  // stack bookkeeping broken for the throw that follows (a false stack-buffer-overflow). The
+  // caller's process ends instead; what is already in flight drains, and run_simulation
+  // rethrows once the kernel is idle (or at the time limit).
   if (!g_error) g_error = std::move(e);
-  sc_core::sc_stop();
 }
 
 double sim_now_s() { return sc_core::sc_time_stamp().to_seconds(); }

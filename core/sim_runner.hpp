@@ -18,8 +18,11 @@ namespace kappasim {
 // kSimTimeLimitS (the run would pass the time base's reach).
 void run_simulation(const std::function<void()>& build, std::optional<double> until_s = {});
 
-// From inside a SystemC process: stops the simulation and makes run_simulation rethrow `e`
-// (SystemC would otherwise wrap an exception leaving a process into an internal error).
+// From inside a SystemC process: makes run_simulation rethrow `e` when the simulation ends
+// (SystemC would otherwise wrap an exception leaving a process into an internal error). The
+// caller should then wind its work down so that every thread ends (the work in flight drains):
+// a thread still alive when its module is destroyed during the unwinding is killed on its
+// coroutine stack, which AddressSanitizer reports as a false stack-buffer-overflow.
 void sim_fail(std::exception_ptr e);
 
 // Simulated time now, in seconds (valid inside and after the simulation).

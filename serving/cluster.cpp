@@ -87,7 +87,7 @@ void Cluster::route() {
           sim_time_limit_message(r.arrival_s) +
           "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
           "smaller trace time_scale")));
-      return;
+      break;  // end the source as if exhausted: the engines drain and their threads end
     }
     if (r.arrival_s > now_s()) sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);

@@ -96,7 +96,10 @@ void ServingEngine::arrivals() {
           sim_time_limit_message(r.arrival_s) +
           "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
           "smaller trace time_scale")));
-      return;
+      // End the source as if exhausted: the requests in flight drain and both threads end, so
+      // none is killed while the engine unwinds (SystemC kills a live thread by switching to
+      // its coroutine stack, which AddressSanitizer reports as a false stack-buffer-overflow).
+      break;
     }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::vector<std::uint64_t> keys = chunk_keys(r, m_chunk_tokens);

@@ -55,17 +55,25 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs, SummaryBuilder* summ
 
 // ---- item 1: the time base -----------------------------------------------------------------------
 
-// A request at 9.3e6 s (107.6 days) is past 2^63 ps: before, it was served with a negative TTFT
-// and exit 0; now it is an InputError naming the limit in days.
-TEST(TimeBase, ArrivalPastTheLimitIsAnInputError) {
-  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {tp: 1, store: none}\n");
+// 200 ShareGPT requests at 1e-6 per second: the 9th arrives past the 100-day limit (2^63 ps is
+// 106.75 days). Before, the run was served with negative TTFTs and exit 0; now the workload is
+// rejected before anything is simulated, naming the limit in days and the key to change.
+TEST(TimeBase, GeneratedArrivalPastTheLimitIsRejectedUpFront) {
+  const RunSpec spec = run_spec(
+      "model: llama-3.1-8b\nsystem: h100\ntrace: false\nserving: {tp: 1}\n"
+      "workload: {type: sharegpt, requests: 200, rate: 1e-6, seed: 1}\n");
   try {
-    serve(spec, {request(1, 0, 0, 100), request(2, 9.3e6, 0, 100)});
+    make_source(spec.workload, 1, "");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("100 days"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("workload.rate"), std::string::npos) << e.what();
   }
+  // Within the limit the same workload is fine (200 requests at 1e-4/s: ~2e6 s).
+  const RunSpec ok = run_spec(
+      "model: llama-3.1-8b\nsystem: h100\ntrace: false\nserving: {tp: 1}\n"
+      "workload: {type: sharegpt, requests: 200, rate: 1e-4, seed: 1}\n");
+  EXPECT_NO_THROW(make_source(ok.workload, 1, ""));
 }
 
 // A process still waiting past the limit (here: 8 waits of 1.5e6 s = 1.2e7 s, each far below
