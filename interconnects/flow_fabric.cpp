@@ -134,6 +134,7 @@ void FlowFabric::on_finish() {
   ++m_events;
   const double now = sc_core::sc_time_stamp().to_seconds();
   for (FlowNetwork::FlowId id : m_net.finish_due(now)) {
+    auto bottlenecks = m_net.take_bottleneck_times(id);
     auto it = m_waiters.find(id);
     if (it != m_waiters.end()) {
       it->second->notify(sc_core::SC_ZERO_TIME);
@@ -143,6 +144,7 @@ void FlowFabric::on_finish() {
     auto mt = m_members.find(id);
     if (mt == m_members.end()) throw std::logic_error("FlowFabric: finished flow has no owner");
     mt->second.req->end = sc_core::sc_time_stamp();
+    mt->second.req->bottleneck_s = std::move(bottlenecks);
     Group* g = mt->second.group;
     m_members.erase(mt);
     if (--g->left == 0) {

@@ -61,7 +61,7 @@ FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double
   }
   advance(now);
   const FlowId id = m_next_id++;
-  m_flows.emplace(id, Flow{std::move(merged), bytes, bytes, rate_cap});
+  m_flows.emplace(id, Flow{std::move(merged), bytes, bytes, rate_cap, 0, -1, {}});
   recompute();
   return id;
 }
@@ -72,6 +72,16 @@ void FlowNetwork::advance(double now) {
   if (now <= m_now) return;
   const double dt = now - m_now;
   for (auto& [id, f] : m_flows) {
+    // Time moving (until the flow's last byte, if that comes first), credited to its bottleneck.
+    if (f.rate > 0 && std::isfinite(f.rate) && f.remaining > 0) {
+      const double t = std::min(dt, f.remaining / f.rate);
+      auto b = std::find_if(f.bound_s.begin(), f.bound_s.end(),
+                            [&](const auto& e) { return e.first == f.bound; });
+      if (b == f.bound_s.end())
+        f.bound_s.emplace_back(f.bound, t);
+      else
+        b->second += t;
+    }
     double moved = std::isinf(f.rate) ? f.remaining : std::min(f.remaining, f.rate * dt);
     f.remaining -= moved;
     if (f.remaining < 0) f.remaining = 0;
@@ -112,6 +122,7 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
       Flow& f = m_flows.at(id);
       // Credit what rounding left, so carried totals equal bytes × cost exactly.
       for (const Use& u : f.path) m_res[u.resource].carried += u.cost * f.remaining;
+      m_done_bounds[id] = std::move(f.bound_s);
       m_flows.erase(id);
       done.push_back(id);
     }
@@ -162,6 +173,12 @@ void FlowNetwork::recompute() {
         continue;
       }
       f->rate = std::min(level, f->rate_cap);
+      f->bound = -1;  // the rate cap, unless a saturated resource on the path froze it
+      for (const Use& u : f->path)
+        if (saturated[u.resource]) {
+          f->bound = u.resource;
+          break;
+        }
       for (const Use& u : f->path) residual[u.resource] -= u.cost * f->rate;
     }
     if (still.size() == unfrozen.size()) {  // cannot happen; guard against an endless loop
@@ -178,6 +195,20 @@ void FlowNetwork::recompute() {
 double FlowNetwork::rate(FlowId id) const {
   auto it = m_flows.find(id);
   return it == m_flows.end() ? 0.0 : it->second.rate;
+}
+
+FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
+  auto it = m_flows.find(id);
+  return it == m_flows.end() ? -1 : it->second.bound;
+}
+
+std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottleneck_times(
+    FlowId id) {
+  auto it = m_done_bounds.find(id);
+  if (it == m_done_bounds.end()) return {};
+  auto out = std::move(it->second);
+  m_done_bounds.erase(it);
+  return out;
 }
 
 double FlowNetwork::remaining(FlowId id) const {

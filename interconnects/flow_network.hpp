@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kappasim {
@@ -61,6 +62,15 @@ class FlowNetwork {
   // Rate recomputations done so far (each costs O(flows × path length × rounds)).
   std::uint64_t recomputations() const { return m_recomputes; }
 
+  // ---- bottlenecks (issue 12 item 10) ----
+  // The resource that froze an active flow's rate in the last progressive filling (the first
+  // saturated resource on its path), or -1 when its own rate cap (or nothing) set it.
+  ResourceId bottleneck(FlowId id) const;
+  // For a finished flow: the seconds it moved with each resource as its bottleneck (-1: its rate
+  // cap), in order of first appearance. Handed over once (then forgotten); empty for a flow that
+  // is unknown, still active or already taken.
+  std::vector<std::pair<ResourceId, double>> take_bottleneck_times(FlowId id);
+
  private:
   struct Resource {
     std::string name;
@@ -75,6 +85,8 @@ class FlowNetwork {
     double remaining;
     double rate_cap;
     double rate = 0;
+    ResourceId bound = -1;                                // bottleneck() of this flow
+    std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
   };
   void check(ResourceId r) const;
   void recompute();
@@ -87,6 +99,7 @@ class FlowNetwork {
   double m_now = 0;
   double m_time_eps;
   std::uint64_t m_recomputes = 0;
+  std::map<FlowId, std::vector<std::pair<ResourceId, double>>> m_done_bounds;  // not yet taken
 };
 
 }  // namespace kappasim

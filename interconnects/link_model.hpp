@@ -10,6 +10,8 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kappasim {
 
@@ -32,6 +34,9 @@ struct TransferRequest {
   double sm_inflight_bytes = 0;
   // Filled by the model:
   sc_core::sc_time start, end;
+  // Flow model, group transfers (FlowFabric::start_group): seconds the transfer moved with each
+  // resource as its bottleneck (Topology resource index; -1: its rate cap).
+  std::vector<std::pair<int, double>> bottleneck_s;
 };
 
 class TransferExtension : public tlm::tlm_extension<TransferExtension> {

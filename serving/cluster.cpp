@@ -81,6 +81,14 @@ Cluster::~Cluster() = default;
 void Cluster::route() {
   Request r;
   while (m_source.next(r)) {
+    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
+      sim_fail(std::make_exception_ptr(InputError(
+          "workload: request " + std::to_string(r.id) + " arrives at " +
+          sim_time_limit_message(r.arrival_s) +
+          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
+          "smaller trace time_scale")));
+      break;  // end the source as if exhausted: the engines drain and their threads end
+    }
     if (r.arrival_s > now_s()) sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);
     Node& n = m_nodes[i];
@@ -178,8 +186,11 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.tier_miss_chunks += e.tier_miss_chunks;
     t.requests_rejected += e.requests_rejected;
     t.kernel_events = e.kernel_events;  // the whole simulation's delta cycles
+    for (const auto& c : TimeBreakdown::categories()) t.time.*c.field += g * (e.time.*c.field);
+    t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes
   }
   if (w > 0) {
+    for (const auto& c : TimeBreakdown::categories()) t.time.*c.field /= w;
     t.gpu_busy_s /= w;
     t.h2d_bytes_per_gpu /= w;
     t.link_capacity_Bps /= w;

@@ -45,6 +45,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
   m_spec.system.gpu.require_sim("system.gpu");
   m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
+  for (const auto& res : m_fabric->topology().resources())
+    m_resource_bound.push_back(load_bound_of_resource(res.name));
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
   m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes, m_tp * m_bkv_gpu);
@@ -88,6 +90,17 @@ void ServingEngine::arrivals() {
   const ServingSpec& sv = m_spec.serving;
   Request r;
   while (m_source.next(r)) {
+    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
+      sim_fail(std::make_exception_ptr(InputError(
+          "workload: request " + std::to_string(r.id) + " arrives at " +
+          sim_time_limit_message(r.arrival_s) +
+          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
+          "smaller trace time_scale")));
+      // End the source as if exhausted: the requests in flight drain and both threads end, so
+      // none is killed while the engine unwinds (SystemC kills a live thread by switching to
+      // its coroutine stack, which AddressSanitizer reports as a false stack-buffer-overflow).
+      break;
+    }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::vector<std::uint64_t> keys = chunk_keys(r, m_chunk_tokens);
     if (sv.warm_tier) {  // κ experiments: the prefix is in the tier before the request arrives
@@ -157,7 +170,10 @@ void ServingEngine::run_step(Step& st) {
   const ServingSpec& sv = m_spec.serving;
   ++m_step_no;
   st.start_s = now_s();
+  m_step_time = TimeBreakdown{};
+  m_step_bounds = LoadBoundTimes{};
   wait_s(sv.step_overhead_s);  // vLLM's per-step CPU scheduling work
+  m_step_time.step_overhead_s += now_s() - st.start_s;
   std::vector<Sequence*> first, done;
   std::vector<SeqSlice> slices;
   for (const StepItem& it : st.plan.items) {
@@ -191,6 +207,7 @@ void ServingEngine::run_step(Step& st) {
     const double t_c = now_s();
     wait_s(compute_s);
     st.compute_s = compute_s;
+    m_step_time.compute_s += now_s() - t_c;
     trace_compute(t_c, now_s());
   }
   for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
@@ -198,7 +215,19 @@ void ServingEngine::run_step(Step& st) {
   m_compute_busy_s += compute_s;
   m_flops += compute.total.flops;
   m_hbm_bytes += compute.total.hbm_bytes;
+  const double t_store = now_s();
   st.store_s = store_phase(done);
+  m_step_time.store_s += now_s() - t_store;
+  // The step's categories sum to its duration (--check); every sequence in it waited all of it.
+  if (m_spec.check && std::fabs(m_step_time.sum() - (now_s() - st.start_s)) >
+                          1e-12 + 1e-12 * now_s())
+    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+                           "'s time breakdown does not sum to its duration");
+  m_run_time += m_step_time;
+  m_run_bounds += m_step_bounds;
+  for (const StepItem& it : st.plan.items) m_time_of[it.seq->req.id] += m_step_time;
+  if (m_step_bounds.total() > 0)
+    for (Sequence* s : first) m_load_bound_of[s->req.id] = m_step_bounds;
   m_sched->complete(st.plan, now_s(), *m_kv);
   for (Sequence* s : m_sched->take_finished()) finish(s);
   if (m_spec.check) check_step(st);
@@ -251,6 +280,8 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
   if (!m_sinks.trace) return;
   for (const TransferRequest& r : rs) {
     const std::size_t g = static_cast<std::size_t>(r.gpu);
+    if (m_spec.check && r.end < r.start)
+      throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
     m_sinks.trace->span(m_track_gpu_link[g], what, r.start.to_seconds(), r.end.to_seconds());
     const double dt = (r.end - r.start).to_seconds();
     if (dt > 0)
@@ -326,6 +357,8 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   const double bytes = ls.link_tokens * m_bkv_gpu;
   const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
   const double t_x = now_s();
+  m_step_time.load_software_s += t_x - t0;  // the tier's CPU-side retrieve costs
+  m_step_bounds[LoadBound::Software] += t_x - t0;
   if (bytes > 0) {
     std::vector<TransferRequest> rs;
     FlowFabric::Group g;
@@ -337,8 +370,17 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     wait_group(g);
     trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
     m_link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
+    const CopySplit c = split_copies(rs, t_x, g.end_s);
+    m_step_time.load_software_s += c.software;
+    m_step_time.load_link_s += c.link;
+    m_step_time.load_wait_s += c.wait;
+    m_step_bounds += c.bounds;
+    m_step_time.load_link_s += now_s() - g.end_s;  // buffer copies outlasting the link's
+    m_step_bounds[LoadBound::Hbm] += now_s() - g.end_s;
   } else {
     wait_s(buffer_s);
+    m_step_time.load_link_s += now_s() - t_x;  // GPU-side buffer copies only
+    m_step_bounds[LoadBound::Hbm] += now_s() - t_x;
   }
   m_loaded_bytes_gpu += bytes;
   m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
@@ -360,12 +402,25 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const bool link = bytes > 0;
   const double buffer_s = buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
   const double t_pipe = now_s();
+  std::vector<TransferRequest> rs;
+  FlowFabric::Group g;
+  m_step_time.load_software_s += t_pipe - t0;  // the tier's CPU-side retrieve costs
+  m_step_bounds[LoadBound::Software] += t_pipe - t0;
+  CopySplit copies;  // Σ over this load's copy groups, plus buffer copies outlasting them
+  auto harvest = [&](double t_start, double buffer_end) {
+    const CopySplit c = split_copies(rs, t_start, g.end_s);
+    copies.software += c.software;
+    copies.link += c.link;
+    copies.wait += c.wait;
+    copies.bounds += c.bounds;
+    const double extra = std::max(0.0, buffer_end - g.end_s);
+    copies.link += extra;
+    copies.bounds[LoadBound::Hbm] += extra;
+  };
   const double compute_s = compute.total.compute_time_s;
   double load_end = t_pipe;
   double transfer_s = 0;  // time the links spent moving this step's KV
   double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
-  std::vector<TransferRequest> rs;
-  FlowFabric::Group g;
   if (sv.granularity == Granularity::Layer) {
     // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
     if (link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
@@ -375,6 +430,10 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       wait_group(g);
       transfer_s += g.end_s - t_pipe;
       end_0 = std::max(end_0, g.end_s);
+      harvest(t_pipe, t_pipe + buffer_s / L);
+    } else {
+      copies.link += end_0 - t_pipe;
+      copies.bounds[LoadBound::Hbm] += end_0 - t_pipe;
     }
     pipe_s += end_0 - t_pipe;
     for (int l = 0; l < L; ++l) {
@@ -387,6 +446,10 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
           wait_group(g);
           transfer_s += g.end_s - t_l;
           end_l = std::max(end_l, g.end_s);
+          harvest(t_l, t_l + buffer_s / L);
+        } else {
+          copies.link += buffer_s / L;
+          copies.bounds[LoadBound::Hbm] += buffer_s / L;
         }
         wait_s(end_l - now_s());
         pipe_s += end_l - t_l;
@@ -405,6 +468,10 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       wait_group(g);
       transfer_s = g.end_s - t_pipe;
       load_end = std::max(load_end, g.end_s);
+      harvest(t_pipe, t_pipe + buffer_s);
+    } else {
+      copies.link += buffer_s;
+      copies.bounds[LoadBound::Hbm] += buffer_s;
     }
     pipe_s = load_end - t_pipe;
     const double end =
@@ -415,11 +482,67 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   m_loaded_bytes_gpu += bytes;
   m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
   st.load_s = (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
+  // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
+  // split like the copies' own time. Bound times count the whole load, hidden or not.
+  const double wall = now_s() - t_pipe;
+  const double exposed = std::max(0.0, wall - compute_s);
+  const double copy_total = copies.software + copies.link + copies.wait;
+  if (copy_total > 0) {
+    m_step_time.load_software_s += exposed * copies.software / copy_total;
+    m_step_time.load_wait_s += exposed * copies.wait / copy_total;
+    m_step_time.load_link_s += exposed * copies.link / copy_total;
+  } else {
+    m_step_time.load_link_s += exposed;
+  }
+  m_step_time.compute_s += wall - exposed;
+  m_step_bounds += copies.bounds;
   if (m_sinks.trace) {
     m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
     for (int track : m_track_gpu_link) m_sinks.trace->span(track, "load (layerwise)", t_pipe, load_end);
     trace_compute(t_pipe, now_s());
   }
+}
+
+ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferRequest>& rs,
+                                                     double t_start, double t_end) const {
+  CopySplit out;
+  if (rs.empty()) return out;
+  const TransferRequest* slowest = &rs.front();
+  for (const TransferRequest& r : rs) {
+    if (r.end > slowest->end) slowest = &r;
+    const double own = std::max(0.0, r.end.to_seconds() - t_start);
+    double software = 0, shared = 0;
+    for (const auto& [res, sec] : r.bottleneck_s) {
+      if (res < 0) {
+        software += sec;  // its rate cap: a pageable copy's staging thread
+        continue;
+      }
+      const LoadBound b = m_resource_bound.at(static_cast<std::size_t>(res));
+      if (b == LoadBound::HostDram || b == LoadBound::SocketLink) shared += sec;
+    }
+    software = std::min(software, own);
+    shared = std::min(shared, own - software);
+    out.software += software;
+    out.wait += shared + std::max(0.0, t_end - r.end.to_seconds());  // the slowest rank
+    out.link += own - software - shared;
+  }
+  const double n = static_cast<double>(rs.size());
+  out.software /= n;
+  out.wait /= n;
+  out.link /= n;
+  // The group's bound is the slowest rank's: per-copy costs, latency and link-bound time go to
+  // the link, the rest to the resource that froze its rate.
+  double named = 0;
+  for (const auto& [res, sec] : slowest->bottleneck_s) {
+    const LoadBound b =
+        res < 0 ? LoadBound::Software : m_resource_bound.at(static_cast<std::size_t>(res));
+    if (b == LoadBound::Link) continue;
+    out.bounds[b] += sec;
+    named += sec;
+  }
+  out.bounds[LoadBound::Link] +=
+      std::max(0.0, std::max(0.0, slowest->end.to_seconds() - t_start) - named);
+  return out;
 }
 
 double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
@@ -469,10 +592,20 @@ void ServingEngine::finish(Sequence* s) {
     if (now_s() < m_last_finish_s)
       throw std::logic_error("invariant violated: simulated time went back");
     m_last_finish_s = now_s();
+    // Every output's times: a request starts and finishes after it arrived (a TTFT or queue
+    // below zero means the time base wrapped; core/sim_runner.hpp).
+    // Tolerance: the arrival wait rounds to 1 ps, and a double holds ~1e-16 relative.
+    const double slack = 1e-12 + 1e-14 * s->req.arrival_s;
+    if (now_s() < s->req.arrival_s - slack ||
+        (s->first_scheduled_s >= 0 && s->first_scheduled_s < s->req.arrival_s - slack))
+      throw std::logic_error("invariant violated: request " + std::to_string(id) +
+                             " is scheduled or finishes before it arrives (time went back)");
   }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_rejected;
     m_recompute.erase(id);
+    m_time_of.erase(id);
+    m_load_bound_of.erase(id);
     m_live.erase(id);
     return;
   }
@@ -498,6 +631,13 @@ void ServingEngine::finish(Sequence* s) {
   rec.bytes_stored = (m_stored_tokens.count(id) ? m_stored_tokens[id] : 0) * m_bkv_gpu * m_tp;
   rec.load_path = load_path_name(m_spec.serving.load_path);
   rec.steps = m_steps_of[id];
+  // Its steps' categories; queueing is the rest of its TTFT (steps it waited for or sat out).
+  rec.time = m_time_of.count(id) ? m_time_of[id] : TimeBreakdown{};
+  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum());
+  if (m_load_bound_of.count(id)) {
+    rec.load_bound_s = m_load_bound_of[id];
+    rec.load_bound = load_bound_name(rec.load_bound_s.bound());
+  }
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -512,6 +652,8 @@ void ServingEngine::finish(Sequence* s) {
   m_link_tokens.erase(id);
   m_buffer_tokens.erase(id);
   m_recompute.erase(id);
+  m_time_of.erase(id);
+  m_load_bound_of.erase(id);
   m_live.erase(id);
   ++m_finished;
 }
@@ -539,6 +681,8 @@ void ServingEngine::check_end() const {
                            std::to_string(m_rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
   m_fabric->check_conservation();
+  if (now_s() < m_last_finish_s)  // summary.json: the run ends after its last finish
+    throw std::logic_error("invariant violated: the run ends before its last request finished");
 }
 
 SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
@@ -570,6 +714,9 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
   t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());
   t.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
+  t.time = m_run_time;  // the steps' categories; idle is the rest of the simulated time
+  t.time.idle_s = std::max(0.0, t.simulated_time_s - m_run_time.sum());
+  t.load_bounds = m_run_bounds;
   t.requests_rejected = m_rejected;
   return t;
 }

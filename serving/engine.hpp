@@ -44,6 +44,7 @@
 #include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
+#include "serving/time_breakdown.hpp"
 #include "systems/system_spec.hpp"
 #include "workloads/request.hpp"
 #include "workloads/workload_spec.hpp"
@@ -170,6 +171,24 @@ class ServingEngine : public sc_core::sc_module {
   // Trace tracks
   int m_track_step = -1, m_track_load = -1, m_track_store = -1;
   std::vector<int> m_track_gpu_compute, m_track_gpu_link;
+
+  // ---- where the time went (issue 12 items 4, 10; serving/time_breakdown.hpp) ----
+  // A copy group's time from `t_start` to its end, split per rank into software (a rate cap),
+  // shared-host waits (DRAM, socket link, the slowest rank) and the copies themselves (the
+  // rest), averaged over the ranks; the bound times are the slowest rank's.
+  struct CopySplit {
+    double software = 0, link = 0, wait = 0;
+    LoadBoundTimes bounds;
+  };
+  CopySplit split_copies(const std::vector<TransferRequest>& rs, double t_start,
+                         double t_end) const;
+  std::vector<LoadBound> m_resource_bound;  // per Topology resource
+  TimeBreakdown m_step_time;                // the running step's categories
+  LoadBoundTimes m_step_bounds;             // the running step's load, per bound
+  TimeBreakdown m_run_time;                 // Σ over steps (idle added in totals())
+  LoadBoundTimes m_run_bounds;
+  std::map<std::uint64_t, TimeBreakdown> m_time_of;    // per sequence: Σ over its steps
+  std::map<std::uint64_t, LoadBoundTimes> m_load_bound_of;  // per sequence with a load
 };
 
 // ---- studies (docs/studies-kv.md) ----------------------------------------------------------

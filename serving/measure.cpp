@@ -108,6 +108,7 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       const double f = std::log(a) / (std::log(a) - std::log(b));
       m.kappa_crit_simulated = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
       const RequestRecord& r = recs[i + 1];
+      m.load_bounds = r.load_bound_s;
       m.h2d_effective_bytes_per_s = r.bytes_loaded / spec.serving.tp / r.load_s;
       // The compute rate the simulated step achieved, in the analytic model's own FLOPs
       // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
@@ -115,6 +116,7 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       break;
     }
   }
+  if (!std::isfinite(m.kappa_crit_simulated) && !recs.empty()) m.load_bounds = recs.back().load_bound_s;
   KappaQuery q;
   q.compute_dtype = spec.serving.compute_dtype;
   q.kv_dtype = spec.serving.kv_dtype;

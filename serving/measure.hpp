@@ -48,6 +48,9 @@ struct KappaCritMeasurement {
   double h2d_effective_bytes_per_s = 0, h2d_peak_bytes_per_s = 0;
   double compute_effective_flops = 0, compute_peak_flops = 0;
   double kappa_max = 0;  // the grid's top (bounded by the KV cache)
+  // What bound the load at the crossing (the first point past it; the largest κ when there is
+  // none): its load time per bound (serving/time_breakdown.hpp).
+  LoadBoundTimes load_bounds;
   std::vector<RequestRecord> records;
 };
 KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int points,

@@ -34,8 +34,16 @@ std::string csv_number(double v) { return std::isfinite(v) ? format_number(v) : 
 // ---- requests.csv ---------------------------------------------------------------------------
 
 const char* RequestsCsvWriter::header() {
-  return "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-         "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps";
+  static const std::string h = [] {
+    std::string s =
+        "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
+        "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps";
+    // The time breakdown (idle is a run category) and the load's active bound.
+    for (const auto& c : TimeBreakdown::categories())
+      if (c.field != &TimeBreakdown::idle_s) s += std::string(",t_") + c.name + "_s";
+    return s + ",load_bound";
+  }();
+  return h.c_str();
 }
 
 std::string RequestsCsvWriter::row(const RequestRecord& r) {
@@ -55,6 +63,9 @@ std::string RequestsCsvWriter::row(const RequestRecord& r) {
   s += ',' + csv_number(r.bytes_stored);
   s += ',' + csv_field(r.load_path);
   s += ',' + std::to_string(r.steps);
+  for (const auto& c : TimeBreakdown::categories())
+    if (c.field != &TimeBreakdown::idle_s) s += ',' + csv_number(r.time.*c.field);
+  s += ',' + csv_field(r.load_bound);
   return s;
 }
 
@@ -118,6 +129,7 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   m_bytes_buffer += r.bytes_from_buffer;
   m_recomputed_tokens += static_cast<double>(r.recomputed_tokens);
   m_last_finish_s = std::max(m_last_finish_s, r.arrival_s + r.ttft_s);
+  m_time_sum += r.time;
 }
 
 void SummaryBuilder::add_step(const StepRecord& s) {
@@ -195,6 +207,19 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
       {"kernel_events_per_request", ratio(static_cast<double>(t.kernel_events), n)},
       {"quantile_relative_accuracy", m_ttft.relative_accuracy()},
   };
+  // Where the time went (serving/time_breakdown.hpp, docs/metrics.md): the mean request's TTFT
+  // by category (sums to ttft_mean_s), the GPUs' time by category as fractions of the simulated
+  // time (sums to 1), and the loads' time by active bound as shares (sums to 1).
+  for (const auto& c : TimeBreakdown::categories())
+    if (c.field != &TimeBreakdown::idle_s)
+      f.emplace_back(std::string("ttft_mean_") + c.name + "_s", ratio(m_time_sum.*c.field, n));
+  for (const auto& c : TimeBreakdown::categories())
+    if (c.field != &TimeBreakdown::queue_s)
+      f.emplace_back(std::string("time_fraction_") + c.name, ratio(t.time.*c.field, sim));
+  const double load_total = t.load_bounds.total();
+  for (int b = 0; b < kLoadBounds; ++b)
+    f.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(b)),
+                   ratio(t.load_bounds[static_cast<LoadBound>(b)], load_total));
   return f;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/quantile.hpp"
+#include "serving/time_breakdown.hpp"
 
 namespace kappasim {
 
@@ -37,6 +38,11 @@ struct RequestRecord {
   double bytes_stored = 0;  // whole TP group
   std::string load_path;
   int steps = 0;
+  // Where its TTFT went (serving/time_breakdown.hpp; idle stays 0), and what bound its KV load
+  // (load_bound_name(); empty when it loaded nothing).
+  TimeBreakdown time;
+  std::string load_bound;
+  LoadBoundTimes load_bound_s;  // its step's load time per bound (not in requests.csv)
 };
 
 // Streams requests.csv: a fixed header, one RFC 4180 row per write(), doubles in shortest
@@ -87,6 +93,10 @@ class SummaryBuilder {
     double tier_hit_chunks = 0, tier_miss_chunks = 0;
     std::uint64_t kernel_events = 0;
     std::uint64_t requests_rejected = 0;  // prompts longer than the GPUs' KV cache (never run)
+    // Where the GPUs' time went: Σ over steps plus idle (queue unused); sums to
+    // simulated_time_s. Load time per bound (CPU software and copies, hidden or not).
+    TimeBreakdown time;
+    LoadBoundTimes load_bounds;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
@@ -122,6 +132,7 @@ class SummaryBuilder {
   double m_bytes_loaded = 0, m_bytes_stored = 0;
   double m_bytes_buffer = 0, m_recomputed_tokens = 0;
   double m_last_finish_s = 0;
+  TimeBreakdown m_time_sum;  // Σ over requests
 
   std::uint64_t m_steps = 0;
   double m_step_tokens = 0;

@@ -24,12 +24,23 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
     if (r.block_tokens < chunk_tokens || r.block_tokens % chunk_tokens != 0)
       throw std::logic_error("chunk_keys: chunk_tokens must divide the trace's block size");
     const std::int64_t per_block = r.block_tokens / chunk_tokens;
+    // A block's identity is its position in the chain: identity(b) = H(identity(b − 1),
+    // hash_ids[b]), identity(−1) a fixed seed, as a prefix cache hashes (parent hash, block
+    // tokens) (vLLM's prefix caching, LMCache's chunk hashes). In a well-formed Mooncake trace a
+    // hash_id already names its whole prefix, so this changes no hit there; in a trace that
+    // contradicts itself ([1,2] then [2,1], or [3,3,3]) it gives what a real prefix cache
+    // finds: only the leading blocks whose whole chain matches (docs/workloads.md).
+    std::uint64_t chain = 0x6b61707061736d31ULL;  // identity(−1): any fixed value
+    std::size_t chained = 0;                      // blocks folded into `chain` so far
     for (std::int64_t i = 0; i < full; ++i) {
       const auto b = static_cast<std::size_t>(i / per_block);
       if (b >= r.block_hashes.size()) break;
-      // A chunk's identity is its block's hash (which already names the whole prefix chain in
-      // Mooncake traces) and its place inside the block.
-      keys.push_back(key(r.block_hashes[b], static_cast<std::uint64_t>(i % per_block)));
+      if (b + 1 > chained) {
+        chain = key(chain, r.block_hashes[b]);
+        chained = b + 1;
+      }
+      // A chunk's identity: its block's chain identity and its place inside the block.
+      keys.push_back(key(chain, static_cast<std::uint64_t>(i % per_block)));
     }
     return keys;
   }

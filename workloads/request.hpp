@@ -10,7 +10,9 @@
 //    the next turn's prompt starts with this whole prompt), otherwise key(request id, i), never
 //    shared (a question over a document).
 // A trace with explicit block hashes (Mooncake: one hash per 512-token block) gives
-// `block_hashes`; chunk keys then derive from those hashes (chunk_tokens must divide the block).
+// `block_hashes`; chunk keys then derive from those hashes (chunk_tokens must divide the block)
+// through a prefix chain: block b's identity is H(identity of block b − 1, block_hashes[b]), so
+// the same hash at another position, or after another prefix, is another block.
 #pragma once
 
 #include <cstdint>

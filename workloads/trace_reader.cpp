@@ -7,6 +7,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/sim_runner.hpp"
 #include "core/units.hpp"
 
 namespace kappasim {
@@ -141,6 +142,9 @@ bool TraceSource::next(Request& out) {
          format_number(m_last_arrival) + " s; expected rows in non-decreasing arrival order");
   m_last_arrival = r.arrival_s;
   r.arrival_s *= m_spec.time_scale;
+  if (r.arrival_s > kSimTimeLimitS)  // cannot be simulated (core/sim_runner.hpp)
+    fail("arrival time " + sim_time_limit_message(r.arrival_s) +
+         "; expected arrivals (after time_scale) within it");
   r.id = static_cast<std::uint64_t>(++m_produced);
   r.workload = m_label;
   out = std::move(r);

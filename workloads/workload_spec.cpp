@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/sim_runner.hpp"
 #include "core/units.hpp"
 #include "workloads/generators.hpp"
 #include "workloads/mix_source.hpp"
@@ -104,16 +105,34 @@ std::string workload_type_name(WorkloadType t) {
   return "?";
 }
 
+namespace {
+// Issue 12 item 1: arrivals the simulator's time base cannot reach (core/sim_runner.hpp) are
+// rejected before anything is simulated. Generators are deterministic, so a second instance with
+// the same seed, run ahead, sees exactly the arrivals the run will (traces: validate_trace).
+std::unique_ptr<WorkloadSource> within_time_limit(std::unique_ptr<WorkloadSource> probe) {
+  Request r;
+  while (probe->next(r))
+    if (r.arrival_s > kSimTimeLimitS)
+      throw InputError("workload: request " + std::to_string(r.id) + " arrives at " +
+                       sim_time_limit_message(r.arrival_s) +
+                       "; expected arrivals within it: a higher workload.rate or fewer "
+                       "workload.requests");
+  return probe;
+}
+}  // namespace
+
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir) {
   switch (spec.type) {
     case WorkloadType::ShareGpt:
     case WorkloadType::NarrativeQa:
     case WorkloadType::DocFinQa:
+      within_time_limit(make_generator(spec.type, spec, spec.requests, spec.rate, seed));
       return make_generator(spec.type, spec, spec.requests, spec.rate, seed);
     case WorkloadType::Trace:
       return std::make_unique<TraceSource>(spec.trace, base_dir);
     case WorkloadType::Mix:
+      within_time_limit(std::make_unique<MixSource>(spec, seed));
       return std::make_unique<MixSource>(spec, seed);
   }
   throw std::logic_error("make_source: unknown workload type");

@@ -96,16 +96,27 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
       for (double T : ts)
         rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
     const auto recs = run_isolated(spec, rs);
-    Table tab({"model", "system", "tp", "load_path", "k", "t", "cached_tokens", "computed_tokens",
-               "p_oh", "load_time_s", "compute_time_s", "ttft_s"});
+    std::vector<std::string> cols = {"model", "system", "tp", "load_path", "k", "t", "cached_tokens",
+                                     "computed_tokens", "p_oh", "load_time_s", "compute_time_s", "ttft_s"};
+    // Where each TTFT went and what bound its load (serving/time_breakdown.hpp).
+    for (const auto& c : TimeBreakdown::categories())
+      if (c.field != &TimeBreakdown::idle_s) cols.push_back(std::string("t_") + c.name + "_s");
+    cols.push_back("load_bound");
+    Table tab(cols);
     std::size_t i = 0;
     for (const RequestRecord& r : recs) {
       while (i < rs.size() && rs[i].id != r.id) ++i;  // records come in id order (isolated)
       const Request& q = rs[i];
-      tab.add_row({spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
-                   r.load_path, static_cast<double>(q.prefix_tokens),
-                   static_cast<double>(q.new_tokens), r.cached_tokens, r.computed_tokens,
-                   r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s, r.compute_s, r.ttft_s});
+      std::vector<Cell> row = {spec.model.name, spec.system.name,
+                               static_cast<std::int64_t>(spec.serving.tp), r.load_path,
+                               static_cast<double>(q.prefix_tokens),
+                               static_cast<double>(q.new_tokens), r.cached_tokens, r.computed_tokens,
+                               r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s,
+                               r.compute_s, r.ttft_s};
+      for (const auto& c : TimeBreakdown::categories())
+        if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
+      row.push_back(r.load_bound);
+      tab.add_row(row);
     }
     if (recs.size() < rs.size())
       std::cerr << "kappasim: note: " << rs.size() - recs.size()
@@ -134,15 +145,25 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
     const KappaCritMeasurement m = measure_kappa_crit(spec, T, points, &prov);
-    Table tab({"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
-               "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
-               "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
-               "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops"});
-    tab.add_row({m.model, m.system, static_cast<std::int64_t>(m.tp), m.load_path, T,
-                 m.kappa_crit_simulated, m.kappa_crit_analytic_peak,
-                 m.kappa_crit_analytic_effective, m.kappa_crit_analytic_effective_compute,
-                 m.h2d_effective_bytes_per_s, m.h2d_peak_bytes_per_s, m.compute_effective_flops,
-                 m.compute_peak_flops});
+    std::vector<std::string> cols = {"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
+                                     "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
+                                     "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
+                                     "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops"};
+    std::vector<Cell> row = {m.model, m.system, static_cast<std::int64_t>(m.tp), m.load_path, T,
+                             m.kappa_crit_simulated, m.kappa_crit_analytic_peak,
+                             m.kappa_crit_analytic_effective, m.kappa_crit_analytic_effective_compute,
+                             m.h2d_effective_bytes_per_s, m.h2d_peak_bytes_per_s, m.compute_effective_flops,
+                             m.compute_peak_flops};
+    // What bound the load at the crossing: its load time per bound, as shares.
+    const double bound_total = m.load_bounds.total();
+    cols.push_back("load_bound");
+    row.push_back(bound_total > 0 ? std::string(load_bound_name(m.load_bounds.bound())) : std::string());
+    for (int b = 0; b < kLoadBounds; ++b) {
+      cols.push_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(b)));
+      row.push_back(bound_total > 0 ? m.load_bounds[static_cast<LoadBound>(b)] / bound_total : NAN);
+    }
+    Table tab(cols);
+    tab.add_row(row);
     std::cout << tab.render(fmt);
     if (!std::isfinite(m.kappa_crit_simulated))
       std::cerr << "kappasim: note: load/compute never crossed 1 between κ = 1 and κ = "

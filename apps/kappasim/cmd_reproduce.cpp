@@ -25,6 +25,7 @@
 #include "core/units.hpp"
 #include "apps/kappasim/honest_eq6.hpp"
 #include "models/analytic/kappa.hpp"
+#include "serving/time_breakdown.hpp"
 #include "sweeps/sweep_spec.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -95,6 +96,22 @@ double median_of(std::vector<double> v) {
 }
 
 std::string pct(double x) { return std::isfinite(x) ? fmt_num(100 * x, 3) + "%" : "—"; }
+
+// What bound the loads of a result row (issue 12 item 10): its load_bound_share_* columns,
+// largest first, those of at least 1%, e.g. "host_dram 79%, link 20%"; "—" when it loaded nothing.
+std::string bound_shares(const ResultsTable& t, std::size_t r) {
+  std::vector<std::pair<double, std::string>> v;
+  for (int b = 0; b < kLoadBounds; ++b) {
+    const std::string name = load_bound_name(static_cast<LoadBound>(b));
+    const double x = t.num(r, "load_bound_share_" + name);
+    if (std::isfinite(x) && x >= 0.01) v.emplace_back(x, name);
+  }
+  if (v.empty()) return "—";
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [x, name] : v) out += (out.empty() ? "" : ", ") + name + " " + fmt_num(100 * x, 2) + "%";
+  return out;
+}
 
 KappaPoint analytic(const std::string& model, const std::string& system, int tp,
                     std::optional<double> K = std::nullopt, std::optional<double> T = std::nullopt,
@@ -625,13 +642,14 @@ void section_interconnect(Reproduce& R) {
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string m = t.get(r, "model"), g = t.get(r, "gpu"), l = t.get(r, "system.host_link");
     if (!t.ok(r)) {
-      rows.push_back({m, g, l, "—", "—", "—", t.get(r, "error")});
+      rows.push_back({m, g, l, "—", "—", "—", "—", t.get(r, "error")});
       continue;
     }
     const double sim = t.num(r, "kappa_crit_simulated"), peak = t.num(r, "kappa_crit_analytic_peak");
     rows.push_back({m, g, l, fmt_num(peak), fmt_num(sim),
                     fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
                         fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
+                    bound_shares(t, r),
                     std::isnan(sim) ? "compute-bound up to κ " + fmt_num(t.num(r, "kappa_max")) : ""});
   }
   R.md << "### 8.1 Interconnect: PCIe 4/5/6, NVLink-C2C, unified HBM × A100/H100/B200-class compute\n\n"
@@ -639,9 +657,14 @@ void section_interconnect(Reproduce& R) {
        << "side (sockets, DRAM) is the GPU's own DGX host (presets/systems). Higher κ_crit = more "
        << "cached context per new token before the link binds.\n\n"
        << md_table({"model", "GPU", "host link", "κ_crit analytic (peak)", "κ_crit simulated",
-                    "H2D GB/s eff / peak", "note"},
+                    "H2D GB/s eff / peak", "load bound (shares of load time)", "note"},
                    rows)
-       << "\n";
+       << "\n"
+       << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
+       << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
+       << "costs, `read_tags` the GPU's outstanding PCIe reads, `link` the host link (per-copy "
+       << "costs included), `host_dram` / `socket_link` the host, `hbm` the GPU side. A faster "
+       << "link buys little where another bound takes over.\n\n";
   // Conclusion, computed: per model, the best link per GPU, the PCIe 6 over PCIe 5 gain in
   // achieved bandwidth, and which configurations put κ_crit above the workloads' medians.
   R.md << "Conclusions (computed from the table):\n";
@@ -665,7 +688,8 @@ void section_interconnect(Reproduce& R) {
       if (p5 && p6) {
         line += " PCIe 5→6 " +
                 fmt_num(t.num(*p6, "h2d_effective_bytes_per_s") / t.num(*p5, "h2d_effective_bytes_per_s")) +
-                "× (peak " + fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) + "×);";
+                "× (peak " + fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
+                "×; the PCIe 6 load is bound by " + bound_shares(t, *p6) + ");";
         any = true;
       }
       std::vector<std::string> above;
@@ -740,7 +764,8 @@ void section_kv_buffer(Reproduce& R) {
     rows.push_back({w, z, b, fmt_num(t.num(r, "requests_completed")), fmt_num(t.num(r, "requests_rejected")),
                     fmt_num(t.num(r, "throughput_rps")), fmt_num(t.num(r, "ttft_p50_s")),
                     fmt_num(t.num(r, "ttft_p99_s")), pct(t.num(r, "buffer_hit_rate")),
-                    fmt_num(t.num(r, "kappa_ratio_p50")), fmt_num(t.num(r, "kappa_link_ratio_p50"))});
+                    fmt_num(t.num(r, "kappa_ratio_p50")), fmt_num(t.num(r, "kappa_link_ratio_p50")),
+                    bound_shares(t, r)});
     const std::string key = w + " zipf " + z;
     if (!series.count(key)) {
       order.push_back(key);
@@ -773,7 +798,8 @@ void section_kv_buffer(Reproduce& R) {
        << "today's dies (H100 L2: 50 MB; MI300X Infinity Cache: 256 MB): read them as a near-memory "
        << "tier at that bandwidth.\n\n"
        << md_table({"workload", "zipf s", "buffer", "completed", "rejected", "throughput (req/s)",
-                    "TTFT p50 (s)", "TTFT p99 (s)", "buffer hit rate (bytes)", "κ p50", "κ over link p50"},
+                    "TTFT p50 (s)", "TTFT p99 (s)", "buffer hit rate (bytes)", "κ p50", "κ over link p50",
+                    "load bound (shares of load time)"},
                    rows)
        << "\n" << R.figure({"kv-buffer", "KV buffer: κ over the link", plot + "  plot " + plots});
   // Conclusions per (workload, zipf): among buffers that reject no more requests than no buffer

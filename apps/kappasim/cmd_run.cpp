@@ -1,6 +1,8 @@
 // kappasim run CONFIG --out DIR: a serving simulation -> DIR/requests.csv, summary.json,
 // trace.json, config.yaml. The folder appears whole or not at all (core/output), and every
 // input is checked (config, presets, the whole trace) before anything is simulated.
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -101,6 +103,16 @@ int cmd_run(const std::vector<std::string>& args) {
           k == "transfer_time_fraction" || k == "h2d_effective_bytes_per_s")
         std::cout << "  " << k << ": " << format_number(v) << "\n";
     }
+    // Where the GPUs' time went (issue 12 items 4, 10): the run's fractions of at least 0.5%.
+    std::string where;
+    for (const auto& [k, v] : summary.figures(totals))
+      if (k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) && v >= 0.005)
+      {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f%%", 100 * v);
+        where += (where.empty() ? "" : ", ") + k.substr(14) + " " + pct;
+      }
+    if (!where.empty()) std::cout << "  GPU time: " << where << "\n";
     std::cout << "results in " << out << "/ (requests.csv, summary.json"
               << (spec.trace ? ", trace.json" : "") << ", config.yaml)\n";
   }

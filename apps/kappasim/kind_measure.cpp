@@ -39,6 +39,15 @@ std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, Provenanc
   return {isolated_run_spec(root, 0, prov), ms};
 }
 
+// The load's time per active bound as shares (load_bound_share_<bound>, summing to 1; NaN when
+// nothing was loaded; docs/metrics.md).
+void add_bound_shares(sweep::PointResult& out, const LoadBoundTimes& b) {
+  const double total = b.total();
+  for (int i = 0; i < kLoadBounds; ++i)
+    out.metrics.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(i)),
+                             total > 0 ? b[static_cast<LoadBound>(i)] / total : NAN);
+}
+
 KappaQuery query_for(const RunSpec& spec) {
   KappaQuery q;
   q.compute_dtype = spec.serving.compute_dtype;
@@ -87,6 +96,11 @@ sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::Poin
                  {"kappa_crit_analytic", a.kappa_crit},
                  {"compute_peak_flops", a.compute},
                  {"h2d_peak_bytes_per_s", a.bandwidth}};
+  // Where its TTFT went (serving/time_breakdown.hpp) and what bound its load.
+  for (const auto& c : TimeBreakdown::categories())
+    if (c.field != &TimeBreakdown::idle_s)
+      out.metrics.emplace_back(std::string("t_") + c.name + "_s", r.time.*c.field);
+  add_bound_shares(out, r.load_bound_s);
   return out;
 }
 
@@ -112,6 +126,7 @@ sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::Po
   if (!m.records.empty()) from_start = m.records.front().load_s >= m.records.front().compute_s;
   out.metrics.emplace_back("link_never_binds", never ? 1.0 : 0.0);
   out.metrics.emplace_back("link_binds_from_start", from_start ? 1.0 : 0.0);
+  add_bound_shares(out, m.load_bounds);  // at the crossing (or the largest κ)
   return out;
 }
 

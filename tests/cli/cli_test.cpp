@@ -403,15 +403,18 @@ TEST(Cli, RunWritesRequestsSummaryTraceAndConfig) {
   EXPECT_NEAR(summary_value(summary, "throughput_rps"),
               completed / summary_value(summary, "simulated_time_s"), 1e-9);
 
-  // requests.csv: the header and one row of 14 fields per completed request.
+  // requests.csv: the header and one row of 23 fields per completed request (the last nine: the
+  // time breakdown and the load's bound, issue 12 item 10).
   const std::vector<std::string> csv = lines(slurp(out / "requests.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0],
             "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps");
+            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
+            "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
+            "t_step_overhead_s,load_bound");
   EXPECT_EQ(static_cast<double>(csv.size() - 1), completed);
   for (std::size_t i = 1; i < csv.size(); ++i) {
-    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 13) << csv[i];
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 22) << csv[i];
     EXPECT_TRUE(has(csv[i], ",narrativeqa,")) << csv[i];
     EXPECT_TRUE(has(csv[i], ",kernel,")) << csv[i];
   }
@@ -692,6 +695,40 @@ TEST(Cli, ScaledAndX32LinksReachTheSimulator) {
   const double ratio = time_s(x32.out) / time_s(x16.out);
   EXPECT_GE(ratio, 0.5);
   EXPECT_LE(ratio, 0.55);
+}
+
+// ---- issue 12 item 1: the simulated time base's reach ------------------------------------------
+
+// 200 ShareGPT requests at 1e-6 per second arrive over ~2e8 s, far past 2^63 ps (106.75 days):
+// before, the run exited 0 with ttft_p50_s = -999592. A trace row at 9.3e6 s (107.6 days) did
+// the same. Now both are rejected with the limit in days, exit 2, and nothing written.
+TEST(Cli, RunPastTheTimeBaseIsRejected) {
+  const fs::path base = write("time-base.yaml",
+                              "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                              "workload: {type: sharegpt, requests: 200, rate: 10, seed: 1}\n");
+  write("time-far.jsonl", "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 100}\n"
+                          "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 100}\n");
+  const fs::path far = write("time-far.yaml",
+                             "model: llama-3.1-8b\nsystem: h100\n"
+                             "workload: {type: trace, trace: {path: time-far.jsonl}}\n");
+  struct Case {
+    std::string args;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {base.string() + " --set workload.rate=1e-6 --set trace=false --check",
+       {"workload: request", "100 days", "workload.rate"}},
+      {far.string() + " --check", {"time-far.jsonl:2:", "9300000 s (107.6 days)", "100 days"}},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const fs::path out = scratch() / ("time-base-" + std::to_string(++n));
+    Result r = run("run " + c.args + " --out " + out.string());
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    for (const std::string& part : c.expect)
+      EXPECT_TRUE(has(r.err, part)) << c.args << "\nexpected: " << part << "\nstderr: " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
 }
 
 }  // namespace

@@ -53,6 +53,17 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     EXPECT_TRUE(fs::exists(out / "sweeps" / sw / "results.csv")) << sw;
   EXPECT_NE(kappasim::test::slurp(out / "sweeps" / "rebalance-sim-capacity-quick" / "results.csv").find(",replicate,"),
             std::string::npos);
+  // Issue 12 item 10: the interconnect and KV-buffer studies name what bound their loads.
+  for (const char* section : {"### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer"}) {
+    const auto at = report.find(section);
+    ASSERT_NE(at, std::string::npos);
+    const std::string body = report.substr(at, report.find("\n### ", at + 1) - at);
+    EXPECT_NE(body.find("load bound (shares of load time)"), std::string::npos) << section;
+    EXPECT_TRUE(body.find("% |") != std::string::npos &&
+                (body.find("link ") != std::string::npos || body.find("host_dram ") != std::string::npos ||
+                 body.find("read_tags ") != std::string::npos))
+        << section << " has no bound shares:\n" << body;
+  }
   // Every figure has its gnuplot script and data next to it.
   for (const char* gp : {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;

@@ -2,6 +2,8 @@
 // exact order statistics, requests.csv and summary.json content and determinism, the Perfetto
 // trace parsed back by a small strict JSON parser, and the power model by hand.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <algorithm>
@@ -365,6 +367,12 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
   auto write = [&](const fs::path& p) {
     RequestsCsvWriter w(p.string());
     RequestRecord r = record(7, 0.1, 0.25, 0.3, 0.01, 0.56);
+    // Its TTFT by category (0.25 + 0.05 + 0.25 + 0.01 = 0.56) and its load's bound.
+    r.time.queue_s = 0.25;
+    r.time.load_software_s = 0.05;
+    r.time.load_link_s = 0.25;
+    r.time.compute_s = 0.01;
+    r.load_bound = "link";
     w.write(r);
     r.id = 8;
     r.workload = "trace:a,b \"x\".jsonl";
@@ -381,10 +389,13 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
   EXPECT_EQ(a, slurp(d / "b.csv"));
   EXPECT_EQ(a,
             "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps\n"
-            "7,narrativeqa,0.1,0.25,0.3,0.01,0.56,50000,10,5000,16384000000,3276800,kernel,2\n"
+            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
+            "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
+            "t_step_overhead_s,load_bound\n"
+            "7,narrativeqa,0.1,0.25,0.3,0.01,0.56,50000,10,5000,16384000000,3276800,kernel,2,"
+            "0.25,0,0.05,0.25,0,0.01,0,0,link\n"
             "8,\"trace:a,b \"\"x\"\".jsonl\",0.1,0.25,0.3,0.01,0.56,50000,10,0.3333333333333333,"
-            "16384000000,3276800,kernel,2\n");
+            "16384000000,3276800,kernel,2,0.25,0,0.05,0.25,0,0.01,0,0,link\n");
   EXPECT_THROW(RequestsCsvWriter((d / "missing" / "x.csv").string()), InputError);
   fs::remove_all(d);
 }
@@ -492,6 +503,67 @@ TEST(Metrics, SummaryFiguresByHand) {
     EXPECT_EQ(v->kind, JVal::Num) << k;
   }
   EXPECT_DOUBLE_EQ(j.get("gpu_power_tdp_fraction")->num, 0.28);
+}
+
+// Issue 12 item 10, by hand: a request's categories sum to its TTFT; the run's categories are
+// fractions of the simulated time (steps: overhead 0.5, software 0.5, copies 1, DRAM wait 1,
+// compute 4, store 1; idle 2; 10 s in all) and sum to 1; load bound shares are the loads' time
+// per bound over their total (software 0.5, link 1, host DRAM 1 => 0.2, 0.4, 0.4).
+TEST(Metrics, TimeBreakdownFractionsAndBoundSharesByHand) {
+  TimeBreakdown a;
+  a.queue_s = 1;
+  a.load_link_s = 0.5;
+  a.compute_s = 0.25;
+  TimeBreakdown b = a;
+  b += a;
+  EXPECT_DOUBLE_EQ(a.sum(), 1.75);
+  EXPECT_DOUBLE_EQ(b.sum(), 3.5);
+  EXPECT_DOUBLE_EQ(b.load_s(), 1.0);
+  EXPECT_EQ(TimeBreakdown::categories().size(), 9u);
+  SummaryBuilder sb;
+  RequestRecord r;
+  r.ttft_s = 1.75;
+  r.time = a;
+  sb.add_request(r);
+  SummaryBuilder::Totals t;
+  t.simulated_time_s = 10;
+  t.gpus = 1;
+  t.time.step_overhead_s = 0.5;
+  t.time.load_software_s = 0.5;
+  t.time.load_link_s = 1;
+  t.time.load_wait_s = 1;
+  t.time.compute_s = 4;
+  t.time.store_s = 1;
+  t.time.idle_s = 2;
+  t.load_bounds[LoadBound::Software] = 0.5;
+  t.load_bounds[LoadBound::Link] = 1;
+  t.load_bounds[LoadBound::HostDram] = 1;
+  EXPECT_EQ(t.load_bounds.bound(), LoadBound::Link);  // tie with host DRAM: the earlier
+  std::map<std::string, double> f;
+  for (const auto& [k, v] : sb.figures(t)) f[k] = v;
+  EXPECT_DOUBLE_EQ(f.at("ttft_mean_queue_s"), 1);
+  EXPECT_DOUBLE_EQ(f.at("ttft_mean_load_link_s"), 0.5);
+  EXPECT_DOUBLE_EQ(f.at("ttft_mean_compute_s"), 0.25);
+  EXPECT_EQ(f.count("ttft_mean_idle_s"), 0u);
+  EXPECT_EQ(f.count("time_fraction_queue"), 0u);
+  EXPECT_DOUBLE_EQ(f.at("time_fraction_compute"), 0.4);
+  EXPECT_DOUBLE_EQ(f.at("time_fraction_idle"), 0.2);
+  EXPECT_DOUBLE_EQ(f.at("time_fraction_load_wait"), 0.1);
+  double fractions = 0;
+  for (const auto& [k, v] : f)
+    if (k.rfind("time_fraction_", 0) == 0) fractions += v;
+  EXPECT_NEAR(fractions, 1, 1e-15);
+  EXPECT_DOUBLE_EQ(f.at("load_bound_share_software"), 0.2);
+  EXPECT_DOUBLE_EQ(f.at("load_bound_share_link"), 0.4);
+  EXPECT_DOUBLE_EQ(f.at("load_bound_share_host_dram"), 0.4);
+  EXPECT_DOUBLE_EQ(f.at("load_bound_share_read_tags"), 0);
+  // Resource names of the topology map to bounds.
+  EXPECT_EQ(load_bound_of_resource("socket1.dram"), LoadBound::HostDram);
+  EXPECT_EQ(load_bound_of_resource("socket-link.0to1"), LoadBound::SocketLink);
+  EXPECT_EQ(load_bound_of_resource("gpu3.read-tags"), LoadBound::ReadTags);
+  EXPECT_EQ(load_bound_of_resource("gpu3.hbm"), LoadBound::Hbm);
+  EXPECT_EQ(load_bound_of_resource("hostlink2.down"), LoadBound::Link);
+  EXPECT_EQ(load_bound_of_resource("gpu3.link.up"), LoadBound::Link);
 }
 
 TEST(Metrics, EmptySummaryHasNullsNotNaN) {

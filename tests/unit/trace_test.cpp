@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "serving/kv_tier.hpp"
+#include "serving/scheduler.hpp"
 #include "workloads/trace_reader.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -159,6 +161,67 @@ TEST_F(TraceReader, MooncakeRowsAndPrefixIdentity) {
   EXPECT_NE(k3[2], k1[2]);
   EXPECT_NE(k3[3], k1[3]);
   EXPECT_NE(k1[0], k1[1]);  // two chunks of one block differ
+}
+
+// issue 12 item 2: a block's identity is its place in the chain, so a KV tier (a prefix cache)
+// fed Mooncake rows finds only the leading blocks whose whole chain matches. Each request is
+// looked up after the previous ones were stored, as the engine does; cached tokens =
+// hit chunks × 256, less the one prompt token vLLM always computes (make_sequence).
+TEST_F(TraceReader, MooncakeHashIdsArePositionalPrefixChains) {
+  const std::string f = write("chain.jsonl",
+                              // [1,2] then [2,1]: block 2 of the second row has no stored
+                              // parent chain => 0 cached tokens (was 1023).
+                              "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 1, "
+                              "\"hash_ids\": [1, 2]}\n"
+                              "{\"timestamp\": 1, \"input_length\": 1024, \"output_length\": 1, "
+                              "\"hash_ids\": [2, 1]}\n"
+                              // [3] stored, then [3,3,3]: only block 0's chain matches =>
+                              // 512 cached tokens, 1024 computed (was 1535).
+                              "{\"timestamp\": 2, \"input_length\": 512, \"output_length\": 1, "
+                              "\"hash_ids\": [3]}\n"
+                              "{\"timestamp\": 3, \"input_length\": 1536, \"output_length\": 1, "
+                              "\"hash_ids\": [3, 3, 3]}\n"
+                              // [1,2,7] after [1,2]: the stored prefix is found (1024 tokens).
+                              "{\"timestamp\": 4, \"input_length\": 1536, \"output_length\": 1, "
+                              "\"hash_ids\": [1, 2, 7]}\n");
+  const auto r = read_all(spec(f, TraceFormat::Mooncake));
+  ASSERT_EQ(r.size(), 5u);
+  KvTier tier(256, 1e12, 1.0);
+  std::vector<std::int64_t> cached;
+  for (const Request& q : r) {
+    const auto keys = chunk_keys(q, 256);
+    const std::size_t hits = tier.lookup(keys);
+    cached.push_back(make_sequence(q, static_cast<std::int64_t>(hits) * 256).cached_tokens);
+    tier.insert(keys);
+  }
+  EXPECT_EQ(cached, (std::vector<std::int64_t>{0, 0, 0, 512, 1024}));
+  // The same hash at different positions names different blocks.
+  const auto k = chunk_keys(r[3], 256);
+  ASSERT_EQ(k.size(), 6u);
+  EXPECT_NE(k[0], k[2]);
+  EXPECT_NE(k[2], k[4]);
+}
+
+// issue 12 item 1: a row the time base cannot reach (2^63 ps = 106.75 days; the limit is 100
+// days, core/sim_runner.hpp) is rejected with FILE:LINE, also when time_scale pushes it there.
+TEST_F(TraceReader, ArrivalBeyondTheTimeLimitNamesFileAndLine) {
+  const std::string f = write("far.jsonl",
+                              "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n"
+                              "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  try {
+    validate_trace(spec(f, TraceFormat::Jsonl));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "far.jsonl:2:")) << e.what();
+    EXPECT_TRUE(has(e.what(), "100 days")) << e.what();
+  }
+  // 8.6e6 s (99.5 days) is within; doubled by time_scale it is not.
+  const std::string g = write("near.jsonl",
+                              "{\"arrival_s\": 8600000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  EXPECT_EQ(validate_trace(spec(g, TraceFormat::Jsonl)).requests, 1);
+  TraceSpec scaled = spec(g, TraceFormat::Jsonl);
+  scaled.time_scale = 2;
+  EXPECT_THROW(validate_trace(scaled), InputError);
 }
 
 TEST_F(TraceReader, RelativePathsAreTakenFromTheConfigFolder) {
