@@ -514,7 +514,10 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
     double software = 0, shared = 0;
     for (const auto& [res, sec] : r.bottleneck_s) {
       if (res < 0) {
-        software += sec;  // its rate cap: a pageable copy's staging thread
+        // Its rate cap (Topology::rate_cap): for a pinned copy, the zero-copy kernel's loads in
+        // flight (Little's law: outstanding requests, link time); for a pageable one, the CPU
+        // staging thread (software).
+        if (!r.pinned) software += sec;
         continue;
       }
       const LoadBound b = m_resource_bound.at(static_cast<std::size_t>(res));
@@ -534,8 +537,9 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
   // the link, the rest to the resource that froze its rate.
   double named = 0;
   for (const auto& [res, sec] : slowest->bottleneck_s) {
-    const LoadBound b =
-        res < 0 ? LoadBound::Software : m_resource_bound.at(static_cast<std::size_t>(res));
+    const LoadBound b = res >= 0 ? m_resource_bound.at(static_cast<std::size_t>(res))
+                        : slowest->pinned ? LoadBound::ReadTags  // SM loads in flight
+                                          : LoadBound::Software;  // pageable staging thread
     if (b == LoadBound::Link) continue;
     out.bounds[b] += sec;
     named += sec;

@@ -504,14 +504,14 @@ axes:
 }
 
 TEST(SweepCli, BlankKappaCritIsExplainedByLinkNeverBinds) {
-  // A GPU at 1e-4 of the H100's FLOP/s: Eq. 6 puts κ_crit at 7.807 / 1e-4 ≈ 78 000, beyond
+  // A GPU at 1e-3 of the H100's FLOP/s: Eq. 6 puts κ_crit at 7.807 / 1e-3 ≈ 7 807, beyond
   // the grid's κ_max (≈ 7 700 for T = 512 in the KV cache), so load never reaches compute and
   // κ_crit_simulated is blank, with link_never_binds = 1. The stock GPU crosses: 0.
   const std::string spec = spec_file("neverbinds", R"(name: nb
 kind: kappa-crit
 config: {model: llama-3.1-8b, system: h100, measure: {t: 512, points: 8}}
 axes:
-  - {key: system.gpu.scale.flops, values: [0.0001, 1], label: flops_scale}
+  - {key: system.gpu.scale.flops, values: [0.001, 1], label: flops_scale}
 )");
   const fs::path out = scratch() / "neverbinds" / "out";
   Result r = kappasim({"sweep", spec, "--out", out.string(), "-q"});
