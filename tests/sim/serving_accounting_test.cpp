@@ -233,9 +233,11 @@ TEST(TimeBreakdown, SaturatedRunFractionsSumToOne) {
   EXPECT_NEAR(f["time_fraction_compute"], f["gpu_utilization"], 1e-9);
   EXPECT_NEAR(f["time_fraction_load_link"] + f["time_fraction_load_wait"], f["link_busy_fraction"],
               1e-9);
-  // Saturated: the utilisations leave a large remainder, and the breakdown names it.
-  EXPECT_LT(f["gpu_utilization"] + f["link_busy_fraction"], 0.9);
-  EXPECT_GT(f["time_fraction_store"] + f["time_fraction_load_software"], 0.1);
+  // Saturated: the utilisations leave a remainder, and the breakdown names it: with blocking
+  // stores and LMCache's synchronous retrieve, nearly all of it is store and load software.
+  const double remainder = 1 - f["gpu_utilization"] - f["link_busy_fraction"];
+  EXPECT_GT(remainder, 0.05);
+  EXPECT_GT(f["time_fraction_store"] + f["time_fraction_load_software"], 0.9 * remainder);
   EXPECT_LT(f["time_fraction_idle"], 0.01);
 }
 
