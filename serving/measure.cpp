@@ -21,12 +21,17 @@ RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
     if (!serving->find("store")) serving->set("store", ConfigNode::make_scalar("none", here));
   }
   const bool tp_given = serving->is_map() && serving->find("tp") != nullptr;
+  const bool capacity_given = serving->is_map() && serving->find("tier_capacity") != nullptr;
   if (!root.find("trace")) root.set("trace", ConfigNode::make_scalar("false", here));
   RunSpec spec = read_config<RunSpec>(root, "", prov);
   if (tp > 0)
     spec.serving.tp = tp;
   else if (!tp_given)
     spec.serving.tp = spec.system.gpus;
+  if (!capacity_given) {  // the default pool scales with tp (the stack's pool per rank)
+    spec.serving.tier_capacity_bytes.reset();
+    spec.serving.resolve(spec.system);
+  }
   spec.validate("");
   spec.serving.validate("serving");
   return spec;

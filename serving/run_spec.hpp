@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
@@ -39,6 +42,13 @@ struct RunSpec {
     v.object("workload", workload, req("the requests"));
     v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
     v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+    // Serving defaults that depend on the system (tier capacity, the stack's store mode),
+    // filled here so the effective config shows them with where they came from.
+    if constexpr (std::is_same_v<V, ConfigReader>) {
+      std::vector<std::pair<std::string, Provenance>> notes;
+      serving.resolve(system, &notes);
+      for (const auto& [key, p] : notes) v.note(("serving." + key).c_str(), p);
+    }
   }
   void validate(const std::string& path) const;
 };

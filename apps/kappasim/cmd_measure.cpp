@@ -189,6 +189,10 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
   SummaryBuilder summary;
   EngineSinks sinks;
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
+  sinks.warm_source = [&spec] {
+    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
+  };
   sinks.summary = &summary;
   const auto t0 = std::chrono::steady_clock::now();
   const SummaryBuilder::Totals totals = run_serving(spec, *source, sinks);
