@@ -99,7 +99,7 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
 
 TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 4096, T = 128;  // 16 chunks of 256
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -145,7 +145,7 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
 
 TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+                                "serving: {" KAPPASIM_TEST_NATIVE_STACK "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -173,7 +173,7 @@ TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
 TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
   const RunSpec spec = run_spec(
       std::string(kLlama8bH100) +
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -210,7 +210,7 @@ TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
 TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
   const RunSpec spec = run_spec(
       std::string(kLlama8bH100) +
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -241,7 +241,7 @@ TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
 // prompt is computed. A prefix shorter than a chunk gives no hit and no load at all.
 TEST(ServingEngine, CachedTokensAreWholeChunks) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 1000, 24), request(2, 100, 255, 1),
                                  request(3, 200, 512, 1)});
   ASSERT_EQ(o.recs.size(), 3u);
@@ -275,7 +275,7 @@ TEST(ServingEngine, CachedTokensAreWholeChunks) {
 TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {
   const RunSpec spec = run_spec(
       "model: qwen3-235b-a22b\nsystem: paper-testbed\ntrace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 8192, T = 128;  // 32 chunks
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -326,7 +326,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   // Cold tier, blocking stores: later questions on a document hit the chunks the first stored.
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\n"
-      "serving: {tp: 1, store: blocking}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, store: blocking}\n"
       "workload: {type: narrativeqa, requests: 200, rate: 2, seed: 7}\n");
   auto gen = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed));
   RecordingSource src(*gen);
@@ -410,7 +410,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
 // engine sees (nothing runs after it).
 TEST(ServingEngine, RejectedRequestIsCountedEvenAtTheEndOfTheRun) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 4096, 128), request(2, 100, 500000, 128)});
   ASSERT_EQ(o.recs.size(), 1u);
   EXPECT_EQ(o.recs[0].id, 1u);
@@ -428,7 +428,7 @@ struct PolicyCase {
   double rate = kWire / kSmReadCost;
   explicit PolicyCase(const char* policy)
       : spec(run_spec(std::string(kLlama8bH100) +
-                      "serving: {tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
+                      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
   std::vector<Request> requests() const {
     return {request(1, 0, K1, T), request(2, 0, K1, T), request(3, 0, K3, T)};
   }
