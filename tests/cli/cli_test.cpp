@@ -496,6 +496,14 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
       {good.string() + " --set serving.tp=9", {"tensor parallelism 9 exceeds the 8 GPUs"}, {}},
       {good.string() + " --set workload.requests=0", {"workload.requests: must be at least 1"}, {}},
       {good.string() + " --set serving.policy=lifo", {"serving.policy: expected one of fifo"}, {}},
+      // serving stacks (docs/serving-stacks.md): an unknown name lists the valid ones; a stack
+      // that cannot run the load path says which it supports.
+      {good.string() + " --set serving.stack=lmcache-0.3",
+       {"serving.stack: unknown stack preset 'lmcache-0.3'", "did you mean 'lmcache-0.3.5'",
+        "ideal, lmcache-0.3.5, lmcache-0.3.7, vllm-native-0.11, vllm-native-0.12"}, {}},
+      {good.string() + " --set serving.stack=vllm-native-0.12",
+       {"serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'",
+        "supports: block_dma"}, {}},
       {(scratch() / "missing.yaml").string(), {"cannot read config file"}, {}},
   };
   for (Case& c : cases) c.out = out_dir();
