@@ -462,7 +462,9 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       wait_group(g);
       transfer_s += g.end_s - t_pipe;
       end_0 = std::max(end_0, g.end_s);
-      end_0 = std::max(end_0, t_pipe + layer_cpu_s);  // the layer's objects issued
+      // The layer's objects are issued by the rank's Python: the load ends no earlier.
+      m_stack_s.cpu_bound_s += std::max(0.0, t_pipe + layer_cpu_s - end_0);
+      end_0 = std::max(end_0, t_pipe + layer_cpu_s);
       wait_s(end_0 - now_s());
     }
     pipe_s += end_0 - t_pipe;
@@ -475,7 +477,9 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
         if (link) {
           wait_group(g);
           transfer_s += g.end_s - t_l;
-          end_l = std::max({end_l, g.end_s, t_l + layer_cpu_s});
+          end_l = std::max(end_l, g.end_s);
+          m_stack_s.cpu_bound_s += std::max(0.0, t_l + layer_cpu_s - end_l);
+          end_l = std::max(end_l, t_l + layer_cpu_s);
         }
         wait_s(end_l - now_s());
         pipe_s += end_l - t_l;
@@ -493,7 +497,9 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
     if (link) {
       wait_group(g);
       transfer_s = g.end_s - t_pipe;
-      load_end = std::max({load_end, g.end_s, t_pipe + L * layer_cpu_s});
+      load_end = std::max(load_end, g.end_s);
+      m_stack_s.cpu_bound_s += std::max(0.0, t_pipe + L * layer_cpu_s - load_end);
+      load_end = std::max(load_end, t_pipe + L * layer_cpu_s);
     }
     pipe_s = load_end - t_pipe;
     const double end =
