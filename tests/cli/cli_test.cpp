@@ -454,6 +454,33 @@ TEST(Cli, RunTwiceGivesIdenticalFiles) {
   EXPECT_EQ(slurp(a / "requests.csv"), slurp(b / "requests.csv"));
 }
 
+// Issue 12 item 3: a tier smaller than the working set thrashes; the run says so (a warning and
+// summary fields), and warm means "what the request stream leaves in the tier", so the hit count
+// is bounded by what fits instead of every prefix magically present.
+TEST(Cli, RunWarnsWhenTheTierWorkingSetDoesNotFit) {
+  const fs::path cfg = write("run-thrash.yaml", kRunConfig);
+  const fs::path fit = scratch() / "tier-fit", small = scratch() / "tier-small";
+  Result a = run("run " + cfg.string() + " -q --set trace=false --out " + fit.string());
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_FALSE(has(a.err, "warning")) << a.err;
+  const std::string fa = slurp(fit / "summary.json");
+  EXPECT_EQ(summary_value(fa, "tier_working_set_fits"), 1);
+  EXPECT_EQ(summary_value(fa, "tier_restored_chunks"), 0);
+  // 20 GB holds about three 50k-token Llama-3.1-8B documents (131,072 B per token): the
+  // 50-request working set does not fit.
+  Result b = run("run " + cfg.string() + " -q --set trace=false --set serving.tier_capacity=20GB "
+                 "--out " + small.string());
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_TRUE(has(b.err, "warning: the KV tier's working set")) << b.err;
+  const std::string fb = slurp(small / "summary.json");
+  EXPECT_EQ(summary_value(fb, "tier_working_set_fits"), 0);
+  EXPECT_DOUBLE_EQ(summary_value(fb, "tier_capacity_bytes"), 20e9);
+  EXPECT_GT(summary_value(fb, "tier_working_set_bytes"), 20e9);
+  EXPECT_GT(summary_value(fb, "tier_evicted_chunks"), 0);
+  // Fewer hits than with the tier that holds everything.
+  EXPECT_LT(summary_value(fb, "tier_hit_chunks"), summary_value(fa, "tier_hit_chunks"));
+}
+
 TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
   const fs::path good = write("run-good.yaml", kRunConfig);
   const fs::path typo = write("run-typo.yaml",
