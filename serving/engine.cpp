@@ -714,7 +714,9 @@ RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::i
     const std::int64_t c = sv.tier_chunk_tokens(), bt = sv.block_tokens;
     const std::int64_t chunks = (K + c - 1) / c - R / c;
     const int L = spec.model.num_layers;
-    cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
+    // The stack's in-step retrieve costs; none on an on-package tier (serving/stack_profile).
+    if (spec.system.host_link.type != LinkType::HbmTier)
+      cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
     const double bkv = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
     x = static_cast<double>(loaded) * bkv / spec.system.host_link_bandwidth_per_gpu();
     // Per-copy fixed costs (the copy latency, ~µs, is left out).

@@ -28,9 +28,14 @@ RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
     spec.serving.tp = tp;
   else if (!tp_given)
     spec.serving.tp = spec.system.gpus;
-  if (!capacity_given) {  // the default pool scales with tp (the stack's pool per rank)
-    spec.serving.tier_capacity_bytes.reset();
-    spec.serving.resolve(spec.system);
+  if (!capacity_given) {
+    // The κ paper's probe holds the request's prefix in CPU memory: the pool is taken as host
+    // DRAM less the stack's reserve (LMCache's 5 GB per rank would not hold a 100k-token prefix
+    // of Qwen3-235B at TP 8), or an on-package tier's own capacity (docs/serving-stacks.md).
+    StackProfile host_pool = spec.serving.stack;
+    host_pool.pool_per_rank_bytes.reset();
+    spec.serving.tier_capacity_bytes =
+        default_tier_capacity(host_pool, spec.system, spec.serving.tp).bytes;
   }
   spec.validate("");
   spec.serving.validate("serving");

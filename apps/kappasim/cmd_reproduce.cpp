@@ -1111,6 +1111,19 @@ void section_stacks(Reproduce& R) {
   if (!most_transfer.label.empty())
     R.md << "- The paper saw transfers take up to 99% of latency; the largest transfer share on "
          << "NarrativeQA here is " << pct(most_transfer.v) << " (" << most_transfer.label << ").\n";
+  // Whether the tier held the workload: a working set larger than the tier thrashes (issue 12).
+  for (const char* w : {"sharegpt", "narrativeqa"}) {
+    const auto at = s.where({{"workload.type", w}});
+    if (at.empty() || !s.ok(at[0])) continue;
+    const double ws = s.num(at[0], "tier_working_set_bytes"), cap = s.num(at[0], "tier_capacity_bytes");
+    if (!std::isfinite(ws) || !std::isfinite(cap)) continue;
+    R.md << "- " << w << ": the run's KV working set is " << fmt_num(ws / 1e12) << " TB against a "
+         << fmt_num(cap / 1e12) << " TB tier (" << s.get(at[0], "stack") << " / "
+         << s.get(at[0], "load_path") << ": chunk hit rate " << pct(s.num(at[0], "tier_hit_rate"))
+         << ")" << (ws > cap ? "; it does not fit, so prefixes are recomputed and stored again and "
+                               "the run is bound by compute, not by the link"
+                             : "; it fits") << ".\n";
+  }
   R.md << "\n";
 }
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "serving/engine.hpp"
+#include "serving/measure.hpp"
 #include "tests/sim/serving_test_util.hpp"
 #include "workloads/request.hpp"
 
@@ -183,6 +184,23 @@ TEST(ServingStack, WarmTierHoldsOnlyWhatFitsInStreamOrder) {
   EXPECT_DOUBLE_EQ(o.totals.tier_evicted_chunks, 4);
   EXPECT_DOUBLE_EQ(o.totals.tier_working_set_bytes, 8 * 33554432.0);
   EXPECT_GT(o.totals.tier_working_set_bytes, o.totals.tier_capacity_bytes);  // does not fit
+}
+
+}  // namespace
+}  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
+  // measure (κ_crit, P_OH) holds the probe's prefix in CPU memory, as the κ paper does: without
+  // serving.tier_capacity the pool is host DRAM less the stack's reserve, 2 TB × 0.75 = 1.5 TB on
+  // paper-testbed, not LMCache's 5 GB per rank (which would not hold a 104k-token Qwen3 prefix).
+  const RunSpec spec = isolated_run_spec(
+      parse_yaml("model: qwen3-235b-a22b\nsystem: paper-testbed\n", "<test>"), 8, nullptr);
+  ASSERT_TRUE(spec.serving.tier_capacity_bytes);
+  EXPECT_DOUBLE_EQ(*spec.serving.tier_capacity_bytes, 2e12 * 0.75);
+  EXPECT_EQ(spec.serving.stack.name, "lmcache-0.3.5");
 }
 
 }  // namespace
