@@ -210,8 +210,11 @@ void ServingEngine::run_step(Step& st) {
       prompt_tokens += it.seq->req.prompt_tokens();
     }
     const Sequence* head = m_sched->waiting_front();
+    // vLLM's waiting loop runs while budget and sequence slots are left; the head it reaches
+    // is looked up, then fails to allocate KV and stays waiting (looked up again next step).
     if (head && sv.stack.lookup_repeats_while_waiting &&
-        st.plan.tokens < sv.max_num_batched_tokens)
+        st.plan.tokens < sv.max_num_batched_tokens &&
+        m_sched->running() < static_cast<std::size_t>(sv.max_num_seqs))
       sched.lookup_s += lookup(*head);
     sched.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, m_on_package);
   }

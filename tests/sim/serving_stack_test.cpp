@@ -205,3 +205,25 @@ TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
 
 }  // namespace
 }  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
+  // The FIFO head-of-line case of serving_engine_test.cpp (PolicyCase): R1 and R2 each hold
+  // 196,608 cached + 128 new tokens and cannot run together; R3 is 1,024 + 128. Step 1 admits
+  // R1 (looked up) and reaches R2, which is looked up and fails to allocate; step 2 admits R2
+  // (looked up again) and R3. Prompt chunks: R1, R2 floor(196,736 / 256) = 768; R3 4. With
+  // lmcache-0.3.7's 27 µs per chunk: (768 + 768 + 768 + 4) × 27 µs = 62.316 ms on the
+  // scheduler's path. (The tier is sized to hold the prefixes: 5 GB would not.)
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.7, tp: 1, warm_tier: true, tier_capacity: 1 TB, store: none, "
+      "policy: fifo");
+  const Outcome o = serve(spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128),
+                                 request(3, 0, 1024, 128)});
+  ASSERT_EQ(o.recs.size(), 3u);
+  EXPECT_NEAR(o.totals.stack_scheduler_s, (768 + 768 + 768 + 4) * 27e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace kappasim
