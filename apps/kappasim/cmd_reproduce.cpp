@@ -93,6 +93,7 @@ double median_of(std::vector<double> v) {
 }
 
 std::string pct(double x) { return std::isfinite(x) ? fmt_num(100 * x, 3) + "%" : "—"; }
+std::string gbs(double v) { return std::isfinite(v) ? fmt_num(v / 1e9) : "—"; }  // B/s -> GB/s
 
 KappaPoint analytic(const std::string& model, const std::string& system, int tp,
                     std::optional<double> K = std::nullopt, std::optional<double> T = std::nullopt,
@@ -295,7 +296,7 @@ void section_kappa_testbed(Reproduce& R) {
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     if (!t.ok(r)) {
       rows.push_back({t.get(r, "model"), t.get(r, "serving.load_path"), t.get(r, "measure.t"), "—", "—",
-                      "—", "—", "—", "—", t.get(r, "error")});
+                      "—", "—", "—", "—", "—", t.get(r, "error")});
       continue;
     }
     const double sim = t.num(r, "kappa_crit_simulated"), peak = t.num(r, "kappa_crit_analytic_peak"),
@@ -311,6 +312,8 @@ void section_kappa_testbed(Reproduce& R) {
                     fmt_num(eff), fmt_num(both), fmt_num(sim),
                     fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
                         fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
+                    gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
+                        gbs(t.num(r, "h2d_effective_model_bytes_per_s")),
                     pct(t.num(r, "compute_effective_flops") / t.num(r, "compute_peak_flops")), ""});
   }
   R.md << "## 3. Analytic vs simulated κ_crit on paper-testbed\n\n"
@@ -319,8 +322,8 @@ void section_kappa_testbed(Reproduce& R) {
        << "(b) the link bandwidth the simulation achieved, (c) both the achieved bandwidth and the "
        << "achieved compute rate (in the analytic model's FLOP convention).\n\n"
        << md_table({"model", "load path", "T", "analytic (peak)", "analytic (eff. BW)",
-                    "analytic (eff. BW + compute)", "simulated", "H2D GB/s eff / peak",
-                    "compute eff / peak", "note"},
+                    "analytic (eff. BW + compute)", "simulated", "H2D GB/s eff / peak (per GPU)",
+                    "H2D GB/s node / model", "compute eff / peak", "note"},
                    rows)
        << "\nWhere they differ and why: with the achieved link and compute rates as inputs, Eq. 6 is "
        << "within " << pct(worst) << " of the simulated crossing in every row: the remaining gap is "
@@ -478,7 +481,10 @@ void serving_table(Reproduce& R, const ResultsTable& t, const std::string& sweep
                     fmt_num(t.num(r, "max_wait_s")), fmt_num(t.num(r, "jain_index")),
                     pct(t.num(r, "budget_utilization")), pct(t.num(r, "vram_utilization")),
                     pct(t.num(r, "transfer_time_fraction")), fmt_num(t.num(r, "p_oh_mean")),
-                    pct(t.num(r, "gpu_power_tdp_fraction"))});
+                    pct(t.num(r, "gpu_power_tdp_fraction")),
+                    gbs(t.num(r, "h2d_effective_bytes_per_s")) + " / " +
+                        gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
+                        gbs(t.num(r, "h2d_effective_model_bytes_per_s"))});
     const std::string cdf = ttft_cdf(point_dir(R.sweep_dir(sweep_name), t, r));
     if (!cdf.empty()) {
       const std::string f = fig + "-" + label + ".csv";
@@ -488,7 +494,7 @@ void serving_table(Reproduce& R, const ResultsTable& t, const std::string& sweep
   }
   R.md << md_table({axis, "requests", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)", "max wait (s)",
                     "Jain index", "budget utilisation", "VRAM KV used", "transfer share", "P_OH mean",
-                    "GPU power / TDP"},
+                    "GPU power / TDP", "H2D GB/s: GPU / node / model"},
                    rows)
        << "\n";
   R.write_data(fig + "-utilisation.csv", bars);
@@ -979,8 +985,6 @@ void section_routing(Reproduce& R) {
 std::string stack_label(const ResultsTable& t, std::size_t r) {
   return t.get(r, "stack") + " / " + t.get(r, "load_path");
 }
-std::string gbs(double v) { return std::isfinite(v) ? fmt_num(v / 1e9) : "—"; }
-
 void section_stacks(Reproduce& R) {
   const ResultsTable k = R.sweep("reproduce/stacks-kappa-crit.yaml");
   const ResultsTable p = R.sweep("reproduce/stacks-poh.yaml");
