@@ -406,6 +406,7 @@ const std::vector<std::pair<std::string, std::string>>& kind_folders() {
       {"model", "models"}, {"gpu", "gpus"}, {"link", "links"},
       {"host-memory", "host-memory"}, {"system", "systems"},
       {"design", "design"},  // models/design area/power coefficients
+      {"stack", "stacks"},   // serving software stacks (serving/stack_profile.hpp)
   };
   return k;
 }
@@ -704,6 +705,10 @@ const ConfigNode* ConfigReader::take(const char* key, const Field& f, const char
   return n;
 }
 
+void ConfigReader::note(const char* key, const Provenance& p) {
+  if (m_prov) (*m_prov)[child_path(key)] = {p, m_node.loc};
+}
+
 void ConfigReader::record(const ConfigNode& n, const char* key) {
   if (m_prov && n.provenance) (*m_prov)[child_path(key)] = {*n.provenance, n.loc};
 }
@@ -995,6 +1000,10 @@ void ConfigWriter::boolean(const char* key, bool& v, const Field&) {
 void ConfigWriter::text(const char* key, std::string& v, const Field&) {
   ConfigNode n = ConfigNode::make_scalar(v);
   n.quoted = true;
+  if (m_prov) {  // a text default chosen by the loader (ConfigReader::object with a default)
+    auto it = m_prov->find(m_path.empty() ? key : m_path + "." + key);
+    if (it != m_prov->end()) n.provenance = it->second.first;
+  }
   m_out.set(key, std::move(n));
 }
 void ConfigWriter::quantity_map(const char* key, std::map<std::string, double>& v,

@@ -192,6 +192,14 @@ class ConfigReader {
   // `preset:` and overrides.
   template <class T>
   void object(const char* key, T& out, const Field& f, const char* preset_kind = nullptr);
+  // A preset-kind struct whose absence means the preset `default_preset`; the choice is recorded
+  // as the provenance of <key>.name (`why`), so the effective config says which applies.
+  template <class T>
+  void object(const char* key, T& out, const Field& f, const char* preset_kind,
+              const char* default_preset, const char* why);
+  // Records a provenance for a key of this struct that the struct filled itself (a default
+  // derived from other keys), so the effective config shows where it came from.
+  void note(const char* key, const Provenance& p);
 
   // Throws on any key that no field consumed, suggesting the nearest valid key.
   void finish() const;
@@ -243,6 +251,11 @@ class ConfigWriter {
                     const std::vector<std::string>&, const Field&);
   template <class T>
   void object(const char* key, T& v, const Field&, const char* = nullptr);
+  template <class T>
+  void object(const char* key, T& v, const Field& f, const char* kind, const char*, const char*) {
+    object(key, v, f, kind);
+  }
+  void note(const char*, const Provenance&) {}
 
  private:
   void put(const char* key, std::string scalar);
@@ -318,6 +331,21 @@ void ConfigReader::object(const char* key, T& out, const Field& f, const char* p
     if (!n->is_map()) fail(*n, key, std::string("expected a map (") + f.doc + ")");
     out = read_config<T>(*n, child_path(key), m_prov);
   }
+}
+
+template <class T>
+void ConfigReader::object(const char* key, T& out, const Field& f, const char* preset_kind,
+                          const char* default_preset, const char* why) {
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  if (n && !n->is_null()) {
+    object(key, out, f, preset_kind);
+    return;
+  }
+  m_known.emplace_back(key);
+  ConfigNode name = ConfigNode::make_scalar(default_preset);
+  name.loc = m_node.loc;
+  out = read_preset_config<T>(name, preset_kind, child_path(key), m_prov);
+  if (m_prov) (*m_prov)[child_path(key) + ".name"] = {Provenance{"assumption", why}, m_node.loc};
 }
 
 template <class E>

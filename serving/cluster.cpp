@@ -185,6 +185,21 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.tier_hit_chunks += e.tier_hit_chunks;
     t.tier_miss_chunks += e.tier_miss_chunks;
     t.requests_rejected += e.requests_rejected;
+    // Stack software time, model-level H2D bytes and tier counts add up over the nodes.
+    t.h2d_model_bytes += e.h2d_model_bytes;
+    t.stack_scheduler_s += e.stack_scheduler_s;
+    t.stack_step_cpu_s += e.stack_step_cpu_s;
+    t.stack_gpu_gap_s += e.stack_gpu_gap_s;
+    t.stack_cpu_bound_s += e.stack_cpu_bound_s;
+    t.stack_store_s += e.stack_store_s;
+    t.tier_lookups += e.tier_lookups;
+    t.tier_stored_chunks += e.tier_stored_chunks;
+    t.tier_evicted_chunks += e.tier_evicted_chunks;
+    t.tier_restored_chunks += e.tier_restored_chunks;
+    t.tier_dropped_chunks += e.tier_dropped_chunks;
+    t.tier_warm_chunks += e.tier_warm_chunks;
+    t.tier_capacity_bytes += e.tier_capacity_bytes;
+    t.tier_working_set_bytes += e.tier_working_set_bytes;
     t.kernel_events = e.kernel_events;  // the whole simulation's delta cycles
     for (const auto& c : TimeBreakdown::categories()) t.time.*c.field += g * (e.time.*c.field);
     t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes

@@ -176,8 +176,13 @@ NodeModel make_node_model(const RunSpec& node) {
   n.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(node.model, sv.kv_dtype, sv.tp);
   n.load_rate_Bps = group_load_rate(node.system, sv.tp, sv.load_path);
   n.overlap = sv.load_path == LoadPath::Layerwise;
-  n.retrieve_fixed_s = sv.retrieve_fixed_s();
-  n.retrieve_per_entry_s = sv.retrieve_per_entry_s();
+  // The stack's in-step retrieve costs (serving/stack_profile): per request, and per chunk the
+  // up-front re-hash and the GPU gap; none on an on-package tier.
+  const bool on_package = node.system.host_link.type == LinkType::HbmTier;
+  const RetrieveCost c0 = stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers, on_package);
+  const RetrieveCost c1 = stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers, on_package);
+  n.retrieve_fixed_s = c0.cpu_before_s;
+  n.retrieve_per_entry_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s;
   n.chunk_tokens = sv.tier_chunk_tokens();
   n.step_overhead_s = sv.step_overhead_s;
   n.budget_tokens = sv.max_num_batched_tokens;

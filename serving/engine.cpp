@@ -49,7 +49,17 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     m_resource_bound.push_back(load_bound_of_resource(res.name));
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
-  m_tier = std::make_unique<KvTier>(m_chunk_tokens, sv.tier_capacity_bytes, m_tp * m_bkv_gpu);
+  m_on_package = m_spec.system.host_link.type == LinkType::HbmTier;
+  m_store = sv.effective_store();
+  if (!stack_supports(sv.stack, sv.load_path))
+    throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
+                     "' (it supports: " + stack_load_paths(sv.stack) + ")");
+  // The tier's capacity: given, or the stack's pinned pool per rank × tp (or the HBM tier's,
+  // or host DRAM less a reserve): default_tier_capacity.
+  const double tier_bytes = sv.tier_capacity_bytes
+                                ? *sv.tier_capacity_bytes
+                                : default_tier_capacity(sv.stack, m_spec.system, m_tp).bytes;
+  m_tier = std::make_unique<KvTier>(m_chunk_tokens, tier_bytes, m_tp * m_bkv_gpu);
   double v_eff = effective_kv_bytes_per_gpu(
       m_spec.model, m_spec.system.gpu, m_tp, weight_dtype_for(sv.compute_dtype),
       sv.activation_reserve_bytes, sv.gpu_memory_utilization);
@@ -86,8 +96,29 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
 
 ServingEngine::~ServingEngine() = default;
 
+namespace {
+// The keys of a request's reusable prefix (its leading whole chunks inside prefix_tokens).
+std::vector<std::uint64_t> prefix_keys(const Request& r, int chunk_tokens) {
+  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens);
+  keys.resize(std::min<std::size_t>(keys.size(),
+                                    static_cast<std::size_t>(r.prefix_tokens / chunk_tokens)));
+  return keys;
+}
+}  // namespace
+
+void ServingEngine::warm_tier_before_run() {
+  // The tier as the workload's own request stream would leave it: every request's prefix in
+  // arrival order, LRU within the capacity (what does not fit is evicted, as in the run).
+  if (!m_sinks.warm_source) return;
+  std::unique_ptr<WorkloadSource> src = m_sinks.warm_source();
+  Request r;
+  while (src->next(r)) m_tier->warm(prefix_keys(r, m_chunk_tokens));
+  m_warmed = true;
+}
+
 void ServingEngine::arrivals() {
   const ServingSpec& sv = m_spec.serving;
+  if (sv.warm_tier) warm_tier_before_run();
   Request r;
   while (m_source.next(r)) {
     if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
@@ -103,11 +134,14 @@ void ServingEngine::arrivals() {
     }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::vector<std::uint64_t> keys = chunk_keys(r, m_chunk_tokens);
-    if (sv.warm_tier) {  // κ experiments: the prefix is in the tier before the request arrives
-      const auto prefix_chunks = std::min<std::size_t>(
-          keys.size(), static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens));
-      m_tier->insert(std::vector<std::uint64_t>(
-          keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(prefix_chunks)));
+    if (sv.warm_tier && !m_warmed) {
+      // No copy of the stream to warm from: a prefix never placed before counts as
+      // pre-populated at its first use; later uses find it only if it survived LRU.
+      std::vector<std::uint64_t> pk = prefix_keys(r, m_chunk_tokens);
+      pk.erase(std::remove_if(pk.begin(), pk.end(),
+                              [&](std::uint64_t k) { return m_tier->ever_placed(k); }),
+               pk.end());
+      m_tier->warm(pk);
     }
     const std::size_t hits = m_tier->lookup(keys);
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
@@ -172,8 +206,39 @@ void ServingEngine::run_step(Step& st) {
   st.start_s = now_s();
   m_step_time = TimeBreakdown{};
   m_step_bounds = LoadBoundTimes{};
-  wait_s(sv.step_overhead_s);  // vLLM's per-step CPU scheduling work
+  // Scheduler critical path (serial before the step): vLLM's per-step CPU scheduling work, the
+  // stack's lookups (requests scheduled for the first time, and the waiting queue's head when
+  // budget is left and the stack looks it up again every step) and per-step metadata.
+  struct SchedulerCpu {
+    double overhead_s = 0, lookup_s = 0, meta_s = 0;
+  } sched;
+  sched.overhead_s = sv.step_overhead_s;
+  {
+    const int L = m_spec.model.num_layers;
+    std::int64_t prompt_tokens = 0;
+    auto lookup = [&](const Sequence& q) {
+      return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / m_chunk_tokens,
+                            q.cached_tokens / m_chunk_tokens, L, m_on_package);
+    };
+    for (const StepItem& it : st.plan.items) {
+      if (it.first) sched.lookup_s += lookup(*it.seq);
+      prompt_tokens += it.seq->req.prompt_tokens();
+    }
+    const Sequence* head = m_sched->waiting_front();
+    // vLLM's waiting loop runs while budget and sequence slots are left; the head it reaches
+    // is looked up, then fails to allocate KV and stays waiting (looked up again next step).
+    if (head && sv.stack.lookup_repeats_while_waiting &&
+        st.plan.tokens < sv.max_num_batched_tokens &&
+        m_sched->running() < static_cast<std::size_t>(sv.max_num_seqs))
+      sched.lookup_s += lookup(*head);
+    sched.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, m_on_package);
+  }
+  m_stack_s.scheduler_s += sched.lookup_s + sched.meta_s;
+  wait_s(sched.overhead_s);  // vLLM's per-step CPU scheduling work
   m_step_time.step_overhead_s += now_s() - st.start_s;
+  const double t_sched = now_s();
+  wait_s(sched.lookup_s + sched.meta_s);  // the stack's scheduler-side software
+  m_step_time.sched_software_s += now_s() - t_sched;
   std::vector<Sequence*> first, done;
   std::vector<SeqSlice> slices;
   for (const StepItem& it : st.plan.items) {
@@ -352,8 +417,19 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   const ServingSpec& sv = m_spec.serving;
   const double t0 = now_s();
   const LoadSplit ls = split_loads(first);
-  wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
-         static_cast<double>(ls.chunks) * sv.retrieve_per_entry_s());
+  // The stack's retrieve (serving/stack_profile): in-step CPU before the copies, GPU idle gaps
+  // between chunks (serial with the copies), CPU work overlapped with the copies.
+  const RetrieveCost rc =
+      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
+                     ls.link_blocks16, m_spec.model.num_layers, m_on_package);
+  const RetrieveCost rc_link =
+      stack_retrieve(sv.stack, sv.load_path, 1, ls.link_chunks, ls.link_blocks16,
+                     m_spec.model.num_layers, m_on_package);
+  struct InStepCpu {
+    double before_s = 0, gap_s = 0, overlap_s = 0;
+  } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};
+  m_stack_s.step_cpu_s += cpu.before_s;
+  wait_s(cpu.before_s);
   const double bytes = ls.link_tokens * m_bkv_gpu;
   const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
   const double t_x = now_s();
@@ -365,7 +441,7 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     if (sv.load_path == LoadPath::Kernel)
       start_all(rs, g, bytes, ls.link_chunks, Direction::H2D, CopyPath::Kernel);
     else
-      start_all(rs, g, bytes, ls.link_blocks16, Direction::H2D, CopyPath::Dma);
+      start_all(rs, g, bytes, rc_link.copies, Direction::H2D, CopyPath::Dma);
     wait_s(buffer_s);
     wait_group(g);
     trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
@@ -377,6 +453,18 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     m_step_bounds += c.bounds;
     m_step_time.load_link_s += now_s() - g.end_s;  // buffer copies outlasting the link's
     m_step_bounds[LoadBound::Hbm] += now_s() - g.end_s;
+    // GPU idle gaps between chunks (one implicit sync + launch each), then the CPU work that
+    // ran alongside the copies if it outlasted them: load software.
+    const double t_sw = now_s();
+    m_stack_s.gpu_gap_s += cpu.gap_s;
+    wait_s(cpu.gap_s);
+    const double held = t_x + cpu.overlap_s + cpu.gap_s - now_s();
+    if (held > 0) {
+      m_stack_s.cpu_bound_s += held;
+      wait_s(held);
+    }
+    m_step_time.load_software_s += now_s() - t_sw;
+    m_step_bounds[LoadBound::Software] += now_s() - t_sw;
   } else {
     wait_s(buffer_s);
     m_step_time.load_link_s += now_s() - t_x;  // GPU-side buffer copies only
@@ -395,9 +483,17 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const double t0 = now_s();
   const LoadSplit ls = split_loads(first);
   const std::int64_t chunks = ls.link_chunks;
-  // CPU side first (token hashing, chunk lookup), then the pipeline.
-  wait_s(static_cast<double>(first.size()) * sv.retrieve_fixed_s() +
-         static_cast<double>(ls.chunks) * sv.retrieve_per_entry_s());
+  // The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU that
+  // issues that layer's (layer, chunk) objects (Python, the 0.3.5 log line), serial on the
+  // rank: a layer's loads end no earlier than its issue.
+  const RetrieveCost rc =
+      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
+                     ls.link_blocks16, L, m_on_package);
+  const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16,
+                                            L, m_on_package)
+                                 .per_layer_cpu_s;
+  m_stack_s.step_cpu_s += rc.cpu_before_s;
+  wait_s(rc.cpu_before_s);
   const double bytes = ls.link_tokens * m_bkv_gpu;
   const bool link = bytes > 0;
   const double buffer_s = buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
@@ -431,6 +527,13 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       transfer_s += g.end_s - t_pipe;
       end_0 = std::max(end_0, g.end_s);
       harvest(t_pipe, t_pipe + buffer_s / L);
+      // The layer's objects are issued by the rank's Python: the load ends no earlier.
+      const double cpu_over = std::max(0.0, t_pipe + layer_cpu_s - end_0);
+      m_stack_s.cpu_bound_s += cpu_over;
+      copies.software += cpu_over;
+      copies.bounds[LoadBound::Software] += cpu_over;
+      end_0 = std::max(end_0, t_pipe + layer_cpu_s);
+      wait_s(end_0 - now_s());
     } else {
       copies.link += end_0 - t_pipe;
       copies.bounds[LoadBound::Hbm] += end_0 - t_pipe;
@@ -447,6 +550,11 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
           transfer_s += g.end_s - t_l;
           end_l = std::max(end_l, g.end_s);
           harvest(t_l, t_l + buffer_s / L);
+          const double cpu_over = std::max(0.0, t_l + layer_cpu_s - end_l);
+          m_stack_s.cpu_bound_s += cpu_over;
+          copies.software += cpu_over;
+          copies.bounds[LoadBound::Software] += cpu_over;
+          end_l = std::max(end_l, t_l + layer_cpu_s);
         } else {
           copies.link += buffer_s / L;
           copies.bounds[LoadBound::Hbm] += buffer_s / L;
@@ -469,6 +577,11 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       transfer_s = g.end_s - t_pipe;
       load_end = std::max(load_end, g.end_s);
       harvest(t_pipe, t_pipe + buffer_s);
+      const double cpu_over = std::max(0.0, t_pipe + L * layer_cpu_s - load_end);
+      m_stack_s.cpu_bound_s += cpu_over;
+      copies.software += cpu_over;
+      copies.bounds[LoadBound::Software] += cpu_over;
+      load_end = std::max(load_end, t_pipe + L * layer_cpu_s);
     } else {
       copies.link += buffer_s;
       copies.bounds[LoadBound::Hbm] += buffer_s;
@@ -552,7 +665,7 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
 double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   const ServingSpec& sv = m_spec.serving;
   reap_stores();
-  if (done.empty() || sv.store == StoreMode::None) return 0;
+  if (done.empty() || m_store == StoreMode::None) return 0;
   std::int64_t stored = 0;
   for (const Sequence* s : done) {
     const std::size_t n = m_tier->insert(chunk_keys(s->req, m_chunk_tokens));
@@ -562,14 +675,16 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   if (stored == 0) return 0;
   const double bytes = static_cast<double>(stored) * m_chunk_bytes_gpu;
   m_stored_bytes_gpu += bytes;
-  // CPU side (gather, hashing, dispatch), then one DMA per chunk to pinned host memory.
-  const double software = static_cast<double>(done.size()) * sv.store_fixed_s() +
-                          static_cast<double>(stored) * sv.store_per_entry_s();
+  // The stack's store software (fixed + one stream sync per chunk), then one DMA per chunk to
+  // pinned host memory.
+  const double software =
+      stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored, m_on_package);
+  m_stack_s.store_sw_s += software;
   m_stores.emplace_back();
   Store& st = m_stores.back();
   st.start_s = now_s();
   start_all(st.rs, st.group, bytes, stored, Direction::D2H, CopyPath::Dma, software);
-  if (sv.store == StoreMode::Async) return 0;
+  if (m_store == StoreMode::Async) return 0;
   wait_group(st.group);  // LMCache's store synchronises the stream before the step ends
   const double t = now_s() - st.start_s;
   reap_stores();
@@ -722,6 +837,23 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   t.time.idle_s = std::max(0.0, t.simulated_time_s - m_run_time.sum());
   t.load_bounds = m_run_bounds;
   t.requests_rejected = m_rejected;
+  // H2D three ways: the model-level bytes count each cached token's KV once (B_kv of the model),
+  // so replicated KV heads (TP > KV heads) are not counted twice.
+  t.h2d_model_bytes = m_loaded_bytes_gpu / m_bkv_gpu *
+                      kv_bytes_per_token(m_spec.model, m_spec.serving.kv_dtype);
+  t.stack_scheduler_s = m_stack_s.scheduler_s;
+  t.stack_step_cpu_s = m_stack_s.step_cpu_s;
+  t.stack_gpu_gap_s = m_stack_s.gpu_gap_s;
+  t.stack_cpu_bound_s = m_stack_s.cpu_bound_s;
+  t.stack_store_s = m_stack_s.store_sw_s;
+  t.tier_lookups = static_cast<double>(m_tier->lookups());
+  t.tier_stored_chunks = static_cast<double>(m_tier->stored_chunks());
+  t.tier_evicted_chunks = static_cast<double>(m_tier->evicted_chunks());
+  t.tier_restored_chunks = static_cast<double>(m_tier->restored_chunks());
+  t.tier_dropped_chunks = static_cast<double>(m_tier->dropped_chunks());
+  t.tier_warm_chunks = static_cast<double>(m_tier->warm_chunks());
+  t.tier_capacity_bytes = m_tier->capacity_bytes();
+  t.tier_working_set_bytes = static_cast<double>(m_tier->distinct_chunks()) * m_tier->chunk_bytes();
   return t;
 }
 
@@ -755,7 +887,9 @@ RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::i
     const std::int64_t c = sv.tier_chunk_tokens(), bt = sv.block_tokens;
     const std::int64_t chunks = (K + c - 1) / c - R / c;
     const int L = spec.model.num_layers;
-    cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
+    // The stack's in-step retrieve costs; none on an on-package tier (serving/stack_profile).
+    if (spec.system.host_link.type != LinkType::HbmTier)
+      cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
     const double bkv = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
     x = static_cast<double>(loaded) * bkv / spec.system.host_link_bandwidth_per_gpu();
     // Per-copy fixed costs (the copy latency, ~µs, is left out).

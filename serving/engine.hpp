@@ -57,6 +57,10 @@ struct EngineSinks {
   SummaryBuilder* summary = nullptr;      // may be null
   // Called for every finished request (measure commands use it); may be empty.
   std::function<void(const RequestRecord&)> on_finish;
+  // warm_tier: a fresh copy of the workload's request stream, read once before the run to
+  // pre-populate the tier (ServingSpec::warm_tier). Empty: each prefix is placed in the tier
+  // at its first use only (a document never seen before counts as pre-populated).
+  std::function<std::unique_ptr<WorkloadSource>()> warm_source;
 };
 
 class ServingEngine : public sc_core::sc_module {
@@ -145,6 +149,20 @@ class ServingEngine : public sc_core::sc_module {
   };
   std::list<Store> m_stores;
   std::unique_ptr<KvTier> m_tier;
+  // The serving stack's software costs (serving/stack_profile): the tier is on the GPU's
+  // package (no host-pool software on its path), the store mode in effect, and the totals of
+  // each cost by where it sits (per GPU, seconds).
+  bool m_on_package = false;
+  StoreMode m_store = StoreMode::Blocking;
+  void warm_tier_before_run();
+  bool m_warmed = false;
+  struct StackTimes {
+    double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata
+    double step_cpu_s = 0;   // in-step CPU before the copies (retrieve fixed + re-hashing)
+    double gpu_gap_s = 0;    // GPU idle between chunks (implicit syncs + launches)
+    double cpu_bound_s = 0;  // loads held by CPU work longer than their copies (overlapped part)
+    double store_sw_s = 0;   // store software (fixed + a stream sync per chunk)
+  } m_stack_s;
   std::unique_ptr<PagedKv> m_kv;
   std::unique_ptr<Scheduler> m_sched;
   std::map<std::uint64_t, std::unique_ptr<Sequence>> m_live;  // arrived, not finished

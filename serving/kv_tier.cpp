@@ -39,7 +39,10 @@ std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
   return hits;
 }
 
-std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys) {
+std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys) { return place(keys, false); }
+std::size_t KvTier::warm(const std::vector<std::uint64_t>& keys) { return place(keys, true); }
+
+std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm) {
   std::size_t stored = 0;
   for (std::uint64_t k : keys) {
     auto f = m_index.find(k);
@@ -47,7 +50,10 @@ std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys) {
       touch(f->second);
       continue;
     }
-    if (m_capacity_chunks == 0) continue;  // a chunk larger than the tier is never stored
+    if (m_capacity_chunks == 0) {  // a chunk larger than the pool: LMCache drops the store
+      if (!warm) ++m_dropped_chunks;
+      continue;
+    }
     while (m_lru.size() >= m_capacity_chunks) {
       m_index.erase(m_lru.front());
       m_lru.pop_front();
@@ -55,7 +61,13 @@ std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys) {
     }
     m_lru.push_back(k);
     m_index.emplace(k, std::prev(m_lru.end()));
-    ++m_stored_chunks;
+    const bool seen_before = !m_seen.insert(k).second;
+    if (warm) {
+      ++m_warm_chunks;
+    } else {
+      ++m_stored_chunks;
+      if (seen_before) ++m_restored_chunks;
+    }
     ++stored;
   }
   return stored;

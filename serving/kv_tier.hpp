@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <list>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace kappasim {
@@ -42,8 +43,14 @@ class KvTier {
   // inserts (then the earliest of the call go first, as LRU order says).
   std::size_t insert(const std::vector<std::uint64_t>& keys);
 
+  // Pre-population (warm tier): inserts like insert() but counts the chunks as warm, not as
+  // stored (no D2H copy happened in the run). Returns the chunks newly placed.
+  std::size_t warm(const std::vector<std::uint64_t>& keys);
+
   // Membership only; does not touch the LRU order or the stats.
   bool contains(std::uint64_t key) const;
+  // Whether the key was ever placed (stored or warmed), present now or evicted since.
+  bool ever_placed(std::uint64_t key) const { return m_seen.count(key) != 0; }
 
   int chunk_tokens() const { return m_chunk_tokens; }
   double chunk_bytes() const { return m_chunk_bytes; }
@@ -59,6 +66,13 @@ class KvTier {
   std::uint64_t miss_chunks() const { return m_miss_chunks; }
   std::uint64_t stored_chunks() const { return m_stored_chunks; }
   std::uint64_t evicted_chunks() const { return m_evicted_chunks; }
+  // Stores of chunks the tier held before and evicted (thrashing), stores dropped because a
+  // chunk does not fit the pool at all, chunks placed by warm(), and the distinct chunks ever
+  // placed (the working set; its bytes against the capacity say whether it fits).
+  std::uint64_t restored_chunks() const { return m_restored_chunks; }
+  std::uint64_t dropped_chunks() const { return m_dropped_chunks; }
+  std::uint64_t warm_chunks() const { return m_warm_chunks; }
+  std::uint64_t distinct_chunks() const { return m_seen.size(); }
 
  private:
   void touch(std::list<std::uint64_t>::iterator it);
@@ -71,6 +85,9 @@ class KvTier {
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> m_index;
   std::uint64_t m_lookups = 0, m_hit_chunks = 0, m_miss_chunks = 0;
   std::uint64_t m_stored_chunks = 0, m_evicted_chunks = 0;
+  std::uint64_t m_restored_chunks = 0, m_dropped_chunks = 0, m_warm_chunks = 0;
+  std::unordered_set<std::uint64_t> m_seen;  // never iterated (determinism)
+  std::size_t place(const std::vector<std::uint64_t>& keys, bool warm);
 };
 
 }  // namespace kappasim

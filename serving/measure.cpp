@@ -21,12 +21,22 @@ RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
     if (!serving->find("store")) serving->set("store", ConfigNode::make_scalar("none", here));
   }
   const bool tp_given = serving->is_map() && serving->find("tp") != nullptr;
+  const bool capacity_given = serving->is_map() && serving->find("tier_capacity") != nullptr;
   if (!root.find("trace")) root.set("trace", ConfigNode::make_scalar("false", here));
   RunSpec spec = read_config<RunSpec>(root, "", prov);
   if (tp > 0)
     spec.serving.tp = tp;
   else if (!tp_given)
     spec.serving.tp = spec.system.gpus;
+  if (!capacity_given) {
+    // The κ paper's probe holds the request's prefix in CPU memory: the pool is taken as host
+    // DRAM less the stack's reserve (LMCache's 5 GB per rank would not hold a 100k-token prefix
+    // of Qwen3-235B at TP 8), or an on-package tier's own capacity (docs/serving-stacks.md).
+    StackProfile host_pool = spec.serving.stack;
+    host_pool.pool_per_rank_bytes.reset();
+    spec.serving.tier_capacity_bytes =
+        default_tier_capacity(host_pool, spec.system, spec.serving.tp).bytes;
+  }
   spec.validate("");
   spec.serving.validate("serving");
   return spec;
@@ -100,19 +110,30 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
   m.kappa_crit_simulated = m.kappa_crit_analytic_effective =
       m.kappa_crit_analytic_effective_compute = m.h2d_effective_bytes_per_s =
-          m.compute_effective_flops = NAN;
+          m.compute_effective_flops = m.h2d_effective_node_bytes_per_s =
+              m.h2d_effective_model_bytes_per_s = NAN;
   for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
     const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
     if (a < 1 && b >= 1) {
       const double ka = recs[i].kappa_ratio, kb = recs[i + 1].kappa_ratio;
       const double f = std::log(a) / (std::log(a) - std::log(b));
       m.kappa_crit_simulated = std::exp(std::log(ka) + f * (std::log(kb) - std::log(ka)));
-      const RequestRecord& r = recs[i + 1];
+      // The rates at the crossing, interpolated like κ (log-log) between the two requests: a
+      // request's per-request software costs make its effective H2D rate grow with K, so the
+      // rate of either neighbour alone would be off by the grid spacing.
+      auto at_crossing = [&](double x, double y) { return std::exp(std::log(x) + f * (std::log(y) - std::log(x))); };
+      const RequestRecord &p = recs[i], &r = recs[i + 1];
       m.load_bounds = r.load_bound_s;
-      m.h2d_effective_bytes_per_s = r.bytes_loaded / spec.serving.tp / r.load_s;
+      const double bkv = kv_bytes_per_token(spec.model, spec.serving.kv_dtype);
+      m.h2d_effective_node_bytes_per_s = at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
+      m.h2d_effective_bytes_per_s = m.h2d_effective_node_bytes_per_s / spec.serving.tp;
+      m.h2d_effective_model_bytes_per_s =
+          at_crossing(static_cast<double>(p.cached_tokens) * bkv / p.load_s,
+                      static_cast<double>(r.cached_tokens) * bkv / r.load_s);
       // The compute rate the simulated step achieved, in the analytic model's own FLOPs
       // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
-      m.compute_effective_flops = count_params(spec.model).active() * 2 / spec.serving.tp * T / r.compute_s;
+      const double fpf = count_params(spec.model).active() * 2 / spec.serving.tp * T;
+      m.compute_effective_flops = at_crossing(fpf / p.compute_s, fpf / r.compute_s);
       break;
     }
   }

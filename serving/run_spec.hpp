@@ -6,6 +6,9 @@
 #include <type_traits>
 
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
@@ -44,6 +47,13 @@ struct RunSpec {
     // ---- the GPU-side KV buffer as GPU hardware (issue 12.12) ----
     // serving.kv_buffer, when on, wins whole; else the GPU preset's kv_buffer applies.
     if constexpr (std::is_same_v<V, ConfigReader>) adopt_gpu_kv_buffer(v);
+    // Serving defaults that depend on the system (tier capacity, the stack's store mode),
+    // filled here so the effective config shows them with where they came from.
+    if constexpr (std::is_same_v<V, ConfigReader>) {
+      std::vector<std::pair<std::string, Provenance>> notes;
+      serving.resolve(system, &notes);
+      for (const auto& [key, p] : notes) v.note(("serving." + key).c_str(), p);
+    }
   }
   void adopt_gpu_kv_buffer(ConfigReader& r);
   void validate(const std::string& path) const;

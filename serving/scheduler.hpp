@@ -109,6 +109,8 @@ class Scheduler {
   std::vector<Sequence*> take_finished();
 
   std::size_t waiting() const { return m_waiting.size(); }
+  // The oldest waiting sequence (nullptr when none): the one the next step tries first.
+  const Sequence* waiting_front() const { return m_waiting.empty() ? nullptr : m_waiting.front(); }
   std::size_t running() const { return m_running.size(); }
   bool idle() const { return m_waiting.empty() && m_running.empty(); }
   const SchedulerConfig& config() const { return m_cfg; }

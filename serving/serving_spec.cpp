@@ -46,7 +46,8 @@ const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
 }
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names() {
   static const std::vector<std::pair<const char*, StoreMode>> n = {
-      {"blocking", StoreMode::Blocking}, {"async", StoreMode::Async}, {"none", StoreMode::None}};
+      {"blocking", StoreMode::Blocking}, {"async", StoreMode::Async}, {"none", StoreMode::None},
+      {"stack", StoreMode::Stack}};
   return n;
 }
 const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
@@ -71,7 +72,15 @@ void ServingSpec::validate(const std::string& path) const {
   if (block_tokens < 1) throw InputError(p + "block_tokens: must be >= 1");
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
     throw InputError(p + "gpu_memory_utilization: must be in (0, 1]");
-  if (!(tier_capacity_bytes >= 0)) throw InputError(p + "tier_capacity: must not be negative");
+  if (tier_capacity_bytes && !(*tier_capacity_bytes >= 0 && std::isfinite(*tier_capacity_bytes)))
+    throw InputError(p + "tier_capacity: must be a finite size >= 0");
+  if (!stack_supports(stack, load_path)) {
+    const char* lp = "?";
+    for (const auto& [n, v] : load_path_names())
+      if (v == load_path) lp = n;
+    throw InputError(p + "load_path: " + lp + " is not a load path of stack '" + stack.name +
+                     "' (it supports: " + stack_load_paths(stack) + ")");
+  }
   if (!(activation_reserve_bytes >= 0))
     throw InputError(p + "activation_reserve: must not be negative");
   if (!(fairness_max_wait_s >= 0))
@@ -93,17 +102,35 @@ SchedulerConfig ServingSpec::scheduler_config() const {
 int ServingSpec::tier_chunk_tokens() const {
   return load_path == LoadPath::BlockDma ? block_tokens : chunk_tokens;
 }
-double ServingSpec::retrieve_fixed_s() const {
-  return load_path == LoadPath::BlockDma ? native_request_fixed_s : lmcache_retrieve_fixed_s;
-}
+double ServingSpec::retrieve_fixed_s() const { return stack.retrieve_fixed_s; }
 double ServingSpec::retrieve_per_entry_s() const {
-  return load_path == LoadPath::BlockDma ? native_per_block_s : lmcache_retrieve_per_chunk_s;
+  switch (load_path) {
+    case LoadPath::Kernel: return stack.retrieve_hash_per_chunk_s + stack.retrieve_gap_per_chunk_s;
+    case LoadPath::Layerwise: return stack.retrieve_hash_per_chunk_s;
+    case LoadPath::BlockDma: return 0;
+  }
+  return 0;
 }
-double ServingSpec::store_fixed_s() const {
-  return load_path == LoadPath::BlockDma ? native_request_fixed_s : lmcache_store_fixed_s;
+StoreMode ServingSpec::effective_store() const {
+  if (store != StoreMode::Stack) return store;
+  return stack.store == StackStore::Blocking ? StoreMode::Blocking : StoreMode::Async;
 }
-double ServingSpec::store_per_entry_s() const {
-  return load_path == LoadPath::BlockDma ? native_per_block_s : lmcache_store_per_chunk_s;
+
+void ServingSpec::resolve(const SystemSpec& system,
+                          std::vector<std::pair<std::string, Provenance>>* notes) {
+  if (store == StoreMode::Stack) {
+    store = effective_store();
+    if (notes)
+      notes->emplace_back("store", Provenance{"spec", "stack " + stack.name + "'s own store (" +
+                                                 (store == StoreMode::Blocking ? "blocking"
+                                                                               : "async") +
+                                                 ")"});
+  }
+  if (!tier_capacity_bytes) {
+    const TierCapacity c = default_tier_capacity(stack, system, tp);
+    tier_capacity_bytes = c.bytes;
+    if (notes) notes->emplace_back("tier_capacity", Provenance{"derived", c.why});
+  }
 }
 
 }  // namespace kappasim

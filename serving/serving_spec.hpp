@@ -16,8 +16,10 @@
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
+#include "systems/system_spec.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
+#include "serving/stack_profile.hpp"
 
 namespace kappasim {
 
@@ -32,6 +34,7 @@ enum class StoreMode {
   Blocking,  // LMCache v0.3: gather kernel, DMA to pinned host, blocking stream synchronise
   Async,     // overlapped with the next steps (vLLM native connector, LMCache async save)
   None,      // no store (read-only tier, e.g. a pre-warmed κ experiment)
+  Stack,     // the stack profile's own store (StackProfile::store); resolved when read
 };
 // How finely the engine simulates a step.
 enum class Granularity {
@@ -121,16 +124,23 @@ struct ServingSpec {
   // [S] LMCache v0.3 default: non-layerwise load by the zero-copy CUDA kernel (use_layerwise
   // false; reference-data.md "LMCache v0.3.x").
   LoadPath load_path = LoadPath::Kernel;
-  // [S] LMCache v0.3 store path ends in a blocking stream synchronise (reference-data.md).
-  StoreMode store = StoreMode::Blocking;
+  // The serving software stack (presets/stacks/, docs/serving-stacks.md): per-operation CPU
+  // costs and where they sit, the pinned pool size, valid load paths. Absent: kDefaultStack.
+  StackProfile stack;
+  // [S] the stack's own store (LMCache v0.3: blocking stream synchronise per chunk; vLLM
+  // native: asynchronous); `stack` is resolved to it when the config is read.
+  StoreMode store = StoreMode::Stack;
   // [S] LMCache chunk_size default 256 tokens (kernel and layerwise paths).
   int chunk_tokens = 256;
   // [S] vLLM CacheConfig block_size default 16 on CUDA: the GPU page and the block_dma unit.
   int block_tokens = kVllmBlockTokens;
-  // [A] LMCache's own default max_local_cpu_size is 5 GB, far too small for document QA; the
-  // κ paper's host has 2 TB DDR4 and does not state the pool size. Sweep it.
-  double tier_capacity_bytes = 500e9;
-  // [A] experiment switch: pre-populate the tier with every request's reusable prefix so that
+  // Whole TP group. Absent: default_tier_capacity (the stack's pinned pool per rank × tp,
+  // LMCache's max_local_cpu_size 5 GB; an HBM tier's capacity; else host DRAM less a reserve),
+  // filled in when the config is read, with its provenance. The κ paper does not state it.
+  std::optional<double> tier_capacity_bytes;
+  // [A] experiment switch: before the run, the tier holds what the workload's own request
+  // stream would have left in it: every request's reusable prefix inserted in arrival order,
+  // LRU, within the capacity (docs/serving-stacks.md "Warm tier"). When the working set fits,
   // K_hit = the prefix (the κ paper's setting: the prefix is in CPU memory).
   bool warm_tier = false;
 
@@ -165,29 +175,6 @@ struct ServingSpec {
   // decode steps at batch 256 (vLLM issue 10634); 0.15-0.17 ms with async scheduling (vLLM
   // PR 11133, opt-in, off in v0.10.1). Prefill-only steps hold few sequences: 2 ms assumed.
   double step_overhead_s = 2e-3;
-  // [D] LMCache per-request retrieve cost (token hashing, chunk lookup, Python dispatch): an
-  // 8-token (1.1 MB) retrieve took 0.55 ms (LMCache PR 3110 quickstart log), less 1.1 MB at
-  // ~45 GB/s (0.02 ms) = 0.53 ms.
-  double lmcache_retrieve_fixed_s = 0.5e-3;
-  // [D] LMCache per-chunk retrieve cost: 10,010 tokens (1.3747 GB, 40 chunks) in 33.43 ms
-  // (LMCache PR 1740 log), less 1.3747 GB at 47.8 GB/s (the H100 PCIe 5 copy-kernel asymptote,
-  // reference-data.md; assumes that log's host is of that class) = 28.76 ms, less the 0.5 ms
-  // fixed cost = 4.2 ms / 40 chunks = 0.10 ms per chunk.
-  double lmcache_retrieve_per_chunk_s = 0.1e-3;
-  // [D] LMCache per-request store cost: a 31-token (4 MB) store took 1.95 ms, offload 1.88 ms
-  // (LMCache PR 3110 log), less 4 MB at ~45 GB/s (0.09 ms) = 1.86 ms; a 3,866-token store
-  // (0.5309 GB, 16 chunks) took 11.95 ms (PR 1740), less 0.5309 GB at 51.6 GB/s (DMA asymptote)
-  // = 10.29 ms, leaving 1.66 ms: consistent with ~1.8 ms fixed and no resolvable per-chunk cost.
-  double lmcache_store_fixed_s = 1.8e-3;
-  // [D] see above: not resolvable from the logs (<= ~0.01 ms per chunk); 0.
-  double lmcache_store_per_chunk_s = 0;
-  // [A] vLLM native OffloadingConnector per-request cost: its lookup reuses the block hashes
-  // vLLM already computes for prefix caching and the copies are batched cudaMemcpyAsync calls
-  // (whose per-copy cost is the GPU preset's dma_copy_overhead); no published measurement.
-  double native_request_fixed_s = 0.1e-3;
-  // [A] vLLM native connector CPU cost per 16-token block beyond the DMA's own per-copy cost.
-  double native_per_block_s = 0;
-
   // ---- simulation fidelity ------------------------------------------------------------------
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
@@ -200,12 +187,18 @@ struct ServingSpec {
     v.choice("load_path", load_path, load_path_names(),
              opt("KV load path: kernel (LMCache zero-copy), layerwise (LMCache per-layer DMA), "
                  "block_dma (vLLM native, 16-token blocks)"));
-    v.choice("store", store, store_mode_names(), opt("KV store: blocking, async or none"));
+    v.object("stack", stack,
+             opt("serving software stack profile (lmcache-0.3.5, lmcache-0.3.7, "
+                 "vllm-native-0.11, vllm-native-0.12, ideal)"),
+             "stack", kDefaultStack, kDefaultStackWhy);
+    v.choice("store", store, store_mode_names(),
+             opt("KV store: stack (the stack's own), blocking, async or none"));
     v.integer("chunk_tokens", chunk_tokens, opt("LMCache chunk size in tokens", Range::AtLeastOne));
     v.integer("block_tokens", block_tokens,
               opt("vLLM KV block size in tokens (GPU pages, block_dma unit)", Range::AtLeastOne));
     v.quantity("tier_capacity", tier_capacity_bytes, dim::bytes,
-               opt("CPU KV tier capacity", Range::NonNegative));
+               opt("KV tier capacity, whole TP group (default: from the stack / tier)",
+                   Range::NonNegative));
     v.boolean("warm_tier", warm_tier, opt("pre-populate the tier with every request's prefix"));
     v.integer("max_num_batched_tokens", max_num_batched_tokens,
               opt("token budget per step", Range::AtLeastOne));
@@ -224,18 +217,6 @@ struct ServingSpec {
                    Range::NonNegative));
     v.quantity("step_overhead", step_overhead_s, dim::time,
                opt("CPU scheduling time per engine step", Range::NonNegative));
-    v.quantity("lmcache_retrieve_fixed", lmcache_retrieve_fixed_s, dim::time,
-               opt("LMCache CPU cost per retrieve (per request)", Range::NonNegative));
-    v.quantity("lmcache_retrieve_per_chunk", lmcache_retrieve_per_chunk_s, dim::time,
-               opt("LMCache CPU cost per retrieved chunk", Range::NonNegative));
-    v.quantity("lmcache_store_fixed", lmcache_store_fixed_s, dim::time,
-               opt("LMCache CPU cost per store (per request)", Range::NonNegative));
-    v.quantity("lmcache_store_per_chunk", lmcache_store_per_chunk_s, dim::time,
-               opt("LMCache CPU cost per stored chunk", Range::NonNegative));
-    v.quantity("native_request_fixed", native_request_fixed_s, dim::time,
-               opt("vLLM native connector CPU cost per request", Range::NonNegative));
-    v.quantity("native_per_block", native_per_block_s, dim::time,
-               opt("vLLM native connector CPU cost per block", Range::NonNegative));
     v.choice("granularity", granularity, granularity_names(),
              opt("simulation granularity: step or layer"));
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
@@ -248,11 +229,15 @@ struct ServingSpec {
   // Tokens per tier entry: chunk_tokens for LMCache paths, block_tokens for block_dma (the
   // native connector keys 16-token blocks).
   int tier_chunk_tokens() const;
-  // Per-request and per-entry CPU costs of a retrieve / store on this load path.
+  // Per-request and per-entry in-step CPU costs of a retrieve on this load path (the stack
+  // profile's, host tier; the router's estimates use them), and the store mode in effect.
   double retrieve_fixed_s() const;
   double retrieve_per_entry_s() const;
-  double store_fixed_s() const;
-  double store_per_entry_s() const;
+  StoreMode effective_store() const;
+  // Fills the defaults that depend on the system (tier capacity, the stack's store mode) and
+  // returns, in `notes`, each filled key with its provenance (for the effective config).
+  void resolve(const SystemSpec& system,
+               std::vector<std::pair<std::string, Provenance>>* notes = nullptr);
 };
 
 }  // namespace kappasim

@@ -19,7 +19,7 @@ namespace {
 
 
 struct MeasureOptions {
-  std::string model, system, format = "json", load_path;
+  std::string model, system, format = "json", load_path, stack;
   std::vector<std::string> sets, preset_dirs;
   int tp = 0;
 };
@@ -29,6 +29,7 @@ void add_measure_options(po::options_description& d, MeasureOptions& o) {
       ("system,s", po::value(&o.system)->required(), "system preset or YAML file")
       ("tp", po::value(&o.tp), "tensor parallelism (default: every GPU of the system)")
       ("load-path", po::value(&o.load_path), "kernel (LMCache default), layerwise or block_dma")
+      ("stack", po::value(&o.stack), "serving stack profile (default lmcache-0.3.5; block_dma needs vllm-native-*)")
       ("set", po::value(&o.sets)->composing(), "override a key of the run config, e.g. serving.chunk_tokens=512")
       ("preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder")
       ("format", po::value(&o.format), "json (default), table or csv")
@@ -47,6 +48,7 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
     if (!found) throw InputError("--load-path: expected kernel, layerwise or block_dma, got '" + o.load_path + "'");
     apply_set(root, "serving.load_path=" + o.load_path);
   }
+  if (!o.stack.empty()) apply_set(root, "serving.stack=" + o.stack);
   for (const auto& s : o.sets) apply_set(root, s);
   return isolated_run_spec(root, o.tp, prov);
 }
@@ -97,7 +99,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
         rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
     const auto recs = run_isolated(spec, rs);
     std::vector<std::string> cols = {"model", "system", "tp", "load_path", "k", "t", "cached_tokens",
-                                     "computed_tokens", "p_oh", "load_time_s", "compute_time_s", "ttft_s"};
+                                     "computed_tokens", "p_oh", "load_time_s", "compute_time_s", "ttft_s",
+                                     "h2d_effective_bytes_per_s", "h2d_effective_node_bytes_per_s",
+                                     "h2d_effective_model_bytes_per_s"};
     // Where each TTFT went and what bound its load (serving/time_breakdown.hpp).
     for (const auto& c : TimeBreakdown::categories())
       if (c.field != &TimeBreakdown::idle_s) cols.push_back(std::string("t_") + c.name + "_s");
@@ -112,7 +116,14 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                                static_cast<double>(q.prefix_tokens),
                                static_cast<double>(q.new_tokens), r.cached_tokens, r.computed_tokens,
                                r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s,
-                               r.compute_s, r.ttft_s};
+                               r.compute_s, r.ttft_s,
+                               // H2D three ways (docs/metrics.md); 0 when nothing was loaded.
+                               r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : 0.0,
+                               r.load_s > 0 ? r.bytes_loaded / r.load_s : 0.0,
+                               r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
+                                                  kv_bytes_per_token(spec.model, spec.serving.kv_dtype) /
+                                                  r.load_s
+                                            : 0.0};
       for (const auto& c : TimeBreakdown::categories())
         if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
       row.push_back(r.load_bound);
@@ -148,12 +159,14 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     std::vector<std::string> cols = {"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
                                      "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
                                      "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
-                                     "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops"};
+                                     "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops",
+                                     "h2d_effective_node_bytes_per_s", "h2d_effective_model_bytes_per_s"};
     std::vector<Cell> row = {m.model, m.system, static_cast<std::int64_t>(m.tp), m.load_path, T,
                              m.kappa_crit_simulated, m.kappa_crit_analytic_peak,
                              m.kappa_crit_analytic_effective, m.kappa_crit_analytic_effective_compute,
                              m.h2d_effective_bytes_per_s, m.h2d_peak_bytes_per_s, m.compute_effective_flops,
-                             m.compute_peak_flops};
+                             m.compute_peak_flops, m.h2d_effective_node_bytes_per_s,
+                             m.h2d_effective_model_bytes_per_s};
     // What bound the load at the crossing: its load time per bound, as shares.
     const double bound_total = m.load_bounds.total();
     cols.push_back("load_bound");
@@ -210,6 +223,10 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
   SummaryBuilder summary;
   EngineSinks sinks;
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
+  sinks.warm_source = [&spec] {
+    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
+  };
   sinks.summary = &summary;
   const auto t0 = std::chrono::steady_clock::now();
   const SummaryBuilder::Totals totals = run_serving(spec, *source, sinks);

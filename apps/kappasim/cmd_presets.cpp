@@ -4,6 +4,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
 #include "models/design/area_power.hpp"
+#include "serving/stack_profile.hpp"
 
 namespace kappasim::cli {
 
@@ -20,6 +21,7 @@ std::string effective(const std::string& kind, const std::string& name) {
   if (kind == "host-memory") return show(read_preset_config<HostMemorySpec>(ref, kind, "", &prov));
   if (kind == "system") return show(read_preset_config<SystemSpec>(ref, kind, "", &prov));
   if (kind == "design") return show(read_preset_config<DesignCoefficients>(ref, kind, "", &prov));
+  if (kind == "stack") return show(read_preset_config<StackProfile>(ref, kind, "", &prov));
   throw InputError("unknown preset kind '" + kind + "'");
 }
 

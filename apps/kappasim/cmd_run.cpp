@@ -79,6 +79,10 @@ int cmd_run(const std::vector<std::string>& args) {
   TraceWriter trace = spec.trace ? TraceWriter(dir.staging_path("trace.json")) : TraceWriter();
   SummaryBuilder summary;
   EngineSinks sinks;
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
+  sinks.warm_source = [&spec, base] {
+    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base);
+  };
   sinks.requests = &csv;
   sinks.trace = spec.trace ? &trace : nullptr;
   sinks.summary = &summary;
@@ -89,6 +93,13 @@ int cmd_run(const std::vector<std::string>& args) {
   dir.write("config.yaml", "# effective configuration of this run (kappasim run --dump-config)\n" +
                                emit_yaml(effective));
   dir.commit();
+  if (totals.tier_working_set_bytes > totals.tier_capacity_bytes)  // the tier thrashes
+    std::cerr << "kappasim: warning: the KV tier's working set ("
+              << format_quantity(totals.tier_working_set_bytes, dim::bytes)
+              << ") does not fit its capacity ("
+              << format_quantity(totals.tier_capacity_bytes, dim::bytes)
+              << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0,"
+                 " tier_restored_chunks; set serving.tier_capacity)\n";
   if (!quiet) {
     std::cout << "requests completed: " << summary.requests();
     if (totals.requests_rejected > 0)
@@ -100,7 +111,8 @@ int cmd_run(const std::vector<std::string>& args) {
     for (const auto& [k, v] : summary.figures(totals)) {
       if (k == "ttft_p50_s" || k == "ttft_p99_s" || k == "throughput_rps" ||
           k == "budget_utilization" || k == "gpu_power_tdp_fraction" ||
-          k == "transfer_time_fraction" || k == "h2d_effective_bytes_per_s")
+          k == "transfer_time_fraction" || k == "h2d_effective_bytes_per_s" ||
+          k == "h2d_effective_node_bytes_per_s" || k == "h2d_effective_model_bytes_per_s")
         std::cout << "  " << k << ": " << format_number(v) << "\n";
     }
     // Where the GPUs' time went (issue 12 items 4, 10): the run's fractions of at least 0.5%.

@@ -87,6 +87,11 @@ sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::Poin
                  {"attainable_flops", flops_gpu / r.ttft_s},
                  {"h2d_effective_bytes_per_s",
                   r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : NAN},
+                 {"h2d_effective_node_bytes_per_s", r.load_s > 0 ? r.bytes_loaded / r.load_s : NAN},
+                 {"h2d_effective_model_bytes_per_s",
+                  r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
+                                     kv_bytes_per_token(spec.model, spec.serving.kv_dtype) / r.load_s
+                               : NAN},
                  {"analytic_load_s", a.ttft->t_transfer},
                  {"analytic_compute_s", a.ttft->t_compute},
                  {"analytic_p_oh", a.ttft->p_oh()},
@@ -115,6 +120,8 @@ sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::Po
                  {"kappa_crit_analytic_effective", m.kappa_crit_analytic_effective},
                  {"kappa_crit_analytic_effective_compute", m.kappa_crit_analytic_effective_compute},
                  {"h2d_effective_bytes_per_s", m.h2d_effective_bytes_per_s},
+                 {"h2d_effective_node_bytes_per_s", m.h2d_effective_node_bytes_per_s},
+                 {"h2d_effective_model_bytes_per_s", m.h2d_effective_model_bytes_per_s},
                  {"h2d_peak_bytes_per_s", m.h2d_peak_bytes_per_s},
                  {"compute_effective_flops", m.compute_effective_flops},
                  {"compute_peak_flops", m.compute_peak_flops},

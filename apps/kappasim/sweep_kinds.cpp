@@ -48,6 +48,10 @@ PointResult run_point(const ConfigNode& config, const PointContext& ctx) {
   TraceWriter trace = spec.trace ? TraceWriter(ctx.out_dir + "/trace.json") : TraceWriter();
   SummaryBuilder summary;
   EngineSinks sinks;
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
+  sinks.warm_source = [&spec, &ctx] {
+    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), ctx.base_dir);
+  };
   sinks.requests = csv ? &*csv : nullptr;
   sinks.trace = spec.trace ? &trace : nullptr;
   sinks.summary = &summary;

@@ -93,16 +93,18 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     return std::size_t{0};
   };
   const std::size_t sim = at("kappa_crit_simulated"), both = at("kappa_crit_analytic_effective_compute"),
-                    peak = at("kappa_crit_analytic_peak");
+                    eff_bw = at("h2d_effective_bytes_per_s"), peak_bw = at("h2d_peak_bytes_per_s");
   int rows = 0;
   while (std::getline(csv, line)) {
     const auto f = fields(line);
     ASSERT_GT(f.size(), std::max(sim, both));
-    const double s = std::stod(f[sim]), b = std::stod(f[both]), p = std::stod(f[peak]);
+    const double s = std::stod(f[sim]), b = std::stod(f[both]);
     EXPECT_NEAR(b / s, 1.0, 0.05) << line;
-    // The simulated testbed's link runs below its peak and its GPUs below their dense peak: the
-    // peak-based κ_crit is never the simulated one.
-    EXPECT_GT(std::fabs(s / p - 1), 0.5) << line;
+    // The simulated testbed's loads run below the link's peak (DDR4 host, PCIe protocol, the
+    // copy's and the serving stack's per-chunk costs). (The peak-based κ_crit can still land
+    // near the simulated one: with LMCache 0.3.5's layer-wise log lines the slower link and the
+    // slower compute happen to cancel, so that is no longer asserted.)
+    EXPECT_LT(std::stod(f[eff_bw]), 0.9 * std::stod(f[peak_bw])) << line;
     ++rows;
   }
   EXPECT_GE(rows, 2);

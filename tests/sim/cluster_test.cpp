@@ -15,6 +15,7 @@
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
 #include "serving/cluster.hpp"
+#include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
 namespace {
@@ -46,7 +47,7 @@ const char* kTwoH100 =
     "cluster:\n"
     "  router: round_robin\n"
     "  nodes:\n"
-    "    - {name: a, count: 2, system: h100, serving: {tp: 1, warm_tier: true, store: none}}\n"
+    "    - {name: a, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}}\n"
     "model: llama-3.1-8b\n"
     "workload: {type: narrativeqa}\n";
 
@@ -80,9 +81,9 @@ const char* kMixed =
     "cluster:\n"
     "  router: kappa_aware\n"
     "  nodes:\n"
-    "    - {name: pcie, system: b200, serving: {tp: 8, compute_dtype: fp8, warm_tier: true,"
+    "    - {name: pcie, system: b200, serving: {" KAPPASIM_TEST_STACK "tp: 8, compute_dtype: fp8, warm_tier: true,"
     " store: none, granularity: step}}\n"
-    "    - {name: c2c, system: gb200, serving: {tp: 2, compute_dtype: fp8, warm_tier: true,"
+    "    - {name: c2c, system: gb200, serving: {" KAPPASIM_TEST_STACK "tp: 2, compute_dtype: fp8, warm_tier: true,"
     " store: none, granularity: step}}\n"
     "model: qwen3-235b-a22b\n"
     "workload: {type: narrativeqa}\n";
@@ -134,8 +135,8 @@ TEST(Cluster, EveryArrivalFinishesOnceUnderLoad) {
       "cluster:\n"
       "  router: least_loaded\n"
       "  nodes:\n"
-      "    - {name: pcie, count: 2, system: h100, serving: {tp: 1, granularity: step}}\n"
-      "    - {name: big, system: h100, serving: {tp: 2, granularity: step}}\n"
+      "    - {name: pcie, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, granularity: step}}\n"
+      "    - {name: big, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 2, granularity: step}}\n"
       "model: llama-3.1-8b\n"
       "check: true\n"
       "workload: {type: sharegpt, requests: 60, rate: 40, seed: 3}\n");
@@ -160,7 +161,7 @@ TEST(Cluster, OneNodeClusterGivesTheTtftsOfThatNodeAlone) {
       "cluster:\n"
       "  router: kappa_aware\n"
       "  nodes:\n"
-      "    - {name: solo, system: h100, serving: {tp: 1, warm_tier: true}}\n"
+      "    - {name: solo, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true}}\n"
       "model: llama-3.1-8b\n"
       "workload: {type: narrativeqa}\n");
   // Overlapping requests (queueing, batching, shared documents, loads and stores).

@@ -101,7 +101,7 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
   // The h100 preset as shipped: LMCache's copy kernel, 8 B loads per thread.
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 4096, T = 128;  // 16 chunks of 256
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -151,7 +151,7 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
 
 TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+                                "serving: {" KAPPASIM_TEST_NATIVE_STACK "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -179,7 +179,7 @@ TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
 TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
   const RunSpec spec = run_spec(
       std::string(kLlama8bH100) +
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -216,7 +216,7 @@ TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
 TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
   const RunSpec spec = run_spec(
       std::string(kLlama8bH100) +
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -247,7 +247,7 @@ TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
 // prompt is computed. A prefix shorter than a chunk gives no hit and no load at all.
 TEST(ServingEngine, CachedTokensAreWholeChunks) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 1000, 24), request(2, 100, 255, 1),
                                  request(3, 200, 512, 1)});
   ASSERT_EQ(o.recs.size(), 3u);
@@ -284,7 +284,7 @@ TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {
       // A vectorised copy kernel (16 B loads; 67.6 GB/s in flight) so that DRAM, not the
       // kernel's loads in flight (33.8 GB/s with LMCache's 8 B loads), binds here.
       "system: {preset: paper-testbed, gpu: {preset: h100-sxm5, copy_kernel_load_width: 16 B}}\n"
-      "serving: {tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 8192, T = 128;  // 32 chunks
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -335,7 +335,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   // Cold tier, blocking stores: later questions on a document hit the chunks the first stored.
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\n"
-      "serving: {tp: 1, store: blocking}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, store: blocking}\n"
       "workload: {type: narrativeqa, requests: 200, rate: 2, seed: 7}\n");
   auto gen = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed));
   RecordingSource src(*gen);
@@ -419,7 +419,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
 // engine sees (nothing runs after it).
 TEST(ServingEngine, RejectedRequestIsCountedEvenAtTheEndOfTheRun) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none}\n");
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 4096, 128), request(2, 100, 500000, 128)});
   ASSERT_EQ(o.recs.size(), 1u);
   EXPECT_EQ(o.recs[0].id, 1u);
@@ -437,7 +437,7 @@ struct PolicyCase {
   double rate = kWire / kSmReadCost;
   explicit PolicyCase(const char* policy)
       : spec(run_spec(std::string(kLlama8bH100) +
-                      "serving: {tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
+                      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
   std::vector<Request> requests() const {
     return {request(1, 0, K1, T), request(2, 0, K1, T), request(3, 0, K3, T)};
   }

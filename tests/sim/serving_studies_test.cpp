@@ -82,7 +82,7 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
 // The hbm buffer of 2 GiB = 1024 blocks of 16 tokens × 131,072 B leaves 1024 fewer GPU blocks.
 TEST(ServingStudies, BufferHitCopiesAtHalfHbmBandwidthAndCarvesThePool) {
   const std::string serving =
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel, "
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel, "
       "kv_buffer: {capacity: 2147483648 B, kind: hbm}}\n";
   const RunSpec spec = run_spec(std::string(kLlama8bH100) + serving);
   const std::int64_t K = 4096, T = 128;  // 16 chunks of 256 tokens
@@ -149,25 +149,25 @@ TEST(ServingStudies, GpuHardwareBufferIsUsedWhenServingHasNone) {
 // lower of its bandwidth and the HBM write rate.
 TEST(ServingStudies, SramBufferBandwidthIsRequiredAndCappedByHbmWrites) {
   EXPECT_THROW(run_spec(std::string(kLlama8bH100) +
-                        "serving: {kv_buffer: {capacity: 1 GB, kind: sram}}\n"),
+                        "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram}}\n"),
                InputError);
   const RunSpec fast = run_spec(std::string(kLlama8bH100) +
-                                "serving: {kv_buffer: {capacity: 1 GB, kind: sram, "
+                                "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram, "
                                 "bandwidth: 10 TB/s}}\n");
   EXPECT_DOUBLE_EQ(kv_buffer_bandwidth(fast.serving.kv_buffer, fast.system.gpu), kHbm * kHbmEff);
   const RunSpec slow = run_spec(std::string(kLlama8bH100) +
-                                "serving: {kv_buffer: {capacity: 1 GB, kind: sram, "
+                                "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram, "
                                 "bandwidth: 1 TB/s}}\n");
   EXPECT_DOUBLE_EQ(kv_buffer_bandwidth(slow.serving.kv_buffer, slow.system.gpu), 1e12);
   EXPECT_THROW(run_spec(std::string(kLlama8bH100) +
-                        "serving: {recompute: {mode: none, fraction: 0.5}}\n"),
+                        "serving: {" KAPPASIM_TEST_STACK "recompute: {mode: none, fraction: 0.5}}\n"),
                InputError);
 }
 
 // Bad serving inputs for the studies' features: messages name the key and what was expected.
 TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
   try {
-    run_spec(std::string(kLlama8bH100) + "serving: {recompute: {mode: fixed, fraction: 1.5}}\n");
+    run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK "recompute: {mode: fixed, fraction: 1.5}}\n");
     ADD_FAILURE() << "a recompute fraction above 1 was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("serving.recompute.fraction"), std::string::npos) << e.what();
@@ -175,7 +175,7 @@ TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
   // An hbm carve-out as large as the whole KV pool leaves nothing to serve from: the engine
   // refuses before simulating (80 GB x 0.9 less 16 GB of weights and the reserve < 80 GB).
   const RunSpec big = run_spec(std::string(kLlama8bH100) +
-                               "serving: {kv_buffer: {capacity: 80 GB, kind: hbm}}\n");
+                               "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 80 GB, kind: hbm}}\n");
   VectorSource src({});
   try {
     run_serving(big, src, EngineSinks{});
@@ -192,7 +192,7 @@ TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
 // other 3072 (12 chunks) are loaded; the 128 new tokens attend over all 4096.
 TEST(ServingStudies, FixedRecomputeLoadsTheRestAndComputesTheLeadingPart) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel, "
+                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel, "
                                 "recompute: {mode: fixed, fraction: 0.25}}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T, 1)});
@@ -225,13 +225,13 @@ TEST(ServingStudies, AutoRecomputeKeepsTheFastLinkAndRecomputesOverTheSlowOne) {
   const std::int64_t K = 8192, T = 128;
   const RunSpec fast = run_spec(
       "model: llama-3.1-8b\nsystem: unified-hbm\ntrace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {tp: 1, recompute: {mode: auto}}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, recompute: {mode: auto}}\n");
   EXPECT_NEAR(fast.system.host_link_bandwidth_per_gpu(), 8e12, 1);
   EXPECT_EQ(choose_recompute_tokens(fast, K, T), 0);
 
   const RunSpec slow = run_spec(
       "model: llama-3.1-8b\nsystem: {preset: h100, host_link: {preset: pcie3, lanes: 1}}\n"
-      "trace: false\nworkload: {type: narrativeqa}\nserving: {tp: 1, recompute: {mode: auto}}\n");
+      "trace: false\nworkload: {type: narrativeqa}\nserving: {" KAPPASIM_TEST_STACK "tp: 1, recompute: {mode: auto}}\n");
   EXPECT_NEAR(slow.system.host_link_bandwidth_per_gpu(), 8e9 * 128 / 130 / 8, 1e3);
   EXPECT_EQ(choose_recompute_tokens(slow, K, T), K);
   // The estimate agrees with the hand reasoning: all-recompute beats all-load.
@@ -246,7 +246,7 @@ TEST(ServingStudies, AutoRecomputeInTheEngineLoadsNothingOverTheSlowLink) {
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: {preset: h100, host_link: {preset: pcie3, lanes: 1}}\n"
       "trace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {tp: 1, warm_tier: true, store: none, recompute: {mode: auto}}\n");
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, recompute: {mode: auto}}\n");
   const std::int64_t K = 8192, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T, 1)});
   ASSERT_EQ(o.recs.size(), 1u);

@@ -18,6 +18,17 @@ namespace kappasim::testing {
 inline constexpr double kStepOverhead = 2e-3;        // step_overhead
 inline constexpr double kRetrieveFixed = 0.5e-3;     // lmcache_retrieve_fixed
 inline constexpr double kRetrievePerChunk = 0.1e-3;  // lmcache_retrieve_per_chunk
+// Engine-mechanics tests pin an explicit stack carrying exactly the per-request / per-chunk costs
+// they were written with (the former ServingSpec constants: 0.5 ms per retrieve, 0.1 ms per
+// retrieved chunk before the copies, 1.8 ms per store; vLLM native 0.1 ms per request), nothing on
+// the scheduler path and no per-chunk gaps, so their hand numbers stay valid whatever the default
+// stack. The stack profiles' own costs are tested in tests/unit/stack_profile_test.cpp and
+// tests/sim/serving_stack_test.cpp.
+#define KAPPASIM_TEST_STACK \
+  "stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, " \
+  "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms}, "
+#define KAPPASIM_TEST_NATIVE_STACK \
+  "stack: {family: vllm_native, store: blocking, retrieve_fixed: 0.1 ms, store_fixed: 0.1 ms}, "
 // presets/gpus/h100-sxm5.yaml
 inline constexpr double kBlockOverhead = 0.24e-6;  // copy_kernel_block_overhead
 // presets/links/pcie5.yaml

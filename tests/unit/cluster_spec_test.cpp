@@ -157,7 +157,9 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap)
 
   // A long cached document and a short question: κ_ratio = 65536 / 16 = 4096.
   const std::int64_t K = 65536, T = 16;
-  const double retrieve = 0.5e-3 + (K / 256) * 0.1e-3;  // LMCache fixed + per chunk (defaults)
+  // The default stack, presets/stacks/lmcache-0.3.5.yaml: retrieve_fixed 0.5 ms, then per chunk
+  // the up-front re-hash (28 µs) and the GPU idle gap (25 µs) = 0.5 + 256 × 0.053 = 14.068 ms.
+  const double retrieve = 0.5e-3 + (K / 256) * (28e-6 + 25e-6);
   const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate;  // 83.3 ms + CPU
   const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu;       // 30.8 ms + CPU
   const ServiceEstimate ep = estimate_service(pcie, K, T);

@@ -438,6 +438,7 @@ TEST(SchedulerServingSpec, ReadsUnitsAndChoices) {
       "fairness_max_wait: 2 s\n"
       "tier_capacity: 1 TB\n"
       "step_overhead: 1 ms\n"
+      "stack: vllm-native-0.12\n"
       "load_path: block_dma\n"
       "store: async\n"
       "granularity: step\n",
@@ -446,13 +447,14 @@ TEST(SchedulerServingSpec, ReadsUnitsAndChoices) {
   EXPECT_EQ(s.tp, 8);
   EXPECT_EQ(s.policy, Policy::Fair);
   EXPECT_DOUBLE_EQ(s.fairness_max_wait_s, 2);
-  EXPECT_DOUBLE_EQ(s.tier_capacity_bytes, 1e12);
+  EXPECT_DOUBLE_EQ(*s.tier_capacity_bytes, 1e12);
   EXPECT_DOUBLE_EQ(s.step_overhead_s, 1e-3);
   EXPECT_EQ(s.load_path, LoadPath::BlockDma);
   EXPECT_EQ(s.store, StoreMode::Async);
   EXPECT_EQ(s.granularity, Granularity::Step);
   EXPECT_EQ(s.tier_chunk_tokens(), 16);  // native connector: 16-token blocks
-  EXPECT_DOUBLE_EQ(s.retrieve_fixed_s(), s.native_request_fixed_s);
+  // presets/stacks/vllm-native-0.12.yaml retrieve_fixed 0.1 ms.
+  EXPECT_DOUBLE_EQ(s.retrieve_fixed_s(), 0.1e-3);
   // Defaults.
   EXPECT_EQ(s.max_num_batched_tokens, 4096);
   EXPECT_EQ(s.max_num_seqs, 256);
@@ -485,7 +487,7 @@ TEST(SchedulerServingSpec, DumpRoundTrips) {
   const ServingSpec back = read_config<ServingSpec>(out, "serving");
   EXPECT_EQ(back.policy, Policy::UtilizationAware);
   EXPECT_DOUBLE_EQ(back.activation_reserve_bytes, s.activation_reserve_bytes);
-  EXPECT_DOUBLE_EQ(back.lmcache_retrieve_per_chunk_s, s.lmcache_retrieve_per_chunk_s);
+  EXPECT_DOUBLE_EQ(back.stack.retrieve_hash_per_chunk_s, s.stack.retrieve_hash_per_chunk_s);
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "serving/stack_profile.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "serving/serving_spec.hpp"
+#include "systems/system_spec.hpp"
+
+namespace kappasim {
+
+const std::vector<std::pair<const char*, StackFamily>>& stack_family_names() {
+  static const std::vector<std::pair<const char*, StackFamily>> n = {
+      {"lmcache", StackFamily::Lmcache},
+      {"vllm_native", StackFamily::VllmNative},
+      {"ideal", StackFamily::Ideal}};
+  return n;
+}
+const std::vector<std::pair<const char*, NativeCopyUnit>>& native_copy_unit_names() {
+  static const std::vector<std::pair<const char*, NativeCopyUnit>> n = {
+      {"block", NativeCopyUnit::Block}, {"block_layer_kv", NativeCopyUnit::BlockLayerKv}};
+  return n;
+}
+const std::vector<std::pair<const char*, StackStore>>& stack_store_names() {
+  static const std::vector<std::pair<const char*, StackStore>> n = {
+      {"blocking", StackStore::Blocking}, {"async", StackStore::Async}};
+  return n;
+}
+
+void StackProfile::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  if (pool_per_rank_bytes && !(*pool_per_rank_bytes >= 0 && std::isfinite(*pool_per_rank_bytes)))
+    throw InputError(p + "pool_per_rank: must be a finite size >= 0");
+  if (!(host_reserve_fraction >= 0 && host_reserve_fraction < 1))
+    throw InputError(p + "host_reserve_fraction: must be in [0, 1)");
+}
+
+bool stack_supports(const StackProfile& p, LoadPath path) {
+  switch (p.family) {
+    case StackFamily::Lmcache: return path == LoadPath::Kernel || path == LoadPath::Layerwise;
+    case StackFamily::VllmNative: return path == LoadPath::BlockDma;
+    case StackFamily::Ideal: return true;
+  }
+  return false;
+}
+
+std::string stack_load_paths(const StackProfile& p) {
+  std::string out;
+  for (const auto& [name, path] : load_path_names())
+    if (stack_supports(p, path)) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
+                      std::int64_t hit_chunks, int layers, bool on_package) {
+  if (on_package) return 0;
+  double t = p.lookup_fixed_s + static_cast<double>(prompt_chunks) * p.lookup_per_chunk_s;
+  if (path == LoadPath::Layerwise)
+    t += static_cast<double>(hit_chunks) * layers * p.lookup_per_layer_key_s;
+  return t;
+}
+
+double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool on_package) {
+  return on_package ? 0 : static_cast<double>(prompt_tokens) * p.meta_per_token_s;
+}
+
+RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
+                            std::int64_t chunks, std::int64_t blocks, int layers,
+                            bool on_package) {
+  RetrieveCost c;
+  const double n = static_cast<double>(chunks);
+  switch (path) {
+    case LoadPath::Kernel: c.copies = chunks; break;  // one copy kernel per chunk
+    case LoadPath::Layerwise: c.copies = chunks; break;  // per layer: one DMA per chunk
+    case LoadPath::BlockDma:
+      c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
+                     ? blocks * static_cast<std::int64_t>(layers) * 2
+                     : blocks;
+      break;
+  }
+  if (on_package || requests == 0) return c;
+  c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
+  switch (path) {
+    case LoadPath::Kernel:
+      c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+      c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
+      c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
+      break;
+    case LoadPath::Layerwise:
+      c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+      c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
+      break;
+    case LoadPath::BlockDma:
+      c.cpu_overlap_s = static_cast<double>(c.copies) * p.native_issue_per_copy_s;
+      break;
+  }
+  return c;
+}
+
+double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
+                     bool on_package) {
+  if (on_package || requests == 0) return 0;
+  return static_cast<double>(requests) * p.store_fixed_s +
+         static_cast<double>(chunks) * p.store_sync_per_chunk_s;
+}
+
+TierCapacity default_tier_capacity(const StackProfile& p, const SystemSpec& system, int tp) {
+  TierCapacity c;
+  if (system.host_link.type == LinkType::HbmTier && system.host_link.capacity_bytes) {
+    c.bytes = *system.host_link.capacity_bytes * tp;
+    c.why = "the on-package HBM tier's capacity (" +
+            format_quantity(*system.host_link.capacity_bytes, dim::bytes) + " per GPU) x tp " +
+            std::to_string(tp);
+    return c;
+  }
+  if (p.pool_per_rank_bytes) {
+    c.bytes = *p.pool_per_rank_bytes * tp;
+    c.why = "stack " + p.name + " pinned pool " +
+            format_quantity(*p.pool_per_rank_bytes, dim::bytes) + " per TP rank x tp " +
+            std::to_string(tp);
+    return c;
+  }
+  c.bytes = system.host_memory.capacity_bytes * (1 - p.host_reserve_fraction);
+  c.why = "host DRAM " + format_quantity(system.host_memory.capacity_bytes, dim::bytes) +
+          " less stack " + p.name + "'s reserve of " + format_number(p.host_reserve_fraction) +
+          " (OS and serving processes)";
+  return c;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,189 @@
+// The serving software stack as a named, versioned profile (serving.stack; presets/stacks/):
+// LMCache 0.3.5 / 0.3.7 on vLLM's v1 connector, vLLM's native OffloadingConnector 0.11 / 0.12,
+// and `ideal` (no software cost: the hardware bound). Pure C++, no SystemC: the engine only
+// charges what these functions return, and the router or the design model can reuse them.
+//
+// What it models: per-operation CPU costs of the KV-offload software, each charged WHERE it sits
+// (docs/serving-stacks.md; code-level facts in /work/shared/docs/kv-stack-mechanisms.md, "KSM"):
+//  - scheduler critical path: the lookup of a request (re-hashes every chunk of the prompt on
+//    every TP rank; ranks answer in parallel, the scheduler waits for all), repeated on every
+//    step while the request waits at the queue head (KSM §1.2); per-step connector metadata
+//    tensor conversions (LMCache 0.3.5 only, removed in 0.3.6 by PR #1463; KSM §1.6);
+//  - inside the forward step, per TP rank (the step waits for the slowest rank): the retrieve's
+//    fixed cost and up-front re-hashing of every chunk (KSM §1.3), the layer-wise mode's Python
+//    per (layer, chunk) object and, in 0.3.5 only, one WARNING log line per object (KSM §1.4),
+//    the native connector's CPU issue cost per cudaMemcpyAsync (KSM §3);
+//  - GPU idle gaps between chunks: one implicit stream sync (pageable pointer copy) plus one
+//    launch per chunk (KSM §1.3), serial with the copies;
+//  - overlapped with a copy: the per-chunk Python of the non-layer-wise retrieve runs while the
+//    previous chunk's kernel copies, so the load ends no earlier than its total (KSM §1.3);
+//  - store: a fixed cost plus one stream sync per chunk, blocking the step (KSM §1.5), or the
+//    native connector's asynchronous store.
+// Where the KV tier is on the GPU's package (LinkType::HbmTier), the host-pool software (hashes,
+// lookups, pointer-copy syncs, log lines, Python per chunk) is not on its access path: only the
+// copies' own hardware costs (copy-kernel blocks, DMA per copy: models/gpu) remain.
+// Ignored: CPU contention between ranks and the GIL (ranks are modelled as running in parallel,
+// equal); pinning of looked-up chunks (it can make a full pool drop a store); Zen 5 → Zen 3
+// speed (the measured Python costs are used as measured).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.hpp"
+
+namespace kappasim {
+
+struct SystemSpec;
+enum class LoadPath;  // serving/serving_spec.hpp
+
+enum class StackFamily {
+  Lmcache,     // LMCache's vLLM v1 connector: load paths kernel | layerwise
+  VllmNative,  // vLLM's native OffloadingConnector: load path block_dma
+  Ideal,       // no software cost: any load path
+};
+// The unit of one native-connector copy.
+enum class NativeCopyUnit {
+  Block,         // vLLM >= 0.12 (PR #27743): one contiguous cross-layer block per 16 tokens
+  BlockLayerKv,  // vLLM 0.11: one copy per block, per layer, per K/V (8 KB on Llama-3.1-70B)
+};
+// The stack's own store mode (serving.store: stack takes it).
+enum class StackStore { Blocking, Async };
+
+const std::vector<std::pair<const char*, StackFamily>>& stack_family_names();
+const std::vector<std::pair<const char*, NativeCopyUnit>>& native_copy_unit_names();
+const std::vector<std::pair<const char*, StackStore>>& stack_store_names();
+
+// The stack built in when serving.stack is not given, and why.
+inline constexpr const char* kDefaultStack = "lmcache-0.3.5";
+inline constexpr const char* kDefaultStackWhy =
+    "default: the kappa paper's stack (arXiv 2601.19910: LMCache 0.3.5 with vLLM 0.10.1)";
+
+struct StackProfile {
+  std::string name;  // the preset name
+  std::string display_name;
+  std::string description;
+  StackFamily family = StackFamily::Ideal;
+  StackStore store = StackStore::Async;
+
+  // ---- the pinned host pool --------------------------------------------------------------
+  // Per TP rank (every rank allocates its own; a full pool drops stores). Absent: host DRAM
+  // minus host_reserve_fraction, shared by the ranks.
+  std::optional<double> pool_per_rank_bytes;
+  double host_reserve_fraction = 0.25;
+
+  // ---- scheduler critical path (per lookup; ranks in parallel, the slowest answers last) ---
+  double lookup_fixed_s = 0;
+  double lookup_per_chunk_s = 0;      // re-hash + contains per chunk of the whole prompt
+  double lookup_per_layer_key_s = 0;  // layer-wise: contains() per (layer, hit chunk) key
+  bool lookup_repeats_while_waiting = false;
+  double meta_per_token_s = 0;  // per step, per prefilling request, per prompt token
+
+  // ---- inside the forward step, per TP rank ----------------------------------------------
+  double retrieve_fixed_s = 0;            // per retrieved request
+  double retrieve_hash_per_chunk_s = 0;   // up-front re-hashing, before any copy
+  double retrieve_python_per_chunk_s = 0; // overlapped with the previous chunk's copy
+  double retrieve_gap_per_chunk_s = 0;    // GPU idle per chunk: implicit sync + launch
+  double layerwise_per_object_s = 0;      // Python per (layer, chunk), serial on the rank
+  double layerwise_log_per_object_s = 0;  // a WARNING log line per (layer, chunk) (0.3.5)
+  NativeCopyUnit copy_unit = NativeCopyUnit::Block;
+  double native_issue_per_copy_s = 0;     // CPU issue cost of one cudaMemcpyAsync
+
+  // ---- store ------------------------------------------------------------------------------
+  double store_fixed_s = 0;           // per storing request
+  double store_sync_per_chunk_s = 0;  // one stream sync (+ launches) per stored chunk
+
+  template <class V>
+  void visit(V& v) {
+    v.text("name", name, opt("stack profile name"));
+    v.text("display_name", display_name, opt("human-readable name"));
+    v.text("description", description, opt("what this stack is"));
+    v.choice("family", family, stack_family_names(),
+             opt("lmcache (kernel | layerwise), vllm_native (block_dma) or ideal (any)"));
+    v.choice("store", store, stack_store_names(), opt("the stack's store: blocking or async"));
+    v.quantity("pool_per_rank", pool_per_rank_bytes, dim::bytes,
+               opt("pinned host pool per TP rank (absent: host DRAM minus the reserve)"));
+    v.quantity("host_reserve_fraction", host_reserve_fraction, dim::none,
+               opt("share of host DRAM kept for the OS and the serving processes",
+                   Range::Fraction));
+    v.quantity("lookup_fixed", lookup_fixed_s, dim::time,
+               opt("scheduler: per lookup", Range::NonNegative));
+    v.quantity("lookup_per_chunk", lookup_per_chunk_s, dim::time,
+               opt("scheduler: per prompt chunk looked up", Range::NonNegative));
+    v.quantity("lookup_per_layer_key", lookup_per_layer_key_s, dim::time,
+               opt("scheduler: layer-wise, per (layer, hit chunk) key", Range::NonNegative));
+    v.boolean("lookup_repeats_while_waiting", lookup_repeats_while_waiting,
+              opt("a request not admitted is looked up again next step"));
+    v.quantity("meta_per_token", meta_per_token_s, dim::time,
+               opt("scheduler: per step, per prefilling request's prompt token",
+                   Range::NonNegative));
+    v.quantity("retrieve_fixed", retrieve_fixed_s, dim::time,
+               opt("in step: per retrieved request", Range::NonNegative));
+    v.quantity("retrieve_hash_per_chunk", retrieve_hash_per_chunk_s, dim::time,
+               opt("in step: up-front re-hash per chunk", Range::NonNegative));
+    v.quantity("retrieve_python_per_chunk", retrieve_python_per_chunk_s, dim::time,
+               opt("in step: Python per chunk, overlapped with the copies", Range::NonNegative));
+    v.quantity("retrieve_gap_per_chunk", retrieve_gap_per_chunk_s, dim::time,
+               opt("GPU idle per chunk (implicit sync + launch)", Range::NonNegative));
+    v.quantity("layerwise_per_object", layerwise_per_object_s, dim::time,
+               opt("layer-wise: Python per (layer, chunk)", Range::NonNegative));
+    v.quantity("layerwise_log_per_object", layerwise_log_per_object_s, dim::time,
+               opt("layer-wise: log line per (layer, chunk)", Range::NonNegative));
+    v.choice("copy_unit", copy_unit, native_copy_unit_names(),
+             opt("native connector copy unit: block or block_layer_kv"));
+    v.quantity("native_issue_per_copy", native_issue_per_copy_s, dim::time,
+               opt("native: CPU issue cost per cudaMemcpyAsync", Range::NonNegative));
+    v.quantity("store_fixed", store_fixed_s, dim::time,
+               opt("store: per storing request", Range::NonNegative));
+    v.quantity("store_sync_per_chunk", store_sync_per_chunk_s, dim::time,
+               opt("store: stream sync per stored chunk", Range::NonNegative));
+  }
+  void validate(const std::string& path) const;
+};
+
+// ---- pure cost functions (seconds), by where they sit ----------------------------------------
+// `on_package`: the tier is on the GPU's package (LinkType::HbmTier): no host-pool software.
+
+// One lookup on the scheduler's critical path: prompt_chunks = full chunks of the prompt
+// (every one is re-hashed), hit_chunks = the leading ones found (layer-wise: L keys each).
+double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
+                      std::int64_t hit_chunks, int layers, bool on_package);
+// Per step on the scheduler's critical path: the connector metadata of the prefilling requests
+// (prompt_tokens = the sum of their prompt lengths).
+double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool on_package);
+
+// A step's retrieve, per TP rank (the step waits for the slowest; ranks are equal here).
+struct RetrieveCost {
+  double cpu_before_s = 0;   // in-step CPU before the first copy (fixed + re-hashing)
+  double gpu_gap_s = 0;      // GPU idle between chunks, serial with the copies
+  double cpu_overlap_s = 0;  // CPU work overlapped with the copies: the load lasts >= this
+  double per_layer_cpu_s = 0;  // layer-wise: CPU to issue one layer's objects (serial on rank)
+  std::int64_t copies = 0;     // copies per rank the copy hardware charges (DMA / kernel blocks)
+};
+// requests = requests retrieved, chunks = tier entries retrieved (per rank), blocks = 16-token
+// blocks (block_dma), layers = model layers.
+RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
+                            std::int64_t chunks, std::int64_t blocks, int layers,
+                            bool on_package);
+
+// A step's store: the CPU/sync time before the store's copies complete (blocking: the step waits).
+double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
+                     bool on_package);
+
+// Whether the stack supports a load path (lmcache: kernel, layerwise; vllm_native: block_dma;
+// ideal: all), and the supported ones' names for messages.
+bool stack_supports(const StackProfile& p, LoadPath path);
+std::string stack_load_paths(const StackProfile& p);
+
+// The tier's default capacity (whole TP group) and why: an HBM tier's capacity × GPUs of the
+// group; else pool_per_rank × tp; else host DRAM × (1 − host_reserve_fraction).
+struct TierCapacity {
+  double bytes = 0;
+  std::string why;
+};
+TierCapacity default_tier_capacity(const StackProfile& p, const SystemSpec& system, int tp);
+
+}  // namespace kappasim

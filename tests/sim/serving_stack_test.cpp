@@ -1,0 +1,229 @@
+// The serving stack profiles in the engine (serving/stack_profile, presets/stacks/): each cost
+// charged where it sits, `ideal` = the hardware bound, the on-package tier free of host-pool
+// software, the per-rank pool dropping stores, and a warm tier that holds only what fits.
+// Hand numbers from the preset files, in the comments; one simulation per test (process).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/gpu/copy_engine.hpp"
+#include "serving/engine.hpp"
+#include "serving/measure.hpp"
+#include "tests/sim/serving_test_util.hpp"
+#include "workloads/request.hpp"
+
+namespace kappasim {
+namespace {
+
+using namespace kappasim::testing;
+
+// Llama-3.1-8B on one H100: K = 4096 cached (16 chunks of 256), T = 128; the prompt's 4224
+// tokens are 16 full chunks. B_kv = 131,072 B per token: 536,870,912 B to load.
+constexpr std::int64_t kK = 4096, kT = 128;
+constexpr double kChunks = 16, kLayers = 32;
+// The SM-read rate on the DGX H100 host: PCIe 5 x16 wire over (1 + 20/64 + 2/64) wire bytes per
+// payload byte (see serving_engine_test.cpp): 46.77 GB/s, below the tag and DRAM limits.
+const double kSmRate = kWire / (1 + 20.0 / 64 + 2.0 / 64);
+
+Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at;
+  r.sequence_id = id;
+  r.prefix_tokens = K;
+  r.new_tokens = T;
+  r.workload = "test";
+  return r;
+}
+
+struct Outcome {
+  std::vector<RequestRecord> recs;
+  SummaryBuilder::Totals totals;
+};
+
+Outcome serve(const RunSpec& spec, const std::vector<Request>& rs, bool warm_from_stream = false) {
+  VectorSource src(rs);
+  Outcome out;
+  EngineSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
+  if (warm_from_stream)
+    sinks.warm_source = [rs] { return std::make_unique<VectorSource>(rs); };
+  out.totals = run_serving(spec, src, sinks);
+  return out;
+}
+
+RunSpec spec_with(const std::string& serving) {
+  return run_spec(std::string(kLlama8bH100) + "serving: {" + serving + "}\n");
+}
+
+TEST(ServingStack, IdealKernelLoadIsTheHardwareBound) {
+  const RunSpec spec = spec_with("stack: ideal, tp: 1, warm_tier: true, store: none, load_path: kernel");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+  // Only the copy hardware: 16 copy-kernel blocks × 0.24 µs, one 1 µs round trip, the bytes at
+  // the SM-read rate.
+  const double load = kChunks * kBlockOverhead + kRtt + kK * kBkv8b / kSmRate;
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  const double compute = step_compute(spec, {{double(kT), double(kK), true}});
+  EXPECT_NEAR(r.ttft_s, kStepOverhead + load + compute, tol(kStepOverhead + load + compute));
+  EXPECT_DOUBLE_EQ(o.totals.stack_scheduler_s + o.totals.stack_step_cpu_s +
+                       o.totals.stack_gpu_gap_s + o.totals.stack_cpu_bound_s,
+                   0);
+}
+
+TEST(ServingStack, Lmcache035KernelChargesEachCostWhereItSits) {
+  const RunSpec spec =
+      spec_with("stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+  // Scheduler path: lookup re-hashes 16 chunks at 27 µs (0.432 ms); build_connector_meta
+  // converts 4224 tokens at 110 ns (0.46464 ms).
+  const double sched = kChunks * 27e-6 + 4224 * 110e-9;
+  EXPECT_NEAR(o.totals.stack_scheduler_s, sched, 1e-12);
+  // In step: 0.5 ms + 16 × 28 µs = 0.948 ms before the copies; the copies (hardware as in the
+  // ideal test); 16 GPU gaps of 25 µs = 0.4 ms; the Python (16 × 74 µs = 1.184 ms) runs
+  // alongside 11.5 ms of copies and adds nothing.
+  const double copies = kChunks * kBlockOverhead + kRtt + kK * kBkv8b / kSmRate;
+  ASSERT_GT(copies, kChunks * 74e-6);
+  const double load = 0.5e-3 + kChunks * 28e-6 + copies + kChunks * 25e-6;
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  EXPECT_NEAR(o.totals.stack_step_cpu_s, 0.948e-3, 1e-12);
+  EXPECT_NEAR(o.totals.stack_gpu_gap_s, 0.4e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(o.totals.stack_cpu_bound_s, 0);
+  const double compute = step_compute(spec, {{double(kT), double(kK), true}});
+  const double ttft = kStepOverhead + sched + load + compute;
+  EXPECT_NEAR(r.ttft_s, ttft, tol(ttft));
+}
+
+// Layer-wise at step granularity, CPU-bound: every layer's 16 objects are issued in Python on
+// the rank (0.3.5: 38 µs + the 67 µs WARNING line each; 0.3.7: 38 µs) and the copies (536 MB of
+// 512 DMAs, under 14 ms) finish first. TTFT = step overhead + scheduler path + 0.948 ms up front
+// + max(32 layers' issue + the last layer's compute, one layer's issue + the compute).
+double layerwise_ttft(const RunSpec& spec, double per_object, double meta) {
+  const double layer_cpu = kChunks * per_object;
+  const double sched = kChunks * 27e-6 + kChunks * kLayers * 1.68e-6 + meta;
+  const StepTime st =
+      batch_step_time(spec.model, spec.system.gpu, 1, {{double(kT), double(kK), true}}, "bf16");
+  const double pipe = std::max(kLayers * layer_cpu + st.last_layer_s,
+                               layer_cpu + st.total.compute_time_s);
+  return kStepOverhead + sched + 0.5e-3 + kChunks * 28e-6 + pipe;
+}
+
+TEST(ServingStack, Lmcache035LayerwisePaysTheLogLinePerObject) {
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: layerwise, "
+      "granularity: step");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  ASSERT_LT(kK * kBkv8b / 45e9 + 512 * 3e-6, kLayers * kChunks * 38e-6);  // CPU-bound
+  const double ttft = layerwise_ttft(spec, 38e-6 + 67e-6, 4224 * 110e-9);
+  EXPECT_NEAR(o.recs[0].ttft_s, ttft, tol(ttft));
+}
+
+TEST(ServingStack, Lmcache037LayerwiseHasNoLogLineAndNoMetadata) {
+  // Same request: 32 × 16 × 67 µs = 34.304 ms and the 0.46464 ms of metadata faster than 0.3.5.
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.7, tp: 1, warm_tier: true, store: none, load_path: layerwise, "
+      "granularity: step");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const double ttft = layerwise_ttft(spec, 38e-6, 0);
+  EXPECT_NEAR(o.recs[0].ttft_s, ttft, tol(ttft));
+}
+
+TEST(ServingStack, UnifiedHbmTierPaysNoHostPoolSoftware) {
+  const RunSpec spec = run_spec(
+      "model: llama-3.1-8b\nsystem: unified-hbm\ntrace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+  EXPECT_EQ(r.cached_tokens, kK);
+  // No lookup, hashing, gaps or Python: the load is the copies alone, the TTFT is the step
+  // overhead + load + compute.
+  EXPECT_DOUBLE_EQ(o.totals.stack_scheduler_s + o.totals.stack_step_cpu_s +
+                       o.totals.stack_gpu_gap_s + o.totals.stack_cpu_bound_s,
+                   0);
+  EXPECT_NEAR(r.load_s, o.totals.link_busy_s, tol(r.load_s));
+  const double compute = step_compute(spec, {{double(kT), double(kK), true}});
+  EXPECT_NEAR(r.ttft_s, kStepOverhead + r.load_s + compute, tol(r.ttft_s));
+  // Its tier is its own 192 GB (presets/links/unified-hbm.yaml), not LMCache's 5 GB pool.
+  EXPECT_DOUBLE_EQ(o.totals.tier_capacity_bytes, 192e9);
+}
+
+TEST(ServingStack, PoolSmallerThanAChunkDropsEveryStore) {
+  // 10 MB per rank cannot hold one 256-token chunk (256 × 131,072 B = 33.5 MB): LMCache drops
+  // the store ("Local cpu memory under pressure"); no D2H copy, no store software.
+  const RunSpec spec =
+      spec_with("stack: {preset: lmcache-0.3.7, pool_per_rank: 10 MB}, tp: 1, load_path: kernel");
+  const Outcome o = serve(spec, {request(1, 0, 1024, 128)});  // 1152 tokens: 4 full chunks
+  ASSERT_EQ(o.recs.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.totals.tier_dropped_chunks, 4);
+  EXPECT_DOUBLE_EQ(o.totals.tier_stored_chunks, 0);
+  EXPECT_DOUBLE_EQ(o.recs[0].bytes_stored, 0);
+  EXPECT_DOUBLE_EQ(o.totals.stack_store_s, 0);
+  EXPECT_DOUBLE_EQ(o.totals.tier_capacity_bytes, 10e6);
+}
+
+TEST(ServingStack, WarmTierHoldsOnlyWhatFitsInStreamOrder) {
+  // Two documents of 4 chunks each; the pool holds 4 chunks (4 × 33,554,432 B). Warming from
+  // the stream places A then B: B evicts A. So A, first in the run, misses; B hits.
+  const RunSpec spec = spec_with(
+      "stack: {preset: lmcache-0.3.7, pool_per_rank: 134217728 B}, tp: 1, warm_tier: true, "
+      "store: none, load_path: kernel");
+  const Outcome o = serve(spec, {request(1, 0, 1024, 128), request(2, 1, 1024, 128)}, true);
+  ASSERT_EQ(o.recs.size(), 2u);
+  for (const RequestRecord& r : o.recs) EXPECT_EQ(r.cached_tokens, r.id == 1 ? 0 : 1024) << r.id;
+  EXPECT_DOUBLE_EQ(o.totals.tier_warm_chunks, 8);
+  EXPECT_DOUBLE_EQ(o.totals.tier_evicted_chunks, 4);
+  EXPECT_DOUBLE_EQ(o.totals.tier_working_set_bytes, 8 * 33554432.0);
+  EXPECT_GT(o.totals.tier_working_set_bytes, o.totals.tier_capacity_bytes);  // does not fit
+}
+
+}  // namespace
+}  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
+  // measure (κ_crit, P_OH) holds the probe's prefix in CPU memory, as the κ paper does: without
+  // serving.tier_capacity the pool is host DRAM less the stack's reserve, 2 TB × 0.75 = 1.5 TB on
+  // paper-testbed, not LMCache's 5 GB per rank (which would not hold a 104k-token Qwen3 prefix).
+  const RunSpec spec = isolated_run_spec(
+      parse_yaml("model: qwen3-235b-a22b\nsystem: paper-testbed\n", "<test>"), 8, nullptr);
+  ASSERT_TRUE(spec.serving.tier_capacity_bytes);
+  EXPECT_DOUBLE_EQ(*spec.serving.tier_capacity_bytes, 2e12 * 0.75);
+  EXPECT_EQ(spec.serving.stack.name, "lmcache-0.3.5");
+}
+
+}  // namespace
+}  // namespace kappasim
+
+namespace kappasim {
+namespace {
+
+TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
+  // The FIFO head-of-line case of serving_engine_test.cpp (PolicyCase): R1 and R2 each hold
+  // 196,608 cached + 128 new tokens and cannot run together; R3 is 1,024 + 128. Step 1 admits
+  // R1 (looked up) and reaches R2, which is looked up and fails to allocate; step 2 admits R2
+  // (looked up again) and R3. Prompt chunks: R1, R2 floor(196,736 / 256) = 768; R3 4. With
+  // lmcache-0.3.7's 27 µs per chunk: (768 + 768 + 768 + 4) × 27 µs = 62.316 ms on the
+  // scheduler's path. (The tier is sized to hold the prefixes: 5 GB would not.)
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.7, tp: 1, warm_tier: true, tier_capacity: 1 TB, store: none, "
+      "policy: fifo");
+  const Outcome o = serve(spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128),
+                                 request(3, 0, 1024, 128)});
+  ASSERT_EQ(o.recs.size(), 3u);
+  EXPECT_NEAR(o.totals.stack_scheduler_s, (768 + 768 + 768 + 4) * 27e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace kappasim

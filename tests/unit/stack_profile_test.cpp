@@ -1,0 +1,186 @@
+// serving/stack_profile: the serving software stacks (presets/stacks/) and their pure cost
+// functions, the tier's default capacity, and the KV tier's honest counters (warm, re-stores,
+// drops). Every expected number is worked out by hand from the preset files' values in the
+// comments next to it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "serving/kv_tier.hpp"
+#include "serving/run_spec.hpp"
+#include "serving/serving_spec.hpp"
+#include "serving/stack_profile.hpp"
+#include "systems/system_spec.hpp"
+
+namespace kappasim {
+namespace {
+
+StackProfile stack(const std::string& name) {
+  return read_preset_config<StackProfile>(ConfigNode::make_scalar(name), "stack", "serving.stack");
+}
+SystemSpec system_of(const std::string& name) {
+  return read_preset_config<SystemSpec>(ConfigNode::make_scalar(name), "system", "system");
+}
+std::string error_of(const std::string& yaml) {
+  try {
+    read_config<RunSpec>(parse_yaml(yaml, "t.yaml"), "");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Llama-3.1-70B at TP 8 (80 layers), K = 65,536 cached tokens = 256 chunks of 256, T = 1024 new:
+// the prompt's 66,560 tokens are 260 full chunks; 4,096 16-token blocks cover K.
+constexpr int kLayers = 80;
+constexpr std::int64_t kChunks = 256, kPromptChunks = 260, kBlocks = 4096;
+
+TEST(StackProfile, Lmcache035KernelPathCostsByWhereTheySit) {
+  const StackProfile p = stack("lmcache-0.3.5");
+  EXPECT_EQ(p.family, StackFamily::Lmcache);
+  EXPECT_EQ(p.store, StackStore::Blocking);
+  ASSERT_TRUE(p.pool_per_rank_bytes);
+  EXPECT_DOUBLE_EQ(*p.pool_per_rank_bytes, 5e9);  // max_local_cpu_size 5.0 GB per rank
+  // Scheduler: every one of the 260 prompt chunks re-hashed at 27 µs = 7.02 ms.
+  EXPECT_NEAR(stack_lookup_s(p, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, false),
+              7.02e-3, 1e-12);
+  // Per step, build_connector_meta converts the prompt: 66,560 tokens × 110 ns = 7.3216 ms.
+  EXPECT_NEAR(stack_step_meta_s(p, 66560, false), 7.3216e-3, 1e-12);
+  // In step, one request: 0.5 ms + 256 × 28 µs = 7.668 ms before the first copy; 256 GPU
+  // gaps of 25 µs = 6.4 ms; 256 × 74 µs = 18.944 ms of Python alongside the copies; one copy
+  // kernel per chunk.
+  const RetrieveCost c = stack_retrieve(p, LoadPath::Kernel, 1, kChunks, kBlocks, kLayers, false);
+  EXPECT_NEAR(c.cpu_before_s, 7.668e-3, 1e-12);
+  EXPECT_NEAR(c.gpu_gap_s, 6.4e-3, 1e-12);
+  EXPECT_NEAR(c.cpu_overlap_s, 18.944e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(c.per_layer_cpu_s, 0);
+  EXPECT_EQ(c.copies, 256);
+  // Store of 16 chunks: 1.26 ms + 16 × 25 µs = 1.66 ms (LMCache PR #1740's residual).
+  EXPECT_NEAR(stack_store_s(p, 1, 16, false), 1.66e-3, 1e-12);
+}
+
+TEST(StackProfile, Lmcache035LayerwiseIsSlowerThan037ByTheLogLine) {
+  const StackProfile a = stack("lmcache-0.3.5"), b = stack("lmcache-0.3.7");
+  const RetrieveCost ca = stack_retrieve(a, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost cb = stack_retrieve(b, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
+  // Per layer: 256 objects × (38 µs Python + 67 µs WARNING line) = 26.88 ms in 0.3.5; 256 × 38 µs
+  // = 9.728 ms in 0.3.7: over 80 layers 2.1504 s against 0.77824 s.
+  EXPECT_NEAR(ca.per_layer_cpu_s, 26.88e-3, 1e-12);
+  EXPECT_NEAR(cb.per_layer_cpu_s, 9.728e-3, 1e-12);
+  EXPECT_NEAR((ca.per_layer_cpu_s - cb.per_layer_cpu_s) * kLayers, kChunks * kLayers * 67e-6, 1e-12);
+  // The same up-front cost in both: 0.5 ms + 256 × 28 µs; no per-chunk sync gap (no host sync
+  // on the layer-wise load).
+  EXPECT_NEAR(ca.cpu_before_s, 7.668e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(ca.cpu_before_s, cb.cpu_before_s);
+  EXPECT_DOUBLE_EQ(ca.gpu_gap_s, 0);
+  // Layer-wise lookup also calls contains() on every per-layer key of the hits: 7.02 ms + 256 ×
+  // 80 × 1.68 µs = 7.02 + 34.4064 = 41.4264 ms (KSM: 31-50 ms per 65k request).
+  EXPECT_NEAR(stack_lookup_s(a, LoadPath::Layerwise, kPromptChunks, kChunks, kLayers, false),
+              41.4264e-3, 1e-12);
+  // 0.3.6's PR #1463 removed the per-step metadata conversions.
+  EXPECT_DOUBLE_EQ(stack_step_meta_s(b, 66560, false), 0);
+}
+
+TEST(StackProfile, NativeConnectorCopiesPerBlockAndPerLayerKvIn011) {
+  const StackProfile a = stack("vllm-native-0.11"), b = stack("vllm-native-0.12");
+  EXPECT_EQ(a.store, StackStore::Async);
+  EXPECT_FALSE(a.pool_per_rank_bytes);  // no default pool size: host DRAM less the reserve
+  // 0.11: one copy per block, per layer, per K/V = 4096 × 80 × 2 = 655,360 copies, issued at
+  // 6 µs each = 3.93216 s of CPU alongside the DMAs; 0.12: 4096 copies = 24.576 ms.
+  const RetrieveCost ca = stack_retrieve(a, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost cb = stack_retrieve(b, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
+  EXPECT_EQ(ca.copies, 655360);
+  EXPECT_EQ(cb.copies, 4096);
+  EXPECT_NEAR(ca.cpu_overlap_s, 3.93216, 1e-9);
+  EXPECT_NEAR(cb.cpu_overlap_s, 24.576e-3, 1e-12);
+  EXPECT_NEAR(ca.cpu_before_s, 0.1e-3, 1e-15);  // retrieve_fixed
+  EXPECT_DOUBLE_EQ(stack_lookup_s(b, LoadPath::BlockDma, kPromptChunks, kChunks, kLayers, false), 0);
+}
+
+TEST(StackProfile, IdealAndOnPackageTiersPayNoSoftware) {
+  const StackProfile ideal = stack("ideal"), lm = stack("lmcache-0.3.5");
+  for (LoadPath lp : {LoadPath::Kernel, LoadPath::Layerwise, LoadPath::BlockDma}) {
+    EXPECT_TRUE(stack_supports(ideal, lp));
+    const RetrieveCost c = stack_retrieve(ideal, lp, 3, kChunks, kBlocks, kLayers, false);
+    EXPECT_DOUBLE_EQ(c.cpu_before_s + c.gpu_gap_s + c.cpu_overlap_s + c.per_layer_cpu_s, 0);
+    EXPECT_DOUBLE_EQ(stack_lookup_s(ideal, lp, kPromptChunks, kChunks, kLayers, false), 0);
+  }
+  EXPECT_DOUBLE_EQ(stack_store_s(ideal, 3, 16, false), 0);
+  // An on-package tier (LinkType::HbmTier) runs no host-pool software, whatever the stack; the
+  // copies themselves (one kernel per chunk) remain for the copy hardware to charge.
+  const RetrieveCost c = stack_retrieve(lm, LoadPath::Kernel, 1, kChunks, kBlocks, kLayers, true);
+  EXPECT_DOUBLE_EQ(c.cpu_before_s + c.gpu_gap_s + c.cpu_overlap_s, 0);
+  EXPECT_EQ(c.copies, 256);
+  EXPECT_DOUBLE_EQ(stack_lookup_s(lm, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, true), 0);
+  EXPECT_DOUBLE_EQ(stack_step_meta_s(lm, 66560, true), 0);
+  EXPECT_DOUBLE_EQ(stack_store_s(lm, 1, 16, true), 0);
+}
+
+TEST(StackProfile, DefaultTierCapacityIsThePoolPerRankOrTheTierOrHostDram) {
+  // paper-testbed at TP 8 with LMCache: 8 ranks × 5 GB = 40 GB.
+  const SystemSpec paper = system_of("paper-testbed");
+  EXPECT_DOUBLE_EQ(default_tier_capacity(stack("lmcache-0.3.5"), paper, 8).bytes, 40e9);
+  // ideal: host DRAM (2 TB, epyc-milan-ddr4-3200-2s) less a quarter = 1.5 TB.
+  EXPECT_DOUBLE_EQ(default_tier_capacity(stack("ideal"), paper, 8).bytes,
+                   paper.host_memory.capacity_bytes * 0.75);
+  // unified-hbm: the tier's own 192 GB per GPU × 8.
+  const TierCapacity u = default_tier_capacity(stack("lmcache-0.3.5"), system_of("unified-hbm"), 8);
+  EXPECT_DOUBLE_EQ(u.bytes, 8 * 192e9);
+  EXPECT_NE(u.why.find("HBM tier"), std::string::npos) << u.why;
+}
+
+TEST(StackProfile, RunSpecFillsTheDefaultsAndChecksTheLoadPath) {
+  const RunSpec s = read_config<RunSpec>(
+      parse_yaml("model: llama-3.1-70b\nsystem: paper-testbed\nserving: {tp: 8}\n"
+                 "workload: {type: narrativeqa}\n", "t.yaml"),
+      "");
+  EXPECT_EQ(s.serving.stack.name, kDefaultStack);
+  EXPECT_EQ(s.serving.store, StoreMode::Blocking);  // the stack's own store, resolved
+  ASSERT_TRUE(s.serving.tier_capacity_bytes);
+  EXPECT_DOUBLE_EQ(*s.serving.tier_capacity_bytes, 40e9);
+  // A stack that cannot run the load path.
+  const std::string e = error_of(
+      "model: llama-3.1-8b\nsystem: h100\nserving: {stack: vllm-native-0.12, load_path: kernel}\n"
+      "workload: {type: narrativeqa}\n");
+  EXPECT_NE(e.find("serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("supports: block_dma"), std::string::npos) << e;
+}
+
+TEST(StackProfile, UnknownStackNameListsTheValidOnes) {
+  const std::string e = error_of(
+      "model: llama-3.1-8b\nsystem: h100\nserving: {stack: lmcache-0.4}\n"
+      "workload: {type: narrativeqa}\n");
+  EXPECT_NE(e.find("serving.stack: unknown stack preset 'lmcache-0.4'"), std::string::npos) << e;
+  for (const char* n : {"ideal", "lmcache-0.3.5", "lmcache-0.3.7", "vllm-native-0.11",
+                        "vllm-native-0.12"})
+    EXPECT_NE(e.find(n), std::string::npos) << n << ": " << e;
+}
+
+// ---- the KV tier's honest counters -----------------------------------------------------------
+
+TEST(KvTierCounters, WarmRestoresAndDrops) {
+  // 3 chunks of 100 B each fit a 300 B tier.
+  KvTier t(1, 300, 100);
+  EXPECT_EQ(t.warm({1, 2, 3}), 3u);
+  EXPECT_EQ(t.warm_chunks(), 3u);
+  EXPECT_EQ(t.stored_chunks(), 0u);  // warming is not a store (no D2H in the run)
+  // Storing 4 evicts 1 (LRU); storing 1 again is a re-store of an evicted chunk.
+  EXPECT_EQ(t.insert({4}), 1u);
+  EXPECT_EQ(t.evicted_chunks(), 1u);
+  EXPECT_FALSE(t.contains(1));
+  EXPECT_EQ(t.insert({1}), 1u);
+  EXPECT_EQ(t.restored_chunks(), 1u);
+  EXPECT_EQ(t.stored_chunks(), 2u);
+  EXPECT_EQ(t.distinct_chunks(), 4u);  // working set 400 B > 300 B capacity
+  // A chunk larger than the pool is dropped, not stored.
+  KvTier small(1, 50, 100);
+  EXPECT_EQ(small.insert({7, 8}), 0u);
+  EXPECT_EQ(small.dropped_chunks(), 2u);
+}
+
+}  // namespace
+}  // namespace kappasim
