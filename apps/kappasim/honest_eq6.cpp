@@ -24,6 +24,10 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   ConfigNode sv = ConfigNode::make_map();
   sv.set("tp", ConfigNode::make_scalar(std::to_string(tp)));
   sv.set("load_path", ConfigNode::make_scalar(load_path));
+  // block_dma is vLLM's native connector: run it with the stack the kappa-crit-testbed sweep
+  // pairs with it (experiments/reproduce/kappa-crit-testbed.yaml); the LMCache paths keep the
+  // default stack (lmcache-0.3.5, the paper's).
+  if (load_path == "block_dma") sv.set("stack", ConfigNode::make_scalar("vllm-native-0.12"));
   root.set("serving", sv);
   const RunSpec spec = isolated_run_spec(root, tp, nullptr);
   const ModelSpec& m = spec.model;

@@ -130,7 +130,7 @@ TEST(ServingStudies, GpuHardwareBufferIsUsedWhenServingHasNone) {
       "model: llama-3.1-8b\n"
       "system: {preset: h100, gpu: {preset: h100-sxm5, kv_buffer: {capacity: 2147483648 B, kind: sram, "
       "bandwidth: 1 TB/s, energy_per_bit: 1 J/bit}}}\n"
-      "serving: {tp: 1, warm_tier: true, store: none, load_path: kernel}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n"
       "workload: {type: sharegpt, requests: 1}\n";
   const RunSpec spec = run_spec(gpu_buffer);
   ASSERT_TRUE(spec.serving.kv_buffer.enabled());
