@@ -28,4 +28,23 @@ class InputError : public std::runtime_error {
       : std::runtime_error(loc.str() + ": " + msg) {}
 };
 
+// At most `max` bytes of `text` for quoting in an error message (issue 12, item 9): control
+// characters (newlines, NULs) become '?', a cut UTF-8 sequence is not left half, and "..." marks
+// a cut. An error line never echoes a whole file.
+inline std::string excerpt(const std::string& text, std::size_t max = 60) {
+  std::size_t n = text.size() <= max ? text.size() : max;
+  while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  std::string out = text.substr(0, n);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+  return n < text.size() ? out + "..." : out;
+}
+
+// A file could not be read or written for a reason of the machine, not of the input (disk
+// full, permission, I/O error): exit code 4, with the operating system's strerror text.
+class IoError : public std::runtime_error {
+ public:
+  explicit IoError(const std::string& msg) : std::runtime_error(msg) {}
+};
+
 }  // namespace kappasim

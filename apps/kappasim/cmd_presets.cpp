@@ -90,9 +90,10 @@ int cmd_presets(const std::vector<std::string>& args) {
       if (!reg.find(kind, name)) throw InputError("no " + kind + " preset '" + name + "'");
       std::cout << reg.text_of(kind, name);
     } else {
+      const std::string body = effective(kind, name);  // fails before anything is printed
       std::cout << "# " << kind << " preset " << name << " from " << reg.file_of(kind, name)
                 << ", resolved (defaults filled, units normalised)\n"
-                << effective(kind, name);
+                << body;
     }
     return 0;
   }
