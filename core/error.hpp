@@ -47,4 +47,9 @@ class IoError : public std::runtime_error {
   explicit IoError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// Throws for a failed read or write of `what` with errno `err`: a path that does not lead to a
+// folder (ENOENT, ENOTDIR, EISDIR, ENAMETOOLONG) is bad input (InputError); anything else (a
+// full disk, EFBIG, permissions, EIO) is the machine's (IoError). The message ends in strerror.
+[[noreturn]] void throw_file_error(const std::string& what, int err);
+
 }  // namespace kappasim

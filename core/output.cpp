@@ -26,10 +26,16 @@ bool read_text_file(const std::string& path, std::string& out) {
 
 namespace fs = std::filesystem;
 
+void throw_file_error(const std::string& what, int err) {
+  const std::string msg = what + ": " + std::strerror(err);
+  if (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG) throw InputError(msg);
+  throw IoError(msg);
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw_file_error("cannot write '" + path + "'", errno);
   std::size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -38,19 +44,19 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw IoError("cannot write '" + path + "': " + std::strerror(err));
+      throw_file_error("cannot write '" + path + "'", err);
     }
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw IoError("cannot write '" + path + "': " + std::strerror(err));
+    throw_file_error("cannot write '" + path + "'", err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw IoError("cannot write '" + path + "': " + std::strerror(err));
+    throw_file_error("cannot write '" + path + "'", err);
   }
 }
 

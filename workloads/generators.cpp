@@ -43,7 +43,7 @@ SessionGenerator::SessionGenerator(std::string name, std::int64_t requests, doub
   m_next_start += m_arrivals.next_gap();
 }
 
-double SessionGenerator::bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session,
+double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session,
                                           double warmup_s) {
   const double session_rate = checked_rate(rate) / std::max(mean_per_session, 1.0);
   const double cap = kWarmupSessionsPerRequest * static_cast<double>(std::max<std::int64_t>(requests, 1)) /

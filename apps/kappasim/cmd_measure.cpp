@@ -48,14 +48,15 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
     apply_set(root, "serving.load_path=" + o.load_path);
   }
   for (const auto& s : o.sets) apply_set(root, s);
-  try {
-    return isolated_run_spec(root, o.tp, prov);
-  } catch (const InputError& e) {
-    // The model's heads do not split tp ways: name the option that asked for it.
-    const std::string what = e.what();
-    if (o.tp > 0 && what.rfind("tensor parallelism", 0) == 0) throw InputError("--tp " + std::to_string(o.tp) + ": " + what);
-    throw;
+  RunSpec spec = isolated_run_spec(root, o.tp, prov);
+  if (o.tp > 0) {
+    try {  // the model's heads do not split tp ways: name the option that asked for it
+      kv_heads_per_gpu(spec.model, o.tp);
+    } catch (const InputError& e) {
+      throw InputError("--tp " + std::to_string(o.tp) + ": " + e.what());
+    }
   }
+  return spec;
 }
 
 double parse_count(const std::string& name, const std::string& v, double min) {

@@ -516,6 +516,21 @@ TEST(Metrics, SummaryMemoryIsIndependentOfRequests) {
 
 // ---- trace -----------------------------------------------------------------------------------
 
+// Issue 12, item 16: lanes by interval. Spans in finish order (as the engine writes them):
+// [0,10] lane 0; [2,5] overlaps it: lane 1; [5,12] starts where lane 1's span ends: lane 1;
+// [11,13] lane 0 (ended at 10); [1,20] overlaps both: lane 2.
+TEST(TraceWriter, LaneAssignerNeverOverlapsAndReusesTheLowestFreeLane) {
+  LaneAssigner lanes;
+  EXPECT_EQ(lanes.place(0, 10), 0);
+  EXPECT_EQ(lanes.place(2, 5), 1);
+  EXPECT_EQ(lanes.place(5, 12), 1);
+  EXPECT_EQ(lanes.place(11, 13), 0);
+  EXPECT_EQ(lanes.place(1, 20), 2);
+  EXPECT_EQ(lanes.lanes(), 3);
+  // Out of order: a span ending before a lane's latest start still never shares it.
+  EXPECT_EQ(lanes.place(0, 1), 3);
+}
+
 TEST(TraceWriter, WritesValidChromeTraceJson) {
   fs::path d = fresh_dir("trace");
   auto write = [&](const fs::path& p) {
