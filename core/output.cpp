@@ -82,11 +82,25 @@ bool process_gone(long pid) {
 
 }  // namespace
 
+// Folders written before the marker existed: a run's config.yaml, a report's report.md, a sweep's
+// sweep.yaml, each as kappasim writes it (first line), so rerunning into them keeps working.
+bool written_by_older_kappasim(const std::string& dir) {
+  auto starts = [&](const char* file, const std::string& head) {
+    std::ifstream in(fs::path(dir) / file, std::ios::binary);
+    std::string first(head.size(), '\0');
+    return in && in.read(first.data(), static_cast<std::streamsize>(first.size())) && first == head;
+  };
+  std::error_code ec;
+  return starts("config.yaml", "# effective configuration of this run (kappasim") ||
+         starts("report.md", "# kappasim") || fs::exists(fs::path(dir) / "sweep.yaml", ec);
+}
+
 void check_output_dir(const std::string& dir, bool force, const std::string& option) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec)) throw InputError(option + ": '" + dir + "' exists and is not a folder");
   if (force || fs::exists(fs::path(dir) / kOutputMarker, ec)) return;
+  if (written_by_older_kappasim(dir)) return;
   if (fs::is_empty(dir, ec) && !ec) return;
   throw InputError(option + ": '" + dir + "' is not empty and was not written by kappasim (no " +
                    kOutputMarker + " in it); kappasim would replace or overwrite its files. Use an "
@@ -98,8 +112,14 @@ void claim_output_dir(const std::string& dir, bool force, const std::string& opt
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw_create_error(option + ": cannot create '" + dir + "'", ec);
+  // Written in place, not through a temporary: sharded runners claim the same folder at once,
+  // and one must never see another's temporary file as a user's file. Its existence is the mark.
   const fs::path marker = fs::path(dir) / kOutputMarker;
-  if (!fs::exists(marker, ec)) write_file_atomic(marker.string(), "kappasim output folder\n");
+  if (!fs::exists(marker, ec)) {
+    std::ofstream out(marker, std::ios::binary | std::ios::app);
+    out << "";
+    if (!out) throw_file_error("cannot write '" + marker.string() + "'", errno);
+  }
 }
 
 int remove_stale_staging(const std::string& dir) {

@@ -141,6 +141,23 @@ TEST(Output, RefusesAUsersNonEmptyFolderUnlessMarkedOrForced) {
   fs::remove_all(d);
 }
 
+// Folders written before the marker existed (a run's config.yaml, a report.md, a sweep.yaml as
+// kappasim writes them) are still kappasim's: a rerun into them needs no --force.
+TEST(Output, FoldersOfOlderKappasimRunsAreStillAccepted) {
+  fs::path d = fresh_dir("legacy");
+  fs::create_directories(d / "run");
+  std::ofstream(d / "run" / "config.yaml") << "# effective configuration of this run (kappasim run --dump-config)\n";
+  std::ofstream(d / "run" / "requests.csv") << "id\n";
+  EXPECT_NO_THROW(check_output_dir((d / "run").string(), false));
+  fs::create_directories(d / "rep");
+  std::ofstream(d / "rep" / "report.md") << "# kappasim analytic report\n";
+  EXPECT_NO_THROW(check_output_dir((d / "rep").string(), false));
+  fs::create_directories(d / "user");
+  std::ofstream(d / "user" / "report.md") << "# my report\n";  // not kappasim's first line
+  EXPECT_THROW(check_output_dir((d / "user").string(), false), InputError);
+  fs::remove_all(d);
+}
+
 // Issue 12, item 9: error excerpts are short and on one line.
 TEST(Output, ExcerptIsShortOneLineAndKeepsUtf8Whole) {
   EXPECT_EQ(excerpt("short"), "short");
