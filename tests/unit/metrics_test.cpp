@@ -392,15 +392,15 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
 // A full disk (/dev/full: every write fails with ENOSPC). The streams buffer, so the error shows
 // at close(), which must raise an InputError naming the file (the CLI: exit code 2, the output
 // folder never appears).
-TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreInputErrorsNamingThePath) {
+TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   RequestsCsvWriter csv("/dev/full");
   for (int i = 0; i < 1000; ++i) csv.write(record(static_cast<std::uint64_t>(i), 0.1, 0.25, 0.3, 0.01, 0.56));
   try {
     csv.close();
-    ADD_FAILURE() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write requests file '/dev/full'"), std::string::npos)
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write requests file '/dev/full': No space left on device"), std::string::npos)
         << e.what();
   }
   TraceWriter trace("/dev/full");
@@ -408,9 +408,9 @@ TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreInputErrorsNamingThePath) {
   for (int i = 0; i < 1000; ++i) trace.span(t, "step", i, i + 0.5);
   try {
     trace.close();
-    ADD_FAILURE() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write trace file '/dev/full'"), std::string::npos)
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write trace file '/dev/full': No space left on device"), std::string::npos)
         << e.what();
   }
 }
