@@ -84,7 +84,7 @@ bool process_gone(long pid) {
 
 // Folders written before the marker existed: a run's config.yaml, a report's report.md, a sweep's
 // sweep.yaml, each as kappasim writes it (first line), so rerunning into them keeps working.
-bool written_by_older_kappasim(const std::string& dir) {
+static bool written_by_older_kappasim(const std::string& dir) {
   auto starts = [&](const char* file, const std::string& head) {
     std::ifstream in(fs::path(dir) / file, std::ios::binary);
     std::string first(head.size(), '\0');
@@ -117,7 +117,8 @@ void claim_output_dir(const std::string& dir, bool force, const std::string& opt
   const fs::path marker = fs::path(dir) / kOutputMarker;
   if (!fs::exists(marker, ec)) {
     std::ofstream out(marker, std::ios::binary | std::ios::app);
-    out << "";
+    out << "kappasim output folder\n";
+    out.flush();
     if (!out) throw_file_error("cannot write '" + marker.string() + "'", errno);
   }
 }
