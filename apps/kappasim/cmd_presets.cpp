@@ -115,7 +115,9 @@ int cmd_presets(const std::vector<std::string>& args) {
     std::cout << count << " presets checked, " << problems.size() << " problems\n";
     return problems.empty() ? 0 : 2;
   }
-  throw InputError("kappasim presets: unknown verb '" + verb + "' (expected list, show or check)");
+  const std::string near = nearest(verb, {"list", "show", "check"});
+  throw InputError("kappasim presets: unknown verb '" + verb + "'" +
+                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") + " (expected list, show or check)");
 }
 
 }  // namespace kappasim::cli

@@ -798,6 +798,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (verb == "collect") return cmd_collect(rest);
   if (verb == "emit") return cmd_emit(rest);
   if (verb == "points") return cmd_points(rest);
+  if (verb != "kinds" && verb[0] != '-' && !fs::exists(verb)) {
+    // Not a spec file: a mistyped verb gets a suggestion (issue 12, item 14).
+    const std::string near = nearest(verb, {"point", "collect", "emit", "points", "kinds"});
+    if (!near.empty())
+      throw InputError("kappasim sweep: '" + verb + "' is neither a spec file nor a verb; did you mean '" + near + "'?");
+  }
   if (verb == "kinds") {
     for (const auto& k : kinds().all()) std::cout << k.name << std::string(k.name.size() < 10 ? 10 - k.name.size() : 1, ' ') << k.doc << "\n";
     return 0;

@@ -832,6 +832,12 @@ TEST(Cli, HelpForEveryCommandAndDidYouMean) {
   r = run("probe h2e");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "got 'h2e'; did you mean 'h2d'?")) << r.err;
+  r = run("presets shwo system/h100");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "unknown verb 'shwo'; did you mean 'show'?")) << r.err;
+  r = run("sweep colect out");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "'colect' is neither a spec file nor a verb; did you mean 'collect'?")) << r.err;
   r = run("kappa -m llama-3.1-8b --sytem h100");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "did you mean '--system'?")) << r.err;
