@@ -44,12 +44,20 @@ inline std::string excerpt(const std::string& text, std::size_t max = 60) {
 // full, permission, I/O error): exit code 4, with the operating system's strerror text.
 class IoError : public std::runtime_error {
  public:
-  explicit IoError(const std::string& msg) : std::runtime_error(msg) {}
+  explicit IoError(const std::string& msg, int exit_code = 4) : std::runtime_error(msg), m_exit_code(exit_code) {}
+  // 4, or 2 when the path itself was bad (see file_error).
+  int exit_code() const { return m_exit_code; }
+
+ private:
+  int m_exit_code;
 };
 
-// Throws for a failed read or write of `what` with errno `err`: a path that does not lead to a
-// folder (ENOENT, ENOTDIR, EISDIR, ENAMETOOLONG) is bad input (InputError); anything else (a
-// full disk, EFBIG, permissions, EIO) is the machine's (IoError). The message ends in strerror.
-[[noreturn]] void throw_file_error(const std::string& what, int err);
+// The error for a failed read or write of `what` with errno `err` (`throw file_error(...)`): a
+// path that does not lead to a folder (ENOENT, ENOTDIR, EISDIR, ENAMETOOLONG) is bad input (exit
+// 2); anything else (a full disk, EFBIG, permissions, EIO) is the machine's (exit 4). The message
+// ends in strerror. (Returned, not thrown inside: a throw from a [[noreturn]] helper called
+// after a SystemC simulation trips ASan's stack-use-after-scope check on the stale coroutine
+// stack poisoning.)
+IoError file_error(const std::string& what, int err);
 
 }  // namespace kappasim

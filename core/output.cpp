@@ -26,16 +26,15 @@ bool read_text_file(const std::string& path, std::string& out) {
 
 namespace fs = std::filesystem;
 
-void throw_file_error(const std::string& what, int err) {
-  const std::string msg = what + ": " + std::strerror(err);
-  if (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG) throw InputError(msg);
-  throw IoError(msg);
+IoError file_error(const std::string& what, int err) {
+  const bool bad_path = err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG;
+  return IoError(what + ": " + std::strerror(err), bad_path ? 2 : 4);
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_file_error("cannot write '" + path + "'", errno);
+  if (fd < 0) throw file_error("cannot write '" + path + "'", errno);
   std::size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -44,19 +43,19 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw_file_error("cannot write '" + path + "'", err);
+      throw file_error("cannot write '" + path + "'", err);
     }
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw_file_error("cannot write '" + path + "'", err);
+    throw file_error("cannot write '" + path + "'", err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw_file_error("cannot write '" + path + "'", err);
+    throw file_error("cannot write '" + path + "'", err);
   }
 }
 
@@ -119,7 +118,7 @@ void claim_output_dir(const std::string& dir, bool force, const std::string& opt
     std::ofstream out(marker, std::ios::binary | std::ios::app);
     out << "kappasim output folder\n";
     out.flush();
-    if (!out) throw_file_error("cannot write '" + marker.string() + "'", errno);
+    if (!out) throw file_error("cannot write '" + marker.string() + "'", errno);
   }
 }
 

@@ -25,7 +25,7 @@ std::string micros(double t_s) { return num(t_s * 1e6); }
 
 TraceWriter::TraceWriter(const std::string& path)
     : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
-  if (!*m_out) throw_file_error("cannot write trace file '" + path + "'", errno);
+  if (!*m_out) throw file_error("cannot write trace file '" + path + "'", errno);
   *m_out << "{\"traceEvents\":[";
 }
 
@@ -122,7 +122,7 @@ void TraceWriter::close() {
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
   m_out->close();
-  if (!ok || !*m_out) throw_file_error("cannot write trace file '" + m_path + "'", errno);
+  if (!ok || !*m_out) throw file_error("cannot write trace file '" + m_path + "'", errno);
 }
 
 int LaneAssigner::place(double start_s, double end_s) {

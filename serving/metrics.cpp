@@ -62,7 +62,7 @@ std::string RequestsCsvWriter::row(const RequestRecord& r) {
 
 RequestsCsvWriter::RequestsCsvWriter(const std::string& path)
     : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
-  if (!*m_out) throw_file_error("cannot write requests file '" + path + "'", errno);
+  if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
   *m_out << header() << '\n';
 }
 
@@ -82,7 +82,7 @@ void RequestsCsvWriter::close() {
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
   m_out->close();
-  if (!ok || !*m_out) throw_file_error("cannot write requests file '" + m_path + "'", errno);
+  if (!ok || !*m_out) throw file_error("cannot write requests file '" + m_path + "'", errno);
 }
 
 // ---- summary --------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const kappasim::IoError& e) {
     std::cerr << "kappasim: error: " << e.what() << "\n";
-    return 4;
+    return e.exit_code();  // 4, or 2 for a path that leads nowhere
   } catch (const std::exception& e) {
     std::cerr << "kappasim: internal error: " << e.what() << "\n";
     return 1;

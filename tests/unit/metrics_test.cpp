@@ -385,7 +385,12 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
             "7,narrativeqa,0.1,0.25,0.3,0.01,0.56,50000,10,5000,16384000000,3276800,kernel,2\n"
             "8,\"trace:a,b \"\"x\"\".jsonl\",0.1,0.25,0.3,0.01,0.56,50000,10,0.3333333333333333,"
             "16384000000,3276800,kernel,2\n");
-  EXPECT_THROW(RequestsCsvWriter((d / "missing" / "x.csv").string()), InputError);
+  try {  // a path into a missing folder: bad input, exit code 2
+    RequestsCsvWriter bad((d / "missing" / "x.csv").string());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 
@@ -618,7 +623,12 @@ TEST(TraceWriter, UnclosedTraceIsInvalidAndNullModeWritesNothing) {
   off.instant(t, "i", 0);
   off.close();
   EXPECT_EQ(off.events_written(), 0u);
-  EXPECT_THROW(TraceWriter((d / "no" / "x.json").string()), InputError);
+  try {  // a path into a missing folder: bad input, exit code 2
+    TraceWriter bad((d / "no" / "x.json").string());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 

@@ -38,7 +38,13 @@ TEST(Output, AtomicWriteReplacesWholeFile) {
   write_file_atomic((d / "a.txt").string(), "two");
   EXPECT_EQ(slurp(d / "a.txt"), "two");
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);
-  EXPECT_THROW(write_file_atomic((d / "missing" / "a.txt").string(), "x"), InputError);
+  // A path into a missing folder: bad input, exit code 2 (an IoError carrying it).
+  try {
+    write_file_atomic((d / "missing" / "a.txt").string(), "x");
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 
