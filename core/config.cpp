@@ -198,11 +198,23 @@ ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
 }
 
 ConfigNode load_yaml_file(const std::string& path) {
+  // Only regular files of at most kMaxConfigFileBytes (issue 12, item 9): a device such as
+  // /dev/zero or a FIFO would never end, and a huge file would take minutes and gigabytes to
+  // parse before the value budget rejects it.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw InputError("cannot read config file '" + path + "': not a regular file (a folder, device or pipe)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read config file '" + path + "': " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_yaml(ss.str(), path);
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw IoError("cannot read config file '" + path + "': " + std::strerror(errno));
+  if (text.size() > kMaxConfigFileBytes)
+    throw InputError("config file '" + path + "' is larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
+                     " MiB, the limit for a config, preset or sweep spec (the largest shipped one is a few kB)");
+  return parse_yaml(text, path);
 }
 
 void merge_into(ConfigNode& base, const ConfigNode& over) {
@@ -240,6 +252,11 @@ void apply_set(ConfigNode& root, std::string_view assignment) {
                      std::string(assignment) + "'");
   std::string_view path = assignment.substr(0, eq);
   std::string_view value = assignment.substr(eq + 1);
+  // `--set key=` is a typo or a shell variable that expanded to nothing, never a request to
+  // delete the key (issue 12, item 14).
+  if (value.find_first_not_of(" \t") == std::string_view::npos)
+    throw InputError("--set " + std::string(assignment) + ": no value after '='; expected " +
+                     std::string(path) + "=VALUE");
   std::vector<std::string> keys;
   std::size_t start = 0;
   while (true) {
@@ -675,7 +692,7 @@ ConfigReader::ConfigReader(const ConfigNode& node, std::string path, ProvenanceT
     : m_node(node), m_path(std::move(path)), m_prov(prov) {
   if (!node.is_map() && !node.is_null())
     throw InputError(node.loc, (m_path.empty() ? std::string("the config") : "'" + m_path + "'") +
-                                   " must be a map of keys, got '" + node.scalar + "'");
+                                   " must be a map of keys, got '" + excerpt(node.scalar) + "'");
 }
 
 std::string ConfigReader::child_path(const char* key) const {
@@ -807,7 +824,7 @@ void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
     fail(*n, key, std::string("expected a whole number: ") + e.what());
   }
   if (v != std::floor(v) || std::fabs(v) > 9.0e15)
-    fail(*n, key, "expected a whole number, got \"" + n->scalar + "\"");
+    fail(*n, key, "expected a whole number, got \"" + excerpt(n->scalar) + "\"");
   check_range(*n, key, v, dim::none, f.range);
   out = static_cast<std::int64_t>(v);
   record(*n, key);
@@ -858,7 +875,7 @@ void ConfigReader::boolean(const char* key, bool& out, const Field& f) {
   } else if (n->scalar == "false" || n->scalar == "False") {
     out = false;
   } else {
-    fail(*n, key, "expected true or false, got \"" + n->scalar + "\"");
+    fail(*n, key, "expected true or false, got \"" + excerpt(n->scalar) + "\"");
   }
 }
 
@@ -952,7 +969,7 @@ ConfigNode ConfigReader::resolve_preset(const ConfigNode& node, const std::strin
       std::string near = nearest(name, names);
       std::string list;
       for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
-      throw InputError(p->loc, path + ": unknown " + kind + " preset '" + name + "'" +
+      throw InputError(p->loc, path + ": unknown " + kind + " preset '" + excerpt(name) + "'" +
                                    (near.empty() ? "" : "; did you mean '" + near + "'?") +
                                    " (known " + kind + " presets: " + list + ")");
     }

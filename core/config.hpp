@@ -89,6 +89,9 @@ void apply_set(ConfigNode& root, std::string_view assignment);
 // Emits a node as block-style YAML; numbers with provenance as {value: X, kind: "source"}.
 std::string emit_yaml(const ConfigNode& node, bool with_provenance = true);
 
+// The largest config, preset or sweep-spec file load_yaml_file reads (issue 12, item 9).
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{4} << 20;  // 4 MiB
+
 // Levenshtein distance; used to suggest the nearest valid key or name.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 // The nearest candidate within a small distance, or "" when none is close.
@@ -310,7 +313,7 @@ void ConfigReader::choice(const char* key, E& out,
   for (const auto& v : valid) all += (all.empty() ? "" : ", ") + v;
   std::string near = nearest(n->scalar, valid);
   fail(*n, key,
-       "expected one of " + all + ", got \"" + n->scalar + "\"" +
+       "expected one of " + all + ", got \"" + excerpt(n->scalar) + "\"" +
            (near.empty() ? "" : "; did you mean \"" + near + "\"?"));
 }
 

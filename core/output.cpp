@@ -1,6 +1,8 @@
 #include "core/output.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,10 +26,15 @@ bool read_text_file(const std::string& path, std::string& out) {
 
 namespace fs = std::filesystem;
 
+IoError file_error(const std::string& what, int err) {
+  const bool bad_path = err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG;
+  return IoError(what + ": " + std::strerror(err), bad_path ? 2 : 4);
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw file_error("cannot write '" + path + "'", errno);
   std::size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -36,37 +43,136 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw InputError("cannot write '" + path + "': " + std::strerror(err));
+      throw file_error("cannot write '" + path + "'", err);
     }
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw InputError("cannot write '" + path + "': " + std::strerror(err));
+    throw file_error("cannot write '" + path + "'", err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw InputError("cannot write '" + path + "': " + std::strerror(err));
+    throw file_error("cannot write '" + path + "'", err);
   }
 }
 
-OutputDir::OutputDir(std::string dir) : m_dir(std::move(dir)) {
+namespace {
+
+std::string this_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// A folder that cannot be created because a file stands on its path is a bad --out (exit 2);
+// anything else (permission, a full disk) is the machine's (exit 4).
+[[noreturn]] void throw_create_error(const std::string& what, const std::error_code& ec) {
+  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists) throw InputError(what + ": " + ec.message());
+  throw IoError(what + ": " + ec.message());
+}
+
+bool process_gone(long pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+// Folders written before the marker existed: a run's config.yaml, a report's report.md, a sweep's
+// sweep.yaml, each as kappasim writes it (first line), so rerunning into them keeps working.
+static bool written_by_older_kappasim(const std::string& dir) {
+  auto starts = [&](const char* file, const std::string& head) {
+    std::ifstream in(fs::path(dir) / file, std::ios::binary);
+    std::string first(head.size(), '\0');
+    return in && in.read(first.data(), static_cast<std::streamsize>(first.size())) && first == head;
+  };
+  std::error_code ec;
+  return starts("config.yaml", "# effective configuration of this run (kappasim") ||
+         starts("report.md", "# kappasim") || fs::exists(fs::path(dir) / "sweep.yaml", ec);
+}
+
+void check_output_dir(const std::string& dir, bool force, const std::string& option) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) throw InputError(option + ": '" + dir + "' exists and is not a folder");
+  if (force || fs::exists(fs::path(dir) / kOutputMarker, ec)) return;
+  if (written_by_older_kappasim(dir)) return;
+  if (fs::is_empty(dir, ec) && !ec) return;
+  throw InputError(option + ": '" + dir + "' is not empty and was not written by kappasim (no " +
+                   kOutputMarker + " in it); kappasim would replace or overwrite its files. Use an "
+                   "empty or new folder, or --force to write there anyway");
+}
+
+void claim_output_dir(const std::string& dir, bool force, const std::string& option) {
+  check_output_dir(dir, force, option);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw_create_error(option + ": cannot create '" + dir + "'", ec);
+  // Written in place, not through a temporary: sharded runners claim the same folder at once,
+  // and one must never see another's temporary file as a user's file. Its existence is the mark.
+  const fs::path marker = fs::path(dir) / kOutputMarker;
+  if (!fs::exists(marker, ec)) {
+    std::ofstream out(marker, std::ios::binary | std::ios::app);
+    out << "kappasim output folder\n";
+    out.flush();
+    if (!out) throw file_error("cannot write '" + marker.string() + "'", errno);
+  }
+}
+
+int remove_stale_staging(const std::string& dir) {
+  const fs::path d(dir);
+  const fs::path parent = d.parent_path().empty() ? fs::path(".") : d.parent_path();
+  const std::string base = d.filename().string();
+  const std::string host = this_host();
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    for (const char* kind : {".partial-", ".old-"}) {
+      const std::string prefix = base + kind;
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = name.substr(prefix.size());
+      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::error_code e;
+      if (!it->is_directory(e) || it->is_symlink(e)) continue;
+      bool ours = false;
+      std::string text;
+      if (read_text_file((it->path() / kStagingMarker).string(), text)) {
+        ours = text == host + " " + digits + "\n";
+      } else if (std::string(kind) == ".old-") {
+        // A folder moved aside by commit() (it held the output marker), not yet removed.
+        ours = fs::exists(it->path() / kOutputMarker, e);
+      }
+      if (ours && process_gone(std::stol(digits))) {
+        fs::remove_all(it->path(), e);
+        if (!e) ++removed;
+      }
+    }
+  }
+  return removed;
+}
+
+OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
   while (m_dir.size() > 1 && m_dir.back() == '/') m_dir.pop_back();
   if (m_dir.empty()) throw InputError("--out: an output folder is required");
   std::error_code ec;
-  if (fs::exists(m_dir, ec) && !fs::is_directory(m_dir, ec))
-    throw InputError("--out: '" + m_dir + "' exists and is not a folder");
+  check_output_dir(m_dir, force);
   fs::path parent = fs::path(m_dir).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     fs::create_directories(parent, ec);
-    if (ec) throw InputError("--out: cannot create '" + parent.string() + "': " + ec.message());
+    if (ec) throw_create_error("--out: cannot create '" + parent.string() + "'", ec);
   }
+  remove_stale_staging(m_dir);
   m_staging = m_dir + ".partial-" + std::to_string(::getpid());
   fs::remove_all(m_staging, ec);
   fs::create_directory(m_staging, ec);
-  if (ec) throw InputError("--out: cannot create '" + m_staging + "': " + ec.message());
+  if (ec) throw IoError("--out: cannot create '" + m_staging + "': " + ec.message());
+  write_file_atomic((fs::path(m_staging) / kStagingMarker).string(),
+                    this_host() + " " + std::to_string(::getpid()) + "\n");
+  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), "kappasim output folder\n");
 }
 
 OutputDir::~OutputDir() {
@@ -83,7 +189,7 @@ void OutputDir::write(const std::string& relative, const std::string& content) {
   fs::path p = fs::path(m_staging) / relative;
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  if (ec) throw InputError("cannot create '" + p.parent_path().string() + "': " + ec.message());
+  if (ec) throw IoError("cannot create '" + p.parent_path().string() + "': " + ec.message());
   write_file_atomic(p.string(), content);
 }
 
@@ -91,14 +197,15 @@ void OutputDir::commit() {
   std::error_code ec;
   const std::string old = m_dir + ".old-" + std::to_string(::getpid());
   const bool had = fs::exists(m_dir, ec);
+  fs::remove(fs::path(m_staging) / kStagingMarker, ec);
   if (had) {
     fs::rename(m_dir, old, ec);
-    if (ec) throw InputError("cannot replace '" + m_dir + "': " + ec.message());
+    if (ec) throw IoError("cannot replace '" + m_dir + "': " + ec.message());
   }
   fs::rename(m_staging, m_dir, ec);
   if (ec) {
     if (had) fs::rename(old, m_dir, ec);
-    throw InputError("cannot move results into '" + m_dir + "': " + ec.message());
+    throw IoError("cannot move results into '" + m_dir + "': " + ec.message());
   }
   m_committed = true;
   if (had) fs::remove_all(old, ec);

@@ -14,12 +14,33 @@ bool read_text_file(const std::string& path, std::string& out);
 // Throws InputError naming the path when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// ---- Output-folder safety (issue 12, item 5 and 6) ------------------------------------------
+// Every folder kappasim writes holds this marker file. A folder that exists, is not empty and
+// lacks it belongs to the user: kappasim refuses to write into it (or replace it) unless the
+// command was given --force.
+inline constexpr const char* kOutputMarker = ".kappasim-output";
+// Written into a staging folder "<dir>.partial-<pid>" only while it is being filled (removed
+// just before it is renamed into place): "host pid". It tells a later run that a leftover
+// staging folder is kappasim's and whose process made it.
+inline constexpr const char* kStagingMarker = ".kappasim-staging";
+
+// InputError naming `option` unless `dir` is absent, empty, or holds kOutputMarker (or `force`).
+void check_output_dir(const std::string& dir, bool force, const std::string& option = "--out");
+// check_output_dir, then creates `dir` (and its parents) and writes the marker into it: for
+// folders that a command fills in place and resumes (sweep, reproduce).
+void claim_output_dir(const std::string& dir, bool force, const std::string& option = "--out");
+// Removes "<dir>.partial-<pid>" and "<dir>.old-<pid>" siblings left by a killed kappasim: only
+// folders holding kStagingMarker (or, for .old-, kOutputMarker) written on this host, whose
+// process no longer exists. Returns how many were removed.
+int remove_stale_staging(const std::string& dir);
+
 // Collects the files of one output folder in "<dir>.partial-<pid>" and, on commit(), replaces
 // <dir> with it. Destroyed without commit (an error, an exception), it removes the staging
-// folder and leaves any previous <dir> untouched.
+// folder and leaves any previous <dir> untouched. A <dir> that is not kappasim's (see
+// check_output_dir) is refused before anything is written, unless `force`.
 class OutputDir {
  public:
-  explicit OutputDir(std::string dir);
+  explicit OutputDir(std::string dir, bool force = false);
   ~OutputDir();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;

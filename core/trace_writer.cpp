@@ -1,6 +1,9 @@
 #include "core/trace_writer.hpp"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -22,7 +25,7 @@ std::string micros(double t_s) { return num(t_s * 1e6); }
 
 TraceWriter::TraceWriter(const std::string& path)
     : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
-  if (!*m_out) throw InputError("cannot write trace file '" + path + "'");
+  if (!*m_out) throw file_error("cannot write trace file '" + path + "'", errno);
   *m_out << "{\"traceEvents\":[";
 }
 
@@ -119,7 +122,17 @@ void TraceWriter::close() {
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
   m_out->close();
-  if (!ok || !*m_out) throw InputError("cannot write trace file '" + m_path + "'");
+  if (!ok || !*m_out) throw file_error("cannot write trace file '" + m_path + "'", errno);
+}
+
+int LaneAssigner::place(double start_s, double end_s) {
+  for (std::size_t i = 0; i < m_end.size(); ++i)
+    if (m_end[i] <= start_s) {
+      m_end[i] = std::max(m_end[i], end_s);
+      return static_cast<int>(i);
+    }
+  m_end.push_back(end_s);
+  return static_cast<int>(m_end.size() - 1);
 }
 
 }  // namespace kappasim

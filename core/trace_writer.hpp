@@ -79,4 +79,18 @@ class TraceWriter {
   bool m_closed = false;
 };
 
+// Lanes (tracks) for spans that must not overlap on one track, such as whole requests:
+// each span goes to the lowest-numbered lane whose spans all end at or before its start, or to
+// a new lane. Deterministic (a pure function of the spans in the order given); never puts two
+// overlapping spans on one lane, whatever the order (issue 12, item 16: `id % 16` did).
+class LaneAssigner {
+ public:
+  // The lane (0-based) for the span [start_s, end_s].
+  int place(double start_s, double end_s);
+  int lanes() const { return static_cast<int>(m_end.size()); }
+
+ private:
+  std::vector<double> m_end;  // per lane: the latest end of its spans
+};
+
 }  // namespace kappasim

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace kappasim {
 
 Dimension Dimension::operator*(const Dimension& o) const {
@@ -102,7 +104,7 @@ const char* kKnownUnits =
     "B, bit (with k M G T P E or Ki Mi Gi Ti Pi Ei), s, min, h, FLOP, FLOPS, J, W, T (transfers), "
     "Hz, m, %, combined with / and * and ^n (e.g. GB/s, TFLOP/s, pJ/bit, GT/s, mm^2)";
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) { return "\"" + excerpt(std::string(s)) + "\""; }  // short: never a whole file
 
 // The largest power of a base unit, in a term ("mm^2") and in a whole unit: keeps the int8
 // exponents of Dimension from wrapping and the scale list short.
@@ -241,7 +243,7 @@ double parse_quantity_as(std::string_view text, const Dimension& expected) {
                       example_literal(expected) + "\"), got the bare number \"" +
                       std::string(text) + "\"");
     throw UnitError("expected a " + dimension_name(expected) + " (e.g. \"" +
-                    example_literal(expected) + "\"), got \"" + std::string(text) + "\", a " +
+                    example_literal(expected) + "\"), got \"" + excerpt(std::string(text)) + "\", a " +
                     dimension_name(q.dim));
   }
   return q.value;

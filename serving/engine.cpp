@@ -761,7 +761,9 @@ void ServingEngine::finish(Sequence* s) {
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
   if (m_sinks.trace) {
-    const int lane = m_sinks.trace->track("requests", "lane " + std::to_string(id % 16));
+    // Lanes by interval, so that no two request spans overlap on one lane.
+    const int lane = m_sinks.trace->track(
+        "requests", "lane " + std::to_string(m_request_lanes.place(rec.arrival_s, now_s())));
     m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
   }
   m_load_s.erase(id);

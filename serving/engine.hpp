@@ -169,6 +169,7 @@ class ServingEngine : public sc_core::sc_module {
   std::map<std::uint64_t, double> m_load_s;                   // per sequence: its load time
   std::map<std::uint64_t, double> m_compute_s;                // per sequence: compute it waited
   std::map<std::uint64_t, int> m_steps_of;
+  LaneAssigner m_request_lanes;  // trace.json: non-overlapping request lanes
   std::map<std::uint64_t, double> m_stored_tokens;
   // Studies (docs/studies-kv.md): the GPU-side KV buffer (null when off), its copy bandwidth,
   // per sequence the recomputed leading tokens R and the loaded tokens by source.

@@ -1,7 +1,9 @@
 #include "serving/metrics.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -71,7 +73,7 @@ std::string RequestsCsvWriter::row(const RequestRecord& r) {
 
 RequestsCsvWriter::RequestsCsvWriter(const std::string& path)
     : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
-  if (!*m_out) throw InputError("cannot write requests file '" + path + "'");
+  if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
   *m_out << header() << '\n';
 }
 
@@ -91,7 +93,7 @@ void RequestsCsvWriter::close() {
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
   m_out->close();
-  if (!ok || !*m_out) throw InputError("cannot write requests file '" + m_path + "'");
+  if (!ok || !*m_out) throw file_error("cannot write requests file '" + m_path + "'", errno);
 }
 
 // ---- summary --------------------------------------------------------------------------------

@@ -75,17 +75,32 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
       j = nlohmann::ordered_json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       rec.status = "failed";
+      rec.damaged = true;
       rec.error = std::string("unreadable result.json: ") + e.what();
       return rec;
     }
+    // What result_json writes: {"status": "ok", "metrics": {name: number | null, ...}}.
+    // Anything else (a truncated file, `{}`, a string where a number goes) is damaged: the
+    // point is not ok, and a rerun runs it again (issue 12, item 6).
+    std::string bad;
+    if (!j.is_object()) bad = "not a JSON object";
+    else if (!j.contains("status") || j["status"] != "ok") bad = "no \"status\": \"ok\"";
+    else if (!j.contains("metrics") || !j["metrics"].is_object()) bad = "no \"metrics\" object";
+    else
+      for (const auto& [k, v] : j["metrics"].items())
+        if (!v.is_number() && !v.is_null() && bad.empty()) bad = "metric '" + k + "' is neither a number nor null";
+    if (!bad.empty()) {
+      rec.status = "failed";
+      rec.damaged = true;
+      rec.error = "damaged result.json: " + bad;
+      return rec;
+    }
     rec.status = "ok";
-    if (j.is_object() && j.contains("metrics") && j["metrics"].is_object()) {
-      for (const auto& [k, v] : j["metrics"].items()) {
-        if (v.is_number())
-          rec.metrics.emplace_back(k, v.get<double>());
-        else
-          rec.metrics.emplace_back(k, std::nullopt);
-      }
+    for (const auto& [k, v] : j["metrics"].items()) {
+      if (v.is_number())
+        rec.metrics.emplace_back(k, v.get<double>());
+      else
+        rec.metrics.emplace_back(k, std::nullopt);
     }
     return rec;
   }

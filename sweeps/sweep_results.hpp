@@ -35,6 +35,7 @@ struct PointRecord {
   std::string status;  // ok | invalid | failed
   std::string error;
   std::vector<std::pair<std::string, std::optional<double>>> metrics;
+  bool damaged = false;  // result.json exists but is not what result_json writes: run it again
 };
 std::optional<PointRecord> read_point_record(const std::string& point_dir);
 

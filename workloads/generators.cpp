@@ -23,6 +23,10 @@ double checked_rate(double rate) {
   if (!(rate > 0) || !std::isfinite(rate))
     throw InputError("workload.rate: the request rate must be a finite number > 0 requests per "
                      "second, got " + format_number(rate));
+  if (rate > kMaxArrivalRate)  // checked here too, so the message gives the rate as configured
+    throw InputError("workload.rate: the request rate must be at most " + format_number(kMaxArrivalRate) +
+                     " per second (a mean gap of 1 ns, 1000 ticks of the simulator's 1 ps time base), got " +
+                     format_number(rate));
   return rate;
 }
 }  // namespace
@@ -35,8 +39,16 @@ SessionGenerator::SessionGenerator(std::string name, std::int64_t requests, doub
       m_seed(seed),
       m_arrivals(arrival, checked_rate(rate) / mean_per_session, cv, derive_seed(seed, m_name + "/arrivals"),
                  "workload.rate"),
-      m_next_start(-warmup_s) {
+      m_next_start(-bounded_warmup_s(requests, rate, mean_per_session, warmup_s)) {
   m_next_start += m_arrivals.next_gap();
+}
+
+double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session,
+                                          double warmup_s) {
+  const double session_rate = checked_rate(rate) / std::max(mean_per_session, 1.0);
+  const double cap = kWarmupSessionsPerRequest * static_cast<double>(std::max<std::int64_t>(requests, 1)) /
+                     session_rate;
+  return std::min(warmup_s, cap);
 }
 
 std::int64_t SessionGenerator::draw_tokens(Rng& rng, double median, double sigma, std::int64_t max) {

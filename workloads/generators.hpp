@@ -37,6 +37,15 @@ namespace kappasim {
 // at most `max` (what a session's request count averages).
 double truncated_geometric_mean(double mean, std::int64_t max);
 
+// The warm-up is cut so that at most kWarmupSessionsPerRequest × requests sessions start before
+// t = 0 (in expectation), so generation costs O(requests) whatever the rate and think time
+// (issue 12, item 7). Default configs start far fewer (ShareGPT at 10 requests/s: about 20 per
+// request) and are unaffected; a run of few requests at a very high rate starts with the
+// conversations of the last 1000 × requests session starts only (docs/bad-inputs.md).
+inline constexpr double kWarmupSessionsPerRequest = 1000;
+// min(warmup_s, kWarmupSessionsPerRequest × requests / (rate / mean_per_session)).
+double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session, double warmup_s);
+
 class SessionGenerator : public WorkloadSource {
  public:
   bool next(Request& out) override;
@@ -60,8 +69,10 @@ class SessionGenerator : public WorkloadSource {
   // `mean_per_session`: expected requests per session (sets the session rate). Sessions start
   // from -warmup_s on and requests before t = 0 are dropped, so at t = 0 the mix of sessions in
   // progress is already the steady one (0: a cold start, every session begins at t >= 0).
+  // The warm-up actually used is bounded_warmup_s(...) (below).
   SessionGenerator(std::string name, std::int64_t requests, double rate, double mean_per_session,
                    ArrivalKind arrival, double cv, std::uint64_t seed, double warmup_s);
+
 
   // Fills a new session (remaining >= 1, sequence_id, context, pending).
   virtual void start(Session& s) = 0;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,13 @@ TraceSource::TraceSource(const TraceSpec& spec, const std::string& base_dir)
   if (!(m_spec.time_scale > 0) || !std::isfinite(m_spec.time_scale))
     throw InputError("workload.trace.time_scale: must be a finite number > 0, got " +
                      format_number(m_spec.time_scale));
+  {
+    // A device or pipe (/dev/zero) would be read forever (issue 12, item 9).
+    std::error_code ec;
+    const auto st = std::filesystem::status(m_file, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw InputError("workload.trace.path: '" + m_file + "' is not a regular file (a folder, device or pipe)");
+  }
   m_in.open(m_file, std::ios::binary);
   if (!m_in)
     throw InputError("workload.trace.path: cannot open trace file '" + m_file + "'" +
@@ -115,8 +123,28 @@ void TraceSource::fail(const std::string& msg) const {
   throw InputError(SourceLoc{m_file, m_line, 0}, msg);
 }
 
+// std::getline with a bound: a row longer than kMaxTraceLineBytes is an error, not a hang that
+// grows memory (a file without newlines).
+bool TraceSource::getline_bounded(std::string& line) {
+  line.clear();
+  std::streambuf* sb = m_in.rdbuf();
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      m_in.setstate(std::ios::eofbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() >= kMaxTraceLineBytes)
+      throw InputError(SourceLoc{m_file, m_line + 1, 0},
+                       "a trace row is longer than " + std::to_string(kMaxTraceLineBytes >> 10) +
+                           " KiB (is this a trace file? it begins \"" + excerpt(line, 40) + "\")");
+    line.push_back(static_cast<char>(c));
+  }
+}
+
 bool TraceSource::read_line(std::string& line) {
-  while (std::getline(m_in, line)) {
+  while (getline_bounded(line)) {
     ++m_line;
     if (m_line == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 BOM
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -30,6 +30,9 @@
 namespace kappasim {
 
 inline constexpr int kMooncakeBlockTokens = 512;
+// The longest trace row (issue 12, item 9): a Mooncake row for a 1M-token prompt holds ~2000
+// hash ids (~20 kB); 1 MiB leaves room for any real row and stops a file without newlines.
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;
 
 // The file a trace spec names: absolute paths stay, relative ones are taken from base_dir.
 std::string resolve_trace_path(const TraceSpec& spec, const std::string& base_dir);
@@ -53,6 +56,7 @@ class TraceSource : public WorkloadSource {
 
  private:
   bool read_line(std::string& line);
+  bool getline_bounded(std::string& line);
   [[noreturn]] void fail(const std::string& msg) const;
   void parse_jsonl(const std::string& line, Request& r);
   void parse_mooncake(const std::string& line, Request& r);

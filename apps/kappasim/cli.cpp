@@ -85,6 +85,17 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
     if (positional) p.positional(*positional);
     po::store(p.run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    // Suggest the nearest option of this command (issue 12, item 14).
+    std::string name = e.get_option_name();
+    while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    std::vector<std::string> known;
+    for (const auto& o : desc.options())
+      if (!o->long_name().empty()) known.push_back(o->long_name());
+    const std::string near = nearest(name, known);
+    throw InputError("kappasim " + command + ": " + e.what() +
+                     (near.empty() ? std::string() : "; did you mean '--" + near + "'?") + " (see kappasim " +
+                     command + " --help)");
   } catch (const po::error& e) {
     throw InputError("kappasim " + command + ": " + e.what() + " (see kappasim " + command +
                      " --help)");

@@ -79,6 +79,12 @@ double quantity_option(const std::string& option, const std::string& text, const
 // A non-negative count given as a number ("65536", "64e3", "64k" is not allowed).
 double count_option(const std::string& option, const std::string& text);
 
+// The most simulated time one probe may ask for (issue 12, item 8): one day. SystemC's 1 ps time
+// base holds 2^63 ps ≈ 106.7 days; a probe is checked against one day at the model's own
+// estimate (prefill: the same kernel timing the simulation runs; copies: the link's peak rate),
+// which leaves a factor of 100 for copies that run below the link's peak.
+inline constexpr double kMaxProbeSimTimeS = 86400;
+
 // Adds --preset-dir directories to the registry.
 void add_preset_dirs(const std::vector<std::string>& dirs);
 

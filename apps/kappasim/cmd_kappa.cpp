@@ -83,6 +83,16 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
   return q;
 }
 
+// evaluate_kappa, with --tp named when the model's heads do not split tp ways.
+KappaPoint evaluate_case(LoadedCase& c, const KappaQuery& q) {
+  try {
+    kv_heads_per_gpu(c.config.model, q.tp);
+  } catch (const InputError& e) {
+    throw InputError("--tp " + std::to_string(q.tp) + ": " + e.what());
+  }
+  return evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+}
+
 std::vector<std::string> or_all(const std::vector<std::string>& v, const std::string& kind) {
   return v.empty() ? PresetRegistry::instance().names(kind) : v;
 }
@@ -136,7 +146,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
         dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
         continue;
       }
-      KappaPoint p = evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+      KappaPoint p = evaluate_case(c, q);
       std::vector<Cell> row = {p.model, p.system, static_cast<std::int64_t>(p.tp),
                                p.compute_dtype, p.kv_dtype, p.convention, p.n_active_params,
                                p.b_kv, p.b_kv_gpu, p.f_pf, p.compute, p.bandwidth, p.kappa_m,
@@ -221,7 +231,7 @@ int cmd_roofline(const std::vector<std::string>& args) {
         dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
         continue;
       }
-      KappaPoint p = evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+      KappaPoint p = evaluate_case(c, q);
       for (const RooflineRow& r : roofline(p, lo, hi, points))
         table.add_row({p.model, p.system, r.kappa_ratio, r.attainable_overlap, r.attainable_serial,
                        r.p_oh, std::string(r.link_bound ? "link" : "compute"), p.kappa_crit,

@@ -50,7 +50,15 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
   }
   if (!o.stack.empty()) apply_set(root, "serving.stack=" + o.stack);
   for (const auto& s : o.sets) apply_set(root, s);
-  return isolated_run_spec(root, o.tp, prov);
+  RunSpec spec = isolated_run_spec(root, o.tp, prov);
+  if (o.tp > 0) {
+    try {  // the model's heads do not split tp ways: name the option that asked for it
+      kv_heads_per_gpu(spec.model, o.tp);
+    } catch (const InputError& e) {
+      throw InputError("--tp " + std::to_string(o.tp) + ": " + e.what());
+    }
+  }
+  return spec;
 }
 
 double parse_count(const std::string& name, const std::string& v, double min) {

@@ -92,9 +92,10 @@ int cmd_presets(const std::vector<std::string>& args) {
       if (!reg.find(kind, name)) throw InputError("no " + kind + " preset '" + name + "'");
       std::cout << reg.text_of(kind, name);
     } else {
+      const std::string body = effective(kind, name);  // fails before anything is printed
       std::cout << "# " << kind << " preset " << name << " from " << reg.file_of(kind, name)
                 << ", resolved (defaults filled, units normalised)\n"
-                << effective(kind, name);
+                << body;
     }
     return 0;
   }
@@ -116,7 +117,9 @@ int cmd_presets(const std::vector<std::string>& args) {
     std::cout << count << " presets checked, " << problems.size() << " problems\n";
     return problems.empty() ? 0 : 2;
   }
-  throw InputError("kappasim presets: unknown verb '" + verb + "' (expected list, show or check)");
+  const std::string near = nearest(verb, {"list", "show", "check"});
+  throw InputError("kappasim presets: unknown verb '" + verb + "'" +
+                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") + " (expected list, show or check)");
 }
 
 }  // namespace kappasim::cli

@@ -96,6 +96,15 @@ int probe_prefill(const std::vector<std::string>& args) {
   gpu.peak(precision);
   weight_dtype_for(precision);
 
+  {
+    // The simulation times the same kernels: bound it before simulating (kMaxProbeSimTimeS).
+    const double est_s = prefill_time(m, gpu, tp, T, K, precision).compute_time_s;
+    if (!(est_s <= kMaxProbeSimTimeS))
+      throw InputError("--t / --k: prefilling " + format_number(T) + " new tokens over " + format_number(K) +
+                       " cached ones would take " + format_number(est_s) +
+                       " s of simulated time; a probe may ask for at most " + format_number(kMaxProbeSimTimeS) +
+                       " s (docs/bad-inputs.md)");
+  }
   std::unique_ptr<GpuCompute> sim;
   double end_s = 0;
   run_simulation([&] {

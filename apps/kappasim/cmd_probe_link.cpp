@@ -101,6 +101,18 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     throw InputError("--gpus: expected 1 to " + std::to_string(sys.gpus) + " (system '" +
                      sys.name + "'), got " + std::to_string(gpus));
   Topology topo = build_topology(sys);  // InputError naming any missing simulator field
+  {
+    // Bounded before simulating: every size runs in turn in one simulation.
+    double bytes = 0;
+    for (double s : sizes) bytes += s * blocks * gpus;
+    const double peak = sys.host_link.per_direction_bandwidth();
+    const double est_s = peak > 0 ? bytes / peak : 0;
+    if (!(est_s <= kMaxProbeSimTimeS))
+      throw InputError("--sizes × --blocks × --gpus: " + format_quantity(bytes, dim::bytes) + " in all would take " +
+                       format_number(est_s) + " s of simulated time at the host link's peak (" +
+                       format_quantity(peak, dim::bandwidth) + "); a probe may ask for at most " +
+                       format_number(kMaxProbeSimTimeS) + " s (docs/bad-inputs.md): use fewer or smaller blocks");
+  }
 
   std::vector<Direction> dirs;
   if (verb == "h2d") dirs = {Direction::H2D};

@@ -67,12 +67,13 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string out;
   std::vector<std::string> preset_dirs;
   std::string simulated;  // a kappa-crit sweep folder (section 6)
-  bool quiet = false;
+  bool quiet = false, force = false;
   po::options_description desc(
       "kappasim report: the analytic κ report -> DIR/report.md and CSVs\n"
       "Usage: kappasim report --out DIR\nOptions");
   desc.add_options()("out,o", po::value(&out)->required(), "output folder (replaced whole)")
       ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
+      ("force", po::bool_switch(&force), "write DIR even if it holds files kappasim did not write (they are lost)")
       ("quiet,q", po::bool_switch(&quiet), "do not print the summary")
       ("simulated", po::value(&simulated),
        "a kappa-crit sweep folder (e.g. REPRODUCE/sweeps/kappa-crit-testbed) whose simulated κ_crit "
@@ -85,6 +86,7 @@ int cmd_report(const std::vector<std::string>& args) {
     return 0;
   }
   parse("report", args, desc);
+  check_output_dir(out, force);
   add_preset_dirs(preset_dirs);
   PresetRegistry& reg = PresetRegistry::instance();
   const auto models = reg.names("model");
@@ -311,7 +313,7 @@ int cmd_report(const std::vector<std::string>& args) {
         "(attainable FLOP/s per GPU against κ_ratio for Qwen3-235B-A22B and DeepSeek-V3 on a100,\n"
         "h100, b200, gb200 and unified-hbm; the ridge is at κ_crit).\n";
 
-  OutputDir dir(out);
+  OutputDir dir(out, force);
   dir.write("report.md", md);
   dir.write("kappa_matrix.csv", matrix.csv());
   dir.write("tp8.csv", tp_table.csv());

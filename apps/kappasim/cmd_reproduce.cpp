@@ -42,6 +42,7 @@ namespace {
 struct Reproduce {
   std::string out, experiments, figures, data;
   bool quick = false;
+  bool quiet = false;  // --quiet: no progress, no closing line (issue 12, item 14)
   int jobs = 0;
   std::ostringstream md;
   std::vector<std::string> problems;  // sweeps with failed points etc., listed at the end
@@ -63,7 +64,8 @@ struct Reproduce {
     o.out_dir = sweep_dir(name);
     o.jobs = jobs;
     o.quick = quick;
-    std::cerr << "reproduce: sweep " << rel << " -> " << o.out_dir << "\n";
+    o.quiet = quiet;
+    if (!quiet) std::cerr << "reproduce: sweep " << rel << " -> " << o.out_dir << "\n";
     const int rc = sweep::run_sweep(o);
     if (rc != 0 && rc != 3)
       throw std::runtime_error("sweep " + rel + " ended with exit code " + std::to_string(rc));
@@ -268,15 +270,21 @@ void section_rooflines(Reproduce& R) {
                  "' title '" + s + " simulated'";
       plot += "  set arrow from " + format_number(p.kappa_crit) + ", graph 0 to " +
               format_number(p.kappa_crit) + ", graph 1 nohead dt 2 lc rgb '" + col + "'\n";
+      // The vertical κ_crit lines are arrows; keyentry (gnuplot >= 5.2.6) puts them in the key.
+      plots += ", keyentry with lines dt 2 lc rgb '" + col + "' title '" + s + " κ_crit analytic " +
+               fmt_num(p.kappa_crit) + "'";
       double ksim = NAN;
       std::string why;
       const auto cr = crit.where({{"model", m}, {"dtype", dt}, {"system", s}});
       if (!cr.empty()) {
         if (crit.ok(cr[0])) {
           ksim = crit.num(cr[0], "kappa_crit_simulated");
-          if (std::isfinite(ksim))
+          if (std::isfinite(ksim)) {
             plot += "  set arrow from " + format_number(ksim) + ", graph 0 to " + format_number(ksim) +
                     ", graph 1 nohead dt 3 lw 2 lc rgb '" + col + "'\n";
+            plots += ", keyentry with lines dt 3 lw 2 lc rgb '" + col + "' title '" + s + " κ_crit simulated " +
+                     fmt_num(ksim) + "'";
+          }
           const double bw = crit.num(cr[0], "h2d_effective_bytes_per_s") / crit.num(cr[0], "h2d_peak_bytes_per_s");
           const double c = crit.num(cr[0], "compute_effective_flops") / crit.num(cr[0], "compute_peak_flops");
           const double both = crit.num(cr[0], "kappa_crit_analytic_effective_compute");
@@ -787,9 +795,11 @@ void section_kv_buffer(Reproduce& R) {
     R.write_data(f, series[order[i]]);
     plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 0:2:xtic(1) skip 1 with linespoints lw 2 pt 7 title '" + order[i] + "'";
   }
+  // A linear axis from 0: a buffer that takes every load off the link gives κ_link = 0, which a
+  // log axis would drop. The key sits outside the plot so that it covers no data.
   std::string plot = "  set title 'Median κ_ratio still crossing the link, by GPU-side KV buffer'\n"
-                     "  set logscale y\n  set ylabel 'κ_ratio over the link (p50)'\n  set xlabel 'buffer'\n"
-                     "  set xtics rotate by -30\n  set grid\n  set key top right\n";
+                     "  set yrange [0:*]\n  set ylabel 'κ_ratio over the link (p50)'\n  set xlabel 'buffer'\n"
+                     "  set xtics rotate by -30\n  set grid\n  set key outside right top\n";
   if (std::isfinite(crit))
     plot += "  set arrow from graph 0, first " + format_number(crit) + " to graph 1, first " +
             format_number(crit) + " nohead dt 2 lc rgb 'black'\n  set label 'κ_crit simulated " +
@@ -1114,6 +1124,7 @@ void section_stacks(Reproduce& R) {
 int cmd_reproduce(const std::vector<std::string>& args) {
   Reproduce R;
   R.experiments = (fs::path(KAPPASIM_SOURCE_DIR) / "experiments").string();
+  bool force = false;
   po::options_description desc(
       "kappasim reproduce: the κ paper's analysis end to end on the analytic model and the\n"
       "simulator, plus the architecture studies -> DIR/report.md (tables, figures, data).\n"
@@ -1121,6 +1132,8 @@ int cmd_reproduce(const std::vector<std::string>& args) {
       "Usage: kappasim reproduce --out DIR [--quick] [-j N]\nOptions");
   desc.add_options()("out,o", po::value(&R.out), "output folder (kept between runs: sweeps resume)")
       ("quick", po::bool_switch(&R.quick), "small sweeps (CI): every section, fewer points and requests")
+      ("force", po::bool_switch(&force), "write into DIR even if it holds files kappasim did not write")
+      ("quiet,q", po::bool_switch(&R.quiet), "print nothing on success (errors still go to stderr)")
       ("jobs,j", po::value(&R.jobs), "points run at once (default: the number of cores)")
       ("experiments", po::value(&R.experiments), "folder holding reproduce/ and studies/ sweep specs")
       ("help,h", "this help");
@@ -1130,15 +1143,14 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     return 0;
   }
   if (R.out.empty()) throw InputError("kappasim reproduce: --out DIR is required");
-  if (R.jobs < 0) throw InputError("--jobs: must be at least 1");
+  if (vm.count("jobs")) sweep::checked_jobs(R.jobs);
   if (!fs::is_directory(fs::path(R.experiments) / "reproduce"))
     throw InputError("--experiments: " + R.experiments + " has no reproduce/ folder of sweep specs");
   std::error_code ec;
-  fs::create_directories(R.out, ec);
-  if (ec) throw InputError("--out: cannot create " + R.out + ": " + ec.message());
+  claim_output_dir(R.out, force);  // refuses a user's non-empty folder (core/output)
   R.figures = (fs::path(R.out) / "figures").string();
   fs::create_directories(R.figures, ec);
-  if (ec) throw InputError("--out: cannot create " + R.figures + ": " + ec.message());
+  if (ec) throw IoError("--out: cannot create " + R.figures + ": " + ec.message());
 
   std::ostringstream body;
   // Simulated κ_crit first: later sections mark it.
@@ -1178,7 +1190,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     report << "\n";
   }
   write_file_atomic((fs::path(R.out) / "report.md").string(), report.str());
-  std::cout << "report: " << (fs::path(R.out) / "report.md").string() << "\n";
+  if (!R.quiet) std::cout << "report: " << (fs::path(R.out) / "report.md").string() << "\n";
   return 0;
 }
 

@@ -17,7 +17,7 @@ namespace kappasim::cli {
 
 // apps/kappasim/kind_cluster.cpp
 int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
-                        const std::string& out, bool dump, bool quiet);
+                        const std::string& out, bool dump, bool quiet, bool force);
 
 RunSpec load_run_spec(const std::string& config, const std::vector<std::string>& sets,
                       ProvenanceTable* prov, ConfigNode* effective) {
@@ -35,7 +35,7 @@ std::string config_dir(const std::string& config) {
 int cmd_run(const std::vector<std::string>& args) {
   std::string config, out;
   std::vector<std::string> sets, preset_dirs;
-  bool dump = false, quiet = false, check = false;
+  bool dump = false, quiet = false, check = false, force = false;
   po::options_description desc(
       "kappasim run: offloaded-prefill serving on the SystemC models\n"
       "Usage: kappasim run CONFIG --out DIR [--set key=value ...]\n"
@@ -43,6 +43,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "DIR/config.yaml (the effective config).\nOptions");
   desc.add_options()("config", po::value(&config), "YAML run config (model, system, serving, workload)")
       ("out,o", po::value(&out), "output folder (replaced whole when the run succeeds)")
+      ("force", po::bool_switch(&force), "write DIR even if it holds files kappasim did not write (they are lost)")
       ("set", po::value(&sets)->composing(), "override a config key, e.g. --set serving.tp=8")
       ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
       ("dump-config", po::bool_switch(&dump), "print the effective configuration and exit")
@@ -63,18 +64,19 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
   if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (kind_cluster.cpp)
-    return run_cluster_command(config, all_sets, out, dump, quiet);
+    return run_cluster_command(config, all_sets, out, dump, quiet, force);
   const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
   if (dump) {
     std::cout << emit_yaml(effective);
     return 0;
   }
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
+  check_output_dir(out, force);  // before the trace is read: a refused folder costs nothing
   const std::string base = config_dir(config);
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base);
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base);
 
-  OutputDir dir(out);
+  OutputDir dir(out, force);
   RequestsCsvWriter csv(dir.staging_path("requests.csv"));
   TraceWriter trace = spec.trace ? TraceWriter(dir.staging_path("trace.json")) : TraceWriter();
   SummaryBuilder summary;

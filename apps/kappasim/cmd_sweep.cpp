@@ -72,10 +72,10 @@ void write_file_quick(const std::string& path, const std::string& content) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
-    if (!out.flush()) throw InputError("cannot write '" + path + "'");
+    if (!out.flush()) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+    throw IoError("cannot write '" + path + "': " + std::strerror(errno));
 }
 
 std::string signal_name(int sig) {
@@ -192,12 +192,15 @@ std::optional<Recorded> read_sweep_yaml(const std::string& dir) {
 }
 
 // Writes DIR/sweep.yaml, or checks that the one there records the same spec.
-void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_path) {
+void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_path, bool force) {
   std::error_code ec;
   if (fs::exists(d.dir, ec) && !fs::is_directory(d.dir, ec))
     throw InputError("--out: '" + d.dir + "' exists and is not a folder");
+  // A folder with sweep.yaml is a sweep folder (older ones have no marker); any other non-empty
+  // folder must be kappasim's (core/output).
+  if (!fs::exists(d.dir + "/sweep.yaml", ec)) claim_output_dir(d.dir, force);
   fs::create_directories(d.points_dir(), ec);
-  if (ec) throw InputError("--out: cannot create '" + d.points_dir() + "': " + ec.message());
+  if (ec) throw IoError("--out: cannot create '" + d.points_dir() + "': " + ec.message());
   const std::string hash = spec_hash(s);
   if (auto rec = read_sweep_yaml(d.dir)) {
     if (rec->hash != hash)
@@ -329,11 +332,18 @@ struct Running {
 
 }  // namespace
 
+int checked_jobs(int jobs) {
+  if (jobs < 1 || jobs > 4096)
+    throw InputError("-j/--jobs: expected 1 to 4096 points at once (leave it out for one per core), got " +
+                     std::to_string(jobs));
+  return jobs;
+}
+
 int run_sweep(const SweepOptions& opts) {
   if (opts.spec_path.empty()) throw InputError("kappasim sweep: a SPEC file is required");
   if (opts.out_dir.empty()) throw InputError("kappasim sweep: --out DIR is required");
   int jobs = opts.jobs;
-  if (jobs < 0 || jobs > 4096) throw InputError("-j: expected 0 (one per core) to 4096 parallel points");
+  if (jobs != 0) checked_jobs(jobs);  // 0: one per core
   if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   int shard_i = 0, shard_n = 1;
   if (opts.shard) {
@@ -354,7 +364,7 @@ int run_sweep(const SweepOptions& opts) {
   const std::vector<Point> points = expand(spec);
   const std::size_t total = points.size();
   SweepDir d{absolute(opts.out_dir)};
-  claim_dir(d, spec, spec_path);
+  claim_dir(d, spec, spec_path, opts.force);
   const RunnerLock lock(d.dir, shard_i, shard_n);
 
   // This invocation's points; those with result.json are done already, and so are invalid ones
@@ -369,11 +379,14 @@ int run_sweep(const SweepOptions& opts) {
     mine.push_back(&p);
     const std::string pdir = d.point_dir(p, total);
     if (fs::exists(pdir + "/result.json")) {
-      const std::string changed = changed_input(pdir);
-      if (changed.empty()) continue;
-      if (stale++ == 0) stale_example = point_name(p.index, total) + ": " + changed;
-      todo.push_back(&p);
-      continue;
+      const auto rec = read_point_record(pdir);
+      if (rec && !rec->damaged) {  // a damaged result.json is run again
+        const std::string changed = changed_input(pdir);
+        if (changed.empty()) continue;
+        if (stale++ == 0) stale_example = point_name(p.index, total) + ": " + changed;
+        todo.push_back(&p);
+        continue;
+      }
     }
     if (!opts.retry_invalid && fs::exists(pdir + "/error.json")) {
       const auto rec = read_point_record(pdir);
@@ -406,7 +419,7 @@ int run_sweep(const SweepOptions& opts) {
       std::error_code ec;
       fs::remove_all(pdir, ec);  // a retry starts clean
       fs::create_directories(pdir, ec);
-      if (ec) throw InputError("cannot create '" + pdir + "': " + ec.message());
+      if (ec) throw IoError("cannot create '" + pdir + "': " + ec.message());
       write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(spec, p)));
       std::vector<std::string> args = {exe,          "sweep",   "point",     "--kind",
                                        spec.kind,    "--config", pdir + "/point.yaml",
@@ -428,7 +441,7 @@ int run_sweep(const SweepOptions& opts) {
       const std::string err_path = pdir + "/stderr.txt";
       const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      if (err_fd < 0 || null_fd < 0) throw InputError("cannot write '" + err_path + "': " + std::strerror(errno));
+      if (err_fd < 0 || null_fd < 0) throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
       const pid_t pid = ::fork();
       if (pid < 0) {
         ::close(err_fd);
@@ -458,7 +471,8 @@ int run_sweep(const SweepOptions& opts) {
       running.erase(it);
       const std::string pdir = d.point_dir(p, total);
       const bool has_result = fs::exists(pdir + "/result.json");
-      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && has_result;
+      const auto rec = has_result ? read_point_record(pdir) : std::nullopt;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && rec && !rec->damaged;
       write_file_quick(pdir + "/timing.json", "{\"wall_time_s\": " + format_number(wall) + "}\n");
       ++done;
       if (!ok) {
@@ -477,7 +491,7 @@ int run_sweep(const SweepOptions& opts) {
           e.exit_code = WEXITSTATUS(status);
           e.status = e.exit_code == 2 ? "invalid" : "failed";
           if (e.exit_code == 0)
-            e.message = "exited 0 without writing result.json";
+            e.message = rec ? "exited 0 with a " + rec->error : "exited 0 without writing result.json";
           else
             e.message = kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
         }
@@ -656,12 +670,12 @@ int cmd_point(const std::vector<std::string>& args) {
 
   std::error_code ec;
   fs::create_directories(out, ec);
-  if (ec) throw InputError("--out: cannot create '" + out + "': " + ec.message());
+  if (ec) throw IoError("--out: cannot create '" + out + "': " + ec.message());
   // The kind's extra files go to a staging folder moved into place before result.json.
   const std::string staging = out + "/files.partial-" + std::to_string(::getpid());
   fs::remove_all(staging, ec);
   fs::create_directory(staging, ec);
-  if (ec) throw InputError("--out: cannot create '" + staging + "': " + ec.message());
+  if (ec) throw IoError("--out: cannot create '" + staging + "': " + ec.message());
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
@@ -677,7 +691,7 @@ int cmd_point(const std::vector<std::string>& args) {
   fs::remove_all(out + "/files", ec);
   if (!fs::is_empty(staging, ec)) {
     fs::rename(staging, out + "/files", ec);
-    if (ec) throw InputError("cannot move '" + staging + "' to '" + out + "/files': " + ec.message());
+    if (ec) throw IoError("cannot move '" + staging + "' to '" + out + "/files': " + ec.message());
     cleanup.dir.clear();
   }
   write_file_atomic(out + "/inputs.txt", inputs_text());
@@ -865,6 +879,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (verb == "collect") return cmd_collect(rest);
   if (verb == "emit") return cmd_emit(rest);
   if (verb == "points") return cmd_points(rest);
+  if (verb != "kinds" && verb[0] != '-' && !fs::exists(verb)) {
+    // Not a spec file: a mistyped verb gets a suggestion (issue 12, item 14).
+    const std::string near = nearest(verb, {"point", "collect", "emit", "points", "kinds"});
+    if (!near.empty())
+      throw InputError("kappasim sweep: '" + verb + "' is neither a spec file nor a verb; did you mean '" + near + "'?");
+  }
   if (verb == "kinds") {
     for (const auto& k : kinds().all()) std::cout << k.name << std::string(k.name.size() < 10 ? 10 - k.name.size() : 1, ' ') << k.doc << "\n";
     return 0;
@@ -879,6 +899,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("retry-invalid", po::bool_switch(&o.retry_invalid),
        "rerun points recorded as invalid (skipped on resume: an input error recurs)")
       ("quiet,q", po::bool_switch(&o.quiet), "no progress or summary")
+      ("force", po::bool_switch(&o.force), "use DIR even if it holds files kappasim did not write")
       ("shard", po::value(&shard), "run only points with index % N == I (I/N)")
       ("shards", po::value(&shards), "shard count for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)")
       ("preset-dir", po::value(&o.preset_dirs)->composing(),
@@ -891,7 +912,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     std::cout << kSweepUsage << "\n" << desc << "\n";
     return 0;
   }
-  if (vm.count("jobs") && o.jobs < 1) throw InputError("-j: expected at least 1 parallel point");
+  if (vm.count("jobs")) checked_jobs(o.jobs);
   o.shard = resolve_shard(shard, shards);
   return run_sweep(o);
 }

@@ -3,7 +3,9 @@
 // wall_time_s: the summary's figures over all requests and GPUs, then "<group>.<figure>" per
 // node group (requests routed, mean κ_ratio routed, TTFT, GPU and budget utilisation). The
 // point's seed replaces workload.seed (as the run kind does). docs/routing.md.
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -40,7 +42,7 @@ void register_cluster_kind(sweep::KindRegistry& r) {
 namespace kappasim::cli {
 
 int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
-                        const std::string& out, bool dump, bool quiet) {
+                        const std::string& out, bool dump, bool quiet, bool force) {
   ConfigNode root = load_yaml_file(config);
   for (const auto& s : sets) apply_set(root, s);
   ProvenanceTable prov;
@@ -55,10 +57,11 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base);
   auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base);
 
-  OutputDir dir(out);
+  check_output_dir(out, force);
+  OutputDir dir(out, force);
   RequestsCsvWriter csv(dir.staging_path("requests.csv"));
   std::ofstream routes(dir.staging_path("routes.csv"), std::ios::binary);
-  if (!routes) throw InputError("cannot write " + dir.staging_path("routes.csv"));
+  if (!routes) throw IoError("cannot write " + dir.staging_path("routes.csv") + ": " + std::strerror(errno));
   routes << "id,arrival_s,prefix_tokens,new_tokens,kappa_ratio,node\n";
   std::vector<std::string> names;
   for (const NodeGroupSpec& g : spec.nodes)
@@ -73,7 +76,7 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   const auto figures = run_cluster(spec, *source, sinks);
   csv.close();
   routes.close();
-  if (!routes) throw InputError("cannot write " + dir.staging_path("routes.csv"));
+  if (!routes) throw IoError("cannot write " + dir.staging_path("routes.csv") + ": " + std::strerror(errno));
   std::string json = "{\n";
   for (std::size_t i = 0; i < figures.size(); ++i) {
     const double v = figures[i].second;

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "apps/kappasim/cli.hpp"
+#include "core/config.hpp"
+#include "core/error.hpp"
 #include "apps/kappasim/sweep_run.hpp"
 #include "apps/kappasim/analysis_cmds.hpp"
 
@@ -35,15 +37,81 @@ const char* kUsage =
     "  design     emit: one compute / host-link / KV-SRAM split of the design model as presets\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
-    "3 (sweep) some points invalid or failed.\n";
+    "3 (sweep) some points invalid or failed, 4 a file could not be read or written (disk full,\n"
+    "permission: the message carries the system's reason).\n";
+
+// ---- help for the commands with verbs, and "did you mean" (issue 12, item 14) ---------------
+const std::vector<std::string> kCommands = {"report", "kappa",   "roofline", "presets", "probe", "run",
+                                            "measure", "bench", "sweep",    "reproduce", "help",
+                                            "validate", "sensitivity", "calibrate", "solve", "design"};
+
+struct VerbHelp {
+  const char* command;
+  std::vector<std::string> verbs;
+  const char* usage;
+};
+const std::vector<VerbHelp> kVerbCommands = {
+    {"probe",
+     {"h2d", "d2h", "bidir", "prefill", "gemm"},
+     "kappasim probe: run the SystemC models in isolation\n"
+     "Usage: kappasim probe VERB [options]   (kappasim probe VERB --help for its options)\n"
+     "  h2d | d2h | bidir   copy curves over the system's host link (bandwidth per size)\n"
+     "  prefill             one prefill forward pass on the GPU model (per-kernel timing)\n"
+     "  gemm                one GEMM on the GPU model\n"},
+    {"measure",
+     {"kappa-crit", "poh"},
+     "kappasim measure: κ_crit and P_OH measured on the simulator beside the analytic ones\n"
+     "Usage: kappasim measure VERB [options]   (kappasim measure VERB --help for its options)\n"
+     "  kappa-crit   sweep κ_ratio at fixed T and find where transfer time equals compute time\n"
+     "  poh          P_OH = KV load time / compute time on a K x T grid\n"},
+    {"bench",
+     {"serving"},
+     "kappasim bench: how fast the simulator runs\n"
+     "Usage: kappasim bench serving [options]   (kappasim bench serving --help for its options)\n"
+     "  serving   simulated requests per wall second and peak memory\n"},
+};
+
+bool is_help(const std::string& a) { return a == "--help" || a == "-h" || a == "help"; }
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string near = kappasim::nearest(word, candidates);
+  return near.empty() ? std::string() : "; did you mean '" + near + "'?";
+}
+
+// Help, or an error naming the valid verbs, for `probe`, `measure` and `bench` without a
+// known verb. Returns -1 when the verb is known (the command runs).
+int verb_gate(const VerbHelp& c, const std::string& verb) {
+  if (is_help(verb)) {
+    std::cout << c.usage;
+    return 0;
+  }
+  for (const auto& v : c.verbs)
+    if (v == verb) return -1;
+  std::string list;
+  for (std::size_t i = 0; i < c.verbs.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == c.verbs.size() ? " or " : ", ") + c.verbs[i];
+  std::cerr << "kappasim: error: kappasim " << c.command << ": expected " << list
+            << (verb.empty() ? std::string() : ", got '" + verb + "'" + did_you_mean(verb, c.verbs))
+            << "\n\n" << c.usage;
+  return 2;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // `kappasim help CMD [VERB]` is `kappasim CMD [VERB] --help`.
+  if (args.size() >= 2 && args[0] == "help" && !is_help(args[1])) {
+    args.erase(args.begin());
+    args.push_back("--help");
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.empty()) {
+      std::cerr << kUsage;  // a usage error: the usage goes with it to stderr
+      return 2;
+    }
     std::cout << kUsage;
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   if (args[0] == "--version") {
     std::cout << "kappasim 0.1.0\n";
@@ -60,6 +128,11 @@ int main(int argc, char** argv) {
     if (cmd == "run") return kappasim::cli::cmd_run(args);
     if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
     if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
+    for (const VerbHelp& c : kVerbCommands)
+      if (cmd == c.command) {
+        const int gate = verb_gate(c, args.empty() ? "" : args[0]);
+        if (gate >= 0) return gate;
+      }
     if (cmd == "validate") return kappasim::cli::cmd_validate(args);
     // analysis commands (apps/kappasim/cmd_{sensitivity,calibrate,solve}.cpp)
     if (cmd == "sensitivity") return kappasim::cli::cmd_sensitivity(args);
@@ -87,11 +160,15 @@ int main(int argc, char** argv) {
                 << (verb.empty() ? "" : ", got '" + verb + "'") << "\n";
       return 2;
     }
-    std::cerr << "kappasim: error: unknown command '" << cmd << "'\n\n" << kUsage;
+    std::cerr << "kappasim: error: unknown command '" << cmd << "'" << did_you_mean(cmd, kCommands)
+              << "\n\n" << kUsage;
     return 2;
   } catch (const kappasim::InputError& e) {
     std::cerr << "kappasim: error: " << e.what() << "\n";
     return 2;
+  } catch (const kappasim::IoError& e) {
+    std::cerr << "kappasim: error: " << e.what() << "\n";
+    return e.exit_code();  // 4, or 2 for a path that leads nowhere
   } catch (const std::exception& e) {
     std::cerr << "kappasim: internal error: " << e.what() << "\n";
     return 1;

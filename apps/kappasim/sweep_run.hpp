@@ -21,6 +21,8 @@ struct SweepOptions {
   // Rerun points recorded as invalid (an input error: deterministic for the same spec, so a
   // resume skips them unless a preset or file they read was fixed since).
   bool retry_invalid = false;
+  // Write into an --out folder that is not empty and not kappasim's (core/output).
+  bool force = false;
   // Run only points with index % N == I. run_sweep never reads the environment: the CLI turns
   // --shard / SLURM_ARRAY_* / JOB_COMPLETION_INDEX into this.
   std::optional<std::pair<int, int>> shard;
@@ -34,6 +36,10 @@ struct SweepOptions {
 // when some are invalid or failed (the rest still ran and were merged). Bad spec or options
 // throw InputError (the CLI's exit code 2), before any point runs.
 int run_sweep(const SweepOptions& opts);
+
+// The -j/--jobs value given on a command line (sweep, reproduce): 1 to 4096, one message for
+// every out-of-range value (issue 12, item 14). InputError otherwise.
+int checked_jobs(int jobs);
 
 // Fills the registry with run, kappa, selftest (and, once wired, cluster and design).
 // apps/kappasim/sweep_kinds.cpp. Idempotent.

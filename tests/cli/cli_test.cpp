@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -691,11 +692,11 @@ TEST(Cli, SetWithoutEqualsAndTraceTokensOutOfRangeExitTwo) {
   }
 }
 
-// Writing the results fails part way (a full disk): exit code 2, the message names the file, and
+// Writing the results fails part way (a full disk): exit code 4, the message names the file, and
 // neither the output folder nor its staging folder is left. A full disk is stood in for by a
 // file size limit (`ulimit -f`, SIGXFSZ ignored so write(2) fails with EFBIG as it would with
 // ENOSPC): the tests run as root, for whom a read-only folder is writable.
-TEST(Cli, RunWhoseResultsCannotBeWrittenExitsTwoAndLeavesNoFolder) {
+TEST(Cli, RunWhoseResultsCannotBeWrittenExitsFourAndLeavesNoFolder) {
   const fs::path cfg = write("full-disk.yaml", kRunConfig);
   const fs::path parent = scratch() / "full-disk";
   fs::create_directories(parent);
@@ -708,9 +709,10 @@ TEST(Cli, RunWhoseResultsCannotBeWrittenExitsTwoAndLeavesNoFolder) {
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << status;
   const std::string msg = slurp(err);
-  EXPECT_EQ(WEXITSTATUS(status), 2) << msg;
+  EXPECT_EQ(WEXITSTATUS(status), 4) << msg;  // an I/O error, not bad input (issue 12, item 6)
   EXPECT_TRUE(has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial-"))
       << msg;
+  EXPECT_TRUE(has(msg, ": File too large")) << msg;  // the system's reason (strerror(EFBIG))
   EXPECT_FALSE(fs::exists(out));
   EXPECT_TRUE(fs::is_empty(parent)) << "a staging folder was left in " << parent;
   // Without the limit the same command succeeds.
@@ -773,6 +775,233 @@ TEST(Cli, RunPastTheTimeBaseIsRejected) {
       EXPECT_TRUE(has(r.err, part)) << c.args << "\nexpected: " << part << "\nstderr: " << r.err;
     EXPECT_FALSE(fs::exists(out)) << c.args;
   }
+}
+
+// ---- issue 12: output-folder safety, limits, help (items 5-9, 14, 16) -------------------------
+
+// `run proj/cfg.yaml --out proj` used to leave only kappasim's files in proj: a non-empty folder
+// without kappasim's marker is refused (exit 2, nothing touched) unless --force; a folder
+// kappasim wrote is replaced as before.
+TEST(Cli, RunRefusesAUsersNonEmptyFolderUnlessForce) {
+  const fs::path proj = scratch() / "proj";
+  fs::create_directories(proj);
+  std::ofstream(proj / "cfg.yaml") << kRunConfig;
+  std::ofstream(proj / "notes.txt") << "mine";
+  Result r = run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + proj.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--out: '" + proj.string() + "' is not empty and was not written by kappasim")) << r.err;
+  EXPECT_TRUE(has(r.err, "--force")) << r.err;
+  EXPECT_EQ(slurp(proj / "notes.txt"), "mine");
+  EXPECT_TRUE(fs::exists(proj / "cfg.yaml"));
+  // An empty folder, then the folder kappasim wrote: both fine, no --force needed.
+  const fs::path out = scratch() / "proj-out";
+  fs::create_directories(out);
+  ASSERT_EQ(run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string()).code, 0);
+  EXPECT_TRUE(fs::exists(out / ".kappasim-output"));
+  ASSERT_EQ(run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string()).code, 0);
+  // report takes --out too (core/output is the one place).
+  r = run("report -q --out " + proj.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "is not empty and was not written by kappasim")) << r.err;
+  EXPECT_EQ(slurp(proj / "notes.txt"), "mine");
+  // reproduce refuses before running anything.
+  r = run("reproduce --quick -q --out " + proj.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(proj / "sweeps"));
+  // --force: the user asked for it.
+  const fs::path forced = scratch() / "forced";
+  fs::create_directories(forced);
+  std::ofstream(forced / "old.txt") << "x";
+  r = run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --force --out " + forced.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(forced / "summary.json"));
+}
+
+// A killed run leaves OUT.partial-PID; the next run into OUT removes it once that process is
+// gone. A look-alike folder without kappasim's staging marker, or of a live process, stays.
+TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
+  const fs::path parent = scratch() / "stale";
+  fs::create_directories(parent);
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int st = 0;
+  ::waitpid(child, &st, 0);  // `child` is now a pid with no process
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const fs::path dead = parent / ("out.partial-" + std::to_string(child));
+  fs::create_directories(dead);
+  std::ofstream(dead / ".kappasim-staging") << host << " " << child << "\n";
+  std::ofstream(dead / "requests.csv") << "id\n";
+  const fs::path foreign = parent / ("out.partial-" + std::to_string(child + 1000000));
+  fs::create_directories(foreign);  // not kappasim's: no staging marker
+  const fs::path live = parent / ("out.partial-" + std::to_string(::getpid()));
+  fs::create_directories(live);
+  std::ofstream(live / ".kappasim-staging") << host << " " << ::getpid() << "\n";
+  const fs::path cfg = write("stale.yaml", kRunConfig);
+  Result r = run("run " + cfg.string() + " -q --set trace=false --out " + (parent / "out").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(foreign));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_FALSE(fs::exists(parent / "out" / ".kappasim-staging"));  // only while staging
+}
+
+// High or degenerate arrival rates: a bounded warm-up (fast) or a clear rejection, never a hang
+// (before: rate 1e300 and gamma cv 1e6 never ended). No timing is asserted: the test would
+// hang, not fail, before the fix, which the suite's timeout turns into a failure.
+TEST(Cli, ArrivalParametersThatCannotDescribeAProcessAreRejected) {
+  const fs::path cfg = write("rates.yaml", kRunConfig);
+  const std::string base = "run " + cfg.string() + " -q --set trace=false --out " + (scratch() / "rates").string();
+  Result r = run(base + " --set workload.rate=1e300");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "workload.rate: the request rate must be at most 1000000000 per second")) << r.err;
+  r = run(base + " --set workload.arrival=gamma --set workload.cv=1e6");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "(workload.cv) must be > 0 and at most 10, got 1000000")) << r.err;
+  // A high but representable rate runs (the warm-up is bounded by the requests asked for).
+  r = run(base + " --set workload.rate=1e5");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(scratch() / "rates" / "trace.json"));
+}
+
+// Probes whose simulated time the time base cannot hold are rejected up front (before: 1 PB ×
+// 1000 blocks hung; T = 1e11 exited 0 with sim_time_s disagreeing with compute_time_s).
+TEST(Cli, ProbesBeyondTheTimeBaseAreRejected) {
+  Result r = run("probe h2d --sizes '1 PB' --blocks 1000");
+  EXPECT_EQ(r.code, 2) << r.err;
+  // 1e15 B × 1000 at H100's 63.0 GB/s PCIe 5 x16 per direction: 1.6e7 s > 86400 s.
+  EXPECT_TRUE(has(r.err, "--sizes × --blocks × --gpus: 1 EB in all")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 100000000000 --coarse");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--t / --k: prefilling 100000000000 new tokens")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+// Config and trace inputs are bounded: no device, no giant file, no endless line, and an
+// error quotes a short excerpt, never the file.
+TEST(Cli, InputSizeLimitsAndShortExcerpts) {
+  const fs::path out = scratch() / "limits";
+  Result r = run("run /dev/zero --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "cannot read config file '/dev/zero': not a regular file")) << r.err;
+  // 5 MiB of comments: over the 4 MiB limit.
+  const fs::path big = scratch() / "big.yaml";
+  {
+    std::ofstream f(big);
+    f << kRunConfig;
+    const std::string comment = "# " + std::string(1022, 'x') + "\n";
+    for (int i = 0; i < 5 * 1024; ++i) f << comment;
+  }
+  r = run("run " + big.string() + " --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "is larger than 4 MiB")) << r.err;
+  // A long file given as a system: the message quotes at most a short excerpt.
+  const fs::path lines_file = scratch() / "many-lines.yaml";
+  {
+    std::ofstream f(lines_file);
+    for (int i = 0; i < 200; ++i) f << "line" << i << ":x:0:0:some user:/home/u:/bin/sh\n";
+  }
+  r = run("kappa -m llama-3.1-8b -s " + lines_file.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_LT(r.err.size(), 600u) << r.err;
+  EXPECT_FALSE(has(r.err, "line199")) << r.err;
+  // A trace that is a device, and one row longer than 1 MiB.
+  r = run("run " + write("trace-dev.yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                                          "workload: {type: trace, trace: {path: /dev/zero, format: jsonl}}\n")
+                       .string() +
+          " --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "workload.trace.path: '/dev/zero' is not a regular file")) << r.err;
+  {
+    std::ofstream f(scratch() / "long-row.jsonl");
+    f << "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5, \"pad\": \"" << std::string(1100000, 'y')
+      << "\"}\n";
+  }
+  r = run("run " + write("trace-long.yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                                           "workload: {type: trace, trace: {path: long-row.jsonl, format: jsonl}}\n")
+                       .string() +
+          " --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "long-row.jsonl:1: a trace row is longer than 1024 KiB")) << r.err;
+  EXPECT_LT(r.err.size(), 600u);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Help and suggestions (issue 12, item 14).
+TEST(Cli, HelpForEveryCommandAndDidYouMean) {
+  for (const char* c : {"probe --help", "measure --help", "bench --help", "help run", "help probe h2d", "probe -h"}) {
+    Result r = run(c);
+    EXPECT_EQ(r.code, 0) << c << "\n" << r.err;
+    EXPECT_TRUE(has(r.out, "Usage: kappasim")) << c << "\n" << r.out;
+  }
+  EXPECT_TRUE(has(run("help run").out, "kappasim run CONFIG --out DIR"));
+  Result r = run("rnu base.yaml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "unknown command 'rnu'; did you mean 'run'?")) << r.err;
+  r = run("probe h2e");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "got 'h2e'; did you mean 'h2d'?")) << r.err;
+  r = run("presets shwo system/h100");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "unknown verb 'shwo'; did you mean 'show'?")) << r.err;
+  r = run("sweep colect out");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "'colect' is neither a spec file nor a verb; did you mean 'collect'?")) << r.err;
+  r = run("kappa -m llama-3.1-8b --sytem h100");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "did you mean '--system'?")) << r.err;
+  // Nothing on stdout before a failure.
+  r = run("presets show system/h10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(has(r.err, "did you mean 'h100'")) << r.err;
+  // --tp named when the heads do not split.
+  r = run("kappa -m llama-3.1-8b -s h100 --tp 3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "--tp 3: tensor parallelism 3 does not divide the 32 query heads")) << r.err;
+  r = run("measure poh -m llama-3.1-8b -s h100 --tp 3 --k 100 --t 10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "--tp 3: tensor parallelism 3")) << r.err;
+  // `--set key=` is an error, not a deletion of the key.
+  const fs::path cfg = write("set-empty.yaml", kRunConfig);
+  r = run("run " + cfg.string() + " --dump-config --set workload.requests=");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.err, "--set workload.requests=: no value after '='")) << r.err;
+}
+
+// Request spans in trace.json never overlap on one lane (before: lane = id % 16).
+TEST(Cli, TraceRequestLanesNeverOverlap) {
+  const fs::path cfg = write("lanes.yaml", kRunConfig);
+  const fs::path out = scratch() / "lanes";
+  // 50 NarrativeQA requests at 20/s on one GPU: many in flight at once.
+  Result r = run("run " + cfg.string() + " -q --set workload.rate=20 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string trace = slurp(out / "trace.json");
+  // tid of each lane track, then each request span's tid, ts and dur.
+  std::map<int, std::vector<std::pair<double, double>>> spans;
+  std::size_t at = 0;
+  int n = 0;
+  while ((at = trace.find("{\"name\":\"request ", at)) != std::string::npos) {
+    const std::size_t end = trace.find('}', at);
+    const std::string ev = trace.substr(at, end - at);
+    auto num = [&](const std::string& key) {
+      const auto k = ev.find("\"" + key + "\":");
+      return std::stod(ev.substr(k + key.size() + 3));
+    };
+    const double ts = num("ts"), dur = num("dur");
+    spans[static_cast<int>(num("tid"))].push_back({ts, ts + dur});
+    ++n;
+    at = end;
+  }
+  EXPECT_EQ(n, 50);
+  int overlaps = 0;
+  for (auto& [tid, v] : spans) {
+    std::sort(v.begin(), v.end());
+    for (std::size_t i = 1; i < v.size(); ++i) overlaps += v[i].first < v[i - 1].second - 1e-6;  // 1 ps
+  }
+  EXPECT_EQ(overlaps, 0);
 }
 
 }  // namespace

@@ -67,6 +67,14 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
   // Every figure has its gnuplot script and data next to it.
   for (const char* gp : {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;
+  // Issue 12, item 16: the KV-buffer figure keeps zeros (no log y axis) and its key is outside
+  // the plot; the roofline's κ_crit lines are in the key.
+  const std::string kvb = kappasim::test::slurp(out / "figures" / "kv-buffer.gp");
+  EXPECT_EQ(kvb.find("logscale y"), std::string::npos) << kvb;
+  EXPECT_NE(kvb.find("set key outside"), std::string::npos) << kvb;
+  const std::string roof = kappasim::test::slurp(out / "figures" / "roofline-qwen3-235b-a22b-bf16.gp");
+  EXPECT_NE(roof.find("keyentry with lines dt 2"), std::string::npos) << roof;
+  EXPECT_NE(roof.find("κ_crit analytic"), std::string::npos) << roof;
 
   // A rerun resumes every sweep (no point runs again) and writes the same report.
   ASSERT_EQ(run_reproduce(out, dir / "log2.txt"), 0) << kappasim::test::slurp(dir / "log2.txt");

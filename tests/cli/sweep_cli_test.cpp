@@ -526,3 +526,82 @@ axes:
 }
 
 }  // namespace
+
+// ---- issue 12: damaged results, I/O errors, a user's folder (items 5 and 6) -------------------
+namespace {
+
+// A truncated result.json and one holding `{}` are not ok: the merge reports them failed, and a
+// rerun runs exactly those points again (before: skipped forever, `{}` merged as ok).
+TEST(SweepCli, DamagedResultJsonIsReportedAndRunAgain) {
+  const std::string spec = spec_file("damaged", kSixBody);
+  const fs::path d = scratch() / "damaged" / "out";
+  ASSERT_EQ(kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet"}).code, 3);
+  const std::string good = slurp(d / "results.csv");
+  const std::string p0 = slurp(d / "points/p000000/result.json");
+  ASSERT_TRUE(has(p0, "\"status\": \"ok\"")) << p0;
+  write(d / "points/p000000/result.json", p0.substr(0, p0.size() / 2));  // truncated
+  ASSERT_TRUE(has(slurp(d / "points/p000002/result.json"), "\"status\": \"ok\""));
+  write(d / "points/p000002/result.json", "{}");
+  Result c = kappasim({"sweep", "collect", d.string()});
+  EXPECT_EQ(c.code, 3);
+  const std::string damaged = slurp(d / "results.csv");
+  std::stringstream ss(damaged);
+  std::string line;
+  std::getline(ss, line);
+  std::getline(ss, line);
+  EXPECT_TRUE(has(line, ",failed,")) << line;  // point 0: unreadable
+  std::getline(ss, line);
+  std::getline(ss, line);
+  EXPECT_TRUE(has(line, ",failed,") && has(line, "damaged result.json")) << line;  // point 2: `{}`
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(has(r.err, "6 points, 4 done before, 2 to run")) << r.err;
+  EXPECT_EQ(slurp(d / "results.csv"), good);
+}
+
+// A full disk (stood in for by a file size limit, as in cli_test) is exit code 4 with the
+// system's reason, not 2 (bad input).
+TEST(SweepCli, AWriteErrorExitsFourWithTheSystemsReason) {
+  const std::string spec = spec_file("efbig", kSixBody);
+  const fs::path d = scratch() / "efbig" / "out";
+  const fs::path err = scratch() / "efbig" / "stderr.txt";
+  // stderr goes through a pipe to a file written outside the limit; the exit code is echoed.
+  const std::string cmd = "((trap '' XFSZ; ulimit -f 0; exec " + std::string(KAPPASIM_BIN) + " sweep " + spec +
+                          " --out " + d.string() + " -j 1 --quiet) 2>&1; echo \"exit=$?\") | cat >" + err.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string msg = slurp(err);
+  EXPECT_TRUE(has(msg, "exit=4")) << msg;
+  EXPECT_TRUE(has(msg, "File too large")) << msg;  // strerror(EFBIG)
+}
+
+// A folder with the user's files is refused (exit 2, the files kept) unless --force.
+TEST(SweepCli, AUsersNonEmptyFolderIsRefusedUnlessForce) {
+  const std::string spec = spec_file("userdir", kSixBody);
+  const fs::path d = scratch() / "userdir" / "mine";
+  write(d / "notes.txt", "mine");
+  Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--out: '" + d.string() + "' is not empty and was not written by kappasim")) << r.err;
+  EXPECT_FALSE(fs::exists(d / "points"));
+  EXPECT_EQ(slurp(d / "notes.txt"), "mine");
+  r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet", "--force"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(slurp(d / "notes.txt"), "mine");
+  // Now it is kappasim's: a rerun needs no --force.
+  EXPECT_EQ(kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet"}).code, 3);
+}
+
+// -j 0 and -j 100000 get one message.
+TEST(SweepCli, JobsOutOfRangeHaveOneMessage) {
+  const std::string spec = spec_file("jobs-range", kSixBody);
+  const fs::path d = scratch() / "jobs-range" / "out";
+  Result a = kappasim({"sweep", spec, "--out", d.string(), "-j", "0"});
+  Result b = kappasim({"sweep", spec, "--out", d.string(), "-j", "100000"});
+  EXPECT_EQ(a.code, 2);
+  EXPECT_EQ(b.code, 2);
+  const std::string expect = "-j/--jobs: expected 1 to 4096 points at once";
+  EXPECT_TRUE(has(a.err, expect + " (leave it out for one per core), got 0")) << a.err;
+  EXPECT_TRUE(has(b.err, expect + " (leave it out for one per core), got 100000")) << b.err;
+}
+
+}  // namespace

@@ -396,22 +396,27 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
             "0.25,0,0.05,0.25,0,0.01,0,0,link\n"
             "8,\"trace:a,b \"\"x\"\".jsonl\",0.1,0.25,0.3,0.01,0.56,50000,10,0.3333333333333333,"
             "16384000000,3276800,kernel,2,0.25,0,0.05,0.25,0,0.01,0,0,link\n");
-  EXPECT_THROW(RequestsCsvWriter((d / "missing" / "x.csv").string()), InputError);
+  try {  // a path into a missing folder: bad input, exit code 2
+    RequestsCsvWriter bad((d / "missing" / "x.csv").string());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 
 // A full disk (/dev/full: every write fails with ENOSPC). The streams buffer, so the error shows
 // at close(), which must raise an InputError naming the file (the CLI: exit code 2, the output
 // folder never appears).
-TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreInputErrorsNamingThePath) {
+TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   RequestsCsvWriter csv("/dev/full");
   for (int i = 0; i < 1000; ++i) csv.write(record(static_cast<std::uint64_t>(i), 0.1, 0.25, 0.3, 0.01, 0.56));
   try {
     csv.close();
-    ADD_FAILURE() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write requests file '/dev/full'"), std::string::npos)
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write requests file '/dev/full': No space left on device"), std::string::npos)
         << e.what();
   }
   TraceWriter trace("/dev/full");
@@ -419,9 +424,9 @@ TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreInputErrorsNamingThePath) {
   for (int i = 0; i < 1000; ++i) trace.span(t, "step", i, i + 0.5);
   try {
     trace.close();
-    ADD_FAILURE() << "no InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write trace file '/dev/full'"), std::string::npos)
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write trace file '/dev/full': No space left on device"), std::string::npos)
         << e.what();
   }
 }
@@ -588,6 +593,21 @@ TEST(Metrics, SummaryMemoryIsIndependentOfRequests) {
 
 // ---- trace -----------------------------------------------------------------------------------
 
+// Issue 12, item 16: lanes by interval. Spans in finish order (as the engine writes them):
+// [0,10] lane 0; [2,5] overlaps it: lane 1; [5,12] starts where lane 1's span ends: lane 1;
+// [11,13] lane 0 (ended at 10); [1,20] overlaps both: lane 2.
+TEST(TraceWriter, LaneAssignerNeverOverlapsAndReusesTheLowestFreeLane) {
+  LaneAssigner lanes;
+  EXPECT_EQ(lanes.place(0, 10), 0);
+  EXPECT_EQ(lanes.place(2, 5), 1);
+  EXPECT_EQ(lanes.place(5, 12), 1);
+  EXPECT_EQ(lanes.place(11, 13), 0);
+  EXPECT_EQ(lanes.place(1, 20), 2);
+  EXPECT_EQ(lanes.lanes(), 3);
+  // Out of order: a span ending before a lane's latest start still never shares it.
+  EXPECT_EQ(lanes.place(0, 1), 3);
+}
+
 TEST(TraceWriter, WritesValidChromeTraceJson) {
   fs::path d = fresh_dir("trace");
   auto write = [&](const fs::path& p) {
@@ -675,7 +695,12 @@ TEST(TraceWriter, UnclosedTraceIsInvalidAndNullModeWritesNothing) {
   off.instant(t, "i", 0);
   off.close();
   EXPECT_EQ(off.events_written(), 0u);
-  EXPECT_THROW(TraceWriter((d / "no" / "x.json").string()), InputError);
+  try {  // a path into a missing folder: bad input, exit code 2
+    TraceWriter bad((d / "no" / "x.json").string());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 

@@ -38,7 +38,13 @@ TEST(Output, AtomicWriteReplacesWholeFile) {
   write_file_atomic((d / "a.txt").string(), "two");
   EXPECT_EQ(slurp(d / "a.txt"), "two");
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);
-  EXPECT_THROW(write_file_atomic((d / "missing" / "a.txt").string(), "x"), InputError);
+  // A path into a missing folder: bad input, exit code 2 (an IoError carrying it).
+  try {
+    write_file_atomic((d / "missing" / "a.txt").string(), "x");
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+  }
   fs::remove_all(d);
 }
 
@@ -88,7 +94,7 @@ TEST(Output, RefusesAFileAsFolder) {
 // stand in (as root the sibling would be created in /dev and renamed over the device). A file
 // size limit (RLIMIT_FSIZE, SIGXFSZ ignored) makes write(2) fail the same way ENOSPC does; it is
 // set in a child process so that nothing else is limited.
-TEST(Output, AtomicWriteOnAFullDiskIsAnInputErrorNamingThePath) {
+TEST(Output, AtomicWriteOnAFullDiskIsAnIoErrorNamingThePath) {
   fs::path d = fresh_dir("full");
   const std::string path = (d / "summary.json").string();
   const pid_t child = ::fork();
@@ -100,7 +106,7 @@ TEST(Output, AtomicWriteOnAFullDiskIsAnInputErrorNamingThePath) {
     int code = 1;
     try {
       write_file_atomic(path, std::string(4096, 'x'));
-    } catch (const InputError& e) {
+    } catch (const IoError& e) {  // exit code 4, not 2: the machine's fault, not the input's
       const std::string m = e.what();
       code = m.find("cannot write '" + path + "'") != std::string::npos &&
                      m.find("File too large") != std::string::npos
@@ -113,10 +119,59 @@ TEST(Output, AtomicWriteOnAFullDiskIsAnInputErrorNamingThePath) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no InputError, 2: wrong message, 3: setrlimit failed";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no IoError, 2: wrong message, 3: setrlimit failed";
   // Neither the file nor its temporary sibling is left behind.
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 0);
   fs::remove_all(d);
+}
+
+// Issue 12, item 5: a folder holding files kappasim did not write is refused (nothing touched);
+// empty or marked folders, or force, are accepted.
+TEST(Output, RefusesAUsersNonEmptyFolderUnlessMarkedOrForced) {
+  fs::path d = fresh_dir("users");
+  std::ofstream(d / "cfg.yaml") << "mine";
+  EXPECT_THROW(OutputDir(d.string()), InputError);
+  EXPECT_THROW(check_output_dir(d.string(), false), InputError);
+  EXPECT_THROW(claim_output_dir(d.string(), false), InputError);
+  EXPECT_FALSE(fs::exists(d / kOutputMarker));
+  EXPECT_NO_THROW(check_output_dir(d.string(), true));
+  {
+    OutputDir out((d / "fresh").string());
+    out.write("a.txt", "a");
+    out.commit();
+  }
+  EXPECT_TRUE(fs::exists(d / "fresh" / kOutputMarker));
+  EXPECT_FALSE(fs::exists(d / "fresh" / kStagingMarker));
+  EXPECT_NO_THROW(check_output_dir((d / "fresh").string(), false));  // kappasim's own
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 2);  // no leftovers
+  fs::remove_all(d);
+}
+
+// Folders written before the marker existed (a run's config.yaml, a report.md, a sweep.yaml as
+// kappasim writes them) are still kappasim's: a rerun into them needs no --force.
+TEST(Output, FoldersOfOlderKappasimRunsAreStillAccepted) {
+  fs::path d = fresh_dir("legacy");
+  fs::create_directories(d / "run");
+  std::ofstream(d / "run" / "config.yaml") << "# effective configuration of this run (kappasim run --dump-config)\n";
+  std::ofstream(d / "run" / "requests.csv") << "id\n";
+  EXPECT_NO_THROW(check_output_dir((d / "run").string(), false));
+  fs::create_directories(d / "rep");
+  std::ofstream(d / "rep" / "report.md") << "# kappasim analytic report\n";
+  EXPECT_NO_THROW(check_output_dir((d / "rep").string(), false));
+  fs::create_directories(d / "user");
+  std::ofstream(d / "user" / "report.md") << "# my report\n";  // not kappasim's first line
+  EXPECT_THROW(check_output_dir((d / "user").string(), false), InputError);
+  fs::remove_all(d);
+}
+
+// Issue 12, item 9: error excerpts are short and on one line.
+TEST(Output, ExcerptIsShortOneLineAndKeepsUtf8Whole) {
+  EXPECT_EQ(excerpt("short"), "short");
+  EXPECT_EQ(excerpt(std::string(100, 'a'), 10), "aaaaaaaaaa...");
+  EXPECT_EQ(excerpt(std::string("a\0b", 3)), "a?b");
+  EXPECT_EQ(excerpt(std::string("a\nb", 3)), "a?b");
+  // "κκ" is 4 bytes; a cut at 3 falls inside the second κ and backs off to the first.
+  EXPECT_EQ(excerpt("κκ", 3), "κ...");
 }
 
 TEST(Table, CsvAndJsonEscapeAndRoundTripNumbers) {

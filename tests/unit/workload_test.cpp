@@ -416,6 +416,47 @@ TEST(Workload, WarmStartBeginsInSteadyState) {
   EXPECT_LT(with_history[0], with_history[1] / 2);
 }
 
+// Issue 12, item 7: the warm-up is bounded by the requests asked for. ShareGPT defaults: think
+// 60 s × 40 turns = 2400 s of warm-up; E[turns | <= 40] = 6 - 40 (5/6)^40 / (1 - (5/6)^40)
+// ≈ 6 - 40 · 6.80e-4 = 5.9728. At 10 requests/s the session rate is 1.674/s: 2400 s starts ~4000 sessions, under
+// the cap of 1000 × 200, so the warm-up is whole. At 1e4/s the cap binds:
+// 1000 × 200 / (1e4 / 5.9728) ≈ 119.46 s.
+TEST(Workload, WarmUpIsBoundedByTheRequestsAskedFor) {
+  const double q40 = std::pow(5.0 / 6.0, 40);
+  const double mean = 6 - 40 * q40 / (1 - q40);
+  EXPECT_NEAR(truncated_geometric_mean(6, 40), mean, 1e-12);
+  EXPECT_DOUBLE_EQ(bounded_warmup_s(200, 10, mean, 2400), 2400);
+  EXPECT_NEAR(bounded_warmup_s(200, 1e4, mean, 2400), 1000 * 200 / (1e4 / mean), 1e-9);
+  EXPECT_NEAR(bounded_warmup_s(200, 1e4, mean, 2400), 119.46, 0.01);
+  // 200 requests at 1e5/s: generated, all at t >= 0, in arrival order, with history from the
+  // sessions already under way.
+  WorkloadSpec s = spec_of(WorkloadType::ShareGpt, 200);
+  s.rate = 1e5;
+  auto src = make_source(s, 1);
+  const auto reqs = drain(*src);
+  ASSERT_EQ(reqs.size(), 200u);
+  int with_history = 0;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_GE(reqs[i].arrival_s, 0.0);
+    if (i) {
+      EXPECT_GE(reqs[i].arrival_s, reqs[i - 1].arrival_s);
+    }
+    with_history += reqs[i].prefix_tokens > 0;
+  }
+  // The cap (11.9 s of warm-up against 60 s think times) leaves fewer follow-up turns than the
+  // steady state's 5/6, but sessions are under way at t = 0.
+  EXPECT_GT(with_history, 0);
+}
+
+// Rates and gamma cvs the time base cannot represent are rejected (docs/bad-inputs.md).
+TEST(Workload, ArrivalLimits) {
+  EXPECT_THROW(ArrivalProcess(ArrivalKind::Poisson, 1e300, 1, 1), InputError);
+  EXPECT_NO_THROW(ArrivalProcess(ArrivalKind::Poisson, 1e9, 1, 1));
+  EXPECT_THROW(ArrivalProcess(ArrivalKind::Gamma, 10, 1e6, 1), InputError);
+  EXPECT_THROW(ArrivalProcess(ArrivalKind::Gamma, 10, 10.5, 1), InputError);
+  EXPECT_NO_THROW(ArrivalProcess(ArrivalKind::Gamma, 10, 10, 1));
+}
+
 TEST(Workload, ChatEndsBeforeTheContextWindowIsFull) {
   WorkloadSpec s = spec_of(WorkloadType::ShareGpt, 5000);
   s.sharegpt.max_context_tokens = 2000;
