@@ -570,18 +570,20 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
                                             const SourceLoc& at) const {
   auto it = m_files.find(path);
   if (it == m_files.end()) {
-    // A preset is a few kB: refuse devices, FIFOs and huge files before reading (/dev/zero).
-    constexpr std::uintmax_t kMaxPresetFileBytes = 16u << 20;
+    // A preset is a few kB: refuse devices, FIFOs and huge files before reading (/dev/zero), with
+    // the same limit as any config file (kMaxConfigFileBytes), and quote the path shortly.
+    const std::string shown = excerpt(path, 160);
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-      throw InputError(at, "the " + kind + " preset file '" + path + "' is not a regular file");
+      throw InputError(at, "the " + kind + " preset file '" + shown + "' is not a regular file");
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!ec && size > kMaxPresetFileBytes)
-      throw InputError(at, "the " + kind + " preset file '" + path + "' holds " + std::to_string(size) +
-                               " bytes; a preset file may hold at most 16 MiB");
+    if (!ec && size > kMaxConfigFileBytes)
+      throw InputError(at, "the " + kind + " preset file '" + shown + "' holds " + std::to_string(size) +
+                               " bytes; a preset file may hold at most " +
+                               std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
     std::ifstream in(path, std::ios::binary);
     if (!in)
-      throw InputError(at, "cannot read " + kind + " preset file '" + path + "': " + std::strerror(errno) +
+      throw InputError(at, "cannot read " + kind + " preset file '" + shown + "': " + std::strerror(errno) +
                                " (a relative path resolves against the folder of the file that names it)");
     std::stringstream ss;
     ss << in.rdbuf();
