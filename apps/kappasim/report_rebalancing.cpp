@@ -150,7 +150,7 @@ struct SimInterval {
   std::size_t n = 0;
 };
 SimInterval ci95(const std::vector<double>& v) {
-  const Interval iv = mean_interval(v, 0.95);  // finite samples only
+  const stats::Interval iv = stats::mean_interval(v, 0.95);  // finite samples only
   SimInterval r;
   r.n = iv.n;
   if (iv.n > 0) r.mean = iv.mean;
