@@ -425,6 +425,69 @@ void section_poh(Reproduce& R) {
        << "floor of a step dominate, which Eq. 3 has no term for.\n\n";
 }
 
+// ---- replicates (issue 11.1): configurations, their means and paired comparisons ----------
+// A study spec with `replicates: N` has N rows per configuration (column `replicate`), replicate
+// i of every configuration on the same workload seed H(seed, i) (seed_per_point: false), so two
+// configurations are compared replicate by replicate (stats::paired_difference).
+
+// Rows grouped by configuration (equal values in `cols`), in first-seen (point) order.
+std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t, const std::vector<std::string>& cols) {
+  std::vector<std::vector<std::size_t>> out;
+  std::map<std::string, std::size_t> index;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    std::string key;
+    for (const auto& c : cols) key += t.get(r, c) + '\x1f';
+    const auto it = index.emplace(key, out.size()).first;
+    if (it->second == out.size()) out.emplace_back();
+    out[it->second].push_back(r);
+  }
+  return out;
+}
+// The first ok row of a configuration (its labels), if any.
+std::optional<std::size_t> first_ok(const ResultsTable& t, const std::vector<std::size_t>& rows) {
+  for (std::size_t r : rows)
+    if (t.ok(r)) return r;
+  return std::nullopt;
+}
+// Mean of `name` over the ok rows with a value (NaN when none).
+double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& name) {
+  std::vector<double> xs;
+  for (std::size_t r : rows)
+    if (t.ok(r)) xs.push_back(t.num(r, name));
+  return stats::mean_interval(xs).mean;
+}
+// a − b of `name`, paired by replicate index over the replicates both completed.
+stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
+                       const std::string& name) {
+  std::map<std::string, double> va, vb;
+  for (std::size_t r : a)
+    if (t.ok(r)) va[t.get(r, "replicate")] = t.num(r, name);
+  for (std::size_t r : b)
+    if (t.ok(r)) vb[t.get(r, "replicate")] = t.num(r, name);
+  std::vector<double> xa, xb;
+  for (const auto& [k, v] : va)
+    if (vb.count(k)) xa.push_back(v), xb.push_back(vb[k]);
+  return stats::paired_difference(xa, xb);
+}
+// How A's `name` compares with B's: "lower than B's (paired difference in s: −1.2 ± 0.3 (n=3))"
+// only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's".
+std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
+                   const std::string& name, const std::string& b_name, const std::string& unit) {
+  const stats::Interval d = paired(t, a, b, name);
+  if (d.n < 2) return "one replicate: not tested against " + b_name + "'s";
+  const int sign = stats::interval_sign(d);
+  const std::string diff = "paired difference" + (unit.empty() ? "" : " in " + unit) + ": " + stats::format_interval(d);
+  if (sign == 0) return "within the replicate spread of " + b_name + "'s (" + diff + ", the 95% interval contains 0)";
+  return std::string(sign < 0 ? "lower" : "higher") + " than " + b_name + "'s (" + diff + ")";
+}
+
+// How the studies' tables and conclusions read replicates (one sentence for the report).
+const char* const kReplicateNote =
+    "cells with ± are the mean over the replicate workload seeds ± the 95% Student t half-width "
+    "(n replicates); the best configuration is the one with the best mean, and it is called lower "
+    "or higher than the baseline only when the 95% interval of their replicate-by-replicate "
+    "differences (same seeds on both sides) excludes 0";
+
 // ---- 5. 70 RPS: ShareGPT-like vs NarrativeQA-like ------------------------------------------
 
 // TTFT CDF data from a run point's requests.csv.
@@ -693,71 +756,10 @@ void section_interconnect(Reproduce& R) {
     }
   }
   R.md << "\nA link whose simulated κ_crit is blank never became the bottleneck up to the largest "
-       << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median.\n\n";
+       << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median. "
+       << "These κ_crit are deterministic (isolated requests of fixed K and T, no workload seed), so "
+       << "this study has no replicates and its differences no intervals.\n\n";
 }
-
-// ---- replicates (issue 11.1): configurations, their means and paired comparisons ----------
-// A study spec with `replicates: N` has N rows per configuration (column `replicate`), replicate
-// i of every configuration on the same workload seed H(seed, i) (seed_per_point: false), so two
-// configurations are compared replicate by replicate (stats::paired_difference).
-
-// Rows grouped by configuration (equal values in `cols`), in first-seen (point) order.
-std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t, const std::vector<std::string>& cols) {
-  std::vector<std::vector<std::size_t>> out;
-  std::map<std::string, std::size_t> index;
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    std::string key;
-    for (const auto& c : cols) key += t.get(r, c) + '\x1f';
-    const auto it = index.emplace(key, out.size()).first;
-    if (it->second == out.size()) out.emplace_back();
-    out[it->second].push_back(r);
-  }
-  return out;
-}
-// The first ok row of a configuration (its labels), if any.
-std::optional<std::size_t> first_ok(const ResultsTable& t, const std::vector<std::size_t>& rows) {
-  for (std::size_t r : rows)
-    if (t.ok(r)) return r;
-  return std::nullopt;
-}
-// Mean of `name` over the ok rows with a value (NaN when none).
-double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& name) {
-  std::vector<double> xs;
-  for (std::size_t r : rows)
-    if (t.ok(r)) xs.push_back(t.num(r, name));
-  return stats::mean_interval(xs).mean;
-}
-// a − b of `name`, paired by replicate index over the replicates both completed.
-stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                       const std::string& name) {
-  std::map<std::string, double> va, vb;
-  for (std::size_t r : a)
-    if (t.ok(r)) va[t.get(r, "replicate")] = t.num(r, name);
-  for (std::size_t r : b)
-    if (t.ok(r)) vb[t.get(r, "replicate")] = t.num(r, name);
-  std::vector<double> xa, xb;
-  for (const auto& [k, v] : va)
-    if (vb.count(k)) xa.push_back(v), xb.push_back(vb[k]);
-  return stats::paired_difference(xa, xb);
-}
-// How A's `name` compares with B's: "lower than B's (paired difference in s: −1.2 ± 0.3 (n=3))"
-// only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's".
-std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                   const std::string& name, const std::string& b_name, const std::string& unit) {
-  const stats::Interval d = paired(t, a, b, name);
-  if (d.n < 2) return "one replicate: not tested against " + b_name + "'s";
-  const int sign = stats::interval_sign(d);
-  const std::string diff = "paired difference" + (unit.empty() ? "" : " in " + unit) + ": " + stats::format_interval(d);
-  if (sign == 0) return "within the replicate spread of " + b_name + "'s (" + diff + ", the 95% interval contains 0)";
-  return std::string(sign < 0 ? "lower" : "higher") + " than " + b_name + "'s (" + diff + ")";
-}
-
-// How the studies' tables and conclusions read replicates (one sentence for the report).
-const char* const kReplicateNote =
-    "cells with ± are the mean over the replicate workload seeds ± the 95% Student t half-width "
-    "(n replicates); the best configuration is the one with the best mean, and it is called lower "
-    "or higher than the baseline only when the 95% interval of their replicate-by-replicate "
-    "differences (same seeds on both sides) excludes 0";
 
 // The configuration with the best mean `metric` per group of rows sharing `group` columns
 // (lower or higher is better), and the baseline choice's mean and rows in the same group.
