@@ -140,4 +140,19 @@ std::string format_interval(const Interval& iv, int digits) {
   return s;
 }
 
+Interval paired_difference(const std::vector<double>& a, const std::vector<double>& b, double confidence) {
+  if (a.size() != b.size()) throw std::invalid_argument("paired_difference: the two samples differ in size");
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::isfinite(a[i]) && std::isfinite(b[i])) d.push_back(a[i] - b[i]);
+  return mean_interval(d, confidence);
+}
+
+int interval_sign(const Interval& diff) {
+  if (diff.n < 2 || !std::isfinite(diff.lo) || !std::isfinite(diff.hi)) return 0;
+  if (diff.hi < 0) return -1;
+  if (diff.lo > 0) return 1;
+  return 0;
+}
+
 }  // namespace kappasim::stats

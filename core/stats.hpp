@@ -40,4 +40,18 @@ Interval mean_interval(const std::vector<double>& xs, double confidence = 0.95);
 // (the mean rounded to the same decimal place); n < 2 gives "1.23 (n=1)", n == 0 gives "".
 std::string format_interval(const Interval& iv, int digits = 2);
 
+// ---- paired comparison over common random numbers (issue 11.1) ----
+// Replicate i of configuration A and replicate i of configuration B share their workload seed
+// (a sweep's seed per replicate is H(seed, replicate), the same for every configuration), so
+// the per-replicate differences a[i] - b[i] are the samples: their mean with its Student t
+// interval (mean_interval of the differences, n - 1 degrees of freedom). The seed-to-seed
+// spread common to both cancels, which makes this a sharper test than checking whether the two
+// separate intervals overlap. Pairs where either value is not finite are skipped.
+// std::invalid_argument when the sizes differ.
+Interval paired_difference(const std::vector<double>& a, const std::vector<double>& b,
+                           double confidence = 0.95);
+// -1 when the interval lies entirely below 0 (A < B), +1 entirely above (A > B), 0 when it
+// contains 0 or is undefined (n < 2): the difference is within the replicate spread.
+int interval_sign(const Interval& diff);
+
 }  // namespace kappasim::stats

@@ -313,7 +313,13 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   }
   if (const ConfigNode* q = root.find("quick")) {
     need_map(*q, "{set: {path: value}, axes: {key: [values]}}");
-    check_keys(*q, {"set", "axes"}, "quick");
+    check_keys(*q, {"set", "axes", "replicates"}, "quick");
+    // quick.replicates: the replicate count under --quick (issue 11.1: the studies run >= 3
+    // replicates, CI's quick runs fewer).
+    if (const ConfigNode* n = q->find("replicates")) {
+      const auto r = static_cast<std::int64_t>(parse_u64(*n, "quick.replicates", 1, kMaxAxisPoints));
+      if (quick) s.replicates = r;
+    }
     if (quick) {
       if (const ConfigNode* set = q->find("set"))
         for (const auto& [path, v] : need_map(*set, "config paths and values").entries)

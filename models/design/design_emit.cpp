@@ -14,12 +14,12 @@ namespace {
 // the value (shortest round-trip digits, SI base unit).
 ConfigNode derived(const std::string& text, const std::string& why) {
   ConfigNode n = ConfigNode::make_scalar(text);
-  n.provenance = Provenance{"derived", why};
+  n.provenance = Provenance{"derived", why, "", ""};
   return n;
 }
 ConfigNode assumed(const std::string& text, const std::string& why) {
   ConfigNode n = ConfigNode::make_scalar(text);
-  n.provenance = Provenance{"assumption", why};
+  n.provenance = Provenance{"assumption", why, "", ""};
   return n;
 }
 std::string num(double v) { return format_number(v); }

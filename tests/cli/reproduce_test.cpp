@@ -64,6 +64,27 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
                  body.find("read_tags ") != std::string::npos))
         << section << " has no bound shares:\n" << body;
   }
+  // Issue 11.1: the studies whose conclusions compare configurations run replicates (2 under
+  // --quick, quick.replicates in their specs); their tables show mean ± half-width (n=2) and
+  // their conclusions come from the paired comparison over the common seeds.
+  for (const char* sec : {"### 8.2 A GPU-side KV buffer", "### 8.4 KV compression", "### 8.5 κ-aware routing"}) {
+    const auto at = report.find(sec);
+    ASSERT_NE(at, std::string::npos) << sec;
+    const auto end = report.find("\n### ", at + 4);
+    const std::string body = report.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    EXPECT_NE(body.find(" ± "), std::string::npos) << sec;
+    EXPECT_NE(body.find(" (n=2) |"), std::string::npos) << sec << ": no interval in the table";
+    EXPECT_NE(body.find("paired difference"), std::string::npos) << sec << ": no paired comparison";
+  }
+  // kv-compression --quick: 2 dtypes × 4 recompute settings × 2 load paths × 2 replicates = 32
+  // rows below the header.
+  {
+    std::ifstream kc(out / "sweeps" / "kv-compression-quick" / "results.csv");
+    std::string l;
+    int n = -1;
+    while (std::getline(kc, l)) ++n;
+    EXPECT_EQ(n, 32);
+  }
   // Every figure has its gnuplot script and data next to it.
   for (const char* gp : {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;

@@ -57,6 +57,41 @@ TEST(Stats, TextbookInterval) {
   EXPECT_EQ(stats::mean_interval({}).n, 0u);
 }
 
+TEST(Stats, PairedDifferenceOverCommonSeeds) {
+  // Student's (1908) sleep data as in R's `t.test(extra ~ group, data = sleep, paired = TRUE)`:
+  // extra hours of sleep of 10 patients under drug 2 and drug 1. Differences (2 − 1):
+  // 1.2, 2.4, 1.3, 1.3, 0.0, 1.0, 1.8, 0.8, 4.6, 1.4 → mean 15.8 / 10 = 1.58, s = 1.229995,
+  // half-width t(0.975, 9) · s / √10 = 2.262157 · 0.388959 = 0.879886 → [0.700114, 2.459886]
+  // (R prints the interval −2.4598858 −0.7001142 for 1 − 2, t = −4.0621).
+  const std::vector<double> drug1 = {0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0};
+  const std::vector<double> drug2 = {1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4};
+  const stats::Interval d = stats::paired_difference(drug2, drug1);
+  EXPECT_EQ(d.n, 10u);
+  EXPECT_NEAR(d.mean, 1.58, 1e-12);
+  EXPECT_NEAR(d.sd, 1.229995, 1e-6);
+  EXPECT_NEAR(d.lo, 0.7001142, 1e-6);
+  EXPECT_NEAR(d.hi, 2.4598858, 1e-6);
+  EXPECT_EQ(stats::interval_sign(d), 1);
+  EXPECT_EQ(stats::interval_sign(stats::paired_difference(drug1, drug2)), -1);
+  // The unpaired intervals of the two groups overlap (drug 1: 0.75 ± 1.28, drug 2: 2.33 ±
+  // 1.43), the paired one excludes 0: the common per-patient spread cancels.
+  EXPECT_LT(stats::mean_interval(drug2).lo, stats::mean_interval(drug1).hi);
+  // By hand, three seeds: a = {10, 20, 30}, b = {9, 18.5, 28.5}: differences {1, 1.5, 1.5},
+  // mean 4/3, s² = (1/9 + 1/36 + 1/36) / 2 = 1/12, half-width 4.302653 · √(1/12) / √3
+  // = 4.302653 / 6 = 0.717109: [0.616224, 2.050442], A > B.
+  const stats::Interval h = stats::paired_difference({10, 20, 30}, {9, 18.5, 28.5});
+  EXPECT_NEAR(h.mean, 4.0 / 3, 1e-12);
+  EXPECT_NEAR(h.half_width, 0.717109, 1e-6);
+  EXPECT_EQ(stats::interval_sign(h), 1);
+  // Differences {1, −1, 0.5}: the interval contains 0 → within the spread. A pair with a NaN
+  // is skipped; one pair has no interval (sign 0); unequal sizes are an error.
+  EXPECT_EQ(stats::interval_sign(stats::paired_difference({2, 0, 1.5}, {1, 1, 1})), 0);
+  const stats::Interval one = stats::paired_difference({2, NAN}, {1, 1});
+  EXPECT_EQ(one.n, 1u);
+  EXPECT_EQ(stats::interval_sign(one), 0);
+  EXPECT_THROW(stats::paired_difference({1, 2}, {1}), std::invalid_argument);
+}
+
 TEST(Stats, FormatInterval) {
   EXPECT_EQ(stats::format_interval(stats::mean_interval({2, 4, 6})), "4.0 ± 5.0 (n=3)");
   // {1.18, 1.23, 1.28}: mean 1.23, s = 0.05, half-width 4.3027 · 0.05 / √3 = 0.1242.

@@ -197,6 +197,17 @@ quick:
     }
     return std::string();
   }(), "'xx' is not an axis key; did you mean 'x'?"));
+  // quick.replicates (issue 11.1): 3 replicates of each point in full, 2 under --quick; the
+  // replicate index is innermost, so the quick points are (b200, x 2) × replicates 0 and 1.
+  std::string rep = yaml;
+  rep.replace(rep.find("quick:"), 6, "replicates: 3\nquick:\n  replicates: 2");
+  EXPECT_EQ(parse(rep).point_count(), 27u);
+  const SweepSpec rq = parse(rep, true);
+  ASSERT_EQ(rq.point_count(), 2u);
+  EXPECT_EQ(expand(rq)[1].replicate, 1);
+  std::string rep0 = yaml;
+  rep0.replace(rep0.find("quick:"), 6, "quick:\n  replicates: 0");
+  EXPECT_THROW(parse(rep0, true), InputError);
 }
 
 TEST(SweepSpec, SetPathReplacesWholeNodesAndRefinesPresets) {
