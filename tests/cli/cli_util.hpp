@@ -1,7 +1,10 @@
 // Helpers shared by the end-to-end CLI tests (they run the built kappasim binary).
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -31,6 +34,23 @@ inline std::filesystem::path fresh_dir(const std::string& tag) {
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
+}
+
+// Runs the kappasim binary through the shell with `args` (shell-quoted by the caller); stderr goes
+// to `err_file` and is read back.
+inline Result run_shell(const std::string& bin, const std::string& args,
+                        const std::filesystem::path& err_file) {
+  const std::string cmd = bin + " " + args + " 2>" + err_file.string();
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(err_file);
+  return r;
 }
 
 }  // namespace kappasim::test

@@ -22,18 +22,7 @@ fs::path scratch() {
 }
 
 Result run(const std::string& args) {
-  const fs::path err = scratch() / "stderr.txt";
-  const std::string cmd = std::string(KAPPASIM_BIN) + " " + args + " 2>" + err.string();
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = slurp(err);
-  return r;
+  return kappasim::test::run_shell(KAPPASIM_BIN, args, scratch() / "stderr.txt");
 }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }

@@ -65,17 +65,6 @@ const double kDmaReadReverse = 24.0 / 512 + 4 * 2.0 / 512;
 // ---- helpers ---------------------------------------------------------------------------------
 
 
-Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
-  Request r;
-  r.id = id;
-  r.arrival_s = at;
-  r.sequence_id = id;  // a document of its own
-  r.prefix_tokens = K;
-  r.new_tokens = T;
-  r.workload = "test";
-  return r;
-}
-
 struct Outcome {
   std::vector<RequestRecord> recs;
   SummaryBuilder::Totals totals;

@@ -29,17 +29,6 @@ constexpr double kChunks = 16, kLayers = 32;
 // payload byte (see serving_engine_test.cpp): 46.77 GB/s, below the tag and DRAM limits.
 const double kSmRate = kWire / (1 + 20.0 / 64 + 2.0 / 64);
 
-Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
-  Request r;
-  r.id = id;
-  r.arrival_s = at;
-  r.sequence_id = id;
-  r.prefix_tokens = K;
-  r.new_tokens = T;
-  r.workload = "test";
-  return r;
-}
-
 struct Outcome {
   std::vector<RequestRecord> recs;
   SummaryBuilder::Totals totals;

@@ -38,18 +38,6 @@ const double kSmRate = kWire / (1 + 20.0 / 64 + 2.0 / 64);
 
 
 
-Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T,
-                std::uint64_t document) {
-  Request r;
-  r.id = id;
-  r.arrival_s = at;
-  r.sequence_id = document;  // same document => same chunk keys
-  r.prefix_tokens = K;
-  r.new_tokens = T;
-  r.workload = "test";
-  return r;
-}
-
 struct Outcome {
   std::vector<RequestRecord> recs;
   SummaryBuilder::Totals totals;

@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/run_spec.hpp"
+#include "workloads/request.hpp"
 
 namespace kappasim::testing {
 
@@ -60,6 +61,24 @@ inline RunSpec run_spec(const std::string& yaml) {
 inline double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
   return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch, spec.serving.compute_dtype)
       .total.compute_time_s;
+}
+
+// One request of the "test" workload: K cached prefix tokens of `document` (same document =>
+// same chunk keys), T new tokens, arriving at `at` seconds.
+inline Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T,
+                       std::uint64_t document) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at;
+  r.sequence_id = document;
+  r.prefix_tokens = K;
+  r.new_tokens = T;
+  r.workload = "test";
+  return r;
+}
+// A document of its own.
+inline Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
+  return request(id, at, K, T, id);
 }
 
 }  // namespace kappasim::testing
