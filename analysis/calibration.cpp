@@ -21,11 +21,7 @@ void check_keys(const ConfigNode& map, const std::vector<std::string>& allowed, 
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == k;
     if (ok) continue;
-    std::string all;
-    for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
-    const std::string near = nearest(k, allowed);
-    fail(v, "unknown key '" + k + "' in " + where + (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                " (expected one of " + all + ")");
+    fail(v, unknown_key_message(k, allowed, where));
   }
 }
 

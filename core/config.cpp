@@ -399,6 +399,15 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+std::string unknown_key_message(const std::string& key, const std::vector<std::string>& allowed,
+                                const std::string& where) {
+  std::string all;
+  for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
+  const std::string near = nearest(key, allowed);
+  return "unknown key '" + key + "' in " + where + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+         " (expected one of " + all + ")";
+}
+
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_d = std::string::npos;

@@ -96,6 +96,10 @@ inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{4} << 20;  // 4 M
 std::size_t edit_distance(std::string_view a, std::string_view b);
 // The nearest candidate within a small distance, or "" when none is close.
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
+// "unknown key 'k' in WHERE; did you mean 'x'? (expected one of a, b, c)": the one wording for a
+// key outside a fixed set (sweep specs, calibration files, ...).
+std::string unknown_key_message(const std::string& key, const std::vector<std::string>& allowed,
+                                const std::string& where);
 
 // ---------------------------------------------------------------------------------------------
 // Presets: built-in (compiled into the binary from presets/) plus user directories.
