@@ -10,8 +10,6 @@ namespace kappasim::analysis {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 struct Box {
   const std::vector<Bound>& b;
   std::vector<double> to_x(const std::vector<double>& u) const {

@@ -894,6 +894,7 @@ void ConfigReader::text(const char* key, std::string& out, const Field& f) {
   const ConfigNode* n = take(key, f, "a text");
   if (!n) return;
   out = n->scalar;
+  record(*n, key);  // a text's provenance (e.g. a default stack name) survives --dump-config
 }
 
 void ConfigReader::quantity_map(const char* key, std::map<std::string, double>& out,

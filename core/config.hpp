@@ -309,6 +309,7 @@ void ConfigReader::choice(const char* key, E& out,
   for (const auto& [name, value] : names) {
     if (n->scalar == name) {
       out = value;
+      record(*n, key);  // a choice's provenance (e.g. a store mode the stack chose) survives dumps
       return;
     }
     valid.emplace_back(name);

@@ -75,8 +75,9 @@ void FlowNetwork::advance(double now) {
     // Time moving (until the flow's last byte, if that comes first), credited to its bottleneck.
     if (f.rate > 0 && std::isfinite(f.rate) && f.remaining > 0) {
       const double t = std::min(dt, f.remaining / f.rate);
+      const int bound = f.bound;  // a structured binding cannot be captured in C++17 (clang)
       auto b = std::find_if(f.bound_s.begin(), f.bound_s.end(),
-                            [&](const auto& e) { return e.first == f.bound; });
+                            [bound](const auto& e) { return e.first == bound; });
       if (b == f.bound_s.end())
         f.bound_s.emplace_back(f.bound, t);
       else
