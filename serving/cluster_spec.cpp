@@ -182,7 +182,9 @@ NodeModel make_node_model(const RunSpec& node) {
   const RetrieveCost c0 = stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers, on_package);
   const RetrieveCost c1 = stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers, on_package);
   n.retrieve_fixed_s = c0.cpu_before_s;
-  n.retrieve_per_entry_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s;
+  // Layer-wise: the rank's CPU issues every (layer, chunk) object, serial per layer.
+  n.retrieve_per_entry_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s +
+                           node.model.num_layers * c1.per_layer_cpu_s;
   n.chunk_tokens = sv.tier_chunk_tokens();
   n.step_overhead_s = sv.step_overhead_s;
   n.budget_tokens = sv.max_num_batched_tokens;

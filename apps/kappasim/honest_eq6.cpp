@@ -5,6 +5,7 @@
 #include "core/units.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/measure.hpp"
+#include "serving/stack_profile.hpp"
 
 namespace kappasim::cli {
 
@@ -39,8 +40,18 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   in.b_kv_eq6 = kv_bytes_per_token(m, s.kv_dtype) / tp;
   in.b_kv_gpu = kv_bytes_per_token_per_gpu(m, s.kv_dtype, tp);
   in.chunk_tokens = s.tier_chunk_tokens();
-  in.t_request_s = s.retrieve_fixed_s();
-  in.t_chunk_s = s.retrieve_per_entry_s();
+  // The stack's serial retrieve software (serving/stack_profile), as the engine charges it: per
+  // request, and per chunk the up-front re-hash, the GPU gap (kernel path) and, layer-wise, the
+  // CPU that issues the chunk's (layer, chunk) objects (a layer's load ends no earlier); the CPU
+  // work overlapped with copies is left out.
+  {
+    const bool on_package = spec.system.host_link.type == LinkType::HbmTier;
+    const int L = m.num_layers;
+    const RetrieveCost c0 = stack_retrieve(s.stack, s.load_path, 1, 0, 0, L, on_package);
+    const RetrieveCost c1 = stack_retrieve(s.stack, s.load_path, 1, 1, 0, L, on_package);
+    in.t_request_s = c0.cpu_before_s;
+    in.t_chunk_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s + L * c1.per_layer_cpu_s;
+  }
   // The copy the load path issues (serving/engine): one copy-kernel block per tier chunk, one DMA
   // per layer per chunk, or one DMA per vLLM block.
   h.copy_path = s.load_path == LoadPath::Kernel ? "kernel" : "dma";
