@@ -1245,9 +1245,13 @@ void section_stacks(Reproduce& R) {
     R.md << "- " << w << ": the run's KV working set is " << fmt_num(ws / 1e12) << " TB against a "
          << fmt_num(cap / 1e12) << " TB tier (" << s.get(at[0], "stack") << " / "
          << s.get(at[0], "load_path") << ": chunk hit rate " << pct(s.num(at[0], "tier_hit_rate"))
-         << ")" << (ws > cap ? "; it does not fit, so prefixes are recomputed and stored again and "
-                               "the run is bound by compute, not by the link"
-                             : "; it fits") << ".\n";
+         << ")";
+    if (ws <= cap)
+      R.md << "; it fits";
+    else  // what does not fit is recomputed and stored again; the transfer share says what binds
+      R.md << "; " << pct(cap / ws) << " of it fits, the rest is recomputed and stored again ("
+           << "transfers " << pct(s.num(at[0], "transfer_time_fraction")) << " of load + compute)";
+    R.md << ".\n";
   }
   R.md << "\n";
 }
