@@ -820,7 +820,7 @@ void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
       const std::uint64_t limit = neg ? 9223372036854775808ULL : 9223372036854775807ULL;
       if (overflow || mag > limit)
         fail(*n, key, "expected a whole number from -9223372036854775808 to 9223372036854775807, got \"" +
-                          n->scalar + "\"");
+                          excerpt(n->scalar) + "\"");
       const std::int64_t v = neg ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
       check_range(*n, key, static_cast<double>(v), dim::none, f.range);
       out = v;
@@ -848,7 +848,7 @@ void ConfigReader::integer(const char* key, std::uint64_t& out, const Field& f) 
   std::uint64_t mag = 0;
   if (exact_integer(n->scalar, neg, mag, overflow)) {
     if (overflow || (neg && mag != 0))
-      fail(*n, key, "expected a whole number from 0 to 18446744073709551615, got \"" + n->scalar + "\"");
+      fail(*n, key, "expected a whole number from 0 to 18446744073709551615, got \"" + excerpt(n->scalar) + "\"");
     check_range(*n, key, static_cast<double>(mag), dim::none, f.range);
     out = mag;
     record(*n, key);
@@ -863,7 +863,7 @@ void ConfigReader::integer(const char* key, std::uint64_t& out, const Field& f) 
   }
   if (v != std::floor(v) || v < 0 || v > 9.0e15)
     fail(*n, key, "expected a whole number from 0 to 18446744073709551615 (above 9e15 in plain digits), got \"" +
-                      n->scalar + "\"");
+                      excerpt(n->scalar) + "\"");
   check_range(*n, key, v, dim::none, f.range);
   out = static_cast<std::uint64_t>(v);
   record(*n, key);
