@@ -46,6 +46,7 @@ void NodeQueue::close() {
 Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec,
                  WorkloadSource& source, ClusterSinks sinks)
     : sc_core::sc_module(name), m_spec(spec), m_source(source), m_sinks(std::move(sinks)) {
+  m_router = make_router(m_spec.cluster.router);  // InputError for an unregistered name
   const std::size_t groups = m_spec.nodes.size();
   m_group_summary.resize(groups);
   m_group_offered_kappa.assign(groups, 0);
@@ -130,37 +131,33 @@ double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
   return backlog + estimate_service(m, K, T).total_s;
 }
 
-std::size_t Cluster::choose(const Request& r) {
-  const std::size_t N = m_nodes.size();
-  switch (m_spec.cluster.router) {
-    case RouterKind::RoundRobin:
-      return static_cast<std::size_t>(m_rr++ % N);
-    case RouterKind::LeastLoaded: {
-      std::size_t best = 0;
-      std::size_t best_load = std::numeric_limits<std::size_t>::max();
-      for (std::size_t i = 0; i < N; ++i) {
-        const std::size_t load = m_nodes[i].engine->outstanding() + m_nodes[i].queue->size();
-        if (load < best_load) {
-          best = i;
-          best_load = load;
-        }
-      }
-      return best;
-    }
-    case RouterKind::KappaAware: {
-      std::size_t best = 0;
-      double best_t = std::numeric_limits<double>::infinity();
-      for (std::size_t i = 0; i < N; ++i) {
-        const double t = estimated_completion_s(i, r);
-        if (t < best_t) {
-          best = i;
-          best_t = t;
-        }
-      }
-      return best;
-    }
+std::size_t Cluster::outstanding(std::size_t i) const {
+  return m_nodes.at(i).engine->outstanding() + m_nodes.at(i).queue->size();
+}
+
+namespace {
+// The cluster as routers see it (serving/router_policy.hpp).
+class View final : public ClusterView {
+ public:
+  explicit View(const Cluster& c) : m_c(c) {}
+  std::size_t nodes() const override { return m_c.nodes(); }
+  std::size_t outstanding(std::size_t i) const override { return m_c.outstanding(i); }
+  double estimated_completion_s(std::size_t i, const Request& r) const override {
+    return m_c.estimated_completion_s(i, r);
   }
-  return 0;
+
+ private:
+  const Cluster& m_c;
+};
+}  // namespace
+
+std::size_t Cluster::choose(const Request& r) {
+  const std::size_t i = m_router->choose(r, View(*this));
+  if (i >= m_nodes.size())
+    throw std::logic_error(std::string("router ") + router_name(m_spec.cluster.router) +
+                           " chose node " + std::to_string(i) + " of " +
+                           std::to_string(m_nodes.size()));
+  return i;
 }
 
 SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& nodes,

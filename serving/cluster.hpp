@@ -1,8 +1,8 @@
 // A routed pool of serving nodes in one SystemC simulation: every node is one tensor-parallel
 // group served by its own ServingEngine (its own fabric, GPU KV cache, CPU KV tier and
 // scheduler); a router thread pulls the one global WorkloadSource, waits until each arrival,
-// picks a node from the nodes' live state (serving/cluster_spec.hpp: round_robin, least_loaded,
-// kappa_aware) and hands the request to that node's queue. Each engine reads its queue as its
+// picks a node from the nodes' live state (a registered router, serving/router_policy.hpp and
+// serving/routers/) and hands the request to that node's queue. Each engine reads its queue as its
 // WorkloadSource: next() blocks (sc_core::wait, legal: the engine calls it from its arrivals
 // SC_THREAD) until the router pushes a request or closes the stream. Routing takes no simulated
 // time. docs/routing.md describes the routers and the κ-aware estimator.
@@ -74,8 +74,11 @@ class Cluster : public sc_core::sc_module {
   std::uint64_t routed(std::size_t i) const { return m_nodes.at(i).routed; }
   std::uint64_t arrived() const { return m_arrived; }
 
-  // The node a request goes to now (the router's decision; advances round_robin's cursor).
+  // The node a request goes to now (the router's decision, serving/routers/; advances
+  // round_robin's cursor).
   std::size_t choose(const Request& r);
+  // Requests routed to node i and not finished: queued for its engine or inside it.
+  std::size_t outstanding(std::size_t i) const;
   // For kappa_aware (and tests): the cached tokens `r` would find on node i right now.
   std::int64_t cached_tokens_on(std::size_t i, const Request& r) const;
   // kappa_aware's estimate of when `r` would finish on node i if sent there now (seconds from
@@ -110,7 +113,8 @@ class Cluster : public sc_core::sc_module {
   std::vector<std::uint64_t> m_group_routed;
   SummaryBuilder m_summary;                     // requests of every node
   std::vector<Node> m_nodes;
-  std::uint64_t m_arrived = 0, m_rr = 0;
+  std::unique_ptr<RouterPolicy> m_router;       // cluster.router, from the registry
+  std::uint64_t m_arrived = 0;
 };
 
 // Runs a whole cluster simulation (one per process); returns Cluster::figures().

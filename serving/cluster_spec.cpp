@@ -10,20 +10,6 @@
 
 namespace kappasim {
 
-const std::vector<std::pair<const char*, RouterKind>>& router_names() {
-  static const std::vector<std::pair<const char*, RouterKind>> names = {
-      {"round_robin", RouterKind::RoundRobin},
-      {"least_loaded", RouterKind::LeastLoaded},
-      {"kappa_aware", RouterKind::KappaAware}};
-  return names;
-}
-
-const char* router_name(RouterKind r) {
-  for (const auto& [name, value] : router_names())
-    if (value == r) return name;
-  return "?";
-}
-
 namespace {
 bool valid_group_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;

@@ -3,7 +3,7 @@
 // simulator. docs/routing.md explains the routers and what the estimator ignores.
 //
 //   cluster:
-//     router: kappa_aware        # round_robin | least_loaded | kappa_aware
+//     router: kappa_aware        # round_robin | least_loaded | kappa_aware (any registered)
 //     nodes:                     # node groups; each node = one TP group = one ServingEngine
 //       - {name: pcie, count: 2, system: h100, serving: {tp: 8}}
 //       - {name: c2c,  count: 1, system: gb200, serving: {tp: 2}}
@@ -23,6 +23,7 @@
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/router_policy.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
@@ -31,13 +32,8 @@
 
 namespace kappasim {
 
-enum class RouterKind {
-  RoundRobin,   // node i, i+1, ... in node order, whatever the load
-  LeastLoaded,  // fewest outstanding requests (routed, not finished); ties: lowest node index
-  KappaAware,   // earliest estimated completion (estimate_completion below); ties: lowest index
-};
-const std::vector<std::pair<const char*, RouterKind>>& router_names();
-const char* router_name(RouterKind r);
+// RouterKind (cluster.router) and the router registry: serving/router_policy.hpp; one file per
+// router under serving/routers/.
 
 // One group of identical nodes. Node names are "<name>_<i>" (i = 0 .. count-1).
 struct NodeGroupSpec {
@@ -65,7 +61,7 @@ struct ClusterHead {
   template <class V>
   void visit(V& v) {
     v.choice("router", router, router_names(),
-             opt("routing policy: round_robin, least_loaded or kappa_aware"));
+             opt("routing policy, a registered name (kappasim presets policies)"));
   }
   void validate(const std::string&) const {}
 };

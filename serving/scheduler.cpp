@@ -21,24 +21,13 @@ Sequence make_sequence(const Request& r, std::int64_t cached_tokens) {
   return s;
 }
 
-const std::vector<std::pair<const char*, Policy>>& policy_names() {
-  static const std::vector<std::pair<const char*, Policy>> names = {
-      {"fifo", Policy::Fifo}, {"utilization", Policy::UtilizationAware}, {"fair", Policy::Fair}};
-  return names;
-}
-
-const char* policy_name(Policy p) {
-  for (const auto& [name, value] : policy_names())
-    if (value == p) return name;
-  return "?";
-}
-
 Scheduler::Scheduler(SchedulerConfig cfg) : m_cfg(cfg) {
   if (m_cfg.max_num_batched_tokens < 1)
     throw std::invalid_argument("Scheduler: max_num_batched_tokens must be >= 1");
   if (m_cfg.max_num_seqs < 1) throw std::invalid_argument("Scheduler: max_num_seqs must be >= 1");
   if (!(m_cfg.fairness_max_wait_s >= 0))
     throw std::invalid_argument("Scheduler: fairness_max_wait_s must be >= 0");
+  m_policy = make_scheduler_policy(m_cfg.policy);
 }
 
 void Scheduler::enqueue(Sequence* s, double now) {
@@ -54,6 +43,7 @@ void Scheduler::enqueue(Sequence* s, double now) {
                      std::to_string(m_cfg.max_num_batched_tokens) +
                      " and chunked prefill is off: enable chunked_prefill or raise the budget");
   s->enqueue_s = now;
+  s->arrival_seq = m_enqueued++;
   m_waiting.push_back(s);
 }
 
@@ -80,6 +70,34 @@ void Scheduler::reject(Sequence* s, double now) {
   m_finished.push_back(s);
 }
 
+// ---- Admission ----------------------------------------------------------------------------------
+
+const SchedulerConfig& Admission::config() const { return m_s.m_cfg; }
+const Admission::Queue& Admission::waiting() const { return m_s.m_waiting; }
+
+Admission::Outcome Admission::try_admit(Cursor& it) {
+  if (it == m_s.m_waiting.end())
+    throw std::logic_error("Admission::try_admit: the cursor is past the waiting queue");
+  if (m_budget == 0 || m_s.m_running.size() >= static_cast<std::size_t>(m_s.m_cfg.max_num_seqs))
+    return Outcome::NoRoom;
+  Sequence* s = *it;
+  if (m_kv.blocks_for(s->prompt_tokens()) > m_kv.total_blocks()) {
+    m_s.reject(s, m_now);
+    it = m_s.m_waiting.erase(it);
+    return Outcome::Rejected;
+  }
+  const std::int64_t t = m_s.tokens_for(*s, m_budget);
+  if (t == 0 || !m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;
+  m_s.admit(s, t, m_now, m_kv, m_plan);
+  m_budget -= t;
+  if (!m_admitted_any || s->arrival_seq > m_last_admitted_seq) m_last_admitted_seq = s->arrival_seq;
+  m_admitted_any = true;
+  it = m_s.m_waiting.erase(it);
+  return Outcome::Admitted;
+}
+
+// ---- Scheduler ------------------------------------------------------------------------------
+
 StepPlan Scheduler::plan(double now, PagedKv& kv) {
   if (m_in_flight)
     throw std::logic_error("Scheduler::plan: the previous step has not been completed");
@@ -95,66 +113,16 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
     budget -= t;
   }
 
-  // 2. Admission.
-  const auto seats = [&] { return static_cast<std::size_t>(m_cfg.max_num_seqs); };
-  const auto never_fits = [&](const Sequence& s) {
-    return kv.blocks_for(s.prompt_tokens()) > kv.total_blocks();
-  };
-  std::vector<Sequence*> passed_over;  // skipped, with a later arrival admitted after them
-  std::size_t passed_over_credited = 0;
-  bool hold = false;  // Fair: an urgent sequence does not fit, admit nothing else
-
-  if (m_cfg.policy == Policy::Fair) {
-    for (auto it = m_waiting.begin(); it != m_waiting.end();) {
-      Sequence* s = *it;
-      if (now - s->enqueue_s < m_cfg.fairness_max_wait_s) {
-        ++it;
-        continue;
-      }
-      if (budget == 0 || m_running.size() >= seats()) {
-        hold = true;
-        break;
-      }
-      if (never_fits(*s)) {
-        reject(s, now);
-        it = m_waiting.erase(it);
-        continue;
-      }
-      const std::int64_t t = tokens_for(*s, budget);
-      if (t == 0 || !kv.can_allocate(s->prompt_tokens())) {
-        hold = true;
-        break;
-      }
-      admit(s, t, now, kv, plan);
-      budget -= t;
-      it = m_waiting.erase(it);
+  // 2. Admission, in the policy's order.
+  Admission step(*this, now, kv, plan, budget);
+  m_policy->admit(step);
+  // Passed over: still waiting although a later arrival was admitted this step. The queue is in
+  // arrival order, so they are the front of the queue up to the latest admitted arrival.
+  if (step.m_admitted_any)
+    for (Sequence* s : m_waiting) {
+      if (s->arrival_seq > step.m_last_admitted_seq) break;
+      s->credit += 1;
     }
-  }
-
-  if (!hold) {
-    for (auto it = m_waiting.begin(); it != m_waiting.end();) {
-      if (budget == 0 || m_running.size() >= seats()) break;
-      Sequence* s = *it;
-      if (never_fits(*s)) {
-        reject(s, now);
-        it = m_waiting.erase(it);
-        continue;
-      }
-      const std::int64_t t = tokens_for(*s, budget);
-      const bool fits = t > 0 && kv.can_allocate(s->prompt_tokens());
-      if (!fits) {
-        if (m_cfg.policy == Policy::Fifo) break;  // head-of-line blocking
-        passed_over.push_back(s);
-        ++it;
-        continue;
-      }
-      admit(s, t, now, kv, plan);
-      budget -= t;
-      passed_over_credited = passed_over.size();
-      it = m_waiting.erase(it);
-    }
-  }
-  for (std::size_t i = 0; i < passed_over_credited; ++i) passed_over[i]->credit += 1;
 
   if (plan.tokens > m_cfg.max_num_batched_tokens)
     throw std::logic_error("Scheduler::plan: token budget exceeded");

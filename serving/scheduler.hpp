@@ -1,37 +1,43 @@
-// A vLLM-v1-like iteration-level scheduler for prefill with KV offloading, with three admission
-// policies. Pure C++, no SystemC: the engine calls plan() before a step, simulates the step's
-// loads and compute, then calls complete(). See docs/scheduler.md.
+// A vLLM-v1-like iteration-level scheduler for prefill with KV offloading; the admission order is
+// a pluggable policy (serving/scheduler_policy.hpp, one file each under serving/policies/).
+// Pure C++, no SystemC: the engine calls plan() before a step, simulates the step's loads and
+// compute, then calls complete(). See docs/scheduler.md.
 //
 // One step (vLLM v1 Scheduler.schedule, chunked prefill on):
 //  1. running sequences (admitted, prefill not finished) first, in admission order, each
 //     getting min(its remaining compute tokens, the budget left);
-//  2. then waiting sequences are admitted per the policy while the budget, max_num_seqs and
-//     the free KV blocks allow. Admission allocates the KV blocks of the WHOLE prompt (K cached
-//     + T new tokens) at once and requires them free (the cached KV is loaded into those blocks
-//     in the sequence's first step; this is the VRAM bound of the κ paper's Eq. 10).
+//  2. then the policy admits waiting sequences through Admission::try_admit, which admits one
+//     while the budget, max_num_seqs and the free KV blocks allow. Admission allocates the KV
+//     blocks of the WHOLE prompt (K cached + T new tokens) at once and requires them free (the
+//     cached KV is loaded into those blocks in the sequence's first step; this is the VRAM
+//     bound of the κ paper's Eq. 10).
 // The token budget counts compute tokens only (cached tokens are loaded, not computed, as in
 // vLLM where externally cached tokens count as already computed).
 //
-// Policies:
-//  - Fifo (vLLM FCFS): arrival order; admission stops at the first waiting sequence that does
+// Registered policies (serving.policy):
+//  - fifo (vLLM FCFS): arrival order; admission stops at the first waiting sequence that does
 //    not fit (free KV blocks, or the budget when chunked prefill is off): head-of-line blocking.
-//  - UtilizationAware (κ paper Fig. 8): first-fit in arrival order over the whole waiting queue:
+//  - utilization (κ paper Fig. 8): first-fit in arrival order over the whole waiting queue:
 //    a sequence that does not fit is skipped and later ones that fit are admitted.
-//  - Fair: UtilizationAware plus a wait bound. A waiting sequence that has waited at least
+//  - fair: utilization plus a wait bound. A waiting sequence that has waited at least
 //    fairness_max_wait_s is urgent; urgent sequences are admitted first, oldest first, and when
 //    the oldest urgent one does not fit, nothing else is admitted that step (the running ones
 //    drain until it fits). Guarantee: a sequence whose prompt fits the empty KV pool waits at
 //    most fairness_max_wait_s plus the time to drain what was running (and the urgent ones
-//    ahead of it) when it became urgent; UtilizationAware alone gives no bound.
+//    ahead of it) when it became urgent; utilization alone gives no bound.
+//  - shortest_load: first-fit in order of cached tokens to load, fewest first (ties: arrival
+//    order); no wait bound (serving/policies/shortest_load.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "serving/paged_kv.hpp"
+#include "serving/scheduler_policy.hpp"
 #include "workloads/request.hpp"
 
 namespace kappasim {
@@ -42,8 +48,9 @@ struct Sequence {  // one request inside the engine
   std::int64_t compute_tokens = 0;  // prompt tokens to prefill = prompt − cached (>= 1)
   std::int64_t computed = 0;        // prefilled so far
   double enqueue_s = 0, first_scheduled_s = -1, finish_s = -1;
-  double credit = 0;       // Fair/UtilizationAware bookkeeping: steps in which a later arrival
-                           // was admitted while this one waited (times passed over)
+  double credit = 0;       // steps in which a later arrival was admitted while this one waited
+                           // (times passed over; the Scheduler counts it for every policy)
+  std::uint64_t arrival_seq = 0;  // position in enqueue order (set by Scheduler::enqueue)
   bool kv_allocated = false;
   bool rejected = false;   // the prompt needs more KV blocks than the whole pool: never admitted
 
@@ -71,10 +78,6 @@ struct StepPlan {
   bool empty() const { return items.empty(); }
 };
 
-enum class Policy { Fifo, UtilizationAware, Fair };
-const std::vector<std::pair<const char*, Policy>>& policy_names();  // fifo, utilization, fair
-const char* policy_name(Policy p);
-
 struct SchedulerConfig {
   std::int64_t max_num_batched_tokens = 4096;  // the κ paper's token budget
   int max_num_seqs = 256;
@@ -83,9 +86,52 @@ struct SchedulerConfig {
   double fairness_max_wait_s = 5;  // Fair only; see serving_spec.hpp for the default's basis
 };
 
+class Scheduler;
+
+// The admission phase of one Scheduler::plan(), as a policy sees it: the waiting queue and one
+// operation, try_admit. The resource checks, allocation and rejection are done here, the same for
+// every policy; the policy only chooses whom to try, in which order, and when to stop.
+class Admission {
+ public:
+  using Queue = std::list<Sequence*>;
+  using Cursor = Queue::const_iterator;
+  enum class Outcome {
+    Admitted,    // allocated, added to the plan; `it` moved to the next waiting sequence
+    Rejected,    // the prompt needs more KV blocks than the whole pool: finished as rejected
+                 // (take_finished); `it` moved to the next waiting sequence
+    DoesNotFit,  // too few free KV blocks now (or, chunked prefill off, too little budget);
+                 // `it` unchanged
+    NoRoom,      // the token budget is spent or max_num_seqs sequences run: nothing more can be
+                 // admitted this step; `it` unchanged
+  };
+
+  double now() const { return m_now; }
+  const SchedulerConfig& config() const;
+  // The waiting sequences in arrival order. try_admit erases the one it admits or rejects; other
+  // cursors stay valid (std::list).
+  const Queue& waiting() const;
+  // Compute tokens left in this step's budget.
+  std::int64_t budget() const { return m_budget; }
+  // Tries the waiting sequence at `it` (checks in this order: room, never fits, fits).
+  Outcome try_admit(Cursor& it);
+
+ private:
+  friend class Scheduler;
+  Admission(Scheduler& s, double now, PagedKv& kv, StepPlan& plan, std::int64_t budget)
+      : m_s(s), m_now(now), m_kv(kv), m_plan(plan), m_budget(budget) {}
+  Scheduler& m_s;
+  double m_now;
+  PagedKv& m_kv;
+  StepPlan& m_plan;
+  std::int64_t m_budget;
+  std::uint64_t m_last_admitted_seq = 0;  // the latest arrival admitted this step
+  bool m_admitted_any = false;
+};
+
 class Scheduler {
  public:
-  // std::invalid_argument on a budget or max_num_seqs < 1 or a negative wait bound.
+  // std::invalid_argument on a budget or max_num_seqs < 1 or a negative wait bound; InputError
+  // when cfg.policy names no registered policy.
   explicit Scheduler(SchedulerConfig cfg);
 
   // Queues a sequence at time `now` (sets enqueue_s). The sequence must outlive its stay in the
@@ -116,6 +162,7 @@ class Scheduler {
   const SchedulerConfig& config() const { return m_cfg; }
 
  private:
+  friend class Admission;
   std::int64_t tokens_for(const Sequence& s, std::int64_t budget) const;
   void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan);
   void reject(Sequence* s, double now);
@@ -125,6 +172,8 @@ class Scheduler {
   std::vector<Sequence*> m_running;   // admission order
   std::vector<Sequence*> m_finished;
   bool m_in_flight = false;
+  std::uint64_t m_enqueued = 0;              // sequences enqueued so far (next arrival_seq)
+  std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
 };
 
 // Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything.

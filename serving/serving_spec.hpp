@@ -206,7 +206,7 @@ struct ServingSpec {
               opt("most sequences running at once", Range::AtLeastOne));
     v.boolean("chunked_prefill", chunked_prefill, opt("split long prefills over steps"));
     v.choice("policy", policy, policy_names(),
-             opt("admission policy: fifo, utilization or fair"));
+             opt("admission policy, a registered name (kappasim presets policies)"));
     v.quantity("fairness_max_wait", fairness_max_wait_s, dim::time,
                opt("fair: wait after which a request is admitted before newer ones",
                    Range::NonNegative));
