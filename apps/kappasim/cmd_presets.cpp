@@ -4,6 +4,8 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
 #include "models/design/area_power.hpp"
+#include "serving/router_policy.hpp"
+#include "serving/scheduler_policy.hpp"
 #include "serving/stack_profile.hpp"
 
 namespace kappasim::cli {
@@ -50,6 +52,7 @@ int cmd_presets(const std::vector<std::string>& args) {
       "Usage: kappasim presets [list [KIND]]\n"
       "       kappasim presets show KIND/NAME [--raw]\n"
       "       kappasim presets check          (every number has a source; every preset loads)\n"
+      "       kappasim presets policies       (the registered scheduler policies and routers)\n"
       "Options");
   desc.add_options()("raw", po::bool_switch(&raw), "show the file as written")
       ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
@@ -117,9 +120,20 @@ int cmd_presets(const std::vector<std::string>& args) {
     std::cout << count << " presets checked, " << problems.size() << " problems\n";
     return problems.empty() ? 0 : 2;
   }
-  const std::string near = nearest(verb, {"list", "show", "check"});
+  // Policies are code, not preset files: listed from their registries (serving/policies,
+  // serving/routers; docs/scheduler.md "How to add a policy").
+  if (verb == "policies") {
+    if (pos.size() != 1) throw InputError("kappasim presets policies: takes no argument");
+    Table t({"key", "name", "summary"});
+    for (const auto* e : scheduler_policies().entries())
+      t.add_row({"serving.policy", e->name, e->summary});
+    for (const auto* e : routers().entries()) t.add_row({"cluster.router", e->name, e->summary});
+    std::cout << t.text();
+    return 0;
+  }
+  const std::string near = nearest(verb, {"list", "show", "check", "policies"});
   throw InputError("kappasim presets: unknown verb '" + verb + "'" +
-                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") + " (expected list, show or check)");
+                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") + " (expected list, show, check or policies)");
 }
 
 }  // namespace kappasim::cli

@@ -522,7 +522,7 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
       {tp.string(), {"tensor parallelism 16 exceeds the 8 GPUs"}, {}},
       {good.string() + " --set serving.tp=9", {"tensor parallelism 9 exceeds the 8 GPUs"}, {}},
       {good.string() + " --set workload.requests=0", {"workload.requests: must be at least 1"}, {}},
-      {good.string() + " --set serving.policy=lifo", {"serving.policy: expected one of fifo"}, {}},
+      {good.string() + " --set serving.policy=lifo", {"serving.policy: expected one of fair, fifo, shortest_load, utilization", "did you mean \"fifo\""}, {}},
       // serving stacks (docs/serving-stacks.md): an unknown name lists the valid ones; a stack
       // that cannot run the load path says which it supports.
       {good.string() + " --set serving.stack=lmcache-0.3",
