@@ -1,7 +1,9 @@
 // shortest_load: admit the waiting sequence with the fewest cached tokens to load (K_hit) first,
 // a shortest-job-first on the load phase: a step's loads finish before its compute can use them,
 // so one long load delays every sequence admitted with it. Mean TTFT falls when short loads go
-// first (the shortest-processing-time rule), at the price of the long ones.
+// first (the shortest-processing-time rule), at the price of the long ones. It orders by load
+// only: where a small K means a tier miss on a long prompt (the same tokens computed instead of
+// loaded), the fewest-load request is the longest job and mean TTFT can rise (docs/scheduler.md).
 //
 //  - order: cached_tokens ascending; ties in arrival order (a stable sort of the arrival-ordered
 //    queue), so the result is deterministic and equals fifo when every K is equal.
