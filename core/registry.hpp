@@ -1,8 +1,11 @@
 // A name registry for pluggable implementations of one small interface (scheduler policies,
 // routers, ...): name → factory. Each implementation registers itself from its own .cpp with a
 // static `Registrar`, so adding one is one file plus its line in the CMake source list; no switch
-// elsewhere changes. Compare Ramulator 2 (RAMULATOR_REGISTER_IMPLEMENTATION: interface, name,
-// description) and DRAMSys (SchedulerIF; there a factory switch picks the class).
+// elsewhere changes. Compare Ramulator 2: each IScheduler implementation registers itself with
+// RAMULATOR_REGISTER_IMPLEMENTATION(interface, class, name, description) in its own file, and the
+// project builds as a shared library, so no registering object is dropped. DRAMSys has one
+// SchedulerIF too, but its controller picks the class with an if-chain on a config enum, so a new
+// scheduler edits the controller; that is what this registry avoids.
 //
 // Listing order is by name (std::map), never by static-initialisation order, which differs
 // between link orders. An unknown name is an InputError that lists the valid names and suggests
