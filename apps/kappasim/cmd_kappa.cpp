@@ -155,7 +155,8 @@ int cmd_kappa(const std::vector<std::string>& args) {
     for (const char* c : {"layout", "dp_attention", "ep", "pp", "nodes", "gpus",
                           "b_kv_gpu_share_bytes", "kv_replication", "f_pf_gpu_flops",
                           "ep_ranks_reached", "ep_nodes_reached", "nvlink_bytes_per_token",
-                          "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm"})
+                          "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
+                          "weight_bytes_gpu"})
       cols.emplace_back(c);
   cols.emplace_back("compute_source");
   cols.emplace_back("bandwidth_source");
@@ -198,7 +199,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
                                static_cast<std::int64_t>(L.cost.gpus), L.b_kv_share,
                                L.cost.kv_replication, L.f_gpu, L.cost.ep_ranks_reached,
                                L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes, L.t_comm,
-                               L.kappa_crit_comm});
+                               L.kappa_crit_comm, L.weight_bytes_gpu});
       }
       row.emplace_back(p.compute_source);
       row.emplace_back(p.bandwidth_source);
@@ -219,7 +220,8 @@ int cmd_kappa(const std::vector<std::string>& args) {
                                     "kappa_hw", "kappa_crit"};
   if (with_layout)  // issue 14: the layout, its per-GPU shares and κ with communication
     shown = {"model", "system", "layout", "gpus", "b_kv_gpu_bytes", "b_kv_gpu_share_bytes",
-             "f_pf_gpu_flops", "t_comm_per_token_s", "kappa_m", "kappa_crit", "kappa_crit_comm"};
+             "f_pf_gpu_flops", "t_comm_per_token_s", "weight_bytes_gpu", "kappa_crit",
+             "kappa_crit_comm"};
   if (attn) shown.push_back("kappa_crit_attention");
   if (ttft)
     for (const char* c : {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})

@@ -75,6 +75,7 @@ struct KappaLayout {
   double nvlink_bytes = 0, nic_bytes = 0;  // per replica token per GPU, critical stage
   double t_comm = 0;           // their time at the links' peak rates
   double kappa_crit_comm = 0;  // κ_crit with communication serial with compute
+  double weight_bytes_gpu = 0;  // weights one GPU holds (compute dtype), largest stage
 };
 
 struct KappaPoint {

@@ -295,4 +295,33 @@ LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_
   return c;
 }
 
+double layout_weight_bytes_per_gpu(const ModelSpec& m, const ParallelismSpec& p,
+                                   double bytes_per_param) {
+  const int tp = p.attention_tp(), S = p.stage_gpus();
+  const double h = static_cast<double>(m.hidden_size);
+  const ParamCounts pc = count_params(m);
+  const std::vector<int> layers = stage_layer_counts(m.num_layers, p.pp);
+  double worst = 0;
+  int first = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    double n = 0;
+    for (int l = first; l < first + layers[static_cast<std::size_t>(s)]; ++l) {
+      n += attention_params_per_layer(m) / tp + 2 * h;
+      const bool moe = m.mlp.type == MlpType::Moe && l >= m.mlp.first_dense_layers;
+      if (!moe) {
+        n += 3 * h * static_cast<double>(m.mlp.intermediate_size) / tp;
+        continue;
+      }
+      const double expert = 3 * h * static_cast<double>(m.mlp.moe_intermediate_size);
+      n += m.mlp.num_experts * expert / S + m.mlp.num_shared_experts * expert / tp +
+           h * m.mlp.num_experts;
+    }
+    if (s == 0) n += pc.embedding / tp;
+    if (s == p.pp - 1) n += pc.lm_head / tp + h;
+    worst = std::max(worst, n);
+    first += layers[static_cast<std::size_t>(s)];
+  }
+  return worst * bytes_per_param;
+}
+
 }  // namespace kappasim

@@ -132,4 +132,12 @@ struct LayoutCost {
 LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_dtype,
                        const ParallelismSpec& p, int gpus_per_node);
 
+// Weight bytes one GPU holds, the largest stage: attention, dense MLPs and shared experts split
+// over the attention TP (copied on every DP rank), routed experts over the stage (E / ep
+// experts each under EP; each expert split over the stage without), routers and norms on
+// every GPU, embedding / LM head split over the attention TP on the first / last stage.
+// Simplification: vLLM keeps some small MLA projections (q_a, kv_a) whole on every rank.
+double layout_weight_bytes_per_gpu(const ModelSpec& m, const ParallelismSpec& p,
+                                   double bytes_per_param);
+
 }  // namespace kappasim

@@ -205,6 +205,22 @@ TEST(ParallelismEp, AllToAllBytesPerTokenOverNvlinkAndNic) {
   }
 }
 
+TEST(ParallelismKv, WeightsPerGpuByLayout) {
+  // Qwen3-235B, DP-8 + EP-8, BF16: every GPU holds all attention (tp 1), 1/8 of the experts,
+  // the routers, norms, embedding and LM head. Per layer:
+  //   attention 4096·64·128 + 2·4096·4·128 + 64·128·4096 + 2·128 (q/k norms) = 71,303,424
+  //   experts 128 · 3·4096·1536 / 8 = 301,989,888; router 4096·128 = 524,288; norms 8,192
+  //   = 373,825,792; × 94 = 35,139,624,448; + 2 · 151936·4096 + 4096 = 36,384,288,256 params
+  //   × 2 B = 72,768,576,512 B (does not fit an 80 GB H100 at 0.9 utilisation with KV).
+  EXPECT_DOUBLE_EQ(layout_weight_bytes_per_gpu(model("qwen3-235b-a22b"), L("dp_attention=8,ep=8"), 2),
+                   72768576512.0);
+  // TP-8: attention (with its q/k norm weights) and experts over 8, routers and layer norms
+  // on every GPU: 71,303,424 / 8 + 2,415,919,104 / 8 + 524,288 + 8,192 = 311,435,296 per
+  // layer (× 94 = 29,274,917,824) + 1,244,659,712 / 8 + 4096 = 29,430,504,384 params × 2 B.
+  EXPECT_DOUBLE_EQ(layout_weight_bytes_per_gpu(model("qwen3-235b-a22b"), L("tp=8"), 2),
+                   2 * 29430504384.0);
+}
+
 // ---- κ_crit per layout ----------------------------------------------------------------------
 
 TEST(ParallelismKappa, TpLayoutEqualsTpQueryAndDpAttentionRemovesReplication) {
