@@ -16,6 +16,7 @@
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
+#include "models/llm/parallelism.hpp"
 #include "systems/system_spec.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
@@ -178,6 +179,11 @@ struct ServingSpec {
   // ---- simulation fidelity ------------------------------------------------------------------
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
+  // ---- parallelism layout (issue 14, docs/parallelism.md) ----------------------------------
+  // tp, dp_attention, ep, pp, nodes. The engine simulates plain TP on one node only (tp here
+  // must then be 0 or serving.tp); anything else is rejected by validate() until the engine
+  // side lands: `kappasim kappa --layout` evaluates it analytically.
+  ParallelismSpec parallelism;
 
   template <class V>
   void visit(V& v) {
@@ -221,6 +227,10 @@ struct ServingSpec {
              opt("simulation granularity: step or layer"));
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
     v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
+    // ---- parallelism layout (issue 14) ----
+    v.object("parallelism", parallelism,
+             opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
+                 "(the engine simulates plain TP only; kappasim kappa --layout evaluates the rest)"));
   }
   void validate(const std::string& path) const;
 

@@ -18,6 +18,7 @@ struct CommonOptions {
   int tp = 1;
   double kaplan_context = 4096;
   bool dump = false;
+  std::vector<std::string> layouts;  // kappa --layout (issue 14)
 };
 
 void add_common(po::options_description& d, CommonOptions& o) {
@@ -85,6 +86,13 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
 
 // evaluate_kappa, with --tp named when the model's heads do not split tp ways.
 KappaPoint evaluate_case(LoadedCase& c, const KappaQuery& q) {
+  if (q.layout) {
+    // Issue 14: the layout is checked against this model and system, naming the option.
+    const std::string what = "--layout '" + layout_name(*q.layout) + "' (model " +
+                             c.config.model.name + ", system " + c.config.system.name + ")";
+    validate_layout(*q.layout, c.config.model, c.config.system.gpus, what);
+    return evaluate_kappa(c.config.model, c.config.system, q, &c.provenance);
+  }
   try {
     kv_heads_per_gpu(c.config.model, q.tp);
   } catch (const InputError& e) {
@@ -107,7 +115,10 @@ int cmd_kappa(const std::vector<std::string>& args) {
   add_common(desc, o);
   desc.add_options()
       ("context,k", po::value(&o.context), "cached tokens K: adds attention FLOPs over K (κ_crit(K)) and, with --t, the TTFT decomposition")
-      ("t", po::value(&o.new_tokens), "new tokens T (default 1 when --context is given)");
+      ("t", po::value(&o.new_tokens), "new tokens T (default 1 when --context is given)")
+      ("layout", po::value(&o.layouts)->composing(),
+       "parallelism layout(s), one row each: tp=8 | dp_attention=8,ep=8 | tp=8,pp=2,nodes=2 "
+       "(keys tp, dp_attention, ep, pp, nodes, nic_bandwidth; docs/parallelism.md)");
   auto vm = parse("kappa", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -118,6 +129,13 @@ int cmd_kappa(const std::vector<std::string>& args) {
   const KappaQuery q = make_query(o, vm);
   const auto models = or_all(o.models, "model");
   const auto systems = or_all(o.systems, "system");
+  // ---- parallelism layouts (issue 14): without --layout every output stays as it was ----
+  std::vector<ParallelismSpec> layouts;
+  for (const auto& l : o.layouts) layouts.push_back(parse_layout(l, "--layout '" + l + "'"));
+  if (!layouts.empty() && vm.count("tp"))
+    throw InputError("--tp and --layout: give the tensor parallelism inside the layout (tp=N)");
+  const bool with_layout = !layouts.empty();
+  if (!with_layout) layouts.emplace_back();  // one pass, no layout
 
   std::vector<std::string> cols = {
       "model", "system", "tp", "compute_dtype", "kv_dtype", "fpf_convention", "n_active_params",
@@ -133,6 +151,13 @@ int cmd_kappa(const std::vector<std::string>& args) {
                           "utilization", "t_compute_attention_s", "ttft_attention_s",
                           "p_oh_attention", "utilization_attention", "bound"})
       cols.emplace_back(c);
+  if (with_layout)
+    for (const char* c : {"layout", "dp_attention", "ep", "pp", "nodes", "gpus",
+                          "b_kv_gpu_share_bytes", "kv_replication", "f_pf_gpu_flops",
+                          "ep_ranks_reached", "ep_nodes_reached", "nvlink_bytes_per_token",
+                          "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
+                          "weight_bytes_gpu"})
+      cols.emplace_back(c);
   cols.emplace_back("compute_source");
   cols.emplace_back("bandwidth_source");
   Table table(cols);
@@ -141,12 +166,15 @@ int cmd_kappa(const std::vector<std::string>& args) {
   CaseLoader loader(o.sets);
   for (const auto& m : models) {
     for (const auto& s : systems) {
+     for (const ParallelismSpec& layout : layouts) {
       LoadedCase c = loader.get(m, s);
       if (o.dump) {
         dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
-        continue;
+        break;
       }
-      KappaPoint p = evaluate_case(c, q);
+      KappaQuery ql = q;
+      if (with_layout) ql.layout = layout;
+      KappaPoint p = evaluate_case(c, ql);
       std::vector<Cell> row = {p.model, p.system, static_cast<std::int64_t>(p.tp),
                                p.compute_dtype, p.kv_dtype, p.convention, p.n_active_params,
                                p.b_kv, p.b_kv_gpu, p.f_pf, p.compute, p.bandwidth, p.kappa_m,
@@ -162,9 +190,21 @@ int cmd_kappa(const std::vector<std::string>& args) {
                                b.ttft_serial(), b.p_oh(), b.utilization(),
                                std::string(b.t_transfer > b.t_compute ? "link" : "compute")});
       }
+      if (p.layout) {
+        const KappaLayout& L = *p.layout;
+        const ParallelismSpec& y = L.cost.layout;
+        row.insert(row.end(), {L.name, static_cast<std::int64_t>(y.dp_attention),
+                               static_cast<std::int64_t>(y.ep), static_cast<std::int64_t>(y.pp),
+                               static_cast<std::int64_t>(y.nodes),
+                               static_cast<std::int64_t>(L.cost.gpus), L.b_kv_share,
+                               L.cost.kv_replication, L.f_gpu, L.cost.ep_ranks_reached,
+                               L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes, L.t_comm,
+                               L.kappa_crit_comm, L.weight_bytes_gpu});
+      }
       row.emplace_back(p.compute_source);
       row.emplace_back(p.bandwidth_source);
       table.add_row(std::move(row));
+     }
     }
   }
   if (o.dump) {
@@ -178,13 +218,18 @@ int cmd_kappa(const std::vector<std::string>& args) {
   std::vector<std::string> shown = {"model", "system", "b_kv_gpu_bytes", "f_pf_flops",
                                     "compute_flops", "bandwidth_bytes_per_s", "kappa_m",
                                     "kappa_hw", "kappa_crit"};
+  if (with_layout)  // issue 14: the layout, its per-GPU shares and κ with communication
+    shown = {"model", "system", "layout", "gpus", "b_kv_gpu_bytes", "b_kv_gpu_share_bytes",
+             "f_pf_gpu_flops", "t_comm_per_token_s", "weight_bytes_gpu", "kappa_crit",
+             "kappa_crit_comm"};
   if (attn) shown.push_back("kappa_crit_attention");
   if (ttft)
     for (const char* c : {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})
       shown.emplace_back(c);
   std::cout << table.project(shown).text();
-  std::cout << "\nprecision " << q.compute_dtype << ", KV " << dtype_name(q.kv_dtype) << ", TP "
-            << q.tp << ", F_pf convention " << (table.rows().empty() ? "" : std::get<std::string>(table.rows()[0][5]));
+  std::cout << "\nprecision " << q.compute_dtype << ", KV " << dtype_name(q.kv_dtype)
+            << (with_layout ? ", layouts as listed" : ", TP " + std::to_string(q.tp))
+            << ", F_pf convention " << (table.rows().empty() ? "" : std::get<std::string>(table.rows()[0][5]));
   if (q.context_k) std::cout << ", K = " << format_number(*q.context_k);
   if (q.new_tokens_t) std::cout << ", T = " << format_number(*q.new_tokens_t);
   std::cout << "\n";

@@ -1,5 +1,6 @@
 #include "models/analytic/kappa.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kappasim {
@@ -39,6 +40,14 @@ double fpf_by_convention(const ModelSpec& m, const KappaQuery& q) {
   return 0;
 }
 
+// Weights are stored in the compute dtype (as models/gpu weight_dtype_for: tf32 → FP32, fp4 →
+// 4-bit); kept here so the analytic layer does not depend on the GPU timing model.
+double weight_bytes_per_param(const std::string& compute_dtype) {
+  if (compute_dtype == "tf32") return 4;
+  if (compute_dtype == "fp4") return 0.5;
+  return bytes_per_element(parse_dtype(compute_dtype, "compute dtype"));
+}
+
 std::string source_text(const ProvenanceTable* prov, const std::string& key,
                         const std::string& what) {
   if (prov) {
@@ -64,7 +73,20 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
 
   p.n_active_params = count_params(m).active();
   p.b_kv = kv_bytes_per_token(m, q.kv_dtype);
-  p.b_kv_gpu = kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
+  if (q.layout) {
+    // Issue 14: the layout's per-GPU accounting (models/llm/parallelism).
+    KappaLayout L;
+    L.cost = layout_cost(m, q.kv_dtype, q.compute_dtype, *q.layout, s.gpus);
+    L.name = layout_name(*q.layout);
+    L.weight_bytes_gpu = layout_weight_bytes_per_gpu(
+        m, *q.layout, weight_bytes_per_param(q.compute_dtype));
+    p.tp = q.layout->attention_tp();
+    p.b_kv_gpu = L.cost.kv_bytes_rank;
+    L.b_kv_share = L.cost.kv_bytes_share;
+    p.layout = L;
+  } else {
+    p.b_kv_gpu = kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
+  }
   p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);
 
   if (q.compute_override) {
@@ -88,8 +110,40 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     p.bandwidth_source = what;
   }
 
-  const double f_gpu = p.f_pf / q.tp;
-  p.kappa_m = kappa_m(f_gpu, p.b_kv_gpu);
+  double f_gpu = p.f_pf / q.tp;
+  p.b_kv_share = p.b_kv_gpu;
+  if (p.layout) {
+    // κ_crit = (longest stage compute per replica token) / (largest stage KV share per token):
+    // the pipeline turns link-bound when its slowest loading stage outlasts its slowest
+    // computing one. Communication serial with compute gives κ_crit_comm.
+    KappaLayout& L = *p.layout;
+    const LayoutCost& c = L.cost;
+    double t_max = 0, t_comm_max = 0;
+    f_gpu = 0;
+    for (std::size_t i = 0; i < c.stages.size(); ++i) {
+      const StageCost& st = c.stages[i];
+      const double f = p.f_pf * st.flops_fraction / c.stage_gpus;
+      if (st.nvlink_bytes > 0 && !s.gpu.nvlink_Bps)
+        throw InputError("system.gpu.nvlink_bandwidth: needed for the NVLink traffic of layout " +
+                         L.name + " (GPU '" + s.gpu.name + "')");
+      const double t_comm = (st.nvlink_bytes > 0 ? st.nvlink_bytes / *s.gpu.nvlink_Bps : 0) +
+                            st.nic_bytes / c.layout.nic_bandwidth_Bps;
+      f_gpu = std::max(f_gpu, f);
+      if (f / p.compute + t_comm > t_max || i == 0) {
+        t_max = f / p.compute + t_comm;
+        t_comm_max = t_comm;
+        L.critical_stage = static_cast<int>(i);
+        L.nvlink_bytes = st.nvlink_bytes;
+        L.nic_bytes = st.nic_bytes;
+      }
+    }
+    L.f_gpu = f_gpu;
+    L.t_comm = t_comm_max;
+    p.b_kv_share = L.b_kv_share;
+    L.kappa_crit_comm = t_max * p.bandwidth / L.b_kv_share;
+  }
+  p.f_gpu = f_gpu;
+  p.kappa_m = kappa_m(f_gpu, p.b_kv_share);
   p.kappa_hw = kappa_hw(p.bandwidth, p.compute);
   p.kappa_crit = p.kappa_m * p.kappa_hw;
 
@@ -102,11 +156,21 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     p.context_k = K;
     p.new_tokens_t = T;
     p.f_attention = attention_flops(m, K, T) / T;
-    const double f_attn_gpu = (p.f_pf + *p.f_attention) / q.tp;
-    p.kappa_crit_attention = kappa_m(f_attn_gpu, p.b_kv_gpu) * p.kappa_hw;
+    double f_attn_gpu = (p.f_pf + *p.f_attention) / q.tp;
+    if (p.layout) {
+      // Attention over each DP rank's own tokens, per stage in proportion to its layers; the
+      // TTFT parts below are then those of dp_attention requests, one per DP rank.
+      const LayoutCost& c = p.layout->cost;
+      f_attn_gpu = 0;
+      for (const StageCost& st : c.stages)
+        f_attn_gpu = std::max(f_attn_gpu, (p.f_pf * st.flops_fraction +
+                                           *p.f_attention * st.layers / m.num_layers) /
+                                              c.stage_gpus);
+    }
+    p.kappa_crit_attention = kappa_m(f_attn_gpu, p.b_kv_share) * p.kappa_hw;
     if (q.context_k && q.new_tokens_t) {
-      p.ttft = ttft_parts(K, T, p.b_kv_gpu, f_gpu, p.bandwidth, p.compute);
-      p.ttft_attention = ttft_parts(K, T, p.b_kv_gpu, f_attn_gpu, p.bandwidth, p.compute);
+      p.ttft = ttft_parts(K, T, p.b_kv_share, f_gpu, p.bandwidth, p.compute);
+      p.ttft_attention = ttft_parts(K, T, p.b_kv_share, f_attn_gpu, p.bandwidth, p.compute);
     }
   }
   return p;
@@ -116,11 +180,11 @@ std::vector<RooflineRow> roofline(const KappaPoint& p, double lo, double hi, int
   if (!(lo > 0) || !(hi > lo) || points < 2)
     throw InputError("roofline: need 0 < kappa-min < kappa-max and at least 2 points");
   std::vector<RooflineRow> rows;
-  const double f = p.f_pf / p.tp;
+  const double f = p.f_gpu;  // F_pf / tp, or the layout's share
   for (int i = 0; i < points; ++i) {
     const double k = lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1));
     const double t_c = f / p.compute;                  // per new token
-    const double t_x = k * p.b_kv_gpu / p.bandwidth;   // its κ cached tokens
+    const double t_x = k * p.b_kv_share / p.bandwidth;  // its κ cached tokens
     RooflineRow r;
     r.kappa_ratio = k;
     r.attainable_overlap = f / std::max(t_c, t_x);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/llm/architecture.hpp"
+#include "models/llm/parallelism.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
@@ -59,6 +60,22 @@ struct KappaQuery {
   std::optional<double> bandwidth_override;  // host->GPU bandwidth per GPU
   std::optional<double> context_k;           // cached tokens, for attention FLOPs and TTFT
   std::optional<double> new_tokens_t;        // new tokens, for attention FLOPs and TTFT
+  // A parallelism layout (issue 14, models/llm/parallelism): per-GPU B_kv and F_pf follow it;
+  // `tp` is then ignored (the layout's tp applies). Absent: plain TP `tp`, as before.
+  std::optional<ParallelismSpec> layout;
+};
+
+// The layout's per-GPU view (KappaPoint::layout): the critical stage's costs per replica token.
+struct KappaLayout {
+  LayoutCost cost;
+  std::string name;            // layout_name()
+  double b_kv_share = 0;       // KV bytes per replica token per GPU (the κ denominator)
+  double f_gpu = 0;            // F_pf per replica token per GPU, critical stage
+  int critical_stage = 0;      // the stage with the longest compute + communication per token
+  double nvlink_bytes = 0, nic_bytes = 0;  // per replica token per GPU, critical stage
+  double t_comm = 0;           // their time at the links' peak rates
+  double kappa_crit_comm = 0;  // κ_crit with communication serial with compute
+  double weight_bytes_gpu = 0;  // weights one GPU holds (compute dtype), largest stage
 };
 
 struct KappaPoint {
@@ -81,6 +98,11 @@ struct KappaPoint {
   // Eq. 3 at (K, T) (per GPU):
   std::optional<TtftParts> ttft;              // F = F_pf
   std::optional<TtftParts> ttft_attention;    // F = F_pf + attention
+  std::optional<KappaLayout> layout;          // with a KappaQuery::layout
+  // Per-GPU F per new token and KV bytes per cached token behind kappa_m (F_pf / tp and
+  // b_kv_gpu without a layout; the layout's shares with one).
+  double f_gpu = 0;
+  double b_kv_share = 0;
 };
 
 // Evaluates the model on one system. Throws InputError for an impossible query (no peak for

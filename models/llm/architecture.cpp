@@ -63,6 +63,21 @@ void MlpSpec::validate(const std::string& path) const {
                      " cannot exceed the " + std::to_string(num_experts) + " experts");
   if (first_dense_layers > 0 && intermediate_size <= 0)
     throw InputError(path + ".intermediate_size: required (> 0) when first_dense_layers > 0");
+  // Group-limited routing (issue 14).
+  if (num_expert_groups > 0) {
+    if (num_experts % num_expert_groups != 0)
+      throw InputError(path + ".num_expert_groups: " + std::to_string(num_expert_groups) +
+                       " does not divide the " + std::to_string(num_experts) + " experts");
+    if (topk_groups < 1 || topk_groups > num_expert_groups)
+      throw InputError(path + ".topk_groups: must be from 1 to num_expert_groups (" +
+                       std::to_string(num_expert_groups) + "), got " + std::to_string(topk_groups));
+    if (static_cast<long long>(topk_groups) * (num_experts / num_expert_groups) < experts_per_token)
+      throw InputError(path + ".topk_groups: " + std::to_string(topk_groups) +
+                       " groups hold fewer experts than the top-" +
+                       std::to_string(experts_per_token));
+  } else if (topk_groups != 0) {
+    throw InputError(path + ".topk_groups: only with num_expert_groups > 0");
+  }
 }
 
 void ModelSpec::validate(const std::string& path) const {

@@ -76,6 +76,11 @@ struct MlpSpec {
   int experts_per_token = 0;
   std::int64_t moe_intermediate_size = 0;
   int num_shared_experts = 0;
+  // Group-limited routing (DeepSeek-V3 n_group / topk_group): a token's top-k experts come from
+  // its best topk_groups of num_expert_groups groups. 0: no groups. Used by the EP all-to-all
+  // accounting (models/llm/parallelism).
+  int num_expert_groups = 0;
+  int topk_groups = 0;
 
   template <class V>
   void visit(V& v) {
@@ -94,6 +99,11 @@ struct MlpSpec {
       v.integer("moe_intermediate_size", moe_intermediate_size, req("expert intermediate size"));
       v.integer("num_shared_experts", num_shared_experts,
                 opt("always-active shared experts", Range::NonNegative));
+      // ---- group-limited routing (issue 14, EP all-to-all) ----
+      v.integer("num_expert_groups", num_expert_groups,
+                opt("expert groups of group-limited routing (n_group; 0: none)", Range::NonNegative));
+      v.integer("topk_groups", topk_groups,
+                opt("groups a token's experts may come from (topk_group)", Range::NonNegative));
     }
   }
   void validate(const std::string& path) const;
