@@ -158,6 +158,27 @@ std::string Table::json() const {
   return out;
 }
 
+std::string markdown_table(const std::vector<std::string>& header,
+                           const std::vector<std::vector<std::string>>& rows, MdAlign align) {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+    return o;
+  };
+  std::string out = "|";
+  for (const auto& h : header) out += " " + esc(h) + " |";
+  out += "\n|";
+  for (std::size_t i = 0; i < header.size(); ++i)
+    out += align == MdAlign::FirstLeftRestRight && i > 0 ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (std::size_t i = 0; i < header.size(); ++i) out += " " + esc(i < r.size() ? r[i] : "") + " |";
+    out += "\n";
+  }
+  return out;
+}
+
 std::string Table::render(Format f) const {
   switch (f) {
     case Format::Table: return text();

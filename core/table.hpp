@@ -38,4 +38,14 @@ class Table {
 
 std::string json_escape(const std::string& s);
 
+// ---- Markdown (the one GitHub-flavoured Markdown table writer: reports, docs tables) ----------
+// Column alignment: Default leaves every column unmarked ("---|"); FirstLeftRestRight marks all
+// but the first as right-aligned ("---:|", numbers in `kappasim report`).
+enum class MdAlign { Default, FirstLeftRestRight };
+// One row per line; '|' in a cell is escaped; a short row is padded with empty cells and cells
+// past the header's width are dropped.
+std::string markdown_table(const std::vector<std::string>& header,
+                           const std::vector<std::vector<std::string>>& rows,
+                           MdAlign align = MdAlign::Default);
+
 }  // namespace kappasim

@@ -13,7 +13,7 @@
 #include "apps/kappasim/analysis_cmds.hpp"
 #include "apps/kappasim/analysis_eval.hpp"
 #include "apps/kappasim/cli.hpp"
-#include "apps/kappasim/report_util.hpp"
+#include "report/figure.hpp"
 #include "core/output.hpp"
 #include "core/table.hpp"
 
@@ -110,16 +110,16 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
   if (dir) {
     dir->write("tornado.txt", head + table);
     dir->write("tornado.csv", analysis::tornado_csv(ranked, base));
-    Figure f;
+    report::Figure f;
     f.name = "tornado";
     f.title = "kappasim sensitivity: tornado of " + metric;
     f.body = analysis::tornado_gnuplot(ranked, metric, base, "tornado.csv");
     int n = 0;
     for (const auto& row : ranked) n += row.swing() >= 0 ? 1 : 0;
     f.height = 160 + 24 * std::min(std::max(n, 1), 20);
-    render_figure(dir->staging_path(""), f);
+    report::render_figure(dir->staging_path(""), f);
     dir->commit();
-    std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp" << (have_gnuplot() ? ", .png, .svg" : "")
+    std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp" << (report::have_gnuplot() ? ", .png, .svg" : "")
               << ", runs/)\n";
   }
   return 0;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/kappasim/report_util.hpp"
+#include "report/results.hpp"
 #include "core/stats.hpp"
 #include "sweeps/aggregate.hpp"
 
@@ -144,14 +144,14 @@ TEST(Aggregate, PerConfigurationMeanSdAndInterval) {
 }
 
 TEST(Stats, ReportIntervalCell) {
-  cli::ResultsTable t;
+  report::ResultsTable t;
   t.columns = {"point", "tp", "status", "ttft_s"};
   t.rows = {{"0", "1", "ok", "1.18"}, {"1", "1", "ok", "1.23"}, {"2", "1", "ok", "1.28"},
             {"3", "8", "ok", "0.5"},  {"4", "8", "failed", ""}, {"5", "8", "failed", "9"}};
   // tp 1: {1.18, 1.23, 1.28} → 1.23 ± 0.12 (n=3) (FormatInterval above); tp 8: one ok sample.
-  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "1"}}), "ttft_s"), "1.23 ± 0.12 (n=3)");
-  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "8"}}), "ttft_s"), "0.5");
-  EXPECT_EQ(cli::interval_cell(t, t.where({{"tp", "2"}}), "ttft_s"), "—");
+  EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "1"}}), "ttft_s"), "1.23 ± 0.12 (n=3)");
+  EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "8"}}), "ttft_s"), "0.5");
+  EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "2"}}), "ttft_s"), "—");
 }
 
 }  // namespace

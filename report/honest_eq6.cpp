@@ -1,13 +1,12 @@
 // Probes for the honest test of Eq. 6 (see honest_eq6.hpp).
-#include "apps/kappasim/honest_eq6.hpp"
+#include "report/honest_eq6.hpp"
 
-#include "apps/kappasim/analysis_eval.hpp"
 #include "core/units.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/measure.hpp"
 #include "serving/stack_profile.hpp"
 
-namespace kappasim::cli {
+namespace kappasim::report {
 
 namespace {
 // The large T at which `probe prefill` gives the effective compute rate Eq. 6 takes as C: large
@@ -17,7 +16,7 @@ constexpr double kLargeT = 4096;
 }  // namespace
 
 HonestKappa honest_kappa_crit(const std::string& model, const std::string& system,
-                              const std::string& load_path, int tp, double T,
+                              const std::string& load_path, int tp, double T, const ProbeRunner& probe,
                               const std::string& work_file) {
   ConfigNode root = ConfigNode::make_map();
   root.set("model", ConfigNode::make_scalar(model));
@@ -58,13 +57,13 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   h.copy_bytes = s.load_path == LoadPath::Layerwise ? in.chunk_tokens * in.b_kv_gpu / m.num_layers
                                                     : in.chunk_tokens * in.b_kv_gpu;
   const std::string what = "honest Eq. 6 (" + model + ", " + system + ", " + load_path + ")";
-  in.link_Bps = run_command_value({"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",
+  in.link_Bps = probe({"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",
                                    format_quantity(h.copy_bytes, dim::bytes), "--gpus", std::to_string(tp), "--format", "json"},
-                                  {}, "/0/bandwidth_bytes_per_s", work_file, what);
+                                  "/0/bandwidth_bytes_per_s", work_file, what);
   auto prefill = [&](double t) {
-    return run_command_value({"probe", "prefill", "--model", model, "--system", system, "--tp", std::to_string(tp),
+    return probe({"probe", "prefill", "--model", model, "--system", system, "--tp", std::to_string(tp),
                               "--t", format_number(t), "--precision", s.compute_dtype, "--format", "json"},
-                             {}, "/0/compute_time_s", work_file, what);
+                             "/0/compute_time_s", work_file, what);
   };
   in.compute = in.f_gpu * kLargeT / prefill(kLargeT);
   // The compute of T new tokens at K = 0, probed at the row's own T: it carries what an effective
@@ -79,4 +78,4 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   return h;
 }
 
-}  // namespace kappasim::cli
+}  // namespace kappasim::report

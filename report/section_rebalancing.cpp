@@ -1,4 +1,7 @@
 // Section 8.3 of `kappasim reproduce`: FLOP / host-link / SRAM rebalancing of an H100-class die.
+// Inputs: the analytic search's sweep (studies/rebalance), the sweep source that runs the
+// generated sweeps. Outputs: Markdown, rebalance-*.csv, the rebalance figure, and the generated
+// specs under DIR/rebalance-sim/.
 // 1. The analytic search (experiments/studies/rebalance.yaml, sweep kind `design`): every split
 //    of the grid on each host, workload and PHY energy.
 // 2. The simulated check: per host (dgx-h100, gb200-class Grace, die-only), the stock die and the
@@ -10,8 +13,6 @@
 //    The sweeps are generated into DIR/rebalance-sim/ and run resumably like the others; the
 //    emitted hardware is inline in the generated specs, so their hash covers it.
 // Replicate intervals: mean ± Student-t 95% half-width (core/stats mean_interval).
-#include "apps/kappasim/report_rebalancing.hpp"
-
 #include "core/stats.hpp"
 
 #include <algorithm>
@@ -26,22 +27,25 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "models/design/design_emit.hpp"
+#include "report/format.hpp"
+#include "report/sections.hpp"
 #include "systems/system_spec.hpp"
 
-namespace kappasim::cli {
+namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string pct_s(double x) { return std::isfinite(x) ? fmt_num(100 * x, 3) + "%" : "—"; }
+std::string pct_s(double x) { return pct(x); }
 
 // The analytic search (the design sweep kind), unchanged from before the simulated part: its
 // table and figure, and the analytic table it returns for the simulated part.
-ResultsTable analytic_rebalance(ReportContext& R) {
-  const ResultsTable t = R.sweep((fs::path(R.experiments) / "studies" / "rebalance.yaml").string());
+std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
+  std::ostringstream md;
   // Per (budget, host, link energy, workload): the baseline split (the H100's own compute and
   // no SRAM) and the split within both budgets with the highest throughput.
   struct Pick {
@@ -105,10 +109,10 @@ ResultsTable analytic_rebalance(ReportContext& R) {
   for (const auto& [name, csv] : series) {
     std::string f = "rebalance-" + name + ".csv";
     for (char& c : f) c = (c == ' ' || c == '(' || c == ')') ? '-' : c;
-    R.write_data(f, csv);
+    fig.write_data(f, csv);
     plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 1:2 skip 1 with linespoints lw 2 title '" + name + "'";
   }
-  R.md << "### 8.3 FLOP / bandwidth / SRAM rebalancing at equal area or equal power\n\n"
+  md << "### 8.3 FLOP / bandwidth / SRAM rebalancing at equal area or equal power\n\n"
        << "An H100-class die re-split between tensor throughput, host-link PHY and on-chip SRAM with "
        << "a sourced area/power model (presets/design, docs/design-model.md), evaluated with the "
        << "analytic model on sampled requests of each workload (Llama-3.1-70B, TP 8): TTFT = "
@@ -117,11 +121,11 @@ ResultsTable analytic_rebalance(ReportContext& R) {
        << "GPUs, from the same topology the simulator uses), whichever is lower; `unlimited` is the "
        << "die-only view. Table: the best split within both budgets, at the preset's link energy ("
        << energy0 << ").\n\n"
-       << md_table({"budget", "host", "workload", "baseline req/s", "best link / SRAM fraction", "TFLOP/s",
+       << markdown_table({"budget", "host", "workload", "baseline req/s", "best link / SRAM fraction", "TFLOP/s",
                     "link PHY GB/s", "link effective GB/s", "κ_crit", "best req/s", "× baseline"},
                    rows)
        << "\n"
-       << R.figure({"rebalance", "Throughput vs link share of the die",
+       << fig.figure({"rebalance", "Throughput vs link share of the die",
                     "  set title 'NarrativeQA-like: throughput vs the link''s share of the die (feasible splits, no SRAM)'\n"
                     "  set logscale xy\n  set xlabel 'link fraction of the movable die'\n  set ylabel 'requests/s'\n"
                     "  set grid\n  set key bottom right\n  plot " + plots})
@@ -130,14 +134,14 @@ ResultsTable analytic_rebalance(ReportContext& R) {
        << "budgets and all workloads, per host and link energy:\n";
   for (const auto& [he, g] : max_gain) {
     const auto k = split(he);
-    R.md << "- host " << k[0] << ", link " << k[1] << ": " << fmt_num(g) << "×";
+    md << "- host " << k[0] << ", link " << k[1] << ": " << fmt_num(g) << "×";
     if (g < 1.01)
-      R.md << (stock_bound[he] > 0 ? " (no re-split beats the stock die: its link is already capped by the host side)"
+      md << (stock_bound[he] > 0 ? " (no re-split beats the stock die: its link is already capped by the host side)"
                                    : " (no re-split within the budgets beats the stock die: more PHY costs more area or power than the compute it displaces is worth)");
-    R.md << "\n";
+    md << "\n";
   }
-  R.md << "\n";
-  return t;
+  md << "\n";
+  return md.str();
 }
 
 
@@ -215,7 +219,7 @@ ConfigNode workload_node(const std::string& w, int requests, double rate) {
 }
 
 // A generated sweep spec: one zip axis over every (design, workload) combination.
-std::string write_spec(ReportContext& R, const std::string& name, const std::string& kind,
+std::string write_spec(const std::string& out, const std::string& name, const std::string& kind,
                        const std::string& description, const ConfigNode& config,
                        const std::vector<SimDesign>& designs, const std::vector<Combo>& combos,
                        const std::vector<std::string>& workloads, const std::vector<double>& rates,
@@ -250,10 +254,10 @@ std::string write_spec(ReportContext& R, const std::string& name, const std::str
   std::vector<ConfigNode> m;
   for (const auto& s : metrics) m.push_back(scalar(s));
   root.set("metrics", seq(m));
-  const fs::path dir = fs::absolute(fs::path(R.out) / "rebalance-sim");
+  const fs::path dir = fs::absolute(fs::path(out) / "rebalance-sim");
   fs::create_directories(dir);
   const std::string path = (dir / (name + ".yaml")).string();
-  write_file_atomic(path, "# Generated by kappasim reproduce (apps/kappasim/report_rebalancing.cpp): the "
+  write_file_atomic(path, "# Generated by kappasim reproduce (report/section_rebalancing.cpp): the "
                           "rebalancing study's best splits, emitted by models/design/design_emit.\n" +
                               emit_yaml(root));
   return path;
@@ -280,8 +284,9 @@ std::string ratio(double sim, double ana) {
   return std::isfinite(sim) && std::isfinite(ana) && ana > 0 ? fmt_num(sim / ana) : "—";
 }
 
-void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
-  const bool q = R.quick;
+std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
+  std::ostringstream md;
+  const bool q = sweeps.quick();
   const std::vector<std::string> hosts = q ? std::vector<std::string>{"gb200"}
                                            : std::vector<std::string>{"dgx-h100", "gb200", "unlimited"};
   const std::vector<std::string> workloads =
@@ -392,11 +397,11 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
       "energy_per_request_j", "buffer_hit_rate", "compute_mean_s", "load_mean_s"};
   // 1. Capacity: every request offered at once (1000 req/s, far above any design's capacity).
   std::vector<double> over(combos.size(), 1000.0);
-  const std::string sfx;  // R.sweep_dir adds -quick
-  const ResultsTable cap = R.sweep(write_spec(R, "rebalance-sim-capacity" + sfx, "run",
+  const std::string sfx;  // SweepSource::sweep_dir adds -quick
+  const ResultsTable cap = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-capacity" + sfx, "run",
                                               "rebalancing study, simulated: capacity (overloaded run)",
                                               base_cfg, designs, combos, workloads, over, requests,
-                                              replicates, metrics));
+                                              replicates, metrics)).table;
   const auto cap_rows = by_combo(cap, combos.size(), replicates);
   // 2. TTFT at a fixed offered load: half the stock die's simulated capacity on the same host and
   //    workload, so every design of a host sees the same load and the stock die keeps up.
@@ -411,10 +416,10 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
         rates[i] = std::isfinite(c) && c > 0 ? std::stod(fmt_num(0.5 * c, 3)) : 1.0;
       }
   }
-  const ResultsTable load = R.sweep(write_spec(R, "rebalance-sim-load" + sfx, "run",
+  const ResultsTable load = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-load" + sfx, "run",
                                                "rebalancing study, simulated: TTFT at half the stock die's capacity",
                                                base_cfg, designs, combos, workloads, rates, requests,
-                                               replicates, metrics));
+                                               replicates, metrics)).table;
   const auto load_rows = by_combo(load, combos.size(), replicates);
   // 3. κ_crit per design (isolated requests, deterministic: one replicate).
   std::vector<Combo> dcombos;
@@ -425,10 +430,10 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
   meas.set("t", scalar("128"));
   meas.set("points", scalar(q ? "9" : "21"));
   kc_cfg.set("measure", meas);
-  const ResultsTable kc = R.sweep(write_spec(R, "rebalance-sim-kappa" + sfx, "kappa-crit",
+  const ResultsTable kc = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-kappa" + sfx, "kappa-crit",
                                              "rebalancing study, simulated κ_crit per design", kc_cfg,
                                              designs, dcombos, {}, {}, 0, 1,
-                                             {"kappa_crit_simulated", "kappa_crit_analytic_peak"}));
+                                             {"kappa_crit_simulated", "kappa_crit_analytic_peak"})).table;
   const auto kc_rows = by_combo(kc, dcombos.size(), 1);
 
   // ---- the table -----------------------------------------------------------------------------
@@ -484,7 +489,7 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
                     ratio(x.s_crit, x.a_crit), show(x.energy), show(x.power),
                     fmt_num(d.hw.point.total_power_w())});
   }
-  R.md << "#### Simulated check of the best splits\n\n"
+  md << "#### Simulated check of the best splits\n\n"
        << "Per host, the stock die and the design model's best " << best_n
        << " distinct split(s) (feasible, at the preset's PHY energy " << energy0
        << ", ranked by the geometric mean of analytic throughput over the workloads) emitted as "
@@ -498,7 +503,7 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
        << "beside each (analytic TTFT has no queue; its throughput is at full utilisation). "
        << "Energy per request and GPU power from the simulator's GPU power model; TDP = the split's "
        << "total power (the design model's).\n\n"
-       << md_table({"host", "design", "workload", "capacity analytic (req/s)", "capacity simulated (req/s)",
+       << markdown_table({"host", "design", "workload", "capacity analytic (req/s)", "capacity simulated (req/s)",
                     "sim / analytic", "offered load (req/s)", "TTFT p50 analytic (ms)",
                     "TTFT p50 simulated (ms)", "sim / analytic", "TTFT p99 analytic (ms)",
                     "TTFT p99 simulated (ms)", "κ_crit analytic", "κ_crit simulated", "sim / analytic",
@@ -507,7 +512,7 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
        << "\n";
 
   // ---- why they differ, by mechanism (computed) ------------------------------------------------
-  R.md << "Where simulated capacity and the design model differ by more than 2× (computed from the "
+  md << "Where simulated capacity and the design model differ by more than 2× (computed from the "
        << "simulated rows):\n";
   int large = 0;
   for (std::size_t i = 0; i < combos.size(); ++i) {
@@ -517,7 +522,7 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
     if (rr >= 0.5 && rr <= 2) continue;
     ++large;
     const SimDesign& d = designs[combos[i].design];
-    R.md << "- " << d.host << " / " << d.label << " / " << workloads[combos[i].workload] << ": "
+    md << "- " << d.host << " / " << d.label << " / " << workloads[combos[i].workload] << ": "
          << fmt_num(rr) << "× — ";
     std::vector<std::string> why;
     if (x.rejected > 0 || x.vram >= 0.75)
@@ -556,13 +561,13 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
       why.push_back("none of the mechanisms above passes its threshold alone: KV loading is " +
                     pct_s(x.transfer) + " of request time, token budget " + pct_s(x.budget) +
                     ", VRAM " + pct_s(x.vram));
-    for (std::size_t k = 0; k < why.size(); ++k) R.md << (k ? "; " : "") << why[k];
-    R.md << ".\n";
+    for (std::size_t k = 0; k < why.size(); ++k) md << (k ? "; " : "") << why[k];
+    md << ".\n";
   }
-  if (large == 0) R.md << "- none.\n";
+  if (large == 0) md << "- none.\n";
 
   // ---- conclusions from the simulated rows ----------------------------------------------------
-  R.md << "\nConclusions (computed from the simulated rows): per host and workload, the design with "
+  md << "\nConclusions (computed from the simulated rows): per host and workload, the design with "
        << "the highest simulated capacity, its gain over the stock die, and whether the design "
        << "model ranks the designs the same way:\n";
   for (const std::string& h : hosts)
@@ -603,22 +608,22 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
         atop_names += (atop_names.empty() ? "" : " = ") + designs[combos[i].design].label;
         if (i != *stock && lo(i) > hi(*stock)) sim_beats_stock = true;
       }
-      R.md << "- " << h << ", " << workloads[w] << ": highest simulated capacity "
+      md << "- " << h << ", " << workloads[w] << ": highest simulated capacity "
            << designs[combos[sim_rank[0]].design].label << " (" << show(b.cap) << " req/s, "
            << ratio(b.cap.mean, s0.cap.mean) << "× the stock die's " << show(s0.cap) << "; TTFT p50 "
            << show(b.p50, 1e3) << " vs " << show(s0.p50, 1e3) << " ms)"
            << (top.size() > 1 ? ", within the intervals of " + std::to_string(top.size() - 1) + " other design(s): no clear winner" : "")
            << ". The design model ";
       if (stock_in_atop || a_gain < 1.05) {
-        R.md << "predicts no split clearly better than the stock die (best " << fmt_num(a_gain) << "×)";
-        R.md << (top.count(*stock) ? "; the simulation agrees" : "; **the simulation disagrees**: the stock die is outside the top group");
+        md << "predicts no split clearly better than the stock die (best " << fmt_num(a_gain) << "×)";
+        md << (top.count(*stock) ? "; the simulation agrees" : "; **the simulation disagrees**: the stock die is outside the top group");
       } else {
-        R.md << "predicts " << atop_names << " at " << fmt_num(a_gain) << "× the stock die; simulated "
+        md << "predicts " << atop_names << " at " << fmt_num(a_gain) << "× the stock die; simulated "
              << ratio(res[abest].cap.mean, s0.cap.mean) << "× for " << designs[combos[abest].design].label << " ";
-        R.md << (sim_beats_stock ? "(beyond the intervals): the rankings agree on the winner"
+        md << (sim_beats_stock ? "(beyond the intervals): the rankings agree on the winner"
                                  : "(no predicted winner beyond the stock die's interval): **the analytic and simulated rankings disagree**");
       }
-      R.md << ".\n";
+      md << ".\n";
     }
   // Headline, computed: the largest simulated gain of any emitted split against the model's.
   {
@@ -638,21 +643,21 @@ void simulated_rebalance(ReportContext& R, const ResultsTable& t) {
           }
         }
     }
-    R.md << "\nLargest simulated capacity gain of any emitted split over the stock die on the same host "
+    md << "\nLargest simulated capacity gain of any emitted split over the stock die on the same host "
          << "and workload: " << fmt_num(best) << "× (" << where << "), where the design model predicts "
          << fmt_num(best_a) << "×.\n";
   }
-  R.md << "\nThe analytic search stays the cheap way to scan the grid; the simulated rows above "
+  md << "\nThe analytic search stays the cheap way to scan the grid; the simulated rows above "
        << "decide, and where a mechanism line names the link's read tags, widening the PHY alone "
        << "cannot pay: the requester's outstanding reads must grow with it (or the load path use "
        << "larger reads).\n\n";
+  return md.str();
 }
 
 }  // namespace
 
-void report_rebalancing(ReportContext& R) {
-  const ResultsTable t = analytic_rebalance(R);
-  simulated_rebalance(R, t);
+std::string section_rebalancing(const SweepData& search, SweepSource& sweeps, const FigureFolder& fig) {
+  return analytic_rebalance(search.table, fig) + simulated_rebalance(search.table, sweeps);
 }
 
-}  // namespace kappasim::cli
+}  // namespace kappasim::report

@@ -1,0 +1,45 @@
+// Replicates in the study tables (issue 11.1): a study spec with `replicates: N` has N rows per
+// configuration (column `replicate`), replicate i of every configuration on the same workload
+// seed H(seed, i) (seed_per_point: false), so two configurations are compared replicate by
+// replicate (stats::paired_difference). Used by sections 8.2, 8.4 and 8.5.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stats.hpp"
+#include "report/results.hpp"
+
+namespace kappasim::report {
+
+// How the studies' tables and conclusions read replicates (one sentence for the report).
+extern const char* const kReplicateNote;
+
+// Rows grouped by configuration (equal values in `cols`), in first-seen (point) order.
+std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t, const std::vector<std::string>& cols);
+// The first ok row of a configuration (its labels), if any.
+std::optional<std::size_t> first_ok(const ResultsTable& t, const std::vector<std::size_t>& rows);
+// Mean of `name` over the ok rows with a value (NaN when none).
+double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& name);
+// a − b of `name`, paired by replicate index over the replicates both completed.
+stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
+                       const std::string& name);
+// How A's `name` compares with B's: "lower than B's (paired difference in s: −1.2 ± 0.3 (n=3))"
+// only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's".
+std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
+                   const std::string& name, const std::string& b_name, const std::string& unit);
+
+// The configuration with the best mean `metric` per group of rows sharing `group` columns
+// (lower or higher is better), and the baseline choice's mean and rows in the same group.
+struct Best {
+  std::string group, winner;
+  double value = NAN, baseline = NAN;  // means over the replicates
+  std::vector<std::size_t> winner_rows, baseline_rows;
+};
+std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::string>& group,
+                                 const std::string& choice, const std::string& metric, bool lower,
+                                 const std::string& baseline_choice);
+
+}  // namespace kappasim::report

@@ -1,0 +1,93 @@
+// The sections of `kappasim reproduce`'s report.md, one file each (report/section_*.cpp), each a
+// function of what it reads (sweep results, the analytic model on presets, values an earlier
+// section computed) that returns its Markdown and writes its figures' CSV data and gnuplot
+// scripts into the figures folder. report/reproduce.cpp runs them in order and assembles the
+// report; docs/report.md lists them with their inputs and outputs.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "report/figure.hpp"
+#include "report/honest_eq6.hpp"
+#include "report/sweeps.hpp"
+
+namespace kappasim::report {
+
+// The simulated κ_crit the later sections mark (sections 1, 8.2, 8.4): Qwen3-235B-A22B on
+// paper-testbed, kernel load path, T = 128, from section 3's sweep, with the achieved / peak
+// link and compute of the same measurement.
+struct ReferenceCrossing {
+  double kappa_crit_sim = NAN;  // NaN when the row is absent or failed, or never crossed
+  bool measured = false;        // the row completed: the two fractions below are its own
+  double link_fraction = NAN, compute_fraction = NAN;
+};
+
+// 1. Workload κ_ratio distributions: requests from the three built-in generators (seed 1;
+// 20,000 each, 2,000 with `quick`) against the analytic κ_crit and `ref`. Writes
+// kappa-ratio-<workload>.csv and the figure kappa-ratio-cdf. Also returns each workload's
+// generated κ_ratio median (section 8.1 compares κ_crit with them).
+struct WorkloadsSection {
+  std::string markdown;
+  std::map<std::string, double> medians;  // workload name -> median κ_ratio
+};
+WorkloadsSection section_workloads(bool quick, const ReferenceCrossing& ref, const FigureFolder& fig);
+
+// 2. Rooflines of three (model, dtype) cases on A100 / H100 / B200: the analytic roof and the
+// simulated points (sweep rooflines), analytic and simulated κ_crit (sweep kappa-crit-systems).
+// Writes roofline-<model>-<dtype>-<system>-{analytic,sim}.csv and one figure per case.
+std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_systems, const FigureFolder& fig);
+
+// 3. Analytic vs simulated κ_crit on paper-testbed (sweep kappa-crit-testbed). Returns the
+// table and its reading, and the reference crossing.
+struct TestbedSection {
+  std::string markdown;
+  ReferenceCrossing reference;
+};
+TestbedSection section_kappa_testbed(const SweepData& testbed);
+
+// 3b. Eq. 6 and its extended closed form from independently probed rates, for every completed
+// row of the kappa-crit-testbed sweep; the probes run through `probe` with their captured
+// output under `work_dir` (created).
+std::string section_eq6_probed(const SweepData& testbed, const ProbeRunner& probe, const std::string& work_dir);
+
+// 4. P_OH over K and T: the analytic grid (computed here) and the simulated points (sweep
+// poh). Writes poh-analytic.csv, poh-sim.csv and the figure poh-heatmap.
+std::string section_poh(const SweepData& poh, const FigureFolder& fig);
+
+// 5. ShareGPT-like vs NarrativeQA-like at 70 RPS (sweep paper-70rps; TTFT CDFs from each
+// point's requests.csv). Writes ttft-70rps-*.csv and two figures.
+std::string section_70rps(const SweepData& runs, const FigureFolder& fig);
+
+// 5b. Which serving stack reproduces the paper's testbed (sweeps stacks-kappa-crit,
+// stacks-poh, stacks-70rps). Tables only.
+std::string section_stacks(const SweepData& kappa, const SweepData& poh, const SweepData& runs);
+
+// 6. NVLink-C2C and the unified HBM tier vs PCIe (sweeps c2c, c2c-serving). Writes
+// ttft-c2c-*.csv and two figures.
+std::string section_c2c(const SweepData& kappa, const SweepData& serving, const FigureFolder& fig);
+
+// 7. Scheduling policies (sweep policies). Writes ttft-policies-*.csv and two figures.
+std::string section_policies(const SweepData& runs, const FigureFolder& fig);
+
+// 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1.
+std::string section_interconnect(const SweepData& study, const std::map<std::string, double>& workload_medians);
+
+// 8.2 GPU-side KV buffer study (sweep studies/kv-buffer); `kappa_crit_sim` is section 3's
+// reference crossing. Writes kv-buffer-*.csv and the figure kv-buffer.
+std::string section_kv_buffer(const SweepData& study, double kappa_crit_sim, const FigureFolder& fig);
+
+// 8.3 FLOP / link / SRAM rebalancing: the analytic search (sweep studies/rebalance), then its
+// best splits emitted as presets into DIR/rebalance-sim/*.yaml and simulated through `sweeps`
+// (three generated sweeps). Writes rebalance-*.csv and the figure rebalance.
+std::string section_rebalancing(const SweepData& search, SweepSource& sweeps, const FigureFolder& fig);
+
+// 8.4 KV compression and partial recompute (sweep studies/kv-compression); `kappa_crit_sim` as
+// in 8.2.
+std::string section_kv_compression(const SweepData& study, double kappa_crit_sim);
+
+// 8.5 κ-aware routing across a mixed pool (sweep studies/routing).
+std::string section_routing(const SweepData& study);
+
+}  // namespace kappasim::report

@@ -1,0 +1,152 @@
+// The serving tables shared by sections 5, 6 and 7 of `kappasim reproduce` (report/sections.hpp):
+// one row per run point with its throughput, TTFT, utilisation, power and H2D rates, the TTFT
+// CDFs read from each point's requests.csv, and one sentence per point on what binds it.
+#include "report/serving_tables.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/table.hpp"
+#include "core/units.hpp"
+#include "report/format.hpp"
+#include "sweeps/sweep_spec.hpp"
+
+namespace kappasim::report {
+
+namespace fs = std::filesystem;
+
+std::string ttft_cdf(const std::string& point_dir) {
+  std::ifstream in(fs::path(point_dir) / "files" / "requests.csv");
+  if (!in) return "";
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> cols;
+  {
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cols.push_back(c);
+  }
+  const auto idx = std::find(cols.begin(), cols.end(), "ttft_s") - cols.begin();
+  std::vector<double> v;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string c;
+    for (std::ptrdiff_t i = 0; std::getline(ss, c, ','); ++i)
+      if (i == idx) v.push_back(std::strtod(c.c_str(), nullptr));
+  }
+  std::sort(v.begin(), v.end());
+  std::string csv = "ttft_s,cdf\n";
+  const std::size_t step = std::max<std::size_t>(1, v.size() / 400);
+  for (std::size_t i = 0; i < v.size(); i += step)
+    csv += format_number(v[i]) + "," + format_number(static_cast<double>(i + 1) / static_cast<double>(v.size())) + "\n";
+  if (!v.empty()) csv += format_number(v.back()) + ",1\n";
+  return csv;
+}
+
+// The folder of row r's point (the merged table holds every point of the sweep, in order).
+std::string point_dir(const std::string& sweep_dir, const ResultsTable& t, std::size_t r) {
+  const auto index = static_cast<std::size_t>(std::stoull(t.get(r, "point")));
+  return (fs::path(sweep_dir) / "points" / sweep::point_name(index, t.rows.size())).string();
+}
+
+// A value of the point's own config (points/pNNNNNN/point.yaml), e.g. "workload.rate".
+double point_config_number(const std::string& dir, const std::string& dotted) {
+  const fs::path f = fs::path(dir) / "point.yaml";
+  if (!fs::exists(f)) return NAN;
+  const ConfigNode root = load_yaml_file(f.string());
+  const ConfigNode* n = &root;
+  std::stringstream ss(dotted);
+  std::string part;
+  while (n && std::getline(ss, part, '.')) n = n->is_map() ? n->find(part) : nullptr;
+  if (!n || !n->is_scalar()) return NAN;
+  char* end = nullptr;
+  const double v = std::strtod(n->scalar.c_str(), &end);
+  return end && *end == '\0' ? v : NAN;
+}
+
+// One sentence per row: does the node keep up with the offered load, and what binds it.
+std::string load_verdicts(const SweepData& d, const std::string& axis) {
+  const ResultsTable& t = d.table;
+  std::string out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (!t.ok(r)) continue;
+    const double offered = point_config_number(point_dir(d.dir, t, r), "workload.rate");
+    const double thr = t.num(r, "throughput_rps"), budget = t.num(r, "budget_utilization"),
+                 vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction");
+    out += "- **" + t.get(r, axis) + "**: ";
+    if (std::isfinite(offered) && thr < 0.9 * offered)
+      out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) + " requests/s offered; ";
+    else if (std::isfinite(offered))
+      out += "keeps up with the " + fmt_num(offered) + " requests/s offered; ";
+    out += "steps use " + pct(budget) + " of the token budget with " + pct(vram) +
+           " of the VRAM KV pool in use, and KV loading is " + pct(share) +
+           " of request time — " +
+           (budget >= 0.9   ? "the token budget is the binding limit"
+            : vram >= 0.75  ? "VRAM, not the token budget, limits admission"
+            : share >= 0.5  ? "the KV transfers, not the token budget or VRAM, bound each step"
+                            : "the load is too light to fill the budget") +
+           "; GPU power " + pct(t.num(r, "gpu_power_tdp_fraction")) + " of TDP.\n";
+  }
+  return out + "\n";
+}
+
+std::string serving_table(const SweepData& d, const std::string& axis, const std::string& fig,
+                          const std::string& title, const FigureFolder& files) {
+  const ResultsTable& t = d.table;
+  std::ostringstream md;
+  std::vector<std::vector<std::string>> rows;
+  std::string plots;
+  std::string bars = "config,budget_utilization_pct,vram_utilization_pct,gpu_power_tdp_pct\n";
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string label = t.get(r, axis);
+    if (!t.ok(r)) {
+      rows.push_back({label, "failed: " + t.get(r, "error")});
+      continue;
+    }
+    bars += label + "," + format_number(100 * t.num(r, "budget_utilization")) + "," +
+            format_number(100 * t.num(r, "vram_utilization")) + "," +
+            format_number(100 * t.num(r, "gpu_power_tdp_fraction")) + "\n";
+    rows.push_back({label, fmt_num(t.num(r, "requests_completed")), fmt_num(t.num(r, "throughput_rps")),
+                    fmt_num(t.num(r, "ttft_p50_s")), fmt_num(t.num(r, "ttft_p99_s")),
+                    fmt_num(t.num(r, "max_wait_s")), fmt_num(t.num(r, "jain_index")),
+                    pct(t.num(r, "budget_utilization")), pct(t.num(r, "vram_utilization")),
+                    pct(t.num(r, "transfer_time_fraction")), fmt_num(t.num(r, "p_oh_mean")),
+                    pct(t.num(r, "gpu_power_tdp_fraction")),
+                    gbs(t.num(r, "h2d_effective_bytes_per_s")) + " / " +
+                        gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
+                        gbs(t.num(r, "h2d_effective_model_bytes_per_s"))});
+    const std::string cdf = ttft_cdf(point_dir(d.dir, t, r));
+    if (!cdf.empty()) {
+      const std::string f = fig + "-" + label + ".csv";
+      files.write_data(f, cdf);
+      plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 1:2 skip 1 with lines lw 2 title '" + label + "'";
+    }
+  }
+  md << markdown_table({axis, "requests", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)", "max wait (s)",
+                    "Jain index", "budget utilisation", "VRAM KV used", "transfer share", "P_OH mean",
+                    "GPU power / TDP", "H2D GB/s: GPU / node / model"},
+                   rows)
+       << "\n";
+  files.write_data(fig + "-utilisation.csv", bars);
+  md << files.figure({fig + "-utilisation", "Budget, VRAM and power utilisation",
+                    "  set title 'Token budget, VRAM KV pool and GPU power use'\n"
+                    "  set style data histograms\n  set style histogram clustered gap 1\n"
+                    "  set style fill solid 0.8 border -1\n  set yrange [0:100]\n  set ylabel '%'\n"
+                    "  set grid ytics\n  set key top right\n"
+                    "  plot '" + fig + "-utilisation.csv' using 2:xtic(1) skip 1 title 'token budget used', "
+                    "'' using 3 skip 1 title 'VRAM KV pool used', '' using 4 skip 1 title 'GPU power / TDP'"});
+  if (!plots.empty())
+    md << files.figure({fig, title,
+                      "  set title '" + title + "'\n  set logscale x\n  set xlabel 'TTFT (s)'\n"
+                      "  set ylabel 'fraction of requests'\n  set key bottom right\n  set grid\n"
+                      "  set yrange [0:1]\n  plot " + plots});
+  return md.str();
+}
+
+}  // namespace kappasim::report

@@ -1,0 +1,139 @@
+// The report library (report/, docs/report.md): the one Markdown table writer, the sweep source
+// the sections read through (problems listed, failures stop the report), and the explicit value
+// section 3 hands to later sections (the reference crossing) and how section 1 uses it. Expected
+// strings and numbers are worked out by hand in the comments.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/table.hpp"
+#include "report/sections.hpp"
+#include "report/sweeps.hpp"
+
+namespace kappasim {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kappasim-test-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << s;
+}
+
+TEST(MarkdownTable, EscapesPipesPadsShortRowsDropsExtraCells) {
+  // Header "| a | b |", separator "|---|---|"; "1|2" escaped to "1\|2" and the missing second
+  // cell empty ("|  |"); the third cell of the last row is past the header and dropped.
+  EXPECT_EQ(markdown_table({"a", "b"}, {{"1|2"}, {"x", "y", "z"}}),
+            "| a | b |\n|---|---|\n| 1\\|2 |  |\n| x | y |\n");
+}
+
+TEST(MarkdownTable, FirstLeftRestRightMarksNumberColumns) {
+  EXPECT_EQ(markdown_table({"m", "k", "v"}, {{"x", "1", "2"}}, MdAlign::FirstLeftRestRight),
+            "| m | k | v |\n|---|---:|---:|\n| x | 1 | 2 |\n");
+}
+
+TEST(ReportSweeps, ListsIncompleteSweepsAndStopsOnRunnerFailure) {
+  const fs::path d = fresh_dir("report-sweeps");
+  const fs::path exp = d / "experiments", out = d / "out";
+  write(exp / "reproduce" / "x.yaml", "# the fake runner below never reads it\n");
+  std::string ran_spec, ran_dir;
+  int rc = 3;
+  report::SweepSource sweeps(out.string(), exp.string(), /*quick=*/true, /*quiet=*/true,
+                             [&](const std::string& spec, const std::string& dir) {
+                               ran_spec = spec, ran_dir = dir;
+                               write(fs::path(dir) / "results.csv", "point,status,error\n0,ok,\n1,failed,boom\n");
+                               return rc;
+                             });
+  const report::SweepData x = sweeps.run("reproduce/x.yaml");
+  // The spec is found under experiments/, the sweep runs into out/sweeps/<stem>-quick.
+  EXPECT_EQ(ran_spec, (exp / "reproduce" / "x.yaml").string());
+  EXPECT_EQ(ran_dir, (out / "sweeps" / "x-quick").string());
+  EXPECT_EQ(x.name, "x");
+  ASSERT_EQ(x.table.rows.size(), 2u);
+  EXPECT_TRUE(x.table.ok(0));
+  EXPECT_FALSE(x.table.ok(1));
+  ASSERT_EQ(sweeps.problems().size(), 1u);
+  EXPECT_EQ(sweeps.problems()[0],
+            "reproduce/x.yaml: 1 of 2 points did not complete, each with its reason (see "
+            "sweeps/x-quick/results.csv, column error)");
+  // Exit codes other than 0 and 3 stop the report; a spec that is not there is an input error.
+  rc = 1;
+  EXPECT_THROW(sweeps.run("reproduce/x.yaml"), std::runtime_error);
+  EXPECT_THROW(sweeps.run("reproduce/missing.yaml"), InputError);
+}
+
+// A kappa-crit-testbed table with the columns section 3 reads.
+report::SweepData testbed(const std::vector<std::vector<std::string>>& rows) {
+  report::SweepData d;
+  d.name = "kappa-crit-testbed";
+  d.table.columns = {"model", "serving.load_path", "measure.t", "status", "error", "kappa_crit_simulated",
+                     "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
+                     "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s", "h2d_peak_bytes_per_s",
+                     "h2d_effective_node_bytes_per_s", "h2d_effective_model_bytes_per_s", "compute_effective_flops",
+                     "compute_peak_flops"};
+  d.table.rows = rows;
+  return d;
+}
+
+TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
+  // The reference is Qwen3-235B-A22B, kernel path, T = 128: simulated κ_crit 30, link 40 of
+  // 64 GB/s (0.625), compute 500 of 1000 TFLOP/s (0.5). The T = 1024 row is not it, and a failed
+  // row (no numbers) does not replace it.
+  const auto t = testbed({
+      {"qwen3-235b-a22b", "kernel", "128", "ok", "", "30", "90", "40", "33", "40e9", "64e9", "320e9", "300e9",
+       "500e12", "1000e12"},
+      {"qwen3-235b-a22b", "kernel", "1024", "ok", "", "99", "90", "40", "99", "40e9", "64e9", "320e9", "300e9",
+       "500e12", "1000e12"},
+      {"qwen3-235b-a22b", "kernel", "128", "failed", "boom", "", "", "", "", "", "", "", "", "", ""},
+  });
+  const report::TestbedSection s = report::section_kappa_testbed(t);
+  EXPECT_TRUE(s.reference.measured);
+  EXPECT_DOUBLE_EQ(s.reference.kappa_crit_sim, 30);
+  EXPECT_DOUBLE_EQ(s.reference.link_fraction, 0.625);
+  EXPECT_DOUBLE_EQ(s.reference.compute_fraction, 0.5);
+  // Worst |analytic with both effective rates / simulated − 1| over the ok rows: 33/30 − 1 = 10%
+  // (the T = 1024 row is exact).
+  EXPECT_NE(s.markdown.find("within 10% of the simulated crossing"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("| qwen3-235b-a22b | kernel | 128 | — |"), std::string::npos) << s.markdown;
+
+  // Without a completed reference row there is nothing to hand on.
+  const report::TestbedSection none = report::section_kappa_testbed(testbed({
+      {"qwen3-235b-a22b", "kernel", "128", "failed", "boom", "", "", "", "", "", "", "", "", "", ""}}));
+  EXPECT_FALSE(none.reference.measured);
+  EXPECT_TRUE(std::isnan(none.reference.kappa_crit_sim));
+}
+
+TEST(ReportSections, WorkloadsMarkTheReferenceItIsGiven) {
+  const fs::path d = fresh_dir("report-workloads");
+  const report::FigureFolder fig(d.string());
+  report::ReferenceCrossing ref;  // none: no simulated marks
+  const report::WorkloadsSection a = report::section_workloads(/*quick=*/true, ref, fig);
+  EXPECT_EQ(a.markdown.find("simulated (kernel load path"), std::string::npos);
+  EXPECT_EQ(a.medians.size(), 3u);  // sharegpt, narrativeqa, docfinqa
+  EXPECT_TRUE(fs::exists(d / "kappa-ratio-sharegpt.csv"));
+  EXPECT_TRUE(fs::exists(d / "kappa-ratio-cdf.gp"));
+  ref.kappa_crit_sim = 50;
+  ref.measured = true;
+  ref.link_fraction = 0.625;
+  ref.compute_fraction = 0.5;
+  const report::WorkloadsSection b = report::section_workloads(/*quick=*/true, ref, fig);
+  EXPECT_NE(b.markdown.find("simulated (kernel load path, T = 128) 50."), std::string::npos) << b.markdown;
+  // The fractions read as percentages: 62.5% of the link's peak, 50% of the GPU's.
+  EXPECT_NE(b.markdown.find("link achieves 62.5% of its peak"), std::string::npos) << b.markdown;
+  EXPECT_NE(b.markdown.find("the GPU achieves 50% of its dense peak"), std::string::npos) << b.markdown;
+  EXPECT_EQ(a.medians, b.medians);  // the generated requests do not depend on the reference
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace kappasim
