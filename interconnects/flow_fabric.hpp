@@ -49,6 +49,7 @@ class FlowFabric : public LinkModule {
   // std::logic_error naming the resource otherwise. Call when the simulation is over.
   void check_conservation() const override;
   const Topology* topology() const override { return &m_topo; }
+  bool models_hbm() const override { return true; }
   const FlowNetwork& network() const { return m_net; }
   std::uint64_t transfers() const { return m_transfers; }
   // Kernel activations this fabric caused: latency waits, finish-event activations, wake-ups.

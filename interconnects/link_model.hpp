@@ -88,6 +88,9 @@ class LinkModel {
   // The flow back end's resources (for stats and bottleneck reports); null for a back end that
   // has no Topology (packet).
   virtual const Topology* topology() const { return nullptr; }
+  // Whether CopyPath::Local transfers (on-GPU HBM traffic) are carried and contend here; false:
+  // the caller times them itself (GpuCompute then waits its compute time alone).
+  virtual bool models_hbm() const { return false; }
   virtual std::string fidelity() const = 0;  // "flow" or "packet"
 };
 
