@@ -15,6 +15,7 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct TransferGroup {
   bool finished = false;
   double end_s = 0;
   std::size_t left = 0;
+  // Optional: called (with end_s) when the group finishes, after `done` is notified, from
+  // the back end's process (e.g. a copy kernel returns its SMs). Must not destroy the group.
+  std::function<void(double)> on_finished;
 
   // For back ends: one more member / one member finished at `now_s`.
   void add() {
@@ -54,6 +58,7 @@ struct TransferGroup {
       finished = true;
       end_s = now_s;
       done.notify(sc_core::SC_ZERO_TIME);
+      if (on_finished) on_finished(now_s);
     }
   }
 };
