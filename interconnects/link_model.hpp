@@ -1,6 +1,7 @@
 // The one interface behind which host<->GPU data movers of different fidelity sit: the fast
-// flow-level fabric (interconnects/flow_fabric) and the packet-level PCIe model
-// (interconnects/pcie_packet, one link; interconnects/packet_fabric, one per GPU). Components
+// flow-level fabric (systems/flow_fabric) and the packet-level PCIe model
+// (interconnects/pcie_packet, one link; systems/packet_fabric, one per GPU; systems/link_backend
+// builds either by name). Components
 // (copy engines, copy kernels, GPU compute, the serving engine) talk to either through
 //  - the blocking transfer(), or the TLM-2.0 target socket `in` (a tlm_generic_payload carrying
 //    a TransferExtension; b_transport returns when the transfer's last byte has arrived);

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "interconnects/flow_network.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 #include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim {

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "interconnects/flow_fabric.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/flow_fabric.hpp"
+#include "systems/topology.hpp"
 #include "systems/packet_fabric.hpp"
 
 namespace kappasim {

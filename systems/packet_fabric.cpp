@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "interconnects/flow_network.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 

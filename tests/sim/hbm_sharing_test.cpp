@@ -12,8 +12,8 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "interconnects/flow_fabric.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/flow_fabric.hpp"
+#include "systems/topology.hpp"
 #include "models/gpu/gpu_compute.hpp"
 #include "systems/link_backend.hpp"
 

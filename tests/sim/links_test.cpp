@@ -14,10 +14,10 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/sim_runner.hpp"
-#include "interconnects/flow_fabric.hpp"
+#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 #include "models/gpu/copy_engine.hpp"
 
 namespace kappasim {

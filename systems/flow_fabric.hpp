@@ -15,7 +15,7 @@
 #include <vector>
 #include "interconnects/flow_network.hpp"
 #include "interconnects/link_model.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 

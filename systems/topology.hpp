@@ -1,5 +1,5 @@
 // A system (systems/system_spec) as the resources of the flow model and the path each host<->GPU
-// copy takes through them. Pure C++; the SystemC fabric (interconnects/flow_fabric) asks it for
+// copy takes through them. Pure C++; the SystemC fabric (systems/flow_fabric) asks it for
 // paths, rate caps and latencies.
 //
 // Resources (capacity in units per second; a flow consumes `cost` units per payload byte):

@@ -1,4 +1,4 @@
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "interconnects/flow_fabric.hpp"
+#include "systems/flow_fabric.hpp"
 
 #include <algorithm>
 #include <cmath>
