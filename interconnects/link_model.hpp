@@ -88,6 +88,9 @@ class LinkModel {
   }
   // First-byte latency one transfer of this kind pays on an idle system (seconds).
   virtual double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
+  // Payload bytes/s one transfer of this kind gets alone on an idle system (its tightest
+  // resource or own limit), e.g. for a report's link capacity.
+  virtual double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
   // Invariant check when the simulation is over (every transfer finished, bytes conserved);
   // throws std::logic_error naming what is wrong. Default: nothing to check.
   virtual void check_conservation() const {}

@@ -78,6 +78,16 @@ double PciePacketLink::latency_s(int, Direction dir, CopyPath path, bool) const 
   return dir == Direction::H2D ? m_p.round_trip_latency_s : m_p.round_trip_latency_s / 2;
 }
 
+double PciePacketLink::solo_rate_Bps(int, Direction dir, CopyPath path, bool) const {
+  if (path == CopyPath::Local)
+    throw InputError(std::string(basename()) + ": a PCIe link carries no on-GPU (Local) traffic");
+  const PcieOp op = pcie_op(dir == Direction::H2D, path == CopyPath::Dma);
+  double r = std::min(payload_bandwidth(m_p, op), read_tag_limit_Bps(m_p, op));
+  if (op == PcieOp::SmRead && m_opts.sm_inflight_bytes > 0)
+    r = std::min(r, little_rate_Bps(m_opts.sm_inflight_bytes, m_p.round_trip_latency_s));
+  return r;
+}
+
 bool PciePacketLink::ack_due(const Wire& w) const {
   const auto due = static_cast<std::uint64_t>(
       std::floor(static_cast<double>(w.tlps_to_ack) / m_p.tlps_per_ack + 1e-9));

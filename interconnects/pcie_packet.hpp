@@ -90,6 +90,10 @@ class PciePacketLink : public LinkModule {
     start_by_thread(r, g, delay_s);
   }
   double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override;
+  // The wire rate over the op's wire cost, the read-tag limit for reads and, for copy-kernel
+  // reads, Little's law on the default in-flight bytes (PciePacketOptions::sm_inflight_bytes).
+  // InputError for CopyPath::Local.
+  double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const override;
   std::string fidelity() const override { return "packet"; }
 
   const PciePacketStats& stats() const { return m_stats; }

@@ -36,6 +36,9 @@ class FlowFabric : public LinkModule {
   double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override {
     return m_topo.latency(gpu, dir, path, pinned);
   }
+  double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const override {
+    return m_topo.solo_rate(gpu, dir, path, pinned);
+  }
 
   struct ResourceStats {
     std::string name;

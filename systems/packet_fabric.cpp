@@ -59,6 +59,10 @@ double PacketFabric::latency_s(int gpu, Direction dir, CopyPath path, bool pinne
   return m_links.at(static_cast<std::size_t>(gpu))->latency_s(gpu, dir, path, pinned);
 }
 
+double PacketFabric::solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const {
+  return m_links.at(static_cast<std::size_t>(gpu))->solo_rate_Bps(gpu, dir, path, pinned);
+}
+
 void PacketFabric::check_conservation() const {
   if (m_started != m_finished)
     throw std::logic_error(std::string(name()) + ": invariant violated: " +

@@ -33,6 +33,7 @@ class PacketFabric : public LinkModule {
   void transfer(TransferRequest& r) override;  // blocking, on GPU r.gpu's link
   void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) override;
   double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override;
+  double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const override;
   // Every transfer started has finished, and each link carried its payload bytes.
   void check_conservation() const override;
   std::string fidelity() const override { return "packet"; }
