@@ -6,7 +6,7 @@
 // of flows changes (start, finish), so a bulk transfer costs two rate recomputations and no
 // per-byte or per-packet work.
 //
-// Pure C++ (no SystemC): interconnects/flow_fabric drives it from simulated time.
+// Pure C++ (no SystemC): systems/flow_fabric drives it from simulated time.
 // Deterministic: flows are kept and reported in ascending id order, resources in insertion order.
 #pragma once
 

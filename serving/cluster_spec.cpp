@@ -5,7 +5,7 @@
 #include <set>
 
 #include "interconnects/flow_network.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 #include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim {
@@ -138,10 +138,8 @@ ConfigNode write_cluster_config(const ClusterRunSpec& spec, const ProvenanceTabl
 
 double group_load_rate(const SystemSpec& system, int tp, LoadPath path) {
   const Topology topo = build_topology(system);
-  // Direction and CopyPath live in interconnects/link_model.hpp (SystemC); as topology.cpp
-  // does, use their values: Direction::H2D = 0, CopyPath::Dma = 0, CopyPath::Kernel = 1.
-  const auto h2d = static_cast<Direction>(0);
-  const auto how = static_cast<CopyPath>(path == LoadPath::Kernel ? 1 : 0);
+  const auto h2d = Direction::H2D;
+  const auto how = path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
   FlowNetwork net;
   topo.add_to(net);
   std::vector<FlowNetwork::FlowId> flows;

@@ -34,7 +34,7 @@
 
 #include "core/config.hpp"
 #include "core/trace_writer.hpp"
-#include "interconnects/flow_fabric.hpp"
+#include "systems/flow_fabric.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"

@@ -15,8 +15,8 @@
 #include "core/sim_runner.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
-#include "interconnects/flow_fabric.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/flow_fabric.hpp"
+#include "systems/topology.hpp"
 #include "models/gpu/copy_engine.hpp"
 
 namespace kappasim::cli {

@@ -4,7 +4,7 @@
 // The host is a system preset's (systems/system_spec): its host memory (sockets, per-socket DRAM
 // bandwidth = socket_bandwidth() x dram_efficiency), gpus_per_socket, kv_pool placement and the
 // inter-socket links, taken from the same topology the simulator uses
-// (interconnects/topology: build_topology, path). Every GPU of the system loads KV at once (a
+// (systems/topology: build_topology, path). Every GPU of the system loads KV at once (a
 // serving node at full load; an instance with more GPUs than the system spans copies of it, so
 // each GPU still shares its socket with the same neighbours); each gets its max-min fair share
 // (interconnects/flow_network) of the host resources on its path (its pool socket's DRAM, and

@@ -19,6 +19,14 @@
 // 32 × copy_kernel_load_width bytes per SM held, one round trip each; TransferRequest::
 // sm_inflight_bytes): a kernel squeezed onto few SMs, or one with narrow loads, reads slower.
 // The vLLM-blog curve (reference-data.md, 16 B loads) stays link-bound.
+//
+// Non-blocking (the serving path, issue 13): CopyEngine::start and CopyKernel::start issue the
+// same transfer through LinkModel::start into a TransferGroup, with the same fixed costs as
+// delay (dma_stream_fixed_s, copy_kernel_fixed_s), after attach_link(). A started copy kernel
+// takes its SMs from the pool at once and returns them when its transfer's last byte has
+// arrived, so compute started meanwhile (GpuCompute::start_step) runs on fewer SMs.
+// CopyEngine::start does not queue for one of the `copy_engines` engines (the blocking copy()
+// does): its caller issues one stream per GPU and direction, as the serving engine does.
 #pragma once
 
 #include <systemc>
@@ -27,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 
 #include "interconnects/link_model.hpp"
 #include "models/gpu/gpu_spec.hpp"
@@ -50,13 +59,26 @@ class CopyEngine : public sc_core::sc_module {
   CopyEngine(const sc_core::sc_module_name& name, const GpuSpec& gpu, int gpu_index);
 
   // Blocking; call from an SC_THREAD. r.gpu is set to this engine's GPU and r.path to Dma.
-  // r.start is when copy() was called, r.end when the last byte arrived.
+  // r.start_s is when copy() was called, r.end_s when the last byte arrived.
   void copy(TransferRequest& r);
   // `copies` back-to-back copies on one stream moving r.bytes in all (e.g. a layer-wise load:
   // one DMA per layer per chunk). Timed as one engine paying copies × dma_copy_overhead and
   // copies − 1 extra latencies (`extra_latency_s` each) serially, then one transfer of all the
   // bytes: exact when the copies run alone, and one flow instead of `copies` under contention.
   void copy_many(TransferRequest& r, std::int64_t copies, double extra_latency_s);
+
+  // ---- non-blocking ----
+  void attach_link(LinkModel& link) { m_link = &link; }
+  // Binds `out` to the link's socket (the blocking path) and attaches it (call once, during
+  // elaboration; the socket must be bound before the simulation starts).
+  void connect(LinkModule& link) {
+    out.bind(link.in);
+    m_link = &link;
+  }
+  // `copies` back-to-back copies on one stream moving r.bytes in all, started `delay_s` from
+  // now: r (gpu and path set here) joins g after dma_stream_fixed_s(copies, the link's latency).
+  // logic_error without attach_link().
+  void start(TransferRequest& r, std::int64_t copies, TransferGroup& g, double delay_s = 0);
 
   int engines() const { return m_engines; }
   int gpu() const { return m_gpu; }
@@ -75,6 +97,7 @@ class CopyEngine : public sc_core::sc_module {
   std::deque<sc_core::sc_event*> m_queue;
   std::uint64_t m_copies = 0;
   double m_bytes = 0;
+  LinkModel* m_link = nullptr;
 };
 
 class CopyKernel : public sc_core::sc_module {
@@ -90,6 +113,24 @@ class CopyKernel : public sc_core::sc_module {
   void copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms = nullptr,
                    int sms_wanted = 0);
 
+  // ---- non-blocking ----
+  void attach_link(LinkModel& link) { m_link = &link; }
+  // Binds `out` to the link's socket (the blocking path) and attaches it (call once, during
+  // elaboration; the socket must be bound before the simulation starts).
+  void connect(LinkModule& link) {
+    out.bind(link.in);
+    m_link = &link;
+  }
+  // One kernel of `blocks` blocks moving r.bytes in all (r.gpu and r.dir as given; path set to
+  // Kernel, pinned), started `delay_s` from now: with a pool it takes up to sms_wanted SMs now
+  // (at least one, logic_error otherwise) and holds them until r's last byte has arrived; its
+  // H2D read is bounded by Little's law on the SMs held (all SMs without a pool). r joins g
+  // after copy_kernel_fixed_s(blocks). logic_error without attach_link().
+  void start(TransferRequest& r, std::int64_t blocks, TransferGroup& g, double delay_s = 0,
+             SmPool* sms = nullptr, int sms_wanted = 0);
+  // SMs held by started kernels whose transfer has not ended.
+  int sms_held() const { return m_sms_held; }
+
   std::uint64_t kernels() const { return m_kernels; }
   std::uint64_t blocks() const { return m_blocks; }
 
@@ -98,6 +139,13 @@ class CopyKernel : public sc_core::sc_module {
   double m_block_overhead_s;
   std::uint64_t m_kernels = 0;
   std::uint64_t m_blocks = 0;
+  LinkModel* m_link = nullptr;
+  struct InFlight {  // one started kernel: its own group, to return its SMs at its end
+    TransferGroup inner;
+    bool over = false;
+  };
+  std::list<InFlight> m_inflight;  // stable addresses; finished entries dropped on next start
+  int m_sms_held = 0;
 };
 
 }  // namespace kappasim

@@ -51,7 +51,7 @@ struct GpuSpec {
   std::optional<double> idle_power_w;            // CUDA context held, no kernel running
   std::optional<double> energy_per_flop_J;       // dense tensor-core FLOP, above idle
   std::optional<double> energy_per_hbm_byte_J;   // per HBM byte moved, above idle (all-in)
-  // Zero-copy SM reads of host memory (interconnects/topology, docs/pcie-model.md "SM reads");
+  // Zero-copy SM reads of host memory (systems/topology, docs/pcie-model.md "SM reads");
   // optional: without them a copy kernel's reads are bounded by the link and its tags only.
   std::optional<double> sm_host_loads_per_sm;      // warp-wide loads to host memory in flight per SM
   std::optional<double> copy_kernel_load_width;    // bytes per thread per load of the copy kernel

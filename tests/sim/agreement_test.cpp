@@ -13,7 +13,7 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "interconnects/flow_fabric.hpp"
+#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
 

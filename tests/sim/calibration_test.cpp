@@ -17,7 +17,7 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "interconnects/flow_fabric.hpp"
+#include "systems/flow_fabric.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "models/llm/architecture.hpp"
 

@@ -6,7 +6,7 @@
 #include "core/config.hpp"
 #include "interconnects/link_model.hpp"
 #include "interconnects/pcie_protocol.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 namespace {
