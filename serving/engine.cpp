@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
-#include "models/gpu/power.hpp"
 
 namespace kappasim {
 
@@ -147,6 +146,7 @@ void ServingEngine::arrivals() {
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
+    std::int64_t recompute = 0;
     if (sv.recompute.mode != RecomputeMode::None && seq->cached_tokens > 0) {
       // The leading R cached tokens are prefilled again (they need no earlier KV); the other
       // K − R are loaded. Recomputed tokens count as computed.
@@ -165,12 +165,14 @@ void ServingEngine::arrivals() {
       if (R > 0) {
         seq->cached_tokens -= R;
         seq->compute_tokens += R;
-        m_recompute[r.id] = R;
+        recompute = R;
       }
     }
-    ++m_arrived;
+    ++m_stats.arrived;
     m_sched->enqueue(seq.get(), now_s());
-    m_live[r.id] = std::move(seq);
+    RequestState& state = m_live[r.id];
+    state.seq = std::move(seq);
+    state.recompute_tokens = recompute;
     m_work.notify(SC_ZERO_TIME);
   }
   m_source_done = true;
@@ -202,7 +204,7 @@ void ServingEngine::steps() {
 
 void ServingEngine::run_step(Step& st) {
   const ServingSpec& sv = m_spec.serving;
-  ++m_step_no;
+  ++m_stats.steps;
   st.start_s = now_s();
   m_step_time = TimeBreakdown{};
   m_step_bounds = LoadBoundTimes{};
@@ -233,7 +235,7 @@ void ServingEngine::run_step(Step& st) {
       sched.lookup_s += lookup(*head);
     sched.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, m_on_package);
   }
-  m_stack_s.scheduler_s += sched.lookup_s + sched.meta_s;
+  m_stats.stack.scheduler_s += sched.lookup_s + sched.meta_s;
   wait_s(sched.overhead_s);  // vLLM's per-step CPU scheduling work
   m_step_time.step_overhead_s += now_s() - st.start_s;
   const double t_sched = now_s();
@@ -258,7 +260,7 @@ void ServingEngine::run_step(Step& st) {
                         static_cast<double>(it.seq->cached_tokens + it.seq->computed +
                                             (it.tokens - tokens)),
                         it.last});
-    ++m_steps_of[it.seq->req.id];
+    ++state_of(it.seq).steps;
   }
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
   const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
@@ -275,24 +277,24 @@ void ServingEngine::run_step(Step& st) {
     m_step_time.compute_s += now_s() - t_c;
     trace_compute(t_c, now_s());
   }
-  for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
-  for (const StepItem& it : st.plan.items) m_compute_s[it.seq->req.id] += compute_s;
-  m_compute_busy_s += compute_s;
-  m_flops += compute.total.flops;
-  m_hbm_bytes += compute.total.hbm_bytes;
+  for (Sequence* s : first) state_of(s).load_s = st.load_s;
+  for (const StepItem& it : st.plan.items) state_of(it.seq).compute_s += compute_s;
+  m_stats.compute_busy_s += compute_s;
+  m_stats.flops += compute.total.flops;
+  m_stats.hbm_bytes += compute.total.hbm_bytes;
   const double t_store = now_s();
   st.store_s = store_phase(done);
   m_step_time.store_s += now_s() - t_store;
   // The step's categories sum to its duration (--check); every sequence in it waited all of it.
   if (m_spec.check && std::fabs(m_step_time.sum() - (now_s() - st.start_s)) >
                           1e-12 + 1e-12 * now_s())
-    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+    throw std::logic_error("invariant violated: step " + std::to_string(m_stats.steps) +
                            "'s time breakdown does not sum to its duration");
-  m_run_time += m_step_time;
-  m_run_bounds += m_step_bounds;
-  for (const StepItem& it : st.plan.items) m_time_of[it.seq->req.id] += m_step_time;
+  m_stats.run_time += m_step_time;
+  m_stats.run_bounds += m_step_bounds;
+  for (const StepItem& it : st.plan.items) state_of(it.seq).time += m_step_time;
   if (m_step_bounds.total() > 0)
-    for (Sequence* s : first) m_load_bound_of[s->req.id] = m_step_bounds;
+    for (Sequence* s : first) state_of(s).load_bounds = m_step_bounds;
   m_sched->complete(st.plan, now_s(), *m_kv);
   for (Sequence* s : m_sched->take_finished()) finish(s);
   if (m_spec.check) check_step(st);
@@ -358,15 +360,14 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
 
 void ServingEngine::trace_compute(double start_s, double end_s) {
   if (!m_sinks.trace) return;
-  const std::string name = "step " + std::to_string(m_step_no);
+  const std::string name = "step " + std::to_string(m_stats.steps);
   m_sinks.trace->span(m_track_step, name, start_s, end_s);
   for (int track : m_track_gpu_compute) m_sinks.trace->span(track, name, start_s, end_s);
 }
 
 std::int64_t ServingEngine::recompute_of(std::uint64_t id) const {
-  if (m_recompute.empty()) return 0;
-  const auto f = m_recompute.find(id);
-  return f == m_recompute.end() ? 0 : f->second;
+  const auto f = m_live.find(id);
+  return f == m_live.end() ? 0 : f->second.recompute_tokens;
 }
 
 ServingEngine::LoadSplit ServingEngine::split_loads(const std::vector<Sequence*>& first) {
@@ -402,8 +403,9 @@ ServingEngine::LoadSplit ServingEngine::split_loads(const std::vector<Sequence*>
     }
     ls.link_tokens += link;
     ls.buffer_tokens += buffered;
-    m_link_tokens[s->req.id] = link;
-    if (m_buffer) m_buffer_tokens[s->req.id] = buffered;
+    RequestState& rs = state_of(s);
+    rs.link_tokens = link;
+    if (m_buffer) rs.buffer_tokens = buffered;
   }
   if (m_buffer) m_buffer->insert(insert);  // touches the hits, stores the rest (LRU)
   return ls;
@@ -428,7 +430,7 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   struct InStepCpu {
     double before_s = 0, gap_s = 0, overlap_s = 0;
   } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};
-  m_stack_s.step_cpu_s += cpu.before_s;
+  m_stats.stack.step_cpu_s += cpu.before_s;
   wait_s(cpu.before_s);
   const double bytes = ls.link_tokens * m_bkv_gpu;
   const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
@@ -445,7 +447,7 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     wait_s(buffer_s);
     wait_group(g);
     trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
-    m_link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
+    m_stats.link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
     const CopySplit c = split_copies(rs, t_x, g.end_s);
     m_step_time.load_software_s += c.software;
     m_step_time.load_link_s += c.link;
@@ -456,11 +458,11 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     // GPU idle gaps between chunks (one implicit sync + launch each), then the CPU work that
     // ran alongside the copies if it outlasted them: load software.
     const double t_sw = now_s();
-    m_stack_s.gpu_gap_s += cpu.gap_s;
+    m_stats.stack.gpu_gap_s += cpu.gap_s;
     wait_s(cpu.gap_s);
     const double held = t_x + cpu.overlap_s + cpu.gap_s - now_s();
     if (held > 0) {
-      m_stack_s.cpu_bound_s += held;
+      m_stats.stack.cpu_bound_s += held;
       wait_s(held);
     }
     m_step_time.load_software_s += now_s() - t_sw;
@@ -470,8 +472,8 @@ double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
     m_step_time.load_link_s += now_s() - t_x;  // GPU-side buffer copies only
     m_step_bounds[LoadBound::Hbm] += now_s() - t_x;
   }
-  m_loaded_bytes_gpu += bytes;
-  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
+  m_stats.loaded_bytes_gpu += bytes;
+  m_stats.buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
   if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
   return now_s() - t0;
 }
@@ -492,7 +494,7 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16,
                                             L, m_on_package)
                                  .per_layer_cpu_s;
-  m_stack_s.step_cpu_s += rc.cpu_before_s;
+  m_stats.stack.step_cpu_s += rc.cpu_before_s;
   wait_s(rc.cpu_before_s);
   const double bytes = ls.link_tokens * m_bkv_gpu;
   const bool link = bytes > 0;
@@ -529,7 +531,7 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       harvest(t_pipe, t_pipe + buffer_s / L);
       // The layer's objects are issued by the rank's Python: the load ends no earlier.
       const double cpu_over = std::max(0.0, t_pipe + layer_cpu_s - end_0);
-      m_stack_s.cpu_bound_s += cpu_over;
+      m_stats.stack.cpu_bound_s += cpu_over;
       copies.software += cpu_over;
       copies.bounds[LoadBound::Software] += cpu_over;
       end_0 = std::max(end_0, t_pipe + layer_cpu_s);
@@ -551,7 +553,7 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
           end_l = std::max(end_l, g.end_s);
           harvest(t_l, t_l + buffer_s / L);
           const double cpu_over = std::max(0.0, t_l + layer_cpu_s - end_l);
-          m_stack_s.cpu_bound_s += cpu_over;
+          m_stats.stack.cpu_bound_s += cpu_over;
           copies.software += cpu_over;
           copies.bounds[LoadBound::Software] += cpu_over;
           end_l = std::max(end_l, t_l + layer_cpu_s);
@@ -578,7 +580,7 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
       load_end = std::max(load_end, g.end_s);
       harvest(t_pipe, t_pipe + buffer_s);
       const double cpu_over = std::max(0.0, t_pipe + L * layer_cpu_s - load_end);
-      m_stack_s.cpu_bound_s += cpu_over;
+      m_stats.stack.cpu_bound_s += cpu_over;
       copies.software += cpu_over;
       copies.bounds[LoadBound::Software] += cpu_over;
       load_end = std::max(load_end, t_pipe + L * layer_cpu_s);
@@ -591,9 +593,9 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
         std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
     wait_s(end - now_s());
   }
-  m_link_busy_s += transfer_s;
-  m_loaded_bytes_gpu += bytes;
-  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
+  m_stats.link_busy_s += transfer_s;
+  m_stats.loaded_bytes_gpu += bytes;
+  m_stats.buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
   st.load_s = (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
   // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
   // split like the copies' own time. Bound times count the whole load, hidden or not.
@@ -670,16 +672,16 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   for (const Sequence* s : done) {
     const std::size_t n = m_tier->insert(chunk_keys(s->req, m_chunk_tokens));
     stored += static_cast<std::int64_t>(n);
-    m_stored_tokens[s->req.id] = static_cast<double>(n) * m_chunk_tokens;
+    state_of(s).stored_tokens = static_cast<double>(n) * m_chunk_tokens;
   }
   if (stored == 0) return 0;
   const double bytes = static_cast<double>(stored) * m_chunk_bytes_gpu;
-  m_stored_bytes_gpu += bytes;
+  m_stats.stored_bytes_gpu += bytes;
   // The stack's store software (fixed + one stream sync per chunk), then one DMA per chunk to
   // pinned host memory.
   const double software =
       stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored, m_on_package);
-  m_stack_s.store_sw_s += software;
+  m_stats.stack.store_sw_s += software;
   m_stores.emplace_back();
   Store& st = m_stores.back();
   st.start_s = now_s();
@@ -721,42 +723,12 @@ void ServingEngine::finish(Sequence* s) {
                              " is scheduled or finishes before it arrives (time went back)");
   }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
-    ++m_rejected;
-    m_recompute.erase(id);
-    m_time_of.erase(id);
-    m_load_bound_of.erase(id);
-    m_live.erase(id);
+    ++m_stats.rejected;
+    m_live.erase(id);  // the request's whole state, in one place
     return;
   }
-  RequestRecord rec;
-  rec.id = id;
-  rec.workload = s->req.workload;
-  rec.arrival_s = s->req.arrival_s;
-  // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
-  rec.queue_s = std::max(0.0, s->first_scheduled_s - s->req.arrival_s);
-  rec.load_s = m_load_s.count(id) ? m_load_s[id] : 0;
-  rec.compute_s = m_compute_s[id];
-  rec.ttft_s = now_s() - s->req.arrival_s;
-  rec.cached_tokens = s->cached_tokens;
-  rec.computed_tokens = s->compute_tokens;
-  rec.kappa_ratio = s->compute_tokens > 0 ? static_cast<double>(s->cached_tokens) / s->compute_tokens : 0;
-  const double link_tokens = m_link_tokens.count(id) ? m_link_tokens[id] : 0;
-  const double buffer_tokens = m_buffer_tokens.count(id) ? m_buffer_tokens[id] : 0;
-  rec.bytes_loaded = link_tokens * m_bkv_gpu * m_tp;  // over the host links
-  rec.bytes_from_buffer = buffer_tokens * m_bkv_gpu * m_tp;
-  rec.recomputed_tokens = recompute_of(id);
-  rec.kappa_link_ratio =
-      s->compute_tokens > 0 ? link_tokens / static_cast<double>(s->compute_tokens) : 0;
-  rec.bytes_stored = (m_stored_tokens.count(id) ? m_stored_tokens[id] : 0) * m_bkv_gpu * m_tp;
-  rec.load_path = load_path_name(m_spec.serving.load_path);
-  rec.steps = m_steps_of[id];
-  // Its steps' categories; queueing is the rest of its TTFT (steps it waited for or sat out).
-  rec.time = m_time_of.count(id) ? m_time_of[id] : TimeBreakdown{};
-  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum());
-  if (m_load_bound_of.count(id)) {
-    rec.load_bound_s = m_load_bound_of[id];
-    rec.load_bound = load_bound_name(rec.load_bound_s.bound());
-  }
+  const RequestRecord rec = make_request_record(m_live.at(id), now_s(), m_bkv_gpu, m_tp,
+                                                load_path_name(m_spec.serving.load_path));
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -766,22 +738,13 @@ void ServingEngine::finish(Sequence* s) {
         "requests", "lane " + std::to_string(m_request_lanes.place(rec.arrival_s, now_s())));
     m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
   }
-  m_load_s.erase(id);
-  m_compute_s.erase(id);
-  m_steps_of.erase(id);
-  m_stored_tokens.erase(id);
-  m_link_tokens.erase(id);
-  m_buffer_tokens.erase(id);
-  m_recompute.erase(id);
-  m_time_of.erase(id);
-  m_load_bound_of.erase(id);
-  m_live.erase(id);
-  ++m_finished;
+  m_live.erase(id);  // the request's whole state, in one place
+  ++m_stats.finished;
 }
 
 void ServingEngine::check_step(const Step& st) {
   if (st.start_s < m_last_step_end_s || now_s() < st.start_s)
-    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+    throw std::logic_error("invariant violated: step " + std::to_string(m_stats.steps) +
                            " starts before the previous one ended");
   m_last_step_end_s = now_s();
   // KV in HBM: the blocks in use, with the weights and the reserve, fit the GPU's HBM.
@@ -796,10 +759,10 @@ void ServingEngine::check_step(const Step& st) {
 }
 
 void ServingEngine::check_end() const {
-  if (m_finished + m_rejected != m_arrived || !m_live.empty())
-    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +
-                           std::to_string(m_finished) + " finished, " +
-                           std::to_string(m_rejected) + " rejected, " +
+  if (m_stats.finished + m_stats.rejected != m_stats.arrived || !m_live.empty())
+    throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) +
+                           " arrived, " + std::to_string(m_stats.finished) + " finished, " +
+                           std::to_string(m_stats.rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
   m_fabric->check_conservation();
   if (now_s() < m_last_finish_s)  // summary.json: the run ends after its last finish
@@ -807,56 +770,15 @@ void ServingEngine::check_end() const {
 }
 
 SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
-  SummaryBuilder::Totals t;
-  t.simulated_time_s = now_s();
-  t.wall_time_s = wall_time_s;
-  t.gpus = m_tp;
-  t.gpu_busy_s = m_compute_busy_s;
-  t.h2d_bytes_per_gpu = m_loaded_bytes_gpu;
-  const CopyPath how = m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
-  t.link_capacity_Bps = m_fabric->topology().solo_rate(0, Direction::H2D, how, true);
-  t.link_busy_s = m_link_busy_s;
-  PowerActivity a;
-  a.duration_s = t.simulated_time_s;
-  a.compute_busy_s = m_compute_busy_s;
-  a.flops = m_flops;
-  // Buffer copies write the KV pages, and an hbm buffer's copy also reads HBM.
-  const double buffer_hbm =
-      m_buffer_bytes_gpu * (m_spec.serving.kv_buffer.kind == KvBufferKind::Hbm ? 2 : 1);
-  a.hbm_bytes = m_hbm_bytes + m_loaded_bytes_gpu + m_stored_bytes_gpu + buffer_hbm;
-  a.link_bytes = m_loaded_bytes_gpu + m_stored_bytes_gpu;
-  a.link_energy_per_byte_J = m_spec.system.host_link.energy_per_byte_J.value_or(0);
-  t.gpu_energy_j = m_tp * gpu_energy_j(m_spec.system.gpu, a);
-  // Reads from a separate (sram) buffer at its own energy per bit (issue 12.12); an hbm
-  // buffer's reads are in hbm_bytes above.
-  if (m_spec.serving.kv_buffer.kind == KvBufferKind::Sram && m_spec.serving.kv_buffer.energy_per_byte_J)
-    t.gpu_energy_j += m_tp * m_buffer_bytes_gpu * *m_spec.serving.kv_buffer.energy_per_byte_J;
-  t.tdp_w = m_spec.system.gpu.tdp_w;
-  t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
-  t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());
-  t.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
-  t.time = m_run_time;  // the steps' categories; idle is the rest of the simulated time
-  t.time.idle_s = std::max(0.0, t.simulated_time_s - m_run_time.sum());
-  t.load_bounds = m_run_bounds;
-  t.requests_rejected = m_rejected;
-  // H2D three ways: the model-level bytes count each cached token's KV once (B_kv of the model),
-  // so replicated KV heads (TP > KV heads) are not counted twice.
-  t.h2d_model_bytes = m_loaded_bytes_gpu / m_bkv_gpu *
-                      kv_bytes_per_token(m_spec.model, m_spec.serving.kv_dtype);
-  t.stack_scheduler_s = m_stack_s.scheduler_s;
-  t.stack_step_cpu_s = m_stack_s.step_cpu_s;
-  t.stack_gpu_gap_s = m_stack_s.gpu_gap_s;
-  t.stack_cpu_bound_s = m_stack_s.cpu_bound_s;
-  t.stack_store_s = m_stack_s.store_sw_s;
-  t.tier_lookups = static_cast<double>(m_tier->lookups());
-  t.tier_stored_chunks = static_cast<double>(m_tier->stored_chunks());
-  t.tier_evicted_chunks = static_cast<double>(m_tier->evicted_chunks());
-  t.tier_restored_chunks = static_cast<double>(m_tier->restored_chunks());
-  t.tier_dropped_chunks = static_cast<double>(m_tier->dropped_chunks());
-  t.tier_warm_chunks = static_cast<double>(m_tier->warm_chunks());
-  t.tier_capacity_bytes = m_tier->capacity_bytes();
-  t.tier_working_set_bytes = static_cast<double>(m_tier->distinct_chunks()) * m_tier->chunk_bytes();
-  return t;
+  EngineRunFacts f;
+  f.simulated_time_s = now_s();
+  f.wall_time_s = wall_time_s;
+  const CopyPath how =
+      m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
+  f.link_capacity_Bps = m_fabric->topology().solo_rate(0, Direction::H2D, how, true);
+  f.kv_bytes_per_token_gpu = m_bkv_gpu;
+  f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
+  return engine_totals(m_stats, m_spec, *m_tier, f);
 }
 
 double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {

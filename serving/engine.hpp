@@ -38,9 +38,11 @@
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/engine_stats.hpp"
 #include "serving/kv_tier.hpp"
 #include "serving/metrics.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/request_state.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
@@ -73,9 +75,10 @@ class ServingEngine : public sc_core::sc_module {
 
   // After the simulation.
   SummaryBuilder::Totals totals(double wall_time_s) const;
-  std::uint64_t finished() const { return m_finished; }
-  std::uint64_t rejected() const { return m_rejected; }
-  std::uint64_t arrived() const { return m_arrived; }
+  std::uint64_t finished() const { return m_stats.finished; }
+  std::uint64_t rejected() const { return m_stats.rejected; }
+  std::uint64_t arrived() const { return m_stats.arrived; }
+  const EngineStats& stats() const { return m_stats; }
   const KvTier& tier() const { return *m_tier; }
   const PagedKv& gpu_kv() const { return *m_kv; }
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
@@ -87,13 +90,13 @@ class ServingEngine : public sc_core::sc_module {
   std::size_t outstanding() const { return m_live.size(); }
   std::int64_t outstanding_compute_tokens() const {
     std::int64_t n = 0;
-    for (const auto& [id, s] : m_live) n += s->remaining();
+    for (const auto& [id, r] : m_live) n += r.seq->remaining();
     return n;
   }
   std::int64_t pending_load_tokens() const {
     std::int64_t n = 0;
-    for (const auto& [id, s] : m_live)
-      if (s->first_scheduled_s < 0) n += s->cached_tokens;
+    for (const auto& [id, r] : m_live)
+      if (r.seq->first_scheduled_s < 0) n += r.seq->cached_tokens;
     return n;
   }
 
@@ -151,42 +154,28 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<KvTier> m_tier;
   // The serving stack's software costs (serving/stack_profile): the tier is on the GPU's
   // package (no host-pool software on its path), the store mode in effect, and the totals of
-  // each cost by where it sits (per GPU, seconds).
+  // each cost by where it sits (m_stats.stack).
   bool m_on_package = false;
   StoreMode m_store = StoreMode::Blocking;
   void warm_tier_before_run();
   bool m_warmed = false;
-  struct StackTimes {
-    double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata
-    double step_cpu_s = 0;   // in-step CPU before the copies (retrieve fixed + re-hashing)
-    double gpu_gap_s = 0;    // GPU idle between chunks (implicit syncs + launches)
-    double cpu_bound_s = 0;  // loads held by CPU work longer than their copies (overlapped part)
-    double store_sw_s = 0;   // store software (fixed + a stream sync per chunk)
-  } m_stack_s;
   std::unique_ptr<PagedKv> m_kv;
   std::unique_ptr<Scheduler> m_sched;
-  std::map<std::uint64_t, std::unique_ptr<Sequence>> m_live;  // arrived, not finished
-  std::map<std::uint64_t, double> m_load_s;                   // per sequence: its load time
-  std::map<std::uint64_t, double> m_compute_s;                // per sequence: compute it waited
-  std::map<std::uint64_t, int> m_steps_of;
+  // Arrived, not finished: one state per request, dropped in finish() (serving/request_state).
+  std::map<std::uint64_t, RequestState> m_live;
+  RequestState& state_of(const Sequence* s) { return m_live.at(s->req.id); }
   LaneAssigner m_request_lanes;  // trace.json: non-overlapping request lanes
-  std::map<std::uint64_t, double> m_stored_tokens;
   // Studies (docs/studies-kv.md): the GPU-side KV buffer (null when off), its copy bandwidth,
-  // per sequence the recomputed leading tokens R and the loaded tokens by source.
+  // (per request, the recomputed leading tokens R and the loaded tokens by source: RequestState).
   std::unique_ptr<KvTier> m_buffer;
   double m_buffer_Bps = 0;
-  std::map<std::uint64_t, std::int64_t> m_recompute;
-  std::map<std::uint64_t, double> m_link_tokens, m_buffer_tokens;
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> m_auto_recompute;  // (K, T) -> R
   sc_core::sc_event m_work;
   bool m_source_done = false;
-  std::uint64_t m_arrived = 0, m_finished = 0, m_step_no = 0, m_rejected = 0;
+  EngineStats m_stats;  // counters and totals (serving/engine_stats)
   // Invariant bookkeeping (only with RunSpec::check).
   std::set<std::uint64_t> m_done_ids;
   double m_last_finish_s = 0, m_last_step_end_s = 0;
-  // Totals
-  double m_compute_busy_s = 0, m_flops = 0, m_hbm_bytes = 0, m_loaded_bytes_gpu = 0,
-         m_stored_bytes_gpu = 0, m_link_busy_s = 0, m_buffer_bytes_gpu = 0;
   // Trace tracks
   int m_track_step = -1, m_track_load = -1, m_track_store = -1;
   std::vector<int> m_track_gpu_compute, m_track_gpu_link;
@@ -204,10 +193,6 @@ class ServingEngine : public sc_core::sc_module {
   std::vector<LoadBound> m_resource_bound;  // per Topology resource
   TimeBreakdown m_step_time;                // the running step's categories
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
-  TimeBreakdown m_run_time;                 // Σ over steps (idle added in totals())
-  LoadBoundTimes m_run_bounds;
-  std::map<std::uint64_t, TimeBreakdown> m_time_of;    // per sequence: Σ over its steps
-  std::map<std::uint64_t, LoadBoundTimes> m_load_bound_of;  // per sequence with a load
 };
 
 // ---- studies (docs/studies-kv.md) ----------------------------------------------------------
