@@ -79,6 +79,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
                                    sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
+  m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
     m_track_load = m_sinks.trace->track("engine", "KV loads (all GPUs)");
@@ -208,62 +209,23 @@ void ServingEngine::run_step(Step& st) {
   st.start_s = now_s();
   m_step_time = TimeBreakdown{};
   m_step_bounds = LoadBoundTimes{};
-  // Scheduler critical path (serial before the step): vLLM's per-step CPU scheduling work, the
-  // stack's lookups (requests scheduled for the first time, and the waiting queue's head when
-  // budget is left and the stack looks it up again every step) and per-step metadata.
-  struct SchedulerCpu {
-    double overhead_s = 0, lookup_s = 0, meta_s = 0;
-  } sched;
-  sched.overhead_s = sv.step_overhead_s;
-  {
-    const int L = m_spec.model.num_layers;
-    std::int64_t prompt_tokens = 0;
-    auto lookup = [&](const Sequence& q) {
-      return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / m_chunk_tokens,
-                            q.cached_tokens / m_chunk_tokens, L, m_on_package);
-    };
-    for (const StepItem& it : st.plan.items) {
-      if (it.first) sched.lookup_s += lookup(*it.seq);
-      prompt_tokens += it.seq->req.prompt_tokens();
-    }
-    const Sequence* head = m_sched->waiting_front();
-    // vLLM's waiting loop runs while budget and sequence slots are left; the head it reaches
-    // is looked up, then fails to allocate KV and stays waiting (looked up again next step).
-    if (head && sv.stack.lookup_repeats_while_waiting &&
-        st.plan.tokens < sv.max_num_batched_tokens &&
-        m_sched->running() < static_cast<std::size_t>(sv.max_num_seqs))
-      sched.lookup_s += lookup(*head);
-    sched.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, m_on_package);
-  }
+  // Scheduler critical path (serial before the step; serving/step_plan).
+  const SchedulerCpu sched =
+      scheduler_cpu(sv, st.plan, m_sched->waiting_front(), m_sched->running(),
+                    m_spec.model.num_layers, m_on_package);
   m_stats.stack.scheduler_s += sched.lookup_s + sched.meta_s;
   wait_s(sched.overhead_s);  // vLLM's per-step CPU scheduling work
   m_step_time.step_overhead_s += now_s() - st.start_s;
   const double t_sched = now_s();
   wait_s(sched.lookup_s + sched.meta_s);  // the stack's scheduler-side software
   m_step_time.sched_software_s += now_s() - t_sched;
-  std::vector<Sequence*> first, done;
-  std::vector<SeqSlice> slices;
-  for (const StepItem& it : st.plan.items) {
-    if (it.first && it.seq->cached_tokens > 0) first.push_back(it.seq);
-    if (it.last) done.push_back(it.seq);
-    // Recomputed leading tokens attend causally over themselves only; the new tokens attend
-    // over the whole prefix (loaded + recomputed) and the new tokens before them.
-    const std::int64_t R = recompute_of(it.seq->req.id);
-    std::int64_t tokens = it.tokens;
-    if (it.seq->computed < R) {
-      const std::int64_t rec = std::min(tokens, R - it.seq->computed);
-      slices.push_back({static_cast<double>(rec), static_cast<double>(it.seq->computed), false});
-      tokens -= rec;
-    }
-    if (tokens > 0)
-      slices.push_back({static_cast<double>(tokens),
-                        static_cast<double>(it.seq->cached_tokens + it.seq->computed +
-                                            (it.tokens - tokens)),
-                        it.last});
-    ++state_of(it.seq).steps;
-  }
+  // What the step computes and loads (serving/step_plan).
+  StepWork work = plan_step_work(st.plan, m_recompute_of);
+  const std::vector<Sequence*>& first = work.load;
+  const std::vector<Sequence*>& done = work.done;
+  for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
-  const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
+  const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, work.slices,
                                            sv.compute_dtype, 1.0, sv.kv_dtype);
   const double compute_s = compute.total.compute_time_s;
   if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
@@ -370,44 +332,14 @@ std::int64_t ServingEngine::recompute_of(std::uint64_t id) const {
   return f == m_live.end() ? 0 : f->second.recompute_tokens;
 }
 
-ServingEngine::LoadSplit ServingEngine::split_loads(const std::vector<Sequence*>& first) {
-  const std::int64_t c = m_chunk_tokens, b = m_spec.serving.block_tokens;
-  LoadSplit ls;
-  std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
-  for (const Sequence* s : first) {
-    const std::int64_t R = recompute_of(s->req.id);
-    const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
-    double link = 0, buffered = 0;
-    if (!m_buffer) {
-      link = static_cast<double>(s->cached_tokens);
-      const std::int64_t chunks = (end + c - 1) / c - R / c;
-      ls.chunks += chunks;
-      ls.link_chunks += chunks;
-      ls.link_blocks16 += (end + b - 1) / b - R / b;
-    } else {
-      const std::vector<std::uint64_t> keys = chunk_keys(s->req, m_chunk_tokens);
-      for (std::int64_t i = R / c; i * c < end; ++i) {
-        const std::int64_t lo = std::max(i * c, R), hi = std::min((i + 1) * c, end);
-        const bool keyed = static_cast<std::size_t>(i) < keys.size();
-        const std::uint64_t key = keyed ? keys[static_cast<std::size_t>(i)] : 0;
-        ++ls.chunks;
-        if (keyed && m_buffer->contains(key)) {
-          buffered += static_cast<double>(hi - lo);
-        } else {
-          link += static_cast<double>(hi - lo);
-          ++ls.link_chunks;
-          ls.link_blocks16 += (hi + b - 1) / b - lo / b;
-        }
-        if (keyed) insert.push_back(key);
-      }
-    }
-    ls.link_tokens += link;
-    ls.buffer_tokens += buffered;
-    RequestState& rs = state_of(s);
-    rs.link_tokens = link;
-    if (m_buffer) rs.buffer_tokens = buffered;
+LoadSplit ServingEngine::split_step_loads(const std::vector<Sequence*>& first) {
+  LoadSplit ls = split_loads(first, m_recompute_of, m_chunk_tokens, m_spec.serving.block_tokens,
+                             m_buffer.get());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    RequestState& rs = state_of(first[i]);
+    rs.link_tokens = ls.seq_link_tokens[i];
+    if (m_buffer) rs.buffer_tokens = ls.seq_buffer_tokens[i];
   }
-  if (m_buffer) m_buffer->insert(insert);  // touches the hits, stores the rest (LRU)
   return ls;
 }
 
@@ -418,7 +350,7 @@ double ServingEngine::buffer_copy_s(const LoadSplit& ls) const {
 double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
   const ServingSpec& sv = m_spec.serving;
   const double t0 = now_s();
-  const LoadSplit ls = split_loads(first);
+  const LoadSplit ls = split_step_loads(first);
   // The stack's retrieve (serving/stack_profile): in-step CPU before the copies, GPU idle gaps
   // between chunks (serial with the copies), CPU work overlapped with the copies.
   const RetrieveCost rc =
@@ -483,7 +415,7 @@ void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st
   const ServingSpec& sv = m_spec.serving;
   const int L = m_spec.model.num_layers;
   const double t0 = now_s();
-  const LoadSplit ls = split_loads(first);
+  const LoadSplit ls = split_step_loads(first);
   const std::int64_t chunks = ls.link_chunks;
   // The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU that
   // issues that layer's (layer, chunk) objects (Python, the 0.3.5 log line), serial on the

@@ -46,6 +46,7 @@
 #include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
+#include "serving/step_plan.hpp"
 #include "serving/time_breakdown.hpp"
 #include "systems/system_spec.hpp"
 #include "workloads/request.hpp"
@@ -116,16 +117,9 @@ class ServingEngine : public sc_core::sc_module {
   void wait_group(FlowFabric::Group& g);
   void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
   void trace_compute(double start_s, double end_s);
-  // What a step's loads move: cached tokens over the host link or from the GPU-side buffer
-  // (KvBufferSpec), and the copy counts the fixed costs scale with. Updates the buffer's LRU
-  // (the step's loaded chunks are inserted after all its sequences are split).
-  struct LoadSplit {
-    double link_tokens = 0, buffer_tokens = 0;
-    std::int64_t chunks = 0;         // tier entries retrieved (CPU-side costs)
-    std::int64_t link_chunks = 0;    // of them, over the link (copy-kernel blocks, DMAs)
-    std::int64_t link_blocks16 = 0;  // block_dma copies over the link
-  };
-  LoadSplit split_loads(const std::vector<Sequence*>& first);
+  // split_loads (serving/step_plan) for the step's loading sequences, recorded per request.
+  LoadSplit split_step_loads(const std::vector<Sequence*>& first);
+  RecomputeOf m_recompute_of;
   double buffer_copy_s(const LoadSplit& ls) const;
   std::int64_t recompute_of(std::uint64_t id) const;
   void finish(Sequence* s);
