@@ -79,6 +79,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
                                    sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
+  if (sv.recompute.mode == RecomputeMode::Auto) m_cost = request_cost_model(m_spec);
   m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
@@ -159,7 +160,7 @@ void ServingEngine::arrivals() {
         const auto key = std::make_pair(K, T);
         auto f = m_auto_recompute.find(key);
         if (f == m_auto_recompute.end())
-          f = m_auto_recompute.emplace(key, choose_recompute_tokens(m_spec, K, T)).first;
+          f = m_auto_recompute.emplace(key, choose_recompute_tokens(m_cost, K, T)).first;
         R = f->second;
       }
       R = std::clamp<std::int64_t>(R, 0, K);
@@ -721,69 +722,6 @@ double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
   if (!b.bandwidth_Bps)
     throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
   return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
-}
-
-RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
-                                     std::int64_t R) {
-  const ServingSpec& sv = spec.serving;
-  const GpuSpec& gpu = spec.system.gpu;
-  if (K < 0 || T < 1 || R < 0 || R > K)
-    throw std::logic_error("estimate_recompute: need 0 <= R <= K and T >= 1");
-  std::vector<SeqSlice> b;
-  if (R > 0) b.push_back({static_cast<double>(R), 0, false});
-  b.push_back({static_cast<double>(T), static_cast<double>(K), true});
-  const StepTime st = batch_step_time(spec.model, gpu, sv.tp, b, sv.compute_dtype, 1.0, sv.kv_dtype);
-  RecomputeEstimate e;
-  const std::int64_t steps =
-      (T + R + sv.max_num_batched_tokens - 1) / sv.max_num_batched_tokens;
-  e.compute_s = st.total.compute_time_s + static_cast<double>(steps) * sv.step_overhead_s;
-  double cpu = 0, x = 0;
-  const std::int64_t loaded = K - R;
-  if (loaded > 0) {
-    const std::int64_t c = sv.tier_chunk_tokens(), bt = sv.block_tokens;
-    const std::int64_t chunks = (K + c - 1) / c - R / c;
-    const int L = spec.model.num_layers;
-    // The stack's in-step retrieve costs; none on an on-package tier (serving/stack_profile).
-    if (spec.system.host_link.type != LinkType::HbmTier)
-      cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
-    const double bkv = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
-    x = static_cast<double>(loaded) * bkv / spec.system.host_link_bandwidth_per_gpu();
-    // Per-copy fixed costs (the copy latency, ~µs, is left out).
-    switch (sv.load_path) {
-      case LoadPath::Kernel: x += copy_kernel_fixed_s(gpu, chunks); break;
-      case LoadPath::Layerwise: x += dma_stream_fixed_s(gpu, chunks * L, 0); break;
-      case LoadPath::BlockDma:
-        x += dma_stream_fixed_s(gpu, (K + bt - 1) / bt - R / bt, 0);
-        break;
-    }
-    e.load_s = cpu + x;
-    if (sv.load_path == LoadPath::Layerwise) {
-      e.total_s = cpu + std::max(x + st.last_layer_s, x / L + e.compute_s);
-      return e;
-    }
-  }
-  e.total_s = e.load_s + e.compute_s;
-  return e;
-}
-
-std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T) {
-  if (K <= 0) return 0;
-  constexpr std::int64_t kGrid = 32;
-  std::int64_t best = 0;
-  double best_t = estimate_recompute(spec, K, T, 0).total_s;
-  auto consider = [&](std::int64_t R) {
-    const double t = estimate_recompute(spec, K, T, R).total_s;
-    if (t < best_t || (t == best_t && R < best)) {
-      best_t = t;
-      best = R;
-    }
-  };
-  for (std::int64_t i = 1; i <= kGrid; ++i) consider(K * i / kGrid);
-  const std::int64_t lo = std::max<std::int64_t>(0, best - K / kGrid - 1);
-  const std::int64_t hi = std::min<std::int64_t>(K, best + K / kGrid + 1);
-  const std::int64_t step = std::max<std::int64_t>(1, (hi - lo) / kGrid);
-  for (std::int64_t R = lo; R <= hi; R += step) consider(R);
-  return best;
 }
 
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {

@@ -42,6 +42,7 @@
 #include "serving/kv_tier.hpp"
 #include "serving/metrics.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/request_cost.hpp"
 #include "serving/request_state.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
@@ -164,6 +165,7 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<KvTier> m_buffer;
   double m_buffer_Bps = 0;
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> m_auto_recompute;  // (K, T) -> R
+  RequestCostModel m_cost;  // recompute.mode auto's model (serving/request_cost)
   sc_core::sc_event m_work;
   bool m_source_done = false;
   EngineStats m_stats;  // counters and totals (serving/engine_stats)
@@ -195,21 +197,7 @@ class ServingEngine : public sc_core::sc_module {
 // the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
 double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
 
-// Request-level prefill time of K cached + T new tokens when the leading R cached tokens are
-// recomputed, from the descriptions the analytic model uses: compute = kernel_timing's
-// batch_step_time of the slices {R over no context (causal), T over K} plus one step overhead
-// per max_num_batched_tokens; load = tier CPU costs + copy fixed costs + (K − R)·B_kv / BW with
-// BW = SystemSpec::host_link_bandwidth_per_gpu() (the analytic κ's per-GPU link bandwidth).
-// kernel / block_dma: total = load + compute; layerwise: total = cpu + max(x + last layer,
-// x / L + compute) with x the link part (the engine's step-granularity pipeline).
-struct RecomputeEstimate {
-  double load_s = 0, compute_s = 0, total_s = 0;
-};
-RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
-                                     std::int64_t R);
-// recompute.mode auto: the R in [0, K] minimising estimate_recompute's total (33-point grid
-// over [0, K], then 33 points between the best one's neighbours; ties go to the smaller R).
-std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T);
+// estimate_recompute, choose_recompute_tokens: serving/request_cost.hpp.
 
 // Runs a whole `kappasim run`-style simulation (one per process) and returns the engine's
 // totals; sinks receive the per-request records.
