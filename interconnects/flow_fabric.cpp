@@ -6,10 +6,6 @@
 
 namespace kappasim {
 
-// topology.cpp reads these enums by value to stay free of SystemC.
-static_assert(static_cast<int>(Direction::H2D) == 0 && static_cast<int>(Direction::D2H) == 1);
-static_assert(static_cast<int>(CopyPath::Dma) == 0 && static_cast<int>(CopyPath::Kernel) == 1);
-
 FlowFabric::FlowFabric(const sc_core::sc_module_name& name, Topology topology)
     : LinkModule(name),
       m_topo(std::move(topology)),
@@ -24,26 +20,28 @@ FlowFabric::FlowFabric(const sc_core::sc_module_name& name, Topology topology)
   dont_initialize();
 }
 
-void FlowFabric::start_group(std::vector<TransferRequest>& rs, Group& g, double delay_s) {
-  g.finished = false;
-  g.left = rs.size();
+void FlowFabric::check_request(const TransferRequest& r) const {
+  if (r.gpu < 0 || r.gpu >= m_topo.gpus())
+    throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
+  if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
+    throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
+  if (!(r.rate_cap_Bps >= 0) || std::isnan(r.rate_cap_Bps))
+    throw std::logic_error(std::string(name()) + ": transfer rate cap must be >= 0");
+}
+
+double FlowFabric::cap_of(const TransferRequest& r) const {
+  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;
+}
+
+void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
+  check_request(r);
+  ++m_transfers;
+  g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  if (rs.empty()) {
-    g.finished = true;
-    g.end_s = now.to_seconds();
-    g.done.notify(sc_core::SC_ZERO_TIME);
-    return;
-  }
-  for (TransferRequest& r : rs) {
-    if (r.gpu < 0 || r.gpu >= m_topo.gpus())
-      throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
-    if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
-      throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
-    ++m_transfers;
-    r.start = now;
-    const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
-    m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
-  }
+  r.start_s = now.to_seconds();
+  const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
   m_start.cancel();
   const sc_core::sc_time first = m_pending.begin()->first;
   m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
@@ -64,7 +62,7 @@ void FlowFabric::on_start() {
 void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
-  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double cap = cap_of(r);
   expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
   m_members.emplace(id, Member{&r, g});
@@ -92,14 +90,11 @@ void FlowFabric::check_conservation() const {
 }
 
 void FlowFabric::transfer(TransferRequest& r) {
-  if (r.gpu < 0 || r.gpu >= m_topo.gpus())
-    throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
-  if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
-    throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
+  check_request(r);
   ++m_transfers;
-  r.start = sc_core::sc_time_stamp();
+  r.start_s = sc_core::sc_time_stamp().to_seconds();
   auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
-  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double cap = cap_of(r);
   const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
   if (lat > 0) {
     ++m_events;
@@ -113,7 +108,7 @@ void FlowFabric::transfer(TransferRequest& r) {
   reschedule();
   ++m_events;
   sc_core::wait(done);
-  r.end = sc_core::sc_time_stamp();
+  r.end_s = sc_core::sc_time_stamp().to_seconds();
 }
 
 void FlowFabric::reschedule() {
@@ -143,15 +138,11 @@ void FlowFabric::on_finish() {
     }
     auto mt = m_members.find(id);
     if (mt == m_members.end()) throw std::logic_error("FlowFabric: finished flow has no owner");
-    mt->second.req->end = sc_core::sc_time_stamp();
+    mt->second.req->end_s = now;
     mt->second.req->bottleneck_s = std::move(bottlenecks);
     Group* g = mt->second.group;
     m_members.erase(mt);
-    if (--g->left == 0) {
-      g->finished = true;
-      g->end_s = now;
-      g->done.notify(sc_core::SC_ZERO_TIME);
-    }
+    g->member_done(now);
   }
   reschedule();
 }

@@ -13,9 +13,6 @@
 #include <cstdint>
 #include <map>
 #include <vector>
-#include <string>
-#include <vector>
-
 #include "interconnects/flow_network.hpp"
 #include "interconnects/link_model.hpp"
 #include "interconnects/topology.hpp"
@@ -30,17 +27,15 @@ class FlowFabric : public LinkModule {
   void transfer(TransferRequest& r) override;
   std::string fidelity() const override { return "flow"; }
 
-  // Non-blocking transfers, for a caller that must not block on each one (the serving engine
-  // moves every GPU's shard at once without a thread per GPU). Each transfer starts after
-  // `delay_s` plus its own latency; when the last one has finished, `finished` is set, `end_s`
-  // holds the time and `done` is notified. `rs` and the handle must outlive that.
-  struct Group {
-    sc_core::sc_event done;
-    bool finished = false;
-    double end_s = 0;
-    std::size_t left = 0;
-  };
-  void start_group(std::vector<TransferRequest>& rs, Group& g, double delay_s = 0);
+  // Non-blocking transfers (LinkModel::start / start_group), for a caller that must not block
+  // on each one (the serving engine moves every GPU's shard at once without a thread per GPU).
+  // Each transfer starts after `delay_s` plus its own latency. No thread per transfer: one
+  // pending queue and one finish event.
+  using Group = TransferGroup;
+  void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) override;
+  double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override {
+    return m_topo.latency(gpu, dir, path, pinned);
+  }
 
   struct ResourceStats {
     std::string name;
@@ -52,8 +47,9 @@ class FlowFabric : public LinkModule {
   // Invariant: bytes sent equal bytes received. Every transfer started has finished, and each
   // resource carried exactly Σ bytes × cost of the transfers that crossed it. Throws
   // std::logic_error naming the resource otherwise. Call when the simulation is over.
-  void check_conservation() const;
-  const Topology& topology() const { return m_topo; }
+  void check_conservation() const override;
+  const Topology* topology() const override { return &m_topo; }
+  bool models_hbm() const override { return true; }
   const FlowNetwork& network() const { return m_net; }
   std::uint64_t transfers() const { return m_transfers; }
   // Kernel activations this fabric caused: latency waits, finish-event activations, wake-ups.
@@ -64,6 +60,8 @@ class FlowFabric : public LinkModule {
   void on_start();
   void reschedule();
   void start_flow(TransferRequest& r, Group* g);
+  void check_request(const TransferRequest& r) const;
+  double cap_of(const TransferRequest& r) const;
 
   Topology m_topo;
   FlowNetwork m_net;

@@ -1,43 +1,28 @@
 // The one interface behind which host<->GPU data movers of different fidelity sit: the fast
 // flow-level fabric (interconnects/flow_fabric) and the packet-level PCIe model
-// (interconnects/pcie_packet). A copy engine or copy kernel talks to either through the same
-// TLM-2.0 target socket `in`: a tlm_generic_payload carrying a TransferExtension; b_transport
-// returns when the transfer's last byte has arrived.
+// (interconnects/pcie_packet, one link; interconnects/packet_fabric, one per GPU). Components
+// (copy engines, copy kernels, GPU compute, the serving engine) talk to either through
+//  - the blocking transfer(), or the TLM-2.0 target socket `in` (a tlm_generic_payload carrying
+//    a TransferExtension; b_transport returns when the transfer's last byte has arrived);
+//  - the non-blocking start() / start_group(): transfers join a TransferGroup whose `done`
+//    event fires when every member has finished (no thread per transfer in the caller).
+// The plain transfer data (Direction, CopyPath, TransferRequest) is SystemC-free:
+// interconnects/transfer.hpp.
 #pragma once
 
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <cstddef>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "interconnects/transfer.hpp"
 
 namespace kappasim {
 
-enum class Direction { H2D, D2H };
-// Who moves the bytes: a DMA copy engine (cudaMemcpyAsync; reads host memory in large requests
-// returned as read-completion-size completions) or SMs running a copy kernel over pinned host
-// memory (zero-copy; one small read per sm_read_size).
-enum class CopyPath { Dma, Kernel };
-
-struct TransferRequest {
-  int gpu = 0;
-  Direction dir = Direction::H2D;
-  CopyPath path = CopyPath::Dma;
-  double bytes = 0;   // payload bytes
-  bool pinned = true; // host buffer pinned (false: pageable, staged through a CPU memcpy)
-  // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
-  // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
-  // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the
-  // packet model then applies no bound beyond its read tags.
-  double sm_inflight_bytes = 0;
-  // Filled by the model:
-  sc_core::sc_time start, end;
-  // Flow model, group transfers (FlowFabric::start_group): seconds the transfer moved with each
-  // resource as its bottleneck (Topology resource index; -1: its rate cap).
-  std::vector<std::pair<int, double>> bottleneck_s;
-};
+class Topology;
 
 class TransferExtension : public tlm::tlm_extension<TransferExtension> {
  public:
@@ -48,11 +33,64 @@ class TransferExtension : public tlm::tlm_extension<TransferExtension> {
   }
 };
 
+// A set of non-blocking transfers waited on together. Members join with LinkModel::start (all
+// in the same evaluation phase, before simulated time moves on); when the last one has
+// finished, `finished` is set, `end_s` holds the time and `done` is notified (delta). The
+// requests and the group must outlive that. A finished group may be reused.
+struct TransferGroup {
+  sc_core::sc_event done;
+  bool finished = false;
+  double end_s = 0;
+  std::size_t left = 0;
+
+  // For back ends: one more member / one member finished at `now_s`.
+  void add() {
+    if (left == 0) finished = false;
+    ++left;
+  }
+  void member_done(double now_s) {
+    if (left == 0) return;
+    if (--left == 0) {
+      finished = true;
+      end_s = now_s;
+      done.notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+};
+
 class LinkModel {
  public:
   virtual ~LinkModel() = default;
-  // Blocking: call from an SC_THREAD; returns when the last payload byte has arrived.
+  // Blocking: call from an SC_THREAD; returns when the last payload byte has arrived
+  // (r.start_s / r.end_s filled).
   virtual void transfer(TransferRequest& r) = 0;
+  // Non-blocking: r joins g and starts `delay_s` from now (then pays its own first-byte latency
+  // as transfer() would). r.start_s is the time it was started (now), r.end_s its last byte.
+  virtual void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) = 0;
+  // Starts every request of `rs` into g (g is reset first). An empty `rs` finishes g at once
+  // (done notified in the next delta).
+  void start_group(std::vector<TransferRequest>& rs, TransferGroup& g, double delay_s = 0) {
+    g.finished = false;
+    g.left = 0;
+    if (rs.empty()) {
+      g.finished = true;
+      g.end_s = sc_core::sc_time_stamp().to_seconds();
+      g.done.notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
+    for (TransferRequest& r : rs) start(r, g, delay_s);
+  }
+  // First-byte latency one transfer of this kind pays on an idle system (seconds).
+  virtual double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
+  // Invariant check when the simulation is over (every transfer finished, bytes conserved);
+  // throws std::logic_error naming what is wrong. Default: nothing to check.
+  virtual void check_conservation() const {}
+  // The flow back end's resources (for stats and bottleneck reports); null for a back end that
+  // has no Topology (packet).
+  virtual const Topology* topology() const { return nullptr; }
+  // Whether CopyPath::Local transfers (on-GPU HBM traffic) are carried and contend here; false:
+  // the caller times them itself (GpuCompute then waits its compute time alone).
+  virtual bool models_hbm() const { return false; }
   virtual std::string fidelity() const = 0;  // "flow" or "packet"
 };
 
@@ -66,6 +104,24 @@ class LinkModule : public sc_core::sc_module, public LinkModel {
 
   explicit LinkModule(const sc_core::sc_module_name& name) : sc_core::sc_module(name), in("in") {
     in.register_b_transport(this, &LinkModule::b_transport);
+  }
+
+ protected:
+  // start() for a back end whose transfers are blocking calls: one dynamic thread per transfer
+  // waits `delay_s`, runs transfer(r) and reports to g.
+  void start_by_thread(TransferRequest& r, TransferGroup& g, double delay_s) {
+    g.add();
+    r.start_s = sc_core::sc_time_stamp().to_seconds();
+    TransferRequest* rp = &r;
+    TransferGroup* gp = &g;
+    sc_core::sc_spawn(
+        [this, rp, gp, delay_s]() {
+          const double issued = rp->start_s;
+          if (delay_s > 0) sc_core::wait(sc_core::sc_time(delay_s, sc_core::SC_SEC));
+          transfer(*rp);
+          rp->start_s = issued;
+          gp->member_done(sc_core::sc_time_stamp().to_seconds());
+        });
   }
 
  private:

@@ -44,9 +44,13 @@ PciePacketLink::PciePacketLink(const sc_core::sc_module_name& name, const PciePr
 PciePacketLink::~PciePacketLink() = default;
 
 void PciePacketLink::transfer(TransferRequest& r) {
-  r.start = sc_core::sc_time_stamp();
+  r.start_s = sc_core::sc_time_stamp().to_seconds();
+  if (r.path == CopyPath::Local)
+    throw InputError(std::string(basename()) +
+                     ": the packet-level PCIe link carries host<->GPU copies only; on-GPU "
+                     "(CopyPath::Local) traffic needs the flow back end");
   if (!(r.bytes > 0)) {
-    r.end = r.start;
+    r.end_s = r.start_s;
     return;
   }
   Flow f;
@@ -63,8 +67,15 @@ void PciePacketLink::transfer(TransferRequest& r) {
   // Posted writes: the last TLP still needs one way (half the round trip) to reach host memory.
   if (!is_read(f.op)) {
     sc_core::wait(m_rtt / 2);
-    r.end = sc_core::sc_time_stamp();
+    r.end_s = sc_core::sc_time_stamp().to_seconds();
   }
+}
+
+double PciePacketLink::latency_s(int, Direction dir, CopyPath path, bool) const {
+  // Idle link: a read's first completion comes back a round trip after its request; a posted
+  // write's first byte needs one way (half the round trip), as transfer() charges.
+  if (path == CopyPath::Local) return 0;
+  return dir == Direction::H2D ? m_p.round_trip_latency_s : m_p.round_trip_latency_s / 2;
 }
 
 bool PciePacketLink::ack_due(const Wire& w) const {
@@ -208,7 +219,7 @@ void PciePacketLink::deliver_up(const Item& it) {
 
 void PciePacketLink::finish(Flow& f) {
   f.finished = true;
-  f.req->end = sc_core::sc_time_stamp();
+  f.req->end_s = sc_core::sc_time_stamp().to_seconds();
   auto pos = std::find(m_flows.begin(), m_flows.end(), &f);
   const auto idx = static_cast<std::size_t>(pos - m_flows.begin());
   m_flows.erase(pos);

@@ -24,7 +24,7 @@
 //  - Arbitration: round robin, one TLP per turn, among the transfers that have a TLP ready on
 //    a direction (several SC_THREADs calling transfer() at once contend this way).
 //  - A transfer ends when its last payload byte has arrived (last CplD at the GPU, last MWr at
-//    the root complex); r.start / r.end are filled.
+//    the root complex); r.start_s / r.end_s are filled.
 // What it ignores
 //  - Host memory, the root complex and the GPU are infinitely fast apart from the read round
 //    trip; no wire propagation delay for writes; no UpdateFC DLLPs (credits return after a fixed
@@ -83,8 +83,13 @@ class PciePacketLink : public LinkModule {
                  const PciePacketOptions& opts = {});
   ~PciePacketLink() override;
 
-  // Blocking: call from an SC_THREAD.
+  // Blocking: call from an SC_THREAD. CopyPath::Local is rejected (InputError): no HBM here.
   void transfer(TransferRequest& r) override;
+  // Non-blocking: one dynamic thread per transfer runs transfer() (LinkModule::start_by_thread).
+  void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) override {
+    start_by_thread(r, g, delay_s);
+  }
+  double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override;
   std::string fidelity() const override { return "packet"; }
 
   const PciePacketStats& stats() const { return m_stats; }

@@ -11,11 +11,8 @@
 namespace kappasim {
 
 namespace {
-// Direction and CopyPath live in interconnects/link_model.hpp, which pulls in SystemC; this file
-// stays pure and reads them by value (H2D = 0, D2H = 1; Dma = 0, Kernel = 1), checked by
-// static_asserts in interconnects/flow_fabric.cpp.
-bool h2d(Direction d) { return static_cast<int>(d) == 0; }
-bool dma(CopyPath p) { return static_cast<int>(p) == 0; }
+bool h2d(Direction d) { return d == Direction::H2D; }
+bool dma(CopyPath p) { return p == CopyPath::Dma; }
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
@@ -79,6 +76,8 @@ void Topology::link_uses(std::vector<FlowNetwork::Use>& out, int down, int up, D
 std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath how,
                                              bool pinned) const {
   const int gs = socket_of_gpu(gpu);
+  // Local traffic (compute, on-GPU copies) stays in the GPU's HBM.
+  if (how == CopyPath::Local) return {{m_hbm.at(gpu), 1.0}};
   if (!pinned && !dma(how))
     throw InputError("a copy kernel reads and writes pinned (page-locked, mapped) host memory "
                      "only; pageable memory needs the DMA path");
@@ -113,6 +112,7 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
 double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
                           double sm_inflight) const {
   socket_of_gpu(gpu);
+  if (how == CopyPath::Local) return kInf;  // the request's own rate_cap_Bps, if any
   if (!dma(how) && h2d(dir) && m_link_type == LinkType::Pcie && pinned) {
     // Zero-copy SM reads: each load waits a round trip (Little's law).
     const double inflight = sm_inflight > 0 ? sm_inflight : m_sm_inflight_default;
@@ -127,6 +127,7 @@ double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
 double Topology::latency(int gpu, Direction dir, CopyPath how, bool pinned,
                          double sm_inflight) const {
   socket_of_gpu(gpu);
+  if (how == CopyPath::Local) return 0;  // on-GPU: no link round trip
   if (m_link_type != LinkType::Pcie) return 0;  // no sourced C2C / HBM-tier latency
   if (!dma(how) && h2d(dir) && pinned) {
     // Load-bound kernel reads: the round trip is part of every window (see the header).

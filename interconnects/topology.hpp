@@ -11,7 +11,9 @@
 //                           direction; PCIe in wire bytes/s (raw_Bps × usable_fraction); C2C
 //                           bandwidth_h2d / bandwidth_d2h where measured, else per direction
 //   gpu<g>.link.down / .up  GPU g's own link to its switch (only when gpus_sharing_host_link > 1)
-//   gpu<g>.hbm              GPU g's HBM (hbm_bandwidth × hbm_efficiency), both directions
+//   gpu<g>.hbm              GPU g's HBM (hbm_bandwidth × hbm_efficiency), both directions;
+//                           also the only resource of a CopyPath::Local flow (compute's HBM
+//                           bytes, on-GPU copies), which shares it max-min with host copies
 //   (a copy kernel's H2D read also has a rate cap: Little's law on its in-flight loads,
 //    sm_inflight / round_trip; see rate_cap and pcie_protocol's sm_inflight_bytes)
 //   gpu<g>.read-tags        PCIe only: GPU g's outstanding read requests (max_outstanding_reads);
@@ -31,12 +33,10 @@
 
 #include "interconnects/flow_network.hpp"
 #include "interconnects/link_spec.hpp"
+#include "interconnects/transfer.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
-
-enum class Direction;
-enum class CopyPath;
 
 class Topology {
  public:

@@ -44,7 +44,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
   m_spec.system.gpu.require_sim("system.gpu");
   m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
-  for (const auto& res : m_fabric->topology().resources())
+  for (const auto& res : m_fabric->topology()->resources())
     m_resource_bound.push_back(load_bound_of_resource(res.name));
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
@@ -298,7 +298,7 @@ void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Grou
   const double fixed =
       path == CopyPath::Kernel
           ? copy_kernel_fixed_s(gpu, units)
-          : dma_stream_fixed_s(gpu, units, m_fabric->topology().latency(0, dir, path, true));
+          : dma_stream_fixed_s(gpu, units, m_fabric->topology()->latency(0, dir, path, true));
   m_fabric->start_group(rs, g, delay_s + fixed);
 }
 
@@ -310,14 +310,14 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
   if (!m_sinks.trace) return;
   for (const TransferRequest& r : rs) {
     const std::size_t g = static_cast<std::size_t>(r.gpu);
-    if (m_spec.check && r.end < r.start)
+    if (m_spec.check && r.end_s < r.start_s)
       throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
-    m_sinks.trace->span(m_track_gpu_link[g], what, r.start.to_seconds(), r.end.to_seconds());
-    const double dt = (r.end - r.start).to_seconds();
+    m_sinks.trace->span(m_track_gpu_link[g], what, r.start_s, r.end_s);
+    const double dt = r.end_s - r.start_s;
     if (dt > 0)
       m_sinks.trace->counter("gpu" + std::to_string(r.gpu),
                              what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s",
-                             r.start.to_seconds(), r.bytes / dt / 1e9);
+                             r.start_s, r.bytes / dt / 1e9);
   }
 }
 
@@ -557,8 +557,8 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
   if (rs.empty()) return out;
   const TransferRequest* slowest = &rs.front();
   for (const TransferRequest& r : rs) {
-    if (r.end > slowest->end) slowest = &r;
-    const double own = std::max(0.0, r.end.to_seconds() - t_start);
+    if (r.end_s > slowest->end_s) slowest = &r;
+    const double own = std::max(0.0, r.end_s - t_start);
     double software = 0, shared = 0;
     for (const auto& [res, sec] : r.bottleneck_s) {
       if (res < 0) {
@@ -574,7 +574,7 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
     software = std::min(software, own);
     shared = std::min(shared, own - software);
     out.software += software;
-    out.wait += shared + std::max(0.0, t_end - r.end.to_seconds());  // the slowest rank
+    out.wait += shared + std::max(0.0, t_end - r.end_s);  // the slowest rank
     out.link += own - software - shared;
   }
   const double n = static_cast<double>(rs.size());
@@ -593,7 +593,7 @@ ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferR
     named += sec;
   }
   out.bounds[LoadBound::Link] +=
-      std::max(0.0, std::max(0.0, slowest->end.to_seconds() - t_start) - named);
+      std::max(0.0, std::max(0.0, slowest->end_s - t_start) - named);
   return out;
 }
 
@@ -708,7 +708,7 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.wall_time_s = wall_time_s;
   const CopyPath how =
       m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
-  f.link_capacity_Bps = m_fabric->topology().solo_rate(0, Direction::H2D, how, true);
+  f.link_capacity_Bps = m_fabric->topology()->solo_rate(0, Direction::H2D, how, true);
   f.kv_bytes_per_token_gpu = m_bkv_gpu;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   return engine_totals(m_stats, m_spec, *m_tier, f);

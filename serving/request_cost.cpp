@@ -6,6 +6,7 @@
 
 #include "interconnects/flow_network.hpp"
 #include "interconnects/topology.hpp"
+#include "interconnects/transfer.hpp"
 #include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim {
@@ -91,10 +92,8 @@ RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t
 
 double group_load_rate(const SystemSpec& system, int tp, LoadPath path) {
   const Topology topo = build_topology(system);
-  // Direction and CopyPath live in interconnects/link_model.hpp (SystemC); as topology.cpp
-  // does, use their values: Direction::H2D = 0, CopyPath::Dma = 0, CopyPath::Kernel = 1.
-  const auto h2d = static_cast<Direction>(0);
-  const auto how = static_cast<CopyPath>(path == LoadPath::Kernel ? 1 : 0);
+  const auto h2d = Direction::H2D;
+  const auto how = path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
   FlowNetwork net;
   topo.add_to(net);
   std::vector<FlowNetwork::FlowId> flows;

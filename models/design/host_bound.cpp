@@ -54,9 +54,8 @@ Solved solve(const Topology& t, int tp, double phy_Bps, std::optional<double> ro
     kind.push_back(static_cast<int>(LinkBinding::RootPort));
   }
 
-  // H2D = 0, Dma = 0 (interconnects/link_model.hpp; topology.cpp reads them the same way).
-  const auto h2d = static_cast<Direction>(0);
-  const auto dma = static_cast<CopyPath>(0);
+  const auto h2d = Direction::H2D;
+  const auto dma = CopyPath::Dma;
   std::vector<std::vector<FlowNetwork::Use>> paths;
   std::vector<FlowNetwork::FlowId> ids;
   for (int g = 0; g < t.gpus(); ++g) {

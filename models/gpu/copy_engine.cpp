@@ -32,7 +32,8 @@ void send(Socket& out, TransferRequest& r, const char* who) {
   if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
     throw std::runtime_error(std::string(who) + ": the link model rejected a transfer");
   if (delay > sc_core::SC_ZERO_TIME) sc_core::wait(delay);
-  r.end = ext.request.end;
+  r.end_s = ext.request.end_s;
+  r.bottleneck_s = ext.request.bottleneck_s;
 }
 
 }  // namespace
@@ -75,12 +76,12 @@ void CopyEngine::release() {
 void CopyEngine::copy(TransferRequest& r) {
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
-  r.start = sc_core::sc_time_stamp();
+  r.start_s = sc_core::sc_time_stamp().to_seconds();
   acquire();
   if (m_overhead_s > 0) sc_core::wait(sc_core::sc_time(m_overhead_s, sc_core::SC_SEC));
-  const sc_core::sc_time start = r.start;
+  const double start = r.start_s;
   send(out, r, name());
-  r.start = start;
+  r.start_s = start;
   ++m_copies;
   m_bytes += r.bytes;
   release();
@@ -109,13 +110,13 @@ void CopyEngine::copy_many(TransferRequest& r, std::int64_t copies, double extra
   if (copies < 1) throw std::logic_error(std::string(name()) + ": copy_many needs copies >= 1");
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
-  r.start = sc_core::sc_time_stamp();
+  r.start_s = sc_core::sc_time_stamp().to_seconds();
   acquire();
   const double fixed = dma_stream_fixed_s(m_gpu_spec, copies, extra_latency_s);
   if (fixed > 0) sc_core::wait(sc_core::sc_time(fixed, sc_core::SC_SEC));
-  const sc_core::sc_time start = r.start;
+  const double start = r.start_s;
   send(out, r, name());
-  r.start = start;
+  r.start_s = start;
   release();
   m_copies += static_cast<std::uint64_t>(copies);
   m_bytes += r.bytes;
@@ -150,7 +151,7 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
       r.sm_inflight_bytes = sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count,
                                               *m_gpu_spec.sm_host_loads_per_sm,
                                               *m_gpu_spec.copy_kernel_load_width);
-    r.start = sc_core::sc_time_stamp();
+    r.start_s = sc_core::sc_time_stamp().to_seconds();
     send(out, r, name());
     m_blocks += static_cast<decltype(m_blocks)>(blocks);
   }

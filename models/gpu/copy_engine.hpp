@@ -50,7 +50,7 @@ class CopyEngine : public sc_core::sc_module {
   CopyEngine(const sc_core::sc_module_name& name, const GpuSpec& gpu, int gpu_index);
 
   // Blocking; call from an SC_THREAD. r.gpu is set to this engine's GPU and r.path to Dma.
-  // r.start is when copy() was called, r.end when the last byte arrived.
+  // r.start_s is when copy() was called, r.end_s when the last byte arrived.
   void copy(TransferRequest& r);
   // `copies` back-to-back copies on one stream moving r.bytes in all (e.g. a layer-wise load:
   // one DMA per layer per chunk). Timed as one engine paying copies × dma_copy_overhead and

@@ -1,5 +1,8 @@
 #include "models/gpu/gpu_compute.hpp"
 
+#include <cmath>
+#include <stdexcept>
+
 namespace kappasim {
 
 namespace {
@@ -17,7 +20,74 @@ GpuCompute::GpuCompute(sc_core::sc_module_name name, const GpuSpec& gpu,
       m_dtype(compute_dtype),
       m_weights(weight_dtype_for(compute_dtype)),
       m_coarse(coarse),
-      m_sms(gpu.sm_count) {}
+      m_sms(gpu.sm_count) {
+  SC_HAS_PROCESS(GpuCompute);
+  SC_METHOD(on_timed);
+  sensitive << m_timed_ev;
+  dont_initialize();
+}
+
+void GpuCompute::attach_link(LinkModel& link, int gpu_index) {
+  if (gpu_index < 0) throw std::logic_error(std::string(name()) + ": GPU index must be >= 0");
+  m_link = &link;
+  m_index = gpu_index;
+}
+
+double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
+                              TransferGroup& g, double delay_s, double sm_bound_s) {
+  if (!(compute_time_s >= 0) || !std::isfinite(compute_time_s) || !(hbm_bytes >= 0) ||
+      !std::isfinite(hbm_bytes) || !(delay_s >= 0) || !(sm_bound_s >= 0) ||
+      sm_bound_s > compute_time_s)
+    throw std::logic_error(std::string(name()) +
+                           ": a step needs finite times and bytes >= 0, sm_bound_s <= its time");
+  const double t = compute_time_s - sm_bound_s + sm_bound_s / m_sms.compute_fraction();
+  r = TransferRequest{};
+  r.gpu = m_index;
+  r.path = CopyPath::Local;
+  r.bytes = hbm_bytes;
+  m_stats.time.compute_time_s += t;
+  m_stats.time.hbm_bytes += hbm_bytes;
+  ++m_stats.kernel_events;
+  if (hbm_bytes > 0 && t > 0 && m_link && m_link->models_hbm()) {
+    // Alone it runs at this cap and ends at t; sharing HBM can only slow it.
+    r.rate_cap_Bps = hbm_bytes / t;
+    m_link->start(r, g, delay_s);
+  } else {
+    finish_timed(r, g, delay_s, t);
+  }
+  return t;
+}
+
+StepTime GpuCompute::start_batch_step(const ModelSpec& m, int tp, const std::vector<SeqSlice>& batch,
+                                      TransferRequest& r, TransferGroup& g, double delay_s,
+                                      DType kv_dtype) {
+  const StepTime st =
+      batch_step_time(m, m_gpu, tp, batch, m_dtype, m_sms.compute_fraction(), kv_dtype);
+  // Already timed at the free SM fraction: nothing left to scale.
+  start_step(st.total.compute_time_s, st.total.hbm_bytes, r, g, delay_s, 0);
+  return st;
+}
+
+void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t) {
+  g.add();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  r.start_s = now.to_seconds();
+  const sc_core::sc_time at = now + sc_core::sc_time(delay_s + t, sc_core::SC_SEC);
+  m_timed.emplace(at, Timed{&r, &g});
+  m_timed_ev.cancel();
+  m_timed_ev.notify(m_timed.begin()->first - now);
+}
+
+void GpuCompute::on_timed() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  while (!m_timed.empty() && m_timed.begin()->first <= now) {
+    const Timed d = m_timed.begin()->second;
+    m_timed.erase(m_timed.begin());
+    d.req->end_s = now.to_seconds();
+    d.group->member_done(now.to_seconds());
+  }
+  if (!m_timed.empty()) m_timed_ev.notify(m_timed.begin()->first - now);
+}
 
 void GpuCompute::run_kernels(const std::vector<Kernel>& ks) {
   if (ks.empty()) return;

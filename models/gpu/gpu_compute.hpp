@@ -15,19 +15,33 @@
 // waits once per layer (the sum of its kernels, all at the SM fraction seen at layer start) and
 // once for the edge kernels before and after the layers.
 //
+// Non-blocking steps (the serving path, issue 13): start_step / start_batch_step issue one
+// step's HBM traffic as ONE CopyPath::Local flow on this GPU's HBM through the attached link
+// back end (attach_link), with bytes = the step's HBM bytes and rate_cap = bytes / step time:
+// alone it ends exactly at the step time; when host copies landing in (or read from) the same
+// HBM push the resource past its capacity, max-min sharing slows both and the step stretches.
+// The step time is taken at the SM fraction free when the step starts (copy kernels holding
+// SMs slow its compute-bound part). A step with no HBM bytes, or on a back end without HBM
+// (models_hbm() false: packet), is a timed completion of the step time.
+//
 // What it ignores: overlap between kernels (one stream; no PDL or CUDA-graph launch hiding),
-// SMs taken by NCCL, HBM bandwidth used by concurrent copies, changes to the SM share during a
-// kernel (the share at kernel start holds to its end), power and clock throttling, batching of
-// several requests into one forward pass (callers pass the batch's T and K).
+// SMs taken by NCCL, HBM bandwidth used by concurrent copies in the blocking run_* path,
+// the time profile of HBM traffic inside a step (a step's bytes are spread evenly over it),
+// changes to the SM share during a kernel or step (the share at start holds to its end),
+// power and clock throttling, batching of several requests into one forward pass in run_*
+// (callers pass the batch's T and K).
 //
 // Sources: see models/gpu/kernel_timing.hpp and docs/compute-model.md; every efficiency is a
 // sourced preset field (presets/gpus/*.yaml).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <vector>
 #include <string>
 #include <systemc>
 
+#include "interconnects/link_model.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/gpu/sm_pool.hpp"
@@ -58,7 +72,27 @@ class GpuCompute : public sc_core::sc_module {
   // Embedding, every layer, final norm and LM head.
   void run_prefill(const ModelSpec& m, double T, double K, int tp);
 
+  // ---- non-blocking steps (serving) ----
+  // The link back end that carries this GPU's Local HBM flows, and this GPU's index in it.
+  void attach_link(LinkModel& link, int gpu_index);
+  int gpu_index() const { return m_index; }
+  // Starts one step of `compute_time_s` (at all SMs) moving `hbm_bytes` through HBM, `delay_s`
+  // from now; r (filled here: gpu, CopyPath::Local, bytes, rate_cap_Bps) joins g and ends when
+  // the step does. `sm_bound_s` (<= compute_time_s): the part that runs at the SM roof and
+  // scales as 1 / compute_fraction() (the SMs copy kernels leave free now); the rest does not.
+  // Returns the step's time alone (at the SM fraction now). One step at a time per GPU is the
+  // caller's business (one compute stream). Call from a process or during elaboration.
+  double start_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
+                    TransferGroup& g, double delay_s = 0, double sm_bound_s = 0);
+  // Times a batch step with kernel_timing's batch_step_time at the SM fraction free now (every
+  // kernel's FLOP roof and waves on the free SMs) and starts it as above. Returns that timing.
+  StepTime start_batch_step(const ModelSpec& m, int tp, const std::vector<SeqSlice>& batch,
+                            TransferRequest& r, TransferGroup& g, double delay_s = 0,
+                            DType kv_dtype = DType::Bf16);
+
  private:
+  void on_timed();
+  void finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t);
   void run_kernels(const std::vector<Kernel>& ks);
   GpuSpec m_gpu;
   std::string m_dtype;
@@ -67,6 +101,14 @@ class GpuCompute : public sc_core::sc_module {
   SmPool m_sms;
   sc_core::sc_mutex m_stream;
   Stats m_stats;
+  LinkModel* m_link = nullptr;
+  int m_index = 0;
+  struct Timed {
+    TransferRequest* req;
+    TransferGroup* group;
+  };
+  std::multimap<sc_core::sc_time, Timed> m_timed;  // timed completions not yet due
+  sc_core::sc_event m_timed_ev;
 };
 
 }  // namespace kappasim

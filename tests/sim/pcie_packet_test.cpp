@@ -47,7 +47,7 @@ TransferRequest req(Direction dir, CopyPath path, double bytes) {
   return r;
 }
 
-double dur(const TransferRequest& r) { return (r.end - r.start).to_seconds(); }
+double dur(const TransferRequest& r) { return r.end_s - r.start_s; }
 
 // A TLM initiator: the LinkModule's target socket must be bound, and one path of the tests
 // goes through b_transport as a copy engine would.
@@ -100,7 +100,7 @@ TEST(PciePacket, OneMiBDmaReadIsLatencyPlusWireTime) {
   // First MRd (24 B) + 1 us round trip + every completion and downstream ACK on the wire.
   const double expected = 24.0 / kW + kRtt + kMiB * kDmaReadData / kW;  // ≈ 20.36 us
   EXPECT_NEAR(dur(r) / expected, 1.0, 0.01) << dur(r) << " vs " << expected;
-  EXPECT_DOUBLE_EQ(r.start.to_seconds(), 0.0);
+  EXPECT_DOUBLE_EQ(r.start_s, 0.0);
   // TLP counts and wire bytes by hand: 2048 MRd, 8192 CplD, ACKs one per 4 TLPs.
   const PciePacketStats& s = link->stats();
   EXPECT_EQ(s.up.mrd_tlps, 2048u);
@@ -174,7 +174,7 @@ TEST(PciePacket, SmReadSlowerByCompletionSize) {
       l->transfer(sm);
     });
   });
-  EXPECT_NEAR(sm.start.to_seconds(), dma.end.to_seconds(), 1e-12);
+  EXPECT_NEAR(sm.start_s, dma.end_s, 1e-12);
   // Beyond the round trip, time scales with wire bytes per payload byte:
   // 1.34375 / 1.16015625 = 1.158 (64 B completions + 20 B vs 128 B + 20 B).
   const double ratio = (dur(sm) - kRtt) / (dur(dma) - kRtt);
@@ -213,7 +213,7 @@ TEST(PciePacket, EventsPerMiB) {
 TEST(PciePacket, ZeroBytesReturnsAtOnce) {
   TransferRequest r = req(Direction::H2D, CopyPath::Dma, 0);
   run_concurrent({&r});
-  EXPECT_EQ(r.start, r.end);
+  EXPECT_EQ(r.start_s, r.end_s);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// The plain data of one host<->GPU (or on-GPU) transfer, shared by every link back end
+// (interconnects/link_model.hpp), the topology (systems/topology) and the components that issue
+// transfers. SystemC-free on purpose: pure code (topology, analytic estimators) uses the enums by
+// name, and times are plain seconds of simulated time.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+namespace kappasim {
+
+enum class Direction { H2D, D2H };
+// Who moves the bytes:
+//  - Dma: a DMA copy engine (cudaMemcpyAsync; reads host memory in large requests returned as
+//    read-completion-size completions);
+//  - Kernel: SMs running a copy kernel over pinned host memory (zero-copy; one small read per
+//    sm_read_size);
+//  - Local: traffic that stays on one GPU's HBM (compute's weight / KV / activation bytes,
+//    GPU-side buffer->page copies). It crosses only that GPU's HBM resource; `dir` is ignored.
+enum class CopyPath { Dma, Kernel, Local };
+
+struct TransferRequest {
+  int gpu = 0;
+  Direction dir = Direction::H2D;
+  CopyPath path = CopyPath::Dma;
+  double bytes = 0;   // payload bytes
+  bool pinned = true; // host buffer pinned (false: pageable, staged through a CPU memcpy)
+  // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
+  // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
+  // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the
+  // packet model then applies no bound beyond its read tags.
+  double sm_inflight_bytes = 0;
+  // Payload bytes/s this transfer may not exceed on its own (0: no cap of its own). A Local
+  // compute flow sets hbm_bytes / compute_time, so alone it lasts exactly its compute time.
+  double rate_cap_Bps = 0;
+  // Filled by the model (simulated seconds): when the transfer was issued to the link and when
+  // its last payload byte arrived.
+  double start_s = 0, end_s = 0;
+  // Flow model: seconds the transfer moved with each resource as its bottleneck (Topology
+  // resource index; -1: its rate cap). Empty for the packet model.
+  std::vector<std::pair<int, double>> bottleneck_s;
+};
+
+inline const char* to_string(Direction d) { return d == Direction::H2D ? "H2D" : "D2H"; }
+inline const char* to_string(CopyPath p) {
+  return p == CopyPath::Dma ? "dma" : p == CopyPath::Kernel ? "kernel" : "local";
+}
+
+}  // namespace kappasim

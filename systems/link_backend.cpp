@@ -1,0 +1,52 @@
+#include "systems/link_backend.hpp"
+
+#include <map>
+
+#include "core/error.hpp"
+#include "interconnects/flow_fabric.hpp"
+#include "interconnects/topology.hpp"
+#include "systems/packet_fabric.hpp"
+
+namespace kappasim {
+
+namespace {
+// Built-ins are added on first use (no static-initialisation order or dropped object files).
+std::map<std::string, LinkBackendFactory>& registry() {
+  static std::map<std::string, LinkBackendFactory> r = {
+      {"flow",
+       [](const sc_core::sc_module_name& n, const SystemSpec& s) -> std::unique_ptr<LinkModule> {
+         return std::make_unique<FlowFabric>(n, build_topology(s));
+       }},
+      {"packet",
+       [](const sc_core::sc_module_name& n, const SystemSpec& s) -> std::unique_ptr<LinkModule> {
+         return std::make_unique<PacketFabric>(n, s);
+       }},
+  };
+  return r;
+}
+}  // namespace
+
+void register_link_backend(const std::string& fidelity, LinkBackendFactory factory) {
+  registry()[fidelity] = std::move(factory);
+}
+
+std::vector<std::string> link_backend_names() {
+  std::vector<std::string> out;
+  for (const auto& kv : registry()) out.push_back(kv.first);
+  return out;
+}
+
+std::unique_ptr<LinkModule> make_link_backend(const std::string& fidelity,
+                                              const sc_core::sc_module_name& name,
+                                              const SystemSpec& s) {
+  auto it = registry().find(fidelity);
+  if (it == registry().end()) {
+    std::string valid;
+    for (const auto& n : link_backend_names()) valid += (valid.empty() ? "" : ", ") + n;
+    throw InputError("serving.link_fidelity: unknown link back end '" + fidelity +
+                     "' (valid: " + valid + ")");
+  }
+  return it->second(name, s);
+}
+
+}  // namespace kappasim

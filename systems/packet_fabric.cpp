@@ -1,0 +1,74 @@
+#include "systems/packet_fabric.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "interconnects/topology.hpp"
+
+namespace kappasim {
+
+PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec& s)
+    : LinkModule(name) {
+  if (s.host_link.type != LinkType::Pcie)
+    throw InputError("serving.link_fidelity: packet models PCIe links only; system.host_link '" +
+                     s.host_link.name + "' is not PCIe (use link_fidelity: flow)");
+  if (s.gpus_sharing_host_link != 1)
+    throw InputError("serving.link_fidelity: packet models one PCIe link per GPU; "
+                     "system.gpus_sharing_host_link is " +
+                     std::to_string(s.gpus_sharing_host_link) + " (use link_fidelity: flow)");
+  // The same checks and the same copy-kernel default as the flow back end.
+  const Topology topo = build_topology(s);
+  const PcieProtocol p = PcieProtocol::from(s.host_link, "system.host_link");
+  PciePacketOptions opts;
+  opts.sm_inflight_bytes = topo.sm_inflight_default();
+  for (int g = 0; g < s.gpus; ++g)
+    m_links.push_back(
+        std::make_unique<PciePacketLink>(("pcie" + std::to_string(g)).c_str(), p, opts));
+}
+
+PciePacketLink& PacketFabric::link_for(const TransferRequest& r) {
+  if (r.gpu < 0 || r.gpu >= gpus())
+    throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
+  if (r.path == CopyPath::Local)
+    throw InputError(std::string(name()) +
+                     ": the packet back end has no HBM; on-GPU (Local) traffic needs the flow "
+                     "back end");
+  if (!r.pinned)
+    throw InputError(std::string(name()) +
+                     ": the packet back end models pinned host memory only (no CPU staging)");
+  if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
+    throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
+  return *m_links[static_cast<std::size_t>(r.gpu)];
+}
+
+void PacketFabric::transfer(TransferRequest& r) {
+  PciePacketLink& l = link_for(r);
+  ++m_started;
+  m_bytes_in += r.bytes;
+  l.transfer(r);
+  ++m_finished;
+}
+
+void PacketFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
+  link_for(r);  // reject before anything is spawned
+  start_by_thread(r, g, delay_s);
+}
+
+double PacketFabric::latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const {
+  return m_links.at(static_cast<std::size_t>(gpu))->latency_s(gpu, dir, path, pinned);
+}
+
+void PacketFabric::check_conservation() const {
+  if (m_started != m_finished)
+    throw std::logic_error(std::string(name()) + ": invariant violated: " +
+                           std::to_string(m_started - m_finished) + " transfer(s) never finished");
+  double carried = 0;
+  for (const auto& l : m_links) carried += l->stats().down.payload_bytes + l->stats().up.payload_bytes;
+  if (std::fabs(carried - m_bytes_in) > 1e-9 * std::max(1.0, m_bytes_in))
+    throw std::logic_error(std::string(name()) + ": invariant violated: the links carried " +
+                           std::to_string(carried) + " payload bytes, transfers put " +
+                           std::to_string(m_bytes_in) + " on them");
+}
+
+}  // namespace kappasim
