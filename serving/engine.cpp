@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
+#include "serving/load_paths/registry.hpp"
 
 namespace kappasim {
 
@@ -17,12 +18,10 @@ double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
 void wait_s(double s) {
   if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
 }
-const char* load_path_name(LoadPath p) {
-  switch (p) {
-    case LoadPath::Kernel: return "kernel";
-    case LoadPath::Layerwise: return "layerwise";
-    case LoadPath::BlockDma: return "block_dma";
-  }
+// ServingSpec::load_path's name: the load path registry's key (serving/load_paths).
+std::string load_path_name(LoadPath p) {
+  for (const auto& [name, v] : load_path_names())
+    if (v == p) return name;
   return "?";
 }
 }  // namespace
@@ -80,6 +79,14 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
                                    sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
   if (sv.recompute.mode == RecomputeMode::Auto) m_cost = request_cost_model(m_spec);
+  m_load_path = make_load_path(load_path_name(sv.load_path));
+  LoadContext::spec = &m_spec;
+  LoadContext::on_package = m_on_package;
+  LoadContext::kv_bytes_per_token_gpu = m_bkv_gpu;
+  LoadContext::buffer_Bps = m_buffer_Bps;
+  LoadContext::stats = &m_stats;
+  LoadContext::step_time = &m_step_time;
+  LoadContext::step_bounds = &m_step_bounds;
   m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
@@ -226,25 +233,21 @@ void ServingEngine::run_step(Step& st) {
   const std::vector<Sequence*>& done = work.done;
   for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
-  const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, work.slices,
-                                           sv.compute_dtype, 1.0, sv.kv_dtype);
-  const double compute_s = compute.total.compute_time_s;
-  if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
-    load_layerwise(first, st, compute);  // overlapped with compute
-    st.compute_s = compute_s;
+  const StepTime step_time = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, work.slices,
+                                             sv.compute_dtype, 1.0, sv.kv_dtype);
+  const double compute_s = step_time.total.compute_time_s;
+  if (!first.empty()) {  // the load path's strategy: the loads and the step's compute
+    const LoadSplit ls = split_step_loads(first);
+    st.load_s = m_load_path->run(*this, ls, static_cast<std::int64_t>(first.size()), step_time);
   } else {
-    if (!first.empty()) st.load_s = load_phase(first);
-    const double t_c = now_s();
-    wait_s(compute_s);
-    st.compute_s = compute_s;
-    m_step_time.compute_s += now_s() - t_c;
-    trace_compute(t_c, now_s());
+    compute(compute_s);
   }
+  st.compute_s = compute_s;
   for (Sequence* s : first) state_of(s).load_s = st.load_s;
   for (const StepItem& it : st.plan.items) state_of(it.seq).compute_s += compute_s;
   m_stats.compute_busy_s += compute_s;
-  m_stats.flops += compute.total.flops;
-  m_stats.hbm_bytes += compute.total.hbm_bytes;
+  m_stats.flops += step_time.total.flops;
+  m_stats.hbm_bytes += step_time.total.hbm_bytes;
   const double t_store = now_s();
   st.store_s = store_phase(done);
   m_step_time.store_s += now_s() - t_store;
@@ -282,12 +285,11 @@ void ServingEngine::run_step(Step& st) {
   }
 }
 
-void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g,
-                              double bytes_per_gpu, std::int64_t units, Direction dir,
-                              CopyPath path, double delay_s) {
-  rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
+void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
+                              Direction dir, CopyPath path, double delay_s) {
+  c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
   for (int k = 0; k < m_tp; ++k) {
-    TransferRequest& r = rs[static_cast<std::size_t>(k)];
+    TransferRequest& r = c.rs[static_cast<std::size_t>(k)];
     r.gpu = k;
     r.dir = dir;
     r.path = path;
@@ -299,16 +301,26 @@ void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Grou
       path == CopyPath::Kernel
           ? copy_kernel_fixed_s(gpu, units)
           : dma_stream_fixed_s(gpu, units, m_fabric->topology()->latency(0, dir, path, true));
-  m_fabric->start_group(rs, g, delay_s + fixed);
+  m_fabric->start_group(c.rs, c.g, delay_s + fixed);
 }
 
-void ServingEngine::wait_group(FlowFabric::Group& g) {
-  if (!g.finished) sc_core::wait(g.done);
+double ServingEngine::now() const { return now_s(); }
+void ServingEngine::wait(double s) { wait_s(s); }
+
+void ServingEngine::wait_copies(CopyGroup& c) {
+  if (!c.g.finished) sc_core::wait(c.g.done);
 }
 
-void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const std::string& what) {
+void ServingEngine::compute(double compute_s) {
+  const double t_c = now_s();
+  wait_s(compute_s);
+  m_step_time.compute_s += now_s() - t_c;
+  trace_compute(t_c, now_s());
+}
+
+void ServingEngine::trace_copies(const CopyGroup& c, const std::string& what) {
   if (!m_sinks.trace) return;
-  for (const TransferRequest& r : rs) {
+  for (const TransferRequest& r : c.rs) {
     const std::size_t g = static_cast<std::size_t>(r.gpu);
     if (m_spec.check && r.end_s < r.start_s)
       throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
@@ -319,6 +331,15 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
                              what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s",
                              r.start_s, r.bytes / dt / 1e9);
   }
+}
+
+void ServingEngine::trace_load(const std::string& what, double t0, double t1) {
+  if (m_sinks.trace) m_sinks.trace->span(m_track_load, what, t0, t1);
+}
+
+void ServingEngine::trace_link(const std::string& what, double t0, double t1) {
+  if (!m_sinks.trace) return;
+  for (int track : m_track_gpu_link) m_sinks.trace->span(track, what, t0, t1);
 }
 
 void ServingEngine::trace_compute(double start_s, double end_s) {
@@ -344,257 +365,8 @@ LoadSplit ServingEngine::split_step_loads(const std::vector<Sequence*>& first) {
   return ls;
 }
 
-double ServingEngine::buffer_copy_s(const LoadSplit& ls) const {
-  return ls.buffer_tokens > 0 ? ls.buffer_tokens * m_bkv_gpu / m_buffer_Bps : 0;
-}
-
-double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
-  const ServingSpec& sv = m_spec.serving;
-  const double t0 = now_s();
-  const LoadSplit ls = split_step_loads(first);
-  // The stack's retrieve (serving/stack_profile): in-step CPU before the copies, GPU idle gaps
-  // between chunks (serial with the copies), CPU work overlapped with the copies.
-  const RetrieveCost rc =
-      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
-                     ls.link_blocks16, m_spec.model.num_layers, m_on_package);
-  const RetrieveCost rc_link =
-      stack_retrieve(sv.stack, sv.load_path, 1, ls.link_chunks, ls.link_blocks16,
-                     m_spec.model.num_layers, m_on_package);
-  struct InStepCpu {
-    double before_s = 0, gap_s = 0, overlap_s = 0;
-  } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};
-  m_stats.stack.step_cpu_s += cpu.before_s;
-  wait_s(cpu.before_s);
-  const double bytes = ls.link_tokens * m_bkv_gpu;
-  const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
-  const double t_x = now_s();
-  m_step_time.load_software_s += t_x - t0;  // the tier's CPU-side retrieve costs
-  m_step_bounds[LoadBound::Software] += t_x - t0;
-  if (bytes > 0) {
-    std::vector<TransferRequest> rs;
-    FlowFabric::Group g;
-    if (sv.load_path == LoadPath::Kernel)
-      start_all(rs, g, bytes, ls.link_chunks, Direction::H2D, CopyPath::Kernel);
-    else
-      start_all(rs, g, bytes, rc_link.copies, Direction::H2D, CopyPath::Dma);
-    wait_s(buffer_s);
-    wait_group(g);
-    trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
-    m_stats.link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
-    const CopySplit c = split_copies(rs, t_x, g.end_s);
-    m_step_time.load_software_s += c.software;
-    m_step_time.load_link_s += c.link;
-    m_step_time.load_wait_s += c.wait;
-    m_step_bounds += c.bounds;
-    m_step_time.load_link_s += now_s() - g.end_s;  // buffer copies outlasting the link's
-    m_step_bounds[LoadBound::Hbm] += now_s() - g.end_s;
-    // GPU idle gaps between chunks (one implicit sync + launch each), then the CPU work that
-    // ran alongside the copies if it outlasted them: load software.
-    const double t_sw = now_s();
-    m_stats.stack.gpu_gap_s += cpu.gap_s;
-    wait_s(cpu.gap_s);
-    const double held = t_x + cpu.overlap_s + cpu.gap_s - now_s();
-    if (held > 0) {
-      m_stats.stack.cpu_bound_s += held;
-      wait_s(held);
-    }
-    m_step_time.load_software_s += now_s() - t_sw;
-    m_step_bounds[LoadBound::Software] += now_s() - t_sw;
-  } else {
-    wait_s(buffer_s);
-    m_step_time.load_link_s += now_s() - t_x;  // GPU-side buffer copies only
-    m_step_bounds[LoadBound::Hbm] += now_s() - t_x;
-  }
-  m_stats.loaded_bytes_gpu += bytes;
-  m_stats.buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
-  if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
-  return now_s() - t0;
-}
-
-void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st,
-                                   const StepTime& compute) {
-  const ServingSpec& sv = m_spec.serving;
-  const int L = m_spec.model.num_layers;
-  const double t0 = now_s();
-  const LoadSplit ls = split_step_loads(first);
-  const std::int64_t chunks = ls.link_chunks;
-  // The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU that
-  // issues that layer's (layer, chunk) objects (Python, the 0.3.5 log line), serial on the
-  // rank: a layer's loads end no earlier than its issue.
-  const RetrieveCost rc =
-      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
-                     ls.link_blocks16, L, m_on_package);
-  const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16,
-                                            L, m_on_package)
-                                 .per_layer_cpu_s;
-  m_stats.stack.step_cpu_s += rc.cpu_before_s;
-  wait_s(rc.cpu_before_s);
-  const double bytes = ls.link_tokens * m_bkv_gpu;
-  const bool link = bytes > 0;
-  const double buffer_s = buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
-  const double t_pipe = now_s();
-  std::vector<TransferRequest> rs;
-  FlowFabric::Group g;
-  m_step_time.load_software_s += t_pipe - t0;  // the tier's CPU-side retrieve costs
-  m_step_bounds[LoadBound::Software] += t_pipe - t0;
-  CopySplit copies;  // Σ over this load's copy groups, plus buffer copies outlasting them
-  auto harvest = [&](double t_start, double buffer_end) {
-    const CopySplit c = split_copies(rs, t_start, g.end_s);
-    copies.software += c.software;
-    copies.link += c.link;
-    copies.wait += c.wait;
-    copies.bounds += c.bounds;
-    const double extra = std::max(0.0, buffer_end - g.end_s);
-    copies.link += extra;
-    copies.bounds[LoadBound::Hbm] += extra;
-  };
-  const double compute_s = compute.total.compute_time_s;
-  double load_end = t_pipe;
-  double transfer_s = 0;  // time the links spent moving this step's KV
-  double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
-  if (sv.granularity == Granularity::Layer) {
-    // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
-    if (link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
-    wait_s(buffer_s / L);
-    double end_0 = t_pipe + buffer_s / L;
-    if (link) {
-      wait_group(g);
-      transfer_s += g.end_s - t_pipe;
-      end_0 = std::max(end_0, g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s / L);
-      // The layer's objects are issued by the rank's Python: the load ends no earlier.
-      const double cpu_over = std::max(0.0, t_pipe + layer_cpu_s - end_0);
-      m_stats.stack.cpu_bound_s += cpu_over;
-      copies.software += cpu_over;
-      copies.bounds[LoadBound::Software] += cpu_over;
-      end_0 = std::max(end_0, t_pipe + layer_cpu_s);
-      wait_s(end_0 - now_s());
-    } else {
-      copies.link += end_0 - t_pipe;
-      copies.bounds[LoadBound::Hbm] += end_0 - t_pipe;
-    }
-    pipe_s += end_0 - t_pipe;
-    for (int l = 0; l < L; ++l) {
-      const double t_l = now_s();
-      if (l + 1 < L && link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
-      wait_s(compute_s / L);
-      if (l + 1 < L) {
-        double end_l = t_l + buffer_s / L;
-        if (link) {
-          wait_group(g);
-          transfer_s += g.end_s - t_l;
-          end_l = std::max(end_l, g.end_s);
-          harvest(t_l, t_l + buffer_s / L);
-          const double cpu_over = std::max(0.0, t_l + layer_cpu_s - end_l);
-          m_stats.stack.cpu_bound_s += cpu_over;
-          copies.software += cpu_over;
-          copies.bounds[LoadBound::Software] += cpu_over;
-          end_l = std::max(end_l, t_l + layer_cpu_s);
-        } else {
-          copies.link += buffer_s / L;
-          copies.bounds[LoadBound::Hbm] += buffer_s / L;
-        }
-        wait_s(end_l - now_s());
-        pipe_s += end_l - t_l;
-        load_end = end_l;
-      }
-    }
-    load_end = std::max(load_end, t_pipe);
-  } else {
-    // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
-    // first layer's load before compute can start) and drain (the last layer's compute after
-    // the last load) from per-layer times.
-    if (link) start_all(rs, g, bytes, chunks * L, Direction::H2D, CopyPath::Dma);
-    wait_s(compute_s);
-    load_end = t_pipe + buffer_s;
-    if (link) {
-      wait_group(g);
-      transfer_s = g.end_s - t_pipe;
-      load_end = std::max(load_end, g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s);
-      const double cpu_over = std::max(0.0, t_pipe + L * layer_cpu_s - load_end);
-      m_stats.stack.cpu_bound_s += cpu_over;
-      copies.software += cpu_over;
-      copies.bounds[LoadBound::Software] += cpu_over;
-      load_end = std::max(load_end, t_pipe + L * layer_cpu_s);
-    } else {
-      copies.link += buffer_s;
-      copies.bounds[LoadBound::Hbm] += buffer_s;
-    }
-    pipe_s = load_end - t_pipe;
-    const double end =
-        std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
-    wait_s(end - now_s());
-  }
-  m_stats.link_busy_s += transfer_s;
-  m_stats.loaded_bytes_gpu += bytes;
-  m_stats.buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
-  st.load_s = (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
-  // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
-  // split like the copies' own time. Bound times count the whole load, hidden or not.
-  const double wall = now_s() - t_pipe;
-  const double exposed = std::max(0.0, wall - compute_s);
-  const double copy_total = copies.software + copies.link + copies.wait;
-  if (copy_total > 0) {
-    m_step_time.load_software_s += exposed * copies.software / copy_total;
-    m_step_time.load_wait_s += exposed * copies.wait / copy_total;
-    m_step_time.load_link_s += exposed * copies.link / copy_total;
-  } else {
-    m_step_time.load_link_s += exposed;
-  }
-  m_step_time.compute_s += wall - exposed;
-  m_step_bounds += copies.bounds;
-  if (m_sinks.trace) {
-    m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
-    for (int track : m_track_gpu_link) m_sinks.trace->span(track, "load (layerwise)", t_pipe, load_end);
-    trace_compute(t_pipe, now_s());
-  }
-}
-
-ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferRequest>& rs,
-                                                     double t_start, double t_end) const {
-  CopySplit out;
-  if (rs.empty()) return out;
-  const TransferRequest* slowest = &rs.front();
-  for (const TransferRequest& r : rs) {
-    if (r.end_s > slowest->end_s) slowest = &r;
-    const double own = std::max(0.0, r.end_s - t_start);
-    double software = 0, shared = 0;
-    for (const auto& [res, sec] : r.bottleneck_s) {
-      if (res < 0) {
-        // Its rate cap (Topology::rate_cap): for a pinned copy, the zero-copy kernel's loads in
-        // flight (Little's law: outstanding requests, link time); for a pageable one, the CPU
-        // staging thread (software).
-        if (!r.pinned) software += sec;
-        continue;
-      }
-      const LoadBound b = m_resource_bound.at(static_cast<std::size_t>(res));
-      if (b == LoadBound::HostDram || b == LoadBound::SocketLink) shared += sec;
-    }
-    software = std::min(software, own);
-    shared = std::min(shared, own - software);
-    out.software += software;
-    out.wait += shared + std::max(0.0, t_end - r.end_s);  // the slowest rank
-    out.link += own - software - shared;
-  }
-  const double n = static_cast<double>(rs.size());
-  out.software /= n;
-  out.wait /= n;
-  out.link /= n;
-  // The group's bound is the slowest rank's: per-copy costs, latency and link-bound time go to
-  // the link, the rest to the resource that froze its rate.
-  double named = 0;
-  for (const auto& [res, sec] : slowest->bottleneck_s) {
-    const LoadBound b = res >= 0 ? m_resource_bound.at(static_cast<std::size_t>(res))
-                        : slowest->pinned ? LoadBound::ReadTags  // SM loads in flight
-                                          : LoadBound::Software;  // pageable staging thread
-    if (b == LoadBound::Link) continue;
-    out.bounds[b] += sec;
-    named += sec;
-  }
-  out.bounds[LoadBound::Link] +=
-      std::max(0.0, std::max(0.0, slowest->end_s - t_start) - named);
-  return out;
+CopySplit ServingEngine::split_copies(const CopyGroup& c, double t_start) const {
+  return split_copy_times(c.rs, t_start, c.g.end_s, m_resource_bound);
 }
 
 double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
@@ -618,20 +390,20 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   m_stores.emplace_back();
   Store& st = m_stores.back();
   st.start_s = now_s();
-  start_all(st.rs, st.group, bytes, stored, Direction::D2H, CopyPath::Dma, software);
+  start_all(st.c, bytes, stored, Direction::D2H, CopyPath::Dma, software);
   if (m_store == StoreMode::Async) return 0;
-  wait_group(st.group);  // LMCache's store synchronises the stream before the step ends
+  wait_copies(st.c);  // LMCache's store synchronises the stream before the step ends
   const double t = now_s() - st.start_s;
   reap_stores();
   return t;
 }
 
 void ServingEngine::reap_stores() {
-  while (!m_stores.empty() && m_stores.front().group.finished) {
+  while (!m_stores.empty() && m_stores.front().c.g.finished) {
     if (m_sinks.trace) {
       m_sinks.trace->span(m_track_store, "store", m_stores.front().start_s,
-                          m_stores.front().group.end_s);
-      trace_copies(m_stores.front().rs, "store");
+                          m_stores.front().c.g.end_s);
+      trace_copies(m_stores.front().c, "store");
     }
     m_stores.pop_front();
   }
@@ -661,7 +433,7 @@ void ServingEngine::finish(Sequence* s) {
     return;
   }
   const RequestRecord rec = make_request_record(m_live.at(id), now_s(), m_bkv_gpu, m_tp,
-                                                load_path_name(m_spec.serving.load_path));
+                                                m_load_path->name());
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -706,8 +478,7 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   EngineRunFacts f;
   f.simulated_time_s = now_s();
   f.wall_time_s = wall_time_s;
-  const CopyPath how =
-      m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
+  const CopyPath how = m_load_path->copy_path();
   f.link_capacity_Bps = m_fabric->topology()->solo_rate(0, Direction::H2D, how, true);
   f.kv_bytes_per_token_gpu = m_bkv_gpu;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run

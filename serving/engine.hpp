@@ -40,6 +40,7 @@
 #include "models/llm/architecture.hpp"
 #include "serving/engine_stats.hpp"
 #include "serving/kv_tier.hpp"
+#include "serving/load_paths/load_path.hpp"
 #include "serving/metrics.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/request_cost.hpp"
@@ -67,7 +68,7 @@ struct EngineSinks {
   std::function<std::unique_ptr<WorkloadSource>()> warm_source;
 };
 
-class ServingEngine : public sc_core::sc_module {
+class ServingEngine : public sc_core::sc_module, private LoadContext {
  public:
   SC_HAS_PROCESS(ServingEngine);
   // Validates everything that can be wrong with the inputs (InputError) before simulating.
@@ -107,21 +108,30 @@ class ServingEngine : public sc_core::sc_module {
   void arrivals();
   void steps();
   void run_step(Step& st);
-  double load_phase(const std::vector<Sequence*>& first);
-  void load_layerwise(const std::vector<Sequence*>& first, Step& st, const StepTime& compute);
   double store_phase(const std::vector<Sequence*>& done);
   void reap_stores();
   // Starts every GPU's share (bytes_per_gpu each) as one group of flows after `delay_s` plus the
   // fixed cost of `units` copies (DMA) or blocks (copy kernel); no thread per GPU.
-  void start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g, double bytes_per_gpu,
-                 std::int64_t units, Direction dir, CopyPath path, double delay_s = 0);
-  void wait_group(FlowFabric::Group& g);
-  void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
-  void trace_compute(double start_s, double end_s);
+  void start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
+                 CopyPath path, double delay_s = 0);
+  // LoadContext (serving/load_paths/load_path.hpp): what a load path strategy may do.
+  double now() const override;
+  void wait(double s) override;
+  void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
+                    CopyPath path) override {
+    start_all(c, bytes_per_gpu, units, Direction::H2D, path);
+  }
+  void wait_copies(CopyGroup& c) override;
+  CopySplit split_copies(const CopyGroup& c, double t_start) const override;
+  void compute(double compute_s) override;
+  void trace_copies(const CopyGroup& c, const std::string& what) override;
+  void trace_load(const std::string& what, double t0, double t1) override;
+  void trace_link(const std::string& what, double t0, double t1) override;
+  void trace_compute(double start_s, double end_s) override;
+  std::unique_ptr<LoadPathStrategy> m_load_path;  // serving/load_paths, by ServingSpec::load_path
   // split_loads (serving/step_plan) for the step's loading sequences, recorded per request.
   LoadSplit split_step_loads(const std::vector<Sequence*>& first);
   RecomputeOf m_recompute_of;
-  double buffer_copy_s(const LoadSplit& ls) const;
   std::int64_t recompute_of(std::uint64_t id) const;
   void finish(Sequence* s);
   void check_step(const Step& st);
@@ -141,8 +151,7 @@ class ServingEngine : public sc_core::sc_module {
   double m_chunk_bytes_gpu;
   std::unique_ptr<FlowFabric> m_fabric;
   struct Store {  // a store in flight (async stores outlive their step)
-    std::vector<TransferRequest> rs;
-    FlowFabric::Group group;
+    CopyGroup c;
     double start_s = 0;
   };
   std::list<Store> m_stores;
@@ -177,15 +186,6 @@ class ServingEngine : public sc_core::sc_module {
   std::vector<int> m_track_gpu_compute, m_track_gpu_link;
 
   // ---- where the time went (issue 12 items 4, 10; serving/time_breakdown.hpp) ----
-  // A copy group's time from `t_start` to its end, split per rank into software (a rate cap),
-  // shared-host waits (DRAM, socket link, the slowest rank) and the copies themselves (the
-  // rest), averaged over the ranks; the bound times are the slowest rank's.
-  struct CopySplit {
-    double software = 0, link = 0, wait = 0;
-    LoadBoundTimes bounds;
-  };
-  CopySplit split_copies(const std::vector<TransferRequest>& rs, double t_start,
-                         double t_end) const;
   std::vector<LoadBound> m_resource_bound;  // per Topology resource
   TimeBreakdown m_step_time;                // the running step's categories
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
