@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
+#include "interconnects/topology.hpp"
+#include "systems/link_backend.hpp"
 #include "serving/load_paths/registry.hpp"
 
 namespace kappasim {
@@ -22,6 +24,11 @@ void wait_s(double s) {
 std::string load_path_name(LoadPath p) {
   for (const auto& [name, v] : load_path_names())
     if (v == p) return name;
+  return "?";
+}
+std::string link_fidelity_name(LinkFidelity f) {  // the link back-end registry's key
+  for (const auto& [name, v] : link_fidelity_names())
+    if (v == f) return name;
   return "?";
 }
 }  // namespace
@@ -42,9 +49,12 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_tokens = sv.tier_chunk_tokens();
   m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
   m_spec.system.gpu.require_sim("system.gpu");
-  m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
-  for (const auto& res : m_fabric->topology()->resources())
-    m_resource_bound.push_back(load_bound_of_resource(res.name));
+  // The link back end (serving.link_fidelity, systems/link_backend's registry). Bound reports
+  // need the flow back end's resources; the packet back end reports its whole time as the link's.
+  m_link = make_link_backend(link_fidelity_name(sv.link_fidelity), "fabric", m_spec.system);
+  if (const Topology* topo = m_link->topology())
+    for (const auto& res : topo->resources())
+      m_resource_bound.push_back(load_bound_of_resource(res.name));
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
   m_on_package = m_spec.system.host_link.type == LinkType::HbmTier;
@@ -87,6 +97,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   LoadContext::stats = &m_stats;
   LoadContext::step_time = &m_step_time;
   LoadContext::step_bounds = &m_step_bounds;
+  // The run's link capacity figure: the topology's, whichever back end carries the copies.
+  m_link_capacity_Bps = build_topology(m_spec.system)
+                            .solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
   m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
@@ -300,8 +313,8 @@ void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t u
   const double fixed =
       path == CopyPath::Kernel
           ? copy_kernel_fixed_s(gpu, units)
-          : dma_stream_fixed_s(gpu, units, m_fabric->topology()->latency(0, dir, path, true));
-  m_fabric->start_group(c.rs, c.g, delay_s + fixed);
+          : dma_stream_fixed_s(gpu, units, m_link->latency_s(0, dir, path, true));
+  m_link->start_group(c.rs, c.g, delay_s + fixed);
 }
 
 double ServingEngine::now() const { return now_s(); }
@@ -469,7 +482,7 @@ void ServingEngine::check_end() const {
                            " arrived, " + std::to_string(m_stats.finished) + " finished, " +
                            std::to_string(m_stats.rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
-  m_fabric->check_conservation();
+  m_link->check_conservation();
   if (now_s() < m_last_finish_s)  // summary.json: the run ends after its last finish
     throw std::logic_error("invariant violated: the run ends before its last request finished");
 }
@@ -478,8 +491,7 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   EngineRunFacts f;
   f.simulated_time_s = now_s();
   f.wall_time_s = wall_time_s;
-  const CopyPath how = m_load_path->copy_path();
-  f.link_capacity_Bps = m_fabric->topology()->solo_rate(0, Direction::H2D, how, true);
+  f.link_capacity_Bps = m_link_capacity_Bps;
   f.kv_bytes_per_token_gpu = m_bkv_gpu;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   return engine_totals(m_stats, m_spec, *m_tier, f);

@@ -34,7 +34,7 @@
 
 #include "core/config.hpp"
 #include "core/trace_writer.hpp"
-#include "interconnects/flow_fabric.hpp"
+#include "interconnects/link_model.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
@@ -85,7 +85,7 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   const KvTier& tier() const { return *m_tier; }
   const PagedKv& gpu_kv() const { return *m_kv; }
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
-  const FlowFabric& fabric() const { return *m_fabric; }
+  const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
   // Live state, for a router (serving/cluster) deciding at an arrival: requests arrived and not
   // finished, their prompt tokens still to prefill, and the cached tokens of those not yet
@@ -149,7 +149,8 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   double m_bkv_gpu;       // KV bytes per token one GPU holds
   int m_chunk_tokens;       // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
   double m_chunk_bytes_gpu;
-  std::unique_ptr<FlowFabric> m_fabric;
+  std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end
+  double m_link_capacity_Bps = 0;
   struct Store {  // a store in flight (async stores outlive their step)
     CopyGroup c;
     double start_s = 0;

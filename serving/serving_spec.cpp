@@ -56,6 +56,12 @@ const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
   return n;
 }
 
+const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names() {
+  static const std::vector<std::pair<const char*, LinkFidelity>> n = {
+      {"flow", LinkFidelity::Flow}, {"packet", LinkFidelity::Packet}};
+  return n;
+}
+
 void ServingSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   const auto& dtypes = GpuSpec::compute_dtypes();

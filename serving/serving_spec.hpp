@@ -59,6 +59,11 @@ const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names()
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
 const std::vector<std::pair<const char*, Granularity>>& granularity_names();
+// serving.link_fidelity (issue 13 item 1): the link back end a run's transfers go through
+// (systems/link_backend's registry names): flow (FlowFabric, max-min fair fluid over the whole
+// topology, HBM included) or packet (PciePacketLink per GPU: TLPs, tags, credits; PCIe only).
+enum class LinkFidelity { Flow, Packet };
+const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names();
 
 // A GPU-side store of hot prefix chunks (docs/studies-kv.md): per GPU, holding that GPU's TP
 // shard of each chunk, LRU by chunk key like the CPU tier. Chunks of a request's cached prefix
@@ -178,6 +183,7 @@ struct ServingSpec {
   // ---- simulation fidelity ------------------------------------------------------------------
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
+  LinkFidelity link_fidelity = LinkFidelity::Flow;  // issue 13 item 1
 
   template <class V>
   void visit(V& v) {
@@ -221,6 +227,10 @@ struct ServingSpec {
              opt("simulation granularity: step or layer"));
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
     v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
+    // issue 13 item 1: the transfer back end (docs/serving-engine.md)
+    v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
+             opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "
+                 "per GPU; PCIe host links only)"));
   }
   void validate(const std::string& path) const;
 
