@@ -497,16 +497,6 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   return engine_totals(m_stats, m_spec, *m_tier, f);
 }
 
-double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
-  if (!gpu.hbm_efficiency)
-    throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
-  const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
-  if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
-  if (!b.bandwidth_Bps)
-    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
-  return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
-}
-
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {
   std::unique_ptr<ServingEngine> engine;
   const auto t0 = std::chrono::steady_clock::now();

@@ -192,11 +192,7 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
 };
 
-// ---- studies (docs/studies-kv.md) ----------------------------------------------------------
-// Copy bandwidth buffer → KV pages per GPU: kind hbm: the given bandwidth, else hbm_bandwidth ×
-// hbm_efficiency / 2 (the copy reads and writes HBM); kind sram: the given bandwidth capped by
-// the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
-double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
+// kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.
 
 // estimate_recompute, choose_recompute_tokens: serving/request_cost.hpp.
 

@@ -139,4 +139,14 @@ void ServingSpec::resolve(const SystemSpec& system,
   }
 }
 
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
+  if (!gpu.hbm_efficiency)
+    throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
+  const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
+  if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
+  if (!b.bandwidth_Bps)
+    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
+  return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
+}
+
 }  // namespace kappasim

@@ -250,4 +250,10 @@ struct ServingSpec {
                std::vector<std::pair<std::string, Provenance>>* notes = nullptr);
 };
 
+// ---- studies (docs/studies-kv.md) ----------------------------------------------------------
+// Copy bandwidth buffer → KV pages per GPU: kind hbm: the given bandwidth, else hbm_bandwidth ×
+// hbm_efficiency / 2 (the copy reads and writes HBM); kind sram: the given bandwidth capped by
+// the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
+
 }  // namespace kappasim
