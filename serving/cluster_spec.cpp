@@ -136,19 +136,7 @@ ConfigNode write_cluster_config(const ClusterRunSpec& spec, const ProvenanceTabl
 
 // ---- estimator -------------------------------------------------------------------------------
 
-double group_load_rate(const SystemSpec& system, int tp, LoadPath path) {
-  const Topology topo = build_topology(system);
-  const auto h2d = Direction::H2D;
-  const auto how = path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
-  FlowNetwork net;
-  topo.add_to(net);
-  std::vector<FlowNetwork::FlowId> flows;
-  for (int g = 0; g < tp; ++g)
-    flows.push_back(net.start(0, topo.path(g, h2d, how, true), 1e18, topo.rate_cap(g, h2d, how, true)));
-  double rate = FlowNetwork::kInf;
-  for (FlowNetwork::FlowId f : flows) rate = std::min(rate, net.rate(f));
-  return rate;
-}
+// group_load_rate: serving/request_cost.cpp (the request-cost model every estimate shares).
 
 NodeModel make_node_model(const RunSpec& node) {
   const ServingSpec& sv = node.serving;
@@ -158,7 +146,8 @@ NodeModel make_node_model(const RunSpec& node) {
   n.tp = sv.tp;
   n.compute_dtype = sv.compute_dtype;
   n.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(node.model, sv.kv_dtype, sv.tp);
-  n.load_rate_Bps = group_load_rate(node.system, sv.tp, sv.load_path);
+  n.cost = request_cost_model(node);  // the request-cost model (serving/request_cost)
+  n.load_rate_Bps = n.cost.load_rate_Bps;
   n.overlap = sv.load_path == LoadPath::Layerwise;
   // The stack's in-step retrieve costs (serving/stack_profile): per request, and per chunk the
   // up-front re-hash and the GPU gap; none on an on-package tier.
@@ -181,21 +170,13 @@ NodeModel make_node_model(const RunSpec& node) {
 
 ServiceEstimate estimate_service(const NodeModel& n, std::int64_t cached_tokens,
                                  std::int64_t new_tokens) {
+  // The one request-cost model the engine's recompute choice and the design study use too.
+  const RequestCost c = request_cost(n.cost, std::max<std::int64_t>(cached_tokens, 0),
+                                     std::max<std::int64_t>(new_tokens, 1), 0);
   ServiceEstimate e;
-  const std::int64_t T = std::max<std::int64_t>(new_tokens, 1);
-  const std::int64_t K = std::max<std::int64_t>(cached_tokens, 0);
-  if (K > 0) {
-    const double entries = std::ceil(static_cast<double>(K) / n.chunk_tokens);
-    e.load_s = n.retrieve_fixed_s + entries * n.retrieve_per_entry_s +
-               static_cast<double>(K) * n.kv_bytes_per_token_gpu / n.load_rate_Bps;
-  }
-  const double steps = std::ceil(static_cast<double>(T) / static_cast<double>(n.budget_tokens));
-  e.compute_s = batch_step_time(n.model, n.gpu, n.tp,
-                                {{static_cast<double>(T), static_cast<double>(K), true}},
-                                n.compute_dtype)
-                    .total.compute_time_s +
-                steps * n.step_overhead_s;
-  e.total_s = n.overlap ? std::max(e.load_s, e.compute_s) : e.load_s + e.compute_s;
+  e.load_s = c.load_s;
+  e.compute_s = c.compute_s;
+  e.total_s = c.total_s;
   return e;
 }
 

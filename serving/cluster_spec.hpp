@@ -24,6 +24,7 @@
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/router_policy.hpp"
+#include "serving/request_cost.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
@@ -122,17 +123,18 @@ struct NodeModel {
   double step_overhead_s = 0;
   std::int64_t budget_tokens = 4096;  // max_num_batched_tokens
   double full_step_s = 0;             // compute of one full-budget step at zero context
+  RequestCostModel cost;              // estimate_service's model (serving/request_cost)
 };
 // Builds the fixed part for one node group (InputError if the system cannot be simulated).
 NodeModel make_node_model(const RunSpec& node);
 
-// The per-GPU load rate of a TP group: every GPU 0..tp-1 starts one H2D copy on the idle
-// topology (kernel path: copy kernel; else DMA) and the slowest GPU's max-min fair rate is taken.
-double group_load_rate(const SystemSpec& system, int tp, LoadPath path);
+// group_load_rate (the per-GPU load rate of a TP group): serving/request_cost.hpp.
 
-// The isolated service time of one request on a node: t_load = retrieve costs + K·B_kv_gpu /
-// load_rate; t_compute = batch_step_time of one slice (T new over K cached) + ceil(T / budget)
-// step overheads; max(t_load, t_compute) with overlap, their sum without.
+// The isolated service time of one request on a node: request_cost (serving/request_cost) of K
+// cached + T new tokens, nothing recomputed: t_load = retrieve CPU + the load (gaps, per-copy
+// costs, K·B_kv_gpu / load_rate, at least the CPU issuing it); t_compute = batch_step_time of one
+// slice (T new over K cached) + ceil(T / budget) step overheads; serial paths add them,
+// layerwise overlaps them as a pipeline of L layers: cpu + max(x + last layer, x / L + compute).
 struct ServiceEstimate {
   double load_s = 0, compute_s = 0, total_s = 0;
 };

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
-#include "models/gpu/power.hpp"
+#include "interconnects/topology.hpp"
+#include "systems/link_backend.hpp"
+#include "serving/load_paths/registry.hpp"
 
 namespace kappasim {
 
@@ -18,12 +20,15 @@ double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
 void wait_s(double s) {
   if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
 }
-const char* load_path_name(LoadPath p) {
-  switch (p) {
-    case LoadPath::Kernel: return "kernel";
-    case LoadPath::Layerwise: return "layerwise";
-    case LoadPath::BlockDma: return "block_dma";
-  }
+// ServingSpec::load_path's name: the load path registry's key (serving/load_paths).
+std::string load_path_name(LoadPath p) {
+  for (const auto& [name, v] : load_path_names())
+    if (v == p) return name;
+  return "?";
+}
+std::string link_fidelity_name(LinkFidelity f) {  // the link back-end registry's key
+  for (const auto& [name, v] : link_fidelity_names())
+    if (v == f) return name;
   return "?";
 }
 }  // namespace
@@ -44,9 +49,12 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_tokens = sv.tier_chunk_tokens();
   m_chunk_bytes_gpu = m_chunk_tokens * m_bkv_gpu;
   m_spec.system.gpu.require_sim("system.gpu");
-  m_fabric = std::make_unique<FlowFabric>("fabric", build_topology(m_spec.system));
-  for (const auto& res : m_fabric->topology()->resources())
-    m_resource_bound.push_back(load_bound_of_resource(res.name));
+  // The link back end (serving.link_fidelity, systems/link_backend's registry). Bound reports
+  // need the flow back end's resources; the packet back end reports its whole time as the link's.
+  m_link = make_link_backend(link_fidelity_name(sv.link_fidelity), "fabric", m_spec.system);
+  if (const Topology* topo = m_link->topology())
+    for (const auto& res : topo->resources())
+      m_resource_bound.push_back(load_bound_of_resource(res.name));
   // Every TP rank's LMCache engine stores its own shard, replicated KV heads included, so a
   // token takes tp × (per-GPU KV bytes) of host memory.
   m_on_package = m_spec.system.host_link.type == LinkType::HbmTier;
@@ -80,6 +88,19 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
                                    sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
+  if (sv.recompute.mode == RecomputeMode::Auto) m_cost = request_cost_model(m_spec);
+  m_load_path = make_load_path(load_path_name(sv.load_path));
+  LoadContext::spec = &m_spec;
+  LoadContext::on_package = m_on_package;
+  LoadContext::kv_bytes_per_token_gpu = m_bkv_gpu;
+  LoadContext::buffer_Bps = m_buffer_Bps;
+  LoadContext::stats = &m_stats;
+  LoadContext::step_time = &m_step_time;
+  LoadContext::step_bounds = &m_step_bounds;
+  // The run's link capacity figure: the topology's, whichever back end carries the copies.
+  m_link_capacity_Bps = build_topology(m_spec.system)
+                            .solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
+  m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
     m_track_load = m_sinks.trace->track("engine", "KV loads (all GPUs)");
@@ -147,6 +168,7 @@ void ServingEngine::arrivals() {
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
+    std::int64_t recompute = 0;
     if (sv.recompute.mode != RecomputeMode::None && seq->cached_tokens > 0) {
       // The leading R cached tokens are prefilled again (they need no earlier KV); the other
       // K − R are loaded. Recomputed tokens count as computed.
@@ -158,19 +180,21 @@ void ServingEngine::arrivals() {
         const auto key = std::make_pair(K, T);
         auto f = m_auto_recompute.find(key);
         if (f == m_auto_recompute.end())
-          f = m_auto_recompute.emplace(key, choose_recompute_tokens(m_spec, K, T)).first;
+          f = m_auto_recompute.emplace(key, choose_recompute_tokens(m_cost, K, T)).first;
         R = f->second;
       }
       R = std::clamp<std::int64_t>(R, 0, K);
       if (R > 0) {
         seq->cached_tokens -= R;
         seq->compute_tokens += R;
-        m_recompute[r.id] = R;
+        recompute = R;
       }
     }
-    ++m_arrived;
+    ++m_stats.arrived;
     m_sched->enqueue(seq.get(), now_s());
-    m_live[r.id] = std::move(seq);
+    RequestState& state = m_live[r.id];
+    state.seq = std::move(seq);
+    state.recompute_tokens = recompute;
     m_work.notify(SC_ZERO_TIME);
   }
   m_source_done = true;
@@ -202,97 +226,54 @@ void ServingEngine::steps() {
 
 void ServingEngine::run_step(Step& st) {
   const ServingSpec& sv = m_spec.serving;
-  ++m_step_no;
+  ++m_stats.steps;
   st.start_s = now_s();
   m_step_time = TimeBreakdown{};
   m_step_bounds = LoadBoundTimes{};
-  // Scheduler critical path (serial before the step): vLLM's per-step CPU scheduling work, the
-  // stack's lookups (requests scheduled for the first time, and the waiting queue's head when
-  // budget is left and the stack looks it up again every step) and per-step metadata.
-  struct SchedulerCpu {
-    double overhead_s = 0, lookup_s = 0, meta_s = 0;
-  } sched;
-  sched.overhead_s = sv.step_overhead_s;
-  {
-    const int L = m_spec.model.num_layers;
-    std::int64_t prompt_tokens = 0;
-    auto lookup = [&](const Sequence& q) {
-      return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / m_chunk_tokens,
-                            q.cached_tokens / m_chunk_tokens, L, m_on_package);
-    };
-    for (const StepItem& it : st.plan.items) {
-      if (it.first) sched.lookup_s += lookup(*it.seq);
-      prompt_tokens += it.seq->req.prompt_tokens();
-    }
-    const Sequence* head = m_sched->waiting_front();
-    // vLLM's waiting loop runs while budget and sequence slots are left; the head it reaches
-    // is looked up, then fails to allocate KV and stays waiting (looked up again next step).
-    if (head && sv.stack.lookup_repeats_while_waiting &&
-        st.plan.tokens < sv.max_num_batched_tokens &&
-        m_sched->running() < static_cast<std::size_t>(sv.max_num_seqs))
-      sched.lookup_s += lookup(*head);
-    sched.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, m_on_package);
-  }
-  m_stack_s.scheduler_s += sched.lookup_s + sched.meta_s;
+  // Scheduler critical path (serial before the step; serving/step_plan).
+  const SchedulerCpu sched =
+      scheduler_cpu(sv, st.plan, m_sched->waiting_front(), m_sched->running(),
+                    m_spec.model.num_layers, m_on_package);
+  m_stats.stack.scheduler_s += sched.lookup_s + sched.meta_s;
   wait_s(sched.overhead_s);  // vLLM's per-step CPU scheduling work
   m_step_time.step_overhead_s += now_s() - st.start_s;
   const double t_sched = now_s();
   wait_s(sched.lookup_s + sched.meta_s);  // the stack's scheduler-side software
   m_step_time.sched_software_s += now_s() - t_sched;
-  std::vector<Sequence*> first, done;
-  std::vector<SeqSlice> slices;
-  for (const StepItem& it : st.plan.items) {
-    if (it.first && it.seq->cached_tokens > 0) first.push_back(it.seq);
-    if (it.last) done.push_back(it.seq);
-    // Recomputed leading tokens attend causally over themselves only; the new tokens attend
-    // over the whole prefix (loaded + recomputed) and the new tokens before them.
-    const std::int64_t R = recompute_of(it.seq->req.id);
-    std::int64_t tokens = it.tokens;
-    if (it.seq->computed < R) {
-      const std::int64_t rec = std::min(tokens, R - it.seq->computed);
-      slices.push_back({static_cast<double>(rec), static_cast<double>(it.seq->computed), false});
-      tokens -= rec;
-    }
-    if (tokens > 0)
-      slices.push_back({static_cast<double>(tokens),
-                        static_cast<double>(it.seq->cached_tokens + it.seq->computed +
-                                            (it.tokens - tokens)),
-                        it.last});
-    ++m_steps_of[it.seq->req.id];
-  }
+  // What the step computes and loads (serving/step_plan).
+  StepWork work = plan_step_work(st.plan, m_recompute_of);
+  const std::vector<Sequence*>& first = work.load;
+  const std::vector<Sequence*>& done = work.done;
+  for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
-  const StepTime compute = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, slices,
-                                           sv.compute_dtype, 1.0, sv.kv_dtype);
-  const double compute_s = compute.total.compute_time_s;
-  if (sv.load_path == LoadPath::Layerwise && !first.empty()) {
-    load_layerwise(first, st, compute);  // overlapped with compute
-    st.compute_s = compute_s;
+  const StepTime step_time = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, work.slices,
+                                             sv.compute_dtype, 1.0, sv.kv_dtype);
+  const double compute_s = step_time.total.compute_time_s;
+  if (!first.empty()) {  // the load path's strategy: the loads and the step's compute
+    const LoadSplit ls = split_step_loads(first);
+    st.load_s = m_load_path->run(*this, ls, static_cast<std::int64_t>(first.size()), step_time);
   } else {
-    if (!first.empty()) st.load_s = load_phase(first);
-    const double t_c = now_s();
-    wait_s(compute_s);
-    st.compute_s = compute_s;
-    m_step_time.compute_s += now_s() - t_c;
-    trace_compute(t_c, now_s());
+    compute(compute_s);
   }
-  for (Sequence* s : first) m_load_s[s->req.id] = st.load_s;
-  for (const StepItem& it : st.plan.items) m_compute_s[it.seq->req.id] += compute_s;
-  m_compute_busy_s += compute_s;
-  m_flops += compute.total.flops;
-  m_hbm_bytes += compute.total.hbm_bytes;
+  st.compute_s = compute_s;
+  for (Sequence* s : first) state_of(s).load_s = st.load_s;
+  for (const StepItem& it : st.plan.items) state_of(it.seq).compute_s += compute_s;
+  m_stats.compute_busy_s += compute_s;
+  m_stats.flops += step_time.total.flops;
+  m_stats.hbm_bytes += step_time.total.hbm_bytes;
   const double t_store = now_s();
   st.store_s = store_phase(done);
   m_step_time.store_s += now_s() - t_store;
   // The step's categories sum to its duration (--check); every sequence in it waited all of it.
   if (m_spec.check && std::fabs(m_step_time.sum() - (now_s() - st.start_s)) >
                           1e-12 + 1e-12 * now_s())
-    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+    throw std::logic_error("invariant violated: step " + std::to_string(m_stats.steps) +
                            "'s time breakdown does not sum to its duration");
-  m_run_time += m_step_time;
-  m_run_bounds += m_step_bounds;
-  for (const StepItem& it : st.plan.items) m_time_of[it.seq->req.id] += m_step_time;
+  m_stats.run_time += m_step_time;
+  m_stats.run_bounds += m_step_bounds;
+  for (const StepItem& it : st.plan.items) state_of(it.seq).time += m_step_time;
   if (m_step_bounds.total() > 0)
-    for (Sequence* s : first) m_load_bound_of[s->req.id] = m_step_bounds;
+    for (Sequence* s : first) state_of(s).load_bounds = m_step_bounds;
   m_sched->complete(st.plan, now_s(), *m_kv);
   for (Sequence* s : m_sched->take_finished()) finish(s);
   if (m_spec.check) check_step(st);
@@ -317,12 +298,11 @@ void ServingEngine::run_step(Step& st) {
   }
 }
 
-void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g,
-                              double bytes_per_gpu, std::int64_t units, Direction dir,
-                              CopyPath path, double delay_s) {
-  rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
+void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
+                              Direction dir, CopyPath path, double delay_s) {
+  c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
   for (int k = 0; k < m_tp; ++k) {
-    TransferRequest& r = rs[static_cast<std::size_t>(k)];
+    TransferRequest& r = c.rs[static_cast<std::size_t>(k)];
     r.gpu = k;
     r.dir = dir;
     r.path = path;
@@ -333,17 +313,27 @@ void ServingEngine::start_all(std::vector<TransferRequest>& rs, FlowFabric::Grou
   const double fixed =
       path == CopyPath::Kernel
           ? copy_kernel_fixed_s(gpu, units)
-          : dma_stream_fixed_s(gpu, units, m_fabric->topology()->latency(0, dir, path, true));
-  m_fabric->start_group(rs, g, delay_s + fixed);
+          : dma_stream_fixed_s(gpu, units, m_link->latency_s(0, dir, path, true));
+  m_link->start_group(c.rs, c.g, delay_s + fixed);
 }
 
-void ServingEngine::wait_group(FlowFabric::Group& g) {
-  if (!g.finished) sc_core::wait(g.done);
+double ServingEngine::now() const { return now_s(); }
+void ServingEngine::wait(double s) { wait_s(s); }
+
+void ServingEngine::wait_copies(CopyGroup& c) {
+  if (!c.g.finished) sc_core::wait(c.g.done);
 }
 
-void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const std::string& what) {
+void ServingEngine::compute(double compute_s) {
+  const double t_c = now_s();
+  wait_s(compute_s);
+  m_step_time.compute_s += now_s() - t_c;
+  trace_compute(t_c, now_s());
+}
+
+void ServingEngine::trace_copies(const CopyGroup& c, const std::string& what) {
   if (!m_sinks.trace) return;
-  for (const TransferRequest& r : rs) {
+  for (const TransferRequest& r : c.rs) {
     const std::size_t g = static_cast<std::size_t>(r.gpu);
     if (m_spec.check && r.end_s < r.start_s)
       throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
@@ -356,310 +346,40 @@ void ServingEngine::trace_copies(const std::vector<TransferRequest>& rs, const s
   }
 }
 
+void ServingEngine::trace_load(const std::string& what, double t0, double t1) {
+  if (m_sinks.trace) m_sinks.trace->span(m_track_load, what, t0, t1);
+}
+
+void ServingEngine::trace_link(const std::string& what, double t0, double t1) {
+  if (!m_sinks.trace) return;
+  for (int track : m_track_gpu_link) m_sinks.trace->span(track, what, t0, t1);
+}
+
 void ServingEngine::trace_compute(double start_s, double end_s) {
   if (!m_sinks.trace) return;
-  const std::string name = "step " + std::to_string(m_step_no);
+  const std::string name = "step " + std::to_string(m_stats.steps);
   m_sinks.trace->span(m_track_step, name, start_s, end_s);
   for (int track : m_track_gpu_compute) m_sinks.trace->span(track, name, start_s, end_s);
 }
 
 std::int64_t ServingEngine::recompute_of(std::uint64_t id) const {
-  if (m_recompute.empty()) return 0;
-  const auto f = m_recompute.find(id);
-  return f == m_recompute.end() ? 0 : f->second;
+  const auto f = m_live.find(id);
+  return f == m_live.end() ? 0 : f->second.recompute_tokens;
 }
 
-ServingEngine::LoadSplit ServingEngine::split_loads(const std::vector<Sequence*>& first) {
-  const std::int64_t c = m_chunk_tokens, b = m_spec.serving.block_tokens;
-  LoadSplit ls;
-  std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
-  for (const Sequence* s : first) {
-    const std::int64_t R = recompute_of(s->req.id);
-    const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
-    double link = 0, buffered = 0;
-    if (!m_buffer) {
-      link = static_cast<double>(s->cached_tokens);
-      const std::int64_t chunks = (end + c - 1) / c - R / c;
-      ls.chunks += chunks;
-      ls.link_chunks += chunks;
-      ls.link_blocks16 += (end + b - 1) / b - R / b;
-    } else {
-      const std::vector<std::uint64_t> keys = chunk_keys(s->req, m_chunk_tokens);
-      for (std::int64_t i = R / c; i * c < end; ++i) {
-        const std::int64_t lo = std::max(i * c, R), hi = std::min((i + 1) * c, end);
-        const bool keyed = static_cast<std::size_t>(i) < keys.size();
-        const std::uint64_t key = keyed ? keys[static_cast<std::size_t>(i)] : 0;
-        ++ls.chunks;
-        if (keyed && m_buffer->contains(key)) {
-          buffered += static_cast<double>(hi - lo);
-        } else {
-          link += static_cast<double>(hi - lo);
-          ++ls.link_chunks;
-          ls.link_blocks16 += (hi + b - 1) / b - lo / b;
-        }
-        if (keyed) insert.push_back(key);
-      }
-    }
-    ls.link_tokens += link;
-    ls.buffer_tokens += buffered;
-    m_link_tokens[s->req.id] = link;
-    if (m_buffer) m_buffer_tokens[s->req.id] = buffered;
+LoadSplit ServingEngine::split_step_loads(const std::vector<Sequence*>& first) {
+  LoadSplit ls = split_loads(first, m_recompute_of, m_chunk_tokens, m_spec.serving.block_tokens,
+                             m_buffer.get());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    RequestState& rs = state_of(first[i]);
+    rs.link_tokens = ls.seq_link_tokens[i];
+    if (m_buffer) rs.buffer_tokens = ls.seq_buffer_tokens[i];
   }
-  if (m_buffer) m_buffer->insert(insert);  // touches the hits, stores the rest (LRU)
   return ls;
 }
 
-double ServingEngine::buffer_copy_s(const LoadSplit& ls) const {
-  return ls.buffer_tokens > 0 ? ls.buffer_tokens * m_bkv_gpu / m_buffer_Bps : 0;
-}
-
-double ServingEngine::load_phase(const std::vector<Sequence*>& first) {
-  const ServingSpec& sv = m_spec.serving;
-  const double t0 = now_s();
-  const LoadSplit ls = split_loads(first);
-  // The stack's retrieve (serving/stack_profile): in-step CPU before the copies, GPU idle gaps
-  // between chunks (serial with the copies), CPU work overlapped with the copies.
-  const RetrieveCost rc =
-      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
-                     ls.link_blocks16, m_spec.model.num_layers, m_on_package);
-  const RetrieveCost rc_link =
-      stack_retrieve(sv.stack, sv.load_path, 1, ls.link_chunks, ls.link_blocks16,
-                     m_spec.model.num_layers, m_on_package);
-  struct InStepCpu {
-    double before_s = 0, gap_s = 0, overlap_s = 0;
-  } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};
-  m_stack_s.step_cpu_s += cpu.before_s;
-  wait_s(cpu.before_s);
-  const double bytes = ls.link_tokens * m_bkv_gpu;
-  const double buffer_s = buffer_copy_s(ls);  // on the GPU, alongside the link's copies
-  const double t_x = now_s();
-  m_step_time.load_software_s += t_x - t0;  // the tier's CPU-side retrieve costs
-  m_step_bounds[LoadBound::Software] += t_x - t0;
-  if (bytes > 0) {
-    std::vector<TransferRequest> rs;
-    FlowFabric::Group g;
-    if (sv.load_path == LoadPath::Kernel)
-      start_all(rs, g, bytes, ls.link_chunks, Direction::H2D, CopyPath::Kernel);
-    else
-      start_all(rs, g, bytes, rc_link.copies, Direction::H2D, CopyPath::Dma);
-    wait_s(buffer_s);
-    wait_group(g);
-    trace_copies(rs, std::string("load (") + load_path_name(sv.load_path) + ")");
-    m_link_busy_s += (buffer_s > 0 ? g.end_s : now_s()) - t_x;
-    const CopySplit c = split_copies(rs, t_x, g.end_s);
-    m_step_time.load_software_s += c.software;
-    m_step_time.load_link_s += c.link;
-    m_step_time.load_wait_s += c.wait;
-    m_step_bounds += c.bounds;
-    m_step_time.load_link_s += now_s() - g.end_s;  // buffer copies outlasting the link's
-    m_step_bounds[LoadBound::Hbm] += now_s() - g.end_s;
-    // GPU idle gaps between chunks (one implicit sync + launch each), then the CPU work that
-    // ran alongside the copies if it outlasted them: load software.
-    const double t_sw = now_s();
-    m_stack_s.gpu_gap_s += cpu.gap_s;
-    wait_s(cpu.gap_s);
-    const double held = t_x + cpu.overlap_s + cpu.gap_s - now_s();
-    if (held > 0) {
-      m_stack_s.cpu_bound_s += held;
-      wait_s(held);
-    }
-    m_step_time.load_software_s += now_s() - t_sw;
-    m_step_bounds[LoadBound::Software] += now_s() - t_sw;
-  } else {
-    wait_s(buffer_s);
-    m_step_time.load_link_s += now_s() - t_x;  // GPU-side buffer copies only
-    m_step_bounds[LoadBound::Hbm] += now_s() - t_x;
-  }
-  m_loaded_bytes_gpu += bytes;
-  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
-  if (m_sinks.trace) m_sinks.trace->span(m_track_load, load_path_name(sv.load_path), t0, now_s());
-  return now_s() - t0;
-}
-
-void ServingEngine::load_layerwise(const std::vector<Sequence*>& first, Step& st,
-                                   const StepTime& compute) {
-  const ServingSpec& sv = m_spec.serving;
-  const int L = m_spec.model.num_layers;
-  const double t0 = now_s();
-  const LoadSplit ls = split_loads(first);
-  const std::int64_t chunks = ls.link_chunks;
-  // The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU that
-  // issues that layer's (layer, chunk) objects (Python, the 0.3.5 log line), serial on the
-  // rank: a layer's loads end no earlier than its issue.
-  const RetrieveCost rc =
-      stack_retrieve(sv.stack, sv.load_path, static_cast<std::int64_t>(first.size()), ls.chunks,
-                     ls.link_blocks16, L, m_on_package);
-  const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16,
-                                            L, m_on_package)
-                                 .per_layer_cpu_s;
-  m_stack_s.step_cpu_s += rc.cpu_before_s;
-  wait_s(rc.cpu_before_s);
-  const double bytes = ls.link_tokens * m_bkv_gpu;
-  const bool link = bytes > 0;
-  const double buffer_s = buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
-  const double t_pipe = now_s();
-  std::vector<TransferRequest> rs;
-  FlowFabric::Group g;
-  m_step_time.load_software_s += t_pipe - t0;  // the tier's CPU-side retrieve costs
-  m_step_bounds[LoadBound::Software] += t_pipe - t0;
-  CopySplit copies;  // Σ over this load's copy groups, plus buffer copies outlasting them
-  auto harvest = [&](double t_start, double buffer_end) {
-    const CopySplit c = split_copies(rs, t_start, g.end_s);
-    copies.software += c.software;
-    copies.link += c.link;
-    copies.wait += c.wait;
-    copies.bounds += c.bounds;
-    const double extra = std::max(0.0, buffer_end - g.end_s);
-    copies.link += extra;
-    copies.bounds[LoadBound::Hbm] += extra;
-  };
-  const double compute_s = compute.total.compute_time_s;
-  double load_end = t_pipe;
-  double transfer_s = 0;  // time the links spent moving this step's KV
-  double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
-  if (sv.granularity == Granularity::Layer) {
-    // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
-    if (link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
-    wait_s(buffer_s / L);
-    double end_0 = t_pipe + buffer_s / L;
-    if (link) {
-      wait_group(g);
-      transfer_s += g.end_s - t_pipe;
-      end_0 = std::max(end_0, g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s / L);
-      // The layer's objects are issued by the rank's Python: the load ends no earlier.
-      const double cpu_over = std::max(0.0, t_pipe + layer_cpu_s - end_0);
-      m_stack_s.cpu_bound_s += cpu_over;
-      copies.software += cpu_over;
-      copies.bounds[LoadBound::Software] += cpu_over;
-      end_0 = std::max(end_0, t_pipe + layer_cpu_s);
-      wait_s(end_0 - now_s());
-    } else {
-      copies.link += end_0 - t_pipe;
-      copies.bounds[LoadBound::Hbm] += end_0 - t_pipe;
-    }
-    pipe_s += end_0 - t_pipe;
-    for (int l = 0; l < L; ++l) {
-      const double t_l = now_s();
-      if (l + 1 < L && link) start_all(rs, g, bytes / L, chunks, Direction::H2D, CopyPath::Dma);
-      wait_s(compute_s / L);
-      if (l + 1 < L) {
-        double end_l = t_l + buffer_s / L;
-        if (link) {
-          wait_group(g);
-          transfer_s += g.end_s - t_l;
-          end_l = std::max(end_l, g.end_s);
-          harvest(t_l, t_l + buffer_s / L);
-          const double cpu_over = std::max(0.0, t_l + layer_cpu_s - end_l);
-          m_stack_s.cpu_bound_s += cpu_over;
-          copies.software += cpu_over;
-          copies.bounds[LoadBound::Software] += cpu_over;
-          end_l = std::max(end_l, t_l + layer_cpu_s);
-        } else {
-          copies.link += buffer_s / L;
-          copies.bounds[LoadBound::Hbm] += buffer_s / L;
-        }
-        wait_s(end_l - now_s());
-        pipe_s += end_l - t_l;
-        load_end = end_l;
-      }
-    }
-    load_end = std::max(load_end, t_pipe);
-  } else {
-    // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
-    // first layer's load before compute can start) and drain (the last layer's compute after
-    // the last load) from per-layer times.
-    if (link) start_all(rs, g, bytes, chunks * L, Direction::H2D, CopyPath::Dma);
-    wait_s(compute_s);
-    load_end = t_pipe + buffer_s;
-    if (link) {
-      wait_group(g);
-      transfer_s = g.end_s - t_pipe;
-      load_end = std::max(load_end, g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s);
-      const double cpu_over = std::max(0.0, t_pipe + L * layer_cpu_s - load_end);
-      m_stack_s.cpu_bound_s += cpu_over;
-      copies.software += cpu_over;
-      copies.bounds[LoadBound::Software] += cpu_over;
-      load_end = std::max(load_end, t_pipe + L * layer_cpu_s);
-    } else {
-      copies.link += buffer_s;
-      copies.bounds[LoadBound::Hbm] += buffer_s;
-    }
-    pipe_s = load_end - t_pipe;
-    const double end =
-        std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
-    wait_s(end - now_s());
-  }
-  m_link_busy_s += transfer_s;
-  m_loaded_bytes_gpu += bytes;
-  m_buffer_bytes_gpu += ls.buffer_tokens * m_bkv_gpu;
-  st.load_s = (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
-  // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
-  // split like the copies' own time. Bound times count the whole load, hidden or not.
-  const double wall = now_s() - t_pipe;
-  const double exposed = std::max(0.0, wall - compute_s);
-  const double copy_total = copies.software + copies.link + copies.wait;
-  if (copy_total > 0) {
-    m_step_time.load_software_s += exposed * copies.software / copy_total;
-    m_step_time.load_wait_s += exposed * copies.wait / copy_total;
-    m_step_time.load_link_s += exposed * copies.link / copy_total;
-  } else {
-    m_step_time.load_link_s += exposed;
-  }
-  m_step_time.compute_s += wall - exposed;
-  m_step_bounds += copies.bounds;
-  if (m_sinks.trace) {
-    m_sinks.trace->span(m_track_load, "layerwise", t0, load_end);
-    for (int track : m_track_gpu_link) m_sinks.trace->span(track, "load (layerwise)", t_pipe, load_end);
-    trace_compute(t_pipe, now_s());
-  }
-}
-
-ServingEngine::CopySplit ServingEngine::split_copies(const std::vector<TransferRequest>& rs,
-                                                     double t_start, double t_end) const {
-  CopySplit out;
-  if (rs.empty()) return out;
-  const TransferRequest* slowest = &rs.front();
-  for (const TransferRequest& r : rs) {
-    if (r.end_s > slowest->end_s) slowest = &r;
-    const double own = std::max(0.0, r.end_s - t_start);
-    double software = 0, shared = 0;
-    for (const auto& [res, sec] : r.bottleneck_s) {
-      if (res < 0) {
-        // Its rate cap (Topology::rate_cap): for a pinned copy, the zero-copy kernel's loads in
-        // flight (Little's law: outstanding requests, link time); for a pageable one, the CPU
-        // staging thread (software).
-        if (!r.pinned) software += sec;
-        continue;
-      }
-      const LoadBound b = m_resource_bound.at(static_cast<std::size_t>(res));
-      if (b == LoadBound::HostDram || b == LoadBound::SocketLink) shared += sec;
-    }
-    software = std::min(software, own);
-    shared = std::min(shared, own - software);
-    out.software += software;
-    out.wait += shared + std::max(0.0, t_end - r.end_s);  // the slowest rank
-    out.link += own - software - shared;
-  }
-  const double n = static_cast<double>(rs.size());
-  out.software /= n;
-  out.wait /= n;
-  out.link /= n;
-  // The group's bound is the slowest rank's: per-copy costs, latency and link-bound time go to
-  // the link, the rest to the resource that froze its rate.
-  double named = 0;
-  for (const auto& [res, sec] : slowest->bottleneck_s) {
-    const LoadBound b = res >= 0 ? m_resource_bound.at(static_cast<std::size_t>(res))
-                        : slowest->pinned ? LoadBound::ReadTags  // SM loads in flight
-                                          : LoadBound::Software;  // pageable staging thread
-    if (b == LoadBound::Link) continue;
-    out.bounds[b] += sec;
-    named += sec;
-  }
-  out.bounds[LoadBound::Link] +=
-      std::max(0.0, std::max(0.0, slowest->end_s - t_start) - named);
-  return out;
+CopySplit ServingEngine::split_copies(const CopyGroup& c, double t_start) const {
+  return split_copy_times(c.rs, t_start, c.g.end_s, m_resource_bound);
 }
 
 double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
@@ -670,33 +390,33 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   for (const Sequence* s : done) {
     const std::size_t n = m_tier->insert(chunk_keys(s->req, m_chunk_tokens));
     stored += static_cast<std::int64_t>(n);
-    m_stored_tokens[s->req.id] = static_cast<double>(n) * m_chunk_tokens;
+    state_of(s).stored_tokens = static_cast<double>(n) * m_chunk_tokens;
   }
   if (stored == 0) return 0;
   const double bytes = static_cast<double>(stored) * m_chunk_bytes_gpu;
-  m_stored_bytes_gpu += bytes;
+  m_stats.stored_bytes_gpu += bytes;
   // The stack's store software (fixed + one stream sync per chunk), then one DMA per chunk to
   // pinned host memory.
   const double software =
       stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored, m_on_package);
-  m_stack_s.store_sw_s += software;
+  m_stats.stack.store_sw_s += software;
   m_stores.emplace_back();
   Store& st = m_stores.back();
   st.start_s = now_s();
-  start_all(st.rs, st.group, bytes, stored, Direction::D2H, CopyPath::Dma, software);
+  start_all(st.c, bytes, stored, Direction::D2H, CopyPath::Dma, software);
   if (m_store == StoreMode::Async) return 0;
-  wait_group(st.group);  // LMCache's store synchronises the stream before the step ends
+  wait_copies(st.c);  // LMCache's store synchronises the stream before the step ends
   const double t = now_s() - st.start_s;
   reap_stores();
   return t;
 }
 
 void ServingEngine::reap_stores() {
-  while (!m_stores.empty() && m_stores.front().group.finished) {
+  while (!m_stores.empty() && m_stores.front().c.g.finished) {
     if (m_sinks.trace) {
       m_sinks.trace->span(m_track_store, "store", m_stores.front().start_s,
-                          m_stores.front().group.end_s);
-      trace_copies(m_stores.front().rs, "store");
+                          m_stores.front().c.g.end_s);
+      trace_copies(m_stores.front().c, "store");
     }
     m_stores.pop_front();
   }
@@ -721,42 +441,12 @@ void ServingEngine::finish(Sequence* s) {
                              " is scheduled or finishes before it arrives (time went back)");
   }
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
-    ++m_rejected;
-    m_recompute.erase(id);
-    m_time_of.erase(id);
-    m_load_bound_of.erase(id);
-    m_live.erase(id);
+    ++m_stats.rejected;
+    m_live.erase(id);  // the request's whole state, in one place
     return;
   }
-  RequestRecord rec;
-  rec.id = id;
-  rec.workload = s->req.workload;
-  rec.arrival_s = s->req.arrival_s;
-  // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
-  rec.queue_s = std::max(0.0, s->first_scheduled_s - s->req.arrival_s);
-  rec.load_s = m_load_s.count(id) ? m_load_s[id] : 0;
-  rec.compute_s = m_compute_s[id];
-  rec.ttft_s = now_s() - s->req.arrival_s;
-  rec.cached_tokens = s->cached_tokens;
-  rec.computed_tokens = s->compute_tokens;
-  rec.kappa_ratio = s->compute_tokens > 0 ? static_cast<double>(s->cached_tokens) / s->compute_tokens : 0;
-  const double link_tokens = m_link_tokens.count(id) ? m_link_tokens[id] : 0;
-  const double buffer_tokens = m_buffer_tokens.count(id) ? m_buffer_tokens[id] : 0;
-  rec.bytes_loaded = link_tokens * m_bkv_gpu * m_tp;  // over the host links
-  rec.bytes_from_buffer = buffer_tokens * m_bkv_gpu * m_tp;
-  rec.recomputed_tokens = recompute_of(id);
-  rec.kappa_link_ratio =
-      s->compute_tokens > 0 ? link_tokens / static_cast<double>(s->compute_tokens) : 0;
-  rec.bytes_stored = (m_stored_tokens.count(id) ? m_stored_tokens[id] : 0) * m_bkv_gpu * m_tp;
-  rec.load_path = load_path_name(m_spec.serving.load_path);
-  rec.steps = m_steps_of[id];
-  // Its steps' categories; queueing is the rest of its TTFT (steps it waited for or sat out).
-  rec.time = m_time_of.count(id) ? m_time_of[id] : TimeBreakdown{};
-  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum());
-  if (m_load_bound_of.count(id)) {
-    rec.load_bound_s = m_load_bound_of[id];
-    rec.load_bound = load_bound_name(rec.load_bound_s.bound());
-  }
+  const RequestRecord rec = make_request_record(m_live.at(id), now_s(), m_bkv_gpu, m_tp,
+                                                m_load_path->name());
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -766,22 +456,13 @@ void ServingEngine::finish(Sequence* s) {
         "requests", "lane " + std::to_string(m_request_lanes.place(rec.arrival_s, now_s())));
     m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
   }
-  m_load_s.erase(id);
-  m_compute_s.erase(id);
-  m_steps_of.erase(id);
-  m_stored_tokens.erase(id);
-  m_link_tokens.erase(id);
-  m_buffer_tokens.erase(id);
-  m_recompute.erase(id);
-  m_time_of.erase(id);
-  m_load_bound_of.erase(id);
-  m_live.erase(id);
-  ++m_finished;
+  m_live.erase(id);  // the request's whole state, in one place
+  ++m_stats.finished;
 }
 
 void ServingEngine::check_step(const Step& st) {
   if (st.start_s < m_last_step_end_s || now_s() < st.start_s)
-    throw std::logic_error("invariant violated: step " + std::to_string(m_step_no) +
+    throw std::logic_error("invariant violated: step " + std::to_string(m_stats.steps) +
                            " starts before the previous one ended");
   m_last_step_end_s = now_s();
   // KV in HBM: the blocks in use, with the weights and the reserve, fit the GPU's HBM.
@@ -796,140 +477,24 @@ void ServingEngine::check_step(const Step& st) {
 }
 
 void ServingEngine::check_end() const {
-  if (m_finished + m_rejected != m_arrived || !m_live.empty())
-    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +
-                           std::to_string(m_finished) + " finished, " +
-                           std::to_string(m_rejected) + " rejected, " +
+  if (m_stats.finished + m_stats.rejected != m_stats.arrived || !m_live.empty())
+    throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) +
+                           " arrived, " + std::to_string(m_stats.finished) + " finished, " +
+                           std::to_string(m_stats.rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
-  m_fabric->check_conservation();
+  m_link->check_conservation();
   if (now_s() < m_last_finish_s)  // summary.json: the run ends after its last finish
     throw std::logic_error("invariant violated: the run ends before its last request finished");
 }
 
 SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
-  SummaryBuilder::Totals t;
-  t.simulated_time_s = now_s();
-  t.wall_time_s = wall_time_s;
-  t.gpus = m_tp;
-  t.gpu_busy_s = m_compute_busy_s;
-  t.h2d_bytes_per_gpu = m_loaded_bytes_gpu;
-  const CopyPath how = m_spec.serving.load_path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
-  t.link_capacity_Bps = m_fabric->topology()->solo_rate(0, Direction::H2D, how, true);
-  t.link_busy_s = m_link_busy_s;
-  PowerActivity a;
-  a.duration_s = t.simulated_time_s;
-  a.compute_busy_s = m_compute_busy_s;
-  a.flops = m_flops;
-  // Buffer copies write the KV pages, and an hbm buffer's copy also reads HBM.
-  const double buffer_hbm =
-      m_buffer_bytes_gpu * (m_spec.serving.kv_buffer.kind == KvBufferKind::Hbm ? 2 : 1);
-  a.hbm_bytes = m_hbm_bytes + m_loaded_bytes_gpu + m_stored_bytes_gpu + buffer_hbm;
-  a.link_bytes = m_loaded_bytes_gpu + m_stored_bytes_gpu;
-  a.link_energy_per_byte_J = m_spec.system.host_link.energy_per_byte_J.value_or(0);
-  t.gpu_energy_j = m_tp * gpu_energy_j(m_spec.system.gpu, a);
-  // Reads from a separate (sram) buffer at its own energy per bit (issue 12.12); an hbm
-  // buffer's reads are in hbm_bytes above.
-  if (m_spec.serving.kv_buffer.kind == KvBufferKind::Sram && m_spec.serving.kv_buffer.energy_per_byte_J)
-    t.gpu_energy_j += m_tp * m_buffer_bytes_gpu * *m_spec.serving.kv_buffer.energy_per_byte_J;
-  t.tdp_w = m_spec.system.gpu.tdp_w;
-  t.tier_hit_chunks = static_cast<double>(m_tier->hit_chunks());
-  t.tier_miss_chunks = static_cast<double>(m_tier->miss_chunks());
-  t.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
-  t.time = m_run_time;  // the steps' categories; idle is the rest of the simulated time
-  t.time.idle_s = std::max(0.0, t.simulated_time_s - m_run_time.sum());
-  t.load_bounds = m_run_bounds;
-  t.requests_rejected = m_rejected;
-  // H2D three ways: the model-level bytes count each cached token's KV once (B_kv of the model),
-  // so replicated KV heads (TP > KV heads) are not counted twice.
-  t.h2d_model_bytes = m_loaded_bytes_gpu / m_bkv_gpu *
-                      kv_bytes_per_token(m_spec.model, m_spec.serving.kv_dtype);
-  t.stack_scheduler_s = m_stack_s.scheduler_s;
-  t.stack_step_cpu_s = m_stack_s.step_cpu_s;
-  t.stack_gpu_gap_s = m_stack_s.gpu_gap_s;
-  t.stack_cpu_bound_s = m_stack_s.cpu_bound_s;
-  t.stack_store_s = m_stack_s.store_sw_s;
-  t.tier_lookups = static_cast<double>(m_tier->lookups());
-  t.tier_stored_chunks = static_cast<double>(m_tier->stored_chunks());
-  t.tier_evicted_chunks = static_cast<double>(m_tier->evicted_chunks());
-  t.tier_restored_chunks = static_cast<double>(m_tier->restored_chunks());
-  t.tier_dropped_chunks = static_cast<double>(m_tier->dropped_chunks());
-  t.tier_warm_chunks = static_cast<double>(m_tier->warm_chunks());
-  t.tier_capacity_bytes = m_tier->capacity_bytes();
-  t.tier_working_set_bytes = static_cast<double>(m_tier->distinct_chunks()) * m_tier->chunk_bytes();
-  return t;
-}
-
-double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
-  if (!gpu.hbm_efficiency)
-    throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
-  const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
-  if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
-  if (!b.bandwidth_Bps)
-    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
-  return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
-}
-
-RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
-                                     std::int64_t R) {
-  const ServingSpec& sv = spec.serving;
-  const GpuSpec& gpu = spec.system.gpu;
-  if (K < 0 || T < 1 || R < 0 || R > K)
-    throw std::logic_error("estimate_recompute: need 0 <= R <= K and T >= 1");
-  std::vector<SeqSlice> b;
-  if (R > 0) b.push_back({static_cast<double>(R), 0, false});
-  b.push_back({static_cast<double>(T), static_cast<double>(K), true});
-  const StepTime st = batch_step_time(spec.model, gpu, sv.tp, b, sv.compute_dtype, 1.0, sv.kv_dtype);
-  RecomputeEstimate e;
-  const std::int64_t steps =
-      (T + R + sv.max_num_batched_tokens - 1) / sv.max_num_batched_tokens;
-  e.compute_s = st.total.compute_time_s + static_cast<double>(steps) * sv.step_overhead_s;
-  double cpu = 0, x = 0;
-  const std::int64_t loaded = K - R;
-  if (loaded > 0) {
-    const std::int64_t c = sv.tier_chunk_tokens(), bt = sv.block_tokens;
-    const std::int64_t chunks = (K + c - 1) / c - R / c;
-    const int L = spec.model.num_layers;
-    // The stack's in-step retrieve costs; none on an on-package tier (serving/stack_profile).
-    if (spec.system.host_link.type != LinkType::HbmTier)
-      cpu = sv.retrieve_fixed_s() + static_cast<double>(chunks) * sv.retrieve_per_entry_s();
-    const double bkv = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
-    x = static_cast<double>(loaded) * bkv / spec.system.host_link_bandwidth_per_gpu();
-    // Per-copy fixed costs (the copy latency, ~µs, is left out).
-    switch (sv.load_path) {
-      case LoadPath::Kernel: x += copy_kernel_fixed_s(gpu, chunks); break;
-      case LoadPath::Layerwise: x += dma_stream_fixed_s(gpu, chunks * L, 0); break;
-      case LoadPath::BlockDma:
-        x += dma_stream_fixed_s(gpu, (K + bt - 1) / bt - R / bt, 0);
-        break;
-    }
-    e.load_s = cpu + x;
-    if (sv.load_path == LoadPath::Layerwise) {
-      e.total_s = cpu + std::max(x + st.last_layer_s, x / L + e.compute_s);
-      return e;
-    }
-  }
-  e.total_s = e.load_s + e.compute_s;
-  return e;
-}
-
-std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T) {
-  if (K <= 0) return 0;
-  constexpr std::int64_t kGrid = 32;
-  std::int64_t best = 0;
-  double best_t = estimate_recompute(spec, K, T, 0).total_s;
-  auto consider = [&](std::int64_t R) {
-    const double t = estimate_recompute(spec, K, T, R).total_s;
-    if (t < best_t || (t == best_t && R < best)) {
-      best_t = t;
-      best = R;
-    }
-  };
-  for (std::int64_t i = 1; i <= kGrid; ++i) consider(K * i / kGrid);
-  const std::int64_t lo = std::max<std::int64_t>(0, best - K / kGrid - 1);
-  const std::int64_t hi = std::min<std::int64_t>(K, best + K / kGrid + 1);
-  const std::int64_t step = std::max<std::int64_t>(1, (hi - lo) / kGrid);
-  for (std::int64_t R = lo; R <= hi; R += step) consider(R);
-  return best;
+  EngineRunFacts f;
+  f.simulated_time_s = now_s();
+  f.wall_time_s = wall_time_s;
+  f.link_capacity_Bps = m_link_capacity_Bps;
+  f.kv_bytes_per_token_gpu = m_bkv_gpu;
+  f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
+  return engine_totals(m_stats, m_spec, *m_tier, f);
 }
 
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {

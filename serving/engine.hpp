@@ -34,16 +34,21 @@
 
 #include "core/config.hpp"
 #include "core/trace_writer.hpp"
-#include "systems/flow_fabric.hpp"
+#include "interconnects/link_model.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/engine_stats.hpp"
 #include "serving/kv_tier.hpp"
+#include "serving/load_paths/load_path.hpp"
 #include "serving/metrics.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/request_cost.hpp"
+#include "serving/request_state.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
+#include "serving/step_plan.hpp"
 #include "serving/time_breakdown.hpp"
 #include "systems/system_spec.hpp"
 #include "workloads/request.hpp"
@@ -63,7 +68,7 @@ struct EngineSinks {
   std::function<std::unique_ptr<WorkloadSource>()> warm_source;
 };
 
-class ServingEngine : public sc_core::sc_module {
+class ServingEngine : public sc_core::sc_module, private LoadContext {
  public:
   SC_HAS_PROCESS(ServingEngine);
   // Validates everything that can be wrong with the inputs (InputError) before simulating.
@@ -73,13 +78,14 @@ class ServingEngine : public sc_core::sc_module {
 
   // After the simulation.
   SummaryBuilder::Totals totals(double wall_time_s) const;
-  std::uint64_t finished() const { return m_finished; }
-  std::uint64_t rejected() const { return m_rejected; }
-  std::uint64_t arrived() const { return m_arrived; }
+  std::uint64_t finished() const { return m_stats.finished; }
+  std::uint64_t rejected() const { return m_stats.rejected; }
+  std::uint64_t arrived() const { return m_stats.arrived; }
+  const EngineStats& stats() const { return m_stats; }
   const KvTier& tier() const { return *m_tier; }
   const PagedKv& gpu_kv() const { return *m_kv; }
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
-  const FlowFabric& fabric() const { return *m_fabric; }
+  const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
   // Live state, for a router (serving/cluster) deciding at an arrival: requests arrived and not
   // finished, their prompt tokens still to prefill, and the cached tokens of those not yet
@@ -87,13 +93,13 @@ class ServingEngine : public sc_core::sc_module {
   std::size_t outstanding() const { return m_live.size(); }
   std::int64_t outstanding_compute_tokens() const {
     std::int64_t n = 0;
-    for (const auto& [id, s] : m_live) n += s->remaining();
+    for (const auto& [id, r] : m_live) n += r.seq->remaining();
     return n;
   }
   std::int64_t pending_load_tokens() const {
     std::int64_t n = 0;
-    for (const auto& [id, s] : m_live)
-      if (s->first_scheduled_s < 0) n += s->cached_tokens;
+    for (const auto& [id, r] : m_live)
+      if (r.seq->first_scheduled_s < 0) n += r.seq->cached_tokens;
     return n;
   }
 
@@ -102,28 +108,30 @@ class ServingEngine : public sc_core::sc_module {
   void arrivals();
   void steps();
   void run_step(Step& st);
-  double load_phase(const std::vector<Sequence*>& first);
-  void load_layerwise(const std::vector<Sequence*>& first, Step& st, const StepTime& compute);
   double store_phase(const std::vector<Sequence*>& done);
   void reap_stores();
   // Starts every GPU's share (bytes_per_gpu each) as one group of flows after `delay_s` plus the
   // fixed cost of `units` copies (DMA) or blocks (copy kernel); no thread per GPU.
-  void start_all(std::vector<TransferRequest>& rs, FlowFabric::Group& g, double bytes_per_gpu,
-                 std::int64_t units, Direction dir, CopyPath path, double delay_s = 0);
-  void wait_group(FlowFabric::Group& g);
-  void trace_copies(const std::vector<TransferRequest>& rs, const std::string& what);
-  void trace_compute(double start_s, double end_s);
-  // What a step's loads move: cached tokens over the host link or from the GPU-side buffer
-  // (KvBufferSpec), and the copy counts the fixed costs scale with. Updates the buffer's LRU
-  // (the step's loaded chunks are inserted after all its sequences are split).
-  struct LoadSplit {
-    double link_tokens = 0, buffer_tokens = 0;
-    std::int64_t chunks = 0;         // tier entries retrieved (CPU-side costs)
-    std::int64_t link_chunks = 0;    // of them, over the link (copy-kernel blocks, DMAs)
-    std::int64_t link_blocks16 = 0;  // block_dma copies over the link
-  };
-  LoadSplit split_loads(const std::vector<Sequence*>& first);
-  double buffer_copy_s(const LoadSplit& ls) const;
+  void start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
+                 CopyPath path, double delay_s = 0);
+  // LoadContext (serving/load_paths/load_path.hpp): what a load path strategy may do.
+  double now() const override;
+  void wait(double s) override;
+  void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
+                    CopyPath path) override {
+    start_all(c, bytes_per_gpu, units, Direction::H2D, path);
+  }
+  void wait_copies(CopyGroup& c) override;
+  CopySplit split_copies(const CopyGroup& c, double t_start) const override;
+  void compute(double compute_s) override;
+  void trace_copies(const CopyGroup& c, const std::string& what) override;
+  void trace_load(const std::string& what, double t0, double t1) override;
+  void trace_link(const std::string& what, double t0, double t1) override;
+  void trace_compute(double start_s, double end_s) override;
+  std::unique_ptr<LoadPathStrategy> m_load_path;  // serving/load_paths, by ServingSpec::load_path
+  // split_loads (serving/step_plan) for the step's loading sequences, recorded per request.
+  LoadSplit split_step_loads(const std::vector<Sequence*>& first);
+  RecomputeOf m_recompute_of;
   std::int64_t recompute_of(std::uint64_t id) const;
   void finish(Sequence* s);
   void check_step(const Step& st);
@@ -141,96 +149,52 @@ class ServingEngine : public sc_core::sc_module {
   double m_bkv_gpu;       // KV bytes per token one GPU holds
   int m_chunk_tokens;       // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
   double m_chunk_bytes_gpu;
-  std::unique_ptr<FlowFabric> m_fabric;
+  std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end
+  double m_link_capacity_Bps = 0;
   struct Store {  // a store in flight (async stores outlive their step)
-    std::vector<TransferRequest> rs;
-    FlowFabric::Group group;
+    CopyGroup c;
     double start_s = 0;
   };
   std::list<Store> m_stores;
   std::unique_ptr<KvTier> m_tier;
   // The serving stack's software costs (serving/stack_profile): the tier is on the GPU's
   // package (no host-pool software on its path), the store mode in effect, and the totals of
-  // each cost by where it sits (per GPU, seconds).
+  // each cost by where it sits (m_stats.stack).
   bool m_on_package = false;
   StoreMode m_store = StoreMode::Blocking;
   void warm_tier_before_run();
   bool m_warmed = false;
-  struct StackTimes {
-    double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata
-    double step_cpu_s = 0;   // in-step CPU before the copies (retrieve fixed + re-hashing)
-    double gpu_gap_s = 0;    // GPU idle between chunks (implicit syncs + launches)
-    double cpu_bound_s = 0;  // loads held by CPU work longer than their copies (overlapped part)
-    double store_sw_s = 0;   // store software (fixed + a stream sync per chunk)
-  } m_stack_s;
   std::unique_ptr<PagedKv> m_kv;
   std::unique_ptr<Scheduler> m_sched;
-  std::map<std::uint64_t, std::unique_ptr<Sequence>> m_live;  // arrived, not finished
-  std::map<std::uint64_t, double> m_load_s;                   // per sequence: its load time
-  std::map<std::uint64_t, double> m_compute_s;                // per sequence: compute it waited
-  std::map<std::uint64_t, int> m_steps_of;
+  // Arrived, not finished: one state per request, dropped in finish() (serving/request_state).
+  std::map<std::uint64_t, RequestState> m_live;
+  RequestState& state_of(const Sequence* s) { return m_live.at(s->req.id); }
   LaneAssigner m_request_lanes;  // trace.json: non-overlapping request lanes
-  std::map<std::uint64_t, double> m_stored_tokens;
   // Studies (docs/studies-kv.md): the GPU-side KV buffer (null when off), its copy bandwidth,
-  // per sequence the recomputed leading tokens R and the loaded tokens by source.
+  // (per request, the recomputed leading tokens R and the loaded tokens by source: RequestState).
   std::unique_ptr<KvTier> m_buffer;
   double m_buffer_Bps = 0;
-  std::map<std::uint64_t, std::int64_t> m_recompute;
-  std::map<std::uint64_t, double> m_link_tokens, m_buffer_tokens;
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> m_auto_recompute;  // (K, T) -> R
+  RequestCostModel m_cost;  // recompute.mode auto's model (serving/request_cost)
   sc_core::sc_event m_work;
   bool m_source_done = false;
-  std::uint64_t m_arrived = 0, m_finished = 0, m_step_no = 0, m_rejected = 0;
+  EngineStats m_stats;  // counters and totals (serving/engine_stats)
   // Invariant bookkeeping (only with RunSpec::check).
   std::set<std::uint64_t> m_done_ids;
   double m_last_finish_s = 0, m_last_step_end_s = 0;
-  // Totals
-  double m_compute_busy_s = 0, m_flops = 0, m_hbm_bytes = 0, m_loaded_bytes_gpu = 0,
-         m_stored_bytes_gpu = 0, m_link_busy_s = 0, m_buffer_bytes_gpu = 0;
   // Trace tracks
   int m_track_step = -1, m_track_load = -1, m_track_store = -1;
   std::vector<int> m_track_gpu_compute, m_track_gpu_link;
 
   // ---- where the time went (issue 12 items 4, 10; serving/time_breakdown.hpp) ----
-  // A copy group's time from `t_start` to its end, split per rank into software (a rate cap),
-  // shared-host waits (DRAM, socket link, the slowest rank) and the copies themselves (the
-  // rest), averaged over the ranks; the bound times are the slowest rank's.
-  struct CopySplit {
-    double software = 0, link = 0, wait = 0;
-    LoadBoundTimes bounds;
-  };
-  CopySplit split_copies(const std::vector<TransferRequest>& rs, double t_start,
-                         double t_end) const;
   std::vector<LoadBound> m_resource_bound;  // per Topology resource
   TimeBreakdown m_step_time;                // the running step's categories
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
-  TimeBreakdown m_run_time;                 // Σ over steps (idle added in totals())
-  LoadBoundTimes m_run_bounds;
-  std::map<std::uint64_t, TimeBreakdown> m_time_of;    // per sequence: Σ over its steps
-  std::map<std::uint64_t, LoadBoundTimes> m_load_bound_of;  // per sequence with a load
 };
 
-// ---- studies (docs/studies-kv.md) ----------------------------------------------------------
-// Copy bandwidth buffer → KV pages per GPU: kind hbm: the given bandwidth, else hbm_bandwidth ×
-// hbm_efficiency / 2 (the copy reads and writes HBM); kind sram: the given bandwidth capped by
-// the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
-double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
+// kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.
 
-// Request-level prefill time of K cached + T new tokens when the leading R cached tokens are
-// recomputed, from the descriptions the analytic model uses: compute = kernel_timing's
-// batch_step_time of the slices {R over no context (causal), T over K} plus one step overhead
-// per max_num_batched_tokens; load = tier CPU costs + copy fixed costs + (K − R)·B_kv / BW with
-// BW = SystemSpec::host_link_bandwidth_per_gpu() (the analytic κ's per-GPU link bandwidth).
-// kernel / block_dma: total = load + compute; layerwise: total = cpu + max(x + last layer,
-// x / L + compute) with x the link part (the engine's step-granularity pipeline).
-struct RecomputeEstimate {
-  double load_s = 0, compute_s = 0, total_s = 0;
-};
-RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
-                                     std::int64_t R);
-// recompute.mode auto: the R in [0, K] minimising estimate_recompute's total (33-point grid
-// over [0, K], then 33 points between the best one's neighbours; ties go to the smaller R).
-std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T);
+// estimate_recompute, choose_recompute_tokens: serving/request_cost.hpp.
 
 // Runs a whole `kappasim run`-style simulation (one per process) and returns the engine's
 // totals; sinks receive the per-request records.

@@ -56,6 +56,12 @@ const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
   return n;
 }
 
+const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names() {
+  static const std::vector<std::pair<const char*, LinkFidelity>> n = {
+      {"flow", LinkFidelity::Flow}, {"packet", LinkFidelity::Packet}};
+  return n;
+}
+
 void ServingSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   const auto& dtypes = GpuSpec::compute_dtypes();
@@ -146,6 +152,16 @@ void ServingSpec::resolve(const SystemSpec& system,
     tier_capacity_bytes = c.bytes;
     if (notes) notes->emplace_back("tier_capacity", Provenance{"derived", c.why});
   }
+}
+
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
+  if (!gpu.hbm_efficiency)
+    throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
+  const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
+  if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
+  if (!b.bandwidth_Bps)
+    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
+  return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
 }
 
 }  // namespace kappasim

@@ -60,6 +60,11 @@ const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names()
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
 const std::vector<std::pair<const char*, Granularity>>& granularity_names();
+// serving.link_fidelity (issue 13 item 1): the link back end a run's transfers go through
+// (systems/link_backend's registry names): flow (FlowFabric, max-min fair fluid over the whole
+// topology, HBM included) or packet (PciePacketLink per GPU: TLPs, tags, credits; PCIe only).
+enum class LinkFidelity { Flow, Packet };
+const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names();
 
 // A GPU-side store of hot prefix chunks (docs/studies-kv.md): per GPU, holding that GPU's TP
 // shard of each chunk, LRU by chunk key like the CPU tier. Chunks of a request's cached prefix
@@ -184,6 +189,7 @@ struct ServingSpec {
   // must then be 0 or serving.tp); anything else is rejected by validate() until the engine
   // side lands: `kappasim kappa --layout` evaluates it analytically.
   ParallelismSpec parallelism;
+  LinkFidelity link_fidelity = LinkFidelity::Flow;  // issue 13 item 1
 
   template <class V>
   void visit(V& v) {
@@ -231,6 +237,10 @@ struct ServingSpec {
     v.object("parallelism", parallelism,
              opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
                  "(the engine simulates plain TP only; kappasim kappa --layout evaluates the rest)"));
+    // issue 13 item 1: the transfer back end (docs/serving-engine.md)
+    v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
+             opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "
+                 "per GPU; PCIe host links only)"));
   }
   void validate(const std::string& path) const;
 
@@ -249,5 +259,11 @@ struct ServingSpec {
   void resolve(const SystemSpec& system,
                std::vector<std::pair<std::string, Provenance>>* notes = nullptr);
 };
+
+// ---- studies (docs/studies-kv.md) ----------------------------------------------------------
+// Copy bandwidth buffer → KV pages per GPU: kind hbm: the given bandwidth, else hbm_bandwidth ×
+// hbm_efficiency / 2 (the copy reads and writes HBM); kind sram: the given bandwidth capped by
+// the HBM write rate hbm_bandwidth × hbm_efficiency. InputError when sram has none.
+double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu);
 
 }  // namespace kappasim

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "serving/request_cost.hpp"
 #include "workloads/generators.hpp"
 #include "workloads/mix_source.hpp"
 
@@ -219,7 +220,15 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
     const double t_c = parts.t_compute;
     sum_c += t_c;
     sum_l += t_load;
-    ttft.push_back(std::max(t_c, t_load));
+    // The request-cost model's one layer-wise overlap (serving/request_cost): the load of the
+    // first layer before compute starts, the last layer's compute after the last load; the
+    // analytic compute is uniform over the layers.
+    RequestCostParts parts_l;
+    parts_l.load_s = t_load;
+    parts_l.compute_s = t_c;
+    parts_l.layers = spec.model.num_layers;
+    parts_l.last_layer_s = t_c / parts_l.layers;
+    ttft.push_back(combine_request_cost(LoadOverlap::Layerwise, parts_l).total_s);
     ratio.push_back(r.kappa_ratio());
     if (r.kappa_ratio() > e.kappa.kappa_crit) ++above;
     if (t_load > t_c) ++link_bound;

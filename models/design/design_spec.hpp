@@ -22,9 +22,10 @@
 // share of its host: socket DRAM x efficiency / GPUs loading from it, socket links, root ports);
 // evaluate_kappa on the model with C and BW gives κ_crit and, per sampled request (K cached,
 // T new tokens), the transfer and compute times; the SRAM serves a request's cached prefix when it is resident
-// (popularity model below) and the link carries the rest. TTFT = max(compute, load): transfers
-// overlap compute. Throughput = requests / max(total compute, total load): one TP instance with
-// compute and link pipelined across requests. Deterministic for a seed.
+// (popularity model below) and the link carries the rest. TTFT = max(load + compute / L,
+// load / L + compute): transfers overlap compute layer by layer (serving/request_cost).
+// Throughput = requests / max(total compute, total load): one TP instance with compute and link
+// pipelined across requests. Deterministic for a seed.
 //
 // SRAM residency (each GPU of the TP group holds its KV shard, b_kv_gpu bytes per token):
 //   document QA  a static buffer holding the most popular documents that fit, in popularity

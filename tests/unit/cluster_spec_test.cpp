@@ -148,7 +148,7 @@ TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoadin
   EXPECT_NEAR(group_load_rate(s.nodes[1].system, 1, LoadPath::Kernel), 225e9, 1e-3);
 }
 
-TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap) {
+TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndPipelinedWithLayerwiseOverlap) {
   const ClusterRunSpec s = parse(kPool);
   const NodeModel pcie = make_node_model(s.node_run_spec(0));
   const NodeModel c2c = make_node_model(s.node_run_spec(1));
@@ -160,8 +160,12 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap)
   // The default stack, presets/stacks/lmcache-0.3.5.yaml: retrieve_fixed 0.5 ms, then per chunk
   // the up-front re-hash (28 µs) and the GPU idle gap (25 µs) = 0.5 + 256 × 0.053 = 14.068 ms.
   const double retrieve = 0.5e-3 + (K / 256) * (28e-6 + 25e-6);
-  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate;  // 83.3 ms + CPU
-  const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu;       // 30.8 ms + CPU
+  // The load (serving/request_cost): also one copy-kernel block per chunk at 0.24 µs (B200
+  // preset); the stack's overlapped Python (74 µs × 256 = 18.9 ms) is shorter than either link
+  // time, so the copies bound it.
+  const double blocks = (K / 256) * 0.24e-6;
+  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate + blocks;  // 83.3 ms + CPU
+  const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu + blocks;  // 30.8 ms + CPU
   const ServiceEstimate ep = estimate_service(pcie, K, T);
   const ServiceEstimate ec = estimate_service(c2c, K, T);
   EXPECT_NEAR(ep.load_s, load_pcie, 1e-9 * load_pcie);
@@ -185,10 +189,24 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndMaxWithLayerwiseOverlap)
   EXPECT_NEAR(lp.compute_s, compute(pcie, 8192, 0), 1e-15);
   EXPECT_LT(lp.total_s, lc.total_s);
 
+  // Layer-wise (the same node, the DMA per (layer, chunk) at the same rate for the check): the
+  // load overlaps compute as a pipeline of L = 94 layers: cpu + max(x + last layer, x / L +
+  // compute). x is bound by the stack's Python issuing 94 × 256 (layer, chunk) objects at 38 +
+  // 67 µs each (2.53 s) rather than the link (83 ms + 94 × 256 DMAs × 2.36 µs = 57 ms).
   NodeModel over = pcie;
-  over.overlap = true;
+  over.cost.path = LoadPath::Layerwise;
   const ServiceEstimate eo = estimate_service(over, K, T);
-  EXPECT_DOUBLE_EQ(eo.total_s, std::max(eo.load_s, eo.compute_s));
+  const int L = pcie.model.num_layers;
+  ASSERT_EQ(L, 94);
+  const double cpu_lw = 0.5e-3 + (K / 256) * 28e-6;
+  const double x_lw = L * (K / 256) * (38e-6 + 67e-6);
+  ASSERT_GT(x_lw, K * kBkvTp8 / kSmLoadRate + L * (K / 256) * 2.36e-6);
+  const double last = batch_step_time(pcie.model, pcie.gpu, pcie.tp, {{double(T), double(K), true}},
+                                      pcie.compute_dtype)
+                          .last_layer_s;
+  EXPECT_NEAR(eo.load_s, cpu_lw + x_lw, 1e-9 * x_lw);
+  const double want = cpu_lw + std::max(x_lw + last, x_lw / L + eo.compute_s);
+  EXPECT_NEAR(eo.total_s, want, 1e-9 * want);
 }
 
 TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {

@@ -304,8 +304,12 @@ TEST(Design, PointEqualsEvaluateKappaOnTheSameComputeAndBandwidth) {
     const KappaPoint p = evaluate_kappa(m, sys, q);
     EXPECT_DOUBLE_EQ(p.kappa_crit, e.kappa.kappa_crit);
     const TtftParts& t = *p.ttft_attention;
-    ttft.push_back(t.ttft_overlap());
-    sum += t.ttft_overlap();
+    // Layer-wise overlap (serving/request_cost): L = 80 layers, the first layer's load before
+    // compute, the last layer's compute after the last load: max(x + c / L, x / L + c).
+    const double x = t.t_transfer, c = t.t_compute;
+    const double one = std::max(x + c / 80, x / 80 + c);
+    ttft.push_back(one);
+    sum += one;
     sum_c += t.t_compute;
     sum_l += t.t_transfer;
     if (r.kappa_ratio() > p.kappa_crit) ++above;

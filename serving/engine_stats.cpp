@@ -1,0 +1,63 @@
+#include "serving/engine_stats.hpp"
+
+#include <algorithm>
+
+#include "models/gpu/power.hpp"
+#include "models/llm/architecture.hpp"
+
+namespace kappasim {
+
+SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
+                                     const EngineRunFacts& f) {
+  const ServingSpec& sv = spec.serving;
+  SummaryBuilder::Totals t;
+  t.simulated_time_s = f.simulated_time_s;
+  t.wall_time_s = f.wall_time_s;
+  t.gpus = sv.tp;
+  t.gpu_busy_s = s.compute_busy_s;
+  t.h2d_bytes_per_gpu = s.loaded_bytes_gpu;
+  t.link_capacity_Bps = f.link_capacity_Bps;
+  t.link_busy_s = s.link_busy_s;
+  PowerActivity a;
+  a.duration_s = t.simulated_time_s;
+  a.compute_busy_s = s.compute_busy_s;
+  a.flops = s.flops;
+  // Buffer copies write the KV pages, and an hbm buffer's copy also reads HBM.
+  const double buffer_hbm = s.buffer_bytes_gpu * (sv.kv_buffer.kind == KvBufferKind::Hbm ? 2 : 1);
+  a.hbm_bytes = s.hbm_bytes + s.loaded_bytes_gpu + s.stored_bytes_gpu + buffer_hbm;
+  a.link_bytes = s.loaded_bytes_gpu + s.stored_bytes_gpu;
+  a.link_energy_per_byte_J = spec.system.host_link.energy_per_byte_J.value_or(0);
+  t.gpu_energy_j = sv.tp * gpu_energy_j(spec.system.gpu, a);
+  // Reads from a separate (sram) buffer at its own energy per bit (issue 12.12); an hbm
+  // buffer's reads are in hbm_bytes above.
+  if (sv.kv_buffer.kind == KvBufferKind::Sram && sv.kv_buffer.energy_per_byte_J)
+    t.gpu_energy_j += sv.tp * s.buffer_bytes_gpu * *sv.kv_buffer.energy_per_byte_J;
+  t.tdp_w = spec.system.gpu.tdp_w;
+  t.tier_hit_chunks = static_cast<double>(tier.hit_chunks());
+  t.tier_miss_chunks = static_cast<double>(tier.miss_chunks());
+  t.kernel_events = f.kernel_events;
+  t.time = s.run_time;  // the steps' categories; idle is the rest of the simulated time
+  t.time.idle_s = std::max(0.0, t.simulated_time_s - s.run_time.sum());
+  t.load_bounds = s.run_bounds;
+  t.requests_rejected = s.rejected;
+  // H2D three ways: the model-level bytes count each cached token's KV once (B_kv of the model),
+  // so replicated KV heads (TP > KV heads) are not counted twice.
+  t.h2d_model_bytes =
+      s.loaded_bytes_gpu / f.kv_bytes_per_token_gpu * kv_bytes_per_token(spec.model, sv.kv_dtype);
+  t.stack_scheduler_s = s.stack.scheduler_s;
+  t.stack_step_cpu_s = s.stack.step_cpu_s;
+  t.stack_gpu_gap_s = s.stack.gpu_gap_s;
+  t.stack_cpu_bound_s = s.stack.cpu_bound_s;
+  t.stack_store_s = s.stack.store_sw_s;
+  t.tier_lookups = static_cast<double>(tier.lookups());
+  t.tier_stored_chunks = static_cast<double>(tier.stored_chunks());
+  t.tier_evicted_chunks = static_cast<double>(tier.evicted_chunks());
+  t.tier_restored_chunks = static_cast<double>(tier.restored_chunks());
+  t.tier_dropped_chunks = static_cast<double>(tier.dropped_chunks());
+  t.tier_warm_chunks = static_cast<double>(tier.warm_chunks());
+  t.tier_capacity_bytes = tier.capacity_bytes();
+  t.tier_working_set_bytes = static_cast<double>(tier.distinct_chunks()) * tier.chunk_bytes();
+  return t;
+}
+
+}  // namespace kappasim

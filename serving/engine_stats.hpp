@@ -1,0 +1,46 @@
+// The serving engine's run counters and totals in one struct, and the pure function that turns
+// them (with the tier's own counters) into the summary's Totals, power included. The engine
+// only adds to these; nothing here knows about SystemC. Per-GPU figures are one rank's (every
+// rank of the TP group moves and computes the same).
+#pragma once
+
+#include <cstdint>
+
+#include "serving/kv_tier.hpp"
+#include "serving/metrics.hpp"
+#include "serving/run_spec.hpp"
+#include "serving/time_breakdown.hpp"
+
+namespace kappasim {
+
+struct EngineStats {
+  std::uint64_t arrived = 0, finished = 0, rejected = 0, steps = 0;
+  // Totals (per GPU unless said otherwise)
+  double compute_busy_s = 0, flops = 0, hbm_bytes = 0, loaded_bytes_gpu = 0,
+         stored_bytes_gpu = 0, link_busy_s = 0, buffer_bytes_gpu = 0;
+  // The serving stack's software costs by where they sit (serving/stack_profile), per GPU.
+  struct StackTimes {
+    double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata
+    double step_cpu_s = 0;   // in-step CPU before the copies (retrieve fixed + re-hashing)
+    double gpu_gap_s = 0;    // GPU idle between chunks (implicit syncs + launches)
+    double cpu_bound_s = 0;  // loads held by CPU work longer than their copies (overlapped part)
+    double store_sw_s = 0;   // store software (fixed + a stream sync per chunk)
+  } stack;
+  TimeBreakdown run_time;  // Σ over steps (idle added in engine_totals)
+  LoadBoundTimes run_bounds;
+};
+
+// What engine_totals needs from the simulation besides the counters.
+struct EngineRunFacts {
+  double simulated_time_s = 0, wall_time_s = 0;
+  double link_capacity_Bps = 0;  // per GPU per direction payload peak of the load path
+  double kv_bytes_per_token_gpu = 0;
+  std::uint64_t kernel_events = 0;
+};
+
+// The summary's totals: counters, power (models/gpu/power), the tier's accounting; the time
+// breakdown's idle is the simulated time the steps did not cover.
+SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
+                                     const EngineRunFacts& f);
+
+}  // namespace kappasim

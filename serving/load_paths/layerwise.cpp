@@ -1,0 +1,158 @@
+// layerwise: LMCache's use_layerwise: per layer a DMA of that layer's slice of every chunk,
+// overlapped with the compute of the previous layer. Granularity `layer` simulates every layer's
+// load and compute; `step` one flow per GPU for the whole load with compute alongside, and the
+// pipeline's fill (the first layer's load) and drain (the last layer's compute) from per-layer
+// times. The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU
+// that issues that layer's (layer, chunk) objects, serial on the rank: a layer's loads end no
+// earlier than its issue.
+#include <algorithm>
+
+#include "serving/load_paths/registry.hpp"
+#include "serving/stack_profile.hpp"
+
+namespace kappasim {
+
+namespace {
+class LayerwiseLoadPath : public LoadPathStrategy {
+ public:
+  std::string name() const override { return "layerwise"; }
+  CopyPath copy_path() const override { return CopyPath::Dma; }
+  double run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
+             const StepTime& compute) override;
+};
+
+double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
+                              const StepTime& compute) {
+  const ServingSpec& sv = ctx.spec->serving;
+  const int L = ctx.spec->model.num_layers;
+  TimeBreakdown& time = *ctx.step_time;
+  EngineStats& stats = *ctx.stats;
+  const double t0 = ctx.now();
+  const std::int64_t chunks = ls.link_chunks;
+  const RetrieveCost rc = stack_retrieve(sv.stack, sv.load_path, requests, ls.chunks,
+                                         ls.link_blocks16, L, ctx.on_package);
+  const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks,
+                                            ls.link_blocks16, L, ctx.on_package)
+                                 .per_layer_cpu_s;
+  stats.stack.step_cpu_s += rc.cpu_before_s;
+  ctx.wait(rc.cpu_before_s);
+  const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_gpu;
+  const bool link = bytes > 0;
+  const double buffer_s = ctx.buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
+  const double t_pipe = ctx.now();
+  CopyGroup c;
+  time.load_software_s += t_pipe - t0;  // the tier's CPU-side retrieve costs
+  (*ctx.step_bounds)[LoadBound::Software] += t_pipe - t0;
+  CopySplit copies;  // Σ over this load's copy groups, plus buffer copies outlasting them
+  auto harvest = [&](double t_start, double buffer_end) {
+    const CopySplit s = ctx.split_copies(c, t_start);
+    copies.software += s.software;
+    copies.link += s.link;
+    copies.wait += s.wait;
+    copies.bounds += s.bounds;
+    const double extra = std::max(0.0, buffer_end - c.g.end_s);
+    copies.link += extra;
+    copies.bounds[LoadBound::Hbm] += extra;
+  };
+  // The layer's objects are issued by the rank's Python: a load ends no earlier.
+  auto cpu_floor = [&](double t_issue, double end) {
+    const double cpu_over = std::max(0.0, t_issue - end);
+    stats.stack.cpu_bound_s += cpu_over;
+    copies.software += cpu_over;
+    copies.bounds[LoadBound::Software] += cpu_over;
+    return std::max(end, t_issue);
+  };
+  const double compute_s = compute.total.compute_time_s;
+  double load_end = t_pipe;
+  double transfer_s = 0;  // time the links spent moving this step's KV
+  double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
+  if (sv.granularity == Granularity::Layer) {
+    // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
+    if (link) ctx.start_copies(c, bytes / L, chunks, CopyPath::Dma);
+    ctx.wait(buffer_s / L);
+    double end_0 = t_pipe + buffer_s / L;
+    if (link) {
+      ctx.wait_copies(c);
+      transfer_s += c.g.end_s - t_pipe;
+      end_0 = std::max(end_0, c.g.end_s);
+      harvest(t_pipe, t_pipe + buffer_s / L);
+      end_0 = cpu_floor(t_pipe + layer_cpu_s, end_0);
+      ctx.wait(end_0 - ctx.now());
+    } else {
+      copies.link += end_0 - t_pipe;
+      copies.bounds[LoadBound::Hbm] += end_0 - t_pipe;
+    }
+    pipe_s += end_0 - t_pipe;
+    for (int l = 0; l < L; ++l) {
+      const double t_l = ctx.now();
+      if (l + 1 < L && link) ctx.start_copies(c, bytes / L, chunks, CopyPath::Dma);
+      ctx.wait(compute_s / L);
+      if (l + 1 < L) {
+        double end_l = t_l + buffer_s / L;
+        if (link) {
+          ctx.wait_copies(c);
+          transfer_s += c.g.end_s - t_l;
+          end_l = std::max(end_l, c.g.end_s);
+          harvest(t_l, t_l + buffer_s / L);
+          end_l = cpu_floor(t_l + layer_cpu_s, end_l);
+        } else {
+          copies.link += buffer_s / L;
+          copies.bounds[LoadBound::Hbm] += buffer_s / L;
+        }
+        ctx.wait(end_l - ctx.now());
+        pipe_s += end_l - t_l;
+        load_end = end_l;
+      }
+    }
+    load_end = std::max(load_end, t_pipe);
+  } else {
+    // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
+    // first layer's load before compute can start) and drain (the last layer's compute after
+    // the last load) from per-layer times.
+    if (link) ctx.start_copies(c, bytes, chunks * L, CopyPath::Dma);
+    ctx.wait(compute_s);
+    load_end = t_pipe + buffer_s;
+    if (link) {
+      ctx.wait_copies(c);
+      transfer_s = c.g.end_s - t_pipe;
+      load_end = std::max(load_end, c.g.end_s);
+      harvest(t_pipe, t_pipe + buffer_s);
+      load_end = cpu_floor(t_pipe + L * layer_cpu_s, load_end);
+    } else {
+      copies.link += buffer_s;
+      copies.bounds[LoadBound::Hbm] += buffer_s;
+    }
+    pipe_s = load_end - t_pipe;
+    const double end =
+        std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
+    ctx.wait(end - ctx.now());
+  }
+  stats.link_busy_s += transfer_s;
+  stats.loaded_bytes_gpu += bytes;
+  stats.buffer_bytes_gpu += ls.buffer_tokens * ctx.kv_bytes_per_token_gpu;
+  // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
+  // split like the copies' own time. Bound times count the whole load, hidden or not.
+  const double wall = ctx.now() - t_pipe;
+  const double exposed = std::max(0.0, wall - compute_s);
+  const double copy_total = copies.software + copies.link + copies.wait;
+  if (copy_total > 0) {
+    time.load_software_s += exposed * copies.software / copy_total;
+    time.load_wait_s += exposed * copies.wait / copy_total;
+    time.load_link_s += exposed * copies.link / copy_total;
+  } else {
+    time.load_link_s += exposed;
+  }
+  time.compute_s += wall - exposed;
+  *ctx.step_bounds += copies.bounds;
+  ctx.trace_load("layerwise", t0, load_end);
+  ctx.trace_link("load (layerwise)", t_pipe, load_end);
+  ctx.trace_compute(t_pipe, ctx.now());
+  return (t_pipe - t0) + pipe_s;  // CPU-side costs + the loads' time
+}
+}  // namespace
+
+std::unique_ptr<LoadPathStrategy> make_layerwise_load_path() {
+  return std::make_unique<LayerwiseLoadPath>();
+}
+
+}  // namespace kappasim

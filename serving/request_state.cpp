@@ -1,0 +1,40 @@
+#include "serving/request_state.hpp"
+
+#include <algorithm>
+
+namespace kappasim {
+
+RequestRecord make_request_record(const RequestState& r, double now_s,
+                                  double kv_bytes_per_token_gpu, int tp, const std::string& load_path) {
+  const Sequence& s = *r.seq;
+  RequestRecord rec;
+  rec.id = s.req.id;
+  rec.workload = s.req.workload;
+  rec.arrival_s = s.req.arrival_s;
+  // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
+  rec.queue_s = std::max(0.0, s.first_scheduled_s - s.req.arrival_s);
+  rec.load_s = r.load_s;
+  rec.compute_s = r.compute_s;
+  rec.ttft_s = now_s - s.req.arrival_s;
+  rec.cached_tokens = s.cached_tokens;
+  rec.computed_tokens = s.compute_tokens;
+  rec.kappa_ratio =
+      s.compute_tokens > 0 ? static_cast<double>(s.cached_tokens) / s.compute_tokens : 0;
+  rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp;  // over the host links
+  rec.bytes_from_buffer = r.buffer_tokens * kv_bytes_per_token_gpu * tp;
+  rec.recomputed_tokens = r.recompute_tokens;
+  rec.kappa_link_ratio =
+      s.compute_tokens > 0 ? r.link_tokens / static_cast<double>(s.compute_tokens) : 0;
+  rec.bytes_stored = r.stored_tokens * kv_bytes_per_token_gpu * tp;
+  rec.load_path = load_path;
+  rec.steps = r.steps;
+  rec.time = r.time;
+  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum());
+  if (r.load_bounds) {
+    rec.load_bound_s = *r.load_bounds;
+    rec.load_bound = load_bound_name(rec.load_bound_s.bound());
+  }
+  return rec;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,92 @@
+#include "serving/step_plan.hpp"
+
+#include <algorithm>
+
+#include "serving/stack_profile.hpp"
+
+namespace kappasim {
+
+StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
+  StepWork w;
+  for (const StepItem& it : plan.items) {
+    if (it.first && it.seq->cached_tokens > 0) w.load.push_back(it.seq);
+    if (it.last) w.done.push_back(it.seq);
+    const std::int64_t R = recompute_of(*it.seq);
+    std::int64_t tokens = it.tokens;
+    if (it.seq->computed < R) {
+      const std::int64_t rec = std::min(tokens, R - it.seq->computed);
+      w.slices.push_back({static_cast<double>(rec), static_cast<double>(it.seq->computed), false});
+      tokens -= rec;
+    }
+    if (tokens > 0)
+      w.slices.push_back({static_cast<double>(tokens),
+                          static_cast<double>(it.seq->cached_tokens + it.seq->computed +
+                                              (it.tokens - tokens)),
+                          it.last});
+  }
+  return w;
+}
+
+LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
+                      int chunk_tokens, int block_tokens, KvTier* buffer) {
+  const std::int64_t c = chunk_tokens, b = block_tokens;
+  LoadSplit ls;
+  std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
+  for (const Sequence* s : load) {
+    const std::int64_t R = recompute_of(*s);
+    const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
+    double link = 0, buffered = 0;
+    if (!buffer) {
+      link = static_cast<double>(s->cached_tokens);
+      const std::int64_t chunks = (end + c - 1) / c - R / c;
+      ls.chunks += chunks;
+      ls.link_chunks += chunks;
+      ls.link_blocks16 += (end + b - 1) / b - R / b;
+    } else {
+      const std::vector<std::uint64_t> keys = chunk_keys(s->req, chunk_tokens);
+      for (std::int64_t i = R / c; i * c < end; ++i) {
+        const std::int64_t lo = std::max(i * c, R), hi = std::min((i + 1) * c, end);
+        const bool keyed = static_cast<std::size_t>(i) < keys.size();
+        const std::uint64_t key = keyed ? keys[static_cast<std::size_t>(i)] : 0;
+        ++ls.chunks;
+        if (keyed && buffer->contains(key)) {
+          buffered += static_cast<double>(hi - lo);
+        } else {
+          link += static_cast<double>(hi - lo);
+          ++ls.link_chunks;
+          ls.link_blocks16 += (hi + b - 1) / b - lo / b;
+        }
+        if (keyed) insert.push_back(key);
+      }
+    }
+    ls.link_tokens += link;
+    ls.buffer_tokens += buffered;
+    ls.seq_link_tokens.push_back(link);
+    ls.seq_buffer_tokens.push_back(buffered);
+  }
+  if (buffer) buffer->insert(insert);  // touches the hits, stores the rest (LRU)
+  return ls;
+}
+
+SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Sequence* head,
+                           std::size_t running, int layers, bool on_package) {
+  SchedulerCpu c;
+  c.overhead_s = sv.step_overhead_s;
+  const int chunk = sv.tier_chunk_tokens();
+  std::int64_t prompt_tokens = 0;
+  auto lookup = [&](const Sequence& q) {
+    return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / chunk,
+                          q.cached_tokens / chunk, layers, on_package);
+  };
+  for (const StepItem& it : plan.items) {
+    if (it.first) c.lookup_s += lookup(*it.seq);
+    prompt_tokens += it.seq->req.prompt_tokens();
+  }
+  if (head && sv.stack.lookup_repeats_while_waiting && plan.tokens < sv.max_num_batched_tokens &&
+      running < static_cast<std::size_t>(sv.max_num_seqs))
+    c.lookup_s += lookup(*head);
+  c.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, on_package);
+  return c;
+}
+
+}  // namespace kappasim

@@ -1,0 +1,62 @@
+// Pure planning of one serving step (no SystemC): from the scheduler's plan, what the step
+// computes (per sequence a recompute slice and a new-token slice, for kernel_timing's
+// batch_step_time), which sequences load their cached KV, and where that KV comes from (over
+// the host link, or from the GPU-side KV buffer), with the copy counts the fixed costs scale
+// with; and the scheduler-side CPU time of the step (the stack's lookups and metadata).
+// The engine (serving/engine) only times what these return.
+//
+// Ignores: nothing is planned per layer here (the load path strategies split by layer).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "models/gpu/kernel_timing.hpp"
+#include "serving/kv_tier.hpp"
+#include "serving/scheduler.hpp"
+#include "serving/serving_spec.hpp"
+
+namespace kappasim {
+
+// The leading cached tokens R of a sequence prefilled again instead of loaded (0 when none).
+using RecomputeOf = std::function<std::int64_t(const Sequence&)>;
+
+struct StepWork {
+  std::vector<Sequence*> load;   // first scheduled with cached tokens: their KV loads this step
+  std::vector<Sequence*> done;   // finish their prefill this step
+  std::vector<SeqSlice> slices;  // what the step computes, in plan order
+};
+// Recomputed leading tokens attend causally over themselves only (context = tokens computed
+// before them); the new tokens attend over the whole prefix (loaded + recomputed) and the new
+// tokens before them, and the slice that ends the prompt computes its logits.
+StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of);
+
+// What a step's loads move. A sequence loads prompt tokens [R, R + cached_tokens).
+struct LoadSplit {
+  double link_tokens = 0, buffer_tokens = 0;
+  std::int64_t chunks = 0;         // tier entries retrieved (CPU-side costs)
+  std::int64_t link_chunks = 0;    // of them, over the link (copy-kernel blocks, DMAs)
+  std::int64_t link_blocks16 = 0;  // block_dma copies (block_tokens each) over the link
+  // Per loading sequence, in the order given: tokens over the link and from the buffer.
+  std::vector<double> seq_link_tokens, seq_buffer_tokens;
+};
+// `buffer` (the GPU-side KV buffer; null when off): a chunk whose key it holds is copied from
+// it, every other over the link; the step's chunks are then inserted into it (LRU: hits are
+// touched, the rest stored) after all sequences are split. Without a buffer all goes over the
+// link. Chunk counts are the chunk_tokens-aligned entries the range [R, end) touches, blocks
+// the block_tokens-aligned ones.
+LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
+                      int chunk_tokens, int block_tokens, KvTier* buffer);
+
+// The scheduler's critical path before a step (serial): vLLM's per-step overhead, the stack's
+// lookups (the requests scheduled for the first time, and the waiting queue's head when budget
+// and sequence slots are left and the stack looks it up again every step: it is looked up,
+// fails to allocate KV and stays waiting) and the stack's per-step metadata.
+struct SchedulerCpu {
+  double overhead_s = 0, lookup_s = 0, meta_s = 0;
+};
+SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Sequence* head,
+                           std::size_t running, int layers, bool on_package);
+
+}  // namespace kappasim
