@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 #include "systems/link_backend.hpp"
 #include "serving/load_paths/registry.hpp"
 

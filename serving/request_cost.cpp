@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "interconnects/flow_network.hpp"
-#include "interconnects/topology.hpp"
+#include "systems/topology.hpp"
 #include "interconnects/transfer.hpp"
 #include "models/gpu/kernel_timing.hpp"
 
