@@ -4,6 +4,10 @@
 // The process pool itself is exercised end to end by tests/cli/sweep_cli_test.cpp.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -100,6 +104,48 @@ TEST(SweepShards, FromOptionSlurmArrayOrIndexedJob) {
   EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "3"}, {"KAPPASIM_SHARDS", "3"}}), InputError);
   EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "0"}}), InputError);  // no count
   EXPECT_THROW(shard_with("", "4", {}), InputError);  // --shards without an Indexed Job
+}
+
+// The library runs a sweep for any caller that names the executable to re-exec: this test binary
+// cannot run `sweep point` itself, so the points run as `kappasim sweep point` (KAPPASIM_BIN).
+// selftest returns x and x2 = x·x: x = 1, 2, 3 give x2 = 1, 4, 9.
+TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kappasim-runner-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream spec(dir / "spec.yaml");
+    spec << "name: lib\nkind: selftest\naxes:\n  - {key: x, values: [1, 2, 3]}\n";
+  }
+  sweep::SweepOptions o;
+  o.spec_path = (dir / "spec.yaml").string();
+  o.out_dir = (dir / "out").string();
+  o.jobs = 2;
+  o.quiet = true;
+  o.exe = KAPPASIM_BIN;
+  ASSERT_EQ(sweep::run_sweep(o), 0);
+  const sweep::SweepTable t = sweep::read_results_csv(o.out_dir);
+  ASSERT_EQ(t.rows.size(), 3u);
+  std::size_t x2 = t.columns.size();
+  for (std::size_t c = 0; c < t.columns.size(); ++c)
+    if (t.columns[c] == "x2") x2 = c;
+  ASSERT_LT(x2, t.columns.size());
+  EXPECT_EQ(t.rows[0][x2], "1");
+  EXPECT_EQ(t.rows[1][x2], "4");
+  EXPECT_EQ(t.rows[2][x2], "9");
+  // The point's command line names the executable it was given.
+  std::ifstream cmd(fs::path(o.out_dir) / "points" / "p000000" / "command.txt");
+  std::string line;
+  std::getline(cmd, line);
+  EXPECT_EQ(line.rfind(std::string(KAPPASIM_BIN) + " sweep point --kind selftest", 0), 0u) << line;
+  // The sbatch script execs the executable it is given too.
+  sweep::SlurmOptions so;
+  so.spec_path = o.spec_path;
+  so.out_dir = o.out_dir;
+  so.exe = "/opt/kappasim/bin/kappasim";
+  EXPECT_TRUE(has(sweep::slurm_script(so), "\nexec /opt/kappasim/bin/kappasim sweep ")) << sweep::slurm_script(so);
+  fs::remove_all(dir);
 }
 
 }  // namespace
