@@ -10,16 +10,6 @@
 
 namespace kappasim::analysis {
 
-const char* op_text(CompareOp op) {
-  switch (op) {
-    case CompareOp::Lt: return "<";
-    case CompareOp::Le: return "<=";
-    case CompareOp::Gt: return ">";
-    case CompareOp::Ge: return ">=";
-  }
-  return "?";
-}
-
 Target parse_target(const std::string& text) {
   const std::string expect =
       "--target '" + text + "': expected \"METRIC OP VALUE\" with OP one of <, <=, >, >= (e.g. \"ttft_p99_s < 1\")";

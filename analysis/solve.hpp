@@ -29,7 +29,6 @@ struct Target {
 // on anything else. The value may carry a unit ("1 s", "64 GB/s"): it is compared in SI.
 Target parse_target(const std::string& text);
 bool target_met(const Target& t, double metric_value);
-const char* op_text(CompareOp op);
 
 struct SolveOptions {
   int scan_points = 8;    // interior points of the bracketing scan

@@ -27,7 +27,7 @@ std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::stri
                           double base_metric);
 // CSV of the same.
 std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric);
-// gnuplot plot commands (no terminal/output: apps/kappasim report_util render_figure adds them)
+// gnuplot plot commands (no terminal/output: report/figure render_figure adds them)
 // drawing horizontal bars from metric(low) to metric(high) around the base line,
 // largest on top, reading `csv_name` (written next to it).
 std::string tornado_gnuplot(const std::vector<TornadoRow>& ranked, const std::string& metric,

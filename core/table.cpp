@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <cstdio>
 
+#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -62,15 +63,6 @@ std::string cell_text(const Cell& c, int digits) {
   }
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
-}
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 }  // namespace
 

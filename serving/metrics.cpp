@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
@@ -18,16 +19,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // a / b, NaN when b is zero (or either is NaN).
 double ratio(double a, double b) { return b != 0 ? a / b : kNaN; }
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string csv_number(double v) { return std::isfinite(v) ? format_number(v) : std::string(); }
 

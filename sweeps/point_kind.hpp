@@ -1,12 +1,16 @@
 // What one sweep point computes. A sweep (sweeps/sweep_spec.hpp) expands a base config and its
 // axes into points; each point runs in its own process (SystemC elaborates once per process)
-// and hands its config to a *point kind*, which returns the point's metrics. Kinds:
-//   run         a serving simulation (kappasim run): the summary's figures
-//   kappa       the analytic κ model for the config's model x system (kappasim kappa)
-//   cluster     a routed pool of serving nodes (serving/cluster)
-//   design      the area/power design-space model (models/design)
-//   selftest    the sweep machinery's own test kind (echoes its axes; can fail on request)
-// A kind is registered once at start-up by the application (apps/kappasim/sweep_kinds.cpp).
+// and hands its config to a *point kind*, which returns the point's metrics. Each domain
+// registers its own kinds, in its own file, with a static KindRegistration:
+//   run, cluster         serving simulations (serving/run_kinds.cpp)
+//   isolated, kappa-crit isolated requests on the simulator beside the analytic model
+//                        (serving/measure_kinds.cpp: they run serving/measure)
+//   kappa                the analytic κ model (models/analytic/kappa_kind.cpp)
+//   design               the area/power design-space model (models/design/design_kind.cpp)
+//   selftest             the sweep machinery's own test kind (sweeps/selftest_kind.cpp)
+// Those files are built into object libraries (kappasim_kinds, kappasim_sim_kinds: CMakeLists.txt)
+// so the linker never drops a registration nothing else refers to. The registry lists kinds by
+// name (sorted), whatever order static initialisation ran in.
 #pragma once
 
 #include <cstdint>
@@ -45,16 +49,22 @@ struct PointKind {
 
 class KindRegistry {
  public:
-  void add(PointKind k);
+  void add(PointKind k);  // std::logic_error for a name registered twice
   const PointKind* find(const std::string& name) const;  // null if unknown
-  std::vector<std::string> names() const;
-  const std::vector<PointKind>& all() const { return m_kinds; }
+  std::vector<std::string> names() const;                // sorted
+  const std::vector<PointKind>& all() const { return m_kinds; }  // sorted by name
 
  private:
   std::vector<PointKind> m_kinds;
 };
 
-// The process-wide registry (filled by the application before any sweep runs).
+// The process-wide registry (filled at static initialisation by the domains' kind files).
 KindRegistry& kinds();
+
+// Static registration: `const KindRegistration kMyKind{{"name", "doc", fn}};` at namespace
+// scope in the domain's file adds the kind to kinds() before main runs.
+struct KindRegistration {
+  explicit KindRegistration(PointKind k) { kinds().add(std::move(k)); }
+};
 
 }  // namespace kappasim::sweep

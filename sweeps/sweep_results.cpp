@@ -160,17 +160,6 @@ bool is_axis_si_column(const std::string& label, const std::string& column) {
   return false;
 }
 
-std::string csv_field(const std::string& s) {
-  const bool edge = !s.empty() && (s.front() == ' ' || s.back() == ' ');
-  if (!edge && s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points,
                             const std::vector<PointRecord>& records) {
   MergedResults m;

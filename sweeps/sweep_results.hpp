@@ -1,5 +1,5 @@
 // Per-point result files and the merged tables of a sweep (docs/sweeps.md). Pure text in and
-// out plus plain file reads; the runner (apps/kappasim/cmd_sweep.cpp) writes them atomically.
+// out plus plain file reads; the runner (sweeps/runner/) writes them atomically.
 //
 //   points/pNNNNNN/result.json  {"status": "ok", "metrics": {name: number|null, ...}}
 //   points/pNNNNNN/error.json   {"status": "invalid"|"failed", "message": ..., "exit_code": N |
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/csv.hpp"  // csv_field
 #include "sweeps/point_kind.hpp"
 #include "sweeps/sweep_spec.hpp"
 
@@ -63,9 +64,6 @@ std::string si_column_unit(const Dimension& d);
 std::string axis_si_column(const AxisKey& k, std::vector<double>* values = nullptr);
 // Whether `column` is the SI companion of axis label `label` (label + "_" + a known suffix).
 bool is_axis_si_column(const std::string& label, const std::string& column);
-
-// One CSV field quoted when it holds a comma, quote, newline or edge space (RFC 4180).
-std::string csv_field(const std::string& s);
 
 // A merged table read back (for `kappasim reproduce` and tests).
 struct SweepTable {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/random.hpp"
+#include "sweeps/point_kind.hpp"
 #include "core/units.hpp"
 
 namespace kappasim::sweep {
@@ -252,9 +253,16 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   if (!ok_name) fail(*name, "the sweep's name must match [A-Za-z0-9._-]+ (at most 200), got \"" + s.name + "\"");
   if (const ConfigNode* d = root.find("description")) s.description = need_scalar(*d, "one line");
   const ConfigNode* kind = root.find("kind");
-  if (!kind) fail(root, "missing required key 'kind' (run, kappa, cluster, design or selftest)");
+  // The valid kinds: the registry's (sweeps/point_kind.hpp) that known_kind accepts.
+  auto valid_kinds = [&known_kind] {
+    std::string out;
+    for (const auto& n : kinds().names())
+      if (!known_kind || known_kind(n)) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? std::string("kappasim sweep kinds lists them") : "valid kinds: " + out;
+  };
+  if (!kind) fail(root, "missing required key 'kind' (" + valid_kinds() + ")");
   s.kind = need_scalar(*kind, "the point kind");
-  if (known_kind && !known_kind(s.kind)) fail(*kind, "unknown point kind '" + s.kind + "' (kappasim sweep kinds lists them)");
+  if (known_kind && !known_kind(s.kind)) fail(*kind, "unknown point kind '" + s.kind + "' (" + valid_kinds() + ")");
 
   s.config = ConfigNode::make_map(root.loc);
   if (const ConfigNode* b = root.find("base")) {

@@ -17,7 +17,7 @@
 
 #include "analysis/parameters.hpp"
 #include "apps/kappasim/cli.hpp"
-#include "apps/kappasim/sweep_run.hpp"
+#include "sweeps/runner/runner.hpp"
 #include "core/output.hpp"
 #include "core/units.hpp"
 #include "serving/run_spec.hpp"

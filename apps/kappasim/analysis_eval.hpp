@@ -1,7 +1,7 @@
 // How `kappasim sensitivity`, `calibrate` and `solve` get a metric for a configuration with
 // some keys overridden (docs/analysis.md). Two ways:
 //   * ConfigEvaluator: a run config (or any config of a sweep point kind) plus overrides. The
-//     simulated kinds go through the sweep runner (apps/kappasim/sweep_run.hpp): every batch of
+//     simulated kinds go through the sweep runner (sweeps/runner/runner.hpp): every batch of
 //     points is one sweep in WORK/bNNNN/ whose single zip axis sets each touched top-level key
 //     (system, serving, ...) to its subtree with that point's overrides applied; so every
 //     point is its own process, -j of them at once, with the sweep's records as evidence.

@@ -113,4 +113,7 @@ int cmd_validate(const std::vector<std::string>& args);
 // kappasim design emit (apps/kappasim/cmd_design.cpp)
 int cmd_design(const std::string& verb, const std::vector<std::string>& args);
 
+// kappasim sweep ... (apps/kappasim/cmd_sweep.cpp; the runner is sweeps/runner/)
+int cmd_sweep(const std::vector<std::string>& args);
+
 }  // namespace kappasim::cli

@@ -12,6 +12,7 @@
 #include "models/analytic/kappa.hpp"
 #include "serving/engine.hpp"
 #include "serving/measure.hpp"
+#include "serving/run_folder.hpp"
 
 namespace kappasim::cli {
 
@@ -231,16 +232,11 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   apply_set(root, "workload.rate=" + format_number(rate > 0 ? rate : kBenchDefaultRate));
   for (const auto& s : sets) apply_set(root, s);
   const RunSpec spec = read_config<RunSpec>(root, "");
-  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
   SummaryBuilder summary;
   EngineSinks sinks;
-  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
-  sinks.warm_source = [&spec] {
-    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), "");
-  };
   sinks.summary = &summary;
   const auto t0 = std::chrono::steady_clock::now();
-  const SummaryBuilder::Totals totals = run_serving(spec, *source, sinks);
+  const SummaryBuilder::Totals totals = run_workload(spec, "", sinks);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);

@@ -11,7 +11,7 @@
 
 #include "apps/kappasim/analysis_eval.hpp"
 #include "apps/kappasim/cli.hpp"
-#include "apps/kappasim/sweep_run.hpp"
+#include "sweeps/runner/runner.hpp"
 #include "core/output.hpp"
 #include "report/reproduce.hpp"
 

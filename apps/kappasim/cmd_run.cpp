@@ -8,16 +8,12 @@
 
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
-#include "core/trace_writer.hpp"
 #include "serving/cluster_spec.hpp"
-#include "serving/engine.hpp"
-#include "workloads/trace_reader.hpp"
+#include "serving/run_folder.hpp"
 
 namespace kappasim::cli {
 
-// apps/kappasim/kind_cluster.cpp
-int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
-                        const std::string& out, bool dump, bool quiet, bool force);
+namespace {
 
 RunSpec load_run_spec(const std::string& config, const std::vector<std::string>& sets,
                       ProvenanceTable* prov, ConfigNode* effective) {
@@ -31,6 +27,45 @@ RunSpec load_run_spec(const std::string& config, const std::vector<std::string>&
 std::string config_dir(const std::string& config) {
   return std::filesystem::path(config).parent_path().string();
 }
+
+const char* kConfigHeader = "# effective configuration of this run (kappasim run --dump-config)\n";
+
+// kappasim run on a cluster config (the root has `cluster:`): DIR/requests.csv (every node's
+// finished requests), DIR/routes.csv, DIR/summary.json (Cluster::figures) and DIR/config.yaml;
+// no Perfetto trace (serving/run_folder).
+int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
+                        const std::string& out, bool dump, bool quiet, bool force) {
+  ConfigNode root = load_yaml_file(config);
+  for (const auto& s : sets) apply_set(root, s);
+  ProvenanceTable prov;
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(root, "", &prov);
+  const ConfigNode effective = write_cluster_config(spec, &prov);
+  if (dump) {
+    std::cout << emit_yaml(effective);
+    return 0;
+  }
+  if (out.empty()) throw InputError("kappasim run: --out DIR is required");
+  check_output_dir(out, force);
+  OutputDir dir(out, force);
+  const auto figures = run_cluster_into_folder(spec, config_dir(config), dir.staging_path(""));
+  dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
+  dir.commit();
+  if (!quiet) {
+    std::cout << "cluster (" << router_name(spec.cluster.router) << ", " << spec.node_count()
+              << " nodes)";
+    for (const auto& [k, v] : figures) {
+      if (k == "requests_completed" || k == "ttft_p50_s" || k == "ttft_p99_s" ||
+          k == "throughput_rps" || k.find(".requests_routed") != std::string::npos ||
+          k.find(".offered_kappa_mean") != std::string::npos ||
+          k.find(".gpu_utilization") != std::string::npos)
+        std::cout << "\n  " << k << ": " << format_number(v);
+    }
+    std::cout << "\nresults in " << out << "/ (requests.csv, routes.csv, summary.json, config.yaml)\n";
+  }
+  return 0;
+}
+
+}  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
   std::string config, out;
@@ -63,7 +98,7 @@ int cmd_run(const std::vector<std::string>& args) {
   ConfigNode effective;
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
-  if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (kind_cluster.cpp)
+  if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (serving/cluster)
     return run_cluster_command(config, all_sets, out, dump, quiet, force);
   const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
   if (dump) {
@@ -72,28 +107,10 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);  // before the trace is read: a refused folder costs nothing
-  const std::string base = config_dir(config);
-  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base);
-  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base);
-
   OutputDir dir(out, force);
-  RequestsCsvWriter csv(dir.staging_path("requests.csv"));
-  TraceWriter trace = spec.trace ? TraceWriter(dir.staging_path("trace.json")) : TraceWriter();
-  SummaryBuilder summary;
-  EngineSinks sinks;
-  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
-  sinks.warm_source = [&spec, base] {
-    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base);
-  };
-  sinks.requests = &csv;
-  sinks.trace = spec.trace ? &trace : nullptr;
-  sinks.summary = &summary;
-  const SummaryBuilder::Totals totals = run_serving(spec, *source, sinks);
-  csv.close();
-  trace.close();
-  dir.write("summary.json", summary.to_json(totals));
-  dir.write("config.yaml", "# effective configuration of this run (kappasim run --dump-config)\n" +
-                               emit_yaml(effective));
+  const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
+  const SummaryBuilder::Totals& totals = run.totals;
+  dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
   if (totals.tier_working_set_bytes > totals.tier_capacity_bytes)  // the tier thrashes
     std::cerr << "kappasim: warning: the KV tier's working set ("
@@ -103,14 +120,14 @@ int cmd_run(const std::vector<std::string>& args) {
               << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0,"
                  " tier_restored_chunks; set serving.tier_capacity)\n";
   if (!quiet) {
-    std::cout << "requests completed: " << summary.requests();
+    std::cout << "requests completed: " << run.requests;
     if (totals.requests_rejected > 0)
       std::cout << " (" << totals.requests_rejected
                 << " rejected: prompt longer than the GPUs' KV cache)";
     std::cout << ", simulated "
               << format_number(totals.simulated_time_s) << " s in "
               << format_number(totals.wall_time_s) << " s wall\n";
-    for (const auto& [k, v] : summary.figures(totals)) {
+    for (const auto& [k, v] : run.figures) {
       if (k == "ttft_p50_s" || k == "ttft_p99_s" || k == "throughput_rps" ||
           k == "budget_utilization" || k == "gpu_power_tdp_fraction" ||
           k == "transfer_time_fraction" || k == "h2d_effective_bytes_per_s" ||
@@ -119,7 +136,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     // Where the GPUs' time went (issue 12 items 4, 10): the run's fractions of at least 0.5%.
     std::string where;
-    for (const auto& [k, v] : summary.figures(totals))
+    for (const auto& [k, v] : run.figures)
       if (k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) && v >= 0.005)
       {
         char pct[32];

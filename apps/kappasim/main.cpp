@@ -8,7 +8,6 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "apps/kappasim/sweep_run.hpp"
 #include "apps/kappasim/analysis_cmds.hpp"
 
 namespace {
@@ -117,7 +116,6 @@ int main(int argc, char** argv) {
     std::cout << "kappasim 0.1.0\n";
     return 0;
   }
-  kappasim::sweep::register_builtin_kinds();
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {

@@ -11,16 +11,6 @@
 
 namespace kappasim {
 
-const char* link_binding_name(LinkBinding b) {
-  switch (b) {
-    case LinkBinding::Phy: return "phy";
-    case LinkBinding::HostDram: return "host-dram";
-    case LinkBinding::SocketLink: return "socket-link";
-    case LinkBinding::RootPort: return "root-port";
-  }
-  return "phy";
-}
-
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -23,7 +23,6 @@ namespace kappasim {
 
 // Which resource limits the load rate (the sweep metric link_bound_by carries the number).
 enum class LinkBinding { Phy = 0, HostDram = 1, SocketLink = 2, RootPort = 3 };
-const char* link_binding_name(LinkBinding b);
 
 struct HostBound {
   double phy_Bps = 0;        // the design's link PHY, per direction

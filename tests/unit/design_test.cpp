@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "apps/kappasim/kinds.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "models/analytic/kappa.hpp"
 #include "models/design/area_power.hpp"
 #include "models/design/design_spec.hpp"
+#include "sweeps/point_kind.hpp"
 #include "models/design/host_bound.hpp"
 #include "workloads/generators.hpp"
 #include "workloads/mix_source.hpp"
@@ -438,9 +438,8 @@ TEST(Design, BadInputIsAnInputError) {
 }
 
 TEST(Design, SweepKindIsDeterministicAndReportsTheModel) {
-  sweep::KindRegistry reg;
-  cli::register_design_kind(reg);
-  const sweep::PointKind* k = reg.find("design");
+  // registered by models/design/design_kind.cpp itself (static registration)
+  const sweep::PointKind* k = sweep::kinds().find("design");
   ASSERT_NE(k, nullptr);
   sweep::PointContext ctx;
   ctx.seed = 11;

@@ -158,6 +158,8 @@ TEST(SweepSpec, ErrorsNameTheLineAndWhatWasExpected) {
   EXPECT_TRUE(has(error_of(head + "replicates: 0\n"), "spec.yaml:3:13"));
   auto only_selftest = [](const std::string& k) { return k == "selftest"; };
   EXPECT_TRUE(has(error_of("name: e\nkind: runn\n", only_selftest), "spec.yaml:2:7: unknown point kind 'runn'"));
+  // issue 13.5: the message names the valid kinds (the registry's that the check accepts)
+  EXPECT_TRUE(has(error_of("name: e\nkind: runn\n", only_selftest), "'runn' (valid kinds: selftest)"));
   EXPECT_TRUE(has(error_of(head + "quick: {axes: {y: [1]}}\naxes:\n  - {key: x, values: [1]}\n"), "(no error)"));
 }
 

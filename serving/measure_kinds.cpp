@@ -3,17 +3,23 @@
 //   isolated    one request with K cached and T new tokens: load, compute, TTFT, P_OH,
 //               attainable FLOP/s (a point of the simulated roofline)
 //   kappa-crit  κ_crit where the simulated load time equals the compute time (measure kappa-crit)
+// They live here, beside serving/measure, not in models/analytic: they run the SystemC engine,
+// and the analytic layer must not depend on it (sweeps/point_kind.hpp).
 // Config: the run config's model, system, optional serving (TP defaults to every GPU of the
 // system; warm tier, no store), plus `measure: {k, t, points}`.
 #include <cmath>
 
-#include "apps/kappasim/kinds.hpp"
 #include "models/analytic/kappa.hpp"
 #include "serving/measure.hpp"
+#include "sweeps/point_kind.hpp"
 
-namespace kappasim::cli {
+namespace kappasim {
 
 namespace {
+
+using sweep::PointContext;
+using sweep::PointResult;
+
 
 struct MeasureSpec {
   double k = 0;       // cached tokens (isolated)
@@ -41,7 +47,7 @@ std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, Provenanc
 
 // The load's time per active bound as shares (load_bound_share_<bound>, summing to 1; NaN when
 // nothing was loaded; docs/metrics.md).
-void add_bound_shares(sweep::PointResult& out, const LoadBoundTimes& b) {
+void add_bound_shares(PointResult& out, const LoadBoundTimes& b) {
   const double total = b.total();
   for (int i = 0; i < kLoadBounds; ++i)
     out.metrics.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(i)),
@@ -56,7 +62,7 @@ KappaQuery query_for(const RunSpec& spec) {
   return q;
 }
 
-sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::PointContext&) {
+PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
   const double chunk = spec.serving.tier_chunk_tokens();
@@ -76,7 +82,7 @@ sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::Poin
   // FLOPs by the analytic model's convention (F_pf per new token, per GPU), so the simulated
   // attainable rate sits on the same axis as the analytic roofline.
   const double flops_gpu = a.f_pf / spec.serving.tp * ms.t;
-  sweep::PointResult out;
+  PointResult out;
   out.metrics = {{"k", K},
                  {"t", ms.t},
                  {"kappa_ratio", K / ms.t},
@@ -109,11 +115,11 @@ sweep::PointResult run_isolated_kind(const ConfigNode& config, const sweep::Poin
   return out;
 }
 
-sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::PointContext&) {
+PointResult run_kappa_crit_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
   const KappaCritMeasurement m = measure_kappa_crit(spec, ms.t, ms.points, &prov);
-  sweep::PointResult out;
+  PointResult out;
   out.metrics = {{"t", m.t},
                  {"kappa_crit_simulated", m.kappa_crit_simulated},
                  {"kappa_crit_analytic_peak", m.kappa_crit_analytic_peak},
@@ -137,15 +143,14 @@ sweep::PointResult run_kappa_crit_kind(const ConfigNode& config, const sweep::Po
   return out;
 }
 
+const sweep::KindRegistration kIsolatedKind{
+    {"isolated", "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
+     run_isolated_kind}};
+const sweep::KindRegistration kKappaCritKind{
+    {"kappa-crit",
+     "κ_crit measured on the simulator (load = compute crossing) beside the analytic κ_crit",
+     run_kappa_crit_kind}};
+
 }  // namespace
 
-void register_measure_kinds(sweep::KindRegistry& r) {
-  r.add({"isolated",
-         "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
-         run_isolated_kind});
-  r.add({"kappa-crit",
-         "κ_crit measured on the simulator (load = compute crossing) beside the analytic κ_crit",
-         run_kappa_crit_kind});
-}
-
-}  // namespace kappasim::cli
+}  // namespace kappasim

@@ -1,0 +1,90 @@
+// The `kappa` sweep kind: the analytic κ model (evaluate_kappa, models/analytic/kappa) for
+// {model, system, serving: {tp, kv_dtype}?, precision?, K?, T?}; metrics: B_kv, F_pf, κ_M, κ_HW,
+// κ_crit (and with K and T the TTFT parts, P_OH and U, with and without attention FLOPs).
+// Registered here, by the analytic model's own layer (sweeps/point_kind.hpp). Pure: no SystemC.
+#include <optional>
+
+#include "core/config.hpp"
+#include "models/analytic/kappa.hpp"
+#include "sweeps/point_kind.hpp"
+
+namespace kappasim {
+
+namespace {
+
+using sweep::PointContext;
+using sweep::PointResult;
+
+struct KappaServing {
+  int tp = 1;
+  DType kv_dtype = DType::Bf16;
+  template <class V>
+  void visit(V& v) {
+    v.integer("tp", tp, opt("tensor parallelism", Range::AtLeastOne));
+    v.choice("kv_dtype", kv_dtype, dtype_names(), opt("KV cache dtype"));
+  }
+  void validate(const std::string&) const {}
+};
+
+struct KappaPointSpec {
+  ModelSpec model;
+  SystemSpec system;
+  KappaServing serving;
+  std::string precision = "bf16";
+  std::optional<double> K, T;
+  template <class V>
+  void visit(V& v) {
+    v.object("model", model, req("the LLM"), "model");
+    v.object("system", system, req("the hardware system"), "system");
+    v.object("serving", serving, opt("tp and kv_dtype"));
+    v.text("precision", precision, opt("compute dtype whose peak is C_eff (bf16, fp8, ...)"));
+    v.quantity("K", K, dim::none, opt("cached tokens K", Range::NonNegative));
+    v.quantity("T", T, dim::none, opt("new tokens T", Range::AtLeastOne));
+  }
+  void validate(const std::string&) const {}
+};
+
+PointResult kappa_point(const ConfigNode& config, const PointContext&) {
+  ProvenanceTable prov;
+  const KappaPointSpec spec = read_config<KappaPointSpec>(config, "", &prov);
+  KappaQuery q;
+  q.compute_dtype = spec.precision;
+  q.kv_dtype = spec.serving.kv_dtype;
+  q.tp = spec.serving.tp;
+  q.context_k = spec.K;
+  q.new_tokens_t = spec.T;
+  const KappaPoint p = evaluate_kappa(spec.model, spec.system, q, &prov);
+  PointResult r;
+  r.metrics = {{"n_active_params", p.n_active_params}, {"b_kv_bytes", p.b_kv},
+               {"b_kv_gpu_bytes", p.b_kv_gpu},         {"f_pf_flops", p.f_pf},
+               {"compute_flops", p.compute},           {"bandwidth_bytes_per_s", p.bandwidth},
+               {"kappa_m", p.kappa_m},                 {"kappa_hw", p.kappa_hw},
+               {"kappa_crit", p.kappa_crit}};
+  if (p.f_attention) {
+    r.metrics.emplace_back("f_attention_flops", *p.f_attention);
+    r.metrics.emplace_back("kappa_crit_attention", *p.kappa_crit_attention);
+  }
+  if (p.ttft && p.ttft_attention) {
+    const TtftParts& a = *p.ttft;
+    const TtftParts& b = *p.ttft_attention;
+    r.metrics.emplace_back("kappa_ratio", *p.context_k / *p.new_tokens_t);
+    r.metrics.emplace_back("t_transfer_s", a.t_transfer);
+    r.metrics.emplace_back("t_compute_s", a.t_compute);
+    r.metrics.emplace_back("ttft_s", a.ttft_serial());
+    r.metrics.emplace_back("p_oh", a.p_oh());
+    r.metrics.emplace_back("utilization", a.utilization());
+    r.metrics.emplace_back("t_compute_attention_s", b.t_compute);
+    r.metrics.emplace_back("ttft_attention_s", b.ttft_serial());
+    r.metrics.emplace_back("p_oh_attention", b.p_oh());
+    r.metrics.emplace_back("utilization_attention", b.utilization());
+  }
+  return r;
+}
+
+const sweep::KindRegistration kKappaKind{
+    {"kappa", "the analytic κ model (kappasim kappa) for {model, system, serving: {tp, kv_dtype}, K, T}",
+     kappa_point}};
+
+}  // namespace
+
+}  // namespace kappasim

@@ -1,0 +1,92 @@
+#include "serving/run_folder.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "core/output.hpp"
+#include "core/table.hpp"
+#include "core/trace_writer.hpp"
+#include "serving/cluster.hpp"
+#include "workloads/trace_reader.hpp"
+
+namespace kappasim {
+
+namespace {
+
+std::string in_dir(const std::string& dir, const char* name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+}  // namespace
+
+SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir, EngineSinks sinks) {
+  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
+  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
+  sinks.warm_source = [&spec, base_dir] {
+    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  };
+  return run_serving(spec, *source, sinks);
+}
+
+RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir, const std::string& dir,
+                                bool requests_csv) {
+  std::optional<RequestsCsvWriter> csv;
+  if (requests_csv) csv.emplace(in_dir(dir, "requests.csv"));
+  TraceWriter trace = spec.trace ? TraceWriter(in_dir(dir, "trace.json")) : TraceWriter();
+  SummaryBuilder summary;
+  EngineSinks sinks;
+  sinks.requests = csv ? &*csv : nullptr;
+  sinks.trace = spec.trace ? &trace : nullptr;
+  sinks.summary = &summary;
+  RunFolderResult r;
+  r.totals = run_workload(spec, base_dir, sinks);
+  if (csv) csv->close();
+  trace.close();
+  write_file_atomic(in_dir(dir, "summary.json"), summary.to_json(r.totals));
+  r.requests = summary.requests();
+  r.figures = summary.figures(r.totals);
+  return r;
+}
+
+std::vector<std::pair<std::string, double>> run_cluster_into_folder(const ClusterRunSpec& spec,
+                                                                    const std::string& base_dir,
+                                                                    const std::string& dir) {
+  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
+  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  RequestsCsvWriter csv(in_dir(dir, "requests.csv"));
+  const std::string routes_path = in_dir(dir, "routes.csv");
+  std::ofstream routes(routes_path, std::ios::binary);
+  if (!routes) throw IoError("cannot write " + routes_path + ": " + std::strerror(errno));
+  routes << "id,arrival_s,prefix_tokens,new_tokens,kappa_ratio,node\n";
+  std::vector<std::string> names;
+  for (const NodeGroupSpec& g : spec.nodes)
+    for (int i = 0; i < g.count; ++i) names.push_back(g.name + "_" + std::to_string(i));
+  ClusterSinks sinks;
+  sinks.requests = &csv;
+  sinks.on_route = [&](const Request& r, std::size_t node) {
+    routes << r.id << ',' << format_number(r.arrival_s) << ',' << r.prefix_tokens << ','
+           << r.new_tokens << ',' << format_number(r.kappa_ratio()) << ',' << names.at(node)
+           << '\n';
+  };
+  const auto figures = run_cluster(spec, *source, sinks);
+  csv.close();
+  routes.close();
+  if (!routes) throw IoError("cannot write " + routes_path + ": " + std::strerror(errno));
+  std::string json = "{\n";
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    const double v = figures[i].second;
+    json += "  " + json_escape(figures[i].first) + ": " +
+            (std::isfinite(v) ? format_number(v) : std::string("null")) +
+            (i + 1 < figures.size() ? ",\n" : "\n");
+  }
+  json += "}\n";
+  write_file_atomic(in_dir(dir, "summary.json"), json);
+  return figures;
+}
+
+}  // namespace kappasim

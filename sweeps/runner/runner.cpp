@@ -1,0 +1,583 @@
+// The sweep runner (sweeps/runner/runner.hpp): the sweep folder (sweep.yaml, locks, resume), the
+// process pool that fork+execs one process per point, the merge, and `sweep collect`.
+// Moved out of apps/kappasim/cmd_sweep.cpp unchanged in behaviour (tests/cli/sweep_cli_test.cpp,
+// tests/slurm). Files are written atomically, so a killed sweep resumes where it stopped.
+#include "sweeps/runner/runner.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "core/output.hpp"
+#include "core/units.hpp"
+#include "sweeps/aggregate.hpp"
+#include "sweeps/point_kind.hpp"
+#include "sweeps/runner/runner_internal.hpp"
+
+namespace kappasim::sweep {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A plain (not fsynced) write through a temporary and a rename: files the runner regenerates
+// on every attempt (point.yaml, command.txt, timing.json).
+void write_file_quick(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out.flush()) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw IoError("cannot write '" + path + "': " + std::strerror(errno));
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGHUP: return "SIGHUP";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::vector<std::string> tail_lines(const std::string& path, std::size_t max_lines) {
+  std::string text;
+  read_text_file(path, text);
+  if (text.size() > 8192) text = text.substr(text.size() - 8192);
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);)
+    if (!line.empty()) lines.push_back(line);
+  if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
+  return lines;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// ---- inputs.txt (written by run_point, sweeps/runner/point.cpp) ------------------------------
+// The first input of a finished point whose content differs now (or "" when none does). A
+// point without inputs.txt (run by an older kappasim) counts as changed: its inputs are unknown.
+std::string changed_input(const std::string& pdir) {
+  std::string text;
+  if (!read_text_file(pdir + "/inputs.txt", text)) return "no inputs.txt (inputs unknown)";
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto sp = line.find(' ');
+    if (sp == std::string::npos) return "malformed inputs.txt";
+    const std::string hash = line.substr(0, sp), key = line.substr(sp + 1);
+    const std::optional<std::string> now = current_input_hash(key);
+    if (!now) return key + " is gone";
+    if (*now != hash) return key + " changed";
+  }
+  return "";
+}
+
+// ---- the sweep folder -----------------------------------------------------------------------
+
+struct SweepDir {
+  std::string dir;  // absolute
+  std::string points_dir() const { return dir + "/points"; }
+  std::string point_dir(const Point& p, std::size_t total) const {
+    return points_dir() + "/" + point_name(p.index, total);
+  }
+};
+
+std::string sweep_yaml(const SweepSpec& s, const std::string& spec_path) {
+  ConfigNode root = ConfigNode::make_map();
+  auto text = [](const std::string& v) {
+    ConfigNode n = ConfigNode::make_scalar(v);
+    n.quoted = true;
+    return n;
+  };
+  root.set("hash", text(spec_hash(s)));
+  root.set("spec_path", text(spec_path));
+  root.set("base_dir", text(s.base_dir));
+  root.set("quick", ConfigNode::make_scalar(s.quick ? "true" : "false"));
+  root.set("spec", resolved_tree(s));
+  return "# kappasim sweep: the resolved spec of this folder (a rerun with another spec is refused)\n" +
+         emit_yaml(root);
+}
+
+struct Recorded {
+  std::string hash, spec_path, base_dir, name;
+  bool quick = false;
+  ConfigNode spec;
+};
+
+std::optional<Recorded> read_sweep_yaml(const std::string& dir) {
+  const std::string path = dir + "/sweep.yaml";
+  if (!fs::exists(path)) return std::nullopt;
+  ConfigNode root = load_yaml_file(path);
+  Recorded r;
+  auto get = [&](const char* key) -> const ConfigNode& {
+    const ConfigNode* n = root.is_map() ? root.find(key) : nullptr;
+    if (!n) throw InputError(root.loc, std::string("sweep.yaml: missing '") + key + "' (not a sweep folder?)");
+    return *n;
+  };
+  r.hash = get("hash").scalar;
+  r.spec_path = get("spec_path").scalar;
+  r.base_dir = get("base_dir").scalar;
+  r.quick = get("quick").scalar == "true";
+  r.spec = get("spec");
+  if (const ConfigNode* n = r.spec.find("name")) r.name = n->scalar;
+  return r;
+}
+
+// Writes DIR/sweep.yaml, or checks that the one there records the same spec.
+void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_path, bool force) {
+  std::error_code ec;
+  if (fs::exists(d.dir, ec) && !fs::is_directory(d.dir, ec))
+    throw InputError("--out: '" + d.dir + "' exists and is not a folder");
+  // A folder with sweep.yaml is a sweep folder (older ones have no marker); any other non-empty
+  // folder must be kappasim's (core/output).
+  if (!fs::exists(d.dir + "/sweep.yaml", ec)) claim_output_dir(d.dir, force);
+  fs::create_directories(d.points_dir(), ec);
+  if (ec) throw IoError("--out: cannot create '" + d.points_dir() + "': " + ec.message());
+  const std::string hash = spec_hash(s);
+  if (auto rec = read_sweep_yaml(d.dir)) {
+    if (rec->hash != hash)
+      throw InputError("--out " + d.dir + " holds sweep '" + rec->name + "' (spec hash " + rec->hash +
+                       ", from " + rec->spec_path + (rec->quick ? ", --quick" : "") + "), but " + spec_path +
+                       " is sweep '" + s.name + "' (spec hash " + hash + (s.quick ? ", --quick" : "") +
+                       "): use another --out folder, or remove this one to start over");
+    return;
+  }
+  write_file_atomic(d.dir + "/sweep.yaml", sweep_yaml(s, spec_path));
+}
+
+// Keeps two runners off the same points: an unsharded runner holds DIR/.lock exclusively, a
+// sharded one holds it shared plus DIR/.lock-I-of-N exclusively. flock: released when the
+// process ends, however it ends (a SIGKILLed runner leaves no stale lock); O_CLOEXEC: the
+// point processes do not inherit it.
+class RunnerLock {
+ public:
+  RunnerLock(const std::string& dir, int shard_i, int shard_n) {
+    take(dir + "/.lock", shard_n == 1 ? LOCK_EX : LOCK_SH, dir, shard_i, shard_n);
+    if (shard_n > 1)
+      take(dir + "/.lock-" + std::to_string(shard_i) + "-of-" + std::to_string(shard_n), LOCK_EX, dir,
+           shard_i, shard_n);
+  }
+  ~RunnerLock() {
+    for (int fd : m_fds) ::close(fd);
+  }
+  RunnerLock(const RunnerLock&) = delete;
+  RunnerLock& operator=(const RunnerLock&) = delete;
+
+ private:
+  void take(const std::string& path, int mode, const std::string& dir, int i, int n) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw InputError("--out: cannot create the lock file '" + path + "': " + std::strerror(errno));
+    m_fds.push_back(fd);
+    if (::flock(fd, mode | LOCK_NB) != 0)
+      throw InputError("--out " + dir + ": another kappasim sweep is running " +
+                       (n > 1 ? "shard " + std::to_string(i) + "/" + std::to_string(n) + " of this sweep"
+                              : "in this folder") +
+                       " (or an unsharded run holds it); wait for it to end, or use another --out");
+  }
+  std::vector<int> m_fds;
+};
+
+// Merges when every point has a result or error file. Returns the missing point ids.
+std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s, const std::vector<Point>& points,
+                                   MergedResults* merged) {
+  std::vector<PointRecord> records;
+  std::vector<std::size_t> missing;
+  records.reserve(points.size());
+  for (const auto& p : points) {
+    auto r = read_point_record(d.point_dir(p, points.size()));
+    if (!r) {
+      missing.push_back(p.index);
+      records.emplace_back();
+    } else {
+      records.push_back(std::move(*r));
+    }
+  }
+  if (!missing.empty()) return missing;
+  MergedResults m = merge_results(s, points, records);
+  write_file_atomic(d.dir + "/results.csv", m.csv);
+  write_file_atomic(d.dir + "/results.jsonl", m.jsonl);
+  if (merged) *merged = std::move(m);
+  return missing;
+}
+
+std::string id_list(const std::vector<std::size_t>& ids, std::size_t max = 50) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < max; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > max) out += ", ... (" + std::to_string(ids.size()) + " in all)";
+  return out;
+}
+
+// ---- progress -------------------------------------------------------------------------------
+
+class Progress {
+ public:
+  Progress(bool quiet, std::size_t total) : m_quiet(quiet), m_tty(::isatty(2) == 1), m_total(total) {
+    m_start = m_last = Clock::now();
+  }
+  void update(std::size_t done, std::size_t failed, bool final) {
+    if (m_quiet) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - m_last).count();
+    if (!final && !m_tty && since < 10) return;
+    if (!final && m_tty && since < 0.1) return;
+    m_last = now;
+    const double elapsed = std::chrono::duration<double>(now - m_start).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+    char buf[256];
+    const double eta = rate > 0 ? static_cast<double>(m_total - done) / rate : 0;
+    std::snprintf(buf, sizeof buf, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed", done,
+                  m_total, rate, eta, failed);
+    if (m_tty) {
+      std::cerr << "\r" << buf << "\x1b[K" << (final ? "\n" : "") << std::flush;
+    } else {
+      std::cerr << buf << "\n";
+    }
+  }
+
+ private:
+  bool m_quiet, m_tty;
+  std::size_t m_total;
+  Clock::time_point m_start, m_last;
+};
+
+// SIGCHLD blocked while the pool runs (sigtimedwait waits for it), restored afterwards.
+class ChildSignals {
+ public:
+  ChildSignals() {
+    ::signal(SIGCHLD, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &s, &m_old);
+  }
+  ~ChildSignals() { ::sigprocmask(SIG_SETMASK, &m_old, nullptr); }
+  const sigset_t& old() const { return m_old; }
+
+ private:
+  sigset_t m_old;
+};
+
+struct Running {
+  std::size_t slot;  // index into the run list
+  Clock::time_point start;
+};
+
+}  // namespace
+
+std::string self_exe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot resolve /proc/self/exe: " + ec.message());
+  return p.string();
+}
+
+std::string kind_list() {
+  std::string out;
+  for (const auto& n : kinds().names()) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none registered" : out;
+}
+
+const PointKind& find_kind(const std::string& name) {
+  const PointKind* k = kinds().find(name);
+  if (!k) throw InputError("--kind: unknown point kind '" + name + "'; valid kinds: " + kind_list());
+  return *k;
+}
+
+std::string absolute_path(const std::string& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  std::string s = ec ? p : a.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool known_kind(const std::string& name) { return kinds().find(name) != nullptr; }
+
+int checked_jobs(int jobs) {
+  if (jobs < 1 || jobs > 4096)
+    throw InputError("-j/--jobs: expected 1 to 4096 points at once (leave it out for one per core), got " +
+                     std::to_string(jobs));
+  return jobs;
+}
+
+int run_sweep(const SweepOptions& opts) {
+  if (opts.spec_path.empty()) throw InputError("kappasim sweep: a SPEC file is required");
+  if (opts.out_dir.empty()) throw InputError("kappasim sweep: --out DIR is required");
+  int jobs = opts.jobs;
+  if (jobs != 0) checked_jobs(jobs);  // 0: one per core
+  if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int shard_i = 0, shard_n = 1;
+  if (opts.shard) {
+    shard_i = opts.shard->first;
+    shard_n = opts.shard->second;
+    if (shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
+      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) + "/" +
+                       std::to_string(shard_n));
+  }
+  // --preset-dir before the spec is read (its points may name those presets).
+  std::vector<std::string> preset_dirs;
+  for (const auto& pd : opts.preset_dirs) {
+    preset_dirs.push_back(absolute_path(pd));
+    PresetRegistry::instance().add_directory(preset_dirs.back());
+  }
+  const std::string spec_path = absolute_path(opts.spec_path);
+  const SweepSpec spec = load_sweep_spec(spec_path, opts.quick, known_kind);
+  const std::vector<Point> points = expand(spec);
+  const std::size_t total = points.size();
+  SweepDir d{absolute_path(opts.out_dir)};
+  claim_dir(d, spec, spec_path, opts.force);
+  const RunnerLock lock(d.dir, shard_i, shard_n);
+
+  // This invocation's points; those with result.json are done already, and so are invalid ones
+  // (an input error recurs for the same spec) unless retry_invalid. Failed ones run again.
+  // A done point whose presets or preset files changed since (inputs.txt, issue 12.11) runs
+  // again: its result would be stale.
+  std::vector<const Point*> mine, todo;
+  std::size_t stale = 0;
+  std::string stale_example;
+  for (const auto& p : points) {
+    if (static_cast<int>(p.index % static_cast<std::size_t>(shard_n)) != shard_i) continue;
+    mine.push_back(&p);
+    const std::string pdir = d.point_dir(p, total);
+    if (fs::exists(pdir + "/result.json")) {
+      const auto rec = read_point_record(pdir);
+      if (rec && !rec->damaged) {  // a damaged result.json is run again
+        const std::string changed = changed_input(pdir);
+        if (changed.empty()) continue;
+        if (stale++ == 0) stale_example = point_name(p.index, total) + ": " + changed;
+        todo.push_back(&p);
+        continue;
+      }
+    }
+    if (!opts.retry_invalid && fs::exists(pdir + "/error.json")) {
+      const auto rec = read_point_record(pdir);
+      if (rec && rec->status == "invalid") continue;
+    }
+    todo.push_back(&p);
+  }
+  if (!opts.quiet)
+    std::cerr << "sweep " << spec.name << ": " << total << " points"
+              << (shard_n > 1 ? ", shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) + " has " +
+                                    std::to_string(mine.size())
+                              : std::string())
+              << ", " << (mine.size() - todo.size()) << " done before, " << todo.size() << " to run on "
+              << std::min<std::size_t>(static_cast<std::size_t>(jobs), std::max<std::size_t>(todo.size(), 1))
+              << " workers\n";
+  if (!opts.quiet && stale > 0)
+    std::cerr << "sweep " << spec.name << ": " << stale << " finished point" << (stale > 1 ? "s" : "")
+              << " run again because a preset or file they read changed since (" << stale_example << ")\n";
+
+  const std::string exe = opts.exe.empty() ? self_exe() : opts.exe;
+  Progress progress(opts.quiet, todo.size());
+  std::size_t next = 0, done = 0, failed = 0;
+  std::map<pid_t, Running> running;
+  {
+    ChildSignals signals;
+    const pid_t parent = ::getpid();
+    auto launch = [&](std::size_t slot) {
+      const Point& p = *todo[slot];
+      const std::string pdir = d.point_dir(p, total);
+      std::error_code ec;
+      fs::remove_all(pdir, ec);  // a retry starts clean
+      fs::create_directories(pdir, ec);
+      if (ec) throw IoError("cannot create '" + pdir + "': " + ec.message());
+      write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(spec, p)));
+      std::vector<std::string> args = {exe,          "sweep",   "point",     "--kind",
+                                       spec.kind,    "--config", pdir + "/point.yaml",
+                                       "--base-dir", spec.base_dir, "--seed", std::to_string(p.seed),
+                                       "--out",      pdir};
+      for (const auto& pd : preset_dirs) {
+        args.push_back("--preset-dir");
+        args.push_back(pd);
+      }
+      std::string cmd;
+      // The environment's preset path too, so the line reruns the point alone (issue 12.11).
+      if (const char* env_path = std::getenv("KAPPASIM_PRESET_PATH"); env_path && *env_path)
+        cmd = "KAPPASIM_PRESET_PATH=" + shell_quote(env_path);
+      for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+      write_file_quick(pdir + "/command.txt", cmd + "\n");
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      const std::string err_path = pdir + "/stderr.txt";
+      const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (err_fd < 0 || null_fd < 0) throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(err_fd);
+        ::close(null_fd);
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        // Child: async-signal-safe calls only until exec.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        ::dup2(null_fd, 0);
+        ::dup2(null_fd, 1);
+        ::dup2(err_fd, 2);
+        ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+      }
+      ::close(err_fd);
+      ::close(null_fd);
+      running[pid] = Running{slot, Clock::now()};
+    };
+    auto reap = [&](pid_t pid, int status) {
+      auto it = running.find(pid);
+      if (it == running.end()) return;
+      const Point& p = *todo[it->second.slot];
+      const double wall = std::chrono::duration<double>(Clock::now() - it->second.start).count();
+      running.erase(it);
+      const std::string pdir = d.point_dir(p, total);
+      const bool has_result = fs::exists(pdir + "/result.json");
+      const auto rec = has_result ? read_point_record(pdir) : std::nullopt;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && rec && !rec->damaged;
+      write_file_quick(pdir + "/timing.json", "{\"wall_time_s\": " + format_number(wall) + "}\n");
+      ++done;
+      if (!ok) {
+        ++failed;
+        PointError e;
+        e.stderr_tail = tail_lines(pdir + "/stderr.txt", 20);
+        std::string kappasim_line;
+        for (const auto& l : e.stderr_tail)
+          if (l.rfind("kappasim: ", 0) == 0) kappasim_line = l.substr(l.rfind("kappasim: error: ", 0) == 0 ? 17 : 10);
+        replace_all(kappasim_line, pdir + "/", "");
+        if (WIFSIGNALED(status)) {
+          e.status = "failed";
+          e.signal_name = signal_name(WTERMSIG(status));
+          e.message = "killed by " + e.signal_name;
+        } else {
+          e.exit_code = WEXITSTATUS(status);
+          e.status = e.exit_code == 2 ? "invalid" : "failed";
+          if (e.exit_code == 0)
+            e.message = rec ? "exited 0 with a " + rec->error : "exited 0 without writing result.json";
+          else
+            e.message = kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
+        }
+        if (has_result) fs::remove(pdir + "/result.json");
+        write_file_atomic(pdir + "/error.json", error_json(e));
+      }
+      progress.update(done, failed, false);
+    };
+    const std::size_t workers = static_cast<std::size_t>(jobs);
+    while (next < todo.size() || !running.empty()) {
+      while (next < todo.size() && running.size() < workers) launch(next++);
+      bool any = false;
+      while (true) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) break;
+        reap(pid, status);
+        any = true;
+      }
+      if (any || running.empty()) continue;
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGCHLD);
+      timespec timeout{1, 0};
+      ::sigtimedwait(&s, nullptr, &timeout);
+      progress.update(done, failed, false);
+    }
+  }
+  if (!todo.empty()) progress.update(done, failed, true);
+
+  MergedResults merged;
+  const std::vector<std::size_t> missing = try_merge(d, spec, points, &merged);
+  // Exit status over this invocation's points.
+  std::vector<std::size_t> bad;
+  std::vector<std::string> bad_msgs;
+  for (const Point* p : mine) {
+    auto r = read_point_record(d.point_dir(*p, total));
+    if (r && r->status != "ok") {
+      bad.push_back(p->index);
+      bad_msgs.push_back(r->status + ": " + r->error);
+    }
+  }
+  if (!opts.quiet) {
+    std::cerr << "sweep " << spec.name << ": " << (mine.size() - bad.size()) << " of " << mine.size()
+              << " points ok";
+    if (!bad.empty()) std::cerr << ", " << bad.size() << " invalid or failed";
+    std::cerr << "\n";
+    for (std::size_t i = 0; i < bad.size() && i < 20; ++i)
+      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i] << "\n";
+    if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
+    if (missing.empty())
+      std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
+    else
+      std::cerr << missing.size() << " points of other shards not done yet; the last shard to finish "
+                << "merges, or run: kappasim sweep collect " << shell_quote(d.dir) << "\n";
+  }
+  return bad.empty() ? 0 : 3;
+}
+
+int collect_sweep(const CollectOptions& o) {
+  if (o.dir.empty()) throw InputError("kappasim sweep collect: a sweep folder DIR is required");
+  SweepDir d{absolute_path(o.dir)};
+  auto rec = read_sweep_yaml(d.dir);
+  if (!rec) throw InputError("kappasim sweep collect: '" + o.dir + "' has no sweep.yaml (not a sweep folder)");
+  const SweepSpec spec = parse_sweep_spec(rec->spec, rec->base_dir, rec->quick, nullptr);
+  if (spec_hash(spec) != rec->hash)
+    throw InputError(d.dir + "/sweep.yaml: the recorded spec does not match its hash (edited by hand?)");
+  const std::vector<Point> points = expand(spec);
+  MergedResults merged;
+  const auto missing = try_merge(d, spec, points, &merged);
+  if (!missing.empty()) {
+    std::cerr << "kappasim: sweep collect: " << missing.size() << " of " << points.size()
+              << " points have no result yet: " << id_list(missing, 1000) << "\n";
+    return 3;
+  }
+  if (o.aggregate) {
+    // Replicates and intervals (issue 11.1): a pure function of results.csv (sweeps/aggregate).
+    const SweepTable table = parse_csv(merged.csv, d.dir + "/results.csv");
+    const Aggregated agg = aggregate_table(table, config_columns(spec, table),
+                                           {"point", "replicate", "seed", "status", "error"});
+    write_file_atomic(d.dir + "/aggregate.csv", agg.csv);
+    write_file_atomic(d.dir + "/aggregate.json", agg.json);
+    if (!o.quiet) std::cerr << "aggregates in " << d.dir << "/aggregate.csv and aggregate.json\n";
+  }
+  if (!o.quiet) {
+    std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of " << points.size()
+              << " points ok";
+    if (!merged.not_ok.empty()) std::cerr << "; invalid or failed: " << id_list(merged.not_ok);
+    std::cerr << "\nresults in " << d.dir << "/results.csv and results.jsonl\n";
+  }
+  return merged.not_ok.empty() ? 0 : 3;
+}
+
+
+}  // namespace kappasim::sweep

@@ -1,0 +1,117 @@
+// The sweep runner (docs/sweeps.md): runs a sweep spec's points, each in its own process, into a
+// resumable sweep folder, and merges their results. No argv and no environment: the command
+// line (apps/kappasim/cmd_sweep.cpp) turns options and SLURM_ARRAY_* / JOB_COMPLETION_INDEX into
+// the structs below (resolve_shard reads the environment only through the function it is given).
+//
+// The process protocol: run_sweep fork+execs `EXE sweep point --kind K --config P/point.yaml
+// --base-dir B --seed S --out P [--preset-dir D]...` for every point, so EXE must dispatch
+// `sweep point` to run_point() (the kappasim executable does). One SystemC simulation per
+// process is why; it also isolates a point that crashes. The kinds come from the registry
+// (sweeps/point_kind.hpp), filled by each domain's own file at static initialisation.
+//
+// Ignores: scheduling across machines (a Slurm array or Indexed Job runs one shard per task; the
+// last shard to finish, or `sweep collect`, merges), wall-clock limits per point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sweeps/point_kind.hpp"
+#include "sweeps/sweep_results.hpp"  // SweepTable, read_results_csv
+#include "sweeps/sweep_spec.hpp"
+
+namespace kappasim::sweep {
+
+struct SweepOptions {
+  std::string spec_path, out_dir;
+  int jobs = 0;        // parallel point processes; 0 = std::thread::hardware_concurrency()
+  bool quick = false;  // apply the spec's quick: section
+  bool quiet = false;  // no progress or summary on stderr
+  // Rerun points recorded as invalid (an input error: deterministic for the same spec, so a
+  // resume skips them unless a preset or file they read was fixed since).
+  bool retry_invalid = false;
+  // Write into an --out folder that is not empty and not kappasim's (core/output).
+  bool force = false;
+  // Run only points with index % N == I. run_sweep never reads the environment: the CLI turns
+  // --shard / SLURM_ARRAY_* / JOB_COMPLETION_INDEX into this (resolve_shard).
+  std::optional<std::pair<int, int>> shard;
+  // --preset-dir folders (issue 12.11): added to the registry here and passed to every point
+  // (and so recorded in its command.txt).
+  std::vector<std::string> preset_dirs;
+  // The executable each point re-execs as `EXE sweep point ...`; empty: this process's own
+  // (/proc/self/exe).
+  std::string exe;
+};
+
+// Runs (or resumes) the sweep into out_dir and merges results.csv / results.jsonl when every
+// point has a result or error file. Returns 0 when every point it is responsible for is ok, 3
+// when some are invalid or failed (the rest still ran and were merged). Bad spec or options
+// throw InputError (the CLI's exit code 2), before any point runs.
+int run_sweep(const SweepOptions& opts);
+
+// The -j/--jobs value given on a command line (sweep, reproduce): 1 to 4096, one message for
+// every out-of-range value (issue 12, item 14). InputError otherwise.
+int checked_jobs(int jobs);
+
+// ---- one point (`kappasim sweep point`, what run_sweep's children run) ------------------------
+struct PointRunOptions {
+  std::string kind;      // a registered kind (InputError listing the valid ones otherwise)
+  std::string config;    // the point's config file (points/pNNNNNN/point.yaml)
+  std::string base_dir;  // folder relative paths in the config resolve against
+  std::string out;       // the point's folder: result.json, inputs.txt, files/
+  std::uint64_t seed = 0;
+  std::vector<std::string> preset_dirs;
+};
+// Runs the kind in this process and writes files/ (the kind's extra files, moved into place
+// whole), inputs.txt and result.json (atomically, in that order). Bad input throws InputError.
+void run_point(const PointRunOptions& o);
+
+// ---- merging a (sharded) sweep folder ------------------------------------------------------------
+struct CollectOptions {
+  std::string dir;
+  bool quiet = false;
+  bool aggregate = false;  // also aggregate.csv / aggregate.json (sweeps/aggregate)
+};
+// 0 every point ok, 3 some invalid or failed, or some without a result yet (listed on stderr).
+int collect_sweep(const CollectOptions& o);
+
+// ---- shards: which part of a sweep this invocation runs --------------------------------------------
+// The environment as the caller provides it (null or "" = unset); std::getenv in the CLI.
+using EnvFn = std::function<const char*(const char* name)>;
+// `shard` ("I/N", --shard) first, else SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (/ STEP) of
+// SLURM_ARRAY_TASK_COUNT, else JOB_COMPLETION_INDEX of `shards` (--shards) or KAPPASIM_SHARDS.
+// nullopt: the whole sweep. InputError for malformed or contradictory values.
+std::optional<std::pair<int, int>> resolve_shard(const std::string& shard, const std::string& shards,
+                                                 const EnvFn& env);
+
+// ---- batch scripts and listings ----------------------------------------------------------------
+struct SlurmOptions {
+  std::string spec_path, out_dir;
+  std::optional<int> tasks;  // array tasks; default one per point, at most 1000
+  int cpus_per_task = 1;
+  std::string time_limit, partition, job_name;
+  bool quick = false;
+  std::vector<std::string> preset_dirs;
+  std::string exe;  // the kappasim the tasks run; empty: this process's own
+};
+// An sbatch array script whose tasks run their shard with a local pool (InputError for bad values).
+std::string slurm_script(const SlurmOptions& o);
+
+// `kappasim sweep points`: the expansion as CSV (point, folder, axis labels, [replicate,] seed).
+std::string points_csv(const SweepSpec& spec, const std::vector<Point>& points);
+
+// Whether a point kind is registered (for load_sweep_spec's check).
+bool known_kind(const std::string& name);
+// The registered kind `name`; InputError naming the valid kinds otherwise.
+const PointKind& find_kind(const std::string& name);
+// The registered kinds' names, comma-separated, in the registry's (sorted) order.
+std::string kind_list();
+
+// This process's executable (/proc/self/exe), resolved.
+std::string self_exe();
+
+}  // namespace kappasim::sweep

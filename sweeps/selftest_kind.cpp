@@ -1,0 +1,67 @@
+// The `selftest` sweep kind: tests the sweep machinery itself. {x, sleep?, fail?} -> {x, x2};
+// it can sleep (progress, locks, -j) and fail on purpose (exit, abort, SIGSEGV, an input error)
+// so the runner's error records are tested without a simulation. Pure: no SystemC.
+#include <time.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+
+#include "core/config.hpp"
+#include "sweeps/point_kind.hpp"
+
+namespace kappasim::sweep {
+
+namespace {
+
+enum class Fail { None, Exit, Abort, Segv, Invalid };
+
+struct SelftestSpec {
+  double x = 0;
+  double sleep_s = 0;
+  Fail fail = Fail::None;
+  template <class V>
+  void visit(V& v) {
+    v.number("x", x, req("the value echoed back (x, x2 = x·x)", Range::Any));
+    v.quantity("sleep", sleep_s, dim::time, opt("time to sleep before answering", Range::NonNegative));
+    v.choice("fail", fail,
+             {{"none", Fail::None}, {"exit", Fail::Exit}, {"abort", Fail::Abort},
+              {"segv", Fail::Segv}, {"invalid", Fail::Invalid}},
+             opt("how to fail on purpose"));
+  }
+  void validate(const std::string&) const {}
+};
+
+PointResult selftest_point(const ConfigNode& config, const PointContext&) {
+  const SelftestSpec s = read_config<SelftestSpec>(config, "");
+  if (s.sleep_s > 0) {
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(s.sleep_s);
+    ts.tv_nsec = static_cast<long>((s.sleep_s - static_cast<double>(ts.tv_sec)) * 1e9);
+    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+  switch (s.fail) {
+    case Fail::None:
+      break;
+    case Fail::Exit:
+      std::_Exit(1);
+    case Fail::Abort:
+      std::abort();
+    case Fail::Segv:
+      std::raise(SIGSEGV);
+      std::_Exit(1);  // a SIGSEGV handler (a sanitizer) returned
+    case Fail::Invalid:
+      throw InputError(config.find("fail") ? config.find("fail")->loc : config.loc,
+                       "selftest: invalid input on request (fail: invalid)");
+  }
+  return PointResult{{{"x", s.x}, {"x2", s.x * s.x}}};
+}
+
+const KindRegistration kSelftestKind{
+    {"selftest", "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid} -> {x, x2}",
+     selftest_point}};
+
+}  // namespace
+
+}  // namespace kappasim::sweep

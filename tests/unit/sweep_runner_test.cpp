@@ -1,0 +1,152 @@
+// The sweep runner library and what came out of apps/ with it (issue 13.5): the one CSV quoter
+// (core/csv), the kind registry (static registration by each domain, sorted listing, errors
+// naming the valid kinds) and shard resolution from a given environment (sweeps/runner).
+// The process pool itself is exercised end to end by tests/cli/sweep_cli_test.cpp.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "core/csv.hpp"
+#include "core/error.hpp"
+#include "core/table.hpp"
+#include "sweeps/point_kind.hpp"
+#include "sweeps/runner/runner.hpp"
+#include "sweeps/sweep_results.hpp"
+
+namespace kappasim {
+namespace {
+
+bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+// RFC 4180 section 2: fields with a comma, a double quote or a line break are enclosed in double
+// quotes, and a double quote inside is written twice. Expected texts written out by hand.
+TEST(Csv, QuotesCommasQuotesAndLineBreaksAsRfc4180) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field(""), "");
+  EXPECT_EQ(csv_field("mid space"), "mid space");                  // inner spaces: as is
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");        // say ""hi"" in quotes
+  EXPECT_EQ(csv_field("\""), "\"\"\"\"");                          // one quote -> 4 characters
+  EXPECT_EQ(csv_field("line1\nline2"), "\"line1\nline2\"");
+  EXPECT_EQ(csv_field("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(csv_field("x,\"y\"\nz"), "\"x,\"\"y\"\"\nz\"");
+  // Leading or trailing spaces: quoted, so readers that trim unquoted fields keep them.
+  EXPECT_EQ(csv_field(" lead"), "\" lead\"");
+  EXPECT_EQ(csv_field("trail "), "\"trail \"");
+}
+
+// Every CSV writer goes through the one quoter: Table::csv used to leave edge spaces unquoted
+// (sweeps quoted them); a row written by Table reads back field for field through the sweep's
+// RFC 4180 reader.
+TEST(Csv, TableQuotesLikeTheSweepAndReadsBack) {
+  Table t({"name", "note"});
+  t.add_row({std::string(" padded"), std::string("a,\"b\"\nc")});
+  EXPECT_EQ(t.csv(), "name,note\n\" padded\",\"a,\"\"b\"\"\nc\"\n");
+  const sweep::SweepTable back = sweep::parse_csv(t.csv(), "t.csv");
+  ASSERT_EQ(back.rows.size(), 1u);
+  ASSERT_EQ(back.rows[0].size(), 2u);
+  EXPECT_EQ(back.rows[0][0], " padded");
+  EXPECT_EQ(back.rows[0][1], "a,\"b\"\nc");
+}
+
+TEST(SweepKinds, RegistryListsByNameWhateverTheOrderOfRegistration) {
+  sweep::KindRegistry r;
+  auto fn = [](const ConfigNode&, const sweep::PointContext&) { return sweep::PointResult{}; };
+  for (const char* n : {"zeta", "alpha", "mid", "beta"}) r.add({n, "doc", fn});
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"alpha", "beta", "mid", "zeta"}));
+  EXPECT_THROW(r.add({"mid", "again", fn}), std::logic_error);
+}
+
+// The pure layers' kinds register themselves (this binary links kappasim_kinds and calls no
+// registration function): kappa (models/analytic), design (models/design), selftest (sweeps).
+TEST(SweepKinds, DomainsRegisterTheirOwnKinds) {
+  for (const char* k : {"kappa", "design", "selftest"}) EXPECT_NE(sweep::kinds().find(k), nullptr) << k;
+  EXPECT_TRUE(sweep::known_kind("selftest"));
+  EXPECT_FALSE(sweep::known_kind("selftst"));
+  try {
+    sweep::find_kind("selftst");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "unknown point kind 'selftst'; valid kinds: ")) << e.what();
+    EXPECT_TRUE(has(e.what(), "design, kappa")) << e.what();  // sorted
+    EXPECT_TRUE(has(e.what(), "selftest")) << e.what();
+  }
+}
+
+// Shards from the environment the caller hands over (run_sweep itself never reads it).
+std::optional<std::pair<int, int>> shard_with(const std::string& shard, const std::string& shards,
+                                              std::map<std::string, std::string> env) {
+  return sweep::resolve_shard(shard, shards, [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(SweepShards, FromOptionSlurmArrayOrIndexedJob) {
+  EXPECT_EQ(shard_with("", "", {}), std::nullopt);
+  EXPECT_EQ(shard_with("2/5", "", {{"SLURM_ARRAY_TASK_ID", "0"}}), std::make_pair(2, 5));  // option first
+  // --array=3-9:2 with 4 tasks: task ids 3, 5, 7, 9; id 7 is shard (7 - 3) / 2 = 2 of 4.
+  EXPECT_EQ(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", "7"}, {"SLURM_ARRAY_TASK_MIN", "3"},
+                                {"SLURM_ARRAY_TASK_STEP", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}),
+            std::make_pair(2, 4));
+  EXPECT_EQ(shard_with("", "", {{"JOB_COMPLETION_INDEX", "1"}, {"KAPPASIM_SHARDS", "3"}}), std::make_pair(1, 3));
+  EXPECT_EQ(shard_with("", "6", {{"JOB_COMPLETION_INDEX", "5"}}), std::make_pair(5, 6));
+  EXPECT_EQ(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", ""}}), std::nullopt);  // empty = unset
+  EXPECT_THROW(shard_with("1/2", "2", {}), InputError);
+  EXPECT_THROW(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", "8"}, {"SLURM_ARRAY_TASK_MIN", "3"},
+                                   {"SLURM_ARRAY_TASK_STEP", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}),
+               InputError);  // 8 is not on the 3-9:2 grid
+  EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "3"}, {"KAPPASIM_SHARDS", "3"}}), InputError);
+  EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "0"}}), InputError);  // no count
+  EXPECT_THROW(shard_with("", "4", {}), InputError);  // --shards without an Indexed Job
+}
+
+// The library runs a sweep for any caller that names the executable to re-exec: this test binary
+// cannot run `sweep point` itself, so the points run as `kappasim sweep point` (KAPPASIM_BIN).
+// selftest returns x and x2 = x·x: x = 1, 2, 3 give x2 = 1, 4, 9.
+TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kappasim-runner-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream spec(dir / "spec.yaml");
+    spec << "name: lib\nkind: selftest\naxes:\n  - {key: x, values: [1, 2, 3]}\n";
+  }
+  sweep::SweepOptions o;
+  o.spec_path = (dir / "spec.yaml").string();
+  o.out_dir = (dir / "out").string();
+  o.jobs = 2;
+  o.quiet = true;
+  o.exe = KAPPASIM_BIN;
+  ASSERT_EQ(sweep::run_sweep(o), 0);
+  const sweep::SweepTable t = sweep::read_results_csv(o.out_dir);
+  ASSERT_EQ(t.rows.size(), 3u);
+  std::size_t x2 = t.columns.size();
+  for (std::size_t c = 0; c < t.columns.size(); ++c)
+    if (t.columns[c] == "x2") x2 = c;
+  ASSERT_LT(x2, t.columns.size());
+  EXPECT_EQ(t.rows[0][x2], "1");
+  EXPECT_EQ(t.rows[1][x2], "4");
+  EXPECT_EQ(t.rows[2][x2], "9");
+  // The point's command line names the executable it was given.
+  std::ifstream cmd(fs::path(o.out_dir) / "points" / "p000000" / "command.txt");
+  std::string line;
+  std::getline(cmd, line);
+  EXPECT_EQ(line.rfind(std::string(KAPPASIM_BIN) + " sweep point --kind selftest", 0), 0u) << line;
+  // The sbatch script execs the executable it is given too.
+  sweep::SlurmOptions so;
+  so.spec_path = o.spec_path;
+  so.out_dir = o.out_dir;
+  so.exe = "/opt/kappasim/bin/kappasim";
+  EXPECT_TRUE(has(sweep::slurm_script(so), "\nexec /opt/kappasim/bin/kappasim sweep ")) << sweep::slurm_script(so);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kappasim
