@@ -137,6 +137,7 @@ endforeach()
 list(LENGTH checked n_files)
 list(LENGTH layers n_layers)
 if(errors)
+  list(SORT errors)   # a stable report, whatever the order of the includes
   list(LENGTH errors n_err)
   string(REPLACE ";" "\n  " text "${errors}")
   message(FATAL_ERROR "layers_check: ${n_err} violation(s) of the layer order (cmake/layers.cmake):\n  ${text}")

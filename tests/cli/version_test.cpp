@@ -10,12 +10,15 @@
 namespace {
 
 TEST(Version, CliPrintsTheProjectVersionFromCMakeLists) {
-  const std::string cmake = kappasim::test::slurp(std::string(KAPPASIM_SOURCE_DIR) + "/CMakeLists.txt");
+  const std::string cmake =
+      kappasim::test::slurp(std::string(KAPPASIM_SOURCE_DIR) + "/CMakeLists.txt");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(project\(kappasim VERSION ([0-9]+\.[0-9]+\.[0-9]+))")))
+  ASSERT_TRUE(std::regex_search(
+      cmake, m, std::regex(R"(project\(kappasim VERSION ([0-9]+\.[0-9]+\.[0-9]+))")))
       << "no project(kappasim VERSION x.y.z) in CMakeLists.txt";
   const auto dir = kappasim::test::fresh_dir("version");
-  kappasim::test::Result r = kappasim::test::run_shell(KAPPASIM_BIN, "--version", dir / "stderr.txt");
+  kappasim::test::Result r =
+      kappasim::test::run_shell(KAPPASIM_BIN, "--version", dir / "stderr.txt");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "kappasim " + m[1].str() + "\n");
 }
