@@ -14,14 +14,9 @@
 #include <vector>
 
 #include "analysis/eq6_honest.hpp"
+#include "report/probe_runner.hpp"
 
 namespace kappasim::report {
-
-// Runs `kappasim ARGS` and returns the number at JSON pointer `pointer` of its JSON stdout;
-// `work_file` is a path prefix for its captured output, `what` prefixes any error. InputError
-// when the probe fails or gives no number there.
-using ProbeRunner = std::function<double(const std::vector<std::string>& args, const std::string& pointer,
-                                         const std::string& work_file, const std::string& what)>;
 
 struct HonestKappa {
   analysis::HonestInputs in;

@@ -13,6 +13,7 @@
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
+#include "report/honest_eq6.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "report/figure.hpp"
-#include "report/honest_eq6.hpp"
+#include "report/probe_runner.hpp"
 #include "report/sweeps.hpp"
 
 namespace kappasim::report {

@@ -6,7 +6,9 @@
 #                                    analytic report -> out/report/)
 #   bash tools/quickstart.sh test    install missing packages, build, run the whole test suite
 #                                    (Debug build, then the ASan+UBSan build, then `fuzz` for
-#                                    45 s per target)
+#                                    45 s per target); also checks the C++ sources against
+#                                    .clang-format (tools/format.sh --check) and fails at the end
+#                                    if any differ
 #   bash tools/quickstart.sh bench   build (Release) and run the benchmarks
 #   bash tools/quickstart.sh fuzz    build the libFuzzer targets (clang) and run each for
 #                                    FUZZ_SECONDS (default 60) on a copy of its seed corpus;
@@ -96,6 +98,16 @@ case "${1:-}" in
     # start in a container), the suite still runs and the Slurm test reports itself skipped.
     install_missing "${TEST_PACKAGES[@]}" ||
       echo "quickstart: could not install ${TEST_PACKAGES[*]}: tests/slurm will be skipped" >&2
+    # Formatting (tools/format.sh --check): checked first, reported at once, failed at the end,
+    # so one run shows both the format and the test results. Skipped, with a line, when
+    # clang-format cannot be installed.
+    format_rc=0
+    install_missing clang-format || echo "quickstart: could not install clang-format" >&2
+    if command -v clang-format >/dev/null; then
+      bash tools/format.sh --check || format_rc=$?
+    else
+      echo "quickstart: clang-format not available: format check skipped" >&2
+    fi
     build Debug build/debug
     suite build/debug
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -111,6 +123,11 @@ case "${1:-}" in
       suite build/asan
     # The libFuzzer targets (tests/fuzz), 45 s each.
     FUZZ_SECONDS=45 fuzz
+    if [ "$format_rc" -ne 0 ]; then
+      echo "quickstart: the tests passed, but files differ from .clang-format (listed above):" \
+           "bash tools/format.sh formats them" >&2
+      exit 1
+    fi
     ;;
   fuzz)
     install_missing

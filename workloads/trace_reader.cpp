@@ -8,7 +8,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "core/sim_runner.hpp"
+#include "core/sim_time_limit.hpp"
 #include "core/units.hpp"
 
 namespace kappasim {

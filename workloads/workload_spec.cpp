@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/sim_runner.hpp"
+#include "core/sim_time_limit.hpp"
 #include "core/units.hpp"
 #include "workloads/generators.hpp"
 #include "workloads/mix_source.hpp"

@@ -8,6 +8,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"  // generated from project(VERSION) in CMakeLists.txt
 #include "apps/kappasim/analysis_cmds.hpp"
 
 namespace {
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "--version") {
-    std::cout << "kappasim 0.1.0\n";
+    std::cout << "kappasim " << kappasim::kVersion << "\n";
     return 0;
   }
   const std::string cmd = args[0];

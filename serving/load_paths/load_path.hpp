@@ -11,6 +11,8 @@
 // in-step CPU before the copies, GPU gaps between chunks, CPU overlapped with the copies.
 #pragma once
 
+#include <systemc>  // a SystemC layer (serving_sim): the context waits and starts transfers
+
 #include <cstdint>
 #include <memory>
 #include <string>
