@@ -15,7 +15,8 @@ namespace {
   throw InputError(at.key_loc.file.empty() ? at.loc : at.key_loc, msg);
 }
 
-void check_keys(const ConfigNode& map, const std::vector<std::string>& allowed, const std::string& where) {
+void check_keys(const ConfigNode& map, const std::vector<std::string>& allowed,
+                const std::string& where) {
   if (!map.is_map()) fail(map, "expected a map (" + where + ")");
   for (const auto& [k, v] : map.entries) {
     bool ok = false;
@@ -47,8 +48,8 @@ Quantity quantity(const ConfigNode& n, const std::string& what) {
 double same_dim(const ConfigNode& n, const Dimension& d, const std::string& what) {
   const Quantity q = quantity(n, what);
   if (!(q.dim == d))
-    fail(n, what + ": '" + n.scalar + "' is a " + dimension_name(q.dim) + ", expected a " + dimension_name(d) +
-                " like " + example_literal(d));
+    fail(n, what + ": '" + n.scalar + "' is a " + dimension_name(q.dim) + ", expected a " +
+                dimension_name(d) + " like " + example_literal(d));
   return q.value;
 }
 
@@ -60,7 +61,8 @@ std::string FreeParameter::text(double v) const {
 
 CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& base_dir) {
   CalibrationSpec s;
-  check_keys(root, {"name", "description", "overlay", "parameters", "measurements", "max_evaluations"},
+  check_keys(root,
+             {"name", "description", "overlay", "parameters", "measurements", "max_evaluations"},
              "a calibration file");
   s.name = root.find("name") ? scalar(*root.find("name"), "the calibration's name") : "calibration";
   if (const ConfigNode* o = root.find("overlay")) {
@@ -82,15 +84,16 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
   for (const ConfigNode& p : ps.items) {
     check_keys(p, {"key", "lo", "hi", "start"}, "a free parameter");
     FreeParameter fp;
-    fp.key = scalar(need(p, "key", "a free parameter"), "a config key like system.gpu.dma_copy_overhead");
+    fp.key = scalar(need(p, "key", "a free parameter"),
+                    "a config key like system.gpu.dma_copy_overhead");
     if (!keys.insert(fp.key).second) fail(p, "free parameter '" + fp.key + "' is listed twice");
     const Quantity lo = quantity(need(p, "lo", "a free parameter"), "lo of '" + fp.key + "'");
     fp.dim = lo.dim;
     fp.bound.lo = lo.value;
     fp.bound.hi = same_dim(need(p, "hi", "a free parameter"), fp.dim, "hi of '" + fp.key + "'");
     if (!(fp.bound.lo < fp.bound.hi))
-      fail(*p.find("hi"), "bounds of '" + fp.key + "' are empty or inverted: lo " + p.find("lo")->scalar +
-                               " must be below hi " + p.find("hi")->scalar);
+      fail(*p.find("hi"), "bounds of '" + fp.key + "' are empty or inverted: lo " +
+                              p.find("lo")->scalar + " must be below hi " + p.find("hi")->scalar);
     fp.start = p.find("start") ? same_dim(*p.find("start"), fp.dim, "start of '" + fp.key + "'")
                                : (fp.bound.lo + fp.bound.hi) / 2;
     if (fp.start < fp.bound.lo || fp.start > fp.bound.hi)
@@ -102,7 +105,9 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
     fail(ms, "measurements: expected a non-empty list");
   std::set<std::string> ids;
   for (const ConfigNode& m : ms.items) {
-    check_keys(m, {"id", "command", "value", "run", "kind", "metric", "measured", "uncertainty", "fit", "source"},
+    check_keys(m,
+               {"id", "command", "value", "run", "kind", "metric", "measured", "uncertainty", "fit",
+                "source"},
                "a measurement");
     Measurement x;
     x.loc = m.loc;
@@ -110,30 +115,41 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
     for (char c : x.id)
       if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
         fail(*m.find("id"), "measurement id '" + x.id + "': expected [a-z0-9.-]");
-    if (!ids.insert(x.id).second) fail(*m.find("id"), "measurement id '" + x.id + "' is used twice");
+    if (!ids.insert(x.id).second)
+      fail(*m.find("id"), "measurement id '" + x.id + "' is used twice");
     const bool cmd = m.find("command") != nullptr, run = m.find("run") != nullptr;
-    if (cmd == run) fail(m, "measurement '" + x.id + "': give exactly one of command: (with value:) or run: (with metric:)");
+    if (cmd == run)
+      fail(m, "measurement '" + x.id +
+                  "': give exactly one of command: (with value:) or run: (with metric:)");
     if (cmd) {
       const ConfigNode& c = *m.find("command");
       if (c.kind != ConfigNode::Kind::Seq || c.items.empty())
-        fail(c, "measurement '" + x.id + "': command: expected a kappasim argv list like [probe, h2d, ...]");
+        fail(c, "measurement '" + x.id +
+                    "': command: expected a kappasim argv list like [probe, h2d, ...]");
       for (const auto& a : c.items) x.command.push_back(scalar(a, "a command-line argument"));
-      x.pointer = scalar(need(m, "value", "measurement '" + x.id + "'"), "a JSON pointer like /0/bandwidth_bytes_per_s");
+      x.pointer = scalar(need(m, "value", "measurement '" + x.id + "'"),
+                         "a JSON pointer like /0/bandwidth_bytes_per_s");
       if (x.pointer.empty() || x.pointer[0] != '/')
-        fail(*m.find("value"), "measurement '" + x.id + "': value: expected a JSON pointer starting with '/'");
-      if (m.find("metric") || m.find("kind")) fail(m, "measurement '" + x.id + "': metric:/kind: belong to the run: form");
+        fail(*m.find("value"),
+             "measurement '" + x.id + "': value: expected a JSON pointer starting with '/'");
+      if (m.find("metric") || m.find("kind"))
+        fail(m, "measurement '" + x.id + "': metric:/kind: belong to the run: form");
     } else {
       std::string path = scalar(*m.find("run"), "a run config path");
-      x.run_config = (!path.empty() && path[0] != '/' && !base_dir.empty()) ? base_dir + "/" + path : path;
+      x.run_config =
+          (!path.empty() && path[0] != '/' && !base_dir.empty()) ? base_dir + "/" + path : path;
       x.metric = scalar(need(m, "metric", "measurement '" + x.id + "'"), "a metric name");
       if (m.find("kind")) x.kind = scalar(*m.find("kind"), "a sweep point kind");
-      if (m.find("value")) fail(*m.find("value"), "measurement '" + x.id + "': value: belongs to the command: form");
+      if (m.find("value"))
+        fail(*m.find("value"), "measurement '" + x.id + "': value: belongs to the command: form");
     }
     const Quantity meas = quantity(need(m, "measured", "measurement '" + x.id + "'"), "measured");
     x.dim = meas.dim;
     x.measured = meas.value;
-    x.sigma = same_dim(need(m, "uncertainty", "measurement '" + x.id + "'"), x.dim, "uncertainty of '" + x.id + "'");
-    if (!(x.sigma > 0)) fail(*m.find("uncertainty"), "uncertainty of '" + x.id + "' must be above zero");
+    x.sigma = same_dim(need(m, "uncertainty", "measurement '" + x.id + "'"), x.dim,
+                       "uncertainty of '" + x.id + "'");
+    if (!(x.sigma > 0))
+      fail(*m.find("uncertainty"), "uncertainty of '" + x.id + "' must be above zero");
     if (const ConfigNode* f = m.find("fit")) {
       const std::string v = scalar(*f, "true or false");
       if (v != "true" && v != "false") fail(*f, "fit: expected true or false");
@@ -144,7 +160,8 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
   std::size_t fitted = 0;
   for (const auto& m : s.measurements) fitted += m.fit ? 1 : 0;
   if (fitted < s.params.size())
-    fail(ms, std::to_string(fitted) + " measurement(s) to fit but " + std::to_string(s.params.size()) +
+    fail(ms, std::to_string(fitted) + " measurement(s) to fit but " +
+                 std::to_string(s.params.size()) +
                  " free parameter(s): the fit needs at least as many measurements as parameters");
   return s;
 }
@@ -169,18 +186,21 @@ struct Fit {
   bool converged;
 };
 
-Fit fit_subset(const CalibrationSpec& s, const Simulate& simulate, const std::vector<std::size_t>& which,
-               const std::vector<double>& x0) {
+Fit fit_subset(const CalibrationSpec& s, const Simulate& simulate,
+               const std::vector<std::size_t>& which, const std::vector<double>& x0) {
   std::vector<Bound> b;
   for (const auto& p : s.params) b.push_back(p.bound);
-  auto f = [&](const std::vector<double>& x) { return chi2(simulate(x, which), s.measurements, which); };
+  auto f = [&](const std::vector<double>& x) {
+    return chi2(simulate(x, which), s.measurements, which);
+  };
   const OptimizeResult r = minimize_bounded(f, b, x0, s.options);
   return {r.x, r.f, r.evaluations, r.converged};
 }
 
 }  // namespace
 
-CalibrationResult calibrate(const CalibrationSpec& s, const Simulate& simulate, bool leave_one_out) {
+CalibrationResult calibrate(const CalibrationSpec& s, const Simulate& simulate,
+                            bool leave_one_out) {
   std::vector<std::size_t> fitted, all;
   for (std::size_t i = 0; i < s.measurements.size(); ++i) {
     all.push_back(i);

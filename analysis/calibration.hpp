@@ -39,7 +39,7 @@ struct FreeParameter {
   Bound bound;
   double start = 0;
   Dimension dim;
-  bool integer = false;  // not supported: calibrate continuous keys (InputError)
+  bool integer = false;              // not supported: calibrate continuous keys (InputError)
   std::string text(double v) const;  // a literal of the parameter's dimension
 };
 
@@ -50,7 +50,7 @@ struct Measurement {
   std::string run_config;            // run form: path (resolved against the file's folder)
   std::string kind = "run";
   std::string metric;
-  double measured = 0, sigma = 0;    // SI
+  double measured = 0, sigma = 0;  // SI
   Dimension dim;
   bool fit = true;
   SourceLoc loc;
@@ -75,11 +75,11 @@ using Simulate = std::function<std::vector<double>(const std::vector<double>& x,
                                                    const std::vector<std::size_t>& which)>;
 
 struct CalibrationResult {
-  std::vector<double> x;            // fitted values
-  double chi2 = 0;                  // over the fitted measurements
+  std::vector<double> x;  // fitted values
+  double chi2 = 0;        // over the fitted measurements
   int evaluations = 0;
   bool converged = false;
-  std::vector<double> at_fit;       // every measurement simulated at x
+  std::vector<double> at_fit;  // every measurement simulated at x
   // Leave-one-out: for a fitted measurement, refit without it and predict it; for a held-out
   // one, its prediction at x. loo_x[i] = the refit's parameters (x for held-out ones).
   std::vector<double> loo;
@@ -93,6 +93,7 @@ struct CalibrationResult {
 double chi2(const std::vector<double>& sim, const std::vector<Measurement>& m,
             const std::vector<std::size_t>& which);
 
-CalibrationResult calibrate(const CalibrationSpec& spec, const Simulate& simulate, bool leave_one_out = true);
+CalibrationResult calibrate(const CalibrationSpec& spec, const Simulate& simulate,
+                            bool leave_one_out = true);
 
 }  // namespace kappasim::analysis

@@ -13,7 +13,8 @@ double kappa_crit_eq6_probed(const HonestInputs& in) {
 double kappa_crit_extended(const HonestInputs& in) {
   const double t_compute0 = std::max(in.f_gpu * in.T / in.compute, in.floor_s);
   const double num = t_compute0 - in.t_request_s;
-  const double den = in.b_kv_gpu / in.link_Bps + in.t_chunk_s / in.chunk_tokens - in.attn_s_per_kt * in.T;
+  const double den =
+      in.b_kv_gpu / in.link_Bps + in.t_chunk_s / in.chunk_tokens - in.attn_s_per_kt * in.T;
   if (den <= 0) return HUGE_VAL;
   return std::max(num, 0.0) / den / in.T;
 }

@@ -25,12 +25,12 @@ namespace kappasim::analysis {
 
 struct HonestInputs {
   double T = 0;
-  double f_gpu = 0;        // FLOPs per new token per GPU (2 · N_active / tp)
-  double b_kv_eq6 = 0;     // Eq. 6's KV bytes per token per GPU: B_kv / tp (no replication)
-  double b_kv_gpu = 0;     // with KV-head replication
-  double link_Bps = 0;     // probed
-  double compute = 0;      // probed, FLOP/s in the convention
-  double floor_s = 0;      // probed compute of T new tokens at K = 0
+  double f_gpu = 0;     // FLOPs per new token per GPU (2 · N_active / tp)
+  double b_kv_eq6 = 0;  // Eq. 6's KV bytes per token per GPU: B_kv / tp (no replication)
+  double b_kv_gpu = 0;  // with KV-head replication
+  double link_Bps = 0;  // probed
+  double compute = 0;   // probed, FLOP/s in the convention
+  double floor_s = 0;   // probed compute of T new tokens at K = 0
   double attn_s_per_kt = 0;
   double t_request_s = 0, t_chunk_s = 0, chunk_tokens = 1;
 };

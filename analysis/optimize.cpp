@@ -63,7 +63,8 @@ OptimizeResult minimize_bounded(const std::function<double(const std::vector<dou
     while (r.evaluations < opt.max_evaluations) {
       std::vector<std::size_t> idx(n + 1);
       std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return fs[a] < fs[b]; });
+      std::stable_sort(idx.begin(), idx.end(),
+                       [&](std::size_t a, std::size_t b) { return fs[a] < fs[b]; });
       std::vector<std::vector<double>> s2;
       std::vector<double> f2;
       for (std::size_t i : idx) {
@@ -98,7 +99,13 @@ OptimizeResult minimize_bounded(const std::function<double(const std::vector<dou
       if (fr < fs[0]) {
         const std::vector<double> xe = along(-2);
         const double fe = eval(xe);
-        if (fe < fr) { s[n] = xe; fs[n] = fe; } else { s[n] = xr; fs[n] = fr; }
+        if (fe < fr) {
+          s[n] = xe;
+          fs[n] = fe;
+        } else {
+          s[n] = xr;
+          fs[n] = fr;
+        }
       } else if (fr < fs[n - 1]) {
         s[n] = xr;
         fs[n] = fr;

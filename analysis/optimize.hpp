@@ -23,8 +23,8 @@ struct Bound {
 
 struct OptimizeOptions {
   int max_evaluations = 300;
-  double f_tol = 1e-6;   // relative spread of f over the simplex at convergence
-  double x_tol = 1e-4;   // simplex diameter at convergence, as a fraction of each bound's width
+  double f_tol = 1e-6;  // relative spread of f over the simplex at convergence
+  double x_tol = 1e-4;  // simplex diameter at convergence, as a fraction of each bound's width
   int restarts = 2;
 };
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -15,7 +15,8 @@ const std::vector<SoftwareTag>& serving_tags() {
   // Ranges are the brackets serving_spec.hpp and docs/scheduler.md cite for each default.
   static const std::vector<SoftwareTag> tags = {
       {"serving.step_overhead", "assumption", "0.15 ms", "6 ms",
-       "serving_spec.hpp [A]: vLLM async scheduling 0.15-0.17 ms (PR 11133) .. early v1 5-6 ms (issue 10634)"},
+       "serving_spec.hpp [A]: vLLM async scheduling 0.15-0.17 ms (PR 11133) .. early v1 5-6 ms "
+       "(issue 10634)"},
       {"serving.lmcache_retrieve_fixed", "derived", "0.25 ms", "1 ms",
        "serving_spec.hpp [D]: LMCache PR 3110 log, 0.55 ms less transfer; range x0.5..x2 assumed"},
       {"serving.lmcache_retrieve_per_chunk", "derived", "0.05 ms", "0.2 ms",
@@ -31,7 +32,8 @@ const std::vector<SoftwareTag>& serving_tags() {
       {"serving.fairness_max_wait", "assumption", "1 s", "20 s",
        "serving_spec.hpp [A]: Fair's wait bound, a study knob"},
       {"serving.activation_reserve", "assumption", "3.05 GiB", "8 GiB",
-       "serving_spec.hpp [M->A]: vLLM PR 10511 profile, 3.05 GiB at TP 1 .. 4.84 GiB at TP 2; 8 GiB for larger models assumed"},
+       "serving_spec.hpp [M->A]: vLLM PR 10511 profile, 3.05 GiB at TP 1 .. 4.84 GiB at TP 2; 8 "
+       "GiB for larger models assumed"},
   };
   return tags;
 }
@@ -68,7 +70,8 @@ double sig6(double v) {
 
 bool whole(double v) { return std::fabs(v - std::round(v)) < 1e-9 * std::max(1.0, std::fabs(v)); }
 
-void walk(const ConfigNode& n, const std::string& path, double rel, std::vector<TaggedParameter>& out) {
+void walk(const ConfigNode& n, const std::string& path, double rel,
+          std::vector<TaggedParameter>& out) {
   if (n.is_map()) {
     for (const auto& [k, v] : n.entries) walk(v, path.empty() ? k : path + "." + k, rel, out);
     return;
@@ -97,8 +100,8 @@ void walk(const ConfigNode& n, const std::string& path, double rel, std::vector<
       if (!(b.dim == q.dim)) throw UnitError("'" + text + "' is not a " + dimension_name(q.dim));
       return b.value;
     } catch (const UnitError& e) {
-      throw InputError(n.loc, "provenance '" + std::string(which) + "' of '" + path + "': " + e.what() +
-                                  "; expected a value like '" + n.scalar + "'");
+      throw InputError(n.loc, "provenance '" + std::string(which) + "' of '" + path +
+                                  "': " + e.what() + "; expected a value like '" + n.scalar + "'");
     }
   };
   const bool has_low = !n.provenance->low.empty(), has_high = !n.provenance->high.empty();
@@ -112,7 +115,8 @@ void walk(const ConfigNode& n, const std::string& path, double rel, std::vector<
   if (has_low && has_high) {
     rule = "declared";
   } else {
-    rule = (has_low || has_high) ? std::string("declared/default ±") + pct : std::string("default ±") + pct;
+    rule = (has_low || has_high) ? std::string("declared/default ±") + pct
+                                 : std::string("default ±") + pct;
     if (dimless && q.value > 0 && q.value <= 1 && !has_high && p.high > 1) {
       p.high = 1;
       rule += ", capped at 1";
@@ -130,8 +134,10 @@ void walk(const ConfigNode& n, const std::string& path, double rel, std::vector<
                                 " is above high " + format_number(p.high));
   p.declared = has_low && has_high;
   p.range = rule;
-  p.low_text = has_low ? n.provenance->low : (dimless ? format_number(p.low) : format_quantity(p.low, q.dim));
-  p.high_text = has_high ? n.provenance->high : (dimless ? format_number(p.high) : format_quantity(p.high, q.dim));
+  p.low_text = has_low ? n.provenance->low
+                       : (dimless ? format_number(p.low) : format_quantity(p.low, q.dim));
+  p.high_text = has_high ? n.provenance->high
+                         : (dimless ? format_number(p.high) : format_quantity(p.high, q.dim));
   out.push_back(std::move(p));
 }
 

@@ -33,14 +33,15 @@ struct TaggedParameter {
 
 // Walks `effective` (a tree with provenance, e.g. from write_config) in file order. InputError
 // when a declared low/high is not a value of the same dimension as the base, or low > high.
-std::vector<TaggedParameter> tagged_parameters(const ConfigNode& effective, double default_rel = 0.5);
+std::vector<TaggedParameter> tagged_parameters(const ConfigNode& effective,
+                                               double default_rel = 0.5);
 
 struct SoftwareTag {
   const char* key;   // path under the run config ("serving.step_overhead")
   const char* kind;  // assumption | derived
   const char* low;
   const char* high;
-  const char* why;   // source, shortened from serving_spec.hpp
+  const char* why;  // source, shortened from serving_spec.hpp
 };
 const std::vector<SoftwareTag>& serving_tags();
 // Attaches serving_tags() provenance to those keys of `effective` that have none.

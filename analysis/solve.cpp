@@ -1,8 +1,8 @@
 // Threshold search (see solve.hpp).
 #include "analysis/solve.hpp"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -12,7 +12,8 @@ namespace kappasim::analysis {
 
 Target parse_target(const std::string& text) {
   const std::string expect =
-      "--target '" + text + "': expected \"METRIC OP VALUE\" with OP one of <, <=, >, >= (e.g. \"ttft_p99_s < 1\")";
+      "--target '" + text +
+      "': expected \"METRIC OP VALUE\" with OP one of <, <=, >, >= (e.g. \"ttft_p99_s < 1\")";
   std::size_t i = text.find_first_of("<>");
   if (i == std::string::npos || i == 0) throw InputError(expect);
   Target t;
@@ -20,7 +21,8 @@ Target parse_target(const std::string& text) {
   std::size_t j = i + 1;
   const bool eq = j < text.size() && text[j] == '=';
   if (eq) ++j;
-  t.op = text[i] == '<' ? (eq ? CompareOp::Le : CompareOp::Lt) : (eq ? CompareOp::Ge : CompareOp::Gt);
+  t.op =
+      text[i] == '<' ? (eq ? CompareOp::Le : CompareOp::Lt) : (eq ? CompareOp::Ge : CompareOp::Gt);
   auto trim = [](std::string s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
     std::size_t a = 0;
@@ -45,10 +47,14 @@ Target parse_target(const std::string& text) {
 bool target_met(const Target& t, double m) {
   if (std::isnan(m)) return false;
   switch (t.op) {
-    case CompareOp::Lt: return m < t.value;
-    case CompareOp::Le: return m <= t.value;
-    case CompareOp::Gt: return m > t.value;
-    case CompareOp::Ge: return m >= t.value;
+    case CompareOp::Lt:
+      return m < t.value;
+    case CompareOp::Le:
+      return m <= t.value;
+    case CompareOp::Gt:
+      return m > t.value;
+    case CompareOp::Ge:
+      return m >= t.value;
   }
   return false;
 }
@@ -75,8 +81,9 @@ SolveResult solve_threshold(const std::function<double(double)>& metric, double 
     bool found = false;
     for (int k = 1; k <= opt.scan_points + 1 && !found; ++k) {
       const double f = static_cast<double>(k) / (opt.scan_points + 1);
-      Probe p = k == opt.scan_points + 1 ? b
-                : at(rnd(geo ? lo * std::pow(hi / lo, f) : lo + (hi - lo) * f));
+      Probe p = k == opt.scan_points + 1
+                    ? b
+                    : at(rnd(geo ? lo * std::pow(hi / lo, f) : lo + (hi - lo) * f));
       if (p.x == prev.x) continue;  // integer scan points can coincide
       if (p.met != prev.met) {
         a = prev;
@@ -95,7 +102,10 @@ SolveResult solve_threshold(const std::function<double(double)>& metric, double 
   const double stop = std::max(opt.rel_tol * width, opt.integer ? 1.0 : 0.0);
   while (std::fabs(b.x - a.x) > stop && static_cast<int>(r.probes.size()) < opt.max_probes) {
     Probe m = at(mid(a.x, b.x));
-    if (m.met == a.met) a = m; else b = m;
+    if (m.met == a.met)
+      a = m;
+    else
+      b = m;
   }
   r.status = SolveResult::Status::Found;
   r.x = a.met ? a.x : b.x;

@@ -34,8 +34,8 @@ struct SolveOptions {
   int scan_points = 8;    // interior points of the bracketing scan
   double rel_tol = 1e-3;  // final bracket width as a fraction of hi - lo
   int max_probes = 60;
-  bool geometric = false; // midpoints and scan points in log space (lo > 0)
-  bool integer = false;   // a count: probes rounded to whole numbers, stop at adjacent ones
+  bool geometric = false;  // midpoints and scan points in log space (lo > 0)
+  bool integer = false;    // a count: probes rounded to whole numbers, stop at adjacent ones
 };
 
 struct Probe {
@@ -46,9 +46,9 @@ struct Probe {
 
 struct SolveResult {
   enum class Status { Found, MetEverywhere, NeverMet } status = Status::NeverMet;
-  double x = 0;            // the bracket end where the target holds (Found), lo (MetEverywhere)
-  double other = 0;        // the bracket end where it does not (Found)
-  std::string method;      // bisection | bracketed scan + bisection
+  double x = 0;               // the bracket end where the target holds (Found), lo (MetEverywhere)
+  double other = 0;           // the bracket end where it does not (Found)
+  std::string method;         // bisection | bracketed scan + bisection
   std::vector<Probe> probes;  // in evaluation order
 };
 

@@ -52,11 +52,12 @@ std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::stri
     if (s < 0) {
       line += "-            -        ";
     } else {
-      std::snprintf(buf, sizeof buf, "%-12.6g %-8.3g ", s, base_metric != 0 ? s / std::fabs(base_metric) : 0.0);
+      std::snprintf(buf, sizeof buf, "%-12.6g %-8.3g ", s,
+                    base_metric != 0 ? s / std::fabs(base_metric) : 0.0);
       line += buf;
     }
-    line += r.key + "  [" + r.kind + ", " + r.range + "]  " + r.low_text + " -> " + num(r.metric_low) +
-            " | " + r.high_text + " -> " + num(r.metric_high);
+    line += r.key + "  [" + r.kind + ", " + r.range + "]  " + r.low_text + " -> " +
+            num(r.metric_low) + " | " + r.high_text + " -> " + num(r.metric_high);
     if (!r.error.empty()) line += "  (" + r.error + ")";
     out += line + "\n";
   }
@@ -64,7 +65,8 @@ std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::stri
 }
 
 std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric) {
-  std::string out = "rank,key,kind,range,base,low,high,metric_base,metric_low,metric_high,swing,error\n";
+  std::string out =
+      "rank,key,kind,range,base,low,high,metric_base,metric_low,metric_high,swing,error\n";
   int rank = 0;
   for (const auto& r : ranked) {
     ++rank;
@@ -90,12 +92,13 @@ std::string tornado_gnuplot(const std::vector<TornadoRow>& ranked, const std::st
   s += "set xlabel '" + metric + "'\n";
   s += "set ytics nomirror\nset grid xtics\nset key bottom right\n";
   s += "set yrange [0.5:" + std::to_string(n) + ".5]\n";
-  s += "set arrow from " + format_number(base_metric) + ", graph 0 to " + format_number(base_metric) +
-       ", graph 1 nohead dt 2\n";
+  s += "set arrow from " + format_number(base_metric) + ", graph 0 to " +
+       format_number(base_metric) + ", graph 1 nohead dt 2\n";
   // Rank 1 on top: y = n + 1 - rank; rows past max_rows and rows without both metrics skipped.
-  s += "plot '" + csv_name + "' every ::1::" + std::to_string(n) +
-       " using (($9+$10)/2):(" + std::to_string(n + 1) +
-       "-$1):(($10>$9?$10-$9:$9-$10)/2):(0.35):ytic(2) with boxxyerrorbars fill solid 0.5 title 'low ... high', \\\n";
+  s += "plot '" + csv_name + "' every ::1::" + std::to_string(n) + " using (($9+$10)/2):(" +
+       std::to_string(n + 1) +
+       "-$1):(($10>$9?$10-$9:$9-$10)/2):(0.35):ytic(2) with boxxyerrorbars fill solid 0.5 title "
+       "'low ... high', \\\n";
   s += "     '' every ::1::" + std::to_string(n) + " using 9:(" + std::to_string(n + 1) +
        "-$1) with points pt 7 title 'at low', \\\n";
   s += "     '' every ::1::" + std::to_string(n) + " using 10:(" + std::to_string(n + 1) +

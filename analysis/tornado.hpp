@@ -10,13 +10,13 @@
 namespace kappasim::analysis {
 
 struct TornadoRow {
-  std::string key;          // dotted config path
-  std::string kind;         // assumption | derived
+  std::string key;                             // dotted config path
+  std::string kind;                            // assumption | derived
   std::string base_text, low_text, high_text;  // values as written into the configs
-  std::string range;        // "declared" or "default ±50%" (how low/high were chosen)
+  std::string range;  // "declared" or "default ±50%" (how low/high were chosen)
   std::optional<double> metric_low, metric_high;  // empty: that run was invalid or failed
-  std::string error;        // why a run gave no metric
-  double swing() const;     // |high - low|; -1 when either is missing
+  std::string error;                              // why a run gave no metric
+  double swing() const;                           // |high - low|; -1 when either is missing
 };
 
 // Ranked: largest swing first, ties by key; rows without both metrics last (by key).

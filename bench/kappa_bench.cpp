@@ -28,8 +28,10 @@ BENCHMARK(BM_LoadSystemPreset);
 
 // One analytic κ point (B_kv, F_pf, κ_M, κ_HW, κ_crit, attention at K, TTFT parts).
 void BM_EvaluateKappaPoint(benchmark::State& state) {
-  ModelSpec m = read_preset_config<ModelSpec>(ConfigNode::make_scalar("qwen3-235b-a22b"), "model", "model");
-  SystemSpec s = read_preset_config<SystemSpec>(ConfigNode::make_scalar("h100"), "system", "system");
+  ModelSpec m =
+      read_preset_config<ModelSpec>(ConfigNode::make_scalar("qwen3-235b-a22b"), "model", "model");
+  SystemSpec s =
+      read_preset_config<SystemSpec>(ConfigNode::make_scalar("h100"), "system", "system");
   KappaQuery q;
   q.context_k = 65536;
   q.new_tokens_t = 256;

@@ -12,10 +12,10 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
 #include "models/gpu/gpu_compute.hpp"
+#include "systems/flow_fabric.hpp"
 
 using namespace kappasim;
 
@@ -66,20 +66,23 @@ int main(int argc, char** argv) {
       coarse_events = static_cast<std::uint64_t>(coarse->stats().kernel_events);
     });
   });
-  std::printf("{\"model\": \"flow\", \"transfers\": %d, \"bytes_each\": %.0f, \"wall_s\": %.4f, "
-              "\"transfers_per_s\": %.0f, \"kernel_events\": %llu}\n",
-              flow_n, bytes, flow_wall, flow_n / flow_wall,
-              static_cast<unsigned long long>(flow->kernel_events()));
+  std::printf(
+      "{\"model\": \"flow\", \"transfers\": %d, \"bytes_each\": %.0f, \"wall_s\": %.4f, "
+      "\"transfers_per_s\": %.0f, \"kernel_events\": %llu}\n",
+      flow_n, bytes, flow_wall, flow_n / flow_wall,
+      static_cast<unsigned long long>(flow->kernel_events()));
   const auto& ps = packet->stats();
-  std::printf("{\"model\": \"packet\", \"transfers\": %d, \"bytes_each\": %.0f, \"wall_s\": %.4f, "
-              "\"transfers_per_s\": %.1f, \"thread_activations\": %llu}\n",
-              packet_n, bytes, packet_wall, packet_n / packet_wall,
-              static_cast<unsigned long long>(ps.down.activations + ps.up.activations));
+  std::printf(
+      "{\"model\": \"packet\", \"transfers\": %d, \"bytes_each\": %.0f, \"wall_s\": %.4f, "
+      "\"transfers_per_s\": %.1f, \"thread_activations\": %llu}\n",
+      packet_n, bytes, packet_wall, packet_n / packet_wall,
+      static_cast<unsigned long long>(ps.down.activations + ps.up.activations));
   std::printf("{\"flow_over_packet_speedup\": %.0f}\n",
               (flow_n / flow_wall) / (packet_n / packet_wall));
-  std::printf("{\"gpu_compute\": \"llama-3.1-70b tp 8, T 4096, K 65536\", \"layers\": %d, "
-              "\"events_per_request_layer_fine\": %.2f, \"events_per_request_layer_coarse\": %.2f}\n",
-              layers, static_cast<double>(fine_events) / layers,
-              static_cast<double>(coarse_events) / layers);
+  std::printf(
+      "{\"gpu_compute\": \"llama-3.1-70b tp 8, T 4096, K 65536\", \"layers\": %d, "
+      "\"events_per_request_layer_fine\": %.2f, \"events_per_request_layer_coarse\": %.2f}\n",
+      layers, static_cast<double>(fine_events) / layers,
+      static_cast<double>(coarse_events) / layers);
   return 0;
 }

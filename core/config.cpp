@@ -3,9 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,8 +55,8 @@ ConfigNode& ConfigNode::set(const std::string& key, ConfigNode value) {
   return entries.back().second;
 }
 bool ConfigNode::erase(std::string_view key) {
-  auto it = std::find_if(entries.begin(), entries.end(),
-                         [&](const auto& e) { return e.first == key; });
+  auto it =
+      std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == key; });
   if (it == entries.end()) return false;
   entries.erase(it);
   return true;
@@ -91,7 +91,8 @@ bool collapse_provenance(ConfigNode& n) {
       if (b && (!b->is_scalar() || b->scalar.empty()))
         throw InputError(b->loc, "provenance 'low'/'high' must be a value like the one in 'value'");
     ConfigNode out = *value;
-    out.provenance = Provenance{kind, src->scalar, low ? low->scalar : "", high ? high->scalar : ""};
+    out.provenance =
+        Provenance{kind, src->scalar, low ? low->scalar : "", high ? high->scalar : ""};
     out.key_loc = n.key_loc;
     n = std::move(out);
     return true;
@@ -204,7 +205,8 @@ ConfigNode load_yaml_file(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-    throw InputError("cannot read config file '" + path + "': not a regular file (a folder, device or pipe)");
+    throw InputError("cannot read config file '" + path +
+                     "': not a regular file (a folder, device or pipe)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read config file '" + path + "': " + std::strerror(errno));
   std::string text(kMaxConfigFileBytes + 1, '\0');
@@ -212,8 +214,9 @@ ConfigNode load_yaml_file(const std::string& path) {
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (in.bad()) throw IoError("cannot read config file '" + path + "': " + std::strerror(errno));
   if (text.size() > kMaxConfigFileBytes)
-    throw InputError("config file '" + path + "' is larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
-                     " MiB, the limit for a config, preset or sweep spec (the largest shipped one is a few kB)");
+    throw InputError(
+        "config file '" + path + "' is larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
+        " MiB, the limit for a config, preset or sweep spec (the largest shipped one is a few kB)");
   return parse_yaml(text, path);
 }
 
@@ -248,8 +251,9 @@ void apply_set(ConfigNode& root, std::string_view assignment) {
   const std::string where = "--set " + std::string(assignment);
   auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    throw InputError("--set expects KEY.PATH=VALUE (e.g. system.gpu.hbm_bandwidth=\"4 TB/s\"), got '" +
-                     std::string(assignment) + "'");
+    throw InputError(
+        "--set expects KEY.PATH=VALUE (e.g. system.gpu.hbm_bandwidth=\"4 TB/s\"), got '" +
+        std::string(assignment) + "'");
   std::string_view path = assignment.substr(0, eq);
   std::string_view value = assignment.substr(eq + 1);
   // `--set key=` is a typo or a shell variable that expanded to nothing, never a request to
@@ -261,8 +265,8 @@ void apply_set(ConfigNode& root, std::string_view assignment) {
   std::size_t start = 0;
   while (true) {
     auto dot = path.find('.', start);
-    std::string k(path.substr(start, dot == std::string_view::npos ? std::string_view::npos
-                                                                    : dot - start));
+    std::string k(
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (k.empty()) throw InputError("--set: empty key component in '" + std::string(path) + "'");
     keys.push_back(k);
     if (keys.size() > static_cast<std::size_t>(kMaxDepth))  // merge_into recurses per key
@@ -322,7 +326,8 @@ std::string quote(const std::string& s) {
 std::string scalar_text(const ConfigNode& n) {
   bool q = needs_quotes(n.scalar);
   if (n.quoted && !q) {
-    static const char* words[] = {"true", "false", "True", "False", "null", "yes", "no", "on", "off", "~"};
+    static const char* words[] = {"true", "false", "True", "False", "null",
+                                  "yes",  "no",    "on",   "off",   "~"};
     for (const char* w : words) q = q || n.scalar == w;
     q = q || std::isdigit(static_cast<unsigned char>(n.scalar[0])) || n.scalar[0] == '.' ||
         n.scalar[0] == '+';
@@ -404,8 +409,8 @@ std::string unknown_key_message(const std::string& key, const std::vector<std::s
   std::string all;
   for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
   const std::string near = nearest(key, allowed);
-  return "unknown key '" + key + "' in " + where + (near.empty() ? "" : "; did you mean '" + near + "'?") +
-         " (expected one of " + all + ")";
+  return "unknown key '" + key + "' in " + where +
+         (near.empty() ? "" : "; did you mean '" + near + "'?") + " (expected one of " + all + ")";
 }
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
@@ -429,10 +434,10 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 namespace {
 const std::vector<std::pair<std::string, std::string>>& kind_folders() {
   static const std::vector<std::pair<std::string, std::string>> k = {
-      {"model", "models"}, {"gpu", "gpus"}, {"link", "links"},
-      {"host-memory", "host-memory"}, {"system", "systems"},
-      {"design", "design"},  // models/design area/power coefficients
-      {"stack", "stacks"},   // serving software stacks (serving/stack_profile.hpp)
+      {"model", "models"},   {"gpu", "gpus"},
+      {"link", "links"},     {"host-memory", "host-memory"},
+      {"system", "systems"}, {"design", "design"},  // models/design area/power coefficients
+      {"stack", "stacks"},  // serving software stacks (serving/stack_profile.hpp)
   };
   return k;
 }
@@ -482,8 +487,8 @@ PresetRegistry& PresetRegistry::instance() {
       std::size_t start = 0;
       while (start <= s.size()) {
         auto colon = s.find(':', start);
-        std::string dir = s.substr(start, colon == std::string::npos ? std::string::npos
-                                                                     : colon - start);
+        std::string dir =
+            s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
         if (!dir.empty()) r.add_directory(dir);
         if (colon == std::string::npos) break;
         start = colon + 1;
@@ -538,16 +543,18 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
         bool ok = false;
         for (const char* kname : kProvenanceKinds) ok = ok || pk == kname;
         if (!ok || !pv.is_scalar())
-          throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+          throw InputError(prov.loc,
+                           "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
         n.erase("provenance");
         apply_default_provenance(n, Provenance{pk, pv.scalar, "", ""});
       } else {
-        throw InputError(p->loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+        throw InputError(p->loc,
+                         "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
       }
     }
     if (const ConfigNode* nm = n.find("name"); nm && nm->scalar != name)
-      throw InputError(nm->loc, "preset name '" + nm->scalar + "' does not match its file name '" +
-                                    name + "'");
+      throw InputError(
+          nm->loc, "preset name '" + nm->scalar + "' does not match its file name '" + name + "'");
     entry.parsed = std::make_shared<ConfigNode>(std::move(n));
   }
   return entry.parsed.get();
@@ -587,13 +594,14 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
       throw InputError(at, "the " + kind + " preset file '" + shown + "' is not a regular file");
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec && size > kMaxConfigFileBytes)
-      throw InputError(at, "the " + kind + " preset file '" + shown + "' holds " + std::to_string(size) +
-                               " bytes; a preset file may hold at most " +
+      throw InputError(at, "the " + kind + " preset file '" + shown + "' holds " +
+                               std::to_string(size) + " bytes; a preset file may hold at most " +
                                std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
     std::ifstream in(path, std::ios::binary);
     if (!in)
-      throw InputError(at, "cannot read " + kind + " preset file '" + shown + "': " + std::strerror(errno) +
-                               " (a relative path resolves against the folder of the file that names it)");
+      throw InputError(
+          at, "cannot read " + kind + " preset file '" + shown + "': " + std::strerror(errno) +
+                  " (a relative path resolves against the folder of the file that names it)");
     std::stringstream ss;
     ss << in.rdbuf();
     Entry e{path, ss.str(), nullptr};
@@ -606,14 +614,18 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
     if (!n.is_map()) throw InputError(n.loc, "a " + kind + " preset file must hold a map of keys");
     if (const ConfigNode* p = n.find("provenance")) {
       ConfigNode prov = *p;
-      bool ok = !prov.provenance && prov.is_map() && prov.entries.size() == 1 && prov.entries.front().second.is_scalar();
+      bool ok = !prov.provenance && prov.is_map() && prov.entries.size() == 1 &&
+                prov.entries.front().second.is_scalar();
       if (ok) {
         ok = false;
         for (const char* kname : kProvenanceKinds) ok = ok || prov.entries.front().first == kname;
       }
-      if (!ok) throw InputError(prov.loc, "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
+      if (!ok)
+        throw InputError(prov.loc,
+                         "'provenance' must be {spec|measured|derived|assumption: \"source\"}");
       n.erase("provenance");
-      apply_default_provenance(n, Provenance{prov.entries.front().first, prov.entries.front().second.scalar, "", ""});
+      apply_default_provenance(
+          n, Provenance{prov.entries.front().first, prov.entries.front().second.scalar, "", ""});
     }
     entry.parsed = std::make_shared<ConfigNode>(std::move(n));
   }
@@ -643,7 +655,9 @@ std::string content_hash(std::string_view text) {
   return buf;
 }
 
-void note_input(const std::string& key, std::string_view content) { input_log_map()[key] = content_hash(content); }
+void note_input(const std::string& key, std::string_view content) {
+  input_log_map()[key] = content_hash(content);
+}
 std::vector<std::pair<std::string, std::string>> input_log() {
   return {input_log_map().begin(), input_log_map().end()};
 }
@@ -721,15 +735,15 @@ const ConfigNode* ConfigReader::take(const char* key, const Field& f, const char
   if (!n || n->is_null()) {
     if (f.required) {
       std::string at = m_path.empty() ? "the config" : "'" + m_path + "'";
-      throw InputError(n ? n->loc : m_node.loc, at + ": missing required key '" + key + "' (" +
-                                                    f.doc + "; " + what + ")");
+      throw InputError(n ? n->loc : m_node.loc,
+                       at + ": missing required key '" + key + "' (" + f.doc + "; " + what + ")");
     }
     if (n) m_used.insert(key);
     return nullptr;
   }
   m_used.insert(key);
-  if (!n->is_scalar()) fail(*n, key, std::string("expected ") + what + ", got a " +
-                                         (n->is_map() ? "map" : "list"));
+  if (!n->is_scalar())
+    fail(*n, key, std::string("expected ") + what + ", got a " + (n->is_map() ? "map" : "list"));
   return n;
 }
 
@@ -741,8 +755,8 @@ void ConfigReader::record(const ConfigNode& n, const char* key) {
   if (m_prov && n.provenance) (*m_prov)[child_path(key)] = {*n.provenance, n.loc};
 }
 
-void ConfigReader::check_range(const ConfigNode& at, const char* key, double v,
-                               const Dimension& d, Range r) const {
+void ConfigReader::check_range(const ConfigNode& at, const char* key, double v, const Dimension& d,
+                               Range r) const {
   auto show = [&] { return d == dim::none ? format_number(v) : format_quantity(v, d); };
   switch (r) {
     case Range::Any:
@@ -793,7 +807,8 @@ namespace {
 // An integer written as plain decimal digits (optional sign) is parsed exactly, not through
 // double (which loses digits above 2^53: seeds from results.csv must round-trip). Returns false
 // when the text is not plain digits (then the caller parses it as a number, e.g. "1e3").
-bool exact_integer(const std::string& text, bool& negative, std::uint64_t& magnitude, bool& overflow) {
+bool exact_integer(const std::string& text, bool& negative, std::uint64_t& magnitude,
+                   bool& overflow) {
   std::size_t i = 0;
   negative = false;
   overflow = false;
@@ -819,9 +834,11 @@ void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
     if (exact_integer(n->scalar, neg, mag, overflow)) {
       const std::uint64_t limit = neg ? 9223372036854775808ULL : 9223372036854775807ULL;
       if (overflow || mag > limit)
-        fail(*n, key, "expected a whole number from -9223372036854775808 to 9223372036854775807, got \"" +
-                          excerpt(n->scalar) + "\"");
-      const std::int64_t v = neg ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
+        fail(*n, key,
+             "expected a whole number from -9223372036854775808 to 9223372036854775807, got \"" +
+                 excerpt(n->scalar) + "\"");
+      const std::int64_t v =
+          neg ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
       check_range(*n, key, static_cast<double>(v), dim::none, f.range);
       out = v;
       record(*n, key);
@@ -848,7 +865,9 @@ void ConfigReader::integer(const char* key, std::uint64_t& out, const Field& f) 
   std::uint64_t mag = 0;
   if (exact_integer(n->scalar, neg, mag, overflow)) {
     if (overflow || (neg && mag != 0))
-      fail(*n, key, "expected a whole number from 0 to 18446744073709551615, got \"" + excerpt(n->scalar) + "\"");
+      fail(*n, key,
+           "expected a whole number from 0 to 18446744073709551615, got \"" + excerpt(n->scalar) +
+               "\"");
     check_range(*n, key, static_cast<double>(mag), dim::none, f.range);
     out = mag;
     record(*n, key);
@@ -862,8 +881,10 @@ void ConfigReader::integer(const char* key, std::uint64_t& out, const Field& f) 
     fail(*n, key, std::string("expected a whole number: ") + e.what());
   }
   if (v != std::floor(v) || v < 0 || v > 9.0e15)
-    fail(*n, key, "expected a whole number from 0 to 18446744073709551615 (above 9e15 in plain digits), got \"" +
-                      excerpt(n->scalar) + "\"");
+    fail(*n, key,
+         "expected a whole number from 0 to 18446744073709551615 (above 9e15 in plain digits), got "
+         "\"" +
+             excerpt(n->scalar) + "\"");
   check_range(*n, key, v, dim::none, f.range);
   out = static_cast<std::uint64_t>(v);
   record(*n, key);
@@ -931,7 +952,9 @@ void ConfigReader::derive(const std::string& subpath, const std::string& how) {
     (*m_prov)[full] = {Provenance{"derived", how, "", ""}, SourceLoc{}};
     return;
   }
-  it->second.first = Provenance{"derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source, "", ""};  // a scaled value: the declared range no longer applies
+  it->second.first = Provenance{
+      "derived", how + "; from " + it->second.first.kind + ": " + it->second.first.source, "",
+      ""};  // a scaled value: the declared range no longer applies
 }
 
 void ConfigReader::finish() const {
@@ -1036,8 +1059,7 @@ void ConfigWriter::text(const char* key, std::string& v, const Field&) {
   m_out.set(key, std::move(n));
 }
 void ConfigWriter::quantity_map(const char* key, std::map<std::string, double>& v,
-                                const Dimension& d, const std::vector<std::string>&,
-                                const Field&) {
+                                const Dimension& d, const std::vector<std::string>&, const Field&) {
   ConfigNode m = ConfigNode::make_map();
   ConfigWriter sub(m, m_path.empty() ? key : m_path + "." + key, m_prov);
   for (auto& [k, x] : v) sub.quantity(k.c_str(), x, d, {});

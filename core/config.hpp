@@ -38,7 +38,9 @@ namespace kappasim {
 struct Provenance {
   Provenance() = default;
   Provenance(std::string kind_, std::string source_, std::string low_ = "", std::string high_ = "")
-      : kind(std::move(kind_)), source(std::move(source_)), low(std::move(low_)),
+      : kind(std::move(kind_)),
+        source(std::move(source_)),
+        low(std::move(low_)),
         high(std::move(high_)) {}
   std::string kind;
   std::string source;
@@ -127,7 +129,8 @@ class PresetRegistry {
   static std::string folder_of(const std::string& kind);
   // A preset given by file path (absolute, see resolve_preset_file), parsed once and cached;
   // `at` is the referring node (for the message when the file cannot be read).
-  const ConfigNode* find_file(const std::string& kind, const std::string& path, const SourceLoc& at) const;
+  const ConfigNode* find_file(const std::string& kind, const std::string& path,
+                              const SourceLoc& at) const;
 
  private:
   struct Entry {
@@ -136,7 +139,7 @@ class PresetRegistry {
     mutable std::shared_ptr<ConfigNode> parsed;
   };
   std::map<std::string, std::map<std::string, Entry>> m_presets;  // kind -> name -> entry
-  mutable std::map<std::string, Entry> m_files;                     // preset files by path
+  mutable std::map<std::string, Entry> m_files;                   // preset files by path
 };
 
 // ---- preset files and the input log (issue 12.11; docs/sweeps.md "Resume") ----

@@ -44,7 +44,8 @@ inline std::string excerpt(const std::string& text, std::size_t max = 60) {
 // full, permission, I/O error): exit code 4, with the operating system's strerror text.
 class IoError : public std::runtime_error {
  public:
-  explicit IoError(const std::string& msg, int exit_code = 4) : std::runtime_error(msg), m_exit_code(exit_code) {}
+  explicit IoError(const std::string& msg, int exit_code = 4)
+      : std::runtime_error(msg), m_exit_code(exit_code) {}
   // 4, or 2 when the path itself was bad (see file_error).
   int exit_code() const { return m_exit_code; }
 

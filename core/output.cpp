@@ -70,7 +70,8 @@ std::string this_host() {
 // A folder that cannot be created because a file stands on its path is a bad --out (exit 2);
 // anything else (permission, a full disk) is the machine's (exit 4).
 [[noreturn]] void throw_create_error(const std::string& what, const std::error_code& ec) {
-  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists) throw InputError(what + ": " + ec.message());
+  if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
+    throw InputError(what + ": " + ec.message());
   throw IoError(what + ": " + ec.message());
 }
 
@@ -97,12 +98,14 @@ static bool written_by_older_kappasim(const std::string& dir) {
 void check_output_dir(const std::string& dir, bool force, const std::string& option) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec)) throw InputError(option + ": '" + dir + "' exists and is not a folder");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(option + ": '" + dir + "' exists and is not a folder");
   if (force || fs::exists(fs::path(dir) / kOutputMarker, ec)) return;
   if (written_by_older_kappasim(dir)) return;
   if (fs::is_empty(dir, ec) && !ec) return;
   throw InputError(option + ": '" + dir + "' is not empty and was not written by kappasim (no " +
-                   kOutputMarker + " in it); kappasim would replace or overwrite its files. Use an "
+                   kOutputMarker +
+                   " in it); kappasim would replace or overwrite its files. Use an "
                    "empty or new folder, or --force to write there anyway");
 }
 
@@ -135,7 +138,8 @@ int remove_stale_staging(const std::string& dir) {
       const std::string prefix = base + kind;
       if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string digits = name.substr(prefix.size());
-      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       std::error_code e;
       if (!it->is_directory(e) || it->is_symlink(e)) continue;
       bool ours = false;

@@ -88,8 +88,7 @@ double QuantileSketch::quantile(double q) const {
   if (q <= 0) return m_min;
   if (q >= 1) return m_max;
   // Lower-rank convention: the sample of 0-based rank floor(q·(n−1)).
-  const auto rank =
-      static_cast<std::uint64_t>(std::floor(q * static_cast<double>(m_count - 1)));
+  const auto rank = static_cast<std::uint64_t>(std::floor(q * static_cast<double>(m_count - 1)));
   auto clamp = [&](double v) { return std::clamp(v, m_min, m_max); };
   std::uint64_t seen = 0;
   // Negative samples, most negative first (largest magnitude = highest slot).

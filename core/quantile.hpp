@@ -63,8 +63,8 @@ class QuantileSketch {
   double m_alpha;
   double m_gamma;
   double m_log_gamma;
-  int m_min_index;  // bucket index of kMinValue
-  int m_max_index;  // bucket index of kMaxValue
+  int m_min_index;                   // bucket index of kMinValue
+  int m_max_index;                   // bucket index of kMaxValue
   std::vector<std::uint64_t> m_pos;  // bucket m_min_index + k at slot k
   std::vector<std::uint64_t> m_neg;  // same layout for |x| of negative samples; lazy
   std::uint64_t m_zero = 0;

@@ -80,12 +80,11 @@ double Rng::normal() {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }
 
-double Rng::lognormal(double median, double sigma) {
-  return median * std::exp(sigma * normal());
-}
+double Rng::lognormal(double median, double sigma) { return median * std::exp(sigma * normal()); }
 
 double Rng::gamma(double shape, double scale) {
-  if (!(shape > 0) || !(scale > 0)) throw std::logic_error("Rng::gamma: shape and scale must be > 0");
+  if (!(shape > 0) || !(scale > 0))
+    throw std::logic_error("Rng::gamma: shape and scale must be > 0");
   if (shape < 1) {
     // Gamma(a) = Gamma(a + 1) · U^(1/a).
     const double g = gamma(shape + 1, 1.0);
@@ -129,8 +128,8 @@ ZipfTable::ZipfTable(std::uint64_t n, double s) {
 std::uint64_t ZipfTable::sample(Rng& rng) const {
   const double u = rng.uniform01();
   const auto it = std::upper_bound(m_cdf.begin(), m_cdf.end(), u);
-  return static_cast<std::uint64_t>(std::min<std::ptrdiff_t>(it - m_cdf.begin(),
-                                                             static_cast<std::ptrdiff_t>(m_cdf.size()) - 1));
+  return static_cast<std::uint64_t>(
+      std::min<std::ptrdiff_t>(it - m_cdf.begin(), static_cast<std::ptrdiff_t>(m_cdf.size()) - 1));
 }
 
 double ZipfTable::probability(std::uint64_t k) const {

@@ -48,8 +48,7 @@ class Registry {
     if (!name || !*name || !make)
       throw std::logic_error(std::string(m_what) + " registry: empty name or null factory");
     if (!m_entries.emplace(name, Entry{name, summary ? summary : "", make}).second)
-      throw std::logic_error(std::string(m_what) + " registry: '" + name +
-                             "' is registered twice");
+      throw std::logic_error(std::string(m_what) + " registry: '" + name + "' is registered twice");
   }
 
   const Entry* find(std::string_view name) const {
@@ -75,10 +74,9 @@ class Registry {
     std::string all;
     for (const auto& v : valid) all += (all.empty() ? "" : ", ") + v;
     const std::string near = nearest(name, valid);
-    throw InputError((key.empty() ? "" : key + ": ") + "unknown " + m_what + " '" +
-                     std::string(name) + "'" +
-                     (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                     " (expected one of " + all + ")");
+    throw InputError(
+        (key.empty() ? "" : key + ": ") + "unknown " + m_what + " '" + std::string(name) + "'" +
+        (near.empty() ? "" : "; did you mean '" + near + "'?") + " (expected one of " + all + ")");
   }
   std::unique_ptr<Interface> make(std::string_view name, Args... args) const {
     return at(name).make(std::forward<Args>(args)...);

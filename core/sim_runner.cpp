@@ -45,8 +45,9 @@ void run_simulation(const std::function<void()>& build, std::optional<double> un
                      " days (SystemC's 64-bit time at its 1 ps resolution reaches 2^63 ps = "
                      "106.75 days); expected a shorter run: fewer requests (workload.requests), "
                      "a higher workload.rate, a smaller trace time_scale, or smaller transfers");
-  if (rc != 0) throw std::runtime_error("SystemC simulation failed (sc_main returned " +
-                                        std::to_string(rc) + ")");
+  if (rc != 0)
+    throw std::runtime_error("SystemC simulation failed (sc_main returned " + std::to_string(rc) +
+                             ")");
 }
 
 }  // namespace kappasim
@@ -60,11 +61,12 @@ int sc_main(int, char**) {
     if (kappasim::g_build) (*kappasim::g_build)();
     // Never past the time base's reach; stop when no event is left (SC_EXIT_ON_STARVATION),
     // so the final time is the last event's, as with a plain sc_start().
-    const double until = std::min(kappasim::g_until.value_or(kappasim::kSimTimeLimitS),
-                                  kappasim::kSimTimeLimitS);
+    const double until =
+        std::min(kappasim::g_until.value_or(kappasim::kSimTimeLimitS), kappasim::kSimTimeLimitS);
     sc_start(sc_time(until, SC_SEC), SC_EXIT_ON_STARVATION);
-    kappasim::g_hit_limit = (!kappasim::g_until || *kappasim::g_until >= kappasim::kSimTimeLimitS) &&
-                            sc_pending_activity();
+    kappasim::g_hit_limit =
+        (!kappasim::g_until || *kappasim::g_until >= kappasim::kSimTimeLimitS) &&
+        sc_pending_activity();
   } catch (...) {
     kappasim::g_error = std::current_exception();
   }

@@ -1,8 +1,9 @@
 // Runs the one SystemC simulation a process may hold (SystemC 2.3: after sc_stop no module can
 // be built and sc_start cannot run again). `build` constructs the modules (elaboration); the
 // caller owns them and must keep them alive until run_simulation returns. The simulation runs
-// until no event is pending (or `until_s`), and never past kSimTimeLimitS (core/sim_time_limit.hpp). SystemC warnings become errors; the copyright
-// banner is suppressed so stdout stays clean for CSV/JSON.
+// until no event is pending (or `until_s`), and never past kSimTimeLimitS
+// (core/sim_time_limit.hpp). SystemC warnings become errors; the copyright banner is suppressed so
+// stdout stays clean for CSV/JSON.
 #pragma once
 
 #include <cstdio>

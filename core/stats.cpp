@@ -45,8 +45,8 @@ double beta_cf(double a, double b, double x) {
 double inc_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double ln_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
-                          b * std::log1p(-x);
+  const double ln_front =
+      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
   const double front = std::exp(ln_front);
   if (x < (a + 1) / (a + b + 2)) return front * beta_cf(a, b, x) / a;
   return 1 - front * beta_cf(b, a, 1 - x) / b;
@@ -131,17 +131,22 @@ std::string format_interval(const Interval& iv, int digits) {
   const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(iv.half_width))));
   const int decimals = std::max(0, digits - 1 - exponent);
   if (decimals > 0 || exponent < 6) {
-    std::snprintf(buf, sizeof buf, "%.*f ± %.*f (n=%zu)", decimals, iv.mean, decimals, iv.half_width, iv.n);
+    std::snprintf(buf, sizeof buf, "%.*f ± %.*f (n=%zu)", decimals, iv.mean, decimals,
+                  iv.half_width, iv.n);
   } else {
-    std::snprintf(buf, sizeof buf, "%.*g ± %.*g (n=%zu)", digits + 1, iv.mean, digits, iv.half_width, iv.n);
+    std::snprintf(buf, sizeof buf, "%.*g ± %.*g (n=%zu)", digits + 1, iv.mean, digits,
+                  iv.half_width, iv.n);
   }
   std::string s = buf;
-  if (s.rfind("-0", 0) == 0 && s.find_first_not_of("-0.", 0) == s.find(' ')) s.erase(0, 1);  // "-0.00" → "0.00"
+  if (s.rfind("-0", 0) == 0 && s.find_first_not_of("-0.", 0) == s.find(' '))
+    s.erase(0, 1);  // "-0.00" → "0.00"
   return s;
 }
 
-Interval paired_difference(const std::vector<double>& a, const std::vector<double>& b, double confidence) {
-  if (a.size() != b.size()) throw std::invalid_argument("paired_difference: the two samples differ in size");
+Interval paired_difference(const std::vector<double>& a, const std::vector<double>& b,
+                           double confidence) {
+  if (a.size() != b.size())
+    throw std::invalid_argument("paired_difference: the two samples differ in size");
   std::vector<double> d;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (std::isfinite(a[i]) && std::isfinite(b[i])) d.push_back(a[i] - b[i]);

@@ -26,9 +26,9 @@ double student_t_cdf(double t, double df);
 double student_t_quantile(double p, double df);
 
 struct Interval {
-  std::size_t n = 0;   // finite samples used
-  double mean = 0;     // NaN when n == 0
-  double sd = 0;       // sample standard deviation; NaN when n < 2
+  std::size_t n = 0;      // finite samples used
+  double mean = 0;        // NaN when n == 0
+  double sd = 0;          // sample standard deviation; NaN when n < 2
   double half_width = 0;  // t(1 - (1 - confidence)/2, n - 1) · sd / √n; NaN when n < 2
   double lo = 0, hi = 0;  // mean ∓ half_width (NaN when n < 2)
 };

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <cstdio>
+#include <stdexcept>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -20,8 +20,8 @@ Format parse_format(const std::string& s) {
 
 void Table::add_row(std::vector<Cell> row) {
   if (row.size() != m_columns.size())
-    throw std::logic_error("Table::add_row: row has " + std::to_string(row.size()) +
-                           " cells for " + std::to_string(m_columns.size()) + " columns");
+    throw std::logic_error("Table::add_row: row has " + std::to_string(row.size()) + " cells for " +
+                           std::to_string(m_columns.size()) + " columns");
   m_rows.push_back(std::move(row));
 }
 
@@ -51,8 +51,10 @@ std::string cell_text(const Cell& c, int digits) {
   if (digits <= 0) return format_number(v);
   char buf[64];
   // Large numbers with an SI prefix for people ("327.7k", "141.1G", "2P").
-  static const struct { double f; const char* p; } kSi[] = {
-      {1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  static const struct {
+    double f;
+    const char* p;
+  } kSi[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
   if (std::fabs(v) >= 1e3 && std::isfinite(v)) {
     for (const auto& si : kSi) {
       if (std::fabs(v) >= si.f) {
@@ -70,11 +72,21 @@ std::string json_escape(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -117,10 +129,12 @@ std::string Table::text(int digits) const {
 
 std::string Table::csv() const {
   std::string out;
-  for (std::size_t i = 0; i < m_columns.size(); ++i) out += (i ? "," : "") + csv_field(m_columns[i]);
+  for (std::size_t i = 0; i < m_columns.size(); ++i)
+    out += (i ? "," : "") + csv_field(m_columns[i]);
   out += "\n";
   for (const auto& r : m_rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) out += (i ? "," : "") + csv_field(cell_text(r[i], 0));
+    for (std::size_t i = 0; i < r.size(); ++i)
+      out += (i ? "," : "") + csv_field(cell_text(r[i], 0));
     out += "\n";
   }
   return out;
@@ -165,7 +179,8 @@ std::string markdown_table(const std::vector<std::string>& header,
   out += "\n";
   for (const auto& r : rows) {
     out += "|";
-    for (std::size_t i = 0; i < header.size(); ++i) out += " " + esc(i < r.size() ? r[i] : "") + " |";
+    for (std::size_t i = 0; i < header.size(); ++i)
+      out += " " + esc(i < r.size() ? r[i] : "") + " |";
     out += "\n";
   }
   return out;
@@ -173,9 +188,12 @@ std::string markdown_table(const std::vector<std::string>& header,
 
 std::string Table::render(Format f) const {
   switch (f) {
-    case Format::Table: return text();
-    case Format::Csv: return csv();
-    case Format::Json: return json();
+    case Format::Table:
+      return text();
+    case Format::Csv:
+      return csv();
+    case Format::Json:
+      return json();
   }
   return {};
 }

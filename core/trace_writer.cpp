@@ -24,7 +24,8 @@ std::string micros(double t_s) { return num(t_s * 1e6); }
 }  // namespace
 
 TraceWriter::TraceWriter(const std::string& path)
-    : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
+    : m_path(path),
+      m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
   if (!*m_out) throw file_error("cannot write trace file '" + path + "'", errno);
   *m_out << "{\"traceEvents\":[";
 }

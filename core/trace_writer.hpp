@@ -67,7 +67,7 @@ class TraceWriter {
 
   std::string m_path;
   std::unique_ptr<std::ofstream> m_out;
-  std::map<std::string, int> m_pids;                      // process name -> pid (1-based)
+  std::map<std::string, int> m_pids;  // process name -> pid (1-based)
   std::map<std::pair<std::string, std::string>, int> m_track_ids;
   struct Track {
     int pid;

@@ -88,14 +88,26 @@ struct Prefix {
 
 const std::vector<Prefix>& prefixes() {
   static const std::vector<Prefix> p = {
-      {"", {}, false},         {"k", {3, 0, 1}, false},  {"M", {6, 0, 1}, false},
-      {"G", {9, 0, 1}, false}, {"T", {12, 0, 1}, false}, {"P", {15, 0, 1}, false},
-      {"E", {18, 0, 1}, false}, {"m", {-3, 0, 1}, false}, {"u", {-6, 0, 1}, false},
+      {"", {}, false},
+      {"k", {3, 0, 1}, false},
+      {"M", {6, 0, 1}, false},
+      {"G", {9, 0, 1}, false},
+      {"T", {12, 0, 1}, false},
+      {"P", {15, 0, 1}, false},
+      {"E", {18, 0, 1}, false},
+      {"m", {-3, 0, 1}, false},
+      {"u", {-6, 0, 1}, false},
       {"\xC2\xB5", {-6, 0, 1}, false},  // U+00B5 micro sign
       {"\xCE\xBC", {-6, 0, 1}, false},  // U+03BC Greek mu
-      {"n", {-9, 0, 1}, false}, {"p", {-12, 0, 1}, false}, {"f", {-15, 0, 1}, false},
-      {"Ki", {0, 10, 1}, true}, {"Mi", {0, 20, 1}, true}, {"Gi", {0, 30, 1}, true},
-      {"Ti", {0, 40, 1}, true}, {"Pi", {0, 50, 1}, true}, {"Ei", {0, 60, 1}, true},
+      {"n", {-9, 0, 1}, false},
+      {"p", {-12, 0, 1}, false},
+      {"f", {-15, 0, 1}, false},
+      {"Ki", {0, 10, 1}, true},
+      {"Mi", {0, 20, 1}, true},
+      {"Gi", {0, 30, 1}, true},
+      {"Ti", {0, 40, 1}, true},
+      {"Pi", {0, 50, 1}, true},
+      {"Ei", {0, 60, 1}, true},
   };
   return p;
 }
@@ -104,7 +116,9 @@ const char* kKnownUnits =
     "B, bit (with k M G T P E or Ki Mi Gi Ti Pi Ei), s, min, h, FLOP, FLOPS, J, W, T (transfers), "
     "Hz, m, %, combined with / and * and ^n (e.g. GB/s, TFLOP/s, pJ/bit, GT/s, mm^2)";
 
-std::string quoted(std::string_view s) { return "\"" + excerpt(std::string(s)) + "\""; }  // short: never a whole file
+std::string quoted(std::string_view s) {
+  return "\"" + excerpt(std::string(s)) + "\"";
+}  // short: never a whole file
 
 // The largest power of a base unit, in a term ("mm^2") and in a whole unit: keeps the int8
 // exponents of Dimension from wrapping and the scale list short.
@@ -200,7 +214,8 @@ Quantity parse_quantity(std::string_view text) {
     resolve_term(term, whole, d, scales, sign);
     expect_term = false;
     if (j >= rest.size()) break;
-    if (rest[j] == ' ') throw UnitError("unexpected space in unit " + quoted(rest) + " of " + quoted(whole));
+    if (rest[j] == ' ')
+      throw UnitError("unexpected space in unit " + quoted(rest) + " of " + quoted(whole));
     if (rest[j] == '/') {
       sign = -1;  // everything after the first '/' divides: a/b*c means a/(b*c)
       i = j + 1;
@@ -243,8 +258,8 @@ double parse_quantity_as(std::string_view text, const Dimension& expected) {
                       example_literal(expected) + "\"), got the bare number \"" +
                       std::string(text) + "\"");
     throw UnitError("expected a " + dimension_name(expected) + " (e.g. \"" +
-                    example_literal(expected) + "\"), got \"" + excerpt(std::string(text)) + "\", a " +
-                    dimension_name(q.dim));
+                    example_literal(expected) + "\"), got \"" + excerpt(std::string(text)) +
+                    "\", a " + dimension_name(q.dim));
   }
   return q.value;
 }
@@ -339,9 +354,8 @@ std::string format_quantity(double value, const Dimension& d) {
     int e;
     const char* s;
   };
-  static const P kPrefixes[] = {{18, "E"}, {15, "P"}, {12, "T"}, {9, "G"}, {6, "M"},
-                                {3, "k"},  {0, ""},   {-3, "m"}, {-6, "u"}, {-9, "n"},
-                                {-12, "p"}, {-15, "f"}};
+  static const P kPrefixes[] = {{18, "E"}, {15, "P"}, {12, "T"}, {9, "G"},  {6, "M"},   {3, "k"},
+                                {0, ""},   {-3, "m"}, {-6, "u"}, {-9, "n"}, {-12, "p"}, {-15, "f"}};
   auto try_with = [&](int e, const char* pre) -> std::string {
     double m = e >= 0 ? base / std::pow(10.0, e) : base * std::pow(10.0, -e);
     // The shortest mantissa that parses back to exactly `value`; try neighbours of m too.

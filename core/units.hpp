@@ -22,8 +22,8 @@ struct Dimension {
 
   constexpr Dimension() = default;
   constexpr Dimension(int byte, int second, int flop, int joule, int transfer, int metre)
-      : exp{static_cast<std::int8_t>(byte),   static_cast<std::int8_t>(second),
-            static_cast<std::int8_t>(flop),   static_cast<std::int8_t>(joule),
+      : exp{static_cast<std::int8_t>(byte),     static_cast<std::int8_t>(second),
+            static_cast<std::int8_t>(flop),     static_cast<std::int8_t>(joule),
             static_cast<std::int8_t>(transfer), static_cast<std::int8_t>(metre)} {}
 
   constexpr bool operator==(const Dimension& o) const {
@@ -39,19 +39,19 @@ struct Dimension {
 
 namespace dim {
 //                                       B   s  FLOP  J   T   m
-inline constexpr Dimension none{          0,  0,  0,  0,  0,  0};
-inline constexpr Dimension bytes{         1,  0,  0,  0,  0,  0};
-inline constexpr Dimension time{          0,  1,  0,  0,  0,  0};
-inline constexpr Dimension bandwidth{     1, -1,  0,  0,  0,  0};
-inline constexpr Dimension flops{         0,  0,  1,  0,  0,  0};
-inline constexpr Dimension flop_rate{     0, -1,  1,  0,  0,  0};
-inline constexpr Dimension energy{        0,  0,  0,  1,  0,  0};
-inline constexpr Dimension power{         0, -1,  0,  1,  0,  0};
-inline constexpr Dimension energy_per_byte{-1, 0,  0,  1,  0,  0};
-inline constexpr Dimension transfer_rate{ 0, -1,  0,  0,  1,  0};
-inline constexpr Dimension frequency{     0, -1,  0,  0,  0,  0};
-inline constexpr Dimension area{          0,  0,  0,  0,  0,  2};
-inline constexpr Dimension length{        0,  0,  0,  0,  0,  1};
+inline constexpr Dimension none{0, 0, 0, 0, 0, 0};
+inline constexpr Dimension bytes{1, 0, 0, 0, 0, 0};
+inline constexpr Dimension time{0, 1, 0, 0, 0, 0};
+inline constexpr Dimension bandwidth{1, -1, 0, 0, 0, 0};
+inline constexpr Dimension flops{0, 0, 1, 0, 0, 0};
+inline constexpr Dimension flop_rate{0, -1, 1, 0, 0, 0};
+inline constexpr Dimension energy{0, 0, 0, 1, 0, 0};
+inline constexpr Dimension power{0, -1, 0, 1, 0, 0};
+inline constexpr Dimension energy_per_byte{-1, 0, 0, 1, 0, 0};
+inline constexpr Dimension transfer_rate{0, -1, 0, 0, 1, 0};
+inline constexpr Dimension frequency{0, -1, 0, 0, 0, 0};
+inline constexpr Dimension area{0, 0, 0, 0, 0, 2};
+inline constexpr Dimension length{0, 0, 0, 0, 0, 1};
 }  // namespace dim
 
 // A human name for a dimension ("bandwidth", "data size", ...) or its unit expression.

@@ -7,7 +7,8 @@
 //   measured: 35.2   unit: GB/s   command: [probe, h2d, ..., --format, json]
 //   value: /rows/0/bandwidth_Bps   (RFC 6901 JSON pointer into the command's JSON, SI units)
 //   band: [0.85, 1.15]   band_why: "..."   gap: "..."   known_gap: true (optional; expected
-//   outside the band because the mechanism named in gap is not modelled; --check is strict both ways)
+//   outside the band because the mechanism named in gap is not modelled; --check is strict both
+//   ways)
 // The simulated value is the pointed-to number converted from SI to `unit`; ratio =
 // simulated / measured. How commands run is the caller's (CommandRunner): the CLI forks the
 // kappasim binary once per row (one SystemC simulation per process), in the folder of the row's
@@ -36,7 +37,7 @@ struct ValidationRow {
   std::string band_why;
   std::string gap;
   bool known_gap = false;  // expected outside the band: the mechanism in `gap` is not modelled
-  SourceLoc loc;  // where the row starts (file:line)
+  SourceLoc loc;           // where the row starts (file:line)
 };
 
 // Reads one rows file (a YAML list of rows). InputError with file:line on a missing or unknown
@@ -46,9 +47,9 @@ std::vector<ValidationRow> read_validation_rows(const std::string& path);
 std::vector<ValidationRow> read_validation_dir(const std::string& dir);
 
 struct CommandOutput {
-  int exit_code = 0;       // -1: did not run / killed by a signal
-  std::string out;         // stdout
-  std::string err;         // stderr (for the message when it fails)
+  int exit_code = 0;  // -1: did not run / killed by a signal
+  std::string out;    // stdout
+  std::string err;    // stderr (for the message when it fails)
 };
 // Runs kappasim with `argv` in the folder `cwd` (the folder of the row's file, so a row may
 // name a model or system YAML beside it, e.g. --model models/llama-2-7b.yaml).

@@ -67,8 +67,7 @@ FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double
 }
 
 void FlowNetwork::advance(double now) {
-  if (now < m_now - eps(m_now))
-    throw std::logic_error("FlowNetwork::advance: time went backwards");
+  if (now < m_now - eps(m_now)) throw std::logic_error("FlowNetwork::advance: time went backwards");
   if (now <= m_now) return;
   const double dt = now - m_now;
   for (auto& [id, f] : m_flows) {

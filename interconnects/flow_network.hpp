@@ -85,7 +85,7 @@ class FlowNetwork {
     double remaining;
     double rate_cap;
     double rate = 0;
-    ResourceId bound = -1;                                // bottleneck() of this flow
+    ResourceId bound = -1;                               // bottleneck() of this flow
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
   };
   void check(ResourceId r) const;

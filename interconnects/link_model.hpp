@@ -11,9 +11,9 @@
 // interconnects/transfer.hpp.
 #pragma once
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstddef>
 #include <functional>
@@ -123,14 +123,13 @@ class LinkModule : public sc_core::sc_module, public LinkModel {
     r.start_s = sc_core::sc_time_stamp().to_seconds();
     TransferRequest* rp = &r;
     TransferGroup* gp = &g;
-    sc_core::sc_spawn(
-        [this, rp, gp, delay_s]() {
-          const double issued = rp->start_s;
-          if (delay_s > 0) sc_core::wait(sc_core::sc_time(delay_s, sc_core::SC_SEC));
-          transfer(*rp);
-          rp->start_s = issued;
-          gp->member_done(sc_core::sc_time_stamp().to_seconds());
-        });
+    sc_core::sc_spawn([this, rp, gp, delay_s]() {
+      const double issued = rp->start_s;
+      if (delay_s > 0) sc_core::wait(sc_core::sc_time(delay_s, sc_core::SC_SEC));
+      transfer(*rp);
+      rp->start_s = issued;
+      gp->member_done(sc_core::sc_time_stamp().to_seconds());
+    });
   }
 
  private:

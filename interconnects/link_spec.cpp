@@ -9,23 +9,26 @@ const std::vector<std::pair<const char*, LinkType>>& LinkSpec::type_names() {
 }
 
 double LinkSpec::per_direction_bandwidth() const {
-  if (type == LinkType::Pcie) return lanes * rate_per_lane_Tps * encoding_data / encoding_total / 8.0;
+  if (type == LinkType::Pcie)
+    return lanes * rate_per_lane_Tps * encoding_data / encoding_total / 8.0;
   return bandwidth_per_direction_Bps.value_or(0);
 }
 
 void LinkSpec::validate(const std::string& path) const {
   // links: a measured per-direction C2C rate cannot exceed the published per-direction figure.
-  for (const auto& [key, v] : {std::pair<const char*, const std::optional<double>*>{
-                                   "bandwidth_h2d", &bandwidth_h2d_Bps},
-                               {"bandwidth_d2h", &bandwidth_d2h_Bps}})
+  for (const auto& [key, v] :
+       {std::pair<const char*, const std::optional<double>*>{"bandwidth_h2d", &bandwidth_h2d_Bps},
+        {"bandwidth_d2h", &bandwidth_d2h_Bps}})
     if (*v && bandwidth_per_direction_Bps && !(**v > 0 && **v <= *bandwidth_per_direction_Bps))
-      throw InputError(path + "." + key + ": must be above 0 and at most bandwidth_per_direction (" +
+      throw InputError(path + "." + key +
+                       ": must be above 0 and at most bandwidth_per_direction (" +
                        format_number(*bandwidth_per_direction_Bps / 1e9) + " GB/s), got " +
                        format_number(**v / 1e9) + " GB/s");
   if (type != LinkType::Pcie) return;
   // Link widths the PCIe Base Specification defines (the Link Capabilities register's Maximum
   // Link Width encodings: x1, x2, x4, x8, x12, x16, x32; issue 12.12, docs/hardware-sources.md).
-  if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 12 && lanes != 16 && lanes != 32)
+  if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 12 && lanes != 16 &&
+      lanes != 32)
     throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
                      std::to_string(lanes));
   if (encoding_data > encoding_total)

@@ -6,9 +6,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
-#include <string>
 
 #include "core/config.hpp"
 
@@ -42,8 +42,8 @@ struct LinkSpec {
   std::optional<double> max_outstanding_reads;        // read tags per requester
   // C2C and the HBM tier: the published per-direction figure
   std::optional<double> bandwidth_per_direction_Bps;
-  std::optional<double> capacity_bytes;       // HBM tier only
-  std::optional<double> energy_per_byte_J;    // read as "pJ/bit"
+  std::optional<double> capacity_bytes;     // HBM tier only
+  std::optional<double> energy_per_byte_J;  // read as "pJ/bit"
   // links: C2C sustained rate per direction where measured (host->GPU / GPU->host); the flow
   // model's link capacity of that direction, in place of bandwidth_per_direction.
   std::optional<double> sm_write_size_bytes;  // PCIe: payload per posted write SMs issue (D2H)
@@ -84,14 +84,15 @@ struct LinkSpec {
                  opt("TLPs acknowledged per ACK DLLP", Range::AtLeastOne));
       v.quantity("skp_interval_blocks", skp_interval_blocks, dim::none,
                  opt("data blocks between SKP ordered sets", Range::AtLeastOne));
-      v.quantity("skp_size", skp_bytes, dim::bytes, opt("bytes of one SKP ordered set",
-                                                        Range::NonNegative));
+      v.quantity("skp_size", skp_bytes, dim::bytes,
+                 opt("bytes of one SKP ordered set", Range::NonNegative));
       v.quantity("round_trip_latency", round_trip_latency_s, dim::time,
                  opt("read request to first completion", Range::NonNegative));
       v.quantity("max_outstanding_reads", max_outstanding_reads, dim::none,
                  opt("outstanding read requests (tags) per requester", Range::AtLeastOne));
-      v.quantity("sm_write_size", sm_write_size_bytes, dim::bytes,
-                 opt("payload per posted write issued by SMs (zero-copy D2H); default sm_read_size"));
+      v.quantity(
+          "sm_write_size", sm_write_size_bytes, dim::bytes,
+          opt("payload per posted write issued by SMs (zero-copy D2H); default sm_read_size"));
     } else {
       v.quantity("bandwidth_per_direction", bandwidth_per_direction_Bps, dim::bandwidth,
                  req("bandwidth per direction"));

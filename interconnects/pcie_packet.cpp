@@ -7,8 +7,8 @@
 
 namespace kappasim {
 
-using sc_core::sc_time;
 using sc_core::SC_SEC;
+using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
 namespace {
@@ -29,8 +29,8 @@ PciePacketLink::PciePacketLink(const sc_core::sc_module_name& name, const PciePr
   if (!(m_wire_Bps > 0)) throw InputError(std::string(basename()) + ": PCIe wire rate must be > 0");
   if (m_tags_free < 1)
     throw InputError(std::string(basename()) + ": max_outstanding_reads must be at least 1");
-  const double largest_write = std::max(request_bytes(p, PcieOp::DmaWrite),
-                                        request_bytes(p, PcieOp::SmWrite));
+  const double largest_write =
+      std::max(request_bytes(p, PcieOp::DmaWrite), request_bytes(p, PcieOp::SmWrite));
   if (opts.posted_credit_bytes < largest_write)
     throw InputError(std::string(basename()) + ": posted_credit_bytes (" +
                      format_number(opts.posted_credit_bytes) +
@@ -176,11 +176,23 @@ void PciePacketLink::send(Wire& w, PcieDirectionStats& st, const Item& it) {
   st.wire_bytes += it.wire;
   st.busy_s += end_s - start_s;
   switch (it.kind) {
-    case Kind::Dllp: ++st.dllps; ++w.acks_sent; break;
-    case Kind::MRd: ++st.mrd_tlps; break;
-    case Kind::CplD: ++st.cpl_tlps; st.payload_bytes += it.payload; break;
-    case Kind::MWr: ++st.mwr_tlps; st.payload_bytes += it.payload; break;
-    case Kind::None: break;
+    case Kind::Dllp:
+      ++st.dllps;
+      ++w.acks_sent;
+      break;
+    case Kind::MRd:
+      ++st.mrd_tlps;
+      break;
+    case Kind::CplD:
+      ++st.cpl_tlps;
+      st.payload_bytes += it.payload;
+      break;
+    case Kind::MWr:
+      ++st.mwr_tlps;
+      st.payload_bytes += it.payload;
+      break;
+    case Kind::None:
+      break;
   }
   sc_core::wait(sc_time(end_s, SC_SEC) - sc_core::sc_time_stamp());
 }

@@ -61,14 +61,14 @@ struct PciePacketOptions {
 };
 
 struct PcieDirectionStats {
-  double wire_bytes = 0;           // TLP + DLLP bytes sent (SKP ordered sets not included)
-  double payload_bytes = 0;        // payload bytes carried by TLPs
-  std::uint64_t mrd_tlps = 0;      // read requests
-  std::uint64_t cpl_tlps = 0;      // completions with data
-  std::uint64_t mwr_tlps = 0;      // posted writes
-  std::uint64_t dllps = 0;         // ACK DLLPs
-  std::uint64_t activations = 0;   // times this direction's thread resumed
-  double busy_s = 0;               // time spent serialising
+  double wire_bytes = 0;          // TLP + DLLP bytes sent (SKP ordered sets not included)
+  double payload_bytes = 0;       // payload bytes carried by TLPs
+  std::uint64_t mrd_tlps = 0;     // read requests
+  std::uint64_t cpl_tlps = 0;     // completions with data
+  std::uint64_t mwr_tlps = 0;     // posted writes
+  std::uint64_t dllps = 0;        // ACK DLLPs
+  std::uint64_t activations = 0;  // times this direction's thread resumed
+  double busy_s = 0;              // time spent serialising
 };
 
 struct PciePacketStats {
@@ -133,10 +133,10 @@ class PciePacketLink : public LinkModule {
   };
   struct Wire {
     sc_core::sc_event wake;
-    std::size_t rr = 0;              // round-robin position among flows
-    std::uint64_t tlps_to_ack = 0;   // TLPs received from the other direction
-    std::uint64_t acks_sent = 0;     // ACK DLLPs this direction has sent for them
-    double busy_until_s = 0;         // exact (unrounded) end of the last serialisation
+    std::size_t rr = 0;             // round-robin position among flows
+    std::uint64_t tlps_to_ack = 0;  // TLPs received from the other direction
+    std::uint64_t acks_sent = 0;    // ACK DLLPs this direction has sent for them
+    double busy_until_s = 0;        // exact (unrounded) end of the last serialisation
   };
 
   void down_thread();

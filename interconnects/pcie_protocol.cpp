@@ -46,20 +46,28 @@ PcieOp pcie_op(bool h2d, bool dma) {
 
 const char* pcie_op_name(PcieOp op) {
   switch (op) {
-    case PcieOp::DmaRead: return "dma-read";
-    case PcieOp::DmaWrite: return "dma-write";
-    case PcieOp::SmRead: return "sm-read";
-    case PcieOp::SmWrite: return "sm-write";
+    case PcieOp::DmaRead:
+      return "dma-read";
+    case PcieOp::DmaWrite:
+      return "dma-write";
+    case PcieOp::SmRead:
+      return "sm-read";
+    case PcieOp::SmWrite:
+      return "sm-write";
   }
   return "?";
 }
 
 double request_bytes(const PcieProtocol& p, PcieOp op) {
   switch (op) {
-    case PcieOp::DmaRead: return p.max_read_request;
-    case PcieOp::SmRead: return p.sm_access;
-    case PcieOp::DmaWrite: return p.max_payload;
-    case PcieOp::SmWrite: return std::min(p.sm_write > 0 ? p.sm_write : p.sm_access, p.max_payload);
+    case PcieOp::DmaRead:
+      return p.max_read_request;
+    case PcieOp::SmRead:
+      return p.sm_access;
+    case PcieOp::DmaWrite:
+      return p.max_payload;
+    case PcieOp::SmWrite:
+      return std::min(p.sm_write > 0 ? p.sm_write : p.sm_access, p.max_payload);
   }
   return p.max_payload;
 }

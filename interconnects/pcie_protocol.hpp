@@ -19,13 +19,13 @@ struct PcieProtocol {
   double read_completion = 0;   // payload of one completion of a DMA read (RCB-sized)
   double max_read_request = 0;  // MRRS: payload asked for by one DMA read request
   double sm_access = 0;         // payload of one read that an SM issues (zero-copy)
-  double sm_write = 0;          // payload of one posted write SMs issue (sm_write_size, else sm_access)
-  double tlp_3dw = 0;           // wire bytes of a TLP beyond its payload, 3-DW header
-  double tlp_4dw = 0;           // same, 4-DW header (64-bit address)
-  double dllp = 0;              // wire bytes of one ACK DLLP
-  double tlps_per_ack = 1;      // TLPs acknowledged per ACK DLLP
-  double skp_interval_blocks = 1;  // 16 B data blocks (per lane) between SKP ordered sets
-  double skp_bytes = 0;            // bytes (per lane) of one SKP ordered set
+  double sm_write = 0;      // payload of one posted write SMs issue (sm_write_size, else sm_access)
+  double tlp_3dw = 0;       // wire bytes of a TLP beyond its payload, 3-DW header
+  double tlp_4dw = 0;       // same, 4-DW header (64-bit address)
+  double dllp = 0;          // wire bytes of one ACK DLLP
+  double tlps_per_ack = 1;  // TLPs acknowledged per ACK DLLP
+  double skp_interval_blocks = 1;    // 16 B data blocks (per lane) between SKP ordered sets
+  double skp_bytes = 0;              // bytes (per lane) of one SKP ordered set
   double round_trip_latency_s = 0;   // read request arrival at the root -> first completion
   double max_outstanding_reads = 1;  // read tags per requester
 

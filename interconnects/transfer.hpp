@@ -23,8 +23,8 @@ struct TransferRequest {
   int gpu = 0;
   Direction dir = Direction::H2D;
   CopyPath path = CopyPath::Dma;
-  double bytes = 0;   // payload bytes
-  bool pinned = true; // host buffer pinned (false: pageable, staged through a CPU memcpy)
+  double bytes = 0;    // payload bytes
+  bool pinned = true;  // host buffer pinned (false: pageable, staged through a CPU memcpy)
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
   // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the

@@ -11,11 +11,13 @@ double HostMemorySpec::socket_bandwidth() const {
 void HostMemorySpec::validate(const std::string& path) const {
   const bool derived = channels_per_socket || transfer_rate_Tps || bus_width_bytes;
   if (bandwidth_per_socket_Bps && derived)
-    throw InputError(path + ": give either bandwidth_per_socket or channels_per_socket + "
-                            "transfer_rate + bus_width, not both");
+    throw InputError(path +
+                     ": give either bandwidth_per_socket or channels_per_socket + "
+                     "transfer_rate + bus_width, not both");
   if (!bandwidth_per_socket_Bps && !(channels_per_socket && transfer_rate_Tps && bus_width_bytes))
-    throw InputError(path + ": missing DRAM bandwidth: give channels_per_socket, transfer_rate "
-                            "and bus_width, or bandwidth_per_socket");
+    throw InputError(path +
+                     ": missing DRAM bandwidth: give channels_per_socket, transfer_rate "
+                     "and bus_width, or bandwidth_per_socket");
   if (sockets > 1 && !inter_socket_Bps)
     throw InputError(path + ": a host with " + std::to_string(sockets) +
                      " sockets needs inter_socket_bandwidth");

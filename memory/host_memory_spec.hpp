@@ -16,13 +16,13 @@ struct HostMemorySpec {
   std::string display_name;
   int sockets = 1;
   std::optional<double> channels_per_socket;
-  std::optional<double> transfer_rate_Tps;     // MT/s per channel
-  std::optional<double> bus_width_bytes;       // bytes per transfer per channel
+  std::optional<double> transfer_rate_Tps;  // MT/s per channel
+  std::optional<double> bus_width_bytes;    // bytes per transfer per channel
   std::optional<double> bandwidth_per_socket_Bps;
   double capacity_bytes = 0;
-  std::optional<double> inter_socket_Bps;      // per direction
-  std::optional<double> memcpy_thread_Bps;     // one CPU thread's memcpy bandwidth (pageable staging)
-  std::optional<double> dram_efficiency;       // sustained fraction of peak DRAM bandwidth, all cores
+  std::optional<double> inter_socket_Bps;   // per direction
+  std::optional<double> memcpy_thread_Bps;  // one CPU thread's memcpy bandwidth (pageable staging)
+  std::optional<double> dram_efficiency;    // sustained fraction of peak DRAM bandwidth, all cores
 
   // Peak DRAM bandwidth of one socket: channels × rate × width, or the published figure.
   double socket_bandwidth() const;

@@ -13,8 +13,8 @@
 namespace kappasim::report {
 
 struct AnalyticReport {
-  std::string markdown;                                   // report.md
-  std::vector<std::pair<std::string, std::string>> csv;   // file name -> CSV, in write order
+  std::string markdown;                                  // report.md
+  std::vector<std::pair<std::string, std::string>> csv;  // file name -> CSV, in write order
   std::string summary;  // the κ_crit matrix (models × systems) as aligned text for the terminal
 };
 

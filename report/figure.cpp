@@ -36,8 +36,9 @@ bool render_figure(const std::string& dir, const Figure& f) {
   const std::filesystem::path script = std::filesystem::path(dir) / (f.name + ".gp");
   write_file_atomic(script.string(), gp.str());
   if (!have_gnuplot()) return false;
-  const std::string cmd = "cd " + sweep::shell_quote(dir) + " && gnuplot " + sweep::shell_quote(f.name + ".gp") +
-                          " >" + sweep::shell_quote(f.name + ".gnuplot.log") + " 2>&1";
+  const std::string cmd = "cd " + sweep::shell_quote(dir) + " && gnuplot " +
+                          sweep::shell_quote(f.name + ".gp") + " >" +
+                          sweep::shell_quote(f.name + ".gnuplot.log") + " 2>&1";
   const int rc = std::system(cmd.c_str());
   const bool ok = rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0 &&
                   std::filesystem::exists(std::filesystem::path(dir) / (f.name + ".png"));
@@ -47,8 +48,9 @@ bool render_figure(const std::string& dir, const Figure& f) {
 
 std::string FigureFolder::figure(const Figure& f) const {
   const bool ok = render_figure(m_dir, f);
-  std::string s = ok ? "![" + f.title + "](figures/" + f.name + ".png)\n\n"
-                     : "*(figure not rendered: gnuplot not found; script figures/" + f.name + ".gp)*\n\n";
+  std::string s =
+      ok ? "![" + f.title + "](figures/" + f.name + ".png)\n\n"
+         : "*(figure not rendered: gnuplot not found; script figures/" + f.name + ".gp)*\n\n";
   return s + "<sub>Figure data and script: `figures/" + f.name + ".gp` (SVG: `figures/" + f.name +
          ".svg`).</sub>\n\n";
 }

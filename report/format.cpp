@@ -16,7 +16,8 @@ std::string fmt_num(double v, int digits) {
     std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   std::string s = buf;
   // %g may still use an exponent for large integers with few digits: spell those out.
-  if (s.find('e') != std::string::npos && a >= 1 && a < 1e7) std::snprintf(buf, sizeof buf, "%.0f", v), s = buf;
+  if (s.find('e') != std::string::npos && a >= 1 && a < 1e7)
+    std::snprintf(buf, sizeof buf, "%.0f", v), s = buf;
   return s;
 }
 

@@ -16,8 +16,8 @@ constexpr double kLargeT = 4096;
 }  // namespace
 
 HonestKappa honest_kappa_crit(const std::string& model, const std::string& system,
-                              const std::string& load_path, int tp, double T, const ProbeRunner& probe,
-                              const std::string& work_file) {
+                              const std::string& load_path, int tp, double T,
+                              const ProbeRunner& probe, const std::string& work_file) {
   ConfigNode root = ConfigNode::make_map();
   root.set("model", ConfigNode::make_scalar(model));
   root.set("system", ConfigNode::make_scalar(system));
@@ -57,13 +57,15 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   h.copy_bytes = s.load_path == LoadPath::Layerwise ? in.chunk_tokens * in.b_kv_gpu / m.num_layers
                                                     : in.chunk_tokens * in.b_kv_gpu;
   const std::string what = "honest Eq. 6 (" + model + ", " + system + ", " + load_path + ")";
-  in.link_Bps = probe({"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",
-                                   format_quantity(h.copy_bytes, dim::bytes), "--gpus", std::to_string(tp), "--format", "json"},
-                                  "/0/bandwidth_bytes_per_s", work_file, what);
+  in.link_Bps = probe(
+      {"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",
+       format_quantity(h.copy_bytes, dim::bytes), "--gpus", std::to_string(tp), "--format", "json"},
+      "/0/bandwidth_bytes_per_s", work_file, what);
   auto prefill = [&](double t) {
-    return probe({"probe", "prefill", "--model", model, "--system", system, "--tp", std::to_string(tp),
-                              "--t", format_number(t), "--precision", s.compute_dtype, "--format", "json"},
-                             "/0/compute_time_s", work_file, what);
+    return probe(
+        {"probe", "prefill", "--model", model, "--system", system, "--tp", std::to_string(tp),
+         "--t", format_number(t), "--precision", s.compute_dtype, "--format", "json"},
+        "/0/compute_time_s", work_file, what);
   };
   in.compute = in.f_gpu * kLargeT / prefill(kLargeT);
   // The compute of T new tokens at K = 0, probed at the row's own T: it carries what an effective

@@ -20,13 +20,13 @@ namespace kappasim::report {
 
 struct HonestKappa {
   analysis::HonestInputs in;
-  double copy_bytes = 0;     // the probed copy size
-  std::string copy_path;     // kernel | dma
+  double copy_bytes = 0;  // the probed copy size
+  std::string copy_path;  // kernel | dma
   double eq6 = 0, extended = 0;
 };
 
 HonestKappa honest_kappa_crit(const std::string& model, const std::string& system,
-                              const std::string& load_path, int tp, double T, const ProbeRunner& probe,
-                              const std::string& work_file);
+                              const std::string& load_path, int tp, double T,
+                              const ProbeRunner& probe, const std::string& work_file);
 
 }  // namespace kappasim::report

@@ -12,7 +12,8 @@ const char* const kReplicateNote =
     "or higher than the baseline only when the 95% interval of their replicate-by-replicate "
     "differences (same seeds on both sides) excludes 0";
 
-std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t, const std::vector<std::string>& cols) {
+std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t,
+                                                     const std::vector<std::string>& cols) {
   std::vector<std::vector<std::size_t>> out;
   std::map<std::string, std::size_t> index;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -31,15 +32,16 @@ std::optional<std::size_t> first_ok(const ResultsTable& t, const std::vector<std
   return std::nullopt;
 }
 
-double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& name) {
+double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows,
+               const std::string& name) {
   std::vector<double> xs;
   for (std::size_t r : rows)
     if (t.ok(r)) xs.push_back(t.num(r, name));
   return stats::mean_interval(xs).mean;
 }
 
-stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                       const std::string& name) {
+stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
+                       const std::vector<std::size_t>& b, const std::string& name) {
   std::map<std::string, double> va, vb;
   for (std::size_t r : a)
     if (t.ok(r)) va[t.get(r, "replicate")] = t.num(r, name);
@@ -51,13 +53,17 @@ stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
   return stats::paired_difference(xa, xb);
 }
 
-std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                   const std::string& name, const std::string& b_name, const std::string& unit) {
+std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a,
+                   const std::vector<std::size_t>& b, const std::string& name,
+                   const std::string& b_name, const std::string& unit) {
   const stats::Interval d = paired(t, a, b, name);
   if (d.n < 2) return "one replicate: not tested against " + b_name + "'s";
   const int sign = stats::interval_sign(d);
-  const std::string diff = "paired difference" + (unit.empty() ? "" : " in " + unit) + ": " + stats::format_interval(d);
-  if (sign == 0) return "within the replicate spread of " + b_name + "'s (" + diff + ", the 95% interval contains 0)";
+  const std::string diff =
+      "paired difference" + (unit.empty() ? "" : " in " + unit) + ": " + stats::format_interval(d);
+  if (sign == 0)
+    return "within the replicate spread of " + b_name + "'s (" + diff +
+           ", the 95% interval contains 0)";
   return std::string(sign < 0 ? "lower" : "higher") + " than " + b_name + "'s (" + diff + ")";
 }
 
@@ -77,7 +83,9 @@ std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::s
       choices.emplace_back();
     }
     auto& cs = choices[index[key]];
-    auto c = std::find_if(cs.begin(), cs.end(), [&](const auto& rows) { return t.get(rows[0], choice) == t.get(r, choice); });
+    auto c = std::find_if(cs.begin(), cs.end(), [&](const auto& rows) {
+      return t.get(rows[0], choice) == t.get(r, choice);
+    });
     if (c == cs.end())
       cs.push_back({r});
     else

@@ -18,18 +18,21 @@ namespace kappasim::report {
 extern const char* const kReplicateNote;
 
 // Rows grouped by configuration (equal values in `cols`), in first-seen (point) order.
-std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t, const std::vector<std::string>& cols);
+std::vector<std::vector<std::size_t>> configurations(const ResultsTable& t,
+                                                     const std::vector<std::string>& cols);
 // The first ok row of a configuration (its labels), if any.
 std::optional<std::size_t> first_ok(const ResultsTable& t, const std::vector<std::size_t>& rows);
 // Mean of `name` over the ok rows with a value (NaN when none).
-double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& name);
+double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows,
+               const std::string& name);
 // a − b of `name`, paired by replicate index over the replicates both completed.
-stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                       const std::string& name);
+stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
+                       const std::vector<std::size_t>& b, const std::string& name);
 // How A's `name` compares with B's: "lower than B's (paired difference in s: −1.2 ± 0.3 (n=3))"
 // only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's".
-std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a, const std::vector<std::size_t>& b,
-                   const std::string& name, const std::string& b_name, const std::string& unit);
+std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a,
+                   const std::vector<std::size_t>& b, const std::string& name,
+                   const std::string& b_name, const std::string& unit);
 
 // The configuration with the best mean `metric` per group of rows sharing `group` columns
 // (lower or higher is better), and the baseline choice's mean and rows in the same group.

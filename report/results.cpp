@@ -74,9 +74,11 @@ std::string bound_shares(const ResultsTable& t, const std::vector<std::size_t>& 
     if (std::isfinite(x) && x >= 0.01) v.emplace_back(x, name);
   }
   if (v.empty()) return "—";
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string out;
-  for (const auto& [x, name] : v) out += (out.empty() ? "" : ", ") + name + " " + fmt_num(100 * x, 2) + "%";
+  for (const auto& [x, name] : v)
+    out += (out.empty() ? "" : ", ") + name + " " + fmt_num(100 * x, 2) + "%";
   return out;
 }
 std::string bound_shares(const ResultsTable& t, std::size_t r) {

@@ -9,13 +9,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -27,33 +27,37 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
   std::vector<std::vector<std::string>> rows;
   for (std::size_t r = 0; r < k.rows.size(); ++r) {
     if (!k.ok(r)) {
-      rows.push_back({k.get(r, "model"), k.get(r, "system"), "—", "—", "—", "—", k.get(r, "error")});
+      rows.push_back(
+          {k.get(r, "model"), k.get(r, "system"), "—", "—", "—", "—", k.get(r, "error")});
       continue;
     }
-    rows.push_back({k.get(r, "model"), k.get(r, "system"), fmt_num(k.num(r, "kappa_crit_analytic_peak")),
+    rows.push_back({k.get(r, "model"), k.get(r, "system"),
+                    fmt_num(k.num(r, "kappa_crit_analytic_peak")),
                     fmt_num(k.num(r, "kappa_crit_simulated")),
                     fmt_num(k.num(r, "kappa_crit_analytic_effective_compute")),
                     fmt_num(k.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
                         fmt_num(k.num(r, "h2d_peak_bytes_per_s") / 1e9),
                     std::isnan(k.num(r, "kappa_crit_simulated"))
-                        ? "load never reached compute on the grid (κ up to " + fmt_num(k.num(r, "kappa_max")) + "): compute-bound throughout"
+                        ? "load never reached compute on the grid (κ up to " +
+                              fmt_num(k.num(r, "kappa_max")) + "): compute-bound throughout"
                         : ""});
   }
   md << "## 6. NVLink-C2C (GH200, GB200) and a unified HBM tier vs PCIe 5\n\n"
-       << "TP = every GPU of the node (GH200: 1, GB200: 2, the others 8), T = 128, kernel load path. A blank "
-       << "simulated κ_crit means the link never became the bottleneck up to the largest prefix the "
-       << "node's KV cache holds.\n\n"
-       << markdown_table({"model", "system", "κ_crit analytic (peak)", "κ_crit simulated", "analytic (eff. BW + compute)",
-                    "H2D GB/s eff / peak", "note"},
-                   rows)
-       << "\nServing the same NarrativeQA-like load over each link (layer-wise load path, which "
-       << "overlaps each layer's load with the previous layer's compute):\n\n";
+     << "TP = every GPU of the node (GH200: 1, GB200: 2, the others 8), T = 128, kernel load path. "
+        "A blank "
+     << "simulated κ_crit means the link never became the bottleneck up to the largest prefix the "
+     << "node's KV cache holds.\n\n"
+     << markdown_table({"model", "system", "κ_crit analytic (peak)", "κ_crit simulated",
+                        "analytic (eff. BW + compute)", "H2D GB/s eff / peak", "note"},
+                       rows)
+     << "\nServing the same NarrativeQA-like load over each link (layer-wise load path, which "
+     << "overlaps each layer's load with the previous layer's compute):\n\n";
   md << serving_table(serving, "system", "ttft-c2c", "TTFT CDF by host link", fig);
   md << load_verdicts(serving, "system");
   md << "Where analytic and simulated differ: the analytic κ_crit scales with the link's peak; the "
-       << "simulated one with the bandwidth the whole path achieves (the H2D column: host memory, "
-       << "the link's protocol, per-copy costs) and with the compute the GPU achieves, so the ratio "
-       << "between two systems' simulated κ_crit is not the ratio of their link peaks.\n\n";
+     << "simulated one with the bandwidth the whole path achieves (the H2D column: host memory, "
+     << "the link's protocol, per-copy costs) and with the compute the GPU achieves, so the ratio "
+     << "between two systems' simulated κ_crit is not the ratio of their link peaks.\n\n";
   return md.str();
 }
 

@@ -11,19 +11,20 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-std::string section_interconnect(const SweepData& study, const std::map<std::string, double>& workload_medians) {
+std::string section_interconnect(const SweepData& study,
+                                 const std::map<std::string, double>& workload_medians) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
@@ -34,26 +35,30 @@ std::string section_interconnect(const SweepData& study, const std::map<std::str
       rows.push_back({m, g, l, "—", "—", "—", "—", t.get(r, "error")});
       continue;
     }
-    const double sim = t.num(r, "kappa_crit_simulated"), peak = t.num(r, "kappa_crit_analytic_peak");
-    rows.push_back({m, g, l, fmt_num(peak), fmt_num(sim),
-                    fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
-                        fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
-                    bound_shares(t, r),
-                    std::isnan(sim) ? "compute-bound up to κ " + fmt_num(t.num(r, "kappa_max")) : ""});
+    const double sim = t.num(r, "kappa_crit_simulated"),
+                 peak = t.num(r, "kappa_crit_analytic_peak");
+    rows.push_back(
+        {m, g, l, fmt_num(peak), fmt_num(sim),
+         fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
+             fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
+         bound_shares(t, r),
+         std::isnan(sim) ? "compute-bound up to κ " + fmt_num(t.num(r, "kappa_max")) : ""});
   }
-  md << "### 8.1 Interconnect: PCIe 4/5/6, NVLink-C2C, unified HBM × A100/H100/B200-class compute\n\n"
-       << "κ_crit (T = 128, kernel load path, TP = 8) with each GPU's own host link swapped; the host "
-       << "side (sockets, DRAM) is the GPU's own DGX host (presets/systems). Higher κ_crit = more "
-       << "cached context per new token before the link binds.\n\n"
-       << markdown_table({"model", "GPU", "host link", "κ_crit analytic (peak)", "κ_crit simulated",
-                    "H2D GB/s eff / peak", "load bound (shares of load time)", "note"},
-                   rows)
-       << "\n"
-       << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
-       << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
-       << "costs, `read_tags` the GPU's outstanding PCIe reads, `link` the host link (per-copy "
-       << "costs included), `host_dram` / `socket_link` the host, `hbm` the GPU side. A faster "
-       << "link buys little where another bound takes over.\n\n";
+  md << "### 8.1 Interconnect: PCIe 4/5/6, NVLink-C2C, unified HBM × A100/H100/B200-class "
+        "compute\n\n"
+     << "κ_crit (T = 128, kernel load path, TP = 8) with each GPU's own host link swapped; the "
+        "host "
+     << "side (sockets, DRAM) is the GPU's own DGX host (presets/systems). Higher κ_crit = more "
+     << "cached context per new token before the link binds.\n\n"
+     << markdown_table({"model", "GPU", "host link", "κ_crit analytic (peak)", "κ_crit simulated",
+                        "H2D GB/s eff / peak", "load bound (shares of load time)", "note"},
+                       rows)
+     << "\n"
+     << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
+     << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
+     << "costs, `read_tags` the GPU's outstanding PCIe reads, `link` the host link (per-copy "
+     << "costs included), `host_dram` / `socket_link` the host, `hbm` the GPU side. A faster "
+     << "link buys little where another bound takes over.\n\n";
   // Conclusion, computed: per model, the best link per GPU, the PCIe 6 over PCIe 5 gain in
   // achieved bandwidth, and which configurations put κ_crit above the workloads' medians.
   md << "Conclusions (computed from the table):\n";
@@ -63,21 +68,27 @@ std::string section_interconnect(const SweepData& study, const std::map<std::str
     for (const std::string g : {"a100", "h100", "b200"}) {
       auto row = [&](const std::string& l) {
         const auto w = t.where({{"model", m}, {"gpu", g}, {"system.host_link", l}});
-        return w.empty() || !t.ok(w[0]) ? std::optional<std::size_t>() : std::optional<std::size_t>(w[0]);
+        return w.empty() || !t.ok(w[0]) ? std::optional<std::size_t>()
+                                        : std::optional<std::size_t>(w[0]);
       };
       const auto p5 = row("pcie5"), p6 = row("pcie6"), p4 = row("pcie4");
       std::string line = "- " + m + " on " + g + ":";
       bool any = false;
       if (p4 && p5) {
         line += " PCIe 4→5 raises the achieved H2D bandwidth " +
-                fmt_num(t.num(*p5, "h2d_effective_bytes_per_s") / t.num(*p4, "h2d_effective_bytes_per_s")) +
-                "× (peak " + fmt_num(t.num(*p5, "h2d_peak_bytes_per_s") / t.num(*p4, "h2d_peak_bytes_per_s")) + "×);";
+                fmt_num(t.num(*p5, "h2d_effective_bytes_per_s") /
+                        t.num(*p4, "h2d_effective_bytes_per_s")) +
+                "× (peak " +
+                fmt_num(t.num(*p5, "h2d_peak_bytes_per_s") / t.num(*p4, "h2d_peak_bytes_per_s")) +
+                "×);";
         any = true;
       }
       if (p5 && p6) {
         line += " PCIe 5→6 " +
-                fmt_num(t.num(*p6, "h2d_effective_bytes_per_s") / t.num(*p5, "h2d_effective_bytes_per_s")) +
-                "× (peak " + fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
+                fmt_num(t.num(*p6, "h2d_effective_bytes_per_s") /
+                        t.num(*p5, "h2d_effective_bytes_per_s")) +
+                "× (peak " +
+                fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
                 "×; the PCIe 6 load is bound by " + bound_shares(t, *p6) + ");";
         any = true;
       }
@@ -105,9 +116,9 @@ std::string section_interconnect(const SweepData& study, const std::map<std::str
     }
   }
   md << "\nA link whose simulated κ_crit is blank never became the bottleneck up to the largest "
-       << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median. "
-       << "These κ_crit are deterministic (isolated requests of fixed K and T, no workload seed), so "
-       << "this study has no replicates and its differences no intervals.\n\n";
+     << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median. "
+     << "These κ_crit are deterministic (isolated requests of fixed K and T, no workload seed), so "
+     << "this study has no replicates and its differences no intervals.\n\n";
   return md.str();
 }
 

@@ -10,13 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -30,24 +30,28 @@ TestbedSection section_kappa_testbed(const SweepData& testbed) {
   double worst = 0;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     if (!t.ok(r)) {
-      rows.push_back({t.get(r, "model"), t.get(r, "serving.load_path"), t.get(r, "measure.t"), "—", "—",
-                      "—", "—", "—", "—", "—", t.get(r, "error")});
+      rows.push_back({t.get(r, "model"), t.get(r, "serving.load_path"), t.get(r, "measure.t"), "—",
+                      "—", "—", "—", "—", "—", "—", t.get(r, "error")});
       continue;
     }
-    const double sim = t.num(r, "kappa_crit_simulated"), peak = t.num(r, "kappa_crit_analytic_peak"),
+    const double sim = t.num(r, "kappa_crit_simulated"),
+                 peak = t.num(r, "kappa_crit_analytic_peak"),
                  eff = t.num(r, "kappa_crit_analytic_effective"),
                  both = t.num(r, "kappa_crit_analytic_effective_compute");
-    if (std::isfinite(both) && std::isfinite(sim)) worst = std::max(worst, std::fabs(both / sim - 1));
+    if (std::isfinite(both) && std::isfinite(sim))
+      worst = std::max(worst, std::fabs(both / sim - 1));
     // The reference crossing (the last completed row of it, as the table is read in order).
     if (t.get(r, "model") == "qwen3-235b-a22b" && t.get(r, "serving.load_path") == "kernel" &&
         t.get(r, "measure.t") == "128") {
       out.reference.kappa_crit_sim = sim;
       out.reference.measured = true;
-      out.reference.link_fraction = t.num(r, "h2d_effective_bytes_per_s") / t.num(r, "h2d_peak_bytes_per_s");
-      out.reference.compute_fraction = t.num(r, "compute_effective_flops") / t.num(r, "compute_peak_flops");
+      out.reference.link_fraction =
+          t.num(r, "h2d_effective_bytes_per_s") / t.num(r, "h2d_peak_bytes_per_s");
+      out.reference.compute_fraction =
+          t.num(r, "compute_effective_flops") / t.num(r, "compute_peak_flops");
     }
-    rows.push_back({t.get(r, "model"), t.get(r, "serving.load_path"), t.get(r, "measure.t"), fmt_num(peak),
-                    fmt_num(eff), fmt_num(both), fmt_num(sim),
+    rows.push_back({t.get(r, "model"), t.get(r, "serving.load_path"), t.get(r, "measure.t"),
+                    fmt_num(peak), fmt_num(eff), fmt_num(both), fmt_num(sim),
                     fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
                         fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
                     gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
@@ -55,21 +59,23 @@ TestbedSection section_kappa_testbed(const SweepData& testbed) {
                     pct(t.num(r, "compute_effective_flops") / t.num(r, "compute_peak_flops")), ""});
   }
   md << "## 3. Analytic vs simulated κ_crit on paper-testbed\n\n"
-       << "κ_crit where a request's simulated KV load time equals its compute time (isolated "
-       << "requests, warm tier, whole LMCache chunks), beside Eq. 6 with (a) peak link and compute, "
-       << "(b) the link bandwidth the simulation achieved, (c) both the achieved bandwidth and the "
-       << "achieved compute rate (in the analytic model's FLOP convention).\n\n"
-       << markdown_table({"model", "load path", "T", "analytic (peak)", "analytic (eff. BW)",
-                    "analytic (eff. BW + compute)", "simulated", "H2D GB/s eff / peak (per GPU)",
-                    "H2D GB/s node / model", "compute eff / peak", "note"},
-                   rows)
-       << "\nWhere they differ and why: with the achieved link and compute rates as inputs, Eq. 6 is "
-       << "within " << pct(worst) << " of the simulated crossing in every row: the remaining gap is "
-       << "what Eq. 3 leaves out (attention FLOPs that grow with K, the LM head, per-request software "
-       << "costs that do not scale with bytes). The gap to the peak-based κ_crit is the mechanisms "
-       << "that keep the link below its peak on this testbed (DDR4 host DRAM shared by 8 GPUs, PCIe "
-       << "protocol overhead, the copy kernel's per-block cost) and the GPU below its dense peak "
-       << "(docs/paper-reproduction.md, docs/pcie-model.md, docs/compute-model.md).\n\n";
+     << "κ_crit where a request's simulated KV load time equals its compute time (isolated "
+     << "requests, warm tier, whole LMCache chunks), beside Eq. 6 with (a) peak link and compute, "
+     << "(b) the link bandwidth the simulation achieved, (c) both the achieved bandwidth and the "
+     << "achieved compute rate (in the analytic model's FLOP convention).\n\n"
+     << markdown_table(
+            {"model", "load path", "T", "analytic (peak)", "analytic (eff. BW)",
+             "analytic (eff. BW + compute)", "simulated", "H2D GB/s eff / peak (per GPU)",
+             "H2D GB/s node / model", "compute eff / peak", "note"},
+            rows)
+     << "\nWhere they differ and why: with the achieved link and compute rates as inputs, Eq. 6 is "
+     << "within " << pct(worst) << " of the simulated crossing in every row: the remaining gap is "
+     << "what Eq. 3 leaves out (attention FLOPs that grow with K, the LM head, per-request "
+        "software "
+     << "costs that do not scale with bytes). The gap to the peak-based κ_crit is the mechanisms "
+     << "that keep the link below its peak on this testbed (DDR4 host DRAM shared by 8 GPUs, PCIe "
+     << "protocol overhead, the copy kernel's per-block cost) and the GPU below its dense peak "
+     << "(docs/paper-reproduction.md, docs/pcie-model.md, docs/compute-model.md).\n\n";
   out.markdown = md.str();
   return out;
 }

@@ -10,13 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -26,23 +26,26 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
   const ResultsTable& t = study.table;
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
-  std::map<std::string, std::string> series;  // workload|zipf -> csv of (buffer, κ_link p50, TTFT p50)
+  std::map<std::string, std::string>
+      series;  // workload|zipf -> csv of (buffer, κ_link p50, TTFT p50)
   std::vector<std::string> order;
   // One row per configuration: replicate means, with the 95% interval where they decide a
   // conclusion (throughput, TTFT, κ over the link).
   const auto configs = configurations(t, {"workload.type", "zipf_s", "serving.kv_buffer"});
   for (const auto& cr : configs) {
     const std::size_t r = cr[0];
-    const std::string w = t.get(r, "workload.type"), z = t.get(r, "zipf_s"), b = t.get(r, "serving.kv_buffer");
+    const std::string w = t.get(r, "workload.type"), z = t.get(r, "zipf_s"),
+                      b = t.get(r, "serving.kv_buffer");
     if (!first_ok(t, cr)) {
       rows.push_back({w, z, b, "failed: " + t.get(r, "error")});
       continue;
     }
-    rows.push_back({w, z, b, fmt_num(mean_of(t, cr, "requests_completed")), fmt_num(mean_of(t, cr, "requests_rejected")),
+    rows.push_back({w, z, b, fmt_num(mean_of(t, cr, "requests_completed")),
+                    fmt_num(mean_of(t, cr, "requests_rejected")),
                     interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_p50_s"),
                     interval_cell(t, cr, "ttft_p99_s"), pct(mean_of(t, cr, "buffer_hit_rate")),
-                    fmt_num(mean_of(t, cr, "kappa_ratio_p50")), interval_cell(t, cr, "kappa_link_ratio_p50"),
-                    bound_shares(t, cr)});
+                    fmt_num(mean_of(t, cr, "kappa_ratio_p50")),
+                    interval_cell(t, cr, "kappa_link_ratio_p50"), bound_shares(t, cr)});
     const std::string key = w + " zipf " + z;
     if (!series.count(key)) {
       order.push_back(key);
@@ -56,37 +59,42 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
     std::string f = "kv-buffer-" + order[i] + ".csv";
     for (char& c : f) c = c == ' ' ? '-' : c;
     fig.write_data(f, series[order[i]]);
-    plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 0:2:xtic(1) skip 1 with linespoints lw 2 pt 7 title '" + order[i] + "'";
+    plots += std::string(plots.empty() ? "" : ", ") + "'" + f +
+             "' using 0:2:xtic(1) skip 1 with linespoints lw 2 pt 7 title '" + order[i] + "'";
   }
   // A linear axis from 0: a buffer that takes every load off the link gives κ_link = 0, which a
   // log axis would drop. The key sits outside the plot so that it covers no data.
-  std::string plot = "  set title 'Median κ_ratio still crossing the link, by GPU-side KV buffer'\n"
-                     "  set yrange [0:*]\n  set ylabel 'κ_ratio over the link (p50)'\n  set xlabel 'buffer'\n"
-                     "  set xtics rotate by -30\n  set grid\n  set key outside right top\n";
+  std::string plot =
+      "  set title 'Median κ_ratio still crossing the link, by GPU-side KV buffer'\n"
+      "  set yrange [0:*]\n  set ylabel 'κ_ratio over the link (p50)'\n  set xlabel 'buffer'\n"
+      "  set xtics rotate by -30\n  set grid\n  set key outside right top\n";
   if (std::isfinite(crit))
     plot += "  set arrow from graph 0, first " + format_number(crit) + " to graph 1, first " +
             format_number(crit) + " nohead dt 2 lc rgb 'black'\n  set label 'κ_crit simulated " +
             fmt_num(crit) + "' at graph 0.02, first " + format_number(crit * 1.15) + "\n";
   md << "### 8.2 A GPU-side KV buffer for hot prefixes\n\n"
-       << "Qwen3-235B-A22B on paper-testbed (TP 8) at 8 requests/s, documents drawn with Zipf "
-       << "popularity. A per-GPU LRU buffer of prefix chunks (its TP shard): `hbm` is a carve-out of "
-       << "HBM (taken from the KV pool; copies at half the HBM bandwidth), `sram` an on-package "
-       << "store at a given bandwidth (capped at the HBM write rate). Buffer hits are copied on the "
-       << "GPU instead of crossing the host link; κ_link is the cached-to-new ratio that still "
-       << "crosses the link (docs/studies-kv.md). Sizes above a few hundred MB are not SRAM on "
-       << "today's dies (H100 L2: 50 MB; MI300X Infinity Cache: 256 MB): read them as a near-memory "
-       << "tier at that bandwidth.\n\n"
-       << markdown_table({"workload", "zipf s", "buffer", "completed", "rejected", "throughput (req/s)",
-                    "TTFT p50 (s)", "TTFT p99 (s)", "buffer hit rate (bytes)", "κ p50", "κ over link p50",
-                    "load bound (shares of load time)"},
-                   rows)
-       << "\n" << fig.figure({"kv-buffer", "KV buffer: κ over the link", plot + "  plot " + plots});
+     << "Qwen3-235B-A22B on paper-testbed (TP 8) at 8 requests/s, documents drawn with Zipf "
+     << "popularity. A per-GPU LRU buffer of prefix chunks (its TP shard): `hbm` is a carve-out of "
+     << "HBM (taken from the KV pool; copies at half the HBM bandwidth), `sram` an on-package "
+     << "store at a given bandwidth (capped at the HBM write rate). Buffer hits are copied on the "
+     << "GPU instead of crossing the host link; κ_link is the cached-to-new ratio that still "
+     << "crosses the link (docs/studies-kv.md). Sizes above a few hundred MB are not SRAM on "
+     << "today's dies (H100 L2: 50 MB; MI300X Infinity Cache: 256 MB): read them as a near-memory "
+     << "tier at that bandwidth.\n\n"
+     << markdown_table(
+            {"workload", "zipf s", "buffer", "completed", "rejected", "throughput (req/s)",
+             "TTFT p50 (s)", "TTFT p99 (s)", "buffer hit rate (bytes)", "κ p50", "κ over link p50",
+             "load bound (shares of load time)"},
+            rows)
+     << "\n"
+     << fig.figure({"kv-buffer", "KV buffer: κ over the link", plot + "  plot " + plots});
   // Conclusions per (workload, zipf): among buffers that reject no more requests than no buffer
   // (an HBM carve-out shrinks the KV pool), the first that brings the median request's link κ
   // below κ_crit, and the one with the lowest TTFT p50.
   md << "Conclusions (computed; κ_crit = " << fmt_num(crit)
-       << ", the simulated value of section 3, kernel path, T = 128; only buffers that reject no more "
-       << "requests than no buffer count; " << kReplicateNote << "):\n";
+     << ", the simulated value of section 3, kernel path, T = 128; only buffers that reject no "
+        "more "
+     << "requests than no buffer count; " << kReplicateNote << "):\n";
   std::vector<std::string> groups;
   std::map<std::string, std::vector<std::vector<std::size_t>>> by;  // group -> configurations
   for (const auto& cr : configs) {
@@ -96,7 +104,9 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
     if (!by.count(key)) groups.push_back(key);
     by[key].push_back(cr);
   }
-  const auto label = [&](const std::vector<std::size_t>& cr) { return t.get(cr[0], "serving.kv_buffer"); };
+  const auto label = [&](const std::vector<std::size_t>& cr) {
+    return t.get(cr[0], "serving.kv_buffer");
+  };
   for (const std::string& key : groups) {
     const auto& cs = by[key];
     const std::vector<std::size_t>* off = nullptr;
@@ -110,33 +120,36 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
       if (!first && mean_of(t, cr, "kappa_link_ratio_p50") < crit) first = &cr;
       if (!best || mean_of(t, cr, "ttft_p50_s") < mean_of(t, *best, "ttft_p50_s")) best = &cr;
     }
-    md << "- " << key << ": median κ over the link " << interval_cell(t, *off, "kappa_link_ratio_p50")
-         << " without a buffer; ";
+    md << "- " << key << ": median κ over the link "
+       << interval_cell(t, *off, "kappa_link_ratio_p50") << " without a buffer; ";
     if (mean_of(t, *off, "kappa_link_ratio_p50") < crit)
       md << "already below κ_crit";
     else if (first)
       md << "below κ_crit from " << label(*first) << " (κ over the link p50 "
-           << interval_cell(t, *first, "kappa_link_ratio_p50") << ", hit rate " << pct(mean_of(t, *first, "buffer_hit_rate"))
-           << ")";
+         << interval_cell(t, *first, "kappa_link_ratio_p50") << ", hit rate "
+         << pct(mean_of(t, *first, "buffer_hit_rate")) << ")";
     else
       md << "no buffer in the sweep brings it below κ_crit";
     if (best && best != off)
-      md << "; lowest mean TTFT p50 with " << label(*best) << ": " << interval_cell(t, *best, "ttft_p50_s")
-           << " s vs " << interval_cell(t, *off, "ttft_p50_s") << " s without, "
-           << versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") << " (throughput "
-           << interval_cell(t, *best, "throughput_rps") << " vs " << interval_cell(t, *off, "throughput_rps")
-           << " req/s, " << versus(t, *best, *off, "throughput_rps", "no buffer", "req/s") << ")";
+      md << "; lowest mean TTFT p50 with " << label(*best) << ": "
+         << interval_cell(t, *best, "ttft_p50_s") << " s vs "
+         << interval_cell(t, *off, "ttft_p50_s") << " s without, "
+         << versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") << " (throughput "
+         << interval_cell(t, *best, "throughput_rps") << " vs "
+         << interval_cell(t, *off, "throughput_rps") << " req/s, "
+         << versus(t, *best, *off, "throughput_rps", "no buffer", "req/s") << ")";
     else if (best)
-      md << "; no buffer has a lower mean TTFT p50 than none (" << interval_cell(t, *off, "ttft_p50_s") << " s)";
+      md << "; no buffer has a lower mean TTFT p50 than none ("
+         << interval_cell(t, *off, "ttft_p50_s") << " s)";
     md << ".\n";
   }
   md << "\nThe κ the engine sees is lower than the generated requests' (section 1): LMCache stores "
-       << "and finds whole 256-token chunks only, so a request recomputes the partial chunk at the "
-       << "end of its document along with its question (T ≈ question + ~128 tokens).\n";
+     << "and finds whole 256-token chunks only, so a request recomputes the partial chunk at the "
+     << "end of its document along with its question (T ≈ question + ~128 tokens).\n";
   md << "\nThe analytic model has no cache: it takes each request's κ_ratio as given. The buffer "
-       << "changes the κ a request presents to the link, which only a simulation of the request "
-       << "stream's reuse (popularity, LRU eviction, TP shards) can give; an HBM carve-out also "
-       << "shrinks the KV pool, which rejects the longest documents.\n\n";
+     << "changes the κ a request presents to the link, which only a simulation of the request "
+     << "stream's reuse (popularity, LRU eviction, TP shards) can give; an HBM carve-out also "
+     << "shrinks the KV pool, which rejects the longest documents.\n\n";
   return md.str();
 }
 

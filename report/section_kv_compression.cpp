@@ -10,13 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -26,7 +26,8 @@ std::string section_kv_compression(const SweepData& study, double crit) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& cr : configurations(t, {"serving.kv_dtype", "serving.recompute", "serving.load_path"})) {
+  for (const auto& cr :
+       configurations(t, {"serving.kv_dtype", "serving.recompute", "serving.load_path"})) {
     const std::size_t r = cr[0];
     const std::string d = t.get(r, "serving.kv_dtype"), c = t.get(r, "serving.recompute"),
                       l = t.get(r, "serving.load_path");
@@ -34,23 +35,30 @@ std::string section_kv_compression(const SweepData& study, double crit) {
       rows.push_back({d, c, l, "failed: " + t.get(r, "error")});
       continue;
     }
-    rows.push_back({d, c, l, interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_p50_s"),
-                    interval_cell(t, cr, "ttft_p99_s"), fmt_num(mean_of(t, cr, "load_mean_s")),
-                    fmt_num(mean_of(t, cr, "compute_mean_s")), fmt_num(mean_of(t, cr, "recomputed_tokens_total")),
+    rows.push_back({d, c, l, interval_cell(t, cr, "throughput_rps"),
+                    interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+                    fmt_num(mean_of(t, cr, "load_mean_s")),
+                    fmt_num(mean_of(t, cr, "compute_mean_s")),
+                    fmt_num(mean_of(t, cr, "recomputed_tokens_total")),
                     fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e9)});
   }
   md << "### 8.4 KV compression and partial recompute\n\n"
-       << "NarrativeQA-like at 8 requests/s on paper-testbed (Qwen3-235B-A22B, TP 8). KV stored as "
-       << "BF16, FP8 (read directly by the attention kernel) or INT4 (a dequantisation pass per layer "
-       << "at the HBM roof); the leading part of each cached prefix recomputed instead of loaded "
-       << "(fixed fraction, or `auto`: the split that minimises the request's own prefill time by the "
-       << "analytic estimate); load path with (layerwise) and without (kernel) layer-wise overlap.\n\n"
-       << markdown_table({"KV dtype", "recompute", "load path", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)",
-                    "load mean (s)", "compute mean (s)", "recomputed tokens", "GB over the link"},
-                   rows)
-       << "\nConclusions (computed; " << kReplicateNote << "): the KV dtype with the lowest TTFT p50 per load path (no "
-       << "recompute), against BF16; then the recompute setting with the lowest TTFT p50 per load "
-       << "path and KV dtype, against none:\n";
+     << "NarrativeQA-like at 8 requests/s on paper-testbed (Qwen3-235B-A22B, TP 8). KV stored as "
+     << "BF16, FP8 (read directly by the attention kernel) or INT4 (a dequantisation pass per "
+        "layer "
+     << "at the HBM roof); the leading part of each cached prefix recomputed instead of loaded "
+     << "(fixed fraction, or `auto`: the split that minimises the request's own prefill time by "
+        "the "
+     << "analytic estimate); load path with (layerwise) and without (kernel) layer-wise "
+        "overlap.\n\n"
+     << markdown_table({"KV dtype", "recompute", "load path", "throughput (req/s)", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "load mean (s)", "compute mean (s)", "recomputed tokens",
+                        "GB over the link"},
+                       rows)
+     << "\nConclusions (computed; " << kReplicateNote
+     << "): the KV dtype with the lowest TTFT p50 per load path (no "
+     << "recompute), against BF16; then the recompute setting with the lowest TTFT p50 per load "
+     << "path and KV dtype, against none:\n";
   ResultsTable plain = t;  // the rows without recompute
   plain.rows.erase(std::remove_if(plain.rows.begin(), plain.rows.end(),
                                   [&](const std::vector<std::string>& row) {
@@ -59,25 +67,31 @@ std::string section_kv_compression(const SweepData& study, double crit) {
                                   }),
                    plain.rows.end());
   // Each winner against its baseline, replicate by replicate (the baseline itself may win).
-  const auto judged = [&](const ResultsTable& tt, const Best& b, const std::string& base, const std::string& base_name) {
+  const auto judged = [&](const ResultsTable& tt, const Best& b, const std::string& base,
+                          const std::string& base_name) {
     if (b.winner == base || b.baseline_rows.empty()) return std::string();
     return "; " + versus(tt, b.winner_rows, b.baseline_rows, "ttft_p50_s", base_name, "s");
   };
-  for (const Best& b : best_per_group(plain, {"serving.load_path"}, "serving.kv_dtype", "ttft_p50_s", true, "bf16"))
-    md << "- " << b.group << ": " << b.winner << " (TTFT p50 " << interval_cell(plain, b.winner_rows, "ttft_p50_s")
-         << " s, " << fmt_num(b.value / b.baseline) << "× BF16's " << interval_cell(plain, b.baseline_rows, "ttft_p50_s")
-         << " s" << judged(plain, b, "bf16", "BF16") << ")\n";
-  for (const Best& b : best_per_group(t, {"serving.load_path", "serving.kv_dtype"}, "serving.recompute",
-                                      "ttft_p50_s", true, "none"))
-    md << "- " << b.group << ": recompute " << b.winner << " (TTFT p50 " << interval_cell(t, b.winner_rows, "ttft_p50_s")
-         << " s, " << fmt_num(b.value / b.baseline) << "× none" << judged(t, b, "none", "no recompute") << ")\n";
+  for (const Best& b :
+       best_per_group(plain, {"serving.load_path"}, "serving.kv_dtype", "ttft_p50_s", true, "bf16"))
+    md << "- " << b.group << ": " << b.winner << " (TTFT p50 "
+       << interval_cell(plain, b.winner_rows, "ttft_p50_s") << " s, "
+       << fmt_num(b.value / b.baseline) << "× BF16's "
+       << interval_cell(plain, b.baseline_rows, "ttft_p50_s") << " s"
+       << judged(plain, b, "bf16", "BF16") << ")\n";
+  for (const Best& b : best_per_group(t, {"serving.load_path", "serving.kv_dtype"},
+                                      "serving.recompute", "ttft_p50_s", true, "none"))
+    md << "- " << b.group << ": recompute " << b.winner << " (TTFT p50 "
+       << interval_cell(t, b.winner_rows, "ttft_p50_s") << " s, " << fmt_num(b.value / b.baseline)
+       << "× none" << judged(t, b, "none", "no recompute") << ")\n";
   md << "\nAnalytic vs simulated: by Eq. 3, recomputing a cached token instead of loading it pays "
-       << "when its compute time F_pf/C is below its load time B_kv/BW, that is when κ_crit < 1. "
-       << "Simulated κ_crit here is " << fmt_num(crit) << " (section 3): loading a cached token is "
-       << "about that many times cheaper than recomputing it, which is why fixed recompute "
-       << "fractions lose throughput. "
-       << "The simulation prices it with the achieved compute of the batched step and the "
-       << "achieved link rate, and `auto` picks per request while the compute is shared by the batch.\n\n";
+     << "when its compute time F_pf/C is below its load time B_kv/BW, that is when κ_crit < 1. "
+     << "Simulated κ_crit here is " << fmt_num(crit) << " (section 3): loading a cached token is "
+     << "about that many times cheaper than recomputing it, which is why fixed recompute "
+     << "fractions lose throughput. "
+     << "The simulation prices it with the achieved compute of the batched step and the "
+     << "achieved link rate, and `auto` picks per request while the compute is shared by the "
+        "batch.\n\n";
   return md.str();
 }
 

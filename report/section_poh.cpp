@@ -10,13 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -31,8 +31,10 @@ std::string section_poh(const SweepData& poh, const FigureFolder& fig) {
   for (int i = 0; i < nk; ++i)
     for (int j = 0; j < nt; ++j) {
       const double lk = 3 + 2.5 * i / (nk - 1), lt = 1 + 3 * static_cast<double>(j) / (nt - 1);
-      const KappaPoint p = analytic_point("qwen3-235b-a22b", "paper-testbed", 8, std::pow(10, lk), std::pow(10, lt));
-      grid += format_number(lk) + "," + format_number(lt) + "," + format_number(std::log10(p.ttft->p_oh())) + "\n";
+      const KappaPoint p =
+          analytic_point("qwen3-235b-a22b", "paper-testbed", 8, std::pow(10, lk), std::pow(10, lt));
+      grid += format_number(lk) + "," + format_number(lt) + "," +
+              format_number(std::log10(p.ttft->p_oh())) + "\n";
     }
   fig.write_data("poh-analytic.csv", grid);
   std::string sim = "log10_k,log10_t,log10_p_oh,p_oh\n";
@@ -40,12 +42,14 @@ std::string section_poh(const SweepData& poh, const FigureFolder& fig) {
   double lo = INFINITY, hi = 0;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     if (!t.ok(r)) continue;
-    const double K = t.num(r, "k"), T = t.num(r, "t"), ps = t.num(r, "p_oh"), pa = t.num(r, "analytic_p_oh");
+    const double K = t.num(r, "k"), T = t.num(r, "t"), ps = t.num(r, "p_oh"),
+                 pa = t.num(r, "analytic_p_oh");
     sim += format_number(std::log10(K)) + "," + format_number(std::log10(T)) + "," +
            format_number(std::log10(ps)) + "," + format_number(ps) + "\n";
     lo = std::min(lo, ps / pa);
     hi = std::max(hi, ps / pa);
-    rows.push_back({fmt_num(K), fmt_num(T), fmt_num(K / T), fmt_num(pa), fmt_num(ps), fmt_num(ps / pa)});
+    rows.push_back(
+        {fmt_num(K), fmt_num(T), fmt_num(K / T), fmt_num(pa), fmt_num(ps), fmt_num(ps / pa)});
   }
   fig.write_data("poh-sim.csv", sim);
   const std::string plot =
@@ -58,17 +62,20 @@ std::string section_poh(const SweepData& poh, const FigureFolder& fig) {
       "'poh-sim.csv' using 1:2:3 skip 1 with points pt 7 ps 3 palette, "
       "'poh-sim.csv' using 1:2:(sprintf('%.2g', $4)) skip 1 with labels offset 0,1.6 font ',8'\n";
   md << "## 4. P_OH over cached and new tokens\n\n"
-       << "P_OH = KV transfer time / compute time. Background: the analytic model (Eq. 3 parts with peak "
-       << "link and compute, attention FLOPs included). Discs: isolated requests on the simulator "
-       << "(kernel load path), labelled with their P_OH. P_OH = 1 (white) is the κ_crit contour.\n\n"
-       << fig.figure({"poh-heatmap", "P_OH heatmap", plot})
-       << markdown_table({"K", "T", "κ_ratio", "P_OH analytic (peak)", "P_OH simulated", "simulated / analytic"}, rows)
-       << "\nThe simulated P_OH is " << fmt_num(lo) << "–" << fmt_num(hi)
-       << "× the analytic one across the grid: the simulated load runs below the link's peak "
-       << "(raising P_OH) while the simulated compute also runs below the GPU's peak (lowering it)"
-       << (hi < 1 ? ", and here the compute effect dominates at every point" : "") << "; "
-       << "at small T the per-request and per-chunk software costs of the tier and the fixed compute "
-       << "floor of a step dominate, which Eq. 3 has no term for.\n\n";
+     << "P_OH = KV transfer time / compute time. Background: the analytic model (Eq. 3 parts with "
+        "peak "
+     << "link and compute, attention FLOPs included). Discs: isolated requests on the simulator "
+     << "(kernel load path), labelled with their P_OH. P_OH = 1 (white) is the κ_crit contour.\n\n"
+     << fig.figure({"poh-heatmap", "P_OH heatmap", plot})
+     << markdown_table(
+            {"K", "T", "κ_ratio", "P_OH analytic (peak)", "P_OH simulated", "simulated / analytic"},
+            rows)
+     << "\nThe simulated P_OH is " << fmt_num(lo) << "–" << fmt_num(hi)
+     << "× the analytic one across the grid: the simulated load runs below the link's peak "
+     << "(raising P_OH) while the simulated compute also runs below the GPU's peak (lowering it)"
+     << (hi < 1 ? ", and here the compute effect dominates at every point" : "") << "; "
+     << "at small T the per-request and per-chunk software costs of the tier and the fixed compute "
+     << "floor of a step dominate, which Eq. 3 has no term for.\n\n";
   return md.str();
 }
 

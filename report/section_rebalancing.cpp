@@ -59,7 +59,8 @@ std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
   // either budget: find it under whichever budget's grid holds it.
   std::map<std::string, std::size_t> stock;  // host|energy|workload -> row
   for (std::size_t r = 0; r < t.rows.size(); ++r)
-    if (t.ok(r) && t.num(r, "sram_fraction") == 0 && std::fabs(t.num(r, "compute_flops") / 989e12 - 1) < 0.005 &&
+    if (t.ok(r) && t.num(r, "sram_fraction") == 0 &&
+        std::fabs(t.num(r, "compute_flops") / 989e12 - 1) < 0.005 &&
         std::fabs(t.num(r, "link_phy_bandwidth_Bps") / 63.015e9 - 1) < 0.005)
       stock[t.get(r, "host") + "|" + t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload")] = r;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -69,15 +70,20 @@ std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
                             t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload");
     if (!picks.count(key)) order.push_back(key);
     Pick& p = picks[key];
-    const auto st = stock.find(t.get(r, "host") + "|" + t.get(r, "link_pj_per_bit") + "|" + t.get(r, "workload"));
+    const auto st = stock.find(t.get(r, "host") + "|" + t.get(r, "link_pj_per_bit") + "|" +
+                               t.get(r, "workload"));
     if (st != stock.end()) p.base = st->second;
-    const bool feasible = t.num(r, "within_area_budget") == 1 && t.num(r, "within_power_budget") == 1;
-    if (feasible && (!p.best || t.num(r, "throughput_rps") > t.num(*p.best, "throughput_rps"))) p.best = r;
+    const bool feasible =
+        t.num(r, "within_area_budget") == 1 && t.num(r, "within_power_budget") == 1;
+    if (feasible && (!p.best || t.num(r, "throughput_rps") > t.num(*p.best, "throughput_rps")))
+      p.best = r;
     if (t.num(r, "sram_fraction") == 0 && t.get(r, "workload") == "narrativeqa" &&
         t.get(r, "link_pj_per_bit") == energy0) {
       const std::string sk = t.get(r, "host") + " (equal " + t.get(r, "design.mode") + ")";
       if (!series.count(sk)) series[sk] = "link_fraction,throughput_rps\n";
-      if (feasible) series[sk] += t.get(r, "design.link_fraction") + "," + format_number(t.num(r, "throughput_rps")) + "\n";
+      if (feasible)
+        series[sk] += t.get(r, "design.link_fraction") + "," +
+                      format_number(t.num(r, "throughput_rps")) + "\n";
     }
   }
   auto split = [](const std::string& key) {
@@ -88,12 +94,14 @@ std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
     return v;
   };
   std::vector<std::vector<std::string>> rows;
-  std::map<std::string, double> max_gain;  // host|energy -> best gain over budgets and workloads
+  std::map<std::string, double> max_gain;     // host|energy -> best gain over budgets and workloads
   std::map<std::string, double> stock_bound;  // host|energy -> the stock die's link_bound_by
   for (const std::string& key : order) {
     const Pick& p = picks[key];
     const auto k = split(key);
-    const double gain = p.base && p.best ? t.num(*p.best, "throughput_rps") / t.num(*p.base, "throughput_rps") : NAN;
+    const double gain = p.base && p.best
+                            ? t.num(*p.best, "throughput_rps") / t.num(*p.base, "throughput_rps")
+                            : NAN;
     const std::string he = k[1] + "|" + k[2];
     if (std::isfinite(gain)) max_gain[he] = std::max(max_gain.count(he) ? max_gain[he] : 0.0, gain);
     if (p.base) stock_bound[he] = t.num(*p.base, "link_bound_by");
@@ -101,49 +109,57 @@ std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
     const std::size_t r = *p.best;
     rows.push_back({k[0], k[1], k[3], p.base ? fmt_num(t.num(*p.base, "throughput_rps")) : "—",
                     fmt_num(t.num(r, "link_fraction")) + " / " + fmt_num(t.num(r, "sram_fraction")),
-                    fmt_num(t.num(r, "compute_flops") / 1e12), fmt_num(t.num(r, "link_phy_bandwidth_Bps") / 1e9),
-                    fmt_num(t.num(r, "link_effective_bandwidth_Bps") / 1e9), fmt_num(t.num(r, "kappa_crit")),
-                    fmt_num(t.num(r, "throughput_rps")), fmt_num(gain)});
+                    fmt_num(t.num(r, "compute_flops") / 1e12),
+                    fmt_num(t.num(r, "link_phy_bandwidth_Bps") / 1e9),
+                    fmt_num(t.num(r, "link_effective_bandwidth_Bps") / 1e9),
+                    fmt_num(t.num(r, "kappa_crit")), fmt_num(t.num(r, "throughput_rps")),
+                    fmt_num(gain)});
   }
   std::string plots;
   for (const auto& [name, csv] : series) {
     std::string f = "rebalance-" + name + ".csv";
     for (char& c : f) c = (c == ' ' || c == '(' || c == ')') ? '-' : c;
     fig.write_data(f, csv);
-    plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 1:2 skip 1 with linespoints lw 2 title '" + name + "'";
+    plots += std::string(plots.empty() ? "" : ", ") + "'" + f +
+             "' using 1:2 skip 1 with linespoints lw 2 title '" + name + "'";
   }
   md << "### 8.3 FLOP / bandwidth / SRAM rebalancing at equal area or equal power\n\n"
-       << "An H100-class die re-split between tensor throughput, host-link PHY and on-chip SRAM with "
-       << "a sourced area/power model (presets/design, docs/design-model.md), evaluated with the "
-       << "analytic model on sampled requests of each workload (Llama-3.1-70B, TP 8): TTFT = "
-       << "max(compute, load) per request, throughput at full utilisation. The link's effective "
-       << "bandwidth is the PHY's or the host's share per GPU (host DRAM per socket shared by its "
-       << "GPUs, from the same topology the simulator uses), whichever is lower; `unlimited` is the "
-       << "die-only view. Table: the best split within both budgets, at the preset's link energy ("
-       << energy0 << ").\n\n"
-       << markdown_table({"budget", "host", "workload", "baseline req/s", "best link / SRAM fraction", "TFLOP/s",
-                    "link PHY GB/s", "link effective GB/s", "κ_crit", "best req/s", "× baseline"},
-                   rows)
-       << "\n"
-       << fig.figure({"rebalance", "Throughput vs link share of the die",
-                    "  set title 'NarrativeQA-like: throughput vs the link''s share of the die (feasible splits, no SRAM)'\n"
-                    "  set logscale xy\n  set xlabel 'link fraction of the movable die'\n  set ylabel 'requests/s'\n"
-                    "  set grid\n  set key bottom right\n  plot " + plots})
-       << "The design model's prediction (analytic; the conclusions come from the simulated check "
-       << "below): the largest throughput gain of any feasible split over the H100's own, over both "
-       << "budgets and all workloads, per host and link energy:\n";
+     << "An H100-class die re-split between tensor throughput, host-link PHY and on-chip SRAM with "
+     << "a sourced area/power model (presets/design, docs/design-model.md), evaluated with the "
+     << "analytic model on sampled requests of each workload (Llama-3.1-70B, TP 8): TTFT = "
+     << "max(compute, load) per request, throughput at full utilisation. The link's effective "
+     << "bandwidth is the PHY's or the host's share per GPU (host DRAM per socket shared by its "
+     << "GPUs, from the same topology the simulator uses), whichever is lower; `unlimited` is the "
+     << "die-only view. Table: the best split within both budgets, at the preset's link energy ("
+     << energy0 << ").\n\n"
+     << markdown_table(
+            {"budget", "host", "workload", "baseline req/s", "best link / SRAM fraction", "TFLOP/s",
+             "link PHY GB/s", "link effective GB/s", "κ_crit", "best req/s", "× baseline"},
+            rows)
+     << "\n"
+     << fig.figure({"rebalance", "Throughput vs link share of the die",
+                    "  set title 'NarrativeQA-like: throughput vs the link''s share of the die "
+                    "(feasible splits, no SRAM)'\n"
+                    "  set logscale xy\n  set xlabel 'link fraction of the movable die'\n  set "
+                    "ylabel 'requests/s'\n"
+                    "  set grid\n  set key bottom right\n  plot " +
+                        plots})
+     << "The design model's prediction (analytic; the conclusions come from the simulated check "
+     << "below): the largest throughput gain of any feasible split over the H100's own, over both "
+     << "budgets and all workloads, per host and link energy:\n";
   for (const auto& [he, g] : max_gain) {
     const auto k = split(he);
     md << "- host " << k[0] << ", link " << k[1] << ": " << fmt_num(g) << "×";
     if (g < 1.01)
-      md << (stock_bound[he] > 0 ? " (no re-split beats the stock die: its link is already capped by the host side)"
-                                   : " (no re-split within the budgets beats the stock die: more PHY costs more area or power than the compute it displaces is worth)");
+      md << (stock_bound[he] > 0
+                 ? " (no re-split beats the stock die: its link is already capped by the host side)"
+                 : " (no re-split within the budgets beats the stock die: more PHY costs more area "
+                   "or power than the compute it displaces is worth)");
     md << "\n";
   }
   md << "\n";
   return md.str();
 }
-
 
 // ---- the simulated check -------------------------------------------------------------------
 
@@ -163,7 +179,8 @@ SimInterval ci95(const std::vector<double>& v) {
 }
 std::string show(const SimInterval& i, double scale = 1) {
   if (!std::isfinite(i.mean)) return "—";
-  return fmt_num(i.mean * scale) + (std::isfinite(i.half) ? " ± " + fmt_num(i.half * scale, 2) : "");
+  return fmt_num(i.mean * scale) +
+         (std::isfinite(i.half) ? " ± " + fmt_num(i.half * scale, 2) : "");
 }
 
 ConfigNode scalar(const std::string& s) { return ConfigNode::make_scalar(s); }
@@ -178,8 +195,8 @@ ConfigNode labels_of(const std::vector<std::string>& v) {
   for (const auto& s : v) items.push_back(scalar(s));
   return seq(items);
 }
-ConfigNode axis_key(const std::string& key, const std::string& label, std::vector<ConfigNode> values,
-                    const std::vector<std::string>& labels) {
+ConfigNode axis_key(const std::string& key, const std::string& label,
+                    std::vector<ConfigNode> values, const std::vector<std::string>& labels) {
   ConfigNode a = ConfigNode::make_map();
   a.set("key", scalar(key));
   a.set("label", scalar(label));
@@ -191,7 +208,8 @@ ConfigNode axis_key(const std::string& key, const std::string& label, std::vecto
 struct SimDesign {
   std::string host;   // dgx-h100 | gb200 | unlimited (the analytic host label)
   std::string label;  // "stock" or "<mode> l<link> s<sram>"
-  std::string mode, link, sram;  // analytic row keys (design.mode, design.link_fraction, design.sram_fraction)
+  std::string mode, link,
+      sram;  // analytic row keys (design.mode, design.link_fraction, design.sram_fraction)
   EmittedDesign hw;
 };
 
@@ -257,13 +275,15 @@ std::string write_spec(const std::string& out, const std::string& name, const st
   const fs::path dir = fs::absolute(fs::path(out) / "rebalance-sim");
   fs::create_directories(dir);
   const std::string path = (dir / (name + ".yaml")).string();
-  write_file_atomic(path, "# Generated by kappasim reproduce (report/section_rebalancing.cpp): the "
-                          "rebalancing study's best splits, emitted by models/design/design_emit.\n" +
-                              emit_yaml(root));
+  write_file_atomic(path,
+                    "# Generated by kappasim reproduce (report/section_rebalancing.cpp): the "
+                    "rebalancing study's best splits, emitted by models/design/design_emit.\n" +
+                        emit_yaml(root));
   return path;
 }
 
-std::vector<double> column(const ResultsTable& t, const std::vector<std::size_t>& rows, const std::string& c) {
+std::vector<double> column(const ResultsTable& t, const std::vector<std::size_t>& rows,
+                           const std::string& c) {
   std::vector<double> v;
   for (std::size_t r : rows)
     if (t.ok(r)) v.push_back(t.num(r, c));
@@ -271,10 +291,12 @@ std::vector<double> column(const ResultsTable& t, const std::vector<std::size_t>
 }
 
 // Rows of each combination (replicates), by the point index.
-std::vector<std::vector<std::size_t>> by_combo(const ResultsTable& t, std::size_t combos, int replicates) {
+std::vector<std::vector<std::size_t>> by_combo(const ResultsTable& t, std::size_t combos,
+                                               int replicates) {
   std::vector<std::vector<std::size_t>> out(combos);
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    const std::size_t c = static_cast<std::size_t>(std::stoull(t.get(r, "point"))) / static_cast<std::size_t>(replicates);
+    const std::size_t c = static_cast<std::size_t>(std::stoull(t.get(r, "point"))) /
+                          static_cast<std::size_t>(replicates);
     if (c < combos) out[c].push_back(r);
   }
   return out;
@@ -287,21 +309,24 @@ std::string ratio(double sim, double ana) {
 std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
   std::ostringstream md;
   const bool q = sweeps.quick();
-  const std::vector<std::string> hosts = q ? std::vector<std::string>{"gb200"}
-                                           : std::vector<std::string>{"dgx-h100", "gb200", "unlimited"};
+  const std::vector<std::string> hosts =
+      q ? std::vector<std::string>{"gb200"}
+        : std::vector<std::string>{"dgx-h100", "gb200", "unlimited"};
   const std::vector<std::string> workloads =
       q ? std::vector<std::string>{"narrativeqa"}
         : std::vector<std::string>{kWorkloads[0], kWorkloads[1], kWorkloads[2], kWorkloads[3]};
   const std::size_t best_n = q ? 1 : 2;
   const int replicates = 3;
   const int requests = q ? 8 : 24;
-  const DesignCoefficients coeff = read_preset_config<DesignCoefficients>(scalar("h100-4n"), "design", "h100-4n", nullptr);
+  const DesignCoefficients coeff =
+      read_preset_config<DesignCoefficients>(scalar("h100-4n"), "design", "h100-4n", nullptr);
   std::string energy0;
   for (std::size_t r = 0; r < t.rows.size() && energy0.empty(); ++r)
     if (t.ok(r)) energy0 = t.get(r, "link_pj_per_bit");
 
   // Analytic rows by (host, mode, link, sram, workload) at the preset's PHY energy.
-  auto akey = [](const std::string& h, const std::string& m, const std::string& l, const std::string& s,
+  auto akey = [](const std::string& h, const std::string& m, const std::string& l,
+                 const std::string& s,
                  const std::string& w) { return h + "|" + m + "|" + l + "|" + s + "|" + w; };
   std::map<std::string, std::size_t> arow;
   for (std::size_t r = 0; r < t.rows.size(); ++r)
@@ -326,7 +351,8 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
     for (const auto& [k, r] : arow) {
       if (k.rfind(h + "|", 0) != 0) continue;
       if (!(t.num(r, "within_area_budget") == 1 && t.num(r, "within_power_budget") == 1)) continue;
-      if (std::find(workloads.begin(), workloads.end(), t.get(r, "workload")) == workloads.end()) continue;
+      if (std::find(workloads.begin(), workloads.end(), t.get(r, "workload")) == workloads.end())
+        continue;
       const std::string s = t.get(r, "design.mode") + "|" + t.get(r, "design.link_fraction") + "|" +
                             t.get(r, "design.sram_fraction");
       score[s].first += std::log(std::max(1e-30, t.num(r, "throughput_rps")));
@@ -334,11 +360,13 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
     }
     std::vector<std::pair<double, std::string>> ranked;
     for (const auto& [s, v] : score)
-      if (v.second == static_cast<int>(workloads.size())) ranked.push_back({-v.first / v.second, s});
+      if (v.second == static_cast<int>(workloads.size()))
+        ranked.push_back({-v.first / v.second, s});
     std::sort(ranked.begin(), ranked.end());
     std::set<std::string> hw_seen;  // an area and a power split can give the same die
     auto hw_id = [](const DesignPoint& p) {
-      return fmt_num(p.compute_flops, 4) + "|" + fmt_num(p.link_Bps, 4) + "|" + fmt_num(p.sram_bytes, 4);
+      return fmt_num(p.compute_flops, 4) + "|" + fmt_num(p.link_Bps, 4) + "|" +
+             fmt_num(p.sram_bytes, 4);
     };
     const std::string stock_id = hw_id(sd.hw.point);
     for (const auto& [neg, s] : ranked) {
@@ -390,18 +418,32 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
   serving.set("tp", scalar("8"));
   serving.set("warm_tier", scalar("true"));
   base_cfg.set("serving", serving);
-  const std::vector<std::string> metrics = {
-      "requests_completed", "requests_rejected", "throughput_rps", "ttft_p50_s", "ttft_p99_s",
-      "budget_utilization", "vram_utilization", "transfer_time_fraction", "link_busy_fraction",
-      "h2d_effective_bytes_per_s", "gpu_utilization", "gpu_power_w", "gpu_power_tdp_fraction",
-      "energy_per_request_j", "buffer_hit_rate", "compute_mean_s", "load_mean_s"};
+  const std::vector<std::string> metrics = {"requests_completed",
+                                            "requests_rejected",
+                                            "throughput_rps",
+                                            "ttft_p50_s",
+                                            "ttft_p99_s",
+                                            "budget_utilization",
+                                            "vram_utilization",
+                                            "transfer_time_fraction",
+                                            "link_busy_fraction",
+                                            "h2d_effective_bytes_per_s",
+                                            "gpu_utilization",
+                                            "gpu_power_w",
+                                            "gpu_power_tdp_fraction",
+                                            "energy_per_request_j",
+                                            "buffer_hit_rate",
+                                            "compute_mean_s",
+                                            "load_mean_s"};
   // 1. Capacity: every request offered at once (1000 req/s, far above any design's capacity).
   std::vector<double> over(combos.size(), 1000.0);
   const std::string sfx;  // SweepSource::sweep_dir adds -quick
-  const ResultsTable cap = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-capacity" + sfx, "run",
-                                              "rebalancing study, simulated: capacity (overloaded run)",
-                                              base_cfg, designs, combos, workloads, over, requests,
-                                              replicates, metrics)).table;
+  const ResultsTable cap =
+      sweeps
+          .run(write_spec(sweeps.out(), "rebalance-sim-capacity" + sfx, "run",
+                          "rebalancing study, simulated: capacity (overloaded run)", base_cfg,
+                          designs, combos, workloads, over, requests, replicates, metrics))
+          .table;
   const auto cap_rows = by_combo(cap, combos.size(), replicates);
   // 2. TTFT at a fixed offered load: half the stock die's simulated capacity on the same host and
   //    workload, so every design of a host sees the same load and the stock die keeps up.
@@ -416,10 +458,13 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
         rates[i] = std::isfinite(c) && c > 0 ? std::stod(fmt_num(0.5 * c, 3)) : 1.0;
       }
   }
-  const ResultsTable load = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-load" + sfx, "run",
-                                               "rebalancing study, simulated: TTFT at half the stock die's capacity",
-                                               base_cfg, designs, combos, workloads, rates, requests,
-                                               replicates, metrics)).table;
+  const ResultsTable load =
+      sweeps
+          .run(write_spec(sweeps.out(), "rebalance-sim-load" + sfx, "run",
+                          "rebalancing study, simulated: TTFT at half the stock die's capacity",
+                          base_cfg, designs, combos, workloads, rates, requests, replicates,
+                          metrics))
+          .table;
   const auto load_rows = by_combo(load, combos.size(), replicates);
   // 3. κ_crit per design (isolated requests, deterministic: one replicate).
   std::vector<Combo> dcombos;
@@ -430,10 +475,13 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
   meas.set("t", scalar("128"));
   meas.set("points", scalar(q ? "9" : "21"));
   kc_cfg.set("measure", meas);
-  const ResultsTable kc = sweeps.run(write_spec(sweeps.out(), "rebalance-sim-kappa" + sfx, "kappa-crit",
-                                             "rebalancing study, simulated κ_crit per design", kc_cfg,
-                                             designs, dcombos, {}, {}, 0, 1,
-                                             {"kappa_crit_simulated", "kappa_crit_analytic_peak"})).table;
+  const ResultsTable kc =
+      sweeps
+          .run(write_spec(sweeps.out(), "rebalance-sim-kappa" + sfx, "kappa-crit",
+                          "rebalancing study, simulated κ_crit per design", kc_cfg, designs,
+                          dcombos, {}, {}, 0, 1,
+                          {"kappa_crit_simulated", "kappa_crit_analytic_peak"}))
+          .table;
   const auto kc_rows = by_combo(kc, dcombos.size(), 1);
 
   // ---- the table -----------------------------------------------------------------------------
@@ -442,9 +490,9 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
     SimInterval cap, p50, p99, energy, power;
     double a_thr = NAN, a_p50 = NAN, a_p99 = NAN, a_crit = NAN, s_crit = NAN;
     double budget = NAN, vram = NAN, transfer = NAN, rejected = NAN, link_eff = NAN, phy = NAN;
-    double a_bw = NAN;             // the design model's effective load rate (PHY capped by the host)
+    double a_bw = NAN;  // the design model's effective load rate (PHY capped by the host)
     double a_compute = NAN, s_compute = NAN;  // mean compute time per request: analytic, simulated
-    double tags_sm = NAN, tags_dma = NAN;  // the link's read-tag bounds (Little's law)
+    double tags_sm = NAN, tags_dma = NAN;     // the link's read-tag bounds (Little's law)
   };
   std::vector<Result> res(combos.size());
   for (std::size_t i = 0; i < combos.size(); ++i) {
@@ -468,9 +516,11 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
       // moves (zero-copy SM reads, DMA reads), from the emitted link (presets/links/pcie5.yaml).
       const SystemSpec sys = read_config<SystemSpec>(d.hw.system_inline(), "system");
       const LinkSpec& l = sys.host_link;
-      if (l.max_outstanding_reads && l.round_trip_latency_s && l.sm_read_size_bytes && l.max_read_request_size_bytes) {
+      if (l.max_outstanding_reads && l.round_trip_latency_s && l.sm_read_size_bytes &&
+          l.max_read_request_size_bytes) {
         x.tags_sm = *l.max_outstanding_reads * *l.sm_read_size_bytes / *l.round_trip_latency_s;
-        x.tags_dma = *l.max_outstanding_reads * *l.max_read_request_size_bytes / *l.round_trip_latency_s;
+        x.tags_dma =
+            *l.max_outstanding_reads * *l.max_read_request_size_bytes / *l.round_trip_latency_s;
       }
     }
     if (const auto a = analytic_row(d, w)) {
@@ -482,38 +532,41 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
       x.a_compute = t.num(*a, "t_compute_mean_s");
     }
     const std::size_t di = combos[i].design;
-    if (!kc_rows[di].empty() && kc.ok(kc_rows[di][0])) x.s_crit = kc.num(kc_rows[di][0], "kappa_crit_simulated");
+    if (!kc_rows[di].empty() && kc.ok(kc_rows[di][0]))
+      x.s_crit = kc.num(kc_rows[di][0], "kappa_crit_simulated");
     rows.push_back({d.host, d.label, w, fmt_num(x.a_thr), show(x.cap), ratio(x.cap.mean, x.a_thr),
-                    fmt_num(rates[i]), fmt_num(x.a_p50 * 1e3), show(x.p50, 1e3), ratio(x.p50.mean, x.a_p50),
-                    fmt_num(x.a_p99 * 1e3), show(x.p99, 1e3), fmt_num(x.a_crit), fmt_num(x.s_crit),
-                    ratio(x.s_crit, x.a_crit), show(x.energy), show(x.power),
-                    fmt_num(d.hw.point.total_power_w())});
+                    fmt_num(rates[i]), fmt_num(x.a_p50 * 1e3), show(x.p50, 1e3),
+                    ratio(x.p50.mean, x.a_p50), fmt_num(x.a_p99 * 1e3), show(x.p99, 1e3),
+                    fmt_num(x.a_crit), fmt_num(x.s_crit), ratio(x.s_crit, x.a_crit), show(x.energy),
+                    show(x.power), fmt_num(d.hw.point.total_power_w())});
   }
   md << "#### Simulated check of the best splits\n\n"
-       << "Per host, the stock die and the design model's best " << best_n
-       << " distinct split(s) (feasible, at the preset's PHY energy " << energy0
-       << ", ranked by the geometric mean of analytic throughput over the workloads) emitted as "
-       << "GPU and system presets with the KV SRAM as the serving `kv_buffer` (`kappasim design emit`; "
-       << "specs and their inline hardware under `rebalance-sim/`), run on the serving simulator "
-       << "(Llama-3.1-70B, TP 8, warm CPU tier, " << requests << " requests, " << replicates
-       << " replicates, mean ± Student-t 95% half-width). Capacity: throughput of an overloaded "
-       << "run (all requests offered at once). TTFT: at a fixed offered load of half the stock die's "
-       << "simulated capacity on the same host and workload. κ_crit: the simulated crossing of load "
-       << "and compute for isolated requests (T = 128). The design model's prediction stands "
-       << "beside each (analytic TTFT has no queue; its throughput is at full utilisation). "
-       << "Energy per request and GPU power from the simulator's GPU power model; TDP = the split's "
-       << "total power (the design model's).\n\n"
-       << markdown_table({"host", "design", "workload", "capacity analytic (req/s)", "capacity simulated (req/s)",
-                    "sim / analytic", "offered load (req/s)", "TTFT p50 analytic (ms)",
-                    "TTFT p50 simulated (ms)", "sim / analytic", "TTFT p99 analytic (ms)",
-                    "TTFT p99 simulated (ms)", "κ_crit analytic", "κ_crit simulated", "sim / analytic",
-                    "energy / request (J)", "GPU power (W)", "TDP (W)"},
-                   rows)
-       << "\n";
+     << "Per host, the stock die and the design model's best " << best_n
+     << " distinct split(s) (feasible, at the preset's PHY energy " << energy0
+     << ", ranked by the geometric mean of analytic throughput over the workloads) emitted as "
+     << "GPU and system presets with the KV SRAM as the serving `kv_buffer` (`kappasim design "
+        "emit`; "
+     << "specs and their inline hardware under `rebalance-sim/`), run on the serving simulator "
+     << "(Llama-3.1-70B, TP 8, warm CPU tier, " << requests << " requests, " << replicates
+     << " replicates, mean ± Student-t 95% half-width). Capacity: throughput of an overloaded "
+     << "run (all requests offered at once). TTFT: at a fixed offered load of half the stock die's "
+     << "simulated capacity on the same host and workload. κ_crit: the simulated crossing of load "
+     << "and compute for isolated requests (T = 128). The design model's prediction stands "
+     << "beside each (analytic TTFT has no queue; its throughput is at full utilisation). "
+     << "Energy per request and GPU power from the simulator's GPU power model; TDP = the split's "
+     << "total power (the design model's).\n\n"
+     << markdown_table({"host", "design", "workload", "capacity analytic (req/s)",
+                        "capacity simulated (req/s)", "sim / analytic", "offered load (req/s)",
+                        "TTFT p50 analytic (ms)", "TTFT p50 simulated (ms)", "sim / analytic",
+                        "TTFT p99 analytic (ms)", "TTFT p99 simulated (ms)", "κ_crit analytic",
+                        "κ_crit simulated", "sim / analytic", "energy / request (J)",
+                        "GPU power (W)", "TDP (W)"},
+                       rows)
+     << "\n";
 
   // ---- why they differ, by mechanism (computed) ------------------------------------------------
   md << "Where simulated capacity and the design model differ by more than 2× (computed from the "
-       << "simulated rows):\n";
+     << "simulated rows):\n";
   int large = 0;
   for (std::size_t i = 0; i < combos.size(); ++i) {
     const Result& x = res[i];
@@ -523,34 +576,42 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
     ++large;
     const SimDesign& d = designs[combos[i].design];
     md << "- " << d.host << " / " << d.label << " / " << workloads[combos[i].workload] << ": "
-         << fmt_num(rr) << "× — ";
+       << fmt_num(rr) << "× — ";
     std::vector<std::string> why;
     if (x.rejected > 0 || x.vram >= 0.75)
       why.push_back("admission: VRAM holds " + pct_s(x.vram) + " of the KV pool in use and " +
                     fmt_num(x.rejected) + " requests rejected; the model has no VRAM limit");
     if (x.budget >= 0.9)
-      why.push_back("granularity: steps fill " + pct_s(x.budget) +
-                    " of the token budget, so requests wait their turn in chunks; the model pipelines "
-                    "whole requests");
-    const bool link_short = std::isfinite(x.link_eff) && std::isfinite(x.a_bw) && x.link_eff < 0.8 * x.a_bw;
+      why.push_back(
+          "granularity: steps fill " + pct_s(x.budget) +
+          " of the token budget, so requests wait their turn in chunks; the model pipelines "
+          "whole requests");
+    const bool link_short =
+        std::isfinite(x.link_eff) && std::isfinite(x.a_bw) && x.link_eff < 0.8 * x.a_bw;
     if (link_short && std::isfinite(x.tags_sm) && x.tags_sm < x.a_bw)
-      why.push_back("granularity of the link: it achieves " + fmt_num(x.link_eff / 1e9) +
-                    " GB/s per GPU where the design model loads at " + fmt_num(x.a_bw / 1e9) +
-                    " GB/s; the PCIe requester keeps at most its read tags in flight, so a zero-copy "
-                    "load (64 B SM reads) moves at most " + fmt_num(x.tags_sm / 1e9) +
-                    " GB/s and a DMA copy " + fmt_num(x.tags_dma / 1e9) +
-                    " GB/s (tags x read size / round trip, presets/links/pcie5.yaml) whatever the "
-                    "PHY; the design model widens the PHY but not the tags; KV loading is " +
-                    pct_s(x.transfer) + " of request time");
+      why.push_back(
+          "granularity of the link: it achieves " + fmt_num(x.link_eff / 1e9) +
+          " GB/s per GPU where the design model loads at " + fmt_num(x.a_bw / 1e9) +
+          " GB/s; the PCIe requester keeps at most its read tags in flight, so a zero-copy "
+          "load (64 B SM reads) moves at most " +
+          fmt_num(x.tags_sm / 1e9) + " GB/s and a DMA copy " + fmt_num(x.tags_dma / 1e9) +
+          " GB/s (tags x read size / round trip, presets/links/pcie5.yaml) whatever the "
+          "PHY; the design model widens the PHY but not the tags; KV loading is " +
+          pct_s(x.transfer) + " of request time");
     else if (link_short)
-      why.push_back("contention: the link achieves " + fmt_num(x.link_eff / 1e9) + " GB/s per GPU against the "
-                    "design model's " + fmt_num(x.a_bw / 1e9) + " GB/s (TP ranks sharing their socket's DRAM, "
-                    "PCIe protocol and per-chunk costs); KV loading is " + pct_s(x.transfer) +
-                    " of request time");
-    if (std::isfinite(x.s_crit) && std::isfinite(x.a_crit) && x.a_crit > 0 && x.s_crit / x.a_crit < 0.67)
-      why.push_back("software cost: simulated κ_crit " + fmt_num(x.s_crit) + " vs " + fmt_num(x.a_crit) +
-                    " analytic — achieved GEMM and attention efficiency and the per-forward host cost "
-                    "make compute slower than peak, so fewer requests are link-bound");
+      why.push_back("contention: the link achieves " + fmt_num(x.link_eff / 1e9) +
+                    " GB/s per GPU against the "
+                    "design model's " +
+                    fmt_num(x.a_bw / 1e9) +
+                    " GB/s (TP ranks sharing their socket's DRAM, "
+                    "PCIe protocol and per-chunk costs); KV loading is " +
+                    pct_s(x.transfer) + " of request time");
+    if (std::isfinite(x.s_crit) && std::isfinite(x.a_crit) && x.a_crit > 0 &&
+        x.s_crit / x.a_crit < 0.67)
+      why.push_back(
+          "software cost: simulated κ_crit " + fmt_num(x.s_crit) + " vs " + fmt_num(x.a_crit) +
+          " analytic — achieved GEMM and attention efficiency and the per-forward host cost "
+          "make compute slower than peak, so fewer requests are link-bound");
     if (std::isfinite(x.s_compute) && std::isfinite(x.a_compute) && x.a_compute > 0 &&
         x.s_compute > 2 * x.a_compute)
       why.push_back("software cost: a request's compute takes " + fmt_num(x.s_compute * 1e3) +
@@ -568,8 +629,8 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
 
   // ---- conclusions from the simulated rows ----------------------------------------------------
   md << "\nConclusions (computed from the simulated rows): per host and workload, the design with "
-       << "the highest simulated capacity, its gain over the stock die, and whether the design "
-       << "model ranks the designs the same way:\n";
+     << "the highest simulated capacity, its gain over the stock die, and whether the design "
+     << "model ranks the designs the same way:\n";
   for (const std::string& h : hosts)
     for (std::size_t w = 0; w < workloads.size(); ++w) {
       std::vector<std::size_t> idx;
@@ -582,15 +643,22 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
       if (idx.empty() || !stock) continue;
       auto by = [&](auto f) {
         std::vector<std::size_t> v = idx;
-        std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return f(a) > f(b); });
+        std::stable_sort(v.begin(), v.end(),
+                         [&](std::size_t a, std::size_t b) { return f(a) > f(b); });
         return v;
       };
-      const auto sim_rank = by([&](std::size_t i) { return std::isfinite(res[i].cap.mean) ? res[i].cap.mean : -1.0; });
-      const auto ana_rank = by([&](std::size_t i) { return std::isfinite(res[i].a_thr) ? res[i].a_thr : -1.0; });
+      const auto sim_rank = by(
+          [&](std::size_t i) { return std::isfinite(res[i].cap.mean) ? res[i].cap.mean : -1.0; });
+      const auto ana_rank =
+          by([&](std::size_t i) { return std::isfinite(res[i].a_thr) ? res[i].a_thr : -1.0; });
       const Result& b = res[sim_rank[0]];
       const Result& s0 = res[*stock];
-      auto lo = [&](std::size_t i) { return res[i].cap.mean - (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0); };
-      auto hi = [&](std::size_t i) { return res[i].cap.mean + (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0); };
+      auto lo = [&](std::size_t i) {
+        return res[i].cap.mean - (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0);
+      };
+      auto hi = [&](std::size_t i) {
+        return res[i].cap.mean + (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0);
+      };
       // The simulated top group: designs whose interval reaches the best one's.
       std::set<std::size_t> top;
       for (std::size_t i : idx)
@@ -609,19 +677,26 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
         if (i != *stock && lo(i) > hi(*stock)) sim_beats_stock = true;
       }
       md << "- " << h << ", " << workloads[w] << ": highest simulated capacity "
-           << designs[combos[sim_rank[0]].design].label << " (" << show(b.cap) << " req/s, "
-           << ratio(b.cap.mean, s0.cap.mean) << "× the stock die's " << show(s0.cap) << "; TTFT p50 "
-           << show(b.p50, 1e3) << " vs " << show(s0.p50, 1e3) << " ms)"
-           << (top.size() > 1 ? ", within the intervals of " + std::to_string(top.size() - 1) + " other design(s): no clear winner" : "")
-           << ". The design model ";
+         << designs[combos[sim_rank[0]].design].label << " (" << show(b.cap) << " req/s, "
+         << ratio(b.cap.mean, s0.cap.mean) << "× the stock die's " << show(s0.cap) << "; TTFT p50 "
+         << show(b.p50, 1e3) << " vs " << show(s0.p50, 1e3) << " ms)"
+         << (top.size() > 1 ? ", within the intervals of " + std::to_string(top.size() - 1) +
+                                  " other design(s): no clear winner"
+                            : "")
+         << ". The design model ";
       if (stock_in_atop || a_gain < 1.05) {
-        md << "predicts no split clearly better than the stock die (best " << fmt_num(a_gain) << "×)";
-        md << (top.count(*stock) ? "; the simulation agrees" : "; **the simulation disagrees**: the stock die is outside the top group");
+        md << "predicts no split clearly better than the stock die (best " << fmt_num(a_gain)
+           << "×)";
+        md << (top.count(*stock)
+                   ? "; the simulation agrees"
+                   : "; **the simulation disagrees**: the stock die is outside the top group");
       } else {
-        md << "predicts " << atop_names << " at " << fmt_num(a_gain) << "× the stock die; simulated "
-             << ratio(res[abest].cap.mean, s0.cap.mean) << "× for " << designs[combos[abest].design].label << " ";
+        md << "predicts " << atop_names << " at " << fmt_num(a_gain)
+           << "× the stock die; simulated " << ratio(res[abest].cap.mean, s0.cap.mean) << "× for "
+           << designs[combos[abest].design].label << " ";
         md << (sim_beats_stock ? "(beyond the intervals): the rankings agree on the winner"
-                                 : "(no predicted winner beyond the stock die's interval): **the analytic and simulated rankings disagree**");
+                               : "(no predicted winner beyond the stock die's interval): **the "
+                                 "analytic and simulated rankings disagree**");
       }
       md << ".\n";
     }
@@ -633,7 +708,8 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
       const SimDesign& d = designs[combos[i].design];
       if (d.label == "stock") continue;
       for (std::size_t j = 0; j < combos.size(); ++j)
-        if (designs[combos[j].design].host == d.host && designs[combos[j].design].label == "stock" &&
+        if (designs[combos[j].design].host == d.host &&
+            designs[combos[j].design].label == "stock" &&
             combos[j].workload == combos[i].workload && res[j].cap.mean > 0) {
           const double g = res[i].cap.mean / res[j].cap.mean;
           if (std::isfinite(g) && g > best) {
@@ -643,20 +719,22 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
           }
         }
     }
-    md << "\nLargest simulated capacity gain of any emitted split over the stock die on the same host "
-         << "and workload: " << fmt_num(best) << "× (" << where << "), where the design model predicts "
-         << fmt_num(best_a) << "×.\n";
+    md << "\nLargest simulated capacity gain of any emitted split over the stock die on the same "
+          "host "
+       << "and workload: " << fmt_num(best) << "× (" << where
+       << "), where the design model predicts " << fmt_num(best_a) << "×.\n";
   }
   md << "\nThe analytic search stays the cheap way to scan the grid; the simulated rows above "
-       << "decide, and where a mechanism line names the link's read tags, widening the PHY alone "
-       << "cannot pay: the requester's outstanding reads must grow with it (or the load path use "
-       << "larger reads).\n\n";
+     << "decide, and where a mechanism line names the link's read tags, widening the PHY alone "
+     << "cannot pay: the requester's outstanding reads must grow with it (or the load path use "
+     << "larger reads).\n\n";
   return md.str();
 }
 
 }  // namespace
 
-std::string section_rebalancing(const SweepData& search, SweepSource& sweeps, const FigureFolder& fig) {
+std::string section_rebalancing(const SweepData& search, SweepSource& sweeps,
+                                const FigureFolder& fig) {
   return analytic_rebalance(search.table, fig) + simulated_rebalance(search.table, sweeps);
 }
 

@@ -11,20 +11,21 @@
 #include <set>
 #include <sstream>
 
+#include "core/error.hpp"
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
-#include "core/error.hpp"
 
 namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_systems, const FigureFolder& fig) {
+std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_systems,
+                              const FigureFolder& fig) {
   const ResultsTable& sim = rooflines.table;
   const ResultsTable& crit = crit_systems.table;
   std::ostringstream md;
@@ -33,18 +34,22 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
   const char* systems[] = {"a100", "h100", "b200"};
   const char* colors[] = {"#1b9e77", "#d95f02", "#7570b3"};
   md << "## 2. Rooflines: Qwen3-235B-A22B and DeepSeek-V3 on A100 / H100 / B200 over PCIe\n\n"
-       << "Attainable FLOP/s per GPU (F_pf = 2·N_active per new token, TP = the node's 8 GPUs; DeepSeek-V3 "
-       << "also in FP8, its released checkpoint's dtype, where the GPU has an FP8 peak) against "
-       << "κ_ratio. Lines: the analytic model, serial (Eq. 3: load then compute, the LMCache kernel "
-       << "path) and overlapped (min of compute and link roof). Points: isolated requests on the "
-       << "simulator (T = 128, kernel load path, warm tier). Dashed verticals: analytic κ_crit at peak; "
-       << "dotted: simulated κ_crit (sweep kappa-crit-systems).\n\n";
+     << "Attainable FLOP/s per GPU (F_pf = 2·N_active per new token, TP = the node's 8 GPUs; "
+        "DeepSeek-V3 "
+     << "also in FP8, its released checkpoint's dtype, where the GPU has an FP8 peak) against "
+     << "κ_ratio. Lines: the analytic model, serial (Eq. 3: load then compute, the LMCache kernel "
+     << "path) and overlapped (min of compute and link roof). Points: isolated requests on the "
+     << "simulator (T = 128, kernel load path, warm tier). Dashed verticals: analytic κ_crit at "
+        "peak; "
+     << "dotted: simulated κ_crit (sweep kappa-crit-systems).\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [mc, dc] : cases) {
     const std::string m = mc, dt = dc;
-    std::string plot = "  set title '" + m + " (" + dt + "): attainable FLOP/s per GPU vs κ_ratio'\n"
-                       "  set logscale xy\n  set xlabel 'κ_ratio = K/T'\n  set ylabel 'FLOP/s per GPU'\n"
-                       "  set key outside right top\n  set grid\n  set xrange [1:1e5]\n";
+    std::string plot =
+        "  set title '" + m + " (" + dt +
+        "): attainable FLOP/s per GPU vs κ_ratio'\n"
+        "  set logscale xy\n  set xlabel 'κ_ratio = K/T'\n  set ylabel 'FLOP/s per GPU'\n"
+        "  set key outside right top\n  set grid\n  set xrange [1:1e5]\n";
     std::string plots;
     for (int si = 0; si < 3; ++si) {
       const std::string s = systems[si];
@@ -53,7 +58,8 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
       try {
         pa = analytic_point(m, s, 8, std::nullopt, std::nullopt, dt);
       } catch (const InputError& e) {
-        rows.push_back({m, dt, s, "—", "—", "—", "—", "—", std::string("no analytic roof: ") + e.what()});
+        rows.push_back(
+            {m, dt, s, "—", "—", "—", "—", "—", std::string("no analytic roof: ") + e.what()});
         continue;
       }
       const KappaPoint& p = *pa;
@@ -68,18 +74,20 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
       std::size_t nsim = 0;
       for (std::size_t r : sim.where({{"model", m}, {"dtype", dt}, {"system", s}}))
         if (sim.ok(r)) {
-          sc += format_number(sim.num(r, "kappa_ratio")) + "," + format_number(sim.num(r, "attainable_flops")) + "\n";
+          sc += format_number(sim.num(r, "kappa_ratio")) + "," +
+                format_number(sim.num(r, "attainable_flops")) + "\n";
           ++nsim;
         }
       fig.write_data(stem + "-sim.csv", sc);
       const std::string col = colors[si];
-      plots += std::string(plots.empty() ? "" : ", ") + "'" + stem + "-analytic.csv' using 1:2 skip 1 with lines lw 2 lc rgb '" + col +
-               "' title '" + s + " analytic (serial)', '" + stem +
-               "-analytic.csv' using 1:3 skip 1 with lines lw 1 dt 4 lc rgb '" + col + "' title '" + s +
-               " analytic (overlap)'";
+      plots += std::string(plots.empty() ? "" : ", ") + "'" + stem +
+               "-analytic.csv' using 1:2 skip 1 with lines lw 2 lc rgb '" + col + "' title '" + s +
+               " analytic (serial)', '" + stem +
+               "-analytic.csv' using 1:3 skip 1 with lines lw 1 dt 4 lc rgb '" + col + "' title '" +
+               s + " analytic (overlap)'";
       if (nsim > 0)
-        plots += ", '" + stem + "-sim.csv' using 1:2 skip 1 with points pt 7 ps 1.2 lc rgb '" + col +
-                 "' title '" + s + " simulated'";
+        plots += ", '" + stem + "-sim.csv' using 1:2 skip 1 with points pt 7 ps 1.2 lc rgb '" +
+                 col + "' title '" + s + " simulated'";
       plot += "  set arrow from " + format_number(p.kappa_crit) + ", graph 0 to " +
               format_number(p.kappa_crit) + ", graph 1 nohead dt 2 lc rgb '" + col + "'\n";
       // The vertical κ_crit lines are arrows; keyentry (gnuplot >= 5.2.6) puts them in the key.
@@ -92,13 +100,15 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
         if (crit.ok(cr[0])) {
           ksim = crit.num(cr[0], "kappa_crit_simulated");
           if (std::isfinite(ksim)) {
-            plot += "  set arrow from " + format_number(ksim) + ", graph 0 to " + format_number(ksim) +
-                    ", graph 1 nohead dt 3 lw 2 lc rgb '" + col + "'\n";
-            plots += ", keyentry with lines dt 3 lw 2 lc rgb '" + col + "' title '" + s + " κ_crit simulated " +
-                     fmt_num(ksim) + "'";
+            plot += "  set arrow from " + format_number(ksim) + ", graph 0 to " +
+                    format_number(ksim) + ", graph 1 nohead dt 3 lw 2 lc rgb '" + col + "'\n";
+            plots += ", keyentry with lines dt 3 lw 2 lc rgb '" + col + "' title '" + s +
+                     " κ_crit simulated " + fmt_num(ksim) + "'";
           }
-          const double bw = crit.num(cr[0], "h2d_effective_bytes_per_s") / crit.num(cr[0], "h2d_peak_bytes_per_s");
-          const double c = crit.num(cr[0], "compute_effective_flops") / crit.num(cr[0], "compute_peak_flops");
+          const double bw = crit.num(cr[0], "h2d_effective_bytes_per_s") /
+                            crit.num(cr[0], "h2d_peak_bytes_per_s");
+          const double c =
+              crit.num(cr[0], "compute_effective_flops") / crit.num(cr[0], "compute_peak_flops");
           const double both = crit.num(cr[0], "kappa_crit_analytic_effective_compute");
           why = "link at " + pct(bw) + " of peak, compute at " + pct(c) +
                 " of peak; analytic with both effective figures " + fmt_num(both) + " (" +
@@ -107,22 +117,26 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
           why = "not simulated: " + crit.get(cr[0], "error");
         }
       }
-      rows.push_back({m, dt, s, fmt_num(p.kappa_m), fmt_num(p.kappa_hw), fmt_num(p.kappa_crit), fmt_num(ksim),
-                      std::isfinite(ksim) ? fmt_num(ksim / p.kappa_crit) : "—", why});
+      rows.push_back({m, dt, s, fmt_num(p.kappa_m), fmt_num(p.kappa_hw), fmt_num(p.kappa_crit),
+                      fmt_num(ksim), std::isfinite(ksim) ? fmt_num(ksim / p.kappa_crit) : "—",
+                      why});
     }
     plot += "  plot " + plots;
     md << fig.figure({"roofline-" + m + "-" + dt, "Roofline of " + m + " (" + dt + ")", plot});
   }
-  md << markdown_table({"model", "dtype", "system", "κ_M", "κ_HW", "κ_crit analytic (peak)", "κ_crit simulated",
-                    "simulated / analytic", "why they differ"},
-                   rows)
-       << "\nThe analytic κ_crit uses the link's per-direction peak after encoding and the GPU's "
-       << "dense peak; the simulation loads through the modelled mechanisms (host DRAM, PCIe protocol "
-       << "overheads, per-copy and per-block costs of the zero-copy kernel, SMs taken by the copy "
-       << "kernel) and computes kernel by kernel with tile/wave quantisation and sourced efficiencies. "
-       << "Both effects move κ_crit in opposite directions: a slower link lowers it, slower compute "
-       << "raises it. The last column's analytic value with both effective figures plugged in shows that "
-       << "Eq. 6 holds once its inputs are the achieved rates.\n\n";
+  md << markdown_table({"model", "dtype", "system", "κ_M", "κ_HW", "κ_crit analytic (peak)",
+                        "κ_crit simulated", "simulated / analytic", "why they differ"},
+                       rows)
+     << "\nThe analytic κ_crit uses the link's per-direction peak after encoding and the GPU's "
+     << "dense peak; the simulation loads through the modelled mechanisms (host DRAM, PCIe "
+        "protocol "
+     << "overheads, per-copy and per-block costs of the zero-copy kernel, SMs taken by the copy "
+     << "kernel) and computes kernel by kernel with tile/wave quantisation and sourced "
+        "efficiencies. "
+     << "Both effects move κ_crit in opposite directions: a slower link lowers it, slower compute "
+     << "raises it. The last column's analytic value with both effective figures plugged in shows "
+        "that "
+     << "Eq. 6 holds once its inputs are the achieved rates.\n\n";
   return md.str();
 }
 

@@ -9,13 +9,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -28,35 +28,42 @@ std::string section_routing(const SweepData& study) {
   for (const auto& cr : configurations(t, {"workload", "rate", "router"})) {
     const std::size_t r = cr[0];
     if (!first_ok(t, cr)) {
-      rows.push_back({t.get(r, "workload"), t.get(r, "rate"), t.get(r, "router"), "failed: " + t.get(r, "error")});
+      rows.push_back({t.get(r, "workload"), t.get(r, "rate"), t.get(r, "router"),
+                      "failed: " + t.get(r, "error")});
       continue;
     }
-    rows.push_back({t.get(r, "workload"), t.get(r, "rate"), t.get(r, "router"), interval_cell(t, cr, "throughput_rps"),
-                    interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
-                    fmt_num(mean_of(t, cr, "pcie.requests_routed")) + " / " + fmt_num(mean_of(t, cr, "c2c.requests_routed")),
-                    fmt_num(mean_of(t, cr, "pcie.offered_kappa_mean")) + " / " + fmt_num(mean_of(t, cr, "c2c.offered_kappa_mean"))});
+    rows.push_back({t.get(r, "workload"), t.get(r, "rate"), t.get(r, "router"),
+                    interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_p50_s"),
+                    interval_cell(t, cr, "ttft_p99_s"),
+                    fmt_num(mean_of(t, cr, "pcie.requests_routed")) + " / " +
+                        fmt_num(mean_of(t, cr, "c2c.requests_routed")),
+                    fmt_num(mean_of(t, cr, "pcie.offered_kappa_mean")) + " / " +
+                        fmt_num(mean_of(t, cr, "c2c.offered_kappa_mean"))});
   }
   md << "### 8.5 κ-aware routing across a mixed pool of PCIe and NVLink-C2C nodes\n\n"
-       << "Two DGX B200 nodes (PCIe 5, TP 8) and one GB200 superchip (NVLink-C2C, TP 2) serve "
-       << "Qwen3-235B-A22B in FP8 in one simulation; a router sends each arriving request to a node: "
-       << "round robin, least loaded (fewest outstanding requests) or κ-aware (the node where the "
-       << "request would finish first, from the analytic estimate of its load and compute time on "
-       << "that node plus the node's backlog; docs/routing.md).\n\n"
-       << markdown_table({"workload", "rate (req/s)", "router", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)",
-                    "requests PCIe / C2C", "mean κ PCIe / C2C"},
-                   rows)
-       << "\nConclusions (computed; " << kReplicateNote << "): the router with the lowest TTFT p99 at "
-       << "each load, and its p99 relative to round robin:\n";
-  for (const Best& b : best_per_group(t, {"workload", "rate"}, "router", "ttft_p99_s", true, "round_robin")) {
-    md << "- " << b.group << ": " << b.winner << " (p99 " << interval_cell(t, b.winner_rows, "ttft_p99_s") << " s, "
-         << fmt_num(b.value / b.baseline) << "× round robin's " << interval_cell(t, b.baseline_rows, "ttft_p99_s") << " s";
+     << "Two DGX B200 nodes (PCIe 5, TP 8) and one GB200 superchip (NVLink-C2C, TP 2) serve "
+     << "Qwen3-235B-A22B in FP8 in one simulation; a router sends each arriving request to a node: "
+     << "round robin, least loaded (fewest outstanding requests) or κ-aware (the node where the "
+     << "request would finish first, from the analytic estimate of its load and compute time on "
+     << "that node plus the node's backlog; docs/routing.md).\n\n"
+     << markdown_table({"workload", "rate (req/s)", "router", "throughput (req/s)", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "requests PCIe / C2C", "mean κ PCIe / C2C"},
+                       rows)
+     << "\nConclusions (computed; " << kReplicateNote
+     << "): the router with the lowest TTFT p99 at "
+     << "each load, and its p99 relative to round robin:\n";
+  for (const Best& b :
+       best_per_group(t, {"workload", "rate"}, "router", "ttft_p99_s", true, "round_robin")) {
+    md << "- " << b.group << ": " << b.winner << " (p99 "
+       << interval_cell(t, b.winner_rows, "ttft_p99_s") << " s, " << fmt_num(b.value / b.baseline)
+       << "× round robin's " << interval_cell(t, b.baseline_rows, "ttft_p99_s") << " s";
     if (b.winner != "round_robin" && !b.baseline_rows.empty())
       md << "; " << versus(t, b.winner_rows, b.baseline_rows, "ttft_p99_s", "round robin", "s");
     md << ")\n";
   }
   md << "\nThe analytic side of this study is the router's own estimator: it uses Eq. 3's parts on "
-       << "each node's descriptions; the simulation then shows what queueing, batching and VRAM "
-       << "admission (which the estimator ignores) do to the outcome.\n\n";
+     << "each node's descriptions; the simulation then shows what queueing, batching and VRAM "
+     << "admission (which the estimator ignores) do to the outcome.\n\n";
   return md.str();
 }
 

@@ -11,13 +11,13 @@
 #include <set>
 #include <sstream>
 
+#include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
-#include "core/table.hpp"
 
 namespace kappasim::report {
 
@@ -35,12 +35,12 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
   const ResultsTable& s = runs.table;
   std::ostringstream md;
   md << "## 5b. Which stack reproduces the paper's testbed\n\n"
-       << "The paper ran LMCache 0.3.5 on vLLM 0.10.1 and does not say which load path; the rows "
-       << "below run every serving stack profile (docs/serving-stacks.md: per-operation software "
-       << "costs placed on the scheduler's path, inside the step, as GPU idle gaps, or overlapped "
-       << "with copies) on each load path it supports. `ideal` is the hardware bound. H2D rates: "
-       << "per GPU, per node (all 8 GPUs), and model-level (K · B_kv of the model / load time, "
-       << "which counts Qwen3's KV heads replicated at TP 8 once).\n\n";
+     << "The paper ran LMCache 0.3.5 on vLLM 0.10.1 and does not say which load path; the rows "
+     << "below run every serving stack profile (docs/serving-stacks.md: per-operation software "
+     << "costs placed on the scheduler's path, inside the step, as GPU idle gaps, or overlapped "
+     << "with copies) on each load path it supports. `ideal` is the hardware bound. H2D rates: "
+     << "per GPU, per node (all 8 GPUs), and model-level (K · B_kv of the model / load time, "
+     << "which counts Qwen3's KV heads replicated at TP 8 once).\n\n";
   // κ_crit: one row per system × model × stack / path, T = 128 and 1024 side by side.
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, double> crit128;  // qwen, paper-testbed: stack/path -> κ_crit at T = 128
@@ -51,8 +51,10 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
     std::vector<std::string> row = {k.get(r, "system"), k.get(r, "model"), stack_label(k, r)};
     std::string peak = "—", rates = "—";
     for (const char* T : {"128", "1024"}) {
-      const auto at = k.where({{"system", k.get(r, "system")}, {"model", k.get(r, "model")},
-                               {"stack", k.get(r, "stack")}, {"load_path", k.get(r, "load_path")},
+      const auto at = k.where({{"system", k.get(r, "system")},
+                               {"model", k.get(r, "model")},
+                               {"stack", k.get(r, "stack")},
+                               {"load_path", k.get(r, "load_path")},
                                {"measure.t", T}});
       if (at.empty() || !k.ok(at[0])) {
         row.push_back("—");
@@ -74,10 +76,10 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
     rows.push_back(row);
   }
   md << "### κ_crit of isolated requests (warm tier)\n\n"
-       << markdown_table({"system", "model", "stack / load path", "κ_crit T=128", "κ_crit T=1024",
-                    "analytic (peak)", "H2D GB/s at the T=128 crossing: GPU / node / model"},
-                   rows)
-       << "\n";
+     << markdown_table({"system", "model", "stack / load path", "κ_crit T=128", "κ_crit T=1024",
+                        "analytic (peak)", "H2D GB/s at the T=128 crossing: GPU / node / model"},
+                       rows)
+     << "\n";
   // P_OH grid: one row per stack / path, one column per (K, T).
   std::vector<std::string> cols;
   std::vector<std::vector<std::string>> prow;
@@ -94,15 +96,20 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
       prow.back()[0] = lab;
     }
     const std::string col = "K=" + p.get(r, "measure.k") + ", T=" + p.get(r, "measure.t");
-    const auto c = static_cast<std::size_t>(std::find(cols.begin(), cols.end(), col) - cols.begin());
+    const auto c =
+        static_cast<std::size_t>(std::find(cols.begin(), cols.end(), col) - cols.begin());
     prow[row_of[lab]][c + 1] = p.ok(r) ? fmt_num(p.num(r, "p_oh")) : "—";
   }
   std::vector<std::string> pheader = {"system · stack / load path"};
   pheader.insert(pheader.end(), cols.begin(), cols.end());
-  md << "### P_OH = load / compute time (Qwen3-235B-A22B, TP 8)\n\n" << markdown_table(pheader, prow) << "\n";
+  md << "### P_OH = load / compute time (Qwen3-235B-A22B, TP 8)\n\n"
+     << markdown_table(pheader, prow) << "\n";
   // The 70 RPS runs.
   std::vector<std::vector<std::string>> srows;
-  struct Pick { std::string label; double v = NAN; };
+  struct Pick {
+    std::string label;
+    double v = NAN;
+  };
   Pick closest_power, most_transfer;
   for (std::size_t r = 0; r < s.rows.size(); ++r) {
     if (!s.ok(r)) {
@@ -110,7 +117,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
                        "—", "—", "—", "—", "—", s.get(r, "error")});
       continue;
     }
-    const double power = s.num(r, "gpu_power_tdp_fraction"), xfer = s.num(r, "transfer_time_fraction");
+    const double power = s.num(r, "gpu_power_tdp_fraction"),
+                 xfer = s.num(r, "transfer_time_fraction");
     const double sw = s.num(r, "stack_scheduler_s") + s.num(r, "stack_step_cpu_s") +
                       s.num(r, "stack_gpu_gap_s") + s.num(r, "stack_cpu_bound_s") +
                       s.num(r, "stack_store_s");
@@ -123,18 +131,19 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
                      pct(sw / s.num(r, "simulated_time_s")), ""});
     if (s.get(r, "workload.type") != "narrativeqa") continue;
     const std::string lab = s.get(r, "system") + " · " + stack_label(s, r);
-    if (std::isfinite(power) &&
-        (!std::isfinite(closest_power.v) || std::fabs(power - 0.28) < std::fabs(closest_power.v - 0.28)))
+    if (std::isfinite(power) && (!std::isfinite(closest_power.v) ||
+                                 std::fabs(power - 0.28) < std::fabs(closest_power.v - 0.28)))
       closest_power = {lab, power};
     if (std::isfinite(xfer) && (!std::isfinite(most_transfer.v) || xfer > most_transfer.v))
       most_transfer = {lab, xfer};
   }
   md << "### 70 RPS, ShareGPT-like and NarrativeQA-like (Qwen3-235B-A22B, TP 8, warm tier)\n\n"
-       << markdown_table({"system", "stack / load path", "workload", "TTFT p50 (s)", "budget used",
-                    "scheduled tokens / step", "GPU power / TDP", "transfer share of load+compute",
-                    "H2D GB/s: GPU / node / model", "stack software / simulated time", "note"},
-                   srows)
-       << "\n";
+     << markdown_table(
+            {"system", "stack / load path", "workload", "TTFT p50 (s)", "budget used",
+             "scheduled tokens / step", "GPU power / TDP", "transfer share of load+compute",
+             "H2D GB/s: GPU / node / model", "stack software / simulated time", "note"},
+            srows)
+     << "\n";
   // Conclusions from the data.
   md << "What the rows say (computed from them):\n\n";
   if (!crit128.empty()) {
@@ -145,36 +154,39 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
       if (!std::isfinite(hi->second) || it->second > hi->second) hi = it;
     }
     md << "- κ_crit at T = 128 (Qwen3-235B-A22B, paper-testbed) runs from " << fmt_num(lo->second)
-         << " (" << lo->first << ") to " << fmt_num(hi->second) << " (" << hi->first
-         << "): the serving software alone moves where prefill turns link-bound by a factor of "
-         << fmt_num(hi->second / lo->second) << ".\n";
-    const auto a = crit128.find("lmcache-0.3.5 / layerwise"), b = crit128.find("lmcache-0.3.7 / layerwise");
-    if (a != crit128.end() && b != crit128.end() && std::isfinite(a->second) && std::isfinite(b->second))
+       << " (" << lo->first << ") to " << fmt_num(hi->second) << " (" << hi->first
+       << "): the serving software alone moves where prefill turns link-bound by a factor of "
+       << fmt_num(hi->second / lo->second) << ".\n";
+    const auto a = crit128.find("lmcache-0.3.5 / layerwise"),
+               b = crit128.find("lmcache-0.3.7 / layerwise");
+    if (a != crit128.end() && b != crit128.end() && std::isfinite(a->second) &&
+        std::isfinite(b->second))
       md << "- LMCache 0.3.5's per-(layer, chunk) WARNING line alone lowers the layer-wise κ_crit "
-           << "from " << fmt_num(b->second) << " (0.3.7) to " << fmt_num(a->second) << ".\n";
+         << "from " << fmt_num(b->second) << " (0.3.7) to " << fmt_num(a->second) << ".\n";
   }
   if (!closest_power.label.empty())
     md << "- The paper saw its GPUs at 28% of TDP serving offloaded requests; on NarrativeQA at "
-         << "70 RPS the closest row is " << closest_power.label << " at " << pct(closest_power.v)
-         << ".\n";
+       << "70 RPS the closest row is " << closest_power.label << " at " << pct(closest_power.v)
+       << ".\n";
   if (!most_transfer.label.empty())
     md << "- The paper saw transfers take up to 99% of latency; the largest transfer share on "
-         << "NarrativeQA here is " << pct(most_transfer.v) << " (" << most_transfer.label << ").\n";
+       << "NarrativeQA here is " << pct(most_transfer.v) << " (" << most_transfer.label << ").\n";
   // Whether the tier held the workload: a working set larger than the tier thrashes (issue 12).
   for (const char* w : {"sharegpt", "narrativeqa"}) {
     const auto at = s.where({{"workload.type", w}});
     if (at.empty() || !s.ok(at[0])) continue;
-    const double ws = s.num(at[0], "tier_working_set_bytes"), cap = s.num(at[0], "tier_capacity_bytes");
+    const double ws = s.num(at[0], "tier_working_set_bytes"),
+                 cap = s.num(at[0], "tier_capacity_bytes");
     if (!std::isfinite(ws) || !std::isfinite(cap)) continue;
     md << "- " << w << ": the run's KV working set is " << fmt_num(ws / 1e12) << " TB against a "
-         << fmt_num(cap / 1e12) << " TB tier (" << s.get(at[0], "stack") << " / "
-         << s.get(at[0], "load_path") << ": chunk hit rate " << pct(s.num(at[0], "tier_hit_rate"))
-         << ")";
+       << fmt_num(cap / 1e12) << " TB tier (" << s.get(at[0], "stack") << " / "
+       << s.get(at[0], "load_path") << ": chunk hit rate " << pct(s.num(at[0], "tier_hit_rate"))
+       << ")";
     if (ws <= cap)
       md << "; it fits";
     else  // what does not fit is recomputed and stored again; the transfer share says what binds
       md << "; " << pct(cap / ws) << " of it fits, the rest is recomputed and stored again ("
-           << "transfers " << pct(s.num(at[0], "transfer_time_fraction")) << " of load + compute)";
+         << "transfers " << pct(s.num(at[0], "transfer_time_fraction")) << " of load + compute)";
     md << ".\n";
   }
   md << "\n";

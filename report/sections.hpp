@@ -32,12 +32,14 @@ struct WorkloadsSection {
   std::string markdown;
   std::map<std::string, double> medians;  // workload name -> median κ_ratio
 };
-WorkloadsSection section_workloads(bool quick, const ReferenceCrossing& ref, const FigureFolder& fig);
+WorkloadsSection section_workloads(bool quick, const ReferenceCrossing& ref,
+                                   const FigureFolder& fig);
 
 // 2. Rooflines of three (model, dtype) cases on A100 / H100 / B200: the analytic roof and the
 // simulated points (sweep rooflines), analytic and simulated κ_crit (sweep kappa-crit-systems).
 // Writes roofline-<model>-<dtype>-<system>-{analytic,sim}.csv and one figure per case.
-std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_systems, const FigureFolder& fig);
+std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_systems,
+                              const FigureFolder& fig);
 
 // 3. Analytic vs simulated κ_crit on paper-testbed (sweep kappa-crit-testbed). Returns the
 // table and its reading, and the reference crossing.
@@ -50,7 +52,8 @@ TestbedSection section_kappa_testbed(const SweepData& testbed);
 // 3b. Eq. 6 and its extended closed form from independently probed rates, for every completed
 // row of the kappa-crit-testbed sweep; the probes run through `probe` with their captured
 // output under `work_dir` (created).
-std::string section_eq6_probed(const SweepData& testbed, const ProbeRunner& probe, const std::string& work_dir);
+std::string section_eq6_probed(const SweepData& testbed, const ProbeRunner& probe,
+                               const std::string& work_dir);
 
 // 4. P_OH over K and T: the analytic grid (computed here) and the simulated points (sweep
 // poh). Writes poh-analytic.csv, poh-sim.csv and the figure poh-heatmap.
@@ -72,16 +75,19 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
 std::string section_policies(const SweepData& runs, const FigureFolder& fig);
 
 // 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1.
-std::string section_interconnect(const SweepData& study, const std::map<std::string, double>& workload_medians);
+std::string section_interconnect(const SweepData& study,
+                                 const std::map<std::string, double>& workload_medians);
 
 // 8.2 GPU-side KV buffer study (sweep studies/kv-buffer); `kappa_crit_sim` is section 3's
 // reference crossing. Writes kv-buffer-*.csv and the figure kv-buffer.
-std::string section_kv_buffer(const SweepData& study, double kappa_crit_sim, const FigureFolder& fig);
+std::string section_kv_buffer(const SweepData& study, double kappa_crit_sim,
+                              const FigureFolder& fig);
 
 // 8.3 FLOP / link / SRAM rebalancing: the analytic search (sweep studies/rebalance), then its
 // best splits emitted as presets into DIR/rebalance-sim/*.yaml and simulated through `sweeps`
 // (three generated sweeps). Writes rebalance-*.csv and the figure rebalance.
-std::string section_rebalancing(const SweepData& search, SweepSource& sweeps, const FigureFolder& fig);
+std::string section_rebalancing(const SweepData& search, SweepSource& sweeps,
+                                const FigureFolder& fig);
 
 // 8.4 KV compression and partial recompute (sweep studies/kv-compression); `kappa_crit_sim` as
 // in 8.2.

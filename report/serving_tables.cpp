@@ -44,7 +44,8 @@ std::string ttft_cdf(const std::string& point_dir) {
   std::string csv = "ttft_s,cdf\n";
   const std::size_t step = std::max<std::size_t>(1, v.size() / 400);
   for (std::size_t i = 0; i < v.size(); i += step)
-    csv += format_number(v[i]) + "," + format_number(static_cast<double>(i + 1) / static_cast<double>(v.size())) + "\n";
+    csv += format_number(v[i]) + "," +
+           format_number(static_cast<double>(i + 1) / static_cast<double>(v.size())) + "\n";
   if (!v.empty()) csv += format_number(v.back()) + ",1\n";
   return csv;
 }
@@ -81,16 +82,16 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
                  vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction");
     out += "- **" + t.get(r, axis) + "**: ";
     if (std::isfinite(offered) && thr < 0.9 * offered)
-      out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) + " requests/s offered; ";
+      out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) +
+             " requests/s offered; ";
     else if (std::isfinite(offered))
       out += "keeps up with the " + fmt_num(offered) + " requests/s offered; ";
     out += "steps use " + pct(budget) + " of the token budget with " + pct(vram) +
-           " of the VRAM KV pool in use, and KV loading is " + pct(share) +
-           " of request time — " +
-           (budget >= 0.9   ? "the token budget is the binding limit"
-            : vram >= 0.75  ? "VRAM, not the token budget, limits admission"
-            : share >= 0.5  ? "the KV transfers, not the token budget or VRAM, bound each step"
-                            : "the load is too light to fill the budget") +
+           " of the VRAM KV pool in use, and KV loading is " + pct(share) + " of request time — " +
+           (budget >= 0.9  ? "the token budget is the binding limit"
+            : vram >= 0.75 ? "VRAM, not the token budget, limits admission"
+            : share >= 0.5 ? "the KV transfers, not the token budget or VRAM, bound each step"
+                           : "the load is too light to fill the budget") +
            "; GPU power " + pct(t.num(r, "gpu_power_tdp_fraction")) + " of TDP.\n";
   }
   return out + "\n";
@@ -112,12 +113,12 @@ std::string serving_table(const SweepData& d, const std::string& axis, const std
     bars += label + "," + format_number(100 * t.num(r, "budget_utilization")) + "," +
             format_number(100 * t.num(r, "vram_utilization")) + "," +
             format_number(100 * t.num(r, "gpu_power_tdp_fraction")) + "\n";
-    rows.push_back({label, fmt_num(t.num(r, "requests_completed")), fmt_num(t.num(r, "throughput_rps")),
-                    fmt_num(t.num(r, "ttft_p50_s")), fmt_num(t.num(r, "ttft_p99_s")),
-                    fmt_num(t.num(r, "max_wait_s")), fmt_num(t.num(r, "jain_index")),
-                    pct(t.num(r, "budget_utilization")), pct(t.num(r, "vram_utilization")),
-                    pct(t.num(r, "transfer_time_fraction")), fmt_num(t.num(r, "p_oh_mean")),
-                    pct(t.num(r, "gpu_power_tdp_fraction")),
+    rows.push_back({label, fmt_num(t.num(r, "requests_completed")),
+                    fmt_num(t.num(r, "throughput_rps")), fmt_num(t.num(r, "ttft_p50_s")),
+                    fmt_num(t.num(r, "ttft_p99_s")), fmt_num(t.num(r, "max_wait_s")),
+                    fmt_num(t.num(r, "jain_index")), pct(t.num(r, "budget_utilization")),
+                    pct(t.num(r, "vram_utilization")), pct(t.num(r, "transfer_time_fraction")),
+                    fmt_num(t.num(r, "p_oh_mean")), pct(t.num(r, "gpu_power_tdp_fraction")),
                     gbs(t.num(r, "h2d_effective_bytes_per_s")) + " / " +
                         gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
                         gbs(t.num(r, "h2d_effective_model_bytes_per_s"))});
@@ -125,27 +126,36 @@ std::string serving_table(const SweepData& d, const std::string& axis, const std
     if (!cdf.empty()) {
       const std::string f = fig + "-" + label + ".csv";
       files.write_data(f, cdf);
-      plots += std::string(plots.empty() ? "" : ", ") + "'" + f + "' using 1:2 skip 1 with lines lw 2 title '" + label + "'";
+      plots += std::string(plots.empty() ? "" : ", ") + "'" + f +
+               "' using 1:2 skip 1 with lines lw 2 title '" + label + "'";
     }
   }
-  md << markdown_table({axis, "requests", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)", "max wait (s)",
-                    "Jain index", "budget utilisation", "VRAM KV used", "transfer share", "P_OH mean",
-                    "GPU power / TDP", "H2D GB/s: GPU / node / model"},
-                   rows)
-       << "\n";
+  md << markdown_table(
+            {axis, "requests", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)", "max wait (s)",
+             "Jain index", "budget utilisation", "VRAM KV used", "transfer share", "P_OH mean",
+             "GPU power / TDP", "H2D GB/s: GPU / node / model"},
+            rows)
+     << "\n";
   files.write_data(fig + "-utilisation.csv", bars);
-  md << files.figure({fig + "-utilisation", "Budget, VRAM and power utilisation",
-                    "  set title 'Token budget, VRAM KV pool and GPU power use'\n"
-                    "  set style data histograms\n  set style histogram clustered gap 1\n"
-                    "  set style fill solid 0.8 border -1\n  set yrange [0:100]\n  set ylabel '%'\n"
-                    "  set grid ytics\n  set key top right\n"
-                    "  plot '" + fig + "-utilisation.csv' using 2:xtic(1) skip 1 title 'token budget used', "
-                    "'' using 3 skip 1 title 'VRAM KV pool used', '' using 4 skip 1 title 'GPU power / TDP'"});
+  md << files.figure(
+      {fig + "-utilisation", "Budget, VRAM and power utilisation",
+       "  set title 'Token budget, VRAM KV pool and GPU power use'\n"
+       "  set style data histograms\n  set style histogram clustered gap 1\n"
+       "  set style fill solid 0.8 border -1\n  set yrange [0:100]\n  set ylabel '%'\n"
+       "  set grid ytics\n  set key top right\n"
+       "  plot '" +
+           fig +
+           "-utilisation.csv' using 2:xtic(1) skip 1 title 'token budget used', "
+           "'' using 3 skip 1 title 'VRAM KV pool used', '' using 4 skip 1 title 'GPU power / "
+           "TDP'"});
   if (!plots.empty())
-    md << files.figure({fig, title,
-                      "  set title '" + title + "'\n  set logscale x\n  set xlabel 'TTFT (s)'\n"
-                      "  set ylabel 'fraction of requests'\n  set key bottom right\n  set grid\n"
-                      "  set yrange [0:1]\n  plot " + plots});
+    md << files.figure(
+        {fig, title,
+         "  set title '" + title +
+             "'\n  set logscale x\n  set xlabel 'TTFT (s)'\n"
+             "  set ylabel 'fraction of requests'\n  set key bottom right\n  set grid\n"
+             "  set yrange [0:1]\n  plot " +
+             plots});
   return md.str();
 }
 

@@ -11,8 +11,12 @@ namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-SweepSource::SweepSource(std::string out, std::string experiments, bool quick, bool quiet, SweepRunner run)
-    : m_out(std::move(out)), m_experiments(std::move(experiments)), m_quick(quick), m_quiet(quiet),
+SweepSource::SweepSource(std::string out, std::string experiments, bool quick, bool quiet,
+                         SweepRunner run)
+    : m_out(std::move(out)),
+      m_experiments(std::move(experiments)),
+      m_quick(quick),
+      m_quiet(quiet),
       m_run(std::move(run)) {}
 
 std::string SweepSource::sweep_dir(const std::string& name) const {

@@ -90,7 +90,8 @@ void Cluster::route() {
           "smaller trace time_scale")));
       break;  // end the source as if exhausted: the engines drain and their threads end
     }
-    if (r.arrival_s > now_s()) sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
+    if (r.arrival_s > now_s())
+      sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);
     Node& n = m_nodes[i];
     const std::int64_t K = cached_tokens_on(i, r);
@@ -114,7 +115,8 @@ std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
   while (hits < keys.size() && n.engine->tier().contains(keys[hits])) ++hits;
   if (sv.warm_tier)  // the engine puts the prefix's whole chunks in the tier at arrival
     hits = std::max<std::size_t>(
-        hits, std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
+        hits,
+        std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
   // As make_sequence: at least one prompt token is computed.
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(hits) * chunk, 0,
                                   std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
@@ -216,7 +218,8 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
   const std::size_t groups = m_spec.nodes.size();
   std::vector<std::size_t> all(m_nodes.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<std::pair<std::string, double>> f = m_summary.figures(combined_totals(all, wall_time_s));
+  std::vector<std::pair<std::string, double>> f =
+      m_summary.figures(combined_totals(all, wall_time_s));
 
   std::vector<std::vector<std::pair<std::string, double>>> gf(groups);
   for (std::size_t g = 0; g < groups; ++g) {
@@ -238,8 +241,7 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
     if (key == "steps") {
       val = steps;
     } else if (key == "step_time_mean_s" || key == "scheduled_tokens_per_iter" ||
-               key == "budget_utilization" || key == "seqs_per_iter" ||
-               key == "vram_utilization") {
+               key == "budget_utilization" || key == "seqs_per_iter" || key == "vram_utilization") {
       double sum = 0;
       for (std::size_t g = 0; g < groups; ++g) {
         const double s = get(gf[g], "steps");
@@ -255,15 +257,13 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
     f.emplace_back(p + "gpus", get(gf[g], "gpus"));
     f.emplace_back(p + "requests_routed", routed);
     f.emplace_back(p + "requests_completed", get(gf[g], "requests_completed"));
-    f.emplace_back(p + "routed_fraction",
-                   m_arrived ? routed / static_cast<double>(m_arrived)
-                             : std::numeric_limits<double>::quiet_NaN());
-    f.emplace_back(p + "offered_kappa_mean",
-                   routed > 0 ? m_group_offered_kappa[g] / routed
-                              : std::numeric_limits<double>::quiet_NaN());
-    for (const char* k : {"kappa_ratio_mean", "ttft_p50_s", "ttft_p99_s", "load_mean_s",
-                          "compute_mean_s", "gpu_utilization", "budget_utilization",
-                          "link_busy_fraction", "tier_hit_rate"})
+    f.emplace_back(p + "routed_fraction", m_arrived ? routed / static_cast<double>(m_arrived)
+                                                    : std::numeric_limits<double>::quiet_NaN());
+    f.emplace_back(p + "offered_kappa_mean", routed > 0 ? m_group_offered_kappa[g] / routed
+                                                        : std::numeric_limits<double>::quiet_NaN());
+    for (const char* k :
+         {"kappa_ratio_mean", "ttft_p50_s", "ttft_p99_s", "load_mean_s", "compute_mean_s",
+          "gpu_utilization", "budget_utilization", "link_busy_fraction", "tier_hit_rate"})
       f.emplace_back(p + k, get(gf[g], k));
   }
   return f;
@@ -304,9 +304,9 @@ std::vector<std::pair<std::string, double>> cluster_point(const ConfigNode& conf
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
   auto source = make_source(spec.workload, seed, base_dir);
   std::vector<std::pair<std::string, double>> f = run_cluster(spec, *source);
-  f.erase(std::remove_if(f.begin(), f.end(),
-                         [](const auto& kv) { return kv.first == "wall_time_s"; }),
-          f.end());
+  f.erase(
+      std::remove_if(f.begin(), f.end(), [](const auto& kv) { return kv.first == "wall_time_s"; }),
+      f.end());
   return f;
 }
 

@@ -70,7 +70,9 @@ class Cluster : public sc_core::sc_module {
   const std::string& node_name(std::size_t i) const { return m_nodes.at(i).name; }
   std::size_t group_of(std::size_t i) const { return m_nodes.at(i).group; }
   const ServingEngine& engine(std::size_t i) const { return *m_nodes.at(i).engine; }
-  const NodeModel& node_model(std::size_t i) const { return m_group_models.at(m_nodes.at(i).group); }
+  const NodeModel& node_model(std::size_t i) const {
+    return m_group_models.at(m_nodes.at(i).group);
+  }
   std::uint64_t routed(std::size_t i) const { return m_nodes.at(i).routed; }
   std::uint64_t arrived() const { return m_arrived; }
 
@@ -111,9 +113,9 @@ class Cluster : public sc_core::sc_module {
   std::vector<SummaryBuilder> m_group_summary;  // steps and requests of each group's nodes
   std::vector<double> m_group_offered_kappa;    // Σ κ_ratio (prefix / new) routed per group
   std::vector<std::uint64_t> m_group_routed;
-  SummaryBuilder m_summary;                     // requests of every node
+  SummaryBuilder m_summary;  // requests of every node
   std::vector<Node> m_nodes;
-  std::unique_ptr<RouterPolicy> m_router;       // cluster.router, from the registry
+  std::unique_ptr<RouterPolicy> m_router;  // cluster.router, from the registry
   std::uint64_t m_arrived = 0;
 };
 

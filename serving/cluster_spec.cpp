@@ -5,8 +5,8 @@
 #include <set>
 
 #include "interconnects/flow_network.hpp"
-#include "systems/topology.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 
@@ -77,8 +77,9 @@ ClusterRunSpec read_cluster_config(const ConfigNode& root, const std::string& pa
                                    ": expected a map with cluster, model and workload");
   const ConfigNode* cl = root.find("cluster");
   if (!cl || cl->is_null())
-    throw InputError(root.loc, (path.empty() ? std::string("the config") : "'" + path + "'") +
-                                   ": missing required key 'cluster' (the node groups and the router)");
+    throw InputError(root.loc,
+                     (path.empty() ? std::string("the config") : "'" + path + "'") +
+                         ": missing required key 'cluster' (the node groups and the router)");
   if (!cl->is_map()) throw InputError(cl->loc, p + "cluster: expected a map (router, nodes)");
   const ConfigNode* nodes = cl->find("nodes");
   if (!nodes || nodes->is_null())
@@ -152,19 +153,21 @@ NodeModel make_node_model(const RunSpec& node) {
   // The stack's in-step retrieve costs (serving/stack_profile): per request, and per chunk the
   // up-front re-hash and the GPU gap; none on an on-package tier.
   const bool on_package = node.system.host_link.type == LinkType::HbmTier;
-  const RetrieveCost c0 = stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers, on_package);
-  const RetrieveCost c1 = stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers, on_package);
+  const RetrieveCost c0 =
+      stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers, on_package);
+  const RetrieveCost c1 =
+      stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers, on_package);
   n.retrieve_fixed_s = c0.cpu_before_s;
   // Layer-wise: the rank's CPU issues every (layer, chunk) object, serial per layer.
-  n.retrieve_per_entry_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s +
-                           node.model.num_layers * c1.per_layer_cpu_s;
+  n.retrieve_per_entry_s =
+      c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s + node.model.num_layers * c1.per_layer_cpu_s;
   n.chunk_tokens = sv.tier_chunk_tokens();
   n.step_overhead_s = sv.step_overhead_s;
   n.budget_tokens = sv.max_num_batched_tokens;
-  n.full_step_s = batch_step_time(n.model, n.gpu, n.tp,
-                                  {{static_cast<double>(n.budget_tokens), 0, true}},
-                                  n.compute_dtype)
-                      .total.compute_time_s;
+  n.full_step_s =
+      batch_step_time(n.model, n.gpu, n.tp, {{static_cast<double>(n.budget_tokens), 0, true}},
+                      n.compute_dtype)
+          .total.compute_time_s;
   return n;
 }
 

@@ -23,8 +23,8 @@
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
-#include "serving/router_policy.hpp"
 #include "serving/request_cost.hpp"
+#include "serving/router_policy.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
@@ -80,7 +80,8 @@ struct ClusterRunSpec {
     v.object("cluster", cluster, req("the node groups and the router"));
     v.object("model", model, req("the LLM every node serves"), "model");
     v.object("workload", workload, req("the requests (one stream, routed at arrival)"));
-    v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+    v.boolean("check", check,
+              opt("check the simulator's invariants as it runs (on in debug builds)"));
   }
   void validate(const std::string& path) const;
 
@@ -116,10 +117,10 @@ struct NodeModel {
   // Payload bytes/s each GPU's host link gives when all tp GPUs load at once (the flow model's
   // max-min fair share on an idle system: shared C2C, DRAM, read tags; see group_load_rate).
   double load_rate_Bps = 0;
-  bool overlap = false;               // layerwise: load overlaps compute (max), else serial (sum)
-  double retrieve_fixed_s = 0;        // tier CPU cost per request
-  double retrieve_per_entry_s = 0;    // tier CPU cost per chunk (block for block_dma)
-  int chunk_tokens = 256;             // tier entry
+  bool overlap = false;             // layerwise: load overlaps compute (max), else serial (sum)
+  double retrieve_fixed_s = 0;      // tier CPU cost per request
+  double retrieve_per_entry_s = 0;  // tier CPU cost per chunk (block for block_dma)
+  int chunk_tokens = 256;           // tier entry
   double step_overhead_s = 0;
   std::int64_t budget_tokens = 4096;  // max_num_batched_tokens
   double full_step_s = 0;             // compute of one full-budget step at zero context

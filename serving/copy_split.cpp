@@ -38,15 +38,14 @@ CopySplit split_copy_times(const std::vector<TransferRequest>& rs, double t_star
   // the link, the rest to the resource that froze its rate.
   double named = 0;
   for (const auto& [res, sec] : slowest->bottleneck_s) {
-    const LoadBound b = res >= 0 ? resource_bound.at(static_cast<std::size_t>(res))
-                        : slowest->pinned ? LoadBound::ReadTags  // SM loads in flight
+    const LoadBound b = res >= 0          ? resource_bound.at(static_cast<std::size_t>(res))
+                        : slowest->pinned ? LoadBound::ReadTags   // SM loads in flight
                                           : LoadBound::Software;  // pageable staging thread
     if (b == LoadBound::Link) continue;
     out.bounds[b] += sec;
     named += sec;
   }
-  out.bounds[LoadBound::Link] +=
-      std::max(0.0, std::max(0.0, slowest->end_s - t_start) - named);
+  out.bounds[LoadBound::Link] += std::max(0.0, std::max(0.0, slowest->end_s - t_start) - named);
   return out;
 }
 

@@ -5,14 +5,14 @@
 #include <cmath>
 
 #include "core/sim_runner.hpp"
-#include "systems/topology.hpp"
-#include "systems/link_backend.hpp"
 #include "serving/load_paths/registry.hpp"
+#include "systems/link_backend.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 
-using sc_core::sc_time;
 using sc_core::SC_SEC;
+using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
 namespace {
@@ -32,7 +32,6 @@ std::string link_fidelity_name(LinkFidelity f) {  // the link back-end registry'
   return "?";
 }
 }  // namespace
-
 
 struct ServingEngine::Step {
   StepPlan plan;
@@ -68,9 +67,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
                                 ? *sv.tier_capacity_bytes
                                 : default_tier_capacity(sv.stack, m_spec.system, m_tp).bytes;
   m_tier = std::make_unique<KvTier>(m_chunk_tokens, tier_bytes, m_tp * m_bkv_gpu);
-  double v_eff = effective_kv_bytes_per_gpu(
-      m_spec.model, m_spec.system.gpu, m_tp, weight_dtype_for(sv.compute_dtype),
-      sv.activation_reserve_bytes, sv.gpu_memory_utilization);
+  double v_eff = effective_kv_bytes_per_gpu(m_spec.model, m_spec.system.gpu, m_tp,
+                                            weight_dtype_for(sv.compute_dtype),
+                                            sv.activation_reserve_bytes, sv.gpu_memory_utilization);
   if (sv.kv_buffer.enabled()) {
     sv.kv_buffer.validate("serving.kv_buffer");
     m_buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, m_spec.system.gpu);
@@ -85,8 +84,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
       v_eff -= sv.kv_buffer.capacity_bytes;
     }
   }
-  m_kv = std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu),
-                                   sv.block_tokens);
+  m_kv =
+      std::make_unique<PagedKv>(kv_blocks_for(v_eff, sv.block_tokens, m_bkv_gpu), sv.block_tokens);
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
   if (sv.recompute.mode == RecomputeMode::Auto) m_cost = request_cost_model(m_spec);
   m_load_path = make_load_path(load_path_name(sv.load_path));
@@ -98,8 +97,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   LoadContext::step_time = &m_step_time;
   LoadContext::step_bounds = &m_step_bounds;
   // The run's link capacity figure: the topology's, whichever back end carries the copies.
-  m_link_capacity_Bps = build_topology(m_spec.system)
-                            .solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
+  m_link_capacity_Bps =
+      build_topology(m_spec.system).solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
   m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");
@@ -121,8 +120,8 @@ namespace {
 // The keys of a request's reusable prefix (its leading whole chunks inside prefix_tokens).
 std::vector<std::uint64_t> prefix_keys(const Request& r, int chunk_tokens) {
   std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens);
-  keys.resize(std::min<std::size_t>(keys.size(),
-                                    static_cast<std::size_t>(r.prefix_tokens / chunk_tokens)));
+  keys.resize(
+      std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk_tokens)));
   return keys;
 }
 }  // namespace
@@ -265,8 +264,8 @@ void ServingEngine::run_step(Step& st) {
   st.store_s = store_phase(done);
   m_step_time.store_s += now_s() - t_store;
   // The step's categories sum to its duration (--check); every sequence in it waited all of it.
-  if (m_spec.check && std::fabs(m_step_time.sum() - (now_s() - st.start_s)) >
-                          1e-12 + 1e-12 * now_s())
+  if (m_spec.check &&
+      std::fabs(m_step_time.sum() - (now_s() - st.start_s)) > 1e-12 + 1e-12 * now_s())
     throw std::logic_error("invariant violated: step " + std::to_string(m_stats.steps) +
                            "'s time breakdown does not sum to its duration");
   m_stats.run_time += m_step_time;
@@ -298,8 +297,8 @@ void ServingEngine::run_step(Step& st) {
   }
 }
 
-void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
-                              Direction dir, CopyPath path, double delay_s) {
+void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
+                              CopyPath path, double delay_s) {
   c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
   for (int k = 0; k < m_tp; ++k) {
     TransferRequest& r = c.rs[static_cast<std::size_t>(k)];
@@ -310,10 +309,9 @@ void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t u
   }
   // Every GPU's copies cost the same fixed time (CopyEngine / CopyKernel's cost model).
   const GpuSpec& gpu = m_spec.system.gpu;
-  const double fixed =
-      path == CopyPath::Kernel
-          ? copy_kernel_fixed_s(gpu, units)
-          : dma_stream_fixed_s(gpu, units, m_link->latency_s(0, dir, path, true));
+  const double fixed = path == CopyPath::Kernel
+                           ? copy_kernel_fixed_s(gpu, units)
+                           : dma_stream_fixed_s(gpu, units, m_link->latency_s(0, dir, path, true));
   m_link->start_group(c.rs, c.g, delay_s + fixed);
 }
 
@@ -341,8 +339,8 @@ void ServingEngine::trace_copies(const CopyGroup& c, const std::string& what) {
     const double dt = r.end_s - r.start_s;
     if (dt > 0)
       m_sinks.trace->counter("gpu" + std::to_string(r.gpu),
-                             what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s",
-                             r.start_s, r.bytes / dt / 1e9);
+                             what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s", r.start_s,
+                             r.bytes / dt / 1e9);
   }
 }
 
@@ -445,8 +443,8 @@ void ServingEngine::finish(Sequence* s) {
     m_live.erase(id);  // the request's whole state, in one place
     return;
   }
-  const RequestRecord rec = make_request_record(m_live.at(id), now_s(), m_bkv_gpu, m_tp,
-                                                m_load_path->name());
+  const RequestRecord rec =
+      make_request_record(m_live.at(id), now_s(), m_bkv_gpu, m_tp, m_load_path->name());
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -478,8 +476,8 @@ void ServingEngine::check_step(const Step& st) {
 
 void ServingEngine::check_end() const {
   if (m_stats.finished + m_stats.rejected != m_stats.arrived || !m_live.empty())
-    throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) +
-                           " arrived, " + std::to_string(m_stats.finished) + " finished, " +
+    throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) + " arrived, " +
+                           std::to_string(m_stats.finished) + " finished, " +
                            std::to_string(m_stats.rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
   m_link->check_conservation();
@@ -502,8 +500,7 @@ SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, 
   const auto t0 = std::chrono::steady_clock::now();
   run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });
   if (spec.check) engine->check_end();
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return engine->totals(wall);
 }
 

@@ -27,9 +27,9 @@
 #include <functional>
 #include <list>
 #include <map>
-#include <utility>
-#include <set>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -45,8 +45,8 @@
 #include "serving/paged_kv.hpp"
 #include "serving/request_cost.hpp"
 #include "serving/request_state.hpp"
-#include "serving/scheduler.hpp"
 #include "serving/run_spec.hpp"
+#include "serving/scheduler.hpp"
 #include "serving/serving_spec.hpp"
 #include "serving/step_plan.hpp"
 #include "serving/time_breakdown.hpp"
@@ -135,19 +135,19 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   std::int64_t recompute_of(std::uint64_t id) const;
   void finish(Sequence* s);
   void check_step(const Step& st);
+
  public:
   // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
   // once or was rejected, nothing is left in the system, links conserved bytes.
   void check_end() const;
 
  private:
-
   const RunSpec m_spec;
   WorkloadSource& m_source;
   EngineSinks m_sinks;
   int m_tp;
-  double m_bkv_gpu;       // KV bytes per token one GPU holds
-  int m_chunk_tokens;       // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
+  double m_bkv_gpu;    // KV bytes per token one GPU holds
+  int m_chunk_tokens;  // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
   double m_chunk_bytes_gpu;
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end
   double m_link_capacity_Bps = 0;

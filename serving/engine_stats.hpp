@@ -16,8 +16,8 @@ namespace kappasim {
 struct EngineStats {
   std::uint64_t arrived = 0, finished = 0, rejected = 0, steps = 0;
   // Totals (per GPU unless said otherwise)
-  double compute_busy_s = 0, flops = 0, hbm_bytes = 0, loaded_bytes_gpu = 0,
-         stored_bytes_gpu = 0, link_busy_s = 0, buffer_bytes_gpu = 0;
+  double compute_busy_s = 0, flops = 0, hbm_bytes = 0, loaded_bytes_gpu = 0, stored_bytes_gpu = 0,
+         link_busy_s = 0, buffer_bytes_gpu = 0;
   // The serving stack's software costs by where they sit (serving/stack_profile), per GPU.
   struct StackTimes {
     double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata

@@ -17,7 +17,8 @@ RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
   ConfigNode* serving = root.find("serving");
   if (!serving) serving = &root.set("serving", ConfigNode::make_map(here));
   if (serving->is_map()) {
-    if (!serving->find("warm_tier")) serving->set("warm_tier", ConfigNode::make_scalar("true", here));
+    if (!serving->find("warm_tier"))
+      serving->set("warm_tier", ConfigNode::make_scalar("true", here));
     if (!serving->find("store")) serving->set("store", ConfigNode::make_scalar("none", here));
   }
   const bool tp_given = serving->is_map() && serving->find("tp") != nullptr;
@@ -98,11 +99,13 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   std::vector<Request> rs;
   double last_k = -1;
   for (int i = 0; i < points; ++i) {
-    const double want = std::max(1.0, std::pow(m.kappa_max, static_cast<double>(i) / (points - 1))) * T;
+    const double want =
+        std::max(1.0, std::pow(m.kappa_max, static_cast<double>(i) / (points - 1))) * T;
     const double K = std::max(chunk, std::round(want / chunk) * chunk);
     if (K == last_k || K > kmax_tokens) continue;
     last_k = K;
-    rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
+    rs.push_back(
+        isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
   }
   m.records = run_isolated(spec, rs);
   const auto& recs = m.records;
@@ -113,7 +116,8 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
           m.compute_effective_flops = m.h2d_effective_node_bytes_per_s =
               m.h2d_effective_model_bytes_per_s = NAN;
   for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
-    const double a = recs[i].load_s / recs[i].compute_s, b = recs[i + 1].load_s / recs[i + 1].compute_s;
+    const double a = recs[i].load_s / recs[i].compute_s,
+                 b = recs[i + 1].load_s / recs[i + 1].compute_s;
     if (a < 1 && b >= 1) {
       const double ka = recs[i].kappa_ratio, kb = recs[i + 1].kappa_ratio;
       const double f = std::log(a) / (std::log(a) - std::log(b));
@@ -121,11 +125,14 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       // The rates at the crossing, interpolated like κ (log-log) between the two requests: a
       // request's per-request software costs make its effective H2D rate grow with K, so the
       // rate of either neighbour alone would be off by the grid spacing.
-      auto at_crossing = [&](double x, double y) { return std::exp(std::log(x) + f * (std::log(y) - std::log(x))); };
+      auto at_crossing = [&](double x, double y) {
+        return std::exp(std::log(x) + f * (std::log(y) - std::log(x)));
+      };
       const RequestRecord &p = recs[i], &r = recs[i + 1];
       m.load_bounds = r.load_bound_s;
       const double bkv = kv_bytes_per_token(spec.model, spec.serving.kv_dtype);
-      m.h2d_effective_node_bytes_per_s = at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
+      m.h2d_effective_node_bytes_per_s =
+          at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
       m.h2d_effective_bytes_per_s = m.h2d_effective_node_bytes_per_s / spec.serving.tp;
       m.h2d_effective_model_bytes_per_s =
           at_crossing(static_cast<double>(p.cached_tokens) * bkv / p.load_s,
@@ -137,7 +144,8 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       break;
     }
   }
-  if (!std::isfinite(m.kappa_crit_simulated) && !recs.empty()) m.load_bounds = recs.back().load_bound_s;
+  if (!std::isfinite(m.kappa_crit_simulated) && !recs.empty())
+    m.load_bounds = recs.back().load_bound_s;
   KappaQuery q;
   q.compute_dtype = spec.serving.compute_dtype;
   q.kv_dtype = spec.serving.kv_dtype;
@@ -150,7 +158,8 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
     q.bandwidth_override = m.h2d_effective_bytes_per_s;
     m.kappa_crit_analytic_effective = evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
     q.compute_override = m.compute_effective_flops;
-    m.kappa_crit_analytic_effective_compute = evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
+    m.kappa_crit_analytic_effective_compute =
+        evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
   }
   return m;
 }

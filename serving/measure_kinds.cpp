@@ -20,16 +20,16 @@ namespace {
 using sweep::PointContext;
 using sweep::PointResult;
 
-
 struct MeasureSpec {
-  double k = 0;       // cached tokens (isolated)
-  double t = 128;     // new tokens
-  int points = 41;    // κ grid points (kappa-crit)
+  double k = 0;     // cached tokens (isolated)
+  double t = 128;   // new tokens
+  int points = 41;  // κ grid points (kappa-crit)
   template <class V>
   void visit(V& v) {
     v.number("k", k, opt("cached tokens K (isolated)", Range::NonNegative));
     v.number("t", t, opt("new tokens T", Range::AtLeastOne));
-    v.integer("points", points, opt("κ grid points, log-spaced from 1 to 1e5 (kappa-crit)", Range::AtLeastOne));
+    v.integer("points", points,
+              opt("κ grid points, log-spaced from 1 to 1e5 (kappa-crit)", Range::AtLeastOne));
   }
   void validate(const std::string&) const {}
 };
@@ -50,8 +50,9 @@ std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, Provenanc
 void add_bound_shares(PointResult& out, const LoadBoundTimes& b) {
   const double total = b.total();
   for (int i = 0; i < kLoadBounds; ++i)
-    out.metrics.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(i)),
-                             total > 0 ? b[static_cast<LoadBound>(i)] / total : NAN);
+    out.metrics.emplace_back(
+        std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(i)),
+        total > 0 ? b[static_cast<LoadBound>(i)] / total : NAN);
 }
 
 KappaQuery query_for(const RunSpec& spec) {
@@ -83,30 +84,31 @@ PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
   // attainable rate sits on the same axis as the analytic roofline.
   const double flops_gpu = a.f_pf / spec.serving.tp * ms.t;
   PointResult out;
-  out.metrics = {{"k", K},
-                 {"t", ms.t},
-                 {"kappa_ratio", K / ms.t},
-                 {"load_s", r.load_s},
-                 {"compute_s", r.compute_s},
-                 {"ttft_s", r.ttft_s},
-                 {"p_oh", r.compute_s > 0 ? r.load_s / r.compute_s : NAN},
-                 {"attainable_flops", flops_gpu / r.ttft_s},
-                 {"h2d_effective_bytes_per_s",
-                  r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : NAN},
-                 {"h2d_effective_node_bytes_per_s", r.load_s > 0 ? r.bytes_loaded / r.load_s : NAN},
-                 {"h2d_effective_model_bytes_per_s",
-                  r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
-                                     kv_bytes_per_token(spec.model, spec.serving.kv_dtype) / r.load_s
-                               : NAN},
-                 {"analytic_load_s", a.ttft->t_transfer},
-                 {"analytic_compute_s", a.ttft->t_compute},
-                 {"analytic_p_oh", a.ttft->p_oh()},
-                 {"analytic_ttft_serial_s", a.ttft->ttft_serial()},
-                 {"analytic_attainable_serial_flops", flops_gpu / a.ttft->ttft_serial()},
-                 {"analytic_attainable_overlap_flops", flops_gpu / a.ttft->ttft_overlap()},
-                 {"kappa_crit_analytic", a.kappa_crit},
-                 {"compute_peak_flops", a.compute},
-                 {"h2d_peak_bytes_per_s", a.bandwidth}};
+  out.metrics = {
+      {"k", K},
+      {"t", ms.t},
+      {"kappa_ratio", K / ms.t},
+      {"load_s", r.load_s},
+      {"compute_s", r.compute_s},
+      {"ttft_s", r.ttft_s},
+      {"p_oh", r.compute_s > 0 ? r.load_s / r.compute_s : NAN},
+      {"attainable_flops", flops_gpu / r.ttft_s},
+      {"h2d_effective_bytes_per_s",
+       r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : NAN},
+      {"h2d_effective_node_bytes_per_s", r.load_s > 0 ? r.bytes_loaded / r.load_s : NAN},
+      {"h2d_effective_model_bytes_per_s",
+       r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
+                          kv_bytes_per_token(spec.model, spec.serving.kv_dtype) / r.load_s
+                    : NAN},
+      {"analytic_load_s", a.ttft->t_transfer},
+      {"analytic_compute_s", a.ttft->t_compute},
+      {"analytic_p_oh", a.ttft->p_oh()},
+      {"analytic_ttft_serial_s", a.ttft->ttft_serial()},
+      {"analytic_attainable_serial_flops", flops_gpu / a.ttft->ttft_serial()},
+      {"analytic_attainable_overlap_flops", flops_gpu / a.ttft->ttft_overlap()},
+      {"kappa_crit_analytic", a.kappa_crit},
+      {"compute_peak_flops", a.compute},
+      {"h2d_peak_bytes_per_s", a.bandwidth}};
   // Where its TTFT went (serving/time_breakdown.hpp) and what bound its load.
   for (const auto& c : TimeBreakdown::categories())
     if (c.field != &TimeBreakdown::idle_s)

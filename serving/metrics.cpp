@@ -63,7 +63,8 @@ std::string RequestsCsvWriter::row(const RequestRecord& r) {
 }
 
 RequestsCsvWriter::RequestsCsvWriter(const std::string& path)
-    : m_path(path), m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
+    : m_path(path),
+      m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
   if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
   *m_out << header() << '\n';
 }
@@ -213,8 +214,7 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
       {"tier_warm_chunks", t.tier_warm_chunks},
       {"tier_capacity_bytes", t.tier_capacity_bytes},
       {"tier_working_set_bytes", t.tier_working_set_bytes},
-      {"tier_working_set_fits",
-       t.tier_working_set_bytes <= t.tier_capacity_bytes ? 1.0 : 0.0},
+      {"tier_working_set_fits", t.tier_working_set_bytes <= t.tier_capacity_bytes ? 1.0 : 0.0},
       {"kernel_events", static_cast<double>(t.kernel_events)},
       {"kernel_events_per_request", ratio(static_cast<double>(t.kernel_events), n)},
       {"quantile_relative_accuracy", m_ttft.relative_accuracy()},

@@ -59,7 +59,7 @@ class RequestsCsvWriter {
   // Flushes and closes; InputError if the file could not be written. Idempotent.
   void close();
 
-  static const char* header();  // the header line, without the newline
+  static const char* header();                     // the header line, without the newline
   static std::string row(const RequestRecord& r);  // one row, without the newline
   std::uint64_t rows_written() const { return m_rows; }
 
@@ -100,8 +100,8 @@ class SummaryBuilder {
     // ---- H2D rates three ways (docs/metrics.md) and the serving stack (serving/stack_profile)
     double h2d_model_bytes = 0;  // cached tokens over the link × B_kv of the model (no replicas)
     // Stack software time, by where it sits (run totals, per GPU; docs/serving-stacks.md).
-    double stack_scheduler_s = 0, stack_step_cpu_s = 0, stack_gpu_gap_s = 0,
-           stack_cpu_bound_s = 0, stack_store_s = 0;
+    double stack_scheduler_s = 0, stack_step_cpu_s = 0, stack_gpu_gap_s = 0, stack_cpu_bound_s = 0,
+           stack_store_s = 0;
     // ---- the KV tier's honest accounting (kv_tier.hpp)
     double tier_lookups = 0, tier_stored_chunks = 0, tier_evicted_chunks = 0,
            tier_restored_chunks = 0, tier_dropped_chunks = 0, tier_warm_chunks = 0;

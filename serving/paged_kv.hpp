@@ -25,13 +25,11 @@ inline constexpr int kVllmBlockTokens = 16;
 // V_eff per GPU in bytes. InputError naming the model, GPU and tp when it is <= 0 (the model
 // does not fit); std::invalid_argument on tp < 1, a utilisation outside (0, 1] or a negative
 // reserve.
-double effective_kv_bytes_per_gpu(const ModelSpec& model, const GpuSpec& gpu, int tp,
-                                  DType weights, double activation_reserve_bytes,
-                                  double gpu_memory_utilization);
+double effective_kv_bytes_per_gpu(const ModelSpec& model, const GpuSpec& gpu, int tp, DType weights,
+                                  double activation_reserve_bytes, double gpu_memory_utilization);
 
 // floor(v_eff / (block_tokens × kv_bytes_per_token_per_gpu)).
-std::int64_t kv_blocks_for(double v_eff_bytes, int block_tokens,
-                           double kv_bytes_per_token_per_gpu);
+std::int64_t kv_blocks_for(double v_eff_bytes, int block_tokens, double kv_bytes_per_token_per_gpu);
 
 class PagedKv {
  public:

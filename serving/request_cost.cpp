@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "interconnects/flow_network.hpp"
-#include "systems/topology.hpp"
 #include "interconnects/transfer.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 
@@ -74,9 +74,9 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
   if (m.path == LoadPath::Kernel)
     copies += static_cast<double>(rc.copies) * m.gpu.copy_kernel_block_overhead_s.value_or(0);
   else
-    copies += static_cast<double>(m.path == LoadPath::Layerwise ? rc.copies * p.layers
-                                                                 : rc.copies) *
-              m.gpu.dma_copy_overhead_s.value_or(0);
+    copies +=
+        static_cast<double>(m.path == LoadPath::Layerwise ? rc.copies * p.layers : rc.copies) *
+        m.gpu.dma_copy_overhead_s.value_or(0);
   // The CPU that issues the copies runs alongside them: the load lasts at least that.
   const double issue = std::max(rc.cpu_overlap_s, p.layers * rc.per_layer_cpu_s);
   p.load_s = rc.gpu_gap_s + std::max(copies, issue);

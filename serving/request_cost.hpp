@@ -46,9 +46,9 @@ struct RequestCostParts {
   int layers = 1;
 };
 struct RequestCost {
-  double load_s = 0;     // cpu + x
+  double load_s = 0;  // cpu + x
   double compute_s = 0;
-  double total_s = 0;    // its prefill time alone on the group
+  double total_s = 0;  // its prefill time alone on the group
 };
 // The one overlap formula (above). With nothing to load (cpu = x = 0) total = compute.
 RequestCost combine_request_cost(LoadOverlap overlap, const RequestCostParts& p);
@@ -76,8 +76,7 @@ RequestCostModel request_cost_model(const RunSpec& spec);
 // Needs 0 <= R <= K and T >= 1 (std::logic_error otherwise).
 RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, std::int64_t T,
                                     std::int64_t R);
-RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t T,
-                         std::int64_t R);
+RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t T, std::int64_t R);
 
 // The per-GPU load rate of a TP group: every GPU 0..tp-1 starts one H2D copy on the idle
 // topology (kernel path: copy kernel; else DMA) and the slowest GPU's max-min fair rate is taken.

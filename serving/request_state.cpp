@@ -5,7 +5,8 @@
 namespace kappasim {
 
 RequestRecord make_request_record(const RequestState& r, double now_s,
-                                  double kv_bytes_per_token_gpu, int tp, const std::string& load_path) {
+                                  double kv_bytes_per_token_gpu, int tp,
+                                  const std::string& load_path) {
   const Sequence& s = *r.seq;
   RequestRecord rec;
   rec.id = s.req.id;

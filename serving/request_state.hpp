@@ -17,15 +17,15 @@
 namespace kappasim {
 
 struct RequestState {
-  std::unique_ptr<Sequence> seq;  // the scheduler's view (holds a pointer to it while live)
+  std::unique_ptr<Sequence> seq;      // the scheduler's view (holds a pointer to it while live)
   std::int64_t recompute_tokens = 0;  // R: leading cached tokens prefilled again instead of loaded
-  double load_s = 0;       // its load's time (the step it was first scheduled in)
-  double compute_s = 0;    // compute of every step it was part of
-  int steps = 0;           // steps it was scheduled in
-  double link_tokens = 0;    // cached tokens loaded over the host links
-  double buffer_tokens = 0;  // cached tokens copied from the GPU-side KV buffer
-  double stored_tokens = 0;  // tokens whose KV it stored to the tier
-  TimeBreakdown time;        // Σ over its steps of the step's categories
+  double load_s = 0;                  // its load's time (the step it was first scheduled in)
+  double compute_s = 0;               // compute of every step it was part of
+  int steps = 0;                      // steps it was scheduled in
+  double link_tokens = 0;             // cached tokens loaded over the host links
+  double buffer_tokens = 0;           // cached tokens copied from the GPU-side KV buffer
+  double stored_tokens = 0;           // tokens whose KV it stored to the tier
+  TimeBreakdown time;                 // Σ over its steps of the step's categories
   std::optional<LoadBoundTimes> load_bounds;  // its load's time per bound (when it loaded)
 };
 
@@ -33,6 +33,7 @@ struct RequestState {
 // per-GPU B_kv × tp; its queueing is the rest of its TTFT (steps it
 // waited for or sat out).
 RequestRecord make_request_record(const RequestState& r, double now_s,
-                                  double kv_bytes_per_token_gpu, int tp, const std::string& load_path);
+                                  double kv_bytes_per_token_gpu, int tp,
+                                  const std::string& load_path);
 
 }  // namespace kappasim

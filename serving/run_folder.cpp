@@ -23,9 +23,11 @@ std::string in_dir(const std::string& dir, const char* name) {
 
 }  // namespace
 
-SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir, EngineSinks sinks) {
+SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir,
+                                    EngineSinks sinks) {
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
-  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  auto source =
+      make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
   // warm_tier: the tier starts as the same request stream would leave it (a second copy).
   sinks.warm_source = [&spec, base_dir] {
     return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
@@ -33,8 +35,8 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
   return run_serving(spec, *source, sinks);
 }
 
-RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir, const std::string& dir,
-                                bool requests_csv) {
+RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,
+                                const std::string& dir, bool requests_csv) {
   std::optional<RequestsCsvWriter> csv;
   if (requests_csv) csv.emplace(in_dir(dir, "requests.csv"));
   TraceWriter trace = spec.trace ? TraceWriter(in_dir(dir, "trace.json")) : TraceWriter();
@@ -57,7 +59,8 @@ std::vector<std::pair<std::string, double>> run_cluster_into_folder(const Cluste
                                                                     const std::string& base_dir,
                                                                     const std::string& dir) {
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
-  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  auto source =
+      make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
   RequestsCsvWriter csv(in_dir(dir, "requests.csv"));
   const std::string routes_path = in_dir(dir, "routes.csv");
   std::ofstream routes(routes_path, std::ios::binary);

@@ -20,18 +20,19 @@ namespace kappasim {
 // Runs spec.workload through the engine with `sinks`: the trace (if any) is checked whole first,
 // then read with relative paths against `base_dir`; warm_tier gets a second copy of the same
 // stream. InputError on bad input before anything is simulated.
-SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir, EngineSinks sinks);
+SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir,
+                                    EngineSinks sinks);
 
 struct RunFolderResult {
   SummaryBuilder::Totals totals;
-  std::size_t requests = 0;                                 // requests completed
-  std::vector<std::pair<std::string, double>> figures;     // summary.json's figures, in order
+  std::size_t requests = 0;                             // requests completed
+  std::vector<std::pair<std::string, double>> figures;  // summary.json's figures, in order
 };
 
 // Runs `spec` writing into the existing folder `dir`: requests.csv (when `requests_csv`),
 // trace.json (when spec.trace) and summary.json.
-RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir, const std::string& dir,
-                                bool requests_csv);
+RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,
+                                const std::string& dir, bool requests_csv);
 
 // A routed cluster (serving/cluster) into `dir`: requests.csv (every node's finished requests),
 // routes.csv (one row per arrival: the node it was sent to) and summary.json (Cluster::figures,

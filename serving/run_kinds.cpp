@@ -46,7 +46,8 @@ PointResult cluster_kind(const ConfigNode& config, const PointContext& ctx) {
 }
 
 const sweep::KindRegistration kRunKind{
-    {"run", "a serving simulation (kappasim run): the summary's figures minus wall_time_s", run_point}};
+    {"run", "a serving simulation (kappasim run): the summary's figures minus wall_time_s",
+     run_point}};
 const sweep::KindRegistration kClusterKind{
     {"cluster",
      "a routed pool of serving nodes (cluster: {router, nodes}, model, workload): summary "

@@ -43,7 +43,8 @@ struct RunSpec {
     v.object("serving", serving, opt("how requests are served (vLLM + LMCache settings)"));
     v.object("workload", workload, req("the requests"));
     v.boolean("trace", trace, opt("write a Perfetto trace (trace.json)"));
-    v.boolean("check", check, opt("check the simulator's invariants as it runs (on in debug builds)"));
+    v.boolean("check", check,
+              opt("check the simulator's invariants as it runs (on in debug builds)"));
     // ---- the GPU-side KV buffer as GPU hardware (issue 12.12) ----
     // serving.kv_buffer, when on, wins whole; else the GPU preset's kv_buffer applies.
     if constexpr (std::is_same_v<V, ConfigReader>) adopt_gpu_kv_buffer(v);

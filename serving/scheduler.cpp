@@ -53,8 +53,7 @@ std::int64_t Scheduler::tokens_for(const Sequence& s, std::int64_t budget) const
   return rem <= budget ? rem : 0;
 }
 
-void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv,
-                      StepPlan& plan) {
+void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan) {
   kv.allocate(s->req.id, s->prompt_tokens());
   s->kv_allocated = true;
   s->first_scheduled_s = now;

@@ -48,11 +48,11 @@ struct Sequence {  // one request inside the engine
   std::int64_t compute_tokens = 0;  // prompt tokens to prefill = prompt − cached (>= 1)
   std::int64_t computed = 0;        // prefilled so far
   double enqueue_s = 0, first_scheduled_s = -1, finish_s = -1;
-  double credit = 0;       // steps in which a later arrival was admitted while this one waited
-                           // (times passed over; the Scheduler counts it for every policy)
+  double credit = 0;  // steps in which a later arrival was admitted while this one waited
+                      // (times passed over; the Scheduler counts it for every policy)
   std::uint64_t arrival_seq = 0;  // position in enqueue order (set by Scheduler::enqueue)
   bool kv_allocated = false;
-  bool rejected = false;   // the prompt needs more KV blocks than the whole pool: never admitted
+  bool rejected = false;  // the prompt needs more KV blocks than the whole pool: never admitted
 
   std::int64_t prompt_tokens() const { return cached_tokens + compute_tokens; }
   std::int64_t remaining() const { return compute_tokens - computed; }
@@ -168,11 +168,11 @@ class Scheduler {
   void reject(Sequence* s, double now);
 
   SchedulerConfig m_cfg;
-  std::list<Sequence*> m_waiting;     // arrival (enqueue) order
-  std::vector<Sequence*> m_running;   // admission order
+  std::list<Sequence*> m_waiting;    // arrival (enqueue) order
+  std::vector<Sequence*> m_running;  // admission order
   std::vector<Sequence*> m_finished;
   bool m_in_flight = false;
-  std::uint64_t m_enqueued = 0;              // sequences enqueued so far (next arrival_seq)
+  std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
 };
 

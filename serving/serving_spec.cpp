@@ -9,13 +9,15 @@
 namespace kappasim {
 
 const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names() {
-  static const std::vector<std::pair<const char*, KvBufferKind>> n = {
-      {"hbm", KvBufferKind::Hbm}, {"sram", KvBufferKind::Sram}};
+  static const std::vector<std::pair<const char*, KvBufferKind>> n = {{"hbm", KvBufferKind::Hbm},
+                                                                      {"sram", KvBufferKind::Sram}};
   return n;
 }
 const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names() {
   static const std::vector<std::pair<const char*, RecomputeMode>> n = {
-      {"none", RecomputeMode::None}, {"fixed", RecomputeMode::Fixed}, {"auto", RecomputeMode::Auto}};
+      {"none", RecomputeMode::None},
+      {"fixed", RecomputeMode::Fixed},
+      {"auto", RecomputeMode::Auto}};
   return n;
 }
 
@@ -26,8 +28,9 @@ void KvBufferSpec::validate(const std::string& path) const {
   if (bandwidth_Bps && !(*bandwidth_Bps > 0 && std::isfinite(*bandwidth_Bps)))
     throw InputError(p + "bandwidth: must be a finite bandwidth > 0");
   if (enabled() && kind == KvBufferKind::Sram && !bandwidth_Bps)
-    throw InputError(p + "bandwidth: required for kind sram (no default: give the store's "
-                         "copy bandwidth and its source)");
+    throw InputError(p +
+                     "bandwidth: required for kind sram (no default: give the store's "
+                     "copy bandwidth and its source)");
 }
 
 void RecomputeSpec::validate(const std::string& path) const {
@@ -40,19 +43,22 @@ void RecomputeSpec::validate(const std::string& path) const {
 
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
   static const std::vector<std::pair<const char*, LoadPath>> n = {
-      {"kernel", LoadPath::Kernel}, {"layerwise", LoadPath::Layerwise},
+      {"kernel", LoadPath::Kernel},
+      {"layerwise", LoadPath::Layerwise},
       {"block_dma", LoadPath::BlockDma}};
   return n;
 }
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names() {
   static const std::vector<std::pair<const char*, StoreMode>> n = {
-      {"blocking", StoreMode::Blocking}, {"async", StoreMode::Async}, {"none", StoreMode::None},
+      {"blocking", StoreMode::Blocking},
+      {"async", StoreMode::Async},
+      {"none", StoreMode::None},
       {"stack", StoreMode::Stack}};
   return n;
 }
 const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
-  static const std::vector<std::pair<const char*, Granularity>> n = {
-      {"step", Granularity::Step}, {"layer", Granularity::Layer}};
+  static const std::vector<std::pair<const char*, Granularity>> n = {{"step", Granularity::Step},
+                                                                     {"layer", Granularity::Layer}};
   return n;
 }
 
@@ -89,16 +95,16 @@ void ServingSpec::validate(const std::string& path) const {
   }
   if (!(activation_reserve_bytes >= 0))
     throw InputError(p + "activation_reserve: must not be negative");
-  if (!(fairness_max_wait_s >= 0))
-    throw InputError(p + "fairness_max_wait: must not be negative");
+  if (!(fairness_max_wait_s >= 0)) throw InputError(p + "fairness_max_wait: must not be negative");
   kv_buffer.validate(p + "kv_buffer");
   recompute.validate(p + "recompute");
   // ---- parallelism layout (issue 14): what the engine cannot simulate yet is refused here ----
   parallelism.validate(p + "parallelism");
   if (parallelism.tp != 0 && parallelism.tp != tp)
-    throw InputError(p + "parallelism.tp: " + std::to_string(parallelism.tp) + " differs from " +
-                     p + "tp " + std::to_string(tp) +
-                     " (the engine runs serving.tp; give the same value or leave parallelism.tp out)");
+    throw InputError(
+        p + "parallelism.tp: " + std::to_string(parallelism.tp) + " differs from " + p + "tp " +
+        std::to_string(tp) +
+        " (the engine runs serving.tp; give the same value or leave parallelism.tp out)");
   const std::pair<const char*, int> beyond[] = {{"dp_attention", parallelism.dp_attention},
                                                 {"ep", parallelism.ep},
                                                 {"pp", parallelism.pp},
@@ -126,9 +132,12 @@ int ServingSpec::tier_chunk_tokens() const {
 double ServingSpec::retrieve_fixed_s() const { return stack.retrieve_fixed_s; }
 double ServingSpec::retrieve_per_entry_s() const {
   switch (load_path) {
-    case LoadPath::Kernel: return stack.retrieve_hash_per_chunk_s + stack.retrieve_gap_per_chunk_s;
-    case LoadPath::Layerwise: return stack.retrieve_hash_per_chunk_s;
-    case LoadPath::BlockDma: return 0;
+    case LoadPath::Kernel:
+      return stack.retrieve_hash_per_chunk_s + stack.retrieve_gap_per_chunk_s;
+    case LoadPath::Layerwise:
+      return stack.retrieve_hash_per_chunk_s;
+    case LoadPath::BlockDma:
+      return 0;
   }
   return 0;
 }
@@ -142,10 +151,10 @@ void ServingSpec::resolve(const SystemSpec& system,
   if (store == StoreMode::Stack) {
     store = effective_store();
     if (notes)
-      notes->emplace_back("store", Provenance{"spec", "stack " + stack.name + "'s own store (" +
-                                                 (store == StoreMode::Blocking ? "blocking"
-                                                                               : "async") +
-                                                 ")"});
+      notes->emplace_back(
+          "store",
+          Provenance{"spec", "stack " + stack.name + "'s own store (" +
+                                 (store == StoreMode::Blocking ? "blocking" : "async") + ")"});
   }
   if (!tier_capacity_bytes) {
     const TierCapacity c = default_tier_capacity(stack, system, tp);
@@ -159,8 +168,7 @@ double kv_buffer_bandwidth(const KvBufferSpec& b, const GpuSpec& gpu) {
     throw InputError("system.gpu.hbm_efficiency: required by serving.kv_buffer");
   const double hbm = gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency;  // achievable HBM rate
   if (b.kind == KvBufferKind::Hbm) return b.bandwidth_Bps ? *b.bandwidth_Bps : hbm / 2;
-  if (!b.bandwidth_Bps)
-    throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
+  if (!b.bandwidth_Bps) throw InputError("serving.kv_buffer.bandwidth: required for kind sram");
   return std::min(*b.bandwidth_Bps, hbm);  // the copy writes the KV pages in HBM
 }
 

@@ -17,10 +17,10 @@
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
 #include "models/llm/parallelism.hpp"
-#include "systems/system_spec.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/stack_profile.hpp"
+#include "systems/system_spec.hpp"
 
 namespace kappasim {
 
@@ -219,14 +219,13 @@ struct ServingSpec {
     v.boolean("chunked_prefill", chunked_prefill, opt("split long prefills over steps"));
     v.choice("policy", policy, policy_names(),
              opt("admission policy, a registered name (kappasim presets policies)"));
-    v.quantity("fairness_max_wait", fairness_max_wait_s, dim::time,
-               opt("fair: wait after which a request is admitted before newer ones",
-                   Range::NonNegative));
+    v.quantity(
+        "fairness_max_wait", fairness_max_wait_s, dim::time,
+        opt("fair: wait after which a request is admitted before newer ones", Range::NonNegative));
     v.quantity("gpu_memory_utilization", gpu_memory_utilization, dim::none,
                opt("fraction of HBM vLLM may use", Range::Fraction));
     v.quantity("activation_reserve", activation_reserve_bytes, dim::bytes,
-               opt("HBM per GPU held for activations and non-torch memory",
-                   Range::NonNegative));
+               opt("HBM per GPU held for activations and non-torch memory", Range::NonNegative));
     v.quantity("step_overhead", step_overhead_s, dim::time,
                opt("CPU scheduling time per engine step", Range::NonNegative));
     v.choice("granularity", granularity, granularity_names(),
@@ -234,9 +233,10 @@ struct ServingSpec {
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
     v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
     // ---- parallelism layout (issue 14) ----
-    v.object("parallelism", parallelism,
-             opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
-                 "(the engine simulates plain TP only; kappasim kappa --layout evaluates the rest)"));
+    v.object(
+        "parallelism", parallelism,
+        opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
+            "(the engine simulates plain TP only; kappasim kappa --layout evaluates the rest)"));
     // issue 13 item 1: the transfer back end (docs/serving-engine.md)
     v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
              opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "

@@ -36,9 +36,12 @@ void StackProfile::validate(const std::string& path) const {
 
 bool stack_supports(const StackProfile& p, LoadPath path) {
   switch (p.family) {
-    case StackFamily::Lmcache: return path == LoadPath::Kernel || path == LoadPath::Layerwise;
-    case StackFamily::VllmNative: return path == LoadPath::BlockDma;
-    case StackFamily::Ideal: return true;
+    case StackFamily::Lmcache:
+      return path == LoadPath::Kernel || path == LoadPath::Layerwise;
+    case StackFamily::VllmNative:
+      return path == LoadPath::BlockDma;
+    case StackFamily::Ideal:
+      return true;
   }
   return false;
 }
@@ -64,13 +67,16 @@ double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool
 }
 
 RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
-                            std::int64_t chunks, std::int64_t blocks, int layers,
-                            bool on_package) {
+                            std::int64_t chunks, std::int64_t blocks, int layers, bool on_package) {
   RetrieveCost c;
   const double n = static_cast<double>(chunks);
   switch (path) {
-    case LoadPath::Kernel: c.copies = chunks; break;  // one copy kernel per chunk
-    case LoadPath::Layerwise: c.copies = chunks; break;  // per layer: one DMA per chunk
+    case LoadPath::Kernel:
+      c.copies = chunks;
+      break;  // one copy kernel per chunk
+    case LoadPath::Layerwise:
+      c.copies = chunks;
+      break;  // per layer: one DMA per chunk
     case LoadPath::BlockDma:
       c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
                      ? blocks * static_cast<std::int64_t>(layers) * 2

@@ -83,14 +83,14 @@ struct StackProfile {
   double meta_per_token_s = 0;  // per step, per prefilling request, per prompt token
 
   // ---- inside the forward step, per TP rank ----------------------------------------------
-  double retrieve_fixed_s = 0;            // per retrieved request
-  double retrieve_hash_per_chunk_s = 0;   // up-front re-hashing, before any copy
-  double retrieve_python_per_chunk_s = 0; // overlapped with the previous chunk's copy
-  double retrieve_gap_per_chunk_s = 0;    // GPU idle per chunk: implicit sync + launch
-  double layerwise_per_object_s = 0;      // Python per (layer, chunk), serial on the rank
-  double layerwise_log_per_object_s = 0;  // a WARNING log line per (layer, chunk) (0.3.5)
+  double retrieve_fixed_s = 0;             // per retrieved request
+  double retrieve_hash_per_chunk_s = 0;    // up-front re-hashing, before any copy
+  double retrieve_python_per_chunk_s = 0;  // overlapped with the previous chunk's copy
+  double retrieve_gap_per_chunk_s = 0;     // GPU idle per chunk: implicit sync + launch
+  double layerwise_per_object_s = 0;       // Python per (layer, chunk), serial on the rank
+  double layerwise_log_per_object_s = 0;   // a WARNING log line per (layer, chunk) (0.3.5)
   NativeCopyUnit copy_unit = NativeCopyUnit::Block;
-  double native_issue_per_copy_s = 0;     // CPU issue cost of one cudaMemcpyAsync
+  double native_issue_per_copy_s = 0;  // CPU issue cost of one cudaMemcpyAsync
 
   // ---- store ------------------------------------------------------------------------------
   double store_fixed_s = 0;           // per storing request
@@ -106,9 +106,9 @@ struct StackProfile {
     v.choice("store", store, stack_store_names(), opt("the stack's store: blocking or async"));
     v.quantity("pool_per_rank", pool_per_rank_bytes, dim::bytes,
                opt("pinned host pool per TP rank (absent: host DRAM minus the reserve)"));
-    v.quantity("host_reserve_fraction", host_reserve_fraction, dim::none,
-               opt("share of host DRAM kept for the OS and the serving processes",
-                   Range::Fraction));
+    v.quantity(
+        "host_reserve_fraction", host_reserve_fraction, dim::none,
+        opt("share of host DRAM kept for the OS and the serving processes", Range::Fraction));
     v.quantity("lookup_fixed", lookup_fixed_s, dim::time,
                opt("scheduler: per lookup", Range::NonNegative));
     v.quantity("lookup_per_chunk", lookup_per_chunk_s, dim::time,
@@ -117,9 +117,9 @@ struct StackProfile {
                opt("scheduler: layer-wise, per (layer, hit chunk) key", Range::NonNegative));
     v.boolean("lookup_repeats_while_waiting", lookup_repeats_while_waiting,
               opt("a request not admitted is looked up again next step"));
-    v.quantity("meta_per_token", meta_per_token_s, dim::time,
-               opt("scheduler: per step, per prefilling request's prompt token",
-                   Range::NonNegative));
+    v.quantity(
+        "meta_per_token", meta_per_token_s, dim::time,
+        opt("scheduler: per step, per prefilling request's prompt token", Range::NonNegative));
     v.quantity("retrieve_fixed", retrieve_fixed_s, dim::time,
                opt("in step: per retrieved request", Range::NonNegative));
     v.quantity("retrieve_hash_per_chunk", retrieve_hash_per_chunk_s, dim::time,
@@ -157,17 +157,16 @@ double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool
 
 // A step's retrieve, per TP rank (the step waits for the slowest; ranks are equal here).
 struct RetrieveCost {
-  double cpu_before_s = 0;   // in-step CPU before the first copy (fixed + re-hashing)
-  double gpu_gap_s = 0;      // GPU idle between chunks, serial with the copies
-  double cpu_overlap_s = 0;  // CPU work overlapped with the copies: the load lasts >= this
+  double cpu_before_s = 0;     // in-step CPU before the first copy (fixed + re-hashing)
+  double gpu_gap_s = 0;        // GPU idle between chunks, serial with the copies
+  double cpu_overlap_s = 0;    // CPU work overlapped with the copies: the load lasts >= this
   double per_layer_cpu_s = 0;  // layer-wise: CPU to issue one layer's objects (serial on rank)
   std::int64_t copies = 0;     // copies per rank the copy hardware charges (DMA / kernel blocks)
 };
 // requests = requests retrieved, chunks = tier entries retrieved (per rank), blocks = 16-token
 // blocks (block_dma), layers = model layers.
 RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
-                            std::int64_t chunks, std::int64_t blocks, int layers,
-                            bool on_package);
+                            std::int64_t chunks, std::int64_t blocks, int layers, bool on_package);
 
 // A step's store: the CPU/sync time before the store's copies complete (blocking: the step waits).
 double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks,

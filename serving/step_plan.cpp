@@ -19,10 +19,10 @@ StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
       tokens -= rec;
     }
     if (tokens > 0)
-      w.slices.push_back({static_cast<double>(tokens),
-                          static_cast<double>(it.seq->cached_tokens + it.seq->computed +
-                                              (it.tokens - tokens)),
-                          it.last});
+      w.slices.push_back(
+          {static_cast<double>(tokens),
+           static_cast<double>(it.seq->cached_tokens + it.seq->computed + (it.tokens - tokens)),
+           it.last});
   }
   return w;
 }

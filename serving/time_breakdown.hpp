@@ -86,12 +86,18 @@ enum class LoadBound { Software, ReadTags, Link, HostDram, SocketLink, Hbm };
 inline constexpr int kLoadBounds = 6;
 inline const char* load_bound_name(LoadBound b) {
   switch (b) {
-    case LoadBound::Software: return "software";
-    case LoadBound::ReadTags: return "read_tags";
-    case LoadBound::Link: return "link";
-    case LoadBound::HostDram: return "host_dram";
-    case LoadBound::SocketLink: return "socket_link";
-    case LoadBound::Hbm: return "hbm";
+    case LoadBound::Software:
+      return "software";
+    case LoadBound::ReadTags:
+      return "read_tags";
+    case LoadBound::Link:
+      return "link";
+    case LoadBound::HostDram:
+      return "host_dram";
+    case LoadBound::SocketLink:
+      return "socket_link";
+    case LoadBound::Hbm:
+      return "hbm";
   }
   return "?";
 }

@@ -31,7 +31,8 @@ Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& 
                            const std::vector<std::string>& skip, double confidence) {
   auto index_of = [&](const std::string& c) -> std::size_t {
     const auto it = std::find(t.columns.begin(), t.columns.end(), c);
-    return it == t.columns.end() ? t.columns.size() : static_cast<std::size_t>(it - t.columns.begin());
+    return it == t.columns.end() ? t.columns.size()
+                                 : static_cast<std::size_t>(it - t.columns.begin());
   };
   std::vector<std::size_t> gcols;
   for (const auto& g : group_by) {
@@ -79,8 +80,8 @@ Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& 
   header.push_back("rows");
   header.push_back("ok");
   for (std::size_t c : mcols)
-    for (const std::string& suffix :
-         std::vector<std::string>{"_mean", "_sd", "_" + ci + "_lo", "_" + ci + "_hi", "_" + ci + "_half", "_n"})
+    for (const std::string& suffix : std::vector<std::string>{
+             "_mean", "_sd", "_" + ci + "_lo", "_" + ci + "_hi", "_" + ci + "_half", "_n"})
       header.push_back(t.columns[c] + suffix);
   for (std::size_t i = 0; i < header.size(); ++i) out.csv += (i ? "," : "") + csv_field(header[i]);
   out.csv += "\n";
@@ -95,10 +96,11 @@ Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& 
     for (std::size_t i = 0; i < group_by.size(); ++i) {
       double v = 0;
       json += (i ? ", " : "") + json_escape(group_by[i]) + ": " +
-              (parse_number(keys[g][i], v) && std::isfinite(v) ? format_number(v) : json_escape(keys[g][i]));
+              (parse_number(keys[g][i], v) && std::isfinite(v) ? format_number(v)
+                                                               : json_escape(keys[g][i]));
     }
-    json += "}, \"rows\": " + std::to_string(members[g].size()) + ", \"ok\": " + std::to_string(ok) +
-            ", \"metrics\": {";
+    json += "}, \"rows\": " + std::to_string(members[g].size()) +
+            ", \"ok\": " + std::to_string(ok) + ", \"metrics\": {";
     for (std::size_t m = 0; m < mcols.size(); ++m) {
       std::vector<double> xs;
       for (std::size_t r : members[g]) {
@@ -108,9 +110,10 @@ Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& 
       const stats::Interval iv = stats::mean_interval(xs, confidence);
       for (double v : {iv.mean, iv.sd, iv.lo, iv.hi, iv.half_width}) row.push_back(num(v));
       row.push_back(std::to_string(iv.n));
-      json += std::string(m ? ", " : "") + json_escape(t.columns[mcols[m]]) + ": {\"n\": " + std::to_string(iv.n) +
-              ", \"mean\": " + json_num(iv.mean) + ", \"sd\": " + json_num(iv.sd) + ", \"" + ci +
-              "_lo\": " + json_num(iv.lo) + ", \"" + ci + "_hi\": " + json_num(iv.hi) + ", \"" + ci +
+      json += std::string(m ? ", " : "") + json_escape(t.columns[mcols[m]]) +
+              ": {\"n\": " + std::to_string(iv.n) + ", \"mean\": " + json_num(iv.mean) +
+              ", \"sd\": " + json_num(iv.sd) + ", \"" + ci + "_lo\": " + json_num(iv.lo) + ", \"" +
+              ci + "_hi\": " + json_num(iv.hi) + ", \"" + ci +
               "_half\": " + json_num(iv.half_width) + "}";
     }
     json += "}}";

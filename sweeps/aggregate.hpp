@@ -18,7 +18,8 @@ namespace kappasim::sweep {
 
 struct Aggregated {
   std::string csv;   // one row per configuration
-  std::string json;  // {"confidence": 0.95, "groups": [{"config": {...}, "rows": N, "ok": K, "metrics": {...}}]}
+  std::string json;  // {"confidence": 0.95, "groups": [{"config": {...}, "rows": N, "ok": K,
+                     // "metrics": {...}}]}
 };
 
 // CSV columns: the group_by columns, rows, ok, then per metric M: M_mean, M_sd, M_ci95_lo,

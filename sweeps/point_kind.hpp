@@ -24,9 +24,9 @@
 namespace kappasim::sweep {
 
 struct PointContext {
-  std::string base_dir;  // folder that relative paths in the config resolve against (the spec's)
-  std::string out_dir;   // staging folder for extra files the point writes (moved into place
-                         // together with its result; the folder exists when the kind runs)
+  std::string base_dir;    // folder that relative paths in the config resolve against (the spec's)
+  std::string out_dir;     // staging folder for extra files the point writes (moved into place
+                           // together with its result; the folder exists when the kind runs)
   std::uint64_t seed = 0;  // the point's seed, derived from the sweep's seed and the point
 };
 
@@ -50,8 +50,8 @@ struct PointKind {
 class KindRegistry {
  public:
   void add(PointKind k);  // std::logic_error for a name registered twice
-  const PointKind* find(const std::string& name) const;  // null if unknown
-  std::vector<std::string> names() const;                // sorted
+  const PointKind* find(const std::string& name) const;          // null if unknown
+  std::vector<std::string> names() const;                        // sorted
   const std::vector<PointKind>& all() const { return m_kinds; }  // sorted by name
 
  private:

@@ -23,10 +23,14 @@ struct SelftestSpec {
   template <class V>
   void visit(V& v) {
     v.number("x", x, req("the value echoed back (x, x2 = x·x)", Range::Any));
-    v.quantity("sleep", sleep_s, dim::time, opt("time to sleep before answering", Range::NonNegative));
+    v.quantity("sleep", sleep_s, dim::time,
+               opt("time to sleep before answering", Range::NonNegative));
     v.choice("fail", fail,
-             {{"none", Fail::None}, {"exit", Fail::Exit}, {"abort", Fail::Abort},
-              {"segv", Fail::Segv}, {"invalid", Fail::Invalid}},
+             {{"none", Fail::None},
+              {"exit", Fail::Exit},
+              {"abort", Fail::Abort},
+              {"segv", Fail::Segv},
+              {"invalid", Fail::Invalid}},
              opt("how to fail on purpose"));
   }
   void validate(const std::string&) const {}
@@ -59,7 +63,8 @@ PointResult selftest_point(const ConfigNode& config, const PointContext&) {
 }
 
 const KindRegistration kSelftestKind{
-    {"selftest", "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid} -> {x, x2}",
+    {"selftest",
+     "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid} -> {x, x2}",
      selftest_point}};
 
 }  // namespace

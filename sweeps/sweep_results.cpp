@@ -56,7 +56,8 @@ std::string result_json(const PointResult& r) {
 }
 
 std::string error_json(const PointError& e) {
-  std::string out = "{\n  \"status\": " + json_escape(e.status) + ",\n  \"message\": " + json_escape(e.message);
+  std::string out =
+      "{\n  \"status\": " + json_escape(e.status) + ",\n  \"message\": " + json_escape(e.message);
   if (!e.signal_name.empty()) out += ",\n  \"signal\": " + json_escape(e.signal_name);
   if (e.exit_code >= 0) out += ",\n  \"exit_code\": " + std::to_string(e.exit_code);
   out += ",\n  \"stderr_tail\": [";
@@ -83,12 +84,16 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
     // Anything else (a truncated file, `{}`, a string where a number goes) is damaged: the
     // point is not ok, and a rerun runs it again (issue 12, item 6).
     std::string bad;
-    if (!j.is_object()) bad = "not a JSON object";
-    else if (!j.contains("status") || j["status"] != "ok") bad = "no \"status\": \"ok\"";
-    else if (!j.contains("metrics") || !j["metrics"].is_object()) bad = "no \"metrics\" object";
+    if (!j.is_object())
+      bad = "not a JSON object";
+    else if (!j.contains("status") || j["status"] != "ok")
+      bad = "no \"status\": \"ok\"";
+    else if (!j.contains("metrics") || !j["metrics"].is_object())
+      bad = "no \"metrics\" object";
     else
       for (const auto& [k, v] : j["metrics"].items())
-        if (!v.is_number() && !v.is_null() && bad.empty()) bad = "metric '" + k + "' is neither a number nor null";
+        if (!v.is_number() && !v.is_null() && bad.empty())
+          bad = "metric '" + k + "' is neither a number nor null";
     if (!bad.empty()) {
       rec.status = "failed";
       rec.damaged = true;
@@ -108,8 +113,10 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
     rec.status = "failed";
     try {
       auto j = nlohmann::ordered_json::parse(text);
-      if (j.contains("status") && j["status"].is_string()) rec.status = j["status"].get<std::string>();
-      if (j.contains("message") && j["message"].is_string()) rec.error = j["message"].get<std::string>();
+      if (j.contains("status") && j["status"].is_string())
+        rec.status = j["status"].get<std::string>();
+      if (j.contains("message") && j["message"].is_string())
+        rec.error = j["message"].get<std::string>();
     } catch (const nlohmann::json::exception& e) {
       rec.error = std::string("unreadable error.json: ") + e.what();
     }
@@ -121,10 +128,12 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
 
 std::string si_column_unit(const Dimension& d) {
   static const std::vector<std::pair<Dimension, const char*>> kUnits = {
-      {dim::bytes, "B"},        {dim::time, "s"},       {dim::bandwidth, "Bps"},
-      {dim::flops, "FLOP"},     {dim::flop_rate, "FLOPps"}, {dim::energy, "J"},
-      {dim::power, "W"},        {dim::energy_per_byte, "JpB"}, {dim::transfer_rate, "Tps"},
-      {dim::frequency, "Hz"},   {dim::area, "m2"},      {dim::length, "m"}};
+      {dim::bytes, "B"},           {dim::time, "s"},
+      {dim::bandwidth, "Bps"},     {dim::flops, "FLOP"},
+      {dim::flop_rate, "FLOPps"},  {dim::energy, "J"},
+      {dim::power, "W"},           {dim::energy_per_byte, "JpB"},
+      {dim::transfer_rate, "Tps"}, {dim::frequency, "Hz"},
+      {dim::area, "m2"},           {dim::length, "m"}};
   for (const auto& [dd, u] : kUnits)
     if (dd == d) return u;
   return "";
@@ -153,7 +162,8 @@ std::string axis_si_column(const AxisKey& k, std::vector<double>* values) {
 }
 
 bool is_axis_si_column(const std::string& label, const std::string& column) {
-  if (column.size() <= label.size() + 1 || column.compare(0, label.size() + 1, label + "_") != 0) return false;
+  if (column.size() <= label.size() + 1 || column.compare(0, label.size() + 1, label + "_") != 0)
+    return false;
   const std::string unit = column.substr(label.size() + 1);
   for (const char* u : {"B", "s", "Bps", "FLOP", "FLOPps", "J", "W", "JpB", "Tps", "Hz", "m2", "m"})
     if (unit == u) return true;
@@ -192,7 +202,8 @@ MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points
   for (const char* c : {"seed", "status", "error"}) cols.emplace_back(c);
   // A metric named like an earlier column (selftest echoes its axis x) is written "metric.<name>".
   for (const auto& name : metric_names)
-    cols.push_back(std::find(cols.begin(), cols.end(), name) == cols.end() ? name : "metric." + name);
+    cols.push_back(std::find(cols.begin(), cols.end(), name) == cols.end() ? name
+                                                                           : "metric." + name);
   for (std::size_t i = 0; i < cols.size(); ++i) m.csv += (i ? "," : "") + csv_field(cols[i]);
   m.csv += "\n";
 
@@ -282,7 +293,8 @@ SweepTable parse_csv(const std::string& text, const std::string& name) {
       field_started = true;
     }
   }
-  if (in_quotes) throw InputError(name + ":" + std::to_string(line) + ": unterminated quoted field");
+  if (in_quotes)
+    throw InputError(name + ":" + std::to_string(line) + ": unterminated quoted field");
   if (field_started || !rec.empty()) {
     rec.push_back(std::move(field));
     records.push_back(std::move(rec));
@@ -291,8 +303,9 @@ SweepTable parse_csv(const std::string& text, const std::string& name) {
   t.columns = std::move(records.front());
   for (std::size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() != t.columns.size())
-      throw InputError(name + ": row " + std::to_string(r) + " has " + std::to_string(records[r].size()) +
-                       " fields, the header " + std::to_string(t.columns.size()));
+      throw InputError(name + ": row " + std::to_string(r) + " has " +
+                       std::to_string(records[r].size()) + " fields, the header " +
+                       std::to_string(t.columns.size()));
     t.rows.push_back(std::move(records[r]));
   }
   return t;
@@ -302,8 +315,8 @@ SweepTable read_results_csv(const std::string& dir) {
   const std::string path = dir + "/results.csv";
   std::string text;
   if (!read_text_file(path, text))
-    throw InputError("cannot read '" + path + "': the sweep has not been merged (kappasim sweep collect " +
-                     dir + ")");
+    throw InputError("cannot read '" + path +
+                     "': the sweep has not been merged (kappasim sweep collect " + dir + ")");
   return parse_csv(text, path);
 }
 

@@ -1,7 +1,7 @@
 #include "sweeps/sweep_spec.hpp"
 
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <set>
 
 #include "core/random.hpp"
-#include "sweeps/point_kind.hpp"
 #include "core/units.hpp"
+#include "sweeps/point_kind.hpp"
 
 namespace kappasim::sweep {
 
@@ -21,13 +21,16 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxAxisPoints = 1000000;
 constexpr std::size_t kMaxPoints = 10000000;
 
-[[noreturn]] void fail(const ConfigNode& at, const std::string& msg) { throw InputError(at.loc, msg); }
+[[noreturn]] void fail(const ConfigNode& at, const std::string& msg) {
+  throw InputError(at.loc, msg);
+}
 [[noreturn]] void fail_key(const ConfigNode& at, const std::string& msg) {
   throw InputError(at.key_loc.file.empty() ? at.loc : at.key_loc, msg);
 }
 
 // Rejects keys not in `allowed`, naming the nearest one.
-void check_keys(const ConfigNode& map, const std::vector<std::string>& allowed, const std::string& where) {
+void check_keys(const ConfigNode& map, const std::vector<std::string>& allowed,
+                const std::string& where) {
   for (const auto& [k, v] : map.entries) {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == k;
@@ -49,7 +52,8 @@ std::string need_scalar(const ConfigNode& n, const std::string& what) {
   return n.scalar;
 }
 
-std::uint64_t parse_u64(const ConfigNode& n, const std::string& what, std::uint64_t lo, std::uint64_t hi) {
+std::uint64_t parse_u64(const ConfigNode& n, const std::string& what, std::uint64_t lo,
+                        std::uint64_t hi) {
   const std::string s = need_scalar(n, what);
   bool digits = !s.empty() && s.size() <= 20;
   for (char c : s) digits = digits && c >= '0' && c <= '9';
@@ -73,7 +77,8 @@ Quantity parse_end(const ConfigNode& n, const std::string& what) {
   const std::string s = need_scalar(n, what);
   try {
     Quantity q = parse_quantity(s);
-    if (!std::isfinite(q.value)) fail(n, "expected a finite value (" + what + "), got \"" + s + "\"");
+    if (!std::isfinite(q.value))
+      fail(n, "expected a finite value (" + what + "), got \"" + s + "\"");
     return q;
   } catch (const UnitError& e) {
     fail(n, std::string(e.what()) + " (" + what + ")");
@@ -100,7 +105,8 @@ AxisKey parse_axis_key(const ConfigNode& n) {
   const ConfigNode* key = n.find("key");
   if (!key) fail(n, "an axis needs 'key:' (a config path such as serving.tp)");
   a.key = need_scalar(*key, "the axis key, a config path");
-  if (a.key.empty() || a.key.front() == '.' || a.key.back() == '.' || a.key.find("..") != std::string::npos)
+  if (a.key.empty() || a.key.front() == '.' || a.key.back() == '.' ||
+      a.key.find("..") != std::string::npos)
     fail(*key, "expected a config path such as serving.tp, got \"" + a.key + "\"");
   a.loc = key->loc;
   a.label = a.key;
@@ -132,8 +138,9 @@ AxisKey parse_axis_key(const ConfigNode& n) {
     const Quantity to = parse_end(*range->find("to"), "range to");
     const Quantity step = parse_end(*range->find("step"), "range step");
     if (from.dim != to.dim || from.dim != step.dim)
-      fail(*range, "range from, to and step must have the same unit (got " + dimension_name(from.dim) +
-                       ", " + dimension_name(to.dim) + ", " + dimension_name(step.dim) + ")");
+      fail(*range, "range from, to and step must have the same unit (got " +
+                       dimension_name(from.dim) + ", " + dimension_name(to.dim) + ", " +
+                       dimension_name(step.dim) + ")");
     if (!(step.value > 0)) fail(*range->find("step"), "range step must be greater than zero");
     if (to.value < from.value)
       fail(*range, "range has no points: 'to' is below 'from' (the range is inclusive, ascending)");
@@ -142,7 +149,8 @@ AxisKey parse_axis_key(const ConfigNode& n) {
       fail(*range, "range has more than " + std::to_string(kMaxAxisPoints) + " points");
     const auto n_points = static_cast<std::size_t>(std::floor(span * (1 + 1e-12) + 1e-9)) + 1;
     for (std::size_t i = 0; i < n_points; ++i)
-      a.values.push_back(value_node(tidy(from.value + static_cast<double>(i) * step.value), from.dim, range->loc));
+      a.values.push_back(
+          value_node(tidy(from.value + static_cast<double>(i) * step.value), from.dim, range->loc));
   } else {
     need_map(*log_range, "{from, to, points}");
     check_keys(*log_range, {"from", "to", "points"}, "log_range");
@@ -151,19 +159,22 @@ AxisKey parse_axis_key(const ConfigNode& n) {
     const Quantity from = parse_end(*log_range->find("from"), "log_range from");
     const Quantity to = parse_end(*log_range->find("to"), "log_range to");
     if (from.dim != to.dim)
-      fail(*log_range, "log_range from and to must have the same unit (got " + dimension_name(from.dim) +
-                           " and " + dimension_name(to.dim) + ")");
-    if (!(from.value > 0)) fail(*log_range->find("from"), "log_range from must be greater than zero");
+      fail(*log_range, "log_range from and to must have the same unit (got " +
+                           dimension_name(from.dim) + " and " + dimension_name(to.dim) + ")");
+    if (!(from.value > 0))
+      fail(*log_range->find("from"), "log_range from must be greater than zero");
     if (!(to.value > 0)) fail(*log_range->find("to"), "log_range to must be greater than zero");
     const ConfigNode& pn = *log_range->find("points");
     const std::size_t points = parse_u64(pn, "log_range points, at least 2", 0, kMaxAxisPoints);
-    if (points < 2) fail(pn, "log_range points must be at least 2 (the ends are included), got " + pn.scalar);
+    if (points < 2)
+      fail(pn, "log_range points must be at least 2 (the ends are included), got " + pn.scalar);
     const double ratio = to.value / from.value;
     for (std::size_t i = 0; i < points; ++i) {
       double v = i == 0 ? from.value
                  : i + 1 == points
                      ? to.value
-                     : tidy(from.value * std::pow(ratio, static_cast<double>(i) / static_cast<double>(points - 1)));
+                     : tidy(from.value * std::pow(ratio, static_cast<double>(i) /
+                                                             static_cast<double>(points - 1)));
       a.values.push_back(value_node(v, from.dim, log_range->loc));
     }
   }
@@ -178,8 +189,9 @@ AxisKey parse_axis_key(const ConfigNode& n) {
     }
   } else {
     if (structured)
-      fail(*values, "axis '" + a.key + "': values that are maps or lists need 'labels:' (one name per "
-                    "value, used as the column value)");
+      fail(*values, "axis '" + a.key +
+                        "': values that are maps or lists need 'labels:' (one name per "
+                        "value, used as the column value)");
     for (const auto& v : a.values) a.labels.push_back(canonical_text(v));
   }
   return a;
@@ -195,7 +207,8 @@ void replace_values(AxisKey& a, const ConfigNode& repl) {
     bool found = false;
     if (v.is_scalar()) {
       for (std::size_t i = 0; i < a.labels.size() && !found; ++i) {
-        if (a.labels[i] == v.scalar && (a.values[i].is_map() || a.values[i].kind == ConfigNode::Kind::Seq)) {
+        if (a.labels[i] == v.scalar &&
+            (a.values[i].is_map() || a.values[i].kind == ConfigNode::Kind::Seq)) {
           values.push_back(a.values[i]);
           labels.push_back(a.labels[i]);
           found = true;
@@ -238,8 +251,9 @@ std::size_t SweepSpec::point_count() const {
 SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, bool quick,
                            bool (*known_kind)(const std::string&)) {
   need_map(root, "a sweep spec: name, kind, axes, ...");
-  check_keys(root, {"name", "description", "kind", "base", "config", "seed", "seed_per_point",
-                    "replicates", "axes", "metrics", "quick"},
+  check_keys(root,
+             {"name", "description", "kind", "base", "config", "seed", "seed_per_point",
+              "replicates", "axes", "metrics", "quick"},
              "the sweep spec");
   SweepSpec s;
   s.base_dir = base_dir;
@@ -249,8 +263,11 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   s.name = need_scalar(*name, "the sweep's name");
   bool ok_name = !s.name.empty() && s.name.size() <= 200;
   for (char c : s.name)
-    ok_name = ok_name && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
-  if (!ok_name) fail(*name, "the sweep's name must match [A-Za-z0-9._-]+ (at most 200), got \"" + s.name + "\"");
+    ok_name = ok_name &&
+              (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  if (!ok_name)
+    fail(*name,
+         "the sweep's name must match [A-Za-z0-9._-]+ (at most 200), got \"" + s.name + "\"");
   if (const ConfigNode* d = root.find("description")) s.description = need_scalar(*d, "one line");
   const ConfigNode* kind = root.find("kind");
   // The valid kinds: the registry's (sweeps/point_kind.hpp) that known_kind accepts.
@@ -262,7 +279,8 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   };
   if (!kind) fail(root, "missing required key 'kind' (" + valid_kinds() + ")");
   s.kind = need_scalar(*kind, "the point kind");
-  if (known_kind && !known_kind(s.kind)) fail(*kind, "unknown point kind '" + s.kind + "' (" + valid_kinds() + ")");
+  if (known_kind && !known_kind(s.kind))
+    fail(*kind, "unknown point kind '" + s.kind + "' (" + valid_kinds() + ")");
 
   s.config = ConfigNode::make_map(root.loc);
   if (const ConfigNode* b = root.find("base")) {
@@ -278,8 +296,10 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   if (const ConfigNode* c = root.find("config")) {
     if (!c->is_null()) merge_into(s.config, need_map(*c, "an inline config merged over base"));
   }
-  if (const ConfigNode* n = root.find("seed")) s.seed = parse_u64(*n, "the base seed", 0, UINT64_MAX);
-  if (const ConfigNode* n = root.find("seed_per_point")) s.seed_per_point = parse_bool(*n, "seed_per_point");
+  if (const ConfigNode* n = root.find("seed"))
+    s.seed = parse_u64(*n, "the base seed", 0, UINT64_MAX);
+  if (const ConfigNode* n = root.find("seed_per_point"))
+    s.seed_per_point = parse_bool(*n, "seed_per_point");
   if (const ConfigNode* n = root.find("replicates"))
     s.replicates = static_cast<std::int64_t>(parse_u64(*n, "replicates", 1, kMaxAxisPoints));
 
@@ -287,8 +307,9 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   auto add_key = [&](const AxisKey& k) {
     if (!keys.insert(k.key).second) throw InputError(k.loc, "duplicate axis key '" + k.key + "'");
     if (!labels.insert(k.label).second)
-      throw InputError(k.loc, "axis '" + k.key + "': column name '" + k.label +
-                                  "' is already used (by another axis or a fixed column); set label:");
+      throw InputError(k.loc,
+                       "axis '" + k.key + "': column name '" + k.label +
+                           "' is already used (by another axis or a fixed column); set label:");
   };
   if (const ConfigNode* axes = root.find("axes")) {
     if (!axes->is_null()) need_seq(*axes, "a list of axes");
@@ -301,9 +322,10 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
         for (const auto& k : z.items) axis.keys.push_back(parse_axis_key(k));
         for (const auto& k : axis.keys)
           if (k.values.size() != axis.keys.front().values.size())
-            throw InputError(k.loc, "zip group of unequal lengths: '" + axis.keys.front().key + "' has " +
-                                        std::to_string(axis.keys.front().values.size()) + " values, '" +
-                                        k.key + "' has " + std::to_string(k.values.size()));
+            throw InputError(k.loc, "zip group of unequal lengths: '" + axis.keys.front().key +
+                                        "' has " + std::to_string(axis.keys.front().values.size()) +
+                                        " values, '" + k.key + "' has " +
+                                        std::to_string(k.values.size()));
       } else {
         axis.keys.push_back(parse_axis_key(item));
       }
@@ -321,7 +343,8 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
     // quick.replicates: the replicate count under --quick (issue 11.1: the studies run >= 3
     // replicates, CI's quick runs fewer).
     if (const ConfigNode* n = q->find("replicates")) {
-      const auto r = static_cast<std::int64_t>(parse_u64(*n, "quick.replicates", 1, kMaxAxisPoints));
+      const auto r =
+          static_cast<std::int64_t>(parse_u64(*n, "quick.replicates", 1, kMaxAxisPoints));
       if (quick) s.replicates = r;
     }
     if (quick) {
@@ -345,20 +368,23 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
         for (const auto& a : s.axes)
           for (const auto& k : a.keys)
             if (k.values.size() != a.keys.front().values.size())
-              throw InputError(k.loc, "zip group of unequal lengths under --quick: '" + a.keys.front().key +
-                                          "' has " + std::to_string(a.keys.front().values.size()) +
-                                          " values, '" + k.key + "' has " + std::to_string(k.values.size()));
+              throw InputError(
+                  k.loc, "zip group of unequal lengths under --quick: '" + a.keys.front().key +
+                             "' has " + std::to_string(a.keys.front().values.size()) +
+                             " values, '" + k.key + "' has " + std::to_string(k.values.size()));
       }
     }
   }
   double total = static_cast<double>(s.replicates);
   for (const auto& a : s.axes) total *= static_cast<double>(a.size());
   if (total > static_cast<double>(kMaxPoints))
-    fail(root, "the sweep has " + format_number(total) + " points; at most " + std::to_string(kMaxPoints));
+    fail(root, "the sweep has " + format_number(total) + " points; at most " +
+                   std::to_string(kMaxPoints));
   return s;
 }
 
-SweepSpec load_sweep_spec(const std::string& path, bool quick, bool (*known_kind)(const std::string&)) {
+SweepSpec load_sweep_spec(const std::string& path, bool quick,
+                          bool (*known_kind)(const std::string&)) {
   const ConfigNode root = load_yaml_file(path);
   std::string dir = fs::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -427,7 +453,8 @@ ConfigNode resolved_tree(const SweepSpec& s) {
 }
 
 std::string spec_hash(const SweepSpec& s) {
-  const std::string text = std::string("quick: ") + (s.quick ? "true" : "false") + "\n" + emit_yaml(resolved_tree(s));
+  const std::string text =
+      std::string("quick: ") + (s.quick ? "true" : "false") + "\n" + emit_yaml(resolved_tree(s));
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : text) {
     h ^= c;
@@ -461,7 +488,8 @@ std::vector<Point> expand(const SweepSpec& s) {
     for (std::size_t a = 0; a < s.axes.size(); ++a) {
       for (const auto& k : s.axes[a].keys) {
         p.labels.push_back(k.labels[p.axis_index[a]]);
-        canon += (canon.empty() ? "" : "\n") + k.key + "=" + canonical_text(k.values[p.axis_index[a]]);
+        canon +=
+            (canon.empty() ? "" : "\n") + k.key + "=" + canonical_text(k.values[p.axis_index[a]]);
       }
     }
     std::uint64_t seed = derive_seed(base, static_cast<std::uint64_t>(p.replicate));
@@ -477,8 +505,10 @@ void set_path(ConfigNode& root, const std::string& path, const ConfigNode& value
   std::size_t start = 0;
   while (true) {
     const auto dot = path.find('.', start);
-    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (key.empty()) throw InputError(value.loc, "empty key component in config path '" + path + "'");
+    const std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty())
+      throw InputError(value.loc, "empty key component in config path '" + path + "'");
     if (at->is_scalar()) {
       // A preset name being refined, as --set does: h100 + gpu.x = {preset: h100, gpu: {x}}.
       ConfigNode name = *at;
@@ -488,7 +518,8 @@ void set_path(ConfigNode& root, const std::string& path, const ConfigNode& value
       m.entries.emplace_back("preset", std::move(name));
       *at = std::move(m);
     } else if (at->kind == ConfigNode::Kind::Seq) {
-      throw InputError(value.loc, "cannot set '" + path + "': the config holds a list above '" + key + "'");
+      throw InputError(value.loc,
+                       "cannot set '" + path + "': the config holds a list above '" + key + "'");
     } else if (at->is_null()) {
       *at = ConfigNode::make_map(value.loc);
     }
@@ -552,7 +583,8 @@ std::string canonical_text(const ConfigNode& n) {
     }
     case ConfigNode::Kind::Seq: {
       std::string out = "[";
-      for (std::size_t i = 0; i < n.items.size(); ++i) out += (i ? ", " : "") + canonical_text(n.items[i]);
+      for (std::size_t i = 0; i < n.items.size(); ++i)
+        out += (i ? ", " : "") + canonical_text(n.items[i]);
       return out + "]";
     }
   }
@@ -561,7 +593,8 @@ std::string canonical_text(const ConfigNode& n) {
 
 std::string point_name(std::size_t index, std::size_t total) {
   std::size_t width = 6;
-  for (std::size_t m = total > 0 ? total - 1 : 0, d = 1; m >= 10; m /= 10) width = std::max(width, ++d);
+  for (std::size_t m = total > 0 ? total - 1 : 0, d = 1; m >= 10; m /= 10)
+    width = std::max(width, ++d);
   std::string digits = std::to_string(index);
   if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
   return "p" + digits;

@@ -27,8 +27,8 @@ namespace kappasim::sweep {
 // One varying key. `values` are the value nodes (scalars or maps), `labels` their text in the
 // results (the canonical text of a scalar, or the spec's `labels:` entry).
 struct AxisKey {
-  std::string key;     // config path ("serving.tp")
-  std::string label;   // column name (default: the key)
+  std::string key;    // config path ("serving.tp")
+  std::string label;  // column name (default: the key)
   std::vector<ConfigNode> values;
   std::vector<std::string> labels;
   SourceLoc loc;
@@ -51,8 +51,8 @@ struct SweepSpec {
   std::vector<Axis> axes;
   std::vector<std::string> metrics;  // empty: every metric the kind returns
   std::vector<std::pair<std::string, ConfigNode>> quick_set;  // quick.set (path, value)
-  bool quick = false;                  // --quick applied (axes replaced, quick_set applies)
-  std::string base_dir;                // the spec's folder (relative paths resolve against it)
+  bool quick = false;    // --quick applied (axes replaced, quick_set applies)
+  std::string base_dir;  // the spec's folder (relative paths resolve against it)
 
   // Axis columns in order (one per key, zip members each their own column).
   std::vector<std::string> axis_labels() const;
@@ -81,7 +81,7 @@ struct Point {
   std::vector<std::size_t> axis_index;  // per Axis
   std::int64_t replicate = 0;
   std::uint64_t seed = 0;
-  std::vector<std::string> labels;      // per axis key (axis_labels() order)
+  std::vector<std::string> labels;  // per axis key (axis_labels() order)
 };
 
 // Every point in order (the configs are built on demand by point_config()).

@@ -83,9 +83,8 @@ void FlowFabric::check_conservation() const {
     const double got = m_net.carried(static_cast<int>(i));
     if (std::fabs(got - want) > 1e-9 * std::max(1.0, want) + 1e-6)
       throw std::logic_error(std::string(name()) + ": invariant violated: resource '" +
-                             m_net.name(static_cast<int>(i)) + "' carried " +
-                             std::to_string(got) + " units, transfers put " +
-                             std::to_string(want) + " on it");
+                             m_net.name(static_cast<int>(i)) + "' carried " + std::to_string(got) +
+                             " units, transfers put " + std::to_string(want) + " on it");
   }
 }
 

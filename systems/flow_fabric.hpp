@@ -76,8 +76,8 @@ class FlowFabric : public LinkModule {
     TransferRequest* req;
     Group* group;
   };
-  std::map<FlowNetwork::FlowId, Member> m_members;           // group transfers in flight
-  std::multimap<sc_core::sc_time, Member> m_pending;         // group transfers not yet started
+  std::map<FlowNetwork::FlowId, Member> m_members;    // group transfers in flight
+  std::multimap<sc_core::sc_time, Member> m_pending;  // group transfers not yet started
   sc_core::sc_event m_start;
   std::uint64_t m_transfers = 0;
   std::uint64_t m_events = 0;

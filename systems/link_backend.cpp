@@ -4,8 +4,8 @@
 
 #include "core/error.hpp"
 #include "systems/flow_fabric.hpp"
-#include "systems/topology.hpp"
 #include "systems/packet_fabric.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 

@@ -14,9 +14,10 @@ PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec
     throw InputError("serving.link_fidelity: packet models PCIe links only; system.host_link '" +
                      s.host_link.name + "' is not PCIe (use link_fidelity: flow)");
   if (s.gpus_sharing_host_link != 1)
-    throw InputError("serving.link_fidelity: packet models one PCIe link per GPU; "
-                     "system.gpus_sharing_host_link is " +
-                     std::to_string(s.gpus_sharing_host_link) + " (use link_fidelity: flow)");
+    throw InputError(
+        "serving.link_fidelity: packet models one PCIe link per GPU; "
+        "system.gpus_sharing_host_link is " +
+        std::to_string(s.gpus_sharing_host_link) + " (use link_fidelity: flow)");
   // The same checks and the same copy-kernel default as the flow back end.
   const Topology topo = build_topology(s);
   const PcieProtocol p = PcieProtocol::from(s.host_link, "system.host_link");
@@ -68,7 +69,8 @@ void PacketFabric::check_conservation() const {
     throw std::logic_error(std::string(name()) + ": invariant violated: " +
                            std::to_string(m_started - m_finished) + " transfer(s) never finished");
   double carried = 0;
-  for (const auto& l : m_links) carried += l->stats().down.payload_bytes + l->stats().up.payload_bytes;
+  for (const auto& l : m_links)
+    carried += l->stats().down.payload_bytes + l->stats().up.payload_bytes;
   if (std::fabs(carried - m_bytes_in) > 1e-9 * std::max(1.0, m_bytes_in))
     throw std::logic_error(std::string(name()) + ": invariant violated: the links carried " +
                            std::to_string(carried) + " payload bytes, transfers put " +

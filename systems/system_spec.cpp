@@ -6,8 +6,10 @@ namespace kappasim {
 
 const std::vector<std::pair<const char*, SystemSpec::KvPool>>& SystemSpec::kv_pool_names() {
   static const std::vector<std::pair<const char*, KvPool>> n = {
-      {"local", KvPool::Local},     {"socket0", KvPool::Socket0},
-      {"interleave", KvPool::Interleave}, {"remote", KvPool::Remote},
+      {"local", KvPool::Local},
+      {"socket0", KvPool::Socket0},
+      {"interleave", KvPool::Interleave},
+      {"remote", KvPool::Remote},
       {"first-touch", KvPool::FirstTouch}};
   return n;
 }

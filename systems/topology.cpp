@@ -28,7 +28,8 @@ int Topology::resource(const std::string& name) const {
 }
 
 void Topology::add_to(FlowNetwork& net) const {
-  if (net.resources() != 0) throw std::logic_error("Topology::add_to: the network must start empty");
+  if (net.resources() != 0)
+    throw std::logic_error("Topology::add_to: the network must start empty");
   for (const Resource& r : m_resources) net.add_resource(r.name, r.capacity);
 }
 
@@ -40,11 +41,16 @@ int Topology::socket_of_gpu(int g) const {
 int Topology::pool_socket(int g) const {
   const int own = socket_of_gpu(g);
   switch (m_pool.at(static_cast<std::size_t>(g))) {
-    case SystemSpec::KvPool::Local: return own;
-    case SystemSpec::KvPool::FirstTouch: return own;  // assumption: the rank's own socket
-    case SystemSpec::KvPool::Socket0: return 0;
-    case SystemSpec::KvPool::Remote: return (own + 1) % m_sockets;
-    case SystemSpec::KvPool::Interleave: return m_sockets == 1 ? 0 : -1;
+    case SystemSpec::KvPool::Local:
+      return own;
+    case SystemSpec::KvPool::FirstTouch:
+      return own;  // assumption: the rank's own socket
+    case SystemSpec::KvPool::Socket0:
+      return 0;
+    case SystemSpec::KvPool::Remote:
+      return (own + 1) % m_sockets;
+    case SystemSpec::KvPool::Interleave:
+      return m_sockets == 1 ? 0 : -1;
   }
   return 0;
 }
@@ -79,8 +85,9 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
   // Local traffic (compute, on-GPU copies) stays in the GPU's HBM.
   if (how == CopyPath::Local) return {{m_hbm.at(gpu), 1.0}};
   if (!pinned && !dma(how))
-    throw InputError("a copy kernel reads and writes pinned (page-locked, mapped) host memory "
-                     "only; pageable memory needs the DMA path");
+    throw InputError(
+        "a copy kernel reads and writes pinned (page-locked, mapped) host memory "
+        "only; pageable memory needs the DMA path");
   // Pageable: the driver's CPU thread reads the pageable buffer and writes a pinned staging
   // buffer, and the DMA reads (or writes) the staging buffer: DRAM is touched three times.
   const double dram_touches = pinned ? 1.0 : 3.0;
@@ -90,8 +97,7 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
     // The unified-HBM tier holds the KV itself: no host DRAM or socket link on the way.
   } else if (ps >= 0) {
     uses.push_back({m_dram[ps], dram_touches});
-    if (ps != gs)
-      uses.push_back({h2d(dir) ? socket_link(ps, gs) : socket_link(gs, ps), 1.0});
+    if (ps != gs) uses.push_back({h2d(dir) ? socket_link(ps, gs) : socket_link(gs, ps), 1.0});
   } else {  // interleaved: 1/sockets of the bytes on each socket; the remote parts cross links
     const double share = 1.0 / m_sockets;
     for (int s = 0; s < m_sockets; ++s) {
@@ -127,12 +133,12 @@ double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
 double Topology::latency(int gpu, Direction dir, CopyPath how, bool pinned,
                          double sm_inflight) const {
   socket_of_gpu(gpu);
-  if (how == CopyPath::Local) return 0;  // on-GPU: no link round trip
+  if (how == CopyPath::Local) return 0;         // on-GPU: no link round trip
   if (m_link_type != LinkType::Pcie) return 0;  // no sourced C2C / HBM-tier latency
   if (!dma(how) && h2d(dir) && pinned) {
     // Load-bound kernel reads: the round trip is part of every window (see the header).
-    const double link = m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity /
-                        m_data_cost[1][0];
+    const double link =
+        m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity / m_data_cost[1][0];
     if (rate_cap(gpu, dir, how, pinned, sm_inflight) < link) return 0;
   }
   // Reads (H2D, by a copy engine or by SMs): request out, completion back, one round trip per
@@ -155,7 +161,8 @@ Topology build_topology(const SystemSpec& s) {
   {
     std::string missing;
     if (!hm.memcpy_thread_Bps) missing += "memcpy_thread_bandwidth";
-    if (!hm.dram_efficiency) missing += std::string(missing.empty() ? "" : ", ") + "dram_efficiency";
+    if (!hm.dram_efficiency)
+      missing += std::string(missing.empty() ? "" : ", ") + "dram_efficiency";
     if (!missing.empty())
       throw InputError("system.host_memory: the simulator needs " + missing + " (host memory '" +
                        hm.name + "')");
@@ -169,8 +176,7 @@ Topology build_topology(const SystemSpec& s) {
     throw InputError("system.gpus_per_socket: " + std::to_string(s.gpus) + " GPUs at " +
                      std::to_string(s.gpus_per_socket) + " per socket need " +
                      std::to_string((s.gpus + s.gpus_per_socket - 1) / s.gpus_per_socket) +
-                     " sockets, host memory '" + hm.name + "' has " +
-                     std::to_string(hm.sockets));
+                     " sockets, host memory '" + hm.name + "' has " + std::to_string(hm.sockets));
   if (s.gpus_sharing_host_link < 1)
     throw InputError("system.gpus_sharing_host_link: must be at least 1");
 
@@ -238,7 +244,8 @@ Topology build_topology(const SystemSpec& s) {
       t.m_gpu_up.push_back(t.add("gpu" + std::to_string(g) + ".link.up", up_capacity));
     }
   const double hbm = s.gpu.hbm_bandwidth_Bps * s.gpu.hbm_efficiency.value_or(1.0);
-  for (int g = 0; g < s.gpus; ++g) t.m_hbm.push_back(t.add("gpu" + std::to_string(g) + ".hbm", hbm));
+  for (int g = 0; g < s.gpus; ++g)
+    t.m_hbm.push_back(t.add("gpu" + std::to_string(g) + ".hbm", hbm));
   if (t.m_tag_cost[0] > 0 || t.m_tag_cost[1] > 0)
     for (int g = 0; g < s.gpus; ++g)
       t.m_read_tags.push_back(t.add("gpu" + std::to_string(g) + ".read-tags", t.m_tags));

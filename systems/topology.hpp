@@ -61,8 +61,7 @@ class Topology {
   // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA. A copy
   // kernel's read over PCIe is also bounded by Little's law on the bytes its loads keep in
   // flight: sm_inflight / round_trip_latency (sm_inflight = 0: sm_inflight_default()).
-  double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
-                  double sm_inflight = 0) const;
+  double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned, double sm_inflight = 0) const;
   // Bytes a copy kernel on all of the GPU's SMs keeps in flight with the GPU's
   // copy_kernel_load_width (0 when the GPU lacks sm_host_loads_per_sm or the width, or the
   // link is not PCIe: no bound).
@@ -104,8 +103,8 @@ class Topology {
   double m_data_cost[2][2] = {{1, 1}, {1, 1}};
   double m_reverse_cost[2][2] = {{0, 0}, {0, 0}};
   double m_round_trip_s = 0;
-  double m_tags = 0;                    // outstanding read requests per GPU (PCIe)
-  double m_tag_cost[2] = {0, 0};        // tag-seconds per payload byte read, [dma]
+  double m_tags = 0;              // outstanding read requests per GPU (PCIe)
+  double m_tag_cost[2] = {0, 0};  // tag-seconds per payload byte read, [dma]
   double m_memcpy_thread_Bps = 0;
   std::vector<Resource> m_resources;
   std::vector<int> m_read_tags;

@@ -11,17 +11,22 @@ ArrivalProcess::ArrivalProcess(ArrivalKind kind, double rate, double cv, std::ui
                                const std::string& key)
     : m_kind(kind), m_rate(rate), m_cv(cv), m_rng(seed) {
   if (!(rate > 0) || !std::isfinite(rate))
-    throw InputError(key + ": the arrival rate must be a finite number > 0 requests per second, got " +
+    throw InputError(key +
+                     ": the arrival rate must be a finite number > 0 requests per second, got " +
                      format_number(rate));
   if (rate > kMaxArrivalRate)
-    throw InputError(key + ": the arrival rate must be at most " + format_number(kMaxArrivalRate) +
-                     " per second (a mean gap of 1 ns, 1000 ticks of the simulator's 1 ps time base), got " +
-                     format_number(rate));
+    throw InputError(
+        key + ": the arrival rate must be at most " + format_number(kMaxArrivalRate) +
+        " per second (a mean gap of 1 ns, 1000 ticks of the simulator's 1 ps time base), got " +
+        format_number(rate));
   if (kind == ArrivalKind::Gamma) {
     if (!(cv > 0) || !std::isfinite(cv) || cv > kMaxGammaCv)
-      throw InputError(key + ": the gamma arrivals' coefficient of variation (workload.cv) must be > 0 and at "
-                       "most " + format_number(kMaxGammaCv) + ", got " + format_number(cv) +
-                       " (shape 1/cv² below 0.01 puts almost every gap below any time resolution)");
+      throw InputError(
+          key +
+          ": the gamma arrivals' coefficient of variation (workload.cv) must be > 0 and at "
+          "most " +
+          format_number(kMaxGammaCv) + ", got " + format_number(cv) +
+          " (shape 1/cv² below 0.01 puts almost every gap below any time resolution)");
     m_shape = 1.0 / (cv * cv);
     m_scale = 1.0 / (rate * m_shape);  // mean gap = shape · scale = 1 / rate
   }

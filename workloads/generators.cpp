@@ -21,12 +21,15 @@ namespace {
 // The configured request rate, checked before it is divided into a session rate.
 double checked_rate(double rate) {
   if (!(rate > 0) || !std::isfinite(rate))
-    throw InputError("workload.rate: the request rate must be a finite number > 0 requests per "
-                     "second, got " + format_number(rate));
+    throw InputError(
+        "workload.rate: the request rate must be a finite number > 0 requests per "
+        "second, got " +
+        format_number(rate));
   if (rate > kMaxArrivalRate)  // checked here too, so the message gives the rate as configured
-    throw InputError("workload.rate: the request rate must be at most " + format_number(kMaxArrivalRate) +
-                     " per second (a mean gap of 1 ns, 1000 ticks of the simulator's 1 ps time base), got " +
-                     format_number(rate));
+    throw InputError(
+        "workload.rate: the request rate must be at most " + format_number(kMaxArrivalRate) +
+        " per second (a mean gap of 1 ns, 1000 ticks of the simulator's 1 ps time base), got " +
+        format_number(rate));
   return rate;
 }
 }  // namespace
@@ -37,21 +40,22 @@ SessionGenerator::SessionGenerator(std::string name, std::int64_t requests, doub
     : m_name(std::move(name)),
       m_requests(requests),
       m_seed(seed),
-      m_arrivals(arrival, checked_rate(rate) / mean_per_session, cv, derive_seed(seed, m_name + "/arrivals"),
-                 "workload.rate"),
+      m_arrivals(arrival, checked_rate(rate) / mean_per_session, cv,
+                 derive_seed(seed, m_name + "/arrivals"), "workload.rate"),
       m_next_start(-bounded_warmup_s(requests, rate, mean_per_session, warmup_s)) {
   m_next_start += m_arrivals.next_gap();
 }
 
 double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session,
-                                          double warmup_s) {
+                        double warmup_s) {
   const double session_rate = checked_rate(rate) / std::max(mean_per_session, 1.0);
-  const double cap = kWarmupSessionsPerRequest * static_cast<double>(std::max<std::int64_t>(requests, 1)) /
-                     session_rate;
+  const double cap = kWarmupSessionsPerRequest *
+                     static_cast<double>(std::max<std::int64_t>(requests, 1)) / session_rate;
   return std::min(warmup_s, cap);
 }
 
-std::int64_t SessionGenerator::draw_tokens(Rng& rng, double median, double sigma, std::int64_t max) {
+std::int64_t SessionGenerator::draw_tokens(Rng& rng, double median, double sigma,
+                                           std::int64_t max) {
   const double x = std::round(rng.lognormal(median, sigma));
   if (!(x >= 1)) return 1;
   if (x >= static_cast<double>(max)) return max;
@@ -100,9 +104,8 @@ bool SessionGenerator::next(Request& out) {
 
 // ---- ShareGPT-like chat ----------------------------------------------------------------------
 
-ShareGptGenerator::ShareGptGenerator(const ShareGptSpec& shape, std::int64_t requests,
-                                     double rate, ArrivalKind arrival, double cv,
-                                     std::uint64_t seed)
+ShareGptGenerator::ShareGptGenerator(const ShareGptSpec& shape, std::int64_t requests, double rate,
+                                     ArrivalKind arrival, double cv, std::uint64_t seed)
     : SessionGenerator("sharegpt", requests, rate,
                        truncated_geometric_mean(shape.turns_mean, shape.turns_max), arrival, cv,
                        seed, shape.warm_start ? shape.think_time_s * shape.turns_max : 0.0),
@@ -122,8 +125,8 @@ bool ShareGptGenerator::emit(Session& s, Request& r) {
   r.prefix_tokens = s.context;
   r.new_tokens = s.pending;
   // The next turn's prompt: this prompt, the model's reply, then a new user message.
-  const std::int64_t reply = draw_tokens(s.rng, m_shape.reply_tokens_median,
-                                         m_shape.reply_tokens_sigma, kMaxTokens);
+  const std::int64_t reply =
+      draw_tokens(s.rng, m_shape.reply_tokens_median, m_shape.reply_tokens_sigma, kMaxTokens);
   s.context += s.pending + reply;
   s.pending = draw_tokens(s.rng, m_shape.user_tokens_median, m_shape.user_tokens_sigma, kMaxTokens);
   const std::int64_t limit = std::min(m_shape.max_context_tokens, kMaxTokens);
@@ -145,9 +148,8 @@ std::string ShareGptGenerator::describe() const {
 DocQaGenerator::DocQaGenerator(std::string name, const DocQaSpec& shape, std::int64_t requests,
                                double rate, ArrivalKind arrival, double cv, std::uint64_t seed)
     : SessionGenerator(std::move(name), requests, rate,
-                       truncated_geometric_mean(shape.questions_mean, shape.questions_max),
-                       arrival, cv, seed,
-                       shape.warm_start ? shape.think_time_s * shape.questions_max : 0.0),
+                       truncated_geometric_mean(shape.questions_mean, shape.questions_max), arrival,
+                       cv, seed, shape.warm_start ? shape.think_time_s * shape.questions_max : 0.0),
       m_shape(shape) {
   if (m_shape.popularity == Popularity::Zipf)
     m_zipf.emplace(static_cast<std::uint64_t>(m_shape.documents), m_shape.zipf_s);
@@ -160,8 +162,8 @@ std::int64_t DocQaGenerator::document_tokens(std::uint64_t index) const {
 }
 
 void DocQaGenerator::start(Session& s) {
-  const std::uint64_t doc = m_zipf ? m_zipf->sample(s.rng)
-                                   : s.rng.below(static_cast<std::uint64_t>(m_shape.documents));
+  const std::uint64_t doc =
+      m_zipf ? m_zipf->sample(s.rng) : s.rng.below(static_cast<std::uint64_t>(m_shape.documents));
   s.remaining = draw_count(s.rng, m_shape.questions_mean, m_shape.questions_max);
   s.sequence_id = doc + 1;  // document number
   s.context = document_tokens(doc);
@@ -171,8 +173,8 @@ bool DocQaGenerator::emit(Session& s, Request& r) {
   r.sequence_id = s.sequence_id;
   r.extends_sequence = false;
   r.prefix_tokens = s.context;
-  r.new_tokens = draw_tokens(s.rng, m_shape.question_tokens_median, m_shape.question_tokens_sigma,
-                             kMaxTokens);
+  r.new_tokens =
+      draw_tokens(s.rng, m_shape.question_tokens_median, m_shape.question_tokens_sigma, kMaxTokens);
   return true;
 }
 
@@ -181,8 +183,8 @@ double DocQaGenerator::think_time(Session& s) {
 }
 
 std::string DocQaGenerator::describe() const {
-  return name() + "-like document QA: " + std::to_string(m_shape.documents) +
-         " documents (" + (m_zipf ? "zipf s=" + format_number(m_shape.zipf_s) : std::string("uniform")) +
+  return name() + "-like document QA: " + std::to_string(m_shape.documents) + " documents (" +
+         (m_zipf ? "zipf s=" + format_number(m_shape.zipf_s) : std::string("uniform")) +
          "), document " + format_number(m_shape.document_tokens_median) + " / question " +
          format_number(m_shape.question_tokens_median) + " tokens (medians), " +
          format_number(m_shape.questions_mean) + " questions per session on average";

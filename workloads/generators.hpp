@@ -44,7 +44,8 @@ double truncated_geometric_mean(double mean, std::int64_t max);
 // conversations of the last 1000 × requests session starts only (docs/bad-inputs.md).
 inline constexpr double kWarmupSessionsPerRequest = 1000;
 // min(warmup_s, kWarmupSessionsPerRequest × requests / (rate / mean_per_session)).
-double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session, double warmup_s);
+double bounded_warmup_s(std::int64_t requests, double rate, double mean_per_session,
+                        double warmup_s);
 
 class SessionGenerator : public WorkloadSource {
  public:
@@ -57,8 +58,8 @@ class SessionGenerator : public WorkloadSource {
 
  protected:
   struct Session {
-    double next_s = 0;         // arrival time of its next request
-    std::uint64_t ordinal = 0; // 0, 1, 2, ... in start order (breaks time ties)
+    double next_s = 0;          // arrival time of its next request
+    std::uint64_t ordinal = 0;  // 0, 1, 2, ... in start order (breaks time ties)
     Rng rng;
     std::int64_t remaining = 0;  // requests still to come, including the next one
     std::uint64_t sequence_id = 0;
@@ -72,7 +73,6 @@ class SessionGenerator : public WorkloadSource {
   // The warm-up actually used is bounded_warmup_s(...) (below).
   SessionGenerator(std::string name, std::int64_t requests, double rate, double mean_per_session,
                    ArrivalKind arrival, double cv, std::uint64_t seed, double warmup_s);
-
 
   // Fills a new session (remaining >= 1, sequence_id, context, pending).
   virtual void start(Session& s) = 0;

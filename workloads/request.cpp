@@ -12,7 +12,9 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-std::uint64_t key(std::uint64_t a, std::uint64_t b) { return mix(mix(a) ^ (b * 0x632be59bd9b4e019ULL)); }
+std::uint64_t key(std::uint64_t a, std::uint64_t b) {
+  return mix(mix(a) ^ (b * 0x632be59bd9b4e019ULL));
+}
 }  // namespace
 
 std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {

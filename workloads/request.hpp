@@ -24,7 +24,7 @@ namespace kappasim {
 struct Request {
   std::uint64_t id = 0;
   double arrival_s = 0;
-  std::uint64_t sequence_id = 0;  // 0: no reusable prefix
+  std::uint64_t sequence_id = 0;   // 0: no reusable prefix
   std::int64_t prefix_tokens = 0;  // K if the whole prefix is in the tier
   std::int64_t new_tokens = 0;     // T (at least 1)
   std::int64_t output_tokens = 1;  // prefill only by default: one output token

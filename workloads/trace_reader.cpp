@@ -2,8 +2,8 @@
 
 #include <cerrno>
 #include <cmath>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
@@ -17,8 +17,8 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kJsonlKeys = {"arrival_s",        "prefix_tokens",  "new_tokens",
-                                             "sequence_id",      "extends_sequence", "output_tokens"};
+const std::vector<std::string> kJsonlKeys = {"arrival_s",   "prefix_tokens",    "new_tokens",
+                                             "sequence_id", "extends_sequence", "output_tokens"};
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -69,7 +69,8 @@ TraceSource::TraceSource(const TraceSpec& spec, const std::string& base_dir)
     std::error_code ec;
     const auto st = std::filesystem::status(m_file, ec);
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-      throw InputError("workload.trace.path: '" + m_file + "' is not a regular file (a folder, device or pipe)");
+      throw InputError("workload.trace.path: '" + m_file +
+                       "' is not a regular file (a folder, device or pipe)");
   }
   m_in.open(m_file, std::ios::binary);
   if (!m_in)
@@ -79,8 +80,10 @@ TraceSource::TraceSource(const TraceSpec& spec, const std::string& base_dir)
   m_label = "trace:" + basename_of(m_file);
   if (m_spec.format == TraceFormat::Csv) {
     std::string header;
-    if (!read_line(header)) fail("empty CSV trace; expected a header line naming the columns "
-                                 "arrival_s,prefix_tokens,new_tokens[,sequence_id,extends_sequence,output_tokens]");
+    if (!read_line(header))
+      fail(
+          "empty CSV trace; expected a header line naming the columns "
+          "arrival_s,prefix_tokens,new_tokens[,sequence_id,extends_sequence,output_tokens]");
     std::string cell;
     std::size_t pos = 0;
     for (;;) {
@@ -160,9 +163,15 @@ bool TraceSource::next(Request& out) {
   if (!read_line(line)) return false;
   Request r;
   switch (m_spec.format) {
-    case TraceFormat::Jsonl: parse_jsonl(line, r); break;
-    case TraceFormat::Csv: parse_csv(line, r); break;
-    case TraceFormat::Mooncake: parse_mooncake(line, r); break;
+    case TraceFormat::Jsonl:
+      parse_jsonl(line, r);
+      break;
+    case TraceFormat::Csv:
+      parse_csv(line, r);
+      break;
+    case TraceFormat::Mooncake:
+      parse_mooncake(line, r);
+      break;
   }
   // r.arrival_s holds the trace's own time in seconds here.
   if (r.arrival_s < m_last_arrival)
@@ -231,15 +240,20 @@ std::int64_t json_count(const json& v, const char* key, Fail&& fail) {
   }
   if (v.is_number_integer()) {
     const auto i = v.get<std::int64_t>();
-    if (i < 0) fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+    if (i < 0)
+      fail(std::string("\"") + key + "\" is negative (" + show(v) +
+           "); expected a whole number >= 0");
     return i;
   }
   const double x = v.get<double>();
   if (!std::isfinite(x) || x != std::floor(x))
     fail(std::string("\"") + key + "\" is " + show(v) + "; expected a whole number of tokens");
-  if (x < 0) fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+  if (x < 0)
+    fail(std::string("\"") + key + "\" is negative (" + show(v) +
+         "); expected a whole number >= 0");
   if (x > static_cast<double>(kMaxTokens))
-    fail(std::string("\"") + key + "\" is " + show(v) + "; expected at most " + std::to_string(kMaxTokens));
+    fail(std::string("\"") + key + "\" is " + show(v) + "; expected at most " +
+         std::to_string(kMaxTokens));
   return static_cast<std::int64_t>(x);
 }
 
@@ -247,7 +261,8 @@ template <class Fail>
 std::uint64_t json_id(const json& v, const char* key, Fail&& fail) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer()) {
-    fail(std::string("\"") + key + "\" is negative (" + show(v) + "); expected a whole number >= 0");
+    fail(std::string("\"") + key + "\" is negative (" + show(v) +
+         "); expected a whole number >= 0");
   }
   if (v.is_number_float()) {
     const double x = v.get<double>();
@@ -270,7 +285,8 @@ json parse_object(const std::string& line, Fail&& fail) {
     if (close != std::string::npos) what = what.substr(close + 2);
     fail("not valid JSON (" + what + "); expected one JSON object per line");
   }
-  if (!row.is_object()) fail("the row is " + type_name(row) + "; expected one JSON object per line");
+  if (!row.is_object())
+    fail("the row is " + type_name(row) + "; expected one JSON object per line");
   return row;
 }
 
@@ -293,10 +309,12 @@ void TraceSource::parse_jsonl(const std::string& line, Request& r) {
   r.arrival_s = json_seconds(*field(row, "arrival_s", true, bad), "arrival_s", bad);
   r.prefix_tokens = json_count(*field(row, "prefix_tokens", true, bad), "prefix_tokens", bad);
   r.new_tokens = json_count(*field(row, "new_tokens", true, bad), "new_tokens", bad);
-  if (const json* v = field(row, "sequence_id", false, bad)) r.sequence_id = json_id(*v, "sequence_id", bad);
+  if (const json* v = field(row, "sequence_id", false, bad))
+    r.sequence_id = json_id(*v, "sequence_id", bad);
   if (const json* v = field(row, "extends_sequence", false, bad)) {
     if (!v->is_boolean())
-      fail("\"extends_sequence\" is " + type_name(*v) + " (" + show(*v) + "); expected true or false");
+      fail("\"extends_sequence\" is " + type_name(*v) + " (" + show(*v) +
+           "); expected true or false");
     r.extends_sequence = v->get<bool>();
   }
   if (const json* v = field(row, "output_tokens", false, bad))
@@ -334,7 +352,8 @@ void TraceSource::parse_csv(const std::string& line, Request& r) {
   std::size_t pos = 0;
   for (;;) {
     const auto comma = line.find(',', pos);
-    cells.push_back(trim(line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    cells.push_back(
+        trim(line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -350,9 +369,12 @@ void TraceSource::parse_csv(const std::string& line, Request& r) {
       continue;
     }
     if (col == "extends_sequence") {
-      if (cell == "true" || cell == "1") r.extends_sequence = true;
-      else if (cell == "false" || cell == "0") r.extends_sequence = false;
-      else fail("extends_sequence is \"" + cell + "\"; expected true, false, 1 or 0");
+      if (cell == "true" || cell == "1")
+        r.extends_sequence = true;
+      else if (cell == "false" || cell == "0")
+        r.extends_sequence = false;
+      else
+        fail("extends_sequence is \"" + cell + "\"; expected true, false, 1 or 0");
       continue;
     }
     if (col == "sequence_id") {
@@ -377,9 +399,12 @@ void TraceSource::parse_csv(const std::string& line, Request& r) {
     if (x > static_cast<double>(kMaxTokens))
       fail(col + " is " + cell + "; expected at most " + std::to_string(kMaxTokens));
     const auto n = static_cast<std::int64_t>(x);
-    if (col == "prefix_tokens") r.prefix_tokens = n;
-    else if (col == "new_tokens") r.new_tokens = n;
-    else r.output_tokens = n;
+    if (col == "prefix_tokens")
+      r.prefix_tokens = n;
+    else if (col == "new_tokens")
+      r.new_tokens = n;
+    else
+      r.output_tokens = n;
   }
   check_tokens(r);
 }
@@ -396,7 +421,8 @@ TraceSummary validate_trace(const TraceSpec& spec, const std::string& base_dir) 
     s.new_tokens += r.new_tokens;
   }
   if (s.requests == 0)
-    throw InputError(SourceLoc{src.file(), 0, 0}, "the trace has no rows; expected at least one request");
+    throw InputError(SourceLoc{src.file(), 0, 0},
+                     "the trace has no rows; expected at least one request");
   return s;
 }
 

@@ -22,8 +22,8 @@ void check_max(const std::string& key, std::int64_t v) {
 
 void ShareGptSpec::validate(const std::string& path) const {
   if (turns_mean > turns_max)
-    throw InputError(path + ".turns_mean: " + format_number(turns_mean) +
-                     " is above turns_max (" + std::to_string(turns_max) + ")");
+    throw InputError(path + ".turns_mean: " + format_number(turns_mean) + " is above turns_max (" +
+                     std::to_string(turns_max) + ")");
   check_max(path + ".max_context_tokens", max_context_tokens);
 }
 
@@ -33,8 +33,9 @@ void DocQaSpec::validate(const std::string& path) const {
                      " is above questions_max (" + std::to_string(questions_max) + ")");
   check_max(path + ".document_tokens_max", document_tokens_max);
   if (popularity == Popularity::Zipf && documents > 100'000'000)
-    throw InputError(path + ".documents: zipf popularity keeps a table of one number per "
-                            "document; at most 100000000 documents");
+    throw InputError(path +
+                     ".documents: zipf popularity keeps a table of one number per "
+                     "document; at most 100000000 documents");
 }
 
 // NarrativeQA-like defaults (docs/workloads.md): documents average ~55k tokens
@@ -83,8 +84,9 @@ void check_mix_weights(const std::map<std::string, double>& mix, const std::stri
     positive = positive || w > 0;
   }
   if (!positive)
-    throw InputError(path + ": type mix needs at least one weight > 0 among sharegpt, "
-                            "narrativeqa, docfinqa (e.g. mix: {sharegpt: 0.7, narrativeqa: 0.3})");
+    throw InputError(path +
+                     ": type mix needs at least one weight > 0 among sharegpt, "
+                     "narrativeqa, docfinqa (e.g. mix: {sharegpt: 0.7, narrativeqa: 0.3})");
 }
 
 void WorkloadSpec::validate(const std::string& path) const {
@@ -96,11 +98,16 @@ void WorkloadSpec::validate(const std::string& path) const {
 
 std::string workload_type_name(WorkloadType t) {
   switch (t) {
-    case WorkloadType::ShareGpt: return "sharegpt";
-    case WorkloadType::NarrativeQa: return "narrativeqa";
-    case WorkloadType::DocFinQa: return "docfinqa";
-    case WorkloadType::Trace: return "trace";
-    case WorkloadType::Mix: return "mix";
+    case WorkloadType::ShareGpt:
+      return "sharegpt";
+    case WorkloadType::NarrativeQa:
+      return "narrativeqa";
+    case WorkloadType::DocFinQa:
+      return "docfinqa";
+    case WorkloadType::Trace:
+      return "trace";
+    case WorkloadType::Mix:
+      return "mix";
   }
   return "?";
 }

@@ -52,17 +52,20 @@ struct ShareGptSpec {
 
   template <class V>
   void visit(V& v) {
-    v.number("turns_mean", turns_mean, opt("mean turns per conversation (geometric)", Range::AtLeastOne));
+    v.number("turns_mean", turns_mean,
+             opt("mean turns per conversation (geometric)", Range::AtLeastOne));
     v.integer("turns_max", turns_max, opt("most turns per conversation", Range::AtLeastOne));
-    v.number("user_tokens_median", user_tokens_median, opt("median tokens of a user message (lognormal)"));
+    v.number("user_tokens_median", user_tokens_median,
+             opt("median tokens of a user message (lognormal)"));
     v.number("user_tokens_sigma", user_tokens_sigma,
              opt("sigma of ln(user message tokens)", Range::NonNegative));
     v.number("reply_tokens_median", reply_tokens_median,
              opt("median tokens of a model reply added to the history (lognormal)"));
     v.number("reply_tokens_sigma", reply_tokens_sigma,
              opt("sigma of ln(reply tokens)", Range::NonNegative));
-    v.quantity("think_time", think_time_s, dim::time,
-               opt("mean time between turns of one conversation (exponential)", Range::NonNegative));
+    v.quantity(
+        "think_time", think_time_s, dim::time,
+        opt("mean time between turns of one conversation (exponential)", Range::NonNegative));
     v.integer("max_context_tokens", max_context_tokens,
               opt("a conversation ends before its prompt would exceed this", Range::AtLeastOne));
     v.boolean("warm_start", warm_start,
@@ -98,7 +101,8 @@ struct DocQaSpec {
     static const std::vector<std::pair<const char*, Popularity>> pops = {
         {"uniform", Popularity::Uniform}, {"zipf", Popularity::Zipf}};
     v.choice("popularity", popularity, pops, opt("how sessions pick a document: uniform or zipf"));
-    v.number("zipf_s", zipf_s, opt("zipf exponent s (document k has weight 1/k^s)", Range::NonNegative));
+    v.number("zipf_s", zipf_s,
+             opt("zipf exponent s (document k has weight 1/k^s)", Range::NonNegative));
     v.number("document_tokens_median", document_tokens_median,
              opt("median document tokens (lognormal)"));
     v.number("document_tokens_sigma", document_tokens_sigma,
@@ -141,7 +145,9 @@ struct TraceSpec {
   void visit(V& v) {
     v.text("path", path, opt("trace file (relative to the config file's folder)"));
     static const std::vector<std::pair<const char*, TraceFormat>> formats = {
-        {"jsonl", TraceFormat::Jsonl}, {"csv", TraceFormat::Csv}, {"mooncake", TraceFormat::Mooncake}};
+        {"jsonl", TraceFormat::Jsonl},
+        {"csv", TraceFormat::Csv},
+        {"mooncake", TraceFormat::Mooncake}};
     v.choice("format", format, formats, opt("jsonl | csv (kappasim columns) | mooncake"));
     v.number("time_scale", time_scale, opt("multiplies every arrival time (2: half the rate)"));
     v.integer("limit", limit, opt("replay at most this many rows (0: all)", Range::NonNegative));
@@ -161,7 +167,8 @@ struct WorkloadSpec {
   double rate = 10;  // requests per second
   ArrivalKind arrival = ArrivalKind::Poisson;
   double cv = 1;
-  std::uint64_t seed = 1;  // 64-bit: a sweep seed from results.csv round-trips exactly (--set workload.seed=...)
+  std::uint64_t seed =
+      1;  // 64-bit: a sweep seed from results.csv round-trips exactly (--set workload.seed=...)
   ShareGptSpec sharegpt;
   NarrativeQaSpec narrativeqa;
   DocFinQaSpec docfinqa;
@@ -177,7 +184,8 @@ struct WorkloadSpec {
         {"trace", WorkloadType::Trace},
         {"mix", WorkloadType::Mix}};
     v.choice("type", type, types, opt("sharegpt | narrativeqa | docfinqa | trace | mix"));
-    v.integer("requests", requests, opt("requests to generate (synthetic types)", Range::AtLeastOne));
+    v.integer("requests", requests,
+              opt("requests to generate (synthetic types)", Range::AtLeastOne));
     v.number("rate", rate, opt("long-run request rate, requests per second (synthetic types)"));
     static const std::vector<std::pair<const char*, ArrivalKind>> kinds = {
         {"poisson", ArrivalKind::Poisson}, {"gamma", ArrivalKind::Gamma}};

@@ -35,7 +35,8 @@ const std::pair<T, ProvenanceTable>& CaseLoader::half(
   ConfigNode root = ConfigNode::make_map({"<case>", 0, 0});
   root.set(key, ref_node(ref, key));
   for (const auto& s : m_sets)
-    if (s.compare(0, key.size() + 1, key + ".") == 0 || s.compare(0, key.size() + 1, key + "=") == 0)
+    if (s.compare(0, key.size() + 1, key + ".") == 0 ||
+        s.compare(0, key.size() + 1, key + "=") == 0)
       apply_set(root, s);
   std::pair<T, ProvenanceTable> v;
   v.first = read_preset_config<T>(*root.find(key), key, key, &v.second);
@@ -62,12 +63,13 @@ LoadedSystem load_system(const std::string& system_ref, const std::vector<std::s
   root.set("system", ref_node(system_ref, "system"));
   for (const auto& s : sets) {
     if (s.compare(0, 7, "system.") != 0 && s.compare(0, 7, "system=") != 0)
-      throw InputError("--set " + s + ": this command reads only a system; use system.<key>=<value>");
+      throw InputError("--set " + s +
+                       ": this command reads only a system; use system.<key>=<value>");
     apply_set(root, s);
   }
   LoadedSystem out;
-  out.system = read_preset_config<SystemSpec>(*root.find("system"), "system", "system",
-                                              &out.provenance);
+  out.system =
+      read_preset_config<SystemSpec>(*root.find("system"), "system", "system", &out.provenance);
   return out;
 }
 
@@ -94,8 +96,8 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
       if (!o->long_name().empty()) known.push_back(o->long_name());
     const std::string near = nearest(name, known);
     throw InputError("kappasim " + command + ": " + e.what() +
-                     (near.empty() ? std::string() : "; did you mean '--" + near + "'?") + " (see kappasim " +
-                     command + " --help)");
+                     (near.empty() ? std::string() : "; did you mean '--" + near + "'?") +
+                     " (see kappasim " + command + " --help)");
   } catch (const po::error& e) {
     throw InputError("kappasim " + command + ": " + e.what() + " (see kappasim " + command +
                      " --help)");
@@ -121,8 +123,9 @@ double count_option(const std::string& option, const std::string& text) {
     throw InputError("--" + option + ": " + e.what());
   }
   if (v < 0 || v != std::floor(v) || v > 1e12)
-    throw InputError("--" + option + ": expected a whole number of tokens between 0 and 1e12, got \"" +
-                     text + "\"");
+    throw InputError("--" + option +
+                     ": expected a whole number of tokens between 0 and 1e12, got \"" + text +
+                     "\"");
   return v;
 }
 

@@ -49,8 +49,9 @@ class CaseLoader {
 
  private:
   template <class T>
-  const std::pair<T, ProvenanceTable>& half(std::map<std::string, std::pair<T, ProvenanceTable>>& cache,
-                                            const std::string& key, const std::string& ref);
+  const std::pair<T, ProvenanceTable>& half(
+      std::map<std::string, std::pair<T, ProvenanceTable>>& cache, const std::string& key,
+      const std::string& ref);
   std::vector<std::string> m_sets;
   bool m_checked = false;
   std::map<std::string, std::pair<ModelSpec, ProvenanceTable>> m_models;

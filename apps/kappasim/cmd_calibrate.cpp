@@ -31,13 +31,14 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   int jobs = 1;
   po::options_description desc(
       "kappasim calibrate: fit config parameters to measurements (bounded Nelder-Mead on chi^2)\n"
-      "Usage: kappasim calibrate MEASUREMENTS.yaml --out DIR [options]   (format: docs/analysis.md)");
-  desc.add_options()("measurements", po::value(&file), "calibration file (YAML)")
-      ("out", po::value(&out), "output folder")
-      ("no-loo", po::bool_switch(&no_loo), "skip the leave-one-out refits")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("jobs,j", po::value(&jobs), "parallel processes for run: measurements (default 1)")
-      ("help,h", "this help");
+      "Usage: kappasim calibrate MEASUREMENTS.yaml --out DIR [options]   (format: "
+      "docs/analysis.md)");
+  desc.add_options()("measurements", po::value(&file), "calibration file (YAML)")(
+      "out", po::value(&out), "output folder")("no-loo", po::bool_switch(&no_loo),
+                                               "skip the leave-one-out refits")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "jobs,j", po::value(&jobs), "parallel processes for run: measurements (default 1)")(
+      "help,h", "this help");
   po::positional_options_description pos;
   pos.add("measurements", 1);
   auto vm = parse("calibrate", args, desc, &pos);
@@ -49,7 +50,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (file.empty()) throw InputError("kappasim calibrate: MEASUREMENTS.yaml is required");
   if (out.empty()) throw InputError("kappasim calibrate: --out DIR is required");
   const std::string base_dir = std::filesystem::path(file).parent_path().string();
-  const analysis::CalibrationSpec spec = analysis::parse_calibration(load_yaml_file(file), base_dir);
+  const analysis::CalibrationSpec spec =
+      analysis::parse_calibration(load_yaml_file(file), base_dir);
 
   OutputDir dir(out);
   WorkDir work(dir.staging_path("runs"));
@@ -64,10 +66,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   int sims = 0;
   auto overrides = [&](const std::vector<double>& x) {
     Overrides o;
-    for (std::size_t p = 0; p < spec.params.size(); ++p) o.emplace_back(spec.params[p].key, spec.params[p].text(x[p]));
+    for (std::size_t p = 0; p < spec.params.size(); ++p)
+      o.emplace_back(spec.params[p].key, spec.params[p].text(x[p]));
     return o;
   };
-  analysis::Simulate simulate = [&](const std::vector<double>& x, const std::vector<std::size_t>& which) {
+  analysis::Simulate simulate = [&](const std::vector<double>& x,
+                                    const std::vector<std::size_t>& which) {
     const Overrides o = overrides(x);
     std::string xs;
     for (const auto& kv : o) xs += "|" + kv.second;
@@ -84,19 +88,23 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       if (!m.command.empty()) {
         std::vector<std::string> a = m.command;
         a.insert(a.end(), preset_args.begin(), preset_args.end());
-        value = run_command_value(a, o, m.pointer, work.path() + "/cmd", file + ": measurement '" + m.id + "'");
+        value = run_command_value(a, o, m.pointer, work.path() + "/cmd",
+                                  file + ": measurement '" + m.id + "'");
       } else {
         auto& ev = evaluators[m.run_config + "|" + m.kind];
         if (!ev) {
           const std::string w = work.path() + "/" + m.id;
           std::filesystem::create_directories(w);
-          ev = std::make_unique<ConfigEvaluator>(m.run_config, std::vector<std::string>{}, m.kind, m.kind == "kappa", w, jobs);
+          ev = std::make_unique<ConfigEvaluator>(m.run_config, std::vector<std::string>{}, m.kind,
+                                                 m.kind == "kappa", w, jobs);
         }
         const EvalResult r = ev->evaluate({o})[0];
-        if (!r.ok) throw InputError(file + ": measurement '" + m.id + "': the run failed: " + r.error);
+        if (!r.ok)
+          throw InputError(file + ": measurement '" + m.id + "': the run failed: " + r.error);
         auto it = r.metrics.find(m.metric);
         if (it == r.metrics.end())
-          throw InputError(file + ": measurement '" + m.id + "': unknown metric '" + m.metric + "' for kind " + m.kind);
+          throw InputError(file + ": measurement '" + m.id + "': unknown metric '" + m.metric +
+                           "' for kind " + m.kind);
         value = it->second;
       }
       cache[key] = value;
@@ -112,21 +120,26 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     std::snprintf(b, sizeof b, "%.5g", v);
     return std::strtod(b, nullptr);
   };
-  auto lit = [&](double v, const Dimension& d) { return d == dim::none ? format_number(sig(v)) : format_quantity(sig(v), d); };
+  auto lit = [&](double v, const Dimension& d) {
+    return d == dim::none ? format_number(sig(v)) : format_quantity(sig(v), d);
+  };
   // Fitted values.
-  std::string txt = "kappasim calibrate " + file + " (" + spec.name + "): " + std::to_string(spec.params.size()) +
-                    " free parameters, " + std::to_string(spec.measurements.size()) + " measurements, " +
+  std::string txt = "kappasim calibrate " + file + " (" + spec.name +
+                    "): " + std::to_string(spec.params.size()) + " free parameters, " +
+                    std::to_string(spec.measurements.size()) + " measurements, " +
                     std::to_string(sims) + " simulations\n";
   std::size_t n_fit = 0;
   for (const auto& m : spec.measurements) n_fit += m.fit ? 1 : 0;
-  txt += "chi2 = " + format_number(sig(r.chi2)) + " over " + std::to_string(n_fit) + " fitted measurements (" +
-         std::to_string(n_fit - spec.params.size()) + " degrees of freedom)" +
-         (r.converged ? "" : "; NOT CONVERGED (max_evaluations reached)") + "\n\n";
+  txt += "chi2 = " + format_number(sig(r.chi2)) + " over " + std::to_string(n_fit) +
+         " fitted measurements (" + std::to_string(n_fit - spec.params.size()) +
+         " degrees of freedom)" + (r.converged ? "" : "; NOT CONVERGED (max_evaluations reached)") +
+         "\n\n";
   Table pt({"parameter", "fitted", "lo", "hi", "start", "identifiable"});
   std::vector<bool> identifiable;
-  std::string json = "{\"name\": \"" + json_escape(spec.name) + "\", \"chi2\": " + format_number(r.chi2) +
-                     ", \"converged\": " + (r.converged ? "true" : "false") + ", \"simulations\": " +
-                     std::to_string(sims) + ", \"parameters\": [";
+  std::string json = "{\"name\": \"" + json_escape(spec.name) +
+                     "\", \"chi2\": " + format_number(r.chi2) +
+                     ", \"converged\": " + (r.converged ? "true" : "false") +
+                     ", \"simulations\": " + std::to_string(sims) + ", \"parameters\": [";
   for (std::size_t p = 0; p < spec.params.size(); ++p) {
     const auto& fp = spec.params[p];
     double s = 0;
@@ -134,31 +147,38 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     // A parameter whose whole range moves no fitted measurement by its uncertainty.
     const bool ident = s >= 1;
     identifiable.push_back(ident);
-    pt.add_row({fp.key, lit(r.x[p], fp.dim), fp.text(fp.bound.lo), fp.text(fp.bound.hi), fp.text(fp.start),
+    pt.add_row({fp.key, lit(r.x[p], fp.dim), fp.text(fp.bound.lo), fp.text(fp.bound.hi),
+                fp.text(fp.start),
                 std::string(ident ? "yes" : "no: the data do not constrain it")});
-    json += std::string(p ? ", " : "") + "{\"key\": \"" + json_escape(fp.key) + "\", \"value\": \"" + fp.text(r.x[p]) +
-            "\", \"value_si\": " + format_number(r.x[p]) + ", \"identifiable\": " + (ident ? "true" : "false") + "}";
+    json += std::string(p ? ", " : "") + "{\"key\": \"" + json_escape(fp.key) +
+            "\", \"value\": \"" + fp.text(r.x[p]) + "\", \"value_si\": " + format_number(r.x[p]) +
+            ", \"identifiable\": " + (ident ? "true" : "false") + "}";
   }
   json += "], \"measurements\": ";
   txt += pt.text(6) + "\n";
-  Table mt({"id", "fit", "measured", "uncertainty", "simulated", "residual_sigma", "loo_predicted", "loo_error_rel"});
+  Table mt({"id", "fit", "measured", "uncertainty", "simulated", "residual_sigma", "loo_predicted",
+            "loo_error_rel"});
   for (std::size_t i = 0; i < spec.measurements.size(); ++i) {
     const auto& m = spec.measurements[i];
     mt.add_row({m.id, m.fit, lit(m.measured, m.dim), lit(m.sigma, m.dim), lit(r.at_fit[i], m.dim),
-                sig((r.at_fit[i] - m.measured) / m.sigma), lit(r.loo[i], m.dim), sig((r.loo[i] - m.measured) / m.measured)});
+                sig((r.at_fit[i] - m.measured) / m.sigma), lit(r.loo[i], m.dim),
+                sig((r.loo[i] - m.measured) / m.measured)});
   }
   json += mt.json() + "}\n";
   txt += mt.text(4);
-  txt += "\nresidual_sigma = (simulated - measured) / uncertainty at the fit; loo_predicted = the measurement\n"
-         "predicted by a fit without it (held-out rows, fit = false: predicted by the full fit).\n";
+  txt +=
+      "\nresidual_sigma = (simulated - measured) / uncertainty at the fit; loo_predicted = the "
+      "measurement\n"
+      "predicted by a fit without it (held-out rows, fit = false: predicted by the full fit).\n";
   std::cout << txt;
   dir.write("fit.txt", txt);
   dir.write("fit.json", json);
   dir.write("measurements.csv", mt.csv());
-  std::string setlines = "# kappasim calibrate " + file + ": pass each line to run/sweep/measure/probe\n";
+  std::string setlines =
+      "# kappasim calibrate " + file + ": pass each line to run/sweep/measure/probe\n";
   for (std::size_t p = 0; p < spec.params.size(); ++p)
-    setlines += std::string(identifiable[p] ? "" : "# not identifiable from these measurements: ") + "--set '" +
-                spec.params[p].key + "=" + spec.params[p].text(r.x[p]) + "'\n";
+    setlines += std::string(identifiable[p] ? "" : "# not identifiable from these measurements: ") +
+                "--set '" + spec.params[p].key + "=" + spec.params[p].text(r.x[p]) + "'\n";
   dir.write("fitted.set", setlines);
   if (!spec.overlay_system.empty()) {
     // A system preset refining the named one with the fitted system.* values.
@@ -167,21 +187,27 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     ov.set("preset", ConfigNode::make_scalar(spec.overlay_system));
     for (std::size_t p = 0; p < spec.params.size(); ++p) {
       const std::string& k = spec.params[p].key;
-      if (k.rfind("system.", 0) != 0 || !identifiable[p]) continue;  // unconstrained: keep the preset's
+      if (k.rfind("system.", 0) != 0 || !identifiable[p])
+        continue;  // unconstrained: keep the preset's
       ConfigNode v = ConfigNode::make_scalar(spec.params[p].text(r.x[p]));
-      v.provenance = Provenance{"derived", "kappasim calibrate " + std::filesystem::path(file).filename().string() +
-                                               " (" + spec.name + "): chi2 " + format_number(r.chi2) + " over " +
-                                               std::to_string(n_fit) + " measurements", "", ""};
+      v.provenance =
+          Provenance{"derived",
+                     "kappasim calibrate " + std::filesystem::path(file).filename().string() +
+                         " (" + spec.name + "): chi2 " + format_number(r.chi2) + " over " +
+                         std::to_string(n_fit) + " measurements",
+                     "", ""};
       sweep::set_path(ov, k.substr(7), v);
     }
     std::filesystem::create_directories(dir.staging_path("presets/systems"));
     dir.write("presets/systems/" + spec.overlay_name + ".yaml",
-              "# written by kappasim calibrate " + file + ": --preset-dir " + out + "/presets --system " +
-                  spec.overlay_name + "\n" + emit_yaml(ov));
+              "# written by kappasim calibrate " + file + ": --preset-dir " + out +
+                  "/presets --system " + spec.overlay_name + "\n" + emit_yaml(ov));
   }
   dir.commit();
   std::cout << "results in " << out << "/ (fit.txt, fit.json, measurements.csv, fitted.set"
-            << (spec.overlay_system.empty() ? "" : ", presets/systems/" + spec.overlay_name + ".yaml") << ", runs/)\n";
+            << (spec.overlay_system.empty() ? ""
+                                            : ", presets/systems/" + spec.overlay_name + ".yaml")
+            << ", runs/)\n";
   return 0;
 }
 

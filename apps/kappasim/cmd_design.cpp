@@ -29,8 +29,9 @@ double fraction_option(const std::string& option, const std::string& text) {
     throw InputError("--" + option + ": " + e.what());
   }
   if (!(v >= 0 && v <= 1))
-    throw InputError("--" + option + ": expected a fraction of the movable budget between 0 and 1, got \"" +
-                     text + "\"");
+    throw InputError("--" + option +
+                     ": expected a fraction of the movable budget between 0 and 1, got \"" + text +
+                     "\"");
   return v;
 }
 
@@ -45,21 +46,28 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
   std::vector<std::string> preset_dirs;
   po::options_description desc(
       "kappasim design emit: one split of the area/power design model (docs/design-model.md) as\n"
-      "a GPU preset, a system preset and the serving kv_buffer settings for `run`, `measure`, `sweep`.\n"
+      "a GPU preset, a system preset and the serving kv_buffer settings for `run`, `measure`, "
+      "`sweep`.\n"
       "Usage: kappasim design emit --budget area|power --link-fraction F [--sram-fraction S]\n"
-      "       [--compute-fraction C] [--host dgx-h100|gb200|unlimited|SYSTEM] [--out DIR]\nOptions");
-  desc.add_options()("budget", po::value(&budget), "area (fractions of the movable die area) or power (of the movable power)")
-      ("link-fraction", po::value(&link), "fraction of the movable budget on host-link PHY (> 0)")
-      ("sram-fraction", po::value(&sram), "fraction on KV SRAM (default 0)")
-      ("compute-fraction", po::value(&compute), "fraction on tensor compute (default: the rest)")
-      ("coefficients", po::value(&coefficients), "design preset: base die and per-unit costs (default h100-4n)")
-      ("base", po::value(&o.base_gpu), "GPU preset the die is a re-split of (default h100-sxm5)")
-      ("host", po::value(&o.host), "host of the emitted system: dgx-h100 (default), gb200, unlimited, or a system preset with a PCIe link")
-      ("gpus", po::value(&o.gpus), "GPUs of the emitted system for the gb200 and unlimited hosts (default 8)")
-      ("name", po::value(&o.name), "preset name (default <coefficients>-<budget>-l<link>-s<sram>)")
-      ("out,o", po::value(&out), "preset folder to write (gpus/, systems/, serving/); default: the GPU preset on stdout")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("help,h", "this help");
+      "       [--compute-fraction C] [--host dgx-h100|gb200|unlimited|SYSTEM] [--out "
+      "DIR]\nOptions");
+  desc.add_options()("budget", po::value(&budget),
+                     "area (fractions of the movable die area) or power (of the movable power)")(
+      "link-fraction", po::value(&link), "fraction of the movable budget on host-link PHY (> 0)")(
+      "sram-fraction", po::value(&sram), "fraction on KV SRAM (default 0)")(
+      "compute-fraction", po::value(&compute), "fraction on tensor compute (default: the rest)")(
+      "coefficients", po::value(&coefficients),
+      "design preset: base die and per-unit costs (default h100-4n)")(
+      "base", po::value(&o.base_gpu), "GPU preset the die is a re-split of (default h100-sxm5)")(
+      "host", po::value(&o.host),
+      "host of the emitted system: dgx-h100 (default), gb200, unlimited, or a system preset with a "
+      "PCIe link")("gpus", po::value(&o.gpus),
+                   "GPUs of the emitted system for the gb200 and unlimited hosts (default 8)")(
+      "name", po::value(&o.name), "preset name (default <coefficients>-<budget>-l<link>-s<sram>)")(
+      "out,o", po::value(&out),
+      "preset folder to write (gpus/, systems/, serving/); default: the GPU preset on stdout")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")("help,h",
+                                                                                 "this help");
   auto vm = parse("design emit", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -82,19 +90,22 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
   if (sum > 1 + 1e-12)
     throw InputError("--link-fraction, --sram-fraction, --compute-fraction: add up to " +
                      format_number(sum) + ", more than the whole budget (1)");
-  if (!(s.link_fraction > 0)) throw InputError("--link-fraction: must be greater than 0 (a design needs a host link)");
+  if (!(s.link_fraction > 0))
+    throw InputError("--link-fraction: must be greater than 0 (a design needs a host link)");
   if (s.fractions()[0] <= 0)
-    throw InputError("--compute-fraction: compute gets nothing; leave some of the budget to compute");
+    throw InputError(
+        "--compute-fraction: compute gets nothing; leave some of the budget to compute");
   if (!(o.gpus >= 1)) throw InputError("--gpus: must be at least 1");
   if (!PresetRegistry::instance().find("design", coefficients))
-    throw InputError("--coefficients: unknown design preset '" + coefficients + "' (kappasim presets list)");
+    throw InputError("--coefficients: unknown design preset '" + coefficients +
+                     "' (kappasim presets list)");
   const DesignCoefficients c = read_preset_config<DesignCoefficients>(
       ConfigNode::make_scalar(coefficients), "design", "--coefficients", nullptr);
   o.coefficients_name = coefficients;
   const EmittedDesign e = emit_design(c, s, o);  // InputError before anything is written
 
-  const std::string header = "# Emitted by kappasim design emit (models/design/design_emit.hpp): " +
-                             e.name + "\n";
+  const std::string header =
+      "# Emitted by kappasim design emit (models/design/design_emit.hpp): " + e.name + "\n";
   if (out.empty()) {
     std::cout << header << emit_yaml(e.gpu);
     return 0;
@@ -106,14 +117,18 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
     if (ec) throw InputError("--out: cannot create " + (dir / sub).string() + ": " + ec.message());
   }
   write_file_atomic((dir / "gpus" / (e.name + ".yaml")).string(), header + emit_yaml(e.gpu));
-  write_file_atomic((dir / "systems" / (e.system_name + ".yaml")).string(), header + emit_yaml(e.system));
-  write_file_atomic((dir / "serving" / (e.name + ".kv_buffer.yaml")).string(),
-                    header + "# serving.kv_buffer settings for this design (put under serving: kv_buffer:)\n" +
-                        emit_yaml(e.kv_buffer));
+  write_file_atomic((dir / "systems" / (e.system_name + ".yaml")).string(),
+                    header + emit_yaml(e.system));
+  write_file_atomic(
+      (dir / "serving" / (e.name + ".kv_buffer.yaml")).string(),
+      header + "# serving.kv_buffer settings for this design (put under serving: kv_buffer:)\n" +
+          emit_yaml(e.kv_buffer));
   std::cout << "gpu preset:    " << (dir / "gpus" / (e.name + ".yaml")).string() << "\n"
             << "system preset: " << (dir / "systems" / (e.system_name + ".yaml")).string() << "\n"
-            << "kv_buffer:     " << (dir / "serving" / (e.name + ".kv_buffer.yaml")).string() << "\n"
-            << "use: kappasim run CONFIG --preset-dir " << out << " --set system=" << e.system_name << "\n";
+            << "kv_buffer:     " << (dir / "serving" / (e.name + ".kv_buffer.yaml")).string()
+            << "\n"
+            << "use: kappasim run CONFIG --preset-dir " << out << " --set system=" << e.system_name
+            << "\n";
   return 0;
 }
 

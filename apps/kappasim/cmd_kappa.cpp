@@ -13,8 +13,8 @@ namespace {
 
 struct CommonOptions {
   std::vector<std::string> models, systems, sets, preset_dirs;
-  std::string precision = "bf16", kv_dtype = "bf16", compute, bandwidth = "peak", convention,
-              fpf, context, new_tokens, format = "table";
+  std::string precision = "bf16", kv_dtype = "bf16", compute, bandwidth = "peak", convention, fpf,
+              context, new_tokens, format = "table";
   int tp = 1;
   double kaplan_context = 4096;
   bool dump = false;
@@ -22,25 +22,31 @@ struct CommonOptions {
 };
 
 void add_common(po::options_description& d, CommonOptions& o) {
-  d.add_options()
-      ("model,m", po::value(&o.models)->multitoken(),
-       "model preset name(s) or YAML file(s); default: every model preset")
-      ("system,s", po::value(&o.systems)->multitoken(),
-       "system preset name(s) or YAML file(s); default: every system preset")
-      ("precision", po::value(&o.precision), "compute dtype whose peak is C_eff (bf16, fp8, ...)")
-      ("kv-dtype", po::value(&o.kv_dtype), "KV cache dtype: bf16, fp16, fp8, int8, int4")
-      ("tp", po::value(&o.tp), "tensor parallelism: per-GPU F_pf / tp and KV share (with KV-head replication)")
-      ("compute", po::value(&o.compute), "C_eff per GPU instead of the GPU's peak, e.g. \"2000 TFLOP/s\"")
-      ("bandwidth", po::value(&o.bandwidth), "host->GPU bandwidth per GPU: peak (the link's, per direction) or a value, e.g. \"64 GB/s\"")
-      ("fpf-convention", po::value(&o.convention),
-       "F_pf convention: 2n-active (default, the paper's), 2n-nonembedding, matmul-no-head, kaplan")
-      ("kaplan-context", po::value(&o.kaplan_context), "n_ctx of the kaplan convention (default 4096)")
-      ("fpf", po::value(&o.fpf), "F_pf per new token for the whole model, overriding the convention, e.g. \"146.4 GFLOP\"")
-      ("set", po::value(&o.sets)->composing(), "override a config key: --set system.gpu.hbm_bandwidth=\"4 TB/s\"")
-      ("preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder (<dir>/models, <dir>/systems, ...)")
-      ("format", po::value(&o.format), "table, csv or json")
-      ("dump-config", po::bool_switch(&o.dump), "print the effective configuration of each case and exit")
-      ("help,h", "this help");
+  d.add_options()("model,m", po::value(&o.models)->multitoken(),
+                  "model preset name(s) or YAML file(s); default: every model preset")(
+      "system,s", po::value(&o.systems)->multitoken(),
+      "system preset name(s) or YAML file(s); default: every system preset")(
+      "precision", po::value(&o.precision), "compute dtype whose peak is C_eff (bf16, fp8, ...)")(
+      "kv-dtype", po::value(&o.kv_dtype), "KV cache dtype: bf16, fp16, fp8, int8, int4")(
+      "tp", po::value(&o.tp),
+      "tensor parallelism: per-GPU F_pf / tp and KV share (with KV-head replication)")(
+      "compute", po::value(&o.compute),
+      "C_eff per GPU instead of the GPU's peak, e.g. \"2000 TFLOP/s\"")(
+      "bandwidth", po::value(&o.bandwidth),
+      "host->GPU bandwidth per GPU: peak (the link's, per direction) or a value, e.g. \"64 GB/s\"")(
+      "fpf-convention", po::value(&o.convention),
+      "F_pf convention: 2n-active (default, the paper's), 2n-nonembedding, matmul-no-head, kaplan")(
+      "kaplan-context", po::value(&o.kaplan_context),
+      "n_ctx of the kaplan convention (default 4096)")(
+      "fpf", po::value(&o.fpf),
+      "F_pf per new token for the whole model, overriding the convention, e.g. \"146.4 GFLOP\"")(
+      "set", po::value(&o.sets)->composing(),
+      "override a config key: --set system.gpu.hbm_bandwidth=\"4 TB/s\"")(
+      "preset-dir", po::value(&o.preset_dirs)->composing(),
+      "extra preset folder (<dir>/models, <dir>/systems, ...)")("format", po::value(&o.format),
+                                                                "table, csv or json")(
+      "dump-config", po::bool_switch(&o.dump),
+      "print the effective configuration of each case and exit")("help,h", "this help");
 }
 
 KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
@@ -51,13 +57,15 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
     if (std::find(known.begin(), known.end(), o.precision) == known.end()) {
       std::string all;
       for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-      throw InputError("--precision: unknown compute dtype '" + o.precision + "' (expected " + all + ")");
+      throw InputError("--precision: unknown compute dtype '" + o.precision + "' (expected " + all +
+                       ")");
     }
   }
   q.kv_dtype = parse_dtype(o.kv_dtype, "--kv-dtype");
   if (o.tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(o.tp));
   q.tp = o.tp;
-  if (vm.count("compute")) q.compute_override = quantity_option("compute", o.compute, dim::flop_rate);
+  if (vm.count("compute"))
+    q.compute_override = quantity_option("compute", o.compute, dim::flop_rate);
   if (o.bandwidth != "peak")
     q.bandwidth_override = quantity_option("bandwidth", o.bandwidth, dim::bandwidth);
   if (vm.count("fpf-convention")) {
@@ -71,7 +79,8 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
       }
     }
     if (!found)
-      throw InputError("--fpf-convention: unknown convention '" + o.convention + "' (expected " + all + ")");
+      throw InputError("--fpf-convention: unknown convention '" + o.convention + "' (expected " +
+                       all + ")");
   }
   if (!(o.kaplan_context >= 0)) throw InputError("--kaplan-context: must not be negative");
   q.kaplan_context = o.kaplan_context;
@@ -113,12 +122,13 @@ int cmd_kappa(const std::vector<std::string>& args) {
       "kappasim kappa: the analytic κ model (arXiv 2601.19910 Eq. 3, 6) per model × system\n"
       "Usage: kappasim kappa [--model M ...] [--system S ...] [options]\nOptions");
   add_common(desc, o);
-  desc.add_options()
-      ("context,k", po::value(&o.context), "cached tokens K: adds attention FLOPs over K (κ_crit(K)) and, with --t, the TTFT decomposition")
-      ("t", po::value(&o.new_tokens), "new tokens T (default 1 when --context is given)")
-      ("layout", po::value(&o.layouts)->composing(),
-       "parallelism layout(s), one row each: tp=8 | dp_attention=8,ep=8 | tp=8,pp=2,nodes=2 "
-       "(keys tp, dp_attention, ep, pp, nodes, nic_bandwidth; docs/parallelism.md)");
+  desc.add_options()("context,k", po::value(&o.context),
+                     "cached tokens K: adds attention FLOPs over K (κ_crit(K)) and, with --t, the "
+                     "TTFT decomposition")("t", po::value(&o.new_tokens),
+                                           "new tokens T (default 1 when --context is given)")(
+      "layout", po::value(&o.layouts)->composing(),
+      "parallelism layout(s), one row each: tp=8 | dp_attention=8,ep=8 | tp=8,pp=2,nodes=2 "
+      "(keys tp, dp_attention, ep, pp, nodes, nic_bandwidth; docs/parallelism.md)");
   auto vm = parse("kappa", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -137,10 +147,11 @@ int cmd_kappa(const std::vector<std::string>& args) {
   const bool with_layout = !layouts.empty();
   if (!with_layout) layouts.emplace_back();  // one pass, no layout
 
-  std::vector<std::string> cols = {
-      "model", "system", "tp", "compute_dtype", "kv_dtype", "fpf_convention", "n_active_params",
-      "b_kv_bytes", "b_kv_gpu_bytes", "f_pf_flops", "compute_flops", "bandwidth_bytes_per_s",
-      "kappa_m", "kappa_hw", "kappa_crit"};
+  std::vector<std::string> cols = {"model",           "system",        "tp",
+                                   "compute_dtype",   "kv_dtype",      "fpf_convention",
+                                   "n_active_params", "b_kv_bytes",    "b_kv_gpu_bytes",
+                                   "f_pf_flops",      "compute_flops", "bandwidth_bytes_per_s",
+                                   "kappa_m",         "kappa_hw",      "kappa_crit"};
   const bool attn = q.context_k || q.new_tokens_t;
   const bool ttft = q.context_k && q.new_tokens_t;
   if (attn)
@@ -152,11 +163,11 @@ int cmd_kappa(const std::vector<std::string>& args) {
                           "p_oh_attention", "utilization_attention", "bound"})
       cols.emplace_back(c);
   if (with_layout)
-    for (const char* c : {"layout", "dp_attention", "ep", "pp", "nodes", "gpus",
-                          "b_kv_gpu_share_bytes", "kv_replication", "f_pf_gpu_flops",
-                          "ep_ranks_reached", "ep_nodes_reached", "nvlink_bytes_per_token",
-                          "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
-                          "weight_bytes_gpu"})
+    for (const char* c :
+         {"layout", "dp_attention", "ep", "pp", "nodes", "gpus", "b_kv_gpu_share_bytes",
+          "kv_replication", "f_pf_gpu_flops", "ep_ranks_reached", "ep_nodes_reached",
+          "nvlink_bytes_per_token", "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
+          "weight_bytes_gpu"})
       cols.emplace_back(c);
   cols.emplace_back("compute_source");
   cols.emplace_back("bandwidth_source");
@@ -166,45 +177,57 @@ int cmd_kappa(const std::vector<std::string>& args) {
   CaseLoader loader(o.sets);
   for (const auto& m : models) {
     for (const auto& s : systems) {
-     for (const ParallelismSpec& layout : layouts) {
-      LoadedCase c = loader.get(m, s);
-      if (o.dump) {
-        dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
-        break;
+      for (const ParallelismSpec& layout : layouts) {
+        LoadedCase c = loader.get(m, s);
+        if (o.dump) {
+          dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
+          break;
+        }
+        KappaQuery ql = q;
+        if (with_layout) ql.layout = layout;
+        KappaPoint p = evaluate_case(c, ql);
+        std::vector<Cell> row = {p.model,
+                                 p.system,
+                                 static_cast<std::int64_t>(p.tp),
+                                 p.compute_dtype,
+                                 p.kv_dtype,
+                                 p.convention,
+                                 p.n_active_params,
+                                 p.b_kv,
+                                 p.b_kv_gpu,
+                                 p.f_pf,
+                                 p.compute,
+                                 p.bandwidth,
+                                 p.kappa_m,
+                                 p.kappa_hw,
+                                 p.kappa_crit};
+        if (attn) {
+          row.insert(row.end(),
+                     {*p.context_k, *p.new_tokens_t, *p.f_attention, *p.kappa_crit_attention});
+        }
+        if (ttft) {
+          const TtftParts& a = *p.ttft;
+          const TtftParts& b = *p.ttft_attention;
+          row.insert(row.end(), {*p.context_k / *p.new_tokens_t, a.t_transfer, a.t_compute,
+                                 a.ttft_serial(), a.p_oh(), a.utilization(), b.t_compute,
+                                 b.ttft_serial(), b.p_oh(), b.utilization(),
+                                 std::string(b.t_transfer > b.t_compute ? "link" : "compute")});
+        }
+        if (p.layout) {
+          const KappaLayout& L = *p.layout;
+          const ParallelismSpec& y = L.cost.layout;
+          row.insert(
+              row.end(),
+              {L.name, static_cast<std::int64_t>(y.dp_attention), static_cast<std::int64_t>(y.ep),
+               static_cast<std::int64_t>(y.pp), static_cast<std::int64_t>(y.nodes),
+               static_cast<std::int64_t>(L.cost.gpus), L.b_kv_share, L.cost.kv_replication, L.f_gpu,
+               L.cost.ep_ranks_reached, L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes,
+               L.t_comm, L.kappa_crit_comm, L.weight_bytes_gpu});
+        }
+        row.emplace_back(p.compute_source);
+        row.emplace_back(p.bandwidth_source);
+        table.add_row(std::move(row));
       }
-      KappaQuery ql = q;
-      if (with_layout) ql.layout = layout;
-      KappaPoint p = evaluate_case(c, ql);
-      std::vector<Cell> row = {p.model, p.system, static_cast<std::int64_t>(p.tp),
-                               p.compute_dtype, p.kv_dtype, p.convention, p.n_active_params,
-                               p.b_kv, p.b_kv_gpu, p.f_pf, p.compute, p.bandwidth, p.kappa_m,
-                               p.kappa_hw, p.kappa_crit};
-      if (attn) {
-        row.insert(row.end(), {*p.context_k, *p.new_tokens_t, *p.f_attention, *p.kappa_crit_attention});
-      }
-      if (ttft) {
-        const TtftParts& a = *p.ttft;
-        const TtftParts& b = *p.ttft_attention;
-        row.insert(row.end(), {*p.context_k / *p.new_tokens_t, a.t_transfer, a.t_compute,
-                               a.ttft_serial(), a.p_oh(), a.utilization(), b.t_compute,
-                               b.ttft_serial(), b.p_oh(), b.utilization(),
-                               std::string(b.t_transfer > b.t_compute ? "link" : "compute")});
-      }
-      if (p.layout) {
-        const KappaLayout& L = *p.layout;
-        const ParallelismSpec& y = L.cost.layout;
-        row.insert(row.end(), {L.name, static_cast<std::int64_t>(y.dp_attention),
-                               static_cast<std::int64_t>(y.ep), static_cast<std::int64_t>(y.pp),
-                               static_cast<std::int64_t>(y.nodes),
-                               static_cast<std::int64_t>(L.cost.gpus), L.b_kv_share,
-                               L.cost.kv_replication, L.f_gpu, L.cost.ep_ranks_reached,
-                               L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes, L.t_comm,
-                               L.kappa_crit_comm, L.weight_bytes_gpu});
-      }
-      row.emplace_back(p.compute_source);
-      row.emplace_back(p.bandwidth_source);
-      table.add_row(std::move(row));
-     }
     }
   }
   if (o.dump) {
@@ -215,29 +238,39 @@ int cmd_kappa(const std::vector<std::string>& args) {
     std::cout << table.render(fmt);
     return 0;
   }
-  std::vector<std::string> shown = {"model", "system", "b_kv_gpu_bytes", "f_pf_flops",
-                                    "compute_flops", "bandwidth_bytes_per_s", "kappa_m",
-                                    "kappa_hw", "kappa_crit"};
+  std::vector<std::string> shown = {"model",      "system",        "b_kv_gpu_bytes",
+                                    "f_pf_flops", "compute_flops", "bandwidth_bytes_per_s",
+                                    "kappa_m",    "kappa_hw",      "kappa_crit"};
   if (with_layout)  // issue 14: the layout, its per-GPU shares and κ with communication
-    shown = {"model", "system", "layout", "gpus", "b_kv_gpu_bytes", "b_kv_gpu_share_bytes",
-             "f_pf_gpu_flops", "t_comm_per_token_s", "weight_bytes_gpu", "kappa_crit",
+    shown = {"model",
+             "system",
+             "layout",
+             "gpus",
+             "b_kv_gpu_bytes",
+             "b_kv_gpu_share_bytes",
+             "f_pf_gpu_flops",
+             "t_comm_per_token_s",
+             "weight_bytes_gpu",
+             "kappa_crit",
              "kappa_crit_comm"};
   if (attn) shown.push_back("kappa_crit_attention");
   if (ttft)
-    for (const char* c : {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})
+    for (const char* c :
+         {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})
       shown.emplace_back(c);
   std::cout << table.project(shown).text();
   std::cout << "\nprecision " << q.compute_dtype << ", KV " << dtype_name(q.kv_dtype)
             << (with_layout ? ", layouts as listed" : ", TP " + std::to_string(q.tp))
-            << ", F_pf convention " << (table.rows().empty() ? "" : std::get<std::string>(table.rows()[0][5]));
+            << ", F_pf convention "
+            << (table.rows().empty() ? "" : std::get<std::string>(table.rows()[0][5]));
   if (q.context_k) std::cout << ", K = " << format_number(*q.context_k);
   if (q.new_tokens_t) std::cout << ", T = " << format_number(*q.new_tokens_t);
   std::cout << "\n";
   std::set<std::string> seen;
   for (const auto& r : table.rows()) {
-    std::string line = "  " + std::get<std::string>(r[1]) + ": C_eff = " +
-                       std::get<std::string>(r[r.size() - 2]) + "; BW = " +
-                       std::get<std::string>(r[r.size() - 1]);
+    std::string line = "  " + std::get<std::string>(r[1]) +
+                       ": C_eff = " + std::get<std::string>(r[r.size() - 2]) +
+                       "; BW = " + std::get<std::string>(r[r.size() - 1]);
     if (seen.insert(line).second) std::cout << line << "\n";
   }
   return 0;
@@ -249,13 +282,13 @@ int cmd_roofline(const std::vector<std::string>& args) {
   double lo = 1, hi = 1e5;
   int points = 61;
   po::options_description desc(
-      "kappasim roofline: attainable FLOP/s per GPU against the workload's κ_ratio, ridge at κ_crit\n"
+      "kappasim roofline: attainable FLOP/s per GPU against the workload's κ_ratio, ridge at "
+      "κ_crit\n"
       "Usage: kappasim roofline --model M --system S [options]\nOptions");
   add_common(desc, o);
-  desc.add_options()
-      ("kappa-min", po::value(&lo), "smallest κ_ratio (default 1)")
-      ("kappa-max", po::value(&hi), "largest κ_ratio (default 1e5)")
-      ("points", po::value(&points), "points, log-spaced (default 61)");
+  desc.add_options()("kappa-min", po::value(&lo), "smallest κ_ratio (default 1)")(
+      "kappa-max", po::value(&hi), "largest κ_ratio (default 1e5)")(
+      "points", po::value(&points), "points, log-spaced (default 61)");
   auto vm = parse("roofline", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";

@@ -18,7 +18,6 @@ namespace kappasim::cli {
 
 namespace {
 
-
 struct MeasureOptions {
   std::string model, system, format = "json", load_path, stack;
   std::vector<std::string> sets, preset_dirs;
@@ -26,15 +25,16 @@ struct MeasureOptions {
 };
 
 void add_measure_options(po::options_description& d, MeasureOptions& o) {
-  d.add_options()("model,m", po::value(&o.model)->required(), "model preset or YAML file")
-      ("system,s", po::value(&o.system)->required(), "system preset or YAML file")
-      ("tp", po::value(&o.tp), "tensor parallelism (default: every GPU of the system)")
-      ("load-path", po::value(&o.load_path), "kernel (LMCache default), layerwise or block_dma")
-      ("stack", po::value(&o.stack), "serving stack profile (default lmcache-0.3.5; block_dma needs vllm-native-*)")
-      ("set", po::value(&o.sets)->composing(), "override a key of the run config, e.g. serving.chunk_tokens=512")
-      ("preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder")
-      ("format", po::value(&o.format), "json (default), table or csv")
-      ("help,h", "this help");
+  d.add_options()("model,m", po::value(&o.model)->required(), "model preset or YAML file")(
+      "system,s", po::value(&o.system)->required(), "system preset or YAML file")(
+      "tp", po::value(&o.tp), "tensor parallelism (default: every GPU of the system)")(
+      "load-path", po::value(&o.load_path), "kernel (LMCache default), layerwise or block_dma")(
+      "stack", po::value(&o.stack),
+      "serving stack profile (default lmcache-0.3.5; block_dma needs vllm-native-*)")(
+      "set", po::value(&o.sets)->composing(),
+      "override a key of the run config, e.g. serving.chunk_tokens=512")(
+      "preset-dir", po::value(&o.preset_dirs)->composing(), "extra preset folder")(
+      "format", po::value(&o.format), "json (default), table or csv")("help,h", "this help");
 }
 
 // A run config for isolated requests: warm tier, no store, the given model / system / TP.
@@ -46,7 +46,9 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
   if (!o.load_path.empty()) {
     bool found = false;
     for (const auto& [n, p] : load_path_names()) found = found || o.load_path == n;
-    if (!found) throw InputError("--load-path: expected kernel, layerwise or block_dma, got '" + o.load_path + "'");
+    if (!found)
+      throw InputError("--load-path: expected kernel, layerwise or block_dma, got '" + o.load_path +
+                       "'");
     apply_set(root, "serving.load_path=" + o.load_path);
   }
   if (!o.stack.empty()) apply_set(root, "serving.stack=" + o.stack);
@@ -77,10 +79,11 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     po::options_description desc(
         "kappasim measure poh: isolated requests with K cached tokens (warm tier) and T new ones;\n"
         "P_OH = KV load time / compute time. Comma-separated lists give the K x T grid.\n"
-        "Usage: kappasim measure poh --model M --system S --k K[,K...] --t T[,T...] [options]\nOptions");
+        "Usage: kappasim measure poh --model M --system S --k K[,K...] --t T[,T...] "
+        "[options]\nOptions");
     add_measure_options(desc, o);
-    desc.add_options()("k", po::value(&k)->required(), "cached tokens K (a list: a grid)")
-        ("t", po::value(&t)->required(), "new tokens T (a list: a grid)");
+    desc.add_options()("k", po::value(&k)->required(), "cached tokens K (a list: a grid)")(
+        "t", po::value(&t)->required(), "new tokens T (a list: a grid)");
     if (std::find(args.begin(), args.end(), "--help") != args.end()) {
       std::cout << desc << "\n";
       return 0;
@@ -92,7 +95,10 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
       std::size_t start = 0;
       while (start <= text.size()) {
         const auto comma = text.find(',', start);
-        v.push_back(parse_count(name, text.substr(start, comma == std::string::npos ? std::string::npos : comma - start), min));
+        v.push_back(parse_count(
+            name,
+            text.substr(start, comma == std::string::npos ? std::string::npos : comma - start),
+            min));
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
@@ -105,11 +111,23 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     std::vector<Request> rs;
     for (double K : ks)
       for (double T : ts)
-        rs.push_back(isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
+        rs.push_back(isolated_request(rs.size() + 1,
+                                      static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
     const auto recs = run_isolated(spec, rs);
-    std::vector<std::string> cols = {"model", "system", "tp", "load_path", "k", "t", "cached_tokens",
-                                     "computed_tokens", "p_oh", "load_time_s", "compute_time_s", "ttft_s",
-                                     "h2d_effective_bytes_per_s", "h2d_effective_node_bytes_per_s",
+    std::vector<std::string> cols = {"model",
+                                     "system",
+                                     "tp",
+                                     "load_path",
+                                     "k",
+                                     "t",
+                                     "cached_tokens",
+                                     "computed_tokens",
+                                     "p_oh",
+                                     "load_time_s",
+                                     "compute_time_s",
+                                     "ttft_s",
+                                     "h2d_effective_bytes_per_s",
+                                     "h2d_effective_node_bytes_per_s",
                                      "h2d_effective_model_bytes_per_s"};
     // Where each TTFT went and what bound its load (serving/time_breakdown.hpp).
     for (const auto& c : TimeBreakdown::categories())
@@ -120,19 +138,17 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     for (const RequestRecord& r : recs) {
       while (i < rs.size() && rs[i].id != r.id) ++i;  // records come in id order (isolated)
       const Request& q = rs[i];
-      std::vector<Cell> row = {spec.model.name, spec.system.name,
-                               static_cast<std::int64_t>(spec.serving.tp), r.load_path,
-                               static_cast<double>(q.prefix_tokens),
-                               static_cast<double>(q.new_tokens), r.cached_tokens, r.computed_tokens,
-                               r.compute_s > 0 ? r.load_s / r.compute_s : 0.0, r.load_s,
-                               r.compute_s, r.ttft_s,
-                               // H2D three ways (docs/metrics.md); 0 when nothing was loaded.
-                               r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : 0.0,
-                               r.load_s > 0 ? r.bytes_loaded / r.load_s : 0.0,
-                               r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
-                                                  kv_bytes_per_token(spec.model, spec.serving.kv_dtype) /
-                                                  r.load_s
-                                            : 0.0};
+      std::vector<Cell> row = {
+          spec.model.name, spec.system.name, static_cast<std::int64_t>(spec.serving.tp),
+          r.load_path, static_cast<double>(q.prefix_tokens), static_cast<double>(q.new_tokens),
+          r.cached_tokens, r.computed_tokens, r.compute_s > 0 ? r.load_s / r.compute_s : 0.0,
+          r.load_s, r.compute_s, r.ttft_s,
+          // H2D three ways (docs/metrics.md); 0 when nothing was loaded.
+          r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : 0.0,
+          r.load_s > 0 ? r.bytes_loaded / r.load_s : 0.0,
+          r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
+                             kv_bytes_per_token(spec.model, spec.serving.kv_dtype) / r.load_s
+                       : 0.0};
       for (const auto& c : TimeBreakdown::categories())
         if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
       row.push_back(r.load_bound);
@@ -152,8 +168,8 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
         "requests, warm tier) and find where KV transfer time equals compute time\n"
         "Usage: kappasim measure kappa-crit --model M --system S [--t T] [options]\nOptions");
     add_measure_options(desc, o);
-    desc.add_options()("t", po::value(&t), "new tokens T (default 128)")
-        ("points", po::value(&points), "κ grid points, log-spaced from 1 to 1e5 (default 81)");
+    desc.add_options()("t", po::value(&t), "new tokens T (default 128)")(
+        "points", po::value(&points), "κ grid points, log-spaced from 1 to 1e5 (default 81)");
     if (std::find(args.begin(), args.end(), "--help") != args.end()) {
       std::cout << desc << "\n";
       return 0;
@@ -165,21 +181,41 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
     const KappaCritMeasurement m = measure_kappa_crit(spec, T, points, &prov);
-    std::vector<std::string> cols = {"model", "system", "tp", "load_path", "t", "kappa_crit_simulated",
-                                     "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
-                                     "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s",
-                                     "h2d_peak_bytes_per_s", "compute_effective_flops", "compute_peak_flops",
-                                     "h2d_effective_node_bytes_per_s", "h2d_effective_model_bytes_per_s"};
-    std::vector<Cell> row = {m.model, m.system, static_cast<std::int64_t>(m.tp), m.load_path, T,
-                             m.kappa_crit_simulated, m.kappa_crit_analytic_peak,
-                             m.kappa_crit_analytic_effective, m.kappa_crit_analytic_effective_compute,
-                             m.h2d_effective_bytes_per_s, m.h2d_peak_bytes_per_s, m.compute_effective_flops,
-                             m.compute_peak_flops, m.h2d_effective_node_bytes_per_s,
+    std::vector<std::string> cols = {"model",
+                                     "system",
+                                     "tp",
+                                     "load_path",
+                                     "t",
+                                     "kappa_crit_simulated",
+                                     "kappa_crit_analytic_peak",
+                                     "kappa_crit_analytic_effective",
+                                     "kappa_crit_analytic_effective_compute",
+                                     "h2d_effective_bytes_per_s",
+                                     "h2d_peak_bytes_per_s",
+                                     "compute_effective_flops",
+                                     "compute_peak_flops",
+                                     "h2d_effective_node_bytes_per_s",
+                                     "h2d_effective_model_bytes_per_s"};
+    std::vector<Cell> row = {m.model,
+                             m.system,
+                             static_cast<std::int64_t>(m.tp),
+                             m.load_path,
+                             T,
+                             m.kappa_crit_simulated,
+                             m.kappa_crit_analytic_peak,
+                             m.kappa_crit_analytic_effective,
+                             m.kappa_crit_analytic_effective_compute,
+                             m.h2d_effective_bytes_per_s,
+                             m.h2d_peak_bytes_per_s,
+                             m.compute_effective_flops,
+                             m.compute_peak_flops,
+                             m.h2d_effective_node_bytes_per_s,
                              m.h2d_effective_model_bytes_per_s};
     // What bound the load at the crossing: its load time per bound, as shares.
     const double bound_total = m.load_bounds.total();
     cols.push_back("load_bound");
-    row.push_back(bound_total > 0 ? std::string(load_bound_name(m.load_bounds.bound())) : std::string());
+    row.push_back(bound_total > 0 ? std::string(load_bound_name(m.load_bounds.bound()))
+                                  : std::string());
     for (int b = 0; b < kLoadBounds; ++b) {
       cols.push_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(b)));
       row.push_back(bound_total > 0 ? m.load_bounds[static_cast<LoadBound>(b)] / bound_total : NAN);
@@ -200,7 +236,8 @@ constexpr double kBenchDefaultRate = 0.32;
 
 int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   if (verb != "serving")
-    throw InputError("kappasim bench: expected serving" + (verb.empty() ? std::string() : ", got '" + verb + "'"));
+    throw InputError("kappasim bench: expected serving" +
+                     (verb.empty() ? std::string() : ", got '" + verb + "'"));
   std::int64_t requests = 20000;
   double rate = 0;
   std::vector<std::string> sets;
@@ -208,10 +245,11 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
       "kappasim bench serving: NarrativeQA-like load on the 8-GPU paper-testbed (TP 8, layer-wise\n"
       "load path, step granularity) at a sustainable rate; prints JSON {requests, wall_s,\n"
       "requests_per_s, peak_rss_bytes}\nOptions");
-  desc.add_options()("requests", po::value(&requests), "requests to simulate (default 20000)")
-      ("rate", po::value(&rate), "arrival rate, requests/s (default: the documented sustainable rate)")
-      ("set", po::value(&sets)->composing(), "override a key of the run config")
-      ("help,h", "this help");
+  desc.add_options()("requests", po::value(&requests), "requests to simulate (default 20000)")(
+      "rate", po::value(&rate),
+      "arrival rate, requests/s (default: the documented sustainable rate)")(
+      "set", po::value(&sets)->composing(), "override a key of the run config")("help,h",
+                                                                                "this help");
   auto vm = parse("bench serving", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";

@@ -54,9 +54,9 @@ int cmd_presets(const std::vector<std::string>& args) {
       "       kappasim presets check          (every number has a source; every preset loads)\n"
       "       kappasim presets policies       (the registered scheduler policies and routers)\n"
       "Options");
-  desc.add_options()("raw", po::bool_switch(&raw), "show the file as written")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("help,h", "this help")("args", po::value(&pos), "");
+  desc.add_options()("raw", po::bool_switch(&raw), "show the file as written")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "help,h", "this help")("args", po::value(&pos), "");
   po::positional_options_description p;
   p.add("args", -1);
   auto vm = parse("presets", args, desc, &p);
@@ -81,7 +81,8 @@ int cmd_presets(const std::vector<std::string>& args) {
     if (pos.size() == 2 && t.rows().empty()) {
       std::string all;
       for (const auto& k : reg.kinds()) all += (all.empty() ? "" : ", ") + k;
-      throw InputError("kappasim presets list: unknown kind '" + pos[1] + "' (expected " + all + ")");
+      throw InputError("kappasim presets list: unknown kind '" + pos[1] + "' (expected " + all +
+                       ")");
     }
     std::cout << t.text();
     return 0;
@@ -133,7 +134,8 @@ int cmd_presets(const std::vector<std::string>& args) {
   }
   const std::string near = nearest(verb, {"list", "show", "check", "policies"});
   throw InputError("kappasim presets: unknown verb '" + verb + "'" +
-                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") + " (expected list, show, check or policies)");
+                   (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
+                   " (expected list, show, check or policies)");
 }
 
 }  // namespace kappasim::cli

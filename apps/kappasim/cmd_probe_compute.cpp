@@ -52,18 +52,17 @@ int probe_prefill(const std::vector<std::string>& args) {
       "cached tokens\n"
       "Usage: kappasim probe prefill --model M --system S --t T [--k K] [--tp N] [options]\n"
       "Options");
-  desc.add_options()
-      ("model,m", po::value(&model), "model preset name or YAML file")
-      ("system,s", po::value(&system), "system preset name or YAML file")
-      ("tp", po::value(&tp), "tensor parallelism (default 1)")
-      ("t", po::value(&t_text), "new tokens T (at least 1)")
-      ("k", po::value(&k_text), "cached tokens K (default 0)")
-      ("precision", po::value(&precision), "GEMM precision: bf16 (default), fp16, fp8, ...")
-      ("coarse", po::bool_switch(&coarse), "one simulation event per layer instead of per kernel")
-      ("set", po::value(&sets)->composing(), "override a config key: --set system.gpu.gemm_efficiency=0.7")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("format", po::value(&format), "table, csv or json")
-      ("help,h", "this help");
+  desc.add_options()("model,m", po::value(&model), "model preset name or YAML file")(
+      "system,s", po::value(&system), "system preset name or YAML file")(
+      "tp", po::value(&tp), "tensor parallelism (default 1)")(
+      "t", po::value(&t_text), "new tokens T (at least 1)")("k", po::value(&k_text),
+                                                            "cached tokens K (default 0)")(
+      "precision", po::value(&precision), "GEMM precision: bf16 (default), fp16, fp8, ...")(
+      "coarse", po::bool_switch(&coarse), "one simulation event per layer instead of per kernel")(
+      "set", po::value(&sets)->composing(),
+      "override a config key: --set system.gpu.gemm_efficiency=0.7")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "format", po::value(&format), "table, csv or json")("help,h", "this help");
   auto vm = parse("probe prefill", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -100,10 +99,10 @@ int probe_prefill(const std::vector<std::string>& args) {
     // The simulation times the same kernels: bound it before simulating (kMaxProbeSimTimeS).
     const double est_s = prefill_time(m, gpu, tp, T, K, precision).compute_time_s;
     if (!(est_s <= kMaxProbeSimTimeS))
-      throw InputError("--t / --k: prefilling " + format_number(T) + " new tokens over " + format_number(K) +
-                       " cached ones would take " + format_number(est_s) +
-                       " s of simulated time; a probe may ask for at most " + format_number(kMaxProbeSimTimeS) +
-                       " s (docs/bad-inputs.md)");
+      throw InputError("--t / --k: prefilling " + format_number(T) + " new tokens over " +
+                       format_number(K) + " cached ones would take " + format_number(est_s) +
+                       " s of simulated time; a probe may ask for at most " +
+                       format_number(kMaxProbeSimTimeS) + " s (docs/bad-inputs.md)");
   }
   std::unique_ptr<GpuCompute> sim;
   double end_s = 0;
@@ -143,7 +142,7 @@ int probe_prefill(const std::vector<std::string>& args) {
 
 int probe_gemm(const std::vector<std::string>& args) {
   std::string system, m_text, n_text = "8192", k_text = "8192", precision = "bf16",
-                      format = "table";
+                              format = "table";
   std::vector<std::string> sets, preset_dirs;
   po::options_description desc(
       "kappasim probe gemm: time of one GEMM (M×K activations times K×N weights) on a system's "
@@ -151,16 +150,15 @@ int probe_gemm(const std::vector<std::string>& args) {
       "Usage: kappasim probe gemm --system S [--m M] [--n N] [--k K] [options]\n"
       "Without --m: a sweep M = 16, 32, ..., 65536 at the given N and K (default 8192).\n"
       "Options");
-  desc.add_options()
-      ("system,s", po::value(&system), "system preset name or YAML file")
-      ("m", po::value(&m_text), "rows M (tokens); default: the sweep")
-      ("n", po::value(&n_text), "columns N (default 8192)")
-      ("k", po::value(&k_text), "inner dimension K (default 8192)")
-      ("precision", po::value(&precision), "bf16 (default), fp16, fp8, ...")
-      ("set", po::value(&sets)->composing(), "override a system key: --set system.gpu.gemm_efficiency=0.7")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("format", po::value(&format), "table, csv or json")
-      ("help,h", "this help");
+  desc.add_options()("system,s", po::value(&system), "system preset name or YAML file")(
+      "m", po::value(&m_text), "rows M (tokens); default: the sweep")(
+      "n", po::value(&n_text), "columns N (default 8192)")("k", po::value(&k_text),
+                                                           "inner dimension K (default 8192)")(
+      "precision", po::value(&precision), "bf16 (default), fp16, fp8, ...")(
+      "set", po::value(&sets)->composing(),
+      "override a system key: --set system.gpu.gemm_efficiency=0.7")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "format", po::value(&format), "table, csv or json")("help,h", "this help");
   auto vm = parse("probe gemm", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -195,10 +193,12 @@ int probe_gemm(const std::vector<std::string>& args) {
     std::cout << table.render(fmt);
     return 0;
   }
-  std::cout << table.project({"m", "n", "k", "flops", "time_s", "achieved_flops", "efficiency",
-                              "bound"})
+  std::cout << table
+                   .project(
+                       {"m", "n", "k", "flops", "time_s", "achieved_flops", "efficiency", "bound"})
                    .text();
-  std::cout << "\n" << sys.name << ", " << precision << ": efficiency = achieved / peak (" << peak
+  std::cout << "\n"
+            << sys.name << ", " << precision << ": efficiency = achieved / peak (" << peak
             << " FLOP/s), launch overhead included\n";
   return 0;
 }

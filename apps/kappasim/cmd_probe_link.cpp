@@ -15,9 +15,9 @@
 #include "core/sim_runner.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
+#include "models/gpu/copy_engine.hpp"
 #include "systems/flow_fabric.hpp"
 #include "systems/topology.hpp"
-#include "models/gpu/copy_engine.hpp"
 
 namespace kappasim::cli {
 
@@ -56,8 +56,8 @@ struct Phase {
 }  // namespace
 
 int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args) {
-  std::string system_ref = "h100", path = "dma", sizes_text =
-      "4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB", format = "table";
+  std::string system_ref = "h100", path = "dma",
+              sizes_text = "4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB", format = "table";
   std::vector<std::string> sets, preset_dirs;
   int blocks = 1000, gpus = 1;
   bool pageable = false;
@@ -67,18 +67,22 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
       "(as the vLLM blog measured: one transfer of --blocks blocks of each size; DMA = that many\n"
       "cudaMemcpyAsync back to back on one stream, kernel = one copy kernel over all blocks;\n"
       "bidir = an H2D and a D2H stream per GPU at once)\n"
-      "Usage: kappasim probe " + verb + " [--system S] [options]\nOptions");
-  desc.add_options()
-      ("system,s", po::value(&system_ref), "system preset name or YAML file (default h100)")
-      ("set", po::value(&sets)->composing(), "override a system key: --set system.gpus_per_socket=4")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("path", po::value(&path), "dma (cudaMemcpyAsync on copy engines, default) or kernel (SM copy kernel, zero-copy)")
-      ("sizes", po::value(&sizes_text), "comma-separated block sizes (default \"4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB\")")
-      ("blocks", po::value(&blocks), "blocks per transfer (default 1000)")
-      ("gpus", po::value(&gpus), "GPUs copying at once (default 1, at most the system's GPUs)")
-      ("pageable", po::bool_switch(&pageable), "pageable host memory (staged by the driver) instead of pinned")
-      ("format", po::value(&format), "table, csv or json")
-      ("help,h", "this help");
+      "Usage: kappasim probe " +
+      verb + " [--system S] [options]\nOptions");
+  desc.add_options()("system,s", po::value(&system_ref),
+                     "system preset name or YAML file (default h100)")(
+      "set", po::value(&sets)->composing(),
+      "override a system key: --set system.gpus_per_socket=4")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "path", po::value(&path),
+      "dma (cudaMemcpyAsync on copy engines, default) or kernel (SM copy kernel, zero-copy)")(
+      "sizes", po::value(&sizes_text),
+      "comma-separated block sizes (default \"4 KiB,16 KiB,64 KiB,256 KiB,1 MiB,4 MiB,16 MiB\")")(
+      "blocks", po::value(&blocks), "blocks per transfer (default 1000)")(
+      "gpus", po::value(&gpus), "GPUs copying at once (default 1, at most the system's GPUs)")(
+      "pageable", po::bool_switch(&pageable),
+      "pageable host memory (staged by the driver) instead of pinned")(
+      "format", po::value(&format), "table, csv or json")("help,h", "this help");
   auto vm = parse("probe " + verb, args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -91,15 +95,16 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     throw InputError("--path: expected dma or kernel, got '" + path + "'");
   const bool use_dma = path == "dma";
   if (pageable && !use_dma)
-    throw InputError("--pageable: a copy kernel reads pinned (mapped) host memory only; use --path dma");
+    throw InputError(
+        "--pageable: a copy kernel reads pinned (mapped) host memory only; use --path dma");
   const std::vector<double> sizes = parse_sizes(sizes_text);
   if (blocks < 1 || blocks > 10000000)
     throw InputError("--blocks: expected 1 to 10000000, got " + std::to_string(blocks));
   const LoadedSystem loaded = load_system(system_ref, sets);
   const SystemSpec& sys = loaded.system;
   if (gpus < 1 || gpus > sys.gpus)
-    throw InputError("--gpus: expected 1 to " + std::to_string(sys.gpus) + " (system '" +
-                     sys.name + "'), got " + std::to_string(gpus));
+    throw InputError("--gpus: expected 1 to " + std::to_string(sys.gpus) + " (system '" + sys.name +
+                     "'), got " + std::to_string(gpus));
   Topology topo = build_topology(sys);  // InputError naming any missing simulator field
   {
     // Bounded before simulating: every size runs in turn in one simulation.
@@ -108,16 +113,21 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     const double peak = sys.host_link.per_direction_bandwidth();
     const double est_s = peak > 0 ? bytes / peak : 0;
     if (!(est_s <= kMaxProbeSimTimeS))
-      throw InputError("--sizes × --blocks × --gpus: " + format_quantity(bytes, dim::bytes) + " in all would take " +
-                       format_number(est_s) + " s of simulated time at the host link's peak (" +
+      throw InputError("--sizes × --blocks × --gpus: " + format_quantity(bytes, dim::bytes) +
+                       " in all would take " + format_number(est_s) +
+                       " s of simulated time at the host link's peak (" +
                        format_quantity(peak, dim::bandwidth) + "); a probe may ask for at most " +
-                       format_number(kMaxProbeSimTimeS) + " s (docs/bad-inputs.md): use fewer or smaller blocks");
+                       format_number(kMaxProbeSimTimeS) +
+                       " s (docs/bad-inputs.md): use fewer or smaller blocks");
   }
 
   std::vector<Direction> dirs;
-  if (verb == "h2d") dirs = {Direction::H2D};
-  else if (verb == "d2h") dirs = {Direction::D2H};
-  else dirs = {Direction::H2D, Direction::D2H};
+  if (verb == "h2d")
+    dirs = {Direction::H2D};
+  else if (verb == "d2h")
+    dirs = {Direction::D2H};
+  else
+    dirs = {Direction::H2D, Direction::D2H};
 
   std::unique_ptr<FlowFabric> fabric;
   std::vector<std::unique_ptr<CopyEngine>> engines;
@@ -126,11 +136,11 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
   const std::function<void()> build = [&] {
     fabric = std::make_unique<FlowFabric>("fabric", std::move(topo));
     for (int g = 0; g < gpus; ++g) {
-      engines.push_back(std::make_unique<CopyEngine>(("gpu" + std::to_string(g) + "_ce").c_str(),
-                                                     sys.gpu, g));
+      engines.push_back(
+          std::make_unique<CopyEngine>(("gpu" + std::to_string(g) + "_ce").c_str(), sys.gpu, g));
       engines.back()->out.bind(fabric->in);
-      kernels.push_back(std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(),
-                                                     sys.gpu));
+      kernels.push_back(
+          std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(), sys.gpu));
       kernels.back()->out.bind(fabric->in);
     }
     sc_core::sc_spawn([&] {

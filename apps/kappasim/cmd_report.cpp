@@ -19,14 +19,14 @@ int cmd_report(const std::vector<std::string>& args) {
   po::options_description desc(
       "kappasim report: the analytic κ report -> DIR/report.md and CSVs\n"
       "Usage: kappasim report --out DIR\nOptions");
-  desc.add_options()("out,o", po::value(&out)->required(), "output folder (replaced whole)")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("force", po::bool_switch(&force), "write DIR even if it holds files kappasim did not write (they are lost)")
-      ("quiet,q", po::bool_switch(&quiet), "do not print the summary")
-      ("simulated", po::value(&simulated),
-       "a kappa-crit sweep folder (e.g. REPRODUCE/sweeps/kappa-crit-testbed) whose simulated κ_crit "
-       "section 6 compares against")
-      ("help,h", "this help");
+  desc.add_options()("out,o", po::value(&out)->required(), "output folder (replaced whole)")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "force", po::bool_switch(&force),
+      "write DIR even if it holds files kappasim did not write (they are lost)")(
+      "quiet,q", po::bool_switch(&quiet), "do not print the summary")(
+      "simulated", po::value(&simulated),
+      "a kappa-crit sweep folder (e.g. REPRODUCE/sweeps/kappa-crit-testbed) whose simulated κ_crit "
+      "section 6 compares against")("help,h", "this help");
   std::vector<std::string> a = args;
   if (std::find(a.begin(), a.end(), "--help") != a.end() ||
       std::find(a.begin(), a.end(), "-h") != a.end()) {
@@ -40,7 +40,8 @@ int cmd_report(const std::vector<std::string>& args) {
   WorkDir work("");
   const report::AnalyticReport rep = report::build_analytic_report(
       simulated,
-      [](const std::vector<std::string>& cmd, const std::string& pointer, const std::string& work_file,
+      [](const std::vector<std::string>& cmd, const std::string& pointer,
+         const std::string& work_file,
          const std::string& what) { return run_command_value(cmd, {}, pointer, work_file, what); },
       work.path() + "/probe");
   OutputDir dir(out, force);

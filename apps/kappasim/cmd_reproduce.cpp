@@ -11,9 +11,9 @@
 
 #include "apps/kappasim/analysis_eval.hpp"
 #include "apps/kappasim/cli.hpp"
-#include "sweeps/runner/runner.hpp"
 #include "core/output.hpp"
 #include "report/reproduce.hpp"
+#include "sweeps/runner/runner.hpp"
 
 #ifndef KAPPASIM_SOURCE_DIR
 #define KAPPASIM_SOURCE_DIR "."
@@ -33,13 +33,16 @@ int cmd_reproduce(const std::vector<std::string>& args) {
       "simulator, plus the architecture studies -> DIR/report.md (tables, figures, data).\n"
       "Sweeps run resumably into DIR/sweeps/; rerunning continues where a killed run stopped.\n"
       "Usage: kappasim reproduce --out DIR [--quick] [-j N]\nOptions");
-  desc.add_options()("out,o", po::value(&R.out), "output folder (kept between runs: sweeps resume)")
-      ("quick", po::bool_switch(&R.quick), "small sweeps (CI): every section, fewer points and requests")
-      ("force", po::bool_switch(&force), "write into DIR even if it holds files kappasim did not write")
-      ("quiet,q", po::bool_switch(&R.quiet), "print nothing on success (errors still go to stderr)")
-      ("jobs,j", po::value(&jobs), "points run at once (default: the number of cores)")
-      ("experiments", po::value(&R.experiments), "folder holding reproduce/ and studies/ sweep specs")
-      ("help,h", "this help");
+  desc.add_options()("out,o", po::value(&R.out),
+                     "output folder (kept between runs: sweeps resume)")(
+      "quick", po::bool_switch(&R.quick),
+      "small sweeps (CI): every section, fewer points and requests")(
+      "force", po::bool_switch(&force),
+      "write into DIR even if it holds files kappasim did not write")(
+      "quiet,q", po::bool_switch(&R.quiet), "print nothing on success (errors still go to stderr)")(
+      "jobs,j", po::value(&jobs), "points run at once (default: the number of cores)")(
+      "experiments", po::value(&R.experiments),
+      "folder holding reproduce/ and studies/ sweep specs")("help,h", "this help");
   auto vm = parse("reproduce", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -48,7 +51,8 @@ int cmd_reproduce(const std::vector<std::string>& args) {
   if (R.out.empty()) throw InputError("kappasim reproduce: --out DIR is required");
   if (vm.count("jobs")) sweep::checked_jobs(jobs);
   if (!fs::is_directory(fs::path(R.experiments) / "reproduce"))
-    throw InputError("--experiments: " + R.experiments + " has no reproduce/ folder of sweep specs");
+    throw InputError("--experiments: " + R.experiments +
+                     " has no reproduce/ folder of sweep specs");
   claim_output_dir(R.out, force);  // refuses a user's non-empty folder (core/output)
 
   // Each sweep resumably, with this command's -j, --quick and --quiet.
@@ -62,8 +66,9 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     return sweep::run_sweep(o);
   };
   // Each Eq. 6 probe as a child `kappasim probe ...` (apps/kappasim/analysis_eval).
-  const report::ProbeRunner probe = [](const std::vector<std::string>& a, const std::string& pointer,
-                                       const std::string& work_file, const std::string& what) {
+  const report::ProbeRunner probe = [](const std::vector<std::string>& a,
+                                       const std::string& pointer, const std::string& work_file,
+                                       const std::string& what) {
     return run_command_value(a, {}, pointer, work_file, what);
   };
   const std::string report = report::write_reproduce_report(R, run_sweep, probe);

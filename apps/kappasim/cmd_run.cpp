@@ -60,7 +60,8 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
           k.find(".gpu_utilization") != std::string::npos)
         std::cout << "\n  " << k << ": " << format_number(v);
     }
-    std::cout << "\nresults in " << out << "/ (requests.csv, routes.csv, summary.json, config.yaml)\n";
+    std::cout << "\nresults in " << out
+              << "/ (requests.csv, routes.csv, summary.json, config.yaml)\n";
   }
   return 0;
 }
@@ -76,15 +77,18 @@ int cmd_run(const std::vector<std::string>& args) {
       "Usage: kappasim run CONFIG --out DIR [--set key=value ...]\n"
       "Writes DIR/requests.csv, DIR/summary.json, DIR/trace.json (unless trace: false) and\n"
       "DIR/config.yaml (the effective config).\nOptions");
-  desc.add_options()("config", po::value(&config), "YAML run config (model, system, serving, workload)")
-      ("out,o", po::value(&out), "output folder (replaced whole when the run succeeds)")
-      ("force", po::bool_switch(&force), "write DIR even if it holds files kappasim did not write (they are lost)")
-      ("set", po::value(&sets)->composing(), "override a config key, e.g. --set serving.tp=8")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("dump-config", po::bool_switch(&dump), "print the effective configuration and exit")
-      ("quiet,q", po::bool_switch(&quiet), "print nothing on success")
-      ("check", po::bool_switch(&check), "check the simulator's invariants as it runs (same as --set check=true)")
-      ("help,h", "this help");
+  desc.add_options()("config", po::value(&config),
+                     "YAML run config (model, system, serving, workload)")(
+      "out,o", po::value(&out), "output folder (replaced whole when the run succeeds)")(
+      "force", po::bool_switch(&force),
+      "write DIR even if it holds files kappasim did not write (they are lost)")(
+      "set", po::value(&sets)->composing(), "override a config key, e.g. --set serving.tp=8")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "dump-config", po::bool_switch(&dump), "print the effective configuration and exit")(
+      "quiet,q", po::bool_switch(&quiet), "print nothing on success")(
+      "check", po::bool_switch(&check),
+      "check the simulator's invariants as it runs (same as --set check=true)")("help,h",
+                                                                                "this help");
   po::positional_options_description pos;
   pos.add("config", 1);
   auto vm = parse("run", args, desc, &pos);
@@ -92,7 +96,8 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << desc << "\n";
     return 0;
   }
-  if (config.empty()) throw InputError("kappasim run: a CONFIG file is required (see kappasim run --help)");
+  if (config.empty())
+    throw InputError("kappasim run: a CONFIG file is required (see kappasim run --help)");
   add_preset_dirs(preset_dirs);
   ProvenanceTable prov;
   ConfigNode effective;
@@ -113,19 +118,19 @@ int cmd_run(const std::vector<std::string>& args) {
   dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
   if (totals.tier_working_set_bytes > totals.tier_capacity_bytes)  // the tier thrashes
-    std::cerr << "kappasim: warning: the KV tier's working set ("
-              << format_quantity(totals.tier_working_set_bytes, dim::bytes)
-              << ") does not fit its capacity ("
-              << format_quantity(totals.tier_capacity_bytes, dim::bytes)
-              << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0,"
-                 " tier_restored_chunks; set serving.tier_capacity)\n";
+    std::cerr
+        << "kappasim: warning: the KV tier's working set ("
+        << format_quantity(totals.tier_working_set_bytes, dim::bytes)
+        << ") does not fit its capacity ("
+        << format_quantity(totals.tier_capacity_bytes, dim::bytes)
+        << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0,"
+           " tier_restored_chunks; set serving.tier_capacity)\n";
   if (!quiet) {
     std::cout << "requests completed: " << run.requests;
     if (totals.requests_rejected > 0)
       std::cout << " (" << totals.requests_rejected
                 << " rejected: prompt longer than the GPUs' KV cache)";
-    std::cout << ", simulated "
-              << format_number(totals.simulated_time_s) << " s in "
+    std::cout << ", simulated " << format_number(totals.simulated_time_s) << " s in "
               << format_number(totals.wall_time_s) << " s wall\n";
     for (const auto& [k, v] : run.figures) {
       if (k == "ttft_p50_s" || k == "ttft_p99_s" || k == "throughput_rps" ||
@@ -137,8 +142,7 @@ int cmd_run(const std::vector<std::string>& args) {
     // Where the GPUs' time went (issue 12 items 4, 10): the run's fractions of at least 0.5%.
     std::string where;
     for (const auto& [k, v] : run.figures)
-      if (k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) && v >= 0.005)
-      {
+      if (k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) && v >= 0.005) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", 100 * v);
         where += (where.empty() ? "" : ", ") + k.substr(14) + " " + pct;

@@ -13,9 +13,9 @@
 #include "apps/kappasim/analysis_cmds.hpp"
 #include "apps/kappasim/analysis_eval.hpp"
 #include "apps/kappasim/cli.hpp"
-#include "report/figure.hpp"
 #include "core/output.hpp"
 #include "core/table.hpp"
+#include "report/figure.hpp"
 
 namespace kappasim::cli {
 
@@ -29,19 +29,22 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
       "kappasim sensitivity: how far a metric moves when each assumed or derived parameter moves\n"
       "Usage: kappasim sensitivity CONFIG --metric M [--out DIR] [options]\n"
       "Each parameter tagged assumption: or derived: in the effective config (kappasim run CONFIG\n"
-      "--dump-config) goes to its declared low/high ({value: X, assumption: \"...\", low: L, high: H})\n"
+      "--dump-config) goes to its declared low/high ({value: X, assumption: \"...\", low: L, high: "
+      "H})\n"
       "or, without one, to base x (1 -/+ --rel), one at a time; the swings are ranked (tornado)");
-  desc.add_options()("config", po::value(&config), "run config (YAML)")
-      ("metric", po::value(&metric), "metric of the kind (run: summary figures such as ttft_p50_s)")
-      ("out", po::value(&out), "folder for tornado.csv, tornado.txt, tornado.gp/.png/.svg and the runs")
-      ("analytic", po::bool_switch(&analytic), "the analytic model (kind kappa) instead of simulations")
-      ("kind", po::value(&kind), "sweep point kind of each run (default run)")
-      ("rel", po::value(&rel), "default relative range for parameters without low/high (default 0.5)")
-      ("only", po::value(&only), "vary only keys starting with this prefix (e.g. serving.)")
-      ("set", po::value(&sets)->composing(), "override a config key")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")
-      ("jobs,j", po::value(&jobs), "parallel simulations (default: cores)")
-      ("help,h", "this help");
+  desc.add_options()("config", po::value(&config), "run config (YAML)")(
+      "metric", po::value(&metric), "metric of the kind (run: summary figures such as ttft_p50_s)")(
+      "out", po::value(&out),
+      "folder for tornado.csv, tornado.txt, tornado.gp/.png/.svg and the runs")(
+      "analytic", po::bool_switch(&analytic),
+      "the analytic model (kind kappa) instead of simulations")(
+      "kind", po::value(&kind), "sweep point kind of each run (default run)")(
+      "rel", po::value(&rel),
+      "default relative range for parameters without low/high (default 0.5)")(
+      "only", po::value(&only), "vary only keys starting with this prefix (e.g. serving.)")(
+      "set", po::value(&sets)->composing(), "override a config key")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "jobs,j", po::value(&jobs), "parallel simulations (default: cores)")("help,h", "this help");
   po::positional_options_description pos;
   pos.add("config", 1);
   auto vm = parse("sensitivity", args, desc, &pos);
@@ -62,8 +65,9 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
   for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), ev.kind()), rel))
     if (only.empty() || p.key.rfind(only, 0) == 0) params.push_back(std::move(p));
   if (params.empty())
-    throw InputError("kappasim sensitivity: no parameter tagged assumption: or derived: " +
-                     (only.empty() ? std::string("in the effective config") : "under '" + only + "'"));
+    throw InputError(
+        "kappasim sensitivity: no parameter tagged assumption: or derived: " +
+        (only.empty() ? std::string("in the effective config") : "under '" + only + "'"));
   // Point 0 = base, then low and high of each parameter.
   std::vector<Overrides> points{{}};
   for (const auto& p : params) {
@@ -82,13 +86,15 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
     }
     const std::string near = nearest(metric, names);
     throw InputError("--metric: unknown metric '" + metric + "' for kind " + ev.kind() +
-                     (near.empty() ? "" : "; did you mean '" + near + "'?") + " (metrics: " + all + ")");
+                     (near.empty() ? "" : "; did you mean '" + near + "'?") + " (metrics: " + all +
+                     ")");
   }
   const double base = it->second;
   std::vector<analysis::TornadoRow> rows;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
-    analysis::TornadoRow row{p.key, p.kind, p.base_text, p.low_text, p.high_text, p.range, {}, {}, ""};
+    analysis::TornadoRow row{p.key,   p.kind, p.base_text, p.low_text, p.high_text,
+                             p.range, {},     {},          ""};
     const EvalResult& lo = r[1 + 2 * i];
     const EvalResult& hi = r[2 + 2 * i];
     if (lo.ok && lo.metrics.count(metric)) row.metric_low = lo.metrics.at(metric);
@@ -98,7 +104,8 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
     rows.push_back(row);
   }
   const auto ranked = analysis::rank_tornado(rows);
-  const std::string mode = analytic ? "evaluations of the analytic model (kind kappa)" : ev.kind() + " simulations";
+  const std::string mode =
+      analytic ? "evaluations of the analytic model (kind kappa)" : ev.kind() + " simulations";
   char relpct[32];
   std::snprintf(relpct, sizeof relpct, "%g%%", rel * 100);
   const std::string head = "kappasim sensitivity " + config + ": " + std::to_string(params.size()) +
@@ -119,8 +126,8 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
     f.height = 160 + 24 * std::min(std::max(n, 1), 20);
     report::render_figure(dir->staging_path(""), f);
     dir->commit();
-    std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp" << (report::have_gnuplot() ? ", .png, .svg" : "")
-              << ", runs/)\n";
+    std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp"
+              << (report::have_gnuplot() ? ", .png, .svg" : "") << ", runs/)\n";
   }
   return 0;
 }

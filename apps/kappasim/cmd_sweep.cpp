@@ -29,49 +29,56 @@ namespace fs = std::filesystem;
 const char* kSweepUsage =
     "kappasim sweep: parameter sweeps, each point in its own process (docs/sweeps.md)\n"
     "Usage:\n"
-    "  kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] [--retry-invalid]\n"
+    "  kappasim sweep SPEC --out DIR [-j N] [--quick] [--shard I/N | --shards N] "
+    "[--retry-invalid]\n"
     "                [--preset-dir DIR]... [--quiet]\n"
-    "      run or resume the sweep; merges DIR/results.csv and results.jsonl when every point is done\n"
+    "      run or resume the sweep; merges DIR/results.csv and results.jsonl when every point is "
+    "done\n"
     "  kappasim sweep point --kind K --config FILE --base-dir DIR --seed S --out PDIR\n"
-    "      run one point (what the runner does per point; points/pNNNNNN/command.txt has the line)\n"
-    "  kappasim sweep collect DIR [--aggregate]   merge a sharded sweep (exit 3 lists missing points);\n"
-    "      --aggregate: per-configuration mean, sd and 95% t interval over replicates (aggregate.csv/.json)\n"
+    "      run one point (what the runner does per point; points/pNNNNNN/command.txt has the "
+    "line)\n"
+    "  kappasim sweep collect DIR [--aggregate]   merge a sharded sweep (exit 3 lists missing "
+    "points);\n"
+    "      --aggregate: per-configuration mean, sd and 95% t interval over replicates "
+    "(aggregate.csv/.json)\n"
     "  kappasim sweep emit slurm SPEC --out DIR [--tasks N] [--cpus-per-task C] [--time T]\n"
     "                [--partition P] [--job-name NAME] [--script FILE] [--quick]\n"
     "      write an sbatch array script (stdout, or --script FILE)\n"
     "  kappasim sweep kinds              list the point kinds\n"
     "  kappasim sweep points SPEC [--quick]   print the expansion (id, axis values, seed) as CSV\n"
-    "Shards: --shard I/N, else SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (/ SLURM_ARRAY_TASK_STEP)\n"
+    "Shards: --shard I/N, else SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (/ "
+    "SLURM_ARRAY_TASK_STEP)\n"
     "of SLURM_ARRAY_TASK_COUNT, else JOB_COMPLETION_INDEX of --shards N or KAPPASIM_SHARDS.\n"
     "Exit codes: 0 all points ok, 3 some points invalid or failed (or, for collect, missing),\n"
     "2 bad spec or options, 1 internal error.\n";
-
 
 int cmd_point(const std::vector<std::string>& args) {
   std::string kind, config, base_dir, seed_text, out;
   std::vector<std::string> preset_dirs;
   po::options_description desc("kappasim sweep point: run one sweep point\nOptions");
-  desc.add_options()("kind", po::value(&kind), "point kind (kappasim sweep kinds)")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")
-      ("config", po::value(&config), "the point's config (points/pNNNNNN/point.yaml)")
-      ("base-dir", po::value(&base_dir), "folder relative paths in the config resolve against")
-      ("seed", po::value(&seed_text), "the point's seed")
-      ("out", po::value(&out), "the point's folder: result.json, files/")
-      ("help,h", "this help");
+  desc.add_options()("kind", po::value(&kind), "point kind (kappasim sweep kinds)")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")(
+      "config", po::value(&config), "the point's config (points/pNNNNNN/point.yaml)")(
+      "base-dir", po::value(&base_dir), "folder relative paths in the config resolve against")(
+      "seed", po::value(&seed_text), "the point's seed")(
+      "out", po::value(&out), "the point's folder: result.json, files/")("help,h", "this help");
   auto vm = parse("sweep point", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
-  for (const auto& [name, v] : {std::pair<const char*, std::string*>{"--kind", &kind}, {"--config", &config},
-                                {"--seed", &seed_text}, {"--out", &out}})
+  for (const auto& [name, v] : {std::pair<const char*, std::string*>{"--kind", &kind},
+                                {"--config", &config},
+                                {"--seed", &seed_text},
+                                {"--out", &out}})
     if (v->empty()) throw InputError(std::string("kappasim sweep point: ") + name + " is required");
   find_kind(kind);  // an unknown kind is named before the seed is read
   bool digits = seed_text.size() <= 20;
   for (char c : seed_text) digits = digits && c >= '0' && c <= '9';
   errno = 0;
   const unsigned long long seed = digits ? std::strtoull(seed_text.c_str(), nullptr, 10) : 0;
-  if (!digits || errno == ERANGE) throw InputError("--seed: expected a 64-bit unsigned integer, got \"" + seed_text + "\"");
+  if (!digits || errno == ERANGE)
+    throw InputError("--seed: expected a 64-bit unsigned integer, got \"" + seed_text + "\"");
   PointRunOptions o;
   o.kind = kind;
   o.config = config;
@@ -88,11 +95,12 @@ int cmd_collect(const std::vector<std::string>& args) {
   bool quiet = false;
   bool aggregate = false;
   po::options_description desc("kappasim sweep collect DIR: merge a (sharded) sweep\nOptions");
-  desc.add_options()("dir", po::value(&dir), "the sweep folder")("quiet,q", po::bool_switch(&quiet), "no summary")
-      ("aggregate", po::bool_switch(&aggregate),
-       "also write aggregate.csv and aggregate.json: per configuration, the mean, standard deviation and "
-       "95% Student-t interval of every numeric metric over the replicates")
-      ("help,h", "this help");
+  desc.add_options()("dir", po::value(&dir), "the sweep folder")("quiet,q", po::bool_switch(&quiet),
+                                                                 "no summary")(
+      "aggregate", po::bool_switch(&aggregate),
+      "also write aggregate.csv and aggregate.json: per configuration, the mean, standard "
+      "deviation and "
+      "95% Student-t interval of every numeric metric over the replicates")("help,h", "this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
   auto vm = parse("sweep collect", args, desc, &pos);
@@ -114,18 +122,20 @@ int cmd_emit(const std::vector<std::string>& args) {
   int tasks = 0, cpus = 1;
   bool quick = false;
   po::options_description desc(
-      "kappasim sweep emit slurm SPEC --out DIR: an sbatch array script running the sweep\nOptions");
-  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")
-      ("out,o", po::value(&out), "the sweep folder the tasks share")
-      ("tasks", po::value(&tasks), "array tasks (shards); default: one per point, at most 1000")
-      ("cpus-per-task", po::value(&cpus), "CPUs per task = parallel points per task (default 1)")
-      ("time", po::value(&time_limit), "time limit per task, e.g. 01:00:00")
-      ("partition", po::value(&partition), "Slurm partition")
-      ("job-name", po::value(&job_name), "job name (default: the sweep's name; sanitised to [A-Za-z0-9._-])")
-      ("script", po::value(&script), "write the script to FILE (default: stdout)")
-      ("quick", po::bool_switch(&quick), "run the spec's quick: variant")
-      ("preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")
-      ("help,h", "this help");
+      "kappasim sweep emit slurm SPEC --out DIR: an sbatch array script running the "
+      "sweep\nOptions");
+  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")(
+      "out,o", po::value(&out), "the sweep folder the tasks share")(
+      "tasks", po::value(&tasks), "array tasks (shards); default: one per point, at most 1000")(
+      "cpus-per-task", po::value(&cpus), "CPUs per task = parallel points per task (default 1)")(
+      "time", po::value(&time_limit), "time limit per task, e.g. 01:00:00")(
+      "partition", po::value(&partition), "Slurm partition")(
+      "job-name", po::value(&job_name),
+      "job name (default: the sweep's name; sanitised to [A-Za-z0-9._-])")(
+      "script", po::value(&script), "write the script to FILE (default: stdout)")(
+      "quick", po::bool_switch(&quick), "run the spec's quick: variant")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "add presets from DIR (repeatable)")(
+      "help,h", "this help");
   po::positional_options_description pos;
   pos.add("spec", 1);
   auto vm = parse("sweep emit slurm", rest, desc, &pos);
@@ -156,9 +166,10 @@ int cmd_emit(const std::vector<std::string>& args) {
 int cmd_points(const std::vector<std::string>& args) {
   std::string spec_path;
   bool quick = false;
-  po::options_description desc("kappasim sweep points SPEC: the expansion, without running\nOptions");
-  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")
-      ("quick", po::bool_switch(&quick), "the quick: variant")("help,h", "this help");
+  po::options_description desc(
+      "kappasim sweep points SPEC: the expansion, without running\nOptions");
+  desc.add_options()("spec", po::value(&spec_path), "the sweep spec")(
+      "quick", po::bool_switch(&quick), "the quick: variant")("help,h", "this help");
   po::positional_options_description pos;
   pos.add("spec", 1);
   auto vm = parse("sweep points", args, desc, &pos);
@@ -196,28 +207,32 @@ int cmd_sweep(const std::vector<std::string>& args) {
     // Not a spec file: a mistyped verb gets a suggestion (issue 12, item 14).
     const std::string near = nearest(verb, {"point", "collect", "emit", "points", "kinds"});
     if (!near.empty())
-      throw InputError("kappasim sweep: '" + verb + "' is neither a spec file nor a verb; did you mean '" + near + "'?");
+      throw InputError("kappasim sweep: '" + verb +
+                       "' is neither a spec file nor a verb; did you mean '" + near + "'?");
   }
   if (verb == "kinds") {
-    for (const auto& k : kinds().all()) std::cout << k.name << std::string(k.name.size() < 10 ? 10 - k.name.size() : 1, ' ') << k.doc << "\n";
+    for (const auto& k : kinds().all())
+      std::cout << k.name << std::string(k.name.size() < 10 ? 10 - k.name.size() : 1, ' ') << k.doc
+                << "\n";
     return 0;
   }
   SweepOptions o;
   std::string shard, shards;
   po::options_description desc("kappasim sweep SPEC --out DIR\nOptions");
-  desc.add_options()("spec", po::value(&o.spec_path), "the sweep spec (YAML)")
-      ("out,o", po::value(&o.out_dir), "the sweep folder (created; a rerun resumes it)")
-      ("jobs,j", po::value(&o.jobs), "points run at once (default: one per core)")
-      ("quick", po::bool_switch(&o.quick), "the spec's quick: variant")
-      ("retry-invalid", po::bool_switch(&o.retry_invalid),
-       "rerun points recorded as invalid (skipped on resume: an input error recurs)")
-      ("quiet,q", po::bool_switch(&o.quiet), "no progress or summary")
-      ("force", po::bool_switch(&o.force), "use DIR even if it holds files kappasim did not write")
-      ("shard", po::value(&shard), "run only points with index % N == I (I/N)")
-      ("shards", po::value(&shards), "shard count for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)")
-      ("preset-dir", po::value(&o.preset_dirs)->composing(),
-       "add presets from DIR (<DIR>/gpus/*.yaml, systems/, ...; repeatable); passed to every point")
-      ("help,h", "this help");
+  desc.add_options()("spec", po::value(&o.spec_path), "the sweep spec (YAML)")(
+      "out,o", po::value(&o.out_dir), "the sweep folder (created; a rerun resumes it)")(
+      "jobs,j", po::value(&o.jobs), "points run at once (default: one per core)")(
+      "quick", po::bool_switch(&o.quick), "the spec's quick: variant")(
+      "retry-invalid", po::bool_switch(&o.retry_invalid),
+      "rerun points recorded as invalid (skipped on resume: an input error recurs)")(
+      "quiet,q", po::bool_switch(&o.quiet), "no progress or summary")(
+      "force", po::bool_switch(&o.force), "use DIR even if it holds files kappasim did not write")(
+      "shard", po::value(&shard), "run only points with index % N == I (I/N)")(
+      "shards", po::value(&shards),
+      "shard count for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX)")(
+      "preset-dir", po::value(&o.preset_dirs)->composing(),
+      "add presets from DIR (<DIR>/gpus/*.yaml, systems/, ...; repeatable); passed to every point")(
+      "help,h", "this help");
   po::positional_options_description pos;
   pos.add("spec", 1);
   auto vm = parse("sweep", args, desc, &pos);

@@ -40,9 +40,12 @@ std::string read_all(int fd) {
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) s.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0) break;
-    else if (errno != EINTR) break;
+    if (n > 0)
+      s.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0)
+      break;
+    else if (errno != EINTR)
+      break;
   }
   return s;
 }
@@ -98,12 +101,12 @@ int cmd_validate(const std::vector<std::string>& args) {
       "that reproduces it) and write the measured-vs-simulated table\n"
       "Usage: kappasim validate [--dir DIR] [--out FILE.md] [--check]\n"
       "Options");
-  desc.add_options()
-      ("dir", po::value(&dir), "folder of row files *.yaml (default: the source tree's "
-                               "experiments/validation)")
-      ("out", po::value(&out), "write the Markdown table here (default: stdout)")
-      ("check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")
-      ("help,h", "this help");
+  desc.add_options()("dir", po::value(&dir),
+                     "folder of row files *.yaml (default: the source tree's "
+                     "experiments/validation)")("out", po::value(&out),
+                                                "write the Markdown table here (default: stdout)")(
+      "check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")("help,h",
+                                                                                     "this help");
   auto vm = parse("validate", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -113,33 +116,34 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string exe = self_path();
   std::vector<ValidationResult> results;
   for (const ValidationRow& r : rows)
-    results.push_back(evaluate_row(
-        r, [&](const std::vector<std::string>& a, const std::string& cwd) {
+    results.push_back(
+        evaluate_row(r, [&](const std::vector<std::string>& a, const std::string& cwd) {
           return run_child(exe, a, cwd);
         }));
-  const std::string md = validation_markdown(
-      results, "kappasim validate --out docs/validation.md");
-  if (out.empty()) std::cout << md;
-  else write_file_atomic(out, md);
+  const std::string md = validation_markdown(results, "kappasim validate --out docs/validation.md");
+  if (out.empty())
+    std::cout << md;
+  else
+    write_file_atomic(out, md);
   int bad = 0, known = 0;
   for (const auto& r : results) {
     if (r.row.known_gap) {
       ++known;
       if (!r.in_band) continue;  // expected: the named mechanism is missing
       ++bad;
-      std::cerr << "kappasim validate: " << r.row.loc.str() << ": row '" << r.row.id
-                << "': ratio " << r.ratio << " is inside its band [" << r.row.band_lo << ", "
-                << r.row.band_hi << "] but the row says known_gap: true; drop the flag\n";
+      std::cerr << "kappasim validate: " << r.row.loc.str() << ": row '" << r.row.id << "': ratio "
+                << r.ratio << " is inside its band [" << r.row.band_lo << ", " << r.row.band_hi
+                << "] but the row says known_gap: true; drop the flag\n";
       continue;
     }
     if (r.in_band) continue;
     ++bad;
-    std::cerr << "kappasim validate: " << r.row.loc.str() << ": row '" << r.row.id
-              << "': ratio " << r.ratio << " outside its band [" << r.row.band_lo << ", "
-              << r.row.band_hi << "]\n";
+    std::cerr << "kappasim validate: " << r.row.loc.str() << ": row '" << r.row.id << "': ratio "
+              << r.ratio << " outside its band [" << r.row.band_lo << ", " << r.row.band_hi
+              << "]\n";
   }
-  std::cerr << "kappasim validate: " << results.size() << " rows, " << bad
-            << " failing (" << known << " marked known_gap)\n";
+  std::cerr << "kappasim validate: " << results.size() << " rows, " << bad << " failing (" << known
+            << " marked known_gap)\n";
   return check && bad > 0 ? 1 : 0;
 }
 

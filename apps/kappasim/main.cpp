@@ -5,35 +5,43 @@
 #include <string>
 #include <vector>
 
+#include "apps/kappasim/analysis_cmds.hpp"
 #include "apps/kappasim/cli.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"  // generated from project(VERSION) in CMakeLists.txt
-#include "apps/kappasim/analysis_cmds.hpp"
 
 namespace {
 
 const char* kUsage =
-    "kappasim: how GPU, memory and interconnect choices move κ_crit in LLM prefill with KV offloading\n"
+    "kappasim: how GPU, memory and interconnect choices move κ_crit in LLM prefill with KV "
+    "offloading\n"
     "\n"
     "Usage: kappasim COMMAND [options]   (kappasim COMMAND --help for its options)\n"
     "\n"
     "Commands:\n"
-    "  report     the analytic κ report (κ_crit matrix, paper check, TP, κ_crit(K), workloads) -> DIR\n"
+    "  report     the analytic κ report (κ_crit matrix, paper check, TP, κ_crit(K), workloads) -> "
+    "DIR\n"
     "  kappa      B_kv, F_pf, κ_M, κ_HW, κ_crit (and TTFT, P_OH, U at K, T) per model x system\n"
     "  roofline   attainable FLOP/s vs κ_ratio, ridge at κ_crit, as CSV\n"
     "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
     "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill and gemm timing\n"
-    "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, trace.json\n"
-    "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic ones\n"
+    "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, "
+    "trace.json\n"
+    "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic "
+    "ones\n"
     "  bench      serving: simulated requests per wall second and peak memory\n"
-    "  sweep      parameter sweeps: SPEC --out DIR (each point its own process; resumable, sharded);\n"
+    "  sweep      parameter sweeps: SPEC --out DIR (each point its own process; resumable, "
+    "sharded);\n"
     "             point | collect DIR | emit slurm | kinds | points SPEC  (docs/sweeps.md)\n"
     "  reproduce  the κ paper's analysis and the architecture studies, simulated -> DIR/report.md\n"
-    "  validate   every published measurement vs the simulator, ratio held to a band -> docs/validation.md\n"
-    "  sensitivity  CONFIG --metric M: tornado of every assumed/derived parameter (docs/analysis.md)\n"
+    "  validate   every published measurement vs the simulator, ratio held to a band -> "
+    "docs/validation.md\n"
+    "  sensitivity  CONFIG --metric M: tornado of every assumed/derived parameter "
+    "(docs/analysis.md)\n"
     "  calibrate  MEASUREMENTS.yaml --out DIR: fit config parameters to measurements\n"
-    "  solve      CONFIG --vary KEY --range LO:HI --target \"M OP V\": the KEY where the target is met\n"
+    "  solve      CONFIG --vary KEY --range LO:HI --target \"M OP V\": the KEY where the target is "
+    "met\n"
     "  design     emit: one compute / host-link / KV-SRAM split of the design model as presets\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
@@ -41,9 +49,9 @@ const char* kUsage =
     "permission: the message carries the system's reason).\n";
 
 // ---- help for the commands with verbs, and "did you mean" (issue 12, item 14) ---------------
-const std::vector<std::string> kCommands = {"report", "kappa",   "roofline", "presets", "probe", "run",
-                                            "measure", "bench", "sweep",    "reproduce", "help",
-                                            "validate", "sensitivity", "calibrate", "solve", "design"};
+const std::vector<std::string> kCommands = {
+    "report", "kappa",     "roofline", "presets",  "probe",       "run",       "measure", "bench",
+    "sweep",  "reproduce", "help",     "validate", "sensitivity", "calibrate", "solve",   "design"};
 
 struct VerbHelp {
   const char* command;
@@ -92,7 +100,8 @@ int verb_gate(const VerbHelp& c, const std::string& verb) {
     list += (i == 0 ? "" : i + 1 == c.verbs.size() ? " or " : ", ") + c.verbs[i];
   std::cerr << "kappasim: error: kappasim " << c.command << ": expected " << list
             << (verb.empty() ? std::string() : ", got '" + verb + "'" + did_you_mean(verb, c.verbs))
-            << "\n\n" << c.usage;
+            << "\n\n"
+            << c.usage;
   return 2;
 }
 
@@ -160,7 +169,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::cerr << "kappasim: error: unknown command '" << cmd << "'" << did_you_mean(cmd, kCommands)
-              << "\n\n" << kUsage;
+              << "\n\n"
+              << kUsage;
     return 2;
   } catch (const kappasim::InputError& e) {
     std::cerr << "kappasim: error: " << e.what() << "\n";

@@ -52,8 +52,8 @@ std::string source_text(const ProvenanceTable* prov, const std::string& key,
                         const std::string& what) {
   if (prov) {
     auto it = prov->find(key);
-    if (it != prov->end()) return what + " [" + it->second.first.kind + ": " +
-                                  it->second.first.source + "]";
+    if (it != prov->end())
+      return what + " [" + it->second.first.kind + ": " + it->second.first.source + "]";
   }
   return what;
 }
@@ -78,8 +78,8 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     KappaLayout L;
     L.cost = layout_cost(m, q.kv_dtype, q.compute_dtype, *q.layout, s.gpus);
     L.name = layout_name(*q.layout);
-    L.weight_bytes_gpu = layout_weight_bytes_per_gpu(
-        m, *q.layout, weight_bytes_per_param(q.compute_dtype));
+    L.weight_bytes_gpu =
+        layout_weight_bytes_per_gpu(m, *q.layout, weight_bytes_per_param(q.compute_dtype));
     p.tp = q.layout->attention_tp();
     p.b_kv_gpu = L.cost.kv_bytes_rank;
     L.b_kv_share = L.cost.kv_bytes_share;
@@ -163,9 +163,9 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
       const LayoutCost& c = p.layout->cost;
       f_attn_gpu = 0;
       for (const StageCost& st : c.stages)
-        f_attn_gpu = std::max(f_attn_gpu, (p.f_pf * st.flops_fraction +
-                                           *p.f_attention * st.layers / m.num_layers) /
-                                              c.stage_gpus);
+        f_attn_gpu = std::max(
+            f_attn_gpu, (p.f_pf * st.flops_fraction + *p.f_attention * st.layers / m.num_layers) /
+                            c.stage_gpus);
     }
     p.kappa_crit_attention = kappa_m(f_attn_gpu, p.b_kv_share) * p.kappa_hw;
     if (q.context_k && q.new_tokens_t) {
@@ -183,7 +183,7 @@ std::vector<RooflineRow> roofline(const KappaPoint& p, double lo, double hi, int
   const double f = p.f_gpu;  // F_pf / tp, or the layout's share
   for (int i = 0; i < points; ++i) {
     const double k = lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1));
-    const double t_c = f / p.compute;                  // per new token
+    const double t_c = f / p.compute;                   // per new token
     const double t_x = k * p.b_kv_share / p.bandwidth;  // its κ cached tokens
     RooflineRow r;
     r.kappa_ratio = k;

@@ -30,8 +30,8 @@ struct TtftParts {
   double t_compute = 0;
   double ttft_serial() const { return t_transfer + t_compute; }  // Eq. 3, no overlap
   double ttft_overlap() const { return t_transfer > t_compute ? t_transfer : t_compute; }
-  double p_oh() const { return t_transfer / t_compute; }          // P_OH
-  double utilization() const { return 1.0 / (1.0 + p_oh()); }    // U = 1 / (1 + P_OH)
+  double p_oh() const { return t_transfer / t_compute; }       // P_OH
+  double utilization() const { return 1.0 / (1.0 + p_oh()); }  // U = 1 / (1 + P_OH)
 };
 TtftParts ttft_parts(double K, double T, double b_kv, double f_per_token, double bandwidth,
                      double compute);
@@ -68,37 +68,37 @@ struct KappaQuery {
 // The layout's per-GPU view (KappaPoint::layout): the critical stage's costs per replica token.
 struct KappaLayout {
   LayoutCost cost;
-  std::string name;            // layout_name()
-  double b_kv_share = 0;       // KV bytes per replica token per GPU (the κ denominator)
-  double f_gpu = 0;            // F_pf per replica token per GPU, critical stage
-  int critical_stage = 0;      // the stage with the longest compute + communication per token
+  std::string name;        // layout_name()
+  double b_kv_share = 0;   // KV bytes per replica token per GPU (the κ denominator)
+  double f_gpu = 0;        // F_pf per replica token per GPU, critical stage
+  int critical_stage = 0;  // the stage with the longest compute + communication per token
   double nvlink_bytes = 0, nic_bytes = 0;  // per replica token per GPU, critical stage
-  double t_comm = 0;           // their time at the links' peak rates
-  double kappa_crit_comm = 0;  // κ_crit with communication serial with compute
-  double weight_bytes_gpu = 0;  // weights one GPU holds (compute dtype), largest stage
+  double t_comm = 0;                       // their time at the links' peak rates
+  double kappa_crit_comm = 0;              // κ_crit with communication serial with compute
+  double weight_bytes_gpu = 0;             // weights one GPU holds (compute dtype), largest stage
 };
 
 struct KappaPoint {
   std::string model, system, compute_dtype, kv_dtype, convention;
   int tp = 1;
   double n_active_params = 0;
-  double b_kv = 0;           // KV bytes per token, whole model
-  double b_kv_gpu = 0;       // KV bytes per token one GPU holds (with replication)
-  double f_pf = 0;           // FLOPs per new token, whole model, by the convention
-  double compute = 0;        // C_eff per GPU
-  double bandwidth = 0;      // BW per GPU
+  double b_kv = 0;       // KV bytes per token, whole model
+  double b_kv_gpu = 0;   // KV bytes per token one GPU holds (with replication)
+  double f_pf = 0;       // FLOPs per new token, whole model, by the convention
+  double compute = 0;    // C_eff per GPU
+  double bandwidth = 0;  // BW per GPU
   std::string compute_source, bandwidth_source;
-  double kappa_m = 0;        // per GPU: (F_pf / tp) / b_kv_gpu
+  double kappa_m = 0;  // per GPU: (F_pf / tp) / b_kv_gpu
   double kappa_hw = 0;
   double kappa_crit = 0;
   // With attention over K cached (+ T new, causal) tokens:
   std::optional<double> context_k, new_tokens_t;
-  std::optional<double> f_attention;         // attention FLOPs per new token at (K, T)
+  std::optional<double> f_attention;  // attention FLOPs per new token at (K, T)
   std::optional<double> kappa_crit_attention;
   // Eq. 3 at (K, T) (per GPU):
-  std::optional<TtftParts> ttft;              // F = F_pf
-  std::optional<TtftParts> ttft_attention;    // F = F_pf + attention
-  std::optional<KappaLayout> layout;          // with a KappaQuery::layout
+  std::optional<TtftParts> ttft;            // F = F_pf
+  std::optional<TtftParts> ttft_attention;  // F = F_pf + attention
+  std::optional<KappaLayout> layout;        // with a KappaQuery::layout
   // Per-GPU F per new token and KV bytes per cached token behind kappa_m (F_pf / tp and
   // b_kv_gpu without a layout; the layout's shares with one).
   double f_gpu = 0;

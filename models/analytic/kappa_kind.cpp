@@ -55,10 +55,14 @@ PointResult kappa_point(const ConfigNode& config, const PointContext&) {
   q.new_tokens_t = spec.T;
   const KappaPoint p = evaluate_kappa(spec.model, spec.system, q, &prov);
   PointResult r;
-  r.metrics = {{"n_active_params", p.n_active_params}, {"b_kv_bytes", p.b_kv},
-               {"b_kv_gpu_bytes", p.b_kv_gpu},         {"f_pf_flops", p.f_pf},
-               {"compute_flops", p.compute},           {"bandwidth_bytes_per_s", p.bandwidth},
-               {"kappa_m", p.kappa_m},                 {"kappa_hw", p.kappa_hw},
+  r.metrics = {{"n_active_params", p.n_active_params},
+               {"b_kv_bytes", p.b_kv},
+               {"b_kv_gpu_bytes", p.b_kv_gpu},
+               {"f_pf_flops", p.f_pf},
+               {"compute_flops", p.compute},
+               {"bandwidth_bytes_per_s", p.bandwidth},
+               {"kappa_m", p.kappa_m},
+               {"kappa_hw", p.kappa_hw},
                {"kappa_crit", p.kappa_crit}};
   if (p.f_attention) {
     r.metrics.emplace_back("f_attention_flops", *p.f_attention);
@@ -82,7 +86,8 @@ PointResult kappa_point(const ConfigNode& config, const PointContext&) {
 }
 
 const sweep::KindRegistration kKappaKind{
-    {"kappa", "the analytic κ model (kappasim kappa) for {model, system, serving: {tp, kv_dtype}, K, T}",
+    {"kappa",
+     "the analytic κ model (kappasim kappa) for {model, system, serving: {tp, kv_dtype}, K, T}",
      kappa_point}};
 
 }  // namespace

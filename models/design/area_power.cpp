@@ -27,8 +27,8 @@ void DesignCoefficients::validate(const std::string& path) const {
 }
 
 const std::vector<std::pair<const char*, BudgetMode>>& budget_mode_names() {
-  static const std::vector<std::pair<const char*, BudgetMode>> n = {
-      {"area", BudgetMode::Area}, {"power", BudgetMode::Power}};
+  static const std::vector<std::pair<const char*, BudgetMode>> n = {{"area", BudgetMode::Area},
+                                                                    {"power", BudgetMode::Power}};
   return n;
 }
 
@@ -102,9 +102,8 @@ DesignPoint design_point(const DesignCoefficients& c, const DesignSplit& s) {
     d.compute_flops = d.compute_fraction * movable / c.power_per_flops();
     d.link_Bps = d.link_fraction * movable / c.power_per_link_Bps();
     // An SRAM that draws no power (sram_power 0) cannot be sized by power.
-    d.sram_bytes = c.power_per_sram_byte() > 0
-                       ? d.sram_fraction * movable / c.power_per_sram_byte()
-                       : 0.0;
+    d.sram_bytes =
+        c.power_per_sram_byte() > 0 ? d.sram_fraction * movable / c.power_per_sram_byte() : 0.0;
   }
   d.compute_area_m2 = d.compute_flops * c.area_per_flops();
   d.link_area_m2 = d.link_Bps * c.area_per_link_Bps();

@@ -30,18 +30,18 @@ struct DesignCoefficients {
   // Baseline die as built.
   double die_area_m2 = 0;
   double tdp_w = 0;
-  double compute_flops = 0;        // peak dense BF16 FLOP/s
-  double host_link_Bps = 0;        // host-link bandwidth, per direction
-  double kv_sram_bytes = 0;        // dedicated KV SRAM (0 on today's GPUs)
+  double compute_flops = 0;  // peak dense BF16 FLOP/s
+  double host_link_Bps = 0;  // host-link bandwidth, per direction
+  double kv_sram_bytes = 0;  // dedicated KV SRAM (0 on today's GPUs)
   // Per-unit costs.
-  double compute_density = 0;           // FLOP/s per m^2
-  double compute_energy_per_flop_J = 0; // W per FLOP/s of peak (J per FLOP)
-  double link_density = 0;              // per-direction B/s per m^2 of PHY
-  double link_energy_per_byte_J = 0;    // J per byte at the GPU's end, each direction
-  double sram_density = 0;              // B per m^2
-  double sram_power_per_byte_w = 0;     // W per byte (leakage and reads)
-  double sram_bandwidth_Bps = 0;        // rate at which a hit is copied from SRAM into HBM
-  std::string host_system;              // system preset whose host feeds the baseline GPU
+  double compute_density = 0;            // FLOP/s per m^2
+  double compute_energy_per_flop_J = 0;  // W per FLOP/s of peak (J per FLOP)
+  double link_density = 0;               // per-direction B/s per m^2 of PHY
+  double link_energy_per_byte_J = 0;     // J per byte at the GPU's end, each direction
+  double sram_density = 0;               // B per m^2
+  double sram_power_per_byte_w = 0;      // W per byte (leakage and reads)
+  double sram_bandwidth_Bps = 0;         // rate at which a hit is copied from SRAM into HBM
+  std::string host_system;               // system preset whose host feeds the baseline GPU
 
   // Cost of one unit of each resource.
   double area_per_flops() const { return 1.0 / compute_density; }
@@ -129,8 +129,7 @@ struct DesignSplit {
                req("fraction of the movable budget spent on host-link PHY", Range::Fraction));
     v.quantity("sram_fraction", sram_fraction, dim::none,
                opt("fraction spent on KV SRAM (default: 1 - compute - link)", Range::Fraction));
-    v.quantity("area_budget", area_budget_m2, dim::area,
-               opt("die area (default: the baseline's)"));
+    v.quantity("area_budget", area_budget_m2, dim::area, opt("die area (default: the baseline's)"));
     v.quantity("power_budget", power_budget_w, dim::power,
                opt("power (default: the baseline's TDP)"));
   }
@@ -156,8 +155,12 @@ struct DesignPoint {
   bool within_power_budget() const {
     return total_power_w() <= budget_power_w * (1 + kBudgetTolerance);
   }
-  double total_area_m2() const { return fixed_area_m2 + compute_area_m2 + link_area_m2 + sram_area_m2; }
-  double total_power_w() const { return fixed_power_w + compute_power_w + link_power_w + sram_power_w; }
+  double total_area_m2() const {
+    return fixed_area_m2 + compute_area_m2 + link_area_m2 + sram_area_m2;
+  }
+  double total_power_w() const {
+    return fixed_power_w + compute_power_w + link_power_w + sram_power_w;
+  }
 };
 
 // The split that reproduces the baseline die in the given mode.

@@ -62,7 +62,8 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
   EmittedDesign e;
   // Unknown names first, so the message names the option the user got wrong.
   (void)preset("gpu", o.base_gpu, "--base");
-  if (o.host != "gb200" && o.host != "unlimited" && !o.host.empty()) (void)preset("system", o.host, "--host");
+  if (o.host != "gb200" && o.host != "unlimited" && !o.host.empty())
+    (void)preset("system", o.host, "--host");
   e.point = design_point(c, s);
   const DesignPoint& d = e.point;
   const char* mode = s.mode == BudgetMode::Area ? "area" : "power";
@@ -74,9 +75,9 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
                      "); infeasible: move budget from the link or SRAM to compute");
   if (!d.within_power_budget())
     throw InputError("design split: draws " + num(d.total_power_w()) +
-                     " W, more than the power budget of " + num(d.budget_power_w) +
-                     " W (equal-" + mode + " split " + num(d.compute_fraction) + " / " +
-                     num(d.link_fraction) + " / " + num(d.sram_fraction) +
+                     " W, more than the power budget of " + num(d.budget_power_w) + " W (equal-" +
+                     mode + " split " + num(d.compute_fraction) + " / " + num(d.link_fraction) +
+                     " / " + num(d.sram_fraction) +
                      "); infeasible: move budget from the link or SRAM to compute");
 
   e.name = o.name.empty() ? design_point_name(o.coefficients_name, s) : o.name;
@@ -93,41 +94,43 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
   e.gpu = preset("gpu", o.base_gpu, "--base");
   const double scale = d.compute_flops / c.compute_flops;  // C / C0
   e.gpu.set("name", ConfigNode::make_scalar(e.name));
-  e.gpu.set("display_name", ConfigNode::make_scalar(
-                                o.base_gpu + " die re-split: " + num(d.compute_flops / 1e12) +
-                                " TFLOP/s BF16, host PHY " + num(d.link_Bps / 1e9) + " GB/s, KV SRAM " +
-                                num(d.sram_bytes / 1e6) + " MB"));
+  e.gpu.set("display_name",
+            ConfigNode::make_scalar(o.base_gpu + " die re-split: " + num(d.compute_flops / 1e12) +
+                                    " TFLOP/s BF16, host PHY " + num(d.link_Bps / 1e9) +
+                                    " GB/s, KV SRAM " + num(d.sram_bytes / 1e6) + " MB"));
   if (ConfigNode* pf = e.gpu.find("peak_flops"); pf && pf->is_map()) {
     for (auto& [dtype, v] : pf->entries) {
       if (!v.is_scalar()) continue;
       const double base = parse_quantity_as(v.scalar, dim::flop_rate);
       const double value = dtype == "bf16" ? d.compute_flops : base * scale;
       v = derived(num(value) + " FLOP/s",
-                  dtype == "bf16"
-                      ? "dense BF16 peak of the " + split
-                      : o.base_gpu + " " + dtype + " peak " + num(base / 1e12) +
-                            " TFLOP/s x the SM array's scale C/C0 = " + num(scale) + " of the " + split);
+                  dtype == "bf16" ? "dense BF16 peak of the " + split
+                                  : o.base_gpu + " " + dtype + " peak " + num(base / 1e12) +
+                                        " TFLOP/s x the SM array's scale C/C0 = " + num(scale) +
+                                        " of the " + split);
     }
   }
   const double sm0 = preset_number(e.gpu, "sm_count", dim::none, "gpu preset " + o.base_gpu);
   const double sms = std::max(1.0, std::round(sm0 * scale));
-  e.gpu.set("sm_count", derived(num(sms), o.base_gpu + " " + num(sm0) + " SMs x C/C0 = " +
-                                              num(scale) + ", rounded (the SM array is what the "
-                                              "compute fraction buys) of the " + split));
+  e.gpu.set("sm_count",
+            derived(num(sms), o.base_gpu + " " + num(sm0) + " SMs x C/C0 = " + num(scale) +
+                                  ", rounded (the SM array is what the "
+                                  "compute fraction buys) of the " +
+                                  split));
   e.gpu.set("tdp", derived(num(d.total_power_w()) + " W",
-                           "fixed " + num(d.fixed_power_w) + " W + compute " + num(d.compute_power_w) +
-                               " W + link PHY " + num(d.link_power_w) + " W + SRAM " +
-                               num(d.sram_power_w) + " W of the " + split));
+                           "fixed " + num(d.fixed_power_w) + " W + compute " +
+                               num(d.compute_power_w) + " W + link PHY " + num(d.link_power_w) +
+                               " W + SRAM " + num(d.sram_power_w) + " W of the " + split));
   if (e.gpu.find("idle_power")) {
     const double idle0 = preset_number(e.gpu, "idle_power", dim::power, "gpu preset " + o.base_gpu);
     // The PHY is powered at peak whether or not it carries data and the SRAM leaks: both are
     // always-on power. The base idle power already holds the base die's own PHY.
     const double idle = idle0 + (d.link_power_w - c.baseline_link_power()) + d.sram_power_w;
     e.gpu.set("idle_power",
-              derived(num(idle) + " W", o.base_gpu + " idle " + num(idle0) + " W + link PHY " +
-                                            num(d.link_power_w) + " W - base PHY " +
-                                            num(c.baseline_link_power()) + " W + SRAM " +
-                                            num(d.sram_power_w) + " W (always-on) of the " + split));
+              derived(num(idle) + " W",
+                      o.base_gpu + " idle " + num(idle0) + " W + link PHY " + num(d.link_power_w) +
+                          " W - base PHY " + num(c.baseline_link_power()) + " W + SRAM " +
+                          num(d.sram_power_w) + " W (always-on) of the " + split));
   }
 
   // ---- system -------------------------------------------------------------------------------
@@ -138,17 +141,19 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
   const double rate = d.link_Bps * 8.0 * 130.0 / 128.0 / lanes;
   ConfigNode link = ConfigNode::make_map();
   link.set("preset", ConfigNode::make_scalar("pcie5"));
-  link.set("lanes", derived("16", "the link model takes at most 16 lanes; the rate per lane "
-                                  "carries the width (the design's PHY = " +
-                                      num(d.link_Bps / (32e9 * 128.0 / 130.0 / 8.0)) +
-                                      " PCIe 5.0 lanes)"));
-  link.set("rate_per_lane", derived(num(rate) + " T/s",
-                                    "the design's PHY " + num(d.link_Bps) +
-                                        " B/s per direction x 8 x 130/128 / 16 lanes of the " + split));
-  link.set("energy_per_bit",
-           derived(num(2 * c.link_energy_per_byte_J / 8.0) + " J/bit",
-                   "both ends: 2 x the coefficients' GPU-end " + num(c.link_energy_per_byte_J / 8.0 * 1e12) +
-                       " pJ/bit (as presets/links/pcie5.yaml counts the link)"));
+  link.set("lanes",
+           derived("16",
+                   "the link model takes at most 16 lanes; the rate per lane "
+                   "carries the width (the design's PHY = " +
+                       num(d.link_Bps / (32e9 * 128.0 / 130.0 / 8.0)) + " PCIe 5.0 lanes)"));
+  link.set("rate_per_lane",
+           derived(num(rate) + " T/s", "the design's PHY " + num(d.link_Bps) +
+                                           " B/s per direction x 8 x 130/128 / 16 lanes of the " +
+                                           split));
+  link.set("energy_per_bit", derived(num(2 * c.link_energy_per_byte_J / 8.0) + " J/bit",
+                                     "both ends: 2 x the coefficients' GPU-end " +
+                                         num(c.link_energy_per_byte_J / 8.0 * 1e12) +
+                                         " pJ/bit (as presets/links/pcie5.yaml counts the link)"));
   if (host == "gb200" || host == "unlimited") {
     if (o.gpus < 1) throw InputError("design emit: --gpus must be at least 1");
     const bool grace = host == "gb200";
@@ -171,11 +176,13 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
                                     : "one socket per GPU (die-only view)"));
     if (!grace)
       hm.set("bandwidth_per_socket",
-             assumed("1e15 B/s", "die-only view (the design kind's host: unlimited): host DRAM far "
-                                 "above any PHY so the design's link alone binds; no real host"));
+             assumed("1e15 B/s",
+                     "die-only view (the design kind's host: unlimited): host DRAM far "
+                     "above any PHY so the design's link alone binds; no real host"));
     hm.set("inter_socket_bandwidth",
-           assumed("128e9 B/s", "unused: each GPU's KV pool is on its own socket (kv_pool local); "
-                                "given because a multi-socket host needs one"));
+           assumed("128e9 B/s",
+                   "unused: each GPU's KV pool is on its own socket (kv_pool local); "
+                   "given because a multi-socket host needs one"));
     e.system.set("host_memory", hm);
     e.system.set("gpus_per_socket", derived(std::to_string(per_socket),
                                             grace ? "GB200: two GPUs per Grace" : "die-only view"));
@@ -183,10 +190,11 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
   } else {
     e.system = preset("system", host, "--host");
     const ConfigNode* hl = e.system.find("host_link");
-    const std::string hl_name = hl && hl->is_scalar() ? hl->scalar
+    const std::string hl_name = hl && hl->is_scalar()      ? hl->scalar
                                 : hl && hl->find("preset") ? hl->find("preset")->scalar
                                                            : std::string();
-    const ConfigNode* lp = hl_name.empty() ? nullptr : PresetRegistry::instance().find("link", hl_name);
+    const ConfigNode* lp =
+        hl_name.empty() ? nullptr : PresetRegistry::instance().find("link", hl_name);
     const ConfigNode* ty = lp ? lp->find("type") : nullptr;
     if (!ty || ty->scalar != "pcie")
       throw InputError("--host: system '" + host + "' has no PCIe host link to replace (" +
@@ -205,9 +213,9 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
   e.kv_buffer.set("capacity", derived(num(d.sram_bytes) + " B", "KV SRAM per GPU of the " + split));
   if (d.sram_bytes > 0) {
     e.kv_buffer.set("kind", ConfigNode::make_scalar("sram"));
-    e.kv_buffer.set("bandwidth", derived(num(c.sram_bandwidth_Bps) + " B/s",
-                                         "the coefficients' sram_bandwidth (" +
-                                             o.coefficients_name + ")"));
+    e.kv_buffer.set("bandwidth",
+                    derived(num(c.sram_bandwidth_Bps) + " B/s",
+                            "the coefficients' sram_bandwidth (" + o.coefficients_name + ")"));
   }
   return e;
 }

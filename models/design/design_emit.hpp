@@ -28,17 +28,17 @@ struct DesignEmitOptions {
   // LPDDR5X socket per 2 GPUs, the gb200-grace memory), or unlimited (die-only: host DRAM far above
   // any PHY, so the PHY alone binds).
   std::string host = "dgx-h100";
-  int gpus = 8;          // GPUs of the emitted system (gb200 / unlimited hosts)
-  std::string name;      // preset name of the GPU and the system (default: from the split)
+  int gpus = 8;      // GPUs of the emitted system (gb200 / unlimited hosts)
+  std::string name;  // preset name of the GPU and the system (default: from the split)
 };
 
 struct EmittedDesign {
-  std::string name;       // GPU preset name; the system preset is name + "-" + host
+  std::string name;  // GPU preset name; the system preset is name + "-" + host
   std::string system_name;
   DesignPoint point;
-  ConfigNode gpu;         // a `gpu` preset tree (provenance on every changed value)
-  ConfigNode system;      // a `system` preset tree; `gpu:` names the GPU preset
-  ConfigNode kv_buffer;   // the serving.kv_buffer map
+  ConfigNode gpu;        // a `gpu` preset tree (provenance on every changed value)
+  ConfigNode system;     // a `system` preset tree; `gpu:` names the GPU preset
+  ConfigNode kv_buffer;  // the serving.kv_buffer map
   // The system tree with the GPU inline (for a sweep whose points must not depend on a preset
   // folder: the spec hash then covers the hardware).
   ConfigNode system_inline() const;

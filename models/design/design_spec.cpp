@@ -155,10 +155,10 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
   std::unique_ptr<SramResidency> sram;
   switch (w.type) {
     case WorkloadType::ShareGpt: {
-      source = std::make_unique<ShareGptGenerator>(w.sharegpt, w.requests, w.rate, w.arrival,
-                                                   w.cv, seed);
-      sram = std::make_unique<ConversationShare>(e.hw.sram_bytes,
-                                                 w.rate * w.sharegpt.think_time_s, b_gpu);
+      source = std::make_unique<ShareGptGenerator>(w.sharegpt, w.requests, w.rate, w.arrival, w.cv,
+                                                   seed);
+      sram = std::make_unique<ConversationShare>(e.hw.sram_bytes, w.rate * w.sharegpt.think_time_s,
+                                                 b_gpu);
       break;
     }
     case WorkloadType::NarrativeQa:

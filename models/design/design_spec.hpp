@@ -21,9 +21,9 @@
 // bound (host_bound.hpp) turns the PHY into the effective load rate BW = min(PHY, the GPU's
 // share of its host: socket DRAM x efficiency / GPUs loading from it, socket links, root ports);
 // evaluate_kappa on the model with C and BW gives κ_crit and, per sampled request (K cached,
-// T new tokens), the transfer and compute times; the SRAM serves a request's cached prefix when it is resident
-// (popularity model below) and the link carries the rest. TTFT = max(load + compute / L,
-// load / L + compute): transfers overlap compute layer by layer (serving/request_cost).
+// T new tokens), the transfer and compute times; the SRAM serves a request's cached prefix when it
+// is resident (popularity model below) and the link carries the rest. TTFT = max(load + compute /
+// L, load / L + compute): transfers overlap compute layer by layer (serving/request_cost).
 // Throughput = requests / max(total compute, total load): one TP instance with compute and link
 // pipelined across requests. Deterministic for a seed.
 //
@@ -47,8 +47,8 @@
 #include "models/analytic/kappa.hpp"
 #include "models/design/area_power.hpp"
 #include "models/design/host_bound.hpp"
-#include "systems/system_spec.hpp"
 #include "models/llm/architecture.hpp"
+#include "systems/system_spec.hpp"
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
@@ -121,8 +121,8 @@ DesignEvalSpec read_design_eval(const ConfigNode& config, ProvenanceTable* prov 
 
 struct DesignEvaluation {
   DesignPoint hw;
-  HostBound link;              // PHY and effective (host-capped) load rate
-  KappaPoint kappa;            // evaluate_kappa at the design's C and effective BW (no context)
+  HostBound link;    // PHY and effective (host-capped) load rate
+  KappaPoint kappa;  // evaluate_kappa at the design's C and effective BW (no context)
   std::int64_t requests = 0;
   double kappa_ratio_p50 = 0;
   double sram_hit_fraction = 0;      // requests whose cached prefix came from the SRAM
@@ -130,8 +130,8 @@ struct DesignEvaluation {
   double frac_link_bound = 0;        // requests whose load took longer than their compute
   double t_compute_mean_s = 0, t_load_mean_s = 0;
   double ttft_mean_s = 0, ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0;
-  double throughput_rps = 0;         // one TP instance, compute and link pipelined
-  double compute_utilization = 0;    // total compute / max(total compute, total load)
+  double throughput_rps = 0;       // one TP instance, compute and link pipelined
+  double compute_utilization = 0;  // total compute / max(total compute, total load)
 };
 
 DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed);

@@ -27,12 +27,13 @@ Solved solve(const Topology& t, int tp, double phy_Bps, std::optional<double> ro
   t.add_to(net);
   // Host-side resources of the topology, by id: the DRAM of each socket and the socket links.
   std::vector<int> kind(net.resources(), -1);
-  for (int s = 0; s < t.sockets(); ++s) kind[static_cast<std::size_t>(t.dram(s))] =
-      static_cast<int>(LinkBinding::HostDram);
+  for (int s = 0; s < t.sockets(); ++s)
+    kind[static_cast<std::size_t>(t.dram(s))] = static_cast<int>(LinkBinding::HostDram);
   for (int a = 0; a < t.sockets(); ++a)
     for (int b = 0; b < t.sockets(); ++b)
-      if (a != b) kind[static_cast<std::size_t>(t.socket_link(a, b))] =
-          static_cast<int>(LinkBinding::SocketLink);
+      if (a != b)
+        kind[static_cast<std::size_t>(t.socket_link(a, b))] =
+            static_cast<int>(LinkBinding::SocketLink);
   const bool phy = std::isfinite(phy_Bps);
   std::vector<int> phy_id, port_id;
   for (int g = 0; phy && g < t.gpus(); ++g) {
@@ -40,7 +41,8 @@ Solved solve(const Topology& t, int tp, double phy_Bps, std::optional<double> ro
     kind.push_back(static_cast<int>(LinkBinding::Phy));
   }
   for (int s = 0; root_port_Bps && s < t.sockets(); ++s) {
-    port_id.push_back(net.add_resource("socket" + std::to_string(s) + ".root-ports", *root_port_Bps));
+    port_id.push_back(
+        net.add_resource("socket" + std::to_string(s) + ".root-ports", *root_port_Bps));
     kind.push_back(static_cast<int>(LinkBinding::RootPort));
   }
 
@@ -61,8 +63,9 @@ Solved solve(const Topology& t, int tp, double phy_Bps, std::optional<double> ro
   Solved out;
   int slowest = -1;
   for (int g = 0; g < std::min(tp, t.gpus()); ++g) {
-    const double r = paths[static_cast<std::size_t>(g)].empty() ? kInf
-                                                               : net.rate(ids[static_cast<std::size_t>(g)]);
+    const double r = paths[static_cast<std::size_t>(g)].empty()
+                         ? kInf
+                         : net.rate(ids[static_cast<std::size_t>(g)]);
     if (slowest < 0 || r < out.rate) {
       out.rate = r;
       slowest = g;

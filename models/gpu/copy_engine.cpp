@@ -90,7 +90,8 @@ void CopyEngine::copy(TransferRequest& r) {
 CopyKernel::CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu)
     : sc_core::sc_module(name), out("out") {
   if (!gpu.copy_kernel_block_overhead_s)
-    throw InputError("gpu '" + gpu.name + "': the copy kernel model needs copy_kernel_block_overhead");
+    throw InputError("gpu '" + gpu.name +
+                     "': the copy kernel model needs copy_kernel_block_overhead");
   m_block_overhead_s = *gpu.copy_kernel_block_overhead_s;
   m_gpu_spec = gpu;
 }
@@ -152,9 +153,9 @@ void CopyKernel::start(TransferRequest& r, std::int64_t blocks, TransferGroup& g
   r.pinned = true;
   if (r.dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
       m_gpu_spec.copy_kernel_load_width)
-    r.sm_inflight_bytes = sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count,
-                                            *m_gpu_spec.sm_host_loads_per_sm,
-                                            *m_gpu_spec.copy_kernel_load_width);
+    r.sm_inflight_bytes =
+        sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
+                          *m_gpu_spec.copy_kernel_load_width);
   g.add();
   m_inflight.emplace_back();
   InFlight* k = &m_inflight.back();
@@ -194,9 +195,9 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     // pool), each with sm_host_loads_per_sm warp-wide loads of 32 × copy_kernel_load_width B.
     if (dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
         m_gpu_spec.copy_kernel_load_width)
-      r.sm_inflight_bytes = sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count,
-                                              *m_gpu_spec.sm_host_loads_per_sm,
-                                              *m_gpu_spec.copy_kernel_load_width);
+      r.sm_inflight_bytes =
+          sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
+                            *m_gpu_spec.copy_kernel_load_width);
     r.start_s = sc_core::sc_time_stamp().to_seconds();
     send(out, r, name());
     m_blocks += static_cast<decltype(m_blocks)>(blocks);

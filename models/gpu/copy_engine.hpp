@@ -29,9 +29,9 @@
 // does): its caller issues one stream per GPU and direction, as the serving engine does.
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
 #include <deque>

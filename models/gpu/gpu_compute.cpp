@@ -58,9 +58,9 @@ double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferR
   return t;
 }
 
-StepTime GpuCompute::start_batch_step(const ModelSpec& m, int tp, const std::vector<SeqSlice>& batch,
-                                      TransferRequest& r, TransferGroup& g, double delay_s,
-                                      DType kv_dtype) {
+StepTime GpuCompute::start_batch_step(const ModelSpec& m, int tp,
+                                      const std::vector<SeqSlice>& batch, TransferRequest& r,
+                                      TransferGroup& g, double delay_s, DType kv_dtype) {
   const StepTime st =
       batch_step_time(m, m_gpu, tp, batch, m_dtype, m_sms.compute_fraction(), kv_dtype);
   // Already timed at the free SM fraction: nothing left to scale.

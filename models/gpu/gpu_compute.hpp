@@ -37,9 +37,9 @@
 
 #include <cstdint>
 #include <map>
-#include <vector>
 #include <string>
 #include <systemc>
+#include <vector>
 
 #include "interconnects/link_model.hpp"
 #include "models/gpu/gpu_spec.hpp"
@@ -52,7 +52,7 @@ namespace kappasim {
 class GpuCompute : public sc_core::sc_module {
  public:
   struct Stats {
-    PrefillTime time;               // busy time split by kernel kind, FLOPs, kernels run
+    PrefillTime time;                // busy time split by kernel kind, FLOPs, kernels run
     std::int64_t kernel_events = 0;  // timed waits issued
     double busy_s() const { return time.compute_time_s; }
   };
@@ -82,8 +82,8 @@ class GpuCompute : public sc_core::sc_module {
   // scales as 1 / compute_fraction() (the SMs copy kernels leave free now); the rest does not.
   // Returns the step's time alone (at the SM fraction now). One step at a time per GPU is the
   // caller's business (one compute stream). Call from a process or during elaboration.
-  double start_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
-                    TransferGroup& g, double delay_s = 0, double sm_bound_s = 0);
+  double start_step(double compute_time_s, double hbm_bytes, TransferRequest& r, TransferGroup& g,
+                    double delay_s = 0, double sm_bound_s = 0);
   // Times a batch step with kernel_timing's batch_step_time at the SM fraction free now (every
   // kernel's FLOP roof and waves on the free SMs) and starts it as above. Returns that timing.
   StepTime start_batch_step(const ModelSpec& m, int tp, const std::vector<SeqSlice>& batch,

@@ -27,14 +27,18 @@ void GpuSpec::apply_scale(ConfigReader& r) {
   for (const auto& [d, f] : scale.flops_by_dtype)
     if (!peak_flops.count(d))
       throw InputError(at + ".flops_by_dtype." + d + ": GPU '" + name + "' has no " + d +
-                       " peak to scale (it has: " + [&] {
+                       " peak to scale (it has: " +
+                       [&] {
                          std::string have;
-                         for (const auto& [k, v] : peak_flops) have += (have.empty() ? "" : ", ") + k;
+                         for (const auto& [k, v] : peak_flops)
+                           have += (have.empty() ? "" : ", ") + k;
                          return have;
-                       }() + ")");
+                       }() +
+                       ")");
   if (scale.hbm_bandwidth) {
     hbm_bandwidth_Bps *= *scale.hbm_bandwidth;
-    r.derive("hbm_bandwidth", "× " + format_number(*scale.hbm_bandwidth) + " (scale.hbm_bandwidth)");
+    r.derive("hbm_bandwidth",
+             "× " + format_number(*scale.hbm_bandwidth) + " (scale.hbm_bandwidth)");
   }
   for (auto& [d, v] : peak_flops) {
     const auto it = scale.flops_by_dtype.find(d);
@@ -43,7 +47,8 @@ void GpuSpec::apply_scale(ConfigReader& r) {
     std::string why = scale.flops ? "scale.flops " + format_number(*scale.flops) : "";
     if (it != scale.flops_by_dtype.end()) {
       f *= it->second;
-      why += (why.empty() ? "" : " × ") + std::string("scale.flops_by_dtype.") + d + " " + format_number(it->second);
+      why += (why.empty() ? "" : " × ") + std::string("scale.flops_by_dtype.") + d + " " +
+             format_number(it->second);
     }
     v *= f;
     r.derive("peak_flops." + d, "× " + format_number(f) + " (" + why + ")");
@@ -60,14 +65,16 @@ void GpuSpec::validate(const std::string& path) const {
       throw InputError(path + ".gemm_efficiency_by_precision." + dtype +
                        ": must be greater than zero (a fraction in (0, 1])");
   if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
-    throw InputError(path +
-                     ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
+    throw InputError(
+        path + ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
   // links: a GPU load instruction moves 1, 2, 4, 8 or 16 bytes per thread.
   if (copy_kernel_load_width) {
     const double w = *copy_kernel_load_width;
     if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
-      throw InputError(path + ".copy_kernel_load_width: a thread loads 1, 2, 4, 8 or 16 bytes "
-                       "per instruction, got " + format_number(w) + " B");
+      throw InputError(path +
+                       ".copy_kernel_load_width: a thread loads 1, 2, 4, 8 or 16 bytes "
+                       "per instruction, got " +
+                       format_number(w) + " B");
   }
 }
 

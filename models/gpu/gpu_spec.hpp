@@ -27,10 +27,10 @@ struct GpuSpec {
 
   // Used by the simulator (models/gpu, interconnects); optional so analytic-only GPU files
   // need not give them. The simulator's require_sim() names any that are missing.
-  std::optional<double> copy_engines;                // DMA copy engines usable for H2D/D2H
-  std::optional<double> dma_copy_overhead_s;         // fixed cost per cudaMemcpyAsync
+  std::optional<double> copy_engines;                  // DMA copy engines usable for H2D/D2H
+  std::optional<double> dma_copy_overhead_s;           // fixed cost per cudaMemcpyAsync
   std::optional<double> copy_kernel_block_overhead_s;  // fixed cost per block, SM copy kernel
-  std::optional<double> gemm_efficiency;             // achievable fraction of peak, large GEMMs
+  std::optional<double> gemm_efficiency;               // achievable fraction of peak, large GEMMs
   // Compute efficiency by precision and mechanism (docs/compute-model.md, "Precision, paged KV
   // and per-forward costs"). Each is optional: absent means the BF16 value / no such cost.
   // Large-GEMM fraction of that precision's own peak, where it differs from gemm_efficiency
@@ -43,18 +43,18 @@ struct GpuSpec {
   // the sampled-token sync, runner-output handling (scheduling and input preparation are
   // serving.step_overhead, not charged here).
   std::optional<double> forward_overhead_s;
-  std::optional<double> attention_efficiency;        // achievable fraction, FlashAttention fwd
-  std::optional<double> hbm_efficiency;              // achievable fraction of HBM bandwidth
-  std::optional<double> kernel_launch_overhead_s;    // per kernel
-  std::optional<double> nvlink_latency_s;            // per all-reduce step
+  std::optional<double> attention_efficiency;      // achievable fraction, FlashAttention fwd
+  std::optional<double> hbm_efficiency;            // achievable fraction of HBM bandwidth
+  std::optional<double> kernel_launch_overhead_s;  // per kernel
+  std::optional<double> nvlink_latency_s;          // per all-reduce step
   // Power model (models/gpu/power); optional: only runs that report energy need them.
-  std::optional<double> idle_power_w;            // CUDA context held, no kernel running
-  std::optional<double> energy_per_flop_J;       // dense tensor-core FLOP, above idle
-  std::optional<double> energy_per_hbm_byte_J;   // per HBM byte moved, above idle (all-in)
+  std::optional<double> idle_power_w;           // CUDA context held, no kernel running
+  std::optional<double> energy_per_flop_J;      // dense tensor-core FLOP, above idle
+  std::optional<double> energy_per_hbm_byte_J;  // per HBM byte moved, above idle (all-in)
   // Zero-copy SM reads of host memory (systems/topology, docs/pcie-model.md "SM reads");
   // optional: without them a copy kernel's reads are bounded by the link and its tags only.
-  std::optional<double> sm_host_loads_per_sm;      // warp-wide loads to host memory in flight per SM
-  std::optional<double> copy_kernel_load_width;    // bytes per thread per load of the copy kernel
+  std::optional<double> sm_host_loads_per_sm;    // warp-wide loads to host memory in flight per SM
+  std::optional<double> copy_kernel_load_width;  // bytes per thread per load of the copy kernel
 
   static const std::vector<std::string>& compute_dtypes();
 
@@ -63,9 +63,9 @@ struct GpuSpec {
   // and the simulator see the same scaled GPU. Not written back by --dump-config: the scaled
   // values are, with a `derived:` provenance naming the factor.
   struct Scale {
-    std::optional<double> flops;                  // × every precision's peak FLOP/s
+    std::optional<double> flops;                   // × every precision's peak FLOP/s
     std::map<std::string, double> flops_by_dtype;  // × one precision's peak (on top of flops)
-    std::optional<double> hbm_bandwidth;          // × HBM bandwidth
+    std::optional<double> hbm_bandwidth;           // × HBM bandwidth
     template <class V>
     void visit(V& v) {
       v.quantity("flops", flops, dim::none, opt("factor on every precision's peak FLOP/s"));
@@ -90,10 +90,13 @@ struct GpuSpec {
     std::optional<double> energy_per_byte_J;  // per bit read from a separate (sram) store
     template <class V>
     void visit(V& v) {
-      v.quantity("capacity", capacity_bytes, dim::bytes, opt("buffer capacity per GPU (0 = none)", Range::NonNegative));
-      v.choice("kind", sram, std::vector<std::pair<const char*, bool>>{{"hbm", false}, {"sram", true}},
+      v.quantity("capacity", capacity_bytes, dim::bytes,
+                 opt("buffer capacity per GPU (0 = none)", Range::NonNegative));
+      v.choice("kind", sram,
+               std::vector<std::pair<const char*, bool>>{{"hbm", false}, {"sram", true}},
                opt("hbm (a region of HBM) or sram (a separate on-package store)"));
-      v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth, opt("buffer -> KV pages copy bandwidth per GPU"));
+      v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth,
+                 opt("buffer -> KV pages copy bandwidth per GPU"));
       v.quantity("energy_per_bit", energy_per_byte_J, dim::energy_per_byte,
                  opt("energy per bit read from a separate (sram) store", Range::NonNegative));
     }
@@ -134,10 +137,12 @@ struct GpuSpec {
     v.quantity_map("gemm_efficiency_by_precision", gemm_efficiency_by_precision, dim::none,
                    compute_dtypes(),
                    opt("large-GEMM fraction of each precision's own peak where it differs from "
-                       "gemm_efficiency", Range::Fraction));
+                       "gemm_efficiency",
+                       Range::Fraction));
     v.quantity("attention_paged_kv_efficiency", attention_paged_kv_efficiency, dim::none,
                opt("attention rate reading a paged KV cache, as a fraction of the contiguous-KV "
-                   "rate", Range::Fraction));
+                   "rate",
+                   Range::Fraction));
     v.quantity("forward_overhead", forward_overhead_s, dim::time,
                opt("host time per forward pass: sampling, sampled-token sync, output handling",
                    Range::NonNegative));
@@ -153,7 +158,8 @@ struct GpuSpec {
                opt("energy above idle per dense tensor-core FLOP", Range::NonNegative));
     v.quantity("energy_per_hbm_bit", energy_per_hbm_byte_J, dim::energy_per_byte,
                opt("energy above idle per bit moved to or from HBM (DRAM, PHY and on-chip "
-                   "movement)", Range::NonNegative));
+                   "movement)",
+                   Range::NonNegative));
     // Zero-copy SM reads (links): Little's law on the loads a copy kernel keeps in flight.
     v.quantity("sm_host_loads_per_sm", sm_host_loads_per_sm, dim::none,
                opt("warp-wide loads to host memory one SM keeps in flight", Range::AtLeastOne));
@@ -161,10 +167,12 @@ struct GpuSpec {
                opt("bytes each thread of the copy kernel loads per instruction (4, 8 or 16)"));
     // ---- relative knobs (issue 12.12): scale factors, applied once here as the spec is read ----
     if constexpr (!std::is_same_v<V, ConfigWriter>) {
-      v.object("scale", scale, opt("what-if factors: {flops, flops_by_dtype: {fp8: 2}, hbm_bandwidth}"));
+      v.object("scale", scale,
+               opt("what-if factors: {flops, flops_by_dtype: {fp8: 2}, hbm_bandwidth}"));
       if constexpr (std::is_same_v<V, ConfigReader>) apply_scale(v);
     }
-    v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
+    v.object("kv_buffer", kv_buffer,
+             opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
   }
   void validate(const std::string& path) const;
   // Throws InputError naming every simulator field this GPU lacks.

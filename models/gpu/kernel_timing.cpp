@@ -11,8 +11,7 @@ namespace {
 // ceil that forgives the rounding error of a quotient that should be whole.
 double ceil_q(double x) { return std::ceil(x - 1e-9); }
 
-Kernel gemm(const std::string& name, double M, double N, double K, double wb,
-            double groups = 1) {
+Kernel gemm(const std::string& name, double M, double N, double K, double wb, double groups = 1) {
   Kernel k;
   k.name = name;
   k.kind = Kernel::Kind::Gemm;
@@ -113,7 +112,8 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
   const double n_tiles = ceil_q(T / kAttentionTileM);
   const double kv_tokens_read = n_tiles * K + kAttentionTileM * n_tiles * (n_tiles - 1) / 2 + T;
   // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
-  const DType read_as = kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
+  const DType read_as =
+      kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
   const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, read_as, tp) / L;
   at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
   out.push_back(at);
@@ -136,7 +136,7 @@ void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
     const double E = p.num_experts;
     const double I = static_cast<double>(p.moe_intermediate_size) / tp;
     const double rows = T * p.experts_per_token;  // token-expert pairs
-    const double touched = std::min(E, rows);      // experts whose weights must be read
+    const double touched = std::min(E, rows);     // experts whose weights must be read
     // Router: replicated on every GPU (vLLM ReplicatedLinear).
     out.push_back(gemm("router", T, E, h, wb));
     out.push_back(gemm("experts_gate_up", rows, 2 * I, h, wb, touched));
@@ -185,11 +185,16 @@ double safe_fraction(double f) {
 
 const char* kernel_kind_name(Kernel::Kind k) {
   switch (k) {
-    case Kernel::Kind::Gemm: return "gemm";
-    case Kernel::Kind::Attention: return "attention";
-    case Kernel::Kind::Elementwise: return "elementwise";
-    case Kernel::Kind::AllReduce: return "all_reduce";
-    case Kernel::Kind::Host: return "host";
+    case Kernel::Kind::Gemm:
+      return "gemm";
+    case Kernel::Kind::Attention:
+      return "attention";
+    case Kernel::Kind::Elementwise:
+      return "elementwise";
+    case Kernel::Kind::AllReduce:
+      return "all_reduce";
+    case Kernel::Kind::Host:
+      return "host";
   }
   return "?";
 }
@@ -206,11 +211,14 @@ void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
 double activation_quant_bytes(DType weights) {
   switch (weights) {
     case DType::Fp8:
-    case DType::Int8: return 1;
-    case DType::Int4: return 0.5 + 1.0 / 16;  // NVFP4: 4-bit values + one FP8 scale per 16
+    case DType::Int8:
+      return 1;
+    case DType::Int4:
+      return 0.5 + 1.0 / 16;  // NVFP4: 4-bit values + one FP8 scale per 16
     case DType::Fp32:
     case DType::Bf16:
-    case DType::Fp16: return 0;
+    case DType::Fp16:
+      return 0;
   }
   return 0;
 }
@@ -219,10 +227,13 @@ KvDequant kv_dequant_mode(DType kv_dtype) {
   switch (kv_dtype) {
     case DType::Fp32:
     case DType::Bf16:
-    case DType::Fp16: return KvDequant::Native;
-    case DType::Fp8: return KvDequant::FusedDequant;
+    case DType::Fp16:
+      return KvDequant::Native;
+    case DType::Fp8:
+      return KvDequant::FusedDequant;
     case DType::Int8:
-    case DType::Int4: return KvDequant::SeparatePass;
+    case DType::Int4:
+      return KvDequant::SeparatePass;
   }
   return KvDequant::Native;
 }
@@ -231,7 +242,8 @@ double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType 
   if (kv_dequant_mode(kv_dtype) != KvDequant::SeparatePass || !(cached_tokens > 0)) return 0;
   const double L = m.num_layers;
   return cached_tokens *
-         (kv_bytes_per_token_per_gpu(m, kv_dtype, tp) + kv_bytes_per_token_per_gpu(m, DType::Bf16, tp)) /
+         (kv_bytes_per_token_per_gpu(m, kv_dtype, tp) +
+          kv_bytes_per_token_per_gpu(m, DType::Bf16, tp)) /
          L;
 }
 
@@ -336,8 +348,8 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
   t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
-      t.efficiency =
-          gpu.gemm_efficiency_for(compute_dtype) * gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
+      t.efficiency = gpu.gemm_efficiency_for(compute_dtype) *
+                     gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
@@ -375,11 +387,21 @@ void PrefillTime::add(const Kernel& k, const KernelTime& t) {
   hbm_bytes += k.hbm_bytes;
   if (k.kind != Kernel::Kind::Host) ++kernels;
   switch (k.kind) {
-    case Kernel::Kind::Host: host_time_s += t.time_s; break;
-    case Kernel::Kind::Gemm: linear_time_s += t.time_s; break;
-    case Kernel::Kind::Attention: attention_time_s += t.time_s; break;
-    case Kernel::Kind::AllReduce: comm_time_s += t.time_s; break;
-    case Kernel::Kind::Elementwise: other_time_s += t.time_s; break;
+    case Kernel::Kind::Host:
+      host_time_s += t.time_s;
+      break;
+    case Kernel::Kind::Gemm:
+      linear_time_s += t.time_s;
+      break;
+    case Kernel::Kind::Attention:
+      attention_time_s += t.time_s;
+      break;
+    case Kernel::Kind::AllReduce:
+      comm_time_s += t.time_s;
+      break;
+    case Kernel::Kind::Elementwise:
+      other_time_s += t.time_s;
+      break;
   }
 }
 
@@ -433,8 +455,10 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
   for (const SeqSlice& s : batch) {
     for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
       if (!k.per_sequence || k.kind == Kernel::Kind::Attention) continue;
-      if (!has_dequant) dequant = k;
-      else dequant.hbm_bytes += k.hbm_bytes;
+      if (!has_dequant)
+        dequant = k;
+      else
+        dequant.hbm_bytes += k.hbm_bytes;
       has_dequant = true;
     }
   }
@@ -446,7 +470,8 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
     for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
       if (k.kind != Kernel::Kind::Attention) continue;
       const KernelTime t = kernel_time(k, gpu, dtype, sm_fraction);
-      if (n == 0) merged = k;
+      if (n == 0)
+        merged = k;
       else {
         merged.flops += k.flops;
         merged.hbm_bytes += k.hbm_bytes;
@@ -494,7 +519,8 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
   const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
   if (dense > 0) {
-    const PrefillTime d = batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
+    const PrefillTime d =
+        batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
     add_times(st.total, d, dense);
     st.first_layer_s = d.compute_time_s;
     st.last_layer_s = d.compute_time_s;

@@ -70,10 +70,10 @@ struct Kernel {
   // GEMM: C[m × n] = A[m × k] · B[k × n]. Attention: m = query tokens (T), n = key tokens
   // (K + T), k = q/k head dim.
   double m = 0, n = 0, k = 0;
-  double groups = 1;      // grouped GEMM (MoE experts touched): m rows spread over groups
-  double heads = 0;       // attention: query heads on this GPU
-  double kv_heads = 0;    // attention: KV heads on this GPU (GQA packing)
-  int ranks = 1;          // all-reduce: GPUs in the ring
+  double groups = 1;    // grouped GEMM (MoE experts touched): m rows spread over groups
+  double heads = 0;     // attention: query heads on this GPU
+  double kv_heads = 0;  // attention: KV heads on this GPU (GQA packing)
+  int ranks = 1;        // all-reduce: GPUs in the ring
   // Runs once per sequence over that sequence's own context (attention, KV dequantisation);
   // batch_step_time launches each such kind once for the batch.
   bool per_sequence = false;
@@ -123,10 +123,10 @@ std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, D
 DType weight_dtype_for(const std::string& compute_dtype);
 
 struct KernelTime {
-  double time_s = 0;         // max(flops_time_s, memory_time_s) + launch overhead
+  double time_s = 0;  // max(flops_time_s, memory_time_s) + launch overhead
   double flops_time_s = 0;
   double memory_time_s = 0;
-  double efficiency = 0;     // achievable fraction of peak assumed by the FLOP roof (base × shape)
+  double efficiency = 0;  // achievable fraction of peak assumed by the FLOP roof (base × shape)
 };
 
 // Shape efficiencies (in (0, 1]) from tile and wave quantisation on `sms` SMs.
@@ -141,24 +141,23 @@ KernelTime kernel_time(const Kernel& kernel, const GpuSpec& gpu, const std::stri
                        double sm_fraction = 1.0);
 
 struct PrefillTime {
-  double compute_time_s = 0;    // every kernel, in sequence
-  double linear_time_s = 0;     // GEMMs
+  double compute_time_s = 0;  // every kernel, in sequence
+  double linear_time_s = 0;   // GEMMs
   double attention_time_s = 0;
-  double comm_time_s = 0;       // all-reduces
-  double other_time_s = 0;      // elementwise (norms, rotary, KV write, activation, embedding,
-                                // FP8/INT8 activation quantisation)
-  double host_time_s = 0;       // per-forward host cost (forward_overhead); not a GPU kernel
+  double comm_time_s = 0;   // all-reduces
+  double other_time_s = 0;  // elementwise (norms, rotary, KV write, activation, embedding,
+                            // FP8/INT8 activation quantisation)
+  double host_time_s = 0;   // per-forward host cost (forward_overhead); not a GPU kernel
   double flops = 0;
-  double hbm_bytes = 0;         // HBM traffic of the kernels (for the power model)
-  int kernels = 0;              // GPU kernels (the Host item is not one)
+  double hbm_bytes = 0;  // HBM traffic of the kernels (for the power model)
+  int kernels = 0;       // GPU kernels (the Host item is not one)
   // Adds one kernel (the one accumulation both prefill_time and GpuCompute use).
   void add(const Kernel& k, const KernelTime& t);
 };
 
 // One GPU of a TP group: all layers plus the edge kernels, every kernel on all SMs.
 PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
-                         const std::string& compute_dtype = "bf16",
-                         DType kv_dtype = DType::Bf16);
+                         const std::string& compute_dtype = "bf16", DType kv_dtype = DType::Bf16);
 
 // One M×N×K GEMM (BF16 activations, weights in `dtype`'s storage), on all SMs.
 KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
@@ -179,8 +178,8 @@ struct SeqSlice {
   bool finishes = true;  // its prefill completes this step: its last token's logits are computed
 };
 struct StepTime {
-  PrefillTime total;           // head + all layers + tail
-  double first_layer_s = 0;    // one layer's time (for the layer-wise pipeline's fill/drain)
+  PrefillTime total;         // head + all layers + tail
+  double first_layer_s = 0;  // one layer's time (for the layer-wise pipeline's fill/drain)
   double last_layer_s = 0;
 };
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,

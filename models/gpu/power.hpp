@@ -29,8 +29,8 @@ struct PowerActivity {
   // Tensor-core FLOPs executed, counted in BF16 equivalents: a FLOP of dtype d counts
   // peak(bf16)/peak(d) (FP8 at twice the rate costs about the same power: half per FLOP).
   double flops = 0;
-  double hbm_bytes = 0;       // bytes read from and written to HBM (incl. KV landing there)
-  double link_bytes = 0;      // bytes over the GPU's host link, both directions
+  double hbm_bytes = 0;               // bytes read from and written to HBM (incl. KV landing there)
+  double link_bytes = 0;              // bytes over the GPU's host link, both directions
   double link_energy_per_byte_J = 0;  // LinkSpec::energy_per_byte_J of that link (0: unknown)
 };
 

@@ -7,12 +7,18 @@ namespace kappasim {
 
 double bytes_per_element(DType t) {
   switch (t) {
-    case DType::Fp32: return 4;
-    case DType::Bf16: return 2;
-    case DType::Fp16: return 2;
-    case DType::Fp8: return 1;
-    case DType::Int8: return 1;
-    case DType::Int4: return 0.5;
+    case DType::Fp32:
+      return 4;
+    case DType::Bf16:
+      return 2;
+    case DType::Fp16:
+      return 2;
+    case DType::Fp8:
+      return 1;
+    case DType::Int8:
+      return 1;
+    case DType::Int4:
+      return 0.5;
   }
   return 0;
 }
@@ -94,24 +100,24 @@ double attention_params_per_layer(const ModelSpec& m) {
   const double H = a.num_q_heads;
   if (a.type == AttentionType::Gqa) {
     const double d = a.head_dim;
-    double p = h * H * d            // q_proj
+    double p = h * H * d                     // q_proj
                + 2 * h * a.num_kv_heads * d  // k_proj, v_proj
-               + H * d * h;         // o_proj
-    if (a.qk_norm) p += 2 * d;      // q_norm, k_norm (per-head RMSNorm weights)
+               + H * d * h;                  // o_proj
+    if (a.qk_norm) p += 2 * d;               // q_norm, k_norm (per-head RMSNorm weights)
     return p;
   }
   const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
   double p = 0;
   if (a.q_lora_rank > 0) {
-    p += h * a.q_lora_rank + a.q_lora_rank           // q_a_proj + q_a_layernorm
+    p += h * a.q_lora_rank + a.q_lora_rank               // q_a_proj + q_a_layernorm
          + static_cast<double>(a.q_lora_rank) * H * qk;  // q_b_proj
   } else {
     p += h * H * qk;  // q_proj
   }
   p += h * (a.kv_lora_rank + a.qk_rope_head_dim)  // kv_a_proj_with_mqa
-       + a.kv_lora_rank                            // kv_a_layernorm
+       + a.kv_lora_rank                           // kv_a_layernorm
        + static_cast<double>(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim)  // kv_b
-       + H * a.v_head_dim * h;                     // o_proj
+       + H * a.v_head_dim * h;                                                          // o_proj
   return p;
 }
 
@@ -211,8 +217,8 @@ double linear_flops_per_token(const ModelSpec& m, bool with_lm_head) {
 
 double attention_flops_per_token_per_cached(const ModelSpec& m) {
   const AttentionSpec& a = m.attention;
-  const double dqk = a.type == AttentionType::Gqa ? a.head_dim
-                                                  : a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const double dqk =
+      a.type == AttentionType::Gqa ? a.head_dim : a.qk_nope_head_dim + a.qk_rope_head_dim;
   const double dv = a.type == AttentionType::Gqa ? a.head_dim : a.v_head_dim;
   return m.num_layers * 2.0 * a.num_q_heads * (dqk + dv);
 }

@@ -57,8 +57,8 @@ struct AttentionSpec {
       v.integer("head_dim", head_dim, req("dimension per head"));
       v.boolean("qk_norm", qk_norm, opt("per-head RMSNorm on q and k (Qwen3)"));
     } else {
-      v.integer("q_lora_rank", q_lora_rank, opt("query low-rank dimension (0: none)",
-                                                Range::NonNegative));
+      v.integer("q_lora_rank", q_lora_rank,
+                opt("query low-rank dimension (0: none)", Range::NonNegative));
       v.integer("kv_lora_rank", kv_lora_rank, req("compressed KV latent dimension"));
       v.integer("qk_nope_head_dim", qk_nope_head_dim, req("non-rotary q/k dimension per head"));
       v.integer("qk_rope_head_dim", qk_rope_head_dim, req("rotary q/k dimension (shared key)"));
@@ -100,8 +100,9 @@ struct MlpSpec {
       v.integer("num_shared_experts", num_shared_experts,
                 opt("always-active shared experts", Range::NonNegative));
       // ---- group-limited routing (issue 14, EP all-to-all) ----
-      v.integer("num_expert_groups", num_expert_groups,
-                opt("expert groups of group-limited routing (n_group; 0: none)", Range::NonNegative));
+      v.integer(
+          "num_expert_groups", num_expert_groups,
+          opt("expert groups of group-limited routing (n_group; 0: none)", Range::NonNegative));
       v.integer("topk_groups", topk_groups,
                 opt("groups a token's experts may come from (topk_group)", Range::NonNegative));
     }
@@ -139,14 +140,14 @@ struct ModelSpec {
 // ---- accounting ---------------------------------------------------------------------------
 
 struct ParamCounts {
-  double embedding = 0;        // token embedding table
-  double lm_head = 0;          // 0 when tied to the embedding
-  double attention = 0;        // all layers: projections (+ q/k norms, MLA latent norms)
-  double mlp_dense = 0;        // all dense-MLP layers
+  double embedding = 0;           // token embedding table
+  double lm_head = 0;             // 0 when tied to the embedding
+  double attention = 0;           // all layers: projections (+ q/k norms, MLA latent norms)
+  double mlp_dense = 0;           // all dense-MLP layers
   double mlp_experts_total = 0;   // all routed + shared experts, all MoE layers
   double mlp_experts_active = 0;  // top-k routed + shared, all MoE layers
-  double router = 0;           // MoE gate matrices
-  double norms = 0;            // layer norms (2 per layer + final)
+  double router = 0;              // MoE gate matrices
+  double norms = 0;               // layer norms (2 per layer + final)
   double total() const;
   double active() const;
   // Parameters that are matmul weights a new token passes through (no embedding lookup, no

@@ -33,7 +33,8 @@ double hyper(int ng, int j, int tk, int c) {
 void ParallelismSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (tp < 0) throw InputError(p + "tp: must be >= 0 (0: serving.tp), got " + num(tp));
-  if (dp_attention < 1) throw InputError(p + "dp_attention: must be at least 1, got " + num(dp_attention));
+  if (dp_attention < 1)
+    throw InputError(p + "dp_attention: must be at least 1, got " + num(dp_attention));
   if (ep < 1) throw InputError(p + "ep: must be at least 1, got " + num(ep));
   if (pp < 1) throw InputError(p + "pp: must be at least 1, got " + num(pp));
   if (nodes < 1) throw InputError(p + "nodes: must be at least 1, got " + num(nodes));
@@ -56,7 +57,8 @@ ParallelismSpec parse_layout(const std::string& text, const std::string& what) {
     };
     const std::string key = trim(eq == std::string::npos ? item : item.substr(0, eq));
     const std::string val = eq == std::string::npos ? "" : trim(item.substr(eq + 1));
-    const std::vector<std::string> keys = {"tp", "dp_attention", "ep", "pp", "nodes", "nic_bandwidth"};
+    const std::vector<std::string> keys = {"tp", "dp_attention", "ep",
+                                           "pp", "nodes",        "nic_bandwidth"};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       const std::string near = nearest(key, keys);
       throw InputError(what + ": unknown layout key '" + excerpt(key) + "'" +
@@ -64,7 +66,8 @@ ParallelismSpec parse_layout(const std::string& text, const std::string& what) {
                        " (expected key=value items separated by commas: tp, dp_attention, ep, "
                        "pp, nodes, nic_bandwidth)");
     }
-    if (val.empty()) throw InputError(what + ": layout key '" + key + "' needs a value (" + key + "=N)");
+    if (val.empty())
+      throw InputError(what + ": layout key '" + key + "' needs a value (" + key + "=N)");
     any = true;
     if (key == "nic_bandwidth") {
       try {
@@ -82,8 +85,8 @@ ParallelismSpec parse_layout(const std::string& text, const std::string& what) {
       used = 0;
     }
     if (used != val.size() || v < 1 || v > 1000000)
-      throw InputError(what + ": layout key '" + key + "' needs a whole number from 1 to 1000000, got '" +
-                       excerpt(val) + "'");
+      throw InputError(what + ": layout key '" + key +
+                       "' needs a whole number from 1 to 1000000, got '" + excerpt(val) + "'");
     if (key == "tp") p.tp = v;
     if (key == "dp_attention") p.dp_attention = v;
     if (key == "ep") p.ep = v;
@@ -117,7 +120,7 @@ std::vector<int> stage_layer_counts(int num_layers, int pp) {
 
 double p_holder_not_selected(int experts, int held, int k, int groups, int topk_groups) {
   if (groups <= 1) return p_none_of(experts, held, k);
-  const int s = experts / groups;  // experts per group
+  const int s = experts / groups;    // experts per group
   const int pool = topk_groups * s;  // experts the token may choose from
   if (held % s == 0) {
     // The holder has j whole groups; c of them chosen (hypergeometric), then none of the k
@@ -148,13 +151,12 @@ void validate_layout(const ParallelismSpec& p, const ModelSpec& m, int gpus_per_
   const int g_n = G / p.nodes;
   if (g_n > gpus_per_node)
     throw InputError(pre + "nodes: the layout needs " + count + ", " + num(g_n) + " per node on " +
-                     num(p.nodes) + " node(s), but a node of the system has " +
-                     num(gpus_per_node) + " GPUs (raise nodes to " +
-                     num((G + gpus_per_node - 1) / gpus_per_node) + " or shrink the layout)");
+                     num(p.nodes) + " node(s), but a node of the system has " + num(gpus_per_node) +
+                     " GPUs (raise nodes to " + num((G + gpus_per_node - 1) / gpus_per_node) +
+                     " or shrink the layout)");
   if (S % g_n != 0 && g_n % S != 0)
     throw InputError(pre + "a pipeline stage (tp x dp_attention = " + num(S) +
-                     " GPUs) must fill whole nodes or fit in one (" + num(g_n) +
-                     " GPUs per node)");
+                     " GPUs) must fill whole nodes or fit in one (" + num(g_n) + " GPUs per node)");
   const AttentionSpec& a = m.attention;
   if (a.num_q_heads % tp != 0)
     throw InputError(pre + "tp: " + num(tp) + " does not divide the " + num(a.num_q_heads) +

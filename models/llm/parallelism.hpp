@@ -54,8 +54,9 @@ struct ParallelismSpec {
     v.integer("dp_attention", dp_attention,
               opt("attention data-parallel ranks (each holds only its own requests' KV)",
                   Range::AtLeastOne));
-    v.integer("ep", ep, opt("expert parallelism: 1 (experts tensor-parallel) or tp x dp_attention",
-                            Range::AtLeastOne));
+    v.integer("ep", ep,
+              opt("expert parallelism: 1 (experts tensor-parallel) or tp x dp_attention",
+                  Range::AtLeastOne));
     v.integer("pp", pp, opt("pipeline-parallel stages", Range::AtLeastOne));
     v.integer("nodes", nodes, opt("nodes the model replica spans", Range::AtLeastOne));
     v.quantity("nic_bandwidth", nic_bandwidth_Bps, dim::bandwidth,
@@ -97,16 +98,16 @@ double p_holder_not_selected(int experts, int held, int k, int groups, int topk_
 // request the replica serves; one DP rank's tokens are 1/dp_attention of them).
 struct StageCost {
   int first_layer = 0, layers = 0, moe_layers = 0;
-  double active_params = 0;        // active parameters a token passes in this stage
-  double kv_bytes_rank = 0;        // KV bytes per own-rank token one GPU of the stage holds
-  double kv_bytes_share = 0;       // = kv_bytes_rank / dp_attention
-  double flops_fraction = 0;       // active_params / whole-model active params
+  double active_params = 0;   // active parameters a token passes in this stage
+  double kv_bytes_rank = 0;   // KV bytes per own-rank token one GPU of the stage holds
+  double kv_bytes_share = 0;  // = kv_bytes_rank / dp_attention
+  double flops_fraction = 0;  // active_params / whole-model active params
   // Communication, bytes one GPU sends per replica token, by link.
-  double tp_allreduce_bytes = 0;   // attention (+ dense MLP, shared experts) all-reduce over tp
-  double moe_collective_bytes = 0; // ep = 1, dp > 1: all-gather + reduce-scatter over the stage
-  double ep_nvlink_bytes = 0;      // EP dispatch + combine over NVLink
-  double ep_nic_bytes = 0;         // EP dispatch + combine over the NIC
-  double pp_bytes = 0;             // activations to the next stage
+  double tp_allreduce_bytes = 0;    // attention (+ dense MLP, shared experts) all-reduce over tp
+  double moe_collective_bytes = 0;  // ep = 1, dp > 1: all-gather + reduce-scatter over the stage
+  double ep_nvlink_bytes = 0;       // EP dispatch + combine over NVLink
+  double ep_nic_bytes = 0;          // EP dispatch + combine over the NIC
+  double pp_bytes = 0;              // activations to the next stage
   double nvlink_bytes = 0, nic_bytes = 0;  // the above summed by link
 };
 
@@ -115,13 +116,13 @@ struct LayoutCost {
   int gpus = 1, stage_gpus = 1, gpus_per_node = 1;
   int max_stage_layers = 0;
   double kv_bytes_per_layer_rank = 0;  // one GPU, per own-rank token, one layer
-  double kv_bytes_rank = 0;    // max over stages: per own-rank token one GPU holds (b_kv_gpu)
-  double kv_bytes_share = 0;   // max over stages: per replica token per GPU
-  double kv_replication = 0;   // bytes stored over all GPUs per token / B_kv (1: no copies)
+  double kv_bytes_rank = 0;       // max over stages: per own-rank token one GPU holds (b_kv_gpu)
+  double kv_bytes_share = 0;      // max over stages: per replica token per GPU
+  double kv_replication = 0;      // bytes stored over all GPUs per token / B_kv (1: no copies)
   double max_flops_fraction = 0;  // max over stages of the stage's share of F_pf
   // EP all-to-all per token (the whole token, before the per-GPU share).
-  double ep_ranks_reached = 0;     // expected EP ranks other than the sender's, per MoE layer
-  double ep_nodes_reached = 0;     // expected nodes other than the sender's, per MoE layer
+  double ep_ranks_reached = 0;  // expected EP ranks other than the sender's, per MoE layer
+  double ep_nodes_reached = 0;  // expected nodes other than the sender's, per MoE layer
   double dispatch_bytes_per_value = 0, combine_bytes_per_value = 0;
   std::vector<StageCost> stages;
 };

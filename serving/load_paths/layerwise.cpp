@@ -31,9 +31,9 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   const std::int64_t chunks = ls.link_chunks;
   const RetrieveCost rc = stack_retrieve(sv.stack, sv.load_path, requests, ls.chunks,
                                          ls.link_blocks16, L, ctx.on_package);
-  const double layer_cpu_s = stack_retrieve(sv.stack, sv.load_path, 1, chunks,
-                                            ls.link_blocks16, L, ctx.on_package)
-                                 .per_layer_cpu_s;
+  const double layer_cpu_s =
+      stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16, L, ctx.on_package)
+          .per_layer_cpu_s;
   stats.stack.step_cpu_s += rc.cpu_before_s;
   ctx.wait(rc.cpu_before_s);
   const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_gpu;
@@ -123,8 +123,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
       copies.bounds[LoadBound::Hbm] += buffer_s;
     }
     pipe_s = load_end - t_pipe;
-    const double end =
-        std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
+    const double end = std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
     ctx.wait(end - ctx.now());
   }
   stats.link_busy_s += transfer_s;

@@ -37,7 +37,8 @@ std::unique_ptr<LoadPathStrategy> make_load_path(const std::string& name) {
   }
   if (!f) {
     std::string valid;
-    for (const std::string& n : load_path_strategy_names()) valid += (valid.empty() ? "" : ", ") + n;
+    for (const std::string& n : load_path_strategy_names())
+      valid += (valid.empty() ? "" : ", ") + n;
     throw InputError("serving.load_path: unknown load path '" + name + "' (valid: " + valid + ")");
   }
   return f();

@@ -25,7 +25,8 @@ class KappaAware final : public RouterPolicy {
 };
 
 const RouterRegistrar kKappaAware(
-    routers(), "kappa_aware", "earliest estimated completion (backlog + service); ties: lowest index",
+    routers(), "kappa_aware",
+    "earliest estimated completion (backlog + service); ties: lowest index",
     []() -> std::unique_ptr<RouterPolicy> { return std::make_unique<KappaAware>(); });
 
 }  // namespace

@@ -23,9 +23,11 @@ class LeastLoaded final : public RouterPolicy {
   }
 };
 
-const RouterRegistrar kLeastLoaded(
-    routers(), "least_loaded", "fewest outstanding requests; ties: lowest node index",
-    []() -> std::unique_ptr<RouterPolicy> { return std::make_unique<LeastLoaded>(); });
+const RouterRegistrar kLeastLoaded(routers(), "least_loaded",
+                                   "fewest outstanding requests; ties: lowest node index",
+                                   []() -> std::unique_ptr<RouterPolicy> {
+                                     return std::make_unique<LeastLoaded>();
+                                   });
 
 }  // namespace
 }  // namespace kappasim

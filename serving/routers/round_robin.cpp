@@ -17,9 +17,11 @@ class RoundRobin final : public RouterPolicy {
   std::uint64_t m_next = 0;
 };
 
-const RouterRegistrar kRoundRobin(
-    routers(), "round_robin", "node i, i+1, ... in node order, whatever the load",
-    []() -> std::unique_ptr<RouterPolicy> { return std::make_unique<RoundRobin>(); });
+const RouterRegistrar kRoundRobin(routers(), "round_robin",
+                                  "node i, i+1, ... in node order, whatever the load",
+                                  []() -> std::unique_ptr<RouterPolicy> {
+                                    return std::make_unique<RoundRobin>();
+                                  });
 
 }  // namespace
 }  // namespace kappasim

@@ -15,7 +15,8 @@ namespace {
 // One line per input, "<16 hex content hash> <key>" (core/config input_log keys: "preset KIND
 // NAME" or "file /abs/path"), written by the point before result.json.
 std::string inputs_text() {
-  std::string out = "# kappasim sweep point: content hash of every preset and preset file it read\n";
+  std::string out =
+      "# kappasim sweep point: content hash of every preset and preset file it read\n";
   for (const auto& [key, hash] : input_log()) out += hash + " " + key + "\n";
   return out;
 }
@@ -51,7 +52,8 @@ void run_point(const PointRunOptions& o) {
   fs::remove_all(o.out + "/files", ec);
   if (!fs::is_empty(staging, ec)) {
     fs::rename(staging, o.out + "/files", ec);
-    if (ec) throw IoError("cannot move '" + staging + "' to '" + o.out + "/files': " + ec.message());
+    if (ec)
+      throw IoError("cannot move '" + staging + "' to '" + o.out + "/files': " + ec.message());
     cleanup.dir.clear();
   }
   write_file_atomic(o.out + "/inputs.txt", inputs_text());

@@ -53,18 +53,30 @@ void write_file_quick(const std::string& path, const std::string& content) {
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGHUP: return "SIGHUP";
-    case SIGTRAP: return "SIGTRAP";
-    default: return "signal " + std::to_string(sig);
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGTRAP:
+      return "SIGTRAP";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 
@@ -76,7 +88,8 @@ std::vector<std::string> tail_lines(const std::string& path, std::size_t max_lin
   std::stringstream ss(text);
   for (std::string line; std::getline(ss, line);)
     if (!line.empty()) lines.push_back(line);
-  if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
+  if (lines.size() > max_lines)
+    lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
   return lines;
 }
 
@@ -127,7 +140,8 @@ std::string sweep_yaml(const SweepSpec& s, const std::string& spec_path) {
   root.set("base_dir", text(s.base_dir));
   root.set("quick", ConfigNode::make_scalar(s.quick ? "true" : "false"));
   root.set("spec", resolved_tree(s));
-  return "# kappasim sweep: the resolved spec of this folder (a rerun with another spec is refused)\n" +
+  return "# kappasim sweep: the resolved spec of this folder (a rerun with another spec is "
+         "refused)\n" +
          emit_yaml(root);
 }
 
@@ -144,7 +158,9 @@ std::optional<Recorded> read_sweep_yaml(const std::string& dir) {
   Recorded r;
   auto get = [&](const char* key) -> const ConfigNode& {
     const ConfigNode* n = root.is_map() ? root.find(key) : nullptr;
-    if (!n) throw InputError(root.loc, std::string("sweep.yaml: missing '") + key + "' (not a sweep folder?)");
+    if (!n)
+      throw InputError(root.loc,
+                       std::string("sweep.yaml: missing '") + key + "' (not a sweep folder?)");
     return *n;
   };
   r.hash = get("hash").scalar;
@@ -169,9 +185,10 @@ void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_pa
   const std::string hash = spec_hash(s);
   if (auto rec = read_sweep_yaml(d.dir)) {
     if (rec->hash != hash)
-      throw InputError("--out " + d.dir + " holds sweep '" + rec->name + "' (spec hash " + rec->hash +
-                       ", from " + rec->spec_path + (rec->quick ? ", --quick" : "") + "), but " + spec_path +
-                       " is sweep '" + s.name + "' (spec hash " + hash + (s.quick ? ", --quick" : "") +
+      throw InputError("--out " + d.dir + " holds sweep '" + rec->name + "' (spec hash " +
+                       rec->hash + ", from " + rec->spec_path + (rec->quick ? ", --quick" : "") +
+                       "), but " + spec_path + " is sweep '" + s.name + "' (spec hash " + hash +
+                       (s.quick ? ", --quick" : "") +
                        "): use another --out folder, or remove this one to start over");
     return;
   }
@@ -187,8 +204,8 @@ class RunnerLock {
   RunnerLock(const std::string& dir, int shard_i, int shard_n) {
     take(dir + "/.lock", shard_n == 1 ? LOCK_EX : LOCK_SH, dir, shard_i, shard_n);
     if (shard_n > 1)
-      take(dir + "/.lock-" + std::to_string(shard_i) + "-of-" + std::to_string(shard_n), LOCK_EX, dir,
-           shard_i, shard_n);
+      take(dir + "/.lock-" + std::to_string(shard_i) + "-of-" + std::to_string(shard_n), LOCK_EX,
+           dir, shard_i, shard_n);
   }
   ~RunnerLock() {
     for (int fd : m_fds) ::close(fd);
@@ -199,20 +216,23 @@ class RunnerLock {
  private:
   void take(const std::string& path, int mode, const std::string& dir, int i, int n) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw InputError("--out: cannot create the lock file '" + path + "': " + std::strerror(errno));
+    if (fd < 0)
+      throw InputError("--out: cannot create the lock file '" + path +
+                       "': " + std::strerror(errno));
     m_fds.push_back(fd);
     if (::flock(fd, mode | LOCK_NB) != 0)
-      throw InputError("--out " + dir + ": another kappasim sweep is running " +
-                       (n > 1 ? "shard " + std::to_string(i) + "/" + std::to_string(n) + " of this sweep"
-                              : "in this folder") +
-                       " (or an unsharded run holds it); wait for it to end, or use another --out");
+      throw InputError(
+          "--out " + dir + ": another kappasim sweep is running " +
+          (n > 1 ? "shard " + std::to_string(i) + "/" + std::to_string(n) + " of this sweep"
+                 : "in this folder") +
+          " (or an unsharded run holds it); wait for it to end, or use another --out");
   }
   std::vector<int> m_fds;
 };
 
 // Merges when every point has a result or error file. Returns the missing point ids.
-std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s, const std::vector<Point>& points,
-                                   MergedResults* merged) {
+std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s,
+                                   const std::vector<Point>& points, MergedResults* merged) {
   std::vector<PointRecord> records;
   std::vector<std::size_t> missing;
   records.reserve(points.size());
@@ -235,7 +255,8 @@ std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s, const 
 
 std::string id_list(const std::vector<std::size_t>& ids, std::size_t max = 50) {
   std::string out;
-  for (std::size_t i = 0; i < ids.size() && i < max; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  for (std::size_t i = 0; i < ids.size() && i < max; ++i)
+    out += (i ? ", " : "") + std::to_string(ids[i]);
   if (ids.size() > max) out += ", ... (" + std::to_string(ids.size()) + " in all)";
   return out;
 }
@@ -244,7 +265,8 @@ std::string id_list(const std::vector<std::size_t>& ids, std::size_t max = 50) {
 
 class Progress {
  public:
-  Progress(bool quiet, std::size_t total) : m_quiet(quiet), m_tty(::isatty(2) == 1), m_total(total) {
+  Progress(bool quiet, std::size_t total)
+      : m_quiet(quiet), m_tty(::isatty(2) == 1), m_total(total) {
     m_start = m_last = Clock::now();
   }
   void update(std::size_t done, std::size_t failed, bool final) {
@@ -258,8 +280,8 @@ class Progress {
     const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
     char buf[256];
     const double eta = rate > 0 ? static_cast<double>(m_total - done) / rate : 0;
-    std::snprintf(buf, sizeof buf, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed", done,
-                  m_total, rate, eta, failed);
+    std::snprintf(buf, sizeof buf, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s, %zu failed",
+                  done, m_total, rate, eta, failed);
     if (m_tty) {
       std::cerr << "\r" << buf << "\x1b[K" << (final ? "\n" : "") << std::flush;
     } else {
@@ -312,7 +334,8 @@ std::string kind_list() {
 
 const PointKind& find_kind(const std::string& name) {
   const PointKind* k = kinds().find(name);
-  if (!k) throw InputError("--kind: unknown point kind '" + name + "'; valid kinds: " + kind_list());
+  if (!k)
+    throw InputError("--kind: unknown point kind '" + name + "'; valid kinds: " + kind_list());
   return *k;
 }
 
@@ -328,8 +351,9 @@ bool known_kind(const std::string& name) { return kinds().find(name) != nullptr;
 
 int checked_jobs(int jobs) {
   if (jobs < 1 || jobs > 4096)
-    throw InputError("-j/--jobs: expected 1 to 4096 points at once (leave it out for one per core), got " +
-                     std::to_string(jobs));
+    throw InputError(
+        "-j/--jobs: expected 1 to 4096 points at once (leave it out for one per core), got " +
+        std::to_string(jobs));
   return jobs;
 }
 
@@ -344,8 +368,8 @@ int run_sweep(const SweepOptions& opts) {
     shard_i = opts.shard->first;
     shard_n = opts.shard->second;
     if (shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
-      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) + "/" +
-                       std::to_string(shard_n));
+      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) +
+                       "/" + std::to_string(shard_n));
   }
   // --preset-dir before the spec is read (its points may name those presets).
   std::vector<std::string> preset_dirs;
@@ -390,15 +414,19 @@ int run_sweep(const SweepOptions& opts) {
   }
   if (!opts.quiet)
     std::cerr << "sweep " << spec.name << ": " << total << " points"
-              << (shard_n > 1 ? ", shard " + std::to_string(shard_i) + "/" + std::to_string(shard_n) + " has " +
-                                    std::to_string(mine.size())
+              << (shard_n > 1 ? ", shard " + std::to_string(shard_i) + "/" +
+                                    std::to_string(shard_n) + " has " + std::to_string(mine.size())
                               : std::string())
-              << ", " << (mine.size() - todo.size()) << " done before, " << todo.size() << " to run on "
-              << std::min<std::size_t>(static_cast<std::size_t>(jobs), std::max<std::size_t>(todo.size(), 1))
+              << ", " << (mine.size() - todo.size()) << " done before, " << todo.size()
+              << " to run on "
+              << std::min<std::size_t>(static_cast<std::size_t>(jobs),
+                                       std::max<std::size_t>(todo.size(), 1))
               << " workers\n";
   if (!opts.quiet && stale > 0)
-    std::cerr << "sweep " << spec.name << ": " << stale << " finished point" << (stale > 1 ? "s" : "")
-              << " run again because a preset or file they read changed since (" << stale_example << ")\n";
+    std::cerr << "sweep " << spec.name << ": " << stale << " finished point"
+              << (stale > 1 ? "s" : "")
+              << " run again because a preset or file they read changed since (" << stale_example
+              << ")\n";
 
   const std::string exe = opts.exe.empty() ? self_exe() : opts.exe;
   Progress progress(opts.quiet, todo.size());
@@ -415,10 +443,19 @@ int run_sweep(const SweepOptions& opts) {
       fs::create_directories(pdir, ec);
       if (ec) throw IoError("cannot create '" + pdir + "': " + ec.message());
       write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(spec, p)));
-      std::vector<std::string> args = {exe,          "sweep",   "point",     "--kind",
-                                       spec.kind,    "--config", pdir + "/point.yaml",
-                                       "--base-dir", spec.base_dir, "--seed", std::to_string(p.seed),
-                                       "--out",      pdir};
+      std::vector<std::string> args = {exe,
+                                       "sweep",
+                                       "point",
+                                       "--kind",
+                                       spec.kind,
+                                       "--config",
+                                       pdir + "/point.yaml",
+                                       "--base-dir",
+                                       spec.base_dir,
+                                       "--seed",
+                                       std::to_string(p.seed),
+                                       "--out",
+                                       pdir};
       for (const auto& pd : preset_dirs) {
         args.push_back("--preset-dir");
         args.push_back(pd);
@@ -435,7 +472,8 @@ int run_sweep(const SweepOptions& opts) {
       const std::string err_path = pdir + "/stderr.txt";
       const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      if (err_fd < 0 || null_fd < 0) throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
+      if (err_fd < 0 || null_fd < 0)
+        throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
       const pid_t pid = ::fork();
       if (pid < 0) {
         ::close(err_fd);
@@ -475,7 +513,8 @@ int run_sweep(const SweepOptions& opts) {
         e.stderr_tail = tail_lines(pdir + "/stderr.txt", 20);
         std::string kappasim_line;
         for (const auto& l : e.stderr_tail)
-          if (l.rfind("kappasim: ", 0) == 0) kappasim_line = l.substr(l.rfind("kappasim: error: ", 0) == 0 ? 17 : 10);
+          if (l.rfind("kappasim: ", 0) == 0)
+            kappasim_line = l.substr(l.rfind("kappasim: error: ", 0) == 0 ? 17 : 10);
         replace_all(kappasim_line, pdir + "/", "");
         if (WIFSIGNALED(status)) {
           e.status = "failed";
@@ -485,9 +524,11 @@ int run_sweep(const SweepOptions& opts) {
           e.exit_code = WEXITSTATUS(status);
           e.status = e.exit_code == 2 ? "invalid" : "failed";
           if (e.exit_code == 0)
-            e.message = rec ? "exited 0 with a " + rec->error : "exited 0 without writing result.json";
+            e.message =
+                rec ? "exited 0 with a " + rec->error : "exited 0 without writing result.json";
           else
-            e.message = kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
+            e.message =
+                kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
         }
         if (has_result) fs::remove(pdir + "/result.json");
         write_file_atomic(pdir + "/error.json", error_json(e));
@@ -529,17 +570,19 @@ int run_sweep(const SweepOptions& opts) {
     }
   }
   if (!opts.quiet) {
-    std::cerr << "sweep " << spec.name << ": " << (mine.size() - bad.size()) << " of " << mine.size()
-              << " points ok";
+    std::cerr << "sweep " << spec.name << ": " << (mine.size() - bad.size()) << " of "
+              << mine.size() << " points ok";
     if (!bad.empty()) std::cerr << ", " << bad.size() << " invalid or failed";
     std::cerr << "\n";
     for (std::size_t i = 0; i < bad.size() && i < 20; ++i)
-      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i] << "\n";
+      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i]
+                << "\n";
     if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
     if (missing.empty())
       std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
     else
-      std::cerr << missing.size() << " points of other shards not done yet; the last shard to finish "
+      std::cerr << missing.size()
+                << " points of other shards not done yet; the last shard to finish "
                 << "merges, or run: kappasim sweep collect " << shell_quote(d.dir) << "\n";
   }
   return bad.empty() ? 0 : 3;
@@ -549,10 +592,13 @@ int collect_sweep(const CollectOptions& o) {
   if (o.dir.empty()) throw InputError("kappasim sweep collect: a sweep folder DIR is required");
   SweepDir d{absolute_path(o.dir)};
   auto rec = read_sweep_yaml(d.dir);
-  if (!rec) throw InputError("kappasim sweep collect: '" + o.dir + "' has no sweep.yaml (not a sweep folder)");
+  if (!rec)
+    throw InputError("kappasim sweep collect: '" + o.dir +
+                     "' has no sweep.yaml (not a sweep folder)");
   const SweepSpec spec = parse_sweep_spec(rec->spec, rec->base_dir, rec->quick, nullptr);
   if (spec_hash(spec) != rec->hash)
-    throw InputError(d.dir + "/sweep.yaml: the recorded spec does not match its hash (edited by hand?)");
+    throw InputError(d.dir +
+                     "/sweep.yaml: the recorded spec does not match its hash (edited by hand?)");
   const std::vector<Point> points = expand(spec);
   MergedResults merged;
   const auto missing = try_merge(d, spec, points, &merged);
@@ -571,13 +617,12 @@ int collect_sweep(const CollectOptions& o) {
     if (!o.quiet) std::cerr << "aggregates in " << d.dir << "/aggregate.csv and aggregate.json\n";
   }
   if (!o.quiet) {
-    std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of " << points.size()
-              << " points ok";
+    std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of "
+              << points.size() << " points ok";
     if (!merged.not_ok.empty()) std::cerr << "; invalid or failed: " << id_list(merged.not_ok);
     std::cerr << "\nresults in " << d.dir << "/results.csv and results.jsonl\n";
   }
   return merged.not_ok.empty() ? 0 : 3;
 }
-
 
 }  // namespace kappasim::sweep

@@ -70,7 +70,8 @@ struct PointRunOptions {
 // whole), inputs.txt and result.json (atomically, in that order). Bad input throws InputError.
 void run_point(const PointRunOptions& o);
 
-// ---- merging a (sharded) sweep folder ------------------------------------------------------------
+// ---- merging a (sharded) sweep folder
+// ------------------------------------------------------------
 struct CollectOptions {
   std::string dir;
   bool quiet = false;
@@ -79,14 +80,15 @@ struct CollectOptions {
 // 0 every point ok, 3 some invalid or failed, or some without a result yet (listed on stderr).
 int collect_sweep(const CollectOptions& o);
 
-// ---- shards: which part of a sweep this invocation runs --------------------------------------------
-// The environment as the caller provides it (null or "" = unset); std::getenv in the CLI.
+// ---- shards: which part of a sweep this invocation runs
+// -------------------------------------------- The environment as the caller provides it (null or
+// "" = unset); std::getenv in the CLI.
 using EnvFn = std::function<const char*(const char* name)>;
 // `shard` ("I/N", --shard) first, else SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (/ STEP) of
 // SLURM_ARRAY_TASK_COUNT, else JOB_COMPLETION_INDEX of `shards` (--shards) or KAPPASIM_SHARDS.
 // nullopt: the whole sweep. InputError for malformed or contradictory values.
-std::optional<std::pair<int, int>> resolve_shard(const std::string& shard, const std::string& shards,
-                                                 const EnvFn& env);
+std::optional<std::pair<int, int>> resolve_shard(const std::string& shard,
+                                                 const std::string& shards, const EnvFn& env);
 
 // ---- batch scripts and listings ----------------------------------------------------------------
 struct SlurmOptions {

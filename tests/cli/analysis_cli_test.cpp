@@ -35,7 +35,9 @@ std::string write(const std::string& name, const std::string& text) {
   return p.string();
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 double json_number(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\": ");
@@ -44,7 +46,7 @@ double json_number(const std::string& json, const std::string& key) {
 }
 
 const double kFpfOverBkv = 2 * 70553706496.0 / 327680;  // 430,625.65
-const double kGen5 = 32e9 * 16 * 128 / 130 / 8;           // 63.0154 GB/s
+const double kGen5 = 32e9 * 16 * 128 / 130 / 8;         // 63.0154 GB/s
 
 std::string case_config() { return write("l70.yaml", "model: llama-3.1-70b\nsystem: h100\n"); }
 
@@ -52,9 +54,11 @@ std::string case_config() { return write("l70.yaml", "model: llama-3.1-70b\nsyst
 // lane rate of B · 8 · 130 / (16 · 128) = 11.6627 GT/s.
 TEST(AnalysisCli, SolveFindsTheEq6LaneRate) {
   const fs::path out = scratch() / "solve";
-  Result r = run("solve " + case_config() + " --analytic --vary system.host_link.rate_per_lane "
-                 "--range '4 GT/s:64 GT/s' --target 'kappa_crit >= 10' --tol 1e-7 --format json --out " +
-                 out.string());
+  Result r =
+      run("solve " + case_config() +
+          " --analytic --vary system.host_link.rate_per_lane "
+          "--range '4 GT/s:64 GT/s' --target 'kappa_crit >= 10' --tol 1e-7 --format json --out " +
+          out.string());
   ASSERT_EQ(r.code, 0) << r.err;
   const double rate = 10 * 989e12 / kFpfOverBkv * 8 * 130 / (16 * 128);
   EXPECT_NEAR(json_number(r.out, "value_si"), rate, 1e-5 * rate) << r.out;
@@ -68,15 +72,15 @@ TEST(AnalysisCli, SolveFindsTheEq6LaneRate) {
 // the tagged ones (the copy overheads and efficiencies do not enter Eq. 6). Its declared range
 // 500-1000 TFLOP/s swings κ_crit by 430,625.65 · B · (1/500e12 - 1/1000e12) = 27.136.
 TEST(AnalysisCli, SensitivityRanksTheDominantParameterFirst) {
-  const std::string cfg = write(
-      "sens.yaml",
-      "model: llama-3.1-70b\n"
-      "system:\n"
-      "  preset: h100\n"
-      "  gpu:\n"
-      "    preset: h100-sxm5\n"
-      "    peak_flops:\n"
-      "      bf16: {value: 989 TFLOP/s, derived: \"test\", low: 500 TFLOP/s, high: 1000 TFLOP/s}\n");
+  const std::string cfg = write("sens.yaml",
+                                "model: llama-3.1-70b\n"
+                                "system:\n"
+                                "  preset: h100\n"
+                                "  gpu:\n"
+                                "    preset: h100-sxm5\n"
+                                "    peak_flops:\n"
+                                "      bf16: {value: 989 TFLOP/s, derived: \"test\", low: 500 "
+                                "TFLOP/s, high: 1000 TFLOP/s}\n");
   const fs::path out = scratch() / "sens";
   Result r = run("sensitivity " + cfg + " --analytic --metric kappa_crit --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -95,18 +99,18 @@ TEST(AnalysisCli, SensitivityRanksTheDominantParameterFirst) {
 // 430,625.65 · 63.0154e9 / 800e12 = 33.9200512. Calibrating the peak from a 1000 TFLOP/s start
 // recovers 800 TFLOP/s.
 TEST(AnalysisCli, CalibrateRecoversAKnownParameter) {
-  const std::string f = write(
-      "cal.yaml",
-      "name: synthetic\n"
-      "overlay: {system: h100, name: h100-fitted}\n"
-      "parameters:\n"
-      "  - {key: system.gpu.peak_flops.bf16, lo: 400 TFLOP/s, hi: 1600 TFLOP/s, start: 1000 TFLOP/s}\n"
-      "measurements:\n"
-      "  - id: kappa\n"
-      "    command: [kappa, -m, llama-3.1-70b, -s, h100, --format, json]\n"
-      "    value: /0/kappa_crit\n"
-      "    measured: 33.9200512\n"
-      "    uncertainty: 0.01\n");
+  const std::string f = write("cal.yaml",
+                              "name: synthetic\n"
+                              "overlay: {system: h100, name: h100-fitted}\n"
+                              "parameters:\n"
+                              "  - {key: system.gpu.peak_flops.bf16, lo: 400 TFLOP/s, hi: 1600 "
+                              "TFLOP/s, start: 1000 TFLOP/s}\n"
+                              "measurements:\n"
+                              "  - id: kappa\n"
+                              "    command: [kappa, -m, llama-3.1-70b, -s, h100, --format, json]\n"
+                              "    value: /0/kappa_crit\n"
+                              "    measured: 33.9200512\n"
+                              "    uncertainty: 0.01\n");
   const fs::path out = scratch() / "cal";
   Result r = run("calibrate " + f + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -114,8 +118,8 @@ TEST(AnalysisCli, CalibrateRecoversAKnownParameter) {
   EXPECT_NEAR(json_number(json, "value_si"), 800e12, 0.001 * 800e12) << json;
   // The overlay is a system preset that the other commands accept.
   ASSERT_TRUE(fs::exists(out / "presets/systems/h100-fitted.yaml"));
-  Result k = run("kappa -m llama-3.1-70b -s h100-fitted --preset-dir " + (out / "presets").string() +
-                 " --format json");
+  Result k = run("kappa -m llama-3.1-70b -s h100-fitted --preset-dir " +
+                 (out / "presets").string() + " --format json");
   ASSERT_EQ(k.code, 0) << k.err;
   EXPECT_NEAR(json_number(k.out, "kappa_crit"), 33.9200512, 0.001 * 33.92);
 }
@@ -129,7 +133,8 @@ TEST(AnalysisCli, ProbePrefillCountsFlopsInTheOneConvention) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_DOUBLE_EQ(json_number(r.out, "f_pf_flops"), 2257718607872.0);
   EXPECT_NEAR(json_number(r.out, "achieved_flops"),
-              2257718607872.0 / json_number(r.out, "compute_time_s"), 1e-9 * json_number(r.out, "achieved_flops"));
+              2257718607872.0 / json_number(r.out, "compute_time_s"),
+              1e-9 * json_number(r.out, "achieved_flops"));
   EXPECT_GT(json_number(r.out, "kernel_flops"), 0);
   Result k = run("kappa -m llama-3.1-70b -s paper-testbed --format json");
   ASSERT_EQ(k.code, 0) << k.err;
@@ -142,8 +147,9 @@ TEST(AnalysisCli, ProbePrefillCountsFlopsInTheOneConvention) {
 TEST(AnalysisCli, ReportComparesProbedPredictionsWithASweep) {
   const fs::path sw = scratch() / "kc-sweep";
   fs::create_directories(sw);
-  std::ofstream(sw / "results.csv") << "point,model,serving.load_path,measure.t,seed,status,error,kappa_crit_simulated\n"
-                                       "p000000,llama-3.1-70b,kernel,128,1,ok,,100\n";
+  std::ofstream(sw / "results.csv")
+      << "point,model,serving.load_path,measure.t,seed,status,error,kappa_crit_simulated\n"
+         "p000000,llama-3.1-70b,kernel,128,1,ok,,100\n";
   const fs::path out = scratch() / "report";
   Result r = run("report -q --out " + out.string() + " --simulated " + sw.string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -151,7 +157,8 @@ TEST(AnalysisCli, ReportComparesProbedPredictionsWithASweep) {
   ASSERT_TRUE(has(csv, "llama-3.1-70b,paper-testbed,kernel,128,")) << csv;
   EXPECT_TRUE(has(csv, ",100\n")) << csv;
   EXPECT_TRUE(has(slurp(out / "report.md"), "the simulated κ_crit; the extended closed form"));
-  std::ofstream(sw / "results.csv") << "point,model,seed,status,error\np000000,llama-3.1-70b,1,ok,\n";
+  std::ofstream(sw / "results.csv")
+      << "point,model,seed,status,error\np000000,llama-3.1-70b,1,ok,\n";
   const fs::path out2 = scratch() / "report2";
   Result bad = run("report -q --out " + out2.string() + " --simulated " + sw.string());
   EXPECT_EQ(bad.code, 2) << bad.err;
@@ -164,10 +171,13 @@ TEST(AnalysisCli, ReportComparesProbedPredictionsWithASweep) {
 // whole number, so the search is over whole numbers); the tornado of x over its declared range
 // 1..4 swings x2 from 1 to 16 = 15. Each batch is a sweep under runs/.
 TEST(AnalysisCli, SimulatedEvaluationsRunThroughTheSweepRunner) {
-  const std::string cfg = write("selftest.yaml", "x: {value: 2, assumption: \"test\", low: 1, high: 4}\n");
+  const std::string cfg =
+      write("selftest.yaml", "x: {value: 2, assumption: \"test\", low: 1, high: 4}\n");
   const fs::path out = scratch() / "solve-sim";
-  Result r = run("solve " + cfg + " --kind selftest --vary x --range 0:10 --target 'x2 >= 49' --format json -j 2 --out " +
-                 out.string());
+  Result r =
+      run("solve " + cfg +
+          " --kind selftest --vary x --range 0:10 --target 'x2 >= 49' --format json -j 2 --out " +
+          out.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(json_number(r.out, "value_si"), 7) << r.out;
   EXPECT_EQ(json_number(r.out, "metric_at_value"), 49);
@@ -195,23 +205,48 @@ TEST(AnalysisCli, BadInputsExit2AndWriteNothing) {
   const fs::path out = scratch() / "bad";
   const std::string o = " --out " + out.string();
   const std::string base = "solve " + cfg + " --analytic ";
-  expect_bad(base + "--vary system.host_link.rate_per_lan --range '4 GT/s:64 GT/s' --target 'kappa_crit >= 10'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lan --range '4 GT/s:64 GT/s' --target "
+                 "'kappa_crit >= 10'" +
+                 o,
              "did you mean 'system.host_link.rate_per_lane'", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '64 GT/s:4 GT/s' --target 'kappa_crit >= 10'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '64 GT/s:4 GT/s' --target "
+                 "'kappa_crit >= 10'" +
+                 o,
              "empty or inverted", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GT/s:4 GT/s' --target 'kappa_crit >= 10'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '4 GT/s:4 GT/s' --target "
+                 "'kappa_crit >= 10'" +
+                 o,
              "empty or inverted", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GB:64 GB' --target 'kappa_crit >= 10'" + o,
-             "transfer rate", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target 'kappa_crit >= 1000'" + o,
+  expect_bad(
+      base +
+          "--vary system.host_link.rate_per_lane --range '4 GB:64 GB' --target 'kappa_crit >= 10'" +
+          o,
+      "transfer rate", out);
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
+                 "'kappa_crit >= 1000'" +
+                 o,
              "is never met", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target 'kappa_crit >= 0.1'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
+                 "'kappa_crit >= 0.1'" +
+                 o,
              "already holds", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target 'kapa_crit >= 10'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
+                 "'kapa_crit >= 10'" +
+                 o,
              "did you mean 'kappa_crit'", out);
-  expect_bad(base + "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target 'kappa_crit = 10'" + o,
+  expect_bad(base +
+                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
+                 "'kappa_crit = 10'" +
+                 o,
              "expected \"METRIC OP VALUE\"", out);
-  expect_bad("sensitivity " + cfg + " --analytic --metric kapa_crit" + o, "unknown metric 'kapa_crit'", out);
+  expect_bad("sensitivity " + cfg + " --analytic --metric kapa_crit" + o,
+             "unknown metric 'kapa_crit'", out);
   const std::string cal = write(
       "bad-cal.yaml",
       "parameters:\n  - {key: system.gpu.peak_flops.bf16, lo: 1600 TFLOP/s, hi: 400 TFLOP/s}\n"

@@ -40,7 +40,9 @@ fs::path write(const std::string& name, const std::string& text) {
   return p;
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Pulls a number out of a one-row JSON array: "key": value
 double json_number(const std::string& json, const std::string& key) {
@@ -50,8 +52,9 @@ double json_number(const std::string& json, const std::string& key) {
 }
 
 TEST(Cli, KappaJsonHasTheDocumentedFieldsAndHandValues) {
-  Result r = run("kappa --model llama-3.1-70b --system h100 --compute '2000 TFLOP/s' "
-                 "--bandwidth '64 GB/s' --format json");
+  Result r =
+      run("kappa --model llama-3.1-70b --system h100 --compute '2000 TFLOP/s' "
+          "--bandwidth '64 GB/s' --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* f : {"model", "system", "b_kv_bytes", "f_pf_flops", "kappa_m", "kappa_hw",
                         "kappa_crit", "compute_flops", "bandwidth_bytes_per_s"})
@@ -83,8 +86,9 @@ TEST(Cli, MatrixHasOneRowPerModelAndSystem) {
 }
 
 TEST(Cli, TtftDecompositionAtKAndT) {
-  Result r = run("kappa -m llama-3.1-70b -s h100 --bandwidth '64 GB/s' --compute '2000 TFLOP/s' "
-                 "--context 65536 --t 256 --format json");
+  Result r =
+      run("kappa -m llama-3.1-70b -s h100 --bandwidth '64 GB/s' --compute '2000 TFLOP/s' "
+          "--context 65536 --t 256 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const double b = 327680, bw = 64e9;
   EXPECT_NEAR(json_number(r.out, "t_transfer_s"), 65536 * b / bw, 1e-12);
@@ -106,15 +110,20 @@ struct BadCase {
 };
 
 TEST(Cli, BadInputExitsTwoWithAClearMessage) {
-  const fs::path typo = write("typo.yaml", "preset: h100\ngpu:\n  preset: h100-sxm5\n  hbm_bandwith: 4 TB/s\n");
+  const fs::path typo =
+      write("typo.yaml", "preset: h100\ngpu:\n  preset: h100-sxm5\n  hbm_bandwith: 4 TB/s\n");
   const fs::path nogpu = write("nogpu.yaml", "host_link: pcie5\nhost_memory: dgx-h100-host\n");
   const fs::path syntax = write("syntax.yaml", "gpu: [h100\n");
   const std::vector<BadCase> cases = {
       {"kappa -m llama-3.1-8b -s " + typo.string(), ":4:3: unknown key 'hbm_bandwith'"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='80 GB'", "expected a bandwidth"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='-1 TB/s'", "must be greater than zero"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='0 GB'", "must be greater than zero"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='nan TB/s'", "not a finite number"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='80 GB'",
+       "expected a bandwidth"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='-1 TB/s'",
+       "must be greater than zero"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='0 GB'",
+       "must be greater than zero"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='nan TB/s'",
+       "not a finite number"},
       {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth='3 TB/q'", "unknown unit"},
       {"kappa -m llama-3.1-8b -s h10", "did you mean 'h100'"},
       {"kappa -m lama-3.1-8b -s h100", "unknown model preset 'lama-3.1-8b'"},
@@ -122,12 +131,16 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
       {"kappa -m llama-3.1-8b -s " + syntax.string(), "YAML syntax error"},
       {"kappa -m llama-3.1-8b -s /nonexistent/x.yaml", "cannot read config file"},
       {"kappa -m llama-3.1-8b -s h100 --set model.attention.num_kv_heads=128", "cannot exceed"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3", "1, 2, 4, 8, 12, 16 or 32 lanes"},
-      // issue 12.11/12.12 (sweeps helper): x24 is no PCIe width; scale factors; a missing preset file
-      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=24", "1, 2, 4, 8, 12, 16 or 32 lanes, got 24"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=3",
+       "1, 2, 4, 8, 12, 16 or 32 lanes"},
+      // issue 12.11/12.12 (sweeps helper): x24 is no PCIe width; scale factors; a missing preset
+      // file
+      {"kappa -m llama-3.1-8b -s h100 --set system.host_link.lanes=24",
+       "1, 2, 4, 8, 12, 16 or 32 lanes, got 24"},
       {"kappa -m llama-3.1-8b -s a100 --set 'system.gpu.scale.flops_by_dtype={fp8: 2}'",
        "system.gpu.scale.flops_by_dtype.fp8: GPU 'a100-sxm4-80gb' has no fp8 peak to scale"},
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.scale.flops=0", "system.gpu.scale.flops: must be greater than zero"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.scale.flops=0",
+       "system.gpu.scale.flops: must be greater than zero"},
       {"kappa -m llama-3.1-8b -s h100 --set system.gpu=/nonexistent/gpu.yaml",
        "cannot read gpu preset file '/nonexistent/gpu.yaml'"},
       {"kappa -m llama-3.1-8b -s a100 --precision fp8", "no peak rate for precision 'fp8'"},
@@ -149,20 +162,23 @@ TEST(Cli, BadInputExitsTwoWithAClearMessage) {
 }
 
 TEST(Cli, DumpConfigIsTheEffectiveConfigAndLoadsBack) {
-  Result r = run("kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='80 GiB' --dump-config");
+  Result r =
+      run("kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='80 GiB' --dump-config");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "hbm_capacity: 85.89934592 GB")) << r.out;
-  EXPECT_TRUE(has(r.out, "lanes: {value: 16")) << r.out;          // defaults and provenance
+  EXPECT_TRUE(has(r.out, "lanes: {value: 16")) << r.out;  // defaults and provenance
   EXPECT_TRUE(has(r.out, "rate_per_lane: {value: 32 GT/s")) << r.out;
   // The dumped system section, fed back as a system file, gives the same κ.
   std::string sys = r.out.substr(r.out.find("system:\n") + 8);
   sys = sys.substr(0, sys.find("---"));
   std::string unindented;
   std::istringstream in(sys);
-  for (std::string line; std::getline(in, line);) unindented += line.substr(std::min<std::size_t>(2, line.size())) + "\n";
+  for (std::string line; std::getline(in, line);)
+    unindented += line.substr(std::min<std::size_t>(2, line.size())) + "\n";
   const fs::path f = write("dumped-system.yaml", unindented);
   Result a = run("kappa -m llama-3.1-8b -s " + f.string() + " --format csv");
-  Result b = run("kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='80 GiB' --format csv");
+  Result b =
+      run("kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_capacity='80 GiB' --format csv");
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out.substr(a.out.find('\n')), b.out.substr(b.out.find('\n')));
 }
@@ -312,8 +328,8 @@ class JsonChecker {
     return true;
   }
   void ws() {
-    while (m_i < m_s.size() && (m_s[m_i] == ' ' || m_s[m_i] == '\n' || m_s[m_i] == '\r' ||
-                                m_s[m_i] == '\t'))
+    while (m_i < m_s.size() &&
+           (m_s[m_i] == ' ' || m_s[m_i] == '\n' || m_s[m_i] == '\r' || m_s[m_i] == '\t'))
       ++m_i;
   }
   const std::string& m_s;
@@ -324,8 +340,8 @@ bool valid_json(const std::string& s) { return JsonChecker(s).valid(); }
 
 TEST(Cli, JsonCheckerAcceptsJsonAndRejectsNearMisses) {
   EXPECT_TRUE(valid_json(R"({"a": [1, -2.5e3, "x\"y", true, null, {}], "b": {"c": []}})"));
-  for (const char* bad : {"{", "[1,]", "{\"a\" 1}", "{'a': 1}", "[01]", "[1.]", "[nan]",
-                          "\"abc", "[1] x", "{\"a\": 1,}", "[\"a\nb\"]"})
+  for (const char* bad : {"{", "[1,]", "{\"a\" 1}", "{'a': 1}", "[01]", "[1.]", "[nan]", "\"abc",
+                          "[1] x", "{\"a\": 1,}", "[\"a\nb\"]"})
     EXPECT_FALSE(valid_json(bad)) << bad;
 }
 
@@ -370,11 +386,10 @@ TEST(Cli, RunWritesRequestsSummaryTraceAndConfig) {
   const std::string summary = slurp(out / "summary.json");
   EXPECT_TRUE(valid_json(summary)) << summary;
   for (const char* f : {"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "throughput_rps", "p_oh_mean",
-                        "transfer_time_fraction", "scheduled_tokens_per_iter",
-                        "budget_utilization", "vram_utilization", "h2d_effective_bytes_per_s",
-                        "link_utilization", "gpu_power_w", "gpu_power_tdp_fraction",
-                        "energy_per_request_j", "requests_completed", "simulated_time_s",
-                        "wall_time_s"}) {
+                        "transfer_time_fraction", "scheduled_tokens_per_iter", "budget_utilization",
+                        "vram_utilization", "h2d_effective_bytes_per_s", "link_utilization",
+                        "gpu_power_w", "gpu_power_tdp_fraction", "energy_per_request_j",
+                        "requests_completed", "simulated_time_s", "wall_time_s"}) {
     EXPECT_TRUE(has(summary, std::string("\"") + f + "\": ")) << f;
     EXPECT_TRUE(std::isfinite(summary_value(summary, f))) << f << " is not a number";
   }
@@ -468,8 +483,10 @@ TEST(Cli, RunWarnsWhenTheTierWorkingSetDoesNotFit) {
   EXPECT_EQ(summary_value(fa, "tier_restored_chunks"), 0);
   // 20 GB holds about three 50k-token Llama-3.1-8B documents (131,072 B per token): the
   // 50-request working set does not fit.
-  Result b = run("run " + cfg.string() + " -q --set trace=false --set serving.tier_capacity=20GB "
-                 "--out " + small.string());
+  Result b = run("run " + cfg.string() +
+                 " -q --set trace=false --set serving.tier_capacity=20GB "
+                 "--out " +
+                 small.string());
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_TRUE(has(b.err, "warning: the KV tier's working set")) << b.err;
   const std::string fb = slurp(small / "summary.json");
@@ -488,23 +505,27 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
                               "  warm_teir: true\nworkload:\n  type: narrativeqa\n");
   const auto trace_config = [](const std::string& name, const std::string& rows) {
     write(name + ".jsonl", rows);
-    return write(name + ".yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
-                                 "workload:\n  type: trace\n  trace: {path: " + name +
-                                     ".jsonl}\n");
+    return write(name + ".yaml",
+                 "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                 "workload:\n  type: trace\n  trace: {path: " +
+                     name + ".jsonl}\n");
   };
-  const fs::path malformed = trace_config(
-      "malformed", "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n"
+  const fs::path malformed =
+      trace_config("malformed",
+                   "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n"
                    "{\"arrival_s\": 1, \"prefix_tokens\": 1024, \"new_tokens\": }\n");
-  const fs::path backwards = trace_config(
-      "backwards", "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n"
+  const fs::path backwards =
+      trace_config("backwards",
+                   "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n"
                    "{\"arrival_s\": 2, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n"
                    "{\"arrival_s\": 1, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n");
   const fs::path negative = trace_config(
       "negative", "{\"arrival_s\": -1, \"prefix_tokens\": 1024, \"new_tokens\": 10}\n");
-  const fs::path type = write("run-type.yaml",
-                              "model: llama-3.1-8b\nsystem: h100\nworkload:\n  type: narativeqa\n");
-  const fs::path tp = write("run-tp.yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 16}\n"
-                                           "workload: {type: narrativeqa}\n");
+  const fs::path type =
+      write("run-type.yaml", "model: llama-3.1-8b\nsystem: h100\nworkload:\n  type: narativeqa\n");
+  const fs::path tp = write("run-tp.yaml",
+                            "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 16}\n"
+                            "workload: {type: narrativeqa}\n");
   const fs::path blocker = write("a-file", "not a folder\n");
   struct Case {
     std::string args;
@@ -514,7 +535,9 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
   int n = 0;
   const auto out_dir = [&n] { return scratch() / ("bad-run-" + std::to_string(++n)); };
   std::vector<Case> cases = {
-      {typo.string(), {"run-typo.yaml:5:3: unknown key 'warm_teir'", "did you mean 'warm_tier'"}, {}},
+      {typo.string(),
+       {"run-typo.yaml:5:3: unknown key 'warm_teir'", "did you mean 'warm_tier'"},
+       {}},
       {malformed.string(), {"malformed.jsonl:2:", "not valid JSON"}, {}},
       {backwards.string(), {"backwards.jsonl:3:", "earlier than the previous row"}, {}},
       {negative.string(), {"negative.jsonl:1:", "\"arrival_s\" is -1"}, {}},
@@ -522,15 +545,20 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
       {tp.string(), {"tensor parallelism 16 exceeds the 8 GPUs"}, {}},
       {good.string() + " --set serving.tp=9", {"tensor parallelism 9 exceeds the 8 GPUs"}, {}},
       {good.string() + " --set workload.requests=0", {"workload.requests: must be at least 1"}, {}},
-      {good.string() + " --set serving.policy=lifo", {"serving.policy: expected one of fair, fifo, shortest_load, utilization", "did you mean \"fifo\""}, {}},
+      {good.string() + " --set serving.policy=lifo",
+       {"serving.policy: expected one of fair, fifo, shortest_load, utilization",
+        "did you mean \"fifo\""},
+       {}},
       // serving stacks (docs/serving-stacks.md): an unknown name lists the valid ones; a stack
       // that cannot run the load path says which it supports.
       {good.string() + " --set serving.stack=lmcache-0.3",
        {"serving.stack: unknown stack preset 'lmcache-0.3'", "did you mean 'lmcache-0.3.5'",
-        "ideal, lmcache-0.3.5, lmcache-0.3.7, vllm-native-0.11, vllm-native-0.12"}, {}},
+        "ideal, lmcache-0.3.5, lmcache-0.3.7, vllm-native-0.11, vllm-native-0.12"},
+       {}},
       {good.string() + " --set serving.stack=vllm-native-0.12",
        {"serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'",
-        "supports: block_dma"}, {}},
+        "supports: block_dma"},
+       {}},
       {(scratch() / "missing.yaml").string(), {"cannot read config file"}, {}},
   };
   for (Case& c : cases) c.out = out_dir();
@@ -559,8 +587,9 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
 
 TEST(Cli, MeasurePohIsLoadOverCompute) {
   // Llama-3.1-70B needs 141 GB of BF16 weights: one 80 GB H100 cannot hold it.
-  Result r = run("measure poh --model llama-3.1-70b --system h100 --tp 1 --k 4096 --t 128 "
-                 "--format json");
+  Result r =
+      run("measure poh --model llama-3.1-70b --system h100 --tp 1 --k 4096 --t 128 "
+          "--format json");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "does not fit")) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -568,8 +597,8 @@ TEST(Cli, MeasurePohIsLoadOverCompute) {
   r = run("measure poh --model llama-3.1-70b --system h100 --tp 4 --k 4096 --t 128 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(valid_json(r.out)) << r.out;
-  for (const char* f : {"p_oh", "load_time_s", "compute_time_s", "ttft_s", "cached_tokens",
-                        "computed_tokens"})
+  for (const char* f :
+       {"p_oh", "load_time_s", "compute_time_s", "ttft_s", "cached_tokens", "computed_tokens"})
     EXPECT_TRUE(has(r.out, std::string("\"") + f + "\": ")) << f;
   const double load = json_number(r.out, "load_time_s");
   const double compute = json_number(r.out, "compute_time_s");
@@ -590,18 +619,19 @@ TEST(Cli, MeasurePohIsLoadOverCompute) {
   // idle gaps of 25 µs; the per-chunk Python (16 × 74 µs = 1.2 ms) hides under the 9.9 ms of
   // copies.
   const double rate = 132.0 * 32 * 8 / 1e-6;
-  const double expect =
-      0.5e-3 + 16 * 28e-6 + 16 * 0.24e-6 + 4096 * 81920.0 / rate + 16 * 25e-6;
+  const double expect = 0.5e-3 + 16 * 28e-6 + 16 * 0.24e-6 + 4096 * 81920.0 / rate + 16 * 25e-6;
   EXPECT_NEAR(load, expect, 1e-9 * expect);
 }
 
 TEST(Cli, MeasureKappaCritAgainstTheAnalyticModel) {
-  Result r = run("measure kappa-crit --model llama-3.1-70b --system h100 --tp 1 --points 21 "
-                 "--format json");
+  Result r =
+      run("measure kappa-crit --model llama-3.1-70b --system h100 --tp 1 --points 21 "
+          "--format json");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "does not fit")) << r.err;
 
-  r = run("measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --points 21 --format json");
+  r = run(
+      "measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --points 21 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(valid_json(r.out)) << r.out;
   for (const char* f : {"kappa_crit_simulated", "kappa_crit_analytic_peak",
@@ -622,15 +652,18 @@ TEST(Cli, MeasureKappaCritAgainstTheAnalyticModel) {
   EXPECT_NEAR(eff, peak * bw / peak_bw, 1e-9 * peak);
 
   const std::vector<BadCase> bad = {
-      {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --points 2", "--points: expected 3 to 2000"},
-      {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --t 0", "--t: must be at least 1"},
+      {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --points 2",
+       "--points: expected 3 to 2000"},
+      {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --t 0",
+       "--t: must be at least 1"},
       {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 3",
        "tensor parallelism 3 does not divide"},
       {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --load-path dma",
        "--load-path: expected kernel, layerwise or block_dma"},
       {"measure kappa-crit --model llama-3.1-70b --system h100 --tp 4 --format xml", "--format"},
       {"measure kappa-crit --system h100", "'--model' is required"},
-      {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k -1 --t 128", "--k: expected a whole number"},
+      {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k -1 --t 128",
+       "--k: expected a whole number"},
       {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k 4096", "'--t' is required"},
       {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k 4096 --t 128 --frobnicate",
        "unrecognised option"},
@@ -650,27 +683,33 @@ TEST(Cli, SetWithoutEqualsAndTraceTokensOutOfRangeExitTwo) {
   const fs::path good = write("bad-inputs-good.yaml", kRunConfig);
   const auto trace_config = [](const std::string& name, const std::string& rows) {
     write(name + ".jsonl", rows);
-    return write(name + ".yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
-                                 "workload:\n  type: trace\n  trace: {path: " + name +
-                                     ".jsonl}\n");
+    return write(name + ".yaml",
+                 "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                 "workload:\n  type: trace\n  trace: {path: " +
+                     name + ".jsonl}\n");
   };
-  const fs::path t_zero = trace_config(
-      "t-zero", "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 0}\n");
+  const fs::path t_zero =
+      trace_config("t-zero", "{\"arrival_s\": 0, \"prefix_tokens\": 1024, \"new_tokens\": 0}\n");
   const fs::path k_large = trace_config(
       "k-large", "{\"arrival_s\": 0, \"prefix_tokens\": 10000001, \"new_tokens\": 1}\n");
-  const fs::path overflow = trace_config(
-      "overflow", "{\"arrival_s\": 1e400, \"prefix_tokens\": 0, \"new_tokens\": 1}\n");
+  const fs::path overflow =
+      trace_config("overflow", "{\"arrival_s\": 1e400, \"prefix_tokens\": 0, \"new_tokens\": 1}\n");
   struct Case {
     std::string args;
     std::string expect;
   };
   const fs::path out = scratch() / "bad-inputs-out";
   const std::vector<Case> cases = {
-      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth", "--set expects KEY.PATH=VALUE"},
-      {"run " + good.string() + " --set serving.tp --out " + out.string(), "--set expects KEY.PATH=VALUE"},
-      {"run " + t_zero.string() + " --out " + out.string(), "t-zero.jsonl:1: new tokens 0 out of range; expected 1 to 10000000"},
-      {"run " + k_large.string() + " --out " + out.string(), "k-large.jsonl:1: \"prefix_tokens\" is 10000001; expected at most 10000000"},
-      {"run " + overflow.string() + " --out " + out.string(), "overflow.jsonl:1: not valid JSON (number overflow"},
+      {"kappa -m llama-3.1-8b -s h100 --set system.gpu.hbm_bandwidth",
+       "--set expects KEY.PATH=VALUE"},
+      {"run " + good.string() + " --set serving.tp --out " + out.string(),
+       "--set expects KEY.PATH=VALUE"},
+      {"run " + t_zero.string() + " --out " + out.string(),
+       "t-zero.jsonl:1: new tokens 0 out of range; expected 1 to 10000000"},
+      {"run " + k_large.string() + " --out " + out.string(),
+       "k-large.jsonl:1: \"prefix_tokens\" is 10000001; expected at most 10000000"},
+      {"run " + overflow.string() + " --out " + out.string(),
+       "overflow.jsonl:1: not valid JSON (number overflow"},
   };
   for (const Case& c : cases) {
     Result r = run(c.args);
@@ -699,7 +738,8 @@ TEST(Cli, RunWhoseResultsCannotBeWrittenExitsFourAndLeavesNoFolder) {
   ASSERT_TRUE(WIFEXITED(status)) << status;
   const std::string msg = slurp(err);
   EXPECT_EQ(WEXITSTATUS(status), 4) << msg;  // an I/O error, not bad input (issue 12, item 6)
-  EXPECT_TRUE(has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial-"))
+  EXPECT_TRUE(
+      has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial-"))
       << msg;
   EXPECT_TRUE(has(msg, ": File too large")) << msg;  // the system's reason (strerror(EFBIG))
   EXPECT_FALSE(fs::exists(out));
@@ -741,8 +781,9 @@ TEST(Cli, RunPastTheTimeBaseIsRejected) {
   const fs::path base = write("time-base.yaml",
                               "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
                               "workload: {type: sharegpt, requests: 200, rate: 10, seed: 1}\n");
-  write("time-far.jsonl", "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 100}\n"
-                          "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 100}\n");
+  write("time-far.jsonl",
+        "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 100}\n"
+        "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 100}\n");
   const fs::path far = write("time-far.yaml",
                              "model: llama-3.1-8b\nsystem: h100\n"
                              "workload: {type: trace, trace: {path: time-far.jsonl}}\n");
@@ -776,18 +817,27 @@ TEST(Cli, RunRefusesAUsersNonEmptyFolderUnlessForce) {
   fs::create_directories(proj);
   std::ofstream(proj / "cfg.yaml") << kRunConfig;
   std::ofstream(proj / "notes.txt") << "mine";
-  Result r = run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + proj.string());
+  Result r =
+      run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + proj.string());
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "--out: '" + proj.string() + "' is not empty and was not written by kappasim")) << r.err;
+  EXPECT_TRUE(
+      has(r.err, "--out: '" + proj.string() + "' is not empty and was not written by kappasim"))
+      << r.err;
   EXPECT_TRUE(has(r.err, "--force")) << r.err;
   EXPECT_EQ(slurp(proj / "notes.txt"), "mine");
   EXPECT_TRUE(fs::exists(proj / "cfg.yaml"));
   // An empty folder, then the folder kappasim wrote: both fine, no --force needed.
   const fs::path out = scratch() / "proj-out";
   fs::create_directories(out);
-  ASSERT_EQ(run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string()).code, 0);
+  ASSERT_EQ(
+      run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string())
+          .code,
+      0);
   EXPECT_TRUE(fs::exists(out / ".kappasim-output"));
-  ASSERT_EQ(run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string()).code, 0);
+  ASSERT_EQ(
+      run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --out " + out.string())
+          .code,
+      0);
   // report takes --out too (core/output is the one place).
   r = run("report -q --out " + proj.string());
   EXPECT_EQ(r.code, 2) << r.err;
@@ -801,7 +851,8 @@ TEST(Cli, RunRefusesAUsersNonEmptyFolderUnlessForce) {
   const fs::path forced = scratch() / "forced";
   fs::create_directories(forced);
   std::ofstream(forced / "old.txt") << "x";
-  r = run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --force --out " + forced.string());
+  r = run("run " + (proj / "cfg.yaml").string() + " -q --set trace=false --force --out " +
+          forced.string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::exists(forced / "summary.json"));
 }
@@ -828,7 +879,8 @@ TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
   fs::create_directories(live);
   std::ofstream(live / ".kappasim-staging") << host << " " << ::getpid() << "\n";
   const fs::path cfg = write("stale.yaml", kRunConfig);
-  Result r = run("run " + cfg.string() + " -q --set trace=false --out " + (parent / "out").string());
+  Result r =
+      run("run " + cfg.string() + " -q --set trace=false --out " + (parent / "out").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(foreign));
@@ -841,10 +893,12 @@ TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
 // hang, not fail, before the fix, which the suite's timeout turns into a failure.
 TEST(Cli, ArrivalParametersThatCannotDescribeAProcessAreRejected) {
   const fs::path cfg = write("rates.yaml", kRunConfig);
-  const std::string base = "run " + cfg.string() + " -q --set trace=false --out " + (scratch() / "rates").string();
+  const std::string base =
+      "run " + cfg.string() + " -q --set trace=false --out " + (scratch() / "rates").string();
   Result r = run(base + " --set workload.rate=1e300");
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "workload.rate: the request rate must be at most 1000000000 per second")) << r.err;
+  EXPECT_TRUE(has(r.err, "workload.rate: the request rate must be at most 1000000000 per second"))
+      << r.err;
   r = run(base + " --set workload.arrival=gamma --set workload.cv=1e6");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "(workload.cv) must be > 0 and at most 10, got 1000000")) << r.err;
@@ -897,20 +951,24 @@ TEST(Cli, InputSizeLimitsAndShortExcerpts) {
   EXPECT_LT(r.err.size(), 600u) << r.err;
   EXPECT_FALSE(has(r.err, "line199")) << r.err;
   // A trace that is a device, and one row longer than 1 MiB.
-  r = run("run " + write("trace-dev.yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
-                                          "workload: {type: trace, trace: {path: /dev/zero, format: jsonl}}\n")
-                       .string() +
+  r = run("run " +
+          write("trace-dev.yaml",
+                "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                "workload: {type: trace, trace: {path: /dev/zero, format: jsonl}}\n")
+              .string() +
           " --out " + out.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "workload.trace.path: '/dev/zero' is not a regular file")) << r.err;
   {
     std::ofstream f(scratch() / "long-row.jsonl");
-    f << "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5, \"pad\": \"" << std::string(1100000, 'y')
-      << "\"}\n";
+    f << "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5, \"pad\": \""
+      << std::string(1100000, 'y') << "\"}\n";
   }
-  r = run("run " + write("trace-long.yaml", "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
-                                           "workload: {type: trace, trace: {path: long-row.jsonl, format: jsonl}}\n")
-                       .string() +
+  r = run("run " +
+          write("trace-long.yaml",
+                "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1}\n"
+                "workload: {type: trace, trace: {path: long-row.jsonl, format: jsonl}}\n")
+              .string() +
           " --out " + out.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "long-row.jsonl:1: a trace row is longer than 1024 KiB")) << r.err;
@@ -920,7 +978,8 @@ TEST(Cli, InputSizeLimitsAndShortExcerpts) {
 
 // Help and suggestions (issue 12, item 14).
 TEST(Cli, HelpForEveryCommandAndDidYouMean) {
-  for (const char* c : {"probe --help", "measure --help", "bench --help", "help run", "help probe h2d", "probe -h"}) {
+  for (const char* c : {"probe --help", "measure --help", "bench --help", "help run",
+                        "help probe h2d", "probe -h"}) {
     Result r = run(c);
     EXPECT_EQ(r.code, 0) << c << "\n" << r.err;
     EXPECT_TRUE(has(r.out, "Usage: kappasim")) << c << "\n" << r.out;
@@ -937,7 +996,8 @@ TEST(Cli, HelpForEveryCommandAndDidYouMean) {
   EXPECT_TRUE(has(r.err, "unknown verb 'shwo'; did you mean 'show'?")) << r.err;
   r = run("sweep colect out");
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.err, "'colect' is neither a spec file nor a verb; did you mean 'collect'?")) << r.err;
+  EXPECT_TRUE(has(r.err, "'colect' is neither a spec file nor a verb; did you mean 'collect'?"))
+      << r.err;
   r = run("kappa -m llama-3.1-8b --sytem h100");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "did you mean '--system'?")) << r.err;
@@ -949,7 +1009,8 @@ TEST(Cli, HelpForEveryCommandAndDidYouMean) {
   // --tp named when the heads do not split.
   r = run("kappa -m llama-3.1-8b -s h100 --tp 3");
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.err, "--tp 3: tensor parallelism 3 does not divide the 32 query heads")) << r.err;
+  EXPECT_TRUE(has(r.err, "--tp 3: tensor parallelism 3 does not divide the 32 query heads"))
+      << r.err;
   r = run("measure poh -m llama-3.1-8b -s h100 --tp 3 --k 100 --t 10");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "--tp 3: tensor parallelism 3")) << r.err;
@@ -988,7 +1049,8 @@ TEST(Cli, TraceRequestLanesNeverOverlap) {
   int overlaps = 0;
   for (auto& [tid, v] : spans) {
     std::sort(v.begin(), v.end());
-    for (std::size_t i = 1; i < v.size(); ++i) overlaps += v[i].first < v[i - 1].second - 1e-6;  // 1 ps
+    for (std::size_t i = 1; i < v.size(); ++i)
+      overlaps += v[i].first < v[i - 1].second - 1e-6;  // 1 ps
   }
   EXPECT_EQ(overlaps, 0);
 }

@@ -27,7 +27,9 @@ Result run(const std::string& args) {
 
 TEST(DesignCli, EmittedPresetsRunAndMeasure) {
   const fs::path dir = scratch() / "presets";
-  const Result e = run("design emit --budget power --link-fraction 0.1 --host gb200 --name dz --out " + dir.string());
+  const Result e =
+      run("design emit --budget power --link-fraction 0.1 --host gb200 --name dz --out " +
+          dir.string());
   ASSERT_EQ(e.code, 0) << e.err;
   ASSERT_TRUE(fs::exists(dir / "gpus" / "dz.yaml"));
   ASSERT_TRUE(fs::exists(dir / "systems" / "dz-gb200.yaml"));
@@ -40,8 +42,9 @@ TEST(DesignCli, EmittedPresetsRunAndMeasure) {
   // `presets show` reads it like a built-in; `measure kappa-crit` simulates on it.
   const Result show = run("presets show system/dz-gb200 --preset-dir " + dir.string());
   EXPECT_EQ(show.code, 0) << show.err;
-  const Result m = run("measure kappa-crit --model llama-3.1-70b --system dz-gb200 --tp 8 --points 5 --preset-dir " +
-                       dir.string());
+  const Result m = run(
+      "measure kappa-crit --model llama-3.1-70b --system dz-gb200 --tp 8 --points 5 --preset-dir " +
+      dir.string());
   EXPECT_EQ(m.code, 0) << m.err;
   EXPECT_NE(m.out.find("kappa_crit"), std::string::npos);
 }
@@ -54,15 +57,19 @@ TEST(DesignCli, BadBudgetsAndFractionsExit2AndWriteNothing) {
       {"--budget area --link-fraction=-0.1", "--link-fraction: expected a fraction"},
       {"--budget area --link-fraction 1.5", "--link-fraction: expected a fraction"},
       {"--budget area --link-fraction 0.6 --sram-fraction 0.5", "add up to 1.1"},
-      {"--budget area --link-fraction 0 --sram-fraction 0.1", "--link-fraction: must be greater than 0"},
+      {"--budget area --link-fraction 0 --sram-fraction 0.1",
+       "--link-fraction: must be greater than 0"},
       {"--budget area --link-fraction 0.4 --sram-fraction 0.6", "compute gets nothing"},
       // 0.5 of the movable area of PHY draws ~520 W on top of the compute: over 700 W
       {"--budget area --link-fraction 0.5", "more than the power budget of 700 W"},
-      {"--budget area --link-fraction 0.01 --coefficients h200-4n", "--coefficients: unknown design preset"},
-      {"--budget area --link-fraction 0.01 --base h100-sxm", "--base: unknown gpu preset 'h100-sxm' (did you mean 'h100-sxm5'?)"},
+      {"--budget area --link-fraction 0.01 --coefficients h200-4n",
+       "--coefficients: unknown design preset"},
+      {"--budget area --link-fraction 0.01 --base h100-sxm",
+       "--base: unknown gpu preset 'h100-sxm' (did you mean 'h100-sxm5'?)"},
       {"--budget area --link-fraction 0.01 --host dgx-h10", "--host: unknown system preset"},
       {"--budget area --link-fraction 0.01 --host gb200 --gpus 0", "--gpus: must be at least 1"},
-      {"--budget area --link-fraction 0.01 --host gh200", "--host: system 'gh200' has no PCIe host link to replace"},
+      {"--budget area --link-fraction 0.01 --host gh200",
+       "--host: system 'gh200' has no PCIe host link to replace"},
   };
   for (const auto& c : cases) {
     const Result r = run(std::string("design emit ") + c[0] + " --out " + out.string());

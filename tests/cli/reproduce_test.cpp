@@ -18,7 +18,6 @@
 namespace {
 namespace fs = std::filesystem;
 
-
 int run_reproduce(const fs::path& out, const fs::path& log) {
   const std::string cmd = std::string(KAPPASIM_BIN) + " reproduce --quick -j 2 --out '" +
                           out.string() + "' >'" + log.string() + "' 2>&1";
@@ -41,17 +40,20 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
   ASSERT_EQ(run_reproduce(out, dir / "log1.txt"), 0) << kappasim::test::slurp(dir / "log1.txt");
   const std::string report = kappasim::test::slurp(out / "report.md");
   for (const char* heading :
-       {"## 1. Workload κ_ratio distributions", "## 2. Rooflines", "## 3. Analytic vs simulated κ_crit",
-        "## 4. P_OH", "## 5. ShareGPT-like vs NarrativeQA-like", "## 6. NVLink-C2C", "## 7. FIFO",
+       {"## 1. Workload κ_ratio distributions", "## 2. Rooflines",
+        "## 3. Analytic vs simulated κ_crit", "## 4. P_OH",
+        "## 5. ShareGPT-like vs NarrativeQA-like", "## 6. NVLink-C2C", "## 7. FIFO",
         "### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer", "### 8.3 FLOP / bandwidth",
         "### 8.4 KV compression", "### 8.5 κ-aware routing"})
     EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
   // 8.3 runs the design model's splits on the simulator: capacity, TTFT at a fixed load and
   // κ_crit sweeps generated from emitted presets, with 3 replicates each.
   EXPECT_NE(report.find("#### Simulated check of the best splits"), std::string::npos);
-  for (const char* sw : {"rebalance-sim-capacity-quick", "rebalance-sim-load-quick", "rebalance-sim-kappa-quick"})
+  for (const char* sw :
+       {"rebalance-sim-capacity-quick", "rebalance-sim-load-quick", "rebalance-sim-kappa-quick"})
     EXPECT_TRUE(fs::exists(out / "sweeps" / sw / "results.csv")) << sw;
-  EXPECT_NE(kappasim::test::slurp(out / "sweeps" / "rebalance-sim-capacity-quick" / "results.csv").find(",replicate,"),
+  EXPECT_NE(kappasim::test::slurp(out / "sweeps" / "rebalance-sim-capacity-quick" / "results.csv")
+                .find(",replicate,"),
             std::string::npos);
   // Issue 12 item 10: the interconnect and KV-buffer studies name what bound their loads.
   for (const char* section : {"### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer"}) {
@@ -60,18 +62,22 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     const std::string body = report.substr(at, report.find("\n### ", at + 1) - at);
     EXPECT_NE(body.find("load bound (shares of load time)"), std::string::npos) << section;
     EXPECT_TRUE(body.find("% |") != std::string::npos &&
-                (body.find("link ") != std::string::npos || body.find("host_dram ") != std::string::npos ||
+                (body.find("link ") != std::string::npos ||
+                 body.find("host_dram ") != std::string::npos ||
                  body.find("read_tags ") != std::string::npos))
-        << section << " has no bound shares:\n" << body;
+        << section << " has no bound shares:\n"
+        << body;
   }
   // Issue 11.1: the studies whose conclusions compare configurations run replicates (2 under
   // --quick, quick.replicates in their specs); their tables show mean ± half-width (n=2) and
   // their conclusions come from the paired comparison over the common seeds.
-  for (const char* sec : {"### 8.2 A GPU-side KV buffer", "### 8.4 KV compression", "### 8.5 κ-aware routing"}) {
+  for (const char* sec :
+       {"### 8.2 A GPU-side KV buffer", "### 8.4 KV compression", "### 8.5 κ-aware routing"}) {
     const auto at = report.find(sec);
     ASSERT_NE(at, std::string::npos) << sec;
     const auto end = report.find("\n### ", at + 4);
-    const std::string body = report.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::string body =
+        report.substr(at, end == std::string::npos ? std::string::npos : end - at);
     EXPECT_NE(body.find(" ± "), std::string::npos) << sec;
     EXPECT_NE(body.find(" (n=2) |"), std::string::npos) << sec << ": no interval in the table";
     EXPECT_NE(body.find("paired difference"), std::string::npos) << sec << ": no paired comparison";
@@ -86,14 +92,16 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     EXPECT_EQ(n, 32);
   }
   // Every figure has its gnuplot script and data next to it.
-  for (const char* gp : {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
+  for (const char* gp :
+       {"kappa-ratio-cdf.gp", "roofline-qwen3-235b-a22b-bf16.gp", "poh-heatmap.gp"})
     EXPECT_TRUE(fs::exists(out / "figures" / gp)) << gp;
   // Issue 12, item 16: the KV-buffer figure keeps zeros (no log y axis) and its key is outside
   // the plot; the roofline's κ_crit lines are in the key.
   const std::string kvb = kappasim::test::slurp(out / "figures" / "kv-buffer.gp");
   EXPECT_EQ(kvb.find("logscale y"), std::string::npos) << kvb;
   EXPECT_NE(kvb.find("set key outside"), std::string::npos) << kvb;
-  const std::string roof = kappasim::test::slurp(out / "figures" / "roofline-qwen3-235b-a22b-bf16.gp");
+  const std::string roof =
+      kappasim::test::slurp(out / "figures" / "roofline-qwen3-235b-a22b-bf16.gp");
   EXPECT_NE(roof.find("keyentry with lines dt 2"), std::string::npos) << roof;
   EXPECT_NE(roof.find("κ_crit analytic"), std::string::npos) << roof;
 
@@ -121,7 +129,8 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     ADD_FAILURE() << "no column " << name;
     return std::size_t{0};
   };
-  const std::size_t sim = at("kappa_crit_simulated"), both = at("kappa_crit_analytic_effective_compute"),
+  const std::size_t sim = at("kappa_crit_simulated"),
+                    both = at("kappa_crit_analytic_effective_compute"),
                     eff_bw = at("h2d_effective_bytes_per_s"), peak_bw = at("h2d_peak_bytes_per_s");
   int rows = 0;
   while (std::getline(csv, line)) {
@@ -150,17 +159,23 @@ TEST(Reproduce, BadInputExitsTwoNamingTheOption) {
   const fs::path dir = kappasim::test::fresh_dir("reproduce-bad");
   const fs::path log = dir / "log.txt";
   auto run = [&](const std::string& args) {
-    const std::string cmd = std::string(KAPPASIM_BIN) + " reproduce " + args + " >'" + log.string() + "' 2>&1";
+    const std::string cmd =
+        std::string(KAPPASIM_BIN) + " reproduce " + args + " >'" + log.string() + "' 2>&1";
     const int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   EXPECT_EQ(run("--quick"), 2);
-  EXPECT_NE(kappasim::test::slurp(log).find("--out DIR is required"), std::string::npos) << kappasim::test::slurp(log);
-  EXPECT_EQ(run("--quick --out '" + (dir / "o1").string() + "' --experiments '" + (dir / "none").string() + "'"), 2);
-  EXPECT_NE(kappasim::test::slurp(log).find("--experiments"), std::string::npos) << kappasim::test::slurp(log);
+  EXPECT_NE(kappasim::test::slurp(log).find("--out DIR is required"), std::string::npos)
+      << kappasim::test::slurp(log);
+  EXPECT_EQ(run("--quick --out '" + (dir / "o1").string() + "' --experiments '" +
+                (dir / "none").string() + "'"),
+            2);
+  EXPECT_NE(kappasim::test::slurp(log).find("--experiments"), std::string::npos)
+      << kappasim::test::slurp(log);
   std::ofstream(dir / "a-file") << "x";
   EXPECT_EQ(run("--quick --out '" + (dir / "a-file" / "sub").string() + "'"), 2);
-  EXPECT_NE(kappasim::test::slurp(log).find("--out: cannot create"), std::string::npos) << kappasim::test::slurp(log);
+  EXPECT_NE(kappasim::test::slurp(log).find("--out: cannot create"), std::string::npos)
+      << kappasim::test::slurp(log);
   EXPECT_EQ(run("--quick --jobs=-1 --out '" + (dir / "o2").string() + "'"), 2);
   EXPECT_FALSE(fs::exists(dir / "o1"));
   EXPECT_FALSE(fs::exists(dir / "o2"));

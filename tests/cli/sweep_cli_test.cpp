@@ -3,12 +3,12 @@
 // reported while the rest finish, shards + collect, Slurm array variables, and the quoting of
 // the generated sbatch script and command.txt against hostile paths. Small selftest / kappa
 // points only: the suite stays fast on two cores.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <pty.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -33,14 +33,15 @@ fs::path scratch() {
   return d;
 }
 
-const char* kClearedEnv[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
-                             "SLURM_ARRAY_TASK_STEP", "SLURM_CPUS_PER_TASK", "JOB_COMPLETION_INDEX",
+const char* kClearedEnv[] = {"SLURM_ARRAY_TASK_ID",  "SLURM_ARRAY_TASK_COUNT",
+                             "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP",
+                             "SLURM_CPUS_PER_TASK",  "JOB_COMPLETION_INDEX",
                              "KAPPASIM_SHARDS"};
 
 // Starts argv (no shell) in `cwd` with the sharding variables cleared and `env` set; stdout and
 // stderr go to files. Returns the pid.
-pid_t start(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
-            const fs::path& cwd = scratch()) {
+pid_t start(const std::vector<std::string>& argv,
+            const std::map<std::string, std::string>& env = {}, const fs::path& cwd = scratch()) {
   const std::string out = (scratch() / "out.txt").string(), err = (scratch() / "err.txt").string();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -82,7 +83,9 @@ fs::path write(const fs::path& p, const std::string& text) {
   return p;
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Six selftest points: x = 1..3 times (fail none, sleep 0 s) and (fail invalid, sleep 0.01 s).
 const char* kSixBody = R"(name: six
@@ -115,7 +118,9 @@ TEST(SweepCli, MergedResultsAreByteIdenticalForOneAndTwoWorkers) {
   std::stringstream ss(csv);
   std::string header, line;
   std::getline(ss, header);
-  EXPECT_EQ(header, "point,x,mode,sleep,sleep_s,seed,status,error,metric.x,x2");  // sleep_s: the SI column of a quantity axis
+  EXPECT_EQ(header,
+            "point,x,mode,sleep,sleep_s,seed,status,error,metric.x,x2");  // sleep_s: the SI column
+                                                                          // of a quantity axis
   std::vector<std::string> rows;
   while (std::getline(ss, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 6u);
@@ -159,8 +164,9 @@ TEST(SweepCli, RerunSkipsFinishedAndInvalidPointsAndRetriesInvalidOnRequest) {
 }
 
 TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
-  std::string body = "name: slow\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\naxes:\n"
-                     "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+  std::string body =
+      "name: slow\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\naxes:\n"
+      "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
   const std::string spec = spec_file("kill", body);
   const fs::path ref = scratch() / "kill" / "ref", d = scratch() / "kill" / "out";
   ASSERT_EQ(kappasim({"sweep", spec, "--out", ref.string(), "-j", "2", "-q"}).code, 0);
@@ -199,30 +205,36 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
 }
 
 TEST(SweepCli, TwoRunnersOnTheSamePointsAreRefusedShardsAreNot) {
-  std::string body = "name: busy\nkind: selftest\nconfig: {x: 0, sleep: 0.2 s}\naxes:\n"
-                     "  - {key: x, values: [1, 2, 3, 4, 5, 6]}\n";
+  std::string body =
+      "name: busy\nkind: selftest\nconfig: {x: 0, sleep: 0.2 s}\naxes:\n"
+      "  - {key: x, values: [1, 2, 3, 4, 5, 6]}\n";
   const std::string spec = spec_file("busy", body);
   const fs::path d = scratch() / "busy" / "out";
   const pid_t pid = start({KAPPASIM_BIN, "sweep", spec, "--out", d.string(), "-j", "1", "-q"});
   // Wait until the first runner has claimed the folder (its first point exists).
-  for (int i = 0; i < 2000 && !fs::exists(d / "points" / "p000000" / "point.yaml"); ++i) ::usleep(10000);
+  for (int i = 0; i < 2000 && !fs::exists(d / "points" / "p000000" / "point.yaml"); ++i)
+    ::usleep(10000);
   Result second = kappasim({"sweep", spec, "--out", d.string(), "-j", "1"});
   Result shard = kappasim({"sweep", spec, "--out", d.string(), "-j", "1", "--shard", "1/2"});
   const bool first_still_running = ::waitpid(pid, nullptr, WNOHANG) == 0;
   finish(pid);
-  ASSERT_TRUE(first_still_running) << "the first sweep ended before the others started; nothing was tested";
+  ASSERT_TRUE(first_still_running)
+      << "the first sweep ended before the others started; nothing was tested";
   EXPECT_EQ(second.code, 2);
   EXPECT_TRUE(has(second.err, "another kappasim sweep is running in this folder")) << second.err;
   EXPECT_EQ(shard.code, 2);  // the unsharded runner holds every point
   // Two different shards of one sweep run side by side; a second runner of the same shard not.
   const fs::path e = scratch() / "busy" / "sharded";
-  const pid_t s0 = start({KAPPASIM_BIN, "sweep", spec, "--out", e.string(), "-j", "1", "-q", "--shard", "0/2"});
-  for (int i = 0; i < 2000 && !fs::exists(e / "points" / "p000000" / "point.yaml"); ++i) ::usleep(10000);
+  const pid_t s0 =
+      start({KAPPASIM_BIN, "sweep", spec, "--out", e.string(), "-j", "1", "-q", "--shard", "0/2"});
+  for (int i = 0; i < 2000 && !fs::exists(e / "points" / "p000000" / "point.yaml"); ++i)
+    ::usleep(10000);
   Result s0b = kappasim({"sweep", spec, "--out", e.string(), "-j", "1", "--shard", "0/2"});
   const bool s0_still_running = ::waitpid(s0, nullptr, WNOHANG) == 0;
   Result s1 = kappasim({"sweep", spec, "--out", e.string(), "-j", "1", "-q", "--shard", "1/2"});
   finish(s0);
-  ASSERT_TRUE(s0_still_running) << "shard 0/2 ended before the second runner started; nothing was tested";
+  ASSERT_TRUE(s0_still_running)
+      << "shard 0/2 ended before the second runner started; nothing was tested";
   EXPECT_EQ(s1.code, 0) << s1.err;
   EXPECT_EQ(s0b.code, 2);
   EXPECT_TRUE(has(s0b.err, "shard 0/2")) << s0b.err;
@@ -232,8 +244,9 @@ TEST(SweepCli, TwoRunnersOnTheSamePointsAreRefusedShardsAreNot) {
 // On a terminal the progress is one line rewritten in place (\r, erase to end of line); on a pipe
 // it is plain lines (the other tests' stderr).
 TEST(SweepCli, ProgressIsALiveLineOnATerminal) {
-  const std::string spec = spec_file("tty", "name: tty\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\n"
-                                            "axes:\n  - {key: x, values: [1, 2, 3, 4]}\n");
+  const std::string spec = spec_file("tty",
+                                     "name: tty\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\n"
+                                     "axes:\n  - {key: x, values: [1, 2, 3, 4]}\n");
   const fs::path d = scratch() / "tty" / "out";
   int master = -1;
   const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
@@ -318,44 +331,50 @@ TEST(SweepCli, SlurmAndKubernetesVariablesPickTheShard) {
   const std::string spec = spec_file("slurm", kSixBody);
   const fs::path d = scratch() / "slurm" / "out";
   // An array 5-7 (min 5): task 6 is shard 1 of 3 -> points 1 and 4.
-  kappasim({"sweep", spec, "--out", d.string(), "-q"},
-           {{"SLURM_ARRAY_TASK_ID", "6"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "5"}});
+  kappasim({"sweep", spec, "--out", d.string(), "-q"}, {{"SLURM_ARRAY_TASK_ID", "6"},
+                                                        {"SLURM_ARRAY_TASK_COUNT", "3"},
+                                                        {"SLURM_ARRAY_TASK_MIN", "5"}});
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(fs::exists(d / "points" / ("p00000" + std::to_string(i))), i % 3 == 1) << i;
   const fs::path k = scratch() / "slurm" / "k8s";
-  kappasim({"sweep", spec, "--out", k.string(), "-q", "--shards", "2"}, {{"JOB_COMPLETION_INDEX", "0"}});
+  kappasim({"sweep", spec, "--out", k.string(), "-q", "--shards", "2"},
+           {{"JOB_COMPLETION_INDEX", "0"}});
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(fs::exists(k / "points" / ("p00000" + std::to_string(i))), i % 2 == 0) << i;
   Result no_count = kappasim({"sweep", spec, "--out", k.string()}, {{"JOB_COMPLETION_INDEX", "1"}});
   EXPECT_EQ(no_count.code, 2);
   EXPECT_TRUE(has(no_count.err, "--shards N or KAPPASIM_SHARDS")) << no_count.err;
-  Result bad = kappasim({"sweep", spec, "--out", d.string()}, {{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "3"}});
+  Result bad = kappasim({"sweep", spec, "--out", d.string()},
+                        {{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "3"}});
   EXPECT_EQ(bad.code, 2);
 }
 
 TEST(SweepCli, SlurmScriptAndCommandTxtCarryHostilePathsLiterally) {
   const std::string weird = "we ird'\"$(touch pwned)`touch pwned2`;touch pwned3";
   const fs::path base = scratch() / "hostile";
-  const fs::path spec = write(base / weird / "spec.yaml",
-                              "name: hostile\nkind: selftest\naxes:\n  - {key: x, values: [1, 2]}\n");
+  const fs::path spec =
+      write(base / weird / "spec.yaml",
+            "name: hostile\nkind: selftest\naxes:\n  - {key: x, values: [1, 2]}\n");
   const fs::path out = base / (weird + "-out");
   const fs::path script = base / "job.sbatch";
-  Result e = kappasim({"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--tasks", "1",
-                       "--job-name", "a b$(x);`y`", "--script", script.string()},
+  Result e = kappasim({"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--tasks",
+                       "1", "--job-name", "a b$(x);`y`", "--script", script.string()},
                       {}, base);
   ASSERT_EQ(e.code, 0) << e.err;
   const std::string text = slurp(script);
   EXPECT_TRUE(has(text, "#SBATCH --array=0-0\n")) << text;
   EXPECT_TRUE(has(text, "#SBATCH --job-name=a_b__x___y_\n")) << text;
   EXPECT_TRUE(has(text, "#SBATCH --cpus-per-task=1\n")) << text;
-  for (std::size_t at = text.find("#SBATCH"); at != std::string::npos; at = text.find("#SBATCH", at + 1))
-    EXPECT_FALSE(has(text.substr(at, text.find('\n', at) - at), "we ird")) << "a user path in an #SBATCH line";
+  for (std::size_t at = text.find("#SBATCH"); at != std::string::npos;
+       at = text.find("#SBATCH", at + 1))
+    EXPECT_FALSE(has(text.substr(at, text.find('\n', at) - at), "we ird"))
+        << "a user path in an #SBATCH line";
   EXPECT_TRUE(has(text, "-j \"${SLURM_CPUS_PER_TASK:-1}\"")) << text;
 
-  Result run = finish(start({"/bin/bash", script.string()},
-                            {{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "1"},
-                             {"SLURM_CPUS_PER_TASK", "1"}},
-                            base));
+  Result run = finish(start(
+      {"/bin/bash", script.string()},
+      {{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "1"}, {"SLURM_CPUS_PER_TASK", "1"}},
+      base));
   EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_TRUE(fs::exists(out / "results.csv")) << run.err;
   // command.txt reruns its point by hand, through a shell, with the same literal paths.
@@ -366,7 +385,8 @@ TEST(SweepCli, SlurmScriptAndCommandTxtCarryHostilePathsLiterally) {
   EXPECT_TRUE(fs::exists(p0 / "result.json"));
   for (const auto& f : fs::recursive_directory_iterator(scratch()))
     EXPECT_FALSE(f.path().filename().string().rfind("pwned", 0) == 0) << f.path();
-  for (const char* f : {"pwned", "pwned2", "pwned3"}) EXPECT_FALSE(fs::exists(fs::current_path() / f));
+  for (const char* f : {"pwned", "pwned2", "pwned3"})
+    EXPECT_FALSE(fs::exists(fs::current_path() / f));
 
   // A sweep name outside [A-Za-z0-9._-] is refused before anything runs.
   const fs::path bad = write(base / "badname.yaml", "name: \"x$(touch pwned)\"\nkind: selftest\n");
@@ -375,12 +395,15 @@ TEST(SweepCli, SlurmScriptAndCommandTxtCarryHostilePathsLiterally) {
   EXPECT_TRUE(has(b.err, "badname.yaml:1:7")) << b.err;
   EXPECT_FALSE(fs::exists(base / "bad-out"));
   // Options that would land in #SBATCH lines are checked.
-  Result t = kappasim({"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--time", "1:00\n#SBATCH x"}, {}, base);
+  Result t = kappasim(
+      {"sweep", "emit", "slurm", spec.string(), "--out", out.string(), "--time", "1:00\n#SBATCH x"},
+      {}, base);
   EXPECT_EQ(t.code, 2);
 }
 
 TEST(SweepCli, BadSpecsExitTwoNamingThePosition) {
-  const std::string spec = spec_file("empty", "name: empty\nkind: selftest\naxes:\n  - key: x\n    values: []\n");
+  const std::string spec =
+      spec_file("empty", "name: empty\nkind: selftest\naxes:\n  - key: x\n    values: []\n");
   Result r = kappasim({"sweep", spec, "--out", (scratch() / "empty" / "out").string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "spec.yaml:5:13: axis 'x' has no values")) << r.err;
@@ -424,7 +447,8 @@ axes:
   for (const char* k : {"run", "kappa", "selftest"}) EXPECT_TRUE(has(kinds.out, k));
 }
 
-// ---- issue 12.11 / 11.1 (sweeps helper): preset files, --preset-dir, content check, aggregate ----
+// ---- issue 12.11 / 11.1 (sweeps helper): preset files, --preset-dir, content check, aggregate
+// ----
 
 // The value of column `col` in data row `row` (0-based) of a CSV without quoted commas.
 std::string csv_cell(const std::string& csv, std::size_t row, const std::string& col) {
@@ -458,31 +482,40 @@ config: {model: llama-3.1-8b, system: h100}
 replicates: 2
 axes:
   - {key: system.gpu, values: [mygpu, gpus/filegpu.yaml], label: gpu}
-)").string();
+)")
+                               .string();
   const fs::path out = root / "out";
-  Result r = kappasim({"sweep", spec, "--out", out.string(), "-q", "--preset-dir", (root / "pd").string()});
+  Result r = kappasim(
+      {"sweep", spec, "--out", out.string(), "-q", "--preset-dir", (root / "pd").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string csv = slurp(out / "results.csv");
-  for (std::size_t row = 0; row < 4; ++row) EXPECT_NEAR(std::stod(csv_cell(csv, row, "kappa_crit")), 7.80729, 1e-4);
+  for (std::size_t row = 0; row < 4; ++row)
+    EXPECT_NEAR(std::stod(csv_cell(csv, row, "kappa_crit")), 7.80729, 1e-4);
   // command.txt names the preset folder; point.yaml names the file by its absolute path; the
   // line reruns the point alone, from another folder.
   const std::string cmd = slurp(out / "points" / "p000002" / "command.txt");
-  EXPECT_TRUE(has(cmd, "--preset-dir " + fs::absolute(root / "pd").lexically_normal().string())) << cmd;
-  EXPECT_TRUE(has(slurp(out / "points" / "p000002" / "point.yaml"),
-                  fs::absolute(root / "spec" / "gpus" / "filegpu.yaml").lexically_normal().string()));
+  EXPECT_TRUE(has(cmd, "--preset-dir " + fs::absolute(root / "pd").lexically_normal().string()))
+      << cmd;
+  EXPECT_TRUE(
+      has(slurp(out / "points" / "p000002" / "point.yaml"),
+          fs::absolute(root / "spec" / "gpus" / "filegpu.yaml").lexically_normal().string()));
   const std::string cmd0 = slurp(out / "points" / "p000000" / "command.txt");
-  EXPECT_EQ(std::system(("cd / && " + cmd0.substr(0, cmd0.size() - 1) + " 2>/dev/null").c_str()), 0) << cmd0;
+  EXPECT_EQ(std::system(("cd / && " + cmd0.substr(0, cmd0.size() - 1) + " 2>/dev/null").c_str()), 0)
+      << cmd0;
   // Editing the user preset reruns exactly the points that read it.
-  write(root / "pd" / "gpus" / "mygpu.yaml", "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
+  write(root / "pd" / "gpus" / "mygpu.yaml",
+        "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
   r = kappasim({"sweep", spec, "--out", out.string(), "--preset-dir", (root / "pd").string()});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(has(r.err, "2 finished points run again because a preset or file they read changed")) << r.err;
+  EXPECT_TRUE(has(r.err, "2 finished points run again because a preset or file they read changed"))
+      << r.err;
   EXPECT_TRUE(has(r.err, "preset gpu mygpu changed")) << r.err;
   csv = slurp(out / "results.csv");
   EXPECT_NEAR(std::stod(csv_cell(csv, 0, "kappa_crit")), 3.90364, 1e-4);
   EXPECT_NEAR(std::stod(csv_cell(csv, 2, "kappa_crit")), 7.80729, 1e-4);
   // And editing the preset file by path reruns the other two.
-  write(root / "spec" / "gpus" / "filegpu.yaml", "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
+  write(root / "spec" / "gpus" / "filegpu.yaml",
+        "preset: h100-sxm5\npeak_flops: {bf16: {value: 1978 TFLOP/s, assumption: \"2x\"}}\n");
   r = kappasim({"sweep", spec, "--out", out.string(), "--preset-dir", (root / "pd").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(has(r.err, "2 finished points run again")) << r.err;
@@ -500,7 +533,8 @@ axes:
   EXPECT_NEAR(std::stod(csv_cell(agg, 0, "kappa_crit_mean")), 3.90364, 1e-4);
   EXPECT_EQ(csv_cell(agg, 0, "kappa_crit_sd"), "0");
   EXPECT_EQ(csv_cell(agg, 0, "kappa_crit_n"), "2");
-  EXPECT_TRUE(has(slurp(out / "aggregate.json"), "\"confidence\": 0.95")) << slurp(out / "aggregate.json");
+  EXPECT_TRUE(has(slurp(out / "aggregate.json"), "\"confidence\": 0.95"))
+      << slurp(out / "aggregate.json");
 }
 
 TEST(SweepCli, BlankKappaCritIsExplainedByLinkNeverBinds) {
@@ -520,7 +554,8 @@ axes:
   EXPECT_EQ(csv_cell(csv, 0, "kappa_crit_simulated"), "");
   EXPECT_EQ(csv_cell(csv, 0, "link_never_binds"), "1");
   EXPECT_EQ(csv_cell(csv, 0, "link_binds_from_start"), "0");
-  EXPECT_GT(std::stod(csv_cell(csv, 0, "kappa_crit_analytic_peak")), std::stod(csv_cell(csv, 0, "kappa_max")));
+  EXPECT_GT(std::stod(csv_cell(csv, 0, "kappa_crit_analytic_peak")),
+            std::stod(csv_cell(csv, 0, "kappa_max")));
   EXPECT_NE(csv_cell(csv, 1, "kappa_crit_simulated"), "");
   EXPECT_EQ(csv_cell(csv, 1, "link_never_binds"), "0");
 }
@@ -566,8 +601,9 @@ TEST(SweepCli, AWriteErrorExitsFourWithTheSystemsReason) {
   const fs::path d = scratch() / "efbig" / "out";
   const fs::path err = scratch() / "efbig" / "stderr.txt";
   // stderr goes through a pipe to a file written outside the limit; the exit code is echoed.
-  const std::string cmd = "((trap '' XFSZ; ulimit -f 0; exec " + std::string(KAPPASIM_BIN) + " sweep " + spec +
-                          " --out " + d.string() + " -j 1 --quiet) 2>&1; echo \"exit=$?\") | cat >" + err.string();
+  const std::string cmd = "((trap '' XFSZ; ulimit -f 0; exec " + std::string(KAPPASIM_BIN) +
+                          " sweep " + spec + " --out " + d.string() +
+                          " -j 1 --quiet) 2>&1; echo \"exit=$?\") | cat >" + err.string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const std::string msg = slurp(err);
   EXPECT_TRUE(has(msg, "exit=4")) << msg;
@@ -581,7 +617,9 @@ TEST(SweepCli, AUsersNonEmptyFolderIsRefusedUnlessForce) {
   write(d / "notes.txt", "mine");
   Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet"});
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "--out: '" + d.string() + "' is not empty and was not written by kappasim")) << r.err;
+  EXPECT_TRUE(
+      has(r.err, "--out: '" + d.string() + "' is not empty and was not written by kappasim"))
+      << r.err;
   EXPECT_FALSE(fs::exists(d / "points"));
   EXPECT_EQ(slurp(d / "notes.txt"), "mine");
   r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2", "--quiet", "--force"});

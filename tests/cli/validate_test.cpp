@@ -25,7 +25,9 @@ Result run(const std::string& args) {
   return kappasim::test::run_shell(KAPPASIM_BIN, args, scratch() / "stderr.txt");
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // A rows folder with one row: an 8192^3 BF16 GEMM on the h100 preset. By hand: 1.1e12 FLOP at
 // 0.78 × 989 TFLOP/s × wave efficiency 4096 tiles / (32 waves × 132 SMs) = 0.9697 → 747.9
@@ -42,9 +44,12 @@ fs::path rows_dir(const std::string& name, const std::string& band, const std::s
          "  unit: TFLOP/s\n"
          "  command: [probe, gemm, --system, h100, --m, \"8192\", --format, json]\n"
          "  value: /0/achieved_flops\n"
-         "  band: " << band << "\n"
+         "  band: "
+      << band
+      << "\n"
          "  band_why: \"hand\"\n"
-         "  gap: \"none\"\n" << extra;
+         "  gap: \"none\"\n"
+      << extra;
   return d;
 }
 

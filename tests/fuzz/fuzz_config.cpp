@@ -29,7 +29,6 @@ namespace {
 
 using namespace kappasim;
 
-
 [[noreturn]] void finding(const std::string& what, const std::string& detail) {
   std::fprintf(stderr, "fuzz_config: %s\n%s\n", what.c_str(), detail.c_str());
   std::abort();

@@ -60,7 +60,8 @@ void check_spec(const sweep::SweepSpec& s) {
         i = end;
       } else if (c == '\\' && i + 1 < q.size()) {
         back += q[++i];
-      } else if (std::isalnum(static_cast<unsigned char>(c)) || std::string("_./=:,+@%-").find(c) != std::string::npos) {
+      } else if (std::isalnum(static_cast<unsigned char>(c)) ||
+                 std::string("_./=:,+@%-").find(c) != std::string::npos) {
         back += c;
       } else {
         finding("shell_quote left a shell character unquoted", q);

@@ -13,9 +13,9 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
+#include "systems/flow_fabric.hpp"
 
 namespace kappasim {
 namespace {
@@ -73,13 +73,17 @@ void check_agreement(const std::string& system_name) {
     scenarios.push_back({"alone H2D DMA " + sz, {req(Direction::H2D, CopyPath::Dma, b)}});
     scenarios.push_back({"alone H2D kernel " + sz, {req(Direction::H2D, CopyPath::Kernel, b)}});
     scenarios.push_back({"alone D2H DMA " + sz, {req(Direction::D2H, CopyPath::Dma, b)}});
-    scenarios.push_back({"2x H2D DMA " + sz,
-                         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::H2D, CopyPath::Dma, b)}});
-    scenarios.push_back({"4x H2D DMA " + sz, std::vector<TransferRequest>(4, req(Direction::H2D, CopyPath::Dma, b))});
-    scenarios.push_back({"H2D + D2H DMA " + sz,
-                         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::D2H, CopyPath::Dma, b)}});
-    scenarios.push_back({"H2D DMA + H2D kernel " + sz,
-                         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::H2D, CopyPath::Kernel, b)}});
+    scenarios.push_back(
+        {"2x H2D DMA " + sz,
+         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::H2D, CopyPath::Dma, b)}});
+    scenarios.push_back({"4x H2D DMA " + sz,
+                         std::vector<TransferRequest>(4, req(Direction::H2D, CopyPath::Dma, b))});
+    scenarios.push_back(
+        {"H2D + D2H DMA " + sz,
+         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::D2H, CopyPath::Dma, b)}});
+    scenarios.push_back(
+        {"H2D DMA + H2D kernel " + sz,
+         {req(Direction::H2D, CopyPath::Dma, b), req(Direction::H2D, CopyPath::Kernel, b)}});
     // links: SM writes (sm_write_size) and a copy kernel on 16 SMs with 16 B loads, whose
     // Little's-law bound (16·1·32·16 B / 1 µs = 8.2 GB/s) binds in both models.
     scenarios.push_back({"alone D2H kernel " + sz, {req(Direction::D2H, CopyPath::Kernel, b)}});
@@ -107,8 +111,8 @@ void check_agreement(const std::string& system_name) {
     for (const auto& r : scenarios[i].transfers) bytes += r.bytes;
     const double flow_tp = bytes / flow_t[i], packet_tp = bytes / packet_t[i];
     EXPECT_NEAR(flow_tp / packet_tp, 1.0, 0.02)
-        << system_name << ", " << scenarios[i].name << ": flow " << flow_tp / 1e9 << " GB/s, packet "
-        << packet_tp / 1e9 << " GB/s";
+        << system_name << ", " << scenarios[i].name << ": flow " << flow_tp / 1e9
+        << " GB/s, packet " << packet_tp / 1e9 << " GB/s";
   }
 }
 

@@ -17,9 +17,9 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
 #include "models/gpu/copy_engine.hpp"
 #include "models/llm/architecture.hpp"
+#include "systems/flow_fabric.hpp"
 
 namespace kappasim {
 namespace {
@@ -41,8 +41,10 @@ struct Point {
   double measured_GBps;
 };
 // reference-data.md, "Measured host->device on H100 SXM + Sapphire Rapids" table, >= 64 KB.
-const std::vector<Point> kDma = {{64, 14.5}, {256, 31.7}, {1024, 44.4}, {4096, 49.7}, {16384, 51.1}};
-const std::vector<Point> kKernel = {{64, 41.9}, {256, 46.1}, {1024, 47.3}, {4096, 47.6}, {16384, 47.8}};
+const std::vector<Point> kDma = {
+    {64, 14.5}, {256, 31.7}, {1024, 44.4}, {4096, 49.7}, {16384, 51.1}};
+const std::vector<Point> kKernel = {
+    {64, 41.9}, {256, 46.1}, {1024, 47.3}, {4096, 47.6}, {16384, 47.8}};
 constexpr int kBlocks = 1000;
 
 // Simulates 1000 blocks of each size, one size after another, and returns GB/s per size.

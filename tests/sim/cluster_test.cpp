@@ -47,7 +47,8 @@ const char* kTwoH100 =
     "cluster:\n"
     "  router: round_robin\n"
     "  nodes:\n"
-    "    - {name: a, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}}\n"
+    "    - {name: a, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK
+    "tp: 1, warm_tier: true, store: none}}\n"
     "model: llama-3.1-8b\n"
     "workload: {type: narrativeqa}\n";
 
@@ -62,7 +63,9 @@ TEST(Cluster, RoundRobinAlternatesWhateverTheLoad) {
   std::vector<std::pair<std::uint64_t, std::size_t>> finished;
   ClusterSinks sinks;
   sinks.on_route = [&](const Request&, std::size_t node) { to.push_back(node); };
-  sinks.on_finish = [&](const RequestRecord& r, std::size_t node) { finished.emplace_back(r.id, node); };
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t node) {
+    finished.emplace_back(r.id, node);
+  };
   const auto f = run_cluster(spec, src, sinks);
   EXPECT_EQ(to, (std::vector<std::size_t>{0, 1, 0, 1, 0, 1}));
   ASSERT_EQ(finished.size(), 6u);
@@ -81,9 +84,11 @@ const char* kMixed =
     "cluster:\n"
     "  router: kappa_aware\n"
     "  nodes:\n"
-    "    - {name: pcie, system: b200, serving: {" KAPPASIM_TEST_STACK "tp: 8, compute_dtype: fp8, warm_tier: true,"
+    "    - {name: pcie, system: b200, serving: {" KAPPASIM_TEST_STACK
+    "tp: 8, compute_dtype: fp8, warm_tier: true,"
     " store: none, granularity: step}}\n"
-    "    - {name: c2c, system: gb200, serving: {" KAPPASIM_TEST_STACK "tp: 2, compute_dtype: fp8, warm_tier: true,"
+    "    - {name: c2c, system: gb200, serving: {" KAPPASIM_TEST_STACK
+    "tp: 2, compute_dtype: fp8, warm_tier: true,"
     " store: none, granularity: step}}\n"
     "model: qwen3-235b-a22b\n"
     "workload: {type: narrativeqa}\n";
@@ -135,8 +140,10 @@ TEST(Cluster, EveryArrivalFinishesOnceUnderLoad) {
       "cluster:\n"
       "  router: least_loaded\n"
       "  nodes:\n"
-      "    - {name: pcie, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, granularity: step}}\n"
-      "    - {name: big, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 2, granularity: step}}\n"
+      "    - {name: pcie, count: 2, system: h100, serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, granularity: step}}\n"
+      "    - {name: big, system: h100, serving: {" KAPPASIM_TEST_STACK
+      "tp: 2, granularity: step}}\n"
       "model: llama-3.1-8b\n"
       "check: true\n"
       "workload: {type: sharegpt, requests: 60, rate: 40, seed: 3}\n");
@@ -161,7 +168,8 @@ TEST(Cluster, OneNodeClusterGivesTheTtftsOfThatNodeAlone) {
       "cluster:\n"
       "  router: kappa_aware\n"
       "  nodes:\n"
-      "    - {name: solo, system: h100, serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true}}\n"
+      "    - {name: solo, system: h100, serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, warm_tier: true}}\n"
       "model: llama-3.1-8b\n"
       "workload: {type: narrativeqa}\n");
   // Overlapping requests (queueing, batching, shared documents, loads and stores).

@@ -9,9 +9,9 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_protocol.hpp"
 #include "models/gpu/copy_engine.hpp"
+#include "systems/flow_fabric.hpp"
 
 namespace kappasim {
 namespace {
@@ -111,7 +111,8 @@ TEST(FlowFabric, H2dAndD2hOnOneLinkSlowEachOtherOnlyByReverseCost) {
   // Equal payload rate x on both: down carries rd.data·x + wr.reverse·x, up carries
   // wr.data·x + rd.reverse·x; the fuller direction saturates first.
   const double wire = pcie_wire(32e9);
-  const double x = std::min(wire / (rd.data_dir + wr.reverse_dir), wire / (wr.data_dir + rd.reverse_dir));
+  const double x =
+      std::min(wire / (rd.data_dir + wr.reverse_dir), wire / (wr.data_dir + rd.reverse_dir));
   EXPECT_LT(x, wire / rd.data_dir);
   EXPECT_NEAR(h.end_s, 1e-6 + bytes / x, 2 * kPs);
   EXPECT_NEAR(d.end_s, 1e-6 + bytes / x, 2 * kPs);

@@ -12,10 +12,10 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
-#include "systems/topology.hpp"
 #include "models/gpu/gpu_compute.hpp"
+#include "systems/flow_fabric.hpp"
 #include "systems/link_backend.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 namespace {

@@ -78,8 +78,8 @@ TEST(KernelTiming, TileAndWaveQuantisationByHand) {
   // With K = 4096 (64 K-tiles) the 6 tiles split K 22 ways: 132 CTAs, one full wave.
   EXPECT_NEAR(gemm_shape_efficiency(200, 300, 4096, 1, 132), (200.0 * 300) / (256 * 384), 1e-12);
   // K = 256 allows only 4 slices: 24 CTAs.
-  EXPECT_NEAR(gemm_shape_efficiency(200, 300, 256, 1, 132),
-              (200.0 * 300) / (256 * 384) * 24 / 132, 1e-12);
+  EXPECT_NEAR(gemm_shape_efficiency(200, 300, 256, 1, 132), (200.0 * 300) / (256 * 384) * 24 / 132,
+              1e-12);
   // 1280 × 1792: 10 × 14 = 140 whole tiles, 2 waves on 132 SMs (second holds 8).
   EXPECT_NEAR(gemm_shape_efficiency(1280, 1792, 4096, 1, 132), 140.0 / 264, 1e-12);
   // Grouped: 96 rows over 32 groups is 3 rows each, one 128-row tile per group: 32 tiles ×
@@ -168,8 +168,7 @@ TEST(KernelTiming, MoeReadsTheExpertsItTouches) {
     const auto ks = layer_kernels(m, 10, 100, 0, 4, DType::Bf16);
     const Kernel& gu = find(ks, "experts_gate_up");
     EXPECT_DOUBLE_EQ(gu.groups, 128);
-    EXPECT_DOUBLE_EQ(gu.hbm_bytes,
-                     128 * 4096.0 * 768 * 2 + 800 * 4096.0 * 2 + 800 * 768.0 * 2);
+    EXPECT_DOUBLE_EQ(gu.hbm_bytes, 128 * 4096.0 * 768 * 2 + 800 * 4096.0 * 2 + 800 * 768.0 * 2);
     EXPECT_DOUBLE_EQ(gu.flops, 2 * 800.0 * 768 * 4096);
   }
 }
@@ -201,7 +200,7 @@ TEST(KernelTiming, BadArgumentsAreInputErrors) {
   const GpuSpec g = test_gpu();
   EXPECT_THROW(prefill_time(m, g, 1, 0, 0), InputError);
   EXPECT_THROW(prefill_time(m, g, 1, 10, -1), InputError);
-  EXPECT_THROW(prefill_time(m, g, 3, 10, 0), InputError);  // 3 does not divide 32 heads
+  EXPECT_THROW(prefill_time(m, g, 3, 10, 0), InputError);         // 3 does not divide 32 heads
   EXPECT_THROW(prefill_time(m, g, 1, 10, 0, "fp4"), InputError);  // no fp4 peak
   GpuSpec missing = g;
   missing.attention_efficiency.reset();
@@ -262,10 +261,10 @@ TEST(KernelTiming, BatchAttentionAddsUpAndWeightsAreReadOnce) {
   const StepTime b = batch_step_time(m, g, 8, {{100, 30000}}, "bf16");
   const StepTime ab = batch_step_time(m, g, 8, {{100, 50000}, {100, 30000}}, "bf16");
   // Attention: the two sequences' attention times, less one launch per layer.
-  EXPECT_NEAR(ab.total.attention_time_s,
-              a.total.attention_time_s + b.total.attention_time_s -
-                  80 * *g.kernel_launch_overhead_s,
-              1e-12);
+  EXPECT_NEAR(
+      ab.total.attention_time_s,
+      a.total.attention_time_s + b.total.attention_time_s - 80 * *g.kernel_launch_overhead_s,
+      1e-12);
   // Token-parallel work on 200 tokens costs less than twice 100 tokens: weights read once.
   EXPECT_LT(ab.total.linear_time_s, a.total.linear_time_s + b.total.linear_time_s);
   // FLOPs are additive: the LM head runs for two rows (one per finishing sequence) in one GEMM.
@@ -352,7 +351,8 @@ TEST(KernelTimingPrecision, PagedKvFactorSlowsOnlyTheAttentionRate) {
   EXPECT_NEAR(paged.flops_time_s, contiguous.flops_time_s / 0.8, 1e-15);
   EXPECT_DOUBLE_EQ(paged.memory_time_s, contiguous.memory_time_s);
   const Kernel gemm = find(layer_kernels(m, 0, 8192, 0, 1, DType::Bf16), "o_proj");
-  EXPECT_DOUBLE_EQ(kernel_time(gemm, g, "bf16").time_s, kernel_time(gemm, test_gpu(), "bf16").time_s);
+  EXPECT_DOUBLE_EQ(kernel_time(gemm, g, "bf16").time_s,
+                   kernel_time(gemm, test_gpu(), "bf16").time_s);
 }
 
 TEST(KernelTimingPrecision, ForwardOverheadIsChargedOncePerForward) {

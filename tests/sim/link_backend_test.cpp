@@ -96,7 +96,7 @@ std::vector<std::vector<TransferRequest>> batches() {
   std::vector<std::vector<TransferRequest>> b;
   for (double kib : {64.0, 256.0, 1024.0, 4096.0}) {
     const double bytes = kib * 1024;
-    b.push_back({req(0, Direction::H2D, bytes)});                               // one GPU
+    b.push_back({req(0, Direction::H2D, bytes)});  // one GPU
     b.push_back({req(0, Direction::D2H, bytes)});
     b.push_back({req(0, Direction::H2D, bytes), req(1, Direction::H2D, bytes)});  // two GPUs
     b.push_back({req(0, Direction::H2D, bytes), req(1, Direction::D2H, 2 * bytes)});

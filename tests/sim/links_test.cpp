@@ -14,11 +14,11 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/sim_runner.hpp"
-#include "systems/flow_fabric.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
-#include "systems/topology.hpp"
 #include "models/gpu/copy_engine.hpp"
+#include "systems/flow_fabric.hpp"
+#include "systems/topology.hpp"
 
 namespace kappasim {
 namespace {
@@ -91,8 +91,8 @@ TEST(LinksSmRead, KernelOnFewSmsIsLoadBoundInBothFidelities) {
   std::unique_ptr<SmPool> pool;
   run_simulation([&] {
     flow = std::make_unique<FlowFabric>("flow", build_topology(s));
-    packet = std::make_unique<PciePacketLink>(
-        "packet", PcieProtocol::from(s.host_link, "system.host_link"));
+    packet = std::make_unique<PciePacketLink>("packet",
+                                              PcieProtocol::from(s.host_link, "system.host_link"));
     k_flow = std::make_unique<CopyKernel>("kf", s.gpu);
     k_packet = std::make_unique<CopyKernel>("kp", s.gpu);
     k_flow->out.bind(flow->in);
@@ -174,8 +174,9 @@ TEST(LinksNuma, BadPerRankListsAreInputErrors) {
     load("h100", {"system.kv_pool_per_gpu=local,remote"});
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("kv_pool_per_gpu: expected one placement per GPU (8), got 2"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("kv_pool_per_gpu: expected one placement per GPU (8), got 2"),
+        std::string::npos)
         << e.what();
   }
   try {

@@ -6,9 +6,9 @@
 //   768 tags.
 #include <gtest/gtest.h>
 
+#include <tlm_utils/simple_initiator_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdio>
 #include <memory>
@@ -105,8 +105,8 @@ TEST(PciePacket, OneMiBDmaReadIsLatencyPlusWireTime) {
   const PciePacketStats& s = link->stats();
   EXPECT_EQ(s.up.mrd_tlps, 2048u);
   EXPECT_EQ(s.down.cpl_tlps, 8192u);
-  EXPECT_EQ(s.down.dllps, 512u);   // ACKs for 2048 MRd
-  EXPECT_EQ(s.up.dllps, 2048u);    // ACKs for 8192 CplD
+  EXPECT_EQ(s.down.dllps, 512u);  // ACKs for 2048 MRd
+  EXPECT_EQ(s.up.dllps, 2048u);   // ACKs for 8192 CplD
   EXPECT_DOUBLE_EQ(s.down.payload_bytes, kMiB);
   EXPECT_DOUBLE_EQ(s.down.wire_bytes, 8192 * (128 + 20) + 512 * 8);
   EXPECT_DOUBLE_EQ(s.up.wire_bytes, 2048 * 24 + 2048 * 8);
@@ -180,7 +180,7 @@ TEST(PciePacket, SmReadSlowerByCompletionSize) {
   const double ratio = (dur(sm) - kRtt) / (dur(dma) - kRtt);
   EXPECT_NEAR(ratio / (kSmReadData / kDmaReadData), 1.0, 0.01) << ratio;
   EXPECT_NEAR(8 * kMiB / dur(sm) / (kW / kSmReadData), 1.0, 0.01);  // 46.77 GB/s
-  EXPECT_EQ(b.link->stats().up.mrd_tlps, 16384u + 131072u);  // 8 MiB / 512 + 8 MiB / 64
+  EXPECT_EQ(b.link->stats().up.mrd_tlps, 16384u + 131072u);         // 8 MiB / 512 + 8 MiB / 64
 }
 
 TEST(PciePacket, PostedCreditLimitsWrites) {
@@ -201,8 +201,8 @@ TEST(PciePacket, EventsPerMiB) {
   const double per_mib = static_cast<double>(s.down.activations + s.up.activations) / 4;
   // Packets per MiB by hand: 8192 CplD + 2048 MRd + 512 + 2048 ACKs = 12,800; each costs one
   // activation of its direction's thread, plus wake-ups of the idle upstream thread.
-  const double packets = static_cast<double>(s.down.cpl_tlps + s.down.dllps + s.up.mrd_tlps +
-                                             s.up.dllps) / 4;
+  const double packets =
+      static_cast<double>(s.down.cpl_tlps + s.down.dllps + s.up.mrd_tlps + s.up.dllps) / 4;
   EXPECT_DOUBLE_EQ(packets, 12800);
   EXPECT_GE(per_mib, packets);
   EXPECT_LT(per_mib, 2 * packets);

@@ -15,8 +15,7 @@ namespace kappasim {
 namespace {
 
 PcieProtocol preset(const std::string& name) {
-  const LinkSpec link =
-      read_preset_config<LinkSpec>(ConfigNode::make_scalar(name), "link", "link");
+  const LinkSpec link = read_preset_config<LinkSpec>(ConfigNode::make_scalar(name), "link", "link");
   return PcieProtocol::from(link, "link");
 }
 
@@ -40,26 +39,22 @@ constexpr double kUsable = 370.0 * 16.0 / (370.0 * 16.0 + 16.0);  // = 370/371
 // Reads: data = 1 + ncpl·hdr3/req + 2/req; rev = hdr4/req + ncpl·2/req
 // Writes: data = 1 + hdr4/pl; rev = 2/pl
 const Hand kHand[] = {
-    {"pcie3", 16 * 8e9 * 128.0 / 130.0 / 8,
-     1 + 4 * 20.0 / 512 + 2.0 / 512, 24.0 / 512 + 4 * 2.0 / 512,  // DmaRead 1.16015625, 0.0625
-     1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,              // SmRead 1.34375, 0.40625
-     1 + 24.0 / 256, 2.0 / 256,                                   // DmaWrite 1.09375
-     1 + 24.0 / 64, 2.0 / 64},                                    // SmWrite 1.375
-    {"pcie4", 16 * 16e9 * 128.0 / 130.0 / 8,
-     1 + 4 * 20.0 / 512 + 2.0 / 512, 24.0 / 512 + 4 * 2.0 / 512,
-     1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,
-     1 + 24.0 / 256, 2.0 / 256,
-     1 + 24.0 / 128, 2.0 / 128},                                  // SmWrite 1.1875 (128 B)
-    {"pcie5", 16 * 32e9 * 128.0 / 130.0 / 8,
-     1 + 4 * 20.0 / 512 + 2.0 / 512, 24.0 / 512 + 4 * 2.0 / 512,
-     1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,
-     1 + 24.0 / 256, 2.0 / 256,
-     1 + 24.0 / 128, 2.0 / 128},
-    {"pcie6", 16 * 64e9 * 236.0 / 256.0 / 8,
-     1 + 4 * 12.0 / 512 + 2.0 / 512, 16.0 / 512 + 4 * 2.0 / 512,  // 1.09765625, 0.046875
-     1 + 12.0 / 64 + 2.0 / 64, 16.0 / 64 + 2.0 / 64,              // 1.21875, 0.28125
-     1 + 16.0 / 256, 2.0 / 256,                                   // 1.0625
-     1 + 16.0 / 64, 2.0 / 64},                                    // 1.25
+    {"pcie3", 16 * 8e9 * 128.0 / 130.0 / 8, 1 + 4 * 20.0 / 512 + 2.0 / 512,
+     24.0 / 512 + 4 * 2.0 / 512,                      // DmaRead 1.16015625, 0.0625
+     1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64,  // SmRead 1.34375, 0.40625
+     1 + 24.0 / 256, 2.0 / 256,                       // DmaWrite 1.09375
+     1 + 24.0 / 64, 2.0 / 64},                        // SmWrite 1.375
+    {"pcie4", 16 * 16e9 * 128.0 / 130.0 / 8, 1 + 4 * 20.0 / 512 + 2.0 / 512,
+     24.0 / 512 + 4 * 2.0 / 512, 1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64, 1 + 24.0 / 256,
+     2.0 / 256, 1 + 24.0 / 128, 2.0 / 128},  // SmWrite 1.1875 (128 B)
+    {"pcie5", 16 * 32e9 * 128.0 / 130.0 / 8, 1 + 4 * 20.0 / 512 + 2.0 / 512,
+     24.0 / 512 + 4 * 2.0 / 512, 1 + 20.0 / 64 + 2.0 / 64, 24.0 / 64 + 2.0 / 64, 1 + 24.0 / 256,
+     2.0 / 256, 1 + 24.0 / 128, 2.0 / 128},
+    {"pcie6", 16 * 64e9 * 236.0 / 256.0 / 8, 1 + 4 * 12.0 / 512 + 2.0 / 512,
+     16.0 / 512 + 4 * 2.0 / 512,                      // 1.09765625, 0.046875
+     1 + 12.0 / 64 + 2.0 / 64, 16.0 / 64 + 2.0 / 64,  // 1.21875, 0.28125
+     1 + 16.0 / 256, 2.0 / 256,                       // 1.0625
+     1 + 16.0 / 64, 2.0 / 64},                        // 1.25
 };
 
 TEST(PcieProtocol, ReadsPresetFields) {
@@ -163,10 +158,10 @@ TEST(PcieProtocol, MissingFieldsAreNamed) {
   } catch (const InputError& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("system.host_link"), std::string::npos) << m;
-    for (const char* key : {"max_payload_size", "read_completion_size", "max_read_request_size",
-                            "sm_read_size", "tlp_overhead_3dw", "tlp_overhead_4dw", "dllp_size",
-                            "tlps_per_ack", "skp_interval_blocks", "skp_size",
-                            "round_trip_latency", "max_outstanding_reads"})
+    for (const char* key :
+         {"max_payload_size", "read_completion_size", "max_read_request_size", "sm_read_size",
+          "tlp_overhead_3dw", "tlp_overhead_4dw", "dllp_size", "tlps_per_ack",
+          "skp_interval_blocks", "skp_size", "round_trip_latency", "max_outstanding_reads"})
       EXPECT_NE(m.find(key), std::string::npos) << key << " not in: " << m;
   }
   // One field missing: only that one is named.

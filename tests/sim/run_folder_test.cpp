@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 constexpr int kRequests = 12;
 
 RunSpec small_run(bool trace) {
-  ConfigNode root = load_yaml_file(std::string(KAPPASIM_SOURCE_DIR) + "/experiments/paper/narrativeqa-70rps.yaml");
+  ConfigNode root = load_yaml_file(std::string(KAPPASIM_SOURCE_DIR) +
+                                   "/experiments/paper/narrativeqa-70rps.yaml");
   apply_set(root, "workload.requests=" + std::to_string(kRequests));
   apply_set(root, std::string("trace=") + (trace ? "true" : "false"));
   return read_config<RunSpec>(root, "");
@@ -63,8 +64,9 @@ TEST(RunFolder, EveryArrivalIsOneRowOrRejectedAndTheFilesFollowTheOptions) {
   for (char c : csv) lines += c == '\n';
   EXPECT_EQ(lines, r.requests + 1);
   EXPECT_TRUE(fs::exists(dir + "/trace.json"));
-  EXPECT_NE(slurp(dir + "/summary.json").find("\"requests_completed\": " + std::to_string(r.requests)),
-            std::string::npos);
+  EXPECT_NE(
+      slurp(dir + "/summary.json").find("\"requests_completed\": " + std::to_string(r.requests)),
+      std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -33,13 +33,13 @@ struct MixedK {
   std::vector<std::int64_t> K = {65536, 16384, 1024, 4096};
   std::int64_t T = 128;
   explicit MixedK(const std::string& policy)
-      : spec(run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
-                      "tp: 1, warm_tier: true, store: none, max_num_seqs: 1, policy: " + policy +
-                      "}\n")) {}
+      : spec(run_spec(std::string(kLlama8bH100) +
+                      "serving: {" KAPPASIM_TEST_STACK
+                      "tp: 1, warm_tier: true, store: none, max_num_seqs: 1, policy: " +
+                      policy + "}\n")) {}
   std::vector<Request> requests() const {
     std::vector<Request> rs;
-    for (std::size_t i = 0; i < K.size(); ++i)
-      rs.push_back(request(i + 1, 0, K[i], T));
+    for (std::size_t i = 0; i < K.size(); ++i) rs.push_back(request(i + 1, 0, K[i], T));
     return rs;
   }
   // One step serving request i alone (index into K): the step overhead, the retrieve's fixed and
@@ -84,7 +84,8 @@ void check(const std::string& policy, const std::vector<std::size_t>& order) {
   const std::vector<double> want = m.ttfts(order);
   for (std::size_t j = 0; j < order.size(); ++j) {  // finishing order = serving order
     EXPECT_EQ(recs[j].id, order[j] + 1) << policy << " position " << j;
-    EXPECT_NEAR(recs[j].ttft_s, want[order[j]], tol(want[order[j]])) << policy << " R" << recs[j].id;
+    EXPECT_NEAR(recs[j].ttft_s, want[order[j]], tol(want[order[j]]))
+        << policy << " R" << recs[j].id;
   }
 }
 

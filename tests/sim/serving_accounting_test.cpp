@@ -19,8 +19,8 @@
 #include "core/sim_runner.hpp"
 #include "interconnects/flow_network.hpp"
 #include "serving/engine.hpp"
-#include "workloads/workload_spec.hpp"
 #include "tests/sim/serving_test_util.hpp"
+#include "workloads/workload_spec.hpp"
 
 namespace kappasim {
 namespace {
@@ -42,7 +42,8 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs, SummaryBuilder* summ
   return out;
 }
 
-// ---- item 1: the time base -----------------------------------------------------------------------
+// ---- item 1: the time base
+// -----------------------------------------------------------------------
 
 // 200 ShareGPT requests at 1e-6 per second: the 9th arrives past the 100-day limit (2^63 ps is
 // 106.75 days). Before, the run was served with negative TTFTs and exit 0; now the workload is
@@ -93,7 +94,8 @@ TEST(TimeBase, RunStillGoingAtTheLimitIsAnInputError) {
 // Just inside the limit (8.6e6 s = 99.5 days) a request's TTFT is the same as at time 0: one step
 // overhead plus its compute (within the double's resolution at 8.6e6 s, ~2 ns).
 TEST(TimeBase, RequestNearTheLimitHasItsIsolatedTtft) {
-  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK "tp: 1, store: none}\n");
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                                            "tp: 1, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 0, 100), request(2, 8.6e6, 0, 100)});
   ASSERT_EQ(o.recs.size(), 2u);
   const double ttft = kStepOverhead + step_compute(spec, {{100.0, 0.0, true}});
@@ -115,7 +117,8 @@ double parts(const RequestRecord& r) { return r.time.sum(); }
 // for DRAM; compute = the step's batch_step_time; one step overhead; the bound is the link.
 TEST(TimeBreakdown, LoneGpuKernelLoadIsSoftwareThenLinkBound) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+                                "serving: {" KAPPASIM_TEST_STACK
+                                "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 4096, T = 128;
   SummaryBuilder summary;
   const Outcome o = serve(spec, {request(1, 0, K, T)}, &summary);
@@ -166,7 +169,8 @@ TEST(TimeBreakdown, DgxPcie6DmaLoadIsHostDramBound) {
   const RunSpec spec = run_spec(
       "model: llama-3.1-70b\nsystem: {preset: dgx-h100, host_link: pcie6}\ntrace: false\n"
       "workload: {type: narrativeqa}\n"
-      "serving: {" KAPPASIM_TEST_NATIVE_STACK "tp: 8, warm_tier: true, store: none, load_path: block_dma}\n");
+      "serving: {" KAPPASIM_TEST_NATIVE_STACK
+      "tp: 8, warm_tier: true, store: none, load_path: block_dma}\n");
   const std::int64_t K = 16384, T = 128;
   SummaryBuilder summary;
   const Outcome o = serve(spec, {request(1, 0, K, T)}, &summary);
@@ -196,7 +200,8 @@ TEST(TimeBreakdown, DgxPcie6DmaLoadIsHostDramBound) {
 TEST(TimeBreakdown, SaturatedRunFractionsSumToOne) {
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\n"
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: blocking, load_path: kernel}\n"
+      "serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, warm_tier: true, store: blocking, load_path: kernel}\n"
       "workload: {type: narrativeqa, requests: 60, rate: 100, seed: 3}\n");
   auto source = make_source(spec.workload, 3, "");
   SummaryBuilder summary;
@@ -234,7 +239,8 @@ TEST(TimeBreakdown, SaturatedRunFractionsSumToOne) {
 // and the categories still sum to the TTFT.
 TEST(TimeBreakdown, LayerwiseCountsOnlyTheExposedLoad) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise}\n");
+                                "serving: {" KAPPASIM_TEST_STACK
+                                "tp: 1, warm_tier: true, store: none, load_path: layerwise}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);

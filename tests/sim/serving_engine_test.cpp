@@ -32,10 +32,10 @@ using namespace kappasim::testing;
 
 // ---- hand numbers ----------------------------------------------------------------------------
 // ServingSpec defaults (serving/serving_spec.hpp).
-constexpr double kNativeFixed = 0.1e-3;      // native_request_fixed (native_per_block 0)
-constexpr double kChunk = 256;               // chunk_tokens
+constexpr double kNativeFixed = 0.1e-3;  // native_request_fixed (native_per_block 0)
+constexpr double kChunk = 256;           // chunk_tokens
 // presets/gpus/h100-sxm5.yaml
-constexpr double kDmaOverhead = 2.36e-6;     // dma_copy_overhead
+constexpr double kDmaOverhead = 2.36e-6;  // dma_copy_overhead
 // presets/links/pcie5.yaml
 // Wire bytes per payload byte of a read: completions of 128 B (RCB) with 20 B (3-DW) framing,
 // plus an 8 B ACK DLLP per 4 TLPs for the request.
@@ -50,7 +50,7 @@ const double kDramDgxH100 = 8 * 4400e6 * 8 * 0.8;  // DDR5-4400: 225.28 GB/s
 const double kDramEpyc = 8 * 3200e6 * 8 * 0.8;     // DDR4-3200: 163.84 GB/s
 // B_kv per token = 2 (K and V) × layers × KV heads × head_dim × 2 B (BF16).
 constexpr double kBkvQwenGpuTp8 = 2.0 * 94 * 1 * 128 * 2;  // Qwen3-235B-A22B, 4 KV heads
-                                                            // replicated to 1 per GPU at TP 8
+                                                           // replicated to 1 per GPU at TP 8
 
 // The payload rate of one H2D copy alone on the DGX H100 (local pool): the tightest of DRAM,
 // the link's down (data) and up (requests, ACKs) directions, HBM and the read tags.
@@ -58,12 +58,10 @@ double solo_rate(double data_cost, double reverse_cost, double tags) {
   const double hbm = 3.35e12 * 0.92;
   return std::min({kDramDgxH100, kWire / data_cost, kWire / reverse_cost, hbm, tags});
 }
-const double kSmReadReverse = 24.0 / 64 + 2.0 / 64;          // MRd (4-DW) + ACK per completion
+const double kSmReadReverse = 24.0 / 64 + 2.0 / 64;  // MRd (4-DW) + ACK per completion
 const double kDmaReadReverse = 24.0 / 512 + 4 * 2.0 / 512;
 
-
 // ---- helpers ---------------------------------------------------------------------------------
-
 
 struct Outcome {
   std::vector<RequestRecord> recs;
@@ -114,8 +112,8 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
 
   const double chunks = K / kChunk;
   const double bytes = K * kBkv8b;
-  const double load = kRetrieveFixed + chunks * kRetrievePerChunk + chunks * kBlockOverhead +
-                      bytes / rate;
+  const double load =
+      kRetrieveFixed + chunks * kRetrievePerChunk + chunks * kBlockOverhead + bytes / rate;
   EXPECT_NEAR(copy_kernel_fixed_s(spec.system.gpu, 16), chunks * kBlockOverhead, 1e-18);
   const double compute = step_compute(spec, {{double(T), double(K), true}});
   EXPECT_NEAR(r.load_s, load, tol(load));
@@ -140,7 +138,8 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
 
 TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_NATIVE_STACK "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+                                "serving: {" KAPPASIM_TEST_NATIVE_STACK
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -166,9 +165,10 @@ TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
 // Two isolated requests (100 s apart): one whose load outlasts its compute, one the other way
 // round, so both arms of the pipeline's max() are checked.
 TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
-  const RunSpec spec = run_spec(
-      std::string(kLlama8bH100) +
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) +
+               "serving: {" KAPPASIM_TEST_STACK
+               "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -183,11 +183,11 @@ TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
   for (std::size_t i = 0; i < 2; ++i) {
     const RequestRecord& r = o.recs[i];
     ASSERT_EQ(r.id, i + 1);
-    const StepTime st = batch_step_time(spec.model, spec.system.gpu, 1,
-                                        {{double(Ts[i]), double(K), true}}, "bf16");
+    const StepTime st =
+        batch_step_time(spec.model, spec.system.gpu, 1, {{double(Ts[i]), double(K), true}}, "bf16");
     const double compute = st.total.compute_time_s;
-    const double drain = load_time + st.last_layer_s;            // last layer after the last load
-    const double fill = load_time / L + compute;                 // first layer's load, then compute
+    const double drain = load_time + st.last_layer_s;  // last layer after the last load
+    const double fill = load_time / L + compute;       // first layer's load, then compute
     (drain > fill ? load_bound_seen : compute_bound_seen) = true;
     const double ttft = kStepOverhead + retrieve + std::max(drain, fill);
     EXPECT_NEAR(r.ttft_s, ttft, tol(ttft)) << r.id;
@@ -203,9 +203,10 @@ TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
 // Layer granularity: layer 0's load, then L − 1 rounds of max(per-layer load, per-layer compute),
 // then the last layer's compute.
 TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
-  const RunSpec spec = run_spec(
-      std::string(kLlama8bH100) +
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) +
+               "serving: {" KAPPASIM_TEST_STACK
+               "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: layer}\n");
   const std::int64_t K = 4096;
   const std::vector<std::int64_t> Ts = {128, 4096};
   const Outcome o = serve(spec, {request(1, 0, K, Ts[0]), request(2, 100, K, Ts[1])});
@@ -235,18 +236,19 @@ TEST(ServingEngine, LayerwiseLayerGranularityOverlapsEachLayerWithTheNextLoad) {
 // LMCache finds full chunks only: K = 1000 has 3 chunks (768 tokens) in the tier; the rest of the
 // prompt is computed. A prefix shorter than a chunk gives no hit and no load at all.
 TEST(ServingEngine, CachedTokensAreWholeChunks) {
-  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
-  const Outcome o = serve(spec, {request(1, 0, 1000, 24), request(2, 100, 255, 1),
-                                 request(3, 200, 512, 1)});
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                           "tp: 1, warm_tier: true, store: none}\n");
+  const Outcome o =
+      serve(spec, {request(1, 0, 1000, 24), request(2, 100, 255, 1), request(3, 200, 512, 1)});
   ASSERT_EQ(o.recs.size(), 3u);
   const RequestRecord& a = o.rec(1);
-  EXPECT_EQ(a.cached_tokens, 768);                 // floor(1000 / 256) · 256
-  EXPECT_EQ(a.computed_tokens, 1000 + 24 - 768);   // 256
+  EXPECT_EQ(a.cached_tokens, 768);                // floor(1000 / 256) · 256
+  EXPECT_EQ(a.computed_tokens, 1000 + 24 - 768);  // 256
   EXPECT_DOUBLE_EQ(a.bytes_loaded, 768 * kBkv8b);
   const double rate = kWire / kSmReadCost;
-  const double load = kRetrieveFixed + 3 * kRetrievePerChunk + 3 * kBlockOverhead + kRtt +
-                      768 * kBkv8b / rate;
+  const double load =
+      kRetrieveFixed + 3 * kRetrievePerChunk + 3 * kBlockOverhead + kRtt + 768 * kBkv8b / rate;
   EXPECT_NEAR(a.load_s, load, tol(load));
   const double ttft = kStepOverhead + load + step_compute(spec, {{256, 768, true}});
   EXPECT_NEAR(a.ttft_s, ttft, tol(ttft));
@@ -324,7 +326,8 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   // Cold tier, blocking stores: later questions on a document hit the chunks the first stored.
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\n"
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, store: blocking}\n"
+      "serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, store: blocking}\n"
       "workload: {type: narrativeqa, requests: 200, rate: 2, seed: 7}\n");
   auto gen = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed));
   RecordingSource src(*gen);
@@ -342,8 +345,9 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   const SummaryBuilder::Totals totals = engine->totals(0);
 
   // V_eff = 80 GB × 0.9 − 2 B × 8,030,261,248 parameters − 4.84 GiB; blocks of 16 × 131,072 B.
-  const double params = 32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 +
-                                2 * 4096) + 2 * 128256.0 * 4096 + 4096;
+  const double params =
+      32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096) +
+      2 * 128256.0 * 4096 + 4096;
   const double v_eff = 80e9 * 0.9 - 2 * params - 4.84 * 1073741824.0;
   const std::int64_t blocks = static_cast<std::int64_t>(std::floor(v_eff / (16 * kBkv8b)));
   EXPECT_EQ(engine->gpu_kv().total_blocks(), blocks);  // 24,195
@@ -396,7 +400,8 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   }
   // The run is not trivial: some requests hit the tier and some queued behind others.
   EXPECT_GT(cached_sum, 0);
-  EXPECT_TRUE(std::any_of(recs.begin(), recs.end(), [](const RequestRecord& r) { return r.queue_s > 0.01; }));
+  EXPECT_TRUE(std::any_of(recs.begin(), recs.end(),
+                          [](const RequestRecord& r) { return r.queue_s > 0.01; }));
   EXPECT_NEAR(totals.h2d_bytes_per_gpu, cached_sum * kBkv8b, 1e-9 * totals.h2d_bytes_per_gpu);
   EXPECT_NEAR(totals.h2d_bytes_per_gpu, loaded_sum, 1e-9 * totals.h2d_bytes_per_gpu);  // tp 1
   EXPECT_LE(cached_sum, totals.tier_hit_chunks * 256);
@@ -407,8 +412,9 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
 // A prompt longer than the whole GPU KV pool is rejected, also when it is the last thing the
 // engine sees (nothing runs after it).
 TEST(ServingEngine, RejectedRequestIsCountedEvenAtTheEndOfTheRun) {
-  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                           "tp: 1, warm_tier: true, store: none}\n");
   const Outcome o = serve(spec, {request(1, 0, 4096, 128), request(2, 100, 500000, 128)});
   ASSERT_EQ(o.recs.size(), 1u);
   EXPECT_EQ(o.recs[0].id, 1u);
@@ -426,7 +432,9 @@ struct PolicyCase {
   double rate = kWire / kSmReadCost;
   explicit PolicyCase(const char* policy)
       : spec(run_spec(std::string(kLlama8bH100) +
-                      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, policy: " + policy + "}\n")) {}
+                      "serving: {" KAPPASIM_TEST_STACK
+                      "tp: 1, warm_tier: true, store: none, policy: " +
+                      policy + "}\n")) {}
   std::vector<Request> requests() const {
     return {request(1, 0, K1, T), request(2, 0, K1, T), request(3, 0, K3, T)};
   }
@@ -437,8 +445,9 @@ struct PolicyCase {
       chunks += static_cast<double>(k) / kChunk;
       tokens += static_cast<double>(k);
     }
-    return kStepOverhead + static_cast<double>(loads.size()) * kRetrieveFixed + chunks * kRetrievePerChunk +
-           chunks * kBlockOverhead + kRtt + tokens * kBkv8b / rate + step_compute(spec, batch);
+    return kStepOverhead + static_cast<double>(loads.size()) * kRetrieveFixed +
+           chunks * kRetrievePerChunk + chunks * kBlockOverhead + kRtt + tokens * kBkv8b / rate +
+           step_compute(spec, batch);
   }
   double fifo_r3() const {
     return step({K1}, {{double(T), double(K1), true}}) +

@@ -17,9 +17,10 @@ namespace {
 using namespace testing;
 
 RunSpec spec_on(const std::string& fidelity, const std::string& path) {
-  return run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
-                  "tp: 1, warm_tier: true, store: blocking, load_path: " + path +
-                  ", link_fidelity: " + fidelity + "}\n");
+  return run_spec(std::string(kLlama8bH100) +
+                  "serving: {" KAPPASIM_TEST_STACK
+                  "tp: 1, warm_tier: true, store: blocking, load_path: " +
+                  path + ", link_fidelity: " + fidelity + "}\n");
 }
 
 // Both back ends charge the same latencies and read the same PcieProtocol; they agree within
@@ -44,8 +45,8 @@ TEST(ServingFidelity, PacketAndFlowBackEndsServeTheSameWorkloadWithinTwoPercent)
           request(1, 0, 512, 128), request(2, 0.1, 512, 128), request(3, 0.101, 512, 128)}));
       EngineSinks sinks;
       sinks.on_finish = [&recs, k](const RequestRecord& r) { recs[k].push_back(r); };
-      engines.push_back(std::make_unique<ServingEngine>(
-          ("engine" + std::to_string(k)).c_str(), specs[k], *srcs[k], sinks));
+      engines.push_back(std::make_unique<ServingEngine>(("engine" + std::to_string(k)).c_str(),
+                                                        specs[k], *srcs[k], sinks));
     }
   });
   for (std::size_t k = 0; k < specs.size(); ++k) {

@@ -132,7 +132,7 @@ TEST(ServingLoadPaths, LayerwiseStepPipelineHidesTheLoadBehindCompute) {
   EXPECT_NEAR(f.time.load_link_s, 0.512e-3 / 32, 1e-15);
   EXPECT_NEAR(f.time.sum(), f.ctx.t, 1e-15);
   EXPECT_NEAR(f.bounds[LoadBound::Link], 0.512e-3, 1e-15);  // the whole load, hidden or not
-  EXPECT_EQ(f.ctx.compute_waited, 0);  // the strategy overlaps compute itself
+  EXPECT_EQ(f.ctx.compute_waited, 0);                       // the strategy overlaps compute itself
 }
 
 }  // namespace

@@ -39,8 +39,7 @@ Outcome serve(const RunSpec& spec, const std::vector<Request>& rs, bool warm_fro
   Outcome out;
   EngineSinks sinks;
   sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
-  if (warm_from_stream)
-    sinks.warm_source = [rs] { return std::make_unique<VectorSource>(rs); };
+  if (warm_from_stream) sinks.warm_source = [rs] { return std::make_unique<VectorSource>(rs); };
   out.totals = run_serving(spec, src, sinks);
   return out;
 }
@@ -50,7 +49,8 @@ RunSpec spec_with(const std::string& serving) {
 }
 
 TEST(ServingStack, IdealKernelLoadIsTheHardwareBound) {
-  const RunSpec spec = spec_with("stack: ideal, tp: 1, warm_tier: true, store: none, load_path: kernel");
+  const RunSpec spec =
+      spec_with("stack: ideal, tp: 1, warm_tier: true, store: none, load_path: kernel");
   const Outcome o = serve(spec, {request(1, 0, kK, kT)});
   ASSERT_EQ(o.recs.size(), 1u);
   const RequestRecord& r = o.recs[0];
@@ -99,8 +99,8 @@ double layerwise_ttft(const RunSpec& spec, double per_object, double meta) {
   const double sched = kChunks * 27e-6 + kChunks * kLayers * 1.68e-6 + meta;
   const StepTime st =
       batch_step_time(spec.model, spec.system.gpu, 1, {{double(kT), double(kK), true}}, "bf16");
-  const double pipe = std::max(kLayers * layer_cpu + st.last_layer_s,
-                               layer_cpu + st.total.compute_time_s);
+  const double pipe =
+      std::max(kLayers * layer_cpu + st.last_layer_s, layer_cpu + st.total.compute_time_s);
   return kStepOverhead + sched + 0.5e-3 + kChunks * 28e-6 + pipe;
 }
 
@@ -208,8 +208,8 @@ TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
   const RunSpec spec = spec_with(
       "stack: lmcache-0.3.7, tp: 1, warm_tier: true, tier_capacity: 1 TB, store: none, "
       "policy: fifo");
-  const Outcome o = serve(spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128),
-                                 request(3, 0, 1024, 128)});
+  const Outcome o = serve(
+      spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128), request(3, 0, 1024, 128)});
   ASSERT_EQ(o.recs.size(), 3u);
   EXPECT_NEAR(o.totals.stack_scheduler_s, (768 + 768 + 768 + 4) * 27e-6, 1e-12);
 }

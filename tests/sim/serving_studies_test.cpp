@@ -29,14 +29,12 @@ using namespace kappasim::testing;
 
 // ServingSpec defaults (serving/serving_spec.hpp).
 // presets/gpus/h100-sxm5.yaml
-constexpr double kHbm = 3.35e12;           // hbm_bandwidth
-constexpr double kHbmEff = 0.92;           // hbm_efficiency
-constexpr double kLaunch = 2e-6;           // kernel_launch_overhead
+constexpr double kHbm = 3.35e12;  // hbm_bandwidth
+constexpr double kHbmEff = 0.92;  // hbm_efficiency
+constexpr double kLaunch = 2e-6;  // kernel_launch_overhead
 // presets/links/pcie5.yaml: round trip 1 µs; one x16 direction on the wire less SKP ordered sets;
 // an SM read of 64 B requests costs 1 + 20/64 + 2/64 wire bytes per payload byte.
 const double kSmRate = kWire / (1 + 20.0 / 64 + 2.0 / 64);
-
-
 
 struct Outcome {
   std::vector<RequestRecord> recs;
@@ -69,9 +67,9 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
 // / 2 (the copy reads and writes HBM), nothing over the link. The CPU tier's lookup costs stay.
 // The hbm buffer of 2 GiB = 1024 blocks of 16 tokens × 131,072 B leaves 1024 fewer GPU blocks.
 TEST(ServingStudies, BufferHitCopiesAtHalfHbmBandwidthAndCarvesThePool) {
-  const std::string serving =
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel, "
-      "kv_buffer: {capacity: 2147483648 B, kind: hbm}}\n";
+  const std::string serving = "serving: {" KAPPASIM_TEST_STACK
+                              "tp: 1, warm_tier: true, store: none, load_path: kernel, "
+                              "kv_buffer: {capacity: 2147483648 B, kind: hbm}}\n";
   const RunSpec spec = run_spec(std::string(kLlama8bH100) + serving);
   const std::int64_t K = 4096, T = 128;  // 16 chunks of 256 tokens
   const Outcome o = serve(spec, {request(1, 0, K, T, 7), request(2, 100, K, T, 7)});
@@ -86,7 +84,7 @@ TEST(ServingStudies, BufferHitCopiesAtHalfHbmBandwidthAndCarvesThePool) {
   EXPECT_DOUBLE_EQ(a.bytes_from_buffer, 0);
   EXPECT_DOUBLE_EQ(a.kappa_link_ratio, 32);
 
-  const RequestRecord& b = o.rec(2);  // a hit: buffer → KV pages
+  const RequestRecord& b = o.rec(2);            // a hit: buffer → KV pages
   const double buffer_bw = kHbm * kHbmEff / 2;  // 1.541 TB/s
   EXPECT_DOUBLE_EQ(kv_buffer_bandwidth(spec.serving.kv_buffer, spec.system.gpu), buffer_bw);
   const double load_b = retrieve + bytes / buffer_bw;
@@ -116,9 +114,11 @@ TEST(ServingStudies, BufferHitCopiesAtHalfHbmBandwidthAndCarvesThePool) {
 TEST(ServingStudies, GpuHardwareBufferIsUsedWhenServingHasNone) {
   const std::string gpu_buffer =
       "model: llama-3.1-8b\n"
-      "system: {preset: h100, gpu: {preset: h100-sxm5, kv_buffer: {capacity: 2147483648 B, kind: sram, "
+      "system: {preset: h100, gpu: {preset: h100-sxm5, kv_buffer: {capacity: 2147483648 B, kind: "
+      "sram, "
       "bandwidth: 1 TB/s, energy_per_bit: 1 J/bit}}}\n"
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n"
+      "serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, warm_tier: true, store: none, load_path: kernel}\n"
       "workload: {type: sharegpt, requests: 1}\n";
   const RunSpec spec = run_spec(gpu_buffer);
   ASSERT_TRUE(spec.serving.kv_buffer.enabled());
@@ -136,40 +136,46 @@ TEST(ServingStudies, GpuHardwareBufferIsUsedWhenServingHasNone) {
 // An sram buffer needs its bandwidth (no default), does not shrink the pool, and copies at the
 // lower of its bandwidth and the HBM write rate.
 TEST(ServingStudies, SramBufferBandwidthIsRequiredAndCappedByHbmWrites) {
-  EXPECT_THROW(run_spec(std::string(kLlama8bH100) +
-                        "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram}}\n"),
+  EXPECT_THROW(run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                                    "kv_buffer: {capacity: 1 GB, kind: sram}}\n"),
                InputError);
-  const RunSpec fast = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram, "
-                                "bandwidth: 10 TB/s}}\n");
+  const RunSpec fast =
+      run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                           "kv_buffer: {capacity: 1 GB, kind: sram, "
+                                           "bandwidth: 10 TB/s}}\n");
   EXPECT_DOUBLE_EQ(kv_buffer_bandwidth(fast.serving.kv_buffer, fast.system.gpu), kHbm * kHbmEff);
-  const RunSpec slow = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 1 GB, kind: sram, "
-                                "bandwidth: 1 TB/s}}\n");
+  const RunSpec slow =
+      run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                           "kv_buffer: {capacity: 1 GB, kind: sram, "
+                                           "bandwidth: 1 TB/s}}\n");
   EXPECT_DOUBLE_EQ(kv_buffer_bandwidth(slow.serving.kv_buffer, slow.system.gpu), 1e12);
-  EXPECT_THROW(run_spec(std::string(kLlama8bH100) +
-                        "serving: {" KAPPASIM_TEST_STACK "recompute: {mode: none, fraction: 0.5}}\n"),
+  EXPECT_THROW(run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                                    "recompute: {mode: none, fraction: 0.5}}\n"),
                InputError);
 }
 
 // Bad serving inputs for the studies' features: messages name the key and what was expected.
 TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
   try {
-    run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK "recompute: {mode: fixed, fraction: 1.5}}\n");
+    run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                         "recompute: {mode: fixed, fraction: 1.5}}\n");
     ADD_FAILURE() << "a recompute fraction above 1 was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("serving.recompute.fraction"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("serving.recompute.fraction"), std::string::npos)
+        << e.what();
   }
   // An hbm carve-out as large as the whole KV pool leaves nothing to serve from: the engine
   // refuses before simulating (80 GB x 0.9 less 16 GB of weights and the reserve < 80 GB).
-  const RunSpec big = run_spec(std::string(kLlama8bH100) +
-                               "serving: {" KAPPASIM_TEST_STACK "kv_buffer: {capacity: 80 GB, kind: hbm}}\n");
+  const RunSpec big =
+      run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK
+                                           "kv_buffer: {capacity: 80 GB, kind: hbm}}\n");
   VectorSource src({});
   try {
     run_serving(big, src, EngineSinks{});
     ADD_FAILURE() << "an hbm buffer larger than the KV pool was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("serving.kv_buffer.capacity"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("serving.kv_buffer.capacity"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("leaves no paged-KV pool"), std::string::npos) << e.what();
   }
 }
@@ -180,7 +186,8 @@ TEST(ServingStudies, BadBufferAndRecomputeInputsNameTheKey) {
 // other 3072 (12 chunks) are loaded; the 128 new tokens attend over all 4096.
 TEST(ServingStudies, FixedRecomputeLoadsTheRestAndComputesTheLeadingPart) {
   const RunSpec spec = run_spec(std::string(kLlama8bH100) +
-                                "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel, "
+                                "serving: {" KAPPASIM_TEST_STACK
+                                "tp: 1, warm_tier: true, store: none, load_path: kernel, "
                                 "recompute: {mode: fixed, fraction: 0.25}}\n");
   const std::int64_t K = 4096, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T, 1)});
@@ -219,7 +226,8 @@ TEST(ServingStudies, AutoRecomputeKeepsTheFastLinkAndRecomputesOverTheSlowOne) {
 
   const RunSpec slow = run_spec(
       "model: llama-3.1-8b\nsystem: {preset: h100, host_link: {preset: pcie3, lanes: 1}}\n"
-      "trace: false\nworkload: {type: narrativeqa}\nserving: {" KAPPASIM_TEST_STACK "tp: 1, recompute: {mode: auto}}\n");
+      "trace: false\nworkload: {type: narrativeqa}\nserving: {" KAPPASIM_TEST_STACK
+      "tp: 1, recompute: {mode: auto}}\n");
   EXPECT_NEAR(slow.system.host_link_bandwidth_per_gpu(), 8e9 * 128 / 130 / 8, 1e3);
   EXPECT_EQ(choose_recompute_tokens(slow, K, T), K);
   // The estimate agrees with the hand reasoning: all-recompute beats all-load.
@@ -234,7 +242,8 @@ TEST(ServingStudies, AutoRecomputeInTheEngineLoadsNothingOverTheSlowLink) {
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: {preset: h100, host_link: {preset: pcie3, lanes: 1}}\n"
       "trace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, recompute: {mode: auto}}\n");
+      "serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, warm_tier: true, store: none, recompute: {mode: auto}}\n");
   const std::int64_t K = 8192, T = 128;
   const Outcome o = serve(spec, {request(1, 0, K, T, 1)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -261,8 +270,10 @@ TEST(ServingStudies, Int4DequantPassIsPackedPlusBf16BytesAtTheHbmRoof) {
   EXPECT_DOUBLE_EQ(kv_dequant_bytes(m, 1, K1, DType::Int4), 5 * K1 * 2 * 8 * 128 * 0.5);
   const double per_layer_s = per_layer_bytes / (kHbm * kHbmEff) + kLaunch;
   const std::vector<SeqSlice> batch = {{128, K1, true}, {256, K2, true}};
-  const double bf16 = batch_step_time(m, gpu, 1, batch, "bf16", 1.0, DType::Bf16).total.compute_time_s;
-  const double int4 = batch_step_time(m, gpu, 1, batch, "bf16", 1.0, DType::Int4).total.compute_time_s;
+  const double bf16 =
+      batch_step_time(m, gpu, 1, batch, "bf16", 1.0, DType::Bf16).total.compute_time_s;
+  const double int4 =
+      batch_step_time(m, gpu, 1, batch, "bf16", 1.0, DType::Int4).total.compute_time_s;
   EXPECT_NEAR(int4 - bf16, 32 * per_layer_s, 1e-12);
   // fp8 is read by attention directly: no pass, and no pass with nothing cached.
   EXPECT_EQ(kv_dequant_mode(DType::Fp8), KvDequant::FusedDequant);

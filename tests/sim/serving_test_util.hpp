@@ -25,7 +25,7 @@ inline constexpr double kRetrievePerChunk = 0.1e-3;  // lmcache_retrieve_per_chu
 // the scheduler path and no per-chunk gaps, so their hand numbers stay valid whatever the default
 // stack. The stack profiles' own costs are tested in tests/unit/stack_profile_test.cpp and
 // tests/sim/serving_stack_test.cpp.
-#define KAPPASIM_TEST_STACK \
+#define KAPPASIM_TEST_STACK                                            \
   "stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, " \
   "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms}, "
 #define KAPPASIM_TEST_NATIVE_STACK \
@@ -44,10 +44,12 @@ inline constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;
 // their own requests). The copy kernel is a vectorised one (16 B loads: 132·512 B in flight per
 // 1 µs round trip = 67.6 GB/s, above the link), so the kernel path is link-bound at
 // kWire / kSmReadCost as these tests compute; the h100 default (LMCache's 8 B loads, load-bound
-// at 33.8 GB/s) is checked in ServingEngine.KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes
-// and tests/sim/links_test.cpp.
+// at 33.8 GB/s) is checked in
+// ServingEngine.KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes and
+// tests/sim/links_test.cpp.
 inline const char* const kLlama8bH100 =
-    "model: llama-3.1-8b\nsystem: {preset: h100, gpu: {preset: h100-sxm5, copy_kernel_load_width: 16 B}}\n"
+    "model: llama-3.1-8b\nsystem: {preset: h100, gpu: {preset: h100-sxm5, copy_kernel_load_width: "
+    "16 B}}\n"
     "trace: false\nworkload: {type: narrativeqa}\n";
 
 // 1e-9 relative, at least a few picoseconds (each simulated wait rounds to the 1 ps resolution).
@@ -59,7 +61,8 @@ inline RunSpec run_spec(const std::string& yaml) {
 
 // The compute time of one step over `batch` (kernel_timing, the engine's own timing function).
 inline double step_compute(const RunSpec& spec, const std::vector<SeqSlice>& batch) {
-  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch, spec.serving.compute_dtype)
+  return batch_step_time(spec.model, spec.system.gpu, spec.serving.tp, batch,
+                         spec.serving.compute_dtype)
       .total.compute_time_s;
 }
 

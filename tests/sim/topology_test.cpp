@@ -27,7 +27,8 @@ double cost_on(const std::vector<FlowNetwork::Use>& path, const Topology& t,
   return c;
 }
 
-bool crosses(const std::vector<FlowNetwork::Use>& path, const Topology& t, const std::string& name) {
+bool crosses(const std::vector<FlowNetwork::Use>& path, const Topology& t,
+             const std::string& name) {
   return cost_on(path, t, name) > 0;
 }
 
@@ -75,8 +76,7 @@ TEST(Topology, H100ResourcesAndLocalPath) {
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true, 132 * 512.0), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Kernel, true), 0.5e-6);
   EXPECT_TRUE(std::isinf(t.rate_cap(5, Direction::H2D, CopyPath::Dma, true)));
-  EXPECT_NEAR(t.solo_rate(5, Direction::H2D, CopyPath::Dma, true), wire / wc.data_dir,
-              1e-6 * wire);
+  EXPECT_NEAR(t.solo_rate(5, Direction::H2D, CopyPath::Dma, true), wire / wc.data_dir, 1e-6 * wire);
 }
 
 TEST(Topology, KvPoolOnSocket0SendsGpu5AcrossTheSocketLink) {

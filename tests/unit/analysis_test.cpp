@@ -68,7 +68,8 @@ TEST(Solve, ParsesTargets) {
   t = parse_target("bw <= 64 GB/s");
   EXPECT_EQ(t.op, CompareOp::Le);
   EXPECT_DOUBLE_EQ(t.value, 64e9);
-  for (const char* bad : {"kappa_crit", "< 3", "kappa_crit = 3", "kappa_crit < ", "a b < 3", "x < 3 zz"})
+  for (const char* bad :
+       {"kappa_crit", "< 3", "kappa_crit = 3", "kappa_crit < ", "a b < 3", "x < 3 zz"})
     EXPECT_THROW(parse_target(bad), InputError) << bad;
 }
 
@@ -84,7 +85,7 @@ TEST(Solve, BisectionFindsTheEq6BandwidthThreshold) {
   ASSERT_EQ(r.status, SolveResult::Status::Found);
   EXPECT_EQ(r.method, "bisection");
   EXPECT_NEAR(r.x, 22.96658e9, 0.00002e9);  // bracket 1e-7 · 99 GB/s = 9.9 kB/s
-  EXPECT_GE(kappa(r.x), 10);  // the reported end meets the target
+  EXPECT_GE(kappa(r.x), 10);                // the reported end meets the target
   EXPECT_LT(kappa(r.other), 10);
   // log2(99e9 / (1e-7 · 99e9)) = 23.3 halvings + the two ends.
   EXPECT_LE(r.probes.size(), 27u);
@@ -106,7 +107,8 @@ TEST(Solve, BracketedScanForANonMonotoneMetric) {
 TEST(Solve, NeverMetAndMetEverywhere) {
   auto f = [](double x) { return x; };
   EXPECT_EQ(solve_threshold(f, 0, 1, parse_target("m > 2")).status, SolveResult::Status::NeverMet);
-  EXPECT_EQ(solve_threshold(f, 0, 1, parse_target("m > -1")).status, SolveResult::Status::MetEverywhere);
+  EXPECT_EQ(solve_threshold(f, 0, 1, parse_target("m > -1")).status,
+            SolveResult::Status::MetEverywhere);
 }
 
 // A count: whole-number probes, stops at adjacent integers. x >= 7 is the threshold.
@@ -127,8 +129,9 @@ TEST(Solve, IntegerKeys) {
 
 ConfigNode tree(const std::string& yaml) { return parse_yaml(yaml, "test.yaml"); }
 
-// Assumption/derived numbers count, and others only with a declared range; a declared range is used as given; the default is
-// base · (1 ± 0.5), a fraction capped at 1, a whole number rounded and never equal to the base.
+// Assumption/derived numbers count, and others only with a declared range; a declared range is used
+// as given; the default is base · (1 ± 0.5), a fraction capped at 1, a whole number rounded and
+// never equal to the base.
 TEST(Parameters, TaggedParametersAndTheirRanges) {
   const ConfigNode t = tree(
       "gpu:\n"
@@ -151,11 +154,11 @@ TEST(Parameters, TaggedParametersAndTheirRanges) {
   EXPECT_DOUBLE_EQ(ps[1].low, 0.4);   // 0.8 · 0.5
   EXPECT_DOUBLE_EQ(ps[1].high, 1.0);  // 0.8 · 1.5 = 1.2, capped
   EXPECT_EQ(ps[2].key, "gpu.d");
-  EXPECT_DOUBLE_EQ(ps[2].low, 2);     // round(1.5) = 2
-  EXPECT_DOUBLE_EQ(ps[2].high, 5);    // round(4.5) = 5 (half away from zero)
+  EXPECT_DOUBLE_EQ(ps[2].low, 2);   // round(1.5) = 2
+  EXPECT_DOUBLE_EQ(ps[2].high, 5);  // round(4.5) = 5 (half away from zero)
   EXPECT_EQ(ps[3].key, "gpu.e");
-  EXPECT_DOUBLE_EQ(ps[3].low, 1);     // a count of 1 only goes up
-  EXPECT_DOUBLE_EQ(ps[3].high, 2);    // round(1.5) = 2
+  EXPECT_DOUBLE_EQ(ps[3].low, 1);   // a count of 1 only goes up
+  EXPECT_DOUBLE_EQ(ps[3].high, 2);  // round(1.5) = 2
   EXPECT_EQ(ps[4].key, "gpu.h");
   EXPECT_EQ(ps[4].kind, "measured");
   EXPECT_DOUBLE_EQ(ps[4].low, 0.75);
@@ -167,12 +170,18 @@ TEST(Parameters, TaggedParametersAndTheirRanges) {
 }
 
 TEST(Parameters, BadDeclaredRanges) {
-  EXPECT_THROW(tagged_parameters(tree("a: {value: 2 us, assumption: \"x\", low: 1 GB, high: 3 us}\n")), InputError);
-  EXPECT_THROW(tagged_parameters(tree("a: {value: 2 us, assumption: \"x\", low: 5 us, high: 3 us}\n")), InputError);
+  EXPECT_THROW(
+      tagged_parameters(tree("a: {value: 2 us, assumption: \"x\", low: 1 GB, high: 3 us}\n")),
+      InputError);
+  EXPECT_THROW(
+      tagged_parameters(tree("a: {value: 2 us, assumption: \"x\", low: 5 us, high: 3 us}\n")),
+      InputError);
 }
 
 TEST(Parameters, ServingTagsAttachWhereNoProvenance) {
-  ConfigNode t = tree("serving:\n  step_overhead: 2 ms\n  lmcache_retrieve_fixed: {value: 1 ms, measured: \"mine\"}\n");
+  ConfigNode t = tree(
+      "serving:\n  step_overhead: 2 ms\n  lmcache_retrieve_fixed: {value: 1 ms, measured: "
+      "\"mine\"}\n");
   tag_serving_defaults(t);
   const auto ps = tagged_parameters(t);
   ASSERT_EQ(ps.size(), 1u);  // the measured one stays measured
@@ -249,13 +258,17 @@ TEST(Calibration, FileErrors) {
     EXPECT_NE(std::string(e.what()).find("empty or inverted"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 GB}\n" + m), InputError);
-  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us, start: 3 us}\n" + m), InputError);
-  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us, strat: 1 us}\n" + m), InputError);
-  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n"
-                     "measurements:\n  - {id: a, command: [kappa], value: /0/x, measured: 1, uncertainty: 0}\n"),
+  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us, start: 3 us}\n" + m),
                InputError);
-  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n  - {key: x.z, lo: 1, hi: 2}\n" + m),
-               InputError);  // 2 parameters, 1 measurement
+  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us, strat: 1 us}\n" + m),
+               InputError);
+  EXPECT_THROW(parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n"
+                     "measurements:\n  - {id: a, command: [kappa], value: /0/x, measured: 1, "
+                     "uncertainty: 0}\n"),
+               InputError);
+  EXPECT_THROW(
+      parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n  - {key: x.z, lo: 1, hi: 2}\n" + m),
+      InputError);  // 2 parameters, 1 measurement
 }
 
 }  // namespace
@@ -288,7 +301,8 @@ TEST(Eq6Honest, ClosedFormsOnRoundNumbers) {
   EXPECT_NEAR(k, 90.8257, 1e-4);
   // At K* = κ·T the load and the compute take the same time.
   const double K = k * in.T;
-  const double load = in.t_request_s + K / in.chunk_tokens * in.t_chunk_s + K * in.b_kv_gpu / in.link_Bps;
+  const double load =
+      in.t_request_s + K / in.chunk_tokens * in.t_chunk_s + K * in.b_kv_gpu / in.link_Bps;
   const double compute = 0.1 + in.attn_s_per_kt * K * in.T;
   EXPECT_NEAR(load, compute, 1e-12);
   // The floor takes over at small T: 0.2 s floor → K* = 0.199 / 10.9 us.

@@ -39,11 +39,11 @@ TEST(Architecture, Llama31_8B_Params) {
   // meta-llama/Llama-3.1-8B config.json: hidden 4096, 32 layers, 32 q / 8 kv heads (head_dim
   // 4096/32 = 128), intermediate 14336, vocab 128256, untied embeddings.
   const double h = 4096, L = 32, vocab = 128256;
-  const double q = 4096.0 * 4096;             // q_proj: h × 32·128
-  const double kv = 2.0 * 4096 * (8 * 128);   // k_proj + v_proj: h × 8·128 each
-  const double o = 4096.0 * 4096;             // o_proj
-  const double mlp = 3.0 * 4096 * 14336;      // gate, up, down
-  const double norms_layer = 2.0 * 4096;      // input + post-attention RMSNorm
+  const double q = 4096.0 * 4096;            // q_proj: h × 32·128
+  const double kv = 2.0 * 4096 * (8 * 128);  // k_proj + v_proj: h × 8·128 each
+  const double o = 4096.0 * 4096;            // o_proj
+  const double mlp = 3.0 * 4096 * 14336;     // gate, up, down
+  const double norms_layer = 2.0 * 4096;     // input + post-attention RMSNorm
   const double per_layer = q + kv + o + mlp + norms_layer;
   const double emb = vocab * h;
   const double total = L * per_layer + h /* final norm */ + 2 * emb /* embed + lm_head */;
@@ -57,7 +57,7 @@ TEST(Architecture, Llama31_8B_Params) {
   EXPECT_DOUBLE_EQ(c.mlp_experts_total, 0);
   EXPECT_DOUBLE_EQ(c.router, 0);
   EXPECT_DOUBLE_EQ(c.total(), total);
-  EXPECT_DOUBLE_EQ(c.active(), total);  // dense: everything is active
+  EXPECT_DOUBLE_EQ(c.active(), total);    // dense: everything is active
   EXPECT_DOUBLE_EQ(total, 8030261248.0);  // safetensors total on the HF model page
   expect_rel(c.total(), 8.0e9, 0.01, "Meta: Llama 3.1 8B");
 }
@@ -146,7 +146,7 @@ TEST(Architecture, Qwen3_30B_A3B_Params) {
   // Qwen/Qwen3-30B-A3B config.json: hidden 2048, 48 layers, 32 q / 4 kv heads, head_dim 128,
   // q/k RMSNorm, 128 experts top-8, moe_intermediate 768, vocab 151936, untied.
   const double h = 2048, L = 48, vocab = 151936;
-  const double attn = 2048.0 * (32 * 128)      // q_proj
+  const double attn = 2048.0 * (32 * 128)       // q_proj
                       + 2.0 * 2048 * (4 * 128)  // k_proj, v_proj
                       + (32.0 * 128) * 2048     // o_proj
                       + 2.0 * 128;              // q_norm, k_norm
@@ -172,11 +172,11 @@ TEST(Architecture, DeepSeekV3_Params) {
   // first_k_dense_replace 3 (intermediate 18432), then 256 routed + 1 shared expert, top-8,
   // moe_intermediate 2048; vocab 129280, untied.
   const double h = 7168, L = 61, vocab = 129280;
-  const double attn = 7168.0 * 1536 + 1536            // q_a_proj + q_a_layernorm
-                      + 1536.0 * 128 * (128 + 64)     // q_b_proj
-                      + 7168.0 * (512 + 64) + 512     // kv_a_proj_with_mqa + kv_a_layernorm
-                      + 512.0 * 128 * (128 + 128)     // kv_b_proj
-                      + 128.0 * 128 * 7168;           // o_proj
+  const double attn = 7168.0 * 1536 + 1536         // q_a_proj + q_a_layernorm
+                      + 1536.0 * 128 * (128 + 64)  // q_b_proj
+                      + 7168.0 * (512 + 64) + 512  // kv_a_proj_with_mqa + kv_a_layernorm
+                      + 512.0 * 128 * (128 + 128)  // kv_b_proj
+                      + 128.0 * 128 * 7168;        // o_proj
   const double dense_mlp = 3.0 * 7168 * 18432;
   const double expert = 3.0 * 7168 * 2048;
   const double router = 7168.0 * 256;
@@ -195,7 +195,7 @@ TEST(Architecture, DeepSeekV3_Params) {
   EXPECT_DOUBLE_EQ(c.mlp_experts_total, moe_layers * 257 * expert);
   EXPECT_DOUBLE_EQ(c.mlp_experts_active, moe_layers * 9 * expert);
   EXPECT_DOUBLE_EQ(c.router, moe_layers * router);
-  EXPECT_DOUBLE_EQ(mlp_active_params_per_layer(m, 2), dense_mlp);       // last dense layer
+  EXPECT_DOUBLE_EQ(mlp_active_params_per_layer(m, 2), dense_mlp);            // last dense layer
   EXPECT_DOUBLE_EQ(mlp_active_params_per_layer(m, 3), 9 * expert + router);  // first MoE
   EXPECT_DOUBLE_EQ(c.total(), total);
   EXPECT_DOUBLE_EQ(c.active(), active);
@@ -240,15 +240,15 @@ TEST(Architecture, TinyDenseEveryField) {
   const ParamCounts c = count_params(m);
   // per layer: q 16·(4·4) + k,v 2·16·(2·4) + o (4·4)·16 = 256 + 256 + 256 = 768
   EXPECT_DOUBLE_EQ(attention_params_per_layer(m), 768);
-  EXPECT_DOUBLE_EQ(c.embedding, 10 * 16);        // 160
-  EXPECT_DOUBLE_EQ(c.lm_head, 10 * 16);          // untied by default
-  EXPECT_DOUBLE_EQ(c.attention, 2 * 768);        // 1536
+  EXPECT_DOUBLE_EQ(c.embedding, 10 * 16);          // 160
+  EXPECT_DOUBLE_EQ(c.lm_head, 10 * 16);            // untied by default
+  EXPECT_DOUBLE_EQ(c.attention, 2 * 768);          // 1536
   EXPECT_DOUBLE_EQ(c.mlp_dense, 2 * 3 * 16 * 32);  // 3072
   EXPECT_DOUBLE_EQ(c.mlp_experts_total, 0);
   EXPECT_DOUBLE_EQ(c.mlp_experts_active, 0);
   EXPECT_DOUBLE_EQ(c.router, 0);
-  EXPECT_DOUBLE_EQ(c.norms, (2 * 2 + 1) * 16);   // 80
-  EXPECT_DOUBLE_EQ(c.total(), 160 + 160 + 1536 + 3072 + 80);   // 5008
+  EXPECT_DOUBLE_EQ(c.norms, (2 * 2 + 1) * 16);                // 80
+  EXPECT_DOUBLE_EQ(c.total(), 160 + 160 + 1536 + 3072 + 80);  // 5008
   EXPECT_DOUBLE_EQ(c.active(), 5008);
   EXPECT_DOUBLE_EQ(c.active_matmul(true), 1536 + 3072 + 160);  // 4768
   EXPECT_DOUBLE_EQ(c.active_matmul(false), 1536 + 3072);       // 4608
@@ -296,13 +296,13 @@ mlp: {type: moe, first_dense_layers: 1, intermediate_size: 16, num_experts: 4,
   EXPECT_DOUBLE_EQ(c.embedding, 40);
   EXPECT_DOUBLE_EQ(c.lm_head, 0);
   EXPECT_DOUBLE_EQ(c.attention, 3 * 200);
-  EXPECT_DOUBLE_EQ(c.mlp_dense, 1 * 3 * 8 * 16);                  // 384, layer 0 only
-  EXPECT_DOUBLE_EQ(c.mlp_experts_total, 2 * (4 + 1) * expert);    // 1440
-  EXPECT_DOUBLE_EQ(c.mlp_experts_active, 2 * (2 + 1) * expert);   // 864
-  EXPECT_DOUBLE_EQ(c.router, 2 * 8 * 4);                          // 64
-  EXPECT_DOUBLE_EQ(c.norms, (2 * 3 + 1) * 8);                     // 56
-  EXPECT_DOUBLE_EQ(c.total(), 40 + 600 + 384 + 1440 + 64 + 56);   // 2584
-  EXPECT_DOUBLE_EQ(c.active(), 40 + 600 + 384 + 864 + 64 + 56);   // 2008
+  EXPECT_DOUBLE_EQ(c.mlp_dense, 1 * 3 * 8 * 16);                 // 384, layer 0 only
+  EXPECT_DOUBLE_EQ(c.mlp_experts_total, 2 * (4 + 1) * expert);   // 1440
+  EXPECT_DOUBLE_EQ(c.mlp_experts_active, 2 * (2 + 1) * expert);  // 864
+  EXPECT_DOUBLE_EQ(c.router, 2 * 8 * 4);                         // 64
+  EXPECT_DOUBLE_EQ(c.norms, (2 * 3 + 1) * 8);                    // 56
+  EXPECT_DOUBLE_EQ(c.total(), 40 + 600 + 384 + 1440 + 64 + 56);  // 2584
+  EXPECT_DOUBLE_EQ(c.active(), 40 + 600 + 384 + 864 + 64 + 56);  // 2008
   EXPECT_DOUBLE_EQ(mlp_active_params_per_layer(m, 0), 384);
   EXPECT_DOUBLE_EQ(mlp_active_params_per_layer(m, 1), 3 * expert + 32);
   EXPECT_DOUBLE_EQ(c.active_matmul(true), 600 + 384 + 864 + 64 + 40);
@@ -341,7 +341,10 @@ TEST(Architecture, KvBytesPerTokenPublished) {
   EXPECT_DOUBLE_EQ(qwen235, 192512);
   EXPECT_DOUBLE_EQ(dsv3, 70272);
 
-  struct Case { const char* name; double bf16; };
+  struct Case {
+    const char* name;
+    double bf16;
+  };
   for (const Case& k : {Case{"llama-3.1-70b", 327680}, Case{"llama-3.1-405b", 516096},
                         Case{"qwen3-235b-a22b", 192512}, Case{"deepseek-v3", 70272}}) {
     const ModelSpec m = preset(k.name);
@@ -446,12 +449,14 @@ TEST(Architecture, AttentionFlopsDeepSeekMla) {
 }
 
 TEST(Architecture, LinearFlopsHeadIsTwoVocabHidden) {
-  struct Case { const char* name; double vocab, hidden; };
+  struct Case {
+    const char* name;
+    double vocab, hidden;
+  };
   for (const Case& k : {Case{"llama-3.1-8b", 128256, 4096}, Case{"llama-3.1-70b", 128256, 8192},
                         Case{"llama-3.1-405b", 128256, 16384},
-                        Case{"qwen3-235b-a22b", 151936, 4096},
-                        Case{"qwen3-30b-a3b", 151936, 2048}, Case{"deepseek-v3", 129280, 7168},
-                        Case{"mixtral-8x7b", 32000, 4096}}) {
+                        Case{"qwen3-235b-a22b", 151936, 4096}, Case{"qwen3-30b-a3b", 151936, 2048},
+                        Case{"deepseek-v3", 129280, 7168}, Case{"mixtral-8x7b", 32000, 4096}}) {
     const ModelSpec m = preset(k.name);
     EXPECT_DOUBLE_EQ(linear_flops_per_token(m, true) - linear_flops_per_token(m, false),
                      2 * k.vocab * k.hidden)

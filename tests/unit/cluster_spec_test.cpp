@@ -63,8 +63,8 @@ TEST(ClusterSpec, ReadsNodeGroupsWithPresetsAndDefaults) {
   EXPECT_EQ(s.nodes[0].count, 2);
   EXPECT_EQ(s.nodes[0].system.gpus, 8);
   EXPECT_EQ(s.nodes[0].serving.tp, 8);
-  EXPECT_EQ(s.nodes[1].count, 1);  // default
-  EXPECT_EQ(s.nodes[1].system.gpus_sharing_host_link, 1);  // gb200: one C2C share per GPU
+  EXPECT_EQ(s.nodes[1].count, 1);                              // default
+  EXPECT_EQ(s.nodes[1].system.gpus_sharing_host_link, 1);      // gb200: one C2C share per GPU
   EXPECT_EQ(s.nodes[1].serving.max_num_batched_tokens, 4096);  // ServingSpec default
   EXPECT_EQ(s.node_count(), 3);
   const RunSpec r = s.node_run_spec(1);
@@ -90,11 +90,13 @@ TEST(ClusterSpec, EffectiveConfigRoundTrips) {
 }
 
 TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
-  std::string e = error_of(std::string(kPool).replace(std::string(kPool).find("router:"), 7, "routr:"));
+  std::string e =
+      error_of(std::string(kPool).replace(std::string(kPool).find("router:"), 7, "routr:"));
   EXPECT_NE(e.find("c.yaml:2:"), std::string::npos) << e;
   EXPECT_NE(e.find("router"), std::string::npos) << e;  // the nearest valid key
 
-  e = error_of(std::string(kPool).replace(std::string(kPool).find("kappa_aware"), 11, "kapa_aware"));
+  e = error_of(
+      std::string(kPool).replace(std::string(kPool).find("kappa_aware"), 11, "kapa_aware"));
   EXPECT_NE(e.find("c.yaml:2:"), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean \"kappa_aware\""), std::string::npos) << e;
 
@@ -117,9 +119,9 @@ TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
   EXPECT_NE(error_of("cluster: {router: round_robin}\nmodel: llama-3.1-8b\nworkload: {}\n")
                 .find("missing required key 'nodes'"),
             std::string::npos);
-  EXPECT_NE(error_of("cluster: {nodes: []}\nmodel: llama-3.1-8b\nworkload: {}\n")
-                .find("non-empty list"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("cluster: {nodes: []}\nmodel: llama-3.1-8b\nworkload: {}\n").find("non-empty list"),
+      std::string::npos);
   EXPECT_NE(error_of("cluster: {nodes: [h100]}\nmodel: llama-3.1-8b\nworkload: {}\n")
                 .find("cluster.nodes.0: expected a map"),
             std::string::npos);
@@ -164,7 +166,7 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndPipelinedWithLayerwiseOv
   // preset); the stack's overlapped Python (74 µs × 256 = 18.9 ms) is shorter than either link
   // time, so the copies bound it.
   const double blocks = (K / 256) * 0.24e-6;
-  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate + blocks;  // 83.3 ms + CPU
+  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate + blocks;      // 83.3 ms + CPU
   const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu + blocks;  // 30.8 ms + CPU
   const ServiceEstimate ep = estimate_service(pcie, K, T);
   const ServiceEstimate ec = estimate_service(c2c, K, T);
@@ -215,8 +217,10 @@ TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {
   EXPECT_EQ(estimate_backlog(n, 0, 0), 0);
   const double rate = kSmLoadRate;
   EXPECT_NEAR(estimate_backlog(n, 1000, 0), 1000 * kBkvTp8 / rate, 1e-15);
-  const double full = batch_step_time(n.model, n.gpu, 8, {{4096, 0, true}}, "fp8").total.compute_time_s;
-  const double part = batch_step_time(n.model, n.gpu, 8, {{100, 0, true}}, "fp8").total.compute_time_s;
+  const double full =
+      batch_step_time(n.model, n.gpu, 8, {{4096, 0, true}}, "fp8").total.compute_time_s;
+  const double part =
+      batch_step_time(n.model, n.gpu, 8, {{100, 0, true}}, "fp8").total.compute_time_s;
   EXPECT_NEAR(estimate_backlog(n, 0, 2 * 4096 + 100), 2 * (full + 2e-3) + part + 2e-3, 1e-12);
 }
 

@@ -43,10 +43,13 @@ std::string error_of(F f) {
   ADD_FAILURE() << "no InputError thrown";
   return {};
 }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(Config, ReadsTypedValues) {
-  ConfigNode n = parse_yaml("label: x\nlink:\n  bandwidth: 64 GB/s\n  count: 8\n  latency: 3 us\n", "t.yaml");
+  ConfigNode n =
+      parse_yaml("label: x\nlink:\n  bandwidth: 64 GB/s\n  count: 8\n  latency: 3 us\n", "t.yaml");
   Outer o = read_config<Outer>(n, "");
   EXPECT_EQ(o.label, "x");
   EXPECT_DOUBLE_EQ(o.link.bandwidth, 64e9);
@@ -63,7 +66,8 @@ TEST(Config, DefaultsStayWhenKeysAreAbsent) {
 
 TEST(Config, UnknownKeyNamesFileLineColumnAndSuggests) {
   std::string m = error_of([] {
-    read_config<Outer>(parse_yaml("link:\n  bandwidth: 1 GB/s\n  bandwith: 2 GB/s\n", "cfg.yaml"), "");
+    read_config<Outer>(parse_yaml("link:\n  bandwidth: 1 GB/s\n  bandwith: 2 GB/s\n", "cfg.yaml"),
+                       "");
   });
   EXPECT_TRUE(has(m, "cfg.yaml:3:3")) << m;
   EXPECT_TRUE(has(m, "unknown key 'bandwith'")) << m;
@@ -81,7 +85,8 @@ TEST(Config, UnknownKeyFarFromAnyGetsNoSuggestionButTheList) {
 }
 
 TEST(Config, MissingRequiredKey) {
-  std::string m = error_of([] { read_config<Outer>(parse_yaml("link: {count: 2}\n", "m.yaml"), ""); });
+  std::string m =
+      error_of([] { read_config<Outer>(parse_yaml("link: {count: 2}\n", "m.yaml"), ""); });
   EXPECT_TRUE(has(m, "m.yaml:1:7")) << m;
   EXPECT_TRUE(has(m, "missing required key 'bandwidth'")) << m;
   EXPECT_TRUE(has(m, "64 GB/s")) << m;  // an example of what is expected
@@ -91,7 +96,8 @@ TEST(Config, MissingRequiredKey) {
 
 TEST(Config, RangeAndUnitErrors) {
   auto bw = [](const std::string& v) {
-    return error_of([&] { read_config<Outer>(parse_yaml("link: {bandwidth: " + v + "}", "r.yaml"), ""); });
+    return error_of(
+        [&] { read_config<Outer>(parse_yaml("link: {bandwidth: " + v + "}", "r.yaml"), ""); });
   };
   EXPECT_TRUE(has(bw("-64 GB/s"), "must be greater than zero")) << bw("-64 GB/s");
   EXPECT_TRUE(has(bw("0 GB/s"), "must be greater than zero"));
@@ -135,7 +141,8 @@ TEST(Config, MergeKeysAreApplied) {
 }
 
 TEST(Config, ProvenanceCollapsesIntoTheValue) {
-  ConfigNode n = parse_yaml("link: {bandwidth: {value: 64 GB/s, measured: \"vLLM blog\"}}", "p.yaml");
+  ConfigNode n =
+      parse_yaml("link: {bandwidth: {value: 64 GB/s, measured: \"vLLM blog\"}}", "p.yaml");
   const ConfigNode* bw = n.find("link")->find("bandwidth");
   ASSERT_TRUE(bw->is_scalar());
   ASSERT_TRUE(bw->provenance.has_value());
@@ -210,9 +217,8 @@ TEST_F(ConfigPresets, UnknownPresetSuggestsNearest) {
 }
 
 TEST_F(ConfigPresets, PresetCyclesAreErrors) {
-  std::string m = error_of([] {
-    read_preset_config<GpuSpec>(ConfigNode::make_scalar("test-loop-a"), "gpu", "gpu");
-  });
+  std::string m = error_of(
+      [] { read_preset_config<GpuSpec>(ConfigNode::make_scalar("test-loop-a"), "gpu", "gpu"); });
   EXPECT_TRUE(has(m, "refers to itself")) << m;
 }
 
@@ -232,7 +238,7 @@ TEST_F(ConfigPresets, DumpIsTheEffectiveConfigAndReadsBackIdentically) {
   GpuSpec g = read_preset_config<GpuSpec>(over, "gpu", "gpu", &prov);
   std::string dumped = emit_yaml(write_config(g, "gpu", &prov));
   EXPECT_TRUE(has(dumped, "hbm_capacity: 85.89934592 GB")) << dumped;  // normalised units
-  EXPECT_TRUE(has(dumped, "spec: \"a test datasheet\"")) << dumped;      // provenance kept
+  EXPECT_TRUE(has(dumped, "spec: \"a test datasheet\"")) << dumped;    // provenance kept
   GpuSpec back = read_config<GpuSpec>(parse_yaml(dumped, "dump.yaml"), "gpu");
   EXPECT_EQ(back.hbm_capacity_bytes, g.hbm_capacity_bytes);
   EXPECT_EQ(back.hbm_bandwidth_Bps, g.hbm_bandwidth_Bps);
@@ -244,7 +250,8 @@ TEST_F(ConfigPresets, DumpIsTheEffectiveConfigAndReadsBackIdentically) {
 TEST(Config, EveryBuiltInSystemDumpsAndReadsBack) {
   for (const auto& name : PresetRegistry::instance().names("system")) {
     ProvenanceTable prov;
-    SystemSpec s = read_preset_config<SystemSpec>(ConfigNode::make_scalar(name), "system", "system", &prov);
+    SystemSpec s =
+        read_preset_config<SystemSpec>(ConfigNode::make_scalar(name), "system", "system", &prov);
     std::string dumped = emit_yaml(write_config(s, "", &prov));
     SystemSpec back = read_config<SystemSpec>(parse_yaml(dumped, name + ".dump"), "system");
     EXPECT_EQ(back.host_link_bandwidth_per_gpu(), s.host_link_bandwidth_per_gpu()) << name;

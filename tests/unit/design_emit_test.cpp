@@ -36,7 +36,8 @@ const double kRhoC = 2.1978e18, kEc = 0.56623e-12, kRhoL = 8.7521e15, kEl = 16.2
 const double kRhoS = 4.1681e12, kPs = 20e-3 / 1e6, kSramBw = 3.35e12;
 
 DesignCoefficients h100_4n() {
-  return read_preset_config<DesignCoefficients>(ConfigNode::make_scalar("h100-4n"), "design", "test");
+  return read_preset_config<DesignCoefficients>(ConfigNode::make_scalar("h100-4n"), "design",
+                                                "test");
 }
 
 void expect_rel(double got, double want, double tol = 1e-9) {
@@ -51,13 +52,16 @@ struct Loaded {
   KvBufferSpec buffer;
 };
 Loaded load_back(const EmittedDesign& e) {
-  PresetRegistry::instance().add_text("gpu", e.name, "emitted/gpus/" + e.name + ".yaml", emit_yaml(e.gpu));
-  PresetRegistry::instance().add_text("system", e.system_name, "emitted/systems/" + e.system_name + ".yaml",
-                                      emit_yaml(e.system));
+  PresetRegistry::instance().add_text("gpu", e.name, "emitted/gpus/" + e.name + ".yaml",
+                                      emit_yaml(e.gpu));
+  PresetRegistry::instance().add_text(
+      "system", e.system_name, "emitted/systems/" + e.system_name + ".yaml", emit_yaml(e.system));
   Loaded l;
-  l.system = read_preset_config<SystemSpec>(ConfigNode::make_scalar(e.system_name), "system", "system");
+  l.system =
+      read_preset_config<SystemSpec>(ConfigNode::make_scalar(e.system_name), "system", "system");
   l.gpu = l.system.gpu;
-  l.buffer = read_config<KvBufferSpec>(parse_yaml(emit_yaml(e.kv_buffer), "kv_buffer.yaml"), "serving.kv_buffer");
+  l.buffer = read_config<KvBufferSpec>(parse_yaml(emit_yaml(e.kv_buffer), "kv_buffer.yaml"),
+                                       "serving.kv_buffer");
   return l;
 }
 
@@ -95,7 +99,8 @@ TEST(DesignEmit, EmittedPresetReproducesTheDesignModelByHand) {
   EXPECT_EQ(l.system.gpus_per_socket, 4);
   ASSERT_TRUE(e.gpu.find("tdp")->provenance);
   EXPECT_EQ(e.gpu.find("tdp")->provenance->kind, "derived");
-  EXPECT_NE(e.gpu.find("tdp")->provenance->source.find("compute 0.8 / link 0.1 / SRAM 0.1"), std::string::npos);
+  EXPECT_NE(e.gpu.find("tdp")->provenance->source.find("compute 0.8 / link 0.1 / SRAM 0.1"),
+            std::string::npos);
 }
 
 TEST(DesignEmit, BaselineSplitIsTheStockH100) {

@@ -17,8 +17,8 @@
 #include "models/analytic/kappa.hpp"
 #include "models/design/area_power.hpp"
 #include "models/design/design_spec.hpp"
-#include "sweeps/point_kind.hpp"
 #include "models/design/host_bound.hpp"
+#include "sweeps/point_kind.hpp"
 #include "workloads/generators.hpp"
 #include "workloads/mix_source.hpp"
 
@@ -26,17 +26,17 @@ namespace kappasim {
 namespace {
 
 // presets/design/h100-4n.yaml, as written there (SI units).
-const double kDie = 814e-6;                  // m^2
-const double kTdp = 700;                     // W
-const double kC0 = 989e12;                   // FLOP/s
-const double kBw0 = 63.015384615e9;          // B/s per direction
-const double kRhoC = 2.1978e12 / 1e-6;       // FLOP/s per m^2
-const double kEc = 0.56623e-12;              // J per FLOP
-const double kRhoL = 8.7521e9 / 1e-6;        // B/s per m^2
-const double kEl = 16.25e-12 * 8;            // J per byte (16.25 pJ/bit)
-const double kRhoS = 4.1681e6 / 1e-6;        // B per m^2
-const double kPs = 20e-3 / 1e6;              // W per byte (20 mW/MB)
-const double kSramBw = 3.35e12;              // B/s
+const double kDie = 814e-6;             // m^2
+const double kTdp = 700;                // W
+const double kC0 = 989e12;              // FLOP/s
+const double kBw0 = 63.015384615e9;     // B/s per direction
+const double kRhoC = 2.1978e12 / 1e-6;  // FLOP/s per m^2
+const double kEc = 0.56623e-12;         // J per FLOP
+const double kRhoL = 8.7521e9 / 1e-6;   // B/s per m^2
+const double kEl = 16.25e-12 * 8;       // J per byte (16.25 pJ/bit)
+const double kRhoS = 4.1681e6 / 1e-6;   // B per m^2
+const double kPs = 20e-3 / 1e6;         // W per byte (20 mW/MB)
+const double kSramBw = 3.35e12;         // B/s
 
 // Host DRAM per GPU, by hand from the presets' datasheet fields (all GPUs of the node loading).
 // DGX H100 (presets/host-memory/dgx-h100-host.yaml, presets/systems/dgx-h100.yaml): 8 DDR5
@@ -50,8 +50,8 @@ const double kDgxPerGpu = 8 * 4400e6 * 8 * 0.8 / 4;
 const double kTestbedPerGpu = 8 * 3200e6 * 8 * 0.8 / 4;
 
 // Movable area and power of the baseline, by hand: the SM array and the x16 PHY (no KV SRAM).
-const double kMovArea = kC0 / kRhoC + kBw0 / kRhoL;            // ≈ 457.2 mm^2
-const double kMovPower = kC0 * kEc + kBw0 * 2 * kEl;           // ≈ 560.0 + 16.4 W
+const double kMovArea = kC0 / kRhoC + kBw0 / kRhoL;   // ≈ 457.2 mm^2
+const double kMovPower = kC0 * kEc + kBw0 * 2 * kEl;  // ≈ 560.0 + 16.4 W
 
 DesignCoefficients h100() {
   ConfigNode ref = ConfigNode::make_scalar("h100-4n");
@@ -202,11 +202,11 @@ TEST(DesignHost, BaselinePhyAboveTheDgxShareIsCappedAtIt) {
 
 TEST(DesignHost, PhyBelowTheShareBinds) {
   // Link 1% of the movable area: 4.572 mm^2 x 8.7521 GB/s/mm^2 = 40.01 GB/s < 56.32.
-  const DesignEvaluation e = evaluate_design(
-      read_design_eval(cfg("design: {compute_fraction: 0.99, link_fraction: 0.01}\n"
-                           "model: llama-3.1-70b\ntp: 8\nhost: h100\n"
-                           "workload: {type: narrativeqa, requests: 20}\n")),
-      1);
+  const DesignEvaluation e =
+      evaluate_design(read_design_eval(cfg("design: {compute_fraction: 0.99, link_fraction: 0.01}\n"
+                                           "model: llama-3.1-70b\ntp: 8\nhost: h100\n"
+                                           "workload: {type: narrativeqa, requests: 20}\n")),
+                      1);
   expect_rel(e.link.phy_Bps, 0.01 * kMovArea * kRhoL, 1e-12);
   ASSERT_LT(e.link.phy_Bps, kDgxPerGpu);
   EXPECT_EQ(e.link.effective_Bps, e.link.phy_Bps);
@@ -241,11 +241,11 @@ TEST(DesignHost, SharesByHandOnOtherHostsAndPools) {
   EXPECT_EQ(h.binding, LinkBinding::RootPort);
 
   // The kappa paper's testbed: interleaved pool on a DDR4-3200 EPYC host.
-  const DesignEvaluation t = evaluate_design(
-      read_design_eval(cfg("design: {compute_fraction: 0.3, link_fraction: 0.7}\n"
-                           "model: llama-3.1-70b\ntp: 8\nhost: paper-testbed\n"
-                           "workload: {type: narrativeqa, requests: 20}\n")),
-      1);
+  const DesignEvaluation t =
+      evaluate_design(read_design_eval(cfg("design: {compute_fraction: 0.3, link_fraction: 0.7}\n"
+                                           "model: llama-3.1-70b\ntp: 8\nhost: paper-testbed\n"
+                                           "workload: {type: narrativeqa, requests: 20}\n")),
+                      1);
   EXPECT_NEAR(kTestbedPerGpu / 1e9, 40.96, 1e-9);
   expect_rel(t.link.effective_Bps, kTestbedPerGpu, 1e-12);
   EXPECT_EQ(t.link.binding, LinkBinding::HostDram);
@@ -257,14 +257,13 @@ TEST(DesignHost, SharesByHandOnOtherHostsAndPools) {
 }
 
 TEST(DesignHost, UnlimitedIsTheDieOnlyView) {
-  const DesignEvaluation e = evaluate_design(
-      read_design_eval(cfg(std::string(kNqa) + "host: unlimited\n")), 1);
+  const DesignEvaluation e =
+      evaluate_design(read_design_eval(cfg(std::string(kNqa) + "host: unlimited\n")), 1);
   EXPECT_TRUE(e.link.unlimited);
   expect_rel(e.link.effective_Bps, 0.1 * kMovArea * kRhoL, 1e-12);
   EXPECT_EQ(e.link.effective_Bps, e.link.phy_Bps);
   EXPECT_THROW(read_design_eval(cfg(std::string(kNqa) + "host: nope\n")), InputError);
-  EXPECT_THROW(read_design_eval(cfg(std::string(kNqa) + "host: {unlimitd: true}\n")),
-               InputError);
+  EXPECT_THROW(read_design_eval(cfg(std::string(kNqa) + "host: {unlimitd: true}\n")), InputError);
 }
 
 TEST(Design, PointEqualsEvaluateKappaOnTheSameComputeAndBandwidth) {
@@ -279,8 +278,9 @@ TEST(Design, PointEqualsEvaluateKappaOnTheSameComputeAndBandwidth) {
   expect_rel(e.link.effective_Bps, bw, 1e-12);
 
   // κ_crit by hand (Llama-3.1-70B, 2 N_active, TP 8: F and B_kv both divide by 8).
-  const double n70 = 80 * (8192.0 * 8192 + 2.0 * 8192 * 1024 + 8192.0 * 8192 +
-                            3.0 * 8192 * 28672 + 2.0 * 8192) + 8192 + 2.0 * 128256 * 8192;
+  const double n70 =
+      80 * (8192.0 * 8192 + 2.0 * 8192 * 1024 + 8192.0 * 8192 + 3.0 * 8192 * 28672 + 2.0 * 8192) +
+      8192 + 2.0 * 128256 * 8192;
   const double kv70 = 2.0 * 80 * 8 * 128 * 2;
   expect_rel(e.kappa.kappa_crit, (2 * n70 / kv70) * bw / d.compute_flops, 1e-12);
 
@@ -360,11 +360,11 @@ TEST(Design, ChatSharesTheSramAmongWaitingConversations) {
   // rate 1/s x think time 30 s = 30 waiting conversations. With all the movable area in SRAM but
   // 2% (compute 1%, link 1%): 0.98 x 457.2 mm^2 x 4.1681 MB/mm^2 = 1.8675 GB / 30 = 62.25 MB
   // each = 475 tokens of Llama-3.1-8B (131072 B/token): histories up to 475 tokens hit.
-  const DesignEvaluation e = evaluate_design(
-      read_design_eval(cfg("design: {compute_fraction: 0.01, link_fraction: 0.01}\n"
-                           "model: llama-3.1-8b\n"
-                           "workload: {type: sharegpt, requests: 400, rate: 1}\n")),
-      5);
+  const DesignEvaluation e =
+      evaluate_design(read_design_eval(cfg("design: {compute_fraction: 0.01, link_fraction: 0.01}\n"
+                                           "model: llama-3.1-8b\n"
+                                           "workload: {type: sharegpt, requests: 400, rate: 1}\n")),
+                      5);
   const double share_tokens = 0.98 * kMovArea * kRhoS / 30 / 131072;
   EXPECT_NEAR(share_tokens, 475, 1);
   ShareGptGenerator gen(ShareGptSpec{}, 400, 1, ArrivalKind::Poisson, 1, 5);

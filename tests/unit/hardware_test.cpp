@@ -89,8 +89,7 @@ TEST(Hardware, LaneOverrideThroughSet) {
   // Swapping the link preset keeps the default x16.
   const SystemSpec g4 = system_with("h100", {"system.host_link=pcie4"});
   expect_rel(g4.host_link_bandwidth_per_gpu(), kGen4, 1e-12, "pcie4");
-  const SystemSpec g6x8 =
-      system_with("h100", {"system.host_link={preset: pcie6, lanes: 8}"});
+  const SystemSpec g6x8 = system_with("h100", {"system.host_link={preset: pcie6, lanes: 8}"});
   expect_rel(g6x8.host_link_bandwidth_per_gpu(), 64e9 * 8 * 236 / 256 / 8, 1e-12, "pcie6 x8");
   // The override does not leak into the preset itself.
   expect_rel(system_preset("h100").host_link_bandwidth_per_gpu(), kGen5, 1e-12);
@@ -178,8 +177,8 @@ TEST(Hardware, GpuOverrideThroughSet) {
 // register deliberately broken presets, so list the source tree instead).
 std::vector<std::string> shipped(const std::string& kind) {
   std::vector<std::string> names;
-  const std::filesystem::path dir = std::filesystem::path(KAPPASIM_SOURCE_DIR) / "presets" /
-                                    PresetRegistry::folder_of(kind);
+  const std::filesystem::path dir =
+      std::filesystem::path(KAPPASIM_SOURCE_DIR) / "presets" / PresetRegistry::folder_of(kind);
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
@@ -188,9 +187,9 @@ std::vector<std::string> shipped(const std::string& kind) {
 
 TEST(Hardware, EveryPresetLoads) {
   const std::vector<std::string> systems = shipped("system");
-  EXPECT_EQ(systems, (std::vector<std::string>{"a100", "b200", "dgx-h100", "gb200", "gh200",
-                                               "h100", "paper-testbed", "paper-testbed-gen4",
-                                               "unified-hbm"}));
+  EXPECT_EQ(systems,
+            (std::vector<std::string>{"a100", "b200", "dgx-h100", "gb200", "gh200", "h100",
+                                      "paper-testbed", "paper-testbed-gen4", "unified-hbm"}));
   const PresetRegistry& reg = PresetRegistry::instance();
   for (const auto& n : systems) {
     SCOPED_TRACE(n);

@@ -36,19 +36,19 @@ void expect_rel(double actual, double expected, double rel, const std::string& w
 // intermediate 28672, vocab 128256, untied.
 const double kL70Layers = 80, kL70Hidden = 8192, kL70Vocab = 128256;
 const double kL70Params = 80 * (8192.0 * 8192 + 2.0 * 8192 * 1024 + 8192.0 * 8192  // attention
-                                + 3.0 * 8192 * 28672                              // SwiGLU
-                                + 2.0 * 8192)                                     // 2 norms
-                          + 8192                                                  // final norm
-                          + 2.0 * 128256 * 8192;                                  // emb + head
-const double kL70Kv = 2.0 * 80 * 8 * 128 * 2;        // K,V · layers · kv heads · dim · BF16
-const double kL70Slope = 4.0 * 80 * 64 * 128;        // attention FLOPs per new per cached token
+                                + 3.0 * 8192 * 28672                               // SwiGLU
+                                + 2.0 * 8192)                                      // 2 norms
+                          + 8192                                                   // final norm
+                          + 2.0 * 128256 * 8192;                                   // emb + head
+const double kL70Kv = 2.0 * 80 * 8 * 128 * 2;  // K,V · layers · kv heads · dim · BF16
+const double kL70Slope = 4.0 * 80 * 64 * 128;  // attention FLOPs per new per cached token
 
 // Qwen/Qwen3-235B-A22B config.json: hidden 4096, 94 layers, 64 q / 4 kv heads of 128, q/k
 // norm, 128 experts top-8 of 1536, vocab 151936, untied.
-const double kQwenActive = 94 * (4096.0 * 8192 + 2.0 * 4096 * 512 + 8192.0 * 4096 + 2.0 * 128
-                                 + 8 * 3.0 * 4096 * 1536  // 8 active experts
-                                 + 4096.0 * 128           // router
-                                 + 2.0 * 4096)            // 2 norms
+const double kQwenActive = 94 * (4096.0 * 8192 + 2.0 * 4096 * 512 + 8192.0 * 4096 + 2.0 * 128 +
+                                 8 * 3.0 * 4096 * 1536  // 8 active experts
+                                 + 4096.0 * 128         // router
+                                 + 2.0 * 4096)          // 2 norms
                            + 4096 + 2.0 * 151936 * 4096;
 const double kQwenKv = 2.0 * 94 * 4 * 128 * 2;
 

@@ -31,7 +31,8 @@ SystemSpec system_with(const std::vector<std::string>& sets, ProvenanceTable* pr
 }
 
 double kappa_crit(const SystemSpec& sys) {
-  const ModelSpec m = read_preset_config<ModelSpec>(ConfigNode::make_scalar("llama-3.1-8b"), "model", "model");
+  const ModelSpec m =
+      read_preset_config<ModelSpec>(ConfigNode::make_scalar("llama-3.1-8b"), "model", "model");
   return evaluate_kappa(m, sys, KappaQuery{}).kappa_crit;
 }
 
@@ -51,11 +52,14 @@ TEST(Knobs, ScaleFactorsMoveKappaCritAsEq6) {
   EXPECT_NEAR(by_hand(1, 1), 7.8073, 1e-4);
   // Twice the FLOP/s halves κ_crit; twice the host link restores it.
   EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops=2"})), by_hand(2, 1), 1e-9);
-  EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops=2", "system.host_link.scale.bandwidth=2"})),
-              by_hand(2, 2), 1e-9);
+  EXPECT_NEAR(
+      kappa_crit(system_with({"system.gpu.scale.flops=2", "system.host_link.scale.bandwidth=2"})),
+      by_hand(2, 2), 1e-9);
   // Per precision: only bf16 moves (the kappa query computes in bf16); fp8 alone leaves it.
-  EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops_by_dtype={bf16: 4}"})), by_hand(4, 1), 1e-9);
-  EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops_by_dtype={fp8: 4}"})), by_hand(1, 1), 1e-9);
+  EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops_by_dtype={bf16: 4}"})), by_hand(4, 1),
+              1e-9);
+  EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale.flops_by_dtype={fp8: 4}"})), by_hand(1, 1),
+              1e-9);
   // Factors multiply: flops 2 × bf16 1.5 = 3.
   EXPECT_NEAR(kappa_crit(system_with({"system.gpu.scale={flops: 2, flops_by_dtype: {bf16: 1.5}}"})),
               by_hand(3, 1), 1e-9);
@@ -63,13 +67,15 @@ TEST(Knobs, ScaleFactorsMoveKappaCritAsEq6) {
 
 TEST(Knobs, ScaledFieldsCarryDerivedProvenanceAndDumpOnce) {
   ProvenanceTable prov;
-  const SystemSpec s = system_with({"system.gpu.scale.hbm_bandwidth=2", "system.gpu.scale.flops=2"}, &prov);
+  const SystemSpec s =
+      system_with({"system.gpu.scale.hbm_bandwidth=2", "system.gpu.scale.flops=2"}, &prov);
   EXPECT_DOUBLE_EQ(s.gpu.hbm_bandwidth_Bps, 2 * 3.35e12);  // H100 SXM5 datasheet 3.35 TB/s
   EXPECT_DOUBLE_EQ(s.gpu.peak("bf16"), 2 * 989e12);
   const auto& p = prov.at("system.gpu.hbm_bandwidth").first;
   EXPECT_EQ(p.kind, "derived");
   EXPECT_NE(p.source.find("scale.hbm_bandwidth"), std::string::npos) << p.source;
-  EXPECT_NE(p.source.find("3.35 TB/s"), std::string::npos) << p.source;  // the datasheet source kept
+  EXPECT_NE(p.source.find("3.35 TB/s"), std::string::npos)
+      << p.source;  // the datasheet source kept
   // The effective config holds the scaled value and no factor, so reading it back does not
   // scale twice.
   ConfigNode dumped = write_config(s, "system", &prov);
@@ -82,7 +88,8 @@ TEST(Knobs, ScaledFieldsCarryDerivedProvenanceAndDumpOnce) {
     system_with({"system.gpu=a100-sxm4-80gb", "system.gpu.scale.flops_by_dtype={fp8: 2}"});
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("scale.flops_by_dtype.fp8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("scale.flops_by_dtype.fp8"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(system_with({"system.gpu.scale.flops=0"}), InputError);
 }
@@ -98,7 +105,8 @@ TEST(Knobs, PcieX32AndX12AreValidWidths) {
 
 TEST(Knobs, SixtyFourBitSeedsRoundTrip) {
   // 18446744073709551557 is the largest prime below 2^64: not representable as a double.
-  for (const std::string seed : {"18446744073709551557", "9007199254740993", "18446744073709551615", "0"}) {
+  for (const std::string seed :
+       {"18446744073709551557", "9007199254740993", "18446744073709551615", "0"}) {
     ConfigNode root = ConfigNode::make_map();
     apply_set(root, "workload.seed=" + seed);
     const WorkloadSpec w = read_config<WorkloadSpec>(*root.find("workload"), "workload");
@@ -117,14 +125,16 @@ TEST(Knobs, SixtyFourBitSeedsRoundTrip) {
   // Signed integer fields are exact too: 2^53 + 1 requests.
   ConfigNode r2 = ConfigNode::make_map();
   apply_set(r2, "workload.requests=9007199254740993");
-  EXPECT_EQ(read_config<WorkloadSpec>(*r2.find("workload"), "workload").requests, 9007199254740993LL);
+  EXPECT_EQ(read_config<WorkloadSpec>(*r2.find("workload"), "workload").requests,
+            9007199254740993LL);
 }
 
 TEST(Knobs, PresetFilesByPathResolveAgainstTheReferringFile) {
   const fs::path dir = fs::temp_directory_path() / ("kappasim-knobs-" + std::to_string(::getpid()));
   fs::create_directories(dir / "gpus");
   {
-    std::ofstream(dir / "gpus" / "fast.yaml") << "preset: h100-sxm5\nhbm_bandwidth: {value: 8 TB/s, assumption: \"test\"}\n";
+    std::ofstream(dir / "gpus" / "fast.yaml")
+        << "preset: h100-sxm5\nhbm_bandwidth: {value: 8 TB/s, assumption: \"test\"}\n";
     std::ofstream(dir / "sys.yaml") << "preset: h100\ngpu: gpus/fast.yaml\n";
   }
   ConfigNode root = ConfigNode::make_map();
@@ -148,7 +158,8 @@ TEST(Knobs, PresetFilesByPathResolveAgainstTheReferringFile) {
     read_preset_config<SystemSpec>(*dev.find("system"), "system", "system");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("'/dev/zero' is not a regular file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'/dev/zero' is not a regular file"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }
@@ -156,14 +167,16 @@ TEST(Knobs, PresetFilesByPathResolveAgainstTheReferringFile) {
 TEST(Knobs, QuantityAxesGetNumericSiColumns) {
   const ConfigNode root = parse_yaml(
       "name: t\nkind: selftest\nconfig: {x: 1}\n"
-      "axes:\n  - {key: system.host_link.bandwidth, values: [\"64 GB/s\", \"128 GB/s\"], label: host_link_bandwidth}\n"
+      "axes:\n  - {key: system.host_link.bandwidth, values: [\"64 GB/s\", \"128 GB/s\"], label: "
+      "host_link_bandwidth}\n"
       "  - {key: x, values: [1, 2]}\n  - {key: mode, values: [a, b]}\n",
       "spec.yaml");
   const sweep::SweepSpec s = sweep::parse_sweep_spec(root, ".", false);
   const auto pts = sweep::expand(s);
   std::vector<sweep::PointRecord> recs(pts.size(), sweep::PointRecord{"ok", "", {}});
   const sweep::MergedResults m = sweep::merge_results(s, pts, recs);
-  EXPECT_EQ(m.csv.substr(0, m.csv.find('\n')), "point,host_link_bandwidth,host_link_bandwidth_Bps,x,mode,seed,status,error");
+  EXPECT_EQ(m.csv.substr(0, m.csv.find('\n')),
+            "point,host_link_bandwidth,host_link_bandwidth_Bps,x,mode,seed,status,error");
   EXPECT_NE(m.csv.find("\n4,128 GB/s,128000000000,1,a,"), std::string::npos) << m.csv;
   EXPECT_NE(m.jsonl.find("\"host_link_bandwidth_Bps\": 64000000000"), std::string::npos) << m.jsonl;
 }
@@ -181,12 +194,14 @@ TEST(Knobs, GpuSideKvBufferAsGpuHardwareAndServingPrecedence) {
   EXPECT_DOUBLE_EQ(*r.serving.kv_buffer.energy_per_byte_J, 0.1e-12 * 8);  // pJ/bit → J/B
   EXPECT_EQ(prov.at("serving.kv_buffer.capacity").first.kind, "derived");
   // serving.kv_buffer, when on, wins whole.
-  const RunSpec s = read_config<RunSpec>(parse_yaml(base + "serving: {kv_buffer: {capacity: 1 GiB}}\n", "run.yaml"), "");
+  const RunSpec s = read_config<RunSpec>(
+      parse_yaml(base + "serving: {kv_buffer: {capacity: 1 GiB}}\n", "run.yaml"), "");
   EXPECT_DOUBLE_EQ(s.serving.kv_buffer.capacity_bytes, 1024.0 * 1024 * 1024);
   EXPECT_EQ(s.serving.kv_buffer.kind, KvBufferKind::Hbm);
   EXPECT_FALSE(s.serving.kv_buffer.bandwidth_Bps.has_value());
   // No buffer on the GPU and none in serving: off, as before.
-  const RunSpec off = read_config<RunSpec>(parse_yaml("model: llama-3.1-8b\nsystem: h100\nworkload: {requests: 10}\n", "r.yaml"), "");
+  const RunSpec off = read_config<RunSpec>(
+      parse_yaml("model: llama-3.1-8b\nsystem: h100\nworkload: {requests: 10}\n", "r.yaml"), "");
   EXPECT_FALSE(off.serving.kv_buffer.enabled());
 }
 

@@ -3,8 +3,8 @@
 // trace parsed back by a small strict JSON parser, and the power model by hand.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <unistd.h>
+#include <map>
 
 #include <algorithm>
 #include <cmath>
@@ -39,8 +39,8 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() /
-               ("kappasim-metrics-" + std::to_string(::getpid()) + "-" + name);
+  fs::path d =
+      fs::temp_directory_path() / ("kappasim-metrics-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -76,8 +76,8 @@ class JsonParser {
     throw std::runtime_error("JSON error at " + std::to_string(m_i) + ": " + what);
   }
   void ws() {
-    while (m_i < m_s.size() && (m_s[m_i] == ' ' || m_s[m_i] == '\n' || m_s[m_i] == '\r' ||
-                                m_s[m_i] == '\t'))
+    while (m_i < m_s.size() &&
+           (m_s[m_i] == ' ' || m_s[m_i] == '\n' || m_s[m_i] == '\r' || m_s[m_i] == '\t'))
       ++m_i;
   }
   char peek() { return m_i < m_s.size() ? m_s[m_i] : '\0'; }
@@ -170,14 +170,30 @@ class JsonParser {
       }
       char e = m_s[m_i++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           if (m_i + 4 > m_s.size()) fail("short \\u escape");
           unsigned code = std::stoul(m_s.substr(m_i, 4), nullptr, 16);
@@ -186,7 +202,8 @@ class JsonParser {
           out += static_cast<char>(code);
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }
@@ -225,7 +242,9 @@ TEST(Metrics, JsonParserIsStrict) {
   EXPECT_THROW(parse_json(R"({"a":1,})"), std::runtime_error);
   EXPECT_THROW(parse_json(R"({"a":01})"), std::runtime_error);
   EXPECT_THROW(parse_json(R"({"a":nan})"), std::runtime_error);
-  EXPECT_THROW(parse_json(R"({"a":1})" "x"), std::runtime_error);
+  EXPECT_THROW(parse_json(R"({"a":1})"
+                          "x"),
+               std::runtime_error);
 }
 
 // ---- quantile sketch -------------------------------------------------------------------------
@@ -281,11 +300,15 @@ TEST(Sketch, SmallSampleByHand) {
   for (int i = 1; i <= 100; ++i) s.add(i * 1e-3);
   EXPECT_NEAR(s.quantile(0.5), 0.050, 0.005 * 0.050);
   EXPECT_NEAR(s.quantile(0.99), 0.099, 0.005 * 0.099);
-  EXPECT_NEAR(s.quantile(0.9), exact_quantile([] {
-    std::vector<double> v;
-    for (int i = 1; i <= 100; ++i) v.push_back(i * 1e-3);
-    return v;
-  }(), 0.9), 0.005 * 0.090);
+  EXPECT_NEAR(s.quantile(0.9),
+              exact_quantile(
+                  [] {
+                    std::vector<double> v;
+                    for (int i = 1; i <= 100; ++i) v.push_back(i * 1e-3);
+                    return v;
+                  }(),
+                  0.9),
+              0.005 * 0.090);
 }
 
 TEST(Sketch, BucketsAndRepresentatives) {
@@ -311,7 +334,7 @@ TEST(Sketch, ZerosNegativesAndRangeEnds) {
   EXPECT_EQ(s.quantile(0.25), 0.0);             // rank 2: zero bucket
   EXPECT_EQ(s.quantile(0.5), 0.0);              // rank 4: 1e-12 counts as zero (< 1 ns)
   EXPECT_NEAR(s.quantile(0.75), 2.0, 0.01);     // rank 6
-  EXPECT_NEAR(s.quantile(0.875), 3.0, 0.015);    // rank 7
+  EXPECT_NEAR(s.quantile(0.875), 3.0, 0.015);   // rank 7
   // Beyond 1e6 s: the top bucket, whose representative is clamped into [min, max].
   QuantileSketch big;
   big.add(5e6);
@@ -411,12 +434,15 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
 TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   RequestsCsvWriter csv("/dev/full");
-  for (int i = 0; i < 1000; ++i) csv.write(record(static_cast<std::uint64_t>(i), 0.1, 0.25, 0.3, 0.01, 0.56));
+  for (int i = 0; i < 1000; ++i)
+    csv.write(record(static_cast<std::uint64_t>(i), 0.1, 0.25, 0.3, 0.01, 0.56));
   try {
     csv.close();
     ADD_FAILURE() << "no IoError";
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write requests file '/dev/full': No space left on device"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "cannot write requests file '/dev/full': No space left on device"),
+              std::string::npos)
         << e.what();
   }
   TraceWriter trace("/dev/full");
@@ -426,7 +452,9 @@ TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
     trace.close();
     ADD_FAILURE() << "no IoError";
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write trace file '/dev/full': No space left on device"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot write trace file '/dev/full': No space left on device"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -434,10 +462,10 @@ TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
 TEST(Metrics, SummaryFiguresByHand) {
   SummaryBuilder b;
   // Four requests: load/compute/ttft chosen so every figure is easy to check.
-  b.add_request(record(1, 0.0, 0.0, 0.3, 0.1, 0.4));   // slowdown 1, P_OH 3
-  b.add_request(record(2, 0.1, 0.2, 0.3, 0.1, 0.6));   // slowdown 1.5, P_OH 3
-  b.add_request(record(3, 0.2, 0.4, 0.1, 0.1, 0.8));   // slowdown 4, P_OH 1
-  b.add_request(record(4, 0.3, 0.6, 0.2, 0.0, 1.0));   // slowdown 5, no compute: no P_OH
+  b.add_request(record(1, 0.0, 0.0, 0.3, 0.1, 0.4));  // slowdown 1, P_OH 3
+  b.add_request(record(2, 0.1, 0.2, 0.3, 0.1, 0.6));  // slowdown 1.5, P_OH 3
+  b.add_request(record(3, 0.2, 0.4, 0.1, 0.1, 0.8));  // slowdown 4, P_OH 1
+  b.add_request(record(4, 0.3, 0.6, 0.2, 0.0, 1.0));  // slowdown 5, no compute: no P_OH
   StepRecord s1{0.0, 0.5, 2048, 4096, 2, 0.9, 0.3, 0.1};
   StepRecord s2{0.5, 1.3, 1024, 4096, 1, 0.5, 0.2, 0.1};
   b.add_step(s1);
@@ -460,8 +488,8 @@ TEST(Metrics, SummaryFiguresByHand) {
   const double a = 0.005 * (1 + 1e-9);
   EXPECT_EQ(f["requests_completed"], 4);
   EXPECT_DOUBLE_EQ(f["throughput_rps"], 2.0);
-  EXPECT_NEAR(f["ttft_p50_s"], 0.6, a * 0.6);   // rank floor(0.5·3) = 1
-  EXPECT_NEAR(f["ttft_p99_s"], 0.8, a * 0.8);   // rank floor(0.99·3) = 2
+  EXPECT_NEAR(f["ttft_p50_s"], 0.6, a * 0.6);  // rank floor(0.5·3) = 1
+  EXPECT_NEAR(f["ttft_p99_s"], 0.8, a * 0.8);  // rank floor(0.99·3) = 2
   EXPECT_DOUBLE_EQ(f["ttft_max_s"], 1.0);
   EXPECT_DOUBLE_EQ(f["ttft_mean_s"], 0.7);
   EXPECT_DOUBLE_EQ(f["max_wait_s"], 0.6);
@@ -496,13 +524,28 @@ TEST(Metrics, SummaryFiguresByHand) {
   const auto figs = b.figures(t);
   ASSERT_EQ(j.obj.size(), figs.size());
   for (std::size_t i = 0; i < figs.size(); ++i) EXPECT_EQ(j.obj[i].first, figs[i].first);
-  for (const char* k :
-       {"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "throughput_rps", "p_oh_mean",
-        "transfer_time_fraction", "scheduled_tokens_per_iter", "budget_utilization",
-        "vram_utilization", "h2d_effective_bytes_per_s", "link_utilization", "gpu_power_w",
-        "gpu_power_tdp_fraction", "energy_per_request_j", "requests_completed",
-        "simulated_time_s", "wall_time_s", "queue_p99_s", "max_wait_s", "jain_index",
-        "tier_hit_rate", "kernel_events_per_request"}) {
+  for (const char* k : {"ttft_p50_s",
+                        "ttft_p90_s",
+                        "ttft_p99_s",
+                        "throughput_rps",
+                        "p_oh_mean",
+                        "transfer_time_fraction",
+                        "scheduled_tokens_per_iter",
+                        "budget_utilization",
+                        "vram_utilization",
+                        "h2d_effective_bytes_per_s",
+                        "link_utilization",
+                        "gpu_power_w",
+                        "gpu_power_tdp_fraction",
+                        "energy_per_request_j",
+                        "requests_completed",
+                        "simulated_time_s",
+                        "wall_time_s",
+                        "queue_p99_s",
+                        "max_wait_s",
+                        "jain_index",
+                        "tier_hit_rate",
+                        "kernel_events_per_request"}) {
     const JVal* v = j.get(k);
     ASSERT_NE(v, nullptr) << k;
     EXPECT_EQ(v->kind, JVal::Num) << k;
@@ -586,7 +629,8 @@ TEST(Metrics, SummaryMemoryIsIndependentOfRequests) {
   SummaryBuilder b;
   const std::size_t before = b.ttft().counters() + b.queue().counters();
   for (std::uint64_t i = 0; i < 200000; ++i)
-    b.add_request(record(i, i * 1e-3, 1e-3 * (i % 97), 0.2, 0.01 * (1 + i % 5), 0.3 + 1e-4 * (i % 1000)));
+    b.add_request(
+        record(i, i * 1e-3, 1e-3 * (i % 97), 0.2, 0.01 * (1 + i % 5), 0.3 + 1e-4 * (i % 1000)));
   EXPECT_EQ(b.ttft().counters() + b.queue().counters(), before);
   EXPECT_EQ(b.requests(), 200000u);
 }

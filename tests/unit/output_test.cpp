@@ -26,7 +26,8 @@ std::string slurp(const fs::path& p) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kappasim-test-" + std::to_string(::getpid()) + "-" + name);
+  fs::path d =
+      fs::temp_directory_path() / ("kappasim-test-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -152,7 +153,8 @@ TEST(Output, RefusesAUsersNonEmptyFolderUnlessMarkedOrForced) {
 TEST(Output, FoldersOfOlderKappasimRunsAreStillAccepted) {
   fs::path d = fresh_dir("legacy");
   fs::create_directories(d / "run");
-  std::ofstream(d / "run" / "config.yaml") << "# effective configuration of this run (kappasim run --dump-config)\n";
+  std::ofstream(d / "run" / "config.yaml")
+      << "# effective configuration of this run (kappasim run --dump-config)\n";
   std::ofstream(d / "run" / "requests.csv") << "id\n";
   EXPECT_NO_THROW(check_output_dir((d / "run").string(), false));
   fs::create_directories(d / "rep");

@@ -43,7 +43,9 @@ std::string error_of(F f) {
   }
   return "";
 }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // C(n − m, k) / C(n, k) as an explicit product, written independently of the library's.
 double none_of(int n, int m, int k) {
@@ -143,8 +145,8 @@ TEST(ParallelismEp, ReachOfATokensTopKWithAndWithoutGroups) {
   EXPECT_NEAR(p_holder_not_selected(256, 16, 8, 8, 4), 0.666290194, 1e-9);
   // A node of 8 ranks (128 experts = 4 groups): c of its 4 groups among the 4 chosen, with
   // hypergeometric weights C(4,c)C(4,4−c)/C(8,4) = 1, 16, 36, 16, 1 over 70.
-  const double node = (1 + 16 * none_of(128, 32, 8) + 36 * none_of(128, 64, 8) +
-                       16 * none_of(128, 96, 8)) / 70;
+  const double node =
+      (1 + 16 * none_of(128, 32, 8) + 36 * none_of(128, 64, 8) + 16 * none_of(128, 96, 8)) / 70;
   EXPECT_NEAR(p_holder_not_selected(256, 128, 8, 8, 4), node, 1e-14);
   EXPECT_NEAR(node, 0.0370789304, 1e-9);
 }
@@ -154,8 +156,8 @@ TEST(ParallelismEp, AllToAllBytesPerTokenOverNvlinkAndNic) {
     // Qwen3, DP-8 + EP-8 on one node, BF16: 7 other ranks × (1 − 0.33258) = 4.6719 copies of
     // 4096 × (2 + 2) B (dispatch + combine) per MoE layer, 94 layers, shared by the 8 GPUs:
     // 94 × 4.6719 × 16384 / 8 = 899,404 B per replica token per GPU; no NIC, no all-reduce.
-    const LayoutCost c = layout_cost(model("qwen3-235b-a22b"), DType::Bf16, "bf16",
-                                     L("dp_attention=8,ep=8"), 8);
+    const LayoutCost c =
+        layout_cost(model("qwen3-235b-a22b"), DType::Bf16, "bf16", L("dp_attention=8,ep=8"), 8);
     const double copies = 7 * (1 - none_of(128, 16, 8));
     EXPECT_NEAR(c.ep_ranks_reached, copies, 1e-12);
     EXPECT_NEAR(c.stages[0].ep_nvlink_bytes, 94 * copies * 16384 / 8, 1e-6);
@@ -186,8 +188,8 @@ TEST(ParallelismEp, AllToAllBytesPerTokenOverNvlinkAndNic) {
   }
   {
     // FP8 dispatch: 1 B + one FP32 scale per 128 values (1/32 B per value); combine BF16.
-    const LayoutCost c = layout_cost(model("qwen3-235b-a22b"), DType::Bf16, "fp8",
-                                     L("dp_attention=8,ep=8"), 8);
+    const LayoutCost c =
+        layout_cost(model("qwen3-235b-a22b"), DType::Bf16, "fp8", L("dp_attention=8,ep=8"), 8);
     EXPECT_DOUBLE_EQ(c.dispatch_bytes_per_value, 1.03125);
     const double copies = 7 * (1 - none_of(128, 16, 8));
     EXPECT_NEAR(c.stages[0].ep_nvlink_bytes, 94 * copies * 4096 * 3.03125 / 8, 1e-6);
@@ -195,8 +197,8 @@ TEST(ParallelismEp, AllToAllBytesPerTokenOverNvlinkAndNic) {
   {
     // PP across two nodes: 7168 × 2 B per token from stage 0, split over its 8 GPUs = 1792 B,
     // over the NIC (stage 1 starts on the second node); the last stage sends nothing.
-    const LayoutCost c = layout_cost(model("deepseek-v3"), DType::Bf16, "bf16",
-                                     L("tp=8,pp=2,nodes=2"), 8);
+    const LayoutCost c =
+        layout_cost(model("deepseek-v3"), DType::Bf16, "bf16", L("tp=8,pp=2,nodes=2"), 8);
     EXPECT_DOUBLE_EQ(c.stages[0].pp_bytes, 1792);
     EXPECT_DOUBLE_EQ(c.stages[0].nic_bytes, 1792);
     EXPECT_DOUBLE_EQ(c.stages[1].pp_bytes, 0);
@@ -212,8 +214,9 @@ TEST(ParallelismKv, WeightsPerGpuByLayout) {
   //   experts 128 · 3·4096·1536 / 8 = 301,989,888; router 4096·128 = 524,288; norms 8,192
   //   = 373,825,792; × 94 = 35,139,624,448; + 2 · 151936·4096 + 4096 = 36,384,288,256 params
   //   × 2 B = 72,768,576,512 B (does not fit an 80 GB H100 at 0.9 utilisation with KV).
-  EXPECT_DOUBLE_EQ(layout_weight_bytes_per_gpu(model("qwen3-235b-a22b"), L("dp_attention=8,ep=8"), 2),
-                   72768576512.0);
+  EXPECT_DOUBLE_EQ(
+      layout_weight_bytes_per_gpu(model("qwen3-235b-a22b"), L("dp_attention=8,ep=8"), 2),
+      72768576512.0);
   // TP-8: attention (with its q/k norm weights) and experts over 8, routers and layer norms
   // on every GPU: 71,303,424 / 8 + 2,415,919,104 / 8 + 524,288 + 8,192 = 311,435,296 per
   // layer (× 94 = 29,274,917,824) + 1,244,659,712 / 8 + 4096 = 29,430,504,384 params × 2 B.
@@ -273,9 +276,11 @@ TEST(ParallelismBadInput, LayoutsThatDoNotFitTheModelOrTheNodes) {
   auto check = [](const ModelSpec& m, const std::string& layout, int gpn) {
     return error_of([&] { validate_layout(L(layout), m, gpn, "--layout '" + layout + "'"); });
   };
-  EXPECT_TRUE(has(check(ds, "tp=3", 8), "does not divide the 128 query heads")) << check(ds, "tp=3", 8);
+  EXPECT_TRUE(has(check(ds, "tp=3", 8), "does not divide the 128 query heads"))
+      << check(ds, "tp=3", 8);
   EXPECT_TRUE(has(check(ds, "tp=8,pp=62,nodes=62", 8), "62 stages exceed the 61 layers"));
-  EXPECT_TRUE(has(check(ds, "dp_attention=512,ep=512,nodes=64", 8), "exceeds the 256 routed experts"));
+  EXPECT_TRUE(
+      has(check(ds, "dp_attention=512,ep=512,nodes=64", 8), "exceeds the 256 routed experts"));
   EXPECT_TRUE(has(check(qw, "dp_attention=3,ep=3", 8), "does not divide the 128 routed experts"));
   EXPECT_TRUE(has(check(qw, "dp_attention=8,ep=4", 8), "must be 1 (experts tensor-parallel) or"));
   EXPECT_TRUE(has(check(llama, "dp_attention=8,ep=8", 8), "needs a MoE model"));
@@ -283,7 +288,8 @@ TEST(ParallelismBadInput, LayoutsThatDoNotFitTheModelOrTheNodes) {
   std::string e = check(ds, "tp=8,dp_attention=2", 8);
   EXPECT_TRUE(has(e, "16 GPUs") && has(e, "has 8 GPUs") && has(e, "raise nodes to 2")) << e;
   EXPECT_TRUE(has(check(ds, "tp=8,dp_attention=2,nodes=3", 8), "do not split evenly over 3 nodes"));
-  EXPECT_TRUE(has(check(ds, "tp=2,dp_attention=3,pp=2,nodes=3", 8), "fill whole nodes or fit in one"));
+  EXPECT_TRUE(
+      has(check(ds, "tp=2,dp_attention=3,pp=2,nodes=3", 8), "fill whole nodes or fit in one"));
   // Good layouts pass.
   EXPECT_EQ(check(ds, "dp_attention=8,ep=8", 8), "");
   EXPECT_EQ(check(qw, "tp=8,dp_attention=2,ep=16,nodes=2", 8), "");
@@ -291,12 +297,14 @@ TEST(ParallelismBadInput, LayoutsThatDoNotFitTheModelOrTheNodes) {
 }
 
 TEST(ParallelismBadInput, LayoutSyntax) {
-  EXPECT_TRUE(has(error_of([] { parse_layout("tpp=8", "--layout 'tpp=8'"); }), "did you mean 'tp'"));
+  EXPECT_TRUE(
+      has(error_of([] { parse_layout("tpp=8", "--layout 'tpp=8'"); }), "did you mean 'tp'"));
   EXPECT_TRUE(has(error_of([] { parse_layout("tp=x", "--layout"); }), "whole number"));
   EXPECT_TRUE(has(error_of([] { parse_layout("tp=0", "--layout"); }), "whole number"));
   EXPECT_TRUE(has(error_of([] { parse_layout("", "--layout"); }), "empty layout"));
   EXPECT_TRUE(has(error_of([] { parse_layout("ep", "--layout"); }), "needs a value"));
-  EXPECT_TRUE(has(error_of([] { parse_layout("nic_bandwidth=5 GB", "--layout"); }), "nic_bandwidth"));
+  EXPECT_TRUE(
+      has(error_of([] { parse_layout("nic_bandwidth=5 GB", "--layout"); }), "nic_bandwidth"));
   const ParallelismSpec p = parse_layout("dp_attention=8, ep=8, nic_bandwidth=25 GB/s", "x");
   EXPECT_EQ(p.tp, 1);
   EXPECT_EQ(p.dp_attention, 8);
@@ -305,14 +313,16 @@ TEST(ParallelismBadInput, LayoutSyntax) {
 }
 
 TEST(ParallelismBadInput, ExpertGroupsMustDivideTheExperts) {
-  ConfigNode n = parse_yaml("type: moe\nnum_experts: 256\nexperts_per_token: 8\n"
-                            "moe_intermediate_size: 2048\nnum_expert_groups: 6\ntopk_groups: 4\n",
-                            "inline-mlp");
+  ConfigNode n = parse_yaml(
+      "type: moe\nnum_experts: 256\nexperts_per_token: 8\n"
+      "moe_intermediate_size: 2048\nnum_expert_groups: 6\ntopk_groups: 4\n",
+      "inline-mlp");
   EXPECT_TRUE(has(error_of([&] { read_config<MlpSpec>(n, "model.mlp"); }),
                   "model.mlp.num_expert_groups: 6 does not divide the 256 experts"));
-  n = parse_yaml("type: moe\nnum_experts: 256\nexperts_per_token: 8\n"
-                 "moe_intermediate_size: 2048\nnum_expert_groups: 8\ntopk_groups: 9\n",
-                 "inline-mlp");
+  n = parse_yaml(
+      "type: moe\nnum_experts: 256\nexperts_per_token: 8\n"
+      "moe_intermediate_size: 2048\nnum_expert_groups: 8\ntopk_groups: 9\n",
+      "inline-mlp");
   EXPECT_TRUE(has(error_of([&] { read_config<MlpSpec>(n, "model.mlp"); }), "topk_groups"));
 }
 
@@ -351,7 +361,8 @@ double json_number(const std::string& json, const std::string& key) {
 
 TEST(ParallelismCli, KappaPerLayout) {
   test::Result tp = kappasim("kappa -m deepseek-v3 -s h100 --tp 8 --format json");
-  test::Result dp = kappasim("kappa -m deepseek-v3 -s h100 --layout dp_attention=8,ep=8 --format json");
+  test::Result dp =
+      kappasim("kappa -m deepseek-v3 -s h100 --layout dp_attention=8,ep=8 --format json");
   ASSERT_EQ(tp.code, 0) << tp.err;
   ASSERT_EQ(dp.code, 0) << dp.err;
   EXPECT_DOUBLE_EQ(json_number(dp.out, "b_kv_gpu_share_bytes"), 8784);
@@ -361,8 +372,9 @@ TEST(ParallelismCli, KappaPerLayout) {
   // Without --layout no layout column appears (today's output).
   EXPECT_FALSE(has(tp.out, "\"layout\""));
   // Two layouts: two rows.
-  test::Result two = kappasim("kappa -m qwen3-235b-a22b -s h100 --layout tp=8 --layout "
-                              "dp_attention=8,ep=8 --format csv");
+  test::Result two = kappasim(
+      "kappa -m qwen3-235b-a22b -s h100 --layout tp=8 --layout "
+      "dp_attention=8,ep=8 --format csv");
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_EQ(std::count(two.out.begin(), two.out.end(), '\n'), 3);
 }

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <sstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,21 +63,25 @@ TEST(PolicyRegistry, ListsEverySchedulerPolicyAndRouterByName) {
 }
 
 TEST(PolicyRegistry, UnknownNameListsTheValidOnesAndSuggests) {
-  const std::string e = input_error_of([] { Scheduler s(SchedulerConfig{1, 1, true, Policy{"fifoo"}, 5}); });
+  const std::string e = input_error_of([] {
+    Scheduler s(SchedulerConfig{1, 1, true, Policy{"fifoo"}, 5});
+  });
   EXPECT_NE(e.find("serving.policy: unknown scheduler policy 'fifoo'; did you mean 'fifo'?"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("(expected one of fair, fifo, shortest_load, utilization)"), std::string::npos)
       << e;
   const std::string r = input_error_of([] { make_router(RouterKind{"least_loded"}); });
   EXPECT_NE(r.find("cluster.router: unknown router 'least_loded'; did you mean 'least_loaded'?"),
-            std::string::npos) << r;
+            std::string::npos)
+      << r;
   // Through the config layer, as a user meets it.
-  const std::string c = input_error_of([] {
-    read_config<ServingSpec>(parse_yaml("policy: shortest_laod\n", "s.yaml"), "serving");
-  });
+  const std::string c = input_error_of(
+      [] { read_config<ServingSpec>(parse_yaml("policy: shortest_laod\n", "s.yaml"), "serving"); });
   EXPECT_NE(c.find("s.yaml:1:9"), std::string::npos) << c;
   EXPECT_NE(c.find("did you mean \"shortest_load\""), std::string::npos) << c;
-  const ServingSpec ok = read_config<ServingSpec>(parse_yaml("policy: shortest_load\n", "s.yaml"), "serving");
+  const ServingSpec ok =
+      read_config<ServingSpec>(parse_yaml("policy: shortest_load\n", "s.yaml"), "serving");
   EXPECT_EQ(ok.policy, Policy{"shortest_load"});
 }
 
@@ -198,8 +202,8 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) rows.push_back(line);
   ASSERT_EQ(rows.size(), 8u) << r.out;  // header + 4 policies + 3 routers
-  const std::vector<std::string> names = {"fair", "fifo", "shortest_load", "utilization",
-                                          "kappa_aware", "least_loaded", "round_robin"};
+  const std::vector<std::string> names = {
+      "fair", "fifo", "shortest_load", "utilization", "kappa_aware", "least_loaded", "round_robin"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(rows[i + 1].rfind(i < 4 ? "serving.policy" : "cluster.router", 0), 0u) << rows[i + 1];
     EXPECT_NE(rows[i + 1].find(" " + names[i] + " "), std::string::npos) << rows[i + 1];

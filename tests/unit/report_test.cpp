@@ -20,7 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kappasim-test-" + std::to_string(::getpid()) + "-" + name);
+  fs::path d =
+      fs::temp_directory_path() / ("kappasim-test-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -51,7 +52,8 @@ TEST(ReportSweeps, ListsIncompleteSweepsAndStopsOnRunnerFailure) {
   report::SweepSource sweeps(out.string(), exp.string(), /*quick=*/true, /*quiet=*/true,
                              [&](const std::string& spec, const std::string& dir) {
                                ran_spec = spec, ran_dir = dir;
-                               write(fs::path(dir) / "results.csv", "point,status,error\n0,ok,\n1,failed,boom\n");
+                               write(fs::path(dir) / "results.csv",
+                                     "point,status,error\n0,ok,\n1,failed,boom\n");
                                return rc;
                              });
   const report::SweepData x = sweeps.run("reproduce/x.yaml");
@@ -76,10 +78,20 @@ TEST(ReportSweeps, ListsIncompleteSweepsAndStopsOnRunnerFailure) {
 report::SweepData testbed(const std::vector<std::vector<std::string>>& rows) {
   report::SweepData d;
   d.name = "kappa-crit-testbed";
-  d.table.columns = {"model", "serving.load_path", "measure.t", "status", "error", "kappa_crit_simulated",
-                     "kappa_crit_analytic_peak", "kappa_crit_analytic_effective",
-                     "kappa_crit_analytic_effective_compute", "h2d_effective_bytes_per_s", "h2d_peak_bytes_per_s",
-                     "h2d_effective_node_bytes_per_s", "h2d_effective_model_bytes_per_s", "compute_effective_flops",
+  d.table.columns = {"model",
+                     "serving.load_path",
+                     "measure.t",
+                     "status",
+                     "error",
+                     "kappa_crit_simulated",
+                     "kappa_crit_analytic_peak",
+                     "kappa_crit_analytic_effective",
+                     "kappa_crit_analytic_effective_compute",
+                     "h2d_effective_bytes_per_s",
+                     "h2d_peak_bytes_per_s",
+                     "h2d_effective_node_bytes_per_s",
+                     "h2d_effective_model_bytes_per_s",
+                     "compute_effective_flops",
                      "compute_peak_flops"};
   d.table.rows = rows;
   return d;
@@ -90,11 +102,12 @@ TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
   // 64 GB/s (0.625), compute 500 of 1000 TFLOP/s (0.5). The T = 1024 row is not it, and a failed
   // row (no numbers) does not replace it.
   const auto t = testbed({
-      {"qwen3-235b-a22b", "kernel", "128", "ok", "", "30", "90", "40", "33", "40e9", "64e9", "320e9", "300e9",
-       "500e12", "1000e12"},
-      {"qwen3-235b-a22b", "kernel", "1024", "ok", "", "99", "90", "40", "99", "40e9", "64e9", "320e9", "300e9",
-       "500e12", "1000e12"},
-      {"qwen3-235b-a22b", "kernel", "128", "failed", "boom", "", "", "", "", "", "", "", "", "", ""},
+      {"qwen3-235b-a22b", "kernel", "128", "ok", "", "30", "90", "40", "33", "40e9", "64e9",
+       "320e9", "300e9", "500e12", "1000e12"},
+      {"qwen3-235b-a22b", "kernel", "1024", "ok", "", "99", "90", "40", "99", "40e9", "64e9",
+       "320e9", "300e9", "500e12", "1000e12"},
+      {"qwen3-235b-a22b", "kernel", "128", "failed", "boom", "", "", "", "", "", "", "", "", "",
+       ""},
   });
   const report::TestbedSection s = report::section_kappa_testbed(t);
   EXPECT_TRUE(s.reference.measured);
@@ -103,12 +116,15 @@ TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
   EXPECT_DOUBLE_EQ(s.reference.compute_fraction, 0.5);
   // Worst |analytic with both effective rates / simulated − 1| over the ok rows: 33/30 − 1 = 10%
   // (the T = 1024 row is exact).
-  EXPECT_NE(s.markdown.find("within 10% of the simulated crossing"), std::string::npos) << s.markdown;
-  EXPECT_NE(s.markdown.find("| qwen3-235b-a22b | kernel | 128 | — |"), std::string::npos) << s.markdown;
+  EXPECT_NE(s.markdown.find("within 10% of the simulated crossing"), std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("| qwen3-235b-a22b | kernel | 128 | — |"), std::string::npos)
+      << s.markdown;
 
   // Without a completed reference row there is nothing to hand on.
-  const report::TestbedSection none = report::section_kappa_testbed(testbed({
-      {"qwen3-235b-a22b", "kernel", "128", "failed", "boom", "", "", "", "", "", "", "", "", "", ""}}));
+  const report::TestbedSection none =
+      report::section_kappa_testbed(testbed({{"qwen3-235b-a22b", "kernel", "128", "failed", "boom",
+                                              "", "", "", "", "", "", "", "", "", ""}}));
   EXPECT_FALSE(none.reference.measured);
   EXPECT_TRUE(std::isnan(none.reference.kappa_crit_sim));
 }
@@ -127,10 +143,12 @@ TEST(ReportSections, WorkloadsMarkTheReferenceItIsGiven) {
   ref.link_fraction = 0.625;
   ref.compute_fraction = 0.5;
   const report::WorkloadsSection b = report::section_workloads(/*quick=*/true, ref, fig);
-  EXPECT_NE(b.markdown.find("simulated (kernel load path, T = 128) 50."), std::string::npos) << b.markdown;
+  EXPECT_NE(b.markdown.find("simulated (kernel load path, T = 128) 50."), std::string::npos)
+      << b.markdown;
   // The fractions read as percentages: 62.5% of the link's peak, 50% of the GPU's.
   EXPECT_NE(b.markdown.find("link achieves 62.5% of its peak"), std::string::npos) << b.markdown;
-  EXPECT_NE(b.markdown.find("the GPU achieves 50% of its dense peak"), std::string::npos) << b.markdown;
+  EXPECT_NE(b.markdown.find("the GPU achieves 50% of its dense peak"), std::string::npos)
+      << b.markdown;
   EXPECT_EQ(a.medians, b.medians);  // the generated requests do not depend on the reference
   fs::remove_all(d);
 }

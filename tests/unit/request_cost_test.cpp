@@ -41,7 +41,8 @@ TEST(RequestCost, SerialAddsLayerwisePipelinesWithFillAndDrain) {
 
 RequestCostModel llama8b_on_h100(LoadPath path) {
   RequestCostModel m;
-  m.model = read_preset_config<ModelSpec>(ConfigNode::make_scalar("llama-3.1-8b"), "model", "model");
+  m.model =
+      read_preset_config<ModelSpec>(ConfigNode::make_scalar("llama-3.1-8b"), "model", "model");
   m.gpu = read_preset_config<GpuSpec>(ConfigNode::make_scalar("h100-sxm5"), "gpu", "gpu");
   m.tp = 1;
   m.path = path;
@@ -91,8 +92,8 @@ TEST(RequestCost, TheIssuingCpuBoundsTheLoadWhenItOutlastsTheCopies) {
   EXPECT_NEAR(p.load_s, 32 * 4 * 105e-6, 1e-12);
   EXPECT_NEAR(p.cpu_s, 0.5e-3 + 4 * 28e-6, 1e-12);  // up-front re-hash, no gaps
   const RequestCost c = request_cost(m, 1024, 128, 0);
-  EXPECT_NEAR(c.total_s,
-              p.cpu_s + std::max(p.load_s + p.last_layer_s, p.load_s / 32 + p.compute_s), 1e-12);
+  EXPECT_NEAR(c.total_s, p.cpu_s + std::max(p.load_s + p.last_layer_s, p.load_s / 32 + p.compute_s),
+              1e-12);
 }
 
 TEST(RequestCost, RecomputeChoiceFollowsTheLinkRate) {

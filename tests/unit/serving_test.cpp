@@ -36,7 +36,7 @@ TEST(KvTier, LookupStopsAtFirstMiss) {
   EXPECT_EQ(t.lookup({1, 2, 3, 4, 5}), 3u);
   EXPECT_EQ(t.lookups(), 1u);
   EXPECT_EQ(t.hit_chunks(), 3u);
-  EXPECT_EQ(t.miss_chunks(), 2u);  // 4 and 5 (first-miss accounting)
+  EXPECT_EQ(t.miss_chunks(), 2u);   // 4 and 5 (first-miss accounting)
   EXPECT_EQ(t.lookup({9, 1}), 0u);  // first key missing: nothing, even though 1 is present
   EXPECT_EQ(t.lookups(), 2u);
   EXPECT_EQ(t.hit_chunks(), 3u);
@@ -49,7 +49,7 @@ TEST(KvTier, LookupStopsAtFirstMiss) {
 TEST(KvTier, EvictsLeastRecentlyUsed) {
   KvTier t(16, 3 * 16 * 100.0, 100);  // room for exactly 3 chunks
   ASSERT_EQ(t.capacity_chunks(), 3u);
-  t.insert({1, 2, 3});  // LRU order: 1 2 3
+  t.insert({1, 2, 3});           // LRU order: 1 2 3
   EXPECT_EQ(t.lookup({1}), 1u);  // 2 3 1
   EXPECT_EQ(t.insert({4}), 1u);  // evicts 2 -> 3 1 4
   EXPECT_FALSE(t.contains(2));
@@ -166,9 +166,9 @@ TEST(PagedKv, AllocateReleaseAndOverflow) {
   EXPECT_EQ(kv.free_blocks(), 3);
   EXPECT_DOUBLE_EQ(kv.utilization(), 0.7);
   EXPECT_THROW(kv.allocate(2, 49), std::logic_error);  // 4 blocks > 3 free
-  EXPECT_EQ(kv.used_blocks(), 7);                       // unchanged by the failed attempt
+  EXPECT_EQ(kv.used_blocks(), 7);                      // unchanged by the failed attempt
   EXPECT_THROW(kv.allocate(1, 16), std::logic_error);  // already holds blocks
-  kv.allocate(2, 48);                                   // exactly 3
+  kv.allocate(2, 48);                                  // exactly 3
   EXPECT_EQ(kv.free_blocks(), 0);
   kv.release(1);
   EXPECT_EQ(kv.used_blocks(), 3);
@@ -203,8 +203,8 @@ TEST(Scheduler, MakeSequenceRecomputesAtLeastTheLastToken) {
 
 // A (running, holds 750 of 1000 blocks) leaves 250 free; Big needs 500 blocks, Small 100.
 struct HolScenario {
-  Sequence a = seq(1, 10000, 2000);  // prompt 12,000 tokens = 750 blocks
-  Sequence big = seq(2, 7000, 1000);  // prompt 8,000 = 500 blocks: does not fit
+  Sequence a = seq(1, 10000, 2000);    // prompt 12,000 tokens = 750 blocks
+  Sequence big = seq(2, 7000, 1000);   // prompt 8,000 = 500 blocks: does not fit
   Sequence small = seq(3, 1500, 100);  // prompt 1,600 = 100 blocks: fits
 };
 
@@ -304,7 +304,7 @@ TEST(Scheduler, ChunkedPrefillSplitsLongPrompt) {
   EXPECT_TRUE(p1.items[0].first);
   EXPECT_FALSE(p1.items[0].last);
   EXPECT_EQ(p1.load_tokens, 2000);
-  EXPECT_EQ(kv.used_blocks(), 750);  // the whole prompt (K + T) at admission
+  EXPECT_EQ(kv.used_blocks(), 750);                 // the whole prompt (K + T) at admission
   EXPECT_THROW(s.plan(0.6, kv), std::logic_error);  // previous step not completed
   s.complete(p1, 1, kv);
   EXPECT_TRUE(s.take_finished().empty());
@@ -373,7 +373,8 @@ struct StarvationRun {
   Sequence big = seq(1000, 15000, 1000);
   explicit StarvationRun(int steps) {
     smalls.push_back(seq(1, 0, 6144));
-    for (int k = 1; k <= steps; ++k) smalls.push_back(seq(static_cast<std::uint64_t>(k + 1), 0, 4096));
+    for (int k = 1; k <= steps; ++k)
+      smalls.push_back(seq(static_cast<std::uint64_t>(k + 1), 0, 4096));
   }
   void run(Policy policy, int steps) {
     PagedKv kv(1000, 16);
@@ -411,7 +412,7 @@ TEST(Scheduler, FairAdmitsLongWaitingRequestAfterBound) {
   EXPECT_EQ(r.big.first_scheduled_s, 5);
   EXPECT_EQ(r.big.finish_s, 6);
   EXPECT_LE(r.big.first_scheduled_s - r.big.enqueue_s, 3 + 1 + 0.5);  // bound + drain (1 step)
-  EXPECT_EQ(r.smalls[4].first_scheduled_s, 6);  // S4 was held back behind Big
+  EXPECT_EQ(r.smalls[4].first_scheduled_s, 6);                        // S4 was held back behind Big
   // The stream resumes: from step 6 on, step k serves S(k-2) whole (4,096 tokens, nothing
   // running ahead of it), so S18 runs at step 20 and finishes at 21. The two-step backlog is
   // the fairness cost.

@@ -45,8 +45,8 @@ TEST(StackProfile, Lmcache035KernelPathCostsByWhereTheySit) {
   ASSERT_TRUE(p.pool_per_rank_bytes);
   EXPECT_DOUBLE_EQ(*p.pool_per_rank_bytes, 5e9);  // max_local_cpu_size 5.0 GB per rank
   // Scheduler: every one of the 260 prompt chunks re-hashed at 27 µs = 7.02 ms.
-  EXPECT_NEAR(stack_lookup_s(p, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, false),
-              7.02e-3, 1e-12);
+  EXPECT_NEAR(stack_lookup_s(p, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, false), 7.02e-3,
+              1e-12);
   // Per step, build_connector_meta converts the prompt: 66,560 tokens × 110 ns = 7.3216 ms.
   EXPECT_NEAR(stack_step_meta_s(p, 66560, false), 7.3216e-3, 1e-12);
   // In step, one request: 0.5 ms + 256 × 28 µs = 7.668 ms before the first copy; 256 GPU
@@ -64,13 +64,16 @@ TEST(StackProfile, Lmcache035KernelPathCostsByWhereTheySit) {
 
 TEST(StackProfile, Lmcache035LayerwiseIsSlowerThan037ByTheLogLine) {
   const StackProfile a = stack("lmcache-0.3.5"), b = stack("lmcache-0.3.7");
-  const RetrieveCost ca = stack_retrieve(a, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
-  const RetrieveCost cb = stack_retrieve(b, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost ca =
+      stack_retrieve(a, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost cb =
+      stack_retrieve(b, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
   // Per layer: 256 objects × (38 µs Python + 67 µs WARNING line) = 26.88 ms in 0.3.5; 256 × 38 µs
   // = 9.728 ms in 0.3.7: over 80 layers 2.1504 s against 0.77824 s.
   EXPECT_NEAR(ca.per_layer_cpu_s, 26.88e-3, 1e-12);
   EXPECT_NEAR(cb.per_layer_cpu_s, 9.728e-3, 1e-12);
-  EXPECT_NEAR((ca.per_layer_cpu_s - cb.per_layer_cpu_s) * kLayers, kChunks * kLayers * 67e-6, 1e-12);
+  EXPECT_NEAR((ca.per_layer_cpu_s - cb.per_layer_cpu_s) * kLayers, kChunks * kLayers * 67e-6,
+              1e-12);
   // The same up-front cost in both: 0.5 ms + 256 × 28 µs; no per-chunk sync gap (no host sync
   // on the layer-wise load).
   EXPECT_NEAR(ca.cpu_before_s, 7.668e-3, 1e-12);
@@ -90,14 +93,17 @@ TEST(StackProfile, NativeConnectorCopiesPerBlockAndPerLayerKvIn011) {
   EXPECT_FALSE(a.pool_per_rank_bytes);  // no default pool size: host DRAM less the reserve
   // 0.11: one copy per block, per layer, per K/V = 4096 × 80 × 2 = 655,360 copies, issued at
   // 6 µs each = 3.93216 s of CPU alongside the DMAs; 0.12: 4096 copies = 24.576 ms.
-  const RetrieveCost ca = stack_retrieve(a, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
-  const RetrieveCost cb = stack_retrieve(b, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost ca =
+      stack_retrieve(a, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost cb =
+      stack_retrieve(b, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
   EXPECT_EQ(ca.copies, 655360);
   EXPECT_EQ(cb.copies, 4096);
   EXPECT_NEAR(ca.cpu_overlap_s, 3.93216, 1e-9);
   EXPECT_NEAR(cb.cpu_overlap_s, 24.576e-3, 1e-12);
   EXPECT_NEAR(ca.cpu_before_s, 0.1e-3, 1e-15);  // retrieve_fixed
-  EXPECT_DOUBLE_EQ(stack_lookup_s(b, LoadPath::BlockDma, kPromptChunks, kChunks, kLayers, false), 0);
+  EXPECT_DOUBLE_EQ(stack_lookup_s(b, LoadPath::BlockDma, kPromptChunks, kChunks, kLayers, false),
+                   0);
 }
 
 TEST(StackProfile, IdealAndOnPackageTiersPayNoSoftware) {
@@ -135,7 +141,8 @@ TEST(StackProfile, DefaultTierCapacityIsThePoolPerRankOrTheTierOrHostDram) {
 TEST(StackProfile, RunSpecFillsTheDefaultsAndChecksTheLoadPath) {
   const RunSpec s = read_config<RunSpec>(
       parse_yaml("model: llama-3.1-70b\nsystem: paper-testbed\nserving: {tp: 8}\n"
-                 "workload: {type: narrativeqa}\n", "t.yaml"),
+                 "workload: {type: narrativeqa}\n",
+                 "t.yaml"),
       "");
   EXPECT_EQ(s.serving.stack.name, kDefaultStack);
   EXPECT_EQ(s.serving.store, StoreMode::Blocking);  // the stack's own store, resolved
@@ -146,7 +153,8 @@ TEST(StackProfile, RunSpecFillsTheDefaultsAndChecksTheLoadPath) {
       "model: llama-3.1-8b\nsystem: h100\nserving: {stack: vllm-native-0.12, load_path: kernel}\n"
       "workload: {type: narrativeqa}\n");
   EXPECT_NE(e.find("serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("supports: block_dma"), std::string::npos) << e;
 }
 
@@ -155,8 +163,8 @@ TEST(StackProfile, UnknownStackNameListsTheValidOnes) {
       "model: llama-3.1-8b\nsystem: h100\nserving: {stack: lmcache-0.4}\n"
       "workload: {type: narrativeqa}\n");
   EXPECT_NE(e.find("serving.stack: unknown stack preset 'lmcache-0.4'"), std::string::npos) << e;
-  for (const char* n : {"ideal", "lmcache-0.3.5", "lmcache-0.3.7", "vllm-native-0.11",
-                        "vllm-native-0.12"})
+  for (const char* n :
+       {"ideal", "lmcache-0.3.5", "lmcache-0.3.7", "vllm-native-0.11", "vllm-native-0.12"})
     EXPECT_NE(e.find(n), std::string::npos) << n << ": " << e;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "report/results.hpp"
 #include "core/stats.hpp"
+#include "report/results.hpp"
 #include "sweeps/aggregate.hpp"
 
 namespace {
@@ -18,9 +18,11 @@ using namespace kappasim;
 TEST(Stats, StudentTQuantileMatchesTables) {
   // Two-sided 95% critical values, e.g. NIST/SEMATECH e-Handbook §1.3.6.7.2 (t table), to the
   // table's three decimals.
-  struct Row { double p, df, t; };
-  const std::vector<Row> rows = {{0.975, 1, 12.706}, {0.975, 2, 4.303}, {0.975, 3, 3.182},
-                                 {0.975, 4, 2.776},  {0.975, 9, 2.262}, {0.975, 10, 2.228},
+  struct Row {
+    double p, df, t;
+  };
+  const std::vector<Row> rows = {{0.975, 1, 12.706}, {0.975, 2, 4.303},   {0.975, 3, 3.182},
+                                 {0.975, 4, 2.776},  {0.975, 9, 2.262},   {0.975, 10, 2.228},
                                  {0.975, 30, 2.042}, {0.975, 100, 1.984}, {0.95, 5, 2.015},
                                  {0.995, 10, 3.169}, {0.90, 20, 1.325}};
   for (const auto& r : rows)
@@ -112,11 +114,13 @@ TEST(Aggregate, PerConfigurationMeanSdAndInterval) {
       {"4", "128 GB/s", "128000000000", "1", "12", "failed", "boom", "", "e"},
       {"5", "128 GB/s", "128000000000", "2", "13", "ok", "", "3", "f"},
   };
-  const sweep::Aggregated a =
-      sweep::aggregate_table(t, {"bw", "bw_Bps"}, {"point", "replicate", "seed", "status", "error"});
+  const sweep::Aggregated a = sweep::aggregate_table(
+      t, {"bw", "bw_Bps"}, {"point", "replicate", "seed", "status", "error"});
   // 64 GB/s: {2, 4, 6} → mean 4, sd 2, half 4.968275 (above). 128 GB/s: {1, 3} (the failed row is
   // no sample) → mean 2, s = √2, half t(0.975, 1) · √2 / √2 = 12.7062. "name" is not numeric.
-  const std::string header = "bw,bw_Bps,rows,ok,ttft_s_mean,ttft_s_sd,ttft_s_ci95_lo,ttft_s_ci95_hi,ttft_s_ci95_half,ttft_s_n\n";
+  const std::string header =
+      "bw,bw_Bps,rows,ok,ttft_s_mean,ttft_s_sd,ttft_s_ci95_lo,ttft_s_ci95_hi,ttft_s_ci95_half,ttft_"
+      "s_n\n";
   ASSERT_EQ(a.csv.substr(0, header.size()), header);
   std::vector<std::string> lines;
   for (std::size_t at = 0, nl; (nl = a.csv.find('\n', at)) != std::string::npos; at = nl + 1)
@@ -138,9 +142,13 @@ TEST(Aggregate, PerConfigurationMeanSdAndInterval) {
   EXPECT_NEAR(std::stod(field(lines[2], 5)), std::sqrt(2.0), 1e-12);
   EXPECT_NEAR(std::stod(field(lines[2], 8)), 12.7062, 1e-3);
   EXPECT_EQ(field(lines[2], 9), "2");
-  EXPECT_NE(a.json.find("\"config\": {\"bw\": \"128 GB/s\", \"bw_Bps\": 128000000000}"), std::string::npos) << a.json;
+  EXPECT_NE(a.json.find("\"config\": {\"bw\": \"128 GB/s\", \"bw_Bps\": 128000000000}"),
+            std::string::npos)
+      << a.json;
   // The same table gives the same bytes (the merge is in point order, whatever -j ran it).
-  EXPECT_EQ(a.csv, sweep::aggregate_table(t, {"bw", "bw_Bps"}, {"point", "replicate", "seed", "status", "error"}).csv);
+  EXPECT_EQ(a.csv, sweep::aggregate_table(t, {"bw", "bw_Bps"},
+                                          {"point", "replicate", "seed", "status", "error"})
+                       .csv);
 }
 
 TEST(Stats, ReportIntervalCell) {

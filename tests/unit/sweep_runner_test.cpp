@@ -28,10 +28,10 @@ bool has(const std::string& s, const std::string& sub) { return s.find(sub) != s
 TEST(Csv, QuotesCommasQuotesAndLineBreaksAsRfc4180) {
   EXPECT_EQ(csv_field("plain"), "plain");
   EXPECT_EQ(csv_field(""), "");
-  EXPECT_EQ(csv_field("mid space"), "mid space");                  // inner spaces: as is
+  EXPECT_EQ(csv_field("mid space"), "mid space");  // inner spaces: as is
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
-  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");        // say ""hi"" in quotes
-  EXPECT_EQ(csv_field("\""), "\"\"\"\"");                          // one quote -> 4 characters
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");  // say ""hi"" in quotes
+  EXPECT_EQ(csv_field("\""), "\"\"\"\"");                    // one quote -> 4 characters
   EXPECT_EQ(csv_field("line1\nline2"), "\"line1\nline2\"");
   EXPECT_EQ(csv_field("cr\r"), "\"cr\r\"");
   EXPECT_EQ(csv_field("x,\"y\"\nz"), "\"x,\"\"y\"\"\nz\"");
@@ -65,7 +65,8 @@ TEST(SweepKinds, RegistryListsByNameWhateverTheOrderOfRegistration) {
 // The pure layers' kinds register themselves (this binary links kappasim_kinds and calls no
 // registration function): kappa (models/analytic), design (models/design), selftest (sweeps).
 TEST(SweepKinds, DomainsRegisterTheirOwnKinds) {
-  for (const char* k : {"kappa", "design", "selftest"}) EXPECT_NE(sweep::kinds().find(k), nullptr) << k;
+  for (const char* k : {"kappa", "design", "selftest"})
+    EXPECT_NE(sweep::kinds().find(k), nullptr) << k;
   EXPECT_TRUE(sweep::known_kind("selftest"));
   EXPECT_FALSE(sweep::known_kind("selftst"));
   try {
@@ -89,19 +90,28 @@ std::optional<std::pair<int, int>> shard_with(const std::string& shard, const st
 
 TEST(SweepShards, FromOptionSlurmArrayOrIndexedJob) {
   EXPECT_EQ(shard_with("", "", {}), std::nullopt);
-  EXPECT_EQ(shard_with("2/5", "", {{"SLURM_ARRAY_TASK_ID", "0"}}), std::make_pair(2, 5));  // option first
+  EXPECT_EQ(shard_with("2/5", "", {{"SLURM_ARRAY_TASK_ID", "0"}}),
+            std::make_pair(2, 5));  // option first
   // --array=3-9:2 with 4 tasks: task ids 3, 5, 7, 9; id 7 is shard (7 - 3) / 2 = 2 of 4.
-  EXPECT_EQ(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", "7"}, {"SLURM_ARRAY_TASK_MIN", "3"},
-                                {"SLURM_ARRAY_TASK_STEP", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}),
+  EXPECT_EQ(shard_with("", "",
+                       {{"SLURM_ARRAY_TASK_ID", "7"},
+                        {"SLURM_ARRAY_TASK_MIN", "3"},
+                        {"SLURM_ARRAY_TASK_STEP", "2"},
+                        {"SLURM_ARRAY_TASK_COUNT", "4"}}),
             std::make_pair(2, 4));
-  EXPECT_EQ(shard_with("", "", {{"JOB_COMPLETION_INDEX", "1"}, {"KAPPASIM_SHARDS", "3"}}), std::make_pair(1, 3));
+  EXPECT_EQ(shard_with("", "", {{"JOB_COMPLETION_INDEX", "1"}, {"KAPPASIM_SHARDS", "3"}}),
+            std::make_pair(1, 3));
   EXPECT_EQ(shard_with("", "6", {{"JOB_COMPLETION_INDEX", "5"}}), std::make_pair(5, 6));
   EXPECT_EQ(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", ""}}), std::nullopt);  // empty = unset
   EXPECT_THROW(shard_with("1/2", "2", {}), InputError);
-  EXPECT_THROW(shard_with("", "", {{"SLURM_ARRAY_TASK_ID", "8"}, {"SLURM_ARRAY_TASK_MIN", "3"},
-                                   {"SLURM_ARRAY_TASK_STEP", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}),
+  EXPECT_THROW(shard_with("", "",
+                          {{"SLURM_ARRAY_TASK_ID", "8"},
+                           {"SLURM_ARRAY_TASK_MIN", "3"},
+                           {"SLURM_ARRAY_TASK_STEP", "2"},
+                           {"SLURM_ARRAY_TASK_COUNT", "4"}}),
                InputError);  // 8 is not on the 3-9:2 grid
-  EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "3"}, {"KAPPASIM_SHARDS", "3"}}), InputError);
+  EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "3"}, {"KAPPASIM_SHARDS", "3"}}),
+               InputError);
   EXPECT_THROW(shard_with("", "", {{"JOB_COMPLETION_INDEX", "0"}}), InputError);  // no count
   EXPECT_THROW(shard_with("", "4", {}), InputError);  // --shards without an Indexed Job
 }
@@ -111,7 +121,8 @@ TEST(SweepShards, FromOptionSlurmArrayOrIndexedJob) {
 // selftest returns x and x2 = x·x: x = 1, 2, 3 give x2 = 1, 4, 9.
 TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("kappasim-runner-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("kappasim-runner-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   {
@@ -144,7 +155,8 @@ TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
   so.spec_path = o.spec_path;
   so.out_dir = o.out_dir;
   so.exe = "/opt/kappasim/bin/kappasim";
-  EXPECT_TRUE(has(sweep::slurm_script(so), "\nexec /opt/kappasim/bin/kappasim sweep ")) << sweep::slurm_script(so);
+  EXPECT_TRUE(has(sweep::slurm_script(so), "\nexec /opt/kappasim/bin/kappasim sweep "))
+      << sweep::slurm_script(so);
   fs::remove_all(dir);
 }
 

@@ -26,7 +26,9 @@ std::string error_of(const std::string& yaml, bool (*known)(const std::string&) 
   return "(no error)";
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // ---- independent seed formula (docs/sweeps.md) ----
 // SplitMix64 (Steele, Lea, Flood 2014): one step of the golden-gamma counter, then its finaliser.
@@ -72,7 +74,8 @@ axes:
   for (std::size_t i = 0; i < pts.size(); ++i) {
     EXPECT_EQ(pts[i].index, i);
     EXPECT_EQ(pts[i].replicate, static_cast<std::int64_t>(i % 2));
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(pts[i].labels[static_cast<std::size_t>(k)], expect[i / 2][k]) << i;
+    for (int k = 0; k < 3; ++k)
+      EXPECT_EQ(pts[i].labels[static_cast<std::size_t>(k)], expect[i / 2][k]) << i;
   }
   const ConfigNode c = point_config(s, pts[11]);  // 11 = ((a=1)·3 + (zip=2))·2 + (rep=1)
   EXPECT_EQ(c.find("a")->scalar, "2");
@@ -103,7 +106,8 @@ axes:
   const auto pp = expand(parse(per));
   for (const auto& p : pp) {
     const std::string canon = "x=" + std::string(p.labels[0]) + "\ny=" + p.labels[1];
-    EXPECT_EQ(p.seed, by_label(by_index(base, static_cast<std::uint64_t>(p.replicate)), canon) >> 1) << p.index;
+    EXPECT_EQ(p.seed, by_label(by_index(base, static_cast<std::uint64_t>(p.replicate)), canon) >> 1)
+        << p.index;
     EXPECT_LT(p.seed, 1ULL << 63);
   }
   EXPECT_NE(pp[0].seed, pp[3].seed);
@@ -134,33 +138,45 @@ TEST(SweepSpec, ErrorsNameTheLineAndWhatWasExpected) {
   EXPECT_TRUE(has(error_of(head + "axis: []\n"), "did you mean 'axes'?"));
   EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    values: []\n"), "spec.yaml:5:13"));
   EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    values: []\n"), "has no values"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 2, to: 1, step: 1}\n"), "no points"));
+  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 2, to: 1, step: 1}\n"),
+                  "no points"));
   EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 1, to: 2, step: 0}\n"),
                   "step must be greater than zero"));
   EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 1, to: 2, step: -1}\n"),
                   "step must be greater than zero"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 1 GB, to: 2, step: 1}\n"), "same unit"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 0, to: 2, points: 3}\n"),
-                  "from must be greater than zero"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 1, to: -2, points: 3}\n"),
-                  "to must be greater than zero"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 1, to: 2, points: 1}\n"),
-                  "points must be at least 2"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - zip:\n    - {key: a, values: [1, 2]}\n    - {key: b, values: [1]}\n"),
-                  "zip group of unequal lengths: 'a' has 2 values, 'b' has 1"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: system\n    values: [{gpu: h100}, {gpu: a100}]\n"),
-                  "need 'labels:'"));
+  EXPECT_TRUE(has(error_of(head + "axes:\n  - key: x\n    range: {from: 1 GB, to: 2, step: 1}\n"),
+                  "same unit"));
+  EXPECT_TRUE(
+      has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 0, to: 2, points: 3}\n"),
+          "from must be greater than zero"));
+  EXPECT_TRUE(
+      has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 1, to: -2, points: 3}\n"),
+          "to must be greater than zero"));
+  EXPECT_TRUE(
+      has(error_of(head + "axes:\n  - key: x\n    log_range: {from: 1, to: 2, points: 1}\n"),
+          "points must be at least 2"));
+  EXPECT_TRUE(has(
+      error_of(head +
+               "axes:\n  - zip:\n    - {key: a, values: [1, 2]}\n    - {key: b, values: [1]}\n"),
+      "zip group of unequal lengths: 'a' has 2 values, 'b' has 1"));
+  EXPECT_TRUE(
+      has(error_of(head + "axes:\n  - key: system\n    values: [{gpu: h100}, {gpu: a100}]\n"),
+          "need 'labels:'"));
   EXPECT_TRUE(has(error_of(head + "axes:\n  - {key: a, values: [1]}\n  - {key: a, values: [2]}\n"),
                   "spec.yaml:5:11: duplicate axis key 'a'"));
-  EXPECT_TRUE(has(error_of(head + "axes:\n  - {key: a, values: [1], label: seed}\n"), "already used"));
+  EXPECT_TRUE(
+      has(error_of(head + "axes:\n  - {key: a, values: [1], label: seed}\n"), "already used"));
   EXPECT_TRUE(has(error_of("name: 'a b'\nkind: selftest\n"), "must match [A-Za-z0-9._-]+"));
   EXPECT_TRUE(has(error_of("kind: selftest\n"), "missing required key 'name'"));
   EXPECT_TRUE(has(error_of(head + "replicates: 0\n"), "spec.yaml:3:13"));
   auto only_selftest = [](const std::string& k) { return k == "selftest"; };
-  EXPECT_TRUE(has(error_of("name: e\nkind: runn\n", only_selftest), "spec.yaml:2:7: unknown point kind 'runn'"));
+  EXPECT_TRUE(has(error_of("name: e\nkind: runn\n", only_selftest),
+                  "spec.yaml:2:7: unknown point kind 'runn'"));
   // issue 13.5: the message names the valid kinds (the registry's that the check accepts)
-  EXPECT_TRUE(has(error_of("name: e\nkind: runn\n", only_selftest), "'runn' (valid kinds: selftest)"));
-  EXPECT_TRUE(has(error_of(head + "quick: {axes: {y: [1]}}\naxes:\n  - {key: x, values: [1]}\n"), "(no error)"));
+  EXPECT_TRUE(
+      has(error_of("name: e\nkind: runn\n", only_selftest), "'runn' (valid kinds: selftest)"));
+  EXPECT_TRUE(has(error_of(head + "quick: {axes: {y: [1]}}\naxes:\n  - {key: x, values: [1]}\n"),
+                  "(no error)"));
 }
 
 TEST(SweepSpec, QuickReplacesAxesAndSetsKeys) {
@@ -191,14 +207,16 @@ quick:
   // Not an axis key: an error, with a suggestion.
   std::string bad = yaml;
   bad.replace(bad.find("axes: {x:"), 9, "axes: {xx:");
-  EXPECT_TRUE(has([&] {
-    try {
-      parse(bad, true);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  }(), "'xx' is not an axis key; did you mean 'x'?"));
+  EXPECT_TRUE(has(
+      [&] {
+        try {
+          parse(bad, true);
+        } catch (const InputError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      "'xx' is not an axis key; did you mean 'x'?"));
   // quick.replicates (issue 11.1): 3 replicates of each point in full, 2 under --quick; the
   // replicate index is innermost, so the quick points are (b200, x 2) × replicates 0 and 1.
   std::string rep = yaml;
@@ -244,8 +262,10 @@ axes:
       - {key: n, values: ["yes", "a b"]}
 metrics: [x2]
 quick: {set: {x: 5}, axes: {cap: [2 GB]}}
-)", quick);
-    const SweepSpec r = parse_sweep_spec(parse_yaml(emit_yaml(resolved_tree(s)), "sweep.yaml"), ".", quick, nullptr);
+)",
+                              quick);
+    const SweepSpec r = parse_sweep_spec(parse_yaml(emit_yaml(resolved_tree(s)), "sweep.yaml"), ".",
+                                         quick, nullptr);
     EXPECT_EQ(spec_hash(r), spec_hash(s));
     EXPECT_EQ(emit_yaml(resolved_tree(r)), emit_yaml(resolved_tree(s)));
     const auto a = expand(s), b = expand(r);
@@ -256,7 +276,8 @@ quick: {set: {x: 5}, axes: {cap: [2 GB]}}
       EXPECT_EQ(emit_yaml(point_config(s, a[i])), emit_yaml(point_config(r, b[i])));
     }
   }
-  EXPECT_NE(spec_hash(parse("name: a\nkind: selftest\n")), spec_hash(parse("name: b\nkind: selftest\n")));
+  EXPECT_NE(spec_hash(parse("name: a\nkind: selftest\n")),
+            spec_hash(parse("name: b\nkind: selftest\n")));
 }
 
 TEST(SweepSpec, ShellQuotingAndPointNames) {
@@ -286,11 +307,19 @@ axes:
   recs[3] = {"failed", "killed by SIGSEGV", {}};
   const MergedResults m = merge_results(s, pts, recs);
   const std::string s0 = std::to_string(pts[0].seed), s1 = std::to_string(pts[1].seed);
-  EXPECT_EQ(m.csv, "point,ex,replicate,seed,status,error,u,v,w\n"
-                   "0,1,0," + s0 + ",ok,,0.1,2,\n"
-                   "1,1,1," + s1 + ",ok,,1e-05,,3\n"
-                   "2,\"a,b\",0," + s0 + ",invalid,\"point.yaml:1:1: bad \"\"x\"\"\",,,\n"
-                   "3,\"a,b\",1," + s1 + ",failed,killed by SIGSEGV,,,\n");
+  EXPECT_EQ(m.csv,
+            "point,ex,replicate,seed,status,error,u,v,w\n"
+            "0,1,0," +
+                s0 +
+                ",ok,,0.1,2,\n"
+                "1,1,1," +
+                s1 +
+                ",ok,,1e-05,,3\n"
+                "2,\"a,b\",0," +
+                s0 +
+                ",invalid,\"point.yaml:1:1: bad \"\"x\"\"\",,,\n"
+                "3,\"a,b\",1," +
+                s1 + ",failed,killed by SIGSEGV,,,\n");
   EXPECT_EQ(m.not_ok, (std::vector<std::size_t>{2, 3}));
   const std::string first = m.jsonl.substr(0, m.jsonl.find('\n'));
   EXPECT_EQ(first, "{\"point\": 0, \"ex\": 1, \"replicate\": 0, \"seed\": " + s0 +
@@ -305,8 +334,9 @@ axes:
 
 TEST(SweepResults, ResultJsonRoundTripsNumbers) {
   PointResult r{{{"a", 0.1}, {"b", 1.0 / 3.0}, {"c", 1e300}}};
-  EXPECT_EQ(result_json(r), "{\n  \"status\": \"ok\",\n  \"metrics\": {\n    \"a\": 0.1,\n    \"b\": "
-                            "0.3333333333333333,\n    \"c\": 1e+300\n  }\n}\n");
+  EXPECT_EQ(result_json(r),
+            "{\n  \"status\": \"ok\",\n  \"metrics\": {\n    \"a\": 0.1,\n    \"b\": "
+            "0.3333333333333333,\n    \"c\": 1e+300\n  }\n}\n");
 }
 
 }  // namespace

@@ -63,15 +63,18 @@ class TraceReader : public ::testing::Test {
   fs::path m_dir;
 };
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST_F(TraceReader, KappasimJsonl) {
-  const std::string f = write("a.jsonl",
-                              "{\"arrival_s\": 0.5, \"prefix_tokens\": 1000, \"new_tokens\": 10}\n"
-                              "\n"
-                              "{\"arrival_s\": 0.5, \"prefix_tokens\": 0, \"new_tokens\": 7, "
-                              "\"sequence_id\": 42, \"extends_sequence\": true, \"output_tokens\": 3}\n"
-                              "{\"arrival_s\": 2, \"prefix_tokens\": 2048.0, \"new_tokens\": 1, \"sequence_id\": 42}\n");
+  const std::string f = write(
+      "a.jsonl",
+      "{\"arrival_s\": 0.5, \"prefix_tokens\": 1000, \"new_tokens\": 10}\n"
+      "\n"
+      "{\"arrival_s\": 0.5, \"prefix_tokens\": 0, \"new_tokens\": 7, "
+      "\"sequence_id\": 42, \"extends_sequence\": true, \"output_tokens\": 3}\n"
+      "{\"arrival_s\": 2, \"prefix_tokens\": 2048.0, \"new_tokens\": 1, \"sequence_id\": 42}\n");
   const auto r = read_all(spec(f, TraceFormat::Jsonl));
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].id, 1u);
@@ -205,9 +208,10 @@ TEST_F(TraceReader, MooncakeHashIdsArePositionalPrefixChains) {
 // issue 12 item 1: a row the time base cannot reach (2^63 ps = 106.75 days; the limit is 100
 // days, core/sim_runner.hpp) is rejected with FILE:LINE, also when time_scale pushes it there.
 TEST_F(TraceReader, ArrivalBeyondTheTimeLimitNamesFileAndLine) {
-  const std::string f = write("far.jsonl",
-                              "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n"
-                              "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  const std::string f =
+      write("far.jsonl",
+            "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 5}\n"
+            "{\"arrival_s\": 9300000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
   try {
     validate_trace(spec(f, TraceFormat::Jsonl));
     ADD_FAILURE() << "no error";
@@ -216,8 +220,8 @@ TEST_F(TraceReader, ArrivalBeyondTheTimeLimitNamesFileAndLine) {
     EXPECT_TRUE(has(e.what(), "100 days")) << e.what();
   }
   // 8.6e6 s (99.5 days) is within; doubled by time_scale it is not.
-  const std::string g = write("near.jsonl",
-                              "{\"arrival_s\": 8600000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
+  const std::string g =
+      write("near.jsonl", "{\"arrival_s\": 8600000, \"prefix_tokens\": 0, \"new_tokens\": 5}\n");
   EXPECT_EQ(validate_trace(spec(g, TraceFormat::Jsonl)).requests, 1);
   TraceSpec scaled = spec(g, TraceFormat::Jsonl);
   scaled.time_scale = 2;
@@ -255,7 +259,7 @@ struct BadRow {
   const char* what;
   TraceFormat format;
   std::string row;
-  const char* message;   // part of the expected message
+  const char* message;  // part of the expected message
 };
 
 TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
@@ -263,34 +267,54 @@ TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
   const std::string good_moon =
       "{\"timestamp\": 1000, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
   const std::vector<BadRow> bad = {
-      {"bad JSON", TraceFormat::Jsonl, "{\"arrival_s\": 1, \"prefix_tokens\": 5,", "not valid JSON"},
+      {"bad JSON", TraceFormat::Jsonl, "{\"arrival_s\": 1, \"prefix_tokens\": 5,",
+       "not valid JSON"},
       {"not an object", TraceFormat::Jsonl, "[1, 2, 3]", "expected one JSON object"},
-      {"missing field", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5}", "missing \"new_tokens\""},
-      {"negative tokens", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": -5, \"new_tokens\": 1}", "negative"},
-      {"wrong type", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": \"5\", \"new_tokens\": 1}", "a string"},
+      {"missing field", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5}",
+       "missing \"new_tokens\""},
+      {"negative tokens", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": -5, \"new_tokens\": 1}", "negative"},
+      {"wrong type", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": \"5\", \"new_tokens\": 1}", "a string"},
       {"wrong bool type", TraceFormat::Jsonl,
-       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"extends_sequence\": 1}", "true or false"},
-      {"non-integer tokens", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1.5}", "whole number"},
-      {"arrival backwards", TraceFormat::Jsonl, "{\"arrival_s\": 0.5, \"prefix_tokens\": 5, \"new_tokens\": 1}", "non-decreasing"},
-      {"negative arrival", TraceFormat::Jsonl, "{\"arrival_s\": -1, \"prefix_tokens\": 5, \"new_tokens\": 1}", ">= 0"},
-      {"T zero", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 0}", "expected 1 to 10000000"},
-      {"T too large", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 10000001}", "at most 10000000"},
-      {"K too large", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 20000000, \"new_tokens\": 1}", "at most 10000000"},
-      {"unknown key", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_token\": 5, \"new_tokens\": 1}", "did you mean \"prefix_tokens\""},
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"extends_sequence\": 1}",
+       "true or false"},
+      {"non-integer tokens", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1.5}", "whole number"},
+      {"arrival backwards", TraceFormat::Jsonl,
+       "{\"arrival_s\": 0.5, \"prefix_tokens\": 5, \"new_tokens\": 1}", "non-decreasing"},
+      {"negative arrival", TraceFormat::Jsonl,
+       "{\"arrival_s\": -1, \"prefix_tokens\": 5, \"new_tokens\": 1}", ">= 0"},
+      {"T zero", TraceFormat::Jsonl, "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 0}",
+       "expected 1 to 10000000"},
+      {"T too large", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 10000001}", "at most 10000000"},
+      {"K too large", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 20000000, \"new_tokens\": 1}", "at most 10000000"},
+      {"unknown key", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_token\": 5, \"new_tokens\": 1}",
+       "did you mean \"prefix_tokens\""},
       {"negative sequence id", TraceFormat::Jsonl,
-       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"sequence_id\": -3}", "negative"},
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"sequence_id\": -3}",
+       "negative"},
       {"mooncake hash count", TraceFormat::Mooncake,
-       "{\"timestamp\": 2000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}", "ceil(1025 / 512) = 3"},
+       "{\"timestamp\": 2000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2]}",
+       "ceil(1025 / 512) = 3"},
       {"mooncake missing hashes", TraceFormat::Mooncake,
-       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1}", "missing \"hash_ids\""},
+       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1}",
+       "missing \"hash_ids\""},
       {"mooncake hash type", TraceFormat::Mooncake,
-       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [\"a\"]}", "hash_ids[0]"},
+       "{\"timestamp\": 2000, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [\"a\"]}",
+       "hash_ids[0]"},
       {"mooncake backwards", TraceFormat::Mooncake,
-       "{\"timestamp\": 500, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [7]}", "non-decreasing"},
+       "{\"timestamp\": 500, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [7]}",
+       "non-decreasing"},
       {"mooncake zero input", TraceFormat::Mooncake,
-       "{\"timestamp\": 2000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}", "expected 1 to"},
+       "{\"timestamp\": 2000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
+       "expected 1 to"},
       {"mooncake negative timestamp", TraceFormat::Mooncake,
-       "{\"timestamp\": -2, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}", ">= 0"},
+       "{\"timestamp\": -2, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}",
+       ">= 0"},
       {"csv cell count", TraceFormat::Csv, "2,5", "2 cells; expected 3"},
       {"csv not a number", TraceFormat::Csv, "2,five,1", "expected a number"},
       {"csv non-integer", TraceFormat::Csv, "2,5,1.5", "whole number"},
@@ -303,11 +327,16 @@ TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
     // The bad row is line 3, after two good rows (JSONL, Mooncake) or after a header, a good row
     // and a blank line (CSV: blank lines count); a good row follows it.
     std::string text;
-    if (b.format == TraceFormat::Csv) text = "arrival_s,prefix_tokens,new_tokens\n1,100,10\n\n";
-    else if (b.format == TraceFormat::Mooncake) text = good_moon + good_moon;
-    else text = good_json + good_json;
+    if (b.format == TraceFormat::Csv)
+      text = "arrival_s,prefix_tokens,new_tokens\n1,100,10\n\n";
+    else if (b.format == TraceFormat::Mooncake)
+      text = good_moon + good_moon;
+    else
+      text = good_json + good_json;
     text += b.row + "\n";
-    text += b.format == TraceFormat::Csv ? "9,1,1\n" : b.format == TraceFormat::Mooncake ? good_moon : good_json;
+    text += b.format == TraceFormat::Csv        ? "9,1,1\n"
+            : b.format == TraceFormat::Mooncake ? good_moon
+                                                : good_json;
     const std::string f = write("bad.txt", text);
     const std::string msg = error_of(spec(f, b.format));
     const std::string line = b.format == TraceFormat::Csv ? ":4: " : ":3: ";

@@ -30,7 +30,7 @@ TEST(Units, Bandwidths) {
   EXPECT_DOUBLE_EQ(q("3.35 TB/s", dim::bandwidth), 3.35e12);
   EXPECT_DOUBLE_EQ(q("1 GiB/s", dim::bandwidth), 1073741824.0);
   EXPECT_DOUBLE_EQ(q("100 Gb/s", dim::bandwidth), 12.5e9);  // gigabit
-  EXPECT_DOUBLE_EQ(q("64GB/s", dim::bandwidth), 64e9);       // no space
+  EXPECT_DOUBLE_EQ(q("64GB/s", dim::bandwidth), 64e9);      // no space
 }
 
 TEST(Units, ComputeRates) {
@@ -77,7 +77,7 @@ TEST(Units, WrongDimensionIsAnErrorNamingBoth) {
     EXPECT_NE(m.find("data size"), std::string::npos) << m;
     EXPECT_NE(m.find("80 GB"), std::string::npos) << m;
   }
-  EXPECT_THROW(q("64", dim::bandwidth), UnitError);        // bare number where a unit is needed
+  EXPECT_THROW(q("64", dim::bandwidth), UnitError);  // bare number where a unit is needed
   EXPECT_THROW(q("64 GB/s", dim::none), UnitError);
   EXPECT_THROW(q("989 TFLOP", dim::flop_rate), UnitError);  // count, not rate
 }
@@ -108,10 +108,19 @@ TEST(Units, FormatUsesCanonicalUnitAndPrefix) {
 }
 
 TEST(Units, FormatRoundTripsExactly) {
-  const Dimension dims[] = {dim::bytes, dim::bandwidth, dim::flop_rate, dim::time, dim::power,
-                            dim::energy_per_byte, dim::transfer_rate, dim::none};
-  const double values[] = {1, 3.35e12, 989.4e12, 1.0 / 3, 2.0 / 3 * 1e-7, 85899345920.0,
-                           63015384615.384613, 123456789.123456789, 7e-13, 1e20, 0.1};
+  const Dimension dims[] = {dim::bytes, dim::bandwidth,       dim::flop_rate,     dim::time,
+                            dim::power, dim::energy_per_byte, dim::transfer_rate, dim::none};
+  const double values[] = {1,
+                           3.35e12,
+                           989.4e12,
+                           1.0 / 3,
+                           2.0 / 3 * 1e-7,
+                           85899345920.0,
+                           63015384615.384613,
+                           123456789.123456789,
+                           7e-13,
+                           1e20,
+                           0.1};
   for (const Dimension& d : dims) {
     for (double v : values) {
       std::string s = format_quantity(v, d);

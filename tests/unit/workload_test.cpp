@@ -30,7 +30,9 @@ std::string error_of(F f) {
   ADD_FAILURE() << "no InputError thrown";
   return {};
 }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -173,7 +175,8 @@ TEST(Random, ZipfFrequencies) {
   EXPECT_NEAR(static_cast<double>(counts[0]) / counts[1], 2.0, 0.1);  // (2/1)^s
   EXPECT_NEAR(counts[0] / 2e5, 1 / 5.18737751763962, 0.005);
   ZipfTable u(4, 0.0);  // s = 0: uniform
-  for (int k = 0; k < 4; ++k) EXPECT_NEAR(u.probability(static_cast<std::uint64_t>(k)), 0.25, 1e-12);
+  for (int k = 0; k < 4; ++k)
+    EXPECT_NEAR(u.probability(static_cast<std::uint64_t>(k)), 0.25, 1e-12);
 }
 
 // ---- arrivals --------------------------------------------------------------------------------
@@ -197,13 +200,14 @@ TEST(Workload, PoissonAndGammaRates) {
 }
 
 TEST(Workload, RateMustBePositive) {
-  EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, 0, 1, 1); }), "workload.rate"));
-  EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, -3, 1, 1, "x.rate"); }), "x.rate"));
+  EXPECT_TRUE(
+      has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, 0, 1, 1); }), "workload.rate"));
+  EXPECT_TRUE(
+      has(error_of([] { ArrivalProcess(ArrivalKind::Poisson, -3, 1, 1, "x.rate"); }), "x.rate"));
   EXPECT_TRUE(has(error_of([] { ArrivalProcess(ArrivalKind::Gamma, 1, 0, 1); }), "cv"));
-  EXPECT_TRUE(has(error_of([] {
-                    read_config<WorkloadSpec>(parse_yaml("rate: 0\n", "w.yaml"), "workload");
-                  }),
-                  "workload.rate"));
+  EXPECT_TRUE(has(
+      error_of([] { read_config<WorkloadSpec>(parse_yaml("rate: 0\n", "w.yaml"), "workload"); }),
+      "workload.rate"));
   WorkloadSpec s = spec_of(WorkloadType::NarrativeQa, 10, -2);
   const std::string msg = error_of([&] { make_source(s, 1); });
   EXPECT_TRUE(has(msg, "workload.rate")) << msg;
@@ -279,7 +283,8 @@ TEST(Workload, ArrivalRateMatchesTheConfiguredRate) {
   // Sessions bring several requests each; in steady state (the second half of the run, long
   // after the first sessions) requests arrive at the configured rate.
   for (const auto& p : kPublished) {
-    for (auto [kind, cv] : {std::pair{ArrivalKind::Poisson, 1.0}, std::pair{ArrivalKind::Gamma, 2.0}}) {
+    for (auto [kind, cv] :
+         {std::pair{ArrivalKind::Poisson, 1.0}, std::pair{ArrivalKind::Gamma, 2.0}}) {
       WorkloadSpec s = spec_of(p.type, 200000, 50);
       s.arrival = kind;
       s.cv = cv;
@@ -338,8 +343,10 @@ TEST(Workload, DocumentQuestionsSharePrefixNotQuestion) {
         const auto shared = static_cast<std::size_t>(a.prefix_tokens / chunk);
         ASSERT_GE(ka.size(), shared);
         ASSERT_GE(kb.size(), shared);
-        EXPECT_TRUE(std::equal(ka.begin(), ka.begin() + static_cast<std::ptrdiff_t>(shared), kb.begin()));
-        const std::set<std::uint64_t> qa(ka.begin() + static_cast<std::ptrdiff_t>(shared), ka.end());
+        EXPECT_TRUE(
+            std::equal(ka.begin(), ka.begin() + static_cast<std::ptrdiff_t>(shared), kb.begin()));
+        const std::set<std::uint64_t> qa(ka.begin() + static_cast<std::ptrdiff_t>(shared),
+                                         ka.end());
         for (auto it = kb.begin() + static_cast<std::ptrdiff_t>(shared); it != kb.end(); ++it)
           EXPECT_EQ(qa.count(*it), 0u) << "question chunks are never shared";
         ++pairs;
@@ -387,7 +394,8 @@ TEST(Workload, BoundedMemoryOverManyRequests) {
     Request r;
     for (int i = 0; i < 100000; ++i) {
       ASSERT_TRUE(gen->next(r));
-      (i < 50000 ? max_first : max_second) = std::max(i < 50000 ? max_first : max_second, gen->state_size());
+      (i < 50000 ? max_first : max_second) =
+          std::max(i < 50000 ? max_first : max_second, gen->state_size());
     }
     EXPECT_LT(max_second, 2000u) << workload_type_name(p.type);
     EXPECT_LE(max_second, 2 * max_first) << workload_type_name(p.type);
@@ -418,9 +426,9 @@ TEST(Workload, WarmStartBeginsInSteadyState) {
 
 // Issue 12, item 7: the warm-up is bounded by the requests asked for. ShareGPT defaults: think
 // 60 s × 40 turns = 2400 s of warm-up; E[turns | <= 40] = 6 - 40 (5/6)^40 / (1 - (5/6)^40)
-// ≈ 6 - 40 · 6.80e-4 = 5.9728. At 10 requests/s the session rate is 1.674/s: 2400 s starts ~4000 sessions, under
-// the cap of 1000 × 200, so the warm-up is whole. At 1e4/s the cap binds:
-// 1000 × 200 / (1e4 / 5.9728) ≈ 119.46 s.
+// ≈ 6 - 40 · 6.80e-4 = 5.9728. At 10 requests/s the session rate is 1.674/s: 2400 s starts ~4000
+// sessions, under the cap of 1000 × 200, so the warm-up is whole. At 1e4/s the cap binds: 1000 ×
+// 200 / (1e4 / 5.9728) ≈ 119.46 s.
 TEST(Workload, WarmUpIsBoundedByTheRequestsAskedFor) {
   const double q40 = std::pow(5.0 / 6.0, 40);
   const double mean = 6 - 40 * q40 / (1 - q40);
@@ -542,8 +550,8 @@ TEST(WorkloadMix, SplitsRequestsByCumulativeRounding) {
     EXPECT_EQ(total, c.n);
     EXPECT_NEAR(wsum, 1.0, 1e-12);
   }
-  const auto c3 = mix_components(
-      mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 10), 4);
+  const auto c3 =
+      mix_components(mix_of({{"sharegpt", 0.5}, {"narrativeqa", 0.3}, {"docfinqa", 0.2}}, 10), 4);
   EXPECT_DOUBLE_EQ(c3[0].rate, 5);
   EXPECT_DOUBLE_EQ(c3[1].rate, 3);
   EXPECT_DOUBLE_EQ(c3[2].rate, 2);
@@ -793,7 +801,8 @@ TEST(Workload, ConfigErrorsNameTheKey) {
   EXPECT_TRUE(has(error_of([&] { read("sharegpt: {turns_mean: 50, turns_max: 10}\n"); }),
                   "workload.sharegpt.turns_mean"));
   EXPECT_TRUE(has(error_of([&] { read("requests: 0\n"); }), "workload.requests"));
-  EXPECT_TRUE(has(error_of([&] { read("trace: {time_scale: 0}\n"); }), "workload.trace.time_scale"));
+  EXPECT_TRUE(
+      has(error_of([&] { read("trace: {time_scale: 0}\n"); }), "workload.trace.time_scale"));
 }
 
 }  // namespace
