@@ -36,6 +36,7 @@
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
 #include "models/gpu/copy_engine.hpp"
+#include "models/gpu/gpu_compute.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/engine_stats.hpp"
@@ -123,7 +124,8 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   }
   void wait_copies(CopyGroup& c) override;
   CopySplit split_copies(const CopyGroup& c, double t_start) const override;
-  void compute(double compute_s) override;
+  void compute(const StepTime& st) override;
+  void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) override;
   void trace_copies(const CopyGroup& c, const std::string& what) override;
   void trace_load(const std::string& what, double t0, double t1) override;
   void trace_link(const std::string& what, double t0, double t1) override;
@@ -150,6 +152,12 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   int m_chunk_tokens;       // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
   double m_chunk_bytes_gpu;
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end
+  // The TP group's components (issue 13 items 1-2), one per GPU, all on m_link: the compute
+  // engine (its steps are HBM Local flows; its SmPool), the DMA copy engine (block_dma and
+  // layer-wise loads, stores) and, on the kernel load path, the copy kernel (takes SMs).
+  std::vector<std::unique_ptr<GpuCompute>> m_gpus;
+  std::vector<std::unique_ptr<CopyEngine>> m_dma;
+  std::vector<std::unique_ptr<CopyKernel>> m_copy_kernels;
   double m_link_capacity_Bps = 0;
   struct Store {  // a store in flight (async stores outlive their step)
     CopyGroup c;
