@@ -266,6 +266,7 @@ void ServingEngine::run_step(Step& st) {
   m_step_time.sched_software_s += now_s() - t_sched;
   // What the step computes and loads (serving/step_plan).
   StepWork work = plan_step_work(st.plan, m_recompute_of);
+  m_step_slices = work.slices;
   const std::vector<Sequence*>& first = work.load;
   const std::vector<Sequence*>& done = work.done;
   for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
@@ -358,9 +359,26 @@ void ServingEngine::wait_copies(CopyGroup& c) {
 
 void ServingEngine::start_compute(CopyGroup& c, double compute_s, double hbm_bytes) {
   c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
-  for (int k = 0; k < m_tp; ++k)
-    m_gpus[static_cast<std::size_t>(k)]->start_step(compute_s, hbm_bytes,
-                                                    c.rs[static_cast<std::size_t>(k)], c.g);
+  for (int k = 0; k < m_tp; ++k) {
+    GpuCompute& gpu = *m_gpus[static_cast<std::size_t>(k)];
+    double t = compute_s;
+    if (gpu.sm_pool().free() < gpu.sm_pool().total()) {
+      // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
+      // step's batch does at the free SM fraction (kernel_timing). Today's paths never get
+      // here (counted; see docs/serving-engine.md).
+      ++m_compute_on_fewer_sms;
+      const ServingSpec& sv = m_spec.serving;
+      const double all = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices,
+                                         sv.compute_dtype, 1.0, sv.kv_dtype)
+                             .total.compute_time_s;
+      const double part =
+          batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices,
+                          sv.compute_dtype, gpu.sm_pool().compute_fraction(), sv.kv_dtype)
+              .total.compute_time_s;
+      if (all > 0) t = compute_s * part / all;
+    }
+    gpu.start_step(t, hbm_bytes, c.rs[static_cast<std::size_t>(k)], c.g);
+  }
 }
 
 void ServingEngine::compute(const StepTime& st) {

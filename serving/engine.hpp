@@ -88,6 +88,14 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
+  // Compute steps started on a GPU while one of its copy kernels held SMs (so they ran on fewer
+  // SMs), and copy kernels started: on today's load paths the first is 0 (issue 13).
+  std::uint64_t compute_steps_on_fewer_sms() const { return m_compute_on_fewer_sms; }
+  std::uint64_t copy_kernels_started() const {
+    std::uint64_t n = 0;
+    for (const auto& k : m_copy_kernels) n += k->kernels();
+    return n;
+  }
   // Live state, for a router (serving/cluster) deciding at an arrival: requests arrived and not
   // finished, their prompt tokens still to prefill, and the cached tokens of those not yet
   // admitted (whose load is still ahead).
@@ -158,6 +166,8 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   std::vector<std::unique_ptr<GpuCompute>> m_gpus;
   std::vector<std::unique_ptr<CopyEngine>> m_dma;
   std::vector<std::unique_ptr<CopyKernel>> m_copy_kernels;
+  std::uint64_t m_compute_on_fewer_sms = 0;
+  std::vector<SeqSlice> m_step_slices;  // the running step's batch (its time at fewer SMs)
   double m_link_capacity_Bps = 0;
   struct Store {  // a store in flight (async stores outlive their step)
     CopyGroup c;

@@ -517,5 +517,28 @@ TEST(ServingEngine, UnifiedTierLoadSharesHbmWithTheOverlappingCompute) {
   EXPECT_NEAR(r.compute_s, t, 1e-15);
 }
 
+
+// The kernel path is the only one with copy kernels, and LMCache's retrieve blocks the step:
+// every kernel has returned its SMs before the step's compute starts, so no compute step ever
+// runs on fewer SMs (the mechanism, CopyStart.ACopyKernelHoldingHalfTheSmsStretchesA
+// ComputeBoundStepTwofold, has no effect on today's paths). Eight requests 1 ms apart queue
+// behind each other on TP 2 with async stores, so loads, stores and compute follow closely.
+TEST(ServingEngine, CopyKernelsHaveReturnedTheirSmsWhenAStepComputes) {
+  const RunSpec spec = run_spec(
+      std::string(kLlama8bH100) +
+      "serving: {" KAPPASIM_TEST_STACK "tp: 2, warm_tier: true, store: async, load_path: kernel}\n");
+  std::vector<Request> rs;
+  for (std::uint64_t i = 1; i <= 8; ++i) rs.push_back(request(i, 1e-3 * double(i), 4096, 512));
+  VectorSource src(std::move(rs));
+  std::unique_ptr<ServingEngine> e;
+  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, EngineSinks{}); });
+  e->check_end();
+  EXPECT_EQ(e->finished(), 8u);
+  // One kernel per GPU per loading step (requests admitted together load in one step).
+  EXPECT_GE(e->copy_kernels_started(), 2u);
+  EXPECT_EQ(e->copy_kernels_started() % 2, 0u);
+  EXPECT_EQ(e->compute_steps_on_fewer_sms(), 0u);
+}
+
 }  // namespace
 }  // namespace kappasim
