@@ -89,6 +89,21 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_sched = std::make_unique<Scheduler>(sv.scheduler_config());
   if (sv.recompute.mode == RecomputeMode::Auto) m_cost = request_cost_model(m_spec);
   m_load_path = make_load_path(load_path_name(sv.load_path));
+  // One compute engine and one DMA copy engine per GPU, and a copy kernel per GPU on the kernel
+  // path, all issuing into the link back end (their socket bound for the blocking path too).
+  for (int k = 0; k < m_tp; ++k) {
+    const std::string g = std::to_string(k);
+    m_gpus.push_back(
+        std::make_unique<GpuCompute>(("gpu" + g).c_str(), m_spec.system.gpu, sv.compute_dtype));
+    m_gpus.back()->attach_link(*m_link, k);
+    m_dma.push_back(std::make_unique<CopyEngine>(("dma" + g).c_str(), m_spec.system.gpu, k));
+    m_dma.back()->connect(*m_link);
+    if (m_load_path->copy_path() == CopyPath::Kernel) {
+      m_copy_kernels.push_back(
+          std::make_unique<CopyKernel>(("copy_kernel" + g).c_str(), m_spec.system.gpu));
+      m_copy_kernels.back()->connect(*m_link);
+    }
+  }
   LoadContext::spec = &m_spec;
   LoadContext::on_package = m_on_package;
   LoadContext::kv_bytes_per_token_gpu = m_bkv_gpu;
@@ -189,8 +204,17 @@ void ServingEngine::arrivals() {
         recompute = R;
       }
     }
+    // A request that cannot fit one step (chunked prefill off, budget too small) is an input
+    // error found only here (its cached tokens depend on the tier): report it through sim_fail
+    // (an exception leaving an SC_THREAD would become SystemC's internal error) and end the
+    // source as below, so the requests in flight drain.
+    try {
+      m_sched->enqueue(seq.get(), now_s());
+    } catch (const InputError&) {
+      sim_fail(std::current_exception());
+      break;
+    }
     ++m_stats.arrived;
-    m_sched->enqueue(seq.get(), now_s());
     RequestState& state = m_live[r.id];
     state.seq = std::move(seq);
     state.recompute_tokens = recompute;
@@ -241,6 +265,7 @@ void ServingEngine::run_step(Step& st) {
   m_step_time.sched_software_s += now_s() - t_sched;
   // What the step computes and loads (serving/step_plan).
   StepWork work = plan_step_work(st.plan, m_recompute_of);
+  m_step_slices = work.slices;
   const std::vector<Sequence*>& first = work.load;
   const std::vector<Sequence*>& done = work.done;
   for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
@@ -252,7 +277,7 @@ void ServingEngine::run_step(Step& st) {
     const LoadSplit ls = split_step_loads(first);
     st.load_s = m_load_path->run(*this, ls, static_cast<std::int64_t>(first.size()), step_time);
   } else {
-    compute(compute_s);
+    compute(step_time);
   }
   st.compute_s = compute_s;
   for (Sequence* s : first) state_of(s).load_s = st.load_s;
@@ -307,12 +332,21 @@ void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t u
     r.path = path;
     r.bytes = bytes_per_gpu;
   }
-  // Every GPU's copies cost the same fixed time (CopyEngine / CopyKernel's cost model).
-  const GpuSpec& gpu = m_spec.system.gpu;
-  const double fixed = path == CopyPath::Kernel
-                           ? copy_kernel_fixed_s(gpu, units)
-                           : dma_stream_fixed_s(gpu, units, m_link->latency_s(0, dir, path, true));
-  m_link->start_group(c.rs, c.g, delay_s + fixed);
+  // Every GPU's component issues its share and charges its fixed cost (CopyEngine::start:
+  // dma_stream_fixed_s; CopyKernel::start: copy_kernel_fixed_s). A copy kernel takes SMs from
+  // its GPU's pool until its last byte: every SM free (assumption: LMCache's and vLLM's copy
+  // kernels launch a grid of one block per token or block, thousands, above any GPU's SM
+  // count), which also keeps its Little's-law read bound at the whole GPU's, as before.
+  for (int k = 0; k < m_tp; ++k) {
+    TransferRequest& r = c.rs[static_cast<std::size_t>(k)];
+    if (path == CopyPath::Kernel) {
+      SmPool& sms = m_gpus[static_cast<std::size_t>(k)]->sm_pool();
+      m_copy_kernels[static_cast<std::size_t>(k)]->start(r, units, c.g, delay_s, &sms,
+                                                         m_spec.system.gpu.sm_count);
+    } else {
+      m_dma[static_cast<std::size_t>(k)]->start(r, units, c.g, delay_s);
+    }
+  }
 }
 
 double ServingEngine::now() const { return now_s(); }
@@ -322,9 +356,35 @@ void ServingEngine::wait_copies(CopyGroup& c) {
   if (!c.g.finished) sc_core::wait(c.g.done);
 }
 
-void ServingEngine::compute(double compute_s) {
+void ServingEngine::start_compute(CopyGroup& c, double compute_s, double hbm_bytes) {
+  c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
+  for (int k = 0; k < m_tp; ++k) {
+    GpuCompute& gpu = *m_gpus[static_cast<std::size_t>(k)];
+    double t = compute_s;
+    if (gpu.sm_pool().free() < gpu.sm_pool().total()) {
+      // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
+      // step's batch does at the free SM fraction (kernel_timing). Today's paths never get
+      // here (counted; see docs/serving-engine.md).
+      ++m_compute_on_fewer_sms;
+      const ServingSpec& sv = m_spec.serving;
+      const double all = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices,
+                                         sv.compute_dtype, 1.0, sv.kv_dtype)
+                             .total.compute_time_s;
+      const double part =
+          batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices, sv.compute_dtype,
+                          gpu.sm_pool().compute_fraction(), sv.kv_dtype)
+              .total.compute_time_s;
+      if (all > 0) t = compute_s * part / all;
+    }
+    gpu.start_step(t, hbm_bytes, c.rs[static_cast<std::size_t>(k)], c.g);
+  }
+}
+
+void ServingEngine::compute(const StepTime& st) {
   const double t_c = now_s();
-  wait_s(compute_s);
+  CopyGroup c;
+  start_compute(c, st.total.compute_time_s, st.total.hbm_bytes);
+  wait_copies(c);
   m_step_time.compute_s += now_s() - t_c;
   trace_compute(t_c, now_s());
 }

@@ -36,6 +36,7 @@
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
 #include "models/gpu/copy_engine.hpp"
+#include "models/gpu/gpu_compute.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/engine_stats.hpp"
@@ -87,6 +88,14 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
+  // Compute steps started on a GPU while one of its copy kernels held SMs (so they ran on fewer
+  // SMs), and copy kernels started: on today's load paths the first is 0 (issue 13).
+  std::uint64_t compute_steps_on_fewer_sms() const { return m_compute_on_fewer_sms; }
+  std::uint64_t copy_kernels_started() const {
+    std::uint64_t n = 0;
+    for (const auto& k : m_copy_kernels) n += k->kernels();
+    return n;
+  }
   // Live state, for a router (serving/cluster) deciding at an arrival: requests arrived and not
   // finished, their prompt tokens still to prefill, and the cached tokens of those not yet
   // admitted (whose load is still ahead).
@@ -123,7 +132,8 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   }
   void wait_copies(CopyGroup& c) override;
   CopySplit split_copies(const CopyGroup& c, double t_start) const override;
-  void compute(double compute_s) override;
+  void compute(const StepTime& st) override;
+  void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) override;
   void trace_copies(const CopyGroup& c, const std::string& what) override;
   void trace_load(const std::string& what, double t0, double t1) override;
   void trace_link(const std::string& what, double t0, double t1) override;
@@ -150,6 +160,14 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   int m_chunk_tokens;  // the tier's unit: LMCache chunks, or vLLM blocks for block_dma
   double m_chunk_bytes_gpu;
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end
+  // The TP group's components (issue 13 items 1-2), one per GPU, all on m_link: the compute
+  // engine (its steps are HBM Local flows; its SmPool), the DMA copy engine (block_dma and
+  // layer-wise loads, stores) and, on the kernel load path, the copy kernel (takes SMs).
+  std::vector<std::unique_ptr<GpuCompute>> m_gpus;
+  std::vector<std::unique_ptr<CopyEngine>> m_dma;
+  std::vector<std::unique_ptr<CopyKernel>> m_copy_kernels;
+  std::uint64_t m_compute_on_fewer_sms = 0;
+  std::vector<SeqSlice> m_step_slices;  // the running step's batch (its time at fewer SMs)
   double m_link_capacity_Bps = 0;
   struct Store {  // a store in flight (async stores outlive their step)
     CopyGroup c;

@@ -39,9 +39,11 @@ void Scheduler::enqueue(Sequence* s, double now) {
   if (!m_cfg.chunked_prefill && s->compute_tokens > m_cfg.max_num_batched_tokens)
     throw InputError("request " + std::to_string(s->req.id) + " needs " +
                      std::to_string(s->compute_tokens) +
-                     " prefill tokens in one step but max_num_batched_tokens is " +
+                     " prefill tokens in one step but serving.max_num_batched_tokens is " +
                      std::to_string(m_cfg.max_num_batched_tokens) +
-                     " and chunked prefill is off: enable chunked_prefill or raise the budget");
+                     " and serving.chunked_prefill is false: set serving.chunked_prefill=true "
+                     "or raise serving.max_num_batched_tokens to at least " +
+                     std::to_string(s->compute_tokens));
   s->enqueue_s = now;
   s->arrival_seq = m_enqueued++;
   m_waiting.push_back(s);

@@ -149,12 +149,18 @@ void CopyKernel::start(TransferRequest& r, std::int64_t blocks, TransferGroup& g
   ++m_kernels;
   m_blocks += static_cast<decltype(m_blocks)>(blocks);
   m_sms_held += held;
+  // The SMs whose loads are in flight: those held, plus the one SM the pool keeps for compute
+  // when the kernel wanted it and took every other (a grid larger than the GPU runs blocks on
+  // every idle SM; compute issued later shares that SM). So a kernel on an idle GPU reads at
+  // the whole GPU's Little's-law rate, as the serving engine's copy kernels did before they
+  // took SMs (issue 13).
+  const int little_sms = sms && sms_wanted > held && sms->free() == 1 ? held + 1 : held;
   r.path = CopyPath::Kernel;
   r.pinned = true;
   if (r.dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
       m_gpu_spec.copy_kernel_load_width)
     r.sm_inflight_bytes =
-        sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
+        sm_inflight_bytes(sms ? little_sms : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
                           *m_gpu_spec.copy_kernel_load_width);
   g.add();
   m_inflight.emplace_back();

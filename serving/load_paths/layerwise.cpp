@@ -63,6 +63,17 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     return std::max(end, t_issue);
   };
   const double compute_s = compute.total.compute_time_s;
+  const double hbm_bytes = compute.total.hbm_bytes;
+  // The compute's own time: compute_s alone, longer where copies share its HBM (GpuCompute's
+  // Local flows); the pipeline's overlap is reckoned with it.
+  double compute_run = 0;
+  auto run_compute = [&](double s, double b) {
+    const double t_c = ctx.now();
+    CopyGroup k;
+    ctx.start_compute(k, s, b);
+    ctx.wait_copies(k);
+    compute_run += k.g.end_s - t_c;
+  };
   double load_end = t_pipe;
   double transfer_s = 0;  // time the links spent moving this step's KV
   double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
@@ -86,7 +97,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     for (int l = 0; l < L; ++l) {
       const double t_l = ctx.now();
       if (l + 1 < L && link) ctx.start_copies(c, bytes / L, chunks, CopyPath::Dma);
-      ctx.wait(compute_s / L);
+      run_compute(compute_s / L, hbm_bytes / L);
       if (l + 1 < L) {
         double end_l = t_l + buffer_s / L;
         if (link) {
@@ -110,7 +121,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     // first layer's load before compute can start) and drain (the last layer's compute after
     // the last load) from per-layer times.
     if (link) ctx.start_copies(c, bytes, chunks * L, CopyPath::Dma);
-    ctx.wait(compute_s);
+    run_compute(compute_s, hbm_bytes);
     load_end = t_pipe + buffer_s;
     if (link) {
       ctx.wait_copies(c);
@@ -123,7 +134,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
       copies.bounds[LoadBound::Hbm] += buffer_s;
     }
     pipe_s = load_end - t_pipe;
-    const double end = std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_s);
+    const double end = std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_run);
     ctx.wait(end - ctx.now());
   }
   stats.link_busy_s += transfer_s;
@@ -132,7 +143,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   // The pipeline's wall time is the compute plus the load it did not hide; the hidden part is
   // split like the copies' own time. Bound times count the whole load, hidden or not.
   const double wall = ctx.now() - t_pipe;
-  const double exposed = std::max(0.0, wall - compute_s);
+  const double exposed = std::max(0.0, wall - compute_run);
   const double copy_total = copies.software + copies.link + copies.wait;
   if (copy_total > 0) {
     time.load_software_s += exposed * copies.software / copy_total;

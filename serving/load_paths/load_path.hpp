@@ -46,8 +46,14 @@ class LoadContext {
   virtual void wait_copies(CopyGroup& c) = 0;
   // The group's time from t_start to its end (c.g.end_s), split as CopySplit says.
   virtual CopySplit split_copies(const CopyGroup& c, double t_start) const = 0;
-  // The step's compute alone on the GPUs (charged to the step's compute, traced).
-  virtual void compute(double compute_s) = 0;
+  // The step's compute on every GPU (GpuCompute::start_step: one HBM Local flow per GPU that
+  // shares HBM with the copies in flight), waited for, charged to the step's compute (its
+  // stretch by HBM sharing included) and traced.
+  virtual void compute(const StepTime& st) = 0;
+  // Non-blocking: `compute_s` of compute moving `hbm_bytes` through each GPU's HBM, one member
+  // per GPU in c (wait with wait_copies; c.g.end_s is when the slowest GPU's step ended).
+  // Charged and traced by the caller.
+  virtual void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) = 0;
   // Trace: every GPU's copies; a span on the engine's load track; spans on every GPU's link
   // track; the step's compute on the compute tracks. No-ops without a trace.
   virtual void trace_copies(const CopyGroup& c, const std::string& what) = 0;

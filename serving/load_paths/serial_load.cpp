@@ -63,7 +63,7 @@ double SerialLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t r
   stats.buffer_bytes_gpu += ls.buffer_tokens * ctx.kv_bytes_per_token_gpu;
   ctx.trace_load(m_name, t0, ctx.now());
   const double load_s = ctx.now() - t0;
-  ctx.compute(compute.total.compute_time_s);  // LMCache's retrieve blocks the step: then compute
+  ctx.compute(compute);  // LMCache's retrieve blocks the step: then compute
   return load_s;
 }
 

@@ -807,6 +807,30 @@ TEST(Cli, RunPastTheTimeBaseIsRejected) {
   }
 }
 
+// ---- issue 13: an input error found inside the simulation ----------------------------------
+
+// Chunked prefill off and a budget smaller than a request's prefill: the scheduler's InputError
+// was thrown inside the engine's arrivals SC_THREAD, so the run exited with SystemC's
+// "internal error: (E549) uncaught exception" (exit 1). Now it reaches the user as itself
+// (sim_fail): exit 2, the message names both keys and the request, nothing written. With a cold
+// tier a NarrativeQA prompt (tens of thousands of tokens) is all prefill, over a 1024 budget.
+TEST(Cli, UnchunkedRequestOverTheBudgetIsAnInputError) {
+  const fs::path cfg = write("unchunked.yaml", kRunConfig);
+  const fs::path out = scratch() / "unchunked-out";
+  Result r = run("run " + cfg.string() +
+                 " -q --set serving.warm_tier=false --set serving.chunked_prefill=false"
+                 " --set serving.max_num_batched_tokens=1024"
+                 " --out " +
+                 out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(has(r.err, "E549")) << r.err;
+  EXPECT_FALSE(has(r.err, "internal error")) << r.err;
+  EXPECT_TRUE(has(r.err, "serving.max_num_batched_tokens is 1024")) << r.err;
+  EXPECT_TRUE(has(r.err, "serving.chunked_prefill is false")) << r.err;
+  EXPECT_TRUE(has(r.err, "request ")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // ---- issue 12: output-folder safety, limits, help (items 5-9, 14, 16) -------------------------
 
 // `run proj/cfg.yaml --out proj` used to leave only kappasim's files in proj: a non-empty folder

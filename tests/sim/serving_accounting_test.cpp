@@ -246,7 +246,10 @@ TEST(TimeBreakdown, LayerwiseCountsOnlyTheExposedLoad) {
   ASSERT_EQ(o.recs.size(), 1u);
   const RequestRecord& r = o.recs[0];
   const double compute = step_compute(spec, {{double(T), double(K), true}});
-  EXPECT_NEAR(r.time.compute_s, compute, tol(compute));
+  // The compute is an HBM flow (issue 13) beside the load's DMA, which leaves it its whole
+  // demand (HBM is far from full): its end is re-rounded to 1 ps at each of the fabric's rate
+  // changes (the DMA's start and end), so a few ps more than one wait's rounding.
+  EXPECT_NEAR(r.time.compute_s, compute, tol(compute) + 10e-12);
   EXPECT_NEAR(parts(r), r.ttft_s, tol(r.ttft_s));
   // The load the engine reports (software + all copies) is more than what the step exposed.
   EXPECT_LT(r.time.load_s(), r.load_s);

@@ -491,5 +491,61 @@ TEST(ServingEngine, UtilizationPolicyAdmitsTheSmallRequestPastTheBigOne) {
   EXPECT_LT(o.rec(3).ttft_s, pc.fifo_r3());
 }
 
+// ---- issue 13 items 1-2: compute as an HBM flow ----------------------------------------------
+
+// Unified-HBM tier (B200; the tier's 8 TB/s is above the HBM roof C = 8 TB/s × 0.92), layer-wise
+// step granularity: the step's one DMA flow and its compute (one Local flow of h bytes at its
+// own demand a = h / t, t its time alone) start together (DMA fixed cost set to 0) on gpu0.hbm.
+// A short query over a long cached document is memory-bound: a > C / 2 (checked below). Both
+// want more than C / 2, so max-min gives each C / 2 while both run. The copy (X bytes) ends
+// first at tx = 2X / C; the compute has moved C/2 · tx = X bytes and moves its other h − X alone
+// at a: compute ends at 2X / C + (h − X) / a = t + X (2 / C − 1 / a), longer than t. The
+// request's compute time (the breakdown's) is that stretched time; its recorded compute_s (the
+// step alone) is t. Before issue 13 the compute was a timed wait of t.
+TEST(ServingEngine, UnifiedTierLoadSharesHbmWithTheOverlappingCompute) {
+  const RunSpec spec = run_spec(
+      "model: llama-3.1-8b\n"
+      "system: {preset: unified-hbm, gpu: {preset: b200, dma_copy_overhead: 0 s}}\n"
+      "trace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, warm_tier: true, store: none, load_path: layerwise, granularity: step}\n");
+  const std::int64_t K = 65536, T = 16;
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const StepTime st =
+      batch_step_time(spec.model, spec.system.gpu, 1, {{double(T), double(K), true}}, "bf16");
+  const double t = st.total.compute_time_s, h = st.total.hbm_bytes;
+  const double C = 8e12 * 0.92, a = h / t, X = K * kBkv8b;
+  ASSERT_GT(a, C / 2);              // memory-bound enough to lose HBM to the copy
+  ASSERT_LT(2 * X / C, 2 * h / C);  // the copy ends first
+  const double stretched = 2 * X / C + (h - X) / a;
+  EXPECT_GT(stretched, 1.01 * t);
+  const RequestRecord& r = o.rec(1);
+  EXPECT_NEAR(r.time.compute_s, stretched, tol(stretched));
+  EXPECT_NEAR(r.compute_s, t, 1e-15);
+}
+
+// The kernel path is the only one with copy kernels, and LMCache's retrieve blocks the step:
+// every kernel has returned its SMs before the step's compute starts, so no compute step ever
+// runs on fewer SMs (the mechanism, CopyStart.ACopyKernelHoldingHalfTheSmsStretchesA
+// ComputeBoundStepTwofold, has no effect on today's paths). Eight requests 1 ms apart queue
+// behind each other on TP 2 with async stores, so loads, stores and compute follow closely.
+TEST(ServingEngine, CopyKernelsHaveReturnedTheirSmsWhenAStepComputes) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {" KAPPASIM_TEST_STACK
+                                "tp: 2, warm_tier: true, store: async, load_path: kernel}\n");
+  std::vector<Request> rs;
+  for (std::uint64_t i = 1; i <= 8; ++i) rs.push_back(request(i, 1e-3 * double(i), 4096, 512));
+  VectorSource src(std::move(rs));
+  std::unique_ptr<ServingEngine> e;
+  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, EngineSinks{}); });
+  e->check_end();
+  EXPECT_EQ(e->finished(), 8u);
+  // One kernel per GPU per loading step (requests admitted together load in one step).
+  EXPECT_GE(e->copy_kernels_started(), 2u);
+  EXPECT_EQ(e->copy_kernels_started() % 2, 0u);
+  EXPECT_EQ(e->compute_steps_on_fewer_sms(), 0u);
+}
+
 }  // namespace
 }  // namespace kappasim

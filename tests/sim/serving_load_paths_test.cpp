@@ -63,10 +63,19 @@ class FakeContext : public LoadContext {
     s.bounds[LoadBound::Link] = s.link;
     return s;
   }
-  void compute(double s) override {
+  void compute(const StepTime& st) override {
+    const double s = st.total.compute_time_s;
     step_time->compute_s += s;
     compute_waited += s;
     t += s;
+  }
+  // Compute alone: it ends after compute_s (no HBM sharing here).
+  void start_compute(CopyGroup& c, double compute_s, double) override {
+    c.rs.assign(1, TransferRequest{});
+    c.rs[0].start_s = t;
+    c.rs[0].end_s = t + compute_s;
+    c.g.finished = false;
+    c.g.end_s = c.rs[0].end_s;
   }
   void trace_copies(const CopyGroup&, const std::string&) override {}
   void trace_load(const std::string&, double, double) override {}
