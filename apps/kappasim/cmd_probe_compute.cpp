@@ -1,16 +1,14 @@
 // kappasim probe prefill | gemm: the GPU compute model on its own.
-//   prefill: runs the SystemC GpuCompute for one GPU of a TP group over a whole prefill of T new
+//   prefill: runs the SystemC GpuCompute (serving/probes.cpp: run_compute_probe) for one GPU of a
+//   TP group over a whole prefill of T new
 //            tokens on K cached ones, and prints its time split (equal to prefill_time()).
 //   gemm:    the time of one M×N×K GEMM, or a sweep of M for N = K = 8192.
 #include <iostream>
-#include <memory>
-#include <systemc>
 
 #include "apps/kappasim/cli.hpp"
-#include "core/sim_runner.hpp"
 #include "core/table.hpp"
-#include "models/gpu/gpu_compute.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "serving/probes.hpp"
 
 namespace kappasim::cli {
 
@@ -104,17 +102,17 @@ int probe_prefill(const std::vector<std::string>& args) {
                        " s of simulated time; a probe may ask for at most " +
                        format_number(kMaxProbeSimTimeS) + " s (docs/bad-inputs.md)");
   }
-  std::unique_ptr<GpuCompute> sim;
-  double end_s = 0;
-  run_simulation([&] {
-    sim = std::make_unique<GpuCompute>("gpu0", gpu, precision, coarse);
-    sc_core::sc_spawn([&] {
-      sim->run_prefill(m, T, K, tp);
-      end_s = sim_now_s();
-    });
-  });
-  const GpuCompute::Stats& s = sim->stats();
+  ComputeProbeOptions opts;
+  opts.model = m;
+  opts.gpu = gpu;
+  opts.tp = tp;
+  opts.t = T;
+  opts.k = K;
+  opts.precision = precision;
+  opts.coarse = coarse;
+  const ComputeProbeResult s = run_compute_probe(opts);
   const PrefillTime& p = s.time;
+  const double end_s = s.sim_time_s;
   // One FLOP convention (docs/accounting.md): f_pf_flops and achieved_flops count F_pf = 2 ·
   // N_active per new token, per GPU / tp, as `kappa` and `measure` do; kernel_flops is what
   // the simulated kernels execute (GEMMs incl. attention over K, the LM head), named apart.

@@ -2,21 +2,17 @@
 // measured the way the vLLM blog measured its H100 curves (reference-data.md): per block size,
 // one transfer of `blocks` blocks (DMA: that many cudaMemcpyAsync back to back on one stream;
 // kernel: one copy kernel over all blocks), timed from the first start to the last end.
-// All sizes run as sequential phases of one simulation (one SystemC simulation per process).
-#include <systemc>
-
+// The simulation is serving/probes.cpp (run_link_probe); this file parses, checks and prints.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <memory>
 #include <sstream>
+#include <utility>
 
 #include "apps/kappasim/cli.hpp"
-#include "core/sim_runner.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
-#include "models/gpu/copy_engine.hpp"
-#include "systems/flow_fabric.hpp"
+#include "serving/probes.hpp"
 #include "systems/topology.hpp"
 
 namespace kappasim::cli {
@@ -45,13 +41,6 @@ std::vector<double> parse_sizes(const std::string& text) {
   if (out.empty()) throw InputError("--sizes: give at least one size");
   return out;
 }
-
-struct Phase {
-  double size = 0;
-  double time_s = 0;
-  double transfers = 0;
-  double events = 0;
-};
 
 }  // namespace
 
@@ -129,68 +118,18 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
   else
     dirs = {Direction::H2D, Direction::D2H};
 
-  std::unique_ptr<FlowFabric> fabric;
-  std::vector<std::unique_ptr<CopyEngine>> engines;
-  std::vector<std::unique_ptr<CopyKernel>> kernels;
-  std::vector<Phase> phases;
-  const std::function<void()> build = [&] {
-    fabric = std::make_unique<FlowFabric>("fabric", std::move(topo));
-    for (int g = 0; g < gpus; ++g) {
-      engines.push_back(
-          std::make_unique<CopyEngine>(("gpu" + std::to_string(g) + "_ce").c_str(), sys.gpu, g));
-      engines.back()->out.bind(fabric->in);
-      kernels.push_back(
-          std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(), sys.gpu));
-      kernels.back()->out.bind(fabric->in);
-    }
-    sc_core::sc_spawn([&] {
-      for (double size : sizes) {
-        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-        const auto transfers0 = fabric->transfers();
-        const auto events0 = fabric->kernel_events();
-        int outstanding = 0;
-        sc_core::sc_event all_done;
-        sc_core::sc_time last_end = t0;
-        for (int g = 0; g < gpus; ++g)
-          for (Direction d : dirs) {
-            ++outstanding;
-            sc_core::sc_spawn([&, g, d, size] {
-              if (use_dma) {
-                for (int b = 0; b < blocks; ++b) {
-                  TransferRequest r;
-                  r.dir = d;
-                  r.bytes = size;
-                  r.pinned = !pageable;
-                  engines[static_cast<std::size_t>(g)]->copy(r);
-                }
-              } else {
-                kernels[static_cast<std::size_t>(g)]->copy_blocks(g, d, size, blocks);
-              }
-              last_end = std::max(last_end, sc_core::sc_time_stamp());
-              if (--outstanding == 0) all_done.notify(sc_core::SC_ZERO_TIME);
-            });
-          }
-        sc_core::wait(all_done);
-        Phase p;
-        p.size = size;
-        p.time_s = (last_end - t0).to_seconds();
-        p.transfers = static_cast<double>(fabric->transfers() - transfers0);
-        p.events = static_cast<double>(fabric->kernel_events() - events0);
-        phases.push_back(p);
-      }
-    });
-  };
-  run_simulation(build);
+  LinkProbeOptions opts{sys, std::move(topo), sizes, dirs, blocks, gpus, use_dma, !pageable};
+  const LinkProbeResult result = run_link_probe(std::move(opts));
 
   Table table({"size_bytes", "time_s", "bandwidth_bytes_per_s", "aggregate_bytes_per_s", "gpus",
                "path", "direction", "pinned", "blocks", "fabric_events_per_transfer", "system",
                "fidelity"});
   const double streams = static_cast<double>(gpus) * static_cast<double>(dirs.size());
-  for (const Phase& p : phases) {
+  for (const LinkProbePhase& p : result.phases) {
     const double per = p.time_s > 0 ? blocks * p.size / p.time_s : 0.0;
     table.add_row({p.size, p.time_s, per, per * streams, static_cast<std::int64_t>(gpus), path,
                    verb, !pageable, static_cast<std::int64_t>(blocks),
-                   p.transfers > 0 ? p.events / p.transfers : 0.0, sys.name, fabric->fidelity()});
+                   p.transfers > 0 ? p.events / p.transfers : 0.0, sys.name, result.fidelity});
   }
   std::cout << table.render(fmt);
   return 0;
