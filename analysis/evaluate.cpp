@@ -1,0 +1,299 @@
+// Evaluating a metric at overridden configs for the analysis commands (see evaluate.hpp).
+#include "analysis/evaluate.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "analysis/parameters.hpp"
+#include "core/output.hpp"
+#include "core/units.hpp"
+#include "sweeps/point_kind.hpp"
+#include "sweeps/runner/runner.hpp"
+#include "sweeps/sweep_results.hpp"
+#include "sweeps/sweep_spec.hpp"
+
+extern char** environ;
+
+namespace kappasim::analysis {
+
+namespace {
+
+std::string top_key(const std::string& dotted) { return dotted.substr(0, dotted.find('.')); }
+
+// {model, system, serving: {tp, kv_dtype}, precision, K, T} from a run config (kind kappa).
+ConfigNode to_kappa_config(const ConfigNode& run) {
+  ConfigNode out = ConfigNode::make_map(run.loc);
+  for (const char* k : {"model", "system", "precision", "K", "T"})
+    if (const ConfigNode* n = run.find(k)) out.set(k, *n);
+  if (const ConfigNode* s = run.find("serving"); s && s->is_map()) {
+    ConfigNode sv = ConfigNode::make_map(s->loc);
+    for (const char* k : {"tp", "kv_dtype"})
+      if (const ConfigNode* n = s->find(k)) sv.set(k, *n);
+    if (!sv.entries.empty()) out.set("serving", sv);
+    if (!run.find("precision"))
+      if (const ConfigNode* d = s->find("compute_dtype")) out.set("precision", *d);
+  }
+  return out;
+}
+
+}  // namespace
+
+ConfigEvaluator::ConfigEvaluator(const std::string& config_path,
+                                 const std::vector<std::string>& sets, std::string kind,
+                                 bool analytic, std::string work_dir, int jobs)
+    : m_kind(analytic ? "kappa" : std::move(kind)),
+      m_work(std::move(work_dir)),
+      m_analytic(analytic),
+      m_jobs(jobs) {
+  if (!sweep::kinds().find(m_kind))
+    throw InputError("--kind '" + m_kind + "': unknown point kind; expected one of " + [] {
+      std::string all;
+      for (const auto& n : sweep::kinds().names()) all += (all.empty() ? "" : ", ") + n;
+      return all;
+    }());
+  m_base = load_yaml_file(config_path);
+  if (!m_base.is_map()) throw InputError(m_base.loc, "expected a config map (model, system, ...)");
+  for (const auto& s : sets) apply_set(m_base, s);
+  m_base_dir = std::filesystem::absolute(std::filesystem::path(config_path).parent_path()).string();
+  // Relative trace paths are relative to the config's folder; the sweep spec lives elsewhere.
+  if (ConfigNode* w = m_base.find("workload"); w && w->is_map())
+    if (ConfigNode* t = w->find("trace"); t && t->is_map())
+      if (ConfigNode* p = t->find("path");
+          p && p->is_scalar() && !p->scalar.empty() && p->scalar[0] != '/')
+        p->scalar = m_base_dir + "/" + p->scalar;
+  if (const ConfigNode* w = m_base.find("workload"); w && w->is_map())
+    if (const ConfigNode* s = w->find("seed");
+        s && s->is_scalar() && !s->scalar.empty() &&
+        s->scalar.find_first_not_of("0123456789") == std::string::npos && s->scalar.size() < 20)
+      m_seed = std::stoull(s->scalar);
+  if (m_analytic) m_base = to_kappa_config(m_base);
+}
+
+std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& points) {
+  std::vector<EvalResult> out(points.size());
+  if (points.empty()) return out;
+  m_runs += static_cast<int>(points.size());
+  if (m_analytic) {
+    const sweep::PointKind* k = sweep::kinds().find(m_kind);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ConfigNode c = m_base;
+      for (const auto& [key, v] : points[i]) {
+        // Keys the analytic model does not read (serving costs, the workload) do not reach it:
+        // it is unmoved by them, which a tornado shows as a zero swing.
+        const std::string top = top_key(key);
+        const bool seen = top == "model" || top == "system" || top == "precision" || top == "K" ||
+                          top == "T" || key == "serving.tp" || key == "serving.kv_dtype";
+        if (seen) sweep::set_path(c, key, ConfigNode::make_scalar(v));
+      }
+      sweep::PointContext ctx;
+      ctx.base_dir = m_base_dir;
+      ctx.out_dir = m_work;
+      ctx.seed = m_seed;
+      try {
+        for (const auto& [name, v] : k->run(c, ctx).metrics) out[i].metrics[name] = v;
+        out[i].ok = true;
+      } catch (const InputError& e) {
+        out[i].error = e.what();
+      }
+    }
+    return out;
+  }
+  // One sweep: a zip axis over the touched top-level keys, each value the subtree with the
+  // point's overrides applied.
+  std::set<std::string> tops;
+  for (const auto& p : points)
+    for (const auto& kv : p) tops.insert(top_key(kv.first));
+  if (tops.empty()) tops.insert(m_base.entries.empty() ? "model" : m_base.entries.front().first);
+  ConfigNode spec = ConfigNode::make_map();
+  spec.set("name", ConfigNode::make_scalar("analysis"));
+  spec.set("kind", ConfigNode::make_scalar(m_kind));
+  spec.set("seed", ConfigNode::make_scalar(std::to_string(m_seed)));
+  spec.set("config", m_base);
+  ConfigNode zip;
+  zip.kind = ConfigNode::Kind::Seq;
+  for (const auto& top : tops) {
+    ConfigNode ax = ConfigNode::make_map();
+    ax.set("key", ConfigNode::make_scalar(top));
+    ConfigNode values, labels;
+    values.kind = labels.kind = ConfigNode::Kind::Seq;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ConfigNode c = m_base;
+      for (const auto& [key, v] : points[i])
+        if (top_key(key) == top) sweep::set_path(c, key, ConfigNode::make_scalar(v));
+      const ConfigNode* sub = c.find(top);
+      values.items.push_back(sub ? *sub : ConfigNode{});
+      labels.items.push_back(ConfigNode::make_scalar("p" + std::to_string(i)));
+    }
+    ax.set("values", values);
+    ax.set("labels", labels);
+    zip.items.push_back(ax);
+  }
+  ConfigNode axis = ConfigNode::make_map();
+  axis.set("zip", zip);
+  ConfigNode axes;
+  axes.kind = ConfigNode::Kind::Seq;
+  axes.items.push_back(axis);
+  spec.set("axes", axes);
+  char name[16];
+  std::snprintf(name, sizeof name, "b%04d", ++m_batches);
+  const std::string dir = m_work + "/" + name;
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir + "/spec.yaml",
+                    "# generated by kappasim (analysis batch)\n" + emit_yaml(spec, false));
+  sweep::SweepOptions so;
+  so.spec_path = dir + "/spec.yaml";
+  so.out_dir = dir + "/sweep";
+  so.jobs = m_jobs;
+  so.quiet = true;
+  sweep::run_sweep(so);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto rec =
+        sweep::read_point_record(so.out_dir + "/points/" + sweep::point_name(i, points.size()));
+    if (!rec) {
+      out[i].error = "no result";
+      continue;
+    }
+    out[i].ok = rec->status == "ok";
+    out[i].error = rec->error;
+    for (const auto& [m, v] : rec->metrics) out[i].metrics[m] = v ? *v : std::nan("");
+  }
+  return out;
+}
+
+namespace {
+void leaf_paths(const ConfigNode& n, const std::string& path, std::vector<std::string>& out) {
+  if (n.is_map()) {
+    for (const auto& [k, v] : n.entries) leaf_paths(v, path.empty() ? k : path + "." + k, out);
+  } else if (n.is_scalar()) {
+    out.push_back(path);
+  }
+}
+}  // namespace
+
+KeyInfo check_key(const ConfigNode& effective, const ConfigNode& base, const std::string& key,
+                  const std::string& option) {
+  const ConfigNode* n = find_path(effective, key);
+  if (!n) n = find_path(base, key);
+  if (!n || !n->is_scalar()) {
+    std::vector<std::string> all;
+    leaf_paths(effective, "", all);
+    leaf_paths(base, "", all);
+    const std::string near = nearest(key, all);
+    throw InputError(option + " '" + key + "': no such key in the effective configuration" +
+                     (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                     " (kappasim run CONFIG --dump-config lists them)");
+  }
+  KeyInfo k;
+  try {
+    const Quantity q = parse_quantity(n->scalar);
+    k.dim = q.dim;
+    k.value = q.value;
+  } catch (const UnitError&) {
+    throw InputError(option + " '" + key + "': its value '" + n->scalar + "' is not a number");
+  }
+  k.integer = k.dim == dim::none && std::fabs(k.value - std::round(k.value)) < 1e-12 &&
+              n->scalar.find_first_of(".eE") == std::string::npos;
+  return k;
+}
+
+std::string value_literal(double v, const Dimension& d, bool integer) {
+  if (integer) return format_number(std::round(v));
+  // 9 significant digits: finer than any search tolerance, and readable ("26.9086853 GB").
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  v = std::strtod(b, nullptr);
+  return d == dim::none ? format_number(v) : format_quantity(v, d);
+}
+
+WorkDir::WorkDir(const std::string& staging_runs) {
+  if (!staging_runs.empty()) {
+    m_path = staging_runs;
+  } else {
+    m_path = (std::filesystem::temp_directory_path() /
+              ("kappasim-analysis-" + std::to_string(::getpid())))
+                 .string();
+    m_temp = true;
+    std::filesystem::remove_all(m_path);
+  }
+  std::filesystem::create_directories(m_path);
+}
+
+WorkDir::~WorkDir() {
+  if (m_temp) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+}
+
+double run_command_value(const std::vector<std::string>& args, const Overrides& sets,
+                         const std::string& pointer, const std::string& work_file,
+                         const std::string& what) {
+  std::vector<std::string> argv{"/proc/self/exe"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const auto& [k, v] : sets) {
+    argv.push_back("--set");
+    argv.push_back(k + "=" + v);
+  }
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const std::string out_path = work_file + ".out", err_path = work_file + ".err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("cannot start kappasim for " + what);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  std::string line;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string err = slurp(err_path);
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    if (auto p = err.rfind('\n'); p != std::string::npos) err = err.substr(p + 1);
+    throw InputError(what + ": `kappasim " +
+                     [&] {
+                       std::string s;
+                       for (std::size_t i = 1; i < argv.size(); ++i)
+                         s += (i > 1 ? " " : "") + sweep::shell_quote(argv[i]);
+                       return s;
+                     }() +
+                     "` failed (exit " +
+                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + "): " + err);
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(slurp(out_path));
+  } catch (const std::exception&) {
+    throw InputError(what + ": the command's output is not JSON (add --format json)");
+  }
+  try {
+    const nlohmann::json& v = j.at(nlohmann::json::json_pointer(pointer));
+    if (!v.is_number()) throw InputError(what + ": value " + pointer + " is not a number");
+    return v.get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(what + ": value " + pointer + " is not in the command's JSON output");
+  }
+}
+
+}  // namespace kappasim::analysis
