@@ -434,10 +434,11 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 namespace {
 const std::vector<std::pair<std::string, std::string>>& kind_folders() {
   static const std::vector<std::pair<std::string, std::string>> k = {
-      {"model", "models"},   {"gpu", "gpus"},
-      {"link", "links"},     {"host-memory", "host-memory"},
-      {"system", "systems"}, {"design", "design"},  // models/design area/power coefficients
+      {"model", "models"},      {"gpu", "gpus"},
+      {"link", "links"},        {"host-memory", "host-memory"},
+      {"system", "systems"},    {"design", "design"},  // models/design area/power coefficients
       {"stack", "stacks"},  // serving software stacks (serving/stack_profile.hpp)
+      {"cxl", "cxl-expanders"}, {"nvme", "nvme-drives"},  // KV tiers below DRAM (issue 14)
   };
   return k;
 }

@@ -180,6 +180,7 @@ using ProvenanceTable = std::map<std::string, std::pair<Provenance, SourceLoc>>;
 
 class ConfigReader {
  public:
+  static constexpr bool kWriting = false;  // a visit() may skip an unused optional block
   // `node` must outlive the reader. `path` is the dotted key of `node` ("" at the root).
   ConfigReader(const ConfigNode& node, std::string path, ProvenanceTable* prov = nullptr);
 
@@ -243,6 +244,7 @@ class ConfigReader {
 // Produces the effective config tree of a struct (defaults filled, units normalised).
 class ConfigWriter {
  public:
+  static constexpr bool kWriting = true;
   explicit ConfigWriter(ConfigNode& out, std::string path = "",
                         const ProvenanceTable* prov = nullptr);
 

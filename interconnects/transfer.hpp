@@ -18,6 +18,16 @@ enum class Direction { H2D, D2H };
 //  - Local: traffic that stays on one GPU's HBM (compute's weight / KV / activation bytes,
 //    GPU-side buffer->page copies). It crosses only that GPU's HBM resource; `dir` is ignored.
 enum class CopyPath { Dma, Kernel, Local };
+// The other end of a transfer (issue 14; `gpu` is always one end). H2D: endpoint -> gpu; D2H:
+// gpu -> endpoint.
+//  - HostDram: the GPU's pinned KV pool in host DRAM (every transfer before issue 14);
+//  - Cxl: CXL Type-3 expander `endpoint_index` (system.cxl_devices);
+//  - Nvme: NVMe drive `endpoint_index` (system.nvme_drives), through a host-DRAM bounce buffer,
+//    or straight to / from GPU memory when `direct` (GPUDirect Storage);
+//  - PeerGpu: GPU `endpoint_index` of the replica (NVLink within a node, the two GPUs' NICs
+//    between nodes: GPU index g is on node g / system.gpus);
+//  - Remote: a remote KV store over the GPU's NIC (GPUDirect RDMA).
+enum class Endpoint { HostDram, Cxl, Nvme, PeerGpu, Remote };
 
 struct TransferRequest {
   int gpu = 0;
@@ -25,6 +35,9 @@ struct TransferRequest {
   CopyPath path = CopyPath::Dma;
   double bytes = 0;    // payload bytes
   bool pinned = true;  // host buffer pinned (false: pageable, staged through a CPU memcpy)
+  Endpoint endpoint = Endpoint::HostDram;  // issue 14: the other end (see Endpoint)
+  int endpoint_index = 0;                  // Cxl device, Nvme drive or peer GPU index
+  bool direct = false;                     // Nvme: GPUDirect Storage (no host bounce)
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
   // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the
@@ -42,6 +55,21 @@ struct TransferRequest {
 };
 
 inline const char* to_string(Direction d) { return d == Direction::H2D ? "H2D" : "D2H"; }
+inline const char* to_string(Endpoint e) {
+  switch (e) {
+    case Endpoint::HostDram:
+      return "dram";
+    case Endpoint::Cxl:
+      return "cxl";
+    case Endpoint::Nvme:
+      return "nvme";
+    case Endpoint::PeerGpu:
+      return "peer";
+    case Endpoint::Remote:
+      return "remote";
+  }
+  return "?";
+}
 inline const char* to_string(CopyPath p) {
   return p == CopyPath::Dma ? "dma" : p == CopyPath::Kernel ? "kernel" : "local";
 }

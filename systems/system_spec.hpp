@@ -7,7 +7,9 @@
 
 #include "core/config.hpp"
 #include "interconnects/link_spec.hpp"
+#include "memory/cxl_expander_spec.hpp"
 #include "memory/host_memory_spec.hpp"
+#include "memory/nvme_drive_spec.hpp"
 #include "models/gpu/gpu_spec.hpp"
 
 namespace kappasim {
@@ -32,6 +34,17 @@ struct SystemSpec {
   // links: per-rank placement, one name per GPU separated by commas ("local,remote,..."); empty:
   // every GPU uses kv_pool. Each TP rank has its own pinned pool (kv-stack-mechanisms.md §1.1).
   std::string kv_pool_per_gpu;
+  // ---- KV tiers below host DRAM and the node's network (issue 14, docs/memory-tiers.md) ----
+  // CXL Type-3 expanders (cxl_devices of them, spread over the sockets' root ports, device i on
+  // socket i mod sockets) and NVMe drives (nvme_drives, drive i on socket i mod sockets); 0 =
+  // none. nic_bandwidth: per GPU per direction (one NIC port per GPU, DGX-style), for
+  // inter-node traffic (TP/EP/PP across nodes) and a remote KV store; absent: no NIC.
+  CxlExpanderSpec cxl;
+  int cxl_devices = 0;
+  NvmeDriveSpec nvme;
+  int nvme_drives = 0;
+  std::optional<double> nic_Bps;
+  std::optional<double> nic_latency_s;  // one inter-node message's latency (RDMA write)
   static const std::vector<std::pair<const char*, KvPool>>& kv_pool_names();
   // The placement of GPU g's pool (kv_pool_per_gpu when given, else kv_pool). InputError naming
   // kv_pool_per_gpu when the list does not name one valid placement per GPU.
