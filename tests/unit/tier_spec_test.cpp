@@ -193,6 +193,22 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
         "8, flit_bytes: 68 B}\n");
   });
   EXPECT_TRUE(has(e, "flit_data_bytes")) << e;
+  // A price per GB typed where a price per byte goes.
+  e = error_of([] {
+    system_from_yaml(
+        "preset: dgx-h100-256gb-cxl\ncxl: {preset: samsung-cmm-d-256gb, usd_per_byte: 5}\n");
+  });
+  EXPECT_TRUE(has(e, "system.cxl.usd_per_byte") && has(e, "per byte")) << e;
+  // A line code carrying more payload bits than it has.
+  e = error_of([] {
+    system_from_yaml(
+        "preset: dgx-h100-256gb-cxl\ncxl: {preset: samsung-cmm-d-256gb, encoding_data: 130, "
+        "encoding_total: 128}\n");
+  });
+  EXPECT_TRUE(has(e, "system.cxl.encoding_data")) << e;
+  // A NIC latency with no NIC.
+  e = error_of([] { system_from_yaml("preset: h100\nnic_latency: 2 us\n"); });
+  EXPECT_TRUE(has(e, "system.nic_latency: given without nic_bandwidth")) << e;
 }
 
 // ---- per-tier κ (models/analytic/tier_kappa) ----------------------------------------------
