@@ -74,18 +74,16 @@ struct SystemSpec {
                  "remote (the next socket), first-touch (LMCache default; as local)"));
     v.text("kv_pool_per_gpu", kv_pool_per_gpu,
            opt("per-rank pool placement, one kv_pool name per GPU, comma-separated"));
-    // ---- issue 14: KV tiers below DRAM, the NIC (docs/memory-tiers.md) ----
-    // A device block is written into the effective config only when its count is > 0.
-    v.integer("cxl_devices", cxl_devices,
-              opt("CXL Type-3 memory expanders in the node (0: none)", Range::NonNegative));
-    if (!V::kWriting || cxl_devices > 0)
-      v.object("cxl", cxl, opt("the CXL expander model (a cxl preset); needed when cxl_devices > 0"),
-               "cxl");
-    v.integer("nvme_drives", nvme_drives,
-              opt("NVMe drives that may hold KV (0: none)", Range::NonNegative));
-    if (!V::kWriting || nvme_drives > 0)
-      v.object("nvme", nvme, opt("the NVMe drive model (an nvme preset); needed when nvme_drives > 0"),
-               "nvme");
+    // ---- issue 14: tiers below DRAM and the NIC. The device blocks and counts are written to
+    // the effective config only when the system has devices (outputs of other systems unchanged).
+    if (!V::kWriting || cxl_devices > 0) {
+      v.integer("cxl_devices", cxl_devices, opt("CXL memory expanders", Range::NonNegative));
+      v.object("cxl", cxl, opt("the CXL Type-3 memory expander (preset kind cxl)"), "cxl");
+    }
+    if (!V::kWriting || nvme_drives > 0) {
+      v.integer("nvme_drives", nvme_drives, opt("NVMe drives holding KV", Range::NonNegative));
+      v.object("nvme", nvme, opt("the NVMe drive (preset kind nvme)"), "nvme");
+    }
     v.quantity("nic_bandwidth", nic_Bps, dim::bandwidth,
                opt("inter-node NIC bandwidth per GPU per direction"));
     v.quantity("nic_latency", nic_latency_s, dim::time,
