@@ -4,9 +4,13 @@
 // rank vLLM's DP load balancer picks, the DP figures are in the summary. One simulation per TEST.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
+#include "core/sim_runner.hpp"
 #include "serving/replica_engine.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -52,6 +56,54 @@ TEST(ReplicaEngine, DpEpRunFinishesEveryRequestSpreadOverRanksWithItsFigures) {
   const double share = figure(summary, t, "ep_a2a_time_share");
   EXPECT_GT(share, 0.0);
   EXPECT_LT(share, 1.0);
+}
+
+TEST(ReplicaEngine, TwoNodeAllToAllGoesThroughTheFabricsNicsAtLeastThePortBound) {
+  // DeepSeek-V3 FP8 as DP-16 + EP-16 over 2 DGX H100 nodes (ConnectX-7 per GPU): the
+  // all-to-all runs as PeerGpu transfers in the flow back end, NVLink within a node and the NIC
+  // between them. Max-min sharing on non-blocking switches can only be as fast as the busiest
+  // port (replica_step's per-port time), never faster.
+  const std::string yaml =
+      "model: deepseek-v3\nsystem: dgx-h100\n"
+      "serving: {tp: 1, compute_dtype: fp8, tier_capacity: 400 GB, warm_tier: true,\n"
+      "  parallelism: {dp_attention: 16, ep: 16, nodes: 2}}\n"
+      "workload: {type: narrativeqa, requests: 24, rate: 4, seed: 3, narrativeqa: {documents: "
+      "8}}\ncheck: true\n";
+  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+  auto source = make_source(spec.workload, 3, "");
+  SummaryBuilder summary;
+  EngineSinks sinks;
+  sinks.summary = &summary;
+  const SummaryBuilder::Totals t = run_serving(spec, *source, sinks);
+  EXPECT_EQ(summary.requests() + t.requests_rejected, 24u);
+  EXPECT_EQ(t.gpus, 16);
+  EXPECT_GT(figure(summary, t, "peer_gpu_transfers"), 0.0);
+  EXPECT_GT(figure(summary, t, "ep_nic_bytes"), 0.0);
+  const double a2a = figure(summary, t, "ep_a2a_s");
+  const double bound = figure(summary, t, "ep_a2a_port_bound_s");
+  EXPECT_GT(bound, 0.0);
+  EXPECT_GE(a2a, bound * (1 - 1e-9));
+}
+
+TEST(ReplicaEngine, TheDpRouterSpreadsSimultaneousArrivalsOverDistinctRanks) {
+  // vLLM's balancer: least waiting × 4 + running. Eight requests arriving together: the first
+  // goes to rank 0 (all 0, lowest index), each next one to an empty rank (any request already
+  // placed scores at least 1), so the eight land on eight ranks.
+  const std::string yaml =
+      "model: deepseek-v3\nsystem: {preset: dgx-h100, gpu: h200-sxm}\n"
+      "serving: {tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 8, ep: 8}}\n"
+      "workload: {type: sharegpt, requests: 8, rate: 1000000, seed: 1}\n";
+  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+  auto source = make_source(spec.workload, 1, "");
+  std::unique_ptr<ReplicaEngine> e;
+  std::vector<std::uint64_t> ids;
+  EngineSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r) { ids.push_back(r.id); };
+  run_simulation([&] { e = std::make_unique<ReplicaEngine>("replica", spec, *source, sinks); });
+  ASSERT_EQ(ids.size(), 8u);
+  std::set<int> ranks;
+  for (std::uint64_t id : ids) ranks.insert(e->rank_of_request(id));
+  EXPECT_EQ(ranks.size(), 8u);
 }
 
 }  // namespace
