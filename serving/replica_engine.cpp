@@ -294,12 +294,13 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
       }
     }
   }
-  tb.compute_s += now_s() - t_c;
-  m_stats.compute_busy_s += cost.step_s;
+  const double step_compute_s = now_s() - t_c;  // the forward pass with its a2a, as simulated
+  tb.compute_s += step_compute_s;
+  m_stats.compute_busy_s += step_compute_s;
   m_stats.flops += cost.flops;
   m_stats.hbm_bytes += cost.hbm_bytes;
   for (std::size_t r = 0; r < m_ranks.size(); ++r)
-    for (const StepItem& it : plans[r].items) m_live.at(it.seq->req.id).compute_s += cost.step_s;
+    for (const StepItem& it : plans[r].items) m_live.at(it.seq->req.id).compute_s += step_compute_s;
   double tokens = 0, max_tokens = 0;
   for (double t : cost.rank_tokens) {
     tokens += t;
@@ -360,7 +361,7 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
     for (const Rank& rk : m_ranks) used += rk.kv->utilization();
     rec.vram_used_fraction = used / m_L.dp;
     rec.load_s = load_s;
-    rec.compute_s = cost.step_s;
+    rec.compute_s = step_compute_s;
     m_sinks.summary->add_step(rec);
   }
 }
