@@ -133,6 +133,17 @@ void ReplicaEngine::arrivals() {
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::size_t rank = route();
     Rank& rk = m_ranks[rank];
+    if (sv.warm_tier && !m_sinks.warm_source) {
+      // No copy of the stream to warm from (as the single-group engine): a prefix never placed
+      // in this rank's tier counts as pre-populated at its first use.
+      std::vector<std::uint64_t> pk = chunk_keys(r, m_chunk_tokens);
+      pk.resize(std::min<std::size_t>(
+          pk.size(), static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens)));
+      pk.erase(std::remove_if(pk.begin(), pk.end(),
+                              [&](std::uint64_t k) { return rk.tier->ever_placed(k); }),
+               pk.end());
+      rk.tier->warm(pk);
+    }
     const std::size_t hits = rk.tier->lookup(chunk_keys(r, m_chunk_tokens));
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
