@@ -7,27 +7,17 @@
 #include "core/sim_runner.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
 #include "systems/link_backend.hpp"
 #include "systems/topology.hpp"
 
 namespace kappasim {
 
-using sc_core::SC_SEC;
-using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
-namespace {
-double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
-void wait_s(double s) {
-  if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
-}
-std::string fidelity_name(LinkFidelity f) {
-  for (const auto& [name, v] : link_fidelity_names())
-    if (v == f) return name;
-  return "?";
-}
-}  // namespace
+using sim_clock::now_s;  // serving/sim_clock.hpp
+using sim_clock::wait_s;
 
 ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec& spec,
                              WorkloadSource& source, EngineSinks sinks)
@@ -64,7 +54,7 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
   // nodes) (each node its own host DRAM, sockets and host links; NVLink and NIC ports per GPU).
   // GPU g of the replica is GPU g mod (gpus / nodes) of node g / (gpus / nodes): fabric GPU
   // node × system.gpus + local.
-  const std::string fid = fidelity_name(sv.link_fidelity);
+  const std::string fid = sim_clock::link_fidelity_name(sv.link_fidelity);
   // A system without nic_bandwidth takes the layout's (serving.parallelism.nic_bandwidth,
   // ConnectX-7 by default), as replica_step does.
   SystemSpec fabric_system = m_spec.system;
