@@ -8,6 +8,7 @@ void RunSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
+  serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
 }
 
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu) {
