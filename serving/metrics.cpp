@@ -232,6 +232,7 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
   for (int b = 0; b < kLoadBounds; ++b)
     f.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(b)),
                    ratio(t.load_bounds[static_cast<LoadBound>(b)], load_total));
+  for (const auto& kv : t.tier_levels) f.push_back(kv);  // issue 14: per tier level
   return f;
 }
 

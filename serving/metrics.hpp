@@ -106,6 +106,9 @@ class SummaryBuilder {
     double tier_lookups = 0, tier_stored_chunks = 0, tier_evicted_chunks = 0,
            tier_restored_chunks = 0, tier_dropped_chunks = 0, tier_warm_chunks = 0;
     double tier_capacity_bytes = 0, tier_working_set_bytes = 0;
+    // issue 14: per tier level figures (name, value), appended at the end of the summary; empty
+    // without serving.tiers (outputs unchanged).
+    std::vector<std::pair<std::string, double>> tier_levels;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
