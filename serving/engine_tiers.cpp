@@ -130,6 +130,8 @@ void ServingEngine::plan_level(std::vector<TransferRequest>& rs, std::vector<std
       r.endpoint = endpoint_of_level(l);
       r.endpoint_index = d;
       r.direct = l == TierLevel::Nvme && m_spec.serving.tiers.gds;
+      // One I/O per chunk shard (LocalDiskBackend: one file per chunk per rank).
+      if (l == TierLevel::Nvme) r.io_bytes = m_chunk_bytes_gpu;
       rs.push_back(r);
       units.push_back(std::max<std::int64_t>(
           1, static_cast<std::int64_t>(std::ceil(static_cast<double>(units_per_gpu) / n))));
