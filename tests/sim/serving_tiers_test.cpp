@@ -117,6 +117,7 @@ TEST(ServingTiers, WriteThroughWritesEveryChunkToEveryLevel) {
   const Outcome o = serve(spec, {request(1, 0, 4096, 128, 7)});
   for (const char* l : {"dram", "cxl", "nvme"})
     EXPECT_EQ(o.level.at(std::string("tiers_") + l + "_stored_chunks"), 16) << l;
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_dram_stored_bytes"), 16 * kChunkBytes);
   EXPECT_DOUBLE_EQ(o.level.at("tiers_cxl_stored_bytes"), 16 * kChunkBytes);
   EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_stored_bytes"), 16 * kChunkBytes);
   EXPECT_EQ(o.level.at("tiers_cxl_demoted_in_chunks"), 0);
