@@ -195,6 +195,25 @@ TEST(ServingTiers, PrefetchWhileQueuedLoadsFromDramInstead) {
   EXPECT_LT(o.rec(2).load_s, nvme_load - 10e-3);
 }
 
+// admit_while_prefetching: request 2 (document 7, NVMe only, as above) arrives at an idle
+// engine and is admitted at once; its load waits for its prefetch (16 x (2.36 + 71) us +
+// 512 MiB / 13 GB/s from its arrival) less the step's 2 ms overhead, then reads DRAM.
+TEST(ServingTiers, AdmittedWhilePrefetchingTheLoadWaitsForTheChunks) {
+  std::string y = tiered_config(
+      "write: write_through, promote_on_hit: false, prefetch: true, admit_while_prefetching: true");
+  y.replace(y.find("tier_capacity: 134217728 B"), std::string("tier_capacity: 134217728 B").size(),
+            "tier_capacity: 1 GB");
+  const RunSpec spec = run_spec(y);
+  const Outcome o = serve(spec, {request(0, 0, 4096, 128, 7), request(3, 1.0, 8192, 128, 9),
+                                 request(2, 3.0, 4096, 128, 7)});
+  const double bytes = 16 * kChunkBytes;
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_prefetched_bytes"), bytes);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_loaded_bytes"), 0);
+  EXPECT_NEAR(o.rec(2).queue_s, 0, 1e-9);  // admitted at once
+  const double prefetch = 16 * (2.36e-6 + 70e-6 + kRtt) + bytes / 13e9;
+  EXPECT_NEAR(o.rec(2).time.load_wait_s, prefetch - kStepOverhead, 1e-6);
+}
+
 std::string error_of(const std::string& yaml) {
   try {
     const RunSpec spec = run_spec(yaml);
