@@ -19,7 +19,7 @@ namespace {
 
 using namespace kappasim::testing;
 
-constexpr double kChunkTokens = 256;                 // chunk_tokens
+constexpr double kChunkTokens = 256;               // chunk_tokens
 const double kChunkBytes = kChunkTokens * kBkv8b;  // 33,554,432 B (TP 1: the whole replica)
 
 // Llama-3.1-8B on one H100 (TP 1) with one CXL expander and one NVMe drive given inline (the
@@ -35,10 +35,12 @@ std::string tiered_config(const std::string& tiers) {
              "    seq_read_bandwidth: 13 GB/s, seq_write_bandwidth: 6.6 GB/s, read_iops: 2500000,\n"
              "    write_iops: 250000, queue_depth: 256, read_latency: 70 us}}\n"
              "trace: false\nworkload: {type: narrativeqa}\n"
-             "serving: {" KAPPASIM_TEST_STACK "tp: 1, load_path: kernel, store: blocking,\n"
+             "serving: {" KAPPASIM_TEST_STACK
+             "tp: 1, load_path: kernel, store: blocking,\n"
              "  tier_capacity: 134217728 B,\n"  // 4 chunks of 32 MiB
              "  tiers: {cxl_capacity: 268435456 B, nvme_capacity: 2147483648 B, ") +  // 8, 64
-         tiers + "}}\n";
+         tiers +
+         "}}\n";
 }
 
 struct Outcome {
@@ -148,8 +150,8 @@ TEST(ServingTiers, NvmeChunksLoadAtTheDrivesSequentialReadAfterItsLatency) {
   std::string y = tiered_config("write: write_through, promote_on_hit: false");
   y.replace(y.find("tier_capacity: 134217728 B"), std::string("tier_capacity: 134217728 B").size(),
             "tier_capacity: 0 B");
-  y.replace(y.find("cxl_capacity: 268435456 B, "), std::string("cxl_capacity: 268435456 B, ").size(),
-            "");
+  y.replace(y.find("cxl_capacity: 268435456 B, "),
+            std::string("cxl_capacity: 268435456 B, ").size(), "");
   const RunSpec spec = run_spec(y);
   const Outcome o = serve(spec, {request(1, 0, 4096, 128, 7), request(2, 1.0, 4096, 128, 7)});
   ASSERT_EQ(o.level.at("tiers_nvme_hit_chunks"), 16);
@@ -228,7 +230,8 @@ std::string error_of(const std::string& yaml) {
 TEST(ServingTiers, BadTierInputsNameTheKey) {
   // NVMe tier of 4 TB on one 3.84 TB drive.
   std::string y = tiered_config("nvme_capacity: 4 TB");
-  y.replace(y.find("nvme_capacity: 2147483648 B, "), std::string("nvme_capacity: 2147483648 B, ").size(), "");
+  y.replace(y.find("nvme_capacity: 2147483648 B, "),
+            std::string("nvme_capacity: 2147483648 B, ").size(), "");
   EXPECT_NE(error_of(y).find("serving.tiers.nvme_capacity"), std::string::npos) << error_of(y);
   // A CXL tier on a system without expanders.
   const std::string none =
@@ -236,7 +239,7 @@ TEST(ServingTiers, BadTierInputsNameTheKey) {
       "serving: {tp: 1, tiers: {cxl_capacity: 1 GB}}\n";
   EXPECT_NE(error_of(none).find("no CXL expander"), std::string::npos) << error_of(none);
   // The packet back end carries host DRAM only.
-  const std::string packet = tiered_config("write: write_through") ;
+  const std::string packet = tiered_config("write: write_through");
   std::string p = packet;
   p.replace(p.find("tp: 1,"), 6, "tp: 1, link_fidelity: packet,");
   EXPECT_NE(error_of(p).find("serving.tiers"), std::string::npos) << error_of(p);
