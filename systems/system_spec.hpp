@@ -74,6 +74,20 @@ struct SystemSpec {
                  "remote (the next socket), first-touch (LMCache default; as local)"));
     v.text("kv_pool_per_gpu", kv_pool_per_gpu,
            opt("per-rank pool placement, one kv_pool name per GPU, comma-separated"));
+    // ---- issue 14: tiers below DRAM and the NIC. The device blocks and counts are written to
+    // the effective config only when the system has devices (outputs of other systems unchanged).
+    if (!V::kWriting || cxl_devices > 0) {
+      v.integer("cxl_devices", cxl_devices, opt("CXL memory expanders", Range::NonNegative));
+      v.object("cxl", cxl, opt("the CXL Type-3 memory expander (preset kind cxl)"), "cxl");
+    }
+    if (!V::kWriting || nvme_drives > 0) {
+      v.integer("nvme_drives", nvme_drives, opt("NVMe drives holding KV", Range::NonNegative));
+      v.object("nvme", nvme, opt("the NVMe drive (preset kind nvme)"), "nvme");
+    }
+    v.quantity("nic_bandwidth", nic_Bps, dim::bandwidth,
+               opt("inter-node NIC bandwidth per GPU per direction"));
+    v.quantity("nic_latency", nic_latency_s, dim::time,
+               opt("one inter-node message's latency", Range::NonNegative));
   }
   void validate(const std::string& path) const;
 };
