@@ -23,6 +23,10 @@ struct CxlExpanderSpec {
   int lanes = 0;
   double flit_bytes = 0;
   double flit_data_bytes = 0;
+  // Line code under the flits: CXL 1.1/2.0 (68 B flits at 8-32 GT/s) keeps PCIe's 128b/130b;
+  // CXL 3.x 256 B flits on the PCIe 6 PHY have none (1/1, the default).
+  double encoding_data = 1;
+  double encoding_total = 1;
   // The device's own memory (DRAM behind the CXL controller): sustained read / write bandwidth;
   // absent: the link is the only limit.
   std::optional<double> media_read_Bps;
@@ -31,7 +35,8 @@ struct CxlExpanderSpec {
   std::optional<double> energy_per_byte_J;
   std::optional<double> usd_per_byte;  // assumption: price, for cost per request studies
 
-  // Payload bytes/s per direction of the link: rate × lanes / 8 × flit_data / flit.
+  // Payload bytes/s per direction of the link:
+  // rate × lanes / 8 × encoding_data / encoding_total × flit_data / flit.
   double link_Bps() const;
   // What one device delivers per direction: min(link, media) (reads: H2D; writes: D2H).
   double read_Bps() const;
@@ -48,6 +53,10 @@ struct CxlExpanderSpec {
     v.quantity("flit_bytes", flit_bytes, dim::bytes, req("bytes of one CXL flit on the wire"));
     v.quantity("flit_data_bytes", flit_data_bytes, dim::bytes,
                req("payload bytes one flit carries"));
+    v.number("encoding_data", encoding_data,
+             opt("payload bits per line-code block (128 of 128b/130b; 1: no line code)"));
+    v.number("encoding_total", encoding_total,
+             opt("total bits per line-code block (130 of 128b/130b; 1: no line code)"));
     v.quantity("media_read_bandwidth", media_read_Bps, dim::bandwidth,
                opt("device memory sustained read bandwidth"));
     v.quantity("media_write_bandwidth", media_write_Bps, dim::bandwidth,

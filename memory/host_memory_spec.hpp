@@ -23,6 +23,7 @@ struct HostMemorySpec {
   std::optional<double> inter_socket_Bps;   // per direction
   std::optional<double> memcpy_thread_Bps;  // one CPU thread's memcpy bandwidth (pageable staging)
   std::optional<double> dram_efficiency;    // sustained fraction of peak DRAM bandwidth, all cores
+  std::optional<double> usd_per_byte;  // issue 14: assumed DRAM price, for cost per tier studies
 
   // Peak DRAM bandwidth of one socket: channels × rate × width, or the published figure.
   double socket_bandwidth() const;
@@ -46,6 +47,8 @@ struct HostMemorySpec {
                opt("memcpy bandwidth of one CPU thread (pageable-memory staging)"));
     v.quantity("dram_efficiency", dram_efficiency, dim::none,
                opt("sustained fraction of peak DRAM bandwidth with all cores", Range::Fraction));
+    v.quantity("usd_per_byte", usd_per_byte, dim::none,
+               opt("price per byte (assumption; studies sweep it)", Range::NonNegative));
   }
   void validate(const std::string& path) const;
 };

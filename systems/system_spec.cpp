@@ -54,6 +54,24 @@ void SystemSpec::validate(const std::string& path) const {
                      std::to_string(gpus_per_socket) + " per socket need more than the " +
                      std::to_string(host_memory.sockets) + " sockets of the host");
   for (int g = 0; g < gpus; ++g) pool_of_gpu(g, path);  // links: a bad per-rank list fails here
+  // Issue 14: a device count needs its device block (an unset block has capacity 0, since
+  // capacity is a required key of a given block), and the block must be a consistent device.
+  if (cxl_devices > 0) {
+    if (!(cxl.capacity_bytes > 0))
+      throw InputError(path + ".cxl: cxl_devices = " + std::to_string(cxl_devices) +
+                       " needs a cxl block (a cxl preset such as samsung-cmm-d-256gb, or a map "
+                       "with capacity, rate_per_lane, lanes, flit_bytes, flit_data_bytes)");
+    cxl.validate(path + ".cxl");
+  }
+  if (nvme_drives > 0) {
+    if (!(nvme.capacity_bytes > 0))
+      throw InputError(path + ".nvme: nvme_drives = " + std::to_string(nvme_drives) +
+                       " needs an nvme block (an nvme preset such as samsung-pm1743-3840gb, or a "
+                       "map with capacity, rate_per_lane, seq_read_bandwidth, ...)");
+    nvme.validate(path + ".nvme");
+  }
+  if (nic_latency_s && !nic_Bps)
+    throw InputError(path + ".nic_latency: given without nic_bandwidth (a NIC needs both)");
 }
 
 }  // namespace kappasim

@@ -1,5 +1,6 @@
 // kappasim kappa / kappasim roofline: the analytic κ calculator on preset or file-defined
 // models and systems.
+#include <algorithm>
 #include <iostream>
 #include <set>
 
@@ -169,6 +170,23 @@ int cmd_kappa(const std::vector<std::string>& args) {
           "nvlink_bytes_per_token", "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
           "weight_bytes_gpu"})
       cols.emplace_back(c);
+  // ---- KV tiers below DRAM (issue 14): columns and a block only when a system has tiers ----
+  bool with_tiers = false;
+  if (!o.dump) {
+    CaseLoader probe(o.sets);
+    for (const auto& s : systems)
+      with_tiers = with_tiers || has_tiers(probe.get(models.front(), s).config.system);
+  }
+  const std::vector<std::string> tier_names = {"dram", "cxl", "nvme", "nvme-gds"};
+  if (with_tiers) {
+    cols.emplace_back("tier_io_bytes");
+    for (std::string t : tier_names) {
+      std::replace(t.begin(), t.end(), '-', '_');
+      cols.emplace_back("tier_" + t + "_bandwidth_bytes_per_s");
+      cols.emplace_back("kappa_crit_" + t);
+    }
+  }
+  std::vector<std::pair<KappaPoint, std::string>> tier_points;  // (point, layout name)
   cols.emplace_back("compute_source");
   cols.emplace_back("bandwidth_source");
   Table table(cols);
@@ -224,6 +242,16 @@ int cmd_kappa(const std::vector<std::string>& args) {
                L.cost.ep_ranks_reached, L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes,
                L.t_comm, L.kappa_crit_comm, L.weight_bytes_gpu});
         }
+        if (with_tiers) {
+          row.emplace_back(p.tiers.empty() ? Cell{} : Cell{p.tier_io_bytes});
+          for (const std::string& t : tier_names) {
+            auto it = std::find_if(p.tiers.begin(), p.tiers.end(),
+                                   [&](const TierLoad& x) { return x.tier == t; });
+            row.emplace_back(it == p.tiers.end() ? Cell{} : Cell{it->load_Bps});
+            row.emplace_back(it == p.tiers.end() ? Cell{} : Cell{it->kappa_crit});
+          }
+          if (!p.tiers.empty()) tier_points.emplace_back(p, p.layout ? p.layout->name : "");
+        }
         row.emplace_back(p.compute_source);
         row.emplace_back(p.bandwidth_source);
         table.add_row(std::move(row));
@@ -272,6 +300,29 @@ int cmd_kappa(const std::vector<std::string>& args) {
                        ": C_eff = " + std::get<std::string>(r[r.size() - 2]) +
                        "; BW = " + std::get<std::string>(r[r.size() - 1]);
     if (seen.insert(line).second) std::cout << line << "\n";
+  }
+  if (!tier_points.empty()) {  // issue 14: one row per tier (docs/memory-tiers.md)
+    std::vector<std::string> tcols = {"model", "system"};
+    if (with_layout) tcols.emplace_back("layout");
+    for (const char* c : {"tier", "capacity_bytes", "request_bytes", "bandwidth_bytes_per_s",
+                          "bound", "kappa_hw", "kappa_crit", "usd_per_gb"})
+      tcols.emplace_back(c);
+    Table tiers(tcols);
+    for (const auto& [p, layout] : tier_points)
+      for (const TierLoad& t : p.tiers) {
+        std::vector<Cell> row = {p.model, p.system};
+        if (with_layout) row.emplace_back(layout);
+        row.insert(row.end(), {t.tier, t.capacity_bytes, p.tier_io_bytes, t.load_Bps, t.bound,
+                               t.kappa_hw,
+                               t.kappa_crit,
+                               t.usd_per_byte ? Cell{usd_per_gb(*t.usd_per_byte)} : Cell{}});
+        tiers.add_row(std::move(row));
+      }
+    std::cout << "\nper-tier κ_crit: each tier's bandwidth per GPU with every GPU loading from it "
+                 "at once (nvme: through a host-DRAM bounce; nvme-gds: GPUDirect Storage; "
+                 "request_bytes: a 256-token chunk of the GPU's KV; usd_per_gb: an assumption; "
+                 "docs/memory-tiers.md)\n"
+              << tiers.text();
   }
   return 0;
 }

@@ -146,6 +146,11 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   p.kappa_m = kappa_m(f_gpu, p.b_kv_share);
   p.kappa_hw = kappa_hw(p.bandwidth, p.compute);
   p.kappa_crit = p.kappa_m * p.kappa_hw;
+  if (has_tiers(s)) {  // issue 14: the same κ_M against each tier's per-GPU bandwidth
+    if (q.tier_chunk_tokens < 1) throw InputError("tier chunk tokens must be at least 1");
+    p.tier_io_bytes = q.tier_chunk_tokens * p.b_kv_share;
+    p.tiers = evaluate_tier_kappa(s, p.bandwidth, p.tier_io_bytes, p.compute, p.kappa_m);
+  }
 
   if (q.context_k || q.new_tokens_t) {
     const double K = q.context_k.value_or(0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/llm/architecture.hpp"
+#include "models/analytic/tier_kappa.hpp"
 #include "models/llm/parallelism.hpp"
 #include "systems/system_spec.hpp"
 
@@ -63,6 +64,9 @@ struct KappaQuery {
   // A parallelism layout (issue 14, models/llm/parallelism): per-GPU B_kv and F_pf follow it;
   // `tp` is then ignored (the layout's tp applies). Absent: plain TP `tp`, as before.
   std::optional<ParallelismSpec> layout;
+  // Issue 14: tokens per KV chunk a GPU reads from a tier in one request (LMCache chunk_size
+  // 256); the NVMe request size is this × the GPU's KV bytes per token.
+  int tier_chunk_tokens = 256;
 };
 
 // The layout's per-GPU view (KappaPoint::layout): the critical stage's costs per replica token.
@@ -103,6 +107,9 @@ struct KappaPoint {
   // b_kv_gpu without a layout; the layout's shares with one).
   double f_gpu = 0;
   double b_kv_share = 0;
+  // Issue 14: per-tier κ when the system has tiers below DRAM (tier_kappa.hpp; empty without).
+  std::vector<TierLoad> tiers;
+  double tier_io_bytes = 0;  // the request size the NVMe figures are taken at
 };
 
 // Evaluates the model on one system. Throws InputError for an impossible query (no peak for
