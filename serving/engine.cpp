@@ -6,6 +6,7 @@
 
 #include "core/sim_runner.hpp"
 #include "serving/load_paths/registry.hpp"
+#include "serving/replica_engine.hpp"
 #include "systems/link_backend.hpp"
 #include "systems/topology.hpp"
 
@@ -556,6 +557,8 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
 }
 
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {
+  // Layouts beyond plain TP (issue 14): the replica engine (serving/replica_engine).
+  if (spec.serving.parallelism.beyond_tp()) return run_replica_serving(spec, source, sinks);
   std::unique_ptr<ServingEngine> engine;
   const auto t0 = std::chrono::steady_clock::now();
   run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });

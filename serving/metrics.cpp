@@ -232,6 +232,8 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
   for (int b = 0; b < kLoadBounds; ++b)
     f.emplace_back(std::string("load_bound_share_") + load_bound_name(static_cast<LoadBound>(b)),
                    ratio(t.load_bounds[static_cast<LoadBound>(b)], load_total));
+  // Engine-specific figures (issue 14: the replica engine's DP/EP/PP figures), last.
+  f.insert(f.end(), t.extra.begin(), t.extra.end());
   return f;
 }
 

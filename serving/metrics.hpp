@@ -106,6 +106,9 @@ class SummaryBuilder {
     double tier_lookups = 0, tier_stored_chunks = 0, tier_evicted_chunks = 0,
            tier_restored_chunks = 0, tier_dropped_chunks = 0, tier_warm_chunks = 0;
     double tier_capacity_bytes = 0, tier_working_set_bytes = 0;
+    // ---- engine-specific figures appended after all others, in this order (issue 14: the
+    // replica engine's DP/EP/PP figures; empty for the single-group engine)
+    std::vector<std::pair<std::string, double>> extra;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);

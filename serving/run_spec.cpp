@@ -1,5 +1,8 @@
 #include "serving/run_spec.hpp"
 
+#include "models/gpu/kernel_timing.hpp"
+#include "models/llm/parallelism.hpp"
+
 namespace kappasim {
 
 void RunSpec::validate(const std::string& path) const {
@@ -8,6 +11,26 @@ void RunSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
+  // ---- layouts beyond plain TP (issue 14): the replica engine (serving/replica_engine) ----
+  // The layout must divide the model (validate_layout) and each GPU's weights, with the
+  // activation reserve, must fit gpu_memory_utilization x HBM (vLLM's budget for a worker).
+  if (serving.parallelism.beyond_tp()) {
+    ParallelismSpec p = serving.parallelism;
+    if (p.tp == 0) p.tp = serving.tp;
+    const std::string where = path + "serving.parallelism";
+    validate_layout(p, model, system.gpus, where);
+    const double weights = layout_weight_bytes_per_gpu(
+        model, p, bytes_per_element(weight_dtype_for(serving.compute_dtype)));
+    const double budget = serving.gpu_memory_utilization * system.gpu.hbm_capacity_bytes;
+    if (weights + serving.activation_reserve_bytes >= budget)
+      throw InputError(where + ": layout '" + layout_name(p) + "' leaves no KV cache: " +
+                       format_quantity(weights, dim::bytes) + " of " + model.name + " " +
+                       serving.compute_dtype + " weights per GPU + " +
+                       format_quantity(serving.activation_reserve_bytes, dim::bytes) +
+                       " activation reserve exceed gpu_memory_utilization x HBM = " +
+                       format_quantity(budget, dim::bytes) + " (more GPUs, pp or nodes, or " +
+                       "a smaller compute_dtype)");
+  }
 }
 
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu) {

@@ -98,22 +98,14 @@ void ServingSpec::validate(const std::string& path) const {
   if (!(fairness_max_wait_s >= 0)) throw InputError(p + "fairness_max_wait: must not be negative");
   kv_buffer.validate(p + "kv_buffer");
   recompute.validate(p + "recompute");
-  // ---- parallelism layout (issue 14): what the engine cannot simulate yet is refused here ----
+  // ---- parallelism layout (issue 14): checked against the model and system in
+  // RunSpec::validate; layouts beyond plain TP run in the replica engine ----
   parallelism.validate(p + "parallelism");
   if (parallelism.tp != 0 && parallelism.tp != tp)
     throw InputError(
         p + "parallelism.tp: " + std::to_string(parallelism.tp) + " differs from " + p + "tp " +
         std::to_string(tp) +
         " (the engine runs serving.tp; give the same value or leave parallelism.tp out)");
-  const std::pair<const char*, int> beyond[] = {{"dp_attention", parallelism.dp_attention},
-                                                {"ep", parallelism.ep},
-                                                {"pp", parallelism.pp},
-                                                {"nodes", parallelism.nodes}};
-  for (const auto& [key, v] : beyond)
-    if (v > 1)
-      throw InputError(p + "parallelism." + key + ": " + std::to_string(v) +
-                       " is not simulated yet (the serving engine runs plain tensor parallelism "
-                       "on one node); `kappasim kappa --layout` evaluates it");
 }
 
 SchedulerConfig ServingSpec::scheduler_config() const {

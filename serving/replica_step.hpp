@@ -1,0 +1,87 @@
+// One lockstep step of a model replica laid out beyond plain tensor parallelism (issue 14):
+// attention data-parallel ranks (DP-attention) with expert parallelism (EP), pipeline stages
+// (PP) and replicas spanning several nodes. Pure: no SystemC; the replica engine
+// (serving/replica_engine) times what this returns, the tests check it by hand.
+//
+// What it models (docs/parallelism.md "The replica engine", with sources):
+//  - per stage, every DP rank runs its own batch's attention and its non-expert kernels (norms,
+//    projections, dense MLPs, shared experts, router) on its `tp` GPUs (kernel_timing's
+//    batch_step_time); a rank with no work runs a one-token dummy batch (vLLM DP: MoE layers
+//    need every rank, execute_dummy_batch);
+//  - per MoE layer, the routed experts run on every GPU of the stage over all ranks' tokens,
+//    balanced over the EP ranks (each GPU: E/ep whole experts, tokens·k/ep token-expert pairs;
+//    timed as layer_kernels' grouped expert GEMMs at tp = stage GPUs: the same FLOPs and expert
+//    weight bytes). With ep = 1 and dp > 1 the experts are tensor-parallel over the stage
+//    after an all-gather (the same kernels, exactly) and a reduce-scatter after;
+//  - EP dispatch and combine all-to-all per MoE layer, DeepEP normal kernels: within a node
+//    straight over NVLink to each selected rank; to another node once over the NIC (RDMA, to
+//    the GPU of the same local index), forwarded there over NVLink to that node's other
+//    selected ranks. A token reaches a GPU with probability 1 − p_holder_not_selected (expert
+//    groups respected). Each GPU's NVLink and NIC ports work in parallel at their peak per
+//    direction; a phase ends when the busiest port has moved its bytes, plus one link latency;
+//  - the step lasts the slowest rank's non-expert time (lockstep) plus the a2a phases and the
+//    experts (no overlap of communication with compute: vLLM's default without dual-batch
+//    overlap); PP stages run in series within a step (pessimistic for throughput: vLLM keeps
+//    pp batches in flight), with their activations sent to the next stage between them.
+// Ignores: expert-load imbalance (EPLB), TP > 1 inside a rank for the a2a (each GPU of a rank
+// sends its 1/tp share of the rank's tokens), congestion beyond the per-port model.
+#pragma once
+
+#include <vector>
+
+#include "models/gpu/kernel_timing.hpp"
+#include "models/llm/parallelism.hpp"
+#include "serving/run_spec.hpp"
+
+namespace kappasim {
+
+// The layout and link figures one replica's steps need, made once from the run spec.
+struct ReplicaLayout {
+  ParallelismSpec p;
+  LayoutCost cost;
+  int tp = 1, dp = 1, stage_gpus = 1, pp = 1, gpus = 1, gpus_per_node = 1;
+  double nvlink_Bps = 0, nvlink_latency_s = 0;  // per direction, GPU to GPU (system.gpu)
+  double nic_Bps = 0, nic_latency_s = 0;        // per GPU per direction (system or layout)
+  double p_gpu = 0;   // probability a token needs a given other EP rank (per MoE layer)
+  double p_node = 0;  // probability a token needs a given other node of the stage
+};
+// Validates the layout against the model and system (validate_layout; path
+// "serving.parallelism"); NVLink bandwidth required when a stage has more than one GPU.
+ReplicaLayout make_replica_layout(const RunSpec& spec);
+
+struct ReplicaStepCost {
+  std::vector<double> rank_tokens;  // tokens each rank computes this step (0: dummy batch)
+  // Per stage, per rank: attention + non-expert kernels of the stage's layers (edge kernels
+  // on the first / last stage).
+  std::vector<std::vector<double>> rank_local_s;
+  std::vector<double> stage_local_s;  // per stage: the slowest rank
+  double local_s = 0;                 // Σ stages of the slowest rank
+  double expert_s = 0;                // routed experts, one GPU, all MoE layers
+  double dispatch_s = 0, combine_s = 0;  // EP all-to-all (or the ep = 1 all-gather / reduce-scatter)
+  double pp_s = 0;                       // activations between stages
+  double step_s = 0;                     // local_s + dispatch_s + expert_s + combine_s + pp_s
+  double rank_idle_s = 0;  // mean over ranks of (slowest − own) non-expert time: DP imbalance
+  // EP bytes of the step, all MoE layers, both phases, summed over GPUs.
+  double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
+  // Dispatch bytes of the step per (sender, receiver) GPU of one stage, all its MoE layers:
+  // [sender * stage_gpus + receiver] (combine: the transpose × combine/dispatch bytes per value).
+  std::vector<double> pair_dispatch_bytes;
+  double flops = 0, hbm_bytes = 0;  // per GPU, averaged over the replica's GPUs
+};
+
+// `rank_batches[r]`: rank r's slices this step (empty: a dummy batch).
+ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
+                                  const std::vector<std::vector<SeqSlice>>& rank_batches);
+
+// The a2a part alone, for one MoE layer: per sender token counts per stage GPU (`gpu_tokens`,
+// size stage_gpus) → bytes per (sender, receiver) pair for one phase at `bytes_per_value`, and
+// each GPU's NVLink / NIC bytes out and in. DeepEP routing as above.
+struct A2aPhase {
+  std::vector<double> pair_bytes;  // [sender * S + receiver]
+  std::vector<double> nvl_out, nvl_in, nic_out, nic_in;
+  double time_s = 0;  // slowest port + latency
+};
+A2aPhase a2a_phase(const ReplicaLayout& L, const ModelSpec& m, const std::vector<double>& gpu_tokens,
+                   double bytes_per_value);
+
+}  // namespace kappasim
