@@ -89,7 +89,7 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
         "docs/workloads.md). Their KV working sets (~0.96 TB and ~1.05 TB at 385 KB per token "
         "with TP-8 KV-head replication) fit the shipped node's 2 TB of DRAM (KV pool 1.5 TB) but "
         "not a node capped at 256 GB (pool 192 GB): there a miss recomputes the document unless "
-        "a lower tier holds it — CXL Type-3 expanders (1 TB) or an NVMe drive (2 TB), write-"
+        "a lower tier holds it — 8 CXL Type-3 expanders (2 TB) or 2 TB of the NVMe drives, write-"
         "through, promoted into DRAM on a hit (experiments/studies/memory-tiers-*.yaml).\n\n";
 
   std::vector<const ResultsTable*> parts;

@@ -101,7 +101,9 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                        interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
                        interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
                        pct(mean_of(t, cr, "gpu_utilization")),
-                       pct(mean_of(t, cr, "link_busy_fraction"))});
+                       pct(mean_of(t, cr, "link_busy_fraction")),
+                       fmt_num(mean_of(t, cr, "dp_rank_imbalance")),
+                       pct(mean_of(t, cr, "ep_a2a_time_share"))});
     }
   } else {
     srows.push_back({"—", "—", "—", "not simulated: " + serving_missing});
@@ -109,7 +111,8 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
   md << "Serving at 70 RPS (NarrativeQA-like document QA over 20 documents whose KV the 1.5 TB "
         "pool holds, and ShareGPT-like chat; experiments/studies/parallelism.yaml):\n\n"
      << markdown_table({"workload", "model", "layout", "throughput (req/s)", "TTFT mean (s)",
-                        "TTFT p50 (s)", "TTFT p99 (s)", "GPU util.", "link busy"},
+                        "TTFT p50 (s)", "TTFT p99 (s)", "GPU util.", "link busy",
+                        "DP rank imbalance (max / mean tokens)", "EP all-to-all time share"},
                        srows)
      << "\n";
 

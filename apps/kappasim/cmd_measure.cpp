@@ -235,18 +235,17 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
 constexpr double kBenchDefaultRate = 0.32;
 
 // issue 14: the config keys each `bench serving --case` sets over the single-tier TP-only load.
-//  tiers3: the 56 documents' ~1.32 TB of KV spill from a 192 GB DRAM pool into 512 GB of CXL
-//    (4 Type-3 expanders) and then 2 TB of NVMe (2 drives), so all three tiers serve hits and
-//    take write-through stores. Device presets: presets/cxl-expanders, presets/nvme-drives.
+//  tiers3: on the DGX H100 3-tier variant (presets/systems/dgx-h100-256gb-cxl-nvme: 256 GB DDR5,
+//    8 CXL expanders, 8 NVMe drives) the 56 documents' ~1.32 TB of KV spill from a 192 GB DRAM
+//    pool into 512 GB of CXL and then 2 TB of NVMe, so all three tiers serve hits and take
+//    write-through stores.
 //  dp-ep: Qwen3-235B in FP8 (BF16 weights under DP-8 + EP-8 exceed 72 GB per GPU) with attention
 //    data-parallel over 8 ranks and experts over EP 8 (serving/replica engine, docs/parallelism.md).
 static std::vector<std::string> bench_case_sets(const std::string& c) {
   if (c == "single") return {};
   if (c == "tiers3")
-    return {"system.cxl=micron-cz120-256g", "system.cxl_devices=4",
-            "system.nvme=samsung-pm1743-3.84t", "system.nvme_drives=2",
-            "serving.tier_capacity=192 GB", "serving.tiers.cxl_capacity=512 GB",
-            "serving.tiers.nvme_capacity=2 TB"};
+    return {"system=dgx-h100-256gb-cxl-nvme", "serving.tier_capacity=192 GB",
+            "serving.tiers.cxl_capacity=512 GB", "serving.tiers.nvme_capacity=2 TB"};
   if (c == "dp-ep")
     return {"serving.tp=1", "serving.compute_dtype=fp8", "serving.parallelism.dp_attention=8",
             "serving.parallelism.ep=8"};
