@@ -24,6 +24,9 @@ std::string effective(const std::string& kind, const std::string& name) {
   if (kind == "system") return show(read_preset_config<SystemSpec>(ref, kind, "", &prov));
   if (kind == "design") return show(read_preset_config<DesignCoefficients>(ref, kind, "", &prov));
   if (kind == "stack") return show(read_preset_config<StackProfile>(ref, kind, "", &prov));
+  // KV tiers below DRAM (issue 14)
+  if (kind == "cxl") return show(read_preset_config<CxlExpanderSpec>(ref, kind, "", &prov));
+  if (kind == "nvme") return show(read_preset_config<NvmeDriveSpec>(ref, kind, "", &prov));
   throw InputError("unknown preset kind '" + kind + "'");
 }
 

@@ -188,8 +188,10 @@ std::vector<std::string> shipped(const std::string& kind) {
 TEST(Hardware, EveryPresetLoads) {
   const std::vector<std::string> systems = shipped("system");
   EXPECT_EQ(systems,
-            (std::vector<std::string>{"a100", "b200", "dgx-h100", "gb200", "gh200", "h100",
-                                      "paper-testbed", "paper-testbed-gen4", "unified-hbm"}));
+            (std::vector<std::string>{"a100", "b200", "dgx-h100", "dgx-h100-256gb-cxl",
+                                      "dgx-h100-256gb-cxl-nvme", "dgx-h100-256gb-nvme", "gb200",
+                                      "gh200", "h100", "paper-testbed", "paper-testbed-gen4",
+                                      "unified-hbm"}));  // issue 14: the DGX H100 tier variants
   const PresetRegistry& reg = PresetRegistry::instance();
   for (const auto& n : systems) {
     SCOPED_TRACE(n);
@@ -215,7 +217,7 @@ TEST(Hardware, EveryPresetLoads) {
     EXPECT_NO_THROW(read_preset_config<GpuSpec>(ref, "gpu", "gpu"));
   }
   const std::vector<std::string> hosts = shipped("host-memory");
-  EXPECT_EQ(hosts.size(), 6u);
+  EXPECT_EQ(hosts.size(), 7u);  // issue 14: dgx-h100-host-256gb
   for (const auto& n : hosts) {
     SCOPED_TRACE(n);
     ConfigNode ref = ConfigNode::make_scalar(n);

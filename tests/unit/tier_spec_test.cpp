@@ -12,6 +12,8 @@
 #include "core/error.hpp"
 #include "memory/cxl_expander_spec.hpp"
 #include "memory/nvme_drive_spec.hpp"
+#include "models/analytic/kappa.hpp"
+#include "models/analytic/tier_kappa.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
@@ -193,6 +195,94 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
   EXPECT_TRUE(has(e, "flit_data_bytes")) << e;
 }
 
+// ---- per-tier κ (models/analytic/tier_kappa) ----------------------------------------------
+
+const TierLoad& tier(const std::vector<TierLoad>& v, const std::string& name) {
+  for (const TierLoad& t : v)
+    if (t.tier == name) return t;
+  ADD_FAILURE() << "no tier " << name;
+  return v.front();
+}
+
+TEST(TierKappa, Qwen3OnDgxH100ByHand) {
+  // docs/memory-tiers.md's worked example. Qwen3-235B-A22B, TP 8, BF16:
+  //   F_pf / 8 = 2 × 22,190,763,520 / 8 = 5,547,690,880 FLOP; KV per GPU per token = 94 layers ×
+  //   1 KV head × 128 × 2 × 2 B = 48,128 B; κ_M = 115,269.51; C = 989e12 FLOP/s.
+  //   dram: 63.0154 GB/s (PCIe 5.0 x16) → κ_crit = 115,269.51 × 63.0154e9 / 989e12 = 7.3445
+  //   cxl:  8 devices × 29.6543 GB/s / 8 GPUs = 29.6543 GB/s → κ_crit = 3.4562
+  //   nvme: 8 PM1733 × 7 GB/s / 8 GPUs (12.3 MB chunks: sequential) = 7 GB/s → κ_crit =
+  //         115,269.51 × 7e9 / 989e12 = 0.81586;
+  //         the bounce's DRAM share 2 × 8 × 4.4e9 × 8 × 0.8 / 2 / 8 = 28.16 GB/s does not bind.
+  ConfigNode m = ConfigNode::make_scalar("qwen3-235b-a22b");
+  const ModelSpec model = read_preset_config<ModelSpec>(m, "model", "model");
+  ConfigNode sref = ConfigNode::make_scalar("dgx-h100-256gb-cxl-nvme");
+  const SystemSpec sys = read_preset_config<SystemSpec>(sref, "system", "system");
+  KappaQuery q;
+  q.tp = 8;
+  const KappaPoint p = evaluate_kappa(model, sys, q);
+  EXPECT_NEAR(p.kappa_m, 115269.51, 0.01);
+  ASSERT_EQ(p.tiers.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.tier_io_bytes, 256.0 * 48128);
+  const double dram = 32e9 * 16 / 8 * 128 / 130, cxl = 32e9 * 8 / 8 * 128 / 130 * 64 / 68;
+  EXPECT_NEAR(tier(p.tiers, "dram").load_Bps, dram, 1);
+  EXPECT_NEAR(tier(p.tiers, "dram").kappa_crit, 7.3445, 1e-4);
+  EXPECT_EQ(tier(p.tiers, "dram").bound, "host link");
+  EXPECT_NEAR(tier(p.tiers, "cxl").load_Bps, cxl, 1);
+  EXPECT_NEAR(tier(p.tiers, "cxl").kappa_crit, 3.4562, 1e-4);
+  EXPECT_EQ(tier(p.tiers, "cxl").bound, "cxl devices");
+  EXPECT_DOUBLE_EQ(tier(p.tiers, "nvme").load_Bps, 7e9);
+  EXPECT_NEAR(tier(p.tiers, "nvme").kappa_crit, 0.81586, 1e-5);
+  EXPECT_EQ(tier(p.tiers, "nvme").bound, "drives");
+  EXPECT_DOUBLE_EQ(tier(p.tiers, "nvme-gds").load_Bps, 7e9);
+  // The tier-less κ is untouched: DRAM's row is the point's own κ_crit.
+  EXPECT_DOUBLE_EQ(tier(p.tiers, "dram").kappa_crit, p.kappa_crit);
+  // Capacities: 256 GB DRAM, 8 × 256 GB CXL, 8 × 3.84 TB NVMe.
+  EXPECT_DOUBLE_EQ(tier(p.tiers, "cxl").capacity_bytes, 2.048e12);
+  EXPECT_DOUBLE_EQ(tier(p.tiers, "nvme").capacity_bytes, 30.72e12);
+  // No tiers: nothing added.
+  ConfigNode plain = ConfigNode::make_scalar("dgx-h100");
+  EXPECT_TRUE(
+      evaluate_kappa(model, read_preset_config<SystemSpec>(plain, "system", "system"), q).tiers.empty());
+}
+
+TEST(TierKappa, BounceIsBoundByDramCrossedTwiceAndSmallReadsByIops) {
+  // 32 Gen5 PM1743 drives on 8 GPUs: 32 × 13 GB/s / 8 = 52 GB/s per GPU (under the 63 GB/s host
+  // link): GDS gets 52 GB/s. The bounce writes and reads DRAM: 2 sockets × 8 channels × 4.4 GT/s
+  // × 8 B × 0.8 = 450.56 GB/s, / 2 / 8 GPUs = 28.16 GB/s per GPU binds.
+  const SystemSpec s = system_from_yaml(
+      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 32\n");
+  const double host = s.host_link_bandwidth_per_gpu();
+  std::vector<TierLoad> v = tier_loads(s, host, 12e6);
+  EXPECT_DOUBLE_EQ(tier(v, "nvme-gds").load_Bps, 52e9);
+  EXPECT_EQ(tier(v, "nvme-gds").bound, "drives");
+  EXPECT_NEAR(tier(v, "nvme").load_Bps, 28.16e9, 1e3);
+  EXPECT_EQ(tier(v, "nvme").bound, "dram");
+  // 4 KiB requests: the IOPS bound, 2.5e6 × 4096 = 10.24 GB/s per drive × 32 / 8 = 40.96 GB/s.
+  v = tier_loads(s, host, 4096);
+  EXPECT_NEAR(tier(v, "nvme-gds").load_Bps, 40.96e9, 1e3);
+  // Enough drives to pass the host link: the link binds.
+  const SystemSpec many = system_from_yaml(
+      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 64\n");
+  EXPECT_EQ(tier(tier_loads(many, host, 12e6), "nvme-gds").bound, "host link");
+}
+
+TEST(TierKappa, CostHelpers) {
+  // $4/GB over a 3-year (36-month) life: 4 / 36 = 0.1111 $ per GB-month.
+  const double three_years = 3 * 365.25 * 86400;
+  EXPECT_NEAR(usd_per_gb_month(4e-9, three_years), 4.0 / 36, 1e-12);
+  EXPECT_DOUBLE_EQ(usd_per_gb(4e-9), 4);
+  // 1 GB held for an hour: 4 $ × 3600 s / 94,672,800 s = 1.5211e-4 $.
+  EXPECT_NEAR(holding_cost_usd(1e9, 3600, 4e-9, three_years), 1.5211e-4, 1e-8);
+  // A tier's purchase price: 2.048 TB of CXL at $5/GB = $10,240.
+  ConfigNode sref = ConfigNode::make_scalar("dgx-h100-256gb-cxl");
+  const SystemSpec s = read_preset_config<SystemSpec>(sref, "system", "system");
+  const auto v = tier_loads(s, s.host_link_bandwidth_per_gpu(), 1e6);
+  ASSERT_TRUE(tier_capex_usd(tier(v, "cxl")).has_value());
+  EXPECT_NEAR(*tier_capex_usd(tier(v, "cxl")), 10240, 1e-6);
+  EXPECT_NEAR(*tier_capex_usd(tier(v, "dram")), 1024, 1e-6);  // 256 GB × $4
+  EXPECT_TRUE(has(error_of([] { usd_per_gb_month(1e-9, 0); }), "amortization"));
+}
+
 test::Result kappasim(const std::string& args) {
   static const auto dir = test::fresh_dir("tier-spec");
   return test::run_shell(KAPPASIM_BIN, args, dir / "stderr.txt");
@@ -209,6 +299,23 @@ TEST(TierSpecCli, MissingDeviceBlockExitsTwoWithNoOutput) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "system.cxl.flit_data_bytes")) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+TEST(TierSpecCli, KappaPrintsTiersOnlyForSystemsWithTiers) {
+  test::Result plain = kappasim("kappa -m qwen3-235b-a22b -s dgx-h100 --tp 8 --format csv");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(has(plain.out, "tier_")) << plain.out;
+  test::Result table = kappasim("kappa -m qwen3-235b-a22b -s dgx-h100 --tp 8");
+  EXPECT_FALSE(has(table.out, "per-tier"));
+  test::Result t = kappasim("kappa -m qwen3-235b-a22b -s dgx-h100-256gb-cxl --tp 8 --format csv");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(has(t.out, "kappa_crit_cxl")) << t.out;
+  EXPECT_TRUE(has(t.out, "tier_nvme_gds_bandwidth_bytes_per_s")) << t.out;
+  test::Result tt = kappasim("kappa -m qwen3-235b-a22b -s dgx-h100-256gb-cxl-nvme --tp 8");
+  ASSERT_EQ(tt.code, 0) << tt.err;
+  EXPECT_TRUE(has(tt.out, "per-tier")) << tt.out;
+  EXPECT_TRUE(has(tt.out, "nvme-gds")) << tt.out;
+  EXPECT_TRUE(has(tt.out, "cxl devices")) << tt.out;
 }
 
 TEST(TierSpecCli, PresetsAreListed) {
