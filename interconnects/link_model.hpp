@@ -91,6 +91,15 @@ class LinkModel {
   // Payload bytes/s one transfer of this kind gets alone on an idle system (its tightest
   // resource or own limit), e.g. for a report's link capacity.
   virtual double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
+  // The same two for a whole request, whatever its endpoint (issue 14: CXL, NVMe, peer GPU,
+  // remote). Default: the host-DRAM figures (a back end that carries HostDram only rejects the
+  // others when they are started).
+  virtual double request_latency_s(const TransferRequest& r) const {
+    return latency_s(r.gpu, r.dir, r.path, r.pinned);
+  }
+  virtual double request_solo_rate_Bps(const TransferRequest& r) const {
+    return solo_rate_Bps(r.gpu, r.dir, r.path, r.pinned);
+  }
   // Invariant check when the simulation is over (every transfer finished, bytes conserved);
   // throws std::logic_error naming what is wrong. Default: nothing to check.
   virtual void check_conservation() const {}

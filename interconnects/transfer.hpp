@@ -38,6 +38,10 @@ struct TransferRequest {
   Endpoint endpoint = Endpoint::HostDram;  // issue 14: the other end (see Endpoint)
   int endpoint_index = 0;                  // Cxl device, Nvme drive or peer GPU index
   bool direct = false;                     // Nvme: GPUDirect Storage (no host bounce)
+  // Nvme: bytes per I/O request the transfer is split into (0: the drive's io_size, the size
+  // of its IOPS figures). The drive then moves min(seq, iops × io_bytes) and one transfer at
+  // most queue_depth × io_bytes / read_latency (systems/topology, docs/flow-model.md).
+  double io_bytes = 0;
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
   // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the

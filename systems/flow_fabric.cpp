@@ -30,7 +30,7 @@ void FlowFabric::check_request(const TransferRequest& r) const {
 }
 
 double FlowFabric::cap_of(const TransferRequest& r) const {
-  const double cap = m_topo.rate_cap(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double cap = m_topo.rate_cap(r);  // any endpoint (issue 14): its path's own limits
   return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;
 }
 
@@ -40,7 +40,7 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   r.start_s = now.to_seconds();
-  const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double lat = m_topo.latency(r);
   m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
   m_start.cancel();
   const sc_core::sc_time first = m_pending.begin()->first;
@@ -61,7 +61,7 @@ void FlowFabric::on_start() {
 
 void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double now = sc_core::sc_time_stamp().to_seconds();
-  auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
+  auto path = m_topo.path(r);
   const double cap = cap_of(r);
   expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
@@ -92,9 +92,9 @@ void FlowFabric::transfer(TransferRequest& r) {
   check_request(r);
   ++m_transfers;
   r.start_s = sc_core::sc_time_stamp().to_seconds();
-  auto path = m_topo.path(r.gpu, r.dir, r.path, r.pinned);
+  auto path = m_topo.path(r);
   const double cap = cap_of(r);
-  const double lat = m_topo.latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
+  const double lat = m_topo.latency(r);
   if (lat > 0) {
     ++m_events;
     sc_core::wait(sc_core::sc_time(lat, sc_core::SC_SEC));
@@ -103,7 +103,7 @@ void FlowFabric::transfer(TransferRequest& r) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
-  m_waiters.emplace(id, &done);
+  m_waiters.emplace(id, Waiter{&done, &r});
   reschedule();
   ++m_events;
   sc_core::wait(done);
@@ -131,7 +131,8 @@ void FlowFabric::on_finish() {
     auto bottlenecks = m_net.take_bottleneck_times(id);
     auto it = m_waiters.find(id);
     if (it != m_waiters.end()) {
-      it->second->notify(sc_core::SC_ZERO_TIME);
+      it->second.req->bottleneck_s = std::move(bottlenecks);  // blocking transfers too (issue 14)
+      it->second.done->notify(sc_core::SC_ZERO_TIME);
       m_waiters.erase(it);
       continue;
     }

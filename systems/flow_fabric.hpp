@@ -1,5 +1,8 @@
 // The flow-level host<->GPU fabric: a LinkModule whose transfers share the resources of a
-// Topology (DRAM, socket links, PCIe / C2C link directions, HBM) by weighted max-min fairness
+// Topology (DRAM, socket links, PCIe / C2C link directions, HBM; issue 14: CXL links and media,
+// NVMe bandwidth and IOPS, NVLink and NIC ports, for every TransferRequest::endpoint; each
+// transfer's path, rate cap and latency come from Topology::path / rate_cap / latency(r))
+// by weighted max-min fairness
 // (interconnects/flow_network). A transfer waits its first-byte latency, joins the fluid model
 // and returns when its last byte has arrived. Kernel events: one timed event for the network's
 // next finish (moved whenever the set of flows changes) and one wake-up per transfer; nothing
@@ -39,6 +42,11 @@ class FlowFabric : public LinkModule {
   double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const override {
     return m_topo.solo_rate(gpu, dir, path, pinned);
   }
+  // Any endpoint (issue 14): the topology's path for the whole request.
+  double request_latency_s(const TransferRequest& r) const override { return m_topo.latency(r); }
+  double request_solo_rate_Bps(const TransferRequest& r) const override {
+    return m_topo.solo_rate(r);
+  }
 
   struct ResourceStats {
     std::string name;
@@ -69,7 +77,11 @@ class FlowFabric : public LinkModule {
   Topology m_topo;
   FlowNetwork m_net;
   sc_core::sc_event m_next;
-  std::map<FlowNetwork::FlowId, sc_core::sc_event*> m_waiters;
+  struct Waiter {
+    sc_core::sc_event* done;
+    TransferRequest* req;
+  };
+  std::map<FlowNetwork::FlowId, Waiter> m_waiters;
   std::vector<double> m_expected;  // per resource: Σ bytes × cost of the flows started on it
   void expect(const std::vector<FlowNetwork::Use>& path, double bytes);
   struct Member {

@@ -49,4 +49,16 @@ std::unique_ptr<LinkModule> make_link_backend(const std::string& fidelity,
   return it->second(name, s);
 }
 
+// issue 14: multi-node replicas
+std::unique_ptr<LinkModule> make_link_backend(const std::string& fidelity,
+                                              const sc_core::sc_module_name& name,
+                                              const SystemSpec& s, int nodes) {
+  if (nodes == 1) return make_link_backend(fidelity, name, s);
+  if (nodes < 1) throw InputError("nodes: a replica needs at least one node");
+  if (fidelity != "flow")
+    throw InputError("serving.link_fidelity: '" + fidelity + "' models one node; a replica of " +
+                     std::to_string(nodes) + " nodes needs link_fidelity: flow");
+  return std::make_unique<FlowFabric>(name, build_topology(s, nodes));
+}
+
 }  // namespace kappasim

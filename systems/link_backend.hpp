@@ -23,6 +23,12 @@ using LinkBackendFactory =
 std::unique_ptr<LinkModule> make_link_backend(const std::string& fidelity,
                                               const sc_core::sc_module_name& name,
                                               const SystemSpec& s);
+// A replica of `nodes` copies of system `s` (issue 14, multi-node: GPU g on node g / s.gpus).
+// nodes == 1: the call above. More: the flow back end over build_topology(s, nodes); any other
+// back end → InputError naming serving.link_fidelity (they model one node).
+std::unique_ptr<LinkModule> make_link_backend(const std::string& fidelity,
+                                              const sc_core::sc_module_name& name,
+                                              const SystemSpec& s, int nodes);
 // Registers (or replaces) a back end by name.
 void register_link_backend(const std::string& fidelity, LinkBackendFactory factory);
 // Registered names, sorted.

@@ -31,6 +31,10 @@ PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec
 PciePacketLink& PacketFabric::link_for(const TransferRequest& r) {
   if (r.gpu < 0 || r.gpu >= gpus())
     throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
+  if (r.endpoint != Endpoint::HostDram)
+    throw InputError(std::string("serving.link_fidelity: packet models the PCIe host link to ") +
+                     "host DRAM only; a transfer with endpoint '" + to_string(r.endpoint) +
+                     "' (CXL, NVMe, peer GPU, remote) needs link_fidelity: flow");
   if (r.path == CopyPath::Local)
     throw InputError(std::string(name()) +
                      ": the packet back end has no HBM; on-GPU (Local) traffic needs the flow "

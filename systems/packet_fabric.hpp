@@ -10,7 +10,9 @@
 // slow each other here; each link is exact for its own PCIe protocol.
 // It rejects (InputError) what it cannot represent: a host link that is not PCIe (C2C, the
 // unified-HBM tier), GPUs sharing a host link (gpus_sharing_host_link > 1: the per-GPU read tags
-// and the shared uplink are not one PciePacketLink), pageable transfers and Local transfers.
+// and the shared uplink are not one PciePacketLink), pageable transfers and Local transfers,
+// and (issue 14) any endpoint other than HostDram: CXL, NVMe, peer GPU, remote (naming
+// serving.link_fidelity; the flow back end carries them).
 // Cost: ≈ 15,000 kernel activations per MiB moved (pcie_packet.hpp): meant for checks and
 // small runs, not for sweeps.
 #pragma once

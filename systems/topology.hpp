@@ -26,6 +26,26 @@
 // payload's direction and wire_cost().reverse_dir on the other (read requests, ACK/flow-control
 // DLLPs): this is how H2D and D2H copies on one link slow each other. C2C and the unified-HBM
 // tier carry no published framing: cost 1 on the data direction, 0 on the other (assumption).
+//
+// Issue 14: the other end of a transfer (TransferRequest::endpoint). Resources created only when
+// the system has them, appended after the ones above (so a system without them keeps exactly
+// the resource list above, and every output that names resources stays the same):
+//   cxl<i>.link.up / .down  CXL device i's link (device->host / host->device), payload B/s
+//                           (cxl.link_Bps(): flit framing); device i on socket i mod sockets
+//   cxl<i>.media            the device's DRAM, both directions: capacity media_read_bandwidth,
+//                           a read costs 1, a write media_read / media_write per byte
+//   nvme<i>.read / .write   drive i's sequential read / write bandwidth, B/s
+//   nvme<i>.read-iops / .write-iops
+//                           the drive's IOPS in IO/s: a transfer in requests of io_bytes costs
+//                           1 / io_bytes per payload byte (so alone min(seq, iops × io_bytes))
+//   gpu<g>.nvlink.out / .in GPU g's NVLink per direction (gpu.nvlink_bandwidth); the NVSwitch
+//                           is non-blocking, so a peer copy crosses only the two GPUs' ports
+//                           (only with nvlink_bandwidth and more than one GPU per node)
+//   gpu<g>.nic.out / .in    GPU g's NIC port per direction (system.nic_bandwidth)
+// Multi-node (build_topology(s, nodes)): every node has its own copy of the host resources
+// (node 0 keeps the names above; node n > 0: "node<n>.socket0.dram", "socket-link.node<n>.0to1",
+// "node<n>.hostlink<i>.down", "node<n>.cxl<i>...", "node<n>.nvme<i>..."); GPU resources are
+// named by the global GPU index g (node g / gpus_per_node).
 #pragma once
 
 #include <string>
@@ -45,7 +65,12 @@ class Topology {
     double capacity;  // units per second
   };
 
-  int gpus() const { return m_gpus; }
+  int gpus() const { return m_gpus; }  // every node's GPUs (gpus_per_node × nodes)
+  int nodes() const { return m_nodes; }
+  int gpus_per_node() const { return m_gpus_per_node; }
+  int node_of_gpu(int g) const;
+  int cxl_devices() const { return m_cxl_devices; }  // per node
+  int nvme_drives() const { return m_nvme_drives; }  // per node
   int sockets() const { return m_sockets; }
   int host_link_instances() const { return m_instances; }
   const std::vector<Resource>& resources() const { return m_resources; }
@@ -76,20 +101,63 @@ class Topology {
   // or its rate cap): used by tests and the probe's notes.
   double solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) const;
 
+  // ---- any endpoint (issue 14): the same four for a whole request (gpu, dir, path, pinned,
+  // endpoint, endpoint_index, direct, io_bytes, sm_inflight_bytes; not its own rate_cap_Bps).
+  // HostDram gives exactly the four above. InputError for an endpoint the system lacks (no
+  // such CXL device / NVMe drive / peer GPU, no NIC, no NVLink), a peer equal to the GPU
+  // itself, a Local path with another endpoint, pageable memory with another endpoint.
+  std::vector<FlowNetwork::Use> path(const TransferRequest& r) const;
+  double rate_cap(const TransferRequest& r) const;
+  double latency(const TransferRequest& r) const;
+  double solo_rate(const TransferRequest& r) const;
+
   int socket_of_gpu(int g) const;
   int pool_socket(int g) const;  // -1 for an interleaved pool (per rank: SystemSpec::pool_of_gpu)
-  int dram(int socket) const { return m_dram.at(socket); }
-  int socket_link(int from, int to) const;
-  int host_link(int instance, Direction dir) const;
+  int dram(int socket, int node = 0) const {
+    return m_dram.at(static_cast<std::size_t>(node * m_sockets + socket));
+  }
+  int socket_link(int from, int to, int node = 0) const;
+  int host_link(int instance, Direction dir) const;  // instance: global (node-major)
   int gpu_link(int g, Direction dir) const;  // -1 when GPUs do not share a host link
   int hbm(int g) const { return m_hbm.at(g); }
   int read_tags(int g) const { return m_read_tags.empty() ? -1 : m_read_tags.at(g); }
+  // Issue 14 resources (-1 / std::out_of_range when the system has none). dev: per node.
+  int cxl_socket(int dev) const { return dev % m_sockets; }
+  int nvme_socket(int drive) const { return drive % m_sockets; }
+  int cxl_link(int dev, Direction dir, int node = 0) const;  // H2D: the device's up direction
+  int cxl_media(int dev, int node = 0) const;                // -1 without media figures
+  int nvme_bandwidth(int drive, Direction dir, int node = 0) const;  // H2D: .read
+  int nvme_iops(int drive, Direction dir, int node = 0) const;
+  int nvlink(int g, bool out) const;
+  int nic(int g, bool out) const;
 
  private:
-  friend Topology build_topology(const SystemSpec& s);
+  friend Topology build_topology(const SystemSpec& s, int nodes);
   int add(std::string name, double capacity);
-  void link_uses(std::vector<FlowNetwork::Use>& out, int down, int up, Direction dir,
-                 CopyPath how) const;
+  // The GPU's own side of a host-side transfer: its host-link instance (and GPU link), data on
+  // the down direction when `down`, with the framing of operation [how][op_h2d]; its HBM.
+  void gpu_side(std::vector<FlowNetwork::Use>& out, int gpu, bool down, int how,
+                int op_h2d) const;
+  int local(int g) const { return g % m_gpus_per_node; }
+  void check_endpoint(const TransferRequest& r) const;
+  double io_bytes(const TransferRequest& r) const;
+
+  int m_nodes = 1;
+  int m_gpus_per_node = 0;
+  int m_instances_per_node = 0;
+  // ---- issue 14 devices (per node: index node * count + i) ----
+  int m_cxl_devices = 0;
+  int m_nvme_drives = 0;
+  double m_cxl_added_latency_s = 0;
+  double m_cxl_write_cost = 1;  // media units per byte written (media_read / media_write)
+  std::vector<int> m_cxl_up, m_cxl_down, m_cxl_media;
+  NvmeDriveSpec m_nvme;
+  std::vector<int> m_nvme_read, m_nvme_write, m_nvme_riops, m_nvme_wiops;
+  double m_nvlink_latency_s = 0;
+  std::vector<int> m_nvlink_out, m_nvlink_in;  // per GPU; empty without NVLink
+  bool m_has_nvlink_Bps = false;
+  double m_nic_latency_s = 0;
+  std::vector<int> m_nic_out, m_nic_in;  // per GPU; empty without system.nic_bandwidth
 
   int m_gpus = 0;
   int m_sockets = 1;
@@ -115,6 +183,7 @@ class Topology {
 // Throws InputError naming what the system lacks for simulation: the GPU's and host link's
 // simulator fields, host_memory.memcpy_thread_bandwidth / dram_efficiency, inter-socket
 // bandwidth of a multi-socket host, a GPU placed on a socket that does not exist.
-Topology build_topology(const SystemSpec& s);
+// nodes: the replica's nodes (issue 14), each a copy of `s` (GPU g on node g / s.gpus).
+Topology build_topology(const SystemSpec& s, int nodes = 1);
 
 }  // namespace kappasim

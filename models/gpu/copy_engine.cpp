@@ -128,8 +128,8 @@ void CopyEngine::start(TransferRequest& r, std::int64_t copies, TransferGroup& g
   if (copies < 1) throw std::logic_error(std::string(name()) + ": start needs copies >= 1");
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
-  const double fixed =
-      dma_stream_fixed_s(m_gpu_spec, copies, m_link->latency_s(m_gpu, r.dir, r.path, r.pinned));
+  // The latency of r's own path (issue 14: a CXL / NVMe / peer copy pays its endpoint's).
+  const double fixed = dma_stream_fixed_s(m_gpu_spec, copies, m_link->request_latency_s(r));
   m_copies += static_cast<std::uint64_t>(copies);
   m_bytes += r.bytes;
   m_link->start(r, g, delay_s + fixed);
