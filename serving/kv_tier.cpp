@@ -42,7 +42,23 @@ std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
 std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys) { return place(keys, false); }
 std::size_t KvTier::warm(const std::vector<std::uint64_t>& keys) { return place(keys, true); }
 
-std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm) {
+std::size_t KvTier::insert(const std::vector<std::uint64_t>& keys,
+                           std::vector<std::uint64_t>* evicted) {
+  return place(keys, false, evicted);
+}
+std::size_t KvTier::warm(const std::vector<std::uint64_t>& keys,
+                         std::vector<std::uint64_t>* evicted) {
+  return place(keys, true, evicted);
+}
+bool KvTier::touch_key(std::uint64_t key) {
+  auto f = m_index.find(key);
+  if (f == m_index.end()) return false;
+  touch(f->second);
+  return true;
+}
+
+std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
+                          std::vector<std::uint64_t>* evicted) {
   std::size_t stored = 0;
   for (std::uint64_t k : keys) {
     auto f = m_index.find(k);
@@ -55,6 +71,7 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm) {
       continue;
     }
     while (m_lru.size() >= m_capacity_chunks) {
+      if (evicted) evicted->push_back(m_lru.front());
       m_index.erase(m_lru.front());
       m_lru.pop_front();
       ++m_evicted_chunks;

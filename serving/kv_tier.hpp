@@ -47,6 +47,20 @@ class KvTier {
   // stored (no D2H copy happened in the run). Returns the chunks newly placed.
   std::size_t warm(const std::vector<std::uint64_t>& keys);
 
+  // ---- for the tier hierarchy (serving/kv_hierarchy, issue 14) ----
+  // insert()/warm() that also return, in eviction order, the keys evicted to make room (the
+  // hierarchy demotes them under write-back).
+  std::size_t insert(const std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>* evicted);
+  std::size_t warm(const std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>* evicted);
+  // Makes a present key the most recently used; false (nothing changes) when absent. No stats.
+  bool touch_key(std::uint64_t key);
+  // Counts one lookup served partly by this tier: `hits` chunks from it, `misses` not.
+  void count_lookup(std::size_t hits, std::size_t misses) {
+    ++m_lookups;
+    m_hit_chunks += hits;
+    m_miss_chunks += misses;
+  }
+
   // Membership only; does not touch the LRU order or the stats.
   bool contains(std::uint64_t key) const;
   // Whether the key was ever placed (stored or warmed), present now or evicted since.
@@ -87,7 +101,8 @@ class KvTier {
   std::uint64_t m_stored_chunks = 0, m_evicted_chunks = 0;
   std::uint64_t m_restored_chunks = 0, m_dropped_chunks = 0, m_warm_chunks = 0;
   std::unordered_set<std::uint64_t> m_seen;  // never iterated (determinism)
-  std::size_t place(const std::vector<std::uint64_t>& keys, bool warm);
+  std::size_t place(const std::vector<std::uint64_t>& keys, bool warm,
+                    std::vector<std::uint64_t>* evicted = nullptr);
 };
 
 }  // namespace kappasim

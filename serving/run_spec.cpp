@@ -31,6 +31,7 @@ void RunSpec::validate(const std::string& path) const {
                        format_quantity(budget, dim::bytes) + " (more GPUs, pp or nodes, or " +
                        "a smaller compute_dtype)");
   }
+  serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
 }
 
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu) {

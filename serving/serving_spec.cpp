@@ -97,6 +97,7 @@ void ServingSpec::validate(const std::string& path) const {
     throw InputError(p + "activation_reserve: must not be negative");
   if (!(fairness_max_wait_s >= 0)) throw InputError(p + "fairness_max_wait: must not be negative");
   kv_buffer.validate(p + "kv_buffer");
+  tiers.validate(p + "tiers");  // issue 14
   recompute.validate(p + "recompute");
   // ---- parallelism layout (issue 14): checked against the model and system in
   // RunSpec::validate; layouts beyond plain TP run in the replica engine ----
@@ -106,6 +107,56 @@ void ServingSpec::validate(const std::string& path) const {
         p + "parallelism.tp: " + std::to_string(parallelism.tp) + " differs from " + p + "tp " +
         std::to_string(tp) +
         " (the engine runs serving.tp; give the same value or leave parallelism.tp out)");
+}
+
+// ---- KV tier hierarchy (issue 14) ----
+const std::vector<std::pair<const char*, TierWritePolicy>>& tier_write_policy_names() {
+  static const std::vector<std::pair<const char*, TierWritePolicy>> n = {
+      {"write_through", TierWritePolicy::WriteThrough}, {"write_back", TierWritePolicy::WriteBack}};
+  return n;
+}
+
+void TiersSpec::validate(const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  const std::pair<const char*, double> caps[] = {{"cxl_capacity", cxl_capacity_bytes},
+                                                 {"nvme_capacity", nvme_capacity_bytes},
+                                                 {"remote_capacity", remote_capacity_bytes}};
+  for (const auto& [key, v] : caps)
+    if (!(v >= 0) || !std::isfinite(v))
+      throw InputError(p + key + ": must be a finite size >= 0");
+}
+
+void TiersSpec::validate_against(const SystemSpec& system, const std::string& path) const {
+  const std::string p = path.empty() ? "" : path + ".";
+  validate(path);
+  if (cxl_capacity_bytes > 0) {
+    if (system.cxl_devices < 1)
+      throw InputError(p + "cxl_capacity: " + format_quantity(cxl_capacity_bytes, dim::bytes) +
+                       " of CXL tier on system '" + system.name +
+                       "', which has no CXL expander (system.cxl_devices is 0)");
+    const double dev = system.cxl_devices * system.cxl.capacity_bytes;
+    if (cxl_capacity_bytes > dev * (1 + 1e-12))
+      throw InputError(p + "cxl_capacity: " + format_quantity(cxl_capacity_bytes, dim::bytes) +
+                       " exceeds the system's CXL memory (system.cxl_devices " +
+                       std::to_string(system.cxl_devices) + " x system.cxl.capacity " +
+                       format_quantity(system.cxl.capacity_bytes, dim::bytes) + ")");
+  }
+  if (nvme_capacity_bytes > 0) {
+    if (system.nvme_drives < 1)
+      throw InputError(p + "nvme_capacity: " + format_quantity(nvme_capacity_bytes, dim::bytes) +
+                       " of NVMe tier on system '" + system.name +
+                       "', which has no NVMe drive (system.nvme_drives is 0)");
+    const double dev = system.nvme_drives * system.nvme.capacity_bytes;
+    if (nvme_capacity_bytes > dev * (1 + 1e-12))
+      throw InputError(p + "nvme_capacity: " + format_quantity(nvme_capacity_bytes, dim::bytes) +
+                       " exceeds the system's NVMe capacity (system.nvme_drives " +
+                       std::to_string(system.nvme_drives) + " x system.nvme.capacity " +
+                       format_quantity(system.nvme.capacity_bytes, dim::bytes) + ")");
+  }
+  if (remote_capacity_bytes > 0 && !system.nic_Bps)
+    throw InputError(p + "remote_capacity: a remote tier needs system.nic_bandwidth (the NIC "
+                         "bandwidth per GPU that carries it); system '" +
+                     system.name + "' gives none");
 }
 
 SchedulerConfig ServingSpec::scheduler_config() const {

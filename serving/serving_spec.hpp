@@ -117,6 +117,75 @@ struct RecomputeSpec {
   void validate(const std::string& path) const;
 };
 
+// ---- KV tier hierarchy below host DRAM (issue 14; docs/serving-engine.md "Tier hierarchy") ----
+// LMCache 0.3.x builds its storage as an ordered list of backends (StorageManager:
+// LocalCPUBackend, then LocalDiskBackend / GdsBackend, then a remote backend): a lookup takes
+// each chunk from the first backend that has it. Here: host DRAM (serving.tier_capacity) ->
+// CXL expanders -> NVMe drives -> a remote store. A lower tier with capacity 0 is absent.
+enum class TierWritePolicy {
+  WriteThrough,  // every stored chunk goes to every tier (LMCache StorageManager.batched_put)
+  WriteBack,     // only to DRAM; a tier's LRU evictions are demoted to the next tier
+};
+const std::vector<std::pair<const char*, TierWritePolicy>>& tier_write_policy_names();
+
+struct TiersSpec {
+  // [A] capacities, whole replica (every TP rank's shard counted); 0 = tier absent (LMCache's
+  // max_local_disk_size default is 0: disk offloading is off by default).
+  double cxl_capacity_bytes = 0;
+  double nvme_capacity_bytes = 0;
+  double remote_capacity_bytes = 0;
+  // [S] LMCache StorageManager.batched_put submits each chunk to every configured backend.
+  TierWritePolicy write = TierWritePolicy::WriteThrough;
+  // [S] LMCache StorageManager.get: a chunk found in a backend other than LocalCPUBackend is
+  // written back into LocalCPUBackend (local_cpu_backend.write_back).
+  bool promote_on_hit = true;
+  // [A] study switch: on arrival, the request's chunks found below DRAM start moving up into
+  // DRAM while it waits (LMCache has prefetch tasks in its StorageManager, off by default).
+  bool prefetch = false;
+  // [S] off: LMCache's LocalDiskBackend reads a chunk into a host buffer (GdsBackend, cuFile
+  // straight into GPU memory, is a separate opt-in backend).
+  bool gds = false;
+  // [A] the scheduler may admit a request whose prefetch is still in flight (its load then
+  // waits for those chunks); off: it waits in the queue until its prefetch landed.
+  bool admit_while_prefetching = false;
+
+  template <class V>
+  void visit(V& v) {
+    // An untouched block stays out of the effective config (outputs of runs without lower
+    // tiers unchanged).
+    if constexpr (V::kWriting)
+      if (is_default()) return;
+    v.quantity("cxl_capacity", cxl_capacity_bytes, dim::bytes,
+               opt("CXL tier capacity, whole replica (0 = no CXL tier)", Range::NonNegative));
+    v.quantity("nvme_capacity", nvme_capacity_bytes, dim::bytes,
+               opt("NVMe tier capacity, whole replica (0 = no NVMe tier)", Range::NonNegative));
+    v.quantity("remote_capacity", remote_capacity_bytes, dim::bytes,
+               opt("remote store capacity (0 = none)", Range::NonNegative));
+    v.choice("write", write, tier_write_policy_names(),
+             opt("write_through (every tier) or write_back (DRAM; evictions demoted)"));
+    v.boolean("promote_on_hit", promote_on_hit, opt("copy a lower-tier hit up into DRAM"));
+    v.boolean("prefetch", prefetch, opt("move a waiting request's lower-tier chunks up early"));
+    v.boolean("gds", gds, opt("NVMe reads straight into GPU memory (GPUDirect Storage)"));
+    v.boolean("admit_while_prefetching", admit_while_prefetching,
+              opt("admit a request whose prefetch is still in flight"));
+  }
+  bool is_default() const {
+    const TiersSpec d;
+    return cxl_capacity_bytes == d.cxl_capacity_bytes &&
+           nvme_capacity_bytes == d.nvme_capacity_bytes &&
+           remote_capacity_bytes == d.remote_capacity_bytes && write == d.write &&
+           promote_on_hit == d.promote_on_hit && prefetch == d.prefetch && gds == d.gds &&
+           admit_while_prefetching == d.admit_while_prefetching;
+  }
+  bool enabled() const {
+    return cxl_capacity_bytes > 0 || nvme_capacity_bytes > 0 || remote_capacity_bytes > 0;
+  }
+  void validate(const std::string& path) const;
+  // Against the system's devices: a tier larger than its devices, a tier without its device,
+  // a remote tier without system.nic_bandwidth -> InputError naming the key.
+  void validate_against(const SystemSpec& system, const std::string& path) const;
+};
+
 struct ServingSpec {
   // ---- parallelism and precision -----------------------------------------------------------
   // [S] vLLM --tensor-parallel-size default 1; the κ paper's testbed runs TP 8 (set tp: 8).
@@ -190,6 +259,8 @@ struct ServingSpec {
   // side lands: `kappasim kappa --layout` evaluates it analytically.
   ParallelismSpec parallelism;
   LinkFidelity link_fidelity = LinkFidelity::Flow;  // issue 13 item 1
+  // ---- KV tiers below host DRAM (issue 14) ----
+  TiersSpec tiers;
 
   template <class V>
   void visit(V& v) {
@@ -241,6 +312,10 @@ struct ServingSpec {
     v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
              opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "
                  "per GPU; PCIe host links only)"));
+    // issue 14: the KV tier hierarchy below host DRAM (docs/serving-engine.md)
+    v.object("tiers", tiers,
+             opt("KV tiers below host DRAM: cxl/nvme/remote capacities, write policy, "
+                 "promotion, prefetch, gds"));
   }
   void validate(const std::string& path) const;
 

@@ -1,0 +1,131 @@
+#include "serving/kv_hierarchy.hpp"
+
+#include <stdexcept>
+
+namespace kappasim {
+
+const char* tier_level_name(TierLevel l) {
+  switch (l) {
+    case TierLevel::Dram:
+      return "dram";
+    case TierLevel::Cxl:
+      return "cxl";
+    case TierLevel::Nvme:
+      return "nvme";
+    case TierLevel::Remote:
+      return "remote";
+  }
+  return "?";
+}
+
+KvHierarchy::KvHierarchy(KvTier& dram, const std::vector<Level>& lower, double bytes_per_token,
+                         TierWritePolicy write, bool promote_on_hit)
+    : m_write(write), m_promote(promote_on_hit) {
+  m_levels.push_back(Lvl{TierLevel::Dram, &dram, nullptr, {}});
+  for (const Level& l : lower) {
+    if (l.level == TierLevel::Dram)
+      throw std::invalid_argument("KvHierarchy: DRAM is level 0 only");
+    if (!(l.capacity_bytes > 0))
+      throw std::invalid_argument("KvHierarchy: a lower level needs a capacity > 0");
+    auto t = std::make_unique<KvTier>(dram.chunk_tokens(), l.capacity_bytes, bytes_per_token);
+    KvTier* p = t.get();
+    m_levels.push_back(Lvl{l.level, p, std::move(t), {}});
+  }
+}
+
+TierMoves KvHierarchy::empty_moves() const {
+  TierMoves m;
+  m.placed.assign(m_levels.size(), 0);
+  m.demoted.assign(m_levels.size(), 0);
+  return m;
+}
+
+std::vector<int> KvHierarchy::peek(const std::vector<std::uint64_t>& keys) const {
+  std::vector<int> at;
+  for (std::uint64_t k : keys) {
+    int found = -1;
+    for (std::size_t i = 0; i < m_levels.size() && found < 0; ++i)
+      if (m_levels[i].tier->contains(k)) found = static_cast<int>(i);
+    if (found < 0) break;
+    at.push_back(found);
+  }
+  return at;
+}
+
+std::vector<int> KvHierarchy::lookup(const std::vector<std::uint64_t>& keys) {
+  if (m_levels.size() == 1) {  // DRAM alone: exactly the host tier's lookup (outputs unchanged)
+    const std::size_t hits = m_levels[0].tier->lookup(keys);
+    m_levels[0].stats.hit_chunks += hits;
+    return std::vector<int>(hits, 0);
+  }
+  std::vector<int> at = peek(keys);
+  std::vector<std::size_t> hits(m_levels.size(), 0);
+  for (std::size_t j = 0; j < at.size(); ++j) {  // in key order, like KvTier::lookup
+    const std::size_t i = static_cast<std::size_t>(at[j]);
+    m_levels[i].tier->touch_key(keys[j]);
+    ++hits[i];
+  }
+  for (std::size_t i = 0; i < m_levels.size(); ++i) {
+    m_levels[i].tier->count_lookup(hits[i], keys.size() - hits[i]);
+    m_levels[i].stats.hit_chunks += hits[i];
+  }
+  return at;
+}
+
+std::size_t KvHierarchy::place(std::size_t i, const std::vector<std::uint64_t>& keys, Why why,
+                               bool demotion, TierMoves& m) {
+  if (keys.empty()) return 0;
+  Lvl& l = m_levels[i];
+  const bool cascade = m_write == TierWritePolicy::WriteBack && i + 1 < m_levels.size();
+  std::vector<std::uint64_t> evicted;
+  const std::size_t n = why == Why::Warm ? l.tier->warm(keys, cascade ? &evicted : nullptr)
+                                         : l.tier->insert(keys, cascade ? &evicted : nullptr);
+  if (demotion) {
+    m.demoted[i] += n;
+    l.stats.demoted_in += n;
+  } else {
+    m.placed[i] += n;
+    if (why == Why::Store) l.stats.stored_chunks += n;
+    if (why == Why::Promote) l.stats.promoted_in += n;
+  }
+  if (cascade && !evicted.empty()) {
+    // Every eviction goes down; those already below are only touched there (clean copies).
+    const std::size_t moved = place(i + 1, evicted, why, true, m);
+    if (why != Why::Warm) l.stats.demoted_out += moved;
+  }
+  return n;
+}
+
+TierMoves KvHierarchy::store(const std::vector<std::uint64_t>& keys) {
+  TierMoves m = empty_moves();
+  if (m_write == TierWritePolicy::WriteThrough) {
+    for (std::size_t i = 0; i < m_levels.size(); ++i) place(i, keys, Why::Store, false, m);
+  } else {
+    place(0, keys, Why::Store, false, m);
+  }
+  return m;
+}
+
+TierMoves KvHierarchy::promote(const std::vector<std::uint64_t>& keys,
+                               const std::vector<int>& from) {
+  TierMoves m = empty_moves();
+  if (!m_promote || keys.empty()) return m;
+  if (from.size() != keys.size())
+    throw std::invalid_argument("KvHierarchy::promote: one source level per key");
+  for (int f : from)
+    if (f > 0 && static_cast<std::size_t>(f) < m_levels.size())
+      ++m_levels[static_cast<std::size_t>(f)].stats.promoted_out;
+  place(0, keys, Why::Promote, false, m);
+  return m;
+}
+
+void KvHierarchy::warm(const std::vector<std::uint64_t>& keys) {
+  TierMoves m = empty_moves();
+  if (m_write == TierWritePolicy::WriteThrough) {
+    for (std::size_t i = 0; i < m_levels.size(); ++i) place(i, keys, Why::Warm, false, m);
+  } else {
+    place(0, keys, Why::Warm, false, m);
+  }
+}
+
+}  // namespace kappasim
