@@ -68,10 +68,11 @@ TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
       "memory-tiers-lower",
       {"workload", "memory", "cxl_capacity", "nvme_capacity", "replicate", "status", "error",
        "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
-       "tier_cxl_hit_chunks", "tier_cxl_bytes_loaded"},
-      {{"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "0", "ok", "", "2", "1", "1", "2", "1e12", "40", "5e11"},
-       {"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "1", "ok", "", "2", "1", "1", "2", "1e12", "60", "5e11"},
-       {"docfinqa", "dram-256GB+nvme", "0 B", "2 TB", "0", "invalid", "unknown key 'tiers'", "", "", "", "", "", "", ""}});
+       "tiers_dram_hit_chunks", "tiers_cxl_hit_chunks", "tiers_cxl_loaded_bytes",
+       "tiers_cxl_load_time_share"},
+      {{"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "0", "ok", "", "2", "1", "1", "2", "1e12", "10", "40", "5e11", "0.5"},
+       {"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "1", "ok", "", "2", "1", "1", "2", "1e12", "30", "60", "5e11", "0.3"},
+       {"docfinqa", "dram-256GB+nvme", "0 B", "2 TB", "0", "invalid", "unknown key 'tiers'", "", "", "", "", "", "", "", "", ""}});
   const std::string md = report::section_memory_tiers(&dram, &lower, "");
   EXPECT_NE(md.find("### 8.6 Memory tiers"), std::string::npos);
   // Replicate means with intervals: throughput 2 (n=2, zero spread), TTFT p50 of the capped node
@@ -79,8 +80,10 @@ TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
   EXPECT_NE(md.find("| docfinqa | dram-256GB | 1 ± 0 (n=2)"), std::string::npos) << md;
   EXPECT_NE(md.find("| 11 ± 13 (n=2) |"), std::string::npos) << md;  // t(0.975,1) 12.706 × sd √2 / √2
   EXPECT_NE(md.find("not simulated: unknown key 'tiers'"), std::string::npos) << md;
-  // Per-tier columns: mean CXL hits (40 + 60) / 2 = 50, bytes 5e11 = 500 GB.
-  EXPECT_NE(md.find("cxl_hit_chunks 50, cxl_bytes_loaded 500 GB"), std::string::npos) << md;
+  // Per-level figures: DRAM hits (10 + 30) / 2 = 20; CXL hits (40 + 60) / 2 = 50, 5e11 B = 500
+  // GB, load time share (0.5 + 0.3) / 2 = 40%.
+  EXPECT_NE(md.find("dram 20 hits; cxl 50 hits, 500 GB (40% of load time)"), std::string::npos)
+      << md;
   // Cost per 1k requests at the mid prices ($10/GB DRAM and CXL), $2.35 × 8 GPUs per hour, 4
   // years: 2 TB node at 2 req/s: (8 × 2.35 / 3600 + 2000 × 10 / 126230400) / 2 × 1000
   //   = (0.0052222 + 0.00015844) / 2 × 1000 = 2.690;
@@ -100,6 +103,15 @@ TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
   // The capped node's TTFT p50 is paired with the 2 TB node's: differences 9 and 11, mean 10,
   // half-width 12.706 × 1.414 / 1.414 = 12.7: the interval contains 0.
   EXPECT_NE(md.find("within the replicate spread of the 2 TB node's"), std::string::npos) << md;
+
+  // A lower-tier row that ran but reported no figures for its tier ran without it: refused.
+  SweepData silent = lower;
+  for (auto& row : silent.table.rows)
+    for (int c : {silent.table.col("tiers_cxl_hit_chunks")}) row[static_cast<std::size_t>(c)] = "";
+  const std::string md3 = report::section_memory_tiers(&dram, &silent, "");
+  EXPECT_NE(md3.find("| docfinqa | dram-256GB+cxl | not simulated: the run reported no figures"),
+            std::string::npos)
+      << md3;
 
   // Without the lower sweep, its rows say why.
   const std::string md2 = report::section_memory_tiers(&dram, nullptr, "h-tiers not merged");
