@@ -13,6 +13,7 @@
 
 #include "core/table.hpp"
 #include "core/units.hpp"
+#include "report/analytic_point.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
@@ -55,6 +56,29 @@ std::string level_cell(const ResultsTable& t, const std::vector<std::size_t>& ro
   const double share = mean_of(t, rows, p + "load_time_share");
   if (std::isfinite(share)) c += " (" + pct(share) + " of load time)";
   return c;
+}
+
+// The prices the device presets carry (presets/host-memory, cxl-expanders, nvme-drives:
+// usd_per_byte, each an assumption with its own reasoning), from the 3-tier system variant, as a
+// fourth price point beside the swept ones; absent prices read 0 (the row then says so).
+TierPrices preset_prices() {
+  TierPrices p;
+  p.name = "presets";
+  const SystemSpec& s = preset_system("dgx-h100-256gb-cxl-nvme");
+  p.dram_usd_per_gb = s.host_memory.usd_per_byte.value_or(0) * 1e9;
+  p.cxl_usd_per_gb = s.cxl.usd_per_byte.value_or(0) * 1e9;
+  p.nvme_usd_per_gb = s.nvme.usd_per_byte.value_or(0) * 1e9;
+  return p;
+}
+
+std::vector<TierPrices> price_points() {
+  std::vector<TierPrices> out = tier_price_sweep();
+  try {
+    out.push_back(preset_prices());
+  } catch (const std::exception&) {
+    // A build without the 3-tier system variant: the swept prices alone.
+  }
+  return out;
 }
 
 }  // namespace
@@ -162,26 +186,33 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
      << fmt_num(a.amortisation_years)
      << " years of round-the-clock use. The $/GB are assumptions swept over a range "
         "(report/tier_cost.cpp names their sources): ";
-  for (const TierPrices& p : tier_price_sweep())
-    md << p.name << " DRAM $" << fmt_num(p.dram_usd_per_gb) << ", CXL $"
-       << fmt_num(p.cxl_usd_per_gb) << ", NVMe $" << fmt_num(p.nvme_usd_per_gb)
-       << (p.name == "high" ? "" : "; ");
-  md << " per GB. Power, slots and controllers are not priced.\n\n";
+  const std::vector<TierPrices> prices = price_points();
+  for (std::size_t i = 0; i < prices.size(); ++i) {
+    const TierPrices& p = prices[i];
+    md << (i ? "; " : "") << p.name << " DRAM $" << fmt_num(p.dram_usd_per_gb) << ", CXL $"
+       << fmt_num(p.cxl_usd_per_gb) << ", NVMe $" << fmt_num(p.nvme_usd_per_gb);
+  }
+  md << " per GB";
+  if (prices.size() > tier_price_sweep().size())
+    md << " (`presets`: the usd_per_byte assumptions of the devices of "
+          "presets/systems/dgx-h100-256gb-cxl-nvme.yaml, 2024 prices)";
+  md << ". Power, slots and controllers are not priced.\n\n";
   std::vector<std::vector<std::string>> crow;
   for (const auto& [m, cr] : done) {
     std::vector<std::string> r = {m.workload, m.memory,
                                   fmt_num(m.capacities.dram_bytes / 1e9) + " / " +
                                       fmt_num(m.capacities.cxl_bytes / 1e9) + " / " +
                                       fmt_num(m.capacities.nvme_bytes / 1e9)};
-    for (const TierPrices& p : tier_price_sweep())
+    for (const TierPrices& p : prices)
       r.push_back(
           fmt_num(1000 * memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps)) +
           " / " + fmt_num(1000 * cost_per_request_usd(m.capacities, p, a, m.throughput_rps)));
     crow.push_back(r);
   }
-  md << markdown_table({"workload", "memory", "GB DRAM / CXL / NVMe",
-                        "$ per 1k req, low prices (memory / total)", "mid", "high"},
-                       crow)
+  std::vector<std::string> cost_header = {"workload", "memory", "GB DRAM / CXL / NVMe"};
+  for (const TierPrices& p : prices)
+    cost_header.push_back("$ per 1k req, " + p.name + " (memory / total)");
+  md << markdown_table(cost_header, crow)
      << "\n";
 
   // Conclusions, computed: per workload, each capped configuration against the 2 TB node.
@@ -196,9 +227,9 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
          << "× the 2 TB node's); TTFT p50 " << interval_cell(t, cr, "ttft_p50_s") << " s against "
          << interval_cell(t, base_rows, "ttft_p50_s") << " s, "
          << versus(t, cr, base_rows, "ttft_p50_s", "the 2 TB node", "s")
-         << "; cost per request at the low / mid / high prices ";
-      for (std::size_t i = 0; i < tier_price_sweep().size(); ++i) {
-        const TierPrices& p = tier_price_sweep()[i];
+         << "; cost per request at the " << (prices.size() > 3 ? "low / mid / high / preset" : "low / mid / high") << " prices ";
+      for (std::size_t i = 0; i < prices.size(); ++i) {
+        const TierPrices& p = prices[i];
         md << (i ? " / " : "")
            << fmt_num(cost_per_request_usd(m.capacities, p, a, m.throughput_rps) /
                       cost_per_request_usd(base.capacities, p, a, base.throughput_rps));
