@@ -165,6 +165,8 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
       rows.push_back({w, m.memory, interval_cell(t, cr, "throughput_rps"),
                       interval_cell(t, cr, "ttft_mean_s"), interval_cell(t, cr, "ttft_p50_s"),
                       interval_cell(t, cr, "ttft_p99_s"),
+                      fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
+                          fmt_num(mean_of(t, cr, "requests_rejected")),
                       fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
                       fmt_num(1000 * cost_per_request_usd(m.capacities, mid, a, m.throughput_rps))});
     }
@@ -173,10 +175,15 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
       for (const char* m : {"dram-256GB+cxl", "dram-256GB+nvme"})
         rows.push_back({w, m, "not simulated: " + lower_missing});
   md << markdown_table({"workload", "memory", "throughput (req/s)", "TTFT mean (s)",
-                        "TTFT p50 (s)", "TTFT p99 (s)", "KV loaded", "per-tier hits / bytes",
+                        "TTFT p50 (s)", "TTFT p99 (s)", "completed / rejected", "KV loaded",
+                        "per-tier hits / bytes",
                         "$ per 1k requests (mid prices)"},
                        rows)
-     << "\n";
+     << "\n"
+     << "Rejected requests are prompts whose KV needs more blocks than the GPUs' whole KV pool "
+        "(vLLM rejects them; the longest DocFinQA-like filings with Qwen3-235B's BF16 weights on "
+        "8× H100); throughput counts completed requests, so a seed with many rejections has a "
+        "low throughput and a wide interval.\n\n";
 
   // Cost: the assumptions, then every configuration at the three price points.
   md << "Cost per request = (GPU $/s + memory $/s) / throughput, with the GPU side at $"

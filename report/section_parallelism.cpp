@@ -116,6 +116,29 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                        srows)
      << "\n";
 
+  // Serving: each model's DP-attention layout against its TP-style layout, paired by replicate.
+  if (serving) {
+    const ResultsTable& t = serving->table;
+    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> pairs = {
+        {"qwen3-235b-a22b", {"tp=1,dp_attention=8,ep=8", "tp=8"}},
+        {"deepseek-v3", {"tp=1,dp_attention=16,ep=16,nodes=2", "tp=8,pp=2,nodes=2"}}};
+    std::string lines;
+    for (const std::string w : {"narrativeqa", "sharegpt"})
+      for (const auto& [m, lp] : pairs) {
+        const auto a = t.where({{"workload", w}, {"model", m}, {"layout", lp.first}});
+        const auto b = t.where({{"workload", w}, {"model", m}, {"layout", lp.second}});
+        if (!first_ok(t, a) || !first_ok(t, b)) continue;
+        lines += "- " + w + ", " + m + ": " + lp.first + " against " + lp.second +
+                 ": throughput " + fmt_num(mean_of(t, a, "throughput_rps")) + " vs " +
+                 fmt_num(mean_of(t, b, "throughput_rps")) + " req/s; TTFT p50 " +
+                 versus(t, a, b, "ttft_p50_s", lp.second, "s") + ".\n";
+      }
+    if (!lines.empty())
+      md << "Serving, each model's DP-attention layout against its TP-style one (computed; "
+            "replicates paired by seed):\n"
+         << lines << "\n";
+  }
+
   // The MLA conclusion, from the numbers above.
   auto find = [&](const std::string& m, const std::string& l) -> const LayoutKappa* {
     for (const LayoutKappa& k : kappa)
