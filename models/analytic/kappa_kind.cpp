@@ -82,6 +82,15 @@ PointResult kappa_point(const ConfigNode& config, const PointContext&) {
     r.metrics.emplace_back("p_oh_attention", b.p_oh());
     r.metrics.emplace_back("utilization_attention", b.utilization());
   }
+  // Issue 14: per-tier κ when the system has tiers below DRAM (absent otherwise).
+  for (const TierLoad& t : p.tiers) {
+    std::string n = t.tier;
+    for (char& c : n)
+      if (c == '-') c = '_';
+    r.metrics.emplace_back("tier_" + n + "_bandwidth_bytes_per_s", t.load_Bps);
+    r.metrics.emplace_back("kappa_crit_" + n, t.kappa_crit);
+    if (t.usd_per_byte) r.metrics.emplace_back("usd_per_gb_" + n, usd_per_gb(*t.usd_per_byte));
+  }
   return r;
 }
 

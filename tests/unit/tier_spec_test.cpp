@@ -14,6 +14,7 @@
 #include "memory/nvme_drive_spec.hpp"
 #include "models/analytic/kappa.hpp"
 #include "models/analytic/tier_kappa.hpp"
+#include "sweeps/point_kind.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
@@ -193,6 +194,22 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
         "8, flit_bytes: 68 B}\n");
   });
   EXPECT_TRUE(has(e, "flit_data_bytes")) << e;
+  // A price per GB typed where a price per byte goes.
+  e = error_of([] {
+    system_from_yaml(
+        "preset: dgx-h100-256gb-cxl\ncxl: {preset: samsung-cmm-d-256gb, usd_per_byte: 5}\n");
+  });
+  EXPECT_TRUE(has(e, "system.cxl.usd_per_byte") && has(e, "per byte")) << e;
+  // A line code carrying more payload bits than it has.
+  e = error_of([] {
+    system_from_yaml(
+        "preset: dgx-h100-256gb-cxl\ncxl: {preset: samsung-cmm-d-256gb, encoding_data: 130, "
+        "encoding_total: 128}\n");
+  });
+  EXPECT_TRUE(has(e, "system.cxl.encoding_data")) << e;
+  // A NIC latency with no NIC.
+  e = error_of([] { system_from_yaml("preset: h100\nnic_latency: 2 us\n"); });
+  EXPECT_TRUE(has(e, "system.nic_latency: given without nic_bandwidth")) << e;
 }
 
 // ---- per-tier κ (models/analytic/tier_kappa) ----------------------------------------------
@@ -281,6 +298,29 @@ TEST(TierKappa, CostHelpers) {
   EXPECT_NEAR(*tier_capex_usd(tier(v, "cxl")), 10240, 1e-6);
   EXPECT_NEAR(*tier_capex_usd(tier(v, "dram")), 1024, 1e-6);  // 256 GB × $4
   EXPECT_TRUE(has(error_of([] { usd_per_gb_month(1e-9, 0); }), "amortization"));
+}
+
+TEST(TierKappa, SweepKindReportsTiersOnlyWhenTheSystemHasThem) {
+  auto metric = [](const sweep::PointResult& r, const std::string& k) -> std::optional<double> {
+    for (const auto& [n, v] : r.metrics)
+      if (n == k) return v;
+    return std::nullopt;
+  };
+  const sweep::PointKind* found = sweep::kinds().find("kappa");
+  ASSERT_NE(found, nullptr);
+  const sweep::PointKind& kind = *found;
+  sweep::PointResult r = kind.run(
+      parse_yaml("model: qwen3-235b-a22b\nsystem: dgx-h100-256gb-cxl\nserving: {tp: 8}\n", "p.yaml"),
+      {});
+  // As TierKappa.Qwen3OnDgxH100ByHand: 29.6543 GB/s per GPU from CXL, κ_crit 3.4563; $5/GB.
+  ASSERT_TRUE(metric(r, "kappa_crit_cxl").has_value());
+  EXPECT_NEAR(*metric(r, "kappa_crit_cxl"), 3.4563, 1e-4);
+  EXPECT_NEAR(*metric(r, "tier_cxl_bandwidth_bytes_per_s"), 29.6543e9, 1e5);
+  EXPECT_DOUBLE_EQ(*metric(r, "usd_per_gb_cxl"), 5);
+  EXPECT_FALSE(metric(r, "kappa_crit_nvme").has_value());
+  r = kind.run(parse_yaml("model: qwen3-235b-a22b\nsystem: dgx-h100\nserving: {tp: 8}\n", "p.yaml"),
+               {});
+  EXPECT_FALSE(metric(r, "kappa_crit_dram").has_value());
 }
 
 test::Result kappasim(const std::string& args) {
