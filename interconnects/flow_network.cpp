@@ -148,12 +148,27 @@ void FlowNetwork::recompute() {
     unfrozen.push_back(&f);
   }
   std::vector<char> saturated(n_res);
+  // The resources some active flow crosses: the rounds below visit only these (a topology may
+  // hold many idle resources: CXL, NVMe, NVLink and NIC ports; issue 14). Same results: an
+  // idle resource has weight 0 and never saturates.
+  std::vector<std::size_t> used;
+  {
+    std::vector<char> seen(n_res, 0);
+    for (const Flow* f : unfrozen)
+      for (const Use& u : f->path) {
+        const auto r = static_cast<std::size_t>(u.resource);
+        if (!seen[r]) {
+          seen[r] = 1;
+          used.push_back(r);
+        }
+      }
+  }
   while (!unfrozen.empty()) {
-    std::fill(weight.begin(), weight.end(), 0.0);
+    for (std::size_t r : used) weight[r] = 0.0;
     for (const Flow* f : unfrozen)
       for (const Use& u : f->path) weight[u.resource] += u.cost;
     double level = kInf;
-    for (std::size_t r = 0; r < n_res; ++r)
+    for (std::size_t r : used)
       if (weight[r] > 0) level = std::min(level, std::max(0.0, residual[r]) / weight[r]);
     for (const Flow* f : unfrozen) level = std::min(level, f->rate_cap);
     if (std::isinf(level)) {  // no constraint left: these flows move at infinite rate
@@ -161,7 +176,7 @@ void FlowNetwork::recompute() {
       break;
     }
     const double tie = level * (1 + kTie);
-    for (std::size_t r = 0; r < n_res; ++r)
+    for (std::size_t r : used)
       saturated[r] = weight[r] > 0 && std::max(0.0, residual[r]) / weight[r] <= tie;
     std::vector<Flow*> still;
     still.reserve(unfrozen.size());

@@ -206,7 +206,7 @@ double Topology::solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) co
 void Topology::check_endpoint(const TransferRequest& r) const {
   socket_of_gpu(r.gpu);
   if (r.endpoint == Endpoint::HostDram) return;
-  const std::string what = std::string("a ") + to_string(r.dir) + " transfer between GPU " +
+  const std::string what = std::string(to_string(r.dir)) + " transfer between GPU " +
                            std::to_string(r.gpu) + " and " + to_string(r.endpoint) + " " +
                            std::to_string(r.endpoint_index);
   if (r.path == CopyPath::Local)

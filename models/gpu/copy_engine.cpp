@@ -176,7 +176,7 @@ void CopyKernel::start(TransferRequest& r, std::int64_t blocks, TransferGroup& g
 }
 
 void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms,
-                             int sms_wanted) {
+                             int sms_wanted, Endpoint endpoint, int endpoint_index) {
   if (blocks < 0 || !(block_bytes >= 0))
     throw std::logic_error(std::string(name()) + ": blocks and block bytes must be >= 0");
   int held = 0;
@@ -197,6 +197,8 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     r.path = CopyPath::Kernel;
     r.bytes = block_bytes * blocks;
     r.pinned = true;
+    r.endpoint = endpoint;
+    r.endpoint_index = endpoint_index;
     // Little's law on the loads in flight: the SMs this kernel holds (all of them without a
     // pool), each with sm_host_loads_per_sm warp-wide loads of 32 × copy_kernel_load_width B.
     if (dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&

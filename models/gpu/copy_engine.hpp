@@ -110,8 +110,11 @@ class CopyKernel : public sc_core::sc_module {
   // Blocking; call from an SC_THREAD. Copies `blocks` blocks of `block_bytes` from pinned host
   // memory (H2D) or to it (D2H) as one kernel. With a pool, takes up to sms_wanted SMs (at least
   // one must be granted: logic_error otherwise) and returns them at the end.
+  // endpoint / endpoint_index (issue 14): the memory the kernel reads or writes (host DRAM, or
+  // CXL-backed pinned memory: Endpoint::Cxl; the fabric decides what else it allows).
   void copy_blocks(int gpu, Direction dir, double block_bytes, int blocks, SmPool* sms = nullptr,
-                   int sms_wanted = 0);
+                   int sms_wanted = 0, Endpoint endpoint = Endpoint::HostDram,
+                   int endpoint_index = 0);
 
   // ---- non-blocking ----
   void attach_link(LinkModel& link) { m_link = &link; }
@@ -121,8 +124,8 @@ class CopyKernel : public sc_core::sc_module {
     out.bind(link.in);
     m_link = &link;
   }
-  // One kernel of `blocks` blocks moving r.bytes in all (r.gpu and r.dir as given; path set to
-  // Kernel, pinned), started `delay_s` from now: with a pool it takes up to sms_wanted SMs now
+  // One kernel of `blocks` blocks moving r.bytes in all (r.gpu, r.dir and r's endpoint fields as
+  // given; path set to Kernel, pinned), started `delay_s` from now: with a pool it takes up to sms_wanted SMs now
   // (at least one, logic_error otherwise) and holds them until r's last byte has arrived; its
   // H2D read is bounded by Little's law on the SMs held (all SMs without a pool). r joins g
   // after copy_kernel_fixed_s(blocks). logic_error without attach_link().

@@ -230,6 +230,39 @@ TEST(FabricEndpoints, CopyEngineCarriesTheEndpointAndItsLatency) {
   EXPECT_NEAR(carried(*fabric, "cxl1.link.up"), 64 * kMiB, 1e-3);
 }
 
+TEST(FabricEndpoints, ZeroCopyKernelFromCxlIsLoadBound) {
+  // A copy kernel on all 132 SMs of an H100 (1 load of 32 × 8 B per SM in flight: 33,792 B)
+  // reading 64 MiB of CXL-backed pinned memory: each load waits 1 µs + 250 ns, so
+  // 33,792 / 1.25 µs = 27.03 GB/s (below the 30.1 GB/s device link); load-bound, no separate
+  // first-byte latency: t = 1000 blocks × copy_kernel_block_overhead + 64 MiB / 27.03e9.
+  // (The same kernel over DRAM: 33.79 GB/s.) A second kernel copies 64 MiB of host DRAM on
+  // GPU 4 by copy_blocks: 1000 × overhead + 64 MiB / 33.79e9.
+  const SystemSpec s = with_devices();
+  const double t0 = *s.gpu.copy_kernel_block_overhead_s;
+  std::unique_ptr<FlowFabric> fabric;
+  std::unique_ptr<CopyKernel> k0, k4;
+  TransferRequest a = req(0, Endpoint::Cxl, 0, 64 * kMiB);
+  a.dir = Direction::H2D;
+  TransferGroup g;
+  double b_end = 0;
+  run_simulation([&] {
+    fabric = std::make_unique<FlowFabric>("fabric", build_topology(s));
+    k0 = std::make_unique<CopyKernel>("k0", s.gpu);
+    k4 = std::make_unique<CopyKernel>("k4", s.gpu);
+    k0->connect(*fabric);
+    k4->connect(*fabric);
+    sc_core::sc_spawn([&] { k0->start(a, 1000, g); });
+    sc_core::sc_spawn([&] {
+      k4->copy_blocks(4, Direction::H2D, 64 * kMiB / 1000, 1000);
+      b_end = sc_core::sc_time_stamp().to_seconds();
+    });
+  });
+  fabric->check_conservation();
+  EXPECT_NEAR(a.end_s, 1000 * t0 + 64 * kMiB / (33792 / 1.25e-6), 2 * kPs);
+  EXPECT_NEAR(b_end, 1000 * t0 + 64 * kMiB / (33792 / 1e-6), 2 * kPs);
+  EXPECT_NEAR(carried(*fabric, "cxl0.link.up"), 64 * kMiB, 1e-3);
+}
+
 TEST(FabricEndpoints, PacketBackEndRejectsOtherEndpoints) {
   std::unique_ptr<LinkModule> link;
   TransferRequest r = req(0, Endpoint::Cxl, 0, 1024);

@@ -17,6 +17,12 @@
 namespace kappasim {
 namespace {
 
+SystemSpec preset(const std::string& name) {
+  ConfigNode root = ConfigNode::make_map();
+  root.set("system", ConfigNode::make_scalar(name));
+  return read_preset_config<SystemSpec>(*root.find("system"), "system", "system");
+}
+
 SystemSpec h100() {
   ConfigNode root = ConfigNode::make_map();
   root.set("system", ConfigNode::make_scalar("h100"));
@@ -297,6 +303,31 @@ TEST(FabricTopology, TwoNodesCopyTheNodeAndPeersCrossTheNics) {
   const auto r = rates(t, {req(8, Endpoint::PeerGpu, 0), req(9, Endpoint::PeerGpu, 0)});
   EXPECT_NEAR(r[0], 25e9, 1e3);
   EXPECT_NEAR(r[1], 25e9, 1e3);
+}
+
+TEST(FabricTopology, ShippedThreeTierPresetBuildsAndItsTiersRunAtTheirFigures) {
+  // dgx-h100-256gb-cxl-nvme (tierspec presets): 8 Samsung CMM-D (Gen5 x8, 128b/130b, 68 B flits
+  // of 64 B; media 36 GB/s; +150 ns) and 8 PM1733 (7 GB/s, 1.47 M IOPS at 4 KiB, QD 256, 90 µs).
+  const Topology t = build_topology(preset("dgx-h100-256gb-cxl-nvme"));
+  EXPECT_EQ(t.cxl_devices(), 8);
+  EXPECT_EQ(t.nvme_drives(), 8);
+  // CXL alone: the x8 link, 32e9 × 8 / 8 × 128/130 × 64/68 = 29.65 GB/s (< media 36 GB/s);
+  // first byte after 1 µs + 150 ns.
+  const double cxl = 32e9 * 128.0 / 130.0 * 64.0 / 68.0;
+  EXPECT_NEAR(t.solo_rate(req(0, Endpoint::Cxl, 0)), cxl, 1);
+  EXPECT_NEAR(t.latency(req(0, Endpoint::Cxl, 0)), 1.15e-6, 1e-15);
+  // Device 3 is on socket 1 (3 mod 2): GPU 0's read crosses socket-link.1to0.
+  EXPECT_DOUBLE_EQ(cost_on(t.path(req(0, Endpoint::Cxl, 3)), t, "socket-link.1to0"), 1.0);
+  // NVMe GDS: 1 MiB requests -> 7 GB/s; 4 KiB -> 1.47e6 × 4096 = 6.021 GB/s (QD cap
+  // 256 × 4096 / 90 µs = 11.65 GB/s does not bind).
+  TransferRequest n = req(0, Endpoint::Nvme, 0);
+  n.direct = true;
+  n.io_bytes = 1 << 20;
+  EXPECT_NEAR(t.solo_rate(n), 7e9, 1);
+  n.io_bytes = 4096;
+  EXPECT_NEAR(t.solo_rate(n), 1.47e6 * 4096, 1);
+  // The NIC per GPU (50 GB/s): a remote store.
+  EXPECT_DOUBLE_EQ(t.solo_rate(req(0, Endpoint::Remote, 0)), 50e9);
 }
 
 void expect_input_error(const Topology& t, const TransferRequest& r, const std::string& part) {
