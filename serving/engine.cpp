@@ -68,6 +68,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
                                 ? *sv.tier_capacity_bytes
                                 : default_tier_capacity(sv.stack, m_spec.system, m_tp).bytes;
   m_tier = std::make_unique<KvTier>(m_chunk_tokens, tier_bytes, m_tp * m_bkv_gpu);
+  init_tiers();  // issue 14: the hierarchy over m_tier (serving/engine_tiers.cpp)
   double v_eff = effective_kv_bytes_per_gpu(m_spec.model, m_spec.system.gpu, m_tp,
                                             weight_dtype_for(sv.compute_dtype),
                                             sv.activation_reserve_bytes, sv.gpu_memory_utilization);
@@ -148,7 +149,7 @@ void ServingEngine::warm_tier_before_run() {
   if (!m_sinks.warm_source) return;
   std::unique_ptr<WorkloadSource> src = m_sinks.warm_source();
   Request r;
-  while (src->next(r)) m_tier->warm(prefix_keys(r, m_chunk_tokens));
+  while (src->next(r)) m_hier->warm(prefix_keys(r, m_chunk_tokens));
   m_warmed = true;
 }
 
@@ -177,9 +178,12 @@ void ServingEngine::arrivals() {
       pk.erase(std::remove_if(pk.begin(), pk.end(),
                               [&](std::uint64_t k) { return m_tier->ever_placed(k); }),
                pk.end());
-      m_tier->warm(pk);
+      m_hier->warm(pk);
     }
-    const std::size_t hits = m_tier->lookup(keys);
+    // Through the hierarchy (issue 14): DRAM alone is the tier's own lookup.
+    const std::vector<int> at = m_hier->lookup(keys);
+    const std::size_t hits = at.size();
+    if (tiered()) note_levels(r.id, at);
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
@@ -209,16 +213,21 @@ void ServingEngine::arrivals() {
     // error found only here (its cached tokens depend on the tier): report it through sim_fail
     // (an exception leaving an SC_THREAD would become SystemC's internal error) and end the
     // source as below, so the requests in flight drain.
-    try {
-      m_sched->enqueue(seq.get(), now_s());
-    } catch (const InputError&) {
-      sim_fail(std::current_exception());
-      break;
-    }
+    Sequence* sp = seq.get();
     ++m_stats.arrived;
     RequestState& state = m_live[r.id];
     state.seq = std::move(seq);
     state.recompute_tokens = recompute;
+    // issue 14: a prefetch may hold the request out of the queue until its chunks are in DRAM.
+    const bool deferred = tiered() && start_prefetch(r.id, keys);
+    try {
+      if (!deferred) m_sched->enqueue(sp, now_s());
+    } catch (const InputError&) {
+      m_live.erase(r.id);
+      --m_stats.arrived;
+      sim_fail(std::current_exception());
+      break;
+    }
     m_work.notify(SC_ZERO_TIME);
   }
   m_source_done = true;
@@ -227,8 +236,12 @@ void ServingEngine::arrivals() {
 
 void ServingEngine::steps() {
   for (;;) {
+    // Requests held out of the queue by their prefetch (issue 14) are still to come.
+    const bool held = std::any_of(m_prefetch.begin(), m_prefetch.end(),
+                                  [](const auto& p) { return !p.second->enqueued; }) &&
+                      !m_spec.serving.tiers.admit_while_prefetching;
     if (m_sched->waiting() == 0 && m_sched->running() == 0) {
-      if (m_source_done) return;
+      if (m_source_done && !held) return;
       sc_core::wait(m_work);
       continue;
     }
@@ -240,7 +253,7 @@ void ServingEngine::steps() {
       for (Sequence* s : m_sched->take_finished()) finish(s);
       // With nothing running every waiting prompt fits (larger ones were rejected above), so an
       // empty plan with the source done means the system is empty; check_end() verifies it.
-      if (m_source_done && m_sched->running() == 0) return;
+      if (m_source_done && m_sched->running() == 0 && !held) return;
       sc_core::wait(m_work);
       continue;
     }
@@ -275,8 +288,10 @@ void ServingEngine::run_step(Step& st) {
                                              sv.compute_dtype, 1.0, sv.kv_dtype);
   const double compute_s = step_time.total.compute_time_s;
   if (!first.empty()) {  // the load path's strategy: the loads and the step's compute
+    if (tiered()) wait_prefetch(first);  // issue 14
     const LoadSplit ls = split_step_loads(first);
     st.load_s = m_load_path->run(*this, ls, static_cast<std::int64_t>(first.size()), step_time);
+    if (tiered()) promote_loaded(first);  // issue 14: lower-tier hits copied up into DRAM
   } else {
     compute(step_time);
   }
@@ -325,6 +340,10 @@ void ServingEngine::run_step(Step& st) {
 
 void ServingEngine::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
                               CopyPath path, double delay_s) {
+  // issue 14: a step's H2D load with lower-tier chunks is split by level (engine_tiers.cpp).
+  if (tiered() && dir == Direction::H2D && path != CopyPath::Local &&
+      start_tiered(c, bytes_per_gpu, units, path, delay_s))
+    return;
   c.rs.assign(static_cast<std::size_t>(m_tp), TransferRequest{});
   for (int k = 0; k < m_tp; ++k) {
     TransferRequest& r = c.rs[static_cast<std::size_t>(k)];
@@ -355,6 +374,7 @@ void ServingEngine::wait(double s) { wait_s(s); }
 
 void ServingEngine::wait_copies(CopyGroup& c) {
   if (!c.g.finished) sc_core::wait(c.g.done);
+  if (tiered()) account_tier_loads(c);  // issue 14: per-level load bytes and time
 }
 
 void ServingEngine::start_compute(CopyGroup& c, double compute_s, double hbm_bytes) {
@@ -429,6 +449,7 @@ std::int64_t ServingEngine::recompute_of(std::uint64_t id) const {
 LoadSplit ServingEngine::split_step_loads(const std::vector<Sequence*>& first) {
   LoadSplit ls = split_loads(first, m_recompute_of, m_chunk_tokens, m_spec.serving.block_tokens,
                              m_buffer.get());
+  if (tiered()) split_step_levels(first);  // issue 14: the step's link tokens by tier level
   for (std::size_t i = 0; i < first.size(); ++i) {
     RequestState& rs = state_of(first[i]);
     rs.link_tokens = ls.seq_link_tokens[i];
@@ -447,7 +468,11 @@ double ServingEngine::store_phase(const std::vector<Sequence*>& done) {
   if (done.empty() || m_store == StoreMode::None) return 0;
   std::int64_t stored = 0;
   for (const Sequence* s : done) {
-    const std::size_t n = m_tier->insert(chunk_keys(s->req, m_chunk_tokens));
+    // Through the hierarchy (issue 14): DRAM's new chunks are this store's D2H copy; the
+    // lower levels' (write-through, demotions) are written asynchronously.
+    const TierMoves mv = m_hier->store(chunk_keys(s->req, m_chunk_tokens));
+    const std::size_t n = mv.placed[0];
+    if (tiered()) write_lower(mv);
     stored += static_cast<std::int64_t>(n);
     state_of(s).stored_tokens = static_cast<double>(n) * m_chunk_tokens;
   }
@@ -502,6 +527,8 @@ void ServingEngine::finish(Sequence* s) {
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_stats.rejected;
     m_live.erase(id);  // the request's whole state, in one place
+    m_chunk_levels.erase(id);
+    m_prefetch.erase(id);
     return;
   }
   const RequestRecord rec =
@@ -516,6 +543,8 @@ void ServingEngine::finish(Sequence* s) {
     m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
   }
   m_live.erase(id);  // the request's whole state, in one place
+  m_chunk_levels.erase(id);  // issue 14
+  m_prefetch.erase(id);
   ++m_stats.finished;
 }
 
@@ -553,7 +582,7 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.link_capacity_Bps = m_link_capacity_Bps;
   f.kv_bytes_per_token_gpu = m_bkv_gpu;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
-  return engine_totals(m_stats, m_spec, *m_tier, f);
+  return engine_totals(m_stats, m_spec, *m_tier, f, m_hier.get());
 }
 
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {

@@ -40,6 +40,7 @@
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/engine_stats.hpp"
+#include "serving/kv_hierarchy.hpp"
 #include "serving/kv_tier.hpp"
 #include "serving/load_paths/load_path.hpp"
 #include "serving/metrics.hpp"
@@ -84,6 +85,7 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   std::uint64_t arrived() const { return m_stats.arrived; }
   const EngineStats& stats() const { return m_stats; }
   const KvTier& tier() const { return *m_tier; }
+  const KvHierarchy& hierarchy() const { return *m_hier; }  // issue 14: DRAM and lower tiers
   const PagedKv& gpu_kv() const { return *m_kv; }
   double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
@@ -208,6 +210,41 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   std::vector<LoadBound> m_resource_bound;  // per Topology resource
   TimeBreakdown m_step_time;                // the running step's categories
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
+
+  // ---- KV tiers below host DRAM (issue 14; serving/engine_tiers.cpp) ----
+  std::unique_ptr<KvHierarchy> m_hier;  // level 0 is m_tier; DRAM alone without serving.tiers
+  std::vector<double> m_step_level_tokens;  // the running step's link tokens per level
+  // Per live request with a lower-tier hit: the level that served each hit chunk.
+  std::map<std::uint64_t, std::vector<int>> m_chunk_levels;
+  // Prefetches in flight (serving.tiers.prefetch), by request id.
+  struct Prefetch {
+    CopyGroup c;
+    std::vector<std::uint64_t> keys;
+    std::vector<int> from;
+    bool enqueued = false;
+  };
+  std::map<std::uint64_t, std::unique_ptr<Prefetch>> m_prefetch;
+  bool tiered() const { return m_hier->levels() > 1; }
+  void init_tiers();
+  void note_levels(std::uint64_t id, const std::vector<int>& at);
+  void split_step_levels(const std::vector<Sequence*>& first);
+  // H2D copies of the step split by level (false: all from DRAM, nothing started).
+  bool start_tiered(CopyGroup& c, double bytes_per_gpu, std::int64_t units, CopyPath path,
+                    double delay_s);
+  // Appends level `level`'s requests (every GPU's share over the level's devices) to rs/units.
+  void plan_level(std::vector<TransferRequest>& rs, std::vector<std::int64_t>& units,
+                  std::size_t level, double bytes_per_gpu, std::int64_t units_per_gpu,
+                  Direction dir) const;
+  void issue(CopyGroup& c, const std::vector<std::int64_t>& units, CopyPath dram_path,
+             double delay_s);
+  std::vector<int> devices_for(std::size_t level, int gpu) const;
+  void account_tier_loads(const CopyGroup& c);
+  void write_lower(const TierMoves& m);  // async: write-through and demoted chunks
+  void promote_loaded(const std::vector<Sequence*>& first);
+  // Prefetch on arrival; true when the request's enqueue is left to the prefetch's end.
+  bool start_prefetch(std::uint64_t id, const std::vector<std::uint64_t>& keys);
+  void wait_prefetch(const std::vector<Sequence*>& first);
+  void reap_prefetches();
 };
 
 // kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.

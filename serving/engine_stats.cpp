@@ -8,7 +8,7 @@
 namespace kappasim {
 
 SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
-                                     const EngineRunFacts& f) {
+                                     const EngineRunFacts& f, const KvHierarchy* hier) {
   const ServingSpec& sv = spec.serving;
   SummaryBuilder::Totals t;
   t.simulated_time_s = f.simulated_time_s;
@@ -57,6 +57,33 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
   t.tier_warm_chunks = static_cast<double>(tier.warm_chunks());
   t.tier_capacity_bytes = tier.capacity_bytes();
   t.tier_working_set_bytes = static_cast<double>(tier.distinct_chunks()) * tier.chunk_bytes();
+  // ---- per tier level (issue 14; docs/metrics.md "Tier levels"): bytes whole replica ----
+  if (hier && hier->levels() > 1 && s.tier_io.size() == hier->levels()) {
+    for (std::size_t i = 0; i < hier->levels(); ++i) {
+      const std::string p = std::string("tiers_") + tier_level_name(hier->level(i)) + "_";
+      const TierLevelStats& ls = hier->stats(i);
+      const EngineStats::TierIo& io = s.tier_io[i];
+      const KvTier& kt = hier->tier(i);
+      auto add = [&](const char* k, double v) { t.tier_levels.emplace_back(p + k, v); };
+      add("capacity_bytes", kt.capacity_bytes());
+      add("hit_chunks", static_cast<double>(ls.hit_chunks));
+      add("loaded_bytes", io.loaded_bytes_gpu * sv.tp);
+      add("load_busy_s", io.load_busy_s);
+      // Per GPU: its share over the time the level's copies were in flight.
+      add("load_bandwidth_per_gpu_Bps",
+          io.load_busy_s > 0 ? io.loaded_bytes_gpu / io.load_busy_s : 0.0);
+      add("load_time_share", s.tier_load_span_s > 0 ? io.load_busy_s / s.tier_load_span_s : 0.0);
+      add("stored_chunks", static_cast<double>(ls.stored_chunks));
+      add("stored_bytes", io.stored_bytes_gpu * sv.tp);
+      add("evicted_chunks", static_cast<double>(kt.evicted_chunks()));
+      add("demoted_in_chunks", static_cast<double>(ls.demoted_in));
+      add("demoted_out_chunks", static_cast<double>(ls.demoted_out));
+      add("demoted_bytes", io.demoted_bytes_gpu * sv.tp);
+      add("promoted_out_chunks", static_cast<double>(ls.promoted_out));
+      add("promoted_bytes", io.promoted_bytes_gpu * sv.tp);
+      add("prefetched_bytes", io.prefetched_bytes_gpu * sv.tp);
+    }
+  }
   return t;
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "serving/kv_hierarchy.hpp"
 #include "serving/kv_tier.hpp"
 #include "serving/metrics.hpp"
 #include "serving/run_spec.hpp"
@@ -28,6 +30,15 @@ struct EngineStats {
   } stack;
   TimeBreakdown run_time;  // Σ over steps (idle added in engine_totals)
   LoadBoundTimes run_bounds;
+  // ---- KV tiers below host DRAM (issue 14): per hierarchy level, per GPU; empty without
+  // serving.tiers. load_busy_s: Σ over load groups of the span of the level's copies;
+  // load_span_s: Σ over the same groups of the whole group's span (the time-share base).
+  struct TierIo {
+    double loaded_bytes_gpu = 0, load_busy_s = 0, stored_bytes_gpu = 0, demoted_bytes_gpu = 0,
+           promoted_bytes_gpu = 0, prefetched_bytes_gpu = 0;
+  };
+  std::vector<TierIo> tier_io;
+  double tier_load_span_s = 0;
 };
 
 // What engine_totals needs from the simulation besides the counters.
@@ -40,7 +51,8 @@ struct EngineRunFacts {
 
 // The summary's totals: counters, power (models/gpu/power), the tier's accounting; the time
 // breakdown's idle is the simulated time the steps did not cover.
+// hier (issue 14, may be null): with lower tiers, per-level figures are added (tier_levels).
 SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
-                                     const EngineRunFacts& f);
+                                     const EngineRunFacts& f, const KvHierarchy* hier = nullptr);
 
 }  // namespace kappasim

@@ -107,9 +107,9 @@ TierMoves KvHierarchy::store(const std::vector<std::uint64_t>& keys) {
 }
 
 TierMoves KvHierarchy::promote(const std::vector<std::uint64_t>& keys,
-                               const std::vector<int>& from) {
+                               const std::vector<int>& from, bool force) {
   TierMoves m = empty_moves();
-  if (!m_promote || keys.empty()) return m;
+  if ((!m_promote && !force) || keys.empty()) return m;
   if (from.size() != keys.size())
     throw std::invalid_argument("KvHierarchy::promote: one source level per key");
   for (int f : from)

@@ -77,8 +77,9 @@ class KvHierarchy {
   // A request's new KV, per the write policy.
   TierMoves store(const std::vector<std::uint64_t>& keys);
   // Copies `keys` (found at levels `from`, each > 0) into DRAM; DRAM's evictions follow the
-  // write policy. No-op (empty moves) unless promote_on_hit.
-  TierMoves promote(const std::vector<std::uint64_t>& keys, const std::vector<int>& from);
+  // write policy. No-op (empty moves) unless promote_on_hit or `force` (a prefetch).
+  TierMoves promote(const std::vector<std::uint64_t>& keys, const std::vector<int>& from,
+                    bool force = false);
   // Pre-population (warm tier): like store() but counted as warm by the tiers.
   void warm(const std::vector<std::uint64_t>& keys);
 

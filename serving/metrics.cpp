@@ -234,6 +234,7 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
                    ratio(t.load_bounds[static_cast<LoadBound>(b)], load_total));
   // Engine-specific figures (issue 14: the replica engine's DP/EP/PP figures), last.
   f.insert(f.end(), t.extra.begin(), t.extra.end());
+  for (const auto& kv : t.tier_levels) f.push_back(kv);  // issue 14: per tier level
   return f;
 }
 

@@ -109,6 +109,9 @@ class SummaryBuilder {
     // ---- engine-specific figures appended after all others, in this order (issue 14: the
     // replica engine's DP/EP/PP figures; empty for the single-group engine)
     std::vector<std::pair<std::string, double>> extra;
+    // issue 14: per tier level figures (name, value), appended at the end of the summary; empty
+    // without serving.tiers (outputs unchanged).
+    std::vector<std::pair<std::string, double>> tier_levels;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
