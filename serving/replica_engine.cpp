@@ -60,16 +60,24 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
     rk.tier = std::make_unique<KvTier>(m_chunk_tokens, tier_rank, m_L.tp * m_bkv_rank_gpu);
     m_ranks.push_back(std::move(rk));
   }
-  // One link back end per node (its own host DRAM, sockets, host links); GPU g of the replica
-  // is GPU g mod gpus_per_node of node g / gpus_per_node (layouts spread evenly over nodes).
+  // One link back end for the whole replica: the flow back end over build_topology(system,
+  // nodes) (each node its own host DRAM, sockets and host links; NVLink and NIC ports per GPU).
+  // GPU g of the replica is GPU g mod (gpus / nodes) of node g / (gpus / nodes): fabric GPU
+  // node × system.gpus + local.
   const std::string fid = fidelity_name(sv.link_fidelity);
-  for (int n = 0; n < m_L.p.nodes; ++n)
-    m_links.push_back(make_link_backend(fid, ("fabric" + std::to_string(n)).c_str(), m_spec.system));
+  // A system without nic_bandwidth takes the layout's (serving.parallelism.nic_bandwidth,
+  // ConnectX-7 by default), as replica_step does.
+  SystemSpec fabric_system = m_spec.system;
+  if (!fabric_system.nic_Bps) fabric_system.nic_Bps = m_L.nic_Bps;
+  m_link = make_link_backend(fid, "fabric", fabric_system, m_L.p.nodes);
+  // The all-to-all and PP activations go through the fabric as PeerGpu transfers where it
+  // carries them (the flow back end); else (packet) they are timed by replica_step's per-port
+  // model.
+  m_peer_fabric = m_link->fidelity() == "flow" && m_L.stage_gpus * m_L.pp > 1;
   for (int g = 0; g < m_L.gpus; ++g) {
-    const int node = g / m_L.gpus_per_node, local = g % m_L.gpus_per_node;
     m_dma.push_back(std::make_unique<CopyEngine>(("dma" + std::to_string(g)).c_str(),
-                                                 m_spec.system.gpu, local));
-    m_dma.back()->connect(*m_links[static_cast<std::size_t>(node)]);
+                                                 m_spec.system.gpu, fabric_gpu(g)));
+    m_dma.back()->connect(*m_link);
   }
   m_link_capacity_Bps = build_topology(m_spec.system).solo_rate(0, Direction::H2D, CopyPath::Dma, true);
   SC_THREAD(arrivals);
@@ -77,6 +85,10 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
 }
 
 ReplicaEngine::~ReplicaEngine() = default;
+
+int ReplicaEngine::fabric_gpu(int g) const {
+  return g / m_L.gpus_per_node * m_spec.system.gpus + g % m_L.gpus_per_node;
+}
 
 int ReplicaEngine::gpu_index(int stage, std::size_t rank, int j) const {
   return stage * m_L.stage_gpus + static_cast<int>(rank) * m_L.tp + j;
@@ -176,7 +188,7 @@ void ReplicaEngine::start_rank_copies(CopyGroup& c, std::vector<std::pair<int, s
       const int g = gpu_index(s, r, j);
       c.rs.emplace_back();
       TransferRequest& q = c.rs.back();
-      q.gpu = g % m_L.gpus_per_node;
+      q.gpu = fabric_gpu(g);
       q.dir = dir;
       q.path = CopyPath::Dma;
       q.bytes = bytes;
@@ -237,7 +249,51 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
   // The lockstep forward pass (serving/replica_step).
   const ReplicaStepCost cost = replica_step_cost(m_spec, m_L, batches);
   const double t_c = now_s();
-  wait_s(cost.step_s);
+  double a2a_s = cost.dispatch_s + cost.combine_s;
+  if (!m_peer_fabric) {
+    wait_s(cost.step_s);
+  } else {
+    a2a_s = 0;
+    for (int s = 0; s < m_L.pp; ++s) {
+      const std::size_t si = static_cast<std::size_t>(s);
+      wait_s(cost.stage_local_s[si]);
+      const int n_moe = cost.stage_moe_layers[si];
+      const bool ep = m_L.p.ep > 1 && n_moe > 0 && !cost.layer_pair_dispatch_bytes.empty();
+      double t = now_s();
+      if (ep)
+        peer_phase(s, cost.layer_pair_dispatch_bytes, n_moe, false, cost.dispatch_latency_s);
+      else
+        wait_s(cost.stage_dispatch_s[si]);
+      a2a_s += now_s() - t;
+      wait_s(cost.stage_expert_s[si]);
+      t = now_s();
+      if (ep)
+        peer_phase(s, cost.layer_pair_dispatch_bytes,
+                   n_moe * m_L.cost.combine_bytes_per_value / m_L.cost.dispatch_bytes_per_value,
+                   true, cost.combine_latency_s, n_moe);
+      else
+        wait_s(cost.stage_combine_s[si]);
+      a2a_s += now_s() - t;
+      if (s + 1 < m_L.pp) {  // activations: GPU i of this stage to GPU i of the next
+        t = now_s();
+        CopyGroup act;
+        act.rs.resize(static_cast<std::size_t>(m_L.stage_gpus));
+        for (int i = 0; i < m_L.stage_gpus; ++i) {
+          TransferRequest& q = act.rs[static_cast<std::size_t>(i)];
+          q.gpu = fabric_gpu(s * m_L.stage_gpus + i);
+          q.dir = Direction::D2H;
+          q.path = CopyPath::Dma;
+          q.endpoint = Endpoint::PeerGpu;
+          q.endpoint_index = fabric_gpu((s + 1) * m_L.stage_gpus + i);
+          q.bytes = cost.pp_bytes_per_gpu;
+        }
+        for (TransferRequest& q : act.rs) m_link->start(q, act.g);
+        m_rs.peer_transfers += static_cast<double>(act.rs.size());
+        if (!act.g.finished) sc_core::wait(act.g.done);
+        m_rs.pp_s += now_s() - t;
+      }
+    }
+  }
   tb.compute_s += now_s() - t_c;
   m_stats.compute_busy_s += cost.step_s;
   m_stats.flops += cost.flops;
@@ -255,8 +311,9 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
   m_rs.rank_idle_s += cost.rank_idle_s;
   m_rs.local_s += cost.local_s;
   m_rs.expert_s += cost.expert_s;
-  m_rs.a2a_s += cost.dispatch_s + cost.combine_s;
-  m_rs.pp_s += cost.pp_s;
+  m_rs.a2a_s += a2a_s;
+  m_rs.a2a_port_bound_s += cost.dispatch_s + cost.combine_s;
+  if (!m_peer_fabric) m_rs.pp_s += cost.pp_s;
   m_rs.a2a_nvlink_bytes += cost.a2a_nvlink_bytes;
   m_rs.a2a_nic_bytes += cost.a2a_nic_bytes;
   m_rs.pp_bytes += cost.pp_bytes;
@@ -308,6 +365,34 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
   }
 }
 
+void ReplicaEngine::peer_phase(int stage, const std::vector<double>& layer_pairs, double layers,
+                               bool combine, double latency_s, int moe_layers) {
+  // One aggregated transfer per (sender, receiver) pair for all the stage's MoE layers of the
+  // step (the fabric charges one latency; the other layers' latencies are waited after).
+  const int S = m_L.stage_gpus;
+  CopyGroup c;
+  for (int a = 0; a < S; ++a)
+    for (int b = 0; b < S; ++b) {
+      const double bytes = layer_pairs[static_cast<std::size_t>(a * S + b)] * layers;
+      if (!(bytes > 0)) continue;
+      c.rs.emplace_back();
+      TransferRequest& q = c.rs.back();
+      // Dispatch: a sends to b; combine: the expert outputs come back, b to a.
+      const int from = combine ? b : a, to = combine ? a : b;
+      q.gpu = fabric_gpu(stage * S + from);
+      q.dir = Direction::D2H;  // gpu -> endpoint
+      q.path = CopyPath::Dma;
+      q.endpoint = Endpoint::PeerGpu;
+      q.endpoint_index = fabric_gpu(stage * S + to);
+      q.bytes = bytes;
+    }
+  for (TransferRequest& q : c.rs) m_link->start(q, c.g);
+  m_rs.peer_transfers += static_cast<double>(c.rs.size());
+  if (!c.rs.empty() && !c.g.finished) sc_core::wait(c.g.done);
+  const int n = moe_layers > 0 ? moe_layers : static_cast<int>(std::lround(layers));
+  wait_s((n - 1) * latency_s);
+}
+
 void ReplicaEngine::finish(Sequence* s) {
   const std::uint64_t id = s->req.id;
   if (s->rejected) {
@@ -332,7 +417,7 @@ void ReplicaEngine::check_end() const {
     throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) + " arrived, " +
                            std::to_string(m_stats.finished) + " finished, " +
                            std::to_string(m_stats.rejected) + " rejected");
-  for (const auto& l : m_links) l->check_conservation();
+  m_link->check_conservation();
 }
 
 SummaryBuilder::Totals ReplicaEngine::totals(double wall_time_s) const {
@@ -375,6 +460,8 @@ SummaryBuilder::Totals ReplicaEngine::totals(double wall_time_s) const {
       {"dp_dummy_rank_steps", m_rs.dummy_rank_steps},
       {"ep_a2a_s", m_rs.a2a_s},
       {"ep_a2a_time_share", busy > 0 ? m_rs.a2a_s / busy : nan},
+      {"ep_a2a_port_bound_s", m_rs.a2a_port_bound_s},
+      {"peer_gpu_transfers", m_rs.peer_transfers},
       {"ep_expert_s", m_rs.expert_s},
       {"pp_activation_s", m_rs.pp_s},
       {"ep_nvlink_bytes", m_rs.a2a_nvlink_bytes},

@@ -15,14 +15,17 @@
 //    length is serving/replica_step's (slowest rank's attention per layer, EP all-to-all,
 //    experts, PP activations in series);
 //  - KV loads: each rank's newly admitted requests' cached KV, one DMA stream per GPU of the
-//    rank per stage (its stage's layers), over the host links of that GPU's node (one link back
-//    end per node: each node its own host DRAM, sockets and PCIe), before the step computes;
+//    rank per stage (its stage's layers), over the host links of that GPU's node (one back end
+//    over build_topology(system, nodes): each node its own host DRAM, sockets and PCIe), before
+//    the step computes;
 //    stores of new full chunks the same way after it (blocking).
 // Ignores (documented): the kernel / layerwise load paths and the stack's per-chunk software
 // costs on loads (the replica engine loads by DMA), partial recompute, the GPU-side KV buffer,
 // async stores (stores block the step), pipelining of PP micro-batches (stages in series:
-// pessimistic for throughput). The all-to-all is timed by the per-port model of
-// serving/replica_step, not yet as PeerGpu transfers through the fabric.
+// pessimistic for throughput). The EP all-to-all and PP activations are PeerGpu transfers
+// through the flow back end (NVLink ports within a node, NIC ports between nodes), one
+// aggregated transfer per (sender, receiver) pair per phase per step; with the packet back end
+// (host links only) replica_step's per-port model times them.
 #pragma once
 
 #include <systemc>
@@ -46,6 +49,8 @@ struct ReplicaStats {
   double max_rank_tokens = 0;    // Σ over steps of the busiest rank's tokens
   double rank_idle_s = 0;        // Σ over steps of the mean rank's wait for the slowest
   double local_s = 0, expert_s = 0, a2a_s = 0, pp_s = 0;  // Σ over steps
+  double a2a_port_bound_s = 0;  // Σ of replica_step's per-port a2a time (a lower bound)
+  double peer_transfers = 0;    // PeerGpu transfers issued into the fabric (a2a, PP)
   double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
   double dummy_rank_steps = 0;   // rank-steps run as a dummy batch
 };
@@ -78,6 +83,10 @@ class ReplicaEngine : public sc_core::sc_module {
   void start_rank_copies(CopyGroup& c, std::vector<std::pair<int, std::int64_t>>& who,
                          std::size_t r, double tokens, std::int64_t units, Direction dir);
   int gpu_index(int stage, std::size_t rank, int j) const;
+  int fabric_gpu(int g) const;  // replica GPU g -> the fabric's GPU index
+  // The stage's EP all-to-all phase as PeerGpu transfers, `layers` × one layer's pair bytes.
+  void peer_phase(int stage, const std::vector<double>& layer_pairs, double layers, bool combine,
+                  double latency_s, int moe_layers = 0);
   void finish(Sequence* s);
 
   const RunSpec m_spec;
@@ -87,7 +96,8 @@ class ReplicaEngine : public sc_core::sc_module {
   int m_chunk_tokens = 0;
   double m_bkv_rank_gpu = 0;  // whole-model KV bytes per own token per GPU of a rank (records)
   std::vector<Rank> m_ranks;
-  std::vector<std::unique_ptr<LinkModule>> m_links;  // one back end per node
+  std::unique_ptr<LinkModule> m_link;  // the replica's fabric (every node)
+  bool m_peer_fabric = false;          // a2a and PP activations as PeerGpu transfers
   std::vector<std::unique_ptr<CopyEngine>> m_dma;    // per replica GPU
   std::map<std::uint64_t, RequestState> m_live;
   std::map<std::uint64_t, int> m_rank_of;  // every request's rank (kept for tests: small runs)

@@ -196,6 +196,11 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
     c.local_s += stage;
     for (std::size_t r = 0; r < R; ++r)
       c.rank_idle_s += (stage - c.rank_local_s[static_cast<std::size_t>(s)][r]) / L.dp;
+    c.stage_moe_layers.push_back(n_moe);
+    c.stage_expert_s.push_back(n_moe * ex.time_s);
+    c.stage_dispatch_s.push_back(n_moe * (disp.time_s + gather_s));
+    c.stage_combine_s.push_back(n_moe * (comb.time_s + gather_s));
+    c.stage_pp_s.push_back(0);
     c.expert_s += n_moe * ex.time_s;
     total_flops += static_cast<double>(S) * n_moe * ex.flops;
     total_hbm += static_cast<double>(S) * n_moe * ex.hbm_bytes;
@@ -212,11 +217,25 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
     if (!last) {  // activations to the next stage, split over the stage's GPUs
       const double b = t_all * h * kHiddenBf16 / S;
       const bool crosses = ((s + 1) * S) % L.gpus_per_node == 0 && L.p.nodes > 1;
-      c.pp_s += crosses ? b / L.nic_Bps + L.nic_latency_s : b / L.nvlink_Bps + L.nvlink_latency_s;
+      const double t = crosses ? b / L.nic_Bps + L.nic_latency_s : b / L.nvlink_Bps + L.nvlink_latency_s;
+      c.pp_s += t;
+      c.stage_pp_s.back() = t;
+      c.pp_bytes_per_gpu = b;
       c.pp_bytes += b * S;
     }
     first += n_layers;
   }
+  c.layer_pair_dispatch_bytes = disp.pair_bytes;
+  auto latency = [&](const A2aPhase& a) {
+    double nvl = 0, nic = 0;
+    for (std::size_t i = 0; i < a.nvl_out.size(); ++i) {
+      nvl += a.nvl_out[i];
+      nic += a.nic_out[i];
+    }
+    return std::max(nvl > 0 ? L.nvlink_latency_s : 0, nic > 0 ? L.nic_latency_s : 0);
+  };
+  c.dispatch_latency_s = latency(disp);
+  c.combine_latency_s = latency(comb);
   c.step_s = c.local_s + c.dispatch_s + c.expert_s + c.combine_s + c.pp_s;
   // Per GPU over the replica: the local kernels were counted for all layers on one stage's
   // ranks, the experts per stage; pp stages share that work.

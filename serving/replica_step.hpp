@@ -55,6 +55,14 @@ struct ReplicaStepCost {
   // on the first / last stage).
   std::vector<std::vector<double>> rank_local_s;
   std::vector<double> stage_local_s;  // per stage: the slowest rank
+  // Per stage: MoE layers, experts, a2a phases (incl. the ep = 1 gather), activations out.
+  std::vector<int> stage_moe_layers;
+  std::vector<double> stage_expert_s, stage_dispatch_s, stage_combine_s, stage_pp_s;
+  // One MoE layer's dispatch bytes per (sender, receiver) stage GPU (any stage: every stage
+  // has the same ranks' tokens); empty without EP.
+  std::vector<double> layer_pair_dispatch_bytes;
+  double dispatch_latency_s = 0, combine_latency_s = 0;  // one phase's link latency
+  double pp_bytes_per_gpu = 0;  // activations one GPU sends to the next stage
   double local_s = 0;                 // Σ stages of the slowest rank
   double expert_s = 0;                // routed experts, one GPU, all MoE layers
   double dispatch_s = 0, combine_s = 0;  // EP all-to-all (or the ep = 1 all-gather / reduce-scatter)
