@@ -249,8 +249,20 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
   md << "\nThe two sweeps run on the same three workload seeds (replicate i of every "
         "configuration, seed_per_point false), so the capped configurations are paired with the "
         "2 TB node replicate by replicate. A lower tier pays where it turns the capped node's "
-        "misses (a document recomputed at full prefill cost) back into loads; the memory's "
-        "capital is small next to the GPU-hours, so the cost per request follows throughput.\n\n";
+        "misses (a document recomputed at full prefill cost) back into loads.";
+  // How much of the cost per request is memory at the dearest price point: computed, not assumed.
+  double share = 0;
+  for (const auto& [m, cr] : done)
+    for (const TierPrices& p : prices) {
+      const double c = cost_per_request_usd(m.capacities, p, a, m.throughput_rps);
+      if (std::isfinite(c) && c > 0)
+        share = std::max(share, memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps) / c);
+    }
+  if (!done.empty())
+    md << " Memory is at most " << pct(share)
+       << " of any configuration's cost per request at any price point here, so the cost per "
+          "request follows throughput (GPU-hours), not $/GB.";
+  md << "\n\n";
   return md.str();
 }
 

@@ -104,6 +104,11 @@ TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
   // half-width 12.706 × 1.414 / 1.414 = 12.7: the interval contains 0.
   EXPECT_NE(md.find("within the replicate spread of the 2 TB node's"), std::string::npos) << md;
 
+  // Memory's largest share of a cost per request: the 2 TB node at the high prices, 2000 GB ×
+  // $19 / 126,230,400 s = 3.0104e-4 $/s against 8 × 2.35 / 3600 = 5.2222e-3 $/s of GPU:
+  // 3.0104e-4 / 5.5233e-3 = 5.45% (the CXL node: 256 × 19 + 1000 × 22 = $26,864 → 3.92%).
+  EXPECT_NE(md.find("Memory is at most 5.45% of any configuration's cost"), std::string::npos)
+      << md;
   // A lower-tier row that ran but reported no figures for its tier ran without it: refused.
   SweepData silent = lower;
   for (auto& row : silent.table.rows)
