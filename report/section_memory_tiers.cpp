@@ -25,9 +25,7 @@ namespace {
 
 // Installed DRAM per configuration: the DGX H100 ships 2 TB; the capped node has 256 GB. The KV
 // pool (serving.tier_capacity) is 3/4 of it (docs/serving-stacks.md host-DRAM default).
-double installed_dram(const std::string& memory) {
-  return memory == "dram-2TB" ? 2e12 : 256e9;
-}
+double installed_dram(const std::string& memory) { return memory == "dram-2TB" ? 2e12 : 256e9; }
 
 double bytes_cell(const ResultsTable& t, std::size_t r, const std::string& col) {
   const std::string v = t.get(r, col);
@@ -162,22 +160,21 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
       done.emplace_back(m, cr);
       if (tiers.empty() && t.col("tier_hit_rate") >= 0)
         tiers = "DRAM hit rate " + pct(mean_of(t, cr, "tier_hit_rate"));
-      rows.push_back({w, m.memory, interval_cell(t, cr, "throughput_rps"),
-                      interval_cell(t, cr, "ttft_mean_s"), interval_cell(t, cr, "ttft_p50_s"),
-                      interval_cell(t, cr, "ttft_p99_s"),
-                      fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
-                          fmt_num(mean_of(t, cr, "requests_rejected")),
-                      fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
-                      fmt_num(1000 * cost_per_request_usd(m.capacities, mid, a, m.throughput_rps))});
+      rows.push_back(
+          {w, m.memory, interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
+           interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+           fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
+               fmt_num(mean_of(t, cr, "requests_rejected")),
+           fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
+           fmt_num(1000 * cost_per_request_usd(m.capacities, mid, a, m.throughput_rps))});
     }
   if (!lower && !lower_missing.empty())
     for (const std::string& w : workloads)
       for (const char* m : {"dram-256GB+cxl", "dram-256GB+nvme"})
         rows.push_back({w, m, "not simulated: " + lower_missing});
-  md << markdown_table({"workload", "memory", "throughput (req/s)", "TTFT mean (s)",
-                        "TTFT p50 (s)", "TTFT p99 (s)", "completed / rejected", "KV loaded",
-                        "per-tier hits / bytes",
-                        "$ per 1k requests (mid prices)"},
+  md << markdown_table({"workload", "memory", "throughput (req/s)", "TTFT mean (s)", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "completed / rejected", "KV loaded",
+                        "per-tier hits / bytes", "$ per 1k requests (mid prices)"},
                        rows)
      << "\n"
      << "Rejected requests are prompts whose KV needs more blocks than the GPUs' whole KV pool "
@@ -219,8 +216,7 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
   std::vector<std::string> cost_header = {"workload", "memory", "GB DRAM / CXL / NVMe"};
   for (const TierPrices& p : prices)
     cost_header.push_back("$ per 1k req, " + p.name + " (memory / total)");
-  md << markdown_table(cost_header, crow)
-     << "\n";
+  md << markdown_table(cost_header, crow) << "\n";
 
   // Conclusions, computed: per workload, each capped configuration against the 2 TB node.
   md << "Conclusions (computed; " << kReplicateNote << "):\n";
@@ -234,7 +230,8 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
          << "× the 2 TB node's); TTFT p50 " << interval_cell(t, cr, "ttft_p50_s") << " s against "
          << interval_cell(t, base_rows, "ttft_p50_s") << " s, "
          << versus(t, cr, base_rows, "ttft_p50_s", "the 2 TB node", "s")
-         << "; cost per request at the " << (prices.size() > 3 ? "low / mid / high / preset" : "low / mid / high") << " prices ";
+         << "; cost per request at the "
+         << (prices.size() > 3 ? "low / mid / high / preset" : "low / mid / high") << " prices ";
       for (std::size_t i = 0; i < prices.size(); ++i) {
         const TierPrices& p = prices[i];
         md << (i ? " / " : "")
@@ -256,7 +253,8 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
     for (const TierPrices& p : prices) {
       const double c = cost_per_request_usd(m.capacities, p, a, m.throughput_rps);
       if (std::isfinite(c) && c > 0)
-        share = std::max(share, memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps) / c);
+        share =
+            std::max(share, memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps) / c);
     }
   if (!done.empty())
     md << " Memory is at most " << pct(share)

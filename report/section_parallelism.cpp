@@ -64,7 +64,7 @@ std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std:
 }
 
 std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const SweepData* serving,
-                                 const std::string& serving_missing) {
+                                const std::string& serving_missing) {
   std::ostringstream md;
   md << "### 8.7 Parallelism: TP-8 vs DP-attention + EP for DeepSeek-V3 and Qwen3-235B-A22B\n\n"
      << "FP8 compute (both models' official FP8 checkpoints), BF16 KV, DGX H100 nodes (8× H100 "
@@ -97,13 +97,12 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                          "not simulated: " + t.get(r, "error")});
         continue;
       }
-      srows.push_back({t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
-                       interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
-                       interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
-                       pct(mean_of(t, cr, "gpu_utilization")),
-                       pct(mean_of(t, cr, "link_busy_fraction")),
-                       fmt_num(mean_of(t, cr, "dp_rank_imbalance")),
-                       pct(mean_of(t, cr, "ep_a2a_time_share"))});
+      srows.push_back(
+          {t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
+           interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
+           interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+           pct(mean_of(t, cr, "gpu_utilization")), pct(mean_of(t, cr, "link_busy_fraction")),
+           fmt_num(mean_of(t, cr, "dp_rank_imbalance")), pct(mean_of(t, cr, "ep_a2a_time_share"))});
     }
   } else {
     srows.push_back({"—", "—", "—", "not simulated: " + serving_missing});
@@ -128,8 +127,8 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         const auto a = t.where({{"workload", w}, {"model", m}, {"layout", lp.first}});
         const auto b = t.where({{"workload", w}, {"model", m}, {"layout", lp.second}});
         if (!first_ok(t, a) || !first_ok(t, b)) continue;
-        lines += "- " + w + ", " + m + ": " + lp.first + " against " + lp.second +
-                 ": throughput " + fmt_num(mean_of(t, a, "throughput_rps")) + " vs " +
+        lines += "- " + w + ", " + m + ": " + lp.first + " against " + lp.second + ": throughput " +
+                 fmt_num(mean_of(t, a, "throughput_rps")) + " vs " +
                  fmt_num(mean_of(t, b, "throughput_rps")) + " req/s; TTFT p50 " +
                  versus(t, a, b, "ttft_p50_s", lp.second, "s") + ".\n";
       }
@@ -160,10 +159,10 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
        << fmt_num(q_tp->kappa_crit) << " (GQA, KV copies " << fmt_num(q_tp->kv_replication)
        << "): MLA's small latent buys little while it is replicated.\n"
        << "- Under DP-attention + EP-8 the latent is no longer replicated (KV copies "
-       << fmt_num(ds_dp->kv_replication) << "): each GPU loads "
-       << fmt_num(ds_dp->b_kv_share / 1e3) << " KB per replica token, κ_crit rises "
-       << fmt_num(ds_dp->kappa_crit / ds_tp->kappa_crit) << "× to " << fmt_num(ds_dp->kappa_crit)
-       << ", " << fmt_num(ds_dp->kappa_crit / q_dp->kappa_crit) << "× Qwen3-235B under the same "
+       << fmt_num(ds_dp->kv_replication) << "): each GPU loads " << fmt_num(ds_dp->b_kv_share / 1e3)
+       << " KB per replica token, κ_crit rises " << fmt_num(ds_dp->kappa_crit / ds_tp->kappa_crit)
+       << "× to " << fmt_num(ds_dp->kappa_crit) << ", "
+       << fmt_num(ds_dp->kappa_crit / q_dp->kappa_crit) << "× Qwen3-235B under the same "
        << "layout (" << fmt_num(q_dp->kappa_crit) << ", itself "
        << fmt_num(q_dp->kappa_crit / q_tp->kappa_crit) << "× its TP-8 value). ";
     // The reading follows the ratios: MLA "helps" where DeepSeek-V3's κ_crit clearly exceeds
@@ -180,11 +179,13 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
     else
       md << "MLA does not raise κ_crit clearly over Qwen3-235B under either layout here.\n";
     if (ds_pp && ds_dp16)
-      md << "- DeepSeek-V3 fits no one-node layout (weights " << fmt_num(ds_tp->weight_bytes_gpu / 1e9)
-         << " GB per GPU at TP-8, " << fmt_num(ds_dp->weight_bytes_gpu / 1e9)
+      md << "- DeepSeek-V3 fits no one-node layout (weights "
+         << fmt_num(ds_tp->weight_bytes_gpu / 1e9) << " GB per GPU at TP-8, "
+         << fmt_num(ds_dp->weight_bytes_gpu / 1e9)
          << " GB at DP-8 + EP-8): on two nodes TP-8 × PP-2 keeps κ_crit at "
          << fmt_num(ds_pp->kappa_crit) << " (" << fmt_num(ds_pp->kv_replication)
-         << " copies of each layer's latent), DP-16 + EP-16 reaches " << fmt_num(ds_dp16->kappa_crit)
+         << " copies of each layer's latent), DP-16 + EP-16 reaches "
+         << fmt_num(ds_dp16->kappa_crit)
          << "; with the communication serial to compute (the EP all-to-all now crosses the NIC) "
          << fmt_num(ds_pp->kappa_crit_comm) << " against " << fmt_num(ds_dp16->kappa_crit_comm)
          << ".\n";

@@ -54,31 +54,37 @@ SweepData table(const std::string& name, const std::vector<std::string>& cols,
 }
 
 TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
-  const std::vector<std::string> cols = {"workload", "memory", "replicate", "status", "error",
-                                         "throughput_rps", "ttft_mean_s", "ttft_p50_s",
-                                         "ttft_p99_s", "bytes_loaded_total", "tier_hit_rate"};
+  const std::vector<std::string> cols = {
+      "workload",       "memory",      "replicate",  "status",     "error",
+      "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
+      "tier_hit_rate"};
   // The 2 TB node serves 2 req/s, the capped one 1 req/s, two replicates each.
-  const SweepData dram = table("memory-tiers-dram", cols,
-                               {{"docfinqa", "dram-2TB", "0", "ok", "", "2", "1", "1", "2", "1e12", "1"},
-                                {"docfinqa", "dram-2TB", "1", "ok", "", "2", "1", "1", "2", "1e12", "1"},
-                                {"docfinqa", "dram-256GB", "0", "ok", "", "1", "9", "10", "20", "1e11", "0.5"},
-                                {"docfinqa", "dram-256GB", "1", "ok", "", "1", "11", "12", "20", "1e11", "0.5"}});
+  const SweepData dram =
+      table("memory-tiers-dram", cols,
+            {{"docfinqa", "dram-2TB", "0", "ok", "", "2", "1", "1", "2", "1e12", "1"},
+             {"docfinqa", "dram-2TB", "1", "ok", "", "2", "1", "1", "2", "1e12", "1"},
+             {"docfinqa", "dram-256GB", "0", "ok", "", "1", "9", "10", "20", "1e11", "0.5"},
+             {"docfinqa", "dram-256GB", "1", "ok", "", "1", "11", "12", "20", "1e11", "0.5"}});
   // The lower tiers: CXL ok (1 TB, per-tier columns), NVMe refused by the engine.
-  const SweepData lower = table(
-      "memory-tiers-lower",
-      {"workload", "memory", "cxl_capacity", "nvme_capacity", "replicate", "status", "error",
-       "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
-       "tiers_dram_hit_chunks", "tiers_cxl_hit_chunks", "tiers_cxl_loaded_bytes",
-       "tiers_cxl_load_time_share"},
-      {{"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "0", "ok", "", "2", "1", "1", "2", "1e12", "10", "40", "5e11", "0.5"},
-       {"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "1", "ok", "", "2", "1", "1", "2", "1e12", "30", "60", "5e11", "0.3"},
-       {"docfinqa", "dram-256GB+nvme", "0 B", "2 TB", "0", "invalid", "unknown key 'tiers'", "", "", "", "", "", "", "", "", ""}});
+  const SweepData lower =
+      table("memory-tiers-lower",
+            {"workload", "memory", "cxl_capacity", "nvme_capacity", "replicate", "status", "error",
+             "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
+             "tiers_dram_hit_chunks", "tiers_cxl_hit_chunks", "tiers_cxl_loaded_bytes",
+             "tiers_cxl_load_time_share"},
+            {{"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "0", "ok", "", "2", "1", "1", "2",
+              "1e12", "10", "40", "5e11", "0.5"},
+             {"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "1", "ok", "", "2", "1", "1", "2",
+              "1e12", "30", "60", "5e11", "0.3"},
+             {"docfinqa", "dram-256GB+nvme", "0 B", "2 TB", "0", "invalid", "unknown key 'tiers'",
+              "", "", "", "", "", "", "", "", ""}});
   const std::string md = report::section_memory_tiers(&dram, &lower, "");
   EXPECT_NE(md.find("### 8.6 Memory tiers"), std::string::npos);
   // Replicate means with intervals: throughput 2 (n=2, zero spread), TTFT p50 of the capped node
   // (10 + 12) / 2 = 11.
   EXPECT_NE(md.find("| docfinqa | dram-256GB | 1 ± 0 (n=2)"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 11 ± 13 (n=2) |"), std::string::npos) << md;  // t(0.975,1) 12.706 × sd √2 / √2
+  EXPECT_NE(md.find("| 11 ± 13 (n=2) |"), std::string::npos)
+      << md;  // t(0.975,1) 12.706 × sd √2 / √2
   EXPECT_NE(md.find("not simulated: unknown key 'tiers'"), std::string::npos) << md;
   // Per-level figures: DRAM hits (10 + 30) / 2 = 20; CXL hits (40 + 60) / 2 = 50, 5e11 B = 500
   // GB, load time share (0.5 + 0.3) / 2 = 40%.
@@ -147,13 +153,14 @@ TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
   EXPECT_FALSE(ds_tp->fits);
 
   // The section renders the analytic rows and a refused serving row with its reason.
-  const SweepData serving = table(
-      "parallelism", {"workload", "model", "layout", "replicate", "status", "error",
-                      "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s",
-                      "gpu_utilization", "link_busy_fraction"},
-      {{"sharegpt", "qwen3-235b-a22b", "tp=8", "0", "ok", "", "70", "0.1", "0.1", "0.2", "0.5", "0.1"},
-       {"sharegpt", "qwen3-235b-a22b", "tp=1,dp_attention=8,ep=8", "0", "invalid",
-        "serving.parallelism.dp_attention: 8 is not simulated yet", "", "", "", "", "", ""}});
+  const SweepData serving =
+      table("parallelism",
+            {"workload", "model", "layout", "replicate", "status", "error", "throughput_rps",
+             "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "gpu_utilization", "link_busy_fraction"},
+            {{"sharegpt", "qwen3-235b-a22b", "tp=8", "0", "ok", "", "70", "0.1", "0.1", "0.2",
+              "0.5", "0.1"},
+             {"sharegpt", "qwen3-235b-a22b", "tp=1,dp_attention=8,ep=8", "0", "invalid",
+              "serving.parallelism.dp_attention: 8 is not simulated yet", "", "", "", "", "", ""}});
   const std::string md = report::section_parallelism(k, &serving, "");
   EXPECT_NE(md.find("### 8.7 Parallelism"), std::string::npos);
   EXPECT_NE(md.find("| sharegpt | qwen3-235b-a22b | tp=8 | 70 |"), std::string::npos) << md;
