@@ -21,6 +21,9 @@ void HostMemorySpec::validate(const std::string& path) const {
   if (sockets > 1 && !inter_socket_Bps)
     throw InputError(path + ": a host with " + std::to_string(sockets) +
                      " sockets needs inter_socket_bandwidth");
+  if (usd_per_byte && *usd_per_byte > 1e-6)  // issue 14: a price per GB typed as per byte
+    throw InputError(path + ".usd_per_byte: " + format_quantity(*usd_per_byte, dim::none) +
+                     " $/B is over $1000 per GB; give the price per byte (e.g. 4e-9 for $4/GB)");
 }
 
 }  // namespace kappasim

@@ -200,6 +200,11 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
         "preset: dgx-h100-256gb-cxl\ncxl: {preset: samsung-cmm-d-256gb, usd_per_byte: 5}\n");
   });
   EXPECT_TRUE(has(e, "system.cxl.usd_per_byte") && has(e, "per byte")) << e;
+  e = error_of([] {
+    system_from_yaml(
+        "preset: dgx-h100-256gb-cxl\nhost_memory: {preset: dgx-h100-host-256gb, usd_per_byte: 4}\n");
+  });
+  EXPECT_TRUE(has(e, "system.host_memory.usd_per_byte") && has(e, "per byte")) << e;
   // A line code carrying more payload bits than it has.
   e = error_of([] {
     system_from_yaml(
