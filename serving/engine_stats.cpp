@@ -74,7 +74,8 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
           io.load_busy_s > 0 ? io.loaded_bytes_gpu / io.load_busy_s : 0.0);
       add("load_time_share", s.tier_load_span_s > 0 ? io.load_busy_s / s.tier_load_span_s : 0.0);
       add("stored_chunks", static_cast<double>(ls.stored_chunks));
-      add("stored_bytes", io.stored_bytes_gpu * sv.tp);
+      // DRAM's are the stores' D2H copies (stored_bytes_gpu); the lower levels' are their writes.
+      add("stored_bytes", (i == 0 ? s.stored_bytes_gpu : io.stored_bytes_gpu) * sv.tp);
       add("evicted_chunks", static_cast<double>(kt.evicted_chunks()));
       add("demoted_in_chunks", static_cast<double>(ls.demoted_in));
       add("demoted_out_chunks", static_cast<double>(ls.demoted_out));

@@ -63,8 +63,8 @@ void ServingEngine::init_tiers() {
     if (t.nvme_capacity_bytes > 0) lower.push_back({TierLevel::Nvme, t.nvme_capacity_bytes});
     if (t.remote_capacity_bytes > 0) lower.push_back({TierLevel::Remote, t.remote_capacity_bytes});
   }
-  m_hier = std::make_unique<KvHierarchy>(*m_tier, lower, m_tp * m_bkv_gpu, t.write,
-                                         t.promote_on_hit);
+  m_hier =
+      std::make_unique<KvHierarchy>(*m_tier, lower, m_tp * m_bkv_gpu, t.write, t.promote_on_hit);
   if (tiered()) m_stats.tier_io.assign(m_hier->levels(), EngineStats::TierIo{});
 }
 
@@ -109,14 +109,15 @@ void ServingEngine::split_step_levels(const std::vector<Sequence*>& first) {
     for (std::size_t j = 0; j < at.size(); ++j) {
       const std::int64_t a = static_cast<std::int64_t>(j) * m_chunk_tokens;
       const std::int64_t lo = std::max(a, R), hi = std::min(a + m_chunk_tokens, R + K);
-      if (hi > lo) m_step_level_tokens[static_cast<std::size_t>(at[j])] += static_cast<double>(hi - lo);
+      if (hi > lo)
+        m_step_level_tokens[static_cast<std::size_t>(at[j])] += static_cast<double>(hi - lo);
     }
   }
 }
 
 void ServingEngine::plan_level(std::vector<TransferRequest>& rs, std::vector<std::int64_t>& units,
-                               std::size_t level, double bytes_per_gpu,
-                               std::int64_t units_per_gpu, Direction dir) const {
+                               std::size_t level, double bytes_per_gpu, std::int64_t units_per_gpu,
+                               Direction dir) const {
   const TierLevel l = m_hier->level(level);
   for (int k = 0; k < m_tp; ++k) {
     const std::vector<int> devs = devices_for(level, k);
@@ -130,6 +131,8 @@ void ServingEngine::plan_level(std::vector<TransferRequest>& rs, std::vector<std
       r.endpoint = endpoint_of_level(l);
       r.endpoint_index = d;
       r.direct = l == TierLevel::Nvme && m_spec.serving.tiers.gds;
+      // One I/O per chunk shard (LocalDiskBackend: one file per chunk per rank).
+      if (l == TierLevel::Nvme) r.io_bytes = m_chunk_bytes_gpu;
       rs.push_back(r);
       units.push_back(std::max<std::int64_t>(
           1, static_cast<std::int64_t>(std::ceil(static_cast<double>(units_per_gpu) / n))));

@@ -106,8 +106,8 @@ TierMoves KvHierarchy::store(const std::vector<std::uint64_t>& keys) {
   return m;
 }
 
-TierMoves KvHierarchy::promote(const std::vector<std::uint64_t>& keys,
-                               const std::vector<int>& from, bool force) {
+TierMoves KvHierarchy::promote(const std::vector<std::uint64_t>& keys, const std::vector<int>& from,
+                               bool force) {
   TierMoves m = empty_moves();
   if ((!m_promote && !force) || keys.empty()) return m;
   if (from.size() != keys.size())

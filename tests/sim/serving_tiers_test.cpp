@@ -19,7 +19,7 @@ namespace {
 
 using namespace kappasim::testing;
 
-constexpr double kChunkTokens = 256;                 // chunk_tokens
+constexpr double kChunkTokens = 256;               // chunk_tokens
 const double kChunkBytes = kChunkTokens * kBkv8b;  // 33,554,432 B (TP 1: the whole replica)
 
 // Llama-3.1-8B on one H100 (TP 1) with one CXL expander and one NVMe drive given inline (the
@@ -35,10 +35,12 @@ std::string tiered_config(const std::string& tiers) {
              "    seq_read_bandwidth: 13 GB/s, seq_write_bandwidth: 6.6 GB/s, read_iops: 2500000,\n"
              "    write_iops: 250000, queue_depth: 256, read_latency: 70 us}}\n"
              "trace: false\nworkload: {type: narrativeqa}\n"
-             "serving: {" KAPPASIM_TEST_STACK "tp: 1, load_path: kernel, store: blocking,\n"
+             "serving: {" KAPPASIM_TEST_STACK
+             "tp: 1, load_path: kernel, store: blocking,\n"
              "  tier_capacity: 134217728 B,\n"  // 4 chunks of 32 MiB
              "  tiers: {cxl_capacity: 268435456 B, nvme_capacity: 2147483648 B, ") +  // 8, 64
-         tiers + "}}\n";
+         tiers +
+         "}}\n";
 }
 
 struct Outcome {
@@ -117,6 +119,7 @@ TEST(ServingTiers, WriteThroughWritesEveryChunkToEveryLevel) {
   const Outcome o = serve(spec, {request(1, 0, 4096, 128, 7)});
   for (const char* l : {"dram", "cxl", "nvme"})
     EXPECT_EQ(o.level.at(std::string("tiers_") + l + "_stored_chunks"), 16) << l;
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_dram_stored_bytes"), 16 * kChunkBytes);
   EXPECT_DOUBLE_EQ(o.level.at("tiers_cxl_stored_bytes"), 16 * kChunkBytes);
   EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_stored_bytes"), 16 * kChunkBytes);
   EXPECT_EQ(o.level.at("tiers_cxl_demoted_in_chunks"), 0);
@@ -133,6 +136,86 @@ TEST(ServingTiers, PromotionOnHitCopiesLowerHitsIntoDram) {
   EXPECT_DOUBLE_EQ(o.level.at("tiers_cxl_promoted_bytes"), 4 * kChunkBytes);
 }
 
+// NVMe only (DRAM tier 0: every store to it is dropped), write-through: request 1 writes its 16
+// chunks to the drive; request 2 (1 s later, the drive's writes long done: 512 MiB at 6.6 GB/s
+// = 81 ms) loads all 16 from it. The load is one DMA transfer (GPU 0 <- drive 0 through the host
+// bounce buffer, one 32 MiB I/O per chunk), bound by the drive's sequential read (13 GB/s; the
+// IOPS bound 2.5e6 x 32 MiB and Little's law 256 x 32 MiB / 70 us are far above it, the bounce
+// costs DRAM 2 bytes per byte of 225 GB/s and the host link's DMA read ~52 GB/s).
+//   load = retrieve fixed 0.5 ms + 16 x 0.1 ms (test stack) + 16 DMA calls x 2.36 us + 15 extra
+//          latencies (dma_stream_fixed_s: each back-to-back copy after the first waits its path's
+//          first byte, CopyEngine::start) + the first byte, each 70 us drive read latency + 1 us
+//          DMA read round trip of the bounce buffer, + 16 x 32 MiB / 13 GB/s.
+TEST(ServingTiers, NvmeChunksLoadAtTheDrivesSequentialReadAfterItsLatency) {
+  std::string y = tiered_config("write: write_through, promote_on_hit: false");
+  y.replace(y.find("tier_capacity: 134217728 B"), std::string("tier_capacity: 134217728 B").size(),
+            "tier_capacity: 0 B");
+  y.replace(y.find("cxl_capacity: 268435456 B, "),
+            std::string("cxl_capacity: 268435456 B, ").size(), "");
+  const RunSpec spec = run_spec(y);
+  const Outcome o = serve(spec, {request(1, 0, 4096, 128, 7), request(2, 1.0, 4096, 128, 7)});
+  ASSERT_EQ(o.level.at("tiers_nvme_hit_chunks"), 16);
+  ASSERT_EQ(o.level.at("tiers_dram_hit_chunks"), 0);
+  constexpr double kDmaOverhead = 2.36e-6;  // presets/gpus/h100-sxm5.yaml dma_copy_overhead
+  const double bytes = 16 * kChunkBytes;
+  const double first_byte = 70e-6 + kRtt;
+  const double copy = 16 * kDmaOverhead + 16 * first_byte + bytes / 13e9;
+  const double load = kRetrieveFixed + 16 * kRetrievePerChunk + copy;
+  EXPECT_NEAR(o.rec(2).load_s, load, tol(load));
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_loaded_bytes"), bytes);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_load_time_share"), 1);
+  // Achieved: the bytes over the transfer's span (first byte latency and DMA calls included).
+  EXPECT_NEAR(o.level.at("tiers_nvme_load_bandwidth_per_gpu_Bps"), bytes / copy,
+              1e-6 * bytes / copy);
+}
+
+// Prefetch: request 1 (document 1, 8192 new tokens to compute, nothing cached) holds the GPU;
+// request 2 (document 7, 16 chunks in NVMe only) arrives while it runs and waits (max_num_seqs
+// 1). With prefetch its chunks move up into DRAM while it waits, so its own load reads DRAM
+// (kernel path, ~34 GB/s) and not the drive: shorter than the NVMe load of the test above
+// (16 x (2.36 + 71) us + 512 MiB / 13 GB/s = 42.5 ms of copy) by more than 10 ms (from DRAM:
+// 512 MiB / ~34 GB/s ~ 16 ms).
+TEST(ServingTiers, PrefetchWhileQueuedLoadsFromDramInstead) {
+  std::string y = tiered_config("write: write_through, promote_on_hit: false, prefetch: true");
+  y.replace(y.find("tier_capacity: 134217728 B"), std::string("tier_capacity: 134217728 B").size(),
+            "tier_capacity: 1 GB");
+  y.replace(y.find("tp: 1,"), 6, "tp: 1, max_num_seqs: 1,");
+  const RunSpec spec = run_spec(y);
+  // Document 7 is written to every level by request 0 at t = 0; request 3 (document 9, 32
+  // chunks) then evicts it from the 1 GB DRAM tier (29 chunks of 32 MiB fit) and from CXL (8),
+  // leaving it in NVMe only.
+  const Outcome o = serve(spec, {request(0, 0, 4096, 128, 7), request(3, 1.0, 8192, 128, 9),
+                                 request(1, 2.0, 0, 8192, 1), request(2, 2.0001, 4096, 128, 7)});
+  const double bytes = 16 * kChunkBytes;
+  EXPECT_EQ(o.level.at("tiers_nvme_hit_chunks"), 16);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_prefetched_bytes"), bytes);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_loaded_bytes"), 0);  // nobody loaded from the drive
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_dram_loaded_bytes"), bytes);
+  EXPECT_GT(o.rec(2).queue_s, 0);  // it did wait behind request 1
+  const double nvme_copy = 16 * (2.36e-6 + 70e-6 + kRtt) + bytes / 13e9;
+  const double nvme_load = kRetrieveFixed + 16 * kRetrievePerChunk + nvme_copy;
+  EXPECT_LT(o.rec(2).load_s, nvme_load - 10e-3);
+}
+
+// admit_while_prefetching: request 2 (document 7, NVMe only, as above) arrives at an idle
+// engine and is admitted at once; its load waits for its prefetch (16 x (2.36 + 71) us +
+// 512 MiB / 13 GB/s from its arrival) less the step's 2 ms overhead, then reads DRAM.
+TEST(ServingTiers, AdmittedWhilePrefetchingTheLoadWaitsForTheChunks) {
+  std::string y = tiered_config(
+      "write: write_through, promote_on_hit: false, prefetch: true, admit_while_prefetching: true");
+  y.replace(y.find("tier_capacity: 134217728 B"), std::string("tier_capacity: 134217728 B").size(),
+            "tier_capacity: 1 GB");
+  const RunSpec spec = run_spec(y);
+  const Outcome o = serve(spec, {request(0, 0, 4096, 128, 7), request(3, 1.0, 8192, 128, 9),
+                                 request(2, 3.0, 4096, 128, 7)});
+  const double bytes = 16 * kChunkBytes;
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_prefetched_bytes"), bytes);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_loaded_bytes"), 0);
+  EXPECT_NEAR(o.rec(2).queue_s, 0, 1e-9);  // admitted at once
+  const double prefetch = 16 * (2.36e-6 + 70e-6 + kRtt) + bytes / 13e9;
+  EXPECT_NEAR(o.rec(2).time.load_wait_s, prefetch - kStepOverhead, 1e-6);
+}
+
 std::string error_of(const std::string& yaml) {
   try {
     const RunSpec spec = run_spec(yaml);
@@ -147,7 +230,8 @@ std::string error_of(const std::string& yaml) {
 TEST(ServingTiers, BadTierInputsNameTheKey) {
   // NVMe tier of 4 TB on one 3.84 TB drive.
   std::string y = tiered_config("nvme_capacity: 4 TB");
-  y.replace(y.find("nvme_capacity: 2147483648 B, "), std::string("nvme_capacity: 2147483648 B, ").size(), "");
+  y.replace(y.find("nvme_capacity: 2147483648 B, "),
+            std::string("nvme_capacity: 2147483648 B, ").size(), "");
   EXPECT_NE(error_of(y).find("serving.tiers.nvme_capacity"), std::string::npos) << error_of(y);
   // A CXL tier on a system without expanders.
   const std::string none =
@@ -155,7 +239,7 @@ TEST(ServingTiers, BadTierInputsNameTheKey) {
       "serving: {tp: 1, tiers: {cxl_capacity: 1 GB}}\n";
   EXPECT_NE(error_of(none).find("no CXL expander"), std::string::npos) << error_of(none);
   // The packet back end carries host DRAM only.
-  const std::string packet = tiered_config("write: write_through") ;
+  const std::string packet = tiered_config("write: write_through");
   std::string p = packet;
   p.replace(p.find("tp: 1,"), 6, "tp: 1, link_fidelity: packet,");
   EXPECT_NE(error_of(p).find("serving.tiers"), std::string::npos) << error_of(p);

@@ -16,8 +16,8 @@ struct Three {
   KvTier dram{1, 2 * kChunk, kChunk};  // 2 chunks
   KvHierarchy h;
   Three(TierWritePolicy w, bool promote)
-      : h(dram, {{TierLevel::Cxl, 3 * kChunk}, {TierLevel::Nvme, 4 * kChunk}}, kChunk, w,
-          promote) {}
+      : h(dram, {{TierLevel::Cxl, 3 * kChunk}, {TierLevel::Nvme, 4 * kChunk}}, kChunk, w, promote) {
+  }
 };
 
 TEST(KvHierarchy, DramAloneIsTheHostTiersLookup) {
