@@ -7,6 +7,7 @@
 #include "core/sim_runner.hpp"
 #include "serving/load_paths/registry.hpp"
 #include "serving/replica_engine.hpp"
+#include "serving/sim_clock.hpp"
 #include "systems/link_backend.hpp"
 #include "systems/topology.hpp"
 
@@ -16,20 +17,15 @@ using sc_core::SC_SEC;
 using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
+using sim_clock::link_fidelity_name;  // serving/sim_clock.hpp (shared with the replica engine)
+using sim_clock::now_s;
+using sim_clock::wait_s;
+
 namespace {
-double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
-void wait_s(double s) {
-  if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
-}
 // ServingSpec::load_path's name: the load path registry's key (serving/load_paths).
 std::string load_path_name(LoadPath p) {
   for (const auto& [name, v] : load_path_names())
     if (v == p) return name;
-  return "?";
-}
-std::string link_fidelity_name(LinkFidelity f) {  // the link back-end registry's key
-  for (const auto& [name, v] : link_fidelity_names())
-    if (v == f) return name;
   return "?";
 }
 }  // namespace

@@ -7,27 +7,17 @@
 #include "core/sim_runner.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
 #include "systems/link_backend.hpp"
 #include "systems/topology.hpp"
 
 namespace kappasim {
 
-using sc_core::SC_SEC;
-using sc_core::sc_time;
 using sc_core::SC_ZERO_TIME;
 
-namespace {
-double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
-void wait_s(double s) {
-  if (s > 0) sc_core::wait(sc_time(s, SC_SEC));
-}
-std::string fidelity_name(LinkFidelity f) {
-  for (const auto& [name, v] : link_fidelity_names())
-    if (v == f) return name;
-  return "?";
-}
-}  // namespace
+using sim_clock::now_s;  // serving/sim_clock.hpp
+using sim_clock::wait_s;
 
 ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec& spec,
                              WorkloadSource& source, EngineSinks sinks)
@@ -64,7 +54,7 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
   // nodes) (each node its own host DRAM, sockets and host links; NVLink and NIC ports per GPU).
   // GPU g of the replica is GPU g mod (gpus / nodes) of node g / (gpus / nodes): fabric GPU
   // node × system.gpus + local.
-  const std::string fid = fidelity_name(sv.link_fidelity);
+  const std::string fid = sim_clock::link_fidelity_name(sv.link_fidelity);
   // A system without nic_bandwidth takes the layout's (serving.parallelism.nic_bandwidth,
   // ConnectX-7 by default), as replica_step does.
   SystemSpec fabric_system = m_spec.system;
@@ -133,6 +123,17 @@ void ReplicaEngine::arrivals() {
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     const std::size_t rank = route();
     Rank& rk = m_ranks[rank];
+    if (sv.warm_tier && !m_sinks.warm_source) {
+      // No copy of the stream to warm from (as the single-group engine): a prefix never placed
+      // in this rank's tier counts as pre-populated at its first use.
+      std::vector<std::uint64_t> pk = chunk_keys(r, m_chunk_tokens);
+      pk.resize(std::min<std::size_t>(
+          pk.size(), static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens)));
+      pk.erase(std::remove_if(pk.begin(), pk.end(),
+                              [&](std::uint64_t k) { return rk.tier->ever_placed(k); }),
+               pk.end());
+      rk.tier->warm(pk);
+    }
     const std::size_t hits = rk.tier->lookup(chunk_keys(r, m_chunk_tokens));
     auto seq = std::make_unique<Sequence>(
         make_sequence(r, static_cast<std::int64_t>(hits) * m_chunk_tokens));
@@ -294,12 +295,13 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
       }
     }
   }
-  tb.compute_s += now_s() - t_c;
-  m_stats.compute_busy_s += cost.step_s;
+  const double step_compute_s = now_s() - t_c;  // the forward pass with its a2a, as simulated
+  tb.compute_s += step_compute_s;
+  m_stats.compute_busy_s += step_compute_s;
   m_stats.flops += cost.flops;
   m_stats.hbm_bytes += cost.hbm_bytes;
   for (std::size_t r = 0; r < m_ranks.size(); ++r)
-    for (const StepItem& it : plans[r].items) m_live.at(it.seq->req.id).compute_s += cost.step_s;
+    for (const StepItem& it : plans[r].items) m_live.at(it.seq->req.id).compute_s += step_compute_s;
   double tokens = 0, max_tokens = 0;
   for (double t : cost.rank_tokens) {
     tokens += t;
@@ -360,7 +362,7 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
     for (const Rank& rk : m_ranks) used += rk.kv->utilization();
     rec.vram_used_fraction = used / m_L.dp;
     rec.load_s = load_s;
-    rec.compute_s = cost.step_s;
+    rec.compute_s = step_compute_s;
     m_sinks.summary->add_step(rec);
   }
 }

@@ -7,6 +7,8 @@ namespace kappasim {
 namespace {
 constexpr double kHiddenBf16 = 2;  // bytes per value of a BF16 hidden state
 
+bool is_moe_model(const ModelSpec& m) { return m.mlp.type == MlpType::Moe; }
+
 bool is_expert_kernel(const Kernel& k) {
   return k.name.rfind("experts_", 0) == 0 || k.name == "moe_sum";
 }
@@ -50,6 +52,18 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
                        layout_name(L.p) + "' (GPU '" + g.name + "')");
     L.nvlink_Bps = *g.nvlink_Bps;
     L.nvlink_latency_s = g.nvlink_latency_s.value_or(0);
+  }
+  // The routed experts are timed as layer_kernels at tp = the stage's GPUs (same FLOPs and
+  // expert bytes as E/ep whole experts per GPU), which needs the stage size to split the heads.
+  if (is_moe_model(spec.model) && L.stage_gpus > 1) {
+    try {
+      check_prefill_args(spec.model, L.stage_gpus, 1, 0);
+    } catch (const InputError& e) {
+      throw InputError("serving.parallelism: layout '" + layout_name(L.p) +
+                       "': the replica engine times the experts over the stage's " +
+                       std::to_string(L.stage_gpus) + " GPUs, which must split the model's heads (" +
+                       e.what() + ")");
+    }
   }
   L.nic_Bps = spec.system.nic_Bps.value_or(L.p.nic_bandwidth_Bps);
   L.nic_latency_s = spec.system.nic_latency_s.value_or(0);

@@ -14,6 +14,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "serving/cluster_spec.hpp"
 #include "serving/replica_step.hpp"
 #include "serving/run_spec.hpp"
 
@@ -195,6 +196,19 @@ TEST(ReplicaWeights, BadLayoutsReachTheRun) {
     run("{tp: 3, compute_dtype: fp8, parallelism: {dp_attention: 2}}", "dgx-h100", "h200-sxm");
   });
   EXPECT_TRUE(has(heads, "serving.parallelism")) << heads;
+}
+
+TEST(ReplicaWeights, AClusterNodeRefusesALayoutBeyondTp) {
+  // A cluster node is the single-group engine; it would ignore the layout, so it refuses it.
+  const std::string e = error_of([] {
+    read_config<ClusterRunSpec>(
+        parse_yaml("cluster:\n  router: round_robin\n  nodes:\n    - {name: a, system: "
+                   "dgx-h100, serving: {tp: 1, compute_dtype: fp8, parallelism: "
+                   "{dp_attention: 8}}}\nmodel: qwen3-235b-a22b\nworkload: {requests: 4}\n",
+                   "c.yaml"),
+        "");
+  });
+  EXPECT_TRUE(has(e, "serving.parallelism: a cluster node runs plain tensor parallelism")) << e;
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// Simulated-time helpers shared by the serving engines (serving/engine, serving/replica_engine):
+// the current simulated time in seconds, a wait that skips zero, and the link back end's
+// registry name of a LinkFidelity. SystemC (serving_sim layer).
+#pragma once
+
+#include <systemc>
+
+#include <string>
+
+#include "serving/serving_spec.hpp"
+
+namespace kappasim::sim_clock {
+
+inline double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
+inline void wait_s(double s) {
+  if (s > 0) sc_core::wait(sc_core::sc_time(s, sc_core::SC_SEC));
+}
+// serving.link_fidelity's name: the link back-end registry's key (systems/link_backend).
+inline std::string link_fidelity_name(LinkFidelity f) {
+  for (const auto& [name, v] : link_fidelity_names())
+    if (v == f) return name;
+  return "?";
+}
+
+}  // namespace kappasim::sim_clock
