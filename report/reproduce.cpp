@@ -61,6 +61,14 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   rest += section_kv_compression(sweeps.run("studies/kv-compression.yaml"),
                                  s3.reference.kappa_crit_sim);
   rest += section_routing(sweeps.run("studies/routing.yaml"));
+  // 8.6, 8.7 (issue 14): memory tiers, parallelism layouts.
+  {
+    const SweepData dram = sweeps.run("studies/memory-tiers-dram.yaml");
+    const SweepData lower = sweeps.run("studies/memory-tiers-lower.yaml");
+    rest += section_memory_tiers(&dram, &lower, "");
+    const SweepData par = sweeps.run("studies/parallelism.yaml");
+    rest += section_parallelism(parallelism_kappa("dgx-h100", "fp8"), &par, "");
+  }
 
   std::ostringstream report;
   report

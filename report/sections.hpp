@@ -97,3 +97,39 @@ std::string section_kv_compression(const SweepData& study, double kappa_crit_sim
 std::string section_routing(const SweepData& study);
 
 }  // namespace kappasim::report
+
+// ---- issue 14 studies (h-studies): memory tiers (8.6) and parallelism layouts (8.7) ----
+#include "report/tier_cost.hpp"
+namespace kappasim::report {
+
+// One configuration of the memory-tier study: its capacities (installed DRAM from its label,
+// CXL / NVMe from the cxl_capacity / nvme_capacity columns) and mean throughput.
+struct MemoryTierRow {
+  std::string workload, memory, error;
+  bool ok = false;
+  TierCapacities capacities;
+  double throughput_rps = NAN;
+};
+MemoryTierRow memory_tier_row(const ResultsTable& t, const std::vector<std::size_t>& rows);
+// Tables with the union of their columns, rows in order (blank where a table lacks a column).
+ResultsTable combine_tables(const std::vector<const ResultsTable*>& tables);
+// 8.6 Memory tiers (sweeps studies/memory-tiers-dram and studies/memory-tiers-lower). A null
+// sweep is absent: with `lower` null, its rows say "not simulated: <lower_missing>".
+std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
+                                 const std::string& lower_missing);
+
+// 8.7 analytic side: κ_crit and weights per layout of the study on `system` (compute `dtype`).
+struct LayoutKappa {
+  std::string model, layout;
+  int gpus = 0;
+  double b_kv_share = 0, kv_replication = 0, kappa_crit = 0, kappa_crit_comm = 0;
+  double weight_bytes_gpu = 0;
+  bool fits = false;
+};
+std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std::string& dtype);
+// 8.7 Parallelism layouts: the analytic rows and the serving sweep studies/parallelism (null:
+// its rows say "not simulated: <serving_missing>").
+std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const SweepData* serving,
+                                const std::string& serving_missing);
+
+}  // namespace kappasim::report

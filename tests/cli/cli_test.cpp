@@ -1080,3 +1080,14 @@ TEST(Cli, TraceRequestLanesNeverOverlap) {
 }
 
 }  // namespace
+
+// ---- issue 14 (h-studies): `bench serving --case` ----------------------------------------------
+namespace {
+// An unknown case is a bad option: exit 2 naming --case and the cases it takes, nothing run.
+TEST(Cli, BenchServingUnknownCaseIsAnInputError) {
+  Result r = run("bench serving --requests 1 --case tiers4");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--case: expected single, tiers3 or dp-ep, got 'tiers4'")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+}  // namespace

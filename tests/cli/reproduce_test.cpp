@@ -46,6 +46,18 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
         "### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer", "### 8.3 FLOP / bandwidth",
         "### 8.4 KV compression", "### 8.5 κ-aware routing"})
     EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
+  // Issue 14 studies (h-studies): memory tiers and parallelism layouts, with replicate intervals
+  // (the DRAM-only rows of 8.6 simulate whatever the tier hierarchy's state; 2 replicates).
+  for (const char* heading : {"### 8.6 Memory tiers", "### 8.7 Parallelism"})
+    EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
+  {
+    const auto at = report.find("### 8.6 Memory tiers");
+    ASSERT_NE(at, std::string::npos);
+    const std::string body = report.substr(at, report.find("\n### ", at + 4) - at);
+    EXPECT_NE(body.find(" (n=2) |"), std::string::npos) << body;
+    EXPECT_NE(body.find("paired difference"), std::string::npos) << body;
+    EXPECT_NE(body.find("× the 2 TB node's"), std::string::npos) << body;
+  }
   // 8.3 runs the design model's splits on the simulator: capacity, TTFT at a fixed load and
   // κ_crit sweeps generated from emitted presets, with 3 replicates each.
   EXPECT_NE(report.find("#### Simulated check of the best splits"), std::string::npos);

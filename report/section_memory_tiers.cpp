@@ -1,0 +1,267 @@
+// Section 8.6 of the reproduce report (issue 14): is CXL-attached memory or an NVMe tier a cheaper
+// home for document-QA KV than DRAM? Qwen3-235B-A22B on a DGX H100-class node, NarrativeQA-like
+// and DocFinQA-like load, 2 TB of DRAM against DRAM capped at 256 GB alone, + CXL, + NVMe: TTFT
+// (mean, p50, p99) and throughput with replicate intervals, per-tier hits and bytes, and cost
+// per request from the swept $/GB of report/tier_cost. Inputs: sweeps studies/memory-tiers-dram
+// and studies/memory-tiers-lower (either may be absent or all-invalid: those rows then say
+// "not simulated" with the reason). Output: Markdown.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/table.hpp"
+#include "core/units.hpp"
+#include "report/analytic_point.hpp"
+#include "report/format.hpp"
+#include "report/replicates.hpp"
+#include "report/sections.hpp"
+#include "report/tier_cost.hpp"
+
+namespace kappasim::report {
+
+namespace {
+
+// Installed DRAM per configuration: the DGX H100 ships 2 TB; the capped node has 256 GB. The KV
+// pool (serving.tier_capacity) is 3/4 of it (docs/serving-stacks.md host-DRAM default).
+double installed_dram(const std::string& memory) { return memory == "dram-2TB" ? 2e12 : 256e9; }
+
+double bytes_cell(const ResultsTable& t, std::size_t r, const std::string& col) {
+  const std::string v = t.get(r, col);
+  if (v.empty()) return 0;
+  try {
+    return parse_quantity_as(v, dim::bytes);
+  } catch (const std::exception&) {
+    return NAN;
+  }
+}
+
+// The per-level figures of the tier hierarchy (docs/metrics.md "Tier levels"):
+// tiers_<level>_hit_chunks, _loaded_bytes, _load_time_share for dram, cxl, nvme, remote. One cell:
+// "cxl 120 hits, 45 GB (30% of load time)" per level with figures.
+const char* const kLevels[] = {"dram", "cxl", "nvme", "remote"};
+
+std::string level_cell(const ResultsTable& t, const std::vector<std::size_t>& rows,
+                       const std::string& level) {
+  const std::string p = "tiers_" + level + "_";
+  if (t.col(p + "hit_chunks") < 0) return "";
+  const double hits = mean_of(t, rows, p + "hit_chunks");
+  if (!std::isfinite(hits)) return "";
+  std::string c = level + " " + fmt_num(hits) + " hits";
+  const double bytes = mean_of(t, rows, p + "loaded_bytes");
+  if (std::isfinite(bytes)) c += ", " + fmt_num(bytes / 1e9) + " GB";
+  const double share = mean_of(t, rows, p + "load_time_share");
+  if (std::isfinite(share)) c += " (" + pct(share) + " of load time)";
+  return c;
+}
+
+// The prices the device presets carry (presets/host-memory, cxl-expanders, nvme-drives:
+// usd_per_byte, each an assumption with its own reasoning), from the 3-tier system variant, as a
+// fourth price point beside the swept ones; absent prices read 0 (the row then says so).
+TierPrices preset_prices() {
+  TierPrices p;
+  p.name = "presets";
+  const SystemSpec& s = preset_system("dgx-h100-256gb-cxl-nvme");
+  p.dram_usd_per_gb = s.host_memory.usd_per_byte.value_or(0) * 1e9;
+  p.cxl_usd_per_gb = s.cxl.usd_per_byte.value_or(0) * 1e9;
+  p.nvme_usd_per_gb = s.nvme.usd_per_byte.value_or(0) * 1e9;
+  return p;
+}
+
+std::vector<TierPrices> price_points() {
+  std::vector<TierPrices> out = tier_price_sweep();
+  try {
+    out.push_back(preset_prices());
+  } catch (const std::exception&) {
+    // A build without the 3-tier system variant: the swept prices alone.
+  }
+  return out;
+}
+
+}  // namespace
+
+MemoryTierRow memory_tier_row(const ResultsTable& t, const std::vector<std::size_t>& rows) {
+  MemoryTierRow m;
+  m.workload = t.get(rows[0], "workload");
+  m.memory = t.get(rows[0], "memory");
+  m.capacities.dram_bytes = installed_dram(m.memory);
+  m.capacities.cxl_bytes = bytes_cell(t, rows[0], "cxl_capacity");
+  m.capacities.nvme_bytes = bytes_cell(t, rows[0], "nvme_capacity");
+  m.ok = first_ok(t, rows).has_value();
+  if (!m.ok) m.error = t.get(rows[0], "error");
+  m.throughput_rps = mean_of(t, rows, "throughput_rps");
+  return m;
+}
+
+ResultsTable combine_tables(const std::vector<const ResultsTable*>& tables) {
+  ResultsTable out;
+  for (const ResultsTable* t : tables)
+    for (const std::string& c : t->columns)
+      if (out.col(c) < 0) out.columns.push_back(c);
+  for (const ResultsTable* t : tables)
+    for (std::size_t r = 0; r < t->rows.size(); ++r) {
+      std::vector<std::string> row;
+      for (const std::string& c : out.columns) row.push_back(t->get(r, c));
+      out.rows.push_back(std::move(row));
+    }
+  return out;
+}
+
+std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
+                                 const std::string& lower_missing) {
+  std::ostringstream md;
+  md << "### 8.6 Memory tiers: 2 TB of DRAM vs 256 GB + CXL or + NVMe\n\n"
+     << "Qwen3-235B-A22B (BF16, TP 8, kernel load path, LMCache defaults) on a DGX H100-class node "
+     << "serving document QA at 3 req/s with zipf document popularity: NarrativeQA-like (56 "
+        "books, ~60k tokens each) and DocFinQA-like (20 SEC filings, ~160k tokens each; "
+        "docs/workloads.md). Their KV working sets (~0.96 TB and ~1.05 TB at 385 KB per token "
+        "with TP-8 KV-head replication) fit the shipped node's 2 TB of DRAM (KV pool 1.5 TB) but "
+        "not a node capped at 256 GB (pool 192 GB): there a miss recomputes the document unless "
+        "a lower tier holds it — 8 CXL Type-3 expanders (2 TB) or 2 TB of the NVMe drives, write-"
+        "through, promoted into DRAM on a hit (experiments/studies/memory-tiers-*.yaml).\n\n";
+
+  std::vector<const ResultsTable*> parts;
+  if (dram) parts.push_back(&dram->table);
+  if (lower) parts.push_back(&lower->table);
+  const ResultsTable t = combine_tables(parts);
+  const auto configs = configurations(t, {"workload", "memory"});
+  std::vector<std::string> workloads;
+  for (const auto& cr : configs)
+    if (std::find(workloads.begin(), workloads.end(), t.get(cr[0], "workload")) == workloads.end())
+      workloads.push_back(t.get(cr[0], "workload"));
+
+  const CostAssumptions a = default_cost_assumptions();
+  const TierPrices& mid = tier_price_sweep()[1];
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::pair<MemoryTierRow, std::vector<std::size_t>>> done;
+  for (const std::string& w : workloads)
+    for (const auto& cr : configs) {
+      if (t.get(cr[0], "workload") != w) continue;
+      const MemoryTierRow m = memory_tier_row(t, cr);
+      if (!m.ok) {
+        rows.push_back({w, m.memory, "not simulated: " + m.error});
+        continue;
+      }
+      std::string tiers;
+      for (const char* l : kLevels) {
+        const std::string c = level_cell(t, cr, l);
+        if (!c.empty()) tiers += (tiers.empty() ? "" : "; ") + c;
+      }
+      // A configuration with a lower tier whose run reports no figures for that tier ran without
+      // it (an engine that reads serving.tiers but does not yet use it): no numbers for it.
+      const bool lower_tier = m.capacities.cxl_bytes > 0 || m.capacities.nvme_bytes > 0;
+      if (lower_tier && level_cell(t, cr, m.capacities.cxl_bytes > 0 ? "cxl" : "nvme").empty()) {
+        rows.push_back({w, m.memory,
+                        "not simulated: the run reported no figures for its lower tier "
+                        "(tiers_<level>_*): this build's engine does not use serving.tiers"});
+        continue;
+      }
+      done.emplace_back(m, cr);
+      if (tiers.empty() && t.col("tier_hit_rate") >= 0)
+        tiers = "DRAM hit rate " + pct(mean_of(t, cr, "tier_hit_rate"));
+      rows.push_back(
+          {w, m.memory, interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
+           interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+           fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
+               fmt_num(mean_of(t, cr, "requests_rejected")),
+           fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
+           fmt_num(1000 * cost_per_request_usd(m.capacities, mid, a, m.throughput_rps))});
+    }
+  if (!lower && !lower_missing.empty())
+    for (const std::string& w : workloads)
+      for (const char* m : {"dram-256GB+cxl", "dram-256GB+nvme"})
+        rows.push_back({w, m, "not simulated: " + lower_missing});
+  md << markdown_table({"workload", "memory", "throughput (req/s)", "TTFT mean (s)", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "completed / rejected", "KV loaded",
+                        "per-tier hits / bytes", "$ per 1k requests (mid prices)"},
+                       rows)
+     << "\n"
+     << "Rejected requests are prompts whose KV needs more blocks than the GPUs' whole KV pool "
+        "(vLLM rejects them; the longest DocFinQA-like filings with Qwen3-235B's BF16 weights on "
+        "8× H100); throughput counts completed requests, so a seed with many rejections has a "
+        "low throughput and a wide interval.\n\n";
+
+  // Cost: the assumptions, then every configuration at the three price points.
+  md << "Cost per request = (GPU $/s + memory $/s) / throughput, with the GPU side at $"
+     << fmt_num(a.gpu_usd_per_hour) << " per H100-hour × " << a.gpus
+     << " (an H100 rental index price, taken as the node without its KV tiers) and each tier's "
+        "capital (installed GB × $/GB) spread over "
+     << fmt_num(a.amortisation_years)
+     << " years of round-the-clock use. The $/GB are assumptions swept over a range "
+        "(report/tier_cost.cpp names their sources): ";
+  const std::vector<TierPrices> prices = price_points();
+  for (std::size_t i = 0; i < prices.size(); ++i) {
+    const TierPrices& p = prices[i];
+    md << (i ? "; " : "") << p.name << " DRAM $" << fmt_num(p.dram_usd_per_gb) << ", CXL $"
+       << fmt_num(p.cxl_usd_per_gb) << ", NVMe $" << fmt_num(p.nvme_usd_per_gb);
+  }
+  md << " per GB";
+  if (prices.size() > tier_price_sweep().size())
+    md << " (`presets`: the usd_per_byte assumptions of the devices of "
+          "presets/systems/dgx-h100-256gb-cxl-nvme.yaml, 2024 prices)";
+  md << ". Power, slots and controllers are not priced.\n\n";
+  std::vector<std::vector<std::string>> crow;
+  for (const auto& [m, cr] : done) {
+    std::vector<std::string> r = {m.workload, m.memory,
+                                  fmt_num(m.capacities.dram_bytes / 1e9) + " / " +
+                                      fmt_num(m.capacities.cxl_bytes / 1e9) + " / " +
+                                      fmt_num(m.capacities.nvme_bytes / 1e9)};
+    for (const TierPrices& p : prices)
+      r.push_back(
+          fmt_num(1000 * memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps)) +
+          " / " + fmt_num(1000 * cost_per_request_usd(m.capacities, p, a, m.throughput_rps)));
+    crow.push_back(r);
+  }
+  std::vector<std::string> cost_header = {"workload", "memory", "GB DRAM / CXL / NVMe"};
+  for (const TierPrices& p : prices)
+    cost_header.push_back("$ per 1k req, " + p.name + " (memory / total)");
+  md << markdown_table(cost_header, crow) << "\n";
+
+  // Conclusions, computed: per workload, each capped configuration against the 2 TB node.
+  md << "Conclusions (computed; " << kReplicateNote << "):\n";
+  bool any = false;
+  for (const auto& [base, base_rows] : done) {
+    if (base.memory != "dram-2TB") continue;
+    for (const auto& [m, cr] : done) {
+      if (m.workload != base.workload || m.memory == "dram-2TB") continue;
+      md << "- " << m.workload << ", " << m.memory << ": throughput " << fmt_num(m.throughput_rps)
+         << " req/s (" << fmt_num(m.throughput_rps / base.throughput_rps)
+         << "× the 2 TB node's); TTFT p50 " << interval_cell(t, cr, "ttft_p50_s") << " s against "
+         << interval_cell(t, base_rows, "ttft_p50_s") << " s, "
+         << versus(t, cr, base_rows, "ttft_p50_s", "the 2 TB node", "s")
+         << "; cost per request at the "
+         << (prices.size() > 3 ? "low / mid / high / preset" : "low / mid / high") << " prices ";
+      for (std::size_t i = 0; i < prices.size(); ++i) {
+        const TierPrices& p = prices[i];
+        md << (i ? " / " : "")
+           << fmt_num(cost_per_request_usd(m.capacities, p, a, m.throughput_rps) /
+                      cost_per_request_usd(base.capacities, p, a, base.throughput_rps));
+      }
+      md << "× the 2 TB node's.\n";
+      any = true;
+    }
+  }
+  if (!any) md << "- nothing to compare: the 2 TB node or every capped configuration is missing.\n";
+  md << "\nThe two sweeps run on the same three workload seeds (replicate i of every "
+        "configuration, seed_per_point false), so the capped configurations are paired with the "
+        "2 TB node replicate by replicate. A lower tier pays where it turns the capped node's "
+        "misses (a document recomputed at full prefill cost) back into loads.";
+  // How much of the cost per request is memory at the dearest price point: computed, not assumed.
+  double share = 0;
+  for (const auto& [m, cr] : done)
+    for (const TierPrices& p : prices) {
+      const double c = cost_per_request_usd(m.capacities, p, a, m.throughput_rps);
+      if (std::isfinite(c) && c > 0)
+        share =
+            std::max(share, memory_cost_per_request_usd(m.capacities, p, a, m.throughput_rps) / c);
+    }
+  if (!done.empty())
+    md << " Memory is at most " << pct(share)
+       << " of any configuration's cost per request at any price point here, so the cost per "
+          "request follows throughput (GPU-hours), not $/GB.";
+  md << "\n\n";
+  return md.str();
+}
+
+}  // namespace kappasim::report

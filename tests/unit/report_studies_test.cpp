@@ -1,0 +1,176 @@
+// The issue 14 studies of the reproduce report (report/section_memory_tiers.cpp,
+// report/section_parallelism.cpp, report/tier_cost.cpp): the cost arithmetic by hand, and both
+// sections rendered from small in-memory sweep tables, including rows the engine refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "report/sections.hpp"
+#include "report/tier_cost.hpp"
+
+namespace kappasim {
+namespace {
+
+using report::ResultsTable;
+using report::SweepData;
+
+TEST(ReportStudies, TierCostArithmeticByHand) {
+  // 256 GB DRAM + 1 TB CXL + 2 TB NVMe at $10, $8, $0.10 per GB:
+  // 256 × 10 + 1000 × 8 + 2000 × 0.1 = 2560 + 8000 + 200 = $10,760.
+  const report::TierCapacities c{256e9, 1e12, 2e12};
+  const report::TierPrices p{"t", 10, 8, 0.1};
+  EXPECT_NEAR(report::memory_capital_usd(c, p), 10760, 1e-9);
+  // 4 years = 4 × 365.25 × 86400 = 126,230,400 s.
+  EXPECT_DOUBLE_EQ(report::amortisation_seconds(4), 126230400.0);
+  // 8 GPUs at $2.50 per GPU-hour = $20/h = 1/180 $/s.
+  const report::CostAssumptions a{2.5, 8, 4};
+  EXPECT_NEAR(report::gpu_usd_per_s(a), 1.0 / 180, 1e-15);
+  // At 2 req/s: memory 10760 / 126230400 / 2 = 4.2620e-5 $ per request;
+  // total (1/180 + 10760/126230400) / 2 = (0.0055556 + 0.0000852) / 2 = 0.0028204 $.
+  EXPECT_NEAR(report::memory_cost_per_request_usd(c, p, a, 2), 10760.0 / 126230400 / 2, 1e-15);
+  EXPECT_NEAR(report::cost_per_request_usd(c, p, a, 2), 0.0028204, 1e-7);
+  // No throughput: no cost per request (not infinity).
+  EXPECT_TRUE(std::isnan(report::cost_per_request_usd(c, p, a, 0)));
+  EXPECT_TRUE(std::isnan(report::memory_cost_per_request_usd(c, p, a, NAN)));
+  // The swept prices run low < mid < high for every tier, NVMe far below DRAM.
+  const auto& s = report::tier_price_sweep();
+  ASSERT_EQ(s.size(), 3u);
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    EXPECT_LT(s[i - 1].dram_usd_per_gb, s[i].dram_usd_per_gb);
+    EXPECT_LT(s[i - 1].cxl_usd_per_gb, s[i].cxl_usd_per_gb);
+    EXPECT_LT(s[i - 1].nvme_usd_per_gb, s[i].nvme_usd_per_gb);
+  }
+  for (const auto& x : s) EXPECT_LT(x.nvme_usd_per_gb * 10, x.dram_usd_per_gb);
+}
+
+SweepData table(const std::string& name, const std::vector<std::string>& cols,
+                const std::vector<std::vector<std::string>>& rows) {
+  SweepData d;
+  d.name = name;
+  d.table.columns = cols;
+  d.table.rows = rows;
+  return d;
+}
+
+TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
+  const std::vector<std::string> cols = {
+      "workload",       "memory",      "replicate",  "status",     "error",
+      "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
+      "tier_hit_rate"};
+  // The 2 TB node serves 2 req/s, the capped one 1 req/s, two replicates each.
+  const SweepData dram =
+      table("memory-tiers-dram", cols,
+            {{"docfinqa", "dram-2TB", "0", "ok", "", "2", "1", "1", "2", "1e12", "1"},
+             {"docfinqa", "dram-2TB", "1", "ok", "", "2", "1", "1", "2", "1e12", "1"},
+             {"docfinqa", "dram-256GB", "0", "ok", "", "1", "9", "10", "20", "1e11", "0.5"},
+             {"docfinqa", "dram-256GB", "1", "ok", "", "1", "11", "12", "20", "1e11", "0.5"}});
+  // The lower tiers: CXL ok (1 TB, per-tier columns), NVMe refused by the engine.
+  const SweepData lower =
+      table("memory-tiers-lower",
+            {"workload", "memory", "cxl_capacity", "nvme_capacity", "replicate", "status", "error",
+             "throughput_rps", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "bytes_loaded_total",
+             "tiers_dram_hit_chunks", "tiers_cxl_hit_chunks", "tiers_cxl_loaded_bytes",
+             "tiers_cxl_load_time_share"},
+            {{"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "0", "ok", "", "2", "1", "1", "2",
+              "1e12", "10", "40", "5e11", "0.5"},
+             {"docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "1", "ok", "", "2", "1", "1", "2",
+              "1e12", "30", "60", "5e11", "0.3"},
+             {"docfinqa", "dram-256GB+nvme", "0 B", "2 TB", "0", "invalid", "unknown key 'tiers'",
+              "", "", "", "", "", "", "", "", ""}});
+  const std::string md = report::section_memory_tiers(&dram, &lower, "");
+  EXPECT_NE(md.find("### 8.6 Memory tiers"), std::string::npos);
+  // Replicate means with intervals: throughput 2 (n=2, zero spread), TTFT p50 of the capped node
+  // (10 + 12) / 2 = 11.
+  EXPECT_NE(md.find("| docfinqa | dram-256GB | 1 ± 0 (n=2)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 11 ± 13 (n=2) |"), std::string::npos)
+      << md;  // t(0.975,1) 12.706 × sd √2 / √2
+  EXPECT_NE(md.find("not simulated: unknown key 'tiers'"), std::string::npos) << md;
+  // Per-level figures: DRAM hits (10 + 30) / 2 = 20; CXL hits (40 + 60) / 2 = 50, 5e11 B = 500
+  // GB, load time share (0.5 + 0.3) / 2 = 40%.
+  EXPECT_NE(md.find("dram 20 hits; cxl 50 hits, 500 GB (40% of load time)"), std::string::npos)
+      << md;
+  // Cost per 1k requests at the mid prices ($10/GB DRAM and CXL), $2.35 × 8 GPUs per hour, 4
+  // years: 2 TB node at 2 req/s: (8 × 2.35 / 3600 + 2000 × 10 / 126230400) / 2 × 1000
+  //   = (0.0052222 + 0.00015844) / 2 × 1000 = 2.690;
+  // capped at 1 req/s: (0.0052222 + 2560 / 126230400) × 1000 = 5.242;
+  // + CXL at 2 req/s: (0.0052222 + (2560 + 10000) / 126230400) / 2 × 1000 = 2.661.
+  EXPECT_NE(md.find("| docfinqa | dram-2TB | 2 ± 0 (n=2) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2.69 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 5.24 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2.66 |"), std::string::npos) << md;
+  // Conclusions against the 2 TB node: the capped node at 0.5× its throughput, the CXL node 1×.
+  EXPECT_NE(md.find("docfinqa, dram-256GB: throughput 1 req/s (0.5× the 2 TB node's)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("docfinqa, dram-256GB+cxl: throughput 2 req/s (1× the 2 TB node's)"),
+            std::string::npos)
+      << md;
+  // The capped node's TTFT p50 is paired with the 2 TB node's: differences 9 and 11, mean 10,
+  // half-width 12.706 × 1.414 / 1.414 = 12.7: the interval contains 0.
+  EXPECT_NE(md.find("within the replicate spread of the 2 TB node's"), std::string::npos) << md;
+
+  // Memory's largest share of a cost per request: the 2 TB node at the high prices, 2000 GB ×
+  // $19 / 126,230,400 s = 3.0104e-4 $/s against 8 × 2.35 / 3600 = 5.2222e-3 $/s of GPU:
+  // 3.0104e-4 / 5.5233e-3 = 5.45% (the CXL node: 256 × 19 + 1000 × 22 = $26,864 → 3.92%).
+  EXPECT_NE(md.find("Memory is at most 5.45% of any configuration's cost"), std::string::npos)
+      << md;
+  // A lower-tier row that ran but reported no figures for its tier ran without it: refused.
+  SweepData silent = lower;
+  for (auto& row : silent.table.rows)
+    for (int c : {silent.table.col("tiers_cxl_hit_chunks")}) row[static_cast<std::size_t>(c)] = "";
+  const std::string md3 = report::section_memory_tiers(&dram, &silent, "");
+  EXPECT_NE(md3.find("| docfinqa | dram-256GB+cxl | not simulated: the run reported no figures"),
+            std::string::npos)
+      << md3;
+
+  // Without the lower sweep, its rows say why.
+  const std::string md2 = report::section_memory_tiers(&dram, nullptr, "h-tiers not merged");
+  EXPECT_NE(md2.find("| docfinqa | dram-256GB+nvme | not simulated: h-tiers not merged |"),
+            std::string::npos)
+      << md2;
+}
+
+TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
+  const auto k = report::parallelism_kappa("dgx-h100", "fp8");
+  const report::LayoutKappa* ds_tp = nullptr;
+  const report::LayoutKappa* ds_dp = nullptr;
+  for (const auto& x : k) {
+    if (x.model == "deepseek-v3" && x.layout == "tp=8") ds_tp = &x;
+    if (x.model == "deepseek-v3" && x.layout == "tp=1,dp_attention=8,ep=8") ds_dp = &x;
+  }
+  ASSERT_TRUE(ds_tp && ds_dp);
+  // DeepSeek-V3's latent: (512 + 64) × 2 B × 61 layers = 70,272 B per token (mission.md); TP-8
+  // holds it whole on every rank (8 copies, 70,272 B per GPU), DP-8 one copy split over the
+  // ranks' requests: 70,272 / 8 = 8,784 B per replica token per GPU.
+  EXPECT_NEAR(ds_tp->b_kv_share, 70272, 1e-6);
+  EXPECT_NEAR(ds_tp->kv_replication, 8, 1e-9);
+  EXPECT_NEAR(ds_dp->b_kv_share, 8784, 1e-6);
+  EXPECT_NEAR(ds_dp->kv_replication, 1, 1e-9);
+  // Same F per GPU on 8 GPUs, 8× fewer bytes: κ_crit 8× higher.
+  EXPECT_NEAR(ds_dp->kappa_crit / ds_tp->kappa_crit, 8, 1e-9);
+  // 671 B parameters in FP8 over 8 GPUs ≈ 84 GB > 72 GB: TP-8 does not fit one node.
+  EXPECT_FALSE(ds_tp->fits);
+
+  // The section renders the analytic rows and a refused serving row with its reason.
+  const SweepData serving =
+      table("parallelism",
+            {"workload", "model", "layout", "replicate", "status", "error", "throughput_rps",
+             "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "gpu_utilization", "link_busy_fraction"},
+            {{"sharegpt", "qwen3-235b-a22b", "tp=8", "0", "ok", "", "70", "0.1", "0.1", "0.2",
+              "0.5", "0.1"},
+             {"sharegpt", "qwen3-235b-a22b", "tp=1,dp_attention=8,ep=8", "0", "invalid",
+              "serving.parallelism.dp_attention: 8 is not simulated yet", "", "", "", "", "", ""}});
+  const std::string md = report::section_parallelism(k, &serving, "");
+  EXPECT_NE(md.find("### 8.7 Parallelism"), std::string::npos);
+  EXPECT_NE(md.find("| sharegpt | qwen3-235b-a22b | tp=8 | 70 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("not simulated: serving.parallelism.dp_attention: 8 is not simulated yet"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("κ_crit rises 8× to"), std::string::npos) << md;
+  const std::string md2 = report::section_parallelism(k, nullptr, "h-dp not merged");
+  EXPECT_NE(md2.find("not simulated: h-dp not merged"), std::string::npos) << md2;
+}
+
+}  // namespace
+}  // namespace kappasim
