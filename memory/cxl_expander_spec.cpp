@@ -31,7 +31,8 @@ void CxlExpanderSpec::validate(const std::string& path) const {
   // CXL 2.0 devices are x4, x8 or x16).
   if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 12 && lanes != 16 &&
       lanes != 32)
-    throw InputError(path + ".lanes: a CXL (PCIe PHY) link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
+    throw InputError(path +
+                     ".lanes: a CXL (PCIe PHY) link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
                      std::to_string(lanes));
   if (usd_per_byte && *usd_per_byte > 1e-6)
     throw InputError(path + ".usd_per_byte: " + format_quantity(*usd_per_byte, dim::none) +

@@ -47,16 +47,17 @@ void NvmeDriveSpec::validate(const std::string& path) const {
   // Little's law: with queue_depth reads in flight, each taking at least read_latency, the drive
   // completes at most queue_depth / read_latency reads per second.
   if (read_iops > queue_depth / read_latency_s * kTol)
-    throw InputError(path + ".read_iops: " + format_quantity(read_iops, dim::none) +
-                     " IOPS needs more than queue_depth / read_latency = " +
-                     std::to_string(queue_depth) + " / " +
-                     format_quantity(read_latency_s, dim::time) + " = " +
-                     format_quantity(queue_depth / read_latency_s, dim::none) +
-                     " reads in flight per second (Little's law); raise queue_depth to the "
-                     "datasheet's figure or lower read_latency");
+    throw InputError(
+        path + ".read_iops: " + format_quantity(read_iops, dim::none) +
+        " IOPS needs more than queue_depth / read_latency = " + std::to_string(queue_depth) +
+        " / " + format_quantity(read_latency_s, dim::time) + " = " +
+        format_quantity(queue_depth / read_latency_s, dim::none) +
+        " reads in flight per second (Little's law); raise queue_depth to the "
+        "datasheet's figure or lower read_latency");
   if (usd_per_byte && *usd_per_byte > 1e-6)
-    throw InputError(path + ".usd_per_byte: " + format_quantity(*usd_per_byte, dim::none) +
-                     " $/B is over $1000 per GB; give the price per byte (e.g. 1e-10 for $0.10/GB)");
+    throw InputError(
+        path + ".usd_per_byte: " + format_quantity(*usd_per_byte, dim::none) +
+        " $/B is over $1000 per GB; give the price per byte (e.g. 1e-10 for $0.10/GB)");
 }
 
 }  // namespace kappasim

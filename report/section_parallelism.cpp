@@ -113,7 +113,12 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                         "TTFT p50 (s)", "TTFT p99 (s)", "GPU util.", "link busy",
                         "DP rank imbalance (max / mean tokens)", "EP all-to-all time share"},
                        srows)
-     << "\n";
+     << "\n"
+     << "Engines differ by row: `tp=8` runs the single-group engine (LMCache's kernel load path "
+        "with the stack's per-chunk software costs); every other layout runs the replica engine, "
+        "which loads by DMA per chunk without the stack's software costs (docs/parallelism.md "
+        "\"The replica engine\"). Compute, all-to-all and link bandwidth are modelled alike; the "
+        "load-side software is not, which favours the replica rows when loads dominate.\n\n";
 
   // Serving: each model's DP-attention layout against its TP-style layout, paired by replicate.
   if (serving) {

@@ -538,7 +538,7 @@ void ServingEngine::finish(Sequence* s) {
         "requests", "lane " + std::to_string(m_request_lanes.place(rec.arrival_s, now_s())));
     m_sinks.trace->span(lane, "request " + std::to_string(id), rec.arrival_s, now_s());
   }
-  m_live.erase(id);  // the request's whole state, in one place
+  m_live.erase(id);          // the request's whole state, in one place
   m_chunk_levels.erase(id);  // issue 14
   m_prefetch.erase(id);
   ++m_stats.finished;

@@ -212,7 +212,7 @@ class ServingEngine : public sc_core::sc_module, private LoadContext {
   LoadBoundTimes m_step_bounds;             // the running step's load, per bound
 
   // ---- KV tiers below host DRAM (issue 14; serving/engine_tiers.cpp) ----
-  std::unique_ptr<KvHierarchy> m_hier;  // level 0 is m_tier; DRAM alone without serving.tiers
+  std::unique_ptr<KvHierarchy> m_hier;      // level 0 is m_tier; DRAM alone without serving.tiers
   std::vector<double> m_step_level_tokens;  // the running step's link tokens per level
   // Per live request with a lower-tier hit: the level that served each hit chunk.
   std::map<std::uint64_t, std::vector<int>> m_chunk_levels;

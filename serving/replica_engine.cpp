@@ -41,8 +41,9 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
   // Each rank's LMCache: its own pinned pool, as a TP group of tp GPUs (× pp stages) would
   // have; a given tier capacity is the replica's, split evenly over the ranks.
   const double tier_rank =
-      sv.tier_capacity_bytes ? *sv.tier_capacity_bytes / m_L.dp
-                             : default_tier_capacity(sv.stack, m_spec.system, m_L.tp * m_L.pp).bytes;
+      sv.tier_capacity_bytes
+          ? *sv.tier_capacity_bytes / m_L.dp
+          : default_tier_capacity(sv.stack, m_spec.system, m_L.tp * m_L.pp).bytes;
   for (int r = 0; r < m_L.dp; ++r) {
     Rank rk;
     rk.sched = std::make_unique<Scheduler>(sv.scheduler_config());
@@ -69,7 +70,8 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
                                                  m_spec.system.gpu, fabric_gpu(g)));
     m_dma.back()->connect(*m_link);
   }
-  m_link_capacity_Bps = build_topology(m_spec.system).solo_rate(0, Direction::H2D, CopyPath::Dma, true);
+  m_link_capacity_Bps =
+      build_topology(m_spec.system).solo_rate(0, Direction::H2D, CopyPath::Dma, true);
   SC_THREAD(arrivals);
   SC_THREAD(steps);
 }
@@ -115,9 +117,9 @@ void ReplicaEngine::arrivals() {
   Request r;
   while (m_source.next(r)) {
     if (r.arrival_s > kSimTimeLimitS) {
-      sim_fail(std::make_exception_ptr(InputError(
-          "workload: request " + std::to_string(r.id) + " arrives at " +
-          sim_time_limit_message(r.arrival_s) + "; expected arrivals within it")));
+      sim_fail(std::make_exception_ptr(
+          InputError("workload: request " + std::to_string(r.id) + " arrives at " +
+                     sim_time_limit_message(r.arrival_s) + "; expected arrivals within it")));
       break;
     }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
@@ -127,8 +129,8 @@ void ReplicaEngine::arrivals() {
       // No copy of the stream to warm from (as the single-group engine): a prefix never placed
       // in this rank's tier counts as pre-populated at its first use.
       std::vector<std::uint64_t> pk = chunk_keys(r, m_chunk_tokens);
-      pk.resize(std::min<std::size_t>(
-          pk.size(), static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens)));
+      pk.resize(std::min<std::size_t>(pk.size(),
+                                      static_cast<std::size_t>(r.prefix_tokens / m_chunk_tokens)));
       pk.erase(std::remove_if(pk.begin(), pk.end(),
                               [&](std::uint64_t k) { return rk.tier->ever_placed(k); }),
                pk.end());
@@ -206,9 +208,9 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
   // Every rank's scheduler runs in its own process: the step waits for the slowest.
   double sched_s = 0;
   for (std::size_t r = 0; r < m_ranks.size(); ++r) {
-    const SchedulerCpu c = scheduler_cpu(sv, plans[r], m_ranks[r].sched->waiting_front(),
-                                         m_ranks[r].sched->running(), m_spec.model.num_layers,
-                                         false);
+    const SchedulerCpu c =
+        scheduler_cpu(sv, plans[r], m_ranks[r].sched->waiting_front(), m_ranks[r].sched->running(),
+                      m_spec.model.num_layers, false);
     sched_s = std::max(sched_s, c.overhead_s + c.lookup_s + c.meta_s);
   }
   wait_s(sched_s);
@@ -231,8 +233,8 @@ void ReplicaEngine::run_step(std::vector<StepPlan>& plans) {
     const LoadSplit ls = split_loads(work[r].load, none, m_chunk_tokens, sv.block_tokens, nullptr);
     for (std::size_t i = 0; i < work[r].load.size(); ++i)
       m_live.at(work[r].load[i]->req.id).link_tokens = ls.seq_link_tokens[i];
-    if (ls.link_tokens > 0) start_rank_copies(loads, who, r, ls.link_tokens, ls.link_chunks,
-                                              Direction::H2D);
+    if (ls.link_tokens > 0)
+      start_rank_copies(loads, who, r, ls.link_tokens, ls.link_chunks, Direction::H2D);
   }
   double step_loaded_bytes = 0;
   // rs is complete (its addresses no longer move): start every copy, wait for the last.

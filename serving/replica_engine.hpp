@@ -45,14 +45,14 @@ namespace kappasim {
 
 // The DP-specific run figures (summary.json, after the engine's own).
 struct ReplicaStats {
-  double rank_tokens = 0;        // Σ over steps and ranks of the tokens computed
-  double max_rank_tokens = 0;    // Σ over steps of the busiest rank's tokens
-  double rank_idle_s = 0;        // Σ over steps of the mean rank's wait for the slowest
+  double rank_tokens = 0;      // Σ over steps and ranks of the tokens computed
+  double max_rank_tokens = 0;  // Σ over steps of the busiest rank's tokens
+  double rank_idle_s = 0;      // Σ over steps of the mean rank's wait for the slowest
   double local_s = 0, expert_s = 0, a2a_s = 0, pp_s = 0;  // Σ over steps
   double a2a_port_bound_s = 0;  // Σ of replica_step's per-port a2a time (a lower bound)
   double peer_transfers = 0;    // PeerGpu transfers issued into the fabric (a2a, PP)
   double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
-  double dummy_rank_steps = 0;   // rank-steps run as a dummy batch
+  double dummy_rank_steps = 0;  // rank-steps run as a dummy batch
 };
 
 class ReplicaEngine : public sc_core::sc_module {
@@ -96,9 +96,9 @@ class ReplicaEngine : public sc_core::sc_module {
   int m_chunk_tokens = 0;
   double m_bkv_rank_gpu = 0;  // whole-model KV bytes per own token per GPU of a rank (records)
   std::vector<Rank> m_ranks;
-  std::unique_ptr<LinkModule> m_link;  // the replica's fabric (every node)
-  bool m_peer_fabric = false;          // a2a and PP activations as PeerGpu transfers
-  std::vector<std::unique_ptr<CopyEngine>> m_dma;    // per replica GPU
+  std::unique_ptr<LinkModule> m_link;              // the replica's fabric (every node)
+  bool m_peer_fabric = false;                      // a2a and PP activations as PeerGpu transfers
+  std::vector<std::unique_ptr<CopyEngine>> m_dma;  // per replica GPU
   std::map<std::uint64_t, RequestState> m_live;
   std::map<std::uint64_t, int> m_rank_of;  // every request's rank (kept for tests: small runs)
   sc_core::sc_event m_work;

@@ -61,8 +61,8 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
     } catch (const InputError& e) {
       throw InputError("serving.parallelism: layout '" + layout_name(L.p) +
                        "': the replica engine times the experts over the stage's " +
-                       std::to_string(L.stage_gpus) + " GPUs, which must split the model's heads (" +
-                       e.what() + ")");
+                       std::to_string(L.stage_gpus) +
+                       " GPUs, which must split the model's heads (" + e.what() + ")");
     }
   }
   L.nic_Bps = spec.system.nic_Bps.value_or(L.p.nic_bandwidth_Bps);
@@ -81,8 +81,8 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
   return L;
 }
 
-A2aPhase a2a_phase(const ReplicaLayout& L, const ModelSpec& m, const std::vector<double>& gpu_tokens,
-                   double bytes_per_value) {
+A2aPhase a2a_phase(const ReplicaLayout& L, const ModelSpec& m,
+                   const std::vector<double>& gpu_tokens, double bytes_per_value) {
   const int S = L.stage_gpus;
   const int gn = std::min(S, L.gpus_per_node);  // stage GPUs per node
   const std::size_t n = static_cast<std::size_t>(S);
@@ -184,8 +184,8 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
   double gather_s = 0;
   if (L.p.ep == 1 && L.dp > 1 && D < nl) {
     const double b = (S - 1.0) / S * t_all * h * kHiddenBf16;
-    gather_s = stage_on_nvlink ? b / L.nvlink_Bps + L.nvlink_latency_s
-                               : b / L.nic_Bps + L.nic_latency_s;
+    gather_s =
+        stage_on_nvlink ? b / L.nvlink_Bps + L.nvlink_latency_s : b / L.nic_Bps + L.nic_latency_s;
   }
   const std::vector<int> layers = stage_layer_counts(nl, L.pp);
   c.rank_local_s.assign(static_cast<std::size_t>(L.pp), std::vector<double>(R, 0));
@@ -231,7 +231,8 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
     if (!last) {  // activations to the next stage, split over the stage's GPUs
       const double b = t_all * h * kHiddenBf16 / S;
       const bool crosses = ((s + 1) * S) % L.gpus_per_node == 0 && L.p.nodes > 1;
-      const double t = crosses ? b / L.nic_Bps + L.nic_latency_s : b / L.nvlink_Bps + L.nvlink_latency_s;
+      const double t =
+          crosses ? b / L.nic_Bps + L.nic_latency_s : b / L.nvlink_Bps + L.nvlink_latency_s;
       c.pp_s += t;
       c.stage_pp_s.back() = t;
       c.pp_bytes_per_gpu = b;

@@ -63,11 +63,12 @@ struct ReplicaStepCost {
   std::vector<double> layer_pair_dispatch_bytes;
   double dispatch_latency_s = 0, combine_latency_s = 0;  // one phase's link latency
   double pp_bytes_per_gpu = 0;  // activations one GPU sends to the next stage
-  double local_s = 0;                 // Σ stages of the slowest rank
-  double expert_s = 0;                // routed experts, one GPU, all MoE layers
-  double dispatch_s = 0, combine_s = 0;  // EP all-to-all (or the ep = 1 all-gather / reduce-scatter)
-  double pp_s = 0;                       // activations between stages
-  double step_s = 0;                     // local_s + dispatch_s + expert_s + combine_s + pp_s
+  double local_s = 0;           // Σ stages of the slowest rank
+  double expert_s = 0;          // routed experts, one GPU, all MoE layers
+  double dispatch_s = 0,
+         combine_s = 0;    // EP all-to-all (or the ep = 1 all-gather / reduce-scatter)
+  double pp_s = 0;         // activations between stages
+  double step_s = 0;       // local_s + dispatch_s + expert_s + combine_s + pp_s
   double rank_idle_s = 0;  // mean over ranks of (slowest − own) non-expert time: DP imbalance
   // EP bytes of the step, all MoE layers, both phases, summed over GPUs.
   double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
@@ -89,7 +90,7 @@ struct A2aPhase {
   std::vector<double> nvl_out, nvl_in, nic_out, nic_in;
   double time_s = 0;  // slowest port + latency
 };
-A2aPhase a2a_phase(const ReplicaLayout& L, const ModelSpec& m, const std::vector<double>& gpu_tokens,
-                   double bytes_per_value);
+A2aPhase a2a_phase(const ReplicaLayout& L, const ModelSpec& m,
+                   const std::vector<double>& gpu_tokens, double bytes_per_value);
 
 }  // namespace kappasim

@@ -23,13 +23,29 @@ void RunSpec::validate(const std::string& path) const {
         model, p, bytes_per_element(weight_dtype_for(serving.compute_dtype)));
     const double budget = serving.gpu_memory_utilization * system.gpu.hbm_capacity_bytes;
     if (weights + serving.activation_reserve_bytes >= budget)
-      throw InputError(where + ": layout '" + layout_name(p) + "' leaves no KV cache: " +
-                       format_quantity(weights, dim::bytes) + " of " + model.name + " " +
-                       serving.compute_dtype + " weights per GPU + " +
+      throw InputError(where + ": layout '" + layout_name(p) +
+                       "' leaves no KV cache: " + format_quantity(weights, dim::bytes) + " of " +
+                       model.name + " " + serving.compute_dtype + " weights per GPU + " +
                        format_quantity(serving.activation_reserve_bytes, dim::bytes) +
                        " activation reserve exceed gpu_memory_utilization x HBM = " +
                        format_quantity(budget, dim::bytes) + " (more GPUs, pp or nodes, or " +
                        "a smaller compute_dtype)");
+    // What the replica engine does not simulate is refused, not silently dropped
+    // (docs/parallelism.md "The replica engine": loads and stores by DMA from the rank's own
+    // DRAM tier only).
+    const auto unsupported = [&](const std::string& key, const std::string& what) {
+      throw InputError(path + key + ": " + what + " is not simulated for layout '" +
+                       layout_name(p) +
+                       "' (the replica engine serves DP/EP/PP layouts from each rank's DRAM "
+                       "tier only; docs/parallelism.md); expected it off, or serving.parallelism "
+                       "plain tp");
+    };
+    const TiersSpec& t = serving.tiers;
+    if (t.cxl_capacity_bytes > 0 || t.nvme_capacity_bytes > 0 || t.remote_capacity_bytes > 0)
+      unsupported("serving.tiers", "a KV tier below host DRAM");
+    if (serving.kv_buffer.enabled()) unsupported("serving.kv_buffer", "a GPU-side KV buffer");
+    if (serving.recompute.mode != RecomputeMode::None)
+      unsupported("serving.recompute.mode", "partial recompute");
   }
   serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
 }

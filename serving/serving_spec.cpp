@@ -122,8 +122,7 @@ void TiersSpec::validate(const std::string& path) const {
                                                  {"nvme_capacity", nvme_capacity_bytes},
                                                  {"remote_capacity", remote_capacity_bytes}};
   for (const auto& [key, v] : caps)
-    if (!(v >= 0) || !std::isfinite(v))
-      throw InputError(p + key + ": must be a finite size >= 0");
+    if (!(v >= 0) || !std::isfinite(v)) throw InputError(p + key + ": must be a finite size >= 0");
 }
 
 void TiersSpec::validate_against(const SystemSpec& system, const std::string& path) const {
@@ -154,8 +153,9 @@ void TiersSpec::validate_against(const SystemSpec& system, const std::string& pa
                        format_quantity(system.nvme.capacity_bytes, dim::bytes) + ")");
   }
   if (remote_capacity_bytes > 0 && !system.nic_Bps)
-    throw InputError(p + "remote_capacity: a remote tier needs system.nic_bandwidth (the NIC "
-                         "bandwidth per GPU that carries it); system '" +
+    throw InputError(p +
+                     "remote_capacity: a remote tier needs system.nic_bandwidth (the NIC "
+                     "bandwidth per GPU that carries it); system '" +
                      system.name + "' gives none");
 }
 

@@ -144,8 +144,7 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
     // The unified-HBM tier holds the KV itself: no host DRAM or socket link on the way.
   } else if (ps >= 0) {
     uses.push_back({dram(ps, n), dram_touches});
-    if (ps != gs)
-      uses.push_back({h2d(dir) ? socket_link(ps, gs, n) : socket_link(gs, ps, n), 1.0});
+    if (ps != gs) uses.push_back({h2d(dir) ? socket_link(ps, gs, n) : socket_link(gs, ps, n), 1.0});
   } else {  // interleaved: 1/sockets of the bytes on each socket; the remote parts cross links
     const double share = 1.0 / m_sockets;
     for (int s = 0; s < m_sockets; ++s) {
@@ -200,7 +199,6 @@ double Topology::solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) co
   return r;
 }
 
-
 // ---- any endpoint (issue 14) ----------------------------------------------------------------
 
 void Topology::check_endpoint(const TransferRequest& r) const {
@@ -229,8 +227,9 @@ void Topology::check_endpoint(const TransferRequest& r) const {
     case Endpoint::Nvme:
       range(m_nvme_drives, "system.nvme_drives", "NVMe drives");
       if (r.direct && !dma(r.path))
-        throw InputError(what + ": GPUDirect Storage is the drive's own DMA; a copy kernel "
-                                "cannot read the drive (use the dma path or direct: false)");
+        throw InputError(what +
+                         ": GPUDirect Storage is the drive's own DMA; a copy kernel "
+                         "cannot read the drive (use the dma path or direct: false)");
       if (!(r.io_bytes >= 0) || !std::isfinite(r.io_bytes))
         throw InputError(what + ": io_bytes must be finite and >= 0");
       return;
@@ -277,9 +276,9 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
       if (ds != gs) uses.push_back({in ? socket_link(ds, gs, n) : socket_link(gs, ds, n), 1.0});
       gpu_side(uses, g, in, how, in);
       if (in && m_tag_cost[how] > 0)
-        uses.push_back({m_read_tags.at(static_cast<std::size_t>(g)),
-                        m_tag_cost[how] * (m_round_trip_s + m_cxl_added_latency_s) /
-                            m_round_trip_s});
+        uses.push_back(
+            {m_read_tags.at(static_cast<std::size_t>(g)),
+             m_tag_cost[how] * (m_round_trip_s + m_cxl_added_latency_s) / m_round_trip_s});
       return uses;
     }
     case Endpoint::Nvme: {
@@ -314,7 +313,8 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
       // The sender's HBM -> its port out -> (NVSwitch, non-blocking / the network) -> the
       // receiver's port in -> its HBM. NVLink within a node, the NICs between nodes.
       const int p = r.endpoint_index;
-      const auto from = static_cast<std::size_t>(in ? p : g), to = static_cast<std::size_t>(in ? g : p);
+      const auto from = static_cast<std::size_t>(in ? p : g),
+                 to = static_cast<std::size_t>(in ? g : p);
       const bool nvl = node_of_gpu(p) == n;
       uses.push_back({m_hbm.at(from), 1.0});
       uses.push_back({(nvl ? m_nvlink_out : m_nic_out).at(from), 1.0});
@@ -336,7 +336,8 @@ double Topology::rate_cap(const TransferRequest& r) const {
       if (!dma(r.path) && in && m_link_type == LinkType::Pcie) {
         // Zero-copy SM loads of CXL memory: the same loads in flight, each round trip longer by
         // the device's added latency (Little's law) — why a copy kernel reads CXL slower.
-        const double inflight = r.sm_inflight_bytes > 0 ? r.sm_inflight_bytes : m_sm_inflight_default;
+        const double inflight =
+            r.sm_inflight_bytes > 0 ? r.sm_inflight_bytes : m_sm_inflight_default;
         return little_rate_Bps(inflight, m_round_trip_s + m_cxl_added_latency_s);
       }
       return kInf;
@@ -364,9 +365,8 @@ double Topology::latency(const TransferRequest& r) const {
     case Endpoint::Cxl: {
       if (m_link_type != LinkType::Pcie) return m_cxl_added_latency_s;
       if (!dma(r.path) && in) {
-        const double link =
-            m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity /
-            m_data_cost[1][0];
+        const double link = m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity /
+                            m_data_cost[1][0];
         if (rate_cap(r) < link) return 0;  // load-bound: the round trip is in every window
       }
       return (in ? m_round_trip_s : m_round_trip_s / 2) + m_cxl_added_latency_s;
@@ -535,14 +535,14 @@ Topology build_topology(const SystemSpec& s, int nodes) {
   if (s.nvme_drives > 0) {
     const NvmeDriveSpec& v = s.nvme;
     std::string bad;
-    for (const auto& [key, val] : {std::pair<const char*, double>{"seq_read_bandwidth", v.seq_read_Bps},
-                                   {"seq_write_bandwidth", v.seq_write_Bps},
-                                   {"read_iops", v.read_iops},
-                                   {"write_iops", v.write_iops},
-                                   {"io_size", v.io_bytes}})
+    for (const auto& [key, val] :
+         {std::pair<const char*, double>{"seq_read_bandwidth", v.seq_read_Bps},
+          {"seq_write_bandwidth", v.seq_write_Bps},
+          {"read_iops", v.read_iops},
+          {"write_iops", v.write_iops},
+          {"io_size", v.io_bytes}})
       if (!(val > 0)) bad += std::string(bad.empty() ? "" : ", ") + key;
-    if (!bad.empty())
-      throw InputError("system.nvme: drive '" + v.name + "' needs " + bad + " > 0");
+    if (!bad.empty()) throw InputError("system.nvme: drive '" + v.name + "' needs " + bad + " > 0");
     t.m_nvme_drives = s.nvme_drives;
     t.m_nvme = v;
     for (int n = 0; n < nodes; ++n)

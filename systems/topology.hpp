@@ -118,7 +118,7 @@ class Topology {
   }
   int socket_link(int from, int to, int node = 0) const;
   int host_link(int instance, Direction dir) const;  // instance: global (node-major)
-  int gpu_link(int g, Direction dir) const;  // -1 when GPUs do not share a host link
+  int gpu_link(int g, Direction dir) const;          // -1 when GPUs do not share a host link
   int hbm(int g) const { return m_hbm.at(g); }
   int read_tags(int g) const { return m_read_tags.empty() ? -1 : m_read_tags.at(g); }
   // Issue 14 resources (-1 / std::out_of_range when the system has none). dev: per node.
@@ -136,8 +136,7 @@ class Topology {
   int add(std::string name, double capacity);
   // The GPU's own side of a host-side transfer: its host-link instance (and GPU link), data on
   // the down direction when `down`, with the framing of operation [how][op_h2d]; its HBM.
-  void gpu_side(std::vector<FlowNetwork::Use>& out, int gpu, bool down, int how,
-                int op_h2d) const;
+  void gpu_side(std::vector<FlowNetwork::Use>& out, int gpu, bool down, int how, int op_h2d) const;
   int local(int g) const { return g % m_gpus_per_node; }
   void check_endpoint(const TransferRequest& r) const;
   double io_bytes(const TransferRequest& r) const;

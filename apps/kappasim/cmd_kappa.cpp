@@ -243,12 +243,22 @@ int cmd_kappa(const std::vector<std::string>& args) {
                L.t_comm, L.kappa_crit_comm, L.weight_bytes_gpu});
         }
         if (with_tiers) {
-          row.emplace_back(p.tiers.empty() ? Cell{} : Cell{p.tier_io_bytes});
+          // Empty cells by push_back of a default Cell (a ternary of two Cells trips GCC 12's
+          // -O3 maybe-uninitialized false positive on the variant's string member).
+          if (p.tiers.empty())
+            row.emplace_back();
+          else
+            row.emplace_back(p.tier_io_bytes);
           for (const std::string& t : tier_names) {
             auto it = std::find_if(p.tiers.begin(), p.tiers.end(),
                                    [&](const TierLoad& x) { return x.tier == t; });
-            row.emplace_back(it == p.tiers.end() ? Cell{} : Cell{it->load_Bps});
-            row.emplace_back(it == p.tiers.end() ? Cell{} : Cell{it->kappa_crit});
+            if (it == p.tiers.end()) {
+              row.emplace_back();
+              row.emplace_back();
+            } else {
+              row.emplace_back(it->load_Bps);
+              row.emplace_back(it->kappa_crit);
+            }
           }
           if (!p.tiers.empty()) tier_points.emplace_back(p, p.layout ? p.layout->name : "");
         }
@@ -312,10 +322,9 @@ int cmd_kappa(const std::vector<std::string>& args) {
       for (const TierLoad& t : p.tiers) {
         std::vector<Cell> row = {p.model, p.system};
         if (with_layout) row.emplace_back(layout);
-        row.insert(row.end(), {t.tier, t.capacity_bytes, p.tier_io_bytes, t.load_Bps, t.bound,
-                               t.kappa_hw,
-                               t.kappa_crit,
-                               t.usd_per_byte ? Cell{usd_per_gb(*t.usd_per_byte)} : Cell{}});
+        row.insert(row.end(),
+                   {t.tier, t.capacity_bytes, p.tier_io_bytes, t.load_Bps, t.bound, t.kappa_hw,
+                    t.kappa_crit, t.usd_per_byte ? Cell{usd_per_gb(*t.usd_per_byte)} : Cell{}});
         tiers.add_row(std::move(row));
       }
     std::cout << "\nper-tier κ_crit: each tier's bandwidth per GPU with every GPU loading from it "

@@ -240,7 +240,8 @@ constexpr double kBenchDefaultRate = 0.32;
 //    pool into 512 GB of CXL and then 2 TB of NVMe, so all three tiers serve hits and take
 //    write-through stores.
 //  dp-ep: Qwen3-235B in FP8 (BF16 weights under DP-8 + EP-8 exceed 72 GB per GPU) with attention
-//    data-parallel over 8 ranks and experts over EP 8 (serving/replica engine, docs/parallelism.md).
+//    data-parallel over 8 ranks and experts over EP 8 (serving/replica engine,
+//    docs/parallelism.md).
 static std::vector<std::string> bench_case_sets(const std::string& c) {
   if (c == "single") return {};
   if (c == "tiers3")
@@ -304,24 +305,29 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);
-  std::vector<std::string> cols = {"requests",         "requests_rejected", "wall_s",
-                                   "requests_per_s",   "peak_rss_bytes",    "simulated_time_s",
-                                   "rate_rps",         "throughput_rps",    "ttft_p50_s"};
+  std::vector<std::string> cols = {"requests",       "requests_rejected", "wall_s",
+                                   "requests_per_s", "peak_rss_bytes",    "simulated_time_s",
+                                   "rate_rps",       "throughput_rps",    "ttft_p50_s"};
   double p50 = NAN, thr = NAN;
   std::int64_t tier_levels = 0;  // issue 14: tiers_<level>_hit_chunks figures the run reported
   double dp_ranks = NAN;
   for (const auto& [k, v] : summary.figures(totals)) {
     if (k == "ttft_p50_s") p50 = v;
     if (k == "throughput_rps") thr = v;
-    if (k.rfind("tiers_", 0) == 0 && k.size() > 11 && k.compare(k.size() - 11, 11, "_hit_chunks") == 0)
+    if (k.rfind("tiers_", 0) == 0 && k.size() > 11 &&
+        k.compare(k.size() - 11, 11, "_hit_chunks") == 0)
       ++tier_levels;
     if (k == "dp_ranks") dp_ranks = v;
   }
   std::vector<Cell> row = {static_cast<std::int64_t>(summary.requests()),
-                           static_cast<std::int64_t>(totals.requests_rejected), wall,
+                           static_cast<std::int64_t>(totals.requests_rejected),
+                           wall,
                            static_cast<double>(summary.requests()) / wall,
-                           static_cast<std::int64_t>(ru.ru_maxrss) * 1024, totals.simulated_time_s,
-                           spec.workload.rate, thr, p50};
+                           static_cast<std::int64_t>(ru.ru_maxrss) * 1024,
+                           totals.simulated_time_s,
+                           spec.workload.rate,
+                           thr,
+                           p50};
   // issue 14: the cases say whether the engine ran what they ask for (the single case's output
   // is unchanged).
   if (bench_case == "tiers3") {

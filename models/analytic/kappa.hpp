@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "models/llm/architecture.hpp"
 #include "models/analytic/tier_kappa.hpp"
+#include "models/llm/architecture.hpp"
 #include "models/llm/parallelism.hpp"
 #include "systems/system_spec.hpp"
 

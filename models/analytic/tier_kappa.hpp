@@ -18,7 +18,7 @@
 namespace kappasim {
 
 struct TierLoad {
-  std::string tier;         // "dram", "cxl", "nvme" (bounce through DRAM), "nvme-gds"
+  std::string tier;           // "dram", "cxl", "nvme" (bounce through DRAM), "nvme-gds"
   double capacity_bytes = 0;  // the tier's capacity in the node
   double load_Bps = 0;        // per GPU, every GPU loading from this tier at once
   std::string bound;          // what sets load_Bps: "host link", "cxl devices", "drives", "dram"

@@ -125,10 +125,10 @@ class CopyKernel : public sc_core::sc_module {
     m_link = &link;
   }
   // One kernel of `blocks` blocks moving r.bytes in all (r.gpu, r.dir and r's endpoint fields as
-  // given; path set to Kernel, pinned), started `delay_s` from now: with a pool it takes up to sms_wanted SMs now
-  // (at least one, logic_error otherwise) and holds them until r's last byte has arrived; its
-  // H2D read is bounded by Little's law on the SMs held (all SMs without a pool). r joins g
-  // after copy_kernel_fixed_s(blocks). logic_error without attach_link().
+  // given; path set to Kernel, pinned), started `delay_s` from now: with a pool it takes up to
+  // sms_wanted SMs now (at least one, logic_error otherwise) and holds them until r's last byte has
+  // arrived; its H2D read is bounded by Little's law on the SMs held (all SMs without a pool). r
+  // joins g after copy_kernel_fixed_s(blocks). logic_error without attach_link().
   void start(TransferRequest& r, std::int64_t blocks, TransferGroup& g, double delay_s = 0,
              SmPool* sms = nullptr, int sms_wanted = 0);
   // SMs held by started kernels whose transfer has not ended.

@@ -123,7 +123,8 @@ TEST(FabricTopology, WithoutDevicesTheHostResourcesAreUnchanged) {
   for (int g = 0; g < 8; ++g) want.push_back("gpu" + std::to_string(g) + ".hbm");
   for (int g = 0; g < 8; ++g) want.push_back("gpu" + std::to_string(g) + ".read-tags");
   for (int g = 0; g < 8; ++g)
-    for (const char* d : {".nvlink.out", ".nvlink.in"}) want.push_back("gpu" + std::to_string(g) + d);
+    for (const char* d : {".nvlink.out", ".nvlink.in"})
+      want.push_back("gpu" + std::to_string(g) + d);
   EXPECT_EQ(names(t), want);
   // The one-argument call is the one-node topology; one GPU: no NVLink resources at all.
   EXPECT_EQ(names(build_topology(s, 1)), want);

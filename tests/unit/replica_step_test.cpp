@@ -119,7 +119,8 @@ TEST(ReplicaStep, TwoNodeAllToAllGoesOverTheNicByTheHandComputedTime) {
   const ModelSpec m = run(sv).model;
   const char* sv1 = "{tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 16, ep: 16}}";
   const std::string yaml1 =
-      "model: deepseek-v3\nsystem: {preset: dgx-h100, gpus: 16, gpus_per_socket: 8, gpu: h200-sxm}\nserving: " +
+      "model: deepseek-v3\nsystem: {preset: dgx-h100, gpus: 16, gpus_per_socket: 8, gpu: "
+      "h200-sxm}\nserving: " +
       std::string(sv1) + "\nworkload: {type: sharegpt, requests: 10}\n";
   const ReplicaLayout one = make_replica_layout(read_config<RunSpec>(parse_yaml(yaml1, "r"), ""));
   // P(a GPU's 16 experts get none of a token's 8): its group not chosen (1/2), or chosen and
@@ -165,9 +166,8 @@ TEST(ReplicaStep, PipelineStagesRunInSeriesWithActivationsOverTheNic) {
 
 TEST(ReplicaWeights, DeepSeekV3Bf16OnOneOr2H100NodesIsRefusedFp8On2NodesFits) {
   // BF16 on 8 H100: 671e9 params × 2 B / 8 ≈ 168 GB per GPU > 0.9 × 80 GB = 72 GB.
-  const std::string e1 = error_of([] {
-    run("{tp: 1, parallelism: {dp_attention: 8, ep: 8}}", "dgx-h100", "h100-sxm5");
-  });
+  const std::string e1 = error_of(
+      [] { run("{tp: 1, parallelism: {dp_attention: 8, ep: 8}}", "dgx-h100", "h100-sxm5"); });
   EXPECT_TRUE(has(e1, "serving.parallelism")) << e1;
   EXPECT_TRUE(has(e1, "72 GB")) << e1;
   // BF16 on 2 × 8 H100 (DP-16 + EP-16): the routed experts alone are 256 × 3 × 7168 × 2048 ×
@@ -196,6 +196,22 @@ TEST(ReplicaWeights, BadLayoutsReachTheRun) {
     run("{tp: 3, compute_dtype: fp8, parallelism: {dp_attention: 2}}", "dgx-h100", "h200-sxm");
   });
   EXPECT_TRUE(has(heads, "serving.parallelism")) << heads;
+}
+
+TEST(ReplicaWeights, WhatTheReplicaEngineDoesNotSimulateIsRefusedByKey) {
+  // DeepSeek-V3 FP8, DP-8 + EP-8 on one H200 node fits (the layout itself is accepted), but a
+  // lower KV tier, a GPU-side buffer or partial recompute would be silently dropped by the
+  // replica engine: each is an input error naming its key.
+  const std::string layout = "{tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 8, ep: 8}";
+  EXPECT_NO_THROW(run(layout + "}", "dgx-h100-256gb-cxl"));
+  const std::string tiers =
+      error_of([&] { run(layout + ", tiers: {cxl_capacity: 100 GB}}", "dgx-h100-256gb-cxl"); });
+  EXPECT_TRUE(has(tiers, "serving.tiers: a KV tier below host DRAM is not simulated")) << tiers;
+  const std::string buffer = error_of([&] { run(layout + ", kv_buffer: {capacity: 1 GB}}"); });
+  EXPECT_TRUE(has(buffer, "serving.kv_buffer: a GPU-side KV buffer")) << buffer;
+  const std::string rec =
+      error_of([&] { run(layout + ", recompute: {mode: fixed, fraction: 0.5}}"); });
+  EXPECT_TRUE(has(rec, "serving.recompute.mode: partial recompute")) << rec;
 }
 
 TEST(ReplicaWeights, AClusterNodeRefusesALayoutBeyondTp) {

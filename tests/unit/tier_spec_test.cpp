@@ -202,7 +202,8 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
   EXPECT_TRUE(has(e, "system.cxl.usd_per_byte") && has(e, "per byte")) << e;
   e = error_of([] {
     system_from_yaml(
-        "preset: dgx-h100-256gb-cxl\nhost_memory: {preset: dgx-h100-host-256gb, usd_per_byte: 4}\n");
+        "preset: dgx-h100-256gb-cxl\nhost_memory: {preset: dgx-h100-host-256gb, usd_per_byte: "
+        "4}\n");
   });
   EXPECT_TRUE(has(e, "system.host_memory.usd_per_byte") && has(e, "per byte")) << e;
   // A line code carrying more payload bits than it has.
@@ -263,8 +264,8 @@ TEST(TierKappa, Qwen3OnDgxH100ByHand) {
   EXPECT_DOUBLE_EQ(tier(p.tiers, "nvme").capacity_bytes, 30.72e12);
   // No tiers: nothing added.
   ConfigNode plain = ConfigNode::make_scalar("dgx-h100");
-  EXPECT_TRUE(
-      evaluate_kappa(model, read_preset_config<SystemSpec>(plain, "system", "system"), q).tiers.empty());
+  EXPECT_TRUE(evaluate_kappa(model, read_preset_config<SystemSpec>(plain, "system", "system"), q)
+                  .tiers.empty());
 }
 
 TEST(TierKappa, BounceIsBoundByDramCrossedTwiceAndSmallReadsByIops) {
@@ -314,9 +315,10 @@ TEST(TierKappa, SweepKindReportsTiersOnlyWhenTheSystemHasThem) {
   const sweep::PointKind* found = sweep::kinds().find("kappa");
   ASSERT_NE(found, nullptr);
   const sweep::PointKind& kind = *found;
-  sweep::PointResult r = kind.run(
-      parse_yaml("model: qwen3-235b-a22b\nsystem: dgx-h100-256gb-cxl\nserving: {tp: 8}\n", "p.yaml"),
-      {});
+  sweep::PointResult r =
+      kind.run(parse_yaml("model: qwen3-235b-a22b\nsystem: dgx-h100-256gb-cxl\nserving: {tp: 8}\n",
+                          "p.yaml"),
+               {});
   // As TierKappa.Qwen3OnDgxH100ByHand: 29.6543 GB/s per GPU from CXL, κ_crit 3.4563; $5/GB.
   ASSERT_TRUE(metric(r, "kappa_crit_cxl").has_value());
   EXPECT_NEAR(*metric(r, "kappa_crit_cxl"), 3.4563, 1e-4);
