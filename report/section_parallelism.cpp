@@ -118,7 +118,9 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         "with the stack's per-chunk software costs); every other layout runs the replica engine, "
         "which loads by DMA per chunk without the stack's software costs (docs/parallelism.md "
         "\"The replica engine\"). Compute, all-to-all and link bandwidth are modelled alike; the "
-        "load-side software is not, which favours the replica rows when loads dominate.\n\n";
+        "load-side software is not, which favours the replica rows when loads dominate. "
+        "`tp=8,pp=2,nodes=2` runs its two stages in series within each step (no micro-batches "
+        "in flight, unlike vLLM's pipeline), which understates its throughput.\n\n";
 
   // Serving: each model's DP-attention layout against its TP-style layout, paired by replicate.
   if (serving) {

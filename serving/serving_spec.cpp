@@ -128,30 +128,25 @@ void TiersSpec::validate(const std::string& path) const {
 void TiersSpec::validate_against(const SystemSpec& system, const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   validate(path);
-  if (cxl_capacity_bytes > 0) {
-    if (system.cxl_devices < 1)
-      throw InputError(p + "cxl_capacity: " + format_quantity(cxl_capacity_bytes, dim::bytes) +
-                       " of CXL tier on system '" + system.name +
-                       "', which has no CXL expander (system.cxl_devices is 0)");
-    const double dev = system.cxl_devices * system.cxl.capacity_bytes;
-    if (cxl_capacity_bytes > dev * (1 + 1e-12))
-      throw InputError(p + "cxl_capacity: " + format_quantity(cxl_capacity_bytes, dim::bytes) +
-                       " exceeds the system's CXL memory (system.cxl_devices " +
-                       std::to_string(system.cxl_devices) + " x system.cxl.capacity " +
-                       format_quantity(system.cxl.capacity_bytes, dim::bytes) + ")");
-  }
-  if (nvme_capacity_bytes > 0) {
-    if (system.nvme_drives < 1)
-      throw InputError(p + "nvme_capacity: " + format_quantity(nvme_capacity_bytes, dim::bytes) +
-                       " of NVMe tier on system '" + system.name +
-                       "', which has no NVMe drive (system.nvme_drives is 0)");
-    const double dev = system.nvme_drives * system.nvme.capacity_bytes;
-    if (nvme_capacity_bytes > dev * (1 + 1e-12))
-      throw InputError(p + "nvme_capacity: " + format_quantity(nvme_capacity_bytes, dim::bytes) +
-                       " exceeds the system's NVMe capacity (system.nvme_drives " +
-                       std::to_string(system.nvme_drives) + " x system.nvme.capacity " +
-                       format_quantity(system.nvme.capacity_bytes, dim::bytes) + ")");
-  }
+  // One check per device tier: the tier needs the device, and fits in what the devices hold.
+  const auto fits = [&](const char* key, double capacity, const char* tier, int count,
+                        const char* count_key, double device_bytes, const char* device_key,
+                        const char* memory, const char* device) {
+    if (!(capacity > 0)) return;
+    if (count < 1)
+      throw InputError(p + key + ": " + format_quantity(capacity, dim::bytes) + " of " + tier +
+                       " tier on system '" + system.name + "', which has no " + device +
+                       " (system." + count_key + " is 0)");
+    if (capacity > count * device_bytes * (1 + 1e-12))
+      throw InputError(p + key + ": " + format_quantity(capacity, dim::bytes) +
+                       " exceeds the system's " + memory + " (system." + count_key + " " +
+                       std::to_string(count) + " x system." + device_key + " " +
+                       format_quantity(device_bytes, dim::bytes) + ")");
+  };
+  fits("cxl_capacity", cxl_capacity_bytes, "CXL", system.cxl_devices, "cxl_devices",
+       system.cxl.capacity_bytes, "cxl.capacity", "CXL memory", "CXL expander");
+  fits("nvme_capacity", nvme_capacity_bytes, "NVMe", system.nvme_drives, "nvme_drives",
+       system.nvme.capacity_bytes, "nvme.capacity", "NVMe capacity", "NVMe drive");
   if (remote_capacity_bytes > 0 && !system.nic_Bps)
     throw InputError(p +
                      "remote_capacity: a remote tier needs system.nic_bandwidth (the NIC "
