@@ -154,7 +154,6 @@ class Topology {
   std::vector<int> m_nvme_read, m_nvme_write, m_nvme_riops, m_nvme_wiops;
   double m_nvlink_latency_s = 0;
   std::vector<int> m_nvlink_out, m_nvlink_in;  // per GPU; empty without NVLink
-  bool m_has_nvlink_Bps = false;
   double m_nic_latency_s = 0;
   std::vector<int> m_nic_out, m_nic_in;  // per GPU; empty without system.nic_bandwidth
 
