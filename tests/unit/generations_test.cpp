@@ -13,6 +13,7 @@
 #include "models/analytic/kappa.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/run_spec.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
@@ -83,6 +84,21 @@ TEST(Generations, TensorParallelWithoutNvlinkRefusedNamingTheKey) {
   GpuSpec g = sys("h100").gpu;
   g.nvlink_latency_s.reset();
   EXPECT_TRUE(has(error_of([&] { g.require_sim("system.gpu"); }), "nvlink_latency"));
+}
+
+TEST(Generations, RunWithTpOnAGpuWithoutNvlinkRefusedBeforeItStarts) {
+  // The simulated all-reduce would throw inside a SystemC process, mid-run; RunSpec::validate
+  // refuses it first, naming the key.
+  auto run = [](const std::string& system, int tp) {
+    const std::string yaml = "model: llama-3.1-8b\nsystem: " + system +
+                             "\nserving: {tp: " + std::to_string(tp) +
+                             "}\nworkload: {type: narrativeqa, requests: 2, rate: 1}\n";
+    (void)read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+  };
+  const std::string e = error_of([&] { run("l40s", 2); });
+  EXPECT_TRUE(has(e, "system.gpu.nvlink_bandwidth: serving.tp 2")) << e;
+  EXPECT_EQ(error_of([&] { run("l40s", 1); }), "");  // TP 1 needs no link
+  EXPECT_EQ(error_of([&] { run("h20", 2); }), "");   // a GPU with NVLink runs TP 2
 }
 
 TEST(Generations, H20ComputeCappedHopper) {
