@@ -87,7 +87,9 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   } else {
     // Eq. 6 at TP > 1 takes the all-reduce as hidden behind compute on NVLink; a GPU without a
     // GPU-GPU link has nothing to hide it on, and all-reduce over PCIe is not modelled.
-    if (q.tp > 1 && !s.gpu.nvlink_Bps)
+    // A system with no GPU peaks describes no GPU (a design evaluation passes C and BW itself,
+    // models/design): nothing to check.
+    if (q.tp > 1 && !s.gpu.peak_flops.empty() && !s.gpu.nvlink_Bps)
       throw InputError("system.gpu.nvlink_bandwidth: tp " + std::to_string(q.tp) +
                        " needs a GPU-GPU link, and GPU '" + s.gpu.name +
                        "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
