@@ -428,6 +428,24 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   return best_d <= limit ? best : std::string();
 }
 
+namespace {
+// "; did you mean 'a'?" or, when several names are equally close (h100-sxm -> h100-sxm5 and
+// h200-sxm; llama-3.1-7b -> llama-3.1-70b and llama-3.1-8b), "; did you mean 'a' or 'b'?":
+// naming only the first of a tie would pick one at random by sort order.
+std::string preset_suggestion(const std::string& word, const std::vector<std::string>& names) {
+  const std::string best = nearest(word, names);
+  if (best.empty()) return "";
+  const std::size_t d = edit_distance(word, best);
+  std::vector<std::string> tied;
+  for (const auto& n : names)
+    if (edit_distance(word, n) == d) tied.push_back(n);
+  std::string out = "; did you mean ";
+  for (std::size_t i = 0; i < tied.size(); ++i)
+    out += (i == 0 ? "" : (i + 1 == tied.size() ? " or " : ", ")) + ("'" + tied[i] + "'");
+  return out + "?";
+}
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // Presets
 
@@ -1002,12 +1020,11 @@ ConfigNode ConfigReader::resolve_preset(const ConfigNode& node, const std::strin
                                  : reg.find(kind, name);
     if (!base) {
       std::vector<std::string> names = reg.names(kind);
-      std::string near = nearest(name, names);
       std::string list;
       for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
       throw InputError(p->loc, path + ": unknown " + kind + " preset '" + excerpt(name) + "'" +
-                                   (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                                   " (known " + kind + " presets: " + list + ")");
+                                   preset_suggestion(name, names) + " (known " + kind +
+                                   " presets: " + list + ")");
     }
     ConfigNode merged = *base;
     ConfigNode over = cur;

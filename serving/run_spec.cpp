@@ -11,6 +11,17 @@ void RunSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
+  // A GPU without a GPU-GPU link (PCIe-only L40S, RTX PRO 6000, Rubin CPX) runs at TP 1: the
+  // tensor-parallel all-reduce would otherwise fail inside the simulation (models/gpu/
+  // kernel_timing), after the run started. All-reduce over PCIe is not modelled
+  // (docs/hardware-sources.md "GPUs without NVLink").
+  if (serving.tp > 1 && !system.gpu.nvlink_Bps)
+    throw InputError(path + "system.gpu.nvlink_bandwidth: serving.tp " +
+                     std::to_string(serving.tp) + " needs a GPU-GPU link, and GPU '" +
+                     system.gpu.name +
+                     "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
+                     "serving.tp 1, or give the link (system.gpu.nvlink_bandwidth and "
+                     "nvlink_latency)");
   // ---- layouts beyond plain TP (issue 14): the replica engine (serving/replica_engine) ----
   // The layout must divide the model (validate_layout) and each GPU's weights, with the
   // activation reserve, must fit gpu_memory_utilization x HBM (vLLM's budget for a worker).

@@ -115,6 +115,25 @@ std::vector<std::string> or_all(const std::vector<std::string>& v, const std::st
   return v.empty() ? PresetRegistry::instance().names(kind) : v;
 }
 
+// Issue 25: with no --system (every built-in system), a query that needs a GPU-GPU link (TP or
+// a multi-GPU layout) skips the PCIe-only systems (L40S, RTX PRO 6000, Rubin CPX) instead of
+// failing the whole table; named with -s, such a system is refused naming
+// system.gpu.nvlink_bandwidth (models/analytic/kappa). The skipped names go to stderr.
+bool skip_linkless(bool all_systems, const SystemSpec& s, int tp, const ParallelismSpec* layout) {
+  if (!all_systems || s.gpu.nvlink_Bps) return false;
+  return layout ? layout->gpus() > 1 : tp > 1;
+}
+void note_skipped(const std::vector<std::string>& skipped) {
+  if (skipped.empty()) return;
+  std::string names;
+  for (const auto& n : skipped)
+    if (names.find("'" + n + "'") == std::string::npos)
+      names += (names.empty() ? "'" : ", '") + n + "'";
+  std::cerr << "kappasim: note: skipped system(s) " << names
+            << ": no GPU-GPU link (system.gpu.nvlink_bandwidth) for tensor parallelism; name one "
+               "with --system to see why\n";
+}
+
 }  // namespace
 
 int cmd_kappa(const std::vector<std::string>& args) {
@@ -192,6 +211,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
   Table table(cols);
 
   std::string dumps;
+  std::vector<std::string> skipped;  // PCIe-only systems left out of an all-systems TP query
   CaseLoader loader(o.sets);
   for (const auto& m : models) {
     for (const auto& s : systems) {
@@ -203,6 +223,11 @@ int cmd_kappa(const std::vector<std::string>& args) {
         }
         KappaQuery ql = q;
         if (with_layout) ql.layout = layout;
+        if (skip_linkless(o.systems.empty(), c.config.system, q.tp,
+                          with_layout ? &layout : nullptr)) {
+          skipped.push_back(s);
+          continue;
+        }
         KappaPoint p = evaluate_case(c, ql);
         std::vector<Cell> row = {p.model,
                                  p.system,
@@ -268,6 +293,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
       }
     }
   }
+  note_skipped(skipped);
   if (o.dump) {
     std::cout << dumps;
     return 0;
@@ -361,12 +387,17 @@ int cmd_roofline(const std::vector<std::string>& args) {
   Table table({"model", "system", "kappa_ratio", "attainable_flops_overlap",
                "attainable_flops_serial", "p_oh", "bound", "kappa_crit", "compute_flops"});
   std::string dumps;
+  std::vector<std::string> skipped;
   CaseLoader loader(o.sets);
   for (const auto& m : or_all(o.models, "model")) {
     for (const auto& s : or_all(o.systems, "system")) {
       LoadedCase c = loader.get(m, s);
       if (o.dump) {
         dumps += "# model " + m + " on system " + s + "\n" + dump_case(c) + "---\n";
+        continue;
+      }
+      if (skip_linkless(o.systems.empty(), c.config.system, q.tp, nullptr)) {
+        skipped.push_back(s);
         continue;
       }
       KappaPoint p = evaluate_case(c, q);
@@ -376,6 +407,7 @@ int cmd_roofline(const std::vector<std::string>& args) {
                        p.compute});
     }
   }
+  note_skipped(skipped);
   std::cout << (o.dump ? dumps : table.render(fmt));
   return 0;
 }

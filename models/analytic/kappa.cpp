@@ -85,6 +85,15 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     L.b_kv_share = L.cost.kv_bytes_share;
     p.layout = L;
   } else {
+    // Eq. 6 at TP > 1 takes the all-reduce as hidden behind compute on NVLink; a GPU without a
+    // GPU-GPU link has nothing to hide it on, and all-reduce over PCIe is not modelled.
+    // A system with no GPU peaks describes no GPU (a design evaluation passes C and BW itself,
+    // models/design): nothing to check.
+    if (q.tp > 1 && !s.gpu.peak_flops.empty() && !s.gpu.nvlink_Bps)
+      throw InputError("system.gpu.nvlink_bandwidth: tp " + std::to_string(q.tp) +
+                       " needs a GPU-GPU link, and GPU '" + s.gpu.name +
+                       "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
+                       "tp 1, or give the link with --set system.gpu.nvlink_bandwidth=...");
     p.b_kv_gpu = kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
   }
   p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);

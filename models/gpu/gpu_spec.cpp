@@ -83,7 +83,10 @@ void GpuSpec::require_sim(const std::string& path) const {
   auto need = [&](const std::optional<double>& v, const char* key) {
     if (!v) missing += (missing.empty() ? "" : ", ") + std::string(key);
   };
-  need(nvlink_Bps, "nvlink_bandwidth");
+  // A GPU without a GPU-GPU link (PCIe-only L40S, RTX PRO 6000, Rubin CPX) leaves
+  // nvlink_bandwidth out: it runs at TP 1, and a layout that needs the link is refused where its
+  // traffic is costed (kernel_timing AllReduce, topology peer copies, kappa layouts, replica
+  // step), naming system.gpu.nvlink_bandwidth. A GPU that has the link needs its latency too.
   need(copy_engines, "copy_engines");
   need(dma_copy_overhead_s, "dma_copy_overhead");
   need(copy_kernel_block_overhead_s, "copy_kernel_block_overhead");
@@ -91,7 +94,7 @@ void GpuSpec::require_sim(const std::string& path) const {
   need(attention_efficiency, "attention_efficiency");
   need(hbm_efficiency, "hbm_efficiency");
   need(kernel_launch_overhead_s, "kernel_launch_overhead");
-  need(nvlink_latency_s, "nvlink_latency");
+  if (nvlink_Bps) need(nvlink_latency_s, "nvlink_latency");
   if (!missing.empty())
     throw InputError(path + ": the simulator needs " + missing + " (GPU '" + name + "')");
 }

@@ -188,10 +188,30 @@ std::vector<std::string> shipped(const std::string& kind) {
 TEST(Hardware, EveryPresetLoads) {
   const std::vector<std::string> systems = shipped("system");
   EXPECT_EQ(systems,
-            (std::vector<std::string>{"a100", "b200", "dgx-h100", "dgx-h100-256gb-cxl",
-                                      "dgx-h100-256gb-cxl-nvme", "dgx-h100-256gb-nvme", "gb200",
-                                      "gh200", "h100", "paper-testbed", "paper-testbed-gen4",
-                                      "unified-hbm"}));  // issue 14: the DGX H100 tier variants
+            (std::vector<std::string>{
+                "a100",
+                "b200",
+                "dgx-h100",
+                "dgx-h100-256gb-cxl",
+                "dgx-h100-256gb-cxl-nvme",
+                "dgx-h100-256gb-nvme",
+                "gb200",
+                "gb300",
+                "gh200",
+                "h100",
+                "h20",
+                "hgx-b300",
+                "hgx-b300-gen6",
+                "l40s",
+                "mi300a",
+                "mi300x",
+                "mi355x",
+                "paper-testbed",
+                "paper-testbed-gen4",
+                "rtx-pro-6000",
+                "rubin-cpx",
+                "unified-hbm",
+                "vr200"}));  // issue 14: the DGX H100 tier variants; issue 25: new generations
   const PresetRegistry& reg = PresetRegistry::instance();
   for (const auto& n : systems) {
     SCOPED_TRACE(n);
@@ -210,14 +230,14 @@ TEST(Hardware, EveryPresetLoads) {
     EXPECT_GT(link_preset(n).per_direction_bandwidth(), 0);
   }
   const std::vector<std::string> gpus = shipped("gpu");
-  EXPECT_EQ(gpus.size(), 6u);
+  EXPECT_EQ(gpus.size(), 16u);  // issue 25: 10 new GPUs
   for (const auto& n : gpus) {
     SCOPED_TRACE(n);
     ConfigNode ref = ConfigNode::make_scalar(n);
     EXPECT_NO_THROW(read_preset_config<GpuSpec>(ref, "gpu", "gpu"));
   }
   const std::vector<std::string> hosts = shipped("host-memory");
-  EXPECT_EQ(hosts.size(), 7u);  // issue 14: dgx-h100-host-256gb
+  EXPECT_EQ(hosts.size(), 11u);  // issue 14: dgx-h100-host-256gb; issue 25: 4 new hosts
   for (const auto& n : hosts) {
     SCOPED_TRACE(n);
     ConfigNode ref = ConfigNode::make_scalar(n);
