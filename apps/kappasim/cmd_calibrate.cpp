@@ -161,11 +161,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   txt += warnings + "\n";
   Table pt({"parameter", "fitted", "lo", "hi", "start", "identifiable"});
   std::vector<bool> identifiable;
-  std::string json =
-      "{\"name\": \"" + json_escape(spec.name) + "\", \"chi2\": " + format_number(r.chi2) +
-      ", \"dof\": " + std::to_string(dof) + ", \"p_value\": " + format_number(p_value) +
-      ", \"converged\": " + (r.converged ? "true" : "false") +
-      ", \"simulations\": " + std::to_string(sims) + ", \"parameters\": [";
+  std::string json = "{\"name\": " + json_escape(spec.name) +
+                     ", \"chi2\": " + format_number(r.chi2) + ", \"dof\": " + std::to_string(dof) +
+                     ", \"p_value\": " + format_number(p_value) +
+                     ", \"converged\": " + (r.converged ? "true" : "false") +
+                     ", \"simulations\": " + std::to_string(sims) + ", \"parameters\": [";
   for (std::size_t p = 0; p < spec.params.size(); ++p) {
     const auto& fp = spec.params[p];
     double s = 0;
@@ -176,8 +176,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     pt.add_row({fp.key, lit(r.x[p], fp.dim), fp.text(fp.bound.lo), fp.text(fp.bound.hi),
                 fp.text(fp.start),
                 std::string(ident ? "yes" : "no: the data do not constrain it")});
-    json += std::string(p ? ", " : "") + "{\"key\": \"" + json_escape(fp.key) +
-            "\", \"value\": \"" + fp.text(r.x[p]) + "\", \"value_si\": " + format_number(r.x[p]) +
+    json += std::string(p ? ", " : "") + "{\"key\": " + json_escape(fp.key) + ", \"value\": \"" +
+            fp.text(r.x[p]) + "\", \"value_si\": " + format_number(r.x[p]) +
             ", \"identifiable\": " + (ident ? "true" : "false") + "}";
   }
   json += "], \"measurements\": ";

@@ -189,10 +189,10 @@ int cmd_solve(const std::vector<std::string>& args) {
     const double m0 = r.probes.front().metric, m1 = r.probes[1].metric;
     const bool never = r.status == analysis::SolveResult::Status::NeverMet;
     if (dir.active()) {
-      dir.write("solve.json", "{\"key\": \"" + json_escape(vary) + "\", \"status\": \"" +
-                                  (never ? "never_met" : "met_everywhere") + "\", \"target\": \"" +
-                                  json_escape(target.text) +
-                                  "\", \"runs\": " + std::to_string(r.probes.size()) +
+      dir.write("solve.json", "{\"key\": " + json_escape(vary) + ", \"status\": \"" +
+                                  (never ? "never_met" : "met_everywhere") +
+                                  "\", \"target\": " + json_escape(target.text) +
+                                  ", \"runs\": " + std::to_string(r.probes.size()) +
                                   ", \"mode\": \"" + mode + "\", \"probes\": " + t.json() + "}\n");
       dir.write("probes.csv", t.csv());
       dir.done();
@@ -220,11 +220,10 @@ int cmd_solve(const std::vector<std::string>& args) {
     }
     if (discrete ? p.index == r.other_index : p.x == r.other) other_lit = probe_lit(p);
   }
-  std::string json = "{\"key\": \"" + json_escape(vary) +
-                     "\", \"status\": \"found\", \"value\": \"" + x_lit +
-                     "\", \"value_si\": " + format_number(r.x) + ", \"other_side\": \"" +
-                     other_lit + "\", \"target\": \"" + json_escape(target.text) +
-                     "\", \"metric_at_value\": " + format_number(m_at) + ", \"method\": \"" +
+  std::string json = "{\"key\": " + json_escape(vary) + ", \"status\": \"found\", \"value\": \"" +
+                     x_lit + "\", \"value_si\": " + format_number(r.x) + ", \"other_side\": \"" +
+                     other_lit + "\", \"target\": " + json_escape(target.text) +
+                     ", \"metric_at_value\": " + format_number(m_at) + ", \"method\": \"" +
                      r.method + "\", \"runs\": " + std::to_string(r.probes.size()) +
                      ", \"mode\": \"" + mode + "\", \"probes\": " + t.json() + "}\n";
   if (format == "json") {

@@ -488,4 +488,33 @@ TEST(AnalysisCli, MeasureTpAndLayouts) {
   EXPECT_FALSE(has(d.err, "does not fit")) << d.err;
 }
 
+// Item 18: simulated solve and sensitivity pass --preset-dir to every point (each its own
+// process): a system preset only in that folder was "unknown". The solve's JSON is valid: its
+// key and target are quoted once (they were written ""workload.rate"").
+TEST(AnalysisCli, PresetDirReachesSimulatedPoints) {
+  const fs::path d = sub("preset-dir");
+  fs::create_directories(d / "pd" / "systems");
+  std::ofstream(d / "pd" / "systems" / "mysys.yaml") << "name: mysys\npreset: h100\n";
+  std::ofstream(d / "my.yaml") << "model: llama-3.1-8b\nsystem: mysys\nserving: {tp: 1}\n"
+                                  "workload: {type: sharegpt, requests: 20, rate: 10, seed: 1}\n";
+  Result r = run_in(d,
+                    "solve my.yaml --preset-dir pd --vary workload.rate --range 1:100 "
+                    "--target 'ttft_p99_s < 1000' --format json -j 2");
+  // TTFT p99 of 20 requests is far below 1000 s at every rate: the threshold is outside.
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "already holds")) << r.err;
+  EXPECT_FALSE(has(r.err, "unknown")) << r.err;
+  Result t = run_in(d,
+                    "sensitivity my.yaml --preset-dir pd --metric ttft_mean_s "
+                    "--only serving.step_overhead --seeds 1 -j 2");
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(has(t.out, "serving.step_overhead")) << t.out;
+  Result f = run("solve " + case_config() +
+                 " --analytic --vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' "
+                 "--target 'kappa_crit >= 10' --format json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(has(f.out, "{\"key\": \"system.host_link.rate_per_lane\", ")) << f.out;
+  EXPECT_TRUE(has(f.out, "\"target\": \"kappa_crit >= 10\", ")) << f.out;
+}
+
 }  // namespace
