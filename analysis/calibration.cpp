@@ -1,9 +1,11 @@
 // Calibration file parsing and the fit (see calibration.hpp).
 #include "analysis/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "analysis/solve.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -146,6 +148,27 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
     const Quantity meas = quantity(need(m, "measured", "measurement '" + x.id + "'"), "measured");
     x.dim = meas.dim;
     x.measured = meas.value;
+    // The dimension the metric's name declares (issue 26 item 7: "12.5 GB" for a bandwidth was
+    // accepted). A run: metric follows the summary naming rule; for a command: the last
+    // component of the pointer is checked when its suffix names a unit.
+    {
+      const std::string name =
+          x.command.empty() ? x.metric : x.pointer.substr(x.pointer.rfind('/') + 1);
+      const Dimension md = metric_dimension(name);
+      if ((!x.command.empty() ? !(md == dim::none) : true) && !(md == x.dim))
+        fail(*m.find("measured"),
+             "measured of '" + x.id + "': " + scalar(*m.find("measured"), "measured") + " is " +
+                 (x.dim == dim::none ? std::string("a plain number")
+                                     : "a " + dimension_name(x.dim)) +
+                 " but " + name + " is " +
+                 (md == dim::none
+                      ? std::string("dimensionless (give a plain number)")
+                      : "a " + dimension_name(md) + " (e.g. " + example_literal(md) + ")"));
+      if (!(x.dim == dim::none) && x.measured < 0)
+        fail(*m.find("measured"), "measured of '" + x.id + "': a " + dimension_name(x.dim) +
+                                      " cannot be negative, got " +
+                                      scalar(*m.find("measured"), "measured"));
+    }
     x.sigma = same_dim(need(m, "uncertainty", "measurement '" + x.id + "'"), x.dim,
                        "uncertainty of '" + x.id + "'");
     if (!(x.sigma > 0))
@@ -164,6 +187,38 @@ CalibrationSpec parse_calibration(const ConfigNode& root, const std::string& bas
                  std::to_string(s.params.size()) +
                  " free parameter(s): the fit needs at least as many measurements as parameters");
   return s;
+}
+
+double chi2_p_value(double chi2, int dof) {
+  if (dof <= 0) return 1;
+  if (!(chi2 > 0)) return 1;
+  // Q(a, x), a = dof/2, x = chi2/2: the series for P when x < a + 1, else Lentz's continued
+  // fraction for Q (Abramowitz & Stegun 6.5.29 and 6.5.31).
+  const double a = dof / 2.0, x = chi2 / 2.0;
+  const double lg = std::lgamma(a);
+  if (x < a + 1) {
+    double sum = 1 / a, term = sum;
+    for (int n = 1; n < 1000 && std::fabs(term) > std::fabs(sum) * 1e-15; ++n) {
+      term *= x / (a + n);
+      sum += term;
+    }
+    return std::max(0.0, 1 - sum * std::exp(-x + a * std::log(x) - lg));
+  }
+  const double tiny = 1e-300;
+  double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+  for (int i = 1; i < 1000; ++i) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < 1e-15) break;
+  }
+  return std::exp(-x + a * std::log(x) - lg) * h;
 }
 
 double chi2(const std::vector<double>& sim, const std::vector<Measurement>& m,
@@ -217,8 +272,11 @@ CalibrationResult calibrate(const CalibrationSpec& s, const Simulate& simulate,
   r.at_fit = simulate(r.x, all);
   r.loo = r.at_fit;
   r.loo_x.assign(all.size(), r.x);
+  r.held_out.assign(all.size(), false);
+  for (std::size_t i : all) r.held_out[i] = !s.measurements[i].fit;
   if (leave_one_out && fitted.size() > s.params.size()) {
     for (std::size_t i : fitted) {
+      r.held_out[i] = true;
       std::vector<std::size_t> rest;
       for (std::size_t j : fitted)
         if (j != i) rest.push_back(j);

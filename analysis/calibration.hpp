@@ -84,11 +84,21 @@ struct CalibrationResult {
   // one, its prediction at x. loo_x[i] = the refit's parameters (x for held-out ones).
   std::vector<double> loo;
   std::vector<std::vector<double>> loo_x;
+  // Whether loo[i] is a held-out prediction: a refit without a fitted measurement (leave-one-out
+  // asked for, and more fitted measurements than parameters, so the refit has data), or a
+  // measurement with fit: false. False: loo[i] is the fit itself, no held-out test (issue 26
+  // item 7).
+  std::vector<bool> held_out;
   // (simulated with the parameter at hi − at lo, the others at x) / uncertainty, per fitted
   // measurement (rows) and parameter (columns): a column below 1 everywhere = the parameter's
   // whole range moves no measurement by its uncertainty: not identifiable from these data.
   std::vector<std::vector<double>> sensitivity;
 };
+
+// P(X >= chi2) for X chi-squared with `dof` degrees of freedom (the regularised upper incomplete
+// gamma Q(dof/2, chi2/2)): the probability of a fit this poor if the model and the uncertainties
+// were right. 1 for dof <= 0.
+double chi2_p_value(double chi2, int dof);
 
 double chi2(const std::vector<double>& sim, const std::vector<Measurement>& m,
             const std::vector<std::size_t>& which);

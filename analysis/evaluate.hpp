@@ -35,8 +35,11 @@ class ConfigEvaluator {
  public:
   // `config_path` is read with the user's --set overrides applied. `work_dir` must exist (a
   // folder inside the command's staging output). jobs: parallel point processes (0 = cores).
+  // `preset_dirs`: the command's --preset-dir folders, passed to every simulated point (issue 26
+  // item 18: they are process-local, and each point is its own process).
   ConfigEvaluator(const std::string& config_path, const std::vector<std::string>& sets,
-                  std::string kind, bool analytic, std::string work_dir, int jobs);
+                  std::string kind, bool analytic, std::string work_dir, int jobs,
+                  std::vector<std::string> preset_dirs = {});
   std::vector<EvalResult> evaluate(const std::vector<Overrides>& points);
   // The config after --set (run form; or the reduced kappa config with --analytic).
   const ConfigNode& base() const { return m_base; }
@@ -46,6 +49,7 @@ class ConfigEvaluator {
  private:
   ConfigNode m_base;
   std::string m_kind, m_work, m_base_dir;
+  std::vector<std::string> m_preset_dirs;
   bool m_analytic;
   int m_jobs, m_runs = 0, m_batches = 0;
   std::uint64_t m_seed = 1;
@@ -57,6 +61,9 @@ struct KeyInfo {
   Dimension dim;
   bool integer = false;  // a dimensionless whole number (a count)
   double value = 0;
+  // The only values the key may take, ascending (a `lanes` key: the PCIe link widths); empty:
+  // any value of its dimension (whole numbers when `integer`).
+  std::vector<double> allowed;
 };
 KeyInfo check_key(const ConfigNode& effective, const ConfigNode& base, const std::string& key,
                   const std::string& option);

@@ -39,7 +39,7 @@ std::string csvq(const std::string& s) {
 }  // namespace
 
 std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::string& metric,
-                          double base_metric) {
+                          double base_metric, std::optional<double> seed_spread) {
   std::string out = "metric " + metric + " at base: " + num(base_metric) + "\n";
   out += "rank  swing        rel      key  [kind, range]  low -> metric | high -> metric\n";
   int rank = 0;
@@ -58,15 +58,18 @@ std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::stri
     }
     line += r.key + "  [" + r.kind + ", " + r.range + "]  " + r.low_text + " -> " +
             num(r.metric_low) + " | " + r.high_text + " -> " + num(r.metric_high);
+    if (seed_spread && s >= 0 && s < *seed_spread) line += "  (within seed spread)";
     if (!r.error.empty()) line += "  (" + r.error + ")";
     out += line + "\n";
   }
   return out;
 }
 
-std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric) {
+std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric,
+                        std::optional<double> seed_spread) {
   std::string out =
-      "rank,key,kind,range,base,low,high,metric_base,metric_low,metric_high,swing,error\n";
+      "rank,key,kind,range,base,low,high,metric_base,metric_low,metric_high,swing,error,"
+      "within_seed_spread\n";
   int rank = 0;
   for (const auto& r : ranked) {
     ++rank;
@@ -74,7 +77,9 @@ std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metri
            csvq(r.base_text) + "," + csvq(r.low_text) + "," + csvq(r.high_text) + "," +
            format_number(base_metric) + "," + (r.metric_low ? format_number(*r.metric_low) : "") +
            "," + (r.metric_high ? format_number(*r.metric_high) : "") + "," +
-           (r.swing() >= 0 ? format_number(r.swing()) : "") + "," + csvq(r.error) + "\n";
+           (r.swing() >= 0 ? format_number(r.swing()) : "") + "," + csvq(r.error) + "," +
+           (seed_spread && r.swing() >= 0 ? (r.swing() < *seed_spread ? "true" : "false") : "") +
+           "\n";
   }
   return out;
 }

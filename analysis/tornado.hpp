@@ -23,10 +23,13 @@ struct TornadoRow {
 std::vector<TornadoRow> rank_tornado(std::vector<TornadoRow> rows);
 
 // Text table (rank, key, kind, low, high, metric at low, at high, swing, swing / |base|).
+// `seed_spread` (the base metric's max - min over a few seeds): rows whose swing is below it are
+// marked "within seed spread" (the CSV's within_seed_spread column; empty without a spread).
 std::string tornado_table(const std::vector<TornadoRow>& ranked, const std::string& metric,
-                          double base_metric);
+                          double base_metric, std::optional<double> seed_spread = std::nullopt);
 // CSV of the same.
-std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric);
+std::string tornado_csv(const std::vector<TornadoRow>& ranked, double base_metric,
+                        std::optional<double> seed_spread = std::nullopt);
 // gnuplot plot commands (no terminal/output: report/figure render_figure adds them)
 // drawing horizontal bars from metric(low) to metric(high) around the base line,
 // largest on top, reading `csv_name` (written next to it).

@@ -1,5 +1,7 @@
 #include "interconnects/link_spec.hpp"
 
+#include "interconnects/pcie_widths.hpp"
+
 namespace kappasim {
 
 const std::vector<std::pair<const char*, LinkType>>& LinkSpec::type_names() {
@@ -27,8 +29,7 @@ void LinkSpec::validate(const std::string& path) const {
   if (type != LinkType::Pcie) return;
   // Link widths the PCIe Base Specification defines (the Link Capabilities register's Maximum
   // Link Width encodings: x1, x2, x4, x8, x12, x16, x32; issue 12.12, docs/hardware-sources.md).
-  if (lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 12 && lanes != 16 &&
-      lanes != 32)
+  if (!valid_pcie_link_width(lanes))
     throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
                      std::to_string(lanes));
   if (encoding_data > encoding_total)

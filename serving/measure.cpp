@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 #include "models/analytic/kappa.hpp"
 #include "serving/engine.hpp"
+#include "serving/replica_step.hpp"
 
 namespace kappasim {
 
@@ -20,6 +21,18 @@ RunSpec isolated_run_spec(ConfigNode root, int tp, ProvenanceTable* prov) {
     if (!serving->find("warm_tier"))
       serving->set("warm_tier", ConfigNode::make_scalar("true", here));
     if (!serving->find("store")) serving->set("store", ConfigNode::make_scalar("none", here));
+  }
+  // The TP degree is set in the config before it is read, so that the layout checks see it
+  // (issue 26 item 22: `--tp` was applied after them, and a serving.parallelism.tp without
+  // serving.tp was checked against tp 1): `tp` (--tp), else serving.tp, else
+  // serving.parallelism.tp, else every GPU of the system (below).
+  if (serving->is_map()) {
+    if (tp > 0) {
+      serving->set("tp", ConfigNode::make_scalar(std::to_string(tp), here));
+    } else if (!serving->find("tp")) {
+      if (const ConfigNode* par = serving->find("parallelism"); par && par->is_map())
+        if (const ConfigNode* ptp = par->find("tp")) serving->set("tp", *ptp);
+    }
   }
   const bool tp_given = serving->is_map() && serving->find("tp") != nullptr;
   const bool capacity_given = serving->is_map() && serving->find("tier_capacity") != nullptr;
@@ -70,6 +83,11 @@ std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<R
 }
 
 double max_request_tokens(const RunSpec& spec) {
+  // A layout beyond TP runs on the replica engine: its rank's pool (weights split over pp
+  // stages and nodes too), not a TP group's (issue 26 item 22).
+  if (spec.serving.parallelism.beyond_tp())
+    return static_cast<double>(replica_kv_blocks(spec, make_replica_layout(spec))) *
+           spec.serving.block_tokens;
   const double bkv_gpu =
       kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
   const double v_eff = effective_kv_bytes_per_gpu(

@@ -28,16 +28,9 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_chunk_tokens = sv.tier_chunk_tokens();
   m_bkv_rank_gpu = kv_bytes_per_token_per_gpu(m_spec.model, sv.kv_dtype, m_L.tp);
   // HBM left for KV on every GPU: the layout's weights (largest stage) and the reserve out of
-  // gpu_memory_utilization × HBM (RunSpec::validate refused a layout that leaves none).
-  const double weights = layout_weight_bytes_per_gpu(
-      m_spec.model, m_L.p, bytes_per_element(weight_dtype_for(sv.compute_dtype)));
-  const double v_eff = sv.gpu_memory_utilization * m_spec.system.gpu.hbm_capacity_bytes - weights -
-                       sv.activation_reserve_bytes;
-  if (!(v_eff > 0))
-    throw InputError("serving.parallelism: layout '" + layout_name(m_L.p) +
-                     "' leaves no HBM for the KV cache");
-  // The rank's pool is limited by its fullest stage's GPU (kv_bytes_rank: max over stages).
-  const std::int64_t blocks = kv_blocks_for(v_eff, sv.block_tokens, m_L.cost.kv_bytes_rank);
+  // gpu_memory_utilization × HBM (RunSpec::validate refused a layout that leaves none); the
+  // rank's pool is limited by its fullest stage's GPU (kv_bytes_rank: max over stages).
+  const std::int64_t blocks = replica_kv_blocks(m_spec, m_L);
   // Each rank's LMCache: its own pinned pool, as a TP group of tp GPUs (× pp stages) would
   // have; a given tier capacity is the replica's, split evenly over the ranks.
   const double tier_rank =

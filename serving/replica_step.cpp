@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "serving/paged_kv.hpp"
+
 namespace kappasim {
 
 namespace {
@@ -30,6 +33,18 @@ ExpertPart expert_part(const ModelSpec& m, const GpuSpec& gpu, int layer, double
   return e;
 }
 }  // namespace
+
+std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L) {
+  const ServingSpec& sv = spec.serving;
+  const double weights = layout_weight_bytes_per_gpu(
+      spec.model, L.p, bytes_per_element(weight_dtype_for(sv.compute_dtype)));
+  const double v_eff = sv.gpu_memory_utilization * spec.system.gpu.hbm_capacity_bytes - weights -
+                       sv.activation_reserve_bytes;
+  if (!(v_eff > 0))
+    throw InputError("serving.parallelism: layout '" + layout_name(L.p) +
+                     "' leaves no HBM for the KV cache");
+  return kv_blocks_for(v_eff, sv.block_tokens, L.cost.kv_bytes_rank);
+}
 
 ReplicaLayout make_replica_layout(const RunSpec& spec) {
   const ServingSpec& sv = spec.serving;

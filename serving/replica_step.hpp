@@ -48,6 +48,12 @@ struct ReplicaLayout {
 // Validates the layout against the model and system (validate_layout; path
 // "serving.parallelism"); NVLink bandwidth required when a stage has more than one GPU.
 ReplicaLayout make_replica_layout(const RunSpec& spec);
+// Paged-KV blocks of one rank under the layout: gpu_memory_utilization × HBM less the layout's
+// weights per GPU (largest stage) and the activation reserve, over the rank's KV bytes per token
+// (its fullest stage). The replica engine's pool, and the isolated-request probe's largest
+// request (serving/measure; issue 26 item 22: it sized a PP / multi-node layout at TP alone).
+// InputError naming serving.parallelism when no HBM is left.
+std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L);
 
 struct ReplicaStepCost {
   std::vector<double> rank_tokens;  // tokens each rank computes this step (0: dummy batch)

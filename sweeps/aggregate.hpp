@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sweeps/sweep_results.hpp"
@@ -28,6 +29,23 @@ struct Aggregated {
 // column is missing.
 Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& group_by,
                            const std::vector<std::string>& skip, double confidence = 0.95);
+
+// Paired differences against a baseline configuration (`sweep collect --aggregate --baseline
+// KEY=VALUE[,KEY=VALUE...]`, issue 26 item 20; docs/sweeps.md "Comparing two configurations"):
+// `baseline` picks one configuration by the values of some group_by columns (the others must
+// then be equal for a single match). For every other configuration and metric M, the samples are
+// the differences config − baseline of replicates paired by the `replicate` column (replicate 0
+// only without one; with seed_per_point: false replicate r of both saw the same requests: common
+// random numbers), both ok and not blank. CSV columns: the group_by columns, then per M:
+// M_diff_mean, M_diff_ciNN_lo, M_diff_ciNN_hi, M_diff_n, M_vs_baseline (lower | higher | within,
+// from stats::interval_sign; blank when n < 2). InputError when the baseline matches no
+// configuration or several, or names a column that is not a group_by column.
+std::string paired_table(const SweepTable& t, const std::vector<std::string>& group_by,
+                         const std::vector<std::string>& skip,
+                         const std::vector<std::pair<std::string, std::string>>& baseline,
+                         double confidence = 0.95);
+// "KEY=VALUE,KEY=VALUE" -> pairs; InputError naming --baseline otherwise.
+std::vector<std::pair<std::string, std::string>> parse_baseline(const std::string& text);
 
 // The columns of a sweep's results.csv that describe the configuration: the axis labels and
 // their numeric SI companions (sweep_results.hpp), in table order.

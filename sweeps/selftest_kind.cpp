@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 
 #include "core/config.hpp"
@@ -16,8 +17,19 @@ namespace {
 
 enum class Fail { None, Exit, Abort, Segv, Invalid };
 
+// workload.seed, so that an axis on the seed can be tested without a simulation (issue 26 item 8).
+struct SelftestWorkload {
+  std::uint64_t seed = 0;
+  template <class V>
+  void visit(V& v) {
+    v.integer("seed", seed, opt("a seed (the point's seed is the metric)", Range::NonNegative));
+  }
+  void validate(const std::string&) const {}
+};
+
 struct SelftestSpec {
   double x = 0;
+  SelftestWorkload workload;
   double sleep_s = 0;
   Fail fail = Fail::None;
   template <class V>
@@ -32,11 +44,12 @@ struct SelftestSpec {
               {"segv", Fail::Segv},
               {"invalid", Fail::Invalid}},
              opt("how to fail on purpose"));
+    v.object("workload", workload, opt("{seed}: ignored but for the metric point_seed_*"));
   }
   void validate(const std::string&) const {}
 };
 
-PointResult selftest_point(const ConfigNode& config, const PointContext&) {
+PointResult selftest_point(const ConfigNode& config, const PointContext& ctx) {
   const SelftestSpec s = read_config<SelftestSpec>(config, "");
   if (s.sleep_s > 0) {
     timespec ts;
@@ -59,12 +72,19 @@ PointResult selftest_point(const ConfigNode& config, const PointContext&) {
       throw InputError(config.find("fail") ? config.find("fail")->loc : config.loc,
                        "selftest: invalid input on request (fail: invalid)");
   }
-  return PointResult{{{"x", s.x}, {"x2", s.x * s.x}}};
+  PointResult r{{{"x", s.x}, {"x2", s.x * s.x}}};
+  // With a workload: the point's seed in two exact halves (a double holds 53 bits).
+  if (config.find("workload")) {
+    r.metrics.emplace_back("point_seed_hi", static_cast<double>(ctx.seed >> 32));
+    r.metrics.emplace_back("point_seed_lo", static_cast<double>(ctx.seed & 0xffffffffULL));
+  }
+  return r;
 }
 
 const KindRegistration kSelftestKind{
     {"selftest",
-     "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid} -> {x, x2}",
+     "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid, workload: "
+     "{seed}} -> {x, x2, point_seed_hi, point_seed_lo}",
      selftest_point}};
 
 }  // namespace

@@ -329,7 +329,12 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
       } else {
         axis.keys.push_back(parse_axis_key(item));
       }
-      for (const auto& k : axis.keys) add_key(k);
+      for (const auto& k : axis.keys) {
+        add_key(k);
+        // The point's seed (issue 26 item 8): a whole number, as the base seed.
+        if (k.key == kSeedKey)
+          for (const auto& v : k.values) parse_u64(v, "a workload.seed value", 0, UINT64_MAX);
+      }
       s.axes.push_back(std::move(axis));
     }
   }
@@ -495,6 +500,16 @@ std::vector<Point> expand(const SweepSpec& s) {
     std::uint64_t seed = derive_seed(base, static_cast<std::uint64_t>(p.replicate));
     if (s.seed_per_point) seed = derive_seed(seed, canon);
     p.seed = seed >> 1;
+    // An axis on workload.seed sets the point's seed itself (issue 26 item 8: the run and
+    // cluster kinds set workload.seed from the point's seed, so the axis was overridden and three
+    // seeds gave identical results). Replicates beyond the first derive from it.
+    for (std::size_t a = 0; a < s.axes.size(); ++a)
+      for (const auto& k : s.axes[a].keys)
+        if (k.key == kSeedKey) {
+          const std::uint64_t v = std::stoull(canonical_text(k.values[p.axis_index[a]]));
+          p.seed =
+              p.replicate == 0 ? v : derive_seed(v, static_cast<std::uint64_t>(p.replicate)) >> 1;
+        }
     out.push_back(std::move(p));
   }
   return out;

@@ -24,6 +24,10 @@
 
 namespace kappasim::sweep {
 
+// The config key that is each point's seed (the run and cluster kinds set it from the point's
+// seed): an axis on it sets the point's seed (expand).
+inline constexpr const char* kSeedKey = "workload.seed";
+
 // One varying key. `values` are the value nodes (scalars or maps), `labels` their text in the
 // results (the canonical text of a scalar, or the spec's `labels:` entry).
 struct AxisKey {

@@ -2,8 +2,12 @@
 // analysis/evaluate.cpp).
 #include "apps/kappasim/analysis_eval.hpp"
 
+#include <filesystem>
+#include <system_error>
+
 #include "analysis/parameters.hpp"
 #include "apps/kappasim/cli.hpp"
+#include "core/output.hpp"
 #include "serving/run_spec.hpp"
 
 namespace kappasim::cli {
@@ -35,6 +39,25 @@ ConfigNode effective_config(const ConfigNode& base, const std::string& kind) {
   }
   analysis::tag_serving_defaults(eff);
   return eff;
+}
+
+AnalysisOut::AnalysisOut(std::string dir) : m_dir(std::move(dir)) {
+  if (m_dir.empty()) return;
+  while (m_dir.size() > 1 && m_dir.back() == '/') m_dir.pop_back();
+  m_created = !std::filesystem::exists(m_dir);
+  claim_output_dir(m_dir, false);
+  remove_stale_staging(m_dir);
+}
+
+AnalysisOut::~AnalysisOut() {
+  if (m_created && !m_done) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);
+  }
+}
+
+void AnalysisOut::write(const std::string& relative, const std::string& content) const {
+  write_file_atomic(m_dir + "/" + relative, content);
 }
 
 }  // namespace kappasim::cli

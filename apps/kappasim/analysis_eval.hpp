@@ -23,4 +23,27 @@ using analysis::WorkDir;
 // simulated kinds) serving otherwise.
 ConfigNode effective_config(const ConfigNode& base, const std::string& kind);
 
+// The --out folder of `solve` and `sensitivity` (issue 26 items 10, 25). It is claimed in place
+// (core/output's marker), not staged: the runs under OUT/runs/ are sweep folders that a rerun
+// after a kill resumes, and the command lines and sweep.yaml they record name OUT itself, not a
+// staging folder that is gone. The result files are each written atomically. A folder this
+// command created is removed again when it ends without done() (bad input, an error).
+class AnalysisOut {
+ public:
+  explicit AnalysisOut(std::string dir);  // "" = no --out
+  ~AnalysisOut();
+  AnalysisOut(const AnalysisOut&) = delete;
+  AnalysisOut& operator=(const AnalysisOut&) = delete;
+  bool active() const { return !m_dir.empty(); }
+  const std::string& dir() const { return m_dir; }
+  // OUT/runs, or "" without --out (WorkDir then makes a temporary folder).
+  std::string runs() const { return active() ? m_dir + "/runs" : std::string(); }
+  void write(const std::string& relative, const std::string& content) const;
+  void done() { m_done = true; }
+
+ private:
+  std::string m_dir;
+  bool m_created = false, m_done = false;
+};
+
 }  // namespace kappasim::cli

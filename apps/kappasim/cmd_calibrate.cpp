@@ -96,7 +96,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
           const std::string w = work.path() + "/" + m.id;
           std::filesystem::create_directories(w);
           ev = std::make_unique<ConfigEvaluator>(m.run_config, std::vector<std::string>{}, m.kind,
-                                                 m.kind == "kappa", w, jobs);
+                                                 m.kind == "kappa", w, jobs, preset_dirs);
         }
         const EvalResult r = ev->evaluate({o})[0];
         if (!r.ok)
@@ -130,14 +130,40 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                     std::to_string(sims) + " simulations\n";
   std::size_t n_fit = 0;
   for (const auto& m : spec.measurements) n_fit += m.fit ? 1 : 0;
+  const int dof = static_cast<int>(n_fit) - static_cast<int>(spec.params.size());
+  const double p_value = analysis::chi2_p_value(r.chi2, dof);
   txt += "chi2 = " + format_number(sig(r.chi2)) + " over " + std::to_string(n_fit) +
-         " fitted measurements (" + std::to_string(n_fit - spec.params.size()) +
-         " degrees of freedom)" + (r.converged ? "" : "; NOT CONVERGED (max_evaluations reached)") +
-         "\n\n";
+         " fitted measurements (" + std::to_string(dof) + " degrees of freedom" +
+         (dof > 0 ? ", p = " + format_number(sig(p_value)) : std::string()) + ")" +
+         (r.converged ? "" : "; NOT CONVERGED (max_evaluations reached)") + "\n";
+  // A poor fit (issue 26 item 7: chi2 37,813 on 1 dof passed without a word): the model cannot
+  // reproduce the measurements within their uncertainties at any parameter values in the bounds.
+  std::string warnings;
+  if (dof > 0 && p_value < 0.001)
+    warnings += "warning: the fit is poor: chi2 = " + format_number(sig(r.chi2)) + " on " +
+                std::to_string(dof) + " degrees of freedom has p = " + format_number(sig(p_value)) +
+                " (< 0.001): the model does not reproduce these measurements within their "
+                "uncertainties (uncertainties too small, a bound too tight, or a mechanism the "
+                "model lacks); the fitted values are not a calibration\n";
+  if (dof <= 0)
+    warnings += "note: " + std::to_string(dof) +
+                " degrees of freedom: chi2 tests nothing (as many parameters as measurements)\n";
+  bool any_held_out = false;
+  for (bool h : r.held_out) any_held_out = any_held_out || h;
+  if (!any_held_out)
+    warnings += std::string("note: no held-out test happened (") +
+                (no_loo ? "--no-loo"
+                        : std::to_string(n_fit) + " fitted measurement(s) for " +
+                              std::to_string(spec.params.size()) +
+                              " parameter(s): a refit without one would have too few") +
+                "); loo_predicted is empty\n";
+  std::cerr << warnings;
+  txt += warnings + "\n";
   Table pt({"parameter", "fitted", "lo", "hi", "start", "identifiable"});
   std::vector<bool> identifiable;
-  std::string json = "{\"name\": \"" + json_escape(spec.name) +
-                     "\", \"chi2\": " + format_number(r.chi2) +
+  std::string json = "{\"name\": " + json_escape(spec.name) +
+                     ", \"chi2\": " + format_number(r.chi2) + ", \"dof\": " + std::to_string(dof) +
+                     ", \"p_value\": " + format_number(p_value) +
                      ", \"converged\": " + (r.converged ? "true" : "false") +
                      ", \"simulations\": " + std::to_string(sims) + ", \"parameters\": [";
   for (std::size_t p = 0; p < spec.params.size(); ++p) {
@@ -150,8 +176,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     pt.add_row({fp.key, lit(r.x[p], fp.dim), fp.text(fp.bound.lo), fp.text(fp.bound.hi),
                 fp.text(fp.start),
                 std::string(ident ? "yes" : "no: the data do not constrain it")});
-    json += std::string(p ? ", " : "") + "{\"key\": \"" + json_escape(fp.key) +
-            "\", \"value\": \"" + fp.text(r.x[p]) + "\", \"value_si\": " + format_number(r.x[p]) +
+    json += std::string(p ? ", " : "") + "{\"key\": " + json_escape(fp.key) + ", \"value\": \"" +
+            fp.text(r.x[p]) + "\", \"value_si\": " + format_number(r.x[p]) +
             ", \"identifiable\": " + (ident ? "true" : "false") + "}";
   }
   json += "], \"measurements\": ";
@@ -160,9 +186,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
             "loo_error_rel"});
   for (std::size_t i = 0; i < spec.measurements.size(); ++i) {
     const auto& m = spec.measurements[i];
+    // No held-out prediction (--no-loo, or too few measurements): empty, never the fit itself.
+    const bool h = r.held_out[i];
     mt.add_row({m.id, m.fit, lit(m.measured, m.dim), lit(m.sigma, m.dim), lit(r.at_fit[i], m.dim),
-                sig((r.at_fit[i] - m.measured) / m.sigma), lit(r.loo[i], m.dim),
-                sig((r.loo[i] - m.measured) / m.measured)});
+                sig((r.at_fit[i] - m.measured) / m.sigma), h ? Cell(lit(r.loo[i], m.dim)) : Cell{},
+                h ? Cell(sig((r.loo[i] - m.measured) / m.measured)) : Cell{}});
   }
   json += mt.json() + "}\n";
   txt += mt.text(4);

@@ -53,6 +53,20 @@ RunSpec isolated_spec(const MeasureOptions& o, ProvenanceTable* prov) {
   }
   if (!o.stack.empty()) apply_set(root, "serving.stack=" + o.stack);
   for (const auto& s : o.sets) apply_set(root, s);
+  if (o.tp > 0) {
+    // --tp and a TP degree in the config are one value (issue 26 item 22: serving.parallelism
+    // silently overrode --tp).
+    const ConfigNode* sv = root.find("serving");
+    const ConfigNode* par = sv && sv->is_map() ? sv->find("parallelism") : nullptr;
+    for (const auto& [name, n] :
+         {std::pair<const char*, const ConfigNode*>{"serving.tp",
+                                                    sv && sv->is_map() ? sv->find("tp") : nullptr},
+          {"serving.parallelism.tp", par && par->is_map() ? par->find("tp") : nullptr}})
+      if (n && n->is_scalar() && n->scalar != std::to_string(o.tp))
+        throw InputError("--tp " + std::to_string(o.tp) + " conflicts with " + name + " " +
+                         n->scalar + " (" + n->loc.str() +
+                         "): give one of them, or the same value");
+  }
   RunSpec spec = isolated_run_spec(root, o.tp, prov);
   if (o.tp > 0) {
     try {  // the model's heads do not split tp ways: name the option that asked for it

@@ -4,7 +4,9 @@
 // simulation (a sweep point of --kind, all in one sweep, -j at once) or the analytic model
 // (--analytic); the metric's swings ranked as a tornado table, CSV and gnuplot figure.
 // docs/analysis.md.
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 
@@ -15,6 +17,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
 #include "core/table.hpp"
+#include "core/units.hpp"
 #include "report/figure.hpp"
 
 namespace kappasim::cli {
@@ -23,7 +26,7 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
   std::string config, metric, out, kind = "run", only;
   std::vector<std::string> sets, preset_dirs;
   bool analytic = false;
-  int jobs = 0;
+  int jobs = 0, seeds = 3;
   double rel = 0.5;
   po::options_description desc(
       "kappasim sensitivity: how far a metric moves when each assumed or derived parameter moves\n"
@@ -42,6 +45,9 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
       "rel", po::value(&rel),
       "default relative range for parameters without low/high (default 0.5)")(
       "only", po::value(&only), "vary only keys starting with this prefix (e.g. serving.)")(
+      "seeds", po::value(&seeds),
+      "run the base at this many workload seeds (the config's and the next ones) to show the "
+      "seed spread beside the swings (default 3; 1: the config's seed only)")(
       "set", po::value(&sets)->composing(), "override a config key")(
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
       "jobs,j", po::value(&jobs), "parallel simulations (default: cores)")("help,h", "this help");
@@ -56,24 +62,45 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
   if (config.empty()) throw InputError("kappasim sensitivity: CONFIG is required");
   if (metric.empty()) throw InputError("kappasim sensitivity: --metric M is required");
   if (!(rel > 0 && rel < 1)) throw InputError("--rel: expected a fraction between 0 and 1");
+  if (seeds < 1 || seeds > 100) throw InputError("--seeds: expected 1 to 100");
 
-  std::optional<OutputDir> dir;
-  if (!out.empty()) dir.emplace(out);
-  WorkDir work(dir ? dir->staging_path("runs") : "");
-  ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs);
+  AnalysisOut dir(out);
+  WorkDir work(dir.runs());
+  ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs, preset_dirs);
   std::vector<analysis::TaggedParameter> params;
-  for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), ev.kind()), rel))
-    if (only.empty() || p.key.rfind(only, 0) == 0) params.push_back(std::move(p));
+  // A parameter whose base is 0 and that declares no range has nothing to vary (0 x (1 -/+ rel)
+  // is 0): skipped with a note (issue 26 item 10).
+  std::vector<std::string> skipped;
+  for (auto& p : analysis::tagged_parameters(effective_config(ev.base(), ev.kind()), rel)) {
+    if (!only.empty() && p.key.rfind(only, 0) != 0) continue;
+    if (!p.declared && p.low == p.high)
+      skipped.push_back(p.key);
+    else
+      params.push_back(std::move(p));
+  }
   if (params.empty())
     throw InputError(
         "kappasim sensitivity: no parameter tagged assumption: or derived: " +
-        (only.empty() ? std::string("in the effective config") : "under '" + only + "'"));
-  // Point 0 = base, then low and high of each parameter.
+        (only.empty() ? std::string("in the effective config") : "under '" + only + "'") +
+        (skipped.empty() ? std::string() : " with a range to vary"));
+  // Point 0 = base, then low and high of each parameter, then the base at the next seeds (a
+  // config with a workload; issue 26 items 10, 21: the seed spread beside the swings).
   std::vector<Overrides> points{{}};
   for (const auto& p : params) {
     points.push_back({{p.key, p.low_text}});
     points.push_back({{p.key, p.high_text}});
   }
+  const ConfigNode* wl = ev.base().find("workload");
+  const bool seeded = !analytic && wl && wl->is_map() && seeds > 1;
+  std::uint64_t seed0 = 1;
+  if (wl && wl->is_map())
+    if (const ConfigNode* sn = wl->find("seed"); sn && sn->is_scalar())
+      if (sn->scalar.find_first_not_of("0123456789") == std::string::npos && sn->scalar.size() < 20)
+        seed0 = std::stoull(sn->scalar);
+  const std::size_t first_seed_point = points.size();
+  if (seeded)
+    for (int k = 1; k < seeds; ++k)
+      points.push_back({{"workload.seed", std::to_string(seed0 + static_cast<std::uint64_t>(k))}});
   const std::vector<EvalResult> r = ev.evaluate(points);
   if (!r[0].ok) throw InputError("kappasim sensitivity: the base run failed: " + r[0].error);
   auto it = r[0].metrics.find(metric);
@@ -90,6 +117,26 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
                      ")");
   }
   const double base = it->second;
+  // The base at its seeds: min, max and spread (max - min) of the metric.
+  std::optional<double> spread;
+  std::string seed_line;
+  if (seeded) {
+    double mn = base, mx = base;
+    int n = 1;
+    for (std::size_t i = first_seed_point; i < r.size(); ++i)
+      if (r[i].ok && r[i].metrics.count(metric)) {
+        mn = std::min(mn, r[i].metrics.at(metric));
+        mx = std::max(mx, r[i].metrics.at(metric));
+        ++n;
+      }
+    spread = mx - mn;
+    seed_line =
+        "base at workload.seed " + std::to_string(seed0) + " (as kappasim run CONFIG); at " +
+        std::to_string(n) + " seeds " + std::to_string(seed0) + ".." +
+        std::to_string(seed0 + static_cast<std::uint64_t>(seeds) - 1) + ": " + format_number(mn) +
+        " to " + format_number(mx) + " (seed spread " + format_number(*spread) +
+        "); a swing below the seed spread is within the noise of one seed\n";
+  }
   std::vector<analysis::TornadoRow> rows;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
@@ -108,15 +155,30 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
       analytic ? "evaluations of the analytic model (kind kappa)" : ev.kind() + " simulations";
   char relpct[32];
   std::snprintf(relpct, sizeof relpct, "%g%%", rel * 100);
-  const std::string head = "kappasim sensitivity " + config + ": " + std::to_string(params.size()) +
-                           " parameters, " + std::to_string(ev.runs()) + " " + mode +
-                           "; ranges declared in the provenance where given, else base x (1 -/+ " +
-                           relpct + ")\n";
-  const std::string table = analysis::tornado_table(ranked, metric, base);
+  std::string head = "kappasim sensitivity " + config + ": " + std::to_string(params.size()) +
+                     " parameters, " + std::to_string(ev.runs()) + " " + mode +
+                     "; ranges declared in the provenance where given, else base x (1 -/+ " +
+                     relpct + ")\n" + seed_line;
+  if (!skipped.empty()) {
+    std::string keys;
+    for (const auto& k : skipped) keys += (keys.empty() ? "" : ", ") + k;
+    head += "skipped (base 0 and no declared low/high, so base x (1 -/+ " + std::string(relpct) +
+            ") is 0 to 0): " + keys + "\n";
+  }
+  // The run kind's quantiles (…_p50_s, …_p99_s) come from a quantile sketch of relative accuracy
+  // 0.5% (core/quantile: buckets 1% wide): a smaller effect can read as a swing of exactly 0.
+  const auto q = metric.find("_p");
+  if (!analytic && q != std::string::npos && q + 2 < metric.size() &&
+      std::isdigit(static_cast<unsigned char>(metric[q + 2])))
+    head += "note: " + metric +
+            " is a quantile from a sketch with buckets 1% wide (relative accuracy 0.5%): an effect "
+            "under about 1% of the base can read as a swing of 0; a mean (e.g. ttft_mean_s) is "
+            "exact\n";
+  const std::string table = analysis::tornado_table(ranked, metric, base, spread);
   std::cout << head << table;
-  if (dir) {
-    dir->write("tornado.txt", head + table);
-    dir->write("tornado.csv", analysis::tornado_csv(ranked, base));
+  if (dir.active()) {
+    dir.write("tornado.txt", head + table);
+    dir.write("tornado.csv", analysis::tornado_csv(ranked, base, spread));
     report::Figure f;
     f.name = "tornado";
     f.title = "kappasim sensitivity: tornado of " + metric;
@@ -124,8 +186,8 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
     int n = 0;
     for (const auto& row : ranked) n += row.swing() >= 0 ? 1 : 0;
     f.height = 160 + 24 * std::min(std::max(n, 1), 20);
-    report::render_figure(dir->staging_path(""), f);
-    dir->commit();
+    report::render_figure(dir.dir(), f);
+    dir.done();
     std::cout << "results in " << out << "/ (tornado.txt, tornado.csv, tornado.gp"
               << (report::have_gnuplot() ? ", .png, .svg" : "") << ", runs/)\n";
   }

@@ -2,8 +2,11 @@
 // which the target starts to hold (analysis/solve: bisection, or a bracketed scan then
 // bisection), each probe a simulation (a sweep point of --kind, default run) or the analytic
 // model (--analytic). docs/analysis.md.
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -62,14 +65,15 @@ int cmd_solve(const std::vector<std::string>& args) {
     throw InputError("--format '" + format + "': expected table or json");
   if (!(tol > 0 && tol < 0.5)) throw InputError("--tol: expected a fraction between 0 and 0.5");
   const analysis::Target target = analysis::parse_target(target_text);
+  analysis::check_target_dimension(target);
 
-  std::optional<OutputDir> dir;
-  if (!out.empty()) dir.emplace(out);
-  WorkDir work(dir ? dir->staging_path("runs") : "");
-  ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs);
+  AnalysisOut dir(out);
+  WorkDir work(dir.runs());
+  ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs, preset_dirs);
   const KeyInfo key = check_key(effective_config(ev.base(), ev.kind()), ev.base(), vary, "--vary");
   const std::size_t colon = range.find(':');
   if (colon == std::string::npos) throw InputError("--range '" + range + "': expected LO:HI");
+  const std::string lo_text = range.substr(0, colon), hi_text = range.substr(colon + 1);
   auto bound = [&](const std::string& t) {
     try {
       Quantity q = parse_quantity(t);
@@ -82,17 +86,63 @@ int cmd_solve(const std::vector<std::string>& args) {
       throw InputError("--range '" + range + "': " + e.what());
     }
   };
-  const double lo = bound(range.substr(0, colon)), hi = bound(range.substr(colon + 1));
+  const double lo = bound(lo_text), hi = bound(hi_text);
   if (!(lo < hi))
     throw InputError("--range '" + range + "': empty or inverted (LO must be below HI)");
   if (log_scale && !(lo > 0)) throw InputError("--log needs a range above zero");
 
+  // Whole-number keys (counts, seeds) are searched over whole numbers kept in 64-bit integers,
+  // keys with a set of valid values (lanes) over those values only (issue 26 items 8, 9).
+  const bool discrete = key.integer || !key.allowed.empty();
+  std::uint64_t ilo = 0, ihi = 0;
+  std::vector<std::uint64_t> cands;  // the allowed values in [LO, HI]
+  if (discrete) {
+    auto whole = [&](const std::string& t) -> std::uint64_t {
+      std::string d = t;
+      while (!d.empty() && d.front() == ' ') d.erase(d.begin());
+      while (!d.empty() && d.back() == ' ') d.pop_back();
+      if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) {
+        errno = 0;
+        const unsigned long long v = std::strtoull(d.c_str(), nullptr, 10);
+        if (errno == ERANGE)
+          throw InputError("--range '" + range + "': '" + t + "' is above 2^64 - 1");
+        return v;
+      }
+      const double v = bound(t);
+      if (!(v >= 0 && v < 9007199254740992.0 && v == std::floor(v)))
+        throw InputError("--range '" + range + "': " + vary +
+                         " is a whole number; expected whole numbers from 0 (e.g. 1:64), got '" +
+                         t + "'");
+      return static_cast<std::uint64_t>(v);
+    };
+    ilo = whole(lo_text);
+    ihi = whole(hi_text);
+    if (!(ilo < ihi))
+      throw InputError("--range '" + range + "': empty or inverted (LO must be below HI)");
+    if (!key.allowed.empty()) {
+      std::string all;
+      for (double a : key.allowed) {
+        all += (all.empty() ? "" : ", ") + format_number(a);
+        const auto v = static_cast<std::uint64_t>(a);
+        if (v >= ilo && v <= ihi) cands.push_back(v);
+      }
+      if (cands.size() < 2)
+        throw InputError("--range '" + range + "': " + vary + " takes only the values " + all +
+                         "; the range holds " + std::to_string(cands.size()) +
+                         " of them (at least 2 needed)");
+    }
+  }
+  const std::uint64_t last = cands.empty() ? ihi - ilo : cands.size() - 1;
+  auto cand_literal = [&](std::uint64_t i) {
+    return cands.empty() ? std::to_string(ilo + i) : std::to_string(cands[i]);
+  };
+
   std::vector<std::string> metric_names;
-  auto metric = [&](double x) {
-    const auto r = ev.evaluate({{{vary, value_literal(x, key.dim, key.integer)}}});
+  auto metric_at = [&](const std::string& literal) {
+    const auto r = ev.evaluate({{{vary, literal}}});
     if (!r[0].ok)
-      throw InputError("kappasim solve: the run at " + vary + " = " +
-                       value_literal(x, key.dim, key.integer) + " failed: " + r[0].error);
+      throw InputError("kappasim solve: the run at " + vary + " = " + literal +
+                       " failed: " + r[0].error);
     auto it = r[0].metrics.find(target.metric);
     if (it == r[0].metrics.end()) {
       std::vector<std::string> names;
@@ -110,50 +160,88 @@ int cmd_solve(const std::vector<std::string>& args) {
   so.geometric = log_scale;
   so.integer = key.integer;
   so.rel_tol = tol;
-  const analysis::SolveResult r = analysis::solve_threshold(metric, lo, hi, target, so);
-  auto lit = [&](double x) { return value_literal(x, key.dim, key.integer); };
-  if (r.status != analysis::SolveResult::Status::Found) {
-    const double m0 = r.probes.front().metric, m1 = r.probes[1].metric;
-    if (r.status == analysis::SolveResult::Status::NeverMet)
-      throw InputError("kappasim solve: target '" + target.text + "' is never met for " + vary +
-                       " in [" + lit(lo) + ", " + lit(hi) + "] (" + target.metric + " = " +
-                       format_number(m0) + " at LO, " + format_number(m1) + " at HI, " +
-                       std::to_string(r.probes.size()) +
-                       " probes); widen --range or change the target");
-    throw InputError("kappasim solve: target '" + target.text + "' already holds over all of [" +
-                     lit(lo) + ", " + lit(hi) + "] (" + target.metric + " = " + format_number(m0) +
-                     " at LO, " + format_number(m1) +
-                     " at HI): the threshold lies outside the range; widen --range");
+  analysis::SolveResult r;
+  if (discrete) {
+    r = analysis::solve_discrete([&](std::uint64_t i) { return metric_at(cand_literal(i)); },
+                                 [&](std::uint64_t i) {
+                                   return cands.empty() ? static_cast<double>(ilo + i)
+                                                        : static_cast<double>(cands[i]);
+                                 },
+                                 last, target, so);
+  } else {
+    r = analysis::solve_threshold(
+        [&](double x) { return metric_at(value_literal(x, key.dim, false)); }, lo, hi, target, so);
   }
+  auto lit = [&](double x) { return value_literal(x, key.dim, key.integer); };
+  // The literal of a probe: exact for whole numbers (a seed near 2^64 is not a double).
+  auto probe_lit = [&](const analysis::Probe& p) {
+    return discrete ? cand_literal(p.index) : lit(p.x);
+  };
   Table t({"probe", vary, target.metric, "met"});
   int i = 0;
-  for (const auto& p : r.probes) t.add_row({std::int64_t{++i}, lit(p.x), p.metric, p.met});
+  for (const auto& p : r.probes) t.add_row({std::int64_t{++i}, probe_lit(p), p.metric, p.met});
+  const std::string lo_lit = discrete ? cand_literal(0) : lit(lo);
+  const std::string hi_lit = discrete ? cand_literal(last) : lit(hi);
+  const std::string mode = analytic ? "analytic" : "simulated:" + ev.kind();
+  if (r.status != analysis::SolveResult::Status::Found) {
+    // No threshold in the range: the probes are still the curve the user asked about (issue 26
+    // item 24): printed, and written with --out, before the error.
+    const double m0 = r.probes.front().metric, m1 = r.probes[1].metric;
+    const bool never = r.status == analysis::SolveResult::Status::NeverMet;
+    if (dir.active()) {
+      dir.write("solve.json", "{\"key\": " + json_escape(vary) + ", \"status\": \"" +
+                                  (never ? "never_met" : "met_everywhere") +
+                                  "\", \"target\": " + json_escape(target.text) +
+                                  ", \"runs\": " + std::to_string(r.probes.size()) +
+                                  ", \"mode\": \"" + mode + "\", \"probes\": " + t.json() + "}\n");
+      dir.write("probes.csv", t.csv());
+      dir.done();
+    }
+    if (format == "table") std::cout << t.text(6);
+    const std::string where =
+        dir.active() ? "; the probes are in " + out + "/probes.csv" : std::string();
+    if (never)
+      throw InputError("kappasim solve: target '" + target.text + "' is never met for " + vary +
+                       " in [" + lo_lit + ", " + hi_lit + "] (" + target.metric + " = " +
+                       format_number(m0) + " at LO, " + format_number(m1) + " at HI, " +
+                       std::to_string(r.probes.size()) +
+                       " probes); widen --range or change the target" + where);
+    throw InputError("kappasim solve: target '" + target.text + "' already holds over all of [" +
+                     lo_lit + ", " + hi_lit + "] (" + target.metric + " = " + format_number(m0) +
+                     " at LO, " + format_number(m1) +
+                     " at HI): the threshold lies outside the range; widen --range" + where);
+  }
   double m_at = 0;
-  for (const auto& p : r.probes)
-    if (p.x == r.x) m_at = p.metric;
-  std::string json = "{\"key\": \"" + json_escape(vary) + "\", \"value\": \"" + lit(r.x) +
-                     "\", \"value_si\": " + format_number(r.x) + ", \"other_side\": \"" +
-                     lit(r.other) + "\", \"target\": \"" + json_escape(target.text) +
-                     "\", \"metric_at_value\": " + format_number(m_at) + ", \"method\": \"" +
+  std::string x_lit, other_lit;
+  for (const auto& p : r.probes) {
+    if (discrete ? p.index == r.x_index : p.x == r.x) {
+      m_at = p.metric;
+      x_lit = probe_lit(p);
+    }
+    if (discrete ? p.index == r.other_index : p.x == r.other) other_lit = probe_lit(p);
+  }
+  std::string json = "{\"key\": " + json_escape(vary) + ", \"status\": \"found\", \"value\": \"" +
+                     x_lit + "\", \"value_si\": " + format_number(r.x) + ", \"other_side\": \"" +
+                     other_lit + "\", \"target\": " + json_escape(target.text) +
+                     ", \"metric_at_value\": " + format_number(m_at) + ", \"method\": \"" +
                      r.method + "\", \"runs\": " + std::to_string(r.probes.size()) +
-                     ", \"mode\": \"" + (analytic ? "analytic" : "simulated:" + ev.kind()) +
-                     "\", \"probes\": " + t.json() + "}\n";
+                     ", \"mode\": \"" + mode + "\", \"probes\": " + t.json() + "}\n";
   if (format == "json") {
     std::cout << json;
   } else {
     char mbuf[32];
     std::snprintf(mbuf, sizeof mbuf, "%.6g", m_at);
-    std::cout << vary << " = " << lit(r.x) << "  (" << target.metric << " = " << mbuf << "; target "
-              << target.text << " met there, not at " << lit(r.other) << ")\n"
+    std::cout << vary << " = " << x_lit << "  (" << target.metric << " = " << mbuf << "; target "
+              << target.text << " met there, not at " << other_lit << ")\n"
               << r.probes.size() << " "
               << (analytic ? "analytic evaluations" : ev.kind() + " simulations") << ", "
               << r.method << "\n\n"
               << t.text(6);
   }
-  if (dir) {
-    dir->write("solve.json", json);
-    dir->write("probes.csv", t.csv());
-    dir->commit();
+  if (dir.active()) {
+    dir.write("solve.json", json);
+    dir.write("probes.csv", t.csv());
+    dir.done();
   }
   return 0;
 }

@@ -10,13 +10,19 @@
 //   kappasim sweep kinds | points SPEC [--quick]
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
+#include "core/stats.hpp"
+#include "report/figure.hpp"
+#include "sweeps/aggregate.hpp"
 #include "sweeps/runner/runner.hpp"
 
 namespace kappasim::cli {
@@ -34,6 +40,9 @@ const char* kSweepUsage =
     "                [--preset-dir DIR]... [--quiet]\n"
     "      run or resume the sweep; merges DIR/results.csv and results.jsonl when every point is "
     "done\n"
+    "  kappasim sweep plot DIR --x KEY --y METRIC [--series KEY] [--out PDIR]\n"
+    "      plot a metric of a finished sweep (mean and 95% t interval over replicates): CSV, "
+    "gnuplot script, PNG and SVG in PDIR (default DIR/plots)\n"
     "  kappasim sweep point --kind K --config FILE --base-dir DIR --seed S --out PDIR\n"
     "      run one point (what the runner does per point; points/pNNNNNN/command.txt has the "
     "line)\n"
@@ -41,6 +50,8 @@ const char* kSweepUsage =
     "points);\n"
     "      --aggregate: per-configuration mean, sd and 95% t interval over replicates "
     "(aggregate.csv/.json)\n"
+    "      --baseline KEY=VALUE[,...]: paired differences against that configuration "
+    "(paired.csv)\n"
     "  kappasim sweep emit slurm SPEC --out DIR [--tasks N] [--cpus-per-task C] [--time T]\n"
     "                [--partition P] [--job-name NAME] [--script FILE] [--quick]\n"
     "      write an sbatch array script (stdout, or --script FILE)\n"
@@ -94,13 +105,18 @@ int cmd_collect(const std::vector<std::string>& args) {
   std::string dir;
   bool quiet = false;
   bool aggregate = false;
+  std::string baseline;
   po::options_description desc("kappasim sweep collect DIR: merge a (sharded) sweep\nOptions");
   desc.add_options()("dir", po::value(&dir), "the sweep folder")("quiet,q", po::bool_switch(&quiet),
                                                                  "no summary")(
       "aggregate", po::bool_switch(&aggregate),
       "also write aggregate.csv and aggregate.json: per configuration, the mean, standard "
       "deviation and "
-      "95% Student-t interval of every numeric metric over the replicates")("help,h", "this help");
+      "95% Student-t interval of every numeric metric over the replicates")(
+      "baseline", po::value(&baseline),
+      "KEY=VALUE[,KEY=VALUE...]: also write paired.csv, every other configuration minus this one, "
+      "replicate by replicate (common random numbers), with a 95% t interval and lower/higher/"
+      "within")("help,h", "this help");
   po::positional_options_description pos;
   pos.add("dir", 1);
   auto vm = parse("sweep collect", args, desc, &pos);
@@ -109,7 +125,8 @@ int cmd_collect(const std::vector<std::string>& args) {
     return 0;
   }
   if (dir.empty()) throw InputError("kappasim sweep collect: a sweep folder DIR is required");
-  return collect_sweep({dir, quiet, aggregate});
+  if (vm.count("baseline")) sweep::parse_baseline(baseline);  // bad syntax: before any work
+  return collect_sweep({dir, quiet, aggregate, baseline});
 }
 
 int cmd_emit(const std::vector<std::string>& args) {
@@ -163,6 +180,113 @@ int cmd_emit(const std::vector<std::string>& args) {
   return 0;
 }
 
+// kappasim sweep plot DIR --x KEY --y METRIC [--series KEY] (issue 26 item 26): the report's
+// figure trio (report/figure FigureFolder: per-series CSV, gnuplot script, PNG + SVG) from a
+// finished sweep's results.csv. Rows of one (series, x) (replicates) give the mean and the 95%
+// Student t interval (core/stats), drawn as error bars. A quantity axis is plotted on its SI
+// companion column (e.g. system.host_link.bandwidth_Bps).
+int cmd_plot(const std::vector<std::string>& args) {
+  std::string dir, x, y, series, out;
+  po::options_description desc(
+      "kappasim sweep plot DIR --x KEY --y METRIC [--series KEY] [--out PDIR]: a figure of a "
+      "finished sweep\nOptions");
+  desc.add_options()("dir", po::value(&dir), "the sweep folder (with results.csv)")(
+      "x", po::value(&x), "axis column for the x axis (numeric, or a quantity axis)")(
+      "y", po::value(&y), "metric column for the y axis")("series", po::value(&series),
+                                                          "axis column: one line per value")(
+      "out", po::value(&out), "folder for the figure (default DIR/plots)")("help,h", "this help");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  auto vm = parse("sweep plot", args, desc, &pos);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (dir.empty()) throw InputError("kappasim sweep plot: a sweep folder DIR is required");
+  if (x.empty() || y.empty())
+    throw InputError("kappasim sweep plot: --x KEY and --y METRIC are required");
+  const SweepTable t = read_results_csv(dir);
+  auto col = [&](const std::string& name, const std::string& option) -> std::size_t {
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i] == name) return i;
+    const std::string near = nearest(name, t.columns);
+    std::string all;
+    for (const auto& c : t.columns) all += (all.empty() ? "" : ", ") + c;
+    throw InputError(option + " '" + name + "': no such column in " + dir + "/results.csv" +
+                     (near.empty() ? "" : "; did you mean '" + near + "'?") + " (columns: " + all +
+                     ")");
+  };
+  std::size_t xc = col(x, "--x");
+  // A quantity axis ("64 GB/s"): its SI companion column follows it.
+  std::string xlabel = x;
+  if (xc + 1 < t.columns.size() && is_axis_si_column(x, t.columns[xc + 1])) {
+    ++xc;
+    xlabel = t.columns[xc];
+  }
+  const std::size_t yc = col(y, "--y");
+  const std::size_t sc = series.empty() ? t.columns.size() : col(series, "--series");
+  std::size_t status = t.columns.size();
+  for (std::size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i] == "status") status = i;
+  auto number = [](const std::string& s, double& v) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    v = std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size() && std::isfinite(v);
+  };
+  // series -> x -> samples, series in first-seen order.
+  std::vector<std::string> order;
+  std::map<std::string, std::map<double, std::vector<double>>> data;
+  std::size_t used = 0;
+  for (const auto& row : t.rows) {
+    if (status < t.columns.size() && row[status] != "ok") continue;
+    double xv = 0, yv = 0;
+    if (!number(row[xc], xv))
+      throw InputError("--x '" + x + "': value '" + row[xc] + "' in " + dir +
+                       "/results.csv is not a number (plot a numeric axis or a quantity axis)");
+    if (!number(row[yc], yv)) continue;  // blank: the point has no such figure
+    const std::string s = sc < t.columns.size() ? row[sc] : y;
+    if (!data.count(s)) order.push_back(s);
+    data[s][xv].push_back(yv);
+    ++used;
+  }
+  if (used == 0)
+    throw InputError("kappasim sweep plot: no ok row of " + dir + "/results.csv has a number in '" +
+                     y + "'");
+  if (out.empty()) out = dir + "/plots";
+  claim_output_dir(out, false);
+  std::string stem = y + "-vs-" + x + (series.empty() ? "" : "-by-" + series);
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  report::FigureFolder fig(out);
+  std::string plots;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    std::string csv = xlabel + "," + y + "_mean," + y + "_ci95_lo," + y + "_ci95_hi,n\n";
+    for (const auto& [xv, ys] : data[order[i]]) {
+      const stats::Interval iv = stats::mean_interval(ys, 0.95);
+      auto num = [](double v) { return std::isfinite(v) ? format_number(v) : std::string(); };
+      csv += format_number(xv) + "," + num(iv.mean) + "," + num(iv.n > 1 ? iv.lo : iv.mean) + "," +
+             num(iv.n > 1 ? iv.hi : iv.mean) + "," + std::to_string(iv.n) + "\n";
+    }
+    const std::string f = stem + (order.size() > 1 ? "-" + std::to_string(i + 1) : "") + ".csv";
+    fig.write_data(f, csv);
+    std::string title = series.empty() ? y : series + " = " + order[i];
+    for (char& c : title)
+      if (c == '\'') c = '"';
+    plots += std::string(plots.empty() ? "" : ", ") + "'" + f +
+             "' using 1:2:3:4 skip 1 with yerrorlines lw 2 pt 7 title '" + title + "'";
+  }
+  std::string body = "  set datafile separator ','\n  set xlabel '" + xlabel + "'\n  set ylabel '" +
+                     y + "'\n  set grid\n  set key outside right top\n  plot " + plots + "\n";
+  const std::string md =
+      fig.figure({stem, "kappasim sweep plot " + dir + ": " + y + " vs " + x, body});
+  std::cout << "plot of " << y << " vs " << xlabel << " (" << order.size() << " series, " << used
+            << " rows) in " << out << "/" << stem << ".gp"
+            << (report::have_gnuplot() ? ", .png, .svg" : " (gnuplot not found: no .png/.svg)")
+            << " and its CSV\n";
+  return 0;
+}
+
 int cmd_points(const std::vector<std::string>& args) {
   std::string spec_path;
   bool quick = false;
@@ -203,9 +327,10 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (verb == "collect") return cmd_collect(rest);
   if (verb == "emit") return cmd_emit(rest);
   if (verb == "points") return cmd_points(rest);
+  if (verb == "plot") return cmd_plot(rest);
   if (verb != "kinds" && verb[0] != '-' && !fs::exists(verb)) {
     // Not a spec file: a mistyped verb gets a suggestion (issue 12, item 14).
-    const std::string near = nearest(verb, {"point", "collect", "emit", "points", "kinds"});
+    const std::string near = nearest(verb, {"point", "collect", "emit", "points", "kinds", "plot"});
     if (!near.empty())
       throw InputError("kappasim sweep: '" + verb +
                        "' is neither a spec file nor a verb; did you mean '" + near + "'?");

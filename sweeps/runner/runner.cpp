@@ -616,6 +616,16 @@ int collect_sweep(const CollectOptions& o) {
     write_file_atomic(d.dir + "/aggregate.json", agg.json);
     if (!o.quiet) std::cerr << "aggregates in " << d.dir << "/aggregate.csv and aggregate.json\n";
   }
+  if (!o.baseline.empty()) {
+    const SweepTable table = parse_csv(merged.csv, d.dir + "/results.csv");
+    write_file_atomic(d.dir + "/paired.csv",
+                      paired_table(table, config_columns(spec, table),
+                                   {"point", "replicate", "seed", "status", "error"},
+                                   parse_baseline(o.baseline)));
+    if (!o.quiet)
+      std::cerr << "paired differences against " << o.baseline << " in " << d.dir
+                << "/paired.csv\n";
+  }
   if (!o.quiet) {
     std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of "
               << points.size() << " points ok";

@@ -76,6 +76,9 @@ struct CollectOptions {
   std::string dir;
   bool quiet = false;
   bool aggregate = false;  // also aggregate.csv / aggregate.json (sweeps/aggregate)
+  // "KEY=VALUE[,...]": also paired.csv, each configuration minus this one per replicate
+  // (sweeps/aggregate paired_table; issue 26 item 20). Empty: none.
+  std::string baseline;
 };
 // 0 every point ok, 3 some invalid or failed, or some without a result yet (listed on stderr).
 int collect_sweep(const CollectOptions& o);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -225,16 +226,7 @@ TEST(AnalysisCli, BadInputsExit2AndWriteNothing) {
           "--vary system.host_link.rate_per_lane --range '4 GB:64 GB' --target 'kappa_crit >= 10'" +
           o,
       "transfer rate", out);
-  expect_bad(base +
-                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
-                 "'kappa_crit >= 1000'" +
-                 o,
-             "is never met", out);
-  expect_bad(base +
-                 "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
-                 "'kappa_crit >= 0.1'" +
-                 o,
-             "already holds", out);
+  // (never met / met everywhere: exit 2, and with --out the probes are written: NoThreshold...)
   expect_bad(base +
                  "--vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' --target "
                  "'kapa_crit >= 10'" +
@@ -259,6 +251,270 @@ TEST(AnalysisCli, BadInputsExit2AndWriteNothing) {
       "measurements:\n  - {id: k, command: [kappa, -m, llama-3.1-70b, -s, h100, --format, json], "
       "value: /0/kappa_crit, measured: 30, uncertainty: 1}\n");
   expect_bad("calibrate " + cal2 + o, "peak_flop", out);
+}
+
+// ---- issue 26 ------------------------------------------------------------------------------
+
+// Runs kappasim in `dir` (a bare config file name must work there).
+Result run_in(const fs::path& dir, const std::string& args) {
+  return kappasim::test::run_shell("cd " + dir.string() + " && " + std::string(KAPPASIM_BIN), args,
+                                   scratch() / "stderr.txt");
+}
+
+fs::path sub(const std::string& name) {
+  const fs::path d = scratch() / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Item 1: `kappasim solve base.yaml ...` (a bare name: its folder is "") exited 1 with "cannot
+// make absolute path". x2 = x·x (the selftest kind) >= 49 first holds at x = 7.
+TEST(AnalysisCli, BareConfigFileNameInTheCurrentFolder) {
+  const fs::path d = sub("bare");
+  std::ofstream(d / "sel.yaml") << "x: {value: 2, assumption: \"test\", low: 1, high: 4}\n";
+  Result r = run_in(d,
+                    "solve sel.yaml --kind selftest --vary x --range 0:10 --target 'x2 >= 49' "
+                    "--format json -j 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "value_si"), 7) << r.out;
+  Result t = run_in(d, "sensitivity sel.yaml --kind selftest --metric x2 -j 1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  // calibrate with a run: measurement whose config is a bare name beside a bare calibration
+  // file: x2 = 16 measured, so x = 4.
+  std::ofstream(d / "cal.yaml") << "parameters:\n  - {key: x, lo: 0, hi: 10, start: 2}\n"
+                                   "measurements:\n  - {id: m, run: sel.yaml, kind: selftest, "
+                                   "metric: x2, measured: 16, uncertainty: 0.01}\n";
+  Result c = run_in(d, "calibrate cal.yaml --out cal-out");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NEAR(json_number(slurp(d / "cal-out" / "fit.json"), "value_si"), 4, 1e-3);
+}
+
+// Item 8: a seed range up to 2^64 - 1 is searched in 64-bit integers: every probe is a whole
+// number in the range, HI is probed as 18446744073709551615 (not 2^64 = ...616, as a double
+// gave), and the point's seed is the probe's (point_seed_hi = seed >> 32 >= 2^31 holds from
+// 2^63 = 9223372036854775808 on).
+TEST(AnalysisCli, SolveSearchesSeedsInIntegers) {
+  const fs::path d = sub("seed");
+  std::ofstream(d / "sel.yaml") << "x: 1\nworkload: {seed: 1}\n";
+  Result r = run_in(d,
+                    "solve sel.yaml --kind selftest --vary workload.seed "
+                    "--range 0:18446744073709551615 --target 'point_seed_hi >= 2147483648' "
+                    "--format json -j 1 --out o");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(d / "o" / "probes.csv");
+  EXPECT_TRUE(has(csv, "\n2,18446744073709551615,4294967295,true")) << csv;
+  EXPECT_FALSE(has(csv, "18446744073709551616")) << csv;
+  const auto v = r.out.find("\"value\": \"");
+  ASSERT_NE(v, std::string::npos) << r.out;
+  const std::string value = r.out.substr(v + 10, r.out.find('"', v + 10) - v - 10);
+  const auto o = r.out.find("\"other_side\": \"");
+  const std::string other = r.out.substr(o + 15, r.out.find('"', o + 15) - o - 15);
+  const unsigned long long two63 = 9223372036854775808ULL;
+  EXPECT_GE(std::stoull(value), two63) << r.out;
+  EXPECT_LT(std::stoull(other), two63) << r.out;
+  // The bracket is below --tol (1e-3) of the range: (2^64 - 1) · 1e-3 = 1.8e16.
+  EXPECT_LE(std::stoull(value) - std::stoull(other), 18446744073709552ULL) << r.out;
+}
+
+// Item 8: a sweep axis on workload.seed sets each point's seed (it was overridden by the
+// sweep's derived seed: three seeds gave identical results).
+TEST(AnalysisCli, SweepAxisOnTheSeedIsHonoured) {
+  const fs::path d = sub("seed-axis");
+  std::ofstream(d / "spec.yaml") << "name: seeds\nkind: selftest\nconfig: {x: 1, workload: {seed: "
+                                    "1}}\naxes:\n  - {key: workload.seed, values: [5, 7, "
+                                    "18446744073709551615]}\n";
+  Result r = run_in(d, "sweep spec.yaml --out o -j 1 --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(d / "o" / "results.csv");
+  // seed column = the axis value; point_seed_hi/lo its halves (2^64 - 1: 4294967295 each).
+  EXPECT_TRUE(has(csv, ",5,ok,,1,1,0,5\n")) << csv;
+  EXPECT_TRUE(has(csv, ",7,ok,,1,1,0,7\n")) << csv;
+  EXPECT_TRUE(has(csv, ",18446744073709551615,ok,,1,1,4294967295,4294967295\n")) << csv;
+}
+
+// Item 9: solve's messages and whole-number keys.
+TEST(AnalysisCli, SolveMessagesAndValidValues) {
+  const std::string cfg = case_config();
+  // A unit on a dimensionless target.
+  Result u = run("solve " + cfg +
+                 " --analytic --vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' "
+                 "--target 'kappa_crit >= 10 GB/s'");
+  EXPECT_EQ(u.code, 2);
+  EXPECT_TRUE(has(u.err, "kappa_crit is dimensionless")) << u.err;
+  // A section: never "did you mean 'model'?".
+  Result m =
+      run("solve " + cfg + " --analytic --vary model --range 1:2 --target 'kappa_crit >= 10'");
+  EXPECT_EQ(m.code, 2);
+  EXPECT_FALSE(has(m.err, "did you mean 'model'")) << m.err;
+  EXPECT_TRUE(has(m.err, "--vary 'model'")) << m.err;
+  // Lanes: only PCIe widths are probed. κ_crit = 430,625.65 · B / 989e12 with B = lanes · 32e9 ·
+  // (128/130) / 8 = lanes · 3.9385 GB/s, i.e. κ_crit = 1.7149 · lanes: >= 20 needs 11.66 lanes,
+  // so x12 (x8 gives 13.7).
+  Result l = run("solve " + cfg +
+                 " --analytic --vary system.host_link.lanes --range 1:32 --target 'kappa_crit >= "
+                 "20' --format json");
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_TRUE(has(l.out, "\"value\": \"12\"")) << l.out;
+  EXPECT_TRUE(has(l.out, "\"other_side\": \"8\"")) << l.out;
+  for (const char* bad : {"\"3\"", "\"5\"", "\"11\"", "\"17\"", "\"24\""})
+    EXPECT_FALSE(has(l.out, std::string("system.host_link.lanes\": ") + bad)) << l.out;
+  EXPECT_FALSE(has(l.err + l.out, "<input>"));
+}
+
+// Item 24: no threshold in the range still writes the probes (exit 2, the message names them).
+TEST(AnalysisCli, NoThresholdStillWritesTheProbes) {
+  const std::string cfg = case_config();
+  for (const char* target : {"kappa_crit >= 1000", "kappa_crit >= 0.1"}) {
+    const fs::path out = scratch() / "never";
+    fs::remove_all(out);
+    Result r = run("solve " + cfg +
+                   " --analytic --vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' "
+                   "--target '" +
+                   target + "' --out " + out.string());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(has(r.err, std::string(target[14] == '1' ? "is never met" : "already holds")))
+        << r.err;
+    EXPECT_TRUE(has(r.err, "probes.csv")) << r.err;
+    const std::string csv = slurp(out / "probes.csv");
+    // LO, HI and the 8 scan points.
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 11) << csv;
+    EXPECT_TRUE(has(slurp(out / "solve.json"), "\"status\": \"")) << csv;
+  }
+}
+
+// Items 10, 21, 25: sensitivity's recorded commands name its real folder, its base runs at the
+// config's seed (as `kappasim run`) and at the next seeds, a parameter with base 0 and no range
+// is skipped with a note, and a rerun after an interruption resumes the runs.
+// The selftest kind's point_seed_lo is the point's seed (below 2^32): the base at seeds 3, 4, 5
+// gives 3, 4, 5 (spread 2); x moves it by 0, within the seed spread.
+TEST(AnalysisCli, SensitivitySeedsFoldersAndResume) {
+  const fs::path d = sub("sens-seeds");
+  std::ofstream(d / "sel.yaml") << "x: {value: 2, assumption: \"test\", low: 1, high: 4}\n"
+                                   "sleep: {value: 0 s, assumption: \"test\"}\n"
+                                   "workload: {seed: 3}\n";
+  Result r = run_in(d, "sensitivity sel.yaml --kind selftest --metric point_seed_lo -j 1 --out o");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "metric point_seed_lo at base: 3\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "3 seeds 3..5: 3 to 5 (seed spread 2)")) << r.out;
+  EXPECT_TRUE(has(r.out, "skipped (base 0")) << r.out;
+  EXPECT_TRUE(has(r.out, "): sleep\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "(within seed spread)")) << r.out;
+  const std::string csv = slurp(d / "o" / "tornado.csv");
+  EXPECT_TRUE(has(csv, "1,x,assumption,declared,2,1,4,3,3,3,0,,true\n")) << csv;
+  // No recorded file names a staging folder; the command lines name o/runs.
+  int commands = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "o")) {
+    if (!e.is_regular_file()) continue;
+    const std::string text = slurp(e.path());
+    EXPECT_FALSE(has(text, ".partial-")) << e.path();
+    if (e.path().filename() == "command.txt") {
+      ++commands;
+      EXPECT_TRUE(has(text, (d / "o" / "runs").string())) << text;
+    }
+  }
+  EXPECT_EQ(commands, 5);  // base, x low, x high, seeds 4 and 5
+  // An interrupted run: one point without a result, no tornado. The rerun resumes: the done
+  // points are kept (same file, untouched), the missing one is run, the tornado written.
+  const fs::path points = d / "o" / "runs" / "b0001" / "sweep" / "points";
+  const auto kept = fs::last_write_time(points / "p000000" / "result.json");
+  fs::remove(points / "p000002" / "result.json");
+  fs::remove(d / "o" / "tornado.csv");
+  Result again =
+      run_in(d, "sensitivity sel.yaml --kind selftest --metric point_seed_lo -j 1 --out o");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(fs::last_write_time(points / "p000000" / "result.json"), kept);
+  EXPECT_TRUE(fs::exists(points / "p000002" / "result.json"));
+  EXPECT_EQ(slurp(d / "o" / "tornado.csv"), csv);
+}
+
+// Items 20, 26: `sweep collect --baseline` (paired differences, replicate by replicate) and
+// `sweep plot` (the report's CSV + gnuplot trio). The selftest kind: x2 = x·x at every seed, so
+// against x = 1: x = 2 differs by 3 and x = 3 by 8 in all 3 replicates (sd 0: the interval is
+// the point, above 0: "higher"). The plot's CSV holds the mean over the 3 replicates per x.
+TEST(AnalysisCli, SweepPlotAndPairedBaseline) {
+  const fs::path d = sub("plot");
+  std::ofstream(d / "spec.yaml") << "name: p\nkind: selftest\nconfig: {x: 0}\nreplicates: 3\n"
+                                    "axes:\n  - {key: x, values: [1, 2, 3]}\n";
+  ASSERT_EQ(run_in(d, "sweep spec.yaml --out o -j 1 --quiet").code, 0);
+  Result c = run_in(d, "sweep collect o --quiet --baseline x=1");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string paired = slurp(d / "o" / "paired.csv");
+  // Columns: x, then metric.x (the metric x, renamed beside the axis x) and x2, each as
+  // diff_mean, lo, hi, n, vs_baseline.
+  EXPECT_TRUE(has(paired, "\n2,1,1,1,3,higher,3,3,3,3,higher\n")) << paired;
+  EXPECT_TRUE(has(paired, "\n3,2,2,2,3,higher,8,8,8,3,higher\n")) << paired;
+  Result bad = run_in(d, "sweep collect o --quiet --baseline x=7");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(has(bad.err, "matches 0 configurations")) << bad.err;
+  Result p = run_in(d, "sweep plot o --x x --y x2");
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(slurp(d / "o" / "plots" / "x2-vs-x.csv"),
+            "x,x2_mean,x2_ci95_lo,x2_ci95_hi,n\n1,1,1,1,3\n2,4,4,4,3\n3,9,9,9,3\n");
+  EXPECT_TRUE(has(slurp(d / "o" / "plots" / "x2-vs-x.gp"), "'x2-vs-x.csv' using 1:2:3:4"));
+  Result q = run_in(d, "sweep plot o --x x --y x3 --out q");
+  EXPECT_EQ(q.code, 2);
+  EXPECT_TRUE(has(q.err, "--y 'x3': no such column")) << q.err;
+  EXPECT_FALSE(fs::exists(d / "q"));
+}
+
+// Item 23: the analytic model takes any token count (a median request's T = 9.2), as the kappa
+// kind's T: does; simulations take whole tokens. κ_ratio = K / T = 45,940 / 9.2 = 4993.478261;
+// t_compute = T · F_pf / C = 9.2 · 141,107,412,992 / 989e12 = 1.312615e-3 s.
+TEST(AnalysisCli, AnalyticTokenCountsMayBeFractional) {
+  Result k = run("kappa -m llama-3.1-70b -s h100 --context 45940 --t 9.2 --format json");
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_NEAR(json_number(k.out, "kappa_ratio"), 45940 / 9.2, 1e-6);
+  EXPECT_NEAR(json_number(k.out, "t_compute_s"), 9.2 * 141107412992.0 / 989e12, 1e-12);
+  Result m = run("measure poh -m llama-3.1-8b -s h100 --k 4096 --t 9.2");
+  EXPECT_EQ(m.code, 2);
+  EXPECT_TRUE(has(m.err, "whole number of tokens")) << m.err;
+}
+
+// Item 22: --tp and a TP degree in the config are one value; a layout beyond one node is
+// measured with the replica engine's per-rank pool (it was sized at TP alone: DeepSeek-V3 in
+// FP8 at tp 8 holds 671e9 B / 8 = 84 GB per GPU > 72 GB usable, so "does not fit", although
+// pp 2 over 2 nodes halves it to 42 GB).
+TEST(AnalysisCli, MeasureTpAndLayouts) {
+  Result c =
+      run("measure kappa-crit -m llama-3.1-8b -s h100 --tp 1 --set serving.parallelism.tp=2");
+  EXPECT_EQ(c.code, 2);
+  EXPECT_TRUE(has(c.err, "--tp 1 conflicts with serving.parallelism.tp 2")) << c.err;
+  Result d =
+      run("measure kappa-crit -m deepseek-v3 -s dgx-h100 --set serving.tp=8 --set "
+          "serving.parallelism.pp=2 --set serving.parallelism.nodes=2 --set "
+          "serving.compute_dtype=fp8 --format json");
+  EXPECT_EQ(d.code, 0) << d.err;
+  EXPECT_FALSE(has(d.err, "does not fit")) << d.err;
+}
+
+// Item 18: simulated solve and sensitivity pass --preset-dir to every point (each its own
+// process): a system preset only in that folder was "unknown". The solve's JSON is valid: its
+// key and target are quoted once (they were written ""workload.rate"").
+TEST(AnalysisCli, PresetDirReachesSimulatedPoints) {
+  const fs::path d = sub("preset-dir");
+  fs::create_directories(d / "pd" / "systems");
+  std::ofstream(d / "pd" / "systems" / "mysys.yaml") << "name: mysys\npreset: h100\n";
+  std::ofstream(d / "my.yaml") << "model: llama-3.1-8b\nsystem: mysys\nserving: {tp: 1}\n"
+                                  "workload: {type: sharegpt, requests: 20, rate: 10, seed: 1}\n";
+  Result r = run_in(d,
+                    "solve my.yaml --preset-dir pd --vary workload.rate --range 1:100 "
+                    "--target 'ttft_p99_s < 1000' --format json -j 2");
+  // TTFT p99 of 20 requests is far below 1000 s at every rate: the threshold is outside.
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "already holds")) << r.err;
+  EXPECT_FALSE(has(r.err, "unknown")) << r.err;
+  Result t = run_in(d,
+                    "sensitivity my.yaml --preset-dir pd --metric ttft_mean_s "
+                    "--only serving.step_overhead --seeds 1 -j 2");
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(has(t.out, "serving.step_overhead")) << t.out;
+  Result f = run("solve " + case_config() +
+                 " --analytic --vary system.host_link.rate_per_lane --range '4 GT/s:64 GT/s' "
+                 "--target 'kappa_crit >= 10' --format json");
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(has(f.out, "{\"key\": \"system.host_link.rate_per_lane\", ")) << f.out;
+  EXPECT_TRUE(has(f.out, "\"target\": \"kappa_crit >= 10\", ")) << f.out;
 }
 
 }  // namespace

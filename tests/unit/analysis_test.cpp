@@ -4,7 +4,9 @@
 // Expected values are worked out by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,73 @@ TEST(Solve, IntegerKeys) {
   EXPECT_EQ(r.x, 7);
   EXPECT_EQ(r.other, 6);
   for (double x : seen) EXPECT_EQ(x, std::round(x));
+}
+
+// Issue 26 item 8: whole numbers up to 2^64 - 1 searched as integers: m(i) = i >= 2^63 first
+// holds at candidate 2^63; every probe a candidate, HI exactly 2^64 - 1.
+TEST(Solve, DiscreteSearchOverSixtyFourBits) {
+  std::vector<std::uint64_t> seen;
+  auto m = [&](std::uint64_t i) {
+    seen.push_back(i);
+    return i >= (std::uint64_t{1} << 63) ? 1.0 : 0.0;
+  };
+  auto v = [](std::uint64_t i) { return static_cast<double>(i); };
+  SolveOptions o;
+  o.rel_tol = 1e-12;
+  o.max_probes = 200;
+  const SolveResult r = solve_discrete(m, v, UINT64_MAX, parse_target("m >= 1"), o);
+  ASSERT_EQ(r.status, SolveResult::Status::Found);
+  EXPECT_EQ(seen[1], UINT64_MAX);
+  // rel_tol 1e-12 of 2^64: a bracket of at most 18,446,744 candidates.
+  EXPECT_GE(r.x_index, std::uint64_t{1} << 63);
+  EXPECT_LT(r.other_index, std::uint64_t{1} << 63);
+  EXPECT_LE(r.x_index - r.other_index, 18446744u);
+}
+
+// Issue 26 item 9: valid values only (PCIe widths 1, 2, 4, 8, 12, 16, 32): m = width >= 11
+// first holds at 12, after 8; no other value is probed.
+TEST(Solve, DiscreteSearchProbesOnlyValidValues) {
+  const std::vector<double> widths = {1, 2, 4, 8, 12, 16, 32};
+  std::vector<double> seen;
+  auto m = [&](std::uint64_t i) {
+    seen.push_back(widths[i]);
+    return widths[i];
+  };
+  auto v = [&](std::uint64_t i) { return widths[i]; };
+  for (bool geo : {false, true}) {
+    SolveOptions o;
+    o.geometric = geo;
+    const SolveResult r = solve_discrete(m, v, widths.size() - 1, parse_target("w >= 11"), o);
+    ASSERT_EQ(r.status, SolveResult::Status::Found);
+    EXPECT_EQ(r.x, 12);
+    EXPECT_EQ(r.other, 8);
+  }
+  for (double x : seen) EXPECT_NE(std::find(widths.begin(), widths.end(), x), widths.end()) << x;
+}
+
+// Issue 26 item 9: a target's unit must be its metric's dimension (from the name's suffix).
+TEST(Solve, TargetUnitMatchesTheMetric) {
+  EXPECT_NO_THROW(check_target_dimension(parse_target("ttft_p99_s < 1 s")));
+  EXPECT_NO_THROW(check_target_dimension(parse_target("ttft_p99_s < 1")));
+  EXPECT_NO_THROW(check_target_dimension(parse_target("link_capacity_Bps >= 64 GB/s")));
+  EXPECT_THROW(check_target_dimension(parse_target("kappa_crit >= 10 GB/s")), InputError);
+  EXPECT_THROW(check_target_dimension(parse_target("ttft_p99_s < 1 GB")), InputError);
+  EXPECT_TRUE(metric_dimension("h2d_effective_bytes_per_s") == dim::bandwidth);
+  EXPECT_TRUE(metric_dimension("energy_per_request_j") == dim::energy);
+  EXPECT_TRUE(metric_dimension("kappa_crit") == dim::none);
+}
+
+// Issue 26 item 7: the chi-squared p-value against printed tables (the 5% critical values
+// 3.841 for 1 dof, 5.991 for 2, 18.307 for 10; 1% for 1 dof at 6.635) and closed forms
+// (dof 2: Q = exp(-chi2/2), so chi2 = 2 gives e^-1 = 0.367879).
+TEST(Calibration, ChiSquaredPValue) {
+  EXPECT_NEAR(chi2_p_value(3.841459, 1), 0.05, 1e-6);
+  EXPECT_NEAR(chi2_p_value(6.634897, 1), 0.01, 1e-6);
+  EXPECT_NEAR(chi2_p_value(5.991465, 2), 0.05, 1e-6);
+  EXPECT_NEAR(chi2_p_value(18.307038, 10), 0.05, 1e-6);
+  EXPECT_NEAR(chi2_p_value(2, 2), std::exp(-1.0), 1e-12);
+  EXPECT_LT(chi2_p_value(37813, 1), 1e-300);
+  EXPECT_EQ(chi2_p_value(5, 0), 1);
 }
 
 ConfigNode tree(const std::string& yaml) { return parse_yaml(yaml, "test.yaml"); }
@@ -269,6 +338,45 @@ TEST(Calibration, FileErrors) {
   EXPECT_THROW(
       parse("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n  - {key: x.z, lo: 1, hi: 2}\n" + m),
       InputError);  // 2 parameters, 1 measurement
+}
+
+// Issue 26 item 7: a measurement of another dimension than its metric, or a negative physical
+// value, is refused naming the file and key (the metric's dimension from its name's suffix).
+TEST(Calibration, MeasurementDimensionAndSign) {
+  auto parse = [](const std::string& meas) {
+    return parse_calibration(tree("parameters:\n  - {key: x.y, lo: 1 us, hi: 2 us}\n"
+                                  "measurements:\n  - " +
+                                  meas + "\n"),
+                             "");
+  };
+  auto message = [&](const std::string& meas) {
+    try {
+      parse(meas);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string run = "{id: a, run: r.yaml, metric: h2d_effective_bytes_per_s, ";
+  EXPECT_NO_THROW(parse(run + "measured: 12.5 GB/s, uncertainty: 1 GB/s}"));
+  const std::string wrong = message(run + "measured: 12.5 GB, uncertainty: 1 GB}");
+  EXPECT_NE(wrong.find("test.yaml:4:"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("measured of 'a': 12.5 GB is a data size but h2d_effective_bytes_per_s "
+                       "is a bandwidth"),
+            std::string::npos)
+      << wrong;
+  const std::string neg = message(run + "measured: -12.5 GB/s, uncertainty: 1 GB/s}");
+  EXPECT_NE(neg.find("cannot be negative"), std::string::npos) << neg;
+  // A command's pointer whose last component names a unit is checked; others cannot be.
+  EXPECT_THROW(parse("{id: a, command: [probe], value: /0/bandwidth_bytes_per_s, measured: 3 s, "
+                     "uncertainty: 1 s}"),
+               InputError);
+  EXPECT_NO_THROW(
+      parse("{id: a, command: [probe], value: /0/bw, measured: 3 GB/s, "
+            "uncertainty: 1 GB/s}"));
+  // A dimensionless metric with a unit.
+  EXPECT_THROW(parse("{id: a, run: r.yaml, metric: kappa_crit, measured: 3 s, uncertainty: 1 s}"),
+               InputError);
 }
 
 }  // namespace

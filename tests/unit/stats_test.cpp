@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/stats.hpp"
 #include "report/results.hpp"
 #include "sweeps/aggregate.hpp"
@@ -160,6 +161,49 @@ TEST(Stats, ReportIntervalCell) {
   EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "1"}}), "ttft_s"), "1.23 ± 0.12 (n=3)");
   EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "8"}}), "ttft_s"), "0.5");
   EXPECT_EQ(report::interval_cell(t, t.where({{"tp", "2"}}), "ttft_s"), "—");
+}
+
+// Issue 26 item 20: `sweep collect --baseline`: per replicate, configuration minus baseline.
+// Three replicates (common random numbers): policy fifo ttft {10, 20, 30}, fair {9, 18.5, 28.5}
+// → fair − fifo = {−1, −1.5, −1.5}: mean −4/3, half-width 0.717109 (the hand computation in
+// PairedDifferenceOverCommonSeeds) → [−2.050442, −0.616224]: lower. policy lifo {11, 19, 30}:
+// {1, −1, 0} contains 0: within.
+TEST(Aggregate, PairedDifferenceAgainstABaseline) {
+  sweep::SweepTable t;
+  t.columns = {"point", "policy", "replicate", "seed", "status", "error", "ttft_s"};
+  t.rows = {
+      {"0", "fifo", "0", "11", "ok", "", "10"},   {"1", "fifo", "1", "12", "ok", "", "20"},
+      {"2", "fifo", "2", "13", "ok", "", "30"},   {"3", "fair", "0", "11", "ok", "", "9"},
+      {"4", "fair", "1", "12", "ok", "", "18.5"}, {"5", "fair", "2", "13", "ok", "", "28.5"},
+      {"6", "lifo", "0", "11", "ok", "", "11"},   {"7", "lifo", "1", "12", "ok", "", "19"},
+      {"8", "lifo", "2", "13", "ok", "", "30"},
+  };
+  const std::vector<std::string> skip = {"point", "replicate", "seed", "status", "error"};
+  const std::string csv =
+      sweep::paired_table(t, {"policy"}, skip, sweep::parse_baseline("policy=fifo"));
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at < csv.size()) {
+    const std::size_t nl = csv.find('\n', at);
+    lines.push_back(csv.substr(at, nl - at));
+    at = nl + 1;
+  }
+  ASSERT_EQ(lines.size(), 3u) << csv;
+  EXPECT_EQ(lines[0],
+            "policy,ttft_s_diff_mean,ttft_s_diff_ci95_lo,ttft_s_diff_ci95_hi,ttft_s_diff_n,"
+            "ttft_s_vs_baseline");
+  EXPECT_EQ(lines[1].substr(0, 5), "fair,");
+  EXPECT_NEAR(std::stod(lines[1].substr(5)), -4.0 / 3, 1e-9);
+  const std::size_t c2 = lines[1].find(',', 5) + 1;
+  EXPECT_NEAR(std::stod(lines[1].substr(c2)), -4.0 / 3 - 0.717109, 1e-6);
+  EXPECT_EQ(lines[1].substr(lines[1].size() - 8), ",3,lower");
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 9), ",3,within");
+  // A baseline that matches nothing, or a column that is not an axis: InputError.
+  EXPECT_THROW(sweep::paired_table(t, {"policy"}, skip, sweep::parse_baseline("policy=lru")),
+               InputError);
+  EXPECT_THROW(sweep::paired_table(t, {"policy"}, skip, sweep::parse_baseline("ttft_s=10")),
+               InputError);
+  EXPECT_THROW(sweep::parse_baseline("policy"), InputError);
 }
 
 }  // namespace
