@@ -55,13 +55,11 @@ const Skip kSkip[] = {
     {"/shared/", "a cluster's shared folder (sweep emit slurm is tested in sweep_cli_test)"},
     // The user's own files in an example, not files in this repository.
     {"my/cfg.yaml", "the reader's own config"},
-    {"lab/", "the reader's own presets"},
-    {"my-study.yaml", "the reader's own sweep spec"},
+    {"lab/", "the reader's own presets (and sweep spec)"},
     {"collect out/my", "collects the reader's own sweep (the line before)"},
     {"run cfg.yaml", "the reader's own config"},
     {" CFG ", "a usage line (CFG: your config)"},
-    {" DIR", "a usage line (DIR: a folder of yours)"},
-    {" SPEC", "a usage line (SPEC: your sweep spec)"},
+    {" DIR", "a usage line (DIR: a folder of yours; SPEC: your sweep spec)"},
 };
 
 std::string trim(const std::string& s) {
