@@ -184,6 +184,12 @@ TEST(NewUserConfig, YamlTextsNameTheProblem) {
   static const char raw[] = "x: 1\nab\0cd: 2\n";
   m = error_of([] { parse_yaml(std::string(raw, sizeof raw - 1), "nul.yaml"); });
   EXPECT_TRUE(has(m, "nul.yaml:2:3: a NUL byte")) << m;
+  // Flow nesting past yaml-cpp's own depth guard: said as such (was "bad file").
+  m = error_of([] {
+    parse_yaml("a: " + std::string(5000, '[') + std::string(5000, ']') + "\n", "deep.yaml");
+  });
+  EXPECT_TRUE(has(m, "deep.yaml:1:") && has(m, "nested too deeply")) << m;
+  EXPECT_FALSE(has(m, "bad file")) << m;
   // A whole number past what a double holds exactly: the range is the problem.
   m = error_of([] {
     read_config<DocQaSpec>(parse_yaml("documents: 1e16\n", "w.yaml"), "workload.narrativeqa");
