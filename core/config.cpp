@@ -1,8 +1,10 @@
 #include "core/config.hpp"
+#include "core/config_scan_count.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 namespace kappasim {
 
@@ -33,15 +36,26 @@ ConfigNode ConfigNode::make_map(SourceLoc loc) {
   n.loc = std::move(loc);
   return n;
 }
+// Entries visited by the linear key searches below (issue 26.5: the test holds parsing and
+// reading a map of n keys to O(n) visits; core/config_scan_count.hpp).
+static std::atomic<std::uint64_t> g_key_visits{0};
+std::uint64_t config_key_visits() { return g_key_visits.load(std::memory_order_relaxed); }
+
 const ConfigNode* ConfigNode::find(std::string_view key) const {
-  for (const auto& [k, v] : entries)
-    if (k == key) return &v;
-  return nullptr;
+  std::uint64_t visited = 0;
+  const ConfigNode* hit = nullptr;
+  for (const auto& [k, v] : entries) {
+    ++visited;
+    if (k == key) {
+      hit = &v;
+      break;
+    }
+  }
+  g_key_visits.fetch_add(visited, std::memory_order_relaxed);
+  return hit;
 }
 ConfigNode* ConfigNode::find(std::string_view key) {
-  for (auto& [k, v] : entries)
-    if (k == key) return &v;
-  return nullptr;
+  return const_cast<ConfigNode*>(static_cast<const ConfigNode&>(*this).find(key));
 }
 ConfigNode& ConfigNode::set(const std::string& key, ConfigNode value) {
   if (kind != Kind::Map) {
@@ -49,8 +63,7 @@ ConfigNode& ConfigNode::set(const std::string& key, ConfigNode value) {
     scalar.clear();
     items.clear();
   }
-  for (auto& [k, v] : entries)
-    if (k == key) return v = std::move(value);
+  if (ConfigNode* existing = find(key)) return *existing = std::move(value);
   entries.emplace_back(key, std::move(value));
   return entries.back().second;
 }
@@ -141,6 +154,7 @@ ConfigNode convert(const YAML::Node& y, const std::string& file, Budget& budget)
       n.kind = ConfigNode::Kind::Map;
       std::vector<ConfigNode> bases;  // from `<<` merge keys
       std::vector<std::pair<std::string, ConfigNode>> own;
+      std::unordered_map<std::string, std::size_t> own_index;
       for (const auto& kv : y) {
         if (!kv.first.IsScalar())
           throw InputError(loc_of(kv.first.Mark(), file), "map keys must be plain names");
@@ -160,19 +174,27 @@ ConfigNode convert(const YAML::Node& y, const std::string& file, Budget& budget)
           }
           continue;
         }
-        for (const auto& [k, v] : own)
-          if (k == key)
-            throw InputError(child.key_loc, "duplicate key '" + key + "' (first at line " +
-                                                std::to_string(v.key_loc.line) + ")");
+        // A hash index, not a scan of the keys so far: a map of n keys costs O(n) (issue 26.5).
+        const auto [at, fresh] = own_index.emplace(key, own.size());
+        if (!fresh)
+          throw InputError(child.key_loc, "duplicate key '" + key + "' (first at line " +
+                                              std::to_string(own[at->second].second.key_loc.line) +
+                                              ")");
         own.emplace_back(std::move(key), std::move(child));
       }
       // Earlier merge sources win over later ones (YAML merge-key rule); own keys win over all.
       for (auto it = bases.rbegin(); it != bases.rend(); ++it) merge_into(n, *it);
-      for (auto& [k, v] : own) {
-        if (ConfigNode* existing = n.find(k)) {
-          *existing = std::move(v);
-        } else {
-          n.entries.emplace_back(std::move(k), std::move(v));
+      if (n.entries.empty()) {
+        n.entries = std::move(own);
+      } else {
+        std::unordered_map<std::string, std::size_t> merged;
+        for (std::size_t i = 0; i < n.entries.size(); ++i) merged.emplace(n.entries[i].first, i);
+        for (auto& [k, v] : own) {
+          if (auto e = merged.find(k); e != merged.end()) {
+            n.entries[e->second].second = std::move(v);
+          } else {
+            n.entries.emplace_back(std::move(k), std::move(v));
+          }
         }
       }
       n.kind = ConfigNode::Kind::Map;
@@ -186,11 +208,29 @@ ConfigNode convert(const YAML::Node& y, const std::string& file, Budget& budget)
 }  // namespace
 
 ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
+  // Issue 26.17: a NUL byte is named with its place (yaml-cpp would stop reading at it).
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    const auto before = text.substr(0, nul);
+    const int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    const auto bol = before.rfind('\n');
+    const int col = static_cast<int>(nul - (bol == std::string_view::npos ? 0 : bol + 1)) + 1;
+    throw InputError(SourceLoc{filename, line, col},
+                     "a NUL byte (binary data?); expected a YAML text");
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document is read, so a second one (after `---`) is an error, not silently dropped.
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1)
+      throw InputError(loc_of(docs[1].Mark(), filename),
+                       "a second YAML document (after '---'); a config file holds one document");
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::Exception& e) {
-    throw InputError(loc_of(e.mark, filename), "YAML syntax error: " + e.msg);
+    std::string msg = e.msg;
+    // yaml-cpp's depth guard reports itself as "bad file"; say what it is.
+    if (msg == "bad file" || msg.find("recursion") != std::string::npos)
+      msg = "nested too deeply (more than yaml-cpp's limit of flow or block levels)";
+    throw InputError(loc_of(e.mark, filename), "YAML syntax error: " + msg);
   }
   Budget budget;
   ConfigNode n = convert(root, filename, budget);
@@ -232,10 +272,14 @@ void merge_into(ConfigNode& base, const ConfigNode& over) {
       base = std::move(m);
     }
     if (base.is_map() && !over.find("preset")) {
+      // Indexed by key, so merging maps of n keys is O(n), not O(n^2) (issue 26.5).
+      std::unordered_map<std::string, std::size_t> index;
+      for (std::size_t i = 0; i < base.entries.size(); ++i) index.emplace(base.entries[i].first, i);
       for (const auto& [k, v] : over.entries) {
-        if (ConfigNode* existing = base.find(k)) {
-          merge_into(*existing, v);
+        if (auto e = index.find(k); e != index.end()) {
+          merge_into(base.entries[e->second].second, v);
         } else {
+          index.emplace(k, base.entries.size());
           base.entries.emplace_back(k, v);
         }
       }
@@ -607,7 +651,7 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
   if (it == m_files.end()) {
     // A preset is a few kB: refuse devices, FIFOs and huge files before reading (/dev/zero), with
     // the same limit as any config file (kMaxConfigFileBytes), and quote the path shortly.
-    const std::string shown = excerpt(path, 160);
+    const std::string shown = excerpt(path);  // 60 bytes, as every quoted value (bad-inputs.md)
     std::error_code ec;
     if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
       throw InputError(at, "the " + kind + " preset file '" + shown + "' is not a regular file");
@@ -735,8 +779,12 @@ std::string PresetRegistry::text_of(const std::string& kind, const std::string& 
 ConfigReader::ConfigReader(const ConfigNode& node, std::string path, ProvenanceTable* prov)
     : m_node(node), m_path(std::move(path)), m_prov(prov) {
   if (!node.is_map() && !node.is_null())
-    throw InputError(node.loc, (m_path.empty() ? std::string("the config") : "'" + m_path + "'") +
-                                   " must be a map of keys, got '" + excerpt(node.scalar) + "'");
+    throw InputError(node.loc,
+                     (m_path.empty() ? std::string("the config") : "'" + m_path + "'") +
+                         " must be a map of keys, got " +
+                         (node.kind == ConfigNode::Kind::Seq
+                              ? "a list of " + std::to_string(node.items.size()) + " item(s)"
+                              : "'" + excerpt(node.scalar) + "'"));
 }
 
 std::string ConfigReader::child_path(const char* key) const {
@@ -870,8 +918,15 @@ void ConfigReader::integer(const char* key, std::int64_t& out, const Field& f) {
   } catch (const UnitError& e) {
     fail(*n, key, std::string("expected a whole number: ") + e.what());
   }
-  if (v != std::floor(v) || std::fabs(v) > 9.0e15)
+  if (v != std::floor(v))
     fail(*n, key, "expected a whole number, got \"" + excerpt(n->scalar) + "\"");
+  // A whole number, but past what a double holds exactly (issue 26.17: the range is the
+  // problem, not wholeness).
+  if (std::fabs(v) > 9.0e15)
+    fail(*n, key,
+         "\"" + excerpt(n->scalar) +
+             "\" is out of range: a value in exponent or unit form must be at most 9e15 in size "
+             "(write the digits for a larger exact whole number)");
   check_range(*n, key, v, dim::none, f.range);
   out = static_cast<std::int64_t>(v);
   record(*n, key);
@@ -913,7 +968,8 @@ void ConfigReader::integer(const char* key, int& out, const Field& f) {
   std::int64_t v = out;
   integer(key, v, f);
   if (v > 2147483647 || v < -2147483647) {
-    fail(*m_node.find(key), key, "value out of range");
+    fail(*m_node.find(key), key,
+         "out of range: at most 2147483647 in size, got " + std::to_string(v));
   }
   out = static_cast<int>(v);
 }

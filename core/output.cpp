@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -163,6 +166,21 @@ OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
   while (m_dir.size() > 1 && m_dir.back() == '/') m_dir.pop_back();
   if (m_dir.empty()) throw InputError("--out: an output folder is required");
   std::error_code ec;
+  // The folder is replaced whole on commit, which cannot happen to the current folder or one
+  // above it (rename fails with EBUSY: issue 26.14). A bad --out, said before anything runs.
+  {
+    const fs::path target = fs::weakly_canonical(fs::absolute(m_dir, ec), ec);
+    const fs::path cwd = fs::current_path(ec);
+    if (!ec && !target.empty()) {
+      auto t = target.begin();
+      auto c = cwd.begin();
+      while (t != target.end() && c != cwd.end() && *t == *c) ++t, ++c;
+      if (t == target.end())
+        throw InputError("--out: '" + m_dir +
+                         "' is the current folder or one above it; kappasim replaces its output "
+                         "folder whole, so name a folder inside it (e.g. --out results)");
+    }
+  }
   check_output_dir(m_dir, force);
   fs::path parent = fs::path(m_dir).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
@@ -197,11 +215,71 @@ void OutputDir::write(const std::string& relative, const std::string& content) {
   write_file_atomic(p.string(), content);
 }
 
+namespace {
+
+constexpr const char* kMarkerHead = "kappasim output folder\n";
+constexpr const char* kManifestHead =
+    "files written by kappasim (a rerun replaces these and keeps any other):\n";
+
+// Every file under `dir` (relative, generic form; symlinks and other non-folders count as files),
+// without the markers.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e;
+    if (it->is_directory(e) && !it->is_symlink(e)) continue;
+    const std::string rel = fs::relative(it->path(), dir, e).generic_string();
+    if (e || rel == kOutputMarker || rel == kStagingMarker) continue;
+    out.push_back(rel);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The manifest of a folder's marker: the files kappasim wrote there. False for a marker written
+// before manifests existed (or by claim_output_dir): every file is then taken to be kappasim's.
+bool read_manifest(const fs::path& dir, std::set<std::string>& files) {
+  std::string text;
+  if (!read_text_file((dir / kOutputMarker).string(), text)) return false;
+  const auto at = text.find(kManifestHead);
+  if (at == std::string::npos) return false;
+  std::istringstream in(text.substr(at + std::string(kManifestHead).size()));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) files.insert(line);
+  return true;
+}
+
+}  // namespace
+
 void OutputDir::commit() {
   std::error_code ec;
   const std::string old = m_dir + ".old-" + std::to_string(::getpid());
   const bool had = fs::exists(m_dir, ec);
-  fs::remove(fs::path(m_staging) / kStagingMarker, ec);
+  // Issue 26.3: the marker lists the files this run wrote; files the user added to a folder
+  // kappasim wrote (not in its previous manifest) move into the new folder instead of being
+  // deleted with the old one. One whose name kappasim now writes itself is kept as NAME.user-kept.
+  const std::vector<std::string> written = files_under(m_staging);  // without the markers
+  std::set<std::string> previous;
+  if (had && read_manifest(m_dir, previous)) {
+    for (const std::string& rel : files_under(m_dir)) {
+      if (previous.count(rel)) continue;
+      fs::path dest = fs::path(m_staging) / rel;
+      if (fs::exists(fs::symlink_status(dest, ec))) {
+        dest += ".user-kept";
+        m_renamed_user_files.push_back(rel);
+      }
+      fs::create_directories(dest.parent_path(), ec);
+      fs::rename(fs::path(m_dir) / rel, dest, ec);
+      if (ec)
+        throw IoError("cannot keep your file '" + (fs::path(m_dir) / rel).string() +
+                      "' in the new results: " + ec.message() + " (nothing was replaced)");
+      m_kept_user_files.push_back(rel);
+    }
+  }
+  std::string marker = std::string(kMarkerHead) + kManifestHead;
+  for (const std::string& f : written) marker += f + "\n";
+  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), marker);
   if (had) {
     fs::rename(m_dir, old, ec);
     if (ec) throw IoError("cannot replace '" + m_dir + "': " + ec.message());
@@ -212,7 +290,13 @@ void OutputDir::commit() {
     throw IoError("cannot move results into '" + m_dir + "': " + ec.message());
   }
   m_committed = true;
+  // The staging marker goes only once the folder is in place: a run killed between the renames
+  // leaves a staging folder a later run still recognises as kappasim's (issue 26.13).
+  fs::remove(fs::path(m_dir) / kStagingMarker, ec);
   if (had) fs::remove_all(old, ec);
+  // Issue 26.13: a run killed just before this one started may still have been dying then
+  // (SIGKILL waits for an fsync to return), so its staging folder was kept; it is gone now.
+  remove_stale_staging(m_dir);
 }
 
 }  // namespace kappasim

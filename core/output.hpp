@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kappasim {
 
@@ -48,13 +49,21 @@ class OutputDir {
   // Writes a file (relative path) into the staging folder.
   void write(const std::string& relative, const std::string& content);
   std::string staging_path(const std::string& relative) const;
+  // Replaces <dir>. Files the user added to a previous kappasim <dir> (not in the file list its
+  // marker holds) are moved into the new folder, not deleted (issue 26.3).
   void commit();
   const std::string& dir() const { return m_dir; }
+  // After commit(): the user's files carried over, and those of them renamed NAME.user-kept
+  // because the new results hold a file of the same name.
+  const std::vector<std::string>& kept_user_files() const { return m_kept_user_files; }
+  const std::vector<std::string>& renamed_user_files() const { return m_renamed_user_files; }
 
  private:
   std::string m_dir;
   std::string m_staging;
   bool m_committed = false;
+  std::vector<std::string> m_kept_user_files;
+  std::vector<std::string> m_renamed_user_files;
 };
 
 }  // namespace kappasim

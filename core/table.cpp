@@ -50,12 +50,14 @@ std::string cell_text(const Cell& c, int digits) {
   double v = std::get<double>(c);
   if (digits <= 0) return format_number(v);
   char buf[64];
-  // Large numbers with an SI prefix for people ("327.7k", "141.1G", "2P").
+  // Large numbers with an SI prefix for people ("327.7k", "141.1G", "2P"), below 1e18; from
+  // there plain scientific notation ("2.593e+20"): a prefix past P reads badly, and beyond E the
+  // mantissa itself went scientific ("2e+17E", issue 26.17).
   static const struct {
     double f;
     const char* p;
-  } kSi[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
-  if (std::fabs(v) >= 1e3 && std::isfinite(v)) {
+  } kSi[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  if (std::fabs(v) >= 1e3 && std::fabs(v) < 1e18 * (1 - 1e-12) && std::isfinite(v)) {
     for (const auto& si : kSi) {
       if (std::fabs(v) >= si.f) {
         std::snprintf(buf, sizeof buf, "%.*g%s", digits, v / si.f, si.p);

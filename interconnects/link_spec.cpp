@@ -32,6 +32,20 @@ void LinkSpec::validate(const std::string& path) const {
   if (!valid_pcie_link_width(lanes))
     throw InputError(path + ".lanes: a PCIe link has 1, 2, 4, 8, 12, 16 or 32 lanes, got " +
                      std::to_string(lanes));
+  // Max_Read_Request_Size and Max_Payload_Size are 3-bit fields of the Device Control register
+  // (PCI Express Base Specification, §7.5.3.4): 000b = 128 B ... 101b = 4096 B; the other
+  // encodings are reserved. So each is a power of two from 128 B to 4096 B (issue 26.11).
+  for (const auto& [key, v] : {std::pair<const char*, const std::optional<double>*>{
+                                   "max_read_request_size", &max_read_request_size_bytes},
+                               {"max_payload_size", &max_payload_size_bytes}}) {
+    if (!*v) continue;
+    const double x = **v;
+    bool ok = false;
+    for (double b = 128; b <= 4096; b *= 2) ok = ok || x == b;
+    if (!ok)
+      throw InputError(path + "." + key + ": PCIe allows 128, 256, 512, 1024, 2048 or 4096 B " +
+                       "(the Device Control register's encodings), got " + format_number(x) + " B");
+  }
   if (encoding_data > encoding_total)
     throw InputError(path + ".encoding_data: payload (" + format_number(encoding_data) +
                      ") cannot exceed the encoding unit (" + format_number(encoding_total) + ")");

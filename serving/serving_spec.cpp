@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "models/gpu/gpu_spec.hpp"
 
 namespace kappasim {
@@ -78,6 +79,12 @@ void ServingSpec::validate(const std::string& path) const {
                      "\"");
   }
   if (tp < 1) throw InputError(p + "tp: must be at least 1");
+  // One range, one wording, wherever it is checked (issue 26.14; serving/paged_kv.cpp).
+  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1))
+    throw InputError(p +
+                     "gpu_memory_utilization: must be a fraction in (0, 1] (the share of HBM "
+                     "vLLM may use), got " +
+                     format_number(gpu_memory_utilization));
   if (max_num_batched_tokens < 1) throw InputError(p + "max_num_batched_tokens: must be >= 1");
   if (max_num_seqs < 1) throw InputError(p + "max_num_seqs: must be >= 1");
   if (chunk_tokens < 1) throw InputError(p + "chunk_tokens: must be >= 1");

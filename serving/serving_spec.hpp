@@ -294,7 +294,7 @@ struct ServingSpec {
         "fairness_max_wait", fairness_max_wait_s, dim::time,
         opt("fair: wait after which a request is admitted before newer ones", Range::NonNegative));
     v.quantity("gpu_memory_utilization", gpu_memory_utilization, dim::none,
-               opt("fraction of HBM vLLM may use", Range::Fraction));
+               opt("fraction of HBM vLLM may use, in (0, 1] (checked in validate)", Range::Any));
     v.quantity("activation_reserve", activation_reserve_bytes, dim::bytes,
                opt("HBM per GPU held for activations and non-torch memory", Range::NonNegative));
     v.quantity("step_overhead", step_overhead_s, dim::time,
@@ -304,10 +304,9 @@ struct ServingSpec {
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
     v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
     // ---- parallelism layout (issue 14) ----
-    v.object(
-        "parallelism", parallelism,
-        opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
-            "(the engine simulates plain TP only; kappasim kappa --layout evaluates the rest)"));
+    v.object("parallelism", parallelism,
+             opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
+                 "(beyond plain TP the replica engine runs it: docs/parallelism.md)"));
     // issue 13 item 1: the transfer back end (docs/serving-engine.md)
     v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
              opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "

@@ -1,5 +1,7 @@
 #include "systems/system_spec.hpp"
 
+#include <algorithm>
+
 #include <sstream>
 
 namespace kappasim {
@@ -70,6 +72,27 @@ void SystemSpec::validate(const std::string& path) const {
                        "map with capacity, rate_per_lane, seq_read_bandwidth, ...)");
     nvme.validate(path + ".nvme");
   }
+  // Issue 26.11: the topology attaches every CXL expander and NVMe drive to its socket's root
+  // ports with a link of its own, so their lanes come out of the sockets' PCIe lanes. No server
+  // CPU has more than 128 per socket (AMD EPYC 7002-9005: 128 lanes per CPU, AnandTech's EPYC
+  // 7002 review; a 2P EPYC system exposes 128-160 in all; Intel Xeon 8480C: 80, Intel ark), so
+  // more device lanes than 128 x sockets cannot be built.
+  constexpr long kMaxRootLanesPerSocket = 128;
+  const long device_lanes = (cxl_devices > 0 ? long(cxl_devices) * cxl.lanes : 0) +
+                            (nvme_drives > 0 ? long(nvme_drives) * nvme.lanes : 0);
+  const long root_lanes = kMaxRootLanesPerSocket * std::max(1, host_memory.sockets);
+  if (device_lanes > root_lanes)
+    throw InputError(
+        path +
+        (nvme_drives > 0 && long(nvme_drives) * nvme.lanes > long(cxl_devices) * cxl.lanes
+             ? ".nvme_drives"
+             : ".cxl_devices") +
+        ": " + std::to_string(cxl_devices) + " CXL device(s) x" + std::to_string(cxl.lanes) +
+        " + " + std::to_string(nvme_drives) + " NVMe drive(s) x" + std::to_string(nvme.lanes) +
+        " need " + std::to_string(device_lanes) + " PCIe lanes, more than the " +
+        std::to_string(root_lanes) + " a " + std::to_string(host_memory.sockets) +
+        "-socket host can have (at most 128 root-port lanes per socket: AMD EPYC; each device "
+        "has its own link into its socket)");
   if (nic_latency_s && !nic_Bps)
     throw InputError(path + ".nic_latency: given without nic_bandwidth (a NIC needs both)");
 }

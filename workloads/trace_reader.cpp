@@ -1,5 +1,6 @@
 #include "workloads/trace_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -277,14 +278,31 @@ std::uint64_t json_id(const json& v, const char* key, Fail&& fail) {
 template <class Fail>
 json parse_object(const std::string& line, Fail&& fail) {
   json row;
+  // Issue 26.17: a key given twice in one object is an error, as in YAML configs (nlohmann keeps
+  // the last one silently). The callback sees every key with the depth of its object.
+  std::vector<std::vector<std::string>> keys;  // per open object
+  std::string duplicate;
+  const json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (ev == json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      auto& seen = keys.back();
+      if (duplicate.empty() && std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
+      seen.push_back(k);
+    }
+    return true;
+  };
   try {
-    row = json::parse(line);
+    row = json::parse(line, cb);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     std::string what = e.what();
     const auto close = what.find("] ");
     if (close != std::string::npos) what = what.substr(close + 2);
     fail("not valid JSON (" + what + "); expected one JSON object per line");
   }
+  if (!duplicate.empty())
+    fail("duplicate key \"" + excerpt(duplicate) + "\" in the row (each key at most once)");
   if (!row.is_object())
     fail("the row is " + type_name(row) + "; expected one JSON object per line");
   return row;
@@ -387,9 +405,12 @@ void TraceSource::parse_csv(const std::string& line, Request& r) {
       continue;
     }
     char* end = nullptr;
-    const double x = std::strtod(cell.c_str(), &end);
-    if (end == cell.c_str() || *end != '\0' || !std::isfinite(x))
-      fail(col + " is \"" + cell + "\"; expected a number");
+    // Decimal only (issue 26.17): strtod would read "0x10" as 16 and "infinity" as inf.
+    const bool decimal = cell.find_first_not_of("0123456789+-.eE") == std::string::npos;
+    const double x = decimal ? std::strtod(cell.c_str(), &end) : 0;
+    if (!decimal || end == cell.c_str() || *end != '\0' || !std::isfinite(x))
+      fail(col + " is \"" + cell + "\"; expected a number" +
+           (decimal ? "" : " in decimal digits (no hexadecimal, inf or nan)"));
     if (x < 0) fail(col + " is negative (" + cell + "); expected a value >= 0");
     if (col == "arrival_s") {
       r.arrival_s = x;

@@ -1,6 +1,8 @@
 #include "apps/kappasim/cli.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/units.hpp"
 
@@ -85,7 +87,19 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
     po::command_line_parser p(args);
     p.options(desc);
     if (positional) p.positional(*positional);
-    po::store(p.run(), vm);
+    const po::parsed_options parsed = p.run();
+    // The positional arguments' hidden option (e.g. presets' "args") is not an option the
+    // user may give by name (issue 26.17): `--args X` is an unknown option like any other.
+    if (positional) {
+      std::set<std::string> hidden;
+      for (unsigned i = 0; i < std::min(positional->max_total_count(), 16u); ++i)
+        hidden.insert(positional->name_for_position(i));
+      for (const auto& o : parsed.options)
+        if (o.position_key < 0 && hidden.count(o.string_key))
+          throw InputError("kappasim " + command + ": unrecognised option '--" + o.string_key +
+                           "' (see kappasim " + command + " --help)");
+    }
+    po::store(parsed, vm);
     po::notify(vm);
   } catch (const po::unknown_option& e) {
     // Suggest the nearest option of this command (issue 12, item 14).
@@ -94,10 +108,27 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
     std::vector<std::string> known;
     for (const auto& o : desc.options())
       if (!o->long_name().empty()) known.push_back(o->long_name());
-    const std::string near = nearest(name, known);
+    std::string near = nearest(name, known);
+    // The same quantity under another command's name (issue 26.14): kappa's --context is
+    // measure's --k (cached tokens K).
+    static const std::map<std::string, std::string> kSynonyms = {{"k", "context"},
+                                                                 {"context", "k"}};
+    if (const auto syn = kSynonyms.find(name);
+        syn != kSynonyms.end() && std::find(known.begin(), known.end(), syn->second) != known.end())
+      near = syn->second;
     throw InputError("kappasim " + command + ": " + e.what() +
                      (near.empty() ? std::string() : "; did you mean '--" + near + "'?") +
                      " (see kappasim " + command + " --help)");
+  } catch (const po::ambiguous_option& e) {
+    // `kappa --k` matches --kaplan-context and --kv-dtype by prefix; K is --context there.
+    std::string name = e.get_option_name();
+    while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    std::string hint;
+    if (name == "k")
+      for (const auto& o : desc.options())
+        if (o->long_name() == "context") hint = "; did you mean '--context'?";
+    throw InputError("kappasim " + command + ": " + e.what() + hint + " (see kappasim " + command +
+                     " --help)");
   } catch (const po::error& e) {
     throw InputError("kappasim " + command + ": " + e.what() + " (see kappasim " + command +
                      " --help)");
@@ -116,6 +147,12 @@ double quantity_option(const std::string& option, const std::string& text, const
 }
 
 double count_option(const std::string& option, const std::string& text) {
+  // An empty item ("1,,2" or a trailing comma) is named as such (issue 26.17), not as a
+  // missing unit: a token count has none.
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw InputError("--" + option +
+                     ": an empty value (two commas in a row, or one at an end?); expected a whole "
+                     "number of tokens");
   double v = 0;
   try {
     v = parse_quantity_as(text, dim::none);

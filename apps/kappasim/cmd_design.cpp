@@ -44,6 +44,7 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
   std::string budget, link, sram, compute, coefficients = "h100-4n", out;
   DesignEmitOptions o;
   std::vector<std::string> preset_dirs;
+  bool force = false;
   po::options_description desc(
       "kappasim design emit: one split of the area/power design model (docs/design-model.md) as\n"
       "a GPU preset, a system preset and the serving kv_buffer settings for `run`, `measure`, "
@@ -66,8 +67,10 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
       "name", po::value(&o.name), "preset name (default <coefficients>-<budget>-l<link>-s<sram>)")(
       "out,o", po::value(&out),
       "preset folder to write (gpus/, systems/, serving/); default: the GPU preset on stdout")(
-      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")("help,h",
-                                                                                 "this help");
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "force", po::bool_switch(&force),
+      "write into --out even if it is a non-empty folder kappasim did not write")("help,h",
+                                                                                  "this help");
   auto vm = parse("design emit", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -111,18 +114,34 @@ int cmd_design(const std::string& verb, const std::vector<std::string>& args) {
     return 0;
   }
   const fs::path dir(out);
+  // Like every command that writes a folder (core/output.hpp): a non-empty folder without the
+  // kappasim marker is the user's and is refused unless --force; the folder keeps the marker so
+  // further designs can be emitted into it. Each file is written atomically; on a failure the
+  // folders this call created are removed again, so nothing is left half-made.
   std::error_code ec;
-  for (const char* sub : {"gpus", "systems", "serving"}) {
-    fs::create_directories(dir / sub, ec);
-    if (ec) throw InputError("--out: cannot create " + (dir / sub).string() + ": " + ec.message());
+  const bool existed = fs::exists(dir, ec);
+  claim_output_dir(out, force);
+  std::vector<fs::path> made;
+  try {
+    for (const char* sub : {"gpus", "systems", "serving"}) {
+      if (fs::exists(dir / sub, ec)) continue;
+      fs::create_directories(dir / sub, ec);
+      if (ec)
+        throw InputError("--out: cannot create " + (dir / sub).string() + ": " + ec.message());
+      made.push_back(dir / sub);
+    }
+    write_file_atomic((dir / "gpus" / (e.name + ".yaml")).string(), header + emit_yaml(e.gpu));
+    write_file_atomic((dir / "systems" / (e.system_name + ".yaml")).string(),
+                      header + emit_yaml(e.system));
+    write_file_atomic(
+        (dir / "serving" / (e.name + ".kv_buffer.yaml")).string(),
+        header + "# serving.kv_buffer settings for this design (put under serving: kv_buffer:)\n" +
+            emit_yaml(e.kv_buffer));
+  } catch (...) {
+    for (const fs::path& p : made) fs::remove_all(p, ec);
+    if (!existed) fs::remove_all(dir, ec);
+    throw;
   }
-  write_file_atomic((dir / "gpus" / (e.name + ".yaml")).string(), header + emit_yaml(e.gpu));
-  write_file_atomic((dir / "systems" / (e.system_name + ".yaml")).string(),
-                    header + emit_yaml(e.system));
-  write_file_atomic(
-      (dir / "serving" / (e.name + ".kv_buffer.yaml")).string(),
-      header + "# serving.kv_buffer settings for this design (put under serving: kv_buffer:)\n" +
-          emit_yaml(e.kv_buffer));
   std::cout << "gpu preset:    " << (dir / "gpus" / (e.name + ".yaml")).string() << "\n"
             << "system preset: " << (dir / "systems" / (e.system_name + ".yaml")).string() << "\n"
             << "kv_buffer:     " << (dir / "serving" / (e.name + ".kv_buffer.yaml")).string()

@@ -1,7 +1,9 @@
 // kappasim presets: list, show (resolved, with provenance) and check the built-in presets.
+#include <algorithm>
 #include <iostream>
 
 #include "apps/kappasim/cli.hpp"
+#include "core/error.hpp"
 #include "core/table.hpp"
 #include "models/design/area_power.hpp"
 #include "serving/router_policy.hpp"
@@ -95,6 +97,23 @@ int cmd_presets(const std::vector<std::string>& args) {
       throw InputError("kappasim presets show: expected KIND/NAME, e.g. system/h100");
     const std::string kind = pos[1].substr(0, pos[1].find('/'));
     const std::string name = pos[1].substr(pos[1].find('/') + 1);
+    // Issue 26.14: an unknown kind or name is named, with the nearest valid one, before any
+    // preset is read (the reader's message had an empty source: "presets show: : unknown…").
+    const std::vector<std::string> kinds = reg.kinds();
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+      std::string all;
+      for (const auto& k : kinds) all += (all.empty() ? "" : ", ") + k;
+      const std::string near = nearest(kind, kinds);
+      throw InputError("kappasim presets show: unknown preset kind '" + excerpt(kind) + "'" +
+                       (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
+                       " (expected " + all + ")");
+    }
+    if (!reg.find(kind, name)) {
+      const std::string near = nearest(name, reg.names(kind));
+      throw InputError("kappasim presets show: unknown " + kind + " preset '" + excerpt(name) +
+                       "'" + (near.empty() ? std::string() : "; did you mean '" + near + "'?") +
+                       " (kappasim presets list " + kind + ")");
+    }
     if (raw) {
       if (!reg.find(kind, name)) throw InputError("no " + kind + " preset '" + name + "'");
       std::cout << reg.text_of(kind, name);

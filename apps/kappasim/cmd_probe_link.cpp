@@ -12,6 +12,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
+#include "interconnects/pcie_protocol.hpp"
 #include "serving/probes.hpp"
 #include "systems/topology.hpp"
 
@@ -99,14 +100,30 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     // Bounded before simulating: every size runs in turn in one simulation.
     double bytes = 0;
     for (double s : sizes) bytes += s * blocks * gpus;
-    const double peak = sys.host_link.per_direction_bandwidth();
-    const double est_s = peak > 0 ? bytes / peak : 0;
+    // Issue 26.15: at the rate the chosen path can reach, not the link's peak: a copy kernel's
+    // SM reads are bounded by the loads its SMs keep in flight, and every read by the request
+    // tags (Little's law, interconnects/pcie_protocol.hpp), so its probe lasts longer.
+    double rate = sys.host_link.per_direction_bandwidth();
+    std::string rate_what = "the host link's peak";
+    if (sys.host_link.type == LinkType::Pcie) {
+      const PcieProtocol p = PcieProtocol::from(sys.host_link, "system.host_link");
+      for (Direction d : verb == "h2d"   ? std::vector<Direction>{Direction::H2D}
+                         : verb == "d2h" ? std::vector<Direction>{Direction::D2H}
+                                         : std::vector<Direction>{Direction::H2D, Direction::D2H}) {
+        const PcieOp op = pcie_op(d == Direction::H2D, use_dma);
+        double r = std::min(payload_bandwidth(p, op), read_tag_limit_Bps(p, op));
+        if (!use_dma && d == Direction::H2D && topo.sm_inflight_default() > 0)
+          r = std::min(r, little_rate_Bps(topo.sm_inflight_default(), p.round_trip_latency_s));
+        rate = std::min(rate, r);
+      }
+      rate_what = std::string("the ") + (use_dma ? "DMA" : "copy kernel") + " path's rate";
+    }
+    const double est_s = rate > 0 ? bytes / rate : 0;
     if (!(est_s <= kMaxProbeSimTimeS))
       throw InputError("--sizes × --blocks × --gpus: " + format_quantity(bytes, dim::bytes) +
-                       " in all would take " + format_number(est_s) +
-                       " s of simulated time at the host link's peak (" +
-                       format_quantity(peak, dim::bandwidth) + "); a probe may ask for at most " +
-                       format_number(kMaxProbeSimTimeS) +
+                       " in all would take " + format_number(est_s) + " s of simulated time at " +
+                       rate_what + " (" + format_quantity(rate, dim::bandwidth) +
+                       "); a probe may ask for at most " + format_number(kMaxProbeSimTimeS) +
                        " s (docs/bad-inputs.md): use fewer or smaller blocks");
   }
 
@@ -118,6 +135,24 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
   else
     dirs = {Direction::H2D, Direction::D2H};
 
+  // Issue 26.15: a long probe says so before it starts. DMA simulates each block's copy (per
+  // GPU, size and direction); a copy kernel one transfer per size. kProbeCopiesPerWallSecond:
+  // measured, see below.
+  {
+    // Measured (issue 26) on the 2-core build VM while other builds ran: `probe h2d --system
+    // h100 --gpus 8 --blocks 2000` (112,000 DMA copies) 2.2 s, `--gpus 1 --blocks 20000`
+    // (140,000) 3.1 s, `--gpus 8 --blocks 20000` (1.12 million) 18 s: about 60,000 copies per
+    // wall second (an order of magnitude for the note, not a promise).
+    constexpr double kProbeCopiesPerWallSecond = 6e4;
+    const double copies = use_dma ? static_cast<double>(blocks) * gpus * sizes.size() * dirs.size()
+                                  : static_cast<double>(gpus) * sizes.size() * dirs.size();
+    const double wall_s = copies / kProbeCopiesPerWallSecond;
+    if (wall_s >= 10)
+      std::cerr << "kappasim: note: " << format_number(copies)
+                << " copies to simulate (--blocks × --gpus × sizes × directions): roughly "
+                << format_number(std::round(wall_s))
+                << " s of wall time; fewer --blocks give the same bandwidth curve\n";
+  }
   LinkProbeOptions opts{sys, std::move(topo), sizes, dirs, blocks, gpus, use_dma, !pageable};
   const LinkProbeResult result = run_link_probe(std::move(opts));
 

@@ -48,6 +48,9 @@ int cmd_report(const std::vector<std::string>& args) {
   dir.write("report.md", rep.markdown);
   for (const auto& [name, csv] : rep.csv) dir.write(name, csv);
   dir.commit();
+  for (const std::string& f : dir.renamed_user_files())
+    std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
+              << ".user-kept (the results now hold a file of that name)\n";
   if (!quiet) {
     std::cout << "κ_crit at peak (BF16 compute and KV, per GPU, F_pf = 2·N_active):\n\n"
               << rep.summary << "\nreport written to " << out << "/report.md\n";

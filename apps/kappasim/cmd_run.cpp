@@ -10,6 +10,7 @@
 #include "core/output.hpp"
 #include "serving/cluster_spec.hpp"
 #include "serving/run_folder.hpp"
+#include "workloads/workload_spec.hpp"
 
 namespace kappasim::cli {
 
@@ -50,6 +51,9 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   const auto figures = run_cluster_into_folder(spec, config_dir(config), dir.staging_path(""));
   dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
+  for (const std::string& f : dir.renamed_user_files())
+    std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
+              << ".user-kept (the results now hold a file of that name)\n";
   if (!quiet) {
     std::cout << "cluster (" << router_name(spec.cluster.router) << ", " << spec.node_count()
               << " nodes)";
@@ -67,6 +71,39 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
 }
 
 }  // namespace
+
+// Issue 26.15: packet fidelity simulates every PCIe TLP, so a long-context workload takes far
+// longer than with flow. Said up front with an estimate: the KV bytes of every request's cached
+// prefix (an upper bound on what is loaded) in read completions of read_completion_size bytes,
+// at the rate the packet model runs (kPacketTlpsPerWallSecond, measured).
+static void warn_packet_cost(const RunSpec& spec, const std::string& config) {
+  // Measured (issue 26): `kappasim run` of 3 ShareGPT requests of llama-3.1-8b on h100 with a
+  // warm tier and link_fidelity=packet loaded 503 MB, 3.9 million 128 B completions, in 5.3 s of
+  // CPU time (70 s of wall time on the 2-core build VM while other builds ran): about 0.7
+  // million TLPs per second of an unshared core (an order of magnitude, not a promise).
+  constexpr double kPacketTlpsPerWallSecond = 7e5;
+  if (spec.system.host_link.type != LinkType::Pcie ||
+      !spec.system.host_link.read_completion_size_bytes)
+    return;
+  auto source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed),
+                            config_dir(config));
+  double prefix_tokens = 0;
+  Request r;
+  while (source->next(r)) prefix_tokens += static_cast<double>(r.prefix_tokens);
+  const double bytes =
+      prefix_tokens *
+      kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp) *
+      spec.serving.tp;
+  const double tlps = bytes / *spec.system.host_link.read_completion_size_bytes;
+  const double wall_s = tlps / kPacketTlpsPerWallSecond;
+  if (wall_s < 10) return;
+  std::cerr << "kappasim: note: serving.link_fidelity: packet simulates every PCIe TLP; this "
+               "workload's cached prefixes hold up to "
+            << format_quantity(bytes, dim::bytes) << " of KV, about " << format_number(tlps)
+            << " TLPs: roughly " << format_number(std::round(wall_s))
+            << " s of wall time or more (flow: seconds). Use fewer requests "
+               "(workload.requests) or link_fidelity: flow for a long workload\n";
+}
 
 int cmd_run(const std::vector<std::string>& args) {
   std::string config, out;
@@ -112,11 +149,15 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);  // before the trace is read: a refused folder costs nothing
+  if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet) warn_packet_cost(spec, config);
   OutputDir dir(out, force);
   const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
   dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
+  for (const std::string& f : dir.renamed_user_files())
+    std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
+              << ".user-kept (the results now hold a file of that name)\n";
   if (totals.tier_working_set_bytes > totals.tier_capacity_bytes)  // the tier thrashes
     std::cerr
         << "kappasim: warning: the KV tier's working set ("

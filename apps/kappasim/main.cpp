@@ -72,6 +72,11 @@ const std::vector<VerbHelp> kVerbCommands = {
      "Usage: kappasim measure VERB [options]   (kappasim measure VERB --help for its options)\n"
      "  kappa-crit   sweep κ_ratio at fixed T and find where transfer time equals compute time\n"
      "  poh          P_OH = KV load time / compute time on a K x T grid\n"},
+    {"design",
+     {"emit"},
+     "kappasim design: the area/power design model's splits as presets (docs/design-model.md)\n"
+     "Usage: kappasim design emit [options]   (kappasim design emit --help for its options)\n"
+     "  emit   one compute / host-link / KV-SRAM split as GPU + system presets and kv_buffer\n"},
     {"bench",
      {"serving"},
      "kappasim bench: how fast the simulator runs\n"
@@ -134,6 +139,9 @@ int main(int argc, char** argv) {
     if (cmd == "presets") return kappasim::cli::cmd_presets(args);
     if (cmd == "report") return kappasim::cli::cmd_report(args);
     if (cmd == "run") return kappasim::cli::cmd_run(args);
+    // `sweep emit --help`: emit has one target (slurm), whose help says it all (issue 26.14).
+    if (cmd == "sweep" && args.size() >= 2 && args[0] == "emit" && is_help(args[1]))
+      args = {"emit", "slurm", "--help"};
     if (cmd == "sweep") return kappasim::cli::cmd_sweep(args);
     if (cmd == "reproduce") return kappasim::cli::cmd_reproduce(args);
     for (const VerbHelp& c : kVerbCommands)
@@ -168,7 +176,11 @@ int main(int argc, char** argv) {
                 << (verb.empty() ? "" : ", got '" + verb + "'") << "\n";
       return 2;
     }
-    std::cerr << "kappasim: error: unknown command '" << cmd << "'" << did_you_mean(cmd, kCommands)
+    // `kappasim version`, `-v`, `-V`: the version is an option (issue 26.14).
+    const bool version_like = cmd == "version" || cmd == "-v" || cmd == "-V" || cmd == "--v";
+    std::cerr << "kappasim: error: unknown command '" << cmd << "'"
+              << (version_like ? std::string("; did you mean '--version'?")
+                               : did_you_mean(cmd, kCommands))
               << "\n\n"
               << kUsage;
     return 2;

@@ -157,7 +157,9 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   p.kappa_crit = p.kappa_m * p.kappa_hw;
   if (has_tiers(s)) {  // issue 14: the same κ_M against each tier's per-GPU bandwidth
     if (q.tier_chunk_tokens < 1) throw InputError("tier chunk tokens must be at least 1");
-    p.tier_io_bytes = q.tier_chunk_tokens * p.b_kv_share;
+    // The GPU's own chunk: 256 tokens of the KV one GPU holds per token (b_kv_gpu), not the
+    // per-replica-token share κ uses under DP attention (issue 26.12).
+    p.tier_io_bytes = q.tier_chunk_tokens * p.b_kv_gpu;
     p.tiers = evaluate_tier_kappa(s, p.bandwidth, p.tier_io_bytes, p.compute, p.kappa_m);
   }
 

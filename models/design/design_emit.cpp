@@ -81,6 +81,17 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
                      "); infeasible: move budget from the link or SRAM to compute");
 
   e.name = o.name.empty() ? design_point_name(o.coefficients_name, s) : o.name;
+  // The name becomes file names under the preset folder (gpus/<name>.yaml, systems/<name>-<host>
+  // .yaml): a plain file name only, so `../x` or `a/b` can never write outside the folder.
+  const bool plain =
+      !e.name.empty() && e.name.size() <= 128 && e.name[0] != '.' && e.name[0] != '-' &&
+      e.name.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
+  if (!plain)
+    throw InputError("--name: '" + e.name +
+                     "' is not a plain preset name (letters, digits, '.', '_', '-'; not starting "
+                     "with '.' or '-'; at most 128 characters): it names files in the --out "
+                     "folder");
   // The split in words, repeated in every provenance string so each value stands alone.
   const std::string split = "design " + o.coefficients_name + " (base die " + o.base_gpu +
                             ", equal-" + mode + " budget " +

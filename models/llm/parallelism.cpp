@@ -48,6 +48,7 @@ ParallelismSpec parse_layout(const std::string& text, const std::string& what) {
   std::stringstream ss(text);
   std::string item;
   bool any = false;
+  std::vector<std::string> seen;
   while (std::getline(ss, item, ',')) {
     const auto eq = item.find('=');
     auto trim = [](std::string s) {
@@ -68,6 +69,10 @@ ParallelismSpec parse_layout(const std::string& text, const std::string& what) {
     }
     if (val.empty())
       throw InputError(what + ": layout key '" + key + "' needs a value (" + key + "=N)");
+    // A repeated key (tp=8,tp=4) is a typo, not "the last one wins" (issue 26.12).
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw InputError(what + ": layout key '" + key + "' is given twice (each key at most once)");
+    seen.push_back(key);
     any = true;
     if (key == "nic_bandwidth") {
       try {

@@ -322,6 +322,17 @@ TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
       {"csv backwards", TraceFormat::Csv, "0.1,5,1", "non-decreasing"},
       {"csv T zero", TraceFormat::Csv, "2,5,0", "expected 1 to"},
       {"csv empty required", TraceFormat::Csv, "2,,1", "empty prefix_tokens"},
+      // Issue 26.17: strtod read "0x10" as 16 s; YAML configs reject duplicate keys, and so do
+      // JSON rows now (nlohmann kept the last one).
+      {"csv hexadecimal", TraceFormat::Csv, "0x10,5,1", "expected a number in decimal digits"},
+      {"csv infinity word", TraceFormat::Csv, "2,5,infinity", "expected a number in decimal"},
+      {"jsonl duplicate key", TraceFormat::Jsonl,
+       "{\"arrival_s\": 2, \"prefix_tokens\": 5, \"new_tokens\": 1, \"arrival_s\": 3}",
+       "duplicate key \"arrival_s\""},
+      {"mooncake duplicate key", TraceFormat::Mooncake,
+       "{\"timestamp\": 2000, \"input_length\": 10, \"input_length\": 20, \"output_length\": 1, "
+       "\"hash_ids\": [1]}",
+       "duplicate key \"input_length\""},
   };
   for (const auto& b : bad) {
     // The bad row is line 3, after two good rows (JSONL, Mooncake) or after a header, a good row
