@@ -93,7 +93,12 @@ int cmd_solve(const std::vector<std::string>& args) {
 
   // Whole-number keys (counts, seeds) are searched over whole numbers kept in 64-bit integers,
   // keys with a set of valid values (lanes) over those values only (issue 26 items 8, 9).
-  const bool discrete = key.integer || !key.allowed.empty();
+  // A key is taken as whole when its value is written as one ("rate: 8" too), so a range with a
+  // fractional end (0.25:2) searches that key continuously; a seed is whole whatever the range.
+  const bool seed_key =
+      vary == "seed" || (vary.size() > 5 && vary.rfind(".seed") == vary.size() - 5);
+  const bool whole_range = lo == std::floor(lo) && hi == std::floor(hi);
+  const bool discrete = !key.allowed.empty() || (key.integer && (whole_range || seed_key));
   std::uint64_t ilo = 0, ihi = 0;
   std::vector<std::uint64_t> cands;  // the allowed values in [LO, HI]
   if (discrete) {

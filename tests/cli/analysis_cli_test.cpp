@@ -7,6 +7,7 @@
 // no output folder.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <cmath>
 
 #include <algorithm>
 #include <cstdio>
@@ -288,6 +289,24 @@ TEST(AnalysisCli, BareConfigFileNameInTheCurrentFolder) {
   Result c = run_in(d, "calibrate cal.yaml --out cal-out");
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NEAR(json_number(slurp(d / "cal-out" / "fit.json"), "value_si"), 4, 1e-3);
+}
+
+// A key written as a whole number ("x: 2", as "rate: 8" often is) with a fractional range end is
+// searched continuously: x2 = x·x >= 50 first holds at x = sqrt(50) = 7.0711 (it was refused as
+// "a whole number"); with a whole range it is searched over whole numbers: x = 8.
+TEST(AnalysisCli, WholeLookingKeyWithFractionalRangeIsContinuous) {
+  const fs::path d = sub("wholelooking");
+  std::ofstream(d / "sel.yaml") << "x: 2\n";
+  Result r = run_in(d,
+                    "solve sel.yaml --kind selftest --vary x --range 0.5:10 --target 'x2 >= 50' "
+                    "--format json -j 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NEAR(json_number(r.out, "value_si"), std::sqrt(50.0), 0.01) << r.out;
+  Result w = run_in(d,
+                    "solve sel.yaml --kind selftest --vary x --range 0:10 --target 'x2 >= 50' "
+                    "--format json -j 1");
+  ASSERT_EQ(w.code, 0) << w.err;
+  EXPECT_EQ(json_number(w.out, "value_si"), 8) << w.out;
 }
 
 // Item 8: a seed range up to 2^64 - 1 is searched in 64-bit integers: every probe is a whole
