@@ -249,9 +249,15 @@ ConfigNode load_yaml_file(const std::string& path) {
                      "': not a regular file (a folder, device or pipe)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read config file '" + path + "': " + std::strerror(errno));
-  std::string text(kMaxConfigFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // Read in blocks up to one byte past the limit (issue 24: not a 4 MiB zero-filled buffer per
+  // config: that was most of a small run's start-up).
+  std::string text;
+  char block[1 << 16];
+  while (text.size() <= kMaxConfigFileBytes && in) {
+    const std::size_t want = std::min(sizeof block, kMaxConfigFileBytes + 1 - text.size());
+    in.read(block, static_cast<std::streamsize>(want));
+    text.append(block, static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) throw IoError("cannot read config file '" + path + "': " + std::strerror(errno));
   if (text.size() > kMaxConfigFileBytes)
     throw InputError(

@@ -42,11 +42,19 @@ double FlowNetwork::finish_time(const Flow& f) const {
 
 FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double bytes,
                                        double rate_cap) {
+  const FlowId id = start_deferred(now, std::move(path), bytes, rate_cap);
+  recompute();
+  return id;
+}
+
+FlowNetwork::FlowId FlowNetwork::start_deferred(double now, std::vector<Use> path, double bytes,
+                                                double rate_cap) {
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
   if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
   // Merge repeated resources, drop zero costs; keep the order of first appearance.
   std::vector<Use> merged;
+  merged.reserve(path.size());
   for (const Use& u : path) {
     check(u.resource);
     if (!(u.cost >= 0) || !std::isfinite(u.cost))
@@ -61,14 +69,16 @@ FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double
   }
   advance(now);
   const FlowId id = m_next_id++;
-  m_flows.emplace(id, Flow{std::move(merged), bytes, bytes, rate_cap, 0, -1, {}});
-  recompute();
+  m_flows.emplace_hint(m_flows.end(), id,
+                       Flow{std::move(merged), bytes, bytes, rate_cap, 0, -1, {}});
+  m_dirty = true;
   return id;
 }
 
 void FlowNetwork::advance(double now) {
   if (now < m_now - eps(m_now)) throw std::logic_error("FlowNetwork::advance: time went backwards");
   if (now <= m_now) return;
+  settle();  // rates of flows started by start_deferred() before time moves
   const double dt = now - m_now;
   for (auto& [id, f] : m_flows) {
     // Time moving (until the flow's last byte, if that comes first), credited to its bottleneck.
@@ -93,12 +103,14 @@ void FlowNetwork::advance(double now) {
 }
 
 double FlowNetwork::next_finish() const {
+  if (m_dirty) throw std::logic_error("FlowNetwork::next_finish: settle() first");
   double t = kInf;
   for (const auto& [id, f] : m_flows) t = std::min(t, finish_time(f));
   return t;
 }
 
 std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
+  settle();
   std::vector<FlowId> done;
   // Finish in time order, so flows that end before `now` release their share at the right time.
   while (!m_flows.empty()) {
@@ -135,25 +147,33 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
 
 void FlowNetwork::recompute() {
   ++m_recomputes;
+  m_dirty = false;
+  // Scratch vectors are members, sized once: no allocation per recomputation (issue 24).
   const std::size_t n_res = m_res.size();
-  std::vector<double> residual(n_res), weight(n_res);
+  std::vector<double>& residual = m_scratch.residual;
+  std::vector<double>& weight = m_scratch.weight;
+  residual.resize(n_res);
+  weight.resize(n_res);
   for (std::size_t r = 0; r < n_res; ++r) {
     residual[r] = m_res[r].capacity;
     m_res[r].load = 0;
   }
-  std::vector<Flow*> unfrozen;
-  unfrozen.reserve(m_flows.size());
+  std::vector<Flow*>& unfrozen = m_scratch.unfrozen;
+  unfrozen.clear();
   for (auto& [id, f] : m_flows) {
     f.rate = 0;
     unfrozen.push_back(&f);
   }
-  std::vector<char> saturated(n_res);
+  std::vector<char>& saturated = m_scratch.saturated;
+  saturated.assign(n_res, 0);
   // The resources some active flow crosses: the rounds below visit only these (a topology may
   // hold many idle resources: CXL, NVMe, NVLink and NIC ports; issue 14). Same results: an
   // idle resource has weight 0 and never saturates.
-  std::vector<std::size_t> used;
+  std::vector<std::size_t>& used = m_scratch.used;
+  used.clear();
   {
-    std::vector<char> seen(n_res, 0);
+    std::vector<char>& seen = m_scratch.seen;
+    seen.assign(n_res, 0);
     for (const Flow* f : unfrozen)
       for (const Use& u : f->path) {
         const auto r = static_cast<std::size_t>(u.resource);
@@ -163,6 +183,7 @@ void FlowNetwork::recompute() {
         }
       }
   }
+  std::vector<Flow*>& still = m_scratch.still;
   while (!unfrozen.empty()) {
     for (std::size_t r : used) weight[r] = 0.0;
     for (const Flow* f : unfrozen)
@@ -178,8 +199,7 @@ void FlowNetwork::recompute() {
     const double tie = level * (1 + kTie);
     for (std::size_t r : used)
       saturated[r] = weight[r] > 0 && std::max(0.0, residual[r]) / weight[r] <= tie;
-    std::vector<Flow*> still;
-    still.reserve(unfrozen.size());
+    still.clear();
     for (Flow* f : unfrozen) {
       bool freeze = f->rate_cap <= tie;
       for (const Use& u : f->path) freeze = freeze || saturated[u.resource];

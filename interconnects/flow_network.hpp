@@ -39,6 +39,14 @@ class FlowNetwork {
   // Uses naming the same resource twice are merged (costs added). A flow with no positive-cost
   // use and no rate cap moves at infinite rate: it is due at `now`.
   FlowId start(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
+  // start() without the rate recomputation, for several flows that start at the same `now`:
+  // call settle() after the last (issue 24: one recomputation instead of one per flow, same
+  // rates, since the rates are a function of the set of active flows alone). Every other call
+  // settles first by itself.
+  FlowId start_deferred(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
+  void settle() {
+    if (m_dirty) recompute();
+  }
   // Progresses every flow at its current rate up to `now` (>= the last time seen).
   void advance(double now);
   // Absolute time of the earliest finish; +inf when no flow is active.
@@ -99,7 +107,14 @@ class FlowNetwork {
   double m_now = 0;
   double m_time_eps;
   std::uint64_t m_recomputes = 0;
+  bool m_dirty = false;  // flows started by start_deferred() since the last recompute()
   std::map<FlowId, std::vector<std::pair<ResourceId, double>>> m_done_bounds;  // not yet taken
+  struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
+    std::vector<double> residual, weight;
+    std::vector<char> saturated, seen;
+    std::vector<std::size_t> used;
+    std::vector<Flow*> unfrozen, still;
+  } m_scratch;
 };
 
 }  // namespace kappasim

@@ -520,6 +520,9 @@ void ServingEngine::finish(Sequence* s) {
       throw std::logic_error("invariant violated: request " + std::to_string(id) +
                              " is scheduled or finishes before it arrives (time went back)");
   }
+  // A tier alone (no levels below it to demote into) never places this request's own chunks
+  // again: forget them, so the tier's "ever placed" set stays bounded (issue 24).
+  if (!tiered()) m_tier->forget(own_chunk_keys(s->req, m_chunk_tokens));
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_stats.rejected;
     m_live.erase(id);  // the request's whole state, in one place

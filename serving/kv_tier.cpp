@@ -21,17 +21,32 @@ KvTier::KvTier(int chunk_tokens, double capacity_bytes, double bytes_per_token)
   m_capacity_chunks = static_cast<std::size_t>(n);
 }
 
-void KvTier::touch(std::list<std::uint64_t>::iterator it) {
-  m_lru.splice(m_lru.end(), m_lru, it);  // iterators stay valid
+void KvTier::unlink(std::uint32_t n) {
+  Node& x = m_nodes[n];
+  (x.prev == kNil ? m_head : m_nodes[x.prev].next) = x.next;
+  (x.next == kNil ? m_tail : m_nodes[x.next].prev) = x.prev;
+}
+
+void KvTier::push_back(std::uint32_t n) {
+  m_nodes[n].prev = m_tail;
+  m_nodes[n].next = kNil;
+  (m_tail == kNil ? m_head : m_nodes[m_tail].next) = n;
+  m_tail = n;
+}
+
+void KvTier::touch(std::uint32_t n) {
+  if (n == m_tail) return;
+  unlink(n);
+  push_back(n);
 }
 
 std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
   ++m_lookups;
   std::size_t hits = 0;
   for (std::uint64_t k : keys) {
-    auto f = m_index.find(k);
-    if (f == m_index.end()) break;
-    touch(f->second);
+    const std::uint32_t f = m_index.find(k);
+    if (f == FlatU64Map::kNone) break;
+    touch(f);
     ++hits;
   }
   m_hit_chunks += hits;
@@ -51,9 +66,9 @@ std::size_t KvTier::warm(const std::vector<std::uint64_t>& keys,
   return place(keys, true, evicted);
 }
 bool KvTier::touch_key(std::uint64_t key) {
-  auto f = m_index.find(key);
-  if (f == m_index.end()) return false;
-  touch(f->second);
+  const std::uint32_t f = m_index.find(key);
+  if (f == FlatU64Map::kNone) return false;
+  touch(f);
   return true;
 }
 
@@ -61,24 +76,38 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
                           std::vector<std::uint64_t>* evicted) {
   std::size_t stored = 0;
   for (std::uint64_t k : keys) {
-    auto f = m_index.find(k);
-    if (f != m_index.end()) {
-      touch(f->second);
+    const std::uint32_t f = m_index.find(k);
+    if (f != FlatU64Map::kNone) {
+      touch(f);
       continue;
     }
     if (m_capacity_chunks == 0) {  // a chunk larger than the pool: LMCache drops the store
       if (!warm) ++m_dropped_chunks;
       continue;
     }
-    while (m_lru.size() >= m_capacity_chunks) {
-      if (evicted) evicted->push_back(m_lru.front());
-      m_index.erase(m_lru.front());
-      m_lru.pop_front();
+    while (m_count >= m_capacity_chunks) {
+      const std::uint32_t lru = m_head;
+      if (evicted) evicted->push_back(m_nodes[lru].key);
+      m_index.erase(m_nodes[lru].key);
+      unlink(lru);
+      m_nodes[lru].next = m_free;
+      m_free = lru;
+      --m_count;
       ++m_evicted_chunks;
     }
-    m_lru.push_back(k);
-    m_index.emplace(k, std::prev(m_lru.end()));
-    const bool seen_before = !m_seen.insert(k).second;
+    std::uint32_t n = m_free;
+    if (n != kNil) {
+      m_free = m_nodes[n].next;
+    } else {
+      n = static_cast<std::uint32_t>(m_nodes.size());
+      m_nodes.push_back(Node{});
+    }
+    m_nodes[n].key = k;
+    push_back(n);
+    ++m_count;
+    m_index.insert(k, n);
+    const bool seen_before = !m_seen.insert(k, 0);
+    if (!seen_before) ++m_distinct;
     if (warm) {
       ++m_warm_chunks;
     } else {
@@ -90,6 +119,6 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
   return stored;
 }
 
-bool KvTier::contains(std::uint64_t key) const { return m_index.count(key) != 0; }
+bool KvTier::contains(std::uint64_t key) const { return m_index.contains(key); }
 
 }  // namespace kappasim

@@ -11,16 +11,16 @@
 //  - lookup is a prefix match: it returns how many LEADING keys are present and stops at the
 //    first miss (LMCache's lookup returns the hit prefix length; a later chunk whose prefix is
 //    gone cannot be used because its KV depends on the whole prefix).
-// Deterministic: the LRU order is a list; the hash map is only used for membership and is never
-// iterated.
+// Deterministic: the LRU order is an intrusive list over a node pool; the flat hash maps are only
+// used for membership and are never iterated (issue 24: no allocation per chunk, and the
+// "ever placed" set forgets a request's own chunks once nothing can place them again).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
+
+#include "serving/flat_u64_map.hpp"
 
 namespace kappasim {
 
@@ -64,15 +64,21 @@ class KvTier {
   // Membership only; does not touch the LRU order or the stats.
   bool contains(std::uint64_t key) const;
   // Whether the key was ever placed (stored or warmed), present now or evicted since.
-  bool ever_placed(std::uint64_t key) const { return m_seen.count(key) != 0; }
+  bool ever_placed(std::uint64_t key) const { return m_seen.contains(key); }
+  // Forgets that these keys were ever placed, keeping distinct_chunks(): for keys no later call
+  // can place again (a finished request's own chunks in a tier alone, serving/engine.cpp), so
+  // the set stays bounded by the requests in the system.
+  void forget(const std::vector<std::uint64_t>& keys) {
+    for (std::uint64_t k : keys) m_seen.erase(k);
+  }
 
   int chunk_tokens() const { return m_chunk_tokens; }
   double chunk_bytes() const { return m_chunk_bytes; }
   double capacity_bytes() const { return m_capacity_bytes; }
   // The most chunks the capacity holds (floor(capacity / chunk bytes)).
   std::size_t capacity_chunks() const { return m_capacity_chunks; }
-  std::size_t size() const { return m_lru.size(); }  // chunks stored now
-  double used_bytes() const { return static_cast<double>(m_lru.size()) * m_chunk_bytes; }
+  std::size_t size() const { return m_count; }  // chunks stored now
+  double used_bytes() const { return static_cast<double>(m_count) * m_chunk_bytes; }
 
   // Cumulative statistics.
   std::uint64_t lookups() const { return m_lookups; }
@@ -86,21 +92,32 @@ class KvTier {
   std::uint64_t restored_chunks() const { return m_restored_chunks; }
   std::uint64_t dropped_chunks() const { return m_dropped_chunks; }
   std::uint64_t warm_chunks() const { return m_warm_chunks; }
-  std::uint64_t distinct_chunks() const { return m_seen.size(); }
+  std::uint64_t distinct_chunks() const { return m_distinct; }
 
  private:
-  void touch(std::list<std::uint64_t>::iterator it);
+  // The LRU list: nodes in a pool, linked by index (kNil ends), front = least recently used.
+  static constexpr std::uint32_t kNil = 0xffffffffu;
+  struct Node {
+    std::uint64_t key;
+    std::uint32_t prev, next;
+  };
+  void touch(std::uint32_t n);
+  void unlink(std::uint32_t n);
+  void push_back(std::uint32_t n);
 
   int m_chunk_tokens;
   double m_chunk_bytes;
   double m_capacity_bytes;
   std::size_t m_capacity_chunks;
-  std::list<std::uint64_t> m_lru;  // front: least recently used
-  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> m_index;
+  std::vector<Node> m_nodes;  // the pool; free nodes chained through `next`
+  std::uint32_t m_head = kNil, m_tail = kNil, m_free = kNil;
+  std::size_t m_count = 0;  // chunks stored now
+  FlatU64Map m_index;       // key -> node
   std::uint64_t m_lookups = 0, m_hit_chunks = 0, m_miss_chunks = 0;
   std::uint64_t m_stored_chunks = 0, m_evicted_chunks = 0;
   std::uint64_t m_restored_chunks = 0, m_dropped_chunks = 0, m_warm_chunks = 0;
-  std::unordered_set<std::uint64_t> m_seen;  // never iterated (determinism)
+  FlatU64Map m_seen;             // keys ever placed (less those forgotten); never iterated
+  std::uint64_t m_distinct = 0;  // distinct keys ever placed
   std::size_t place(const std::vector<std::uint64_t>& keys, bool warm,
                     std::vector<std::uint64_t>* evicted = nullptr);
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -20,7 +21,64 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // a / b, NaN when b is zero (or either is NaN).
 double ratio(double a, double b) { return b != 0 ? a / b : kNaN; }
 
-std::string csv_number(double v) { return std::isfinite(v) ? format_number(v) : std::string(); }
+// requests.csv's cells appended in place (issue 24: no string per cell). Byte for byte what
+// format_number / std::to_string / csv_field give: a whole number below 1e16 in full ("%.0f",
+// "-0" for negative zero), any other finite number as its shortest round trip, not finite empty.
+template <class Int>
+void append_int(std::string& s, Int v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+void append_number(std::string& s, double v) {
+  if (!std::isfinite(v)) return;
+  if (v == std::floor(v) && std::fabs(v) < 1e16) {
+    if (v == 0 && std::signbit(v)) {
+      s += "-0";
+      return;
+    }
+    append_int(s, static_cast<std::int64_t>(v));
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+void append_field(std::string& s, const std::string& f) {
+  const bool edge_space = !f.empty() && (f.front() == ' ' || f.back() == ' ');
+  if (!edge_space && f.find_first_of(",\"\r\n") == std::string::npos)
+    s += f;
+  else
+    s += csv_field(f);
+}
+void append_row(std::string& s, const RequestRecord& r) {
+  append_int(s, r.id);
+  s += ',';
+  append_field(s, r.workload);
+  for (double v : {r.arrival_s, r.queue_s, r.load_s, r.compute_s, r.ttft_s}) {
+    s += ',';
+    append_number(s, v);
+  }
+  s += ',';
+  append_int(s, r.cached_tokens);
+  s += ',';
+  append_int(s, r.computed_tokens);
+  for (double v : {r.kappa_ratio, r.bytes_loaded, r.bytes_stored}) {
+    s += ',';
+    append_number(s, v);
+  }
+  s += ',';
+  append_field(s, r.load_path);
+  s += ',';
+  append_int(s, r.steps);
+  for (const auto& c : TimeBreakdown::categories())
+    if (c.field != &TimeBreakdown::idle_s) {
+      s += ',';
+      append_number(s, r.time.*c.field);
+    }
+  s += ',';
+  append_field(s, r.load_bound);
+}
 
 }  // namespace
 
@@ -41,24 +99,8 @@ const char* RequestsCsvWriter::header() {
 
 std::string RequestsCsvWriter::row(const RequestRecord& r) {
   std::string s;
-  s.reserve(160);
-  s += std::to_string(r.id);
-  s += ',' + csv_field(r.workload);
-  s += ',' + csv_number(r.arrival_s);
-  s += ',' + csv_number(r.queue_s);
-  s += ',' + csv_number(r.load_s);
-  s += ',' + csv_number(r.compute_s);
-  s += ',' + csv_number(r.ttft_s);
-  s += ',' + std::to_string(r.cached_tokens);
-  s += ',' + std::to_string(r.computed_tokens);
-  s += ',' + csv_number(r.kappa_ratio);
-  s += ',' + csv_number(r.bytes_loaded);
-  s += ',' + csv_number(r.bytes_stored);
-  s += ',' + csv_field(r.load_path);
-  s += ',' + std::to_string(r.steps);
-  for (const auto& c : TimeBreakdown::categories())
-    if (c.field != &TimeBreakdown::idle_s) s += ',' + csv_number(r.time.*c.field);
-  s += ',' + csv_field(r.load_bound);
+  s.reserve(256);
+  append_row(s, r);
   return s;
 }
 
@@ -76,7 +118,11 @@ RequestsCsvWriter::~RequestsCsvWriter() {
 void RequestsCsvWriter::write(const RequestRecord& r) {
   if (!m_out || !m_out->is_open())
     throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
-  *m_out << row(r) << '\n';
+  thread_local std::string line;  // reused: no allocation per row
+  line.clear();
+  append_row(line, r);
+  line += '\n';
+  m_out->write(line.data(), static_cast<std::streamsize>(line.size()));
   ++m_rows;
 }
 

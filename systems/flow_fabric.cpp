@@ -55,6 +55,7 @@ void FlowFabric::on_start() {
     m_pending.erase(m_pending.begin());
     start_flow(*m.req, m.group);
   }
+  m_net.settle();  // one rate recomputation for every flow started at this instant
   reschedule();
   if (!m_pending.empty()) m_start.notify(m_pending.begin()->first - now);
 }
@@ -64,7 +65,7 @@ void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   auto path = m_topo.path(r);
   const double cap = cap_of(r);
   expect(path, r.bytes);
-  const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
+  const FlowNetwork::FlowId id = m_net.start_deferred(now, std::move(path), r.bytes, cap);
   m_members.emplace(id, Member{&r, g});
 }
 

@@ -1,5 +1,7 @@
 #include "workloads/request.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 
 namespace kappasim {
@@ -52,6 +54,20 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
     keys.push_back(shared ? key(r.sequence_id, static_cast<std::uint64_t>(i))
                           : key(r.id ^ 0x8000000000000000ULL, static_cast<std::uint64_t>(i)));
   }
+  return keys;
+}
+
+std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens) {
+  if (!r.block_hashes.empty()) return {};  // trace chains: any request may name them
+  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens);
+  // chunk_keys' rule: chunk i is shared when the request has a sequence and i lies in the
+  // prefix (or the request extends the sequence); every other chunk is the request's own.
+  if (r.sequence_id == 0) return keys;
+  if (r.extends_sequence) return {};
+  const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
+  const auto first = static_cast<std::size_t>(
+      std::min<std::int64_t>(prefix_chunks, static_cast<std::int64_t>(keys.size())));
+  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first));
   return keys;
 }
 

@@ -44,6 +44,9 @@ struct Request {
 // Keys of the prompt's full chunks of `chunk_tokens` tokens (a trailing partial chunk has no
 // key: LMCache stores and finds full chunks only). Deterministic: a pure function of the request.
 std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens);
+// The keys among chunk_keys(r) that belong to r alone (no other request has them: chunks that
+// neither a shared prefix nor an extended sequence names). Once r is done nothing asks for them.
+std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens);
 
 // A stream of requests in arrival order (non-decreasing arrival_s). Generators and trace
 // readers implement it; they produce requests lazily so memory stays bounded by the requests in

@@ -63,6 +63,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     o.jobs = jobs;
     o.quick = R.quick;
     o.quiet = R.quiet;
+    o.fork_points = true;  // points in forked children of this warm process (no simulation here)
     return sweep::run_sweep(o);
   };
   // Each Eq. 6 probe as a child `kappasim probe ...` (apps/kappasim/analysis_eval).

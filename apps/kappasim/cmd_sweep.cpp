@@ -367,6 +367,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   if (vm.count("jobs")) checked_jobs(o.jobs);
   o.shard = resolve_shard(shard, shards, [](const char* name) { return std::getenv(name); });
+  o.fork_points = true;  // points in forked children of this warm process (no simulation here)
   return run_sweep(o);
 }
 

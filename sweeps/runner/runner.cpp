@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/error.hpp"
 #include "core/output.hpp"
 #include "core/units.hpp"
 #include "sweeps/aggregate.hpp"
@@ -474,7 +475,50 @@ int run_sweep(const SweepOptions& opts) {
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
       if (err_fd < 0 || null_fd < 0)
         throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
+      const bool in_process = opts.fork_points && opts.exe.empty();
+      PointRunOptions po;
+      if (in_process) {
+        po.kind = spec.kind;
+        po.config = pdir + "/point.yaml";
+        po.base_dir = spec.base_dir;
+        po.out = pdir;
+        po.seed = p.seed;
+        po.preset_dirs = preset_dirs;
+        // Nothing buffered in this process may be written twice by the child.
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+      }
       const pid_t pid = ::fork();
+      if (pid == 0 && in_process) {
+        // Child: `kappasim sweep point` in this already warm process (what main() would print
+        // and return for it: exit 2 for bad input, the IoError's code, 1 otherwise).
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        ::dup2(null_fd, 0);
+        ::dup2(null_fd, 1);
+        ::dup2(err_fd, 2);
+        ::close(err_fd);
+        ::close(null_fd);
+        ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
+        int code = 0;
+        try {
+          run_point(po);
+        } catch (const InputError& e) {
+          std::cerr << "kappasim: error: " << e.what() << "\n";
+          code = 2;
+        } catch (const IoError& e) {
+          std::cerr << "kappasim: error: " << e.what() << "\n";
+          code = e.exit_code();
+        } catch (const std::exception& e) {
+          std::cerr << "kappasim: internal error: " << e.what() << "\n";
+          code = 1;
+        }
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+        ::_exit(code);  // not exit(): the parent's atexit handlers and statics are the parent's
+      }
       if (pid < 0) {
         ::close(err_fd);
         ::close(null_fd);

@@ -45,6 +45,11 @@ struct SweepOptions {
   // The executable each point re-execs as `EXE sweep point ...`; empty: this process's own
   // (/proc/self/exe).
   std::string exe;
+  // Run each point in a forked child of this process, without exec (issue 24: no process start
+  // and preset loading per point; the same files, the same command.txt). Only for a process that
+  // has run no SystemC simulation itself (one per process) and that links the point kinds: the
+  // kappasim command line sets it for `sweep` and `reproduce`; ignored when `exe` is given.
+  bool fork_points = false;
 };
 
 // Runs (or resumes) the sweep into out_dir and merges results.csv / results.jsonl when every

@@ -3,6 +3,9 @@
 // Expected values are worked out by hand in the comments next to them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,10 +14,12 @@
 #include "core/error.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/flat_u64_map.hpp"
 #include "serving/kv_tier.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/serving_spec.hpp"
+#include "workloads/request.hpp"
 
 namespace kappasim {
 namespace {
@@ -101,6 +106,114 @@ TEST(KvTier, RejectsBadArguments) {
   EXPECT_THROW(KvTier(0, 1e9, 1000), std::invalid_argument);
   EXPECT_THROW(KvTier(256, -1, 1000), std::invalid_argument);
   EXPECT_THROW(KvTier(256, 1e9, 0), std::invalid_argument);
+}
+
+TEST(KvTier, ForgetKeepsTheDistinctCountAndDropsMembershipOfTheEverPlacedSet) {
+  // 2 chunks of 100 B fit a 200 B tier. Place 1, 2, 3: 1 is evicted; 3 distinct chunks.
+  KvTier t(1, 200, 100);
+  EXPECT_EQ(t.insert({1, 2, 3}), 3u);
+  EXPECT_FALSE(t.contains(1));
+  EXPECT_TRUE(t.ever_placed(1));
+  EXPECT_EQ(t.distinct_chunks(), 3u);
+  // Forgetting 1 (evicted) and 3 (present) keeps the count of distinct chunks at 3 ...
+  t.forget({1, 3});
+  EXPECT_EQ(t.distinct_chunks(), 3u);
+  EXPECT_FALSE(t.ever_placed(1));
+  EXPECT_FALSE(t.ever_placed(3));
+  EXPECT_TRUE(t.contains(3));  // ... and does not touch what the tier holds
+  EXPECT_TRUE(t.ever_placed(2));
+  // A forgotten key placed again counts as new (the caller promises this never happens for
+  // keys it forgets; here it shows what "forget" means): distinct 4, no restore.
+  EXPECT_EQ(t.insert({1}), 1u);
+  EXPECT_EQ(t.distinct_chunks(), 4u);
+  EXPECT_EQ(t.restored_chunks(), 0u);
+}
+
+TEST(KvTier, LruOrderOverManyChunksMatchesAListModel) {
+  // The intrusive LRU against a plain reference: a std::vector in recency order (front = LRU),
+  // for a stream of lookups and inserts over 64 keys in a 16-chunk tier. Every membership,
+  // every eviction and every counter must agree.
+  KvTier t(1, 16 * 10.0, 10.0);
+  std::vector<std::uint64_t> ref;  // front: least recently used
+  std::uint64_t evicted = 0, restored = 0;
+  std::vector<bool> seen(64, false);
+  std::uint64_t x = 12345;
+  for (int step = 0; step < 5000; ++step) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: a fixed key stream
+    const std::uint64_t k = (x >> 33) % 64;
+    auto it = std::find(ref.begin(), ref.end(), k);
+    if ((x >> 20) & 1) {  // lookup of one key
+      const std::size_t hit = t.lookup({k});
+      EXPECT_EQ(hit, it != ref.end() ? 1u : 0u);
+      if (it != ref.end()) {
+        ref.erase(it);
+        ref.push_back(k);
+      }
+    } else {  // insert of one key
+      t.insert({k});
+      if (it != ref.end()) {
+        ref.erase(it);
+      } else {
+        if (ref.size() == 16) {
+          ref.erase(ref.begin());
+          ++evicted;
+        }
+        if (seen[k]) ++restored;
+        seen[k] = true;
+      }
+      ref.push_back(k);
+    }
+  }
+  EXPECT_EQ(t.size(), ref.size());
+  for (std::uint64_t k = 0; k < 64; ++k)
+    EXPECT_EQ(t.contains(k), std::find(ref.begin(), ref.end(), k) != ref.end()) << k;
+  EXPECT_EQ(t.evicted_chunks(), evicted);
+  EXPECT_EQ(t.restored_chunks(), restored);
+  EXPECT_GT(evicted, 0u);  // the stream does thrash the tier
+  EXPECT_GT(restored, 0u);
+}
+
+TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) {
+  FlatU64Map m;
+  std::map<std::uint64_t, std::uint32_t> ref;
+  std::uint64_t x = 99;
+  for (std::uint32_t i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    // Keys in a small range (many collisions of home slots), 0 and the top value included.
+    const std::uint64_t k =
+        (x >> 40) % 3000 == 0 ? 0 : ((x >> 40) % 2999 == 0 ? ~0ULL : (x >> 40) % 3000);
+    if ((x >> 13) % 3 == 0) {
+      EXPECT_EQ(m.erase(k), ref.erase(k) == 1);
+    } else {
+      EXPECT_EQ(m.insert(k, i), ref.emplace(k, i).second);
+    }
+  }
+  EXPECT_EQ(m.size(), ref.size());
+  for (std::uint64_t k = 0; k < 3000; ++k) {
+    auto f = ref.find(k);
+    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
+  }
+}
+
+TEST(OwnChunkKeys, AreTheChunksNoOtherRequestNames) {
+  // 256-token chunks. A request without a sequence owns all its full chunks (1000 / 256 = 3).
+  Request a;
+  a.id = 5;
+  a.new_tokens = 1000;
+  EXPECT_EQ(own_chunk_keys(a, 256), chunk_keys(a, 256));
+  // A question on document 7 with a 600-token prefix: chunks 0 and 1 (600 / 256 = 2) are the
+  // document's, shared; chunk 2 and 3 ((600 + 500) / 256 = 4 full chunks) are its own.
+  Request q;
+  q.id = 6;
+  q.sequence_id = 7;
+  q.prefix_tokens = 600;
+  q.new_tokens = 500;
+  const auto all = chunk_keys(q, 256);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(own_chunk_keys(q, 256), std::vector<std::uint64_t>(all.begin() + 2, all.end()));
+  // A chat turn extends its conversation: every chunk is the conversation's.
+  q.extends_sequence = true;
+  EXPECT_TRUE(own_chunk_keys(q, 256).empty());
 }
 
 // ---- PagedKv ------------------------------------------------------------------------------

@@ -1,0 +1,106 @@
+// A flat hash map from 64-bit keys to 32-bit values: open addressing, linear probing,
+// backward-shift deletion, power-of-two table. One allocation per growth and none per insert,
+// so it replaces std::unordered_map/set<uint64_t> on the serving hot path (issue 24).
+// Never iterated by callers: membership and lookup only, so its order cannot reach an output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kappasim {
+
+class FlatU64Map {
+ public:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  std::size_t size() const { return m_size; }
+  bool empty() const { return m_size == 0; }
+
+  // The value stored for `key`, or kNone.
+  std::uint32_t find(std::uint64_t key) const {
+    if (m_size == 0) return kNone;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
+      const Slot& s = m_slots[i];
+      if (!s.used) return kNone;
+      if (s.key == key) return s.value;
+    }
+  }
+  bool contains(std::uint64_t key) const { return find(key) != kNone; }
+
+  // Inserts key -> value when absent; returns false (nothing changes) when present.
+  bool insert(std::uint64_t key, std::uint32_t value) {
+    if ((m_size + 1) * 8 > m_slots.size() * 7) grow();
+    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
+      Slot& s = m_slots[i];
+      if (!s.used) {
+        s = Slot{key, value, 1};
+        ++m_size;
+        return true;
+      }
+      if (s.key == key) return false;
+    }
+  }
+
+  // Removes `key`; false when absent.
+  bool erase(std::uint64_t key) {
+    if (m_size == 0) return false;
+    std::size_t i = slot_of(key);
+    for (;; i = (i + 1) & m_mask) {
+      if (!m_slots[i].used) return false;
+      if (m_slots[i].key == key) break;
+    }
+    // Backward shift: move later members of the probe run into the hole when their home slot
+    // allows, so lookups never need tombstones.
+    std::size_t hole = i;
+    for (std::size_t j = (i + 1) & m_mask; m_slots[j].used; j = (j + 1) & m_mask) {
+      const std::size_t home = slot_of(m_slots[j].key);
+      // j may move to `hole` when home is not in the cyclic interval (hole, j].
+      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (!stays) {
+        m_slots[hole] = m_slots[j];
+        hole = j;
+      }
+    }
+    m_slots[hole].used = 0;
+    --m_size;
+    return true;
+  }
+
+  void clear() {
+    m_slots.assign(m_slots.size(), Slot{});
+    m_size = 0;
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t key = 0;
+    std::uint32_t value = 0;
+    std::uint32_t used = 0;
+  };
+  std::size_t slot_of(std::uint64_t key) const {
+    // Fibonacci hashing over a SplitMix-style fold: keys need not be well mixed.
+    key ^= key >> 31;
+    key *= 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(key >> m_shift);
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(m_slots);
+    const std::size_t n = old.empty() ? 16 : old.size() * 2;
+    m_slots.assign(n, Slot{});
+    m_mask = n - 1;
+    m_shift = 64;
+    for (std::size_t b = n; b > 1; b >>= 1) --m_shift;
+    m_size = 0;
+    for (const Slot& s : old)
+      if (s.used) insert(s.key, s.value);
+  }
+
+  std::vector<Slot> m_slots;
+  std::size_t m_mask = 0;
+  int m_shift = 64;
+  std::size_t m_size = 0;
+};
+
+}  // namespace kappasim
