@@ -31,4 +31,12 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::string kappa_crit_cell(double kappa_crit, double binds_from_start, double never_binds,
+                            double kappa_max) {
+  if (std::isfinite(kappa_crit)) return fmt_num(kappa_crit);
+  if (binds_from_start == 1) return "< 1";
+  if (never_binds == 1 && std::isfinite(kappa_max)) return "> " + fmt_num(kappa_max);
+  return "—";
+}
+
 }  // namespace kappasim::report

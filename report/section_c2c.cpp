@@ -31,27 +31,45 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
           {k.get(r, "model"), k.get(r, "system"), "—", "—", "—", "—", k.get(r, "error")});
       continue;
     }
-    rows.push_back({k.get(r, "model"), k.get(r, "system"),
-                    fmt_num(k.num(r, "kappa_crit_analytic_peak")),
-                    fmt_num(k.num(r, "kappa_crit_simulated")),
-                    fmt_num(k.num(r, "kappa_crit_analytic_effective_compute")),
-                    fmt_num(k.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
-                        fmt_num(k.num(r, "h2d_peak_bytes_per_s") / 1e9),
-                    std::isnan(k.num(r, "kappa_crit_simulated"))
-                        ? "load never reached compute on the grid (κ up to " +
-                              fmt_num(k.num(r, "kappa_max")) + "): compute-bound throughout"
-                        : ""});
+    rows.push_back(
+        {k.get(r, "model"), k.get(r, "system"), fmt_num(k.num(r, "kappa_crit_analytic_peak")),
+         kappa_crit_cell(k.num(r, "kappa_crit_simulated"), k.num(r, "link_binds_from_start"),
+                         k.num(r, "link_never_binds"), k.num(r, "kappa_max")),
+         fmt_num(k.num(r, "kappa_crit_analytic_effective_compute")),
+         fmt_num(k.num(r, "h2d_load_bytes_per_s") / 1e9) + " / " +
+             fmt_num(k.num(r, "h2d_peak_bytes_per_s") / 1e9),
+         k.num(r, "link_never_binds") == 1
+             ? "load never reached compute on the grid (κ up to " + fmt_num(k.num(r, "kappa_max")) +
+                   "): compute-bound throughout"
+             : ""});
   }
   md << "## 6. NVLink-C2C (GH200, GB200) and a unified HBM tier vs PCIe 5\n\n"
      << "TP = every GPU of the node (GH200: 1, GB200: 2, the others 8), T = 128, kernel load path. "
-        "A blank "
-     << "simulated κ_crit means the link never became the bottleneck up to the largest prefix the "
-     << "node's KV cache holds.\n\n"
+        "A simulated "
+     << "κ_crit outside the searched grid (κ = 1 up to the largest prefix the node's KV cache "
+     << "holds) is a bound: \"> κ_max\" when the link never became the bottleneck, \"< 1\" when "
+     << "it was already at κ = 1.\n\n"
      << markdown_table({"model", "system", "κ_crit analytic (peak)", "κ_crit simulated",
-                        "analytic (eff. BW + compute)", "H2D GB/s eff / peak", "note"},
+                        "analytic (eff. BW + compute)", "H2D GB/s per load time / peak", "note"},
                        rows)
      << "\nServing the same NarrativeQA-like load over each link (layer-wise load path, which "
-     << "overlaps each layer's load with the previous layer's compute):\n\n";
+     << "overlaps each layer's load with the previous layer's compute)";
+  {
+    // The DRAM tier each node holds (issue 20 part 5: never more than its host's DRAM less the
+    // reserve, or an on-package tier's capacity).
+    const ResultsTable& t = serving.table;
+    std::string caps;
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      const double cap = t.num(r, "tier_capacity_bytes");
+      if (!t.ok(r) || std::isnan(cap)) continue;
+      const std::string item = t.get(r, "system") + " " + format_quantity(cap, dim::bytes);
+      if (caps.find(item) == std::string::npos) caps += (caps.empty() ? "" : ", ") + item;
+    }
+    if (!caps.empty())
+      md << "; KV tier per node: " << caps
+         << " (what each host holds: its DRAM less a quarter, or the on-package tier)";
+  }
+  md << ":\n\n";
   md << serving_table(serving, "system", "ttft-c2c", "TTFT CDF by host link", fig);
   md << load_verdicts(serving, "system");
   md << "Where analytic and simulated differ: the analytic κ_crit scales with the link's peak; the "

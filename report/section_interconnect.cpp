@@ -37,12 +37,15 @@ std::string section_interconnect(const SweepData& study,
     }
     const double sim = t.num(r, "kappa_crit_simulated"),
                  peak = t.num(r, "kappa_crit_analytic_peak");
-    rows.push_back(
-        {m, g, l, fmt_num(peak), fmt_num(sim),
-         fmt_num(t.num(r, "h2d_effective_bytes_per_s") / 1e9) + " / " +
-             fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
-         bound_shares(t, r),
-         std::isnan(sim) ? "compute-bound up to κ " + fmt_num(t.num(r, "kappa_max")) : ""});
+    rows.push_back({m, g, l, fmt_num(peak),
+                    kappa_crit_cell(sim, t.num(r, "link_binds_from_start"),
+                                    t.num(r, "link_never_binds"), t.num(r, "kappa_max")),
+                    fmt_num(t.num(r, "h2d_load_bytes_per_s") / 1e9) + " / " +
+                        fmt_num(t.num(r, "h2d_peak_bytes_per_s") / 1e9),
+                    bound_shares(t, r),
+                    t.num(r, "link_never_binds") == 1
+                        ? "compute-bound up to κ " + fmt_num(t.num(r, "kappa_max"))
+                        : (t.num(r, "link_binds_from_start") == 1 ? "link-bound from κ = 1" : "")});
   }
   md << "### 8.1 Interconnect: PCIe 4/5/6, NVLink-C2C, unified HBM × A100/H100/B200-class "
         "compute\n\n"
@@ -50,9 +53,10 @@ std::string section_interconnect(const SweepData& study,
         "host "
      << "side (sockets, DRAM) is the GPU's own DGX host (presets/systems). Higher κ_crit = more "
      << "cached context per new token before the link binds.\n\n"
-     << markdown_table({"model", "GPU", "host link", "κ_crit analytic (peak)", "κ_crit simulated",
-                        "H2D GB/s eff / peak", "load bound (shares of load time)", "note"},
-                       rows)
+     << markdown_table(
+            {"model", "GPU", "host link", "κ_crit analytic (peak)", "κ_crit simulated",
+             "H2D GB/s per load time / peak", "load bound (shares of load time)", "note"},
+            rows)
      << "\n"
      << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
      << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
@@ -76,8 +80,7 @@ std::string section_interconnect(const SweepData& study,
       bool any = false;
       if (p4 && p5) {
         line += " PCIe 4→5 raises the achieved H2D bandwidth " +
-                fmt_num(t.num(*p5, "h2d_effective_bytes_per_s") /
-                        t.num(*p4, "h2d_effective_bytes_per_s")) +
+                fmt_num(t.num(*p5, "h2d_load_bytes_per_s") / t.num(*p4, "h2d_load_bytes_per_s")) +
                 "× (peak " +
                 fmt_num(t.num(*p5, "h2d_peak_bytes_per_s") / t.num(*p4, "h2d_peak_bytes_per_s")) +
                 "×);";
@@ -85,8 +88,7 @@ std::string section_interconnect(const SweepData& study,
       }
       if (p5 && p6) {
         line += " PCIe 5→6 " +
-                fmt_num(t.num(*p6, "h2d_effective_bytes_per_s") /
-                        t.num(*p5, "h2d_effective_bytes_per_s")) +
+                fmt_num(t.num(*p6, "h2d_load_bytes_per_s") / t.num(*p5, "h2d_load_bytes_per_s")) +
                 "× (peak " +
                 fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
                 "×; the PCIe 6 load is bound by " + bound_shares(t, *p6) + ");";
@@ -98,7 +100,9 @@ std::string section_interconnect(const SweepData& study,
           const auto x = row(l);
           if (!x) continue;
           const double k = t.num(*x, "kappa_crit_simulated");
-          if (std::isnan(k) || k > med) {
+          // A link that never bound (κ_crit > κ_max) is above every median; one bound from
+          // κ = 1 (κ_crit < 1) is below.
+          if ((std::isnan(k) && t.num(*x, "link_never_binds") == 1) || k > med) {
             above.push_back(w + " median (" + fmt_num(med) + ") from " + l);
             break;
           }
@@ -115,8 +119,9 @@ std::string section_interconnect(const SweepData& study,
       }
     }
   }
-  md << "\nA link whose simulated κ_crit is blank never became the bottleneck up to the largest "
-     << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median. "
+  md << "\nA simulated κ_crit written \"> κ_max\" never became the bottleneck up to the largest "
+     << "prefix the node's KV cache holds (κ_max in results.csv); it counts as above every median "
+     << "(\"< 1\": link-bound already at κ = 1). "
      << "These κ_crit are deterministic (isolated requests of fixed K and T, no workload seed), so "
      << "this study has no replicates and its differences no intervals.\n\n";
   return md.str();

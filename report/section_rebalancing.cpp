@@ -597,7 +597,7 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
           fmt_num(x.tags_sm / 1e9) + " GB/s and a DMA copy " + fmt_num(x.tags_dma / 1e9) +
           " GB/s (tags x read size / round trip, presets/links/pcie5.yaml) whatever the "
           "PHY; the design model widens the PHY but not the tags; KV loading is " +
-          pct_s(x.transfer) + " of request time");
+          pct_s(x.transfer) + " of load + compute time");
     else if (link_short)
       why.push_back("contention: the link achieves " + fmt_num(x.link_eff / 1e9) +
                     " GB/s per GPU against the "
@@ -605,7 +605,7 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
                     fmt_num(x.a_bw / 1e9) +
                     " GB/s (TP ranks sharing their socket's DRAM, "
                     "PCIe protocol and per-chunk costs); KV loading is " +
-                    pct_s(x.transfer) + " of request time");
+                    pct_s(x.transfer) + " of load + compute time");
     if (std::isfinite(x.s_crit) && std::isfinite(x.a_crit) && x.a_crit > 0 &&
         x.s_crit / x.a_crit < 0.67)
       why.push_back(
@@ -620,7 +620,7 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps) {
                     "per-forward and per-step host costs, and prefills sharing a step's batch)");
     if (why.empty())
       why.push_back("none of the mechanisms above passes its threshold alone: KV loading is " +
-                    pct_s(x.transfer) + " of request time, token budget " + pct_s(x.budget) +
+                    pct_s(x.transfer) + " of load + compute time, token budget " + pct_s(x.budget) +
                     ", VRAM " + pct_s(x.vram));
     for (std::size_t k = 0; k < why.size(); ++k) md << (k ? "; " : "") << why[k];
     md << ".\n";

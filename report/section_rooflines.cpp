@@ -105,8 +105,8 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
             plots += ", keyentry with lines dt 3 lw 2 lc rgb '" + col + "' title '" + s +
                      " κ_crit simulated " + fmt_num(ksim) + "'";
           }
-          const double bw = crit.num(cr[0], "h2d_effective_bytes_per_s") /
-                            crit.num(cr[0], "h2d_peak_bytes_per_s");
+          const double bw =
+              crit.num(cr[0], "h2d_load_bytes_per_s") / crit.num(cr[0], "h2d_peak_bytes_per_s");
           const double c =
               crit.num(cr[0], "compute_effective_flops") / crit.num(cr[0], "compute_peak_flops");
           const double both = crit.num(cr[0], "kappa_crit_analytic_effective_compute");

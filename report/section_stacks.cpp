@@ -39,6 +39,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
      << "below run every serving stack profile (docs/serving-stacks.md: per-operation software "
      << "costs placed on the scheduler's path, inside the step, as GPU idle gaps, or overlapped "
      << "with copies) on each load path it supports. `ideal` is the hardware bound. H2D rates: "
+     << "bytes per load time, tier software included (`h2d_load_*`), in the κ_crit table; bytes "
+     << "per link-busy time, copies only (`h2d_effective_*`), in the serving table; each "
      << "per GPU, per node (all 8 GPUs), and model-level (K · B_kv of the model / load time, "
      << "which counts Qwen3's KV heads replicated at TP 8 once).\n\n";
   // κ_crit: one row per system × model × stack / path, T = 128 and 1024 side by side.
@@ -61,12 +63,13 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
         continue;
       }
       const double c = k.num(at[0], "kappa_crit_simulated");
-      row.push_back(std::isfinite(c) ? fmt_num(c) : "never");
+      row.push_back(kappa_crit_cell(c, k.num(at[0], "link_binds_from_start"),
+                                    k.num(at[0], "link_never_binds"), k.num(at[0], "kappa_max")));
       peak = fmt_num(k.num(at[0], "kappa_crit_analytic_peak"));
       if (std::string(T) == "128") {
-        rates = gbs(k.num(at[0], "h2d_effective_bytes_per_s")) + " / " +
-                gbs(k.num(at[0], "h2d_effective_node_bytes_per_s")) + " / " +
-                gbs(k.num(at[0], "h2d_effective_model_bytes_per_s"));
+        rates = gbs(k.num(at[0], "h2d_load_bytes_per_s")) + " / " +
+                gbs(k.num(at[0], "h2d_load_node_bytes_per_s")) + " / " +
+                gbs(k.num(at[0], "h2d_load_model_bytes_per_s"));
         if (k.get(r, "model") == "qwen3-235b-a22b" && k.get(r, "system") == "paper-testbed")
           crit128[stack_label(k, r)] = c;
       }
@@ -76,9 +79,10 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
     rows.push_back(row);
   }
   md << "### κ_crit of isolated requests (warm tier)\n\n"
-     << markdown_table({"system", "model", "stack / load path", "κ_crit T=128", "κ_crit T=1024",
-                        "analytic (peak)", "H2D GB/s at the T=128 crossing: GPU / node / model"},
-                       rows)
+     << markdown_table(
+            {"system", "model", "stack / load path", "κ_crit T=128", "κ_crit T=1024",
+             "analytic (peak)", "H2D GB/s per load time at the T=128 crossing: GPU / node / model"},
+            rows)
      << "\n";
   // P_OH grid: one row per stack / path, one column per (K, T).
   std::vector<std::string> cols;
@@ -141,7 +145,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
      << markdown_table(
             {"system", "stack / load path", "workload", "TTFT p50 (s)", "budget used",
              "scheduled tokens / step", "GPU power / TDP", "transfer share of load+compute",
-             "H2D GB/s: GPU / node / model", "stack software / simulated time", "note"},
+             "H2D GB/s while the link is busy: GPU / node / model",
+             "stack software / simulated time", "note"},
             srows)
      << "\n";
   // Conclusions from the data.

@@ -79,7 +79,8 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
     if (!t.ok(r)) continue;
     const double offered = point_config_number(point_dir(d.dir, t, r), "workload.rate");
     const double thr = t.num(r, "throughput_rps"), budget = t.num(r, "budget_utilization"),
-                 vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction");
+                 vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction"),
+                 ttft_share = t.num(r, "load_ttft_fraction");
     out += "- **" + t.get(r, axis) + "**: ";
     if (std::isfinite(offered) && thr < 0.9 * offered)
       out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) +
@@ -87,7 +88,8 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
     else if (std::isfinite(offered))
       out += "keeps up with the " + fmt_num(offered) + " requests/s offered; ";
     out += "steps use " + pct(budget) + " of the token budget with " + pct(vram) +
-           " of the VRAM KV pool in use, and KV loading is " + pct(share) + " of request time — " +
+           " of the VRAM KV pool in use, and KV loading is " + pct(share) +
+           " of load + compute time (" + pct(ttft_share) + " of TTFT, queue included) — " +
            (budget >= 0.9  ? "the token budget is the binding limit"
             : vram >= 0.75 ? "VRAM, not the token budget, limits admission"
             : share >= 0.5 ? "the KV transfers, not the token budget or VRAM, bound each step"
@@ -118,7 +120,8 @@ std::string serving_table(const SweepData& d, const std::string& axis, const std
                     fmt_num(t.num(r, "ttft_p99_s")), fmt_num(t.num(r, "max_wait_s")),
                     fmt_num(t.num(r, "jain_index")), pct(t.num(r, "budget_utilization")),
                     pct(t.num(r, "vram_utilization")), pct(t.num(r, "transfer_time_fraction")),
-                    fmt_num(t.num(r, "p_oh_mean")), pct(t.num(r, "gpu_power_tdp_fraction")),
+                    pct(t.num(r, "load_ttft_fraction")), fmt_num(t.num(r, "p_oh_ratio_of_sums")),
+                    pct(t.num(r, "gpu_power_tdp_fraction")),
                     gbs(t.num(r, "h2d_effective_bytes_per_s")) + " / " +
                         gbs(t.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
                         gbs(t.num(r, "h2d_effective_model_bytes_per_s"))});
@@ -132,8 +135,9 @@ std::string serving_table(const SweepData& d, const std::string& axis, const std
   }
   md << markdown_table(
             {axis, "requests", "throughput (req/s)", "TTFT p50 (s)", "TTFT p99 (s)", "max wait (s)",
-             "Jain index", "budget utilisation", "VRAM KV used", "transfer share", "P_OH mean",
-             "GPU power / TDP", "H2D GB/s: GPU / node / model"},
+             "Jain index", "budget utilisation", "VRAM KV used", "load / (load + compute)",
+             "load / TTFT (queue included)", "P_OH Σ load / Σ compute", "GPU power / TDP",
+             "H2D GB/s while the link is busy: GPU / node / model"},
             rows)
      << "\n";
   files.write_data(fig + "-utilisation.csv", bars);

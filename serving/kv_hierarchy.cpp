@@ -1,5 +1,6 @@
 #include "serving/kv_hierarchy.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace kappasim {
@@ -126,6 +127,17 @@ void KvHierarchy::warm(const std::vector<std::uint64_t>& keys) {
   } else {
     place(0, keys, Why::Warm, false, m);
   }
+}
+
+double hierarchy_capacity_bytes(const TiersSpec& tiers, double dram_bytes) {
+  const double levels[] = {dram_bytes, tiers.cxl_capacity_bytes, tiers.nvme_capacity_bytes,
+                           tiers.remote_capacity_bytes};
+  double sum = 0, most = 0;
+  for (const double b : levels) {
+    sum += b;
+    most = std::max(most, b);
+  }
+  return tiers.write == TierWritePolicy::WriteBack ? sum : most;
 }
 
 }  // namespace kappasim

@@ -100,4 +100,10 @@ class KvHierarchy {
   bool m_promote;
 };
 
+// The most distinct chunks' bytes the whole hierarchy can hold at once (issue 26 item 16: a
+// working set above DRAM's capacity fits when the lower tiers hold it): write_through keeps
+// every chunk in every level, so the largest level bounds it; write_back keeps a chunk in one
+// level (promotion copies aside), so the levels add up.
+double hierarchy_capacity_bytes(const TiersSpec& tiers, double dram_bytes);
+
 }  // namespace kappasim

@@ -130,9 +130,8 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   if (!recs.empty()) m.load_path = recs.front().load_path;
   // Crossing of load/compute = 1, interpolated in log-log between neighbouring points.
   m.kappa_crit_simulated = m.kappa_crit_analytic_effective =
-      m.kappa_crit_analytic_effective_compute = m.h2d_effective_bytes_per_s =
-          m.compute_effective_flops = m.h2d_effective_node_bytes_per_s =
-              m.h2d_effective_model_bytes_per_s = NAN;
+      m.kappa_crit_analytic_effective_compute = m.h2d_load_bytes_per_s = m.compute_effective_flops =
+          m.h2d_load_node_bytes_per_s = m.h2d_load_model_bytes_per_s = NAN;
   for (std::size_t i = 0; i + 1 < recs.size(); ++i) {
     const double a = recs[i].load_s / recs[i].compute_s,
                  b = recs[i + 1].load_s / recs[i + 1].compute_s;
@@ -149,10 +148,10 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       const RequestRecord &p = recs[i], &r = recs[i + 1];
       m.load_bounds = r.load_bound_s;
       const double bkv = kv_bytes_per_token(spec.model, spec.serving.kv_dtype);
-      m.h2d_effective_node_bytes_per_s =
+      m.h2d_load_node_bytes_per_s =
           at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
-      m.h2d_effective_bytes_per_s = m.h2d_effective_node_bytes_per_s / spec.serving.tp;
-      m.h2d_effective_model_bytes_per_s =
+      m.h2d_load_bytes_per_s = m.h2d_load_node_bytes_per_s / spec.serving.tp;
+      m.h2d_load_model_bytes_per_s =
           at_crossing(static_cast<double>(p.cached_tokens) * bkv / p.load_s,
                       static_cast<double>(r.cached_tokens) * bkv / r.load_s);
       // The compute rate the simulated step achieved, in the analytic model's own FLOPs
@@ -172,8 +171,8 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   m.kappa_crit_analytic_peak = peak.kappa_crit;
   m.h2d_peak_bytes_per_s = peak.bandwidth;
   m.compute_peak_flops = peak.compute;
-  if (std::isfinite(m.h2d_effective_bytes_per_s)) {
-    q.bandwidth_override = m.h2d_effective_bytes_per_s;
+  if (std::isfinite(m.h2d_load_bytes_per_s)) {
+    q.bandwidth_override = m.h2d_load_bytes_per_s;
     m.kappa_crit_analytic_effective = evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
     q.compute_override = m.compute_effective_flops;
     m.kappa_crit_analytic_effective_compute =

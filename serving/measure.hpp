@@ -45,10 +45,10 @@ struct KappaCritMeasurement {
   double kappa_crit_analytic_peak = 0;
   double kappa_crit_analytic_effective = 0;          // NaN without a crossing
   double kappa_crit_analytic_effective_compute = 0;  // NaN without a crossing
-  double h2d_effective_bytes_per_s = 0, h2d_peak_bytes_per_s = 0;
+  double h2d_load_bytes_per_s = 0, h2d_peak_bytes_per_s = 0;
   // The same load rate per node (all TP GPUs together) and at the model level (K · B_kv of the
   // model / load time: replicated KV heads counted once), at the crossing (docs/metrics.md).
-  double h2d_effective_node_bytes_per_s = 0, h2d_effective_model_bytes_per_s = 0;
+  double h2d_load_node_bytes_per_s = 0, h2d_load_model_bytes_per_s = 0;
   double compute_effective_flops = 0, compute_peak_flops = 0;
   double kappa_max = 0;  // the grid's top (bounded by the KV cache)
   // What bound the load at the crossing (the first point past it; the largest κ when there is

@@ -210,7 +210,12 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
       {"load_mean_s", ratio(m_load_sum, n)},
       {"compute_mean_s", ratio(m_compute_sum, n)},
       {"p_oh_mean", ratio(m_poh_sum, static_cast<double>(m_poh_n))},
+      // Issue 20 part 4: Σ load / Σ compute, not dominated by tiny-compute requests as the mean
+      // of per-request ratios is.
+      {"p_oh_ratio_of_sums", ratio(m_load_sum, m_compute_sum)},
       {"transfer_time_fraction", ratio(m_load_sum, m_load_sum + m_compute_sum)},
+      // Σ load / Σ TTFT: the share of the time requests waited (queue included) spent loading.
+      {"load_ttft_fraction", ratio(ratio(m_load_sum, n), m_ttft.mean())},
       {"kappa_ratio_mean", m_kappa.mean()},
       {"kappa_ratio_p50", m_kappa.quantile(0.50)},
       {"cached_tokens_total", m_cached_tokens},

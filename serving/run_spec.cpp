@@ -2,6 +2,7 @@
 
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/parallelism.hpp"
+#include "serving/paged_kv.hpp"
 
 namespace kappasim {
 
@@ -59,6 +60,40 @@ void RunSpec::validate(const std::string& path) const {
       unsupported("serving.recompute.mode", "partial recompute");
   }
   serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
+  // ---- capacities against the hardware (issue 20 part 5) ----
+  // The DRAM tier cannot hold more than the hosts' DRAM less the stack's reserve (or an HBM
+  // tier's capacity); a larger one would serve hits from memory that does not exist.
+  if (serving.tier_capacity_bytes) {
+    int gpus = serving.tp, nodes = 1;
+    if (serving.parallelism.beyond_tp()) {
+      ParallelismSpec p = serving.parallelism;
+      if (p.tp == 0) p.tp = serving.tp;
+      gpus = p.gpus();
+      nodes = p.nodes;
+    }
+    const TierCapacity limit = tier_capacity_limit(serving.stack, system, gpus, nodes);
+    if (*serving.tier_capacity_bytes > limit.bytes * (1 + 1e-12))
+      throw InputError(path + "serving.tier_capacity: " +
+                       format_quantity(*serving.tier_capacity_bytes, dim::bytes) +
+                       " exceeds what system '" + system.name + "' can hold: " + limit.why + " = " +
+                       format_quantity(limit.bytes, dim::bytes) +
+                       " (expected at most that; put the rest in serving.tiers below DRAM)");
+  }
+  // A GPU-side buffer of kind hbm is carved out of the HBM the weights leave for paged KV.
+  if (serving.kv_buffer.enabled() && serving.kv_buffer.kind == KvBufferKind::Hbm &&
+      !serving.parallelism.beyond_tp()) {
+    const double v_eff = effective_kv_bytes_per_gpu(
+        model, system.gpu, serving.tp, weight_dtype_for(serving.compute_dtype),
+        serving.activation_reserve_bytes, serving.gpu_memory_utilization);
+    if (serving.kv_buffer.capacity_bytes >= v_eff)
+      throw InputError(path + "serving.kv_buffer.capacity: " +
+                       format_quantity(serving.kv_buffer.capacity_bytes, dim::bytes) +
+                       " of kind hbm leaves no paged-KV pool (V_eff per GPU is " +
+                       format_quantity(v_eff, dim::bytes) + ": HBM " +
+                       format_quantity(system.gpu.hbm_capacity_bytes, dim::bytes) + " x " +
+                       format_number(serving.gpu_memory_utilization) +
+                       " less weights and the activation reserve)");
+  }
 }
 
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu) {

@@ -110,6 +110,21 @@ double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t 
 }
 
 TierCapacity default_tier_capacity(const StackProfile& p, const SystemSpec& system, int tp) {
+  if (system.host_link.type == LinkType::HbmTier && system.host_link.capacity_bytes)
+    return tier_capacity_limit(p, system, tp);
+  TierCapacity c;
+  if (p.pool_per_rank_bytes) {
+    c.bytes = *p.pool_per_rank_bytes * tp;
+    c.why = "stack " + p.name + " pinned pool " +
+            format_quantity(*p.pool_per_rank_bytes, dim::bytes) + " per TP rank x tp " +
+            std::to_string(tp);
+    return c;
+  }
+  return tier_capacity_limit(p, system, tp);
+}
+
+TierCapacity tier_capacity_limit(const StackProfile& p, const SystemSpec& system, int tp,
+                                 int nodes) {
   TierCapacity c;
   if (system.host_link.type == LinkType::HbmTier && system.host_link.capacity_bytes) {
     c.bytes = *system.host_link.capacity_bytes * tp;
@@ -118,16 +133,10 @@ TierCapacity default_tier_capacity(const StackProfile& p, const SystemSpec& syst
             std::to_string(tp);
     return c;
   }
-  if (p.pool_per_rank_bytes) {
-    c.bytes = *p.pool_per_rank_bytes * tp;
-    c.why = "stack " + p.name + " pinned pool " +
-            format_quantity(*p.pool_per_rank_bytes, dim::bytes) + " per TP rank x tp " +
-            std::to_string(tp);
-    return c;
-  }
-  c.bytes = system.host_memory.capacity_bytes * (1 - p.host_reserve_fraction);
+  c.bytes = system.host_memory.capacity_bytes * (1 - p.host_reserve_fraction) * nodes;
   c.why = "host DRAM " + format_quantity(system.host_memory.capacity_bytes, dim::bytes) +
-          " less stack " + p.name + "'s reserve of " + format_number(p.host_reserve_fraction) +
+          (nodes > 1 ? " x " + std::to_string(nodes) + " nodes" : std::string()) + " less stack " +
+          p.name + "'s reserve of " + format_number(p.host_reserve_fraction) +
           " (OS and serving processes)";
   return c;
 }

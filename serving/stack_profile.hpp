@@ -184,5 +184,11 @@ struct TierCapacity {
   std::string why;
 };
 TierCapacity default_tier_capacity(const StackProfile& p, const SystemSpec& system, int tp);
+// The most a DRAM KV tier (serving.tier_capacity) can physically hold (issue 20 part 5): an HBM
+// tier's capacity × GPUs of the group; else the host DRAM of `nodes` hosts less the stack's
+// reserve (host_reserve_fraction: the OS, the serving processes, the weights' page cache).
+// RunSpec::validate refuses a larger tier_capacity.
+TierCapacity tier_capacity_limit(const StackProfile& p, const SystemSpec& system, int tp,
+                                 int nodes = 1);
 
 }  // namespace kappasim

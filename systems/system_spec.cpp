@@ -64,6 +64,19 @@ void SystemSpec::validate(const std::string& path) const {
                        " needs a cxl block (a cxl preset such as samsung-cmm-d-256gb, or a map "
                        "with capacity, rate_per_lane, lanes, flit_bytes, flit_data_bytes)");
     cxl.validate(path + ".cxl");
+    // Issue 20 part 5: the expanders' lanes must fit the lanes the host gives them.
+    if (cxl_lanes < 1)
+      throw InputError(path + ".cxl_lanes: cxl_devices = " + std::to_string(cxl_devices) +
+                       " needs the CPU lanes the host gives CXL expanders (e.g. 64 for 8 x8 "
+                       "devices; the host CPU's datasheet lane count less what its other "
+                       "devices use)");
+    const long long need = static_cast<long long>(cxl_devices) * cxl.lanes;
+    if (need > cxl_lanes)
+      throw InputError(path + ".cxl_devices: " + std::to_string(cxl_devices) + " x" +
+                       std::to_string(cxl.lanes) + " CXL expanders need " + std::to_string(need) +
+                       " lanes, more than the host's " + std::to_string(cxl_lanes) +
+                       " (system.cxl_lanes); expected at most " +
+                       std::to_string(cxl_lanes / cxl.lanes) + " devices");
   }
   if (nvme_drives > 0) {
     if (!(nvme.capacity_bytes > 0))
@@ -71,6 +84,13 @@ void SystemSpec::validate(const std::string& path) const {
                        " needs an nvme block (an nvme preset such as samsung-pm1743-3840gb, or a "
                        "map with capacity, rate_per_lane, seq_read_bandwidth, ...)");
     nvme.validate(path + ".nvme");
+    if (nvme_slots < 1)
+      throw InputError(path + ".nvme_slots: nvme_drives = " + std::to_string(nvme_drives) +
+                       " needs the host's NVMe drive bays (e.g. 8 on a DGX H100)");
+    if (nvme_drives > nvme_slots)
+      throw InputError(path + ".nvme_drives: " + std::to_string(nvme_drives) +
+                       " drives exceed the host's " + std::to_string(nvme_slots) +
+                       " drive bays (system.nvme_slots)");
   }
   // Issue 26.11: the topology attaches every CXL expander and NVMe drive to its socket's root
   // ports with a link of its own, so their lanes come out of the sockets' PCIe lanes. No server

@@ -43,6 +43,11 @@ struct SystemSpec {
   int cxl_devices = 0;
   NvmeDriveSpec nvme;
   int nvme_drives = 0;
+  // Issue 20 part 5: what the host can attach. cxl_lanes: CPU PCIe/CXL lanes the host gives its
+  // CXL expanders (cxl_devices × cxl.lanes must fit); nvme_slots: drive bays. Each is required
+  // once the system has such devices (0 = not given).
+  int cxl_lanes = 0;
+  int nvme_slots = 0;
   std::optional<double> nic_Bps;
   std::optional<double> nic_latency_s;  // one inter-node message's latency (RDMA write)
   static const std::vector<std::pair<const char*, KvPool>>& kv_pool_names();
@@ -78,10 +83,15 @@ struct SystemSpec {
     // the effective config only when the system has devices (outputs of other systems unchanged).
     if (!V::kWriting || cxl_devices > 0) {
       v.integer("cxl_devices", cxl_devices, opt("CXL memory expanders", Range::NonNegative));
+      v.integer("cxl_lanes", cxl_lanes,
+                opt("CPU lanes the host gives CXL expanders (cxl_devices x cxl.lanes must fit)",
+                    Range::NonNegative));
       v.object("cxl", cxl, opt("the CXL Type-3 memory expander (preset kind cxl)"), "cxl");
     }
     if (!V::kWriting || nvme_drives > 0) {
       v.integer("nvme_drives", nvme_drives, opt("NVMe drives holding KV", Range::NonNegative));
+      v.integer("nvme_slots", nvme_slots,
+                opt("NVMe drive bays of the host (nvme_drives must fit)", Range::NonNegative));
       v.object("nvme", nvme, opt("the NVMe drive (preset kind nvme)"), "nvme");
     }
     v.quantity("nic_bandwidth", nic_Bps, dim::bandwidth,

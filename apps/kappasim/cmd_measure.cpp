@@ -140,9 +140,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                                      "load_time_s",
                                      "compute_time_s",
                                      "ttft_s",
-                                     "h2d_effective_bytes_per_s",
-                                     "h2d_effective_node_bytes_per_s",
-                                     "h2d_effective_model_bytes_per_s"};
+                                     "h2d_load_bytes_per_s",
+                                     "h2d_load_node_bytes_per_s",
+                                     "h2d_load_model_bytes_per_s"};
     // Where each TTFT went and what bound its load (serving/time_breakdown.hpp).
     for (const auto& c : TimeBreakdown::categories())
       if (c.field != &TimeBreakdown::idle_s) cols.push_back(std::string("t_") + c.name + "_s");
@@ -204,12 +204,12 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                                      "kappa_crit_analytic_peak",
                                      "kappa_crit_analytic_effective",
                                      "kappa_crit_analytic_effective_compute",
-                                     "h2d_effective_bytes_per_s",
+                                     "h2d_load_bytes_per_s",
                                      "h2d_peak_bytes_per_s",
                                      "compute_effective_flops",
                                      "compute_peak_flops",
-                                     "h2d_effective_node_bytes_per_s",
-                                     "h2d_effective_model_bytes_per_s"};
+                                     "h2d_load_node_bytes_per_s",
+                                     "h2d_load_model_bytes_per_s"};
     std::vector<Cell> row = {m.model,
                              m.system,
                              static_cast<std::int64_t>(m.tp),
@@ -219,12 +219,12 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                              m.kappa_crit_analytic_peak,
                              m.kappa_crit_analytic_effective,
                              m.kappa_crit_analytic_effective_compute,
-                             m.h2d_effective_bytes_per_s,
+                             m.h2d_load_bytes_per_s,
                              m.h2d_peak_bytes_per_s,
                              m.compute_effective_flops,
                              m.compute_peak_flops,
-                             m.h2d_effective_node_bytes_per_s,
-                             m.h2d_effective_model_bytes_per_s};
+                             m.h2d_load_node_bytes_per_s,
+                             m.h2d_load_model_bytes_per_s};
     // What bound the load at the crossing: its load time per bound, as shares.
     const double bound_total = m.load_bounds.total();
     cols.push_back("load_bound");

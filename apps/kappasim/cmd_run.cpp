@@ -9,6 +9,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
 #include "serving/cluster_spec.hpp"
+#include "serving/kv_hierarchy.hpp"
 #include "serving/run_folder.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -158,14 +159,19 @@ int cmd_run(const std::vector<std::string>& args) {
   for (const std::string& f : dir.renamed_user_files())
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
               << ".user-kept (the results now hold a file of that name)\n";
-  if (totals.tier_working_set_bytes > totals.tier_capacity_bytes)  // the tier thrashes
-    std::cerr
-        << "kappasim: warning: the KV tier's working set ("
-        << format_quantity(totals.tier_working_set_bytes, dim::bytes)
-        << ") does not fit its capacity ("
-        << format_quantity(totals.tier_capacity_bytes, dim::bytes)
-        << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0,"
-           " tier_restored_chunks; set serving.tier_capacity)\n";
+  // The tier thrashes when the working set fits neither DRAM nor, with serving.tiers, the
+  // hierarchy below it (issue 26 item 16: lower tiers that hold it all are no reason to warn).
+  const double held = hierarchy_capacity_bytes(spec.serving.tiers, totals.tier_capacity_bytes);
+  if (totals.tier_working_set_bytes > held) {
+    const bool lower = held > totals.tier_capacity_bytes;
+    std::cerr << "kappasim: warning: the KV tier's working set ("
+              << format_quantity(totals.tier_working_set_bytes, dim::bytes)
+              << ") does not fit its capacity (" << format_quantity(held, dim::bytes)
+              << (lower ? ", DRAM and the tiers below it" : "")
+              << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits "
+                 "= 0, tier_restored_chunks; set serving.tier_capacity"
+              << (lower ? " or serving.tiers" : "") << ")\n";
+  }
   if (!quiet) {
     std::cout << "requests completed: " << run.requests;
     if (totals.requests_rejected > 0)

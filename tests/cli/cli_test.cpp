@@ -635,12 +635,12 @@ TEST(Cli, MeasureKappaCritAgainstTheAnalyticModel) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(valid_json(r.out)) << r.out;
   for (const char* f : {"kappa_crit_simulated", "kappa_crit_analytic_peak",
-                        "kappa_crit_analytic_effective", "h2d_effective_bytes_per_s"})
+                        "kappa_crit_analytic_effective", "h2d_load_bytes_per_s"})
     EXPECT_TRUE(has(r.out, std::string("\"") + f + "\": ")) << f;
   const double sim = json_number(r.out, "kappa_crit_simulated");
   const double peak = json_number(r.out, "kappa_crit_analytic_peak");
   const double eff = json_number(r.out, "kappa_crit_analytic_effective");
-  const double bw = json_number(r.out, "h2d_effective_bytes_per_s");
+  const double bw = json_number(r.out, "h2d_load_bytes_per_s");
   EXPECT_TRUE(std::isfinite(sim) && sim > 1) << r.out;
   // κ_crit is proportional to the bandwidth; the measured effective rate (tier software costs,
   // copy-kernel overheads and PCIe framing included) is below the link's encoded peak, so the

@@ -143,7 +143,7 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
   };
   const std::size_t sim = at("kappa_crit_simulated"),
                     both = at("kappa_crit_analytic_effective_compute"),
-                    eff_bw = at("h2d_effective_bytes_per_s"), peak_bw = at("h2d_peak_bytes_per_s");
+                    eff_bw = at("h2d_load_bytes_per_s"), peak_bw = at("h2d_peak_bytes_per_s");
   int rows = 0;
   while (std::getline(csv, line)) {
     const auto f = fields(line);

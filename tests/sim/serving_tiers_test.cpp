@@ -29,7 +29,8 @@ std::string tiered_config(const std::string& tiers) {
   return std::string(
              "model: llama-3.1-8b\n"
              "system: {preset: h100, gpu: {preset: h100-sxm5, copy_kernel_load_width: 16 B},\n"
-             "  cxl_devices: 1, cxl: {capacity: 256 GB, rate_per_lane: 32 GT/s, lanes: 8,\n"
+             "  cxl_devices: 1, cxl_lanes: 8, nvme_slots: 1,\n"
+             "  cxl: {capacity: 256 GB, rate_per_lane: 32 GT/s, lanes: 8,\n"
              "    flit_bytes: 68 B, flit_data_bytes: 64 B, added_latency: 170 ns},\n"
              "  nvme_drives: 1, nvme: {capacity: 3.84 TB, rate_per_lane: 32 GT/s, lanes: 4,\n"
              "    seq_read_bandwidth: 13 GB/s, seq_write_bandwidth: 6.6 GB/s, read_iops: 2500000,\n"

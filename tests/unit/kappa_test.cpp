@@ -329,3 +329,28 @@ TEST(Kappa, BadInputsThrow) {
 
 }  // namespace
 }  // namespace kappasim
+
+namespace kappasim {
+namespace {
+TEST(Kappa, PohWithAttentionChargesAttentionFlops) {
+  // Issue 20 part 4: report section 4's "analytic P_OH (attention FLOPs included)". Qwen3-235B
+  // at K = 65,536, T = 64 under the paper's convention (C = 2000 TFLOP/s, BW = 64 GB/s, TP 1):
+  //   t_x = K × B_kv / BW = 65,536 × 192,512 B / 64e9 = 0.19713 s
+  //   F_pf·T = 2 × N_active × 64;  attention (causal, GQA: 2 × 64 heads × (128 + 128) per layer
+  //   per pair, 94 layers) over T·K + T(T+1)/2 = 4,194,304 + 2,080 pairs = 1.2926e13 FLOP,
+  //   ~4.5x the dense part, so P_OH with attention is ~1/5.5 of Eq. 3's F_pf-only P_OH.
+  KappaQuery q = paper_query();
+  q.context_k = 65536;
+  q.new_tokens_t = 64;
+  const KappaPoint p = evaluate_kappa(model("qwen3-235b-a22b"), sys("h100"), q);
+  ASSERT_TRUE(p.ttft && p.ttft_attention);
+  const double K = 65536, T = 64;
+  const double t_x = K * kQwenKv / kPaperBw;
+  const double f_attn = (T * K + T * (T + 1) / 2) * 94 * 2.0 * 64 * (128 + 128);
+  const double t_c = (T * 2 * kQwenActive + f_attn) / kPaperC;
+  expect_rel(p.ttft_attention->p_oh(), t_x / t_c, 1e-9, "P_OH with attention");
+  expect_rel(p.ttft->p_oh(), t_x / (T * 2 * kQwenActive / kPaperC), 1e-9, "P_OH F_pf only");
+  EXPECT_LT(p.ttft_attention->p_oh(), p.ttft->p_oh() / 5);
+}
+}  // namespace
+}  // namespace kappasim

@@ -20,6 +20,19 @@ struct Three {
   }
 };
 
+TEST(KvHierarchy, CapacityOfTheWholeHierarchyForTheWorkingSetWarning) {
+  // Issue 26 item 16: 192 GB of DRAM over 2 TB of CXL and 30.72 TB of NVMe. Write-through holds
+  // every chunk in every level: the largest, 30.72 TB, bounds the distinct chunks. Write-back
+  // holds each in one level: 0.192 + 2 + 30.72 = 32.912 TB. Without lower tiers: DRAM alone.
+  TiersSpec t;
+  EXPECT_DOUBLE_EQ(hierarchy_capacity_bytes(t, 192e9), 192e9);
+  t.cxl_capacity_bytes = 2e12;
+  t.nvme_capacity_bytes = 30.72e12;
+  EXPECT_DOUBLE_EQ(hierarchy_capacity_bytes(t, 192e9), 30.72e12);
+  t.write = TierWritePolicy::WriteBack;
+  EXPECT_DOUBLE_EQ(hierarchy_capacity_bytes(t, 192e9), 192e9 + 2e12 + 30.72e12);
+}
+
 TEST(KvHierarchy, DramAloneIsTheHostTiersLookup) {
   KvTier a(1, 3 * kChunk, kChunk), b(1, 3 * kChunk, kChunk);
   KvHierarchy h(a, {}, kChunk, TierWritePolicy::WriteThrough, true);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -496,6 +497,10 @@ TEST(Metrics, SummaryFiguresByHand) {
   EXPECT_NEAR(f["queue_p99_s"], 0.4, a * 0.4);
   EXPECT_DOUBLE_EQ(f["p_oh_mean"], (3.0 + 3.0 + 1.0) / 3);
   EXPECT_DOUBLE_EQ(f["transfer_time_fraction"], 0.9 / (0.9 + 0.3));
+  // Issue 20 part 4: the ratio of sums Σ load / Σ compute = 0.9 / 0.3 = 3 (the per-request mean
+  // above skips the request without compute), and Σ load / Σ TTFT = 0.9 / (4 × 0.7 s).
+  EXPECT_NEAR(f["p_oh_ratio_of_sums"], 0.9 / 0.3, 1e-12);
+  EXPECT_NEAR(f["load_ttft_fraction"], 0.9 / 2.8, 1e-12);
   // Jain over slowdowns 1, 1.5, 4, 5: (Σx)² / (n·Σx²) = 11.5² / (4·44.25).
   EXPECT_DOUBLE_EQ(f["jain_index"], 11.5 * 11.5 / (4 * 44.25));
   EXPECT_DOUBLE_EQ(f["slowdown_mean"], 11.5 / 4);
@@ -863,6 +868,53 @@ TEST(Power, OffloadedServingComesOutNearTwentyEightPercentOfTdp) {
   EXPECT_NEAR(frac, 0.28, 0.03);
   // Idle power alone is 20% of TDP: most of the 28% is the price of being ready.
   EXPECT_GT(e.idle_j / e.total_j, 0.7);
+}
+
+TEST(Metrics, EverySummaryFieldIsDocumented) {
+  // Issue 20 part 4: docs/metrics.md's summary.json table must name every figure
+  // SummaryBuilder::figures declares, so the two cannot drift (sched_software's row said 0 while
+  // the engine charged it). Families generated from a category list are documented by their
+  // pattern and each category by its row in the time-breakdown table.
+  std::ifstream in(fs::path(KAPPASIM_SOURCE_DIR) / "docs" / "metrics.md");
+  ASSERT_TRUE(in) << "docs/metrics.md";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const auto b = doc.find("## summary.json"), e = doc.find("\n## ", b + 1);
+  ASSERT_NE(b, std::string::npos);
+  const std::string table = doc.substr(b, e - b);
+  const auto names_word = [](const std::string& text, const std::string& w) {
+    const auto word = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    };
+    for (auto p = text.find(w); p != std::string::npos; p = text.find(w, p + 1))
+      if ((p == 0 || !word(text[p - 1])) &&
+          (p + w.size() >= text.size() || !word(text[p + w.size()])))
+        return true;
+    return false;
+  };
+  SummaryBuilder sb;
+  SummaryBuilder::Totals t;
+  for (const auto& [name, value] : sb.figures(t)) {
+    (void)value;
+    std::string family, member;
+    for (const char* f : {"ttft_mean_", "time_fraction_", "load_bound_share_"})
+      if (name.rfind(f, 0) == 0 && name != "ttft_mean_s") family = f;
+    if (family.empty()) {
+      EXPECT_TRUE(names_word(table, name)) << name << " is not in docs/metrics.md's summary table";
+      continue;
+    }
+    member = name.substr(family.size());
+    if (family == "ttft_mean_") member = member.substr(0, member.size() - 2);  // drop "_s"
+    if (family == "load_bound_share_") {
+      EXPECT_TRUE(names_word(table, "_" + member) || names_word(table, name))
+          << name << ": bound '" << member << "' is not in the load_bound_share row";
+    } else {
+      EXPECT_NE(table.find(family + "<category>"), std::string::npos) << family;
+      EXPECT_NE(doc.find("| " + member + " |"), std::string::npos)
+          << name << ": category '" << member << "' has no row in the time-breakdown table";
+    }
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/table.hpp"
+#include "report/format.hpp"
 #include "report/sections.hpp"
 #include "report/sweeps.hpp"
 
@@ -29,6 +30,16 @@ fs::path fresh_dir(const std::string& name) {
 void write(const fs::path& p, const std::string& s) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << s;
+}
+
+TEST(ReportFormat, KappaCritOutsideTheGridIsABound) {
+  // Issue 20 part 4: a crossing below the searched grid (κ = 1 … κ_max) is "< 1", one above it
+  // "> κ_max", never the word "never" (which read both ways).
+  EXPECT_EQ(report::kappa_crit_cell(47.4, 0, 0, 1000), "47.4");
+  EXPECT_EQ(report::kappa_crit_cell(NAN, 1, 0, 1000), "< 1");
+  EXPECT_EQ(report::kappa_crit_cell(NAN, 0, 1, 73810), "> 73810");
+  EXPECT_EQ(report::kappa_crit_cell(NAN, 0, 0, 1000), "—");  // a failed point: neither is known
+  EXPECT_EQ(report::kappa_crit_cell(NAN, NAN, NAN, NAN), "—");
 }
 
 TEST(MarkdownTable, EscapesPipesPadsShortRowsDropsExtraCells) {
@@ -87,10 +98,10 @@ report::SweepData testbed(const std::vector<std::vector<std::string>>& rows) {
                      "kappa_crit_analytic_peak",
                      "kappa_crit_analytic_effective",
                      "kappa_crit_analytic_effective_compute",
-                     "h2d_effective_bytes_per_s",
+                     "h2d_load_bytes_per_s",
                      "h2d_peak_bytes_per_s",
-                     "h2d_effective_node_bytes_per_s",
-                     "h2d_effective_model_bytes_per_s",
+                     "h2d_load_node_bytes_per_s",
+                     "h2d_load_model_bytes_per_s",
                      "compute_effective_flops",
                      "compute_peak_flops"};
   d.table.rows = rows;

@@ -162,6 +162,25 @@ TEST(TierSpec, BadDeviceBlocksNameTheKey) {
   EXPECT_TRUE(has(e, "system.cxl: cxl_devices = 4 needs a cxl block")) << e;
   e = error_of([] { system_from_yaml("preset: dgx-h100\nnvme_drives: 2\n"); });
   EXPECT_TRUE(has(e, "system.nvme: nvme_drives = 2 needs an nvme block")) << e;
+  // Issue 20 part 5 / issue 26 item 11: devices beyond what the host attaches. dgx-h100's
+  // cxl_lanes 160 = 2 sockets x 80 Xeon 8480C lanes: 1000 x8 CMM-D need 8000 lanes, at most
+  // 160 / 8 = 20 devices; 21 need 168 > 160. Its 8 U.2 bays hold 8 drives, not 9 or 100,000.
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-cxl\ncxl_devices: 1000\n"); });
+  EXPECT_TRUE(has(e, "system.cxl_devices: 1000 x8 CXL expanders need 8000 lanes") &&
+              has(e, "160 (system.cxl_lanes)") && has(e, "at most 20 devices"))
+      << e;
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-cxl\ncxl_devices: 21\n"); });
+  EXPECT_TRUE(has(e, "need 168 lanes")) << e;
+  EXPECT_EQ(system_from_yaml("preset: dgx-h100-256gb-cxl\ncxl_devices: 20\n").cxl_devices, 20);
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-nvme\nnvme_drives: 100000\n"); });
+  EXPECT_TRUE(has(e, "system.nvme_drives: 100000 drives exceed the host's 8 drive bays")) << e;
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-nvme\nnvme_drives: 9\n"); });
+  EXPECT_TRUE(has(e, "system.nvme_slots")) << e;
+  // A host that does not say what it attaches: the key is named.
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-cxl\ncxl_lanes: 0\n"); });
+  EXPECT_TRUE(has(e, "system.cxl_lanes: cxl_devices = 8 needs the CPU lanes")) << e;
+  e = error_of([] { system_from_yaml("preset: dgx-h100-256gb-nvme\nnvme_slots: 0\n"); });
+  EXPECT_TRUE(has(e, "system.nvme_slots: nvme_drives = 8 needs the host's NVMe drive bays")) << e;
   // Sequential read above the drive's link: Gen4 x4 carries 7.88 GB/s.
   e = error_of([] {
     system_from_yaml(
@@ -273,7 +292,8 @@ TEST(TierKappa, BounceIsBoundByDramCrossedTwiceAndSmallReadsByIops) {
   // link): GDS gets 52 GB/s. The bounce writes and reads DRAM: 2 sockets × 8 channels × 4.4 GT/s
   // × 8 B × 0.8 = 450.56 GB/s, / 2 / 8 GPUs = 28.16 GB/s per GPU binds.
   const SystemSpec s = system_from_yaml(
-      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 32\n");
+      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 32\nnvme_slots: "
+      "32\n");
   const double host = s.host_link_bandwidth_per_gpu();
   std::vector<TierLoad> v = tier_loads(s, host, 12e6);
   EXPECT_DOUBLE_EQ(tier(v, "nvme-gds").load_Bps, 52e9);
@@ -285,7 +305,8 @@ TEST(TierKappa, BounceIsBoundByDramCrossedTwiceAndSmallReadsByIops) {
   EXPECT_NEAR(tier(v, "nvme-gds").load_Bps, 40.96e9, 1e3);
   // Enough drives to pass the host link: the link binds.
   const SystemSpec many = system_from_yaml(
-      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 64\n");
+      "preset: dgx-h100-256gb-nvme\nnvme: samsung-pm1743-3840gb\nnvme_drives: 64\nnvme_slots: "
+      "64\n");
   EXPECT_EQ(tier(tier_loads(many, host, 12e6), "nvme-gds").bound, "host link");
 }
 
