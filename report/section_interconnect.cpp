@@ -56,7 +56,9 @@ std::string section_interconnect(const SweepData& study,
      << "\n"
      << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
      << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
-     << "costs, `read_tags` the GPU's outstanding PCIe reads, `link` the host link (per-copy "
+     << "costs, `read_tags` the GPU's PCIe requester tags (outstanding reads), `sm_inflight` "
+     << "the zero-copy kernel's own loads in flight (its launch shape; docs/pcie-model.md), "
+     << "`link` the host link (per-copy "
      << "costs included), `host_dram` / `socket_link` the host, `hbm` the GPU side. A faster "
      << "link buys little where another bound takes over.\n\n";
   // Conclusion, computed: per model, the best link per GPU, the PCIe 6 over PCIe 5 gain in
