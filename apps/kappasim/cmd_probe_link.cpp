@@ -121,6 +121,10 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     throw InputError("--loads-per-thread: expected at least 1, got " +
                      std::to_string(loads_per_thread));
   kernel.loads_per_thread = loads_per_thread;
+  if (use_dma && (kernel.load_width || kernel.threads_per_block || kernel.blocks_per_sm))
+    throw InputError(
+        "--load-width, --threads-per-block, --blocks-per-sm: kernel options need "
+        "--path kernel");
   {
     std::string why;
     try {
@@ -131,10 +135,6 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     if (!why.empty())
       throw InputError("--load-width, --threads-per-block, --blocks-per-sm: " + why);
   }
-  if (use_dma && (kernel.load_width || kernel.threads_per_block || kernel.blocks_per_sm))
-    throw InputError(
-        "--load-width, --threads-per-block, --blocks-per-sm: kernel options need "
-        "--path kernel");
   const std::vector<double> sizes = parse_sizes(sizes_text);
   if (blocks < 1 || blocks > 10000000)
     throw InputError("--blocks: expected 1 to 10000000, got " + std::to_string(blocks));
