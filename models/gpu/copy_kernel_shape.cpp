@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "interconnects/pcie_protocol.hpp"
 #include "models/gpu/gpu_spec.hpp"
 
 namespace kappasim {
+
+namespace {
+constexpr double kThreadsPerWarp = 32;  // CUDA: a warp is 32 threads
+}  // namespace
 
 void CopyKernelShape::validate(const std::string& path) const {
   if (load_width) {
@@ -25,7 +28,7 @@ void CopyKernelShape::validate(const std::string& path) const {
 
 double copy_kernel_resident_warps_per_sm(const CopyKernelShape& k, const GpuSpec& gpu) {
   if (!k.given()) return 0;
-  const double warps_per_block = std::ceil(*k.threads_per_block / kWarpThreads);
+  const double warps_per_block = std::ceil(*k.threads_per_block / kThreadsPerWarp);
   double blocks = *k.blocks_per_sm;
   if (gpu.max_blocks_per_sm) blocks = std::min(blocks, *gpu.max_blocks_per_sm);
   if (gpu.max_warps_per_sm)
@@ -35,8 +38,9 @@ double copy_kernel_resident_warps_per_sm(const CopyKernelShape& k, const GpuSpec
 
 double copy_kernel_inflight_per_sm_bytes(const CopyKernelShape& k, const GpuSpec& gpu) {
   if (!k.given()) return 0;
-  return sm_inflight_bytes(1, copy_kernel_resident_warps_per_sm(k, gpu) * k.loads_per_thread,
-                           *k.load_width);
+  // One warp-wide load moves 32 threads × load_width bytes (pcie_protocol's sm_inflight_bytes).
+  return copy_kernel_resident_warps_per_sm(k, gpu) * k.loads_per_thread * kThreadsPerWarp *
+         *k.load_width;
 }
 
 double copy_kernel_inflight_bytes(const CopyKernelShape& k, const GpuSpec& gpu, double sms) {
