@@ -55,8 +55,8 @@ struct PciePacketOptions {
   // Delay from a MWr's arrival to the return of its credit; < 0 means round_trip_latency.
   // [assumption: the root complex frees a posted buffer as late as it answers a read]
   double credit_return_s = -1;
-  // Copy-kernel reads without their own TransferRequest::sm_inflight_bytes use this (the flow
-  // fabric's Topology::sm_inflight_default() for the same system); 0: no bound but the tags.
+  // Copy-kernel reads without their own TransferRequest::sm_inflight_bytes use this; 0 (the
+  // default, as the flow fabric): no bound but the tags.
   double sm_inflight_bytes = 0;
 };
 

@@ -73,11 +73,12 @@ double completion_bytes(const PcieProtocol& p, PcieOp op);
 
 // ---- Zero-copy SM reads by mechanism (docs/pcie-model.md "SM reads of host memory") --------
 // A copy kernel reading pinned host memory keeps `loads_per_sm` warp-wide loads in flight on
-// each of its `sms` SMs; one warp-wide load moves 32 threads × load_width bytes (LMCache 0.3.5's
-// multi_layer_kv_transfer at TP 8: 8 B per thread; a vectorised copy kernel: 16 B). Each load
-// waits a round trip, so by Little's law the kernel reads at most
+// each of its `sms` SMs (its resident warps × loads per thread: models/gpu/copy_kernel_shape);
+// one warp-wide load moves 32 threads × load_width bytes (LMCache 0.3.5's multi_layer_kv_transfer:
+// 8 B per thread; a vectorised copy kernel: 16 B). Each load waits a round trip, so by Little's
+// law the kernel reads at most
 //   sm_inflight_bytes / round_trip = sms · loads_per_sm · 32 · load_width / round_trip
-// e.g. H100, 132 SMs, 1 load per SM, 8 B, 1 µs: 132·256 B / 1 µs = 33.8 GB/s.
+// e.g. H100, 132 SMs, 1 warp-wide load per SM, 8 B, 1 µs: 132·256 B / 1 µs = 33.8 GB/s.
 constexpr double kWarpThreads = 32;
 double sm_inflight_bytes(double sms, double loads_per_sm, double load_width_bytes);
 // inflight / round_trip; +inf when either is not positive (no bound).

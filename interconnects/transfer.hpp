@@ -44,8 +44,8 @@ struct TransferRequest {
   double io_bytes = 0;
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
-  // 0: the flow fabric uses the system GPU's default (all SMs, copy_kernel_load_width); the
-  // packet model then applies no bound beyond its read tags.
+  // 0: no bound of its own (a kernel of unknown shape): both back ends then apply only the
+  // read tags and the wire. CopyKernel sets it from its CopyKernelShape.
   double sm_inflight_bytes = 0;
   // Payload bytes/s this transfer may not exceed on its own (0: no cap of its own). A Local
   // compute flow sets hbm_bytes / compute_time, so alone it lasts exactly its compute time.

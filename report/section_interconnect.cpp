@@ -60,7 +60,9 @@ std::string section_interconnect(const SweepData& study,
      << "\n"
      << "The load bound column: what held the load at κ_crit (or at the largest κ) back, as "
      << "shares of its load time (docs/metrics.md): `software` the tier's CPU-side retrieve "
-     << "costs, `read_tags` the GPU's outstanding PCIe reads, `link` the host link (per-copy "
+     << "costs, `read_tags` the GPU's PCIe requester tags (outstanding reads), `sm_inflight` "
+     << "the zero-copy kernel's own loads in flight (its launch shape; docs/pcie-model.md), "
+     << "`link` the host link (per-copy "
      << "costs included), `host_dram` / `socket_link` the host, `hbm` the GPU side. A faster "
      << "link buys little where another bound takes over.\n\n";
   // Conclusion, computed: per model, the best link per GPU, the PCIe 6 over PCIe 5 gain in
@@ -92,6 +94,16 @@ std::string section_interconnect(const SweepData& study,
                 "× (peak " +
                 fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
                 "×; the PCIe 6 load is bound by " + bound_shares(t, *p6) + ");";
+        // Where outstanding reads bind (docs/pcie-model.md "SM reads"), the gain rests on
+        // parameters without a GPU measurement: the sign of "PCIe 6 helps" could flip with them.
+        const double tags6 = t.num(*p6, "load_bound_share_read_tags");
+        const double sm6 = t.num(*p6, "load_bound_share_sm_inflight");
+        if ((std::isfinite(tags6) && tags6 >= 0.25) || (std::isfinite(sm6) && sm6 >= 0.25))
+          line +=
+              " conditional on the outstanding-read limits (the PCIe requester's read tags, 768 "
+              "assumed on PCIe 6, and the copy kernel's loads in flight, over a 1 µs host round "
+              "trip, assumed; docs/pcie-model.md \"SM reads\"): more tags or a shorter round "
+              "trip move it toward the peak ratio;";
         any = true;
       }
       std::vector<std::string> above;

@@ -4,6 +4,14 @@
 
 namespace kappasim {
 
+LoadBound rate_cap_bound(const TransferRequest& r) {
+  if (!r.pinned) return LoadBound::Software;  // pageable: the CPU staging thread
+  // A copy kernel's read with its own loads in flight: Little's law on its launch shape.
+  if (r.path == CopyPath::Kernel && r.dir == Direction::H2D && r.sm_inflight_bytes > 0)
+    return LoadBound::SmInflight;
+  return LoadBound::ReadTags;  // other outstanding-request limits (an NVMe queue depth)
+}
+
 CopySplit split_copy_times(const std::vector<TransferRequest>& rs, double t_start, double t_end,
                            const std::vector<LoadBound>& resource_bound) {
   CopySplit out;
@@ -38,9 +46,8 @@ CopySplit split_copy_times(const std::vector<TransferRequest>& rs, double t_star
   // the link, the rest to the resource that froze its rate.
   double named = 0;
   for (const auto& [res, sec] : slowest->bottleneck_s) {
-    const LoadBound b = res >= 0          ? resource_bound.at(static_cast<std::size_t>(res))
-                        : slowest->pinned ? LoadBound::ReadTags   // SM loads in flight
-                                          : LoadBound::Software;  // pageable staging thread
+    const LoadBound b =
+        res >= 0 ? resource_bound.at(static_cast<std::size_t>(res)) : rate_cap_bound(*slowest);
     if (b == LoadBound::Link) continue;
     out.bounds[b] += sec;
     named += sec;

@@ -13,6 +13,11 @@
 
 namespace kappasim {
 
+// The bound a transfer's own rate cap (Topology::rate_cap, FlowNetwork resource -1) stands for:
+// a pageable copy's staging thread (software), a copy kernel's loads in flight (sm_inflight),
+// otherwise an outstanding-request limit of its endpoint (read_tags).
+LoadBound rate_cap_bound(const TransferRequest& r);
+
 struct CopySplit {
   double software = 0, link = 0, wait = 0;
   LoadBoundTimes bounds;

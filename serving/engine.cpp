@@ -97,8 +97,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     m_dma.push_back(std::make_unique<CopyEngine>(("dma" + g).c_str(), m_spec.system.gpu, k));
     m_dma.back()->connect(*m_link);
     if (m_load_path->copy_path() == CopyPath::Kernel) {
-      m_copy_kernels.push_back(
-          std::make_unique<CopyKernel>(("copy_kernel" + g).c_str(), m_spec.system.gpu));
+      m_copy_kernels.push_back(std::make_unique<CopyKernel>(
+          ("copy_kernel" + g).c_str(), m_spec.system.gpu, m_spec.serving.stack.copy_kernel));
       m_copy_kernels.back()->connect(*m_link);
     }
   }

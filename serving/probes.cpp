@@ -27,8 +27,8 @@ LinkProbeResult run_link_probe(LinkProbeOptions options) {
       engines.push_back(std::make_unique<CopyEngine>(("gpu" + std::to_string(g) + "_ce").c_str(),
                                                      o.system.gpu, g));
       engines.back()->out.bind(fabric->in);
-      kernels.push_back(
-          std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(), o.system.gpu));
+      kernels.push_back(std::make_unique<CopyKernel>(("gpu" + std::to_string(g) + "_ck").c_str(),
+                                                     o.system.gpu, o.kernel));
       kernels.back()->out.bind(fabric->in);
     }
     sc_core::sc_spawn([&] {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "interconnects/transfer.hpp"
+#include "models/gpu/copy_kernel_shape.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
@@ -31,6 +32,7 @@ struct LinkProbeOptions {
   int gpus = 1;
   bool use_dma = true;  // false: the SM copy kernel (pinned host memory only)
   bool pinned = true;
+  CopyKernelShape kernel;  // the copy kernel's launch shape (not given: no loads-in-flight bound)
 };
 
 struct LinkProbePhase {

@@ -38,7 +38,7 @@ RequestCostModel request_cost_model(const RunSpec& spec) {
   m.stack = sv.stack;
   m.on_package = spec.system.host_link.type == LinkType::HbmTier;
   m.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
-  m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path);
+  m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path, sv.stack.copy_kernel);
   m.chunk_tokens = sv.tier_chunk_tokens();
   m.block_tokens = sv.block_tokens;
   m.step_overhead_s = sv.step_overhead_s;
@@ -90,16 +90,21 @@ RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t
       request_cost_parts(m, K, T, R));
 }
 
-double group_load_rate(const SystemSpec& system, int tp, LoadPath path) {
+double group_load_rate(const SystemSpec& system, int tp, LoadPath path,
+                       const CopyKernelShape& kernel) {
   const Topology topo = build_topology(system);
   const auto h2d = Direction::H2D;
   const auto how = path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
+  // The kernel on every SM of an idle GPU (CopyKernel's Little's law, copy_kernel_shape).
+  const double inflight = how == CopyPath::Kernel
+                              ? copy_kernel_inflight_bytes(kernel, system.gpu, system.gpu.sm_count)
+                              : 0;
   FlowNetwork net;
   topo.add_to(net);
   std::vector<FlowNetwork::FlowId> flows;
   for (int g = 0; g < tp; ++g)
-    flows.push_back(
-        net.start(0, topo.path(g, h2d, how, true), 1e18, topo.rate_cap(g, h2d, how, true)));
+    flows.push_back(net.start(0, topo.path(g, h2d, how, true), 1e18,
+                              topo.rate_cap(g, h2d, how, true, inflight)));
   double rate = FlowNetwork::kInf;
   for (FlowNetwork::FlowId f : flows) rate = std::min(rate, net.rate(f));
   return rate;

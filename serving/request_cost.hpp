@@ -79,8 +79,10 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
 RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t T, std::int64_t R);
 
 // The per-GPU load rate of a TP group: every GPU 0..tp-1 starts one H2D copy on the idle
-// topology (kernel path: copy kernel; else DMA) and the slowest GPU's max-min fair rate is taken.
-double group_load_rate(const SystemSpec& system, int tp, LoadPath path);
+// topology (kernel path: copy kernel of launch shape `kernel` on all SMs; else DMA) and the
+// slowest GPU's max-min fair rate is taken.
+double group_load_rate(const SystemSpec& system, int tp, LoadPath path,
+                       const CopyKernelShape& kernel = {});
 
 // recompute.mode auto: the R in [0, K] minimising request_cost's total (33-point grid over
 // [0, K], then 33 points between the best one's neighbours; ties go to the smaller R).

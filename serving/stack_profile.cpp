@@ -32,6 +32,7 @@ void StackProfile::validate(const std::string& path) const {
     throw InputError(p + "pool_per_rank: must be a finite size >= 0");
   if (!(host_reserve_fraction >= 0 && host_reserve_fraction < 1))
     throw InputError(p + "host_reserve_fraction: must be in [0, 1)");
+  copy_kernel.validate(p + "copy_kernel");
 }
 
 bool stack_supports(const StackProfile& p, LoadPath path) {

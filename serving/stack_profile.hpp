@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "models/gpu/copy_kernel_shape.hpp"
 
 namespace kappasim {
 
@@ -96,6 +97,11 @@ struct StackProfile {
   double store_fixed_s = 0;           // per storing request
   double store_sync_per_chunk_s = 0;  // one stream sync (+ launches) per stored chunk
 
+  // ---- the zero-copy load kernel (LoadPath::Kernel): its launch shape ---------------------
+  // Sets the loads its SMs keep in flight (models/gpu/copy_kernel_shape, docs/pcie-model.md);
+  // absent: the kernel's reads are bounded by the link and its read tags only.
+  CopyKernelShape copy_kernel;
+
   template <class V>
   void visit(V& v) {
     v.text("name", name, opt("stack profile name"));
@@ -140,6 +146,9 @@ struct StackProfile {
                opt("store: per storing request", Range::NonNegative));
     v.quantity("store_sync_per_chunk", store_sync_per_chunk_s, dim::time,
                opt("store: stream sync per stored chunk", Range::NonNegative));
+    v.object("copy_kernel", copy_kernel,
+             opt("zero-copy load kernel's launch shape: {load_width, threads_per_block, "
+                 "blocks_per_sm, loads_per_thread}"));
   }
   void validate(const std::string& path) const;
 };

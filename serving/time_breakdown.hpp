@@ -79,17 +79,21 @@ struct TimeBreakdown {
 };
 
 // What held a KV load back, for the share of its time: the CPU-side software (the tier's retrieve
-// costs, a pageable copy's staging thread), the GPU's outstanding read requests (PCIe read tags),
+// costs, a pageable copy's staging thread), the GPU's outstanding PCIe read requests (the
+// requester's read tags, a resource shared by all of a GPU's reads), a copy kernel's own loads
+// in flight (sm_inflight: its launch shape on the SMs it holds, Little's law; docs/pcie-model.md),
 // its host link (per-copy costs and the link's wire rate), host DRAM, the inter-socket link, or
 // HBM (the GPU side, GPU-side KV buffer copies included).
-enum class LoadBound { Software, ReadTags, Link, HostDram, SocketLink, Hbm };
-inline constexpr int kLoadBounds = 6;
+enum class LoadBound { Software, ReadTags, SmInflight, Link, HostDram, SocketLink, Hbm };
+inline constexpr int kLoadBounds = 7;
 inline const char* load_bound_name(LoadBound b) {
   switch (b) {
     case LoadBound::Software:
       return "software";
     case LoadBound::ReadTags:
       return "read_tags";
+    case LoadBound::SmInflight:
+      return "sm_inflight";
     case LoadBound::Link:
       return "link";
     case LoadBound::HostDram:

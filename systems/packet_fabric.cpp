@@ -18,11 +18,11 @@ PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec
         "serving.link_fidelity: packet models one PCIe link per GPU; "
         "system.gpus_sharing_host_link is " +
         std::to_string(s.gpus_sharing_host_link) + " (use link_fidelity: flow)");
-  // The same checks and the same copy-kernel default as the flow back end.
-  const Topology topo = build_topology(s);
+  // The same checks as the flow back end. Copy kernels bring their own loads in flight
+  // (TransferRequest::sm_inflight_bytes, from their CopyKernelShape).
+  build_topology(s);
   const PcieProtocol p = PcieProtocol::from(s.host_link, "system.host_link");
   PciePacketOptions opts;
-  opts.sm_inflight_bytes = topo.sm_inflight_default();
   for (int g = 0; g < s.gpus; ++g)
     m_links.push_back(
         std::make_unique<PciePacketLink>(("pcie" + std::to_string(g)).c_str(), p, opts));

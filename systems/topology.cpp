@@ -165,9 +165,8 @@ double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
   socket_of_gpu(gpu);
   if (how == CopyPath::Local) return kInf;  // the request's own rate_cap_Bps, if any
   if (!dma(how) && h2d(dir) && m_link_type == LinkType::Pcie && pinned) {
-    // Zero-copy SM reads: each load waits a round trip (Little's law).
-    const double inflight = sm_inflight > 0 ? sm_inflight : m_sm_inflight_default;
-    return little_rate_Bps(inflight, m_round_trip_s);
+    // Zero-copy SM reads: each load waits a round trip (Little's law); 0 = no bound.
+    return little_rate_Bps(sm_inflight, m_round_trip_s);
   }
   if (pinned || m_link_type == LinkType::HbmTier) return kInf;  // the tier needs no CPU staging
   if (!dma(how))
@@ -336,9 +335,7 @@ double Topology::rate_cap(const TransferRequest& r) const {
       if (!dma(r.path) && in && m_link_type == LinkType::Pcie) {
         // Zero-copy SM loads of CXL memory: the same loads in flight, each round trip longer by
         // the device's added latency (Little's law) — why a copy kernel reads CXL slower.
-        const double inflight =
-            r.sm_inflight_bytes > 0 ? r.sm_inflight_bytes : m_sm_inflight_default;
-        return little_rate_Bps(inflight, m_round_trip_s + m_cxl_added_latency_s);
+        return little_rate_Bps(r.sm_inflight_bytes, m_round_trip_s + m_cxl_added_latency_s);
       }
       return kInf;
     case Endpoint::Nvme: {
@@ -452,9 +449,6 @@ Topology build_topology(const SystemSpec& s, int nodes) {
     t.m_tags = p.max_outstanding_reads;
     for (int how = 0; how < 2; ++how)
       t.m_tag_cost[how] = p.round_trip_latency_s / request_bytes(p, pcie_op(true, how == 0));
-    if (s.gpu.sm_host_loads_per_sm && s.gpu.copy_kernel_load_width)
-      t.m_sm_inflight_default = sm_inflight_bytes(s.gpu.sm_count, *s.gpu.sm_host_loads_per_sm,
-                                                  *s.gpu.copy_kernel_load_width);
   } else {
     if (!s.host_link.bandwidth_per_direction_Bps)
       throw InputError("system.host_link.bandwidth_per_direction: required for link '" +

@@ -15,7 +15,8 @@
 //                           also the only resource of a CopyPath::Local flow (compute's HBM
 //                           bytes, on-GPU copies), which shares it max-min with host copies
 //   (a copy kernel's H2D read also has a rate cap: Little's law on its in-flight loads,
-//    sm_inflight / round_trip; see rate_cap and pcie_protocol's sm_inflight_bytes)
+//    sm_inflight / round_trip, the bound `sm_inflight`; see rate_cap and models/gpu/
+//    copy_kernel_shape; the read tags below are the bound `read_tags`)
 //   gpu<g>.read-tags        PCIe only: GPU g's outstanding read requests (max_outstanding_reads);
 //                           a read holds one tag per request for a round trip, so an H2D flow
 //                           costs round_trip_latency / request_bytes tag-seconds per payload byte
@@ -85,12 +86,9 @@ class Topology {
   // Payload bytes/s one copy cannot exceed on its own: +inf when pinned; pageable memory is
   // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA. A copy
   // kernel's read over PCIe is also bounded by Little's law on the bytes its loads keep in
-  // flight: sm_inflight / round_trip_latency (sm_inflight = 0: sm_inflight_default()).
+  // flight: sm_inflight / round_trip_latency (sm_inflight = 0: the kernel's shape is not
+  // known, no bound of its own; CopyKernel sets it from its CopyKernelShape).
   double rate_cap(int gpu, Direction dir, CopyPath how, bool pinned, double sm_inflight = 0) const;
-  // Bytes a copy kernel on all of the GPU's SMs keeps in flight with the GPU's
-  // copy_kernel_load_width (0 when the GPU lacks sm_host_loads_per_sm or the width, or the
-  // link is not PCIe: no bound).
-  double sm_inflight_default() const { return m_sm_inflight_default; }
   // Time to the first payload byte of one transfer, charged before it joins the fluid model.
   // A copy kernel's read whose Little's-law bound is below the link's SmRead rate gets 0: its
   // first round trip is already inside bytes / (sm_inflight / round_trip) (each window of
@@ -163,7 +161,6 @@ class Topology {
   int m_gpus_per_socket = 0;
   int m_sharing = 1;
   std::vector<SystemSpec::KvPool> m_pool;  // per GPU
-  double m_sm_inflight_default = 0;
   LinkType m_link_type = LinkType::Pcie;
   // wire bytes per payload byte on the payload's / the opposite direction, [dma][h2d]
   double m_data_cost[2][2] = {{1, 1}, {1, 1}};

@@ -51,6 +51,8 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
   std::vector<std::string> sets, preset_dirs;
   int blocks = 1000, gpus = 1;
   bool pageable = false;
+  std::string load_width;
+  int threads_per_block = 0, blocks_per_sm = 0, loads_per_thread = 1;
   po::options_description desc(
       "kappasim probe " + verb +
       ": host<->GPU copy bandwidth per block size from the flow-level SystemC model\n"
@@ -72,6 +74,15 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
       "gpus", po::value(&gpus), "GPUs copying at once (default 1, at most the system's GPUs)")(
       "pageable", po::bool_switch(&pageable),
       "pageable host memory (staged by the driver) instead of pinned")(
+      "load-width", po::value(&load_width),
+      "kernel path: bytes one thread loads per instruction (1-16 B); with --threads-per-block "
+      "and --blocks-per-sm it bounds the reads by the loads in flight (docs/pcie-model.md); "
+      "without them only the read tags and the wire do")(
+      "threads-per-block", po::value(&threads_per_block), "kernel path: threads per block")(
+      "blocks-per-sm", po::value(&blocks_per_sm),
+      "kernel path: blocks the grid offers each SM (grid / SMs; occupancy clamps it)")(
+      "loads-per-thread", po::value(&loads_per_thread),
+      "kernel path: independent loads a thread keeps in flight (default 1)")(
       "format", po::value(&format), "table, csv or json")("help,h", "this help");
   auto vm = parse("probe " + verb, args, desc);
   if (vm.count("help")) {
@@ -87,6 +98,44 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
   if (pageable && !use_dma)
     throw InputError(
         "--pageable: a copy kernel reads pinned (mapped) host memory only; use --path dma");
+  CopyKernelShape kernel;
+  if (!load_width.empty()) {
+    try {
+      kernel.load_width = parse_quantity_as(load_width, dim::bytes);
+    } catch (const UnitError& err) {
+      throw InputError("--load-width: " + std::string(err.what()));
+    }
+  }
+  if (vm.count("threads-per-block")) {
+    if (threads_per_block < 1 || threads_per_block > 1024)
+      throw InputError("--threads-per-block: expected 1 to 1024, got " +
+                       std::to_string(threads_per_block));
+    kernel.threads_per_block = threads_per_block;
+  }
+  if (vm.count("blocks-per-sm")) {
+    if (blocks_per_sm < 1)
+      throw InputError("--blocks-per-sm: expected at least 1, got " +
+                       std::to_string(blocks_per_sm));
+    kernel.blocks_per_sm = blocks_per_sm;
+  }
+  if (loads_per_thread < 1)
+    throw InputError("--loads-per-thread: expected at least 1, got " +
+                     std::to_string(loads_per_thread));
+  kernel.loads_per_thread = loads_per_thread;
+  if (use_dma && (kernel.load_width || kernel.threads_per_block || kernel.blocks_per_sm))
+    throw InputError(
+        "--load-width, --threads-per-block, --blocks-per-sm: kernel options need "
+        "--path kernel");
+  {
+    std::string why;
+    try {
+      kernel.validate("kernel");
+    } catch (const InputError& e) {
+      why = e.what();
+    }
+    if (!why.empty())
+      throw InputError("--load-width, --threads-per-block, --blocks-per-sm: " + why);
+  }
   const std::vector<double> sizes = parse_sizes(sizes_text);
   if (blocks < 1 || blocks > 10000000)
     throw InputError("--blocks: expected 1 to 10000000, got " + std::to_string(blocks));
@@ -153,7 +202,8 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
                 << format_number(std::round(wall_s))
                 << " s of wall time; fewer --blocks give the same bandwidth curve\n";
   }
-  LinkProbeOptions opts{sys, std::move(topo), sizes, dirs, blocks, gpus, use_dma, !pageable};
+  LinkProbeOptions opts{sys,  std::move(topo), sizes,     dirs,  blocks,
+                        gpus, use_dma,         !pageable, kernel};
   const LinkProbeResult result = run_link_probe(std::move(opts));
 
   Table table({"size_bytes", "time_s", "bandwidth_bytes_per_s", "aggregate_bytes_per_s", "gpus",

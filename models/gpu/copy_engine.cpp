@@ -87,13 +87,23 @@ void CopyEngine::copy(TransferRequest& r) {
   release();
 }
 
-CopyKernel::CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu)
+CopyKernel::CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu,
+                       const CopyKernelShape& shape)
     : sc_core::sc_module(name), out("out") {
   if (!gpu.copy_kernel_block_overhead_s)
     throw InputError("gpu '" + gpu.name +
                      "': the copy kernel model needs copy_kernel_block_overhead");
+  shape.validate("copy_kernel");
   m_block_overhead_s = *gpu.copy_kernel_block_overhead_s;
   m_gpu_spec = gpu;
+  m_shape = shape;
+}
+
+void CopyKernel::set_inflight(TransferRequest& r, int sms) const {
+  // Little's law on the loads in flight (copy_kernel_shape.hpp): the SMs holding the kernel,
+  // each with its resident warps' loads of 32 × load_width bytes.
+  if (r.dir == Direction::H2D && m_shape.given())
+    r.sm_inflight_bytes = copy_kernel_inflight_bytes(m_shape, m_gpu_spec, sms);
 }
 
 double dma_stream_fixed_s(const GpuSpec& gpu, std::int64_t copies, double latency_s) {
@@ -157,11 +167,7 @@ void CopyKernel::start(TransferRequest& r, std::int64_t blocks, TransferGroup& g
   const int little_sms = sms && sms_wanted > held && sms->free() == 1 ? held + 1 : held;
   r.path = CopyPath::Kernel;
   r.pinned = true;
-  if (r.dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
-      m_gpu_spec.copy_kernel_load_width)
-    r.sm_inflight_bytes =
-        sm_inflight_bytes(sms ? little_sms : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
-                          *m_gpu_spec.copy_kernel_load_width);
+  set_inflight(r, sms ? little_sms : m_gpu_spec.sm_count);
   g.add();
   m_inflight.emplace_back();
   InFlight* k = &m_inflight.back();
@@ -199,13 +205,8 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     r.pinned = true;
     r.endpoint = endpoint;
     r.endpoint_index = endpoint_index;
-    // Little's law on the loads in flight: the SMs this kernel holds (all of them without a
-    // pool), each with sm_host_loads_per_sm warp-wide loads of 32 × copy_kernel_load_width B.
-    if (dir == Direction::H2D && m_gpu_spec.sm_host_loads_per_sm &&
-        m_gpu_spec.copy_kernel_load_width)
-      r.sm_inflight_bytes =
-          sm_inflight_bytes(sms ? held : m_gpu_spec.sm_count, *m_gpu_spec.sm_host_loads_per_sm,
-                            *m_gpu_spec.copy_kernel_load_width);
+    // Little's law on the loads in flight: the SMs this kernel holds (all without a pool).
+    set_inflight(r, sms ? held : m_gpu_spec.sm_count);
     r.start_s = sc_core::sc_time_stamp().to_seconds();
     send(out, r, name());
     m_blocks += static_cast<decltype(m_blocks)>(blocks);

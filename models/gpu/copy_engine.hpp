@@ -15,10 +15,11 @@
 // (compute then runs on what is left), and moves its blocks back to back, each after
 // `copy_kernel_block_overhead` (address computation and issue of one block's loads, measured as
 // the t0 of the per-block curve), over CopyPath::Kernel. Its H2D reads are bounded by Little's
-// law on the loads its SMs keep in flight (sm_host_loads_per_sm warp-wide loads of
-// 32 × copy_kernel_load_width bytes per SM held, one round trip each; TransferRequest::
-// sm_inflight_bytes): a kernel squeezed onto few SMs, or one with narrow loads, reads slower.
-// The vLLM-blog curve (reference-data.md, 16 B loads) stays link-bound.
+// law on the loads its SMs keep in flight: its launch shape (CopyKernelShape: load width,
+// threads per block, blocks per SM, loads per thread; the stack's or the probe's) under the
+// GPU's occupancy limits gives the bytes per SM held, one round trip each (TransferRequest::
+// sm_inflight_bytes): a kernel squeezed onto few SMs, or with few warps resident, reads slower.
+// Without a shape, only the link and its read tags bound it.
 //
 // Non-blocking (the serving path, issue 13): CopyEngine::start and CopyKernel::start issue the
 // same transfer through LinkModel::start into a TransferGroup, with the same fixed costs as
@@ -38,6 +39,7 @@
 #include <list>
 
 #include "interconnects/link_model.hpp"
+#include "models/gpu/copy_kernel_shape.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/gpu/sm_pool.hpp"
 
@@ -104,8 +106,10 @@ class CopyKernel : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<CopyKernel> out;
 
-  // Needs gpu.copy_kernel_block_overhead.
-  CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu);
+  // Needs gpu.copy_kernel_block_overhead. `shape`: the kernel's launch shape (validated here;
+  // not given: its reads have no Little's-law bound of their own).
+  CopyKernel(const sc_core::sc_module_name& name, const GpuSpec& gpu,
+             const CopyKernelShape& shape = {});
 
   // Blocking; call from an SC_THREAD. Copies `blocks` blocks of `block_bytes` from pinned host
   // memory (H2D) or to it (D2H) as one kernel. With a pool, takes up to sms_wanted SMs (at least
@@ -136,9 +140,14 @@ class CopyKernel : public sc_core::sc_module {
 
   std::uint64_t kernels() const { return m_kernels; }
   std::uint64_t blocks() const { return m_blocks; }
+  const CopyKernelShape& shape() const { return m_shape; }
 
  private:
+  // Sets r.sm_inflight_bytes for an H2D read on `sms` SMs (when the shape is given).
+  void set_inflight(TransferRequest& r, int sms) const;
+
   GpuSpec m_gpu_spec;
+  CopyKernelShape m_shape;
   double m_block_overhead_s;
   std::uint64_t m_kernels = 0;
   std::uint64_t m_blocks = 0;

@@ -67,15 +67,6 @@ void GpuSpec::validate(const std::string& path) const {
   if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
     throw InputError(
         path + ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
-  // links: a GPU load instruction moves 1, 2, 4, 8 or 16 bytes per thread.
-  if (copy_kernel_load_width) {
-    const double w = *copy_kernel_load_width;
-    if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
-      throw InputError(path +
-                       ".copy_kernel_load_width: a thread loads 1, 2, 4, 8 or 16 bytes "
-                       "per instruction, got " +
-                       format_number(w) + " B");
-  }
 }
 
 void GpuSpec::require_sim(const std::string& path) const {

@@ -51,10 +51,11 @@ struct GpuSpec {
   std::optional<double> idle_power_w;           // CUDA context held, no kernel running
   std::optional<double> energy_per_flop_J;      // dense tensor-core FLOP, above idle
   std::optional<double> energy_per_hbm_byte_J;  // per HBM byte moved, above idle (all-in)
-  // Zero-copy SM reads of host memory (systems/topology, docs/pcie-model.md "SM reads");
-  // optional: without them a copy kernel's reads are bounded by the link and its tags only.
-  std::optional<double> sm_host_loads_per_sm;    // warp-wide loads to host memory in flight per SM
-  std::optional<double> copy_kernel_load_width;  // bytes per thread per load of the copy kernel
+  // Occupancy limits per SM (CUDA compute capability table): how many of a copy kernel's
+  // warps can be resident at once, so how many loads to host memory an SM keeps in flight
+  // (models/gpu/copy_kernel_shape, docs/pcie-model.md "SM reads"); absent: no clamp.
+  std::optional<double> max_warps_per_sm;
+  std::optional<double> max_blocks_per_sm;
 
   static const std::vector<std::string>& compute_dtypes();
 
@@ -160,11 +161,11 @@ struct GpuSpec {
                opt("energy above idle per bit moved to or from HBM (DRAM, PHY and on-chip "
                    "movement)",
                    Range::NonNegative));
-    // Zero-copy SM reads (links): Little's law on the loads a copy kernel keeps in flight.
-    v.quantity("sm_host_loads_per_sm", sm_host_loads_per_sm, dim::none,
-               opt("warp-wide loads to host memory one SM keeps in flight", Range::AtLeastOne));
-    v.quantity("copy_kernel_load_width", copy_kernel_load_width, dim::bytes,
-               opt("bytes each thread of the copy kernel loads per instruction (4, 8 or 16)"));
+    // Zero-copy SM reads (links): the occupancy limits clamp a copy kernel's resident warps.
+    v.quantity("max_warps_per_sm", max_warps_per_sm, dim::none,
+               opt("resident warps per SM at most (occupancy limit)", Range::AtLeastOne));
+    v.quantity("max_blocks_per_sm", max_blocks_per_sm, dim::none,
+               opt("resident thread blocks per SM at most (occupancy limit)", Range::AtLeastOne));
     // ---- relative knobs (issue 12.12): scale factors, applied once here as the spec is read ----
     if constexpr (!std::is_same_v<V, ConfigWriter>) {
       v.object("scale", scale,

@@ -613,13 +613,16 @@ TEST(Cli, MeasurePohIsLoadOverCompute) {
   EXPECT_NEAR(ttft, 2e-3 + 16 * 27e-6 + 4224 * 110e-9 + load + compute, 1e-9 * ttft);
   // Load by hand: LMCache retrieve 0.5 ms + 16 chunks × 28 µs re-hash, the copy kernel's
   // 16 × 0.24 µs, then 4096 tokens × 81,920 B (B_kv 327,680 B / 4 GPUs) at the copy kernel's
-  // load-bound rate (links: 132 SMs × 1 load × 32 threads × 8 B per 1 µs round trip =
-  // 33.792 GB/s, below the PCIe 5 x16 SM-read wire rate of 46.8 GB/s; the round trips are inside
-  // that rate; 4 GPUs on one socket's DRAM: 225 / 4 = 56 GB/s each, not binding), plus 16 GPU
-  // idle gaps of 25 µs; the per-chunk Python (16 × 74 µs = 1.2 ms) hides under the 9.9 ms of
-  // copies.
-  const double rate = 132.0 * 32 * 8 / 1e-6;
-  const double expect = 0.5e-3 + 16 * 28e-6 + 16 * 0.24e-6 + 4096 * 81920.0 / rate + 16 * 25e-6;
+  // link-bound rate: the stack's kernel (lmcache-0.3.5 copy_kernel: one-warp blocks of 8 B
+  // loads, 32 resident per SM) keeps 132 × 32 × 32 × 8 B = 1.08 MB in flight (1,081 GB/s per
+  // 1 µs round trip); the read tags allow 768 × 64 B / 1 µs = 49.15 GB/s; the PCIe 5 x16 SM-read
+  // wire rate, 62.85 GB/s / (1 + 20/64 + 2/64) = 46.77 GB/s, binds (4 GPUs on one socket's DRAM:
+  // 225 / 4 = 56 GB/s each, not binding), after one 1 µs round trip; plus 16 GPU idle gaps of
+  // 25 µs; the per-chunk Python (16 × 74 µs = 1.2 ms) hides under the 7.2 ms of copies.
+  const double wire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
+  const double rate = wire / (1 + 20.0 / 64 + 2.0 / 64);
+  const double expect =
+      0.5e-3 + 16 * 28e-6 + 16 * 0.24e-6 + 1e-6 + 4096 * 81920.0 / rate + 16 * 25e-6;
   EXPECT_NEAR(load, expect, 1e-9 * expect);
 }
 
@@ -770,6 +773,37 @@ TEST(Cli, ScaledAndX32LinksReachTheSimulator) {
   const double ratio = time_s(x32.out) / time_s(x16.out);
   EXPECT_GE(ratio, 0.5);
   EXPECT_LE(ratio, 0.55);
+}
+
+// Issue 20: the copy kernel's launch shape is a probe input. One one-warp block of 8 B loads per
+// SM keeps 132 × 256 B = 33,792 B in flight on an H100 (Little's law, 1 µs round trip:
+// 33.792 GB/s, below the 46.8 GB/s SmRead wire rate, so no separate first round trip): 10
+// blocks of 16 MiB take 10 × 0.24 µs + 167,772,160 B / 33.792 GB/s = 4.967272 ms. Bad shapes
+// exit 2.
+TEST(Cli, ProbeKernelShapeOptions) {
+  Result r =
+      run("probe h2d --system h100 --path kernel --sizes '16 MiB' --blocks 10 --load-width '8 B' "
+          "--threads-per-block 32 --blocks-per-sm 1 --format csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string row = r.out.substr(r.out.find('\n') + 1);
+  const std::size_t a = row.find(',') + 1;
+  const double t = std::stod(row.substr(a, row.find(',', a) - a));
+  const double want = 10 * 0.24e-6 + 10 * 16 * 1048576.0 / (132 * 32 * 8 / 1e-6);
+  EXPECT_NEAR(t / want, 1.0, 1e-6) << r.out;
+  r = run("probe h2d --system h100 --load-width '16 B'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "kernel options need --path kernel")) << r.err;
+  r =
+      run("probe h2d --system h100 --path kernel --load-width '12 B' --threads-per-block 32 "
+          "--blocks-per-sm 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "a thread loads 1, 2, 4, 8 or 16 bytes per instruction, got 12 B"))
+      << r.err;
+  r = run("probe h2d --system h100 --path kernel --load-width '8 B'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.err, "needs load_width, threads_per_block and blocks_per_sm together"))
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
 }
 
 // ---- issue 12 item 1: the simulated time base's reach ------------------------------------------

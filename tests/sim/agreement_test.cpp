@@ -55,16 +55,14 @@ TransferRequest req(Direction d, CopyPath p, double bytes, double sm_inflight = 
 }
 
 void check_agreement(const std::string& system_name) {
-  // The copy kernel here is a vectorised one (16 B loads, 67.6 GB/s in flight on H100): its
-  // Little bound sits above the link, so the scenarios below compare the protocols. Where the
+  // The copy kernels here have no shape (no Little bound of their own; sm_inflight_bytes 0), so
+  // the scenarios below compare the protocols. Where the
   // bound binds and a kernel shares the link with a DMA, the two models split the wire
   // differently (flow: max-min fair in payload bytes; packet: round robin per TLP, so 512 B DMA
   // requests get more bytes per turn than 64 B SM reads) and the end times differ: only the
   // load-bound kernel alone ("on 16 SMs") is compared.
   SystemSpec s = system_preset(system_name);
-  s.gpu.copy_kernel_load_width = 16;
-  PciePacketOptions opts;
-  opts.sm_inflight_bytes = build_topology(s).sm_inflight_default();  // the same default as flow
+  PciePacketOptions opts;  // sm_inflight_bytes 0: no default bound, as the flow fabric
   const PcieProtocol proto = PcieProtocol::from(s.host_link, "system.host_link");
   std::vector<Scenario> scenarios;
   for (double kib : {64.0, 256.0, 1024.0, 4096.0}) {

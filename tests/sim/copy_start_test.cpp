@@ -4,7 +4,9 @@
 // SMs left (GpuCompute::start_step). Expectations by hand from the DGX H100 preset:
 //   PCIe 5.0 x16 wire W = 16·32e9·128/130/8·370/371 B/s, DMA read 1 + 4·20/512 + 2/512 wire B
 //   per payload B, round trip 1 µs; H100: dma_copy_overhead 2.36 µs, copy_kernel_block_overhead
-//   0.24 µs, 132 SMs, sm_host_loads_per_sm 1, copy_kernel_load_width 8 B.
+//   0.24 µs, 132 SMs (64 warps, 32 blocks per SM at most). The copy kernel's launch shape
+//   (models/gpu/copy_kernel_shape): 8 B loads, one-warp blocks, 1 block per SM, 1 load each:
+//   one warp-wide load of 32 × 8 = 256 B in flight per SM.
 // One simulation per TEST.
 #include <gtest/gtest.h>
 
@@ -67,8 +69,8 @@ TEST(CopyStart, CopyEngineStreamOnPacketIsFixedCostThenTheRead) { engine_stream(
 
 // A copy kernel on half the SMs (66 of 132) and a compute-bound step started right after it:
 //  - the step runs on 66/132 of the SMs: sm_bound_s = T = 50 µs stretches to 2T = 100 µs;
-//  - the kernel reads 100 blocks of 16,896 B: Little's law on 66 SMs × 1 load × 32 × 8 B in
-//    flight per 1 µs round trip = 16.896 GB/s (below the link's 62.85/1.34375 = 46.8 GB/s SM
+//  - the kernel reads 100 blocks of 16,896 B: Little's law on 66 SMs × 1 warp × 1 load × 32 ×
+//    8 B in flight per 1 µs round trip = 16.896 GB/s (below the link's 62.85/1.34375 = 46.8 GB/s SM
 //    read rate, so no separate latency): 100 × 0.24 µs + 1,689,600 B / 16.896 GB/s =
 //    24 µs + 100 µs = 124 µs; then its SMs are back;
 //  - a second step started after that (t = 124 µs) takes T again.
@@ -86,7 +88,11 @@ TEST(CopyStart, ACopyKernelHoldingHalfTheSmsStretchesAComputeBoundStepTwofold) {
   int free_during = -1, free_after = -1;
   run_simulation([&] {
     link = make_link_backend("flow", "link", s);
-    ck = std::make_unique<CopyKernel>("ck", s.gpu);
+    CopyKernelShape one_warp;
+    one_warp.load_width = 8;
+    one_warp.threads_per_block = 32;
+    one_warp.blocks_per_sm = 1;
+    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
     ck->connect(*link);
     gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
     gpu->attach_link(*link, 0);

@@ -231,7 +231,8 @@ TEST(FabricEndpoints, CopyEngineCarriesTheEndpointAndItsLatency) {
 }
 
 TEST(FabricEndpoints, ZeroCopyKernelFromCxlIsLoadBound) {
-  // A copy kernel on all 132 SMs of an H100 (1 load of 32 × 8 B per SM in flight: 33,792 B)
+  // A copy kernel on all 132 SMs of an H100 (shape: one one-warp block of 8 B loads per SM, so
+  // 1 load of 32 × 8 B per SM in flight: 33,792 B)
   // reading 64 MiB of CXL-backed pinned memory: each load waits 1 µs + 250 ns, so
   // 33,792 / 1.25 µs = 27.03 GB/s (below the 30.1 GB/s device link); load-bound, no separate
   // first-byte latency: t = 1000 blocks × copy_kernel_block_overhead + 64 MiB / 27.03e9.
@@ -247,8 +248,12 @@ TEST(FabricEndpoints, ZeroCopyKernelFromCxlIsLoadBound) {
   double b_end = 0;
   run_simulation([&] {
     fabric = std::make_unique<FlowFabric>("fabric", build_topology(s));
-    k0 = std::make_unique<CopyKernel>("k0", s.gpu);
-    k4 = std::make_unique<CopyKernel>("k4", s.gpu);
+    CopyKernelShape one_warp;
+    one_warp.load_width = 8;
+    one_warp.threads_per_block = 32;
+    one_warp.blocks_per_sm = 1;
+    k0 = std::make_unique<CopyKernel>("k0", s.gpu, one_warp);
+    k4 = std::make_unique<CopyKernel>("k4", s.gpu, one_warp);
     k0->connect(*fabric);
     k4->connect(*fabric);
     sc_core::sc_spawn([&] { k0->start(a, 1000, g); });

@@ -178,7 +178,11 @@ TEST(FlowFabric, CopyKernelMovesBlocksBackToBack) {
   double end = 0;
   run_simulation([&] {
     fabric = std::make_unique<FlowFabric>("fabric", build_topology(s));
-    ck = std::make_unique<CopyKernel>("ck", s.gpu);
+    CopyKernelShape one_warp;  // 8 B loads, one-warp blocks, one resident per SM
+    one_warp.load_width = 8;
+    one_warp.threads_per_block = 32;
+    one_warp.blocks_per_sm = 1;
+    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
     ck->out.bind(fabric->in);
     sc_core::sc_spawn([&] {
       ck->copy_blocks(0, Direction::H2D, block, 10, &pool, 16);
@@ -191,8 +195,8 @@ TEST(FlowFabric, CopyKernelMovesBlocksBackToBack) {
   });
   // The blocks' fixed costs (serial), then all the bytes at the slowest of the link, the
   // read-tag limit (768 tags × 64 B per 1 µs round trip) and the kernel's own loads in flight:
-  // 16 SMs × 1 warp-wide load × 32 threads × 8 B = 4096 B per 1 µs = 4.096 GB/s (Little's law,
-  // h100-sxm5 sm_host_loads_per_sm 1, copy_kernel_load_width 8 B). Load-bound, so no separate
+  // 16 SMs × 1 warp × 1 load × 32 threads × 8 B = 4096 B per 1 µs = 4.096 GB/s (Little's law on
+  // the kernel's shape: one one-warp block of 8 B loads per SM). Load-bound, so no separate
   // first round trip: every 4096 B window takes one.
   const double rate = std::min({pcie_wire(32e9) / c.data_dir, 768 * 64 / 1e-6, 4.096e9});
   EXPECT_DOUBLE_EQ(rate, 4.096e9);

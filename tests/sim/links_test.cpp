@@ -14,9 +14,11 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/sim_runner.hpp"
+#include "interconnects/flow_network.hpp"
 #include "interconnects/pcie_packet.hpp"
 #include "interconnects/pcie_protocol.hpp"
 #include "models/gpu/copy_engine.hpp"
+#include "models/gpu/copy_kernel_shape.hpp"
 #include "systems/flow_fabric.hpp"
 #include "systems/topology.hpp"
 
@@ -45,28 +47,123 @@ TEST(LinksSmRead, LittlesLawByHand) {
   EXPECT_TRUE(std::isinf(little_rate_Bps(1000, 0)));
 }
 
-TEST(LinksSmRead, H100KernelPathIsLoadBoundWithEightByteLoads) {
+// The launch shapes of docs/pcie-model.md, each from its source.
+CopyKernelShape shape(double width, double threads, double blocks_per_sm, double loads = 1) {
+  CopyKernelShape k;
+  k.load_width = width;
+  k.threads_per_block = threads;
+  k.blocks_per_sm = blocks_per_sm;
+  k.loads_per_thread = loads;
+  return k;
+}
+
+TEST(LinksSmRead, OccupancyLimitsClampTheResidentWarps) {
+  const GpuSpec h100 = load("h100").gpu;  // max_warps_per_sm 64, max_blocks_per_sm 32
+  // LMCache 0.3.5 at TP 8: one-warp blocks, a grid of 40,960 blocks (277 per SM offered):
+  // min(277, 32 blocks, floor(64 / 1) = 64) = 32 blocks × 1 warp = 32 warps; per SM
+  // 32 warps × 1 load × 32 threads × 8 B = 8,192 B.
+  const CopyKernelShape lmcache = shape(8, 32, 277);
+  EXPECT_DOUBLE_EQ(copy_kernel_resident_warps_per_sm(lmcache, h100), 32.0);
+  EXPECT_DOUBLE_EQ(copy_kernel_inflight_per_sm_bytes(lmcache, h100), 8192.0);
+  // nvbandwidth's stridingMemcpyKernel: one 512-thread block per SM (16 warps), 12 uint4 loads
+  // per thread before its stores: 16 × 12 × 32 × 16 B = 98,304 B per SM.
+  const CopyKernelShape nvb = shape(16, 512, 1, 12);
+  EXPECT_DOUBLE_EQ(copy_kernel_resident_warps_per_sm(nvb, h100), 16.0);
+  EXPECT_DOUBLE_EQ(copy_kernel_inflight_per_sm_bytes(nvb, h100), 98304.0);
+  // 512-thread blocks, 8 offered per SM: 64 warps / 16 per block = 4 blocks resident → 64 warps.
+  EXPECT_DOUBLE_EQ(copy_kernel_resident_warps_per_sm(shape(16, 512, 8), h100), 64.0);
+  // A 48-thread block takes 2 warps (a partial warp is a warp).
+  EXPECT_DOUBLE_EQ(copy_kernel_resident_warps_per_sm(shape(4, 48, 3), h100), 6.0);
+  // On 16 SMs the kernel keeps 16 × 8,192 B in flight.
+  EXPECT_DOUBLE_EQ(copy_kernel_inflight_bytes(lmcache, h100, 16), 131072.0);
+  // No shape: no bound of its own.
+  EXPECT_DOUBLE_EQ(copy_kernel_inflight_bytes(CopyKernelShape{}, h100, 132), 0.0);
+}
+
+TEST(LinksSmRead, ShapeInputsAreChecked) {
+  EXPECT_THROW(shape(12, 32, 1).validate("stack.copy_kernel"), InputError);
+  CopyKernelShape partial;
+  partial.load_width = 8;
+  EXPECT_THROW(partial.validate("stack.copy_kernel"), InputError);
+  EXPECT_NO_THROW(shape(16, 512, 1, 12).validate("stack.copy_kernel"));
+  EXPECT_NO_THROW(CopyKernelShape{}.validate("stack.copy_kernel"));
+}
+
+// The zero-copy read of one GPU alone on the idle flow network: its rate and the bound that set
+// it (-1: its own rate cap, Little's law on its loads in flight; else a resource).
+struct SoloRead {
+  double rate = 0;
+  std::string bound;
+};
+SoloRead solo_kernel_read(const Topology& t, double inflight) {
+  FlowNetwork net;
+  t.add_to(net);
+  const auto f = net.start(0, t.path(0, Direction::H2D, CopyPath::Kernel, true), 1e18,
+                           t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true, inflight));
+  const int b = net.bottleneck(f);
+  return {net.rate(f), b < 0 ? "cap" : t.resources().at(static_cast<std::size_t>(b)).name};
+}
+
+TEST(LinksSmRead, BandwidthRisesWithResidentWarpsUntilTagsOrWireCap) {
+  // A one-warp-block kernel of 8 B loads (LMCache's) squeezed onto 16 SMs, b blocks resident
+  // per SM: 16 × b × 256 B in flight per 1 µs round trip = 4.096·b GB/s (Little's law), until
+  // the GPU's read tags bind: 768 tags × 64 B / 1 µs = 49.152 GB/s (PCIe 6: the wire,
+  // 117.7 GB/s / (1 + 12/64 + 2/64) = 96.6 GB/s, is above it), or on PCIe 5 the wire:
+  // 62.85 / 1.34375 = 46.77 GB/s (below the tags).
+  const Topology gen6 = build_topology(load("h100", {"system.host_link=pcie6"}));
+  const Topology gen5 = build_topology(load("h100"));
+  const GpuSpec h100 = load("h100").gpu;
+  const double tags = 768 * 64 / 1e-6;
+  const double wire5 = kGen5Wire / 1.34375;
+  for (int b : {1, 2, 4, 8, 11}) {  // 4.1 ... 45.1 GB/s: below both: linear in b
+    const double inflight = copy_kernel_inflight_bytes(shape(8, 32, b), h100, 16);
+    const SoloRead r6 = solo_kernel_read(gen6, inflight);
+    EXPECT_NEAR(r6.rate, 4.096e9 * b, 1e-3) << b;
+    EXPECT_EQ(r6.bound, "cap") << b;  // sm_inflight
+  }
+  for (int b : {13, 16, 32, 100}) {  // 53.2 GB/s and up: the tags (Gen6), the wire (Gen5)
+    const double inflight = copy_kernel_inflight_bytes(shape(8, 32, b), h100, 16);
+    const SoloRead r6 = solo_kernel_read(gen6, inflight);
+    EXPECT_NEAR(r6.rate, tags, 1e-6 * tags) << b;
+    EXPECT_EQ(r6.bound, "gpu0.read-tags") << b;
+    const SoloRead r5 = solo_kernel_read(gen5, inflight);
+    EXPECT_NEAR(r5.rate, wire5, 1e-6 * wire5) << b;
+    EXPECT_EQ(r5.bound, "hostlink0.down") << b;
+  }
+  // Past the occupancy limit (32 blocks) more blocks add nothing: 100 offered = 32 resident.
+  EXPECT_DOUBLE_EQ(copy_kernel_inflight_bytes(shape(8, 32, 100), h100, 16), 16 * 32 * 256.0);
+}
+
+TEST(LinksSmRead, LmcacheKernelOnTheWholeGpuIsLinkBound) {
+  // LMCache 0.3.5's kernel on all 132 SMs: 132 × 8,192 B = 1.08 MB in flight, 1,081 GB/s at
+  // 1 µs, far above the PCIe 5 SmRead wire bound 46.77 GB/s (and the tags' 49.15): link-bound,
+  // not 33.8 GB/s as with the old one-load-per-SM assumption.
   const Topology t = build_topology(load("h100"));
-  // h100-sxm5: 132 SMs, sm_host_loads_per_sm 1, copy_kernel_load_width 8 B; pcie5 RTT 1 µs.
-  EXPECT_DOUBLE_EQ(t.sm_inflight_default(), 33792.0);
-  EXPECT_DOUBLE_EQ(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true), 33.792e9);
-  // Below the SmRead wire bound (64 B reads: 1 + 20/64 + 2/64 = 1.34375 wire B per byte).
-  EXPECT_DOUBLE_EQ(t.solo_rate(0, Direction::H2D, CopyPath::Kernel, true), 33.792e9);
-  EXPECT_GT(kGen5Wire / 1.34375, 33.792e9);
-  // The copy engine (DMA) and SM writes have no such bound.
+  const GpuSpec h100 = load("h100").gpu;
+  const double inflight = copy_kernel_inflight_bytes(shape(8, 32, 277), h100, 132);
+  EXPECT_DOUBLE_EQ(inflight, 132 * 8192.0);
+  EXPECT_DOUBLE_EQ(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true, inflight),
+                   132 * 8192.0 / 1e-6);
+  const SoloRead r = solo_kernel_read(t, inflight);
+  EXPECT_NEAR(r.rate, kGen5Wire / 1.34375, 1e-6 * kGen5Wire);
+  // Without a shape the kernel's own loads bound nothing; DMA and SM writes never have one.
+  EXPECT_TRUE(std::isinf(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true)));
   EXPECT_TRUE(std::isinf(t.rate_cap(0, Direction::H2D, CopyPath::Dma, true)));
-  EXPECT_TRUE(std::isinf(t.rate_cap(0, Direction::D2H, CopyPath::Kernel, true)));
-  // An explicit in-flight figure (a kernel on 16 SMs) replaces the default: 16·256 B / 1 µs.
+  EXPECT_TRUE(std::isinf(t.rate_cap(0, Direction::D2H, CopyPath::Kernel, true, inflight)));
+  // An explicit in-flight figure (a kernel on 16 SMs, one warp of 8 B loads each): 4.096 GB/s.
   EXPECT_DOUBLE_EQ(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true, 16 * 256.0), 4.096e9);
 }
 
-TEST(LinksSmRead, VectorisedKernelStaysLinkBound) {
-  // 16 B loads: 132·512 B / 1 µs = 67.6 GB/s > the SmRead wire bound 62.85 / 1.34375 = 46.77:
-  // the vLLM-blog kernel (47.8 GB/s measured) is link-bound, as before.
-  const Topology t = build_topology(load("h100", {"system.gpu.copy_kernel_load_width=16 B"}));
-  EXPECT_DOUBLE_EQ(t.rate_cap(0, Direction::H2D, CopyPath::Kernel, true), 67.584e9);
-  EXPECT_NEAR(t.solo_rate(0, Direction::H2D, CopyPath::Kernel, true), kGen5Wire / 1.34375,
-              1e-6 * kGen5Wire);
+TEST(LinksSmRead, NvbandwidthKernelIsLinkBoundOnItsShape) {
+  // nvbandwidth's SM H2D kernel keeps 132 × 98,304 B = 13 MB in flight (12,976 GB/s at 1 µs):
+  // the wire (46.77 GB/s) binds. Its measured 35.2 GB/s (#24) needs a downstream limit: the
+  // 768 tags × 64 B give it at a 1.40 µs round trip (docs/pcie-model.md: a host property).
+  const Topology t = build_topology(load("h100"));
+  const GpuSpec h100 = load("h100").gpu;
+  const double inflight = copy_kernel_inflight_bytes(shape(16, 512, 1, 12), h100, 132);
+  EXPECT_DOUBLE_EQ(inflight, 132 * 98304.0);
+  EXPECT_NEAR(solo_kernel_read(t, inflight).rate, kGen5Wire / 1.34375, 1e-6 * kGen5Wire);
+  EXPECT_NEAR(768 * 64 / 1.3963e-6, 35.2e9, 0.001 * 35.2e9);
 }
 
 TEST(LinksSmRead, SmWritesAre128ByteLines) {
@@ -93,8 +190,9 @@ TEST(LinksSmRead, KernelOnFewSmsIsLoadBoundInBothFidelities) {
     flow = std::make_unique<FlowFabric>("flow", build_topology(s));
     packet = std::make_unique<PciePacketLink>("packet",
                                               PcieProtocol::from(s.host_link, "system.host_link"));
-    k_flow = std::make_unique<CopyKernel>("kf", s.gpu);
-    k_packet = std::make_unique<CopyKernel>("kp", s.gpu);
+    // One one-warp block of 8 B loads per SM: on 8 SMs 8 × 256 B in flight per 1 µs.
+    k_flow = std::make_unique<CopyKernel>("kf", s.gpu, shape(8, 32, 1));
+    k_packet = std::make_unique<CopyKernel>("kp", s.gpu, shape(8, 32, 1));
     k_flow->out.bind(flow->in);
     k_packet->out.bind(packet->in);
     pool = std::make_unique<SmPool>(s.gpu.sm_count);
@@ -188,7 +286,8 @@ TEST(LinksNuma, BadPerRankListsAreInputErrors) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(load("h100", {"system.gpu.copy_kernel_load_width=12 B"}), InputError);
+  // The old GPU-wide copy-kernel keys are gone: the shape is the kernel's (stack, probe).
+  EXPECT_THROW(load("h100", {"system.gpu.copy_kernel_load_width=16 B"}), InputError);
 }
 
 // ---- PCIe 4.0 paper-testbed variant ---------------------------------------------------------
@@ -238,11 +337,14 @@ TEST(LinksC2c, Gh200PerDirectionRates) {
 
 TEST(LinksValidation, A100SmReadIsWireBoundNearNvbandwidth) {
   // nvbandwidth host_to_device_memcpy_sm, A100 Gen4, 512 MiB: 25.13 GB/s (NVIDIA/nvbandwidth #42),
-  // 16 B loads. Model: 108·512 B / 1 µs = 55.3 GB/s in flight > the Gen4 SmRead wire bound
-  // 31.51 · 370/371 / 1.34375 = 23.38 GB/s: ratio 0.93, inside the row's band [0.85, 1.15].
-  const Topology t = build_topology(load("a100", {"system.gpu.copy_kernel_load_width=16 B"}));
+  // nvbandwidth's kernel (16 warps × 12 loads × 512 B per SM): 108 × 98,304 B / 1 µs = 10.6 TB/s
+  // in flight; read tags 768 × 64 B / 1 µs = 49.2 GB/s; the Gen4 SmRead wire bound
+  // 31.51 · 370/371 / 1.34375 = 23.38 GB/s binds: ratio 0.93, inside the row's band [0.85, 1.15].
+  const Topology t = build_topology(load("a100"));
+  const GpuSpec a100 = load("a100").gpu;
   const double wire = 16e9 * 16 * 128.0 / 130.0 / 8 * (370.0 * 16 / (370.0 * 16 + 16));
-  const double r = t.solo_rate(0, Direction::H2D, CopyPath::Kernel, true);
+  const double r =
+      solo_kernel_read(t, copy_kernel_inflight_bytes(shape(16, 512, 1, 12), a100, 108)).rate;
   EXPECT_NEAR(r, wire / 1.34375, 1e-6 * wire);
   EXPECT_GT(r / 25.13e9, 0.85);
   EXPECT_LT(r / 25.13e9, 1.15);

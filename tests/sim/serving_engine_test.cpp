@@ -85,10 +85,14 @@ Outcome serve(const RunSpec& spec, std::vector<Request> rs) {
 // ---- isolated requests -------------------------------------------------------------------------
 
 TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) {
-  // The h100 preset as shipped: LMCache's copy kernel, 8 B loads per thread.
+  // The h100 preset with the test stack and a copy kernel of one one-warp block of 8 B loads
+  // per SM (a kernel with few warps resident: its loads in flight bind, the bound sm_inflight).
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n"
-      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
+      "serving: {stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, "
+      "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms, copy_kernel: {load_width: 8 B, "
+      "threads_per_block: 32, blocks_per_sm: 1}}, "
+      "tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 4096, T = 128;  // 16 chunks of 256
   const Outcome o = serve(spec, {request(1, 0, K, T)});
   ASSERT_EQ(o.recs.size(), 1u);
@@ -96,9 +100,9 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
 
   // Which resource binds an SM read alone: the link's down direction (46.77 GB/s) is below the
   // read-tag limit (49.15 GB/s) and far below DRAM (225 GB/s) and the up direction (155 GB/s);
-  // but the kernel's own loads in flight bind first (links, Little's law): 132 SMs × 1 warp-wide
-  // load × 32 threads × 8 B per 1 µs round trip = 33.792 GB/s, and a load-bound read pays its
-  // round trips inside that rate (no separate first one).
+  // but the kernel's own loads in flight bind first (links, Little's law): 132 SMs × 1 resident
+  // warp × 1 load × 32 threads × 8 B per 1 µs round trip = 33.792 GB/s, and a load-bound read
+  // pays its round trips inside that rate (no separate first one).
   const double link = kWire / kSmReadCost;
   ASSERT_LT(link, kSmTags);
   ASSERT_LT(link, kDramDgxH100);
@@ -127,11 +131,16 @@ TEST(ServingEngine, KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes) 
   EXPECT_DOUBLE_EQ(r.bytes_stored, 0);
   EXPECT_EQ(r.steps, 1);
   EXPECT_EQ(r.load_path, "kernel");
+  // The copies at the kernel's own Little's-law rate (15.9 ms) outweigh the software (~2.1 ms):
+  // the bound is the kernel's loads in flight, named apart from the read tags.
+  EXPECT_EQ(r.load_bound, "sm_inflight");
   // Totals: the link carried the bytes from the copy kernel's start to its last byte.
   EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, bytes);
   const double link_time = chunks * kBlockOverhead + bytes / rate;
   EXPECT_NEAR(o.totals.link_busy_s, link_time, tol(link_time));
-  EXPECT_NEAR(o.totals.link_capacity_Bps, rate, 1e-6 * rate);
+  // The run's link capacity is the link's (wire and read tags: 46.77 GB/s), not the kernel's
+  // own loads in flight (a property of the kernel, reported as the bound sm_inflight).
+  EXPECT_NEAR(o.totals.link_capacity_Bps, link, 1e-6 * link);
   EXPECT_NEAR(o.totals.simulated_time_s, r.ttft_s, 1e-12);
   EXPECT_EQ(o.totals.requests_rejected, 0u);
 }
@@ -272,9 +281,9 @@ TEST(ServingEngine, CachedTokensAreWholeChunks) {
 TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {
   const RunSpec spec = run_spec(
       "model: qwen3-235b-a22b\ntrace: false\nworkload: {type: narrativeqa}\n"
-      // A vectorised copy kernel (16 B loads; 67.6 GB/s in flight) so that DRAM, not the
-      // kernel's loads in flight (33.8 GB/s with LMCache's 8 B loads), binds here.
-      "system: {preset: paper-testbed, gpu: {preset: h100-sxm5, copy_kernel_load_width: 16 B}}\n"
+      // The test stack gives no kernel shape (no loads-in-flight bound of its own), so DRAM
+      // binds here.
+      "system: paper-testbed\n"
       "serving: {" KAPPASIM_TEST_STACK "tp: 8, warm_tier: true, store: none, load_path: kernel}\n");
   const std::int64_t K = 8192, T = 128;  // 32 chunks
   const Outcome o = serve(spec, {request(1, 0, K, T)});

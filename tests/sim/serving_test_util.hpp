@@ -41,15 +41,13 @@ inline const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.
 inline constexpr double kBkv8b = 2.0 * 32 * 8 * 128 * 2;
 
 // Llama-3.1-8B on one H100 node, no trace, a NarrativeQA-like workload (unused by tests that feed
-// their own requests). The copy kernel is a vectorised one (16 B loads: 132·512 B in flight per
-// 1 µs round trip = 67.6 GB/s, above the link), so the kernel path is link-bound at
-// kWire / kSmReadCost as these tests compute; the h100 default (LMCache's 8 B loads, load-bound
-// at 33.8 GB/s) is checked in
+// their own requests). KAPPASIM_TEST_STACK gives no copy-kernel shape, so the kernel path's reads
+// have no loads-in-flight bound of their own and are link-bound at kWire / kSmReadCost as these
+// tests compute; a shape-bound kernel (sm_inflight) is checked in
 // ServingEngine.KernelPathIsolatedRequestIsRetrieveKernelRoundTripAndBytes and
 // tests/sim/links_test.cpp.
 inline const char* const kLlama8bH100 =
-    "model: llama-3.1-8b\nsystem: {preset: h100, gpu: {preset: h100-sxm5, copy_kernel_load_width: "
-    "16 B}}\n"
+    "model: llama-3.1-8b\nsystem: h100\n"
     "trace: false\nworkload: {type: narrativeqa}\n";
 
 // 1e-9 relative, at least a few picoseconds (each simulated wait rounds to the 1 ps resolution).

@@ -28,7 +28,7 @@ const double kChunkBytes = kChunkTokens * kBkv8b;  // 33,554,432 B (TP 1: the wh
 std::string tiered_config(const std::string& tiers) {
   return std::string(
              "model: llama-3.1-8b\n"
-             "system: {preset: h100, gpu: {preset: h100-sxm5, copy_kernel_load_width: 16 B},\n"
+             "system: {preset: h100,\n"
              "  cxl_devices: 1, cxl_lanes: 8, nvme_slots: 1,\n"
              "  cxl: {capacity: 256 GB, rate_per_lane: 32 GT/s, lanes: 8,\n"
              "    flit_bytes: 68 B, flit_data_bytes: 64 B, added_latency: 170 ns},\n"

@@ -69,11 +69,13 @@ TEST(Topology, H100ResourcesAndLocalPath) {
   // Latency: one read round trip per H2D transfer (DMA or SMs), half of it for posted writes.
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Dma, true), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Dma, true), 0.5e-6);
-  // A copy kernel whose reads are load-bound (links: 8 B loads, 33.8 GB/s < the 46.8 GB/s SmRead
-  // wire bound) pays its round trips inside its Little's-law rate: no separate first one; a
-  // link-bound one (132·512 B in flight) pays one.
-  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 0.0);
+  // A copy kernel whose reads are load-bound (132 SMs × one warp of 8 B loads = 33,792 B in
+  // flight: 33.8 GB/s < the 46.8 GB/s SmRead wire bound) pays its round trips inside its
+  // Little's-law rate: no separate first one; a link-bound one (132·512 B in flight, or a kernel
+  // of no given shape) pays one.
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true, 132 * 256.0), 0.0);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true, 132 * 512.0), 1e-6);
+  EXPECT_DOUBLE_EQ(t.latency(5, Direction::H2D, CopyPath::Kernel, true), 1e-6);
   EXPECT_DOUBLE_EQ(t.latency(5, Direction::D2H, CopyPath::Kernel, true), 0.5e-6);
   EXPECT_TRUE(std::isinf(t.rate_cap(5, Direction::H2D, CopyPath::Dma, true)));
   EXPECT_NEAR(t.solo_rate(5, Direction::H2D, CopyPath::Dma, true), wire / wc.data_dir, 1e-6 * wire);

@@ -43,10 +43,13 @@ const char* kPool =
 // the copy kernel's rate on a GPU's own link (see tests/sim/serving_engine_test.cpp).
 const double kWire = 32e9 * 16 / 8 * 128.0 / 130.0 * (370.0 * 16) / (370.0 * 16 + 16);
 const double kSmReadCost = 1 + 20.0 / 64 + 2.0 / 64;
-// links: the copy kernel's reads are also bounded by Little's law on its loads in flight: 148
-// B200 SMs × 1 warp-wide load × 32 threads × 8 B (LMCache) per 1 µs round trip = 37.888 GB/s,
-// below the link's kWire / kSmReadCost = 46.77 GB/s: the kernel path is load-bound.
-constexpr double kSmLoadRate = 148.0 * 1 * 32 * 8 / 1e-6;
+// links: the copy kernel's reads are also bounded by Little's law on its loads in flight. The
+// default stack's kernel (lmcache-0.3.5 copy_kernel: one-warp blocks of 8 B loads, 32 resident
+// per SM) keeps 148 B200 SMs × 32 warps × 32 threads × 8 B = 1.21 MB in flight, 1,212 GB/s per
+// 1 µs round trip; the read tags allow 768 × 64 B / 1 µs = 49.15 GB/s; the link's SmRead wire
+// rate kWire / kSmReadCost = 46.77 GB/s is the lowest: the kernel path is link-bound.
+const double kSmLoadRate = kWire / kSmReadCost;
+constexpr double kSmTags = 768 * 64 / 1e-6;
 // Qwen3-235B-A22B: 94 layers, 4 KV heads of 128, BF16 KV. TP 8 replicates the 4 heads to one
 // per GPU; TP 2 holds 2 per GPU.
 constexpr double kBkvTp8 = 2.0 * 94 * 1 * 128 * 2;  // 48,128 B
@@ -138,11 +141,22 @@ TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
 TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoading) {
   const ClusterRunSpec s = parse(kPool);
   // DGX B200: every GPU its own PCIe 5 x16 link; 4 GPUs per DDR5-4400 socket (8 channels × 8 B
-  // × 0.8 = 225 GB/s) need 4 × 37.9 = 152 GB/s: the kernel's loads in flight bind, as for one
-  // GPU alone.
+  // × 0.8 = 225 GB/s) need 4 × 46.77 = 187 GB/s: each GPU's link binds, as for one GPU alone,
+  // with or without the lmcache-0.3.5 kernel's shape (its loads in flight bound far above).
   const double pcie = group_load_rate(s.nodes[0].system, 8, LoadPath::Kernel);
   EXPECT_NEAR(pcie, kSmLoadRate, 1e-6 * pcie);
-  EXPECT_LT(kSmLoadRate, kWire / kSmReadCost);
+  EXPECT_LT(kSmLoadRate, kSmTags);
+  CopyKernelShape lmcache;
+  lmcache.load_width = 8;
+  lmcache.threads_per_block = 32;
+  lmcache.blocks_per_sm = 277;
+  EXPECT_NEAR(group_load_rate(s.nodes[0].system, 8, LoadPath::Kernel, lmcache), kSmLoadRate,
+              1e-6 * pcie);
+  // A kernel of one one-warp block per SM (1 × 256 B per SM) would be bound by its own loads:
+  // 148 × 256 B / 1 µs = 37.888 GB/s.
+  lmcache.blocks_per_sm = 1;
+  EXPECT_NEAR(group_load_rate(s.nodes[0].system, 8, LoadPath::Kernel, lmcache), 148.0 * 256 / 1e-6,
+              1e-9 * 148.0 * 256 / 1e-6);
   // GB200: both GPUs load at once, each through its own C2C share (225 GB/s), from one Grace's
   // LPDDR5X (204.8 GB/s each): DRAM binds; one GPU alone gets its 225 GB/s share.
   const double c2c = group_load_rate(s.nodes[1].system, 2, LoadPath::Kernel);
@@ -166,7 +180,7 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndPipelinedWithLayerwiseOv
   // preset); the stack's overlapped Python (74 µs × 256 = 18.9 ms) is shorter than either link
   // time, so the copies bound it.
   const double blocks = (K / 256) * 0.24e-6;
-  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate + blocks;      // 83.3 ms + CPU
+  const double load_pcie = retrieve + K * kBkvTp8 / kSmLoadRate + blocks;      // 67.4 ms + CPU
   const double load_c2c = retrieve + K * kBkvTp2 / kGraceDramPerGpu + blocks;  // 30.8 ms + CPU
   const ServiceEstimate ep = estimate_service(pcie, K, T);
   const ServiceEstimate ec = estimate_service(c2c, K, T);
@@ -179,7 +193,7 @@ TEST(ClusterEstimator, ServiceIsLoadPlusComputeSerialAndPipelinedWithLayerwiseOv
   };
   EXPECT_NEAR(ep.compute_s, compute(pcie, T, K), 1e-15);
   EXPECT_DOUBLE_EQ(ep.total_s, ep.load_s + ep.compute_s);  // kernel path: serial
-  // The link time difference (52.5 ms) outweighs the compute difference: C2C finishes first.
+  // The link time difference (36.6 ms) outweighs the compute difference: C2C finishes first.
   EXPECT_LT(ec.total_s, ep.total_s);
 
   // No cached tokens, a long prompt: no load; the PCIe node's 8 B200s out-compute the

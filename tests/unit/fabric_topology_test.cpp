@@ -171,11 +171,14 @@ TEST(FabricTopology, CxlDeviceResourcesAndPath) {
 
 TEST(FabricTopology, ZeroCopyFromCxlIsSlowerByTheLongerRoundTrip) {
   // A copy kernel's SM loads of CXL-backed pinned memory: the same bytes in flight, each
-  // round trip longer by the added latency (Little's law): 132 SMs × 1 load × 32 × 8 B =
-  // 33,792 B in flight; DRAM: / 1 µs = 33.79 GB/s; CXL: / 1.25 µs = 27.03 GB/s.
+  // round trip longer by the added latency (Little's law): a kernel of one one-warp block of
+  // 8 B loads per SM keeps 132 SMs × 1 warp × 32 × 8 B = 33,792 B in flight
+  // (TransferRequest::sm_inflight_bytes, set by CopyKernel from its shape); DRAM: / 1 µs =
+  // 33.79 GB/s; CXL: / 1.25 µs = 27.03 GB/s.
   const Topology t = build_topology(with_devices());
   TransferRequest dram = req(0, Endpoint::HostDram, 0), cxl = req(0, Endpoint::Cxl, 0);
   dram.path = cxl.path = CopyPath::Kernel;
+  dram.sm_inflight_bytes = cxl.sm_inflight_bytes = 132 * 32 * 8.0;
   EXPECT_NEAR(t.rate_cap(dram), 33792 / 1e-6, 1);
   EXPECT_NEAR(t.rate_cap(cxl), 33792 / 1.25e-6, 1);
   // Load-bound, so the round trip is inside every window: no separate first-byte latency.

@@ -24,6 +24,7 @@
 #include "core/trace_writer.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/gpu/power.hpp"
+#include "serving/copy_split.hpp"
 #include "serving/metrics.hpp"
 
 namespace kappasim {
@@ -610,6 +611,7 @@ TEST(Metrics, TimeBreakdownFractionsAndBoundSharesByHand) {
   EXPECT_DOUBLE_EQ(f.at("load_bound_share_link"), 0.4);
   EXPECT_DOUBLE_EQ(f.at("load_bound_share_host_dram"), 0.4);
   EXPECT_DOUBLE_EQ(f.at("load_bound_share_read_tags"), 0);
+  EXPECT_DOUBLE_EQ(f.at("load_bound_share_sm_inflight"), 0);
   // Resource names of the topology map to bounds.
   EXPECT_EQ(load_bound_of_resource("socket1.dram"), LoadBound::HostDram);
   EXPECT_EQ(load_bound_of_resource("socket-link.0to1"), LoadBound::SocketLink);
@@ -918,4 +920,36 @@ TEST(Metrics, EverySummaryFieldIsDocumented) {
 }
 
 }  // namespace
+// A copy's own rate cap (FlowNetwork resource -1) is named by what set it: a copy kernel's loads
+// in flight (sm_inflight), apart from the GPU's PCIe read tags (a resource, read_tags).
+TEST(LoadBounds, KernelLoadsInFlightAndReadTagsAreSeparateBounds) {
+  TransferRequest k;
+  k.dir = Direction::H2D;
+  k.path = CopyPath::Kernel;
+  k.pinned = true;
+  k.sm_inflight_bytes = 33792;
+  k.end_s = 10e-3;
+  // 4 ms at its own cap, 3 ms held by resource 0 (the read tags), 1 ms by resource 1 (the link):
+  // the slowest (only) copy's 10 ms split 4 sm_inflight + 3 read_tags + the rest (3) link.
+  k.bottleneck_s = {{-1, 4e-3}, {0, 3e-3}, {1, 1e-3}};
+  const std::vector<LoadBound> res = {LoadBound::ReadTags, LoadBound::Link};
+  const CopySplit c = split_copy_times({k}, 0, 10e-3, res);
+  EXPECT_DOUBLE_EQ(c.bounds[LoadBound::SmInflight], 4e-3);
+  EXPECT_DOUBLE_EQ(c.bounds[LoadBound::ReadTags], 3e-3);
+  EXPECT_NEAR(c.bounds[LoadBound::Link], 3e-3, 1e-18);
+  EXPECT_EQ(c.bounds.bound(), LoadBound::SmInflight);
+  EXPECT_STREQ(load_bound_name(LoadBound::SmInflight), "sm_inflight");
+  EXPECT_STREQ(load_bound_name(LoadBound::ReadTags), "read_tags");
+  EXPECT_EQ(rate_cap_bound(k), LoadBound::SmInflight);
+  // A kernel of no given shape has no cap of its own; a pageable copy's cap is its staging
+  // thread; another pinned cap (an NVMe queue depth) is an outstanding-request limit.
+  TransferRequest noshape = k;
+  noshape.sm_inflight_bytes = 0;
+  EXPECT_EQ(rate_cap_bound(noshape), LoadBound::ReadTags);
+  TransferRequest pageable = k;
+  pageable.path = CopyPath::Dma;
+  pageable.pinned = false;
+  EXPECT_EQ(rate_cap_bound(pageable), LoadBound::Software);
+}
+
 }  // namespace kappasim
