@@ -93,6 +93,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     const std::string g = std::to_string(k);
     m_gpus.push_back(
         std::make_unique<GpuCompute>(("gpu" + g).c_str(), m_spec.system.gpu, sv.compute_dtype));
+    m_gpus.back()->set_launch(sv.stack.launch);
     m_gpus.back()->attach_link(*m_link, k);
     m_dma.push_back(std::make_unique<CopyEngine>(("dma" + g).c_str(), m_spec.system.gpu, k));
     m_dma.back()->connect(*m_link);

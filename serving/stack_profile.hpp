@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "models/gpu/launch_model.hpp"
 
 namespace kappasim {
 
@@ -96,6 +97,11 @@ struct StackProfile {
   double store_fixed_s = 0;           // per storing request
   double store_sync_per_chunk_s = 0;  // one stream sync (+ launches) per stored chunk
 
+  // ---- how the stack launches a forward's kernels (models/gpu/launch_model) ---------------
+  // CUDA-graph mode and capture limit, host cost per eager launch and per graph replay. Absent:
+  // no host launch cost (the GPU's own per-kernel launch is GpuSpec::kernel_launch_overhead).
+  LaunchSpec launch;
+
   template <class V>
   void visit(V& v) {
     v.text("name", name, opt("stack profile name"));
@@ -140,6 +146,8 @@ struct StackProfile {
                opt("store: per storing request", Range::NonNegative));
     v.quantity("store_sync_per_chunk", store_sync_per_chunk_s, dim::time,
                opt("store: stream sync per stored chunk", Range::NonNegative));
+    v.object("launch", launch,
+             opt("kernel launches: {graph_mode, max_capture_tokens, host_launch, graph_launch}"));
   }
   void validate(const std::string& path) const;
 };

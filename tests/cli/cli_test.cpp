@@ -946,6 +946,26 @@ TEST(Cli, ProbesBeyondTheTimeBaseAreRejected) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Issue 20: probe prefill says which stack's launches it models; an unknown stack exits 2.
+TEST(Cli, ProbePrefillNamesItsStackAndGraphMode) {
+  Result r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --format csv");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // The default stack (LMCache 0.3.5 on vLLM v1) replays piecewise graphs up to 512 tokens.
+  EXPECT_TRUE(has(r.out, ",lmcache-0.3.5,piecewise,yes,")) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 1024 --format csv");
+  EXPECT_TRUE(has(r.out, ",lmcache-0.3.5,piecewise,no,")) << r.out;
+  r =
+      run("probe prefill --model llama-3.1-8b --system h100 --t 128 --stack tensorrt-llm-0.5 "
+          "--format csv");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, ",tensorrt-llm-0.5,none,no,")) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --stack trtllm");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--stack: ")) << r.err;
+  EXPECT_TRUE(has(r.err, "trtllm")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
 // Config and trace inputs are bounded: no device, no giant file, no endless line, and an
 // error quotes a short excerpt, never the file.
 TEST(Cli, InputSizeLimitsAndShortExcerpts) {
