@@ -553,7 +553,8 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
       // that cannot run the load path says which it supports.
       {good.string() + " --set serving.stack=lmcache-0.3",
        {"serving.stack: unknown stack preset 'lmcache-0.3'", "did you mean 'lmcache-0.3.5'",
-        "ideal, lmcache-0.3.5, lmcache-0.3.7, vllm-native-0.11, vllm-native-0.12"},
+        "ideal, lmcache-0.3.5, lmcache-0.3.7, tensorrt-llm-0.5, vllm-native-0.11, "
+        "vllm-native-0.12"},
        {}},
       {good.string() + " --set serving.stack=vllm-native-0.12",
        {"serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'",

@@ -190,8 +190,9 @@ TEST(Hardware, EveryPresetLoads) {
   EXPECT_EQ(systems,
             (std::vector<std::string>{"a100", "b200", "dgx-h100", "dgx-h100-256gb-cxl",
                                       "dgx-h100-256gb-cxl-nvme", "dgx-h100-256gb-nvme", "gb200",
-                                      "gh200", "h100", "paper-testbed", "paper-testbed-gen4",
-                                      "unified-hbm"}));  // issue 14: the DGX H100 tier variants
+                                      "gh200", "h100", "h20", "paper-testbed", "paper-testbed-gen4",
+                                      "unified-hbm"}));  // issue 14: the DGX H100 tier variants;
+                                                         // issue 20: h20
   const PresetRegistry& reg = PresetRegistry::instance();
   for (const auto& n : systems) {
     SCOPED_TRACE(n);
@@ -210,7 +211,7 @@ TEST(Hardware, EveryPresetLoads) {
     EXPECT_GT(link_preset(n).per_direction_bandwidth(), 0);
   }
   const std::vector<std::string> gpus = shipped("gpu");
-  EXPECT_EQ(gpus.size(), 6u);
+  EXPECT_EQ(gpus.size(), 7u);  // issue 20: h20
   for (const auto& n : gpus) {
     SCOPED_TRACE(n);
     ConfigNode ref = ConfigNode::make_scalar(n);
