@@ -172,7 +172,7 @@ NodeModel make_node_model(const RunSpec& node) {
   n.budget_tokens = sv.max_num_batched_tokens;
   n.full_step_s =
       batch_step_time(n.model, n.gpu, n.tp, {{static_cast<double>(n.budget_tokens), 0, true}},
-                      n.compute_dtype)
+                      n.compute_dtype, 1.0, n.cost.kv_dtype, n.cost.stack.launch)
           .total.compute_time_s;
   return n;
 }
@@ -199,7 +199,7 @@ double estimate_backlog(const NodeModel& n, std::int64_t pending_load_tokens,
     t += static_cast<double>(full) * (n.full_step_s + n.step_overhead_s);
     if (rest > 0)
       t += batch_step_time(n.model, n.gpu, n.tp, {{static_cast<double>(rest), 0, true}},
-                           n.compute_dtype)
+                           n.compute_dtype, 1.0, n.cost.kv_dtype, n.cost.stack.launch)
                .total.compute_time_s +
            n.step_overhead_s;
   }

@@ -93,6 +93,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     const std::string g = std::to_string(k);
     m_gpus.push_back(
         std::make_unique<GpuCompute>(("gpu" + g).c_str(), m_spec.system.gpu, sv.compute_dtype));
+    m_gpus.back()->set_launch(sv.stack.launch);
     m_gpus.back()->attach_link(*m_link, k);
     m_dma.push_back(std::make_unique<CopyEngine>(("dma" + g).c_str(), m_spec.system.gpu, k));
     m_dma.back()->connect(*m_link);
@@ -281,7 +282,7 @@ void ServingEngine::run_step(Step& st) {
   for (const StepItem& it : st.plan.items) ++state_of(it.seq).steps;
   st.kv_used = m_kv->utilization();  // after admission, before this step's finishers leave
   const StepTime step_time = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, work.slices,
-                                             sv.compute_dtype, 1.0, sv.kv_dtype);
+                                             sv.compute_dtype, 1.0, sv.kv_dtype, sv.stack.launch);
   const double compute_s = step_time.total.compute_time_s;
   if (!first.empty()) {  // the load path's strategy: the loads and the step's compute
     if (tiered()) wait_prefetch(first);  // issue 14
@@ -385,11 +386,11 @@ void ServingEngine::start_compute(CopyGroup& c, double compute_s, double hbm_byt
       ++m_compute_on_fewer_sms;
       const ServingSpec& sv = m_spec.serving;
       const double all = batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices,
-                                         sv.compute_dtype, 1.0, sv.kv_dtype)
+                                         sv.compute_dtype, 1.0, sv.kv_dtype, sv.stack.launch)
                              .total.compute_time_s;
       const double part =
           batch_step_time(m_spec.model, m_spec.system.gpu, m_tp, m_step_slices, sv.compute_dtype,
-                          gpu.sm_pool().compute_fraction(), sv.kv_dtype)
+                          gpu.sm_pool().compute_fraction(), sv.kv_dtype, sv.stack.launch)
               .total.compute_time_s;
       if (all > 0) t = compute_s * part / all;
     }

@@ -78,6 +78,7 @@ ComputeProbeResult run_compute_probe(const ComputeProbeOptions& o) {
   double end_s = 0;
   run_simulation([&] {
     sim = std::make_unique<GpuCompute>("gpu0", o.gpu, o.precision, o.coarse);
+    sim->set_launch(o.launch);
     sc_core::sc_spawn([&] {
       sim->run_prefill(o.model, o.t, o.k, o.tp);
       end_s = sim_now_s();

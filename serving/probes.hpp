@@ -58,6 +58,7 @@ struct ComputeProbeOptions {
   double k = 0;  // cached tokens
   std::string precision = "bf16";
   bool coarse = false;  // one simulation event per layer instead of per kernel
+  LaunchSpec launch;    // the serving stack's launches (StackProfile::launch)
 };
 
 struct ComputeProbeResult {

@@ -167,7 +167,7 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
     double T = 0;
     for (const SeqSlice& s : batch) T += s.T;
     t_all += T;
-    const StepTime st = batch_step_time(m, gpu, L.tp, batch, dt, 1.0, sv.kv_dtype);
+    const StepTime st = batch_step_time(m, gpu, L.tp, batch, dt, 1.0, sv.kv_dtype, sv.stack.launch);
     dense_s[r] = D > 0 ? st.first_layer_s : 0;
     ExpertPart own;
     if (D < nl) {

@@ -55,7 +55,8 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
   std::vector<SeqSlice> b;
   if (R > 0) b.push_back({static_cast<double>(R), 0, false});
   b.push_back({static_cast<double>(T), static_cast<double>(K), true});
-  const StepTime st = batch_step_time(m.model, m.gpu, m.tp, b, m.compute_dtype, 1.0, m.kv_dtype);
+  const StepTime st =
+      batch_step_time(m.model, m.gpu, m.tp, b, m.compute_dtype, 1.0, m.kv_dtype, m.stack.launch);
   const std::int64_t steps = (T + R + m.budget_tokens - 1) / m.budget_tokens;
   p.compute_s = st.total.compute_time_s + static_cast<double>(steps) * m.step_overhead_s;
   p.last_layer_s = st.last_layer_s;

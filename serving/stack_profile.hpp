@@ -35,6 +35,7 @@
 
 #include "core/config.hpp"
 #include "models/gpu/copy_kernel_shape.hpp"
+#include "models/gpu/launch_model.hpp"
 
 namespace kappasim {
 
@@ -101,6 +102,10 @@ struct StackProfile {
   // Sets the loads its SMs keep in flight (models/gpu/copy_kernel_shape, docs/pcie-model.md);
   // absent: the kernel's reads are bounded by the link and its read tags only.
   CopyKernelShape copy_kernel;
+  // ---- how the stack launches a forward's kernels (models/gpu/launch_model) ---------------
+  // CUDA-graph mode and capture limit, host cost per eager launch and per graph replay. Absent:
+  // no host launch cost (the GPU's own per-kernel launch is GpuSpec::kernel_launch_overhead).
+  LaunchSpec launch;
 
   template <class V>
   void visit(V& v) {
@@ -149,6 +154,8 @@ struct StackProfile {
     v.object("copy_kernel", copy_kernel,
              opt("zero-copy load kernel's launch shape: {load_width, threads_per_block, "
                  "blocks_per_sm, loads_per_thread}"));
+    v.object("launch", launch,
+             opt("kernel launches: {graph_mode, max_capture_tokens, host_launch, graph_launch}"));
   }
   void validate(const std::string& path) const;
 };

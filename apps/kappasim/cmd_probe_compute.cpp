@@ -9,6 +9,7 @@
 #include "core/table.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/probes.hpp"
+#include "serving/stack_profile.hpp"
 
 namespace kappasim::cli {
 
@@ -41,7 +42,8 @@ double dim_option(const std::string& option, const std::string& text) {
 }
 
 int probe_prefill(const std::vector<std::string>& args) {
-  std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table";
+  std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table",
+                                     stack = kDefaultStack;
   std::vector<std::string> sets, preset_dirs;
   int tp = 1;
   bool coarse = false;
@@ -57,6 +59,9 @@ int probe_prefill(const std::vector<std::string>& args) {
                                                             "cached tokens K (default 0)")(
       "precision", po::value(&precision), "GEMM precision: bf16 (default), fp16, fp8, ...")(
       "coarse", po::bool_switch(&coarse), "one simulation event per layer instead of per kernel")(
+      "stack", po::value(&stack),
+      "serving stack whose kernel launches (CUDA-graph mode, host cost per launch) to model: a "
+      "preset name or YAML file (default lmcache-0.3.5, on vLLM v1)")(
       "set", po::value(&sets)->composing(),
       "override a config key: --set system.gpu.gemm_efficiency=0.7")(
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
@@ -78,6 +83,13 @@ int probe_prefill(const std::vector<std::string>& args) {
   check_precision(precision);
 
   LoadedCase c = load_case(model, system, sets);
+  const StackProfile stack_profile = [&] {
+    try {
+      return read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
+    } catch (const InputError& e) {
+      throw InputError(std::string("--stack: ") + e.what());
+    }
+  }();
   const ModelSpec& m = c.config.model;
   const GpuSpec& gpu = c.config.system.gpu;
   try {
@@ -95,7 +107,8 @@ int probe_prefill(const std::vector<std::string>& args) {
 
   {
     // The simulation times the same kernels: bound it before simulating (kMaxProbeSimTimeS).
-    const double est_s = prefill_time(m, gpu, tp, T, K, precision).compute_time_s;
+    const double est_s =
+        prefill_time(m, gpu, tp, T, K, precision, DType::Bf16, stack_profile.launch).compute_time_s;
     if (!(est_s <= kMaxProbeSimTimeS))
       throw InputError("--t / --k: prefilling " + format_number(T) + " new tokens over " +
                        format_number(K) + " cached ones would take " + format_number(est_s) +
@@ -110,6 +123,7 @@ int probe_prefill(const std::vector<std::string>& args) {
   opts.k = K;
   opts.precision = precision;
   opts.coarse = coarse;
+  opts.launch = stack_profile.launch;
   const ComputeProbeResult s = run_compute_probe(opts);
   const PrefillTime& p = s.time;
   const double end_s = s.sim_time_s;
@@ -117,15 +131,59 @@ int probe_prefill(const std::vector<std::string>& args) {
   // N_active per new token, per GPU / tp, as `kappa` and `measure` do; kernel_flops is what
   // the simulated kernels execute (GEMMs incl. attention over K, the LM head), named apart.
   const double f_pf_gpu = count_params(m).active() * 2 / tp * T;
-  Table table({"model", "system", "tp", "t", "k", "precision", "compute_time_s", "linear_time_s",
-               "attention_time_s", "comm_time_s", "other_time_s", "kernels", "kernel_events",
-               "f_pf_flops", "achieved_flops", "kernel_flops", "kernel_flops_per_s", "sim_time_s",
-               "host_time_s"});
-  table.add_row({m.name, c.config.system.name, static_cast<std::int64_t>(tp), T, K, precision,
-                 p.compute_time_s, p.linear_time_s, p.attention_time_s, p.comm_time_s,
-                 p.other_time_s, static_cast<std::int64_t>(p.kernels), s.kernel_events, f_pf_gpu,
-                 f_pf_gpu / p.compute_time_s, p.flops, p.flops / p.compute_time_s, end_s,
-                 p.host_time_s});
+  const char* graph_mode = "none";
+  for (const auto& [name, mode] : graph_mode_names())
+    if (mode == stack_profile.launch.graph_mode) graph_mode = name;
+  const bool captured =
+      forward_launches(stack_profile.launch, T, p.kernels, m.num_layers, 0).captured;
+  Table table({"model",
+               "system",
+               "tp",
+               "t",
+               "k",
+               "precision",
+               "stack",
+               "graph_mode",
+               "captured",
+               "compute_time_s",
+               "linear_time_s",
+               "attention_time_s",
+               "comm_time_s",
+               "other_time_s",
+               "kernels",
+               "kernel_events",
+               "f_pf_flops",
+               "achieved_flops",
+               "kernel_flops",
+               "kernel_flops_per_s",
+               "sim_time_s",
+               "host_time_s",
+               "host_issue_s",
+               "launch_stall_s"});
+  table.add_row({m.name,
+                 c.config.system.name,
+                 static_cast<std::int64_t>(tp),
+                 T,
+                 K,
+                 precision,
+                 stack_profile.name,
+                 std::string(graph_mode),
+                 std::string(captured ? "yes" : "no"),
+                 p.compute_time_s,
+                 p.linear_time_s,
+                 p.attention_time_s,
+                 p.comm_time_s,
+                 p.other_time_s,
+                 static_cast<std::int64_t>(p.kernels),
+                 s.kernel_events,
+                 f_pf_gpu,
+                 f_pf_gpu / p.compute_time_s,
+                 p.flops,
+                 p.flops / p.compute_time_s,
+                 end_s,
+                 p.host_time_s,
+                 p.host_issue_s,
+                 p.launch_stall_s});
   if (fmt != Format::Table) {
     std::cout << table.render(fmt);
     return 0;

@@ -62,7 +62,7 @@ StepTime GpuCompute::start_batch_step(const ModelSpec& m, int tp,
                                       const std::vector<SeqSlice>& batch, TransferRequest& r,
                                       TransferGroup& g, double delay_s, DType kv_dtype) {
   const StepTime st =
-      batch_step_time(m, m_gpu, tp, batch, m_dtype, m_sms.compute_fraction(), kv_dtype);
+      batch_step_time(m, m_gpu, tp, batch, m_dtype, m_sms.compute_fraction(), kv_dtype, m_launch);
   // Already timed at the free SM fraction: nothing left to scale.
   start_step(st.total.compute_time_s, st.total.hbm_bytes, r, g, delay_s, 0);
   return st;
@@ -120,6 +120,7 @@ void GpuCompute::run_layer(const ModelSpec& m, int layer, double T, double K, in
 
 void GpuCompute::run_prefill(const ModelSpec& m, double T, double K, int tp) {
   check_prefill_args(m, tp, T, K);
+  const PrefillTime before = m_stats.time;
   {
     const auto head = prefill_head_kernels(m, T);
     m_stream.lock();
@@ -130,6 +131,22 @@ void GpuCompute::run_prefill(const ModelSpec& m, double T, double K, int tp) {
   const auto tail = prefill_tail_kernels(m, T, tp, m_weights);
   m_stream.lock();
   run_kernels(tail);
+  // The stack's host launches (models/gpu/launch_model): when the host issues this forward's
+  // kernels more slowly than the GPU runs them, the GPU waits for it; one more wait here.
+  PrefillTime fwd;
+  fwd.compute_time_s = m_stats.time.compute_time_s - before.compute_time_s;
+  fwd.host_time_s = m_stats.time.host_time_s - before.host_time_s;
+  fwd.kernels = m_stats.time.kernels - before.kernels;
+  // Outside any graph: one attention per layer (run_layer reads a BF16 cache: no dequant pass)
+  // and the LM head.
+  apply_launch(fwd, m_launch, T, m.num_layers, m.num_layers + 1.0);
+  m_stats.time.host_issue_s += fwd.host_issue_s;
+  if (fwd.launch_stall_s > 0) {
+    m_stats.time.launch_stall_s += fwd.launch_stall_s;
+    m_stats.time.compute_time_s += fwd.launch_stall_s;
+    ++m_stats.kernel_events;
+    sc_core::wait(sc_core::sc_time(fwd.launch_stall_s, sc_core::SC_SEC));
+  }
   m_stream.unlock();
 }
 

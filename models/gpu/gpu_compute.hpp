@@ -24,7 +24,10 @@
 // SMs slow its compute-bound part). A step with no HBM bytes, or on a back end without HBM
 // (models_hbm() false: packet), is a timed completion of the step time.
 //
-// What it ignores: overlap between kernels (one stream; no PDL or CUDA-graph launch hiding),
+// Launches: the stack's LaunchSpec (set_launch; models/gpu/launch_model): a forward whose host
+// issue time exceeds its GPU time waits the difference (one more wait in run_prefill; inside
+// the step time in start_batch_step).
+// What it ignores: overlap between kernels (one stream; no PDL),
 // SMs taken by NCCL, HBM bandwidth used by concurrent copies in the blocking run_* path,
 // the time profile of HBM traffic inside a step (a step's bytes are spread evenly over it),
 // changes to the SM share during a kernel or step (the share at start holds to its end),
@@ -65,6 +68,10 @@ class GpuCompute : public sc_core::sc_module {
   const GpuSpec& gpu() const { return m_gpu; }
   const Stats& stats() const { return m_stats; }
   bool coarse() const { return m_coarse; }
+  // How the serving stack launches this GPU's kernels (StackProfile::launch; default: no host
+  // launch cost). Set before the simulation starts.
+  void set_launch(const LaunchSpec& launch) { m_launch = launch; }
+  const LaunchSpec& launch() const { return m_launch; }
 
   // Blocking: call from an SC_THREAD. Concurrent callers are served one at a time (one compute
   // stream per GPU).
@@ -98,6 +105,7 @@ class GpuCompute : public sc_core::sc_module {
   std::string m_dtype;
   DType m_weights;
   bool m_coarse;
+  LaunchSpec m_launch;
   SmPool m_sms;
   sc_core::sc_mutex m_stream;
   Stats m_stats;

@@ -105,6 +105,45 @@ struct GpuSpec {
   };
   KvBuffer kv_buffer;
 
+  // The kernels' tile choices on this GPU (docs/compute-model.md, "Tiles"): the CTA output tile
+  // a GEMM library picks by problem size, and the block sizes of vLLM's fused MoE kernel.
+  // Defaults are the Hopper / vLLM values named below; a GPU preset gives its own with a source.
+  struct Tiles {
+    // Dense GEMM CTA tile (rows x columns of C) and K-block. CUTLASS's Hopper warp-specialised
+    // GEMM (examples/48_hopper_warp_specialized_gemm: TileShape 128x128, 64-element BF16
+    // K-block for TMA/WGMMA).
+    double gemm_m = 128, gemm_n = 128, gemm_k = 64;
+    // Row tile for GEMMs with M <= gemm_small_m: the library picks a tile no taller than the
+    // smallest row block one CTA's MMA issues (Hopper WGMMA: m64 per warpgroup, CUTLASS sm90
+    // TileShape 64xN; Ampere mma.sync m16, cuBLAS small-M kernels 64 rows).
+    double gemm_small_m = 64;
+    // vLLM fused_moe (Triton) get_default_config, BF16/FP16 without a tuned JSON: M (tokens in
+    // the step) <= E (experts): BLOCK_SIZE_M 16, BLOCK_SIZE_N 32; otherwise 64 x 64. Each
+    // expert's token-expert rows are padded to a multiple of BLOCK_SIZE_M (moe_align_block_size).
+    double moe_small_m = 16, moe_small_n = 32;
+    double moe_m = 64, moe_n = 64;
+    template <class V>
+    void visit(V& v) {
+      v.quantity("gemm_m", gemm_m, dim::none, opt("dense GEMM CTA tile rows", Range::AtLeastOne));
+      v.quantity("gemm_n", gemm_n, dim::none,
+                 opt("dense GEMM CTA tile columns", Range::AtLeastOne));
+      v.quantity("gemm_k", gemm_k, dim::none,
+                 opt("dense GEMM K-block (bounds split-K)", Range::AtLeastOne));
+      v.quantity("gemm_small_m", gemm_small_m, dim::none,
+                 opt("row tile used when M is at most this", Range::AtLeastOne));
+      v.quantity("moe_small_m", moe_small_m, dim::none,
+                 opt("fused MoE BLOCK_SIZE_M when tokens <= experts", Range::AtLeastOne));
+      v.quantity("moe_small_n", moe_small_n, dim::none,
+                 opt("fused MoE BLOCK_SIZE_N when tokens <= experts", Range::AtLeastOne));
+      v.quantity("moe_m", moe_m, dim::none,
+                 opt("fused MoE BLOCK_SIZE_M when tokens > experts", Range::AtLeastOne));
+      v.quantity("moe_n", moe_n, dim::none,
+                 opt("fused MoE BLOCK_SIZE_N when tokens > experts", Range::AtLeastOne));
+    }
+    void validate(const std::string&) const {}
+  };
+  Tiles tiles;
+
   // Peak dense FLOP/s for a dtype; InputError naming the GPU when it has no such rate.
   double peak(const std::string& dtype) const;
   // The large-GEMM efficiency of `dtype`: gemm_efficiency_by_precision[dtype] when given, else
@@ -172,6 +211,9 @@ struct GpuSpec {
                opt("what-if factors: {flops, flops_by_dtype: {fp8: 2}, hbm_bandwidth}"));
       if constexpr (std::is_same_v<V, ConfigReader>) apply_scale(v);
     }
+    v.object("tiles", tiles,
+             opt("kernel tile choices: {gemm_m, gemm_n, gemm_k, gemm_small_m, moe_small_m, "
+                 "moe_small_n, moe_m, moe_n}"));
     v.object("kv_buffer", kv_buffer,
              opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
   }

@@ -136,12 +136,19 @@ void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
     const double E = p.num_experts;
     const double I = static_cast<double>(p.moe_intermediate_size) / tp;
     const double rows = T * p.experts_per_token;  // token-expert pairs
-    const double touched = std::min(E, rows);     // experts whose weights must be read
+    // Experts whose weights must be read: the expected distinct experts of T tokens' top-k.
+    const double touched = expected_experts_touched(T, p.experts_per_token, E);
     // Router: replicated on every GPU (vLLM ReplicatedLinear).
     out.push_back(gemm("router", T, E, h, wb));
-    out.push_back(gemm("experts_gate_up", rows, 2 * I, h, wb, touched));
+    Kernel gu = gemm("experts_gate_up", rows, 2 * I, h, wb, touched);
+    Kernel dn = gemm("experts_down", rows, h, I, wb, touched);
+    for (Kernel* k : {&gu, &dn}) {
+      k->moe_tokens = T;
+      k->moe_experts = E;
+    }
+    out.push_back(std::move(gu));
     out.push_back(elementwise("experts_silu_and_mul", 3 * rows * I * ab));
-    out.push_back(gemm("experts_down", rows, h, I, wb, touched));
+    out.push_back(std::move(dn));
     out.push_back(elementwise("moe_sum", rows * h * ab + T * h * ab));
     if (p.num_shared_experts > 0) {
       const double S = p.num_shared_experts;
@@ -292,18 +299,48 @@ DType weight_dtype_for(const std::string& compute_dtype) {
                    "' (expected tf32, fp16, bf16, fp8, fp4 or int8)");
 }
 
-double gemm_shape_efficiency(double M, double N, double K, double groups, int sms) {
+double gemm_shape_efficiency(double M, double N, double K, double groups, int sms,
+                             const GpuSpec::Tiles& tiles) {
   if (!(M > 0 && N > 0 && K > 0 && groups >= 1 && sms >= 1))
     throw std::logic_error("gemm_shape_efficiency: bad shape");
-  const double tiles_m = groups * ceil_q(M / groups / kGemmTileM);
-  const double tiles_n = ceil_q(N / kGemmTileN);
-  const double tile_eff = (M * N) / (tiles_m * kGemmTileM * tiles_n * kGemmTileN);
+  const double rows_per_group = M / groups;
+  // The library's tile by size: a short row tile when every group's rows fit in it.
+  const double tm = rows_per_group <= tiles.gemm_small_m
+                        ? std::min(tiles.gemm_small_m, tiles.gemm_m)
+                        : tiles.gemm_m;
+  const double tn = tiles.gemm_n;
+  const double tiles_m = groups * ceil_q(rows_per_group / tm);
+  const double tiles_n = ceil_q(N / tn);
+  const double tile_eff = (M * N) / (tiles_m * tm * tiles_n * tn);
   double ctas = tiles_m * tiles_n;
   // Fewer tiles than SMs: split K to fill one wave, at most one K-tile per slice.
   if (ctas < sms) {
-    const double k_tiles = std::max(1.0, ceil_q(K / kGemmTileK));
+    const double k_tiles = std::max(1.0, ceil_q(K / tiles.gemm_k));
     ctas *= std::max(1.0, std::min(k_tiles, std::floor(sms / ctas)));
   }
+  const double waves = ceil_q(ctas / sms);
+  return tile_eff * ctas / (waves * sms);
+}
+
+double expected_experts_touched(double tokens, double top_k, double experts) {
+  if (!(experts >= 1) || !(top_k >= 1) || top_k > experts || !(tokens >= 0))
+    throw std::logic_error("expected_experts_touched: bad arguments");
+  return experts * (1 - std::pow(1 - top_k / experts, tokens));
+}
+
+MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles) {
+  if (tokens <= experts) return {tiles.moe_small_m, tiles.moe_small_n};
+  return {tiles.moe_m, tiles.moe_n};
+}
+
+double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock& block, int sms) {
+  if (!(rows > 0 && N > 0 && groups > 0 && block.m >= 1 && block.n >= 1 && sms >= 1))
+    throw std::logic_error("moe_shape_efficiency: bad shape");
+  // Every touched expert's rows padded to whole blocks (at least one block each).
+  const double blocks_m = groups * std::max(1.0, ceil_q(rows / groups / block.m));
+  const double blocks_n = ceil_q(N / block.n);
+  const double tile_eff = (rows * N) / (blocks_m * block.m * blocks_n * block.n);
+  const double ctas = blocks_m * blocks_n;
   const double waves = ceil_q(ctas / sms);
   return tile_eff * ctas / (waves * sms);
 }
@@ -348,8 +385,12 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
   t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
-      t.efficiency = gpu.gemm_efficiency_for(compute_dtype) *
-                     gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms);
+      const double shape =
+          k.moe_tokens > 0
+              ? moe_shape_efficiency(k.m, k.n, k.groups,
+                                     moe_block(k.moe_tokens, k.moe_experts, gpu.tiles), sms)
+              : gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
+      t.efficiency = gpu.gemm_efficiency_for(compute_dtype) * shape;
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
@@ -405,19 +446,34 @@ void PrefillTime::add(const Kernel& k, const KernelTime& t) {
   }
 }
 
+void apply_launch(PrefillTime& p, const LaunchSpec& launch, double tokens, int layers,
+                  double outside_graph) {
+  const ForwardLaunches f = forward_launches(launch, tokens, p.kernels, layers, outside_graph);
+  p.host_issue_s = host_issue_s(launch, f);
+  p.launch_stall_s = launch_stall_s(p.host_issue_s, p.compute_time_s - p.host_time_s);
+  p.compute_time_s += p.launch_stall_s;
+}
+
 PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
-                         const std::string& compute_dtype, DType kv_dtype) {
+                         const std::string& compute_dtype, DType kv_dtype,
+                         const LaunchSpec& launch) {
   gpu.require_sim("system.gpu");
   check_prefill_args(m, tp, T, K);
   const DType w = weight_dtype_for(compute_dtype);
   gpu.peak(compute_dtype);  // InputError when the GPU has no such rate
   PrefillTime p;
+  double outside = 0;  // kernels no graph captures: attention, KV dequantisation, LM head
   for (const Kernel& k : prefill_head_kernels(m, T)) p.add(k, kernel_time(k, gpu, compute_dtype));
   for (int l = 0; l < m.num_layers; ++l)
-    for (const Kernel& k : layer_kernels(m, l, T, K, tp, w, kv_dtype))
+    for (const Kernel& k : layer_kernels(m, l, T, K, tp, w, kv_dtype)) {
       p.add(k, kernel_time(k, gpu, compute_dtype));
-  for (const Kernel& k : prefill_tail_kernels(m, T, tp, w))
+      if (k.per_sequence) ++outside;
+    }
+  for (const Kernel& k : prefill_tail_kernels(m, T, tp, w)) {
     p.add(k, kernel_time(k, gpu, compute_dtype));
+    if (k.name == "lm_head") ++outside;
+  }
+  apply_launch(p, launch, T, m.num_layers, outside);
   return p;
 }
 
@@ -505,14 +561,16 @@ void add_times(PrefillTime& into, const PrefillTime& p, int times) {
 
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
-                         double sm_fraction, DType kv_dtype) {
+                         double sm_fraction, DType kv_dtype, const LaunchSpec& launch) {
   StepTime st;
   if (batch.empty()) return st;
   double tokens = 0, logits = 0;
+  bool dequant = false;
   for (const SeqSlice& s : batch) {
     check_prefill_args(m, tp, s.T, s.K);
     tokens += s.T;
     logits += s.finishes ? 1 : 0;
+    dequant = dequant || kv_dequant_bytes(m, tp, s.K, kv_dtype) > 0;
   }
   const DType w = weight_dtype_for(compute_dtype);
   for (const Kernel& k : prefill_head_kernels(m, tokens))
@@ -534,6 +592,10 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   }
   for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
     st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  // Outside any graph: one batched attention launch (and one KV dequantisation) per layer, the
+  // LM head when a sequence finishes.
+  const double outside = m.num_layers * (1.0 + (dequant ? 1 : 0)) + (logits > 0 ? 1 : 0);
+  apply_launch(st.total, launch, tokens, m.num_layers, outside);
   return st;
 }
 

@@ -7,8 +7,10 @@
 //                        HBM bytes / (hbm_bandwidth × hbm_efficiency)) + kernel_launch_overhead.
 // The achievable fraction of a GEMM is the large-GEMM fraction of its precision
 // (gemm_efficiency_for: FP8 below BF16, per GPU generation) times a
-// shape efficiency that comes from tile quantisation (M and N rounded up to kGemmTileM ×
-// kGemmTileN) and wave quantisation (tiles spread over the free SMs in whole waves). Attention
+// shape efficiency that comes from tile quantisation (M and N rounded up to the GPU's CTA tile,
+// GpuSpec::Tiles, a shorter row tile for small M; fused-MoE GEMMs pad every expert's rows to
+// vLLM fused_moe's BLOCK_SIZE_M for the step's token count) and wave quantisation (tiles spread
+// over the free SMs in whole waves). Attention
 // uses attention_efficiency times the same quantisation over query tiles × heads (with the
 // GQA packing and KV splitting FlashAttention-3 chooses when they help), times
 // attention_paged_kv_efficiency (K/V gathered from vLLM's paged cache by cp.async, not TMA). A TP
@@ -26,19 +28,14 @@
 #include <vector>
 
 #include "models/gpu/gpu_spec.hpp"
+#include "models/gpu/launch_model.hpp"
 #include "models/llm/architecture.hpp"
 
 namespace kappasim {
 
-// GEMM output tile (rows × columns of C per CTA). Source: CUTLASS's Hopper warp-specialised
-// GEMM example (examples/48_hopper_warp_specialized_gemm: TileShape 128×128×32); cuBLAS's
-// Hopper heuristics pick among 64–256 wide tiles, 128×128 being the common large-GEMM choice.
-inline constexpr double kGemmTileM = 128;
-inline constexpr double kGemmTileN = 128;
-// GEMM K-tile: 64 BF16 elements (128 B, the TMA/WGMMA K-block of CUTLASS's Hopper BF16 tiles,
-// 128×128×64). It bounds split-K: a GEMM with fewer output tiles than SMs is split along K
-// (cuBLAS split-K, CUTLASS stream-K) into at most K / 64 slices to fill one wave.
-inline constexpr double kGemmTileK = 64;
+// GEMM tiles are per GPU (GpuSpec::Tiles, presets/gpus/*.yaml `tiles:`): the dense CTA tile
+// (Hopper CUTLASS 128×128, K-block 64 bounding split-K), the shorter row tile small-M GEMMs get,
+// and vLLM fused_moe's BLOCK_SIZE_M × BLOCK_SIZE_N by token count.
 // FlashAttention query-tile rows (kBlockM) and KV-tile columns (kBlockN) for head_dim 128,
 // BF16: FA3 hopper/tile_size.h tile_size_fwd_sm90 returns {128, 128} for causal (FA2's sm8x
 // tiles also use kBlockM 128).
@@ -70,7 +67,10 @@ struct Kernel {
   // GEMM: C[m × n] = A[m × k] · B[k × n]. Attention: m = query tokens (T), n = key tokens
   // (K + T), k = q/k head dim.
   double m = 0, n = 0, k = 0;
-  double groups = 1;    // grouped GEMM (MoE experts touched): m rows spread over groups
+  double groups = 1;  // grouped GEMM (MoE experts touched): m rows spread over groups
+  // Fused MoE GEMM (vLLM fused_moe): the step's tokens (hidden_states rows, the M its block
+  // config keys on) and the model's experts; 0 for every other kernel.
+  double moe_tokens = 0, moe_experts = 0;
   double heads = 0;     // attention: query heads on this GPU
   double kv_heads = 0;  // attention: KV heads on this GPU (GQA packing)
   int ranks = 1;        // all-reduce: GPUs in the ring
@@ -129,8 +129,25 @@ struct KernelTime {
   double efficiency = 0;  // achievable fraction of peak assumed by the FLOP roof (base × shape)
 };
 
-// Shape efficiencies (in (0, 1]) from tile and wave quantisation on `sms` SMs.
-double gemm_shape_efficiency(double M, double N, double K, double groups, int sms);
+// Shape efficiencies (in (0, 1]) from tile and wave quantisation on `sms` SMs with the GPU's
+// tile choices (rows M ≤ tiles.gemm_small_m get the short row tile).
+double gemm_shape_efficiency(double M, double N, double K, double groups, int sms,
+                             const GpuSpec::Tiles& tiles = GpuSpec::Tiles{});
+// Expected number of distinct experts `tokens` tokens route to when each picks `top_k` of
+// `experts` uniformly (without replacement): E · (1 − (1 − k/E)^T). Uniform routing is an
+// assumption (docs/compute-model.md, "MoE").
+double expected_experts_touched(double tokens, double top_k, double experts);
+// vLLM fused_moe's block (BLOCK_SIZE_M, BLOCK_SIZE_N) for a step of `tokens` tokens over
+// `experts` experts (get_default_config: tokens ≤ experts → the small block).
+struct MoeBlock {
+  double m = 0, n = 0;
+};
+MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles);
+// Fused MoE GEMM: `rows` token-expert pairs spread evenly over `groups` touched experts, each
+// expert's rows padded to a multiple of the block's M (moe_align_block_size), N columns in
+// block-N tiles, one CTA per block, whole waves on `sms` SMs (no split-K in the Triton kernel).
+// executed / padded FLOPs × CTAs / (waves × SMs).
+double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock& block, int sms);
 double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
                                   int sms);
 
@@ -148,6 +165,10 @@ struct PrefillTime {
   double other_time_s = 0;  // elementwise (norms, rotary, KV write, activation, embedding,
                             // FP8/INT8 activation quantisation)
   double host_time_s = 0;   // per-forward host cost (forward_overhead); not a GPU kernel
+  // The stack's launches (models/gpu/launch_model): host time to issue the forward's kernels
+  // and graph replays, and the GPU's wait for it (in compute_time_s) when the host is slower.
+  double host_issue_s = 0;
+  double launch_stall_s = 0;
   double flops = 0;
   double hbm_bytes = 0;  // HBM traffic of the kernels (for the power model)
   int kernels = 0;       // GPU kernels (the Host item is not one)
@@ -155,9 +176,17 @@ struct PrefillTime {
   void add(const Kernel& k, const KernelTime& t);
 };
 
-// One GPU of a TP group: all layers plus the edge kernels, every kernel on all SMs.
+// Charges the stack's host launches to a forward of `tokens` tokens whose kernels `p` holds
+// (`outside_graph`: the kernels no graph captures): host_issue_s, launch_stall_s, and the stall
+// added to compute_time_s. The GPU's busy time is compute_time_s less host_time_s.
+void apply_launch(PrefillTime& p, const LaunchSpec& launch, double tokens, int layers,
+                  double outside_graph);
+
+// One GPU of a TP group: all layers plus the edge kernels, every kernel on all SMs, launched as
+// `launch` says (the default LaunchSpec charges no host launch cost).
 PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double T, double K,
-                         const std::string& compute_dtype = "bf16", DType kv_dtype = DType::Bf16);
+                         const std::string& compute_dtype = "bf16", DType kv_dtype = DType::Bf16,
+                         const LaunchSpec& launch = LaunchSpec{});
 
 // One M×N×K GEMM (BF16 activations, weights in `dtype`'s storage), on all SMs.
 KernelTime gemm_kernel_time(const GpuSpec& gpu, double M, double N, double K,
@@ -184,6 +213,7 @@ struct StepTime {
 };
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
-                         double sm_fraction = 1.0, DType kv_dtype = DType::Bf16);
+                         double sm_fraction = 1.0, DType kv_dtype = DType::Bf16,
+                         const LaunchSpec& launch = LaunchSpec{});
 
 }  // namespace kappasim

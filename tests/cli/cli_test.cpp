@@ -553,7 +553,8 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
       // that cannot run the load path says which it supports.
       {good.string() + " --set serving.stack=lmcache-0.3",
        {"serving.stack: unknown stack preset 'lmcache-0.3'", "did you mean 'lmcache-0.3.5'",
-        "ideal, lmcache-0.3.5, lmcache-0.3.7, vllm-native-0.11, vllm-native-0.12"},
+        "ideal, lmcache-0.3.5, lmcache-0.3.7, tensorrt-llm-0.5, vllm-native-0.11, "
+        "vllm-native-0.12"},
        {}},
       {good.string() + " --set serving.stack=vllm-native-0.12",
        {"serving.load_path: kernel is not a load path of stack 'vllm-native-0.12'",
@@ -977,6 +978,26 @@ TEST(Cli, ProbesBeyondTheTimeBaseAreRejected) {
   r = run("probe prefill --model llama-3.1-8b --system h100 --t 100000000000 --coarse");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "--t / --k: prefilling 100000000000 new tokens")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+// Issue 20: probe prefill says which stack's launches it models; an unknown stack exits 2.
+TEST(Cli, ProbePrefillNamesItsStackAndGraphMode) {
+  Result r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --format csv");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // The default stack (LMCache 0.3.5 on vLLM v1) replays piecewise graphs up to 512 tokens.
+  EXPECT_TRUE(has(r.out, ",lmcache-0.3.5,piecewise,yes,")) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 1024 --format csv");
+  EXPECT_TRUE(has(r.out, ",lmcache-0.3.5,piecewise,no,")) << r.out;
+  r =
+      run("probe prefill --model llama-3.1-8b --system h100 --t 128 --stack tensorrt-llm-0.5 "
+          "--format csv");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, ",tensorrt-llm-0.5,none,no,")) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --stack trtllm");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--stack: ")) << r.err;
+  EXPECT_TRUE(has(r.err, "trtllm")) << r.err;
   EXPECT_TRUE(r.out.empty());
 }
 

@@ -82,10 +82,11 @@ TEST(KernelTiming, TileAndWaveQuantisationByHand) {
               1e-12);
   // 1280 × 1792: 10 × 14 = 140 whole tiles, 2 waves on 132 SMs (second holds 8).
   EXPECT_NEAR(gemm_shape_efficiency(1280, 1792, 4096, 1, 132), 140.0 / 264, 1e-12);
-  // Grouped: 96 rows over 32 groups is 3 rows each, one 128-row tile per group: 32 tiles ×
-  // 2 column tiles = 64 tiles; K = 128 (2 K-tiles) splits them 2 ways: 128 CTAs in one wave.
+  // Grouped: 96 rows over 32 groups is 3 rows each, one short (64-row, gemm_small_m) tile per
+  // group: 32 tiles × 2 column tiles = 64 tiles; K = 128 (2 K-tiles) splits them 2 ways: 128
+  // CTAs in one wave.
   EXPECT_NEAR(gemm_shape_efficiency(96, 256, 128, 32, 132),
-              (96.0 * 256) / (32 * 128 * 256) * 128 / 132, 1e-12);
+              (96.0 * 256) / (32 * 64 * 256) * 128 / 132, 1e-12);
   // The GEMM time uses it: 200 × 300 × 64.
   const GpuSpec g = test_gpu();
   const double eff = 0.8 * (200.0 * 300) / (256 * 384) * 6 / 132;
@@ -149,28 +150,172 @@ TEST(KernelTiming, FlopTotalMatchesModelAccounting) {
   }
 }
 
+TEST(KernelTiming, ExpectedExpertsTouchedByHand) {
+  // One token picks exactly top-k distinct experts.
+  EXPECT_NEAR(expected_experts_touched(1, 8, 128), 8, 1e-12);
+  // Two tokens: 8, plus the second token's 8 picks each new with probability 120/128: 8 + 7.5.
+  EXPECT_NEAR(expected_experts_touched(2, 8, 128), 15.5, 1e-12);
+  // T = 4: 128 · (1 − (15/16)^4) = 128 · (1 − 50625/65536) = 14911/512 = 29.123046875.
+  EXPECT_NEAR(expected_experts_touched(4, 8, 128), 29.123046875, 1e-12);
+  // No tokens touch nothing; many tokens touch all of them.
+  EXPECT_NEAR(expected_experts_touched(0, 8, 128), 0, 1e-12);
+  EXPECT_NEAR(expected_experts_touched(1000, 8, 128), 128, 1e-9);
+  // top-k = E: every expert at once.
+  EXPECT_NEAR(expected_experts_touched(1, 8, 8), 8, 1e-12);
+}
+
 TEST(KernelTiming, MoeReadsTheExpertsItTouches) {
   const ModelSpec m = model("qwen3-235b-a22b");  // 128 experts, top-8, moe_intermediate 1536
-  // T = 4: 32 token-expert rows touch at most 32 experts.
+  // T = 4: 32 token-expert rows; 29.123046875 experts expected (ExpectedExpertsTouchedByHand).
   {
+    const double e = 29.123046875;
     const auto ks = layer_kernels(m, 10, 4, 0, 1, DType::Bf16);
     const Kernel& gu = find(ks, "experts_gate_up");
-    EXPECT_DOUBLE_EQ(gu.groups, 32);
+    EXPECT_NEAR(gu.groups, e, 1e-9);
     EXPECT_DOUBLE_EQ(gu.m, 32);
-    const double weights = 32 * 4096.0 * 2 * 1536 * 2;
+    EXPECT_DOUBLE_EQ(gu.moe_tokens, 4);
+    EXPECT_DOUBLE_EQ(gu.moe_experts, 128);
+    const double weights = e * 4096.0 * 2 * 1536 * 2;
     const double acts = 32 * 4096.0 * 2 + 32 * 2 * 1536.0 * 2;
-    EXPECT_DOUBLE_EQ(gu.hbm_bytes, weights + acts);
+    EXPECT_NEAR(gu.hbm_bytes, weights + acts, 1e-6 * weights);
     const Kernel& dn = find(ks, "experts_down");
-    EXPECT_DOUBLE_EQ(dn.hbm_bytes, 32 * 1536.0 * 4096 * 2 + 32 * 1536.0 * 2 + 32 * 4096.0 * 2);
+    EXPECT_NEAR(dn.hbm_bytes, e * 1536.0 * 4096 * 2 + 32 * 1536.0 * 2 + 32 * 4096.0 * 2,
+                1e-6 * weights);
   }
-  // T = 100 at tp 4: 800 rows touch all 128 experts, each a quarter of its intermediate.
+  // T = 100 at tp 4: 800 rows touch 128 · (1 − (15/16)^100) = 127.798 experts, each a quarter
+  // of its intermediate.
   {
+    const double e = 127.79847097;
     const auto ks = layer_kernels(m, 10, 100, 0, 4, DType::Bf16);
     const Kernel& gu = find(ks, "experts_gate_up");
-    EXPECT_DOUBLE_EQ(gu.groups, 128);
-    EXPECT_DOUBLE_EQ(gu.hbm_bytes, 128 * 4096.0 * 768 * 2 + 800 * 4096.0 * 2 + 800 * 768.0 * 2);
+    EXPECT_NEAR(gu.groups, e, 1e-6);
+    EXPECT_NEAR(gu.hbm_bytes, e * 4096.0 * 768 * 2 + 800 * 4096.0 * 2 + 800 * 768.0 * 2, 1e3);
     EXPECT_DOUBLE_EQ(gu.flops, 2 * 800.0 * 768 * 4096);
   }
+}
+
+// Issue 20: vLLM's fused MoE kernel pads each expert's rows to its BLOCK_SIZE_M, which
+// get_default_config picks by the step's token count M against the expert count E (M <= E:
+// 16 × 32 blocks; else 64 × 64), not to a fixed 128-row GEMM tile.
+TEST(KernelTiming, MoeBlocksFollowTheFusedMoeConfig) {
+  const GpuSpec::Tiles t;  // defaults: vLLM's get_default_config
+  EXPECT_DOUBLE_EQ(moe_block(16, 128, t).m, 16);
+  EXPECT_DOUBLE_EQ(moe_block(16, 128, t).n, 32);
+  EXPECT_DOUBLE_EQ(moe_block(128, 128, t).m, 16);  // M <= E
+  EXPECT_DOUBLE_EQ(moe_block(129, 128, t).m, 64);
+  EXPECT_DOUBLE_EQ(moe_block(129, 128, t).n, 64);
+  // A GPU preset's own blocks are used.
+  GpuSpec::Tiles own;
+  own.moe_small_m = 32;
+  EXPECT_DOUBLE_EQ(moe_block(16, 128, own).m, 32);
+
+  // Qwen3-30B-A3B (E 128, top-8, hidden 2048, moe_intermediate 768), a 16-token step at tp 1:
+  // 128 token-expert rows over 82.42 touched experts (128 · (1 − (15/16)^16)), 1.55 rows
+  // each: one 16-row block per expert. gate_up N = 1536 = 48 blocks of 32. Executed rows 128,
+  // padded rows 16 per touched expert: tile efficiency 128 / (16 · 82.42); CTAs 82.42 · 48 =
+  // 3956.3 in 30 waves of 132: the touched count cancels, efficiency = 128 · 48 / (16 · 30 ·
+  // 132) = 6144 / 63360.
+  const ModelSpec m = model("qwen3-30b-a3b");
+  const auto ks = layer_kernels(m, 5, 16, 0, 1, DType::Bf16);
+  const Kernel& gu = find(ks, "experts_gate_up");
+  const double touched = 82.42251130;
+  EXPECT_NEAR(gu.groups, touched, 1e-6);
+  const MoeBlock b = moe_block(gu.moe_tokens, gu.moe_experts, t);
+  EXPECT_NEAR(moe_shape_efficiency(gu.m, gu.n, gu.groups, b, 132), 6144.0 / 63360, 1e-12);
+  // Executed vs charged FLOPs of the 48 layers' expert GEMMs (gate_up 2·128·1536·2048, down
+  // 2·128·2048·768 per layer): executed 48 · 2 · 128 · 2048 · 2304 = 5.80e10. Padding to 16-row
+  // blocks charges 16 · 82.42 / 128 = 10.3× that (5.97e11); a fixed 128-row tile for each of the
+  // 128 experts would charge 128× (7.42e12, ≈ 7.4 TFLOP).
+  const Kernel& dn = find(ks, "experts_down");
+  const double executed = 48 * (gu.flops + dn.flops);
+  EXPECT_NEAR(executed, 48 * 2 * 128.0 * 2048 * 2304, 1);
+  const double tile_eff = (128.0 * 1536) / (touched * 16 * 1536);  // N divides into blocks
+  EXPECT_NEAR(executed / tile_eff, 5.97378e11, 1e7);
+  EXPECT_NEAR(executed * 128, 7.4217e12, 1e8);
+  // The kernel time uses it: FLOP time = executed / (peak · gemm_efficiency · shape).
+  const GpuSpec g = test_gpu();
+  const KernelTime kt = kernel_time(gu, g, "bf16");
+  EXPECT_NEAR(kt.flops_time_s, gu.flops / (1000e12 * 0.8 * 6144.0 / 63360), 1e-15);
+  // Above E tokens the 64-row blocks: T = 1024 → 8192 rows over ~128 experts, 64 rows each =
+  // exactly one 64-row block; N 1536 = 24 blocks of 64: tile efficiency ~1.
+  const auto big = layer_kernels(m, 5, 1024, 0, 1, DType::Bf16);
+  const Kernel& gb = find(big, "experts_gate_up");
+  const MoeBlock bb = moe_block(gb.moe_tokens, gb.moe_experts, t);
+  EXPECT_DOUBLE_EQ(bb.m, 64);
+  // 128 blocks_m × 24 = 3072 CTAs = 23.3 → 24 waves on 132: 3072 / 3168.
+  EXPECT_NEAR(moe_shape_efficiency(gb.m, gb.n, 128, bb, 132), 3072.0 / 3168, 1e-12);
+}
+
+// Issue 20: the library's tile by size: a GEMM of M <= 64 rows runs on 64-row tiles (Hopper
+// WGMMA m64), not 128; and whole waves on 132 SMs.
+TEST(KernelTiming, SmallMGemmTilesAndWavesByHand) {
+  // 16 × 4096 × 4096: one 64-row tile × 32 column tiles = 32 CTAs, 16/64 full; K = 4096 (64
+  // K-tiles) splits floor(132/32) = 4 ways: 128 CTAs in one wave of 132.
+  EXPECT_NEAR(gemm_shape_efficiency(16, 4096, 4096, 1, 132), 16.0 / 64 * 128 / 132, 1e-12);
+  // The same on 128-row tiles only (gemm_small_m below M): 16/128 full.
+  GpuSpec::Tiles tall;
+  tall.gemm_small_m = 8;
+  EXPECT_NEAR(gemm_shape_efficiency(16, 4096, 4096, 1, 132, tall), 16.0 / 128 * 128 / 132, 1e-12);
+  // 4096 × 4096: 32 × 32 = 1024 tiles of 128 × 128, 8 waves of 132 (1056 slots).
+  EXPECT_NEAR(gemm_shape_efficiency(4096, 4096, 4096, 1, 132), 1024.0 / 1056, 1e-12);
+  // 4224 × 4096: 33 × 32 = 1056 tiles: exactly 8 waves, and 4224 = 33 · 128: efficiency 1.
+  EXPECT_NEAR(gemm_shape_efficiency(4224, 4096, 4096, 1, 132), 1.0, 1e-12);
+}
+
+// Issue 20: host launches with and without CUDA graphs (models/gpu/launch_model).
+TEST(LaunchModel, GraphVersusEagerLaunchCostByHand) {
+  LaunchSpec eager;  // TensorRT-LLM v0.5-like: every kernel from the host, 4 µs each
+  eager.graph_mode = GraphMode::None;
+  eager.host_launch_s = 4e-6;
+  // 450 kernels of a 32-layer forward (33 outside any graph): 450 × 4 µs = 1.8 ms.
+  ForwardLaunches f = forward_launches(eager, 128, 450, 32, 33);
+  EXPECT_FALSE(f.captured);
+  EXPECT_DOUBLE_EQ(f.eager_kernels, 450);
+  EXPECT_NEAR(host_issue_s(eager, f), 1.8e-3, 1e-15);
+  // The GPU waits for the host only when its own time is shorter.
+  EXPECT_NEAR(launch_stall_s(1.8e-3, 1.0e-3), 0.8e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(launch_stall_s(1.8e-3, 3.0e-3), 0);
+
+  LaunchSpec pw;  // vLLM v1: piecewise graphs up to 512 tokens, 10 µs eager, 2.5 µs per replay
+  pw.graph_mode = GraphMode::Piecewise;
+  pw.max_capture_tokens = 512;
+  pw.host_launch_s = 10e-6;
+  pw.graph_launch_s = 2.5e-6;
+  // 128 tokens: 33 pieces replayed + 33 eager (32 attention, the LM head): 33 · 2.5 + 33 · 10 µs.
+  f = forward_launches(pw, 128, 450, 32, 33);
+  EXPECT_TRUE(f.captured);
+  EXPECT_DOUBLE_EQ(f.graph_replays, 33);
+  EXPECT_DOUBLE_EQ(f.eager_kernels, 33);
+  EXPECT_NEAR(host_issue_s(pw, f), 412.5e-6, 1e-15);
+  // 512 tokens is still captured; 513 runs every kernel eagerly: 450 × 10 µs.
+  EXPECT_TRUE(forward_launches(pw, 512, 450, 32, 33).captured);
+  f = forward_launches(pw, 513, 450, 32, 33);
+  EXPECT_FALSE(f.captured);
+  EXPECT_NEAR(host_issue_s(pw, f), 4.5e-3, 1e-15);
+  // Full graphs: one replay plus the LM head eager.
+  LaunchSpec full = pw;
+  full.graph_mode = GraphMode::Full;
+  f = forward_launches(full, 128, 450, 32, 1);
+  EXPECT_NEAR(host_issue_s(full, f), 2.5e-6 + 10e-6, 1e-15);
+}
+
+TEST(LaunchModel, HostBoundPrefillTakesTheHostIssueTime) {
+  const GpuSpec g = test_gpu();  // forward_overhead not set: no host time after the kernels
+  const ModelSpec m = model("llama-3.1-8b");
+  const PrefillTime base = prefill_time(m, g, 1, 16, 0);
+  EXPECT_DOUBLE_EQ(base.launch_stall_s, 0);  // the default LaunchSpec charges nothing
+  // 1 ms per eager launch: the host is far slower than any 16-token kernel, so the forward
+  // takes kernels × 1 ms, whatever the kernels' own times.
+  LaunchSpec slow;
+  slow.host_launch_s = 1e-3;
+  const PrefillTime p = prefill_time(m, g, 1, 16, 0, "bf16", DType::Bf16, slow);
+  EXPECT_EQ(p.kernels, base.kernels);
+  EXPECT_NEAR(p.host_issue_s, p.kernels * 1e-3, 1e-12);
+  EXPECT_NEAR(p.compute_time_s, p.kernels * 1e-3, 1e-12);
+  EXPECT_NEAR(p.launch_stall_s, p.kernels * 1e-3 - base.compute_time_s, 1e-12);
+  // A batch step of the one sequence is launched the same way.
+  const StepTime st = batch_step_time(m, g, 1, {{16, 0, true}}, "bf16", 1.0, DType::Bf16, slow);
+  EXPECT_NEAR(st.total.compute_time_s, p.compute_time_s, 1e-12);
 }
 
 TEST(KernelTiming, HalfTheSmsDoublesComputeBoundTime) {

@@ -216,6 +216,29 @@ TEST(StackProfile, UnknownStackNameListsTheValidOnes) {
 
 // ---- the KV tier's honest counters -----------------------------------------------------------
 
+// Issue 20: how each stack launches a forward (presets/stacks/*.yaml `launch:`).
+TEST(StackProfile, LaunchesAreAStackProperty) {
+  for (const char* n : {"lmcache-0.3.5", "lmcache-0.3.7", "vllm-native-0.11", "vllm-native-0.12"}) {
+    const LaunchSpec l = stack(n).launch;
+    EXPECT_EQ(l.graph_mode, GraphMode::Piecewise) << n;  // vLLM v1 piecewise CUDA graphs
+    EXPECT_DOUBLE_EQ(l.max_capture_tokens, 512) << n;    // min(2 × max_num_seqs 256, 512)
+    EXPECT_DOUBLE_EQ(l.host_launch_s, 10e-6) << n;
+    EXPECT_DOUBLE_EQ(l.graph_launch_s, 2.5e-6) << n;
+  }
+  const LaunchSpec trt = stack("tensorrt-llm-0.5").launch;
+  EXPECT_EQ(trt.graph_mode, GraphMode::None);  // v0.5: no CUDA graphs
+  EXPECT_DOUBLE_EQ(trt.host_launch_s, 4e-6);
+  const LaunchSpec ideal = stack("ideal").launch;
+  EXPECT_DOUBLE_EQ(ideal.host_launch_s + ideal.graph_launch_s, 0);
+  // A bad graph mode names the key and the choices.
+  const std::string e = error_of(
+      "model: llama-3.1-8b\nsystem: h100\n"
+      "serving: {stack: {preset: ideal, launch: {graph_mode: always}}}\n"
+      "workload: {type: narrativeqa}\n");
+  EXPECT_NE(e.find("graph_mode"), std::string::npos) << e;
+  EXPECT_NE(e.find("piecewise"), std::string::npos) << e;
+}
+
 TEST(KvTierCounters, WarmRestoresAndDrops) {
   // 3 chunks of 100 B each fit a 300 B tier.
   KvTier t(1, 300, 100);
