@@ -147,6 +147,7 @@ std::vector<LayerKind> ModelSpec::layer_kinds() const {
 }
 
 int ModelSpec::count_layers(LayerKind kind) const {
+  if (layer_pattern.empty()) return kind == LayerKind::Full ? num_layers : 0;  // no allocation
   int n = 0;
   for (LayerKind k : layer_kinds()) n += k == kind;
   return n;
