@@ -73,6 +73,10 @@ AnalyticReport build_analytic_report(const std::string& simulated, const ProbeRu
         "unified-HBM tier). Bandwidth is per GPU with every GPU of the system loading at once:\n"
         "DGX A100 puts two GPUs behind each PCIe switch's one x16 uplink, and GB200's two GPUs\n"
         "share one C2C (an assumption, presets/systems/gb200.yaml), so both count half a link.\n"
+        "Models with sliding-window or linear-attention layers (gpt-oss, Gemma 3, Qwen3-Next)\n"
+        "keep less than K·B_kv for a K-token prefix; here their B_kv is the full layers' alone,\n"
+        "the limit K → ∞, and their κ_crit is lower at shorter contexts (docs/accounting.md,\n"
+        "\"Sliding-window and linear-attention layers\"; `kappasim kappa --context K`).\n"
         "Data: kappa_matrix.csv.\n\n";
 
   // 2. The paper's convention.

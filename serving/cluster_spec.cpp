@@ -44,6 +44,7 @@ void NodeGroupSpec::validate(const std::string& path) const {
 void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
+  refuse_unservable_model(model, p);
   std::set<std::string> seen;
   for (const NodeGroupSpec& g : nodes)
     if (!seen.insert(g.name).second)

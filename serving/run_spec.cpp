@@ -6,7 +6,19 @@
 
 namespace kappasim {
 
+void refuse_unservable_model(const ModelSpec& m, const std::string& prefix) {
+  if (!m.has_layer_pattern()) return;
+  throw InputError(
+      prefix + "model.layer_pattern: model '" + m.name +
+      "' has sliding-window or linear-attention layers (pattern '" + m.layer_pattern +
+      "'); the serving engine cannot yet load windowed KV or linear-attention state "
+      "and would treat every layer as full attention. Use `kappasim kappa --context K` "
+      "for its analytic κ (docs/accounting.md \"Sliding-window and linear-attention "
+      "layers\")");
+}
+
 void RunSpec::validate(const std::string& path) const {
+  refuse_unservable_model(model, path);
   if (serving.tp > system.gpus)
     throw InputError(path + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +

@@ -60,6 +60,12 @@ struct RunSpec {
   void validate(const std::string& path) const;
 };
 
+// Issue 25: the serving engine loads K · B_kv per cached prefix; a model with sliding-window or
+// linear-attention layers (ModelSpec::layer_pattern) leaves less, which the engine does not yet
+// model. Such a model is refused (InputError naming `<prefix>model.layer_pattern`) rather than
+// served as if every layer were full attention. The analytic `kappasim kappa` handles it.
+void refuse_unservable_model(const ModelSpec& m, const std::string& prefix);
+
 // The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the
 // GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did.
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu);

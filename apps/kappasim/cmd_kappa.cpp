@@ -221,6 +221,15 @@ int cmd_kappa(const std::vector<std::string>& args) {
       cols.emplace_back("kappa_crit_" + t);
     }
   }
+  // ---- issue 25: models whose B_kv depends on K (sliding / linear layers) get a column saying
+  // the K their B_kv and κ hold at; without such a model every output stays as it was ----
+  bool with_kv_at = false;
+  if (!o.dump) {
+    CaseLoader probe(o.sets);
+    for (const auto& mm : models)
+      with_kv_at = with_kv_at || probe.get(mm, systems.front()).config.model.has_layer_pattern();
+  }
+  if (with_kv_at) cols.emplace_back("kv_at_k");
   std::vector<std::pair<KappaPoint, std::string>> tier_points;  // (point, layout name)
   cols.emplace_back("compute_source");
   cols.emplace_back("bandwidth_source");
@@ -303,6 +312,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
           }
           if (!p.tiers.empty()) tier_points.emplace_back(p, p.layout ? p.layout->name : "");
         }
+        if (with_kv_at) row.emplace_back(p.kv_at.empty() ? std::string("any K") : p.kv_at);
         row.emplace_back(p.compute_source);
         row.emplace_back(p.bandwidth_source);
         table.add_row(std::move(row));
@@ -334,6 +344,7 @@ int cmd_kappa(const std::vector<std::string>& args) {
              "kappa_crit",
              "kappa_crit_comm"};
   if (attn) shown.push_back("kappa_crit_attention");
+  if (with_kv_at) shown.push_back("kv_at_k");
   if (ttft)
     for (const char* c :
          {"ttft_s", "p_oh", "utilization", "ttft_attention_s", "p_oh_attention", "bound"})
@@ -346,6 +357,10 @@ int cmd_kappa(const std::vector<std::string>& args) {
   if (q.context_k) std::cout << ", K = " << format_number(*q.context_k);
   if (q.new_tokens_t) std::cout << ", T = " << format_number(*q.new_tokens_t);
   std::cout << "\n";
+  if (with_kv_at)
+    std::cout << "  kv_at_k: B_kv and κ of a model with sliding-window or linear-attention layers "
+                 "hold at that K only (KV left by a K-token prefix / K; K → ∞: full layers only; "
+                 "give --context K)\n";
   std::set<std::string> seen;
   for (const auto& r : table.rows()) {
     std::string line = "  " + std::get<std::string>(r[1]) +

@@ -73,6 +73,23 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
 
   p.n_active_params = count_params(m).active();
   p.b_kv = kv_bytes_per_token(m, q.kv_dtype);
+  // Issue 25: a model with sliding-window or linear-attention layers leaves
+  // kv_bytes_for_prefix(K) behind, not K · B_kv; B_kv is then that over K, at --context K, or
+  // the full layers' bytes per token (the limit K → ∞) without it.
+  const bool by_k = m.has_layer_pattern();
+  const double K_kv = q.context_k.value_or(0);
+  if (by_k) {
+    if (q.layout)
+      throw InputError("model.layer_pattern: model '" + m.name +
+                       "' has sliding-window or linear-attention layers; --layout accounting "
+                       "(models/llm/parallelism) covers full-attention models only: use --tp");
+    if (K_kv > 0) {
+      p.b_kv = kv_bytes_for_prefix(m, q.kv_dtype, K_kv) / K_kv;
+      p.kv_at = "K = " + format_number(K_kv);
+    } else {
+      p.kv_at = "K → ∞";
+    }
+  }
   if (q.layout) {
     // Issue 14: the layout's per-GPU accounting (models/llm/parallelism).
     KappaLayout L;
@@ -94,7 +111,8 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
                        " needs a GPU-GPU link, and GPU '" + s.gpu.name +
                        "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
                        "tp 1, or give the link with --set system.gpu.nvlink_bandwidth=...");
-    p.b_kv_gpu = kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
+    p.b_kv_gpu = by_k && K_kv > 0 ? kv_bytes_for_prefix_per_gpu(m, q.kv_dtype, q.tp, K_kv) / K_kv
+                                  : kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
   }
   p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);
 

@@ -86,7 +86,12 @@ struct KappaPoint {
   std::string model, system, compute_dtype, kv_dtype, convention;
   int tp = 1;
   double n_active_params = 0;
-  double b_kv = 0;       // KV bytes per token, whole model
+  double b_kv = 0;  // KV bytes per token, whole model
+  // Issue 25: where B_kv depends on the context (sliding-window or linear-attention layers),
+  // the K it is taken at: "K = 100000" (prefix bytes / K at --context K) or "K → ∞" (the
+  // full-attention layers only, without --context). Empty for a model whose B_kv is the same
+  // at every K.
+  std::string kv_at;
   double b_kv_gpu = 0;   // KV bytes per token one GPU holds (with replication)
   double f_pf = 0;       // FLOPs per new token, whole model, by the convention
   double compute = 0;    // C_eff per GPU

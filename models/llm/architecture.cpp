@@ -90,7 +90,70 @@ void ModelSpec::validate(const std::string& path) const {
   if (mlp.first_dense_layers > num_layers)
     throw InputError(path + ".mlp.first_dense_layers: " + std::to_string(mlp.first_dense_layers) +
                      " exceeds num_layers " + std::to_string(num_layers));
+  // ---- issue 25: layer pattern ----
+  if (layer_pattern.empty()) {
+    if (sliding_window > 0)
+      throw InputError(path +
+                       ".sliding_window: given, but no layer_pattern says which layers "
+                       "slide (one letter per layer: F full, S sliding, L linear)");
+    return;
+  }
+  std::size_t n = 0;
+  for (char c : layer_pattern) {
+    if (c == ' ') continue;
+    if (c != 'F' && c != 'S' && c != 'L')
+      throw InputError(path + ".layer_pattern: unexpected letter '" + std::string(1, c) +
+                       "' (expected F full, S sliding-window, L linear attention, one per layer)");
+    ++n;
+  }
+  if (n != static_cast<std::size_t>(num_layers))
+    throw InputError(path + ".layer_pattern: " + std::to_string(n) +
+                     " layers given, but num_layers is " + std::to_string(num_layers) +
+                     " (one letter per layer)");
+  if (attention.type == AttentionType::Mla)
+    throw InputError(path +
+                     ".layer_pattern: only with attention type gqa (an MLA model with "
+                     "sliding or linear layers is not modelled)");
+  const bool sliding = count_layers(LayerKind::Sliding) > 0;
+  if (sliding && sliding_window < 1)
+    throw InputError(path +
+                     ".sliding_window: required (>= 1 token) when layer_pattern has S layers");
+  if (!sliding && sliding_window > 0)
+    throw InputError(path + ".sliding_window: given, but layer_pattern has no S layer");
+  if (max_position_embeddings > 0 && sliding_window > max_position_embeddings)
+    throw InputError(path + ".sliding_window: " + std::to_string(sliding_window) +
+                     " tokens exceeds max_position_embeddings " +
+                     std::to_string(max_position_embeddings) +
+                     " (the window cannot be longer than "
+                     "the context)");
+  if (count_layers(LayerKind::Full) == 0)
+    throw InputError(path +
+                     ".layer_pattern: at least one F (full attention) layer is needed: the "
+                     "KV per token of a model without one is zero and κ_M is unbounded");
 }
+
+std::vector<LayerKind> ModelSpec::layer_kinds() const {
+  std::vector<LayerKind> k;
+  if (layer_pattern.empty()) return std::vector<LayerKind>(num_layers, LayerKind::Full);
+  for (char c : layer_pattern) {
+    if (c == 'S')
+      k.push_back(LayerKind::Sliding);
+    else if (c == 'L')
+      k.push_back(LayerKind::Linear);
+    else if (c == 'F')
+      k.push_back(LayerKind::Full);
+  }
+  return k;
+}
+
+int ModelSpec::count_layers(LayerKind kind) const {
+  if (layer_pattern.empty()) return kind == LayerKind::Full ? num_layers : 0;  // no allocation
+  int n = 0;
+  for (LayerKind k : layer_kinds()) n += k == kind;
+  return n;
+}
+
+bool ModelSpec::has_layer_pattern() const { return count_layers(LayerKind::Full) != num_layers; }
 
 // ---- parameters ----------------------------------------------------------------------------
 
@@ -104,6 +167,8 @@ double attention_params_per_layer(const ModelSpec& m) {
                + 2 * h * a.num_kv_heads * d  // k_proj, v_proj
                + H * d * h;                  // o_proj
     if (a.qk_norm) p += 2 * d;               // q_norm, k_norm (per-head RMSNorm weights)
+    if (a.output_gate) p += h * H * d;       // q_proj's second half: the output gate
+    if (a.attention_sinks) p += H;           // one sink logit per head
     return p;
   }
   const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
@@ -122,6 +187,21 @@ double attention_params_per_layer(const ModelSpec& m) {
 }
 
 namespace {
+// One Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz (q, k: key heads × key dim; v, z: value
+// heads × value dim), in_proj_ba (β and α per value head), the depthwise causal conv over q, k, v,
+// A_log and dt_bias per value head, the gated RMSNorm over value dim, out_proj.
+double linear_attention_params_per_layer(const ModelSpec& m) {
+  const LinearAttentionSpec& l = m.linear;
+  const double h = static_cast<double>(m.hidden_size);
+  const double qk = static_cast<double>(l.num_key_heads) * l.key_head_dim;
+  const double v = static_cast<double>(l.num_value_heads) * l.value_head_dim;
+  return h * (2 * qk + 2 * v)            // in_proj_qkvz
+         + h * 2.0 * l.num_value_heads   // in_proj_ba
+         + (2 * qk + v) * l.conv_kernel  // conv1d (depthwise)
+         + 2.0 * l.num_value_heads       // A_log, dt_bias
+         + l.value_head_dim              // norm
+         + v * h;                        // out_proj
+}
 bool is_moe_layer(const ModelSpec& m, int layer) {
   return m.mlp.type == MlpType::Moe && layer >= m.mlp.first_dense_layers;
 }
@@ -152,7 +232,9 @@ ParamCounts count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
   c.embedding = static_cast<double>(m.vocab_size) * h;
   c.lm_head = m.tie_word_embeddings ? 0 : c.embedding;
-  c.attention = m.num_layers * attention_params_per_layer(m);
+  const int linear_layers = m.count_layers(LayerKind::Linear);
+  c.attention = (m.num_layers - linear_layers) * attention_params_per_layer(m) +
+                linear_layers * (linear_layers ? linear_attention_params_per_layer(m) : 0.0);
   c.norms = (2.0 * m.num_layers + 1) * h;
   for (int l = 0; l < m.num_layers; ++l) {
     if (!is_moe_layer(m, l)) {
@@ -173,12 +255,58 @@ double weight_bytes(const ModelSpec& m, DType weights) {
 
 // ---- KV ------------------------------------------------------------------------------------
 
-double kv_bytes_per_token(const ModelSpec& m, DType kv) {
+namespace {
+double kv_elements_per_token_per_layer(const ModelSpec& m) {
   const AttentionSpec& a = m.attention;
-  const double per_layer = a.type == AttentionType::Gqa
-                               ? 2.0 * a.num_kv_heads * a.head_dim
-                               : static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
-  return m.num_layers * per_layer * bytes_per_element(kv);
+  return a.type == AttentionType::Gqa ? 2.0 * a.num_kv_heads * a.head_dim
+                                      : static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim);
+}
+double linear_state_elements(const ModelSpec& m, double value_heads_share) {
+  const LinearAttentionSpec& l = m.linear;
+  const double recurrent = l.num_value_heads * value_heads_share * l.key_head_dim *
+                           static_cast<double>(l.value_head_dim);
+  const double conv_channels =
+      (2.0 * l.num_key_heads * l.key_head_dim + l.num_value_heads * l.value_head_dim) *
+      value_heads_share;
+  return recurrent + (l.conv_kernel - 1) * conv_channels;
+}
+// Σ over layers of the tokens each keeps for a prefix of K (K, min(K, W), or 0 for linear).
+double kv_tokens_kept(const ModelSpec& m, double K) {
+  const double W = m.sliding_window;
+  return m.count_layers(LayerKind::Full) * K + m.count_layers(LayerKind::Sliding) * std::min(K, W);
+}
+}  // namespace
+
+double kv_bytes_per_token(const ModelSpec& m, DType kv) {
+  return m.count_layers(LayerKind::Full) * kv_elements_per_token_per_layer(m) *
+         bytes_per_element(kv);
+}
+
+double linear_state_bytes_per_layer(const ModelSpec& m, DType kv) {
+  return linear_state_elements(m, 1.0) * bytes_per_element(kv);
+}
+
+double kv_bytes_for_prefix(const ModelSpec& m, DType kv, double K) {
+  if (!m.has_layer_pattern()) return K * kv_bytes_per_token(m, kv);
+  return kv_tokens_kept(m, K) * kv_elements_per_token_per_layer(m) * bytes_per_element(kv) +
+         m.count_layers(LayerKind::Linear) * linear_state_bytes_per_layer(m, kv);
+}
+
+double kv_bytes_for_prefix_per_gpu(const ModelSpec& m, DType kv, int tp, double K) {
+  if (!m.has_layer_pattern()) return K * kv_bytes_per_token_per_gpu(m, kv, tp);
+  const double per_layer_token =
+      2.0 * kv_heads_per_gpu(m, tp) * m.attention.head_dim * bytes_per_element(kv);
+  double bytes = kv_tokens_kept(m, K) * per_layer_token;
+  const int linear_layers = m.count_layers(LayerKind::Linear);
+  if (linear_layers > 0) {
+    if (m.linear.num_value_heads % tp != 0 || m.linear.num_key_heads % tp != 0)
+      throw InputError("tensor parallelism " + std::to_string(tp) +
+                       " does not divide the linear-attention heads of " + m.name + " (" +
+                       std::to_string(m.linear.num_key_heads) + " key, " +
+                       std::to_string(m.linear.num_value_heads) + " value)");
+    bytes += linear_layers * linear_state_elements(m, 1.0 / tp) * bytes_per_element(kv);
+  }
+  return bytes;
 }
 
 double kv_heads_per_gpu(const ModelSpec& m, int tp) {
@@ -206,7 +334,8 @@ double kv_bytes_per_token_per_gpu(const ModelSpec& m, DType kv, int tp) {
     kv_heads_per_gpu(m, tp);  // validates tp
     return kv_bytes_per_token(m, kv);
   }
-  return m.num_layers * 2.0 * kv_heads_per_gpu(m, tp) * a.head_dim * bytes_per_element(kv);
+  return m.count_layers(LayerKind::Full) * 2.0 * kv_heads_per_gpu(m, tp) * a.head_dim *
+         bytes_per_element(kv);
 }
 
 // ---- FLOPs ---------------------------------------------------------------------------------
@@ -220,13 +349,26 @@ double attention_flops_per_token_per_cached(const ModelSpec& m) {
   const double dqk =
       a.type == AttentionType::Gqa ? a.head_dim : a.qk_nope_head_dim + a.qk_rope_head_dim;
   const double dv = a.type == AttentionType::Gqa ? a.head_dim : a.v_head_dim;
-  return m.num_layers * 2.0 * a.num_q_heads * (dqk + dv);
+  return m.count_layers(LayerKind::Full) * 2.0 * a.num_q_heads * (dqk + dv);
 }
 
 double attention_flops(const ModelSpec& m, double K, double T) {
   // Causal: new token i (0-based) attends to the K cached tokens and to new tokens 0..i.
   const double pairs = T * K + T * (T + 1) / 2;
   const AttentionSpec& a = m.attention;
+  if (m.has_layer_pattern()) {
+    // Issue 25. Full layers: `pairs` as above (the slope is over the F layers only). Sliding
+    // layers: new token i sits at position p = K + i + 1 and attends to min(p, W) keys; for
+    // p ≤ W that is p, beyond it W. Linear layers: no (query, key) pairs; their chunked
+    // recurrence is linear in T and not counted here (as norms and activations are not).
+    const double W = m.sliding_window;
+    const double n1 = std::clamp(W - K, 0.0, T);  // new tokens whose position p ≤ W
+    const double sliding_pairs = n1 * K + n1 * (n1 + 1) / 2 + (T - n1) * W;
+    const double per_pair_layer =
+        2.0 * a.num_q_heads * (2.0 * a.head_dim);  // QKᵀ and PV, per (query, key) and layer
+    return pairs * attention_flops_per_token_per_cached(m) +
+           m.count_layers(LayerKind::Sliding) * sliding_pairs * per_pair_layer;
+  }
   if (a.type == AttentionType::Gqa) return pairs * attention_flops_per_token_per_cached(m);
   // MLA: the cheaper of the two ways a kernel library runs it (vLLM picks by query length).
   const double L = m.num_layers, H = a.num_q_heads, r = a.kv_lora_rank;

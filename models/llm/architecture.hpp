@@ -30,6 +30,10 @@ DType parse_dtype(const std::string& s, const std::string& what);
 const char* dtype_name(DType t);
 
 enum class AttentionType { Gqa, Mla };
+// Per-layer attention kind (issue 25): full causal attention over every earlier token, sliding
+// window attention over the last `sliding_window` tokens, or linear attention (Gated DeltaNet)
+// that keeps a fixed-size recurrent state per request instead of per-token KV.
+enum class LayerKind { Full, Sliding, Linear };
 enum class MlpType { Dense, Moe };
 
 struct AttentionSpec {
@@ -45,6 +49,12 @@ struct AttentionSpec {
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
+  // Issue 25 (absent: off). Learned per-head softmax sinks (gpt-oss): one logit per query head
+  // and layer in the softmax denominator, no cached token, so no KV bytes.
+  bool attention_sinks = false;
+  // Sigmoid output gate on the attention output (Qwen3-Next "gated attention"): q_proj emits
+  // the query and a same-sized gate per head.
+  bool output_gate = false;
 
   template <class V>
   void visit(V& v) {
@@ -56,6 +66,12 @@ struct AttentionSpec {
       v.integer("num_kv_heads", num_kv_heads, req("key/value heads"));
       v.integer("head_dim", head_dim, req("dimension per head"));
       v.boolean("qk_norm", qk_norm, opt("per-head RMSNorm on q and k (Qwen3)"));
+      if (!V::kWriting || attention_sinks)
+        v.boolean("attention_sinks", attention_sinks,
+                  opt("learned per-head softmax sink logits (gpt-oss); no KV"));
+      if (!V::kWriting || output_gate)
+        v.boolean("output_gate", output_gate,
+                  opt("sigmoid gate on the attention output (Qwen3-Next gated attention)"));
     } else {
       v.integer("q_lora_rank", q_lora_rank,
                 opt("query low-rank dimension (0: none)", Range::NonNegative));
@@ -110,6 +126,29 @@ struct MlpSpec {
   void validate(const std::string& path) const;
 };
 
+// Linear-attention layers (Gated DeltaNet, Qwen3-Next): per request and layer a recurrent state
+// of value_heads × key_head_dim × value_head_dim and a causal-conv state of (conv_kernel - 1)
+// positions × (2·key_heads·key_head_dim + value_heads·value_head_dim) channels.
+struct LinearAttentionSpec {
+  int num_key_heads = 0;
+  int num_value_heads = 0;
+  int key_head_dim = 0;
+  int value_head_dim = 0;
+  int conv_kernel = 0;
+
+  template <class V>
+  void visit(V& v) {
+    v.integer("num_key_heads", num_key_heads, req("key (and query) heads (linear_num_key_heads)"));
+    v.integer("num_value_heads", num_value_heads, req("value heads (linear_num_value_heads)"));
+    v.integer("key_head_dim", key_head_dim, req("key dimension per head (linear_key_head_dim)"));
+    v.integer("value_head_dim", value_head_dim,
+              req("value dimension per head (linear_value_head_dim)"));
+    v.integer("conv_kernel", conv_kernel,
+              req("causal short-convolution width (linear_conv_kernel_dim)"));
+  }
+  void validate(const std::string&) const {}
+};
+
 struct ModelSpec {
   std::string name;
   std::string display_name;
@@ -120,6 +159,12 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   AttentionSpec attention;
   MlpSpec mlp;
+  // Issue 25: one letter per layer, F full attention, S sliding window, L linear attention
+  // (spaces ignored). Empty: every layer full attention (dense models, unchanged).
+  std::string layer_pattern;
+  int sliding_window = 0;           // tokens a sliding layer attends to (and keeps)
+  int max_position_embeddings = 0;  // 0: not given (the window is then not checked)
+  LinearAttentionSpec linear;       // read when the pattern has L layers
 
   template <class V>
   void visit(V& v) {
@@ -133,8 +178,26 @@ struct ModelSpec {
               opt("LM head shares the embedding matrix"));
     v.object("attention", attention, req("attention block"));
     v.object("mlp", mlp, req("MLP / MoE block"));
+    // ---- issue 25: per-layer attention kinds (absent: all full attention) ----
+    if (!V::kWriting || !layer_pattern.empty())
+      v.text("layer_pattern", layer_pattern,
+             opt("per layer: F full, S sliding-window, L linear attention (HF layer_types)"));
+    if (!V::kWriting || sliding_window > 0)
+      v.integer(
+          "sliding_window", sliding_window,
+          opt("window of the sliding layers, tokens (HF sliding_window)", Range::NonNegative));
+    if (!V::kWriting || max_position_embeddings > 0)
+      v.integer("max_position_embeddings", max_position_embeddings,
+                opt("longest context the model takes (0: not given)", Range::NonNegative));
+    if (layer_pattern.find('L') != std::string::npos)
+      v.object("linear_attention", linear, req("linear-attention (Gated DeltaNet) layers"));
   }
   void validate(const std::string& path) const;
+  // The kind of each layer (the pattern with spaces removed; all Full when empty).
+  std::vector<LayerKind> layer_kinds() const;
+  int count_layers(LayerKind k) const;
+  // True when some layer is not full attention.
+  bool has_layer_pattern() const;
 };
 
 // ---- accounting ---------------------------------------------------------------------------
@@ -160,8 +223,19 @@ ParamCounts count_params(const ModelSpec& m);
 double attention_params_per_layer(const ModelSpec& m);
 double mlp_active_params_per_layer(const ModelSpec& m, int layer);
 
-// KV bytes per token over all layers (K and V, or the MLA latent + rope key).
+// KV bytes per token over all layers (K and V, or the MLA latent + rope key). With a layer
+// pattern: the bytes per token of the full-attention layers only, i.e. the slope of
+// kv_bytes_for_prefix in K once K exceeds the window (K → ∞).
 double kv_bytes_per_token(const ModelSpec& m, DType kv);
+// Issue 25: the KV bytes a prefix of K tokens leaves behind, whole model:
+//   Σ_full K·b + Σ_sliding min(K, W)·b + Σ_linear state, b = one layer's bytes per token.
+// For a model without a pattern: K · kv_bytes_per_token.
+double kv_bytes_for_prefix(const ModelSpec& m, DType kv, double K);
+// One GPU's share under tensor parallelism tp (KV heads as kv_heads_per_gpu; the linear state's
+// value heads split tp ways).
+double kv_bytes_for_prefix_per_gpu(const ModelSpec& m, DType kv, int tp, double K);
+// One linear-attention layer's state per request (recurrent + conv), in `kv`'s element size.
+double linear_state_bytes_per_layer(const ModelSpec& m, DType kv);
 
 // KV heads each GPU holds under tensor parallelism `tp`; when tp exceeds the KV heads they are
 // replicated (vLLM: max(1, kv_heads / tp)). MLA's latent is not split by head: every GPU holds
