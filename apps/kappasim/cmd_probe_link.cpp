@@ -161,8 +161,10 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
                                          : std::vector<Direction>{Direction::H2D, Direction::D2H}) {
         const PcieOp op = pcie_op(d == Direction::H2D, use_dma);
         double r = std::min(payload_bandwidth(p, op), read_tag_limit_Bps(p, op));
-        if (!use_dma && d == Direction::H2D && topo.sm_inflight_default() > 0)
-          r = std::min(r, little_rate_Bps(topo.sm_inflight_default(), p.round_trip_latency_s));
+        // The kernel's own loads in flight, on every SM (its launch shape; none given: none).
+        const double inflight = copy_kernel_inflight_bytes(kernel, sys.gpu, sys.gpu.sm_count);
+        if (!use_dma && d == Direction::H2D && inflight > 0)
+          r = std::min(r, little_rate_Bps(inflight, p.round_trip_latency_s));
         rate = std::min(rate, r);
       }
       rate_what = std::string("the ") + (use_dma ? "DMA" : "copy kernel") + " path's rate";

@@ -70,7 +70,7 @@ int cmd_solve(const std::vector<std::string>& args) {
   AnalysisOut dir(out);
   WorkDir work(dir.runs());
   ConfigEvaluator ev(config, sets, kind, analytic, work.path(), jobs, preset_dirs);
-  const KeyInfo key = check_key(effective_config(ev.base(), ev.kind()), ev.base(), vary, "--vary");
+  KeyInfo key = check_key(effective_config(ev.base(), ev.kind()), ev.base(), vary, "--vary");
   const std::size_t colon = range.find(':');
   if (colon == std::string::npos) throw InputError("--range '" + range + "': expected LO:HI");
   const std::string lo_text = range.substr(0, colon), hi_text = range.substr(colon + 1);
@@ -99,6 +99,7 @@ int cmd_solve(const std::vector<std::string>& args) {
       vary == "seed" || (vary.size() > 5 && vary.rfind(".seed") == vary.size() - 5);
   const bool whole_range = lo == std::floor(lo) && hi == std::floor(hi);
   const bool discrete = !key.allowed.empty() || (key.integer && (whole_range || seed_key));
+  if (!discrete) key.integer = false;  // probes and literals are then real numbers
   std::uint64_t ilo = 0, ihi = 0;
   std::vector<std::uint64_t> cands;  // the allowed values in [LO, HI]
   if (discrete) {

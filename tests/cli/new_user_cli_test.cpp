@@ -172,10 +172,13 @@ TEST(NewUserLayout, RepeatedLayoutKeyExitsTwo) {
 
 // ---- 26.15 -----------------------------------------------------------------------------------
 TEST(NewUserSlow, KernelProbeLimitUsesThePathsRate) {
-  // H100 copy kernel: 132 SMs x 1 load x 32 threads x 8 B = 33.8 kB in flight per 1 µs round
-  // trip = 33.8 GB/s (interconnects/pcie_protocol.hpp), about half of PCIe 5 x16's 63 GB/s.
+  // H100 copy kernel of one-warp blocks, one resident per SM, 8 B loads: 132 SMs x 1 warp x 32
+  // threads x 8 B = 33.8 kB in flight per 1 µs round trip = 33.8 GB/s
+  // (models/gpu/copy_kernel_shape.hpp), about half of PCIe 5 x16's 63 GB/s.
   // 3 PB over 63 GB/s is 47,600 s (inside 86,400 s); over 33.8 GB/s it is 88,800 s (outside).
-  const Result r = run("probe h2d --system h100 --path kernel --sizes '300 GB' --blocks 10000");
+  const Result r =
+      run("probe h2d --system h100 --path kernel --sizes '300 GB' --blocks 10000 "
+          "--load-width '8 B' --threads-per-block 32 --blocks-per-sm 1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_TRUE(has(r.err, "at the copy kernel path's rate")) << r.err;
 }

@@ -225,14 +225,21 @@ SystemSpec system_with(const std::string& yaml) {
 TEST(NewUserHardware, DevicesMustFitTheSocketsRootLanes) {
   // The shipped systems fit: 8 x8 CXL + 8 x4 NVMe = 96 lanes of 2 x 128.
   EXPECT_NO_THROW(system_with("preset: dgx-h100-256gb-cxl-nvme\n"));
-  // 2 sockets x 128 lanes = 256: 32 x8 CXL devices fit exactly, 33 do not.
-  EXPECT_NO_THROW(system_with("preset: dgx-h100-256gb-cxl\ncxl_devices: 32\n"));
+  // The host's own declared budget (system.cxl_lanes 160 on DGX H100, nvme_slots 8) binds first:
+  // 33 x8 = 264 > 160.
   std::string m = error_of([] { system_with("preset: dgx-h100-256gb-cxl\ncxl_devices: 33\n"); });
+  EXPECT_TRUE(has(m, "(system.cxl_lanes)")) << m;
+  // A declared budget above what any host has is still held to the sockets' root lanes:
+  // 2 sockets x 128 lanes = 256: 32 x8 CXL devices fit exactly, 33 do not.
+  const std::string big = "cxl_lanes: 100000\nnvme_slots: 1000000\n";
+  EXPECT_NO_THROW(system_with("preset: dgx-h100-256gb-cxl\n" + big + "cxl_devices: 32\n"));
+  m = error_of([&] { system_with("preset: dgx-h100-256gb-cxl\n" + big + "cxl_devices: 33\n"); });
   EXPECT_TRUE(has(m, "system.cxl_devices: 33 CXL device(s) x8 + 0 NVMe drive(s)")) << m;
   EXPECT_TRUE(has(m, "need 264 PCIe lanes, more than the 256 a 2-socket host can have")) << m;
-  m = error_of([] { system_with("preset: dgx-h100-256gb-cxl\ncxl_devices: 1000\n"); });
+  m = error_of([&] { system_with("preset: dgx-h100-256gb-cxl\n" + big + "cxl_devices: 1000\n"); });
   EXPECT_TRUE(has(m, "need 8000 PCIe lanes")) << m;
-  m = error_of([] { system_with("preset: dgx-h100-256gb-nvme\nnvme_drives: 100000\n"); });
+  m = error_of(
+      [&] { system_with("preset: dgx-h100-256gb-nvme\n" + big + "nvme_drives: 100000\n"); });
   EXPECT_TRUE(has(m, "system.nvme_drives:") && has(m, "need 400000 PCIe lanes")) << m;
 }
 
