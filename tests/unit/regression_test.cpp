@@ -203,4 +203,16 @@ TEST_F(RegressionTrace, DeeplyNestedValueIsAnInputError) {
 }
 
 }  // namespace
+// ---- fuzz_sweep: a malformed YAML text that yaml-cpp 0.7's LoadAll never finishes -----------
+
+// fuzz_sweep found (a 10 s timeout): parse_yaml read every document with YAML::LoadAll to refuse a
+// second one, and on this text (comment lines, then a line yaml-cpp reads as a new document)
+// LoadAll kept building documents without end. The documents are now counted by the event
+// parser, two at most: the text ends in a clean InputError naming its place.
+TEST(Regression, MalformedFlowMapEndsInASyntaxError) {
+  const std::string input = corpus_file("fuzz_sweep", "regression-loadall-endless");
+  const std::string m = error_of<InputError>([&] { parse_yaml(input, "sweep.yaml"); });
+  EXPECT_TRUE(has(m, "sweep.yaml:")) << m;
+}
+
 }  // namespace kappasim
