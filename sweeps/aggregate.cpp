@@ -25,21 +25,31 @@ bool parse_number(const std::string& s, double& out) {
 std::string num(double v) { return std::isfinite(v) ? format_number(v) : ""; }
 std::string json_num(double v) { return std::isfinite(v) ? format_number(v) : "null"; }
 
+// The index of column `c`, or t.columns.size() when the table has none.
+std::size_t column_index(const SweepTable& t, const std::string& c) {
+  const auto it = std::find(t.columns.begin(), t.columns.end(), c);
+  return it == t.columns.end() ? t.columns.size()
+                               : static_cast<std::size_t>(it - t.columns.begin());
+}
+
+// The indices of the group-by columns; InputError naming one the table lacks.
+std::vector<std::size_t> group_columns(const SweepTable& t,
+                                       const std::vector<std::string>& group_by) {
+  std::vector<std::size_t> gcols;
+  for (const auto& g : group_by) {
+    const std::size_t i = column_index(t, g);
+    if (i == t.columns.size()) throw InputError("aggregate: the table has no column '" + g + "'");
+    gcols.push_back(i);
+  }
+  return gcols;
+}
+
 }  // namespace
 
 Aggregated aggregate_table(const SweepTable& t, const std::vector<std::string>& group_by,
                            const std::vector<std::string>& skip, double confidence) {
-  auto index_of = [&](const std::string& c) -> std::size_t {
-    const auto it = std::find(t.columns.begin(), t.columns.end(), c);
-    return it == t.columns.end() ? t.columns.size()
-                                 : static_cast<std::size_t>(it - t.columns.begin());
-  };
-  std::vector<std::size_t> gcols;
-  for (const auto& g : group_by) {
-    const std::size_t i = index_of(g);
-    if (i == t.columns.size()) throw InputError("aggregate: the table has no column '" + g + "'");
-    gcols.push_back(i);
-  }
+  auto index_of = [&](const std::string& c) { return column_index(t, c); };
+  const std::vector<std::size_t> gcols = group_columns(t, group_by);
   const std::size_t status_col = index_of("status");
   auto is_ok = [&](const std::vector<std::string>& row) {
     return status_col == t.columns.size() || row[status_col] == "ok";
@@ -148,17 +158,8 @@ std::string paired_table(const SweepTable& t, const std::vector<std::string>& gr
                          const std::vector<std::string>& skip,
                          const std::vector<std::pair<std::string, std::string>>& baseline,
                          double confidence) {
-  auto index_of = [&](const std::string& c) -> std::size_t {
-    const auto it = std::find(t.columns.begin(), t.columns.end(), c);
-    return it == t.columns.end() ? t.columns.size()
-                                 : static_cast<std::size_t>(it - t.columns.begin());
-  };
-  std::vector<std::size_t> gcols;
-  for (const auto& g : group_by) {
-    const std::size_t i = index_of(g);
-    if (i == t.columns.size()) throw InputError("aggregate: the table has no column '" + g + "'");
-    gcols.push_back(i);
-  }
+  auto index_of = [&](const std::string& c) { return column_index(t, c); };
+  const std::vector<std::size_t> gcols = group_columns(t, group_by);
   std::vector<std::pair<std::size_t, std::string>> want;
   for (const auto& [k, v] : baseline) {
     if (std::find(group_by.begin(), group_by.end(), k) == group_by.end()) {
