@@ -137,6 +137,10 @@ std::size_t Cluster::outstanding(std::size_t i) const {
   return m_nodes.at(i).engine->outstanding() + m_nodes.at(i).queue->size();
 }
 
+std::size_t Cluster::waiting(std::size_t i) const {
+  return m_nodes.at(i).engine->waiting() + m_nodes.at(i).queue->size();
+}
+
 namespace {
 // The cluster as routers see it (serving/router_policy.hpp).
 class View final : public ClusterView {
@@ -144,6 +148,7 @@ class View final : public ClusterView {
   explicit View(const Cluster& c) : m_c(c) {}
   std::size_t nodes() const override { return m_c.nodes(); }
   std::size_t outstanding(std::size_t i) const override { return m_c.outstanding(i); }
+  std::size_t waiting(std::size_t i) const override { return m_c.waiting(i); }
   double estimated_completion_s(std::size_t i, const Request& r) const override {
     return m_c.estimated_completion_s(i, r);
   }
@@ -273,12 +278,12 @@ void Cluster::check_end() const {
   std::uint64_t routed = 0, done = 0;
   for (const Node& n : m_nodes) {
     n.engine->check_end();
-    if (n.engine->arrived() != n.routed)
+    if (n.engine->stats().arrived != n.routed)
       throw std::logic_error("invariant violated: node " + n.name + " was routed " +
                              std::to_string(n.routed) + " requests and saw " +
-                             std::to_string(n.engine->arrived()));
+                             std::to_string(n.engine->stats().arrived));
     routed += n.routed;
-    done += n.engine->finished() + n.engine->rejected();
+    done += n.engine->stats().finished + n.engine->stats().rejected;
   }
   if (routed != m_arrived || done != m_arrived)
     throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +

@@ -81,6 +81,7 @@ class Cluster : public sc_core::sc_module {
   std::size_t choose(const Request& r);
   // Requests routed to node i and not finished: queued for its engine or inside it.
   std::size_t outstanding(std::size_t i) const;
+  std::size_t waiting(std::size_t i) const;  // of them, not yet admitted by its scheduler
   // For kappa_aware (and tests): the cached tokens `r` would find on node i right now.
   std::int64_t cached_tokens_on(std::size_t i, const Request& r) const;
   // kappa_aware's estimate of when `r` would finish on node i if sent there now (seconds from

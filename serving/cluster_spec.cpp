@@ -33,12 +33,6 @@ void NodeGroupSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
-  // Issue 14: a cluster node is one single-group engine (plain TP); layouts beyond TP run in
-  // the replica engine of `kappasim run` only.
-  if (serving.parallelism.beyond_tp())
-    throw InputError(p +
-                     "serving.parallelism: a cluster node runs plain tensor parallelism; "
-                     "layouts with dp_attention, ep, pp or nodes > 1 run in `kappasim run`");
 }
 
 void ClusterRunSpec::validate(const std::string& path) const {

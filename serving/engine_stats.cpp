@@ -7,13 +7,54 @@
 
 namespace kappasim {
 
+void add_group_stats(EngineStats& into, const EngineStats& g, double w) {
+  into.steps += g.steps;
+  for (double EngineStats::*f :
+       {&EngineStats::compute_busy_s, &EngineStats::flops, &EngineStats::hbm_bytes,
+        &EngineStats::loaded_bytes_gpu, &EngineStats::stored_bytes_gpu, &EngineStats::link_busy_s,
+        &EngineStats::buffer_bytes_gpu, &EngineStats::tier_load_span_s})
+    into.*f += g.*f * w;
+  for (double EngineStats::StackTimes::*f :
+       {&EngineStats::StackTimes::scheduler_s, &EngineStats::StackTimes::step_cpu_s,
+        &EngineStats::StackTimes::gpu_gap_s, &EngineStats::StackTimes::cpu_bound_s,
+        &EngineStats::StackTimes::store_sw_s})
+    into.stack.*f += g.stack.*f * w;
+  for (const auto& c : TimeBreakdown::categories()) into.run_time.*c.field += g.run_time.*c.field * w;
+  for (std::size_t i = 0; i < into.run_bounds.s.size(); ++i)
+    into.run_bounds.s[i] += g.run_bounds.s[i] * w;
+  if (into.tier_io.size() < g.tier_io.size()) into.tier_io.resize(g.tier_io.size());
+  for (std::size_t i = 0; i < g.tier_io.size(); ++i)
+    for (double EngineStats::TierIo::*f :
+         {&EngineStats::TierIo::loaded_bytes_gpu, &EngineStats::TierIo::load_busy_s,
+          &EngineStats::TierIo::stored_bytes_gpu, &EngineStats::TierIo::demoted_bytes_gpu,
+          &EngineStats::TierIo::promoted_bytes_gpu, &EngineStats::TierIo::prefetched_bytes_gpu})
+      into.tier_io[i].*f += g.tier_io[i].*f * w;
+}
+
+void add_tier_counts(SummaryBuilder::Totals& t, const SummaryBuilder::Totals& o) {
+  for (double SummaryBuilder::Totals::*k :
+       {&SummaryBuilder::Totals::tier_hit_chunks, &SummaryBuilder::Totals::tier_miss_chunks,
+        &SummaryBuilder::Totals::tier_lookups, &SummaryBuilder::Totals::tier_stored_chunks,
+        &SummaryBuilder::Totals::tier_evicted_chunks,
+        &SummaryBuilder::Totals::tier_restored_chunks,
+        &SummaryBuilder::Totals::tier_dropped_chunks, &SummaryBuilder::Totals::tier_warm_chunks,
+        &SummaryBuilder::Totals::tier_capacity_bytes,
+        &SummaryBuilder::Totals::tier_working_set_bytes})
+    t.*k += o.*k;
+  for (std::size_t i = 0; i < t.tier_levels.size() && i < o.tier_levels.size(); ++i)
+    if (o.tier_levels[i].first.find("_chunks") != std::string::npos ||
+        o.tier_levels[i].first.find("capacity_bytes") != std::string::npos)
+      t.tier_levels[i].second += o.tier_levels[i].second;
+}
+
 SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
                                      const EngineRunFacts& f, const KvHierarchy* hier) {
   const ServingSpec& sv = spec.serving;
   SummaryBuilder::Totals t;
   t.simulated_time_s = f.simulated_time_s;
   t.wall_time_s = f.wall_time_s;
-  t.gpus = sv.tp;
+  t.gpus = f.gpus > 0 ? f.gpus : sv.tp;
+  const int kv_copies = f.kv_copies > 0 ? f.kv_copies : sv.tp;
   t.gpu_busy_s = s.compute_busy_s;
   t.h2d_bytes_per_gpu = s.loaded_bytes_gpu;
   t.link_capacity_Bps = f.link_capacity_Bps;
@@ -27,11 +68,11 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
   a.hbm_bytes = s.hbm_bytes + s.loaded_bytes_gpu + s.stored_bytes_gpu + buffer_hbm;
   a.link_bytes = s.loaded_bytes_gpu + s.stored_bytes_gpu;
   a.link_energy_per_byte_J = spec.system.host_link.energy_per_byte_J.value_or(0);
-  t.gpu_energy_j = sv.tp * gpu_energy_j(spec.system.gpu, a);
+  t.gpu_energy_j = t.gpus * gpu_energy_j(spec.system.gpu, a);
   // Reads from a separate (sram) buffer at its own energy per bit (issue 12.12); an hbm
   // buffer's reads are in hbm_bytes above.
   if (sv.kv_buffer.kind == KvBufferKind::Sram && sv.kv_buffer.energy_per_byte_J)
-    t.gpu_energy_j += sv.tp * s.buffer_bytes_gpu * *sv.kv_buffer.energy_per_byte_J;
+    t.gpu_energy_j += t.gpus * s.buffer_bytes_gpu * *sv.kv_buffer.energy_per_byte_J;
   t.tdp_w = spec.system.gpu.tdp_w;
   t.tier_hit_chunks = static_cast<double>(tier.hit_chunks());
   t.tier_miss_chunks = static_cast<double>(tier.miss_chunks());
@@ -67,7 +108,7 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
       auto add = [&](const char* k, double v) { t.tier_levels.emplace_back(p + k, v); };
       add("capacity_bytes", kt.capacity_bytes());
       add("hit_chunks", static_cast<double>(ls.hit_chunks));
-      add("loaded_bytes", io.loaded_bytes_gpu * sv.tp);
+      add("loaded_bytes", io.loaded_bytes_gpu * kv_copies);
       add("load_busy_s", io.load_busy_s);
       // Per GPU: its share over the time the level's copies were in flight.
       add("load_bandwidth_per_gpu_Bps",
@@ -75,14 +116,14 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
       add("load_time_share", s.tier_load_span_s > 0 ? io.load_busy_s / s.tier_load_span_s : 0.0);
       add("stored_chunks", static_cast<double>(ls.stored_chunks));
       // DRAM's are the stores' D2H copies (stored_bytes_gpu); the lower levels' are their writes.
-      add("stored_bytes", (i == 0 ? s.stored_bytes_gpu : io.stored_bytes_gpu) * sv.tp);
+      add("stored_bytes", (i == 0 ? s.stored_bytes_gpu : io.stored_bytes_gpu) * kv_copies);
       add("evicted_chunks", static_cast<double>(kt.evicted_chunks()));
       add("demoted_in_chunks", static_cast<double>(ls.demoted_in));
       add("demoted_out_chunks", static_cast<double>(ls.demoted_out));
-      add("demoted_bytes", io.demoted_bytes_gpu * sv.tp);
+      add("demoted_bytes", io.demoted_bytes_gpu * kv_copies);
       add("promoted_out_chunks", static_cast<double>(ls.promoted_out));
-      add("promoted_bytes", io.promoted_bytes_gpu * sv.tp);
-      add("prefetched_bytes", io.prefetched_bytes_gpu * sv.tp);
+      add("promoted_bytes", io.promoted_bytes_gpu * kv_copies);
+      add("prefetched_bytes", io.prefetched_bytes_gpu * kv_copies);
     }
   }
   return t;

@@ -41,8 +41,15 @@ struct EngineStats {
   double tier_load_span_s = 0;
 };
 
+// Adds a step group's figures (per GPU of the group) into `into` at weight w (the group's share
+// of the engine's GPUs), so that per-GPU figures become the mean over the engine's GPUs; counts
+// (steps) add up. arrived / finished / rejected are the engine's own and are not touched.
+void add_group_stats(EngineStats& into, const EngineStats& group, double w);
+
 // What engine_totals needs from the simulation besides the counters.
 struct EngineRunFacts {
+  int gpus = 0;         // the engine's GPUs (0: serving.tp)
+  int kv_copies = 0;    // GPUs holding one token's KV shards (tp x DP ranks; 0: serving.tp)
   double simulated_time_s = 0, wall_time_s = 0;
   double link_capacity_Bps = 0;  // per GPU per direction payload peak of the load path
   double kv_bytes_per_token_gpu = 0;
@@ -52,6 +59,10 @@ struct EngineRunFacts {
 // The summary's totals: counters, power (models/gpu/power), the tier's accounting; the time
 // breakdown's idle is the simulated time the steps did not cover.
 // hier (issue 14, may be null): with lower tiers, per-level figures are added (tier_levels).
+// Adds another rank's tier figures (the DRAM tier's chunk counts, capacity and working set; per
+// level, the chunk counts and capacities) of `o` into `t` (a replica's ranks each have a tier).
+void add_tier_counts(SummaryBuilder::Totals& t, const SummaryBuilder::Totals& o);
+
 SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, const KvTier& tier,
                                      const EngineRunFacts& f, const KvHierarchy* hier = nullptr);
 

@@ -34,12 +34,12 @@ ExpertPart expert_part(const ModelSpec& m, const GpuSpec& gpu, int layer, double
 }
 }  // namespace
 
-std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L) {
+std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L, double carve_bytes) {
   const ServingSpec& sv = spec.serving;
   const double weights = layout_weight_bytes_per_gpu(
       spec.model, L.p, bytes_per_element(weight_dtype_for(sv.compute_dtype)));
   const double v_eff = sv.gpu_memory_utilization * spec.system.gpu.hbm_capacity_bytes - weights -
-                       sv.activation_reserve_bytes;
+                       sv.activation_reserve_bytes - carve_bytes;
   if (!(v_eff > 0))
     throw InputError("serving.parallelism: layout '" + layout_name(L.p) +
                      "' leaves no HBM for the KV cache");

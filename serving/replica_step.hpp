@@ -52,8 +52,10 @@ ReplicaLayout make_replica_layout(const RunSpec& spec);
 // weights per GPU (largest stage) and the activation reserve, over the rank's KV bytes per token
 // (its fullest stage). The replica engine's pool, and the isolated-request probe's largest
 // request (serving/measure; issue 26 item 22: it sized a PP / multi-node layout at TP alone).
+// `carve_bytes`: per GPU, taken out of the pool for a GPU-side KV buffer of kind hbm.
 // InputError naming serving.parallelism when no HBM is left.
-std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L);
+std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L,
+                               double carve_bytes = 0);
 
 struct ReplicaStepCost {
   std::vector<double> rank_tokens;  // tokens each rank computes this step (0: dummy batch)

@@ -1,6 +1,7 @@
 #include "serving/request_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -138,6 +139,23 @@ RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::i
 
 std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T) {
   return choose_recompute_tokens(request_cost_model(spec), K, T);
+}
+
+RecomputeChooser::RecomputeChooser(const RunSpec& spec) : m_spec(spec.serving.recompute) {
+  if (m_spec.mode == RecomputeMode::Auto) m_cost = request_cost_model(spec);
+}
+
+std::int64_t RecomputeChooser::operator()(std::int64_t K, std::int64_t T) {
+  if (m_spec.mode == RecomputeMode::None || K <= 0) return 0;
+  std::int64_t R = 0;
+  if (m_spec.mode == RecomputeMode::Fixed) {
+    R = static_cast<std::int64_t>(std::floor(m_spec.fraction * static_cast<double>(K)));
+  } else {
+    auto f = m_auto.find({K, T});
+    if (f == m_auto.end()) f = m_auto.emplace(std::make_pair(K, T), choose_recompute_tokens(*m_cost, K, T)).first;
+    R = f->second;
+  }
+  return std::clamp<std::int64_t>(R, 0, K);
 }
 
 }  // namespace kappasim

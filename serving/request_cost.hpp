@@ -24,6 +24,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
 #include <string>
 
 #include "models/gpu/gpu_spec.hpp"
@@ -93,5 +96,19 @@ using RecomputeEstimate = RequestCost;
 RecomputeEstimate estimate_recompute(const RunSpec& spec, std::int64_t K, std::int64_t T,
                                      std::int64_t R);
 std::int64_t choose_recompute_tokens(const RunSpec& spec, std::int64_t K, std::int64_t T);
+
+// serving.recompute as the engine applies it at an arrival: R leading cached tokens of K
+// prefilled again (none: 0; fixed: floor(fraction x K); auto: choose_recompute_tokens, memoised
+// per (K, T)), clamped to [0, K].
+class RecomputeChooser {
+ public:
+  explicit RecomputeChooser(const RunSpec& spec);
+  std::int64_t operator()(std::int64_t K, std::int64_t T);
+
+ private:
+  RecomputeSpec m_spec;
+  std::optional<RequestCostModel> m_cost;  // auto only
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> m_auto;
+};
 
 }  // namespace kappasim

@@ -1,14 +1,16 @@
 // One request's state inside the serving engine, from its arrival to its finish: the scheduler's
 // Sequence (tokens, queue times) plus what the engine accounts per request (its load, compute,
 // steps, loaded tokens by source, stored tokens, recomputed leading tokens, time breakdown and
-// load bounds). The engine holds one per live request in one map and drops it in one place when
-// the request finishes or is rejected (ServingEngine::finish). Plain data; no SystemC.
+// load bounds, its rank and the tier level of each hit chunk). The engine holds one per live
+// request in one map and drops it in one place when the request finishes or is rejected
+// (ServingEngine::finish). Plain data; no SystemC.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "serving/metrics.hpp"
 #include "serving/scheduler.hpp"
@@ -27,6 +29,9 @@ struct RequestState {
   double stored_tokens = 0;           // tokens whose KV it stored to the tier
   TimeBreakdown time;                 // Σ over its steps of the step's categories
   std::optional<LoadBoundTimes> load_bounds;  // its load's time per bound (when it loaded)
+  int rank = 0;                               // the engine rank serving it (serving/rank.hpp)
+  // With KV tiers below DRAM: the level that served each hit chunk (empty: all from DRAM).
+  std::vector<int> chunk_levels;
 };
 
 // The requests.csv / summary record of a finished request at `now_s`: bytes from tokens ×

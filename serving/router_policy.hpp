@@ -25,13 +25,17 @@
 namespace kappasim {
 
 // What a router may read of the cluster at an arrival (node indices 0 .. nodes()-1, in node
-// group order, then index within the group).
+// group order, then index within the group), or of an engine's DP-attention ranks (nodes are
+// then ranks; serving/engine.cpp).
 class ClusterView {
  public:
   virtual ~ClusterView() = default;
   virtual std::size_t nodes() const = 0;
   // Requests routed to node i that have not finished (queued for it or inside its engine).
   virtual std::size_t outstanding(std::size_t i) const = 0;
+  // Of them, those in its schedulers' waiting queues (or queued before it), and the rest.
+  virtual std::size_t waiting(std::size_t i) const = 0;
+  std::size_t running(std::size_t i) const { return outstanding(i) - waiting(i); }
   // Seconds from now until `r` would finish on node i if sent there now: the node's backlog plus
   // r's isolated service time at the cached tokens r finds there (kappa_aware's estimate).
   virtual double estimated_completion_s(std::size_t i, const Request& r) const = 0;

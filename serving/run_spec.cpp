@@ -35,7 +35,7 @@ void RunSpec::validate(const std::string& path) const {
                      "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
                      "serving.tp 1, or give the link (system.gpu.nvlink_bandwidth and "
                      "nvlink_latency)");
-  // ---- layouts beyond plain TP (issue 14): the replica engine (serving/replica_engine) ----
+  // ---- layouts beyond plain TP (issues 14, 21: the engine's ranks and step model) ----
   // The layout must divide the model (validate_layout) and each GPU's weights, with the
   // activation reserve, must fit gpu_memory_utilization x HBM (vLLM's budget for a worker).
   if (serving.parallelism.beyond_tp()) {
@@ -54,22 +54,6 @@ void RunSpec::validate(const std::string& path) const {
                        " activation reserve exceed gpu_memory_utilization x HBM = " +
                        format_quantity(budget, dim::bytes) + " (more GPUs, pp or nodes, or " +
                        "a smaller compute_dtype)");
-    // What the replica engine does not simulate is refused, not silently dropped
-    // (docs/parallelism.md "The replica engine": loads and stores by DMA from the rank's own
-    // DRAM tier only).
-    const auto unsupported = [&](const std::string& key, const std::string& what) {
-      throw InputError(path + key + ": " + what + " is not simulated for layout '" +
-                       layout_name(p) +
-                       "' (the replica engine serves DP/EP/PP layouts from each rank's DRAM "
-                       "tier only; docs/parallelism.md); expected it off, or serving.parallelism "
-                       "plain tp");
-    };
-    const TiersSpec& t = serving.tiers;
-    if (t.cxl_capacity_bytes > 0 || t.nvme_capacity_bytes > 0 || t.remote_capacity_bytes > 0)
-      unsupported("serving.tiers", "a KV tier below host DRAM");
-    if (serving.kv_buffer.enabled()) unsupported("serving.kv_buffer", "a GPU-side KV buffer");
-    if (serving.recompute.mode != RecomputeMode::None)
-      unsupported("serving.recompute.mode", "partial recompute");
   }
   serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
   // ---- capacities against the hardware (issue 20 part 5) ----

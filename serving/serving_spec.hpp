@@ -17,6 +17,7 @@
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
 #include "models/llm/parallelism.hpp"
+#include "serving/router_policy.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/stack_profile.hpp"
@@ -254,10 +255,10 @@ struct ServingSpec {
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
   // ---- parallelism layout (issue 14, docs/parallelism.md) ----------------------------------
-  // tp, dp_attention, ep, pp, nodes. The engine simulates plain TP on one node only (tp here
-  // must then be 0 or serving.tp); anything else is rejected by validate() until the engine
-  // side lands: `kappasim kappa --layout` evaluates it analytically.
+  // tp, dp_attention, ep, pp, nodes: the engine's ranks and step model (serving/engine.hpp).
   ParallelismSpec parallelism;
+  // [S] vLLM's DP load balancer (DPLBAsyncMPClient) routes arrivals to DP-attention ranks.
+  RouterKind dp_router{"dp_balance"};
   LinkFidelity link_fidelity = LinkFidelity::Flow;  // issue 13 item 1
   // ---- KV tiers below host DRAM (issue 14) ----
   TiersSpec tiers;
@@ -306,7 +307,10 @@ struct ServingSpec {
     // ---- parallelism layout (issue 14) ----
     v.object("parallelism", parallelism,
              opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
-                 "(beyond plain TP the replica engine runs it: docs/parallelism.md)"));
+                 "(docs/parallelism.md)"));
+    v.choice("dp_router", dp_router, router_names(),
+             opt("router of arrivals to DP-attention ranks, a registered name (kappasim "
+                 "presets policies)"));
     // issue 13 item 1: the transfer back end (docs/serving-engine.md)
     v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
              opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "

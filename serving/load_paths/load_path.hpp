@@ -28,7 +28,7 @@
 
 namespace kappasim {
 
-// One group of copies, one per GPU of the TP group.
+// One group of copies (a member per GPU and source), ending when the last member has.
 struct CopyGroup {
   std::vector<TransferRequest> rs;
   TransferGroup g;
@@ -71,7 +71,7 @@ class LoadContext {
   LoadBoundTimes* step_bounds = nullptr;
 
   // Copy time of the step's buffer hits (on the GPU, alongside the link's copies).
-  double buffer_copy_s(const LoadSplit& ls) const {
+  virtual double buffer_copy_s(const LoadSplit& ls) const {
     return ls.buffer_tokens > 0 ? ls.buffer_tokens * kv_bytes_per_token_gpu / buffer_Bps : 0;
   }
 };

@@ -365,10 +365,10 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
 
   // Every arrival finishes once or is rejected.
   ASSERT_EQ(src.seen.size(), 200u);
-  EXPECT_EQ(engine->arrived(), 200u);
-  EXPECT_EQ(engine->finished() + engine->rejected(), engine->arrived());
-  EXPECT_EQ(recs.size(), engine->finished());
-  EXPECT_EQ(summary.requests(), engine->finished());
+  EXPECT_EQ(engine->stats().arrived, 200u);
+  EXPECT_EQ(engine->stats().finished + engine->stats().rejected, engine->stats().arrived);
+  EXPECT_EQ(recs.size(), engine->stats().finished);
+  EXPECT_EQ(summary.requests(), engine->stats().finished);
   std::set<std::uint64_t> ids;
   for (const auto& r : recs) EXPECT_TRUE(ids.insert(r.id).second) << "request " << r.id << " twice";
   std::int64_t rejected_expected = 0;
@@ -379,7 +379,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
       EXPECT_TRUE(ids.count(id)) << "request " << id << " never finished";
     }
   }
-  EXPECT_EQ(static_cast<std::int64_t>(engine->rejected()), rejected_expected);
+  EXPECT_EQ(static_cast<std::int64_t>(engine->stats().rejected), rejected_expected);
 
   double cached_sum = 0, loaded_sum = 0, prev_finish = -1;
   for (std::size_t i = 0; i < recs.size(); ++i) {
@@ -415,7 +415,7 @@ TEST(ServingEngine, NarrativeQaRunInvariants) {
   EXPECT_NEAR(totals.h2d_bytes_per_gpu, loaded_sum, 1e-9 * totals.h2d_bytes_per_gpu);  // tp 1
   EXPECT_LE(cached_sum, totals.tier_hit_chunks * 256);
   EXPECT_NEAR(totals.simulated_time_s, prev_finish, 1e-9);
-  EXPECT_EQ(totals.requests_rejected, engine->rejected());
+  EXPECT_EQ(totals.requests_rejected, engine->stats().rejected);
 }
 
 // A prompt longer than the whole GPU KV pool is rejected, also when it is the last thing the
@@ -549,7 +549,7 @@ TEST(ServingEngine, CopyKernelsHaveReturnedTheirSmsWhenAStepComputes) {
   std::unique_ptr<ServingEngine> e;
   run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, EngineSinks{}); });
   e->check_end();
-  EXPECT_EQ(e->finished(), 8u);
+  EXPECT_EQ(e->stats().finished, 8u);
   // One kernel per GPU per loading step (requests admitted together load in one step).
   EXPECT_GE(e->copy_kernels_started(), 2u);
   EXPECT_EQ(e->copy_kernels_started() % 2, 0u);

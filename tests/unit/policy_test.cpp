@@ -53,7 +53,7 @@ TEST(PolicyRegistry, ListsEverySchedulerPolicyAndRouterByName) {
   }
   EXPECT_EQ(choices, scheduler_policies().names());  // serving.policy accepts exactly these
   EXPECT_EQ(routers().names(),
-            (std::vector<std::string>{"kappa_aware", "least_loaded", "round_robin"}));
+            (std::vector<std::string>{"dp_balance", "kappa_aware", "least_loaded", "round_robin"}));
   for (const auto* e : scheduler_policies().entries()) EXPECT_STRNE(e->summary, "");
   // The constants that predate the registry name registered policies.
   for (Policy p : {Policy::Fifo, Policy::UtilizationAware, Policy::Fair})
@@ -167,16 +167,18 @@ TEST(ShortestLoad, EqualLoadsKeepArrivalOrder) {
 
 // A hand-built cluster of three nodes.
 struct FakeView : ClusterView {
-  std::vector<std::size_t> load;
+  std::vector<std::size_t> load, queued;
   std::vector<double> eta;
   std::size_t nodes() const override { return load.size(); }
   std::size_t outstanding(std::size_t i) const override { return load.at(i); }
+  std::size_t waiting(std::size_t i) const override { return queued.at(i); }
   double estimated_completion_s(std::size_t i, const Request&) const override { return eta.at(i); }
 };
 
 TEST(Routers, DecideAsDocumented) {
   FakeView v;
   v.load = {3, 1, 1};
+  v.queued = {0, 1, 1};
   v.eta = {0.5, 0.7, 0.2};
   const Request r;
   auto rr = make_router(RouterKind::RoundRobin);
@@ -189,6 +191,9 @@ TEST(Routers, DecideAsDocumented) {
   EXPECT_EQ(make_router(RouterKind::KappaAware)->choose(r, v), 2u);
   v.eta = {0.2, 0.7, 0.2};
   EXPECT_EQ(make_router(RouterKind::KappaAware)->choose(r, v), 0u);
+  // vLLM's DP balancer, waiting x 4 + running: node 0 scores 0 x 4 + 3 = 3, nodes 1 and 2
+  // score 1 x 4 + 0 = 4, so node 0, the most loaded by count, wins.
+  EXPECT_EQ(make_router(RouterKind{"dp_balance"})->choose(r, v), 0u);
 }
 
 // `kappasim presets policies` lists the registries (the binary's own, so a policy file the
@@ -201,9 +206,10 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
   std::vector<std::string> rows;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 8u) << r.out;  // header + 4 policies + 3 routers
-  const std::vector<std::string> names = {
-      "fair", "fifo", "shortest_load", "utilization", "kappa_aware", "least_loaded", "round_robin"};
+  ASSERT_EQ(rows.size(), 9u) << r.out;  // header + 4 policies + 4 routers
+  const std::vector<std::string> names = {"fair",       "fifo",        "shortest_load",
+                                          "utilization", "dp_balance", "kappa_aware",
+                                          "least_loaded", "round_robin"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(rows[i + 1].rfind(i < 4 ? "serving.policy" : "cluster.router", 0), 0u) << rows[i + 1];
     EXPECT_NE(rows[i + 1].find(" " + names[i] + " "), std::string::npos) << rows[i + 1];

@@ -1,5 +1,5 @@
-// The replica engine (issue 14, serving/replica_engine): a DP-attention + EP run of DeepSeek-V3
-// end to end. Behaviour, not timings (those are replica_step's, tested by hand in
+// The serving engine on layouts beyond plain TP (issues 14, 21; serving/engine, step_model): a
+// DP-attention + EP run of DeepSeek-V3 end to end. Behaviour, not timings (those are replica_step's, tested by hand in
 // tests/unit/replica_step_test.cpp): every arrival finishes or is rejected, requests go to the
 // rank vLLM's DP load balancer picks, the DP figures are in the summary. One simulation per TEST.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 
 #include "core/config.hpp"
 #include "core/sim_runner.hpp"
-#include "serving/replica_engine.hpp"
+#include "serving/engine.hpp"
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
@@ -34,13 +34,13 @@ double figure(const SummaryBuilder& s, const SummaryBuilder::Totals& t, const st
   return -1;
 }
 
-TEST(ReplicaEngine, DpEpRunFinishesEveryRequestSpreadOverRanksWithItsFigures) {
+TEST(EngineLayouts, DpEpRunFinishesEveryRequestSpreadOverRanksWithItsFigures) {
   const RunSpec spec = dp_ep_run(24);
   auto source = make_source(spec.workload, 3, "");
   SummaryBuilder summary;
   EngineSinks sinks;
   sinks.summary = &summary;
-  const SummaryBuilder::Totals t = run_serving(spec, *source, sinks);  // dispatches to the replica
+  const SummaryBuilder::Totals t = run_serving(spec, *source, sinks);
   EXPECT_EQ(summary.requests() + t.requests_rejected, 24u);
   EXPECT_EQ(t.gpus, 8);
   EXPECT_EQ(figure(summary, t, "dp_ranks"), 8.0);
@@ -58,7 +58,7 @@ TEST(ReplicaEngine, DpEpRunFinishesEveryRequestSpreadOverRanksWithItsFigures) {
   EXPECT_LT(share, 1.0);
 }
 
-TEST(ReplicaEngine, TwoNodeAllToAllGoesThroughTheFabricsNicsAtLeastThePortBound) {
+TEST(EngineLayouts, TwoNodeAllToAllGoesThroughTheFabricsNicsAtLeastThePortBound) {
   // DeepSeek-V3 FP8 as DP-16 + EP-16 over 2 DGX H100 nodes (ConnectX-7 per GPU): the
   // all-to-all runs as PeerGpu transfers in the flow back end, NVLink within a node and the NIC
   // between them. Max-min sharing on non-blocking switches can only be as fast as the busiest
@@ -85,7 +85,7 @@ TEST(ReplicaEngine, TwoNodeAllToAllGoesThroughTheFabricsNicsAtLeastThePortBound)
   EXPECT_GE(a2a, bound * (1 - 1e-9));
 }
 
-TEST(ReplicaEngine, TheDpRouterSpreadsSimultaneousArrivalsOverDistinctRanks) {
+TEST(EngineLayouts, TheDpRouterSpreadsSimultaneousArrivalsOverDistinctRanks) {
   // vLLM's balancer: least waiting × 4 + running. Eight requests arriving together: the first
   // goes to rank 0 (all 0, lowest index), each next one to an empty rank (any request already
   // placed scores at least 1), so the eight land on eight ranks.
@@ -95,15 +95,69 @@ TEST(ReplicaEngine, TheDpRouterSpreadsSimultaneousArrivalsOverDistinctRanks) {
       "workload: {type: sharegpt, requests: 8, rate: 1000000, seed: 1}\n";
   const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
   auto source = make_source(spec.workload, 1, "");
-  std::unique_ptr<ReplicaEngine> e;
+  std::unique_ptr<ServingEngine> e;
   std::vector<std::uint64_t> ids;
   EngineSinks sinks;
   sinks.on_finish = [&](const RequestRecord& r) { ids.push_back(r.id); };
-  run_simulation([&] { e = std::make_unique<ReplicaEngine>("replica", spec, *source, sinks); });
+  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, *source, sinks); });
   ASSERT_EQ(ids.size(), 8u);
-  std::set<int> ranks;
-  for (std::uint64_t id : ids) ranks.insert(e->rank_of_request(id));
-  EXPECT_EQ(ranks.size(), 8u);
+  // One arrival per rank: every rank's tier was looked up exactly once.
+  for (std::size_t r = 0; r < 8; ++r) EXPECT_EQ(e->store(r).dram().lookups(), 1u) << "rank " << r;
+}
+
+struct RunOut {
+  SummaryBuilder summary;
+  SummaryBuilder::Totals totals;
+  std::vector<RequestRecord> records;
+};
+void run_yaml(const std::string& yaml, RunOut& out) {
+  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+  auto source = make_source(spec.workload, spec.workload.seed, "");
+  EngineSinks sinks;
+  sinks.summary = &out.summary;
+  sinks.on_finish = [&](const RequestRecord& r) { out.records.push_back(r); };
+  out.totals = run_serving(spec, *source, sinks);
+}
+
+TEST(EngineLayouts, DpEpServesLowerTiersAndTheLayerwisePathWithItsBounds) {
+  // Every feature on every layout: DeepSeek-V3 DP-8 + EP-8 with a CXL tier below a DRAM tier
+  // too small for the documents (5 GB a rank), loading layer-wise. Every request finishes (invariants checked), the CXL level's figures are in the
+  // summary, and every request that loaded KV has its load bound.
+  RunOut r;
+  run_yaml(
+      "model: deepseek-v3\nsystem: {preset: dgx-h100-256gb-cxl, gpu: h200-sxm}\n"
+      "serving: {tp: 1, compute_dtype: fp8, load_path: layerwise, tier_capacity: 40 GB,\n"
+      "  warm_tier: true, tiers: {cxl_capacity: 200 GB}, parallelism: {dp_attention: 8, ep: 8}}\n"
+      "workload: {type: narrativeqa, requests: 24, rate: 4, seed: 3, narrativeqa: {documents: "
+      "8}}\ncheck: true\n",
+      r);
+  EXPECT_EQ(r.records.size() + r.totals.requests_rejected, 24u);
+  // The replica's CXL capacity, split over its ranks, adds up again; its hits load from it.
+  EXPECT_EQ(figure(r.summary, r.totals, "tiers_cxl_capacity_bytes"), 200e9);
+  EXPECT_GT(figure(r.summary, r.totals, "tiers_cxl_loaded_bytes"), 0.0);
+  int loaded = 0;
+  for (const RequestRecord& q : r.records) {
+    EXPECT_EQ(q.load_path, "layerwise");
+    if (q.bytes_loaded > 0) {
+      ++loaded;
+      EXPECT_FALSE(q.load_bound.empty()) << "request " << q.id;
+    }
+  }
+  EXPECT_GT(loaded, 0);
+}
+
+TEST(EngineLayouts, PipelineStagesLoadTheirOwnLayersAndSendActivations) {
+  // Llama-3.1-70B as TP-4 x PP-2 on one node: each stage's GPUs load their own layers' KV (the
+  // stage's share of the request's bytes), the activations cross to the next stage every step.
+  RunOut r;
+  run_yaml(
+      "model: llama-3.1-70b\nsystem: dgx-h100\nserving: {tp: 4, parallelism: {pp: 2}}\n"
+      "workload: {type: narrativeqa, requests: 8, rate: 1, seed: 2, narrativeqa: {documents: "
+      "4}}\ncheck: true\n",
+      r);
+  EXPECT_EQ(r.records.size(), 8u);
+  EXPECT_GT(figure(r.summary, r.totals, "pp_activation_s"), 0.0);
+  EXPECT_GT(figure(r.summary, r.totals, "pp_bytes"), 0.0);
 }
 
 }  // namespace

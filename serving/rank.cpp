@@ -1,0 +1,51 @@
+#include "serving/rank.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace kappasim {
+
+void RankGpus::plan_all(std::vector<TransferRequest>& rs, double bytes_per_gpu, Direction dir,
+                        CopyPath path) const {
+  for (const GpuUnit* u : m_gpus) {
+    TransferRequest r;
+    r.gpu = u->fabric;
+    r.dir = dir;
+    r.path = path;
+    r.bytes = u->kv_share == 1 ? bytes_per_gpu : bytes_per_gpu * u->kv_share;
+    rs.push_back(r);
+  }
+}
+
+bool RankGpus::owns(int fabric) const {
+  for (const GpuUnit* u : m_gpus)
+    if (u->fabric == fabric) return true;
+  return false;
+}
+
+void RankGpus::issue_one(TransferRequest& r, std::int64_t units, TransferGroup& g,
+                         CopyPath dram_path, double delay_s) const {
+  for (GpuUnit* u : m_gpus) {
+    if (u->fabric != r.gpu) continue;
+    if (r.endpoint == Endpoint::HostDram && dram_path == CopyPath::Kernel)
+      u->kernel->start(r, units, g, delay_s, &u->compute->sm_pool(), m_sm_count);
+    else
+      u->dma->start(r, units, g, delay_s);
+    return;
+  }
+  throw std::logic_error("RankGpus: GPU " + std::to_string(r.gpu) + " is not the rank's");
+}
+
+void RankGpus::issue(CopyGroup& c, const std::vector<std::int64_t>& units, CopyPath dram_path,
+                     double delay_s) const {
+  for (std::size_t i = 0; i < c.rs.size(); ++i) issue_one(c.rs[i], units[i], c.g, dram_path, delay_s);
+}
+
+void RankGpus::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
+                         CopyPath path, double delay_s) const {
+  c.rs.clear();
+  plan_all(c.rs, bytes_per_gpu, dir, path);
+  issue(c, std::vector<std::int64_t>(c.rs.size(), units), path, delay_s);
+}
+
+}  // namespace kappasim

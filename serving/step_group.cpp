@@ -1,0 +1,366 @@
+#include "serving/step_group.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "serving/sim_clock.hpp"
+#include "serving/stack_profile.hpp"
+#include "systems/topology.hpp"
+
+namespace kappasim {
+
+using sim_clock::now_s;
+using sim_clock::wait_s;
+
+ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
+                            std::unique_ptr<StepModel> model, double share)
+    : ranks(std::move(rs)), gpu_share(share), m_e(e), m_model(std::move(model)) {
+  const ServingSpec& sv = e.m_spec.serving;
+  LoadContext::spec = &e.m_spec;
+  LoadContext::on_package = e.m_spec.system.host_link.type == LinkType::HbmTier;
+  // The per-GPU mean of the group's KV bytes per token: a rank's GPU holds B_kv_gpu over pp
+  // stages on average, and the strategy's bytes add up the group's ranks.
+  LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
+  LoadContext::buffer_Bps = 0;
+  if (sv.kv_buffer.enabled()) LoadContext::buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, e.m_spec.system.gpu);
+  LoadContext::stats = &stats;
+  LoadContext::step_time = &m_step_time;
+  LoadContext::step_bounds = &m_step_bounds;
+  // Bound reports need the flow back end's resources; the packet back end reports its whole
+  // time as the link's.
+  if (const Topology* topo = e.m_link->topology())
+    for (const auto& res : topo->resources())
+      m_resource_bound.push_back(load_bound_of_resource(res.name));
+}
+
+double ServingEngine::Group::store_weight() const {
+  const double n = static_cast<double>(ranks.size()) * m_e.m_layout.pp;
+  return n == 1 ? 1.0 : 1.0 / n;
+}
+
+void ServingEngine::Group::steps() {
+  const auto held = [this] {
+    return std::any_of(ranks.begin(), ranks.end(), [](const Rank* r) { return r->store->holding(); });
+  };
+  for (;;) {
+    // Requests held out of the queue by their prefetch are still to come.
+    if (std::all_of(ranks.begin(), ranks.end(), [](const Rank* r) { return r->sched->idle(); })) {
+      if (m_e.m_source_done && !held()) return;
+      sc_core::wait(m_e.m_work);
+      continue;
+    }
+    std::vector<StepPlan> plans;
+    bool any = false;
+    for (Rank* r : ranks) {
+      plans.push_back(r->sched->plan(now_s(), *r->kv));
+      any = any || !plans.back().items.empty();
+    }
+    if (!any) {
+      // plan() may have rejected prompts larger than the whole pool and admitted nothing:
+      // count them now (no step will call take_finished() if they were the last arrivals).
+      bool running = false;
+      for (Rank* r : ranks) {
+        for (Sequence* s : r->sched->take_finished()) m_e.finish(s);
+        running = running || r->sched->running() > 0;
+      }
+      // With nothing running every waiting prompt fits (larger ones were rejected above), so an
+      // empty plan with the source done means the system is empty; check_end() verifies it.
+      if (m_e.m_source_done && !running && !held()) return;
+      sc_core::wait(m_e.m_work);
+      continue;
+    }
+    run_step(plans);
+  }
+}
+
+void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
+  const ServingSpec& sv = m_e.m_spec.serving;
+  const std::size_t n = ranks.size();
+  ++stats.steps;
+  const double start = now_s();
+  m_step_time = TimeBreakdown{};
+  m_step_bounds = LoadBoundTimes{};
+  // Scheduler critical path (serial before the step; serving/step_plan): every rank's scheduler
+  // runs in its own process, so the step waits for the slowest.
+  double overhead = 0, software = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    const Scheduler& sched = *ranks[r]->sched;
+    const SchedulerCpu c = scheduler_cpu(sv, plans[r], sched.waiting_front(), sched.running(),
+                                         m_e.m_spec.model.num_layers, on_package);
+    overhead = std::max(overhead, c.overhead_s);
+    software = std::max(software, c.lookup_s + c.meta_s);
+  }
+  stats.stack.scheduler_s += software;
+  wait_s(overhead);  // vLLM's per-step CPU scheduling work
+  m_step_time.step_overhead_s += now_s() - start;
+  const double t_sched = now_s();
+  wait_s(software);  // the stack's scheduler-side software
+  m_step_time.sched_software_s += now_s() - t_sched;
+  // What the step computes and loads (serving/step_plan), per rank.
+  const RecomputeOf recompute_of = [this](const Sequence& q) {
+    return m_e.m_live.at(q.req.id).recompute_tokens;
+  };
+  std::vector<StepWork> work;
+  std::vector<std::vector<SeqSlice>> batches;
+  std::vector<std::vector<RequestState*>> first(n), done(n);
+  std::size_t loading = 0;
+  double kv_used = 0, max_tokens = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    work.push_back(plan_step_work(plans[r], recompute_of));
+    batches.push_back(work.back().slices);
+    for (const StepItem& it : plans[r].items) ++m_e.m_live.at(it.seq->req.id).steps;
+    for (Sequence* s : work.back().load) first[r].push_back(&m_e.m_live.at(s->req.id));
+    for (Sequence* s : work.back().done) done[r].push_back(&m_e.m_live.at(s->req.id));
+    loading += first[r].size();
+    kv_used += ranks[r]->kv->utilization();  // after admission, before finishers leave
+    LayoutStats& ls = m_e.m_layout_stats;
+    ls.rank_tokens[static_cast<std::size_t>(ranks[r]->index)] += plans[r].tokens;
+    max_tokens = std::max(max_tokens, static_cast<double>(plans[r].tokens));
+  }
+  kv_used /= static_cast<double>(n);
+  m_e.m_layout_stats.rank_steps += static_cast<double>(n);
+  m_e.m_layout_stats.group_steps += 1;
+  m_e.m_layout_stats.max_rank_tokens += max_tokens;
+  m_e.m_layout_stats.lockstep_max_tokens += max_tokens * static_cast<double>(n);
+  const StepTime step_time = m_model->time(batches);
+  const double compute_s = step_time.total.compute_time_s;
+  double load_s = 0;
+  if (loading > 0) {  // the load path's strategy: the loads and the step's compute
+    LoadSplit all;
+    std::size_t requests = loading;  // one rank: its own
+    if (n > 1) requests = 0;
+    m_link_tokens.assign(n, 0);
+    m_buffer_tokens.assign(n, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (first[r].empty()) continue;
+      KvStore& store = *ranks[r]->store;
+      store.begin_load(first[r], m_step_time);
+      const LoadSplit ls = split_loads(work[r].load, recompute_of, store.chunk_tokens(),
+                                       sv.block_tokens, store.buffer());
+      for (std::size_t i = 0; i < first[r].size(); ++i) {
+        first[r][i]->link_tokens = ls.seq_link_tokens[i];
+        if (store.buffer()) first[r][i]->buffer_tokens = ls.seq_buffer_tokens[i];
+      }
+      m_link_tokens[r] = ls.link_tokens;
+      m_buffer_tokens[r] = ls.buffer_tokens;
+      if (n == 1) {
+        all = ls;
+        break;
+      }
+      // Bytes add up; every rank's process issues its own chunks at once (the slowest's count).
+      all.link_tokens += ls.link_tokens;
+      all.buffer_tokens += ls.buffer_tokens;
+      all.chunks = std::max(all.chunks, ls.chunks);
+      all.link_chunks = std::max(all.link_chunks, ls.link_chunks);
+      all.link_blocks16 = std::max(all.link_blocks16, ls.link_blocks16);
+      requests = std::max(requests, first[r].size());
+    }
+    load_s = m_e.m_load_path->run(*this, all, static_cast<std::int64_t>(requests), step_time);
+    for (std::size_t r = 0; r < n; ++r)
+      if (!first[r].empty()) ranks[r]->store->end_load(first[r]);  // promotions
+  } else {
+    compute(step_time);
+  }
+  for (const auto& f : first)
+    for (RequestState* st : f) st->load_s = load_s;
+  for (const StepPlan& p : plans)
+    for (const StepItem& it : p.items) m_e.m_live.at(it.seq->req.id).compute_s += compute_s;
+  stats.compute_busy_s += compute_s;
+  stats.flops += step_time.total.flops;
+  stats.hbm_bytes += step_time.total.hbm_bytes;
+  const double t_store = now_s();
+  store_phase(done);
+  m_step_time.store_s += now_s() - t_store;
+  // The step's categories sum to its duration (--check); every sequence in it waited all of it.
+  if (m_e.m_spec.check &&
+      std::fabs(m_step_time.sum() - (now_s() - start)) > 1e-12 + 1e-12 * now_s())
+    throw std::logic_error("invariant violated: step " + std::to_string(stats.steps) +
+                           "'s time breakdown does not sum to its duration");
+  stats.run_time += m_step_time;
+  stats.run_bounds += m_step_bounds;
+  for (const StepPlan& p : plans)
+    for (const StepItem& it : p.items) m_e.m_live.at(it.seq->req.id).time += m_step_time;
+  if (m_step_bounds.total() > 0)
+    for (const auto& f : first)
+      for (RequestState* st : f) st->load_bounds = m_step_bounds;
+  for (std::size_t r = 0; r < n; ++r)
+    if (n == 1 || !plans[r].items.empty()) ranks[r]->sched->complete(plans[r], now_s(), *ranks[r]->kv);
+  for (Rank* r : ranks)
+    for (Sequence* s : r->sched->take_finished()) m_e.finish(s);
+  if (m_e.m_spec.check) check_step(start);
+  if (m_e.m_sinks.summary) {
+    StepRecord rec;
+    rec.start_s = start;
+    rec.end_s = now_s();
+    for (const StepPlan& p : plans) {
+      rec.tokens += p.tokens;
+      rec.seqs += static_cast<int>(p.items.size());
+    }
+    rec.budget = static_cast<std::int64_t>(sv.max_num_batched_tokens) * static_cast<std::int64_t>(n);
+    rec.vram_used_fraction = kv_used;
+    rec.load_s = load_s;
+    rec.compute_s = compute_s;
+    m_e.m_sinks.summary->add_step(rec);
+  }
+  if (TraceWriter* tw = m_e.m_sinks.trace) {
+    std::size_t waiting = 0;
+    std::int64_t tokens = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      waiting += ranks[r]->sched->waiting();
+      tokens += plans[r].tokens;
+    }
+    tw->counter("engine", "VRAM KV used (fraction)", start, kv_used);
+    tw->counter("engine", "scheduled tokens", start, static_cast<double>(tokens));
+    tw->counter("engine", "waiting requests", start, static_cast<double>(waiting));
+  }
+}
+
+double ServingEngine::Group::store_phase(const std::vector<std::vector<RequestState*>>& done) {
+  for (Rank* r : ranks) r->store->reap();
+  const double t0 = now_s();
+  std::vector<CopyGroup*> started;
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    if (CopyGroup* c = ranks[r]->store->store(done[r], on_package)) started.push_back(c);
+  if (started.empty() || m_e.m_spec.serving.effective_store() == StoreMode::Async) return 0;
+  // LMCache's store synchronises the stream before the step ends.
+  for (CopyGroup* c : started) wait_copies(*c);
+  const double t = now_s() - t0;
+  for (Rank* r : ranks) r->store->reap();
+  return t;
+}
+
+void ServingEngine::Group::check_step(double start_s) {
+  if (start_s < m_last_step_end_s || now_s() < start_s)
+    throw std::logic_error("invariant violated: step " + std::to_string(stats.steps) +
+                           " starts before the previous one ended");
+  m_last_step_end_s = now_s();
+  // KV in HBM: the blocks in use, with the weights and the reserve, fit the GPU's HBM.
+  const ServingSpec& sv = m_e.m_spec.serving;
+  const ModelSpec& m = m_e.m_spec.model;
+  const double weights =
+      m_e.m_layout.p.beyond_tp()
+          ? layout_weight_bytes_per_gpu(m, m_e.m_layout.p,
+                                        bytes_per_element(weight_dtype_for(sv.compute_dtype)))
+          : weight_bytes(m, weight_dtype_for(sv.compute_dtype)) / m_e.m_layout.tp;
+  // The fullest stage's GPU holds the most KV per token (all of it without stages).
+  const double bkv = m_e.m_layout.p.beyond_tp() ? m_e.m_layout.cost.kv_bytes_rank : m_e.m_bkv_gpu;
+  for (const Rank* r : ranks) {
+    if (r->kv->used_blocks() > r->kv->total_blocks())
+      throw std::logic_error("invariant violated: KV blocks in use exceed the pool");
+    const double kv = static_cast<double>(r->kv->used_blocks()) * sv.block_tokens * bkv;
+    if (weights + sv.activation_reserve_bytes + kv > m_e.m_spec.system.gpu.hbm_capacity_bytes)
+      throw std::logic_error("invariant violated: KV in HBM (" + format_quantity(kv, dim::bytes) +
+                             ") exceeds what the GPU's HBM leaves");
+  }
+}
+
+// ---- LoadContext ----
+double ServingEngine::Group::now() const { return now_s(); }
+void ServingEngine::Group::wait(double s) { wait_s(s); }
+
+void ServingEngine::Group::start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
+                                        CopyPath path) {
+  // Every rank's share: its link tokens of the step (the strategy's bytes add up the group's).
+  const std::size_t n = ranks.size();
+  double total = 0, most = 0;
+  for (double t : m_link_tokens) {
+    total += t;
+    most = std::max(most, t);
+  }
+  c.rs.clear();
+  std::vector<std::int64_t> u;
+  for (std::size_t r = 0; r < n; ++r) {
+    double bytes = bytes_per_gpu;
+    std::int64_t copies = units;
+    if (n > 1 || m_e.m_layout.pp > 1) {
+      if (!(m_link_tokens[r] > 0)) continue;
+      // Bytes: the rank's share of the group's; copies: the strategy counted the busiest rank's.
+      bytes = bytes_per_gpu / store_weight() * (m_link_tokens[r] / total);
+      copies = std::max<std::int64_t>(
+          1, std::llround(static_cast<double>(units) * (m_link_tokens[r] / most)));
+    }
+    if (!ranks[r]->store->plan_load(c.rs, u, bytes, copies, path)) {
+      ranks[r]->gpus->plan_all(c.rs, bytes, Direction::H2D, path);
+      u.resize(c.rs.size(), copies);
+    }
+  }
+  // c.rs is complete (the back end keeps pointers into it): start every member.
+  for (std::size_t i = 0; i < c.rs.size(); ++i)
+    for (Rank* r : ranks)
+      if (r->gpus->owns(c.rs[i].gpu)) {
+        r->gpus->issue_one(c.rs[i], u[i], c.g, path, 0);
+        break;
+      }
+}
+
+void ServingEngine::Group::wait_copies(CopyGroup& c) {
+  if (!c.g.finished) sc_core::wait(c.g.done);
+  for (Rank* r : ranks) r->store->account_load(c);  // per-level load bytes and time
+}
+
+CopySplit ServingEngine::Group::split_copies(const CopyGroup& c, double t_start) const {
+  return split_copy_times(c.rs, t_start, c.g.end_s, m_resource_bound);
+}
+
+void ServingEngine::Group::compute(const StepTime& st) {
+  const double t_c = now_s();
+  CopyGroup c;
+  start_compute(c, st.total.compute_time_s, st.total.hbm_bytes);
+  wait_copies(c);
+  m_step_time.compute_s += now_s() - t_c;
+  trace_compute(t_c, now_s());
+}
+
+void ServingEngine::Group::start_compute(CopyGroup& c, double compute_s, double hbm_bytes) {
+  m_model->start(c, compute_s, hbm_bytes);
+}
+
+double ServingEngine::Group::buffer_copy_s(const LoadSplit& ls) const {
+  // Every rank's GPUs copy their own buffer hits at once: the slowest rank's.
+  if (ranks.size() == 1) return LoadContext::buffer_copy_s(ls);
+  double t = 0;
+  for (double b : m_buffer_tokens) t = std::max(t, b > 0 ? b * m_e.m_bkv_gpu / buffer_Bps : 0);
+  return t;
+}
+
+void trace_copy_group(TraceWriter* trace, const std::map<int, int>& gpu_link, const CopyGroup& c,
+                      const std::string& what, bool check) {
+  if (!trace) return;
+  for (const TransferRequest& r : c.rs) {
+    if (check && r.end_s < r.start_s)
+      throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
+    trace->span(gpu_link.at(r.gpu), what, r.start_s, r.end_s);
+    const double dt = r.end_s - r.start_s;
+    if (dt > 0)
+      trace->counter("gpu" + std::to_string(r.gpu),
+                     what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s", r.start_s,
+                     r.bytes / dt / 1e9);
+  }
+}
+
+void ServingEngine::Group::trace_copies(const CopyGroup& c, const std::string& what) {
+  trace_copy_group(m_e.m_sinks.trace, m_e.m_trace.gpu_link, c, what, m_e.m_spec.check);
+}
+
+void ServingEngine::Group::trace_load(const std::string& what, double t0, double t1) {
+  if (m_e.m_sinks.trace) m_e.m_sinks.trace->span(m_e.m_trace.load, what, t0, t1);
+}
+
+void ServingEngine::Group::trace_link(const std::string& what, double t0, double t1) {
+  if (!m_e.m_sinks.trace) return;
+  for (const Rank* r : ranks)
+    for (std::size_t k = 0; k < r->gpus->size(); ++k)
+      m_e.m_sinks.trace->span(m_e.m_trace.gpu_link.at(r->gpus->at(k).fabric), what, t0, t1);
+}
+
+void ServingEngine::Group::trace_compute(double start_s, double end_s) {
+  if (!m_e.m_sinks.trace) return;
+  const std::string name = "step " + std::to_string(stats.steps);
+  m_e.m_sinks.trace->span(m_e.m_trace.step, name, start_s, end_s);
+  for (const Rank* r : ranks)
+    for (std::size_t k = 0; k < r->gpus->size(); ++k)
+      m_e.m_sinks.trace->span(m_e.m_trace.gpu_compute.at(r->gpus->at(k).fabric), name, start_s,
+                              end_s);
+}
+
+}  // namespace kappasim

@@ -1,0 +1,74 @@
+// How a step computes (issue 21): the step model interface of the serving engine and its two
+// implementations. A step model times a step group's batches (one per rank; serving/
+// step_group.hpp) and issues that compute on the group's GPUs, non-blocking, so a load path
+// (serving/load_paths) can overlap it with the step's loads, whole or a layer at a time.
+//  - tp: one tensor-parallel rank (kernel_timing's batch_step_time): every GPU of the rank runs
+//    the step as one HBM Local flow (GpuCompute::start_step), sharing HBM with copies in flight,
+//    at the SM fraction copy kernels leave;
+//  - layout: DP-attention ranks in lockstep, EP, PP (serving/replica_step's cost): per stage the
+//    slowest rank's non-expert kernels and the routed experts as HBM Local flows on the stage's
+//    GPUs, the EP dispatch / combine all-to-all and the PP activations as PeerGpu transfers
+//    through the link back end (NVLink and NIC ports; with the packet back end, which carries
+//    host links only, replica_step's per-port times are waited instead). Stages run in series
+//    within a step (vLLM keeps pp micro-batches in flight: pessimistic for throughput).
+//    A fraction f of the step (one layer's share) scales every phase by f. The step's HBM bytes
+//    are spread over a stage's compute phases in proportion to their time.
+// SystemC (serving_sim layer).
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/gpu/kernel_timing.hpp"
+#include "serving/rank.hpp"
+#include "serving/replica_step.hpp"
+#include "serving/run_spec.hpp"
+
+namespace kappasim {
+
+// The layout step's run figures (summary.json "Replica figures", docs/metrics.md).
+struct LayoutStats {
+  double local_s = 0, expert_s = 0, a2a_s = 0, pp_s = 0;  // Σ over steps, as simulated
+  double a2a_port_bound_s = 0;  // Σ of replica_step's per-port a2a time (a lower bound)
+  double peer_transfers = 0;    // PeerGpu transfers issued into the fabric (a2a, PP)
+  double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
+  double rank_idle_s = 0;       // Σ over steps of the mean rank's wait for the slowest
+  double dummy_rank_steps = 0;  // rank-steps run as a dummy batch (lockstep only)
+  // Every step group's steps (serving/step_group.hpp), whatever its step model:
+  std::vector<double> rank_tokens;  // per rank: Σ of the tokens it computed
+  double rank_steps = 0;            // Σ over group steps of the ranks in the group
+  double group_steps = 0;           // group steps
+  double max_rank_tokens = 0;       // Σ over group steps of the busiest rank's tokens
+  double lockstep_max_tokens = 0;   // Σ over group steps of busiest x ranks in the group
+};
+
+// The layout's figures for summary.json (after the engine's own), from the step groups' stats.
+std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& s,
+                                                          const ReplicaLayout& L);
+
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  // The step's compute over the group's batches (one per rank, in group order; per GPU: time,
+  // FLOPs, HBM bytes; first and last layer times for the layer-wise pipeline). Call once per
+  // step, before start().
+  virtual StepTime time(const std::vector<std::vector<SeqSlice>>& batches) = 0;
+  // Starts `compute_s` of the timed step (all of it, or a layer's share) moving `hbm_bytes`
+  // through each GPU's HBM; non-blocking: c.g ends when it does.
+  virtual void start(CopyGroup& c, double compute_s, double hbm_bytes) = 0;
+};
+
+// `on_fewer_sms`: counts steps started while a copy kernel held SMs.
+std::unique_ptr<StepModel> make_tp_step(const RunSpec& spec, const RankGpus& rank,
+                                        std::uint64_t& on_fewer_sms);
+// `L`: the group's layout (dp = its ranks); `ranks`: its ranks' GPUs in group order.
+std::unique_ptr<StepModel> make_layout_step(const RunSpec& spec, const ReplicaLayout& L,
+                                            std::vector<const RankGpus*> ranks, LinkModule& link,
+                                            LayoutStats& stats, std::uint64_t& on_fewer_sms);
+
+}  // namespace kappasim

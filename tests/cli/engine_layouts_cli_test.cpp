@@ -1,0 +1,81 @@
+// The one serving engine on a dense model's DP-attention ranks (issue 21), through `kappasim
+// run` (two simulations: one per process).
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_util.hpp"
+
+namespace kappasim {
+namespace {
+
+using test::fresh_dir;
+using test::run_shell;
+using test::slurp;
+
+// Column `col` of every row of a requests.csv (no quoted fields in the numeric columns).
+std::vector<std::string> column(const std::string& csv, const std::string& col) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> head;
+  std::istringstream h(line);
+  for (std::string c; std::getline(h, c, ',');) head.push_back(c);
+  std::size_t k = 0;
+  while (k < head.size() && head[k] != col) ++k;
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    std::istringstream r(line);
+    std::string c;
+    for (std::size_t i = 0; i <= k && std::getline(r, c, ','); ++i) {
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+double summary_value(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return -1;
+  return std::stod(json.substr(at + key.size() + 4));
+}
+
+TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
+  // vLLM runs a dense model's DP ranks as independent engine cores (lockstep with dummy
+  // batches is for MoE only). Requests far apart all go to rank 0 (every rank idle: the
+  // balancer's tie goes to the lowest index), so DP-2 serves them exactly as one TP-1 engine
+  // would (same GPU, same host link): the same TTFTs and run length; rank 1 never computes, so
+  // the GPUs' mean utilisation is half. The replica engine this replaced ran rank 1 in lockstep.
+  const auto dir = fresh_dir("dense-dp");
+  const std::string cfg = (dir / "run.yaml").string();
+  {
+    std::ofstream f(cfg);
+    f << "model: llama-3.1-8b\nsystem: dgx-h100\nserving: {tp: 1}\ntrace: false\ncheck: true\n"
+         "workload: {type: sharegpt, requests: 6, rate: 0.2, seed: 5}\n";
+  }
+  const std::string bin = KAPPASIM_BIN;
+  const auto a = run_shell(bin, "run " + cfg + " -q --out " + (dir / "tp1").string(), dir / "e1");
+  const auto b = run_shell(bin,
+                           "run " + cfg + " -q --out " + (dir / "dp2").string() +
+                               " --set serving.parallelism.dp_attention=2",
+                           dir / "e2");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto t1 = column(slurp(dir / "tp1" / "requests.csv"), "ttft_s");
+  const auto t2 = column(slurp(dir / "dp2" / "requests.csv"), "ttft_s");
+  ASSERT_EQ(t1.size(), 6u);
+  EXPECT_EQ(t2, t1);
+  const std::string s1 = slurp(dir / "tp1" / "summary.json");
+  const std::string s2 = slurp(dir / "dp2" / "summary.json");
+  EXPECT_EQ(summary_value(s2, "gpus"), 2.0);
+  EXPECT_EQ(summary_value(s2, "simulated_time_s"), summary_value(s1, "simulated_time_s"));
+  const double u = summary_value(s1, "gpu_utilization");
+  ASSERT_GT(u, 0.0);
+  EXPECT_NEAR(summary_value(s2, "gpu_utilization"), u / 2, 1e-9 * u);
+  EXPECT_EQ(summary_value(s2, "dp_dummy_rank_steps"), 0.0);
+}
+
+}  // namespace
+}  // namespace kappasim
