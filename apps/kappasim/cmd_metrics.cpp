@@ -1,6 +1,7 @@
 // kappasim metrics: the declared output statistics (serving/stat_catalog): requests.csv's columns
 // and summary.json's figures with unit, aggregation, presence and definition; --markdown prints
 // docs/metrics.md's tables, --update FILE regenerates a doc's marked tables in place.
+#include <cerrno>
 #include <iostream>
 
 #include "apps/kappasim/cli.hpp"
@@ -39,7 +40,8 @@ int cmd_metrics(const std::vector<std::string>& args) {
   }
   if (!update.empty()) {
     std::string text;
-    if (!read_text_file(update, text)) throw IoError("cannot read " + update);
+    errno = 0;
+    if (!read_text_file(update, text)) throw file_error("cannot read '" + update + "'", errno);
     const std::string spliced = splice_generated_tables(text, update);
     if (spliced != text) write_file_atomic(update, spliced);
     std::cout << update << (spliced == text ? ": tables up to date\n" : ": tables regenerated\n");
