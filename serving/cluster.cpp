@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/sim_runner.hpp"
+#include "serving/stat_catalog.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim {
@@ -255,21 +256,32 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
       val = steps > 0 ? sum / steps : std::numeric_limits<double>::quiet_NaN();
     }
   }
+  // Per node group, the declared fields (serving/stat_catalog: StatWhen::Cluster) in order: the
+  // router's own figures, and the group's summary figures of the same names.
+  static const std::vector<std::string> fields = cluster_group_stat_fields();
   for (std::size_t g = 0; g < groups; ++g) {
     const std::string p = m_spec.nodes[g].name + ".";
     const double routed = static_cast<double>(m_group_routed[g]);
-    f.emplace_back(p + "nodes", m_spec.nodes[g].count);
-    f.emplace_back(p + "gpus", get(gf[g], "gpus"));
-    f.emplace_back(p + "requests_routed", routed);
-    f.emplace_back(p + "requests_completed", get(gf[g], "requests_completed"));
-    f.emplace_back(p + "routed_fraction", m_arrived ? routed / static_cast<double>(m_arrived)
-                                                    : std::numeric_limits<double>::quiet_NaN());
-    f.emplace_back(p + "offered_kappa_mean", routed > 0 ? m_group_offered_kappa[g] / routed
-                                                        : std::numeric_limits<double>::quiet_NaN());
-    for (const char* k :
-         {"kappa_ratio_mean", "ttft_p50_s", "ttft_p99_s", "load_mean_s", "compute_mean_s",
-          "gpu_utilization", "budget_utilization", "link_busy_fraction", "tier_hit_rate"})
-      f.emplace_back(p + k, get(gf[g], k));
+    for (const std::string& k : fields) {
+      double v;
+      if (k == "nodes") {
+        v = m_spec.nodes[g].count;
+      } else if (k == "requests_routed") {
+        v = routed;
+      } else if (k == "routed_fraction") {
+        v = m_arrived ? routed / static_cast<double>(m_arrived)
+                      : std::numeric_limits<double>::quiet_NaN();
+      } else if (k == "offered_kappa_mean") {
+        v = routed > 0 ? m_group_offered_kappa[g] / routed
+                       : std::numeric_limits<double>::quiet_NaN();
+      } else {
+        if (!summary_stat_declared(k))
+          throw std::logic_error("cluster: group figure '" + k +
+                                 "' is neither the router's nor a summary figure");
+        v = get(gf[g], k);
+      }
+      f.emplace_back(p + k, v);
+    }
   }
   return f;
 }

@@ -47,6 +47,14 @@ struct RequestRecord {
 
 // Streams requests.csv: a fixed header, one RFC 4180 row per write(), doubles in shortest
 // round-trip form (format_number), so the same run gives a byte-identical file.
+// requests.csv's cells, appended in place (issue 24: no string per cell): a whole number below
+// 1e16 in full ("-0" for negative zero), any other finite number as its shortest round trip, not
+// finite empty; text as an RFC 4180 field. The cells of serving/stat_catalog's columns use these.
+void append_csv_int(std::string& s, std::int64_t v);
+void append_csv_uint(std::string& s, std::uint64_t v);
+void append_csv_number(std::string& s, double v);
+void append_csv_text(std::string& s, const std::string& f);
+
 class RequestsCsvWriter {
  public:
   // Opens (truncates) `path` and writes the header; InputError naming the path on failure.
@@ -59,8 +67,9 @@ class RequestsCsvWriter {
   // Flushes and closes; InputError if the file could not be written. Idempotent.
   void close();
 
-  static const char* header();                     // the header line, without the newline
-  static std::string row(const RequestRecord& r);  // one row, without the newline
+  // The header line and one row, without the newline: serving/stat_catalog's columns.
+  static const char* header();
+  static std::string row(const RequestRecord& r);
   std::uint64_t rows_written() const { return m_rows; }
 
  private:
@@ -106,11 +115,13 @@ class SummaryBuilder {
     double tier_lookups = 0, tier_stored_chunks = 0, tier_evicted_chunks = 0,
            tier_restored_chunks = 0, tier_dropped_chunks = 0, tier_warm_chunks = 0;
     double tier_capacity_bytes = 0, tier_working_set_bytes = 0;
-    // ---- engine-specific figures appended after all others, in this order (issue 14: the
-    // replica engine's DP/EP/PP figures; empty for the single-group engine)
+    // ---- figures the engine computes itself, appended after all others (issue 14). Each is
+    // declared in serving/stat_catalog.cpp; figures() checks names and order against it.
+    // extra: the layout's figures (StatWhen::Replica), every one in declaration order
+    // (replica_stat_names()), or none (a TP group).
     std::vector<std::pair<std::string, double>> extra;
-    // issue 14: per tier level figures (name, value), appended at the end of the summary; empty
-    // without serving.tiers (outputs unchanged).
+    // tier_levels: with serving.tiers, per level in hierarchy order, "tiers_<level>_<field>" for
+    // every field of tier_level_stat_fields() in order; empty without serving.tiers.
     std::vector<std::pair<std::string, double>> tier_levels;
   };
 
@@ -119,43 +130,62 @@ class SummaryBuilder {
   void add_request(const RequestRecord& r);
   void add_step(const StepRecord& s);
 
-  // Every summary figure in the fixed output order; NaN marks a figure that is undefined for
-  // this run (no requests, no steps, a zero denominator) and becomes null in JSON.
+  // Every summary figure in the fixed output order, the declarations' (serving/stat_catalog):
+  // the figures declared always present, then t.extra and t.tier_levels, each checked against
+  // its declarations (std::logic_error naming an undeclared or missing one). NaN marks a figure
+  // that is undefined for this run (no requests, no steps, a zero denominator): null in JSON.
   std::vector<std::pair<std::string, double>> figures(const Totals& t) const;
   // A JSON object, one "key": value per line in figures()' order, numbers via format_number,
   // undefined figures as null, a trailing newline.
   std::string to_json(const Totals& t) const;
 
-  std::uint64_t requests() const { return m_requests; }
-  std::uint64_t steps() const { return m_steps; }
-  const QuantileSketch& ttft() const { return m_ttft; }
-  const QuantileSketch& queue() const { return m_queue; }
+  std::uint64_t requests() const { return m_a.requests; }
+  std::uint64_t steps() const { return m_a.steps; }
+  const QuantileSketch& ttft() const { return m_a.ttft; }
+  const QuantileSketch& queue() const { return m_a.queue; }
+
+  // The running sums, counts, maxima and sketches the figures are computed from (the formulas sit
+  // with each figure's declaration, serving/stat_catalog.cpp).
+  struct Accumulators {
+    explicit Accumulators(double relative_accuracy)
+        : ttft(relative_accuracy),
+          queue(relative_accuracy),
+          kappa(relative_accuracy),
+          kappa_link(relative_accuracy) {}
+    std::uint64_t requests = 0;
+    QuantileSketch ttft;
+    QuantileSketch queue;
+    QuantileSketch kappa;
+    QuantileSketch kappa_link;
+    double max_wait_s = 0;
+    double load_sum = 0, compute_sum = 0;
+    double poh_sum = 0;
+    std::uint64_t poh_n = 0;
+    double slow_sum = 0, slow_sq = 0;  // slowdown = ttft / (load + compute), for Jain's index
+    std::uint64_t slow_n = 0;
+    double cached_tokens = 0, computed_tokens = 0;
+    double bytes_loaded = 0, bytes_stored = 0;
+    double bytes_buffer = 0, recomputed_tokens = 0;
+    double last_finish_s = 0;
+    TimeBreakdown time_sum;  // Σ over requests
+
+    std::uint64_t steps = 0;
+    double step_tokens = 0;
+    double budget_frac_sum = 0;
+    std::uint64_t budget_n = 0;
+    double vram_sum = 0;
+    double seqs_sum = 0;
+    double step_time_sum = 0;
+  };
+  const Accumulators& accumulators() const { return m_a; }
 
  private:
-  std::uint64_t m_requests = 0;
-  QuantileSketch m_ttft;
-  QuantileSketch m_queue;
-  QuantileSketch m_kappa;
-  QuantileSketch m_kappa_link;
-  double m_max_wait_s = 0;
-  double m_load_sum = 0, m_compute_sum = 0;
-  double m_poh_sum = 0;
-  std::uint64_t m_poh_n = 0;
-  double m_slow_sum = 0, m_slow_sq = 0;  // slowdown = ttft / (load + compute), for Jain's index
-  std::uint64_t m_slow_n = 0;
-  double m_cached_tokens = 0, m_computed_tokens = 0;
-  double m_bytes_loaded = 0, m_bytes_stored = 0;
-  double m_bytes_buffer = 0, m_recomputed_tokens = 0;
-  double m_last_finish_s = 0;
-  TimeBreakdown m_time_sum;  // Σ over requests
-
-  std::uint64_t m_steps = 0;
-  double m_step_tokens = 0;
-  double m_budget_frac_sum = 0;
-  std::uint64_t m_budget_n = 0;
-  double m_vram_sum = 0;
-  double m_seqs_sum = 0;
-  double m_step_time_sum = 0;
+  Accumulators m_a;
 };
+
+// summary.json's text for figures in order: a JSON object, one "key": value per line, numbers via
+// format_number, NaN as null, a trailing newline; std::logic_error on a key not declared in
+// serving/stat_catalog (check_summary_declared). SummaryBuilder::to_json and a cluster's summary.
+std::string summary_json(const std::vector<std::pair<std::string, double>>& figures);
 
 }  // namespace kappasim

@@ -80,15 +80,7 @@ std::vector<std::pair<std::string, double>> run_cluster_into_folder(const Cluste
   csv.close();
   routes.close();
   if (!routes) throw IoError("cannot write " + routes_path + ": " + std::strerror(errno));
-  std::string json = "{\n";
-  for (std::size_t i = 0; i < figures.size(); ++i) {
-    const double v = figures[i].second;
-    json += "  " + json_escape(figures[i].first) + ": " +
-            (std::isfinite(v) ? format_number(v) : std::string("null")) +
-            (i + 1 < figures.size() ? ",\n" : "\n");
-  }
-  json += "}\n";
-  write_file_atomic(in_dir(dir, "summary.json"), json);
+  write_file_atomic(in_dir(dir, "summary.json"), summary_json(figures));
   return figures;
 }
 

@@ -1,7 +1,8 @@
 // Where the time went (issue 12 items 4 and 10): a breakdown that sums to the whole, per request
 // (its TTFT) and per run (the GPUs' simulated time), and the active bound of every KV load.
-// Pure C++, no SystemC: the engine fills these next to the charges it already makes; metrics
-// writes them (requests.csv, summary.json) using the names below, kept here in one place.
+// Pure C++, no SystemC: the engine fills these next to the charges it already makes; the
+// statistics declared from the names below (serving/stat_catalog: requests.csv's t_* columns,
+// summary.json's families) write them.
 //
 // Categories (seconds; docs/metrics.md "Time breakdown"):
 //   queue          waiting for the scheduler: arrival to first step, and steps it sat out
@@ -24,8 +25,9 @@
 // sum to the simulated time.
 //
 // Adding a category (e.g. a stack profile's GPU idle gap per chunk): add a field and one line to
-// categories() (its name becomes the CSV column t_<name>_s and the summary figure
-// time_fraction_<name>), and add the charge to the step's breakdown in serving/engine.cpp next to
+// categories() (its name becomes the CSV column t_<name>_s and the summary figures
+// ttft_mean_<name>_s and time_fraction_<name>; then `kappasim metrics --update docs/metrics.md`),
+// and add the charge to the step's breakdown in serving/engine.cpp next to
 // the wait that charges it. sum(), +=, the CSV header, the summary and the --check that a step's
 // categories sum to its duration all read categories().
 #pragma once

@@ -111,6 +111,9 @@ int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& a
 // kappasim validate [--dir DIR] [--out FILE.md] [--check] (apps/kappasim/cmd_validate.cpp)
 int cmd_validate(const std::vector<std::string>& args);
 
+// kappasim metrics [TABLE] (apps/kappasim/cmd_metrics.cpp; serving/stat_catalog)
+int cmd_metrics(const std::vector<std::string>& args);
+
 // kappasim design emit (apps/kappasim/cmd_design.cpp)
 int cmd_design(const std::string& verb, const std::vector<std::string>& args);
 

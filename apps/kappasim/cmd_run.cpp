@@ -11,6 +11,7 @@
 #include "serving/cluster_spec.hpp"
 #include "serving/kv_hierarchy.hpp"
 #include "serving/run_folder.hpp"
+#include "serving/stat_catalog.hpp"
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim::cli {
@@ -58,13 +59,8 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   if (!quiet) {
     std::cout << "cluster (" << router_name(spec.cluster.router) << ", " << spec.node_count()
               << " nodes)";
-    for (const auto& [k, v] : figures) {
-      if (k == "requests_completed" || k == "ttft_p50_s" || k == "ttft_p99_s" ||
-          k == "throughput_rps" || k.find(".requests_routed") != std::string::npos ||
-          k.find(".offered_kappa_mean") != std::string::npos ||
-          k.find(".gpu_utilization") != std::string::npos)
-        std::cout << "\n  " << k << ": " << format_number(v);
-    }
+    for (const auto& [k, v] : figures)  // the figures declared kShowCluster (serving/stat_catalog)
+      if (stat_show(k) & kShowCluster) std::cout << "\n  " << k << ": " << format_number(v);
     std::cout << "\nresults in " << out
               << "/ (requests.csv, routes.csv, summary.json, config.yaml)\n";
   }
@@ -179,17 +175,13 @@ int cmd_run(const std::vector<std::string>& args) {
                 << " rejected: prompt longer than the GPUs' KV cache)";
     std::cout << ", simulated " << format_number(totals.simulated_time_s) << " s in "
               << format_number(totals.wall_time_s) << " s wall\n";
-    for (const auto& [k, v] : run.figures) {
-      if (k == "ttft_p50_s" || k == "ttft_p99_s" || k == "throughput_rps" ||
-          k == "budget_utilization" || k == "gpu_power_tdp_fraction" ||
-          k == "transfer_time_fraction" || k == "h2d_effective_bytes_per_s" ||
-          k == "h2d_effective_node_bytes_per_s" || k == "h2d_effective_model_bytes_per_s")
-        std::cout << "  " << k << ": " << format_number(v) << "\n";
-    }
+    for (const auto& [k, v] : run.figures)  // the figures declared kShowRun (serving/stat_catalog)
+      if (stat_show(k) & kShowRun) std::cout << "  " << k << ": " << format_number(v) << "\n";
     // Where the GPUs' time went (issue 12 items 4, 10): the run's fractions of at least 0.5%.
     std::string where;
     for (const auto& [k, v] : run.figures)
-      if (k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) && v >= 0.005) {
+      if ((stat_show(k) & kShowGpuTime) && k.rfind("time_fraction_", 0) == 0 && std::isfinite(v) &&
+          v >= 0.005) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", 100 * v);
         where += (where.empty() ? "" : ", ") + k.substr(14) + " " + pct;

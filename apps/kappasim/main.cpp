@@ -43,6 +43,8 @@ const char* kUsage =
     "  solve      CONFIG --vary KEY --range LO:HI --target \"M OP V\": the KEY where the target is "
     "met\n"
     "  design     emit: one compute / host-link / KV-SRAM split of the design model as presets\n"
+    "  metrics    the statistics runs write (requests.csv, summary.json): unit, aggregation, "
+    "definition\n"
     "\n"
     "Exit codes: 0 ok, 2 bad input (message names the file, key or option), 1 internal error,\n"
     "3 (sweep) some points invalid or failed, 4 a file could not be read or written (disk full,\n"
@@ -50,8 +52,9 @@ const char* kUsage =
 
 // ---- help for the commands with verbs, and "did you mean" (issue 12, item 14) ---------------
 const std::vector<std::string> kCommands = {
-    "report", "kappa",     "roofline", "presets",  "probe",       "run",       "measure", "bench",
-    "sweep",  "reproduce", "help",     "validate", "sensitivity", "calibrate", "solve",   "design"};
+    "report",      "kappa",     "roofline", "presets",   "probe",  "run",
+    "measure",     "bench",     "sweep",    "reproduce", "help",   "validate",
+    "sensitivity", "calibrate", "solve",    "design",    "metrics"};
 
 struct VerbHelp {
   const char* command;
@@ -150,6 +153,7 @@ int main(int argc, char** argv) {
         if (gate >= 0) return gate;
       }
     if (cmd == "validate") return kappasim::cli::cmd_validate(args);
+    if (cmd == "metrics") return kappasim::cli::cmd_metrics(args);
     // analysis commands (apps/kappasim/cmd_{sensitivity,calibrate,solve}.cpp)
     if (cmd == "sensitivity") return kappasim::cli::cmd_sensitivity(args);
     if (cmd == "calibrate") return kappasim::cli::cmd_calibrate(args);

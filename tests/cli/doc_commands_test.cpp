@@ -51,6 +51,9 @@ const Skip kSkip[] = {
      "writes the repository's own docs/validation.md "
      "(ctest validate_check runs it)"},
     {"presets check", "loads every preset: covered by Cli.PresetsCheckPassesAndShowResolves"},
+    {"metrics --update docs/metrics.md",
+     "rewrites the repository's own docs/metrics.md (ctest "
+     "StatCatalog.DocsMetricsHoldsExactlyTheGeneratedTables checks it)"},
     // Fixed or shared paths.
     {"/shared/", "a cluster's shared folder (sweep emit slurm is tested in sweep_cli_test)"},
     // The user's own files in an example, not files in this repository.
