@@ -110,9 +110,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   LoadContext::stats = &m_stats;
   LoadContext::step_time = &m_step_time;
   LoadContext::step_bounds = &m_step_bounds;
-  // The run's link capacity figure: the topology's, whichever back end carries the copies.
-  m_link_capacity_Bps =
-      build_topology(m_spec.system).solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
+  // The run's link capacity figure, from the back end that carries the copies.
+  m_link_capacity_Bps = m_link->capacity_Bps(0, Direction::H2D, m_load_path->copy_path());
   m_recompute_of = [this](const Sequence& q) { return recompute_of(q.req.id); };
   if (m_sinks.trace) {
     m_track_step = m_sinks.trace->track("engine", "steps (compute)");

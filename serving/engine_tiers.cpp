@@ -52,16 +52,17 @@ void ServingEngine::init_tiers() {
   std::vector<KvHierarchy::Level> lower;
   if (t.enabled()) {
     t.validate_against(m_spec.system, "serving.tiers");
-    if (sv.link_fidelity != LinkFidelity::Flow)
-      throw InputError(
-          "serving.tiers: tiers below DRAM need serving.link_fidelity flow (the packet back end "
-          "carries host-DRAM transfers only)");
     if (sv.kv_buffer.enabled())
       throw InputError(
           "serving.tiers: tiers below DRAM are not simulated together with serving.kv_buffer");
     if (t.cxl_capacity_bytes > 0) lower.push_back({TierLevel::Cxl, t.cxl_capacity_bytes});
     if (t.nvme_capacity_bytes > 0) lower.push_back({TierLevel::Nvme, t.nvme_capacity_bytes});
     if (t.remote_capacity_bytes > 0) lower.push_back({TierLevel::Remote, t.remote_capacity_bytes});
+    for (const auto& lv : lower) {  // the back end carries each tier's transfers (one check)
+      TransferRequest probe;
+      probe.endpoint = endpoint_of_level(lv.level);
+      m_link->check_carries(probe, "serving.tiers");
+    }
   }
   m_hier =
       std::make_unique<KvHierarchy>(*m_tier, lower, m_tp * m_bkv_gpu, t.write, t.promote_on_hit);

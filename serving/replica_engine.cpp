@@ -57,14 +57,15 @@ ReplicaEngine::ReplicaEngine(const sc_core::sc_module_name& name, const RunSpec&
   // The all-to-all and PP activations go through the fabric as PeerGpu transfers where it
   // carries them (the flow back end); else (packet) they are timed by replica_step's per-port
   // model.
-  m_peer_fabric = m_link->fidelity() == "flow" && m_L.stage_gpus * m_L.pp > 1;
+  TransferRequest peer;
+  peer.endpoint = Endpoint::PeerGpu;
+  m_peer_fabric = m_link->carries(peer) && m_L.stage_gpus * m_L.pp > 1;
   for (int g = 0; g < m_L.gpus; ++g) {
     m_dma.push_back(std::make_unique<CopyEngine>(("dma" + std::to_string(g)).c_str(),
                                                  m_spec.system.gpu, fabric_gpu(g)));
     m_dma.back()->connect(*m_link);
   }
-  m_link_capacity_Bps =
-      build_topology(m_spec.system).solo_rate(0, Direction::H2D, CopyPath::Dma, true);
+  m_link_capacity_Bps = m_link->capacity_Bps(0, Direction::H2D, CopyPath::Dma);
   SC_THREAD(arrivals);
   SC_THREAD(steps);
 }
