@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "interconnects/transfer.hpp"
 
 namespace kappasim {
@@ -89,8 +90,41 @@ class LinkModel {
   // First-byte latency one transfer of this kind pays on an idle system (seconds).
   virtual double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
   // Payload bytes/s one transfer of this kind gets alone on an idle system (its tightest
-  // resource or own limit), e.g. for a report's link capacity.
+  // resource or own limit).
   virtual double solo_rate_Bps(int gpu, Direction dir, CopyPath path, bool pinned) const = 0;
+  // The link capacity a run reports (summary link_capacity, the denominator of its link
+  // utilisation): pinned host-DRAM transfers of this kind on GPU `gpu`. The engines ask the back
+  // end they run on (issue 21: no second Topology beside it). Default: solo_rate_Bps.
+  virtual double capacity_Bps(int gpu, Direction dir, CopyPath path) const {
+    return solo_rate_Bps(gpu, dir, path, true);
+  }
+  // Whether this back end carries `r` (its endpoint, copy path, pinning). When not, `why` (if
+  // given) gets what it cannot carry, e.g. "a transfer with endpoint 'cxl' (it models the PCIe
+  // host link to host DRAM only)". Default: everything.
+  virtual bool carries(const TransferRequest& r, std::string* why = nullptr) const {
+    (void)r;
+    (void)why;
+    return true;
+  }
+  // The one answer to "can this back end carry this transfer" (issue 21): refusal() when
+  // carries() says no. `context`: the config key that asks for such transfers (serving.tiers),
+  // or empty. Back ends call it on every transfer they start; engines call it up front.
+  void check_carries(const TransferRequest& r, const std::string& context = "") const {
+    std::string why;
+    if (!carries(r, &why)) throw refusal(fidelity(), why, context);
+  }
+  // The one error text for whatever a back end cannot carry (a transfer, a system, a node
+  // count): "serving.link_fidelity: [<context> needs what ]the <fidelity> back end cannot carry
+  // [: ]<what>; link_fidelity: flow carries it". The flow back end carries every endpoint,
+  // system and node count the topology can describe.
+  static InputError refusal(const std::string& fidelity, const std::string& what,
+                            const std::string& context = "") {
+    return InputError("serving.link_fidelity: " +
+                      (context.empty()
+                           ? "the " + fidelity + " back end cannot carry "
+                           : context + " needs what the " + fidelity + " back end cannot carry: ") +
+                      what + "; link_fidelity: flow carries it");
+  }
   // The same two for a whole request, whatever its endpoint (issue 14: CXL, NVMe, peer GPU,
   // remote). Default: the host-DRAM figures (a back end that carries HostDram only rejects the
   // others when they are started).

@@ -10,7 +10,6 @@
 #include "serving/sim_clock.hpp"
 #include "serving/step_group.hpp"
 #include "systems/link_backend.hpp"
-#include "systems/topology.hpp"
 
 namespace kappasim {
 
@@ -195,7 +194,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   };
   for (auto& g : m_groups)
     for (Rank* r : g->ranks)
-      r->store = std::make_unique<KvStore>(m_spec, *r->gpus, m_bkv_gpu, dram, g->stats,
+      r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_bkv_gpu, dram, g->stats,
                                            g->store_weight(), 1.0 / g->ranks.size(),
                                            L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks);
   if (L.dp > 1) m_router = make_router(sv.dp_router);
@@ -412,9 +411,8 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.kv_copies = L.stage_gpus;
   f.simulated_time_s = now_s();
   f.wall_time_s = wall_time_s;
-  // The run's link capacity figure: the topology's, whichever back end carries the copies.
-  f.link_capacity_Bps = build_topology(m_spec.system)
-                            .solo_rate(0, Direction::H2D, m_load_path->copy_path(), true);
+  // The run's link capacity figure, from the back end that carries the copies.
+  f.link_capacity_Bps = m_link->capacity_Bps(0, Direction::H2D, m_load_path->copy_path());
   f.kv_bytes_per_token_gpu = m_bkv_gpu / L.pp;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   SummaryBuilder::Totals t = engine_totals(s, m_spec, store().dram(), f, &store().hierarchy());

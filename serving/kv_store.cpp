@@ -27,7 +27,8 @@ Endpoint endpoint_of_level(TierLevel l) {
 }
 }  // namespace
 
-KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, double kv_bytes_per_token_gpu,
+KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
+                 double kv_bytes_per_token_gpu,
                  double dram_bytes, EngineStats& stats, double bytes_weight,
                  double time_weight, double share, Hooks hooks)
     : m_spec(spec), m_gpus(gpus), m_stats(stats), m_weight(bytes_weight),
@@ -41,10 +42,6 @@ KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, double kv_bytes_per_
   std::vector<KvHierarchy::Level> lower;
   if (t.enabled()) {
     t.validate_against(spec.system, "serving.tiers");
-    if (sv.link_fidelity != LinkFidelity::Flow)
-      throw InputError(
-          "serving.tiers: tiers below DRAM need serving.link_fidelity flow (the packet back end "
-          "carries host-DRAM transfers only)");
     if (sv.kv_buffer.enabled())
       throw InputError(
           "serving.tiers: tiers below DRAM are not simulated together with serving.kv_buffer");
@@ -54,6 +51,11 @@ KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, double kv_bytes_per_
     if (t.nvme_capacity_bytes > 0) lower.push_back({TierLevel::Nvme, part(t.nvme_capacity_bytes)});
     if (t.remote_capacity_bytes > 0)
       lower.push_back({TierLevel::Remote, part(t.remote_capacity_bytes)});
+    for (const auto& lv : lower) {  // the back end carries each level's transfers (one check)
+      TransferRequest probe;
+      probe.endpoint = endpoint_of_level(lv.level);
+      link.check_carries(probe, "serving.tiers");
+    }
   }
   m_hier = std::make_unique<KvHierarchy>(*m_dram, lower, tp * kv_bytes_per_token_gpu, t.write,
                                          t.promote_on_hit);

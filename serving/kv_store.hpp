@@ -57,7 +57,9 @@ class KvStore {
   // `bytes_weight`, `time_weight`: the factors from one of the rank's GPUs' bytes and times to
   // the group's per-GPU mean (1, 1 for a TP rank alone in its step group; 1 / (ranks x pp) and
   // 1 / ranks in general). `share`: the rank's share of the lower levels' capacities.
-  KvStore(const RunSpec& spec, const RankGpus& gpus, double kv_bytes_per_token_gpu,
+  // `link`: the engine's back end (it must carry the lower levels' transfers).
+  KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
+          double kv_bytes_per_token_gpu,
           double dram_bytes, EngineStats& stats, double bytes_weight, double time_weight,
           double share, Hooks hooks);
   ~KvStore();

@@ -3,7 +3,8 @@
 namespace kappasim {
 
 SchedulerPolicyRegistry& scheduler_policies() {
-  static SchedulerPolicyRegistry registry("scheduler policy");  // built on first use
+  static SchedulerPolicyRegistry registry("policy", "scheduler policy",
+                                          "serving.policy");  // built on first use
   return registry;
 }
 
@@ -13,7 +14,7 @@ const std::vector<std::pair<const char*, Policy>>& policy_names() {
   const auto entries = scheduler_policies().entries();
   if (names.size() != entries.size()) {
     names.clear();
-    for (const auto* e : entries) names.emplace_back(e->name, Policy{e->name});
+    for (const auto* e : entries) names.emplace_back(e->name.c_str(), Policy{e->name.c_str()});
   }
   return names;
 }
@@ -21,7 +22,7 @@ const std::vector<std::pair<const char*, Policy>>& policy_names() {
 const char* policy_name(Policy p) { return p.name; }
 
 std::unique_ptr<SchedulerPolicy> make_scheduler_policy(Policy p) {
-  return scheduler_policies().at(p.name, "serving.policy").make();
+  return scheduler_policies().make(p.name);
 }
 
 }  // namespace kappasim

@@ -42,13 +42,6 @@ void RecomputeSpec::validate(const std::string& path) const {
                      (mode == RecomputeMode::Auto ? "auto" : "none") + ")");
 }
 
-const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
-  static const std::vector<std::pair<const char*, LoadPath>> n = {
-      {"kernel", LoadPath::Kernel},
-      {"layerwise", LoadPath::Layerwise},
-      {"block_dma", LoadPath::BlockDma}};
-  return n;
-}
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names() {
   static const std::vector<std::pair<const char*, StoreMode>> n = {
       {"blocking", StoreMode::Blocking},
@@ -60,12 +53,6 @@ const std::vector<std::pair<const char*, StoreMode>>& store_mode_names() {
 const std::vector<std::pair<const char*, Granularity>>& granularity_names() {
   static const std::vector<std::pair<const char*, Granularity>> n = {{"step", Granularity::Step},
                                                                      {"layer", Granularity::Layer}};
-  return n;
-}
-
-const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names() {
-  static const std::vector<std::pair<const char*, LinkFidelity>> n = {
-      {"flow", LinkFidelity::Flow}, {"packet", LinkFidelity::Packet}};
   return n;
 }
 
@@ -175,17 +162,6 @@ int ServingSpec::tier_chunk_tokens() const {
   return load_path == LoadPath::BlockDma ? block_tokens : chunk_tokens;
 }
 double ServingSpec::retrieve_fixed_s() const { return stack.retrieve_fixed_s; }
-double ServingSpec::retrieve_per_entry_s() const {
-  switch (load_path) {
-    case LoadPath::Kernel:
-      return stack.retrieve_hash_per_chunk_s + stack.retrieve_gap_per_chunk_s;
-    case LoadPath::Layerwise:
-      return stack.retrieve_hash_per_chunk_s;
-    case LoadPath::BlockDma:
-      return 0;
-  }
-  return 0;
-}
 StoreMode ServingSpec::effective_store() const {
   if (store != StoreMode::Stack) return store;
   return stack.store == StackStore::Blocking ? StoreMode::Blocking : StoreMode::Async;

@@ -17,20 +17,18 @@
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
 #include "models/llm/parallelism.hpp"
+#include "serving/load_path_kind.hpp"
 #include "serving/router_policy.hpp"
 #include "serving/paged_kv.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/stack_profile.hpp"
+#include "systems/link_backends.hpp"
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
 
-// How cached KV moves from the host tier into HBM.
-enum class LoadPath {
-  Kernel,     // LMCache default: CUDA kernel reading pinned host memory zero-copy (SM copy)
-  Layerwise,  // LMCache use_layerwise: per layer per chunk a DMA + scatter, overlapped with compute
-  BlockDma,   // vLLM native OffloadingConnector: cudaMemcpyAsync per 16-token block
-};
+// How cached KV moves from the host tier into HBM: serving.load_path, a registered load path's
+// name (LoadPath, serving/load_path_kind.hpp: kernel | layerwise | block_dma built in).
 // How new KV is written back to the tier.
 enum class StoreMode {
   Blocking,  // LMCache v0.3: gather kernel, DMA to pinned host, blocking stream synchronise
@@ -58,14 +56,12 @@ enum class RecomputeMode {
 
 const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names();
 const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names();
-const std::vector<std::pair<const char*, LoadPath>>& load_path_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
 const std::vector<std::pair<const char*, Granularity>>& granularity_names();
-// serving.link_fidelity (issue 13 item 1): the link back end a run's transfers go through
-// (systems/link_backend's registry names): flow (FlowFabric, max-min fair fluid over the whole
-// topology, HBM included) or packet (PciePacketLink per GPU: TLPs, tags, credits; PCIe only).
-enum class LinkFidelity { Flow, Packet };
-const std::vector<std::pair<const char*, LinkFidelity>>& link_fidelity_names();
+// serving.link_fidelity (issue 13 item 1): the link back end a run's transfers go through, a
+// registered back end's name (LinkFidelity, systems/link_backends.hpp): flow (FlowFabric,
+// max-min fair fluid over the whole topology, HBM included) or packet (PciePacketLink per GPU:
+// TLPs, tags, credits; PCIe only) built in.
 
 // A GPU-side store of hot prefix chunks (docs/studies-kv.md): per GPU, holding that GPU's TP
 // shard of each chunk, LRU by chunk key like the CPU tier. Chunks of a request's cached prefix
@@ -269,8 +265,9 @@ struct ServingSpec {
     v.text("compute_dtype", compute_dtype, opt("compute and weight dtype (bf16, fp8, ...)"));
     v.choice("kv_dtype", kv_dtype, dtype_names(), opt("KV cache dtype"));
     v.choice("load_path", load_path, load_path_names(),
-             opt("KV load path: kernel (LMCache zero-copy), layerwise (LMCache per-layer DMA), "
-                 "block_dma (vLLM native, 16-token blocks)"));
+             opt("KV load path, a registered name (kappasim list load-path): kernel (LMCache "
+                 "zero-copy), layerwise (LMCache per-layer DMA), block_dma (vLLM native, "
+                 "16-token blocks)"));
     v.object("stack", stack,
              opt("serving software stack profile (lmcache-0.3.5, lmcache-0.3.7, "
                  "vllm-native-0.11, vllm-native-0.12, ideal)"),
@@ -309,12 +306,12 @@ struct ServingSpec {
              opt("parallelism layout: tp, dp_attention, ep, pp, nodes, nic_bandwidth "
                  "(docs/parallelism.md)"));
     v.choice("dp_router", dp_router, router_names(),
-             opt("router of arrivals to DP-attention ranks, a registered name (kappasim "
-                 "presets policies)"));
+             opt("router of arrivals to DP-attention ranks, a registered name (kappasim list "
+                 "router)"));
     // issue 13 item 1: the transfer back end (docs/serving-engine.md)
     v.choice("link_fidelity", link_fidelity, link_fidelity_names(),
-             opt("link back end: flow (fluid max-min over the topology) or packet (PCIe TLPs "
-                 "per GPU; PCIe host links only)"));
+             opt("link back end, a registered name (kappasim list link-backend): flow (fluid "
+                 "max-min over the topology) or packet (PCIe TLPs per GPU; PCIe host links only)"));
     // issue 14: the KV tier hierarchy below host DRAM (docs/serving-engine.md)
     v.object("tiers", tiers,
              opt("KV tiers below host DRAM: cxl/nvme/remote capacities, write policy, "
@@ -327,10 +324,9 @@ struct ServingSpec {
   // Tokens per tier entry: chunk_tokens for LMCache paths, block_tokens for block_dma (the
   // native connector keys 16-token blocks).
   int tier_chunk_tokens() const;
-  // Per-request and per-entry in-step CPU costs of a retrieve on this load path (the stack
-  // profile's, host tier; the router's estimates use them), and the store mode in effect.
+  // The per-request in-step CPU cost of a retrieve (the stack profile's, host tier), and the
+  // store mode in effect.
   double retrieve_fixed_s() const;
-  double retrieve_per_entry_s() const;
   StoreMode effective_store() const;
   // Fills the defaults that depend on the system (tier capacity, the stack's store mode) and
   // returns, in `notes`, each filled key with its provenance (for the effective config).

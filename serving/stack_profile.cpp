@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/registry.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
 
@@ -34,6 +35,28 @@ void StackProfile::validate(const std::string& path) const {
     throw InputError(p + "host_reserve_fraction: must be in [0, 1)");
   copy_kernel.validate(p + "copy_kernel");
 }
+
+namespace {
+// Stack profiles are preset files (presets/stacks/, --preset-dir), not code: this adapter shows
+// them to the one registry listing (core/registry.hpp: `kappasim list stack`), one row per stack
+// preset with its display_name. serving.stack resolves the name through the preset registry,
+// whose unknown-name error names the key and suggests the nearest preset, like every registry.
+class StackProfileListing : public RegistryBase {
+ public:
+  StackProfileListing() : RegistryBase("stack", "stack profile", "serving.stack") {}
+  std::vector<Item> listing() const override {
+    const PresetRegistry& reg = PresetRegistry::instance();
+    std::vector<Item> out;
+    for (const std::string& name : reg.names("stack")) {
+      const ConfigNode* n = reg.find("stack", name);
+      const ConfigNode* dn = n ? n->find("display_name") : nullptr;
+      out.push_back({name, dn ? dn->scalar : std::string()});
+    }
+    return out;
+  }
+};
+const StackProfileListing kStackProfiles;
+}  // namespace
 
 bool stack_supports(const StackProfile& p, LoadPath path) {
   switch (p.family) {
@@ -71,34 +94,27 @@ RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t r
                             std::int64_t chunks, std::int64_t blocks, int layers, bool on_package) {
   RetrieveCost c;
   const double n = static_cast<double>(chunks);
-  switch (path) {
-    case LoadPath::Kernel:
-      c.copies = chunks;
-      break;  // one copy kernel per chunk
-    case LoadPath::Layerwise:
-      c.copies = chunks;
-      break;  // per layer: one DMA per chunk
-    case LoadPath::BlockDma:
-      c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
-                     ? blocks * static_cast<std::int64_t>(layers) * 2
-                     : blocks;
-      break;
-  }
+  // The built-in paths by name (serving/load_path_kind.hpp); a path registered beside them
+  // carries no stack cost here (only an `ideal` stack supports it: stack_supports).
+  if (path == LoadPath::Kernel)
+    c.copies = chunks;  // one copy kernel per chunk
+  else if (path == LoadPath::Layerwise)
+    c.copies = chunks;  // per layer: one DMA per chunk
+  else if (path == LoadPath::BlockDma)
+    c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
+                   ? blocks * static_cast<std::int64_t>(layers) * 2
+                   : blocks;
   if (on_package || requests == 0) return c;
   c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
-  switch (path) {
-    case LoadPath::Kernel:
-      c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
-      c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
-      c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
-      break;
-    case LoadPath::Layerwise:
-      c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
-      c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
-      break;
-    case LoadPath::BlockDma:
-      c.cpu_overlap_s = static_cast<double>(c.copies) * p.native_issue_per_copy_s;
-      break;
+  if (path == LoadPath::Kernel) {
+    c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+    c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
+    c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
+  } else if (path == LoadPath::Layerwise) {
+    c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+    c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
+  } else if (path == LoadPath::BlockDma) {
+    c.cpu_overlap_s = static_cast<double>(c.copies) * p.native_issue_per_copy_s;
   }
   return c;
 }

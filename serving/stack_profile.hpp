@@ -40,7 +40,7 @@
 namespace kappasim {
 
 struct SystemSpec;
-enum class LoadPath;  // serving/serving_spec.hpp
+struct LoadPath;  // serving/load_path_kind.hpp
 
 enum class StackFamily {
   Lmcache,     // LMCache's vLLM v1 connector: load paths kernel | layerwise

@@ -502,20 +502,22 @@ std::vector<StatDecl> make_summary() {
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica
-  // engine"): the engine's Totals::extra, in this order. There `gpus` is the replica's GPUs,
+  // engine"): the engine's Totals::extra (serving/step_model.cpp layout_figures), in this order. There `gpus` is the replica's GPUs,
   // per-GPU figures average over them, and the tier figures sum the ranks' tiers.
   // clang-format off
   add(replica("dp_ranks", "ranks", A::Setting, "DP ranks of the replica"));
   add(replica("replica_gpus", "GPUs", A::Setting, "the replica's GPUs"));
   add(replica("dp_mean_rank_tokens_per_step", "tokens", A::Mean,
-              "tokens a rank computed per step, mean over steps and ranks"));
+              "tokens a rank computed per step it took part in (dummy batches count as steps)"));
   add(replica("dp_max_rank_tokens_per_step", "tokens", A::Mean,
-              "the busiest rank's tokens per step, mean over steps"));
+              "the busiest rank's tokens per step of its step group, mean over group steps"));
   add(replica("dp_rank_imbalance", "1", A::Ratio,
-              "dp_max_rank_tokens_per_step / dp_mean_rank_tokens_per_step"));
+              "lockstep waste: Σ over group steps of busiest rank's tokens x ranks in the group / Σ tokens (1 when ranks step alone: a dense model)"));
+  add(replica("dp_routing_imbalance", "1", A::Ratio,
+              "the busiest rank's tokens over the whole run / the mean rank's (the router's balance)"));
   add(replica("dp_rank_idle_s", "s", A::Total,
-              "Σ over steps of the mean rank's wait for the slowest (non-expert part)"));
-  add(replica("dp_dummy_rank_steps", "rank-steps", A::Count, "rank-steps run as a dummy batch"));
+              "Σ over lockstep steps of the mean rank's wait for the slowest (non-expert part)"));
+  add(replica("dp_dummy_rank_steps", "rank-steps", A::Count, "rank-steps run as a dummy batch (MoE lockstep only)"));
   add(replica("ep_a2a_s", "s", A::Total,
               "EP all-to-all time (dispatch and combine), simulated through the fabric"));
   add(replica("ep_a2a_time_share", "1", A::Ratio,

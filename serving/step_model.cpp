@@ -58,9 +58,11 @@ class LayoutStep final : public StepModel {
              LinkModule& link, LayoutStats& stats, std::uint64_t& on_fewer_sms)
       : m_spec(spec), m_L(L), m_ranks(std::move(ranks)), m_link(link), m_stats(stats),
         m_on_fewer_sms(on_fewer_sms) {
-    // The all-to-all and PP activations go through the fabric where it carries GPU-to-GPU
-    // transfers (the flow back end).
-    m_peer_fabric = link.fidelity() == "flow" && m_L.stage_gpus * m_L.pp > 1;
+    // The all-to-all and PP activations go through the fabric where the back end carries
+    // GPU-to-GPU transfers (the flow back end; LinkModel::carries).
+    TransferRequest peer;
+    peer.endpoint = Endpoint::PeerGpu;
+    m_peer_fabric = link.carries(peer) && m_L.stage_gpus * m_L.pp > 1;
   }
 
   StepTime time(const std::vector<std::vector<SeqSlice>>& batches) override {

@@ -9,8 +9,9 @@
 //   design               the area/power design-space model (models/design/design_kind.cpp)
 //   selftest             the sweep machinery's own test kind (sweeps/selftest_kind.cpp)
 // Those files are built into object libraries (kappasim_kinds, kappasim_sim_kinds: CMakeLists.txt)
-// so the linker never drops a registration nothing else refers to. The registry lists kinds by
-// name (sorted), whatever order static initialisation ran in.
+// so the linker never drops a registration nothing else refers to. The registry is the one name
+// registry (core/registry.hpp: `kappasim list sweep-kind`, did-you-mean on an unknown name); it
+// lists kinds by name (sorted), whatever order static initialisation ran in.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/registry.hpp"
 
 namespace kappasim::sweep {
 
@@ -43,19 +45,30 @@ using PointFn = std::function<PointResult(const ConfigNode& config, const PointC
 
 struct PointKind {
   std::string name;
-  std::string doc;  // one line for `kappasim sweep kinds`
+  std::string doc;  // one line for `kappasim sweep kinds` and `kappasim list sweep-kind`
   PointFn run;
+  explicit operator bool() const { return static_cast<bool>(run); }  // registered (not empty)
 };
 
-class KindRegistry {
+// The sweep kinds' name registry (core/registry.hpp's NamedRegistry; config key: the sweep
+// spec's `kind`, the point command's --kind).
+class KindRegistry : public NamedRegistry<PointKind> {
  public:
-  void add(PointKind k);  // std::logic_error for a name registered twice
-  const PointKind* find(const std::string& name) const;          // null if unknown
-  std::vector<std::string> names() const;                        // sorted
-  const std::vector<PointKind>& all() const { return m_kinds; }  // sorted by name
-
- private:
-  std::vector<PointKind> m_kinds;
+  KindRegistry() : NamedRegistry<PointKind>("sweep-kind", "point kind", "kind") {}
+  // std::logic_error for a name registered twice or a kind without a name or function.
+  void add(PointKind k) {
+    const std::string name = k.name, doc = k.doc;
+    NamedRegistry<PointKind>::add(name, doc, std::move(k));
+  }
+  const PointKind* find(const std::string& name) const {  // null if unknown
+    const Entry* e = NamedRegistry<PointKind>::find(name);
+    return e ? &e->value : nullptr;
+  }
+  std::vector<PointKind> all() const {  // sorted by name
+    std::vector<PointKind> out;
+    for (const Entry* e : entries()) out.push_back(e->value);
+    return out;
+  }
 };
 
 // The process-wide registry (filled at static initialisation by the domains' kind files).

@@ -279,8 +279,16 @@ SweepSpec parse_sweep_spec(const ConfigNode& root, const std::string& base_dir, 
   };
   if (!kind) fail(root, "missing required key 'kind' (" + valid_kinds() + ")");
   s.kind = need_scalar(*kind, "the point kind");
-  if (known_kind && !known_kind(s.kind))
-    fail(*kind, "unknown point kind '" + s.kind + "' (" + valid_kinds() + ")");
+  if (known_kind && !known_kind(s.kind)) {
+    // The registry's suggestion (core/registry.hpp), among the kinds the check accepts.
+    std::vector<std::string> valid;
+    for (const auto& n : kinds().names())
+      if (known_kind(n)) valid.push_back(n);
+    const std::string near = nearest(s.kind, valid);
+    fail(*kind, "unknown point kind '" + excerpt(s.kind) + "'" +
+                    (near.empty() ? "" : "; did you mean '" + near + "'?") + " (" + valid_kinds() +
+                    ")");
+  }
 
   s.config = ConfigNode::make_map(root.loc);
   if (const ConfigNode* b = root.find("base")) {

@@ -8,19 +8,29 @@
 
 namespace kappasim {
 
-PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec& s)
-    : LinkModule(name) {
+namespace {
+// The system checks, before anything is built (refusal: the one text).
+const SystemSpec& carried_system(const SystemSpec& s, int nodes) {
   if (s.host_link.type != LinkType::Pcie)
-    throw InputError("serving.link_fidelity: packet models PCIe links only; system.host_link '" +
-                     s.host_link.name + "' is not PCIe (use link_fidelity: flow)");
+    throw LinkModel::refusal("packet", "a host link that is not PCIe (system.host_link '" +
+                                           s.host_link.name + "'; it models PCIe links only)");
   if (s.gpus_sharing_host_link != 1)
-    throw InputError(
-        "serving.link_fidelity: packet models one PCIe link per GPU; "
-        "system.gpus_sharing_host_link is " +
-        std::to_string(s.gpus_sharing_host_link) + " (use link_fidelity: flow)");
-  // The same checks as the flow back end. Copy kernels bring their own loads in flight
-  // (TransferRequest::sm_inflight_bytes, from their CopyKernelShape).
-  build_topology(s);
+    throw LinkModel::refusal("packet",
+                             "GPUs sharing a host link (system.gpus_sharing_host_link is " +
+                                 std::to_string(s.gpus_sharing_host_link) +
+                                 "; it models one PCIe link per GPU)");
+  if (nodes < 1) throw InputError("nodes: a replica needs at least one node");
+  if (nodes != 1)
+    throw LinkModel::refusal(
+        "packet", "a replica of " + std::to_string(nodes) + " nodes (it models one node)");
+  return s;
+}
+}  // namespace
+
+PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec& s, int nodes)
+    : LinkModule(name), m_topo(build_topology(carried_system(s, nodes))) {
+  // build_topology: the same checks as the flow back end. Copy kernels bring their own loads in
+  // flight (TransferRequest::sm_inflight_bytes, from their CopyKernelShape).
   const PcieProtocol p = PcieProtocol::from(s.host_link, "system.host_link");
   PciePacketOptions opts;
   for (int g = 0; g < s.gpus; ++g)
@@ -31,17 +41,7 @@ PacketFabric::PacketFabric(const sc_core::sc_module_name& name, const SystemSpec
 PciePacketLink& PacketFabric::link_for(const TransferRequest& r) {
   if (r.gpu < 0 || r.gpu >= gpus())
     throw std::out_of_range(std::string(name()) + ": no GPU " + std::to_string(r.gpu));
-  if (r.endpoint != Endpoint::HostDram)
-    throw InputError(std::string("serving.link_fidelity: packet models the PCIe host link to ") +
-                     "host DRAM only; a transfer with endpoint '" + to_string(r.endpoint) +
-                     "' (CXL, NVMe, peer GPU, remote) needs link_fidelity: flow");
-  if (r.path == CopyPath::Local)
-    throw InputError(std::string(name()) +
-                     ": the packet back end has no HBM; on-GPU (Local) traffic needs the flow "
-                     "back end");
-  if (!r.pinned)
-    throw InputError(std::string(name()) +
-                     ": the packet back end models pinned host memory only (no CPU staging)");
+  check_carries(r);
   if (!(r.bytes >= 0) || !std::isfinite(r.bytes))
     throw std::logic_error(std::string(name()) + ": transfer bytes must be finite and >= 0");
   return *m_links[static_cast<std::size_t>(r.gpu)];
@@ -58,6 +58,24 @@ void PacketFabric::transfer(TransferRequest& r) {
 void PacketFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   link_for(r);  // reject before anything is spawned
   start_by_thread(r, g, delay_s);
+}
+
+bool PacketFabric::carries(const TransferRequest& r, std::string* why) const {
+  std::string no;
+  if (r.endpoint != Endpoint::HostDram)
+    no = std::string("a transfer with endpoint '") + to_string(r.endpoint) +
+         "' (it models the PCIe host link to host DRAM only)";
+  else if (r.path == CopyPath::Local)
+    no = "on-GPU (Local) traffic (it has no HBM)";
+  else if (!r.pinned)
+    no = "a pageable transfer (it models pinned host memory only, no CPU staging)";
+  if (no.empty()) return true;
+  if (why) *why = no;
+  return false;
+}
+
+double PacketFabric::capacity_Bps(int gpu, Direction dir, CopyPath path) const {
+  return m_topo.solo_rate(gpu, dir, path, true);
 }
 
 double PacketFabric::latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const {

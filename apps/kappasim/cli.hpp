@@ -92,6 +92,8 @@ void add_preset_dirs(const std::vector<std::string>& dirs);
 int cmd_kappa(const std::vector<std::string>& args);
 int cmd_roofline(const std::vector<std::string>& args);
 int cmd_presets(const std::vector<std::string>& args);
+// kappasim list [KIND]: every registry's names with their summaries (apps/kappasim/cmd_list.cpp).
+int cmd_list(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 // kappasim run CONFIG --out DIR (apps/kappasim/cmd_run.cpp)
 int cmd_run(const std::vector<std::string>& args);

@@ -57,7 +57,8 @@ int cmd_presets(const std::vector<std::string>& args) {
       "Usage: kappasim presets [list [KIND]]\n"
       "       kappasim presets show KIND/NAME [--raw]\n"
       "       kappasim presets check          (every number has a source; every preset loads)\n"
-      "       kappasim presets policies       (the registered scheduler policies and routers)\n"
+      "       kappasim presets policies       (the registered scheduler policies and routers;\n"
+      "                                        kappasim list: every registered kind)\n"
       "Options");
   desc.add_options()("raw", po::bool_switch(&raw), "show the file as written")(
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(

@@ -25,6 +25,8 @@ const char* kUsage =
     "  kappa      B_kv, F_pf, κ_M, κ_HW, κ_crit (and TTFT, P_OH, U at K, T) per model x system\n"
     "  roofline   attainable FLOP/s vs κ_ratio, ridge at κ_crit, as CSV\n"
     "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
+    "  list       every registered kind a config selects by name (policies, routers, load paths,\n"
+    "             link back ends, sweep kinds, stacks) with one-line docs: list [KIND]\n"
     "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill and gemm timing\n"
     "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, "
     "trace.json\n"
@@ -54,7 +56,7 @@ const char* kUsage =
 const std::vector<std::string> kCommands = {
     "report",      "kappa",     "roofline", "presets",   "probe",  "run",
     "measure",     "bench",     "sweep",    "reproduce", "help",   "validate",
-    "sensitivity", "calibrate", "solve",    "design",    "metrics"};
+    "sensitivity", "calibrate", "solve",    "design",    "metrics", "list"};
 
 struct VerbHelp {
   const char* command;
@@ -140,6 +142,7 @@ int main(int argc, char** argv) {
     if (cmd == "kappa") return kappasim::cli::cmd_kappa(args);
     if (cmd == "roofline") return kappasim::cli::cmd_roofline(args);
     if (cmd == "presets") return kappasim::cli::cmd_presets(args);
+    if (cmd == "list") return kappasim::cli::cmd_list(args);
     if (cmd == "report") return kappasim::cli::cmd_report(args);
     if (cmd == "run") return kappasim::cli::cmd_run(args);
     // `sweep emit --help`: emit has one target (slurm), whose help says it all (issue 26.14).

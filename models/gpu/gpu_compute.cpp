@@ -58,16 +58,6 @@ double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferR
   return t;
 }
 
-StepTime GpuCompute::start_batch_step(const ModelSpec& m, int tp,
-                                      const std::vector<SeqSlice>& batch, TransferRequest& r,
-                                      TransferGroup& g, double delay_s, DType kv_dtype) {
-  const StepTime st =
-      batch_step_time(m, m_gpu, tp, batch, m_dtype, m_sms.compute_fraction(), kv_dtype, m_launch);
-  // Already timed at the free SM fraction: nothing left to scale.
-  start_step(st.total.compute_time_s, st.total.hbm_bytes, r, g, delay_s, 0);
-  return st;
-}
-
 void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t) {
   g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();

@@ -15,7 +15,7 @@
 // waits once per layer (the sum of its kernels, all at the SM fraction seen at layer start) and
 // once for the edge kernels before and after the layers.
 //
-// Non-blocking steps (the serving path, issue 13): start_step / start_batch_step issue one
+// Non-blocking steps (the serving path, issue 13): start_step issues one
 // step's HBM traffic as ONE CopyPath::Local flow on this GPU's HBM through the attached link
 // back end (attach_link), with bytes = the step's HBM bytes and rate_cap = bytes / step time:
 // alone it ends exactly at the step time; when host copies landing in (or read from) the same
@@ -26,7 +26,7 @@
 //
 // Launches: the stack's LaunchSpec (set_launch; models/gpu/launch_model): a forward whose host
 // issue time exceeds its GPU time waits the difference (one more wait in run_prefill; inside
-// the step time in start_batch_step).
+// the step time the serving engine passes to start_step: batch_step_time).
 // What it ignores: overlap between kernels (one stream; no PDL),
 // SMs taken by NCCL, HBM bandwidth used by concurrent copies in the blocking run_* path,
 // the time profile of HBM traffic inside a step (a step's bytes are spread evenly over it),
@@ -91,11 +91,6 @@ class GpuCompute : public sc_core::sc_module {
   // caller's business (one compute stream). Call from a process or during elaboration.
   double start_step(double compute_time_s, double hbm_bytes, TransferRequest& r, TransferGroup& g,
                     double delay_s = 0, double sm_bound_s = 0);
-  // Times a batch step with kernel_timing's batch_step_time at the SM fraction free now (every
-  // kernel's FLOP roof and waves on the free SMs) and starts it as above. Returns that timing.
-  StepTime start_batch_step(const ModelSpec& m, int tp, const std::vector<SeqSlice>& batch,
-                            TransferRequest& r, TransferGroup& g, double delay_s = 0,
-                            DType kv_dtype = DType::Bf16);
 
  private:
   void on_timed();

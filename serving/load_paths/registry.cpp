@@ -1,54 +1,24 @@
 #include "serving/load_paths/registry.hpp"
 
-#include <map>
-#include <mutex>
-
-#include "core/error.hpp"
-
 namespace kappasim {
 
 namespace {
-std::map<std::string, LoadPathFactory>& table() {
-  // The built-ins, registered on first use (no static-initialisation order to rely on).
-  static std::map<std::string, LoadPathFactory> t = {
-      {"kernel", make_kernel_load_path},
-      {"block_dma", make_block_dma_load_path},
-      {"layerwise", make_layerwise_load_path},
-  };
-  return t;
-}
-std::mutex& table_mutex() {
-  static std::mutex m;
-  return m;
-}
+// The built-ins' implementations (their names and summaries are declared in the pure
+// serving/load_path_kind.cpp, which every config reader links). This file is linked wherever
+// make_load_path is, so these registrations are never dropped.
+const LoadPathRegistrar kKernel(load_paths(), "kernel", "", make_kernel_load_path);
+const LoadPathRegistrar kLayerwise(load_paths(), "layerwise", "", make_layerwise_load_path);
+const LoadPathRegistrar kBlockDma(load_paths(), "block_dma", "", make_block_dma_load_path);
 }  // namespace
 
 void register_load_path(const std::string& name, LoadPathFactory factory) {
-  std::lock_guard<std::mutex> lock(table_mutex());
-  table()[name] = std::move(factory);
+  load_paths().add(name, "", factory);
 }
 
 std::unique_ptr<LoadPathStrategy> make_load_path(const std::string& name) {
-  LoadPathFactory f;
-  {
-    std::lock_guard<std::mutex> lock(table_mutex());
-    const auto it = table().find(name);
-    if (it != table().end()) f = it->second;
-  }
-  if (!f) {
-    std::string valid;
-    for (const std::string& n : load_path_strategy_names())
-      valid += (valid.empty() ? "" : ", ") + n;
-    throw InputError("serving.load_path: unknown load path '" + name + "' (valid: " + valid + ")");
-  }
-  return f();
+  return load_paths().make(name);
 }
 
-std::vector<std::string> load_path_strategy_names() {
-  std::lock_guard<std::mutex> lock(table_mutex());
-  std::vector<std::string> n;
-  for (const auto& [name, f] : table()) n.push_back(name);
-  return n;
-}
+std::vector<std::string> load_path_strategy_names() { return load_paths().names(); }
 
 }  // namespace kappasim

@@ -1,20 +1,23 @@
-// The load paths by name (ServingSpec::load_path's names): name → factory. Adding a path is one
-// file in serving/load_paths/ plus one line in registry.cpp (or register_load_path at run time).
+// The load paths' factories (serving.load_path's names; the registry itself and the names'
+// declarations: serving/load_path_kind.hpp, core/registry.hpp). Adding a path is one file in
+// serving/load_paths/ with a LoadPathRegistrar (or its Registrar line in registry.cpp beside the
+// built-ins), plus its line in serving/CMakeLists.txt.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "serving/load_path_kind.hpp"
 #include "serving/load_paths/load_path.hpp"
 
 namespace kappasim {
 
-using LoadPathFactory = std::function<std::unique_ptr<LoadPathStrategy>()>;
-// Adds (or replaces) a load path.
+using LoadPathFactory = LoadPathRegistry::Factory;
+// Adds a load path at run time (tests); std::logic_error for a name already implemented.
 void register_load_path(const std::string& name, LoadPathFactory factory);
-// The strategy called `name`; an unknown name is an InputError listing the valid ones.
+// The strategy called `name`; an unknown name is the registry's InputError naming
+// serving.load_path, suggesting the nearest name and listing the valid ones.
 std::unique_ptr<LoadPathStrategy> make_load_path(const std::string& name);
 std::vector<std::string> load_path_strategy_names();  // sorted
 

@@ -334,10 +334,7 @@ std::string kind_list() {
 }
 
 const PointKind& find_kind(const std::string& name) {
-  const PointKind* k = kinds().find(name);
-  if (!k)
-    throw InputError("--kind: unknown point kind '" + name + "'; valid kinds: " + kind_list());
-  return *k;
+  return kinds().value(name, "--kind");  // unknown: the registry's did-you-mean InputError
 }
 
 std::string absolute_path(const std::string& p) {

@@ -411,7 +411,8 @@ TEST(SweepCli, BadSpecsExitTwoNamingThePosition) {
   const std::string kind = spec_file("kind", "name: k\nkind: selftst\n");
   r = kappasim({"sweep", kind, "--out", (scratch() / "kind" / "out").string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.err, "spec.yaml:2:7: unknown point kind 'selftst'")) << r.err;
+  EXPECT_TRUE(has(r.err, "spec.yaml:2:7: unknown point kind 'selftst'; did you mean 'selftest'?"))
+      << r.err;
 }
 
 TEST(SweepCli, KappaPointsPointsListingAndUnknownAxisKeysAsInvalidPoints) {

@@ -26,12 +26,21 @@ TEST(ServingLoadPaths, RegistryMakesEachPathByItsServingSpecName) {
     make_load_path("nvme");
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown load path 'nvme'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("valid: block_dma, kernel, layerwise"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("serving.load_path: unknown load path 'nvme'"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("(expected one of block_dma, kernel, layerwise)"),
+              std::string::npos)
+        << e.what();
   }
-  // A new path is one registration.
+  // A new path is one registration, and serving.load_path accepts its name (no enum to edit;
+  // the `ideal` stack runs any path, the LMCache and vLLM stacks name theirs).
   register_load_path("test_kernel_again", make_kernel_load_path);
   EXPECT_EQ(make_load_path("test_kernel_again")->name(), "kernel");
+  const ServingSpec s = read_config<ServingSpec>(
+      parse_yaml("load_path: test_kernel_again\nstack: ideal\n", "s.yaml"), "serving");
+  EXPECT_EQ(s.load_path, LoadPath{"test_kernel_again"});
+  EXPECT_EQ(write_config(s).find("load_path")->scalar, "test_kernel_again");
 }
 
 // Copies move at `rate` bytes/s per GPU from their start, nothing else on the link.

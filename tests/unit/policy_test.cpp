@@ -54,7 +54,7 @@ TEST(PolicyRegistry, ListsEverySchedulerPolicyAndRouterByName) {
   EXPECT_EQ(choices, scheduler_policies().names());  // serving.policy accepts exactly these
   EXPECT_EQ(routers().names(),
             (std::vector<std::string>{"dp_balance", "kappa_aware", "least_loaded", "round_robin"}));
-  for (const auto* e : scheduler_policies().entries()) EXPECT_STRNE(e->summary, "");
+  for (const auto* e : scheduler_policies().entries()) EXPECT_NE(e->summary, "");
   // The constants that predate the registry name registered policies.
   for (Policy p : {Policy::Fifo, Policy::UtilizationAware, Policy::Fair})
     EXPECT_NE(scheduler_policies().find(p.name), nullptr) << p;

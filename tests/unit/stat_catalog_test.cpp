@@ -29,13 +29,15 @@ std::string read_doc(const char* rel) {
   return ss.str();
 }
 
-// The replica engine's figures as serving/replica_engine.cpp emitted them before issue 21 (the
-// order summary.json has always had).
+// The layout figures as the replica engine emitted them before issue 21 (the order summary.json
+// has always had), with dp_routing_imbalance (issue 21: dense DP ranks step alone) after
+// dp_rank_imbalance.
 const std::vector<std::string> kReplicaFigures = {"dp_ranks",
                                                   "replica_gpus",
                                                   "dp_mean_rank_tokens_per_step",
                                                   "dp_max_rank_tokens_per_step",
                                                   "dp_rank_imbalance",
+                                                  "dp_routing_imbalance",
                                                   "dp_rank_idle_s",
                                                   "dp_dummy_rank_steps",
                                                   "ep_a2a_s",

@@ -73,7 +73,10 @@ TEST(SweepKinds, DomainsRegisterTheirOwnKinds) {
     sweep::find_kind("selftst");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_TRUE(has(e.what(), "unknown point kind 'selftst'; valid kinds: ")) << e.what();
+    EXPECT_TRUE(has(e.what(),
+                    "--kind: unknown point kind 'selftst'; did you mean 'selftest'? "
+                    "(expected one of "))
+        << e.what();
     EXPECT_TRUE(has(e.what(), "design, kappa")) << e.what();  // sorted
     EXPECT_TRUE(has(e.what(), "selftest")) << e.what();
   }
