@@ -164,4 +164,18 @@ TEST(CapacityCli, SweepCountsAndNamesThePointsThatWarned) {
   EXPECT_TRUE(has(r.err, "1 of 2 points warned")) << r.err;
 }
 
+// issue 26 item 21: sensitivity names a base run (at any of its seeds) whose tier overflows
+// (20 ShareGPT requests hold far more than 1 GB of KV prefixes) instead of using it silently.
+TEST(CapacityCli, SensitivitySaysWhenItsBaseWarned) {
+  const std::string cfg = write("ov.yaml",
+                                "model: llama-3.1-8b\nsystem: h100\n"
+                                "serving: {tp: 1, tier_capacity: 1 GB}\n"
+                                "workload: {type: sharegpt, requests: 20, rate: 5, seed: 1}\n");
+  Result r = run("sensitivity " + cfg +
+                 " --metric ttft_mean_s --only serving.step_overhead --seeds 2 -j 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "warning: 2 base runs warned; the base: the KV tier's working set"))
+      << r.out;
+}
+
 }  // namespace
