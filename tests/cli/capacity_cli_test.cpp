@@ -164,6 +164,42 @@ TEST(CapacityCli, SweepCountsAndNamesThePointsThatWarned) {
   EXPECT_TRUE(has(r.err, "1 of 2 points warned")) << r.err;
 }
 
+// The capacity sweep kind runs the same search as the command: with the point's seed set to the
+// config's (an axis on workload.seed, docs/sweeps.md), its capacity_rps is the command's mean
+// to the last digit (one replicate: the mean is that replicate's capacity).
+TEST(CapacityCli, SweepKindAgreesWithTheCommand) {
+  const std::string cfg = tiny();
+  Result c = run("measure capacity " + cfg +
+                 " --slo-ttft 1s --replicates 1 --rate-range 1:64 --tol 0.3 --format json -j 2");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string needle = "\"capacity_rps\": {\"n\": 1, \"mean\": ";
+  const auto at = c.out.find(needle);
+  ASSERT_NE(at, std::string::npos) << c.out;
+  const std::size_t from = at + needle.size();
+  const std::string mean = c.out.substr(from, c.out.find(',', from) - from);
+  const std::string spec = write("capsweep.yaml",
+                                 "name: capsweep\nkind: capacity\nconfig:\n"
+                                 "  model: llama-3.1-8b\n  system: h100\n"
+                                 "  serving: {tp: 1, tier_capacity: 100 GB}\n"
+                                 "  workload: {type: sharegpt, requests: 60, rate: 10, seed: 1}\n"
+                                 "  capacity: {slo_ttft: 1 s, replicates: 1, rate_lo: 1, "
+                                 "rate_hi: 64, tol: 0.3, jobs: 2}\n"
+                                 "axes:\n  - key: workload.seed\n    values: [1]\n");
+  const fs::path out = scratch() / "capsweep";
+  Result s = run("sweep " + spec + " --out " + out.string() + " -j 1");
+  ASSERT_EQ(s.code, 0) << s.err;
+  std::stringstream csv(slurp(out / "results.csv"));
+  std::string head, row;
+  std::getline(csv, head);
+  std::getline(csv, row);
+  const auto h = split(head), r = split(row);
+  std::string got;
+  for (std::size_t i = 0; i < h.size() && i < r.size(); ++i)
+    if (h[i] == "capacity_rps") got = r[i];
+  EXPECT_EQ(got, mean) << head << "\n" << row;
+  EXPECT_TRUE(fs::exists(out / "points/p000000/files/probes/b0001/spec.yaml"));
+}
+
 // issue 26 item 21: sensitivity names a base run (at any of its seeds) whose tier overflows
 // (20 ShareGPT requests hold far more than 1 GB of KV prefixes) instead of using it silently.
 TEST(CapacityCli, SensitivitySaysWhenItsBaseWarned) {
