@@ -200,6 +200,26 @@ TEST(CapacityCli, SweepKindAgreesWithTheCommand) {
   EXPECT_TRUE(fs::exists(out / "points/p000000/files/probes/b0001/spec.yaml"));
 }
 
+// A capacity point's probes are processes of its own: the sweep's --preset-dir reaches them too
+// (a system preset only in that folder was "unknown" to the probes).
+TEST(CapacityCli, SweepPresetDirReachesTheCapacityProbes) {
+  const fs::path pd = scratch() / "pd";
+  fs::create_directories(pd / "systems");
+  std::ofstream(pd / "systems" / "mycapsys.yaml") << "name: mycapsys\npreset: h100\n";
+  const std::string spec = write("cappd.yaml",
+                                 "name: cappd\nkind: capacity\nconfig:\n"
+                                 "  model: llama-3.1-8b\n  system: mycapsys\n"
+                                 "  serving: {tp: 1, tier_capacity: 100 GB}\n"
+                                 "  workload: {type: sharegpt, requests: 40, rate: 10, seed: 1}\n"
+                                 "  capacity: {slo_ttft: 1 s, replicates: 1, rate_lo: 1, "
+                                 "rate_hi: 64, tol: 0.5}\n"
+                                 "axes:\n  - key: workload.seed\n    values: [1]\n");
+  const fs::path out = scratch() / "cappd";
+  Result s = run("sweep " + spec + " --preset-dir " + pd.string() + " --out " + out.string());
+  EXPECT_EQ(s.code, 0) << s.err;
+  EXPECT_FALSE(has(slurp(out / "results.csv"), "unknown")) << slurp(out / "results.csv");
+}
+
 // issue 26 item 21: sensitivity names a base run (at any of its seeds) whose tier overflows
 // (20 ShareGPT requests hold far more than 1 GB of KV prefixes) instead of using it silently.
 TEST(CapacityCli, SensitivitySaysWhenItsBaseWarned) {
