@@ -76,7 +76,7 @@ CapacityResult search_capacity(const CapacityOracle& oracle, const CapacitySpec&
     for (std::size_t i = 0; i < asks.size(); ++i) {
       if (!ans[i].ok)
         throw InputError(
-            "kappasim measure capacity: the run at workload.rate = " + format_number(asks[i].rate) +
+            "capacity search: the run at workload.rate = " + format_number(asks[i].rate) +
             " (replicate " + std::to_string(asks[i].replicate) + ") failed: " + ans[i].error);
       CapacityProbe p;
       p.replicate = asks[i].replicate;
