@@ -71,9 +71,28 @@ ConfigEvaluator::ConfigEvaluator(const std::string& config_path,
   // A bare file name has no parent ("base.yaml" -> ""), and absolute("") is an error (issue 26
   // item 1): its folder is the current one.
   const std::filesystem::path parent = std::filesystem::path(config_path).parent_path();
-  m_base_dir = std::filesystem::absolute(parent.empty() ? std::filesystem::path(".") : parent)
-                   .lexically_normal()
-                   .string();
+  init_base(std::filesystem::absolute(parent.empty() ? std::filesystem::path(".") : parent)
+                .lexically_normal()
+                .string());
+}
+
+ConfigEvaluator::ConfigEvaluator(ConfigNode base, std::string base_dir, std::string kind,
+                                 std::string work_dir, int jobs,
+                                 std::vector<std::string> preset_dirs)
+    : m_base(std::move(base)),
+      m_kind(std::move(kind)),
+      m_work(std::move(work_dir)),
+      m_preset_dirs(std::move(preset_dirs)),
+      m_analytic(false),
+      m_jobs(jobs) {
+  if (!sweep::kinds().find(m_kind))
+    throw std::logic_error("ConfigEvaluator: unknown point kind '" + m_kind + "'");
+  if (!m_base.is_map()) throw InputError(m_base.loc, "expected a config map (model, system, ...)");
+  init_base(base_dir);
+}
+
+void ConfigEvaluator::init_base(const std::string& base_dir) {
+  m_base_dir = base_dir;
   if (m_base_dir.size() > 1 && m_base_dir.back() == '/') m_base_dir.pop_back();
   // Relative trace paths are relative to the config's folder; the sweep spec lives elsewhere.
   if (ConfigNode* w = m_base.find("workload"); w && w->is_map())
@@ -207,6 +226,7 @@ std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& 
     }
     out[i].ok = rec->status == "ok";
     out[i].error = rec->error;
+    out[i].warnings = rec->warnings;
     for (const auto& [m, v] : rec->metrics) out[i].metrics[m] = v ? *v : std::nan("");
   }
   return out;

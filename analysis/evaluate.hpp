@@ -28,7 +28,8 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;  // key, val
 struct EvalResult {
   bool ok = false;
   std::map<std::string, double> metrics;
-  std::string error;  // why not ok (the point's message)
+  std::string error;                  // why not ok (the point's message)
+  std::vector<std::string> warnings;  // the point's (a tier that overflows; issue 26 item 21)
 };
 
 class ConfigEvaluator {
@@ -40,6 +41,10 @@ class ConfigEvaluator {
   ConfigEvaluator(const std::string& config_path, const std::vector<std::string>& sets,
                   std::string kind, bool analytic, std::string work_dir, int jobs,
                   std::vector<std::string> preset_dirs = {});
+  // The same from a config already read (`base`, --set applied), its relative paths taken from
+  // `base_dir` (an absolute folder): a sweep point kind that evaluates configs itself (capacity).
+  ConfigEvaluator(ConfigNode base, std::string base_dir, std::string kind, std::string work_dir,
+                  int jobs, std::vector<std::string> preset_dirs = {});
   std::vector<EvalResult> evaluate(const std::vector<Overrides>& points);
   // The config after --set (run form; or the reduced kappa config with --analytic).
   const ConfigNode& base() const { return m_base; }
@@ -47,6 +52,7 @@ class ConfigEvaluator {
   int runs() const { return m_runs; }
 
  private:
+  void init_base(const std::string& base_dir);
   ConfigNode m_base;
   std::string m_kind, m_work, m_base_dir;
   std::vector<std::string> m_preset_dirs;

@@ -11,6 +11,7 @@
 #include "core/table.hpp"
 #include "core/trace_writer.hpp"
 #include "serving/cluster.hpp"
+#include "serving/kv_hierarchy.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim {
@@ -33,6 +34,20 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
     return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
   };
   return run_serving(spec, *source, sinks);
+}
+
+std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Totals& totals) {
+  // issue 26 item 16: lower tiers that hold the whole working set are no reason to warn.
+  const double held = hierarchy_capacity_bytes(spec.serving.tiers, totals.tier_capacity_bytes);
+  if (!(totals.tier_working_set_bytes > held)) return "";
+  const bool lower = held > totals.tier_capacity_bytes;
+  return "the KV tier's working set (" +
+         format_quantity(totals.tier_working_set_bytes, dim::bytes) +
+         ") does not fit its capacity (" + format_quantity(held, dim::bytes) +
+         (lower ? ", DRAM and the tiers below it" : "") +
+         "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0, "
+         "tier_restored_chunks; set serving.tier_capacity" +
+         (lower ? " or serving.tiers" : "") + ")";
 }
 
 RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,

@@ -23,6 +23,11 @@ namespace kappasim {
 SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir,
                                     EngineSinks sinks);
 
+// The warning `kappasim run` prints, and a sweep's run point records (issue 26 item 21), when the
+// KV tier's working set fits neither DRAM nor, with serving.tiers, the hierarchy below it (the
+// tier thrashes: prefixes are evicted and stored again); "" when it fits.
+std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Totals& totals);
+
 struct RunFolderResult {
   SummaryBuilder::Totals totals;
   std::size_t requests = 0;                             // requests completed

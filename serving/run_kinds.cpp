@@ -36,6 +36,9 @@ PointResult run_point(const ConfigNode& config, const PointContext& ctx) {
   PointResult r;
   for (const auto& [k, v] : run.figures)
     if (k != "wall_time_s") r.metrics.emplace_back(k, v);
+  // What `kappasim run` warns about, recorded with the point (issue 26 item 21).
+  if (std::string w = tier_overflow_warning(spec, run.totals); !w.empty())
+    r.warnings.push_back(std::move(w));
   return r;
 }
 

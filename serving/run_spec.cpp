@@ -94,7 +94,10 @@ void RunSpec::validate(const std::string& path) const {
 
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu) {
   const GpuSpec::KvBuffer& g = gpu.kv_buffer;
-  if (serving.kv_buffer.enabled() || !(g.capacity_bytes > 0)) return false;
+  // A serving.kv_buffer that is on wins whole; one whose capacity is written as 0 switches the
+  // GPU's buffer off (issue 26 item 22: it was silently used).
+  if (serving.kv_buffer.enabled() || serving.kv_buffer.capacity_given || !(g.capacity_bytes > 0))
+    return false;
   KvBufferSpec& b = serving.kv_buffer;
   b.capacity_bytes = g.capacity_bytes;
   b.kind = g.sram ? KvBufferKind::Sram : KvBufferKind::Hbm;

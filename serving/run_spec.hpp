@@ -67,7 +67,8 @@ struct RunSpec {
 void refuse_unservable_model(const ModelSpec& m, const std::string& prefix);
 
 // The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the
-// GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did.
+// GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did. A
+// `serving.kv_buffer.capacity` written as 0 keeps it off (issue 26 item 22).
 bool adopt_gpu_kv_buffer(ServingSpec& serving, const GpuSpec& gpu);
 
 }  // namespace kappasim

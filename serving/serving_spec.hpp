@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -81,10 +82,24 @@ struct KvBufferSpec {
   // and are charged at the GPU's energy_per_hbm_bit (issue 12.12).
   std::optional<double> energy_per_byte_J;
 
+  // Whether the config wrote `capacity` (0 included): a written 0 switches a GPU preset's own
+  // buffer off (adopt_gpu_kv_buffer; issue 26 item 22), an absent one lets the GPU's apply.
+  bool capacity_given = false;
+
   template <class V>
   void visit(V& v) {
-    v.quantity("capacity", capacity_bytes, dim::bytes,
-               opt("buffer capacity per GPU (0 = off)", Range::NonNegative));
+    const Field cap = opt("buffer capacity per GPU (0 = off, also for a GPU preset's buffer)",
+                          Range::NonNegative);
+    if constexpr (std::is_same_v<V, ConfigReader>) {
+      std::optional<double> c;
+      v.quantity("capacity", c, dim::bytes, cap);
+      if (c) {
+        capacity_bytes = *c;
+        capacity_given = true;
+      }
+    } else {
+      v.quantity("capacity", capacity_bytes, dim::bytes, cap);
+    }
     v.choice("kind", kind, kv_buffer_kind_names(),
              opt("hbm (carved out of the paged-KV pool) or sram (separate store)"));
     v.quantity("bandwidth", bandwidth_Bps, dim::bandwidth,

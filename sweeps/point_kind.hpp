@@ -5,6 +5,9 @@
 //   run, cluster         serving simulations (serving/run_kinds.cpp)
 //   isolated, kappa-crit isolated requests on the simulator beside the analytic model
 //                        (serving/measure_kinds.cpp: they run serving/measure)
+//   capacity-probe       one serving run in its steady-state window (serving/capacity_kinds.cpp)
+//   capacity             capacity at a TTFT SLO, its probes child processes
+//                        (analysis/capacity_kind.cpp)
 //   kappa                the analytic κ model (models/analytic/kappa_kind.cpp)
 //   design               the area/power design-space model (models/design/design_kind.cpp)
 //   selftest             the sweep machinery's own test kind (sweeps/selftest_kind.cpp)
@@ -36,6 +39,10 @@ struct PointContext {
 // whatever the number of workers. Order is the kind's fixed order.
 struct PointResult {
   std::vector<std::pair<std::string, double>> metrics;
+  // What `kappasim run` would print as a warning for the same config (issue 26 item 21: a tier
+  // that overflows), one deterministic line each; result.json records them and the sweep's final
+  // output counts and names the points that warned.
+  std::vector<std::string> warnings;
 };
 
 // Runs one point. `config` is the base config with the point's axis values applied. Bad input

@@ -72,7 +72,8 @@ PointResult selftest_point(const ConfigNode& config, const PointContext& ctx) {
       throw InputError(config.find("fail") ? config.find("fail")->loc : config.loc,
                        "selftest: invalid input on request (fail: invalid)");
   }
-  PointResult r{{{"x", s.x}, {"x2", s.x * s.x}}};
+  PointResult r;
+  r.metrics = {{"x", s.x}, {"x2", s.x * s.x}};
   // With a workload: the point's seed in two exact halves (a double holds 53 bits).
   if (config.find("workload")) {
     r.metrics.emplace_back("point_seed_hi", static_cast<double>(ctx.seed >> 32));

@@ -51,8 +51,15 @@ std::string result_json(const PointResult& r) {
   for (std::size_t i = 0; i < r.metrics.size(); ++i)
     out += std::string(i ? "," : "") + "\n    " + json_escape(r.metrics[i].first) + ": " +
            number_or_null(r.metrics[i].second);
-  out += r.metrics.empty() ? "}\n}\n" : "\n  }\n}\n";
-  return out;
+  out += r.metrics.empty() ? "}" : "\n  }";
+  // Only when there are any: a point without warnings writes what it always wrote.
+  if (!r.warnings.empty()) {
+    out += ",\n  \"warnings\": [";
+    for (std::size_t i = 0; i < r.warnings.size(); ++i)
+      out += std::string(i ? "," : "") + "\n    " + json_escape(r.warnings[i]);
+    out += "\n  ]";
+  }
+  return out + "\n}\n";
 }
 
 std::string error_json(const PointError& e) {
@@ -94,6 +101,13 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
       for (const auto& [k, v] : j["metrics"].items())
         if (!v.is_number() && !v.is_null() && bad.empty())
           bad = "metric '" + k + "' is neither a number nor null";
+    if (bad.empty() && j.contains("warnings")) {
+      if (!j["warnings"].is_array())
+        bad = "\"warnings\" is not a list";
+      else
+        for (const auto& w : j["warnings"])
+          if (!w.is_string() && bad.empty()) bad = "a warning is not a string";
+    }
     if (!bad.empty()) {
       rec.status = "failed";
       rec.damaged = true;
@@ -107,6 +121,8 @@ std::optional<PointRecord> read_point_record(const std::string& point_dir) {
       else
         rec.metrics.emplace_back(k, std::nullopt);
     }
+    if (j.contains("warnings"))
+      for (const auto& w : j["warnings"]) rec.warnings.push_back(w.get<std::string>());
     return rec;
   }
   if (read_text_file(point_dir + "/error.json", text)) {
@@ -211,6 +227,7 @@ MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points
     const Point& p = points[i];
     const PointRecord& r = records[i];
     if (r.status != "ok") m.not_ok.push_back(p.index);
+    if (!r.warnings.empty()) m.warned.emplace_back(p.index, r.warnings.front());
     std::vector<std::string> row = {std::to_string(p.index)};
     std::string json = "{\"point\": " + std::to_string(p.index);
     std::size_t key_index = 0;
@@ -243,11 +260,29 @@ MergedResults merge_results(const SweepSpec& s, const std::vector<Point>& points
       row.push_back(have ? format_number(*v) : "");
       json += ", " + json_escape(cols[row.size() - 1]) + ": " + (have ? format_number(*v) : "null");
     }
+    if (!r.warnings.empty()) {  // only when there are any (issue 26 item 21)
+      json += ", \"warnings\": [";
+      for (std::size_t w = 0; w < r.warnings.size(); ++w)
+        json += (w ? ", " : "") + json_escape(r.warnings[w]);
+      json += "]";
+    }
     for (std::size_t c = 0; c < row.size(); ++c) m.csv += (c ? "," : "") + csv_field(row[c]);
     m.csv += "\n";
     m.jsonl += json + "}\n";
   }
   return m;
+}
+
+std::string warned_summary(const MergedResults& m, std::size_t total, std::size_t max) {
+  if (m.warned.empty()) return "";
+  std::string out = std::to_string(m.warned.size()) + " of " + std::to_string(total) +
+                    " points warned (each point's result.json: \"warnings\")\n";
+  for (std::size_t i = 0; i < m.warned.size() && i < max; ++i)
+    out += "  point " + std::to_string(m.warned[i].first) + " (" +
+           point_name(m.warned[i].first, total) + "): " + m.warned[i].second + "\n";
+  if (m.warned.size() > max)
+    out += "  ... (" + std::to_string(m.warned.size()) + " in all; see results.jsonl)\n";
+  return out;
 }
 
 SweepTable parse_csv(const std::string& text, const std::string& name) {

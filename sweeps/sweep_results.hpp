@@ -1,7 +1,8 @@
 // Per-point result files and the merged tables of a sweep (docs/sweeps.md). Pure text in and
 // out plus plain file reads; the runner (sweeps/runner/) writes them atomically.
 //
-//   points/pNNNNNN/result.json  {"status": "ok", "metrics": {name: number|null, ...}}
+//   points/pNNNNNN/result.json  {"status": "ok", "metrics": {name: number|null, ...}
+//                                [, "warnings": [text, ...]]}  (warnings only when there are any)
 //   points/pNNNNNN/error.json   {"status": "invalid"|"failed", "message": ..., "exit_code": N |
 //                                "signal": "SIGSEGV", "stderr_tail": [...]}
 //   results.csv / results.jsonl  one row per point in point order (merge()).
@@ -36,6 +37,7 @@ struct PointRecord {
   std::string status;  // ok | invalid | failed
   std::string error;
   std::vector<std::pair<std::string, std::optional<double>>> metrics;
+  std::vector<std::string> warnings{};  // result.json's "warnings" (issue 26 item 21)
   bool damaged = false;  // result.json exists but is not what result_json writes: run it again
 };
 std::optional<PointRecord> read_point_record(const std::string& point_dir);
@@ -44,7 +46,13 @@ struct MergedResults {
   std::string csv;
   std::string jsonl;
   std::vector<std::size_t> not_ok;  // point indices whose status is invalid or failed
+  // Points whose result carries warnings (issue 26 item 21), in point order, with their first
+  // warning; results.csv is unchanged (the warnings stay in each point's result.json).
+  std::vector<std::pair<std::size_t, std::string>> warned;
 };
+// The lines a sweep's final output prints for the points that warned: "N of M points warned"
+// then up to `max` "  point I (pNNNNNN): TEXT" lines; empty when none warned.
+std::string warned_summary(const MergedResults& m, std::size_t total, std::size_t max = 20);
 // `records[i]` belongs to `points[i]`. Columns: point, one per axis (its label, then its SI
 // companion when it has one), replicate (only
 // with replicates > 1), seed, status, error, then the metrics (spec's `metrics:`, else the union

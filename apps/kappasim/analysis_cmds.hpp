@@ -11,4 +11,6 @@ int cmd_solve(const std::vector<std::string>& args);
 int cmd_sensitivity(const std::vector<std::string>& args);
 // kappasim calibrate MEASUREMENTS.yaml --out DIR (cmd_calibrate.cpp)
 int cmd_calibrate(const std::vector<std::string>& args);
+// kappasim measure capacity CONFIG --slo-ttft T (cmd_capacity.cpp; issue 26 item 19)
+int cmd_measure_capacity(const std::vector<std::string>& args);
 }  // namespace kappasim::cli

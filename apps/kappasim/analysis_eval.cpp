@@ -15,10 +15,16 @@ namespace kappasim::cli {
 ConfigNode effective_config(const ConfigNode& base, const std::string& kind) {
   ProvenanceTable prov;
   ConfigNode eff;
-  if (kind == "run") {
+  if (kind == "run" || kind == "capacity" || kind == "capacity-probe") {
+    // The capacity kinds' configs are run configs plus their own section (capacity:, window:),
+    // which stays as given (issue 26 item 19: `solve --kind capacity`).
     ConfigNode c = base;
+    const char* own = kind == "capacity" ? "capacity" : kind == "capacity-probe" ? "window" : "";
+    const ConfigNode* section = *own ? base.find(own) : nullptr;
+    if (section) c.erase(own);
     RunSpec spec = read_config<RunSpec>(c, "", &prov);
     eff = write_config(spec, "", &prov);
+    if (section) eff.set(own, *section);
   } else if (kind != "kappa" && kind != "isolated" && kind != "kappa-crit") {
     return base;  // a kind whose config is not a model x system case (selftest, design, ...): as
                   // given

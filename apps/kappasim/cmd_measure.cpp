@@ -1,5 +1,6 @@
 // kappasim measure kappa-crit | poh: isolated requests on the simulator (the tier warm, one
 // request in the system at a time), beside the analytic κ model on the same inputs.
+// kappasim measure capacity: cmd_capacity.cpp.
 // kappasim bench serving: simulated requests per wall second and peak memory.
 #include <sys/resource.h>
 
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "apps/kappasim/analysis_cmds.hpp"
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
 #include "models/analytic/kappa.hpp"
@@ -87,6 +89,7 @@ double parse_count(const std::string& name, const std::string& v, double min) {
 }  // namespace
 
 int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
+  if (verb == "capacity") return cmd_measure_capacity(args);  // a run config, not --model/--system
   MeasureOptions o;
   if (verb == "poh") {
     std::string k, t;
@@ -242,7 +245,7 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                 << format_number(m.kappa_max) << "\n";
     return 0;
   }
-  throw InputError("kappasim measure: expected kappa-crit or poh" +
+  throw InputError("kappasim measure: expected kappa-crit, poh or capacity" +
                    (verb.empty() ? std::string() : ", got '" + verb + "'"));
 }
 

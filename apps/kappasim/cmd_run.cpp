@@ -156,18 +156,9 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
               << ".user-kept (the results now hold a file of that name)\n";
   // The tier thrashes when the working set fits neither DRAM nor, with serving.tiers, the
-  // hierarchy below it (issue 26 item 16: lower tiers that hold it all are no reason to warn).
-  const double held = hierarchy_capacity_bytes(spec.serving.tiers, totals.tier_capacity_bytes);
-  if (totals.tier_working_set_bytes > held) {
-    const bool lower = held > totals.tier_capacity_bytes;
-    std::cerr << "kappasim: warning: the KV tier's working set ("
-              << format_quantity(totals.tier_working_set_bytes, dim::bytes)
-              << ") does not fit its capacity (" << format_quantity(held, dim::bytes)
-              << (lower ? ", DRAM and the tiers below it" : "")
-              << "): prefixes are evicted and stored again (summary.json: tier_working_set_fits "
-                 "= 0, tier_restored_chunks; set serving.tier_capacity"
-              << (lower ? " or serving.tiers" : "") << ")\n";
-  }
+  // hierarchy below it (the same text a sweep's run point records; issue 26 item 21).
+  if (const std::string w = tier_overflow_warning(spec, totals); !w.empty())
+    std::cerr << "kappasim: warning: " << w << "\n";
   if (!quiet) {
     std::cout << "requests completed: " << run.requests;
     if (totals.requests_rejected > 0)

@@ -159,6 +159,26 @@ int cmd_sensitivity(const std::vector<std::string>& args) {
                      " parameters, " + std::to_string(ev.runs()) + " " + mode +
                      "; ranges declared in the provenance where given, else base x (1 -/+ " +
                      relpct + ")\n" + seed_line;
+  // issue 26 item 21: a base (or base seed) that warned (a tier that overflows) is said, not
+  // used silently; the swings then measure a thrashing tier.
+  {
+    std::string warned;
+    int n_warned = 0;
+    auto note = [&](const EvalResult& e, const std::string& which) {
+      if (e.warnings.empty()) return;
+      ++n_warned;
+      if (warned.empty()) warned = which + ": " + e.warnings.front();
+    };
+    note(r[0], "the base");
+    if (seeded)
+      for (std::size_t i = first_seed_point; i < r.size(); ++i)
+        note(r[i],
+             "the base at workload.seed " +
+                 std::to_string(seed0 + static_cast<std::uint64_t>(i - first_seed_point + 1)));
+    if (n_warned > 0)
+      head += "warning: " + std::to_string(n_warned) + " base run" + (n_warned > 1 ? "s" : "") +
+              " warned; " + warned + "\n";
+  }
   if (!skipped.empty()) {
     std::string keys;
     for (const auto& k : skipped) keys += (keys.empty() ? "" : ", ") + k;

@@ -31,7 +31,8 @@ const char* kUsage =
     "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, "
     "trace.json\n"
     "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic "
-    "ones\n"
+    "ones;\n"
+    "             capacity CONFIG --slo-ttft T: the throughput served at a TTFT SLO\n"
     "  bench      serving: simulated requests per wall second and peak memory\n"
     "  sweep      parameter sweeps: SPEC --out DIR (each point its own process; resumable, "
     "sharded);\n"
@@ -72,11 +73,12 @@ const std::vector<VerbHelp> kVerbCommands = {
      "  prefill             one prefill forward pass on the GPU model (per-kernel timing)\n"
      "  gemm                one GEMM on the GPU model\n"},
     {"measure",
-     {"kappa-crit", "poh"},
+     {"kappa-crit", "poh", "capacity"},
      "kappasim measure: κ_crit and P_OH measured on the simulator beside the analytic ones\n"
      "Usage: kappasim measure VERB [options]   (kappasim measure VERB --help for its options)\n"
      "  kappa-crit   sweep κ_ratio at fixed T and find where transfer time equals compute time\n"
-     "  poh          P_OH = KV load time / compute time on a K x T grid\n"},
+     "  poh          P_OH = KV load time / compute time on a K x T grid\n"
+     "  capacity     CONFIG --slo-ttft T: the steady-state throughput served at a TTFT SLO\n"},
     {"design",
      {"emit"},
      "kappasim design: the area/power design model's splits as presets (docs/design-model.md)\n"

@@ -3,6 +3,8 @@
 // inputs.txt and result.json, each atomically. Moved out of apps/kappasim/cmd_sweep.cpp.
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "core/output.hpp"
 #include "sweeps/runner/runner.hpp"
 #include "sweeps/runner/runner_internal.hpp"
@@ -26,6 +28,15 @@ std::string inputs_text() {
 void run_point(const PointRunOptions& o) {
   const PointKind& k = find_kind(o.kind);
   for (const auto& pd : o.preset_dirs) PresetRegistry::instance().add_directory(pd);
+  // A kind that starts processes of its own (capacity: its probes are sweep points) passes the
+  // --preset-dir folders on through KAPPASIM_PRESET_PATH, which every kappasim process reads.
+  if (!o.preset_dirs.empty()) {
+    const char* env = std::getenv("KAPPASIM_PRESET_PATH");
+    std::string path = env ? env : "";
+    for (const auto& pd : o.preset_dirs)
+      path += (path.empty() ? "" : ":") + fs::absolute(pd).lexically_normal().string();
+    ::setenv("KAPPASIM_PRESET_PATH", path.c_str(), 1);
+  }
   const ConfigNode node = load_yaml_file(o.config);
   clear_input_log();  // from here on: what the point itself reads
 

@@ -619,6 +619,8 @@ int run_sweep(const SweepOptions& opts) {
       std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i]
                 << "\n";
     if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
+    // issue 26 item 21: the points that warned (a tier that overflows), as `kappasim run` would.
+    if (missing.empty()) std::cerr << warned_summary(merged, points.size());
     if (missing.empty())
       std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
     else
@@ -671,7 +673,8 @@ int collect_sweep(const CollectOptions& o) {
     std::cerr << "sweep " << spec.name << ": " << (points.size() - merged.not_ok.size()) << " of "
               << points.size() << " points ok";
     if (!merged.not_ok.empty()) std::cerr << "; invalid or failed: " << id_list(merged.not_ok);
-    std::cerr << "\nresults in " << d.dir << "/results.csv and results.jsonl\n";
+    std::cerr << "\n" << warned_summary(merged, points.size());
+    std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
   }
   return merged.not_ok.empty() ? 0 : 3;
 }

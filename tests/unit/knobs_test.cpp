@@ -199,6 +199,18 @@ TEST(Knobs, GpuSideKvBufferAsGpuHardwareAndServingPrecedence) {
   EXPECT_DOUBLE_EQ(s.serving.kv_buffer.capacity_bytes, 1024.0 * 1024 * 1024);
   EXPECT_EQ(s.serving.kv_buffer.kind, KvBufferKind::Hbm);
   EXPECT_FALSE(s.serving.kv_buffer.bandwidth_Bps.has_value());
+  // issue 26 item 22: a serving.kv_buffer capacity written as 0 switches the GPU's buffer off
+  // (it was adopted regardless), in the file or by --set; an absent capacity still adopts it.
+  const RunSpec zero = read_config<RunSpec>(
+      parse_yaml(base + "serving: {kv_buffer: {capacity: 0 B}}\n", "run.yaml"), "");
+  EXPECT_FALSE(zero.serving.kv_buffer.enabled());
+  EXPECT_EQ(zero.serving.kv_buffer.capacity_bytes, 0.0);
+  ConfigNode set_root = parse_yaml(base, "run.yaml");
+  apply_set(set_root, "serving.kv_buffer.capacity=0 B");
+  EXPECT_FALSE(read_config<RunSpec>(set_root, "").serving.kv_buffer.enabled());
+  const RunSpec kind_only = read_config<RunSpec>(
+      parse_yaml(base + "serving: {kv_buffer: {kind: hbm}}\n", "run.yaml"), "");
+  EXPECT_DOUBLE_EQ(kind_only.serving.kv_buffer.capacity_bytes, 4.0 * 1024 * 1024 * 1024);
   // No buffer on the GPU and none in serving: off, as before.
   const RunSpec off = read_config<RunSpec>(
       parse_yaml("model: llama-3.1-8b\nsystem: h100\nworkload: {requests: 10}\n", "r.yaml"), "");

@@ -333,7 +333,8 @@ axes:
 }
 
 TEST(SweepResults, ResultJsonRoundTripsNumbers) {
-  PointResult r{{{"a", 0.1}, {"b", 1.0 / 3.0}, {"c", 1e300}}};
+  PointResult r;
+  r.metrics = {{"a", 0.1}, {"b", 1.0 / 3.0}, {"c", 1e300}};
   EXPECT_EQ(result_json(r),
             "{\n  \"status\": \"ok\",\n  \"metrics\": {\n    \"a\": 0.1,\n    \"b\": "
             "0.3333333333333333,\n    \"c\": 1e+300\n  }\n}\n");
