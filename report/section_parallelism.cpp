@@ -114,11 +114,12 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                         "DP rank imbalance (max / mean tokens)", "EP all-to-all time share"},
                        srows)
      << "\n"
-     << "Engines differ by row: `tp=8` runs the single-group engine (LMCache's kernel load path "
-        "with the stack's per-chunk software costs); every other layout runs the replica engine, "
-        "which loads by DMA per chunk without the stack's software costs (docs/parallelism.md "
-        "\"The replica engine\"). Compute, all-to-all and link bandwidth are modelled alike; the "
-        "load-side software is not, which favours the replica rows when loads dominate. "
+     << "Every row runs the one serving engine with the same stack and load path (LMCache's "
+        "kernel load path with the stack's per-chunk software costs, blocking stores): rows "
+        "differ by layout only (issue 21; the layouts beyond TP used to run a second engine that "
+        "loaded by DMA without the stack's software costs, which favoured them when loads "
+        "dominated). Both models are MoE, so their DP ranks step in lockstep (dummy batches); "
+        "the DP rank imbalance is that lockstep's waste. "
         "`tp=8,pp=2,nodes=2` runs its two stages in series within each step (no micro-batches "
         "in flight, unlike vLLM's pipeline), which understates its throughput.\n\n";
 

@@ -74,7 +74,10 @@ class RankView final : public ClusterView {
 
 ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec& spec,
                              WorkloadSource& source, EngineSinks sinks)
-    : sc_core::sc_module(name), m_spec(spec), m_source(source), m_sinks(std::move(sinks)),
+    : sc_core::sc_module(name),
+      m_spec(spec),
+      m_source(source),
+      m_sinks(std::move(sinks)),
       m_recompute(m_spec) {
   const ServingSpec& sv = m_spec.serving;
   const GpuSpec& gpu = m_spec.system.gpu;
@@ -113,7 +116,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
       u->kernel->connect(*m_link);
     }
     if (L.pp > 1)
-      u->kv_share = L.cost.stages[static_cast<std::size_t>(g / L.stage_gpus)].kv_bytes_rank / m_bkv_gpu;
+      u->kv_share =
+          L.cost.stages[static_cast<std::size_t>(g / L.stage_gpus)].kv_bytes_rank / m_bkv_gpu;
     m_gpus.push_back(std::move(u));
   }
   // The ranks' paged KV pools: gpu_memory_utilization x HBM less the weights per GPU, the
@@ -125,9 +129,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   if (beyond_tp) {
     blocks = replica_kv_blocks(m_spec, L, carve);
   } else {
-    double v_eff = effective_kv_bytes_per_gpu(m_spec.model, gpu, L.tp,
-                                              weight_dtype_for(sv.compute_dtype),
-                                              sv.activation_reserve_bytes, sv.gpu_memory_utilization);
+    double v_eff =
+        effective_kv_bytes_per_gpu(m_spec.model, gpu, L.tp, weight_dtype_for(sv.compute_dtype),
+                                   sv.activation_reserve_bytes, sv.gpu_memory_utilization);
     if (carve >= v_eff)
       throw InputError("serving.kv_buffer.capacity: " + format_quantity(carve, dim::bytes) +
                        " of kind hbm leaves no paged-KV pool (V_eff per GPU is " +
@@ -168,13 +172,12 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     one.gpus = L.tp * L.pp;
     for (auto& r : m_ranks) {
       std::unique_ptr<StepModel> model =
-          L.pp == 1 && L.p.ep == 1
-              ? make_tp_step(m_spec, *r->gpus, m_on_fewer_sms)
-              : make_layout_step(m_spec, one, {r->gpus.get()}, *m_link, m_layout_stats,
-                                 m_on_fewer_sms);
+          L.pp == 1 && L.p.ep == 1 ? make_tp_step(m_spec, *r->gpus, m_on_fewer_sms)
+                                   : make_layout_step(m_spec, one, {r->gpus.get()}, *m_link,
+                                                      m_layout_stats, m_on_fewer_sms);
       const double share = L.dp == 1 ? 1.0 : one.gpus / all;
-      m_groups.push_back(std::make_unique<Group>(*this, std::vector<Rank*>{r.get()},
-                                                 std::move(model), share));
+      m_groups.push_back(
+          std::make_unique<Group>(*this, std::vector<Rank*>{r.get()}, std::move(model), share));
     }
   }
   // Every rank's KV store (its own LMCache instance and pinned pool): a given DRAM capacity is
@@ -308,8 +311,7 @@ void ServingEngine::arrivals() {
     st.rank = static_cast<int>(ri);
     const std::size_t hits = rank.store->lookup(st, keys);
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
-    st.seq = std::make_unique<Sequence>(
-        make_sequence(r, static_cast<std::int64_t>(hits) * chunk));
+    st.seq = std::make_unique<Sequence>(make_sequence(r, static_cast<std::int64_t>(hits) * chunk));
     // Partial recompute: the leading R cached tokens are prefilled again (they need no earlier
     // KV); the other K - R are loaded. Recomputed tokens count as computed.
     const std::int64_t R = m_recompute(st.seq->cached_tokens, st.seq->compute_tokens);

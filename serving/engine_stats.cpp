@@ -19,7 +19,8 @@ void add_group_stats(EngineStats& into, const EngineStats& g, double w) {
         &EngineStats::StackTimes::gpu_gap_s, &EngineStats::StackTimes::cpu_bound_s,
         &EngineStats::StackTimes::store_sw_s})
     into.stack.*f += g.stack.*f * w;
-  for (const auto& c : TimeBreakdown::categories()) into.run_time.*c.field += g.run_time.*c.field * w;
+  for (const auto& c : TimeBreakdown::categories())
+    into.run_time.*c.field += g.run_time.*c.field * w;
   for (std::size_t i = 0; i < into.run_bounds.s.size(); ++i)
     into.run_bounds.s[i] += g.run_bounds.s[i] * w;
   if (into.tier_io.size() < g.tier_io.size()) into.tier_io.resize(g.tier_io.size());
@@ -35,8 +36,7 @@ void add_tier_counts(SummaryBuilder::Totals& t, const SummaryBuilder::Totals& o)
   for (double SummaryBuilder::Totals::*k :
        {&SummaryBuilder::Totals::tier_hit_chunks, &SummaryBuilder::Totals::tier_miss_chunks,
         &SummaryBuilder::Totals::tier_lookups, &SummaryBuilder::Totals::tier_stored_chunks,
-        &SummaryBuilder::Totals::tier_evicted_chunks,
-        &SummaryBuilder::Totals::tier_restored_chunks,
+        &SummaryBuilder::Totals::tier_evicted_chunks, &SummaryBuilder::Totals::tier_restored_chunks,
         &SummaryBuilder::Totals::tier_dropped_chunks, &SummaryBuilder::Totals::tier_warm_chunks,
         &SummaryBuilder::Totals::tier_capacity_bytes,
         &SummaryBuilder::Totals::tier_working_set_bytes})

@@ -48,8 +48,8 @@ void add_group_stats(EngineStats& into, const EngineStats& group, double w);
 
 // What engine_totals needs from the simulation besides the counters.
 struct EngineRunFacts {
-  int gpus = 0;         // the engine's GPUs (0: serving.tp)
-  int kv_copies = 0;    // GPUs holding one token's KV shards (tp x DP ranks; 0: serving.tp)
+  int gpus = 0;       // the engine's GPUs (0: serving.tp)
+  int kv_copies = 0;  // GPUs holding one token's KV shards (tp x DP ranks; 0: serving.tp)
   double simulated_time_s = 0, wall_time_s = 0;
   double link_capacity_Bps = 0;  // per GPU per direction payload peak of the load path
   double kv_bytes_per_token_gpu = 0;

@@ -28,11 +28,14 @@ Endpoint endpoint_of_level(TierLevel l) {
 }  // namespace
 
 KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
-                 double kv_bytes_per_token_gpu,
-                 double dram_bytes, EngineStats& stats, double bytes_weight,
-                 double time_weight, double share, Hooks hooks)
-    : m_spec(spec), m_gpus(gpus), m_stats(stats), m_weight(bytes_weight),
-      m_time_weight(time_weight), m_hooks(std::move(hooks)) {
+                 double kv_bytes_per_token_gpu, double dram_bytes, EngineStats& stats,
+                 double bytes_weight, double time_weight, double share, Hooks hooks)
+    : m_spec(spec),
+      m_gpus(gpus),
+      m_stats(stats),
+      m_weight(bytes_weight),
+      m_time_weight(time_weight),
+      m_hooks(std::move(hooks)) {
   const ServingSpec& sv = spec.serving;
   const int tp = gpus.tp();
   m_chunk_tokens = sv.tier_chunk_tokens();

@@ -59,15 +59,14 @@ class KvStore {
   // 1 / ranks in general). `share`: the rank's share of the lower levels' capacities.
   // `link`: the engine's back end (it must carry the lower levels' transfers).
   KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
-          double kv_bytes_per_token_gpu,
-          double dram_bytes, EngineStats& stats, double bytes_weight, double time_weight,
-          double share, Hooks hooks);
+          double kv_bytes_per_token_gpu, double dram_bytes, EngineStats& stats, double bytes_weight,
+          double time_weight, double share, Hooks hooks);
   ~KvStore();
 
   KvTier& dram() { return *m_dram; }
   const KvTier& dram() const { return *m_dram; }
   const KvHierarchy& hierarchy() const { return *m_hier; }
-  KvTier* buffer() { return m_buffer.get(); }  // the GPU-side buffer, null when off
+  KvTier* buffer() { return m_buffer.get(); }         // the GPU-side buffer, null when off
   double buffer_Bps() const { return m_buffer_Bps; }  // its copy rate into the KV pages
   bool tiered() const { return m_hier->levels() > 1; }
   int chunk_tokens() const { return m_chunk_tokens; }

@@ -83,7 +83,7 @@ std::vector<RequestRecord> run_isolated(const RunSpec& spec, const std::vector<R
 }
 
 double max_request_tokens(const RunSpec& spec) {
-  // A layout beyond TP runs on the replica engine: its rank's pool (weights split over pp
+  // A layout beyond TP: the engine's rank pool (weights split over pp
   // stages and nodes too), not a TP group's (issue 26 item 22).
   if (spec.serving.parallelism.beyond_tp())
     return static_cast<double>(replica_kv_blocks(spec, make_replica_layout(spec))) *

@@ -38,7 +38,8 @@ void RankGpus::issue_one(TransferRequest& r, std::int64_t units, TransferGroup& 
 
 void RankGpus::issue(CopyGroup& c, const std::vector<std::int64_t>& units, CopyPath dram_path,
                      double delay_s) const {
-  for (std::size_t i = 0; i < c.rs.size(); ++i) issue_one(c.rs[i], units[i], c.g, dram_path, delay_s);
+  for (std::size_t i = 0; i < c.rs.size(); ++i)
+    issue_one(c.rs[i], units[i], c.g, dram_path, delay_s);
 }
 
 void RankGpus::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,

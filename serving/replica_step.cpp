@@ -75,7 +75,7 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
       check_prefill_args(spec.model, L.stage_gpus, 1, 0);
     } catch (const InputError& e) {
       throw InputError("serving.parallelism: layout '" + layout_name(L.p) +
-                       "': the replica engine times the experts over the stage's " +
+                       "': the layout step times the experts over the stage's " +
                        std::to_string(L.stage_gpus) +
                        " GPUs, which must split the model's heads (" + e.what() + ")");
     }

@@ -1,9 +1,9 @@
 // One lockstep step of a model replica laid out beyond plain tensor parallelism (issue 14):
 // attention data-parallel ranks (DP-attention) with expert parallelism (EP), pipeline stages
-// (PP) and replicas spanning several nodes. Pure: no SystemC; the replica engine
-// (serving/replica_engine) times what this returns, the tests check it by hand.
+// (PP) and replicas spanning several nodes. Pure: no SystemC; the layout step model
+// (serving/step_model.cpp, the layout step) times what this returns, the tests check it by hand.
 //
-// What it models (docs/parallelism.md "The replica engine", with sources):
+// What it models (docs/parallelism.md "Simulating the layouts", with sources):
 //  - per stage, every DP rank runs its own batch's attention and its non-expert kernels (norms,
 //    projections, dense MLPs, shared experts, router) on its `tp` GPUs (kernel_timing's
 //    batch_step_time); a rank with no work runs a one-token dummy batch (vLLM DP: MoE layers
@@ -50,12 +50,11 @@ struct ReplicaLayout {
 ReplicaLayout make_replica_layout(const RunSpec& spec);
 // Paged-KV blocks of one rank under the layout: gpu_memory_utilization × HBM less the layout's
 // weights per GPU (largest stage) and the activation reserve, over the rank's KV bytes per token
-// (its fullest stage). The replica engine's pool, and the isolated-request probe's largest
+// (its fullest stage). The engine's rank pool, and the isolated-request probe's largest
 // request (serving/measure; issue 26 item 22: it sized a PP / multi-node layout at TP alone).
 // `carve_bytes`: per GPU, taken out of the pool for a GPU-side KV buffer of kind hbm.
 // InputError naming serving.parallelism when no HBM is left.
-std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L,
-                               double carve_bytes = 0);
+std::int64_t replica_kv_blocks(const RunSpec& spec, const ReplicaLayout& L, double carve_bytes = 0);
 
 struct ReplicaStepCost {
   std::vector<double> rank_tokens;  // tokens each rank computes this step (0: dummy batch)

@@ -152,7 +152,8 @@ std::int64_t RecomputeChooser::operator()(std::int64_t K, std::int64_t T) {
     R = static_cast<std::int64_t>(std::floor(m_spec.fraction * static_cast<double>(K)));
   } else {
     auto f = m_auto.find({K, T});
-    if (f == m_auto.end()) f = m_auto.emplace(std::make_pair(K, T), choose_recompute_tokens(*m_cost, K, T)).first;
+    if (f == m_auto.end())
+      f = m_auto.emplace(std::make_pair(K, T), choose_recompute_tokens(*m_cost, K, T)).first;
     R = f->second;
   }
   return std::clamp<std::int64_t>(R, 0, K);

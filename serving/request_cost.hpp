@@ -26,8 +26,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"

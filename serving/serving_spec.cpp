@@ -94,7 +94,7 @@ void ServingSpec::validate(const std::string& path) const {
   tiers.validate(p + "tiers");  // issue 14
   recompute.validate(p + "recompute");
   // ---- parallelism layout (issue 14): checked against the model and system in
-  // RunSpec::validate; layouts beyond plain TP run in the replica engine ----
+  // RunSpec::validate; layouts beyond plain TP: the engine's ranks ----
   parallelism.validate(p + "parallelism");
   if (parallelism.tp != 0 && parallelism.tp != tp)
     throw InputError(

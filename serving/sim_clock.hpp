@@ -1,5 +1,5 @@
-// Simulated-time helpers shared by the serving engines (serving/engine, serving/replica_engine):
-// the current simulated time in seconds, a wait that skips zero, and the link back end's
+// Simulated-time helpers shared by the serving engine's parts (engine, step groups, step models, KV
+// store): the current simulated time in seconds, a wait that skips zero, and the link back end's
 // registry name of a LinkFidelity. SystemC (serving_sim layer).
 #pragma once
 

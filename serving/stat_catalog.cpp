@@ -502,8 +502,9 @@ std::vector<StatDecl> make_summary() {
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica
-  // engine"): the engine's Totals::extra (serving/step_model.cpp layout_figures), in this order. There `gpus` is the replica's GPUs,
-  // per-GPU figures average over them, and the tier figures sum the ranks' tiers.
+  // engine"): the engine's Totals::extra (serving/step_model.cpp layout_figures), in this order.
+  // There `gpus` is the replica's GPUs, per-GPU figures average over them, and the tier figures sum
+  // the ranks' tiers.
   // clang-format off
   add(replica("dp_ranks", "ranks", A::Setting, "DP ranks of the replica"));
   add(replica("replica_gpus", "GPUs", A::Setting, "the replica's GPUs"));

@@ -40,7 +40,7 @@ const char* stat_agg_name(StatAgg a);  // "value", "count", ...
 const char* stat_agg_doc(StatAgg a);   // one line: what the aggregation means
 
 // When a statistic is present. Summary figures present always come first, in declaration
-// order; then the replica engine's, the tier levels', and a cluster's per-group figures.
+// order; then the layout's (beyond TP), the tier levels', and a cluster's per-group figures.
 enum class StatWhen {
   Always,
   Replica,  // only for layouts beyond TP (serving.parallelism): SummaryBuilder::Totals::extra
@@ -93,7 +93,7 @@ const std::vector<StatDecl>& summary_stats();
 // group + "." + field. Fields in declaration order.
 std::vector<std::string> tier_level_stat_fields();
 std::vector<std::string> cluster_group_stat_fields();
-// The replica engine's figures (Totals::extra), in declaration order.
+// The layout figures (Totals::extra), in declaration order.
 std::vector<std::string> replica_stat_names();
 
 // True when `key` is a declared summary.json key (a tier level's or a cluster group's

@@ -22,7 +22,8 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
   // stages on average, and the strategy's bytes add up the group's ranks.
   LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
   LoadContext::buffer_Bps = 0;
-  if (sv.kv_buffer.enabled()) LoadContext::buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, e.m_spec.system.gpu);
+  if (sv.kv_buffer.enabled())
+    LoadContext::buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, e.m_spec.system.gpu);
   LoadContext::stats = &stats;
   LoadContext::step_time = &m_step_time;
   LoadContext::step_bounds = &m_step_bounds;
@@ -40,7 +41,8 @@ double ServingEngine::Group::store_weight() const {
 
 void ServingEngine::Group::steps() {
   const auto held = [this] {
-    return std::any_of(ranks.begin(), ranks.end(), [](const Rank* r) { return r->store->holding(); });
+    return std::any_of(ranks.begin(), ranks.end(),
+                       [](const Rank* r) { return r->store->holding(); });
   };
   for (;;) {
     // Requests held out of the queue by their prefetch are still to come.
@@ -184,7 +186,8 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
     for (const auto& f : first)
       for (RequestState* st : f) st->load_bounds = m_step_bounds;
   for (std::size_t r = 0; r < n; ++r)
-    if (n == 1 || !plans[r].items.empty()) ranks[r]->sched->complete(plans[r], now_s(), *ranks[r]->kv);
+    if (n == 1 || !plans[r].items.empty())
+      ranks[r]->sched->complete(plans[r], now_s(), *ranks[r]->kv);
   for (Rank* r : ranks)
     for (Sequence* s : r->sched->take_finished()) m_e.finish(s);
   if (m_e.m_spec.check) check_step(start);
@@ -196,7 +199,8 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
       rec.tokens += p.tokens;
       rec.seqs += static_cast<int>(p.items.size());
     }
-    rec.budget = static_cast<std::int64_t>(sv.max_num_batched_tokens) * static_cast<std::int64_t>(n);
+    rec.budget =
+        static_cast<std::int64_t>(sv.max_num_batched_tokens) * static_cast<std::int64_t>(n);
     rec.vram_used_fraction = kv_used;
     rec.load_s = load_s;
     rec.compute_s = compute_s;

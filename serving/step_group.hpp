@@ -43,8 +43,7 @@ class ServingEngine::Group final : public LoadContext {
   // LoadContext (serving/load_paths/load_path.hpp).
   double now() const override;
   void wait(double s) override;
-  void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
-                    CopyPath path) override;
+  void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units, CopyPath path) override;
   void wait_copies(CopyGroup& c) override;
   CopySplit split_copies(const CopyGroup& c, double t_start) const override;
   void compute(const StepTime& st) override;
@@ -62,9 +61,9 @@ class ServingEngine::Group final : public LoadContext {
 
   ServingEngine& m_e;
   std::unique_ptr<StepModel> m_model;
-  std::vector<LoadBound> m_resource_bound;  // per Topology resource
-  TimeBreakdown m_step_time;                // the running step's categories
-  LoadBoundTimes m_step_bounds;             // the running step's load, per bound
+  std::vector<LoadBound> m_resource_bound;             // per Topology resource
+  TimeBreakdown m_step_time;                           // the running step's categories
+  LoadBoundTimes m_step_bounds;                        // the running step's load, per bound
   std::vector<double> m_link_tokens, m_buffer_tokens;  // the running step's, per rank
   double m_last_step_end_s = 0;
 };

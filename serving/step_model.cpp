@@ -43,8 +43,8 @@ class TpStep final : public StepModel {
  private:
   StepTime at_fraction(double sm_fraction) const {
     const ServingSpec& sv = m_spec.serving;
-    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), m_slices,
-                           sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch);
+    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), m_slices, sv.compute_dtype,
+                           sm_fraction, sv.kv_dtype, sv.stack.launch);
   }
   const RunSpec& m_spec;
   const RankGpus& m_rank;
@@ -56,7 +56,11 @@ class LayoutStep final : public StepModel {
  public:
   LayoutStep(const RunSpec& spec, const ReplicaLayout& L, std::vector<const RankGpus*> ranks,
              LinkModule& link, LayoutStats& stats, std::uint64_t& on_fewer_sms)
-      : m_spec(spec), m_L(L), m_ranks(std::move(ranks)), m_link(link), m_stats(stats),
+      : m_spec(spec),
+        m_L(L),
+        m_ranks(std::move(ranks)),
+        m_link(link),
+        m_stats(stats),
         m_on_fewer_sms(on_fewer_sms) {
     // The all-to-all and PP activations go through the fabric where the back end carries
     // GPU-to-GPU transfers (the flow back end; LinkModel::carries).
@@ -131,8 +135,8 @@ class LayoutStep final : public StepModel {
             m_cost.layer_pair_dispatch_bytes[static_cast<std::size_t>(a * S + b)] * layers * f;
         if (!(bytes > 0)) continue;
         // Dispatch: a sends to b; combine: the expert outputs come back, b to a.
-        c.rs.push_back(peer_request(combine ? gpu(s, b) : gpu(s, a),
-                                    combine ? gpu(s, a) : gpu(s, b), bytes));
+        c.rs.push_back(
+            peer_request(combine ? gpu(s, b) : gpu(s, a), combine ? gpu(s, a) : gpu(s, b), bytes));
       }
     peer(c);
     wait_s((n_moe - 1) * latency_s * f);
@@ -210,8 +214,8 @@ std::unique_ptr<StepModel> make_layout_step(const RunSpec& spec, const ReplicaLa
 }
 
 std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& ls,
-                                                          const ReplicaLayout& L) {
-    double tokens = 0, busiest = 0;
+                                                           const ReplicaLayout& L) {
+  double tokens = 0, busiest = 0;
   for (double x : ls.rank_tokens) {
     tokens += x;
     busiest = std::max(busiest, x);

@@ -49,7 +49,7 @@ struct LayoutStats {
 
 // The layout's figures for summary.json (after the engine's own), from the step groups' stats.
 std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& s,
-                                                          const ReplicaLayout& L);
+                                                           const ReplicaLayout& L);
 
 class StepModel {
  public:

@@ -55,8 +55,8 @@ const char* kUsage =
 
 // ---- help for the commands with verbs, and "did you mean" (issue 12, item 14) ---------------
 const std::vector<std::string> kCommands = {
-    "report",      "kappa",     "roofline", "presets",   "probe",  "run",
-    "measure",     "bench",     "sweep",    "reproduce", "help",   "validate",
+    "report",      "kappa",     "roofline", "presets",   "probe",   "run",
+    "measure",     "bench",     "sweep",    "reproduce", "help",    "validate",
     "sensitivity", "calibrate", "solve",    "design",    "metrics", "list"};
 
 struct VerbHelp {

@@ -3,8 +3,8 @@
 // several nodes, and the per-GPU accounting each layout implies: KV bytes per token a GPU holds
 // and loads, prefill FLOPs per GPU, and the communication bytes (TP all-reduce, EP all-to-all
 // dispatch/combine, PP activations) over NVLink and the inter-node NIC. Pure functions, no
-// SystemC; the analytic κ model (models/analytic) and the replica engine (serving/replica_step)
-// read them.
+// SystemC; the analytic κ model (models/analytic) and the engine's layout step
+// (serving/replica_step) read them.
 //
 // Conventions (docs/parallelism.md, with sources):
 //  - ranks are ordered TP innermost, then DP-attention, then PP (vLLM / Megatron order); one

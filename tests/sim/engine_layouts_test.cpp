@@ -1,7 +1,8 @@
 // The serving engine on layouts beyond plain TP (issues 14, 21; serving/engine, step_model): a
-// DP-attention + EP run of DeepSeek-V3 end to end. Behaviour, not timings (those are replica_step's, tested by hand in
-// tests/unit/replica_step_test.cpp): every arrival finishes or is rejected, requests go to the
-// rank vLLM's DP load balancer picks, the DP figures are in the summary. One simulation per TEST.
+// DP-attention + EP run of DeepSeek-V3 end to end. Behaviour, not timings (those are
+// replica_step's, tested by hand in tests/unit/replica_step_test.cpp): every arrival finishes or is
+// rejected, requests go to the rank vLLM's DP load balancer picks, the DP figures are in the
+// summary. One simulation per TEST.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -121,8 +122,9 @@ void run_yaml(const std::string& yaml, RunOut& out) {
 
 TEST(EngineLayouts, DpEpServesLowerTiersAndTheLayerwisePathWithItsBounds) {
   // Every feature on every layout: DeepSeek-V3 DP-8 + EP-8 with a CXL tier below a DRAM tier
-  // too small for the documents (5 GB a rank), loading layer-wise. Every request finishes (invariants checked), the CXL level's figures are in the
-  // summary, and every request that loaded KV has its load bound.
+  // too small for the documents (5 GB a rank), loading layer-wise. Every request finishes
+  // (invariants checked), the CXL level's figures are in the summary, and every request that loaded
+  // KV has its load bound.
   RunOut r;
   run_yaml(
       "model: deepseek-v3\nsystem: {preset: dgx-h100-256gb-cxl, gpu: h200-sxm}\n"

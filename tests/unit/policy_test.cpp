@@ -207,8 +207,8 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) rows.push_back(line);
   ASSERT_EQ(rows.size(), 9u) << r.out;  // header + 4 policies + 4 routers
-  const std::vector<std::string> names = {"fair",       "fifo",        "shortest_load",
-                                          "utilization", "dp_balance", "kappa_aware",
+  const std::vector<std::string> names = {"fair",         "fifo",       "shortest_load",
+                                          "utilization",  "dp_balance", "kappa_aware",
                                           "least_loaded", "round_robin"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(rows[i + 1].rfind(i < 4 ? "serving.policy" : "cluster.router", 0), 0u) << rows[i + 1];
