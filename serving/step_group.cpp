@@ -109,7 +109,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   double kv_used = 0, max_tokens = 0;
   for (std::size_t r = 0; r < n; ++r) {
     work.push_back(plan_step_work(plans[r], recompute_of));
-    batches.push_back(work.back().slices);
+    batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
     for (const StepItem& it : plans[r].items) ++m_e.m_live.at(it.seq->req.id).steps;
     for (Sequence* s : work.back().load) first[r].push_back(&m_e.m_live.at(s->req.id));
     for (Sequence* s : work.back().done) done[r].push_back(&m_e.m_live.at(s->req.id));

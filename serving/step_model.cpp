@@ -18,7 +18,7 @@ class TpStep final : public StepModel {
       : m_spec(spec), m_rank(rank), m_on_fewer_sms(on_fewer_sms) {}
 
   StepTime time(const std::vector<std::vector<SeqSlice>>& batches) override {
-    m_slices = batches.at(0);
+    m_slices = &batches.at(0);  // the step's batch outlives its compute (Group::run_step)
     return at_fraction(1.0);
   }
 
@@ -43,13 +43,13 @@ class TpStep final : public StepModel {
  private:
   StepTime at_fraction(double sm_fraction) const {
     const ServingSpec& sv = m_spec.serving;
-    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), m_slices, sv.compute_dtype,
+    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), *m_slices, sv.compute_dtype,
                            sm_fraction, sv.kv_dtype, sv.stack.launch);
   }
   const RunSpec& m_spec;
   const RankGpus& m_rank;
   std::uint64_t& m_on_fewer_sms;
-  std::vector<SeqSlice> m_slices;
+  const std::vector<SeqSlice>* m_slices = nullptr;
 };
 
 class LayoutStep final : public StepModel {

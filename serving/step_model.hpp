@@ -56,7 +56,7 @@ class StepModel {
   virtual ~StepModel() = default;
   // The step's compute over the group's batches (one per rank, in group order; per GPU: time,
   // FLOPs, HBM bytes; first and last layer times for the layer-wise pipeline). Call once per
-  // step, before start().
+  // step, before start(); `batches` must outlive the step's start() calls.
   virtual StepTime time(const std::vector<std::vector<SeqSlice>>& batches) = 0;
   // Starts `compute_s` of the timed step (all of it, or a layer's share) moving `hbm_bytes`
   // through each GPU's HBM; non-blocking: c.g ends when it does.
