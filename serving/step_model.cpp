@@ -43,8 +43,8 @@ class TpStep final : public StepModel {
  private:
   StepTime at_fraction(double sm_fraction) const {
     const ServingSpec& sv = m_spec.serving;
-    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), *m_slices, sv.compute_dtype,
-                           sm_fraction, sv.kv_dtype, sv.stack.launch);
+    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), *m_slices,
+                           sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch);
   }
   const RunSpec& m_spec;
   const RankGpus& m_rank;
