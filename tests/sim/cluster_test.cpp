@@ -161,6 +161,29 @@ TEST(Cluster, EveryArrivalFinishesOnceUnderLoad) {
   EXPECT_GT(figure(f, "steps"), 0);
 }
 
+TEST(Cluster, ANodeMayBeAnyLayout) {
+  // Issue 21: a cluster node is the one serving engine, whatever its layout: a TP-1 node beside
+  // a DP-2 node (two ranks of one GPU each, dense: they step independently) on dp_balance.
+  const ClusterRunSpec spec = cluster_spec(
+      "cluster:\n"
+      "  router: least_loaded\n"
+      "  nodes:\n"
+      "    - {name: tp, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, granularity: step}}\n"
+      "    - {name: dp, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+      "tp: 1, granularity: step, parallelism: {dp_attention: 2}}}\n"
+      "model: llama-3.1-8b\n"
+      "check: true\n"
+      "workload: {type: sharegpt, requests: 40, rate: 40, seed: 4}\n");
+  auto src = make_source(spec.workload, 4);
+  const auto f = run_cluster(spec, *src, ClusterSinks{});  // check: true runs check_end()
+  EXPECT_EQ(figure(f, "requests_completed") + figure(f, "requests_rejected"), 40);
+  EXPECT_GT(figure(f, "dp.requests_routed"), 0);
+  EXPECT_GT(figure(f, "tp.requests_routed"), 0);
+  EXPECT_EQ(figure(f, "dp.gpus"), 2);
+  EXPECT_EQ(figure(f, "gpus"), 3);
+}
+
 // A one-node cluster against run_serving with that node alone (in a forked child, since a
 // process holds one simulation): the same requests get the same TTFTs.
 TEST(Cluster, OneNodeClusterGivesTheTtftsOfThatNodeAlone) {
