@@ -200,6 +200,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
       r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_bkv_gpu, dram, g->stats,
                                            g->store_weight(), 1.0 / g->ranks.size(),
                                            L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks);
+  for (auto& g : m_groups) g->buffer_Bps = g->ranks.front()->store->buffer_Bps();
   if (L.dp > 1) m_router = make_router(sv.dp_router);
   if (m_sinks.trace) {
     m_trace.step = m_sinks.trace->track("engine", "steps (compute)");

@@ -15,15 +15,12 @@ using sim_clock::wait_s;
 ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
                             std::unique_ptr<StepModel> model, double share)
     : ranks(std::move(rs)), gpu_share(share), m_e(e), m_model(std::move(model)) {
-  const ServingSpec& sv = e.m_spec.serving;
   LoadContext::spec = &e.m_spec;
   LoadContext::on_package = e.m_spec.system.host_link.type == LinkType::HbmTier;
   // The per-GPU mean of the group's KV bytes per token: a rank's GPU holds B_kv_gpu over pp
   // stages on average, and the strategy's bytes add up the group's ranks.
   LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
-  LoadContext::buffer_Bps = 0;
-  if (sv.kv_buffer.enabled())
-    LoadContext::buffer_Bps = kv_buffer_bandwidth(sv.kv_buffer, e.m_spec.system.gpu);
+  // buffer_Bps: the ranks' KV stores' (set by the engine once they exist).
   LoadContext::stats = &stats;
   LoadContext::step_time = &m_step_time;
   LoadContext::step_bounds = &m_step_bounds;

@@ -75,6 +75,16 @@ TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
   ASSERT_GT(u, 0.0);
   EXPECT_NEAR(summary_value(s2, "gpu_utilization"), u / 2, 1e-9 * u);
   EXPECT_EQ(summary_value(s2, "dp_dummy_rank_steps"), 0.0);
+  // An unregistered DP router is bad input naming its key, with the nearest name; no folder.
+  const auto bad = run_shell(bin,
+                             "run " + cfg + " -q --out " + (dir / "bad").string() +
+                                 " --set serving.parallelism.dp_attention=2"
+                                 " --set serving.dp_router=dp_balanse",
+                             dir / "e3");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("serving.dp_router"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("dp_balance"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
 }
 
 }  // namespace

@@ -18,14 +18,27 @@
 namespace kappasim {
 namespace {
 
-RunSpec dp_ep_run(int requests) {
-  const std::string yaml =
-      "model: deepseek-v3\nsystem: {preset: dgx-h100, gpu: h200-sxm}\n"
-      "serving: {tp: 1, compute_dtype: fp8, tier_capacity: 400 GB, warm_tier: true,\n"
-      "  parallelism: {dp_attention: 8, ep: 8}}\n"
-      "workload: {type: narrativeqa, requests: " +
-      std::to_string(requests) + ", rate: 4, seed: 3, narrativeqa: {documents: 8}}\ncheck: true\n";
-  return read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+std::string dp_ep_yaml(int requests) {
+  return "model: deepseek-v3\nsystem: {preset: dgx-h100, gpu: h200-sxm}\n"
+         "serving: {tp: 1, compute_dtype: fp8, tier_capacity: 400 GB, warm_tier: true,\n"
+         "  parallelism: {dp_attention: 8, ep: 8}}\n"
+         "workload: {type: narrativeqa, requests: " +
+         std::to_string(requests) +
+         ", rate: 4, seed: 3, narrativeqa: {documents: 8}}\ncheck: true\n";
+}
+
+struct RunOut {
+  SummaryBuilder summary;
+  SummaryBuilder::Totals totals;
+  std::vector<RequestRecord> records;
+};
+void run_yaml(const std::string& yaml, RunOut& out) {
+  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
+  auto source = make_source(spec.workload, spec.workload.seed, "");
+  EngineSinks sinks;
+  sinks.summary = &out.summary;
+  sinks.on_finish = [&](const RequestRecord& r) { out.records.push_back(r); };
+  out.totals = run_serving(spec, *source, sinks);
 }
 
 double figure(const SummaryBuilder& s, const SummaryBuilder::Totals& t, const std::string& k) {
@@ -36,12 +49,10 @@ double figure(const SummaryBuilder& s, const SummaryBuilder::Totals& t, const st
 }
 
 TEST(EngineLayouts, DpEpRunFinishesEveryRequestSpreadOverRanksWithItsFigures) {
-  const RunSpec spec = dp_ep_run(24);
-  auto source = make_source(spec.workload, 3, "");
-  SummaryBuilder summary;
-  EngineSinks sinks;
-  sinks.summary = &summary;
-  const SummaryBuilder::Totals t = run_serving(spec, *source, sinks);
+  RunOut r;
+  run_yaml(dp_ep_yaml(24), r);
+  const SummaryBuilder& summary = r.summary;
+  const SummaryBuilder::Totals& t = r.totals;
   EXPECT_EQ(summary.requests() + t.requests_rejected, 24u);
   EXPECT_EQ(t.gpus, 8);
   EXPECT_EQ(figure(summary, t, "dp_ranks"), 8.0);
@@ -70,12 +81,10 @@ TEST(EngineLayouts, TwoNodeAllToAllGoesThroughTheFabricsNicsAtLeastThePortBound)
       "  parallelism: {dp_attention: 16, ep: 16, nodes: 2}}\n"
       "workload: {type: narrativeqa, requests: 24, rate: 4, seed: 3, narrativeqa: {documents: "
       "8}}\ncheck: true\n";
-  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
-  auto source = make_source(spec.workload, 3, "");
-  SummaryBuilder summary;
-  EngineSinks sinks;
-  sinks.summary = &summary;
-  const SummaryBuilder::Totals t = run_serving(spec, *source, sinks);
+  RunOut r;
+  run_yaml(yaml, r);
+  const SummaryBuilder& summary = r.summary;
+  const SummaryBuilder::Totals& t = r.totals;
   EXPECT_EQ(summary.requests() + t.requests_rejected, 24u);
   EXPECT_EQ(t.gpus, 16);
   EXPECT_GT(figure(summary, t, "peer_gpu_transfers"), 0.0);
@@ -104,20 +113,6 @@ TEST(EngineLayouts, TheDpRouterSpreadsSimultaneousArrivalsOverDistinctRanks) {
   ASSERT_EQ(ids.size(), 8u);
   // One arrival per rank: every rank's tier was looked up exactly once.
   for (std::size_t r = 0; r < 8; ++r) EXPECT_EQ(e->store(r).dram().lookups(), 1u) << "rank " << r;
-}
-
-struct RunOut {
-  SummaryBuilder summary;
-  SummaryBuilder::Totals totals;
-  std::vector<RequestRecord> records;
-};
-void run_yaml(const std::string& yaml, RunOut& out) {
-  const RunSpec spec = read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
-  auto source = make_source(spec.workload, spec.workload.seed, "");
-  EngineSinks sinks;
-  sinks.summary = &out.summary;
-  sinks.on_finish = [&](const RequestRecord& r) { out.records.push_back(r); };
-  out.totals = run_serving(spec, *source, sinks);
 }
 
 TEST(EngineLayouts, DpEpServesLowerTiersAndTheLayerwisePathWithItsBounds) {
