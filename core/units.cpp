@@ -238,7 +238,10 @@ Quantity parse_quantity(std::string_view text) {
     std::string lit(num.data(), static_cast<std::size_t>(ptr - num.data()));
     long exp10 = pow10;
     if (auto e = lit.find_first_of("eE"); e != std::string::npos) {
-      exp10 += std::strtol(lit.c_str() + e + 1, nullptr, 10);
+      // strtol saturates at LONG_MAX on a huge written exponent; clamp it first so the sum
+      // cannot overflow (any |exponent| this large is out of range for a double anyway).
+      long written = std::strtol(lit.c_str() + e + 1, nullptr, 10);
+      exp10 += std::clamp(written, -100000L, 100000L);
       lit.resize(e);
     }
     lit += "e" + std::to_string(exp10);

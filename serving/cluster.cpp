@@ -208,6 +208,8 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.kernel_events = e.kernel_events;  // the whole simulation's delta cycles
     for (const auto& c : TimeBreakdown::categories()) t.time.*c.field += g * (e.time.*c.field);
     t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes
+    t.decode = t.decode || e.decode;
+    t.slo_set = t.slo_set || e.slo_set;
   }
   if (w > 0) {
     for (const auto& c : TimeBreakdown::categories()) t.time.*c.field /= w;
@@ -224,8 +226,10 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
   const std::size_t groups = m_spec.nodes.size();
   std::vector<std::size_t> all(m_nodes.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::vector<std::pair<std::string, double>> f =
-      m_summary.figures(combined_totals(all, wall_time_s));
+  // Inter-token gaps go to each group's summary (the engines' sink): the pool's are theirs.
+  SummaryBuilder pool = m_summary;
+  for (const SummaryBuilder& g : m_group_summary) pool.merge_itl(g);
+  std::vector<std::pair<std::string, double>> f = pool.figures(combined_totals(all, wall_time_s));
 
   std::vector<std::vector<std::pair<std::string, double>>> gf(groups);
   for (std::size_t g = 0; g < groups; ++g) {

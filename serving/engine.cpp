@@ -313,6 +313,8 @@ void ServingEngine::arrivals() {
     const std::size_t hits = rank.store->lookup(st, keys);
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
     st.seq = std::make_unique<Sequence>(make_sequence(r, static_cast<std::int64_t>(hits) * chunk));
+    // Prefill only (the κ regime) unless serving.decode: then the workload's output length.
+    if (sv.decode) st.seq->output_tokens = std::max<std::int64_t>(1, r.output_tokens);
     // Partial recompute: the leading R cached tokens are prefilled again (they need no earlier
     // KV); the other K - R are loaded. Recomputed tokens count as computed.
     const std::int64_t R = m_recompute(st.seq->cached_tokens, st.seq->compute_tokens);
@@ -321,6 +323,8 @@ void ServingEngine::arrivals() {
       st.seq->compute_tokens += R;
       st.recompute_tokens = R;
     }
+    st.cached_tokens = st.seq->cached_tokens;  // a preemption may change the sequence's
+    st.compute_tokens = st.seq->compute_tokens;
     ++m_stats.arrived;
     ++rank.live;
     // A prefetch may hold the request out of the queue until its chunks are in DRAM. A request
@@ -371,8 +375,8 @@ void ServingEngine::finish(Sequence* s) {
     m_live.erase(id);  // the request's whole state, in one place
     return;
   }
-  const RequestRecord rec =
-      make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name());
+  RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name());
+  rec.meets_slo = m_spec.serving.slo.met(rec.ttft_s, rec.tpot_s);
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec);
@@ -419,6 +423,8 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.kv_bytes_per_token_gpu = m_bkv_gpu / L.pp;
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   SummaryBuilder::Totals t = engine_totals(s, m_spec, store().dram(), f, &store().hierarchy());
+  t.decode = m_spec.serving.decode;
+  t.slo_set = m_spec.serving.slo.any();
   // Every other rank's tiers, added (rank 0's are in already).
   for (std::size_t r = 1; r < m_ranks.size(); ++r) {
     const KvStore& st = store(r);

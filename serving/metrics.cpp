@@ -1,6 +1,7 @@
 #include "serving/metrics.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -24,15 +25,17 @@ void append_integer(std::string& s, Int v) {
   s.append(buf, r.ptr);
 }
 
-// One row: the declared columns' cells, comma-separated.
-void append_row(std::string& s, const RequestRecord& r) {
+// One row: the declared columns' cells, comma-separated (the decode columns with `decode`).
+void append_row(std::string& s, const RequestRecord& r, bool decode) {
   bool first = true;
-  for (const StatDecl& d : requests_csv_stats())
+  for (const StatDecl& d : requests_csv_stats()) {
+    if (d.when == StatWhen::Decode && !decode) continue;
     for (const StatKey& k : d.keys) {
       if (!first) s += ',';
       first = false;
       k.cell(s, r);
     }
+  }
 }
 
 }  // namespace
@@ -63,28 +66,31 @@ void append_csv_text(std::string& s, const std::string& f) {
 
 // ---- requests.csv ---------------------------------------------------------------------------
 
-const char* RequestsCsvWriter::header() {
-  static const std::string h = [] {
-    std::string s;
-    for (const StatDecl& d : requests_csv_stats())
-      for (const StatKey& k : d.keys) s += (s.empty() ? "" : ",") + k.name;
+const char* RequestsCsvWriter::header(bool decode) {
+  static const std::array<std::string, 2> h = [] {
+    std::array<std::string, 2> s;
+    for (int with = 0; with < 2; ++with)
+      for (const StatDecl& d : requests_csv_stats())
+        if (d.when != StatWhen::Decode || with)
+          for (const StatKey& k : d.keys) s[with] += (s[with].empty() ? "" : ",") + k.name;
     return s;
   }();
-  return h.c_str();
+  return h[decode ? 1 : 0].c_str();
 }
 
-std::string RequestsCsvWriter::row(const RequestRecord& r) {
+std::string RequestsCsvWriter::row(const RequestRecord& r, bool decode) {
   std::string s;
   s.reserve(256);
-  append_row(s, r);
+  append_row(s, r, decode);
   return s;
 }
 
-RequestsCsvWriter::RequestsCsvWriter(const std::string& path)
+RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode)
     : m_path(path),
+      m_decode(decode),
       m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
   if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
-  *m_out << header() << '\n';
+  *m_out << header(decode) << '\n';
 }
 
 RequestsCsvWriter::~RequestsCsvWriter() {
@@ -96,7 +102,7 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
     throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
   thread_local std::string line;  // reused: no allocation per row
   line.clear();
-  append_row(line, r);
+  append_row(line, r, m_decode);
   line += '\n';
   m_out->write(line.data(), static_cast<std::streamsize>(line.size()));
   ++m_rows;
@@ -141,9 +147,18 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   a.bytes_stored += r.bytes_stored;
   a.bytes_buffer += r.bytes_from_buffer;
   a.recomputed_tokens += static_cast<double>(r.recomputed_tokens);
-  a.last_finish_s = std::max(a.last_finish_s, r.arrival_s + r.ttft_s);
+  a.last_finish_s = std::max(a.last_finish_s, r.arrival_s + std::max(r.ttft_s, r.e2e_s));
   a.time_sum += r.time;
+  a.e2e.add(r.e2e_s);
+  if (r.output_tokens > 1) a.tpot.add(r.tpot_s);
+  a.output_tokens += static_cast<double>(r.output_tokens);
+  a.preemptions += r.preemptions;
+  a.preempted_kv_tokens += static_cast<double>(r.preempted_kv_tokens);
+  if (r.meets_slo) ++a.met_slo;
 }
+
+void SummaryBuilder::add_itl(double gap_s) { m_a.itl.add(gap_s); }
+void SummaryBuilder::merge_itl(const SummaryBuilder& other) { m_a.itl.merge(other.m_a.itl); }
 
 void SummaryBuilder::add_step(const StepRecord& s) {
   Accumulators& a = m_a;
@@ -211,6 +226,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
           f.insert(f.end(), t.tier_levels.begin(), t.tier_levels.end());
         }
         tiers_done = true;
+        break;
+      case StatWhen::Decode:  // decode runs only (serving.decode)
+        if (t.decode)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
       case StatWhen::Cluster:  // Cluster::figures appends them
         break;

@@ -43,6 +43,15 @@ struct RequestRecord {
   TimeBreakdown time;
   std::string load_bound;
   LoadBoundTimes load_bound_s;  // its step's load time per bound (not in requests.csv)
+  // Decode (serving.decode): end-to-end latency (its last output token − arrival), output tokens
+  // generated, TPOT ((e2e − ttft) / (output tokens − 1); NaN for one token), its preemptions and
+  // the KV tokens they discarded, and whether it met serving.slo.
+  double e2e_s = 0;
+  std::int64_t output_tokens = 1;
+  double tpot_s = 0;
+  int preemptions = 0;
+  std::int64_t preempted_kv_tokens = 0;
+  bool meets_slo = false;
 };
 
 // Streams requests.csv: a fixed header, one RFC 4180 row per write(), doubles in shortest
@@ -58,7 +67,8 @@ void append_csv_text(std::string& s, const std::string& f);
 class RequestsCsvWriter {
  public:
   // Opens (truncates) `path` and writes the header; InputError naming the path on failure.
-  explicit RequestsCsvWriter(const std::string& path);
+  // `decode`: the decode columns too (serving.decode; StatWhen::Decode).
+  explicit RequestsCsvWriter(const std::string& path, bool decode = false);
   ~RequestsCsvWriter();
   RequestsCsvWriter(const RequestsCsvWriter&) = delete;
   RequestsCsvWriter& operator=(const RequestsCsvWriter&) = delete;
@@ -68,12 +78,13 @@ class RequestsCsvWriter {
   void close();
 
   // The header line and one row, without the newline: serving/stat_catalog's columns.
-  static const char* header();
-  static std::string row(const RequestRecord& r);
+  static const char* header(bool decode = false);
+  static std::string row(const RequestRecord& r, bool decode = false);
   std::uint64_t rows_written() const { return m_rows; }
 
  private:
   std::string m_path;
+  bool m_decode = false;
   std::unique_ptr<std::ofstream> m_out;
   std::uint64_t m_rows = 0;
 };
@@ -123,12 +134,19 @@ class SummaryBuilder {
     // tier_levels: with serving.tiers, per level in hierarchy order, "tiers_<level>_<field>" for
     // every field of tier_level_stat_fields() in order; empty without serving.tiers.
     std::vector<std::pair<std::string, double>> tier_levels;
+    // decode: the run generated output tokens (serving.decode): the StatWhen::Decode figures are
+    // present; slo_set: serving.slo gives a bound (else goodput is undefined).
+    bool decode = false;
+    bool slo_set = false;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
 
   void add_request(const RequestRecord& r);
   void add_step(const StepRecord& s);
+  // One inter-token gap: an output token after a request's first, from the one before it.
+  void add_itl(double gap_s);
+  void merge_itl(const SummaryBuilder& other);  // `other`'s inter-token gaps, added
 
   // Every summary figure in the fixed output order, the declarations' (serving/stat_catalog):
   // the figures declared always present, then t.extra and t.tier_levels, each checked against
@@ -151,7 +169,10 @@ class SummaryBuilder {
         : ttft(relative_accuracy),
           queue(relative_accuracy),
           kappa(relative_accuracy),
-          kappa_link(relative_accuracy) {}
+          kappa_link(relative_accuracy),
+          e2e(relative_accuracy),
+          tpot(relative_accuracy),
+          itl(relative_accuracy) {}
     std::uint64_t requests = 0;
     QuantileSketch ttft;
     QuantileSketch queue;
@@ -176,6 +197,10 @@ class SummaryBuilder {
     double vram_sum = 0;
     double seqs_sum = 0;
     double step_time_sum = 0;
+    // decode (serving.decode)
+    QuantileSketch e2e, tpot, itl;  // tpot: requests with two or more output tokens
+    double output_tokens = 0, preemptions = 0, preempted_kv_tokens = 0;
+    std::uint64_t met_slo = 0;
   };
   const Accumulators& accumulators() const { return m_a; }
 

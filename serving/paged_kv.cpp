@@ -69,6 +69,18 @@ void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
   if (m_used > m_total) throw std::logic_error("PagedKv: used blocks exceed the total");
 }
 
+bool PagedKv::grow(std::uint64_t seq, std::int64_t tokens) {
+  auto it = m_held.find(seq);
+  if (it == m_held.end())
+    throw std::logic_error("PagedKv::grow: sequence " + std::to_string(seq) + " holds no blocks");
+  const std::int64_t more = blocks_for(tokens) - it->second;
+  if (more <= 0) return true;
+  if (more > free_blocks()) return false;
+  it->second += more;
+  m_used += more;
+  return true;
+}
+
 void PagedKv::release(std::uint64_t seq) {
   auto it = m_held.find(seq);
   if (it == m_held.end())

@@ -42,6 +42,10 @@ class PagedKv {
   // Allocates the blocks of `tokens` tokens for sequence `seq`. std::logic_error when they are
   // not free (the caller must check can_allocate) or the sequence already holds blocks.
   void allocate(std::uint64_t seq, std::int64_t tokens);
+  // Grows sequence `seq`'s allocation to cover `tokens` tokens (a decoding sequence's next
+  // token, vLLM's allocate_slots): false, and nothing changed, when the extra blocks are not
+  // free. std::logic_error when it holds no blocks.
+  bool grow(std::uint64_t seq, std::int64_t tokens);
   // Frees the sequence's blocks; std::logic_error when it holds none.
   void release(std::uint64_t seq);
   bool holds(std::uint64_t seq) const { return m_held.count(seq) != 0; }

@@ -1,6 +1,7 @@
 #include "serving/request_state.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace kappasim {
 
@@ -16,16 +17,24 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.queue_s = std::max(0.0, s.first_scheduled_s - s.req.arrival_s);
   rec.load_s = r.load_s;
   rec.compute_s = r.compute_s;
-  rec.ttft_s = now_s - s.req.arrival_s;
-  rec.cached_tokens = s.cached_tokens;
-  rec.computed_tokens = s.compute_tokens;
+  // Prefill only: the first token is the last (first_token_s = now_s).
+  rec.ttft_s = (s.first_token_s >= 0 ? s.first_token_s : now_s) - s.req.arrival_s;
+  rec.e2e_s = now_s - s.req.arrival_s;
+  rec.output_tokens = s.generated;
+  // TPOT: the mean time per output token after the first (vLLM's definition); undefined for one.
+  rec.tpot_s = s.generated > 1 ? (rec.e2e_s - rec.ttft_s) / static_cast<double>(s.generated - 1)
+                               : std::numeric_limits<double>::quiet_NaN();
+  rec.preemptions = s.preemptions;
+  rec.preempted_kv_tokens = s.preempted_kv_tokens;
+  rec.cached_tokens = r.cached_tokens;
+  rec.computed_tokens = r.compute_tokens;
   rec.kappa_ratio =
-      s.compute_tokens > 0 ? static_cast<double>(s.cached_tokens) / s.compute_tokens : 0;
+      r.compute_tokens > 0 ? static_cast<double>(r.cached_tokens) / r.compute_tokens : 0;
   rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp;  // over the host links
   rec.bytes_from_buffer = r.buffer_tokens * kv_bytes_per_token_gpu * tp;
   rec.recomputed_tokens = r.recompute_tokens;
   rec.kappa_link_ratio =
-      s.compute_tokens > 0 ? r.link_tokens / static_cast<double>(s.compute_tokens) : 0;
+      r.compute_tokens > 0 ? r.link_tokens / static_cast<double>(r.compute_tokens) : 0;
   rec.bytes_stored = r.stored_tokens * kv_bytes_per_token_gpu * tp;
   rec.load_path = load_path;
   rec.steps = r.steps;

@@ -30,13 +30,17 @@ struct RequestState {
   TimeBreakdown time;                 // Σ over its steps of the step's categories
   std::optional<LoadBoundTimes> load_bounds;  // its load's time per bound (when it loaded)
   int rank = 0;                               // the engine rank serving it (serving/rank.hpp)
+  // Its cached (loaded) and computed prompt tokens as admitted (a preemption while decoding
+  // makes the sequence prefill everything again; the record keeps these).
+  std::int64_t cached_tokens = 0, compute_tokens = 0;
   // With KV tiers below DRAM: the level that served each hit chunk (empty: all from DRAM).
   std::vector<int> chunk_levels;
 };
 
-// The requests.csv / summary record of a finished request at `now_s`: bytes from tokens ×
-// per-GPU B_kv × tp; its queueing is the rest of its TTFT (steps it
-// waited for or sat out).
+// The requests.csv / summary record of a finished request at `now_s` (its last output token):
+// TTFT at its first output token, bytes from tokens × per-GPU B_kv × tp; its queueing is the
+// rest of its TTFT (steps it waited for or sat out). meets_slo is left false (the engine knows
+// the SLOs).
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
                                   const std::string& load_path);

@@ -32,10 +32,11 @@ Scheduler::Scheduler(SchedulerConfig cfg) : m_cfg(cfg) {
 
 void Scheduler::enqueue(Sequence* s, double now) {
   if (!s) throw std::logic_error("Scheduler::enqueue: null sequence");
-  if (s->compute_tokens < 1 || s->cached_tokens < 0 || s->computed != 0 || s->kv_allocated)
+  if (s->compute_tokens < 1 || s->cached_tokens < 0 || s->computed != 0 || s->kv_allocated ||
+      s->output_tokens < 1 || s->generated != 0)
     throw std::logic_error("Scheduler::enqueue: request " + std::to_string(s->req.id) +
-                           " must have compute_tokens >= 1, cached_tokens >= 0 and nothing "
-                           "computed or allocated yet");
+                           " must have compute_tokens >= 1, cached_tokens >= 0, output_tokens "
+                           ">= 1 and nothing computed, generated or allocated yet");
   if (!m_cfg.chunked_prefill && s->compute_tokens > m_cfg.max_num_batched_tokens)
     throw InputError("request " + std::to_string(s->req.id) + " needs " +
                      std::to_string(s->compute_tokens) +
@@ -58,11 +59,41 @@ std::int64_t Scheduler::tokens_for(const Sequence& s, std::int64_t budget) const
 void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan) {
   kv.allocate(s->req.id, s->prompt_tokens());
   s->kv_allocated = true;
-  s->first_scheduled_s = now;
+  if (s->first_scheduled_s < 0) s->first_scheduled_s = now;  // a preempted one keeps its first
   m_running.push_back(s);
   plan.items.push_back({s, tokens, true, tokens == s->remaining()});
   plan.tokens += tokens;
   plan.load_tokens += s->cached_tokens;
+}
+
+void Scheduler::preempt_last(PagedKv& kv) {
+  Sequence* v = m_running.back();
+  m_running.pop_back();
+  kv.release(v->req.id);
+  v->kv_allocated = false;
+  ++v->preemptions;
+  if (v->generated > 0) {
+    // Its prompt and generated tokens are prefilled again (vLLM v1 resets num_computed_tokens;
+    // a re-lookup in the KV tier is not modelled: docs/serving-engine.md "Decode").
+    v->preempted_kv_tokens += v->decode_kv_tokens() - 1;
+    v->compute_tokens = v->req.prompt_tokens() + v->generated;
+    v->cached_tokens = 0;
+  } else {
+    v->preempted_kv_tokens += v->cached_tokens + v->computed;  // its cached KV loads again
+  }
+  v->computed = 0;
+  m_waiting.push_front(v);
+}
+
+void Scheduler::produce(Sequence* s, double now, PagedKv& kv) {
+  ++s->generated;
+  if (s->first_token_s < 0) s->first_token_s = now;
+  s->last_token_s = now;
+  if (s->generated < s->output_tokens) return;
+  s->finish_s = now;
+  kv.release(s->req.id);
+  s->kv_allocated = false;
+  m_finished.push_back(s);
 }
 
 void Scheduler::reject(Sequence* s, double now) {
@@ -82,7 +113,7 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
   if (m_budget == 0 || m_s.m_running.size() >= static_cast<std::size_t>(m_s.m_cfg.max_num_seqs))
     return Outcome::NoRoom;
   Sequence* s = *it;
-  if (m_kv.blocks_for(s->prompt_tokens()) > m_kv.total_blocks()) {
+  if (m_kv.blocks_for(s->max_kv_tokens()) > m_kv.total_blocks()) {
     m_s.reject(s, m_now);
     it = m_s.m_waiting.erase(it);
     return Outcome::Rejected;
@@ -105,13 +136,26 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
   StepPlan plan;
   std::int64_t budget = m_cfg.max_num_batched_tokens;
 
-  // 1. Running sequences, in admission order.
-  for (Sequence* s : m_running) {
-    if (budget == 0) break;
-    const std::int64_t t = std::min(s->remaining(), budget);
-    plan.items.push_back({s, t, false, t == s->remaining()});
-    plan.tokens += t;
-    budget -= t;
+  // 1. Running sequences, in admission order (preemption takes them from the back).
+  for (std::size_t i = 0; i < m_running.size() && budget > 0; ++i) {
+    Sequence* s = m_running[i];
+    if (!s->decoding()) {
+      const std::int64_t t = std::min(s->remaining(), budget);
+      plan.items.push_back({s, t, false, t == s->remaining(), false});
+      plan.tokens += t;
+      budget -= t;
+      continue;
+    }
+    bool self = false;
+    while (!kv.grow(s->req.id, s->decode_kv_tokens())) {
+      self = m_running.back() == s;
+      preempt_last(kv);
+      if (self) break;
+    }
+    if (self) break;  // vLLM v1 stops scheduling running requests here
+    plan.items.push_back({s, 1, false, false, true});
+    plan.tokens += 1;
+    budget -= 1;
   }
 
   // 2. Admission, in the policy's order.
@@ -140,17 +184,19 @@ void Scheduler::complete(const StepPlan& plan, double now, PagedKv& kv) {
     Sequence* s = item.seq;
     if (!s || !s->kv_allocated || s->finish_s >= 0)
       throw std::logic_error("Scheduler::complete: the plan names a sequence that is not running");
-    s->computed += item.tokens;
-    if (s->computed > s->compute_tokens)
-      throw std::logic_error("Scheduler::complete: request " + std::to_string(s->req.id) +
-                             " computed more tokens than its prompt needs");
-    if (s->computed == s->compute_tokens) {
-      s->finish_s = now;
-      kv.release(s->req.id);
-      s->kv_allocated = false;
-      m_finished.push_back(s);
-      any_finished = true;
+    if (item.decode) {
+      if (!s->decoding() || item.tokens != 1)
+        throw std::logic_error("Scheduler::complete: request " + std::to_string(s->req.id) +
+                               " is planned to decode but is not decoding");
+      produce(s, now, kv);
+    } else {
+      s->computed += item.tokens;
+      if (s->computed > s->compute_tokens)
+        throw std::logic_error("Scheduler::complete: request " + std::to_string(s->req.id) +
+                               " computed more tokens than its prompt needs");
+      if (s->computed == s->compute_tokens) produce(s, now, kv);
     }
+    any_finished = any_finished || s->finish_s >= 0;
   }
   if (any_finished)
     m_running.erase(std::remove_if(m_running.begin(), m_running.end(),

@@ -4,8 +4,12 @@
 // compute, then calls complete(). See docs/scheduler.md.
 //
 // One step (vLLM v1 Scheduler.schedule, chunked prefill on):
-//  1. running sequences (admitted, prefill not finished) first, in admission order, each
-//     getting min(its remaining compute tokens, the budget left);
+//  1. running sequences first, in admission order: one still prefilling gets min(its remaining
+//     compute tokens, the budget left); one decoding (serving.decode) gets one token and the KV
+//     slot for it. When no block is free for that slot, the most recently admitted running
+//     sequence is preempted (its blocks freed, its progress dropped, back to the front of the
+//     waiting queue; vLLM v1's recompute preemption) until the slot fits; a sequence that has
+//     to preempt itself stops the running pass;
 //  2. then the policy admits waiting sequences through Admission::try_admit, which admits one
 //     while the budget, max_num_seqs and the free KV blocks allow. Admission allocates the KV
 //     blocks of the WHOLE prompt (K cached + T new tokens) at once and requires them free (the
@@ -53,9 +57,28 @@ struct Sequence {  // one request inside the engine
   std::uint64_t arrival_seq = 0;  // position in enqueue order (set by Scheduler::enqueue)
   bool kv_allocated = false;
   bool rejected = false;  // the prompt needs more KV blocks than the whole pool: never admitted
+  // Decode (serving.decode; 1 = prefill only, the κ regime): output tokens to generate. The
+  // prefill's last step produces the first; each decode step one more.
+  std::int64_t output_tokens = 1;
+  std::int64_t generated = 0;  // output tokens produced so far
+  double first_token_s = -1;   // when the first was produced (the end of the prefill: TTFT)
+  double last_token_s = -1;    // when the latest was
+  int preemptions = 0;         // times preempted because KV blocks ran out (vLLM v1: recompute)
+  std::int64_t preempted_kv_tokens = 0;  // tokens whose KV its preemptions discarded
 
+  // Tokens to prefill (the prompt; after a preemption of a decoding sequence, the prompt and
+  // the tokens generated so far, all recomputed).
   std::int64_t prompt_tokens() const { return cached_tokens + compute_tokens; }
   std::int64_t remaining() const { return compute_tokens - computed; }
+  // Prefill done, output tokens still to come: its next step decodes one token.
+  bool decoding() const {
+    return computed == compute_tokens && generated > 0 && generated < output_tokens;
+  }
+  // Tokens whose KV it holds after its next decode step (the prompt and every generated token:
+  // the step writes the KV of the latest one, its input).
+  std::int64_t decode_kv_tokens() const { return req.prompt_tokens() + generated; }
+  // The most KV it ever holds: the prompt and every output token but the last (never fed back).
+  std::int64_t max_kv_tokens() const { return req.prompt_tokens() + output_tokens - 1; }
 };
 
 // A sequence for `r` with K_hit = cached_tokens clamped to [0, prompt − 1]: vLLM always
@@ -64,12 +87,14 @@ struct Sequence {  // one request inside the engine
 Sequence make_sequence(const Request& r, std::int64_t cached_tokens);
 
 // first: the sequence's first step (its cached KV must be loaded this step);
-// last: the sequence finishes its prefill this step.
+// last: the sequence finishes its prefill this step (its next output token comes from it);
+// decode: one decode token (tokens = 1; neither first nor last).
 struct StepItem {
   Sequence* seq = nullptr;
   std::int64_t tokens = 0;
   bool first = false;
   bool last = false;
+  bool decode = false;
 };
 struct StepPlan {
   std::vector<StepItem> items;
@@ -148,7 +173,9 @@ class Scheduler {
   StepPlan plan(double now, PagedKv& kv);
 
   // Ends the outstanding step: advances `computed`; a sequence that finished its prefill
-  // leaves (finish_s = now, its blocks released) and is returned by take_finished().
+  // produces its first output token (first_token_s = now), a decoding one its next; one that
+  // produced its last output token leaves (finish_s = now, its blocks released) and is returned
+  // by take_finished().
   void complete(const StepPlan& plan, double now, PagedKv& kv);
 
   // The sequences that finished (or were rejected) since the last call, in finishing order.
@@ -166,6 +193,8 @@ class Scheduler {
   std::int64_t tokens_for(const Sequence& s, std::int64_t budget) const;
   void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan);
   void reject(Sequence* s, double now);
+  void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
+  void produce(Sequence* s, double now, PagedKv& kv);  // one output token
 
   SchedulerConfig m_cfg;
   std::list<Sequence*> m_waiting;    // arrival (enqueue) order

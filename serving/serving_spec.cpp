@@ -93,6 +93,7 @@ void ServingSpec::validate(const std::string& path) const {
   kv_buffer.validate(p + "kv_buffer");
   tiers.validate(p + "tiers");  // issue 14
   recompute.validate(p + "recompute");
+  slo.validate(p + "slo");
   // ---- parallelism layout (issue 14): checked against the model and system in
   // RunSpec::validate; layouts beyond plain TP: the engine's ranks ----
   parallelism.validate(p + "parallelism");
@@ -101,6 +102,14 @@ void ServingSpec::validate(const std::string& path) const {
         p + "parallelism.tp: " + std::to_string(parallelism.tp) + " differs from " + p + "tp " +
         std::to_string(tp) +
         " (the engine runs serving.tp; give the same value or leave parallelism.tp out)");
+}
+
+void SloSpec::validate(const std::string& path) const {
+  for (const auto& [key, v] :
+       {std::pair<const char*, const std::optional<double>&>{"ttft", ttft_s}, {"tpot", tpot_s}})
+    if (v && !(*v > 0 && std::isfinite(*v)))
+      throw InputError(path + "." + key + ": expected a time > 0 (e.g. \"2 s\"), got " +
+                       format_number(*v));
 }
 
 // ---- KV tier hierarchy (issue 14) ----

@@ -129,6 +129,24 @@ struct RecomputeSpec {
   void validate(const std::string& path) const;
 };
 
+// Service-level objectives for goodput (issue 23): a request meets them when its TTFT and its
+// TPOT are within them; goodput = such requests per second. Unset: that bound is not checked;
+// both unset: no goodput figure.
+struct SloSpec {
+  std::optional<double> ttft_s, tpot_s;
+  template <class V>
+  void visit(V& v) {
+    v.quantity("ttft", ttft_s, dim::time, opt("largest TTFT that meets the SLO"));
+    v.quantity("tpot", tpot_s, dim::time,
+               opt("largest TPOT (mean time per output token after the first) that meets it"));
+  }
+  void validate(const std::string& path) const;  // InputError on a bound not finite and > 0
+  bool any() const { return ttft_s.has_value() || tpot_s.has_value(); }
+  bool met(double ttft, double tpot) const {
+    return (!ttft_s || ttft <= *ttft_s) && (!tpot_s || !(tpot > *tpot_s));
+  }
+};
+
 // ---- KV tier hierarchy below host DRAM (issue 14; docs/serving-engine.md "Tier hierarchy") ----
 // LMCache 0.3.x builds its storage as an ordered list of backends (StorageManager:
 // LocalCPUBackend, then LocalDiskBackend / GdsBackend, then a remote backend): a lookup takes
@@ -235,6 +253,13 @@ struct ServingSpec {
   KvBufferSpec kv_buffer;
   RecomputeSpec recompute;
 
+  // ---- decode (issue 23; docs/serving-engine.md "Decode") ----------------------------------
+  // [A] regime switch. false: prefill only, one output token per request (the κ regime: the
+  // paper measures TTFT). true: each request generates its output_tokens (the workload's output
+  // lengths), decoded with continuous batching in the same steps as other requests' prefills.
+  bool decode = false;
+  SloSpec slo;  // goodput's SLOs (decode runs)
+
   // ---- scheduler ----------------------------------------------------------------------------
   // [S] the κ paper's testbed: max_num_batched_tokens 4096.
   std::int64_t max_num_batched_tokens = 4096;
@@ -296,6 +321,9 @@ struct ServingSpec {
                opt("KV tier capacity, whole TP group (default: from the stack / tier)",
                    Range::NonNegative));
     v.boolean("warm_tier", warm_tier, opt("pre-populate the tier with every request's prefix"));
+    v.boolean("decode", decode,
+              opt("generate each request's output tokens (false: prefill only, one token)"));
+    v.object("slo", slo, opt("goodput's SLOs: ttft, tpot (decode runs)"));
     v.integer("max_num_batched_tokens", max_num_batched_tokens,
               opt("token budget per step", Range::AtLeastOne));
     v.integer("max_num_seqs", max_num_seqs,

@@ -78,6 +78,8 @@ const char* stat_when_doc(StatWhen w) {
       return "layouts beyond TP";
     case StatWhen::Tiers:
       return "with serving.tiers";
+    case StatWhen::Decode:
+      return "with serving.decode";
     case StatWhen::Cluster:
       return "cluster runs";
   }
@@ -179,6 +181,25 @@ std::vector<StatDecl> make_requests_csv() {
                           }});
       }
     v.push_back(std::move(d));
+  }
+  {
+    auto decode = [&v](const char* name, const char* unit, const char* doc, Cell cell) {
+      StatDecl d = column(name, unit, doc, std::move(cell));
+      d.when = StatWhen::Decode;
+      v.push_back(std::move(d));
+    };
+    decode("e2e_s", "s", "its last output token − arrival (end-to-end latency)",
+           number(&RequestRecord::e2e_s));
+    decode("output_tokens", "tokens",
+           "output tokens generated (the first at the end of the prefill)",
+           integer(&RequestRecord::output_tokens));
+    decode("tpot_s", "s",
+           "time per output token after the first: (e2e_s − ttft_s) / (output_tokens − 1); empty "
+           "for one output token",
+           number(&RequestRecord::tpot_s));
+    decode("preemptions", "preemptions",
+           "times it was preempted because the KV blocks ran out (its KV discarded, recomputed)",
+           [](std::string& s, const RequestRecord& r) { append_csv_int(s, r.preemptions); });
   }
   v.push_back(column("load_bound", "text",
                      "what held its KV load back longest: `software`, `read_tags`, "
@@ -499,6 +520,59 @@ std::vector<StatDecl> make_summary() {
            nullptr});
     }
     add(std::move(d));
+  }
+
+  // ---- decode (serving.decode, issue 23; docs/serving-engine.md "Decode"): present only when the
+  // run generates output tokens.
+  {
+    auto dec = [&add](const char* name, const char* unit, StatAgg agg, std::string doc, Value value,
+                      unsigned show = kShowNone) {
+      StatDecl d = fig(name, unit, agg, std::move(doc), std::move(value), show);
+      d.when = StatWhen::Decode;
+      add(std::move(d));
+    };
+    const auto slo = [](const In& x, double n) { return x.t.slo_set ? n : kNaN; };
+    dec("output_tokens_total", "tokens", A::Sum, "output_tokens",
+        [](const In& x) { return x.a.output_tokens; });
+    dec(
+        "output_throughput_tps", "tokens/s", A::Ratio, "output_tokens_total / simulated_time_s",
+        [](const In& x) { return ratio(x.a.output_tokens, x.t.simulated_time_s); }, kShowRun);
+    dec("tpot_mean_s", "s", A::Mean,
+        "TPOT (tpot_s) mean, over requests with two or more output tokens",
+        [](const In& x) { return x.a.tpot.count() ? x.a.tpot.mean() : kNaN; });
+    dec(
+        "tpot_p50_s", "s", A::Quantile, "TPOT median",
+        [](const In& x) { return x.a.tpot.count() ? x.a.tpot.quantile(0.50) : kNaN; }, kShowRun);
+    dec(
+        "tpot_p99_s", "s", A::Quantile, "TPOT 99th percentile",
+        [](const In& x) { return x.a.tpot.count() ? x.a.tpot.quantile(0.99) : kNaN; }, kShowRun);
+    dec("itl_p50_s", "s", A::Quantile,
+        "inter-token latency median: over every output token after a request's first, the time "
+        "since the one before it",
+        [](const In& x) { return x.a.itl.count() ? x.a.itl.quantile(0.50) : kNaN; });
+    dec("itl_p99_s", "s", A::Quantile, "inter-token latency 99th percentile",
+        [](const In& x) { return x.a.itl.count() ? x.a.itl.quantile(0.99) : kNaN; });
+    dec("e2e_mean_s", "s", A::Mean, "end-to-end latency (e2e_s) mean",
+        [](const In& x) { return x.a.e2e.mean(); });
+    dec("e2e_p50_s", "s", A::Quantile, "end-to-end latency median",
+        [](const In& x) { return x.a.e2e.quantile(0.50); });
+    dec("e2e_p99_s", "s", A::Quantile, "end-to-end latency 99th percentile",
+        [](const In& x) { return x.a.e2e.quantile(0.99); });
+    dec("preemptions", "preemptions", A::Sum, "preemptions (KV blocks ran out while decoding)",
+        [](const In& x) { return x.a.preemptions; });
+    dec("preempted_kv_tokens", "tokens", A::Sum,
+        "tokens whose KV preemptions discarded (prefilled or loaded again)",
+        [](const In& x) { return x.a.preempted_kv_tokens; });
+    dec("slo_attainment", "1", A::Ratio,
+        "share of the requests completed that met serving.slo (TTFT and TPOT); null without one",
+        [slo](const In& x) { return slo(x, ratio(static_cast<double>(x.a.met_slo), n_req(x))); });
+    dec(
+        "goodput_rps", "req/s", A::Ratio,
+        "requests that met serving.slo per simulated second; null without one",
+        [slo](const In& x) {
+          return slo(x, ratio(static_cast<double>(x.a.met_slo), x.t.simulated_time_s));
+        },
+        kShowRun);
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica

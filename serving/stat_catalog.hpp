@@ -45,6 +45,7 @@ enum class StatWhen {
   Always,
   Replica,  // only for layouts beyond TP (serving.parallelism): SummaryBuilder::Totals::extra
   Tiers,    // only with serving.tiers: SummaryBuilder::Totals::tier_levels, per level
+  Decode,   // only when the run decodes (serving.decode): requests.csv columns, summary figures
   Cluster,  // only in a cluster run's summary, per node group (serving/cluster)
 };
 const char* stat_when_doc(StatWhen w);

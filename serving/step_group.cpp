@@ -107,7 +107,8 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   for (std::size_t r = 0; r < n; ++r) {
     work.push_back(plan_step_work(plans[r], recompute_of));
     batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
-    for (const StepItem& it : plans[r].items) ++m_e.m_live.at(it.seq->req.id).steps;
+    for (const StepItem& it : plans[r].items)
+      if (it.seq->first_token_s < 0) ++m_e.m_live.at(it.seq->req.id).steps;  // before its TTFT
     for (Sequence* s : work.back().load) first[r].push_back(&m_e.m_live.at(s->req.id));
     for (Sequence* s : work.back().done) done[r].push_back(&m_e.m_live.at(s->req.id));
     loading += first[r].size();
@@ -162,8 +163,11 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   }
   for (const auto& f : first)
     for (RequestState* st : f) st->load_s = load_s;
+  // A request's compute, steps and time breakdown are its TTFT's: the steps before its first
+  // output token (decode steps after it are in its e2e and TPOT).
   for (const StepPlan& p : plans)
-    for (const StepItem& it : p.items) m_e.m_live.at(it.seq->req.id).compute_s += compute_s;
+    for (const StepItem& it : p.items)
+      if (it.seq->first_token_s < 0) m_e.m_live.at(it.seq->req.id).compute_s += compute_s;
   stats.compute_busy_s += compute_s;
   stats.flops += step_time.total.flops;
   stats.hbm_bytes += step_time.total.hbm_bytes;
@@ -178,7 +182,14 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   stats.run_time += m_step_time;
   stats.run_bounds += m_step_bounds;
   for (const StepPlan& p : plans)
-    for (const StepItem& it : p.items) m_e.m_live.at(it.seq->req.id).time += m_step_time;
+    for (const StepItem& it : p.items) {
+      Sequence& q = *it.seq;
+      if (q.first_token_s < 0) m_e.m_live.at(q.req.id).time += m_step_time;
+      // Inter-token latency: every output token after the first, from the one before it (a
+      // preempted sequence's next token comes after its prefill again).
+      if ((it.decode || (it.last && q.generated > 0)) && m_e.m_sinks.summary)
+        m_e.m_sinks.summary->add_itl(now_s() - q.last_token_s);
+    }
   if (m_step_bounds.total() > 0)
     for (const auto& f : first)
       for (RequestState* st : f) st->load_bounds = m_step_bounds;

@@ -9,8 +9,15 @@ namespace kappasim {
 StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
   StepWork w;
   for (const StepItem& it : plan.items) {
+    if (it.decode) {
+      // One token over the KV of the prompt and the tokens generated before it; its logits.
+      w.slices.push_back({1.0, static_cast<double>(it.seq->decode_kv_tokens() - 1), true});
+      continue;
+    }
     if (it.first && it.seq->cached_tokens > 0) w.load.push_back(it.seq);
-    if (it.last) w.done.push_back(it.seq);
+    // Its prompt's KV is stored once, when its first prefill ends (a prefill again after a
+    // preemption stores nothing new).
+    if (it.last && it.seq->generated == 0) w.done.push_back(it.seq);
     const std::int64_t R = recompute_of(*it.seq);
     std::int64_t tokens = it.tokens;
     if (it.seq->computed < R) {
@@ -80,7 +87,9 @@ SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Se
   };
   for (const StepItem& it : plan.items) {
     if (it.first) c.lookup_s += lookup(*it.seq);
-    prompt_tokens += it.seq->req.prompt_tokens();
+    // Per prefilling request (a decoding one saves nothing: LMCache's save_decode_cache is off
+    // by default, docs/serving-engine.md "Decode").
+    if (!it.decode) prompt_tokens += it.seq->req.prompt_tokens();
   }
   if (head && sv.stack.lookup_repeats_while_waiting && plan.tokens < sv.max_num_batched_tokens &&
       running < static_cast<std::size_t>(sv.max_num_seqs))

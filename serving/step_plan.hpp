@@ -24,12 +24,13 @@ using RecomputeOf = std::function<std::int64_t(const Sequence&)>;
 
 struct StepWork {
   std::vector<Sequence*> load;   // first scheduled with cached tokens: their KV loads this step
-  std::vector<Sequence*> done;   // finish their prefill this step
+  std::vector<Sequence*> done;   // finish their first prefill this step (their KV is stored)
   std::vector<SeqSlice> slices;  // what the step computes, in plan order
 };
 // Recomputed leading tokens attend causally over themselves only (context = tokens computed
 // before them); the new tokens attend over the whole prefix (loaded + recomputed) and the new
-// tokens before them, and the slice that ends the prompt computes its logits.
+// tokens before them, and the slice that ends the prompt computes its logits. A decode item is
+// one token over the KV of its prompt and generated tokens, with its logits.
 StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of);
 
 // What a step's loads move. A sequence loads prompt tokens [R, R + cached_tokens).

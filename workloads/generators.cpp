@@ -79,6 +79,7 @@ bool SessionGenerator::next(Request& out) {
       Session s;
       s.ordinal = m_sessions++;
       s.rng = Rng(derive_seed(m_seed, m_name, s.ordinal));
+      s.aux = Rng(derive_seed(m_seed, m_name + "/aux", s.ordinal));
       s.next_s = m_next_start;
       start(s);
       m_active.push(s);
@@ -128,6 +129,7 @@ bool ShareGptGenerator::emit(Session& s, Request& r) {
   const std::int64_t reply =
       draw_tokens(s.rng, m_shape.reply_tokens_median, m_shape.reply_tokens_sigma, kMaxTokens);
   s.context += s.pending + reply;
+  r.output_tokens = reply;  // what the model generates for this turn (serving.decode)
   s.pending = draw_tokens(s.rng, m_shape.user_tokens_median, m_shape.user_tokens_sigma, kMaxTokens);
   const std::int64_t limit = std::min(m_shape.max_context_tokens, kMaxTokens);
   return s.context + s.pending <= limit;  // the conversation ends when the window is full
@@ -175,6 +177,8 @@ bool DocQaGenerator::emit(Session& s, Request& r) {
   r.prefix_tokens = s.context;
   r.new_tokens =
       draw_tokens(s.rng, m_shape.question_tokens_median, m_shape.question_tokens_sigma, kMaxTokens);
+  r.output_tokens =
+      draw_tokens(s.aux, m_shape.answer_tokens_median, m_shape.answer_tokens_sigma, kMaxTokens);
   return true;
 }
 

@@ -65,6 +65,8 @@ class SessionGenerator : public WorkloadSource {
     std::uint64_t sequence_id = 0;
     std::int64_t context = 0;  // chat: history tokens; document QA: document tokens
     std::int64_t pending = 0;  // chat: the next user message's tokens
+    Rng aux;  // its own second stream (document QA: answer lengths), so adding draws to it
+              // leaves the first stream's prompts unchanged
   };
 
   // `mean_per_session`: expected requests per session (sets the session rate). Sessions start

@@ -196,9 +196,10 @@ void TraceSource::check_tokens(Request& r) const {
   if (r.prefix_tokens < 0 || r.prefix_tokens > kMaxTokens)
     fail("prefix tokens " + std::to_string(r.prefix_tokens) + " out of range; expected 0 to " +
          std::to_string(kMaxTokens));
-  if (r.output_tokens < 0 || r.output_tokens > kMaxTokens)
-    fail("output tokens " + std::to_string(r.output_tokens) + " out of range; expected 0 to " +
-         std::to_string(kMaxTokens));
+  // At least one: the prefill itself produces the first output token.
+  if (r.output_tokens < 1 || r.output_tokens > kMaxTokens)
+    fail("output tokens " + std::to_string(r.output_tokens) + " out of range; expected 1 to " +
+         std::to_string(kMaxTokens) + " (the prefill produces the first)");
 }
 
 // ---- JSON rows -------------------------------------------------------------------------------

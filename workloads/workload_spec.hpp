@@ -92,6 +92,11 @@ struct DocQaSpec {
   int questions_max = 20;
   double question_tokens_median = 10;
   double question_tokens_sigma = 0.4;
+  // [A] output tokens of an answer (used only when the run decodes, serving.decode): lognormal.
+  // NarrativeQA's reference answers average 4.73 tokens (Kočiský et al. 2018, Table 1); a chat
+  // model answers in a sentence or two, so the median is set above that.
+  double answer_tokens_median = 32;
+  double answer_tokens_sigma = 0.8;
   double think_time_s = 60;
   bool warm_start = true;
 
@@ -116,6 +121,10 @@ struct DocQaSpec {
              opt("median tokens of a question (lognormal)"));
     v.number("question_tokens_sigma", question_tokens_sigma,
              opt("sigma of ln(question tokens)", Range::NonNegative));
+    v.number("answer_tokens_median", answer_tokens_median,
+             opt("median output tokens of an answer (lognormal; decode runs)"));
+    v.number("answer_tokens_sigma", answer_tokens_sigma,
+             opt("sigma of ln(answer tokens)", Range::NonNegative));
     v.quantity("think_time", think_time_s, dim::time,
                opt("mean time between questions of one session (exponential)", Range::NonNegative));
     v.boolean("warm_start", warm_start,

@@ -57,8 +57,9 @@ int cmd_measure_capacity(const std::vector<std::string>& args) {
   }
   if (!slo_tpot.empty())
     throw InputError(
-        "--slo-tpot: not applicable: kappasim simulates the prefill (TTFT) only; there is no "
-        "decode phase, so no time per output token to bound (use --slo-ttft)");
+        "--slo-tpot: not supported: the capacity search bounds TTFT only (use --slo-ttft); a "
+        "decode run (serving.decode: true) reports TPOT and, with serving.slo, goodput_rps in "
+        "its summary.json");
   add_preset_dirs(preset_dirs);
   if (config.empty()) throw InputError("kappasim measure capacity: CONFIG is required");
   if (format != "table" && format != "json")

@@ -250,6 +250,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
 }
 
 constexpr double kBenchDefaultRate = 0.32;
+// issue 23: chat-decode's default rate, below the capacity of Llama-3.1-8B on one H100 with
+// decode (docs/benchmarks.md "Decode").
+constexpr double kBenchChatDecodeRate = 4;
 
 // issue 14: the config keys each `bench serving --case` sets over the single-tier TP-only load.
 //  tiers3: on the DGX H100 3-tier variant (presets/systems/dgx-h100-256gb-cxl-nvme: 256 GB DDR5,
@@ -267,7 +270,11 @@ static std::vector<std::string> bench_case_sets(const std::string& c) {
   if (c == "dp-ep")
     return {"serving.tp=1", "serving.compute_dtype=fp8", "serving.parallelism.dp_attention=8",
             "serving.parallelism.ep=8"};
-  throw InputError("--case: expected single, tiers3 or dp-ep, got '" + c + "'");
+  // issue 23: decode on a chat workload (every request generates its reply: many steps each).
+  if (c == "chat-decode")
+    return {"model=llama-3.1-8b",           "system=h100",         "serving.tp=1",
+            "serving.tier_capacity=100 GB", "serving.decode=true", "workload.type=sharegpt"};
+  throw InputError("--case: expected single, tiers3, dp-ep or chat-decode, got '" + c + "'");
 }
 
 int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
@@ -291,7 +298,8 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   // DP-attention + EP; `single` (the default) is the published single-tier TP-only case.
   desc.add_options()("case", po::value(&bench_case),
                      "single (default: one DRAM tier, TP 8) | tiers3 (DRAM 192 GB -> CXL 512 GB "
-                     "-> NVMe 2 TB) | dp-ep (FP8, DP-attention 8 + EP 8)");
+                     "-> NVMe 2 TB) | dp-ep (FP8, DP-attention 8 + EP 8) | chat-decode "
+                     "(Llama-3.1-8B on one H100, ShareGPT-like chat with decode)");
   auto vm = parse("bench serving", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -309,7 +317,9 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   // (LMCache 0.3.5's layer-wise path: per-(layer, chunk) Python and log line; measured with
   // `kappasim bench serving --rate 70`: the throughput of an overloaded run; docs/benchmarks.md).
   // The tier and document set are the paper config's (experiments/paper/narrativeqa-70rps.yaml).
-  apply_set(root, "workload.rate=" + format_number(rate > 0 ? rate : kBenchDefaultRate));
+  const double default_rate =
+      bench_case == "chat-decode" ? kBenchChatDecodeRate : kBenchDefaultRate;
+  apply_set(root, "workload.rate=" + format_number(rate > 0 ? rate : default_rate));
   // issue 14 cases, applied before --set so a --set still wins.
   for (const std::string& s : bench_case_sets(bench_case)) apply_set(root, s);
   for (const auto& s : sets) apply_set(root, s);
@@ -327,7 +337,7 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
                                    "rate_rps",       "throughput_rps",    "ttft_p50_s"};
   double p50 = NAN, thr = NAN;
   std::int64_t tier_levels = 0;  // issue 14: tiers_<level>_hit_chunks figures the run reported
-  double dp_ranks = NAN;
+  double dp_ranks = NAN, out_tps = NAN, tpot = NAN;
   for (const auto& [k, v] : summary.figures(totals)) {
     if (k == "ttft_p50_s") p50 = v;
     if (k == "throughput_rps") thr = v;
@@ -335,6 +345,8 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
         k.compare(k.size() - 11, 11, "_hit_chunks") == 0)
       ++tier_levels;
     if (k == "dp_ranks") dp_ranks = v;
+    if (k == "output_throughput_tps") out_tps = v;
+    if (k == "tpot_p50_s") tpot = v;
   }
   std::vector<Cell> row = {static_cast<std::int64_t>(summary.requests()),
                            static_cast<std::int64_t>(totals.requests_rejected),
@@ -357,6 +369,10 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   if (bench_case == "dp-ep") {
     cols.push_back("dp_ranks");
     row.push_back(dp_ranks);
+  }
+  if (bench_case == "chat-decode") {
+    cols.insert(cols.end(), {"output_throughput_tps", "tpot_p50_s"});
+    row.insert(row.end(), {out_tps, tpot});
   }
   Table tab(cols);
   tab.add_row(row);

@@ -51,42 +51,22 @@ bool is_moe_layer(const ModelSpec& m, int layer) {
   return m.mlp.type == MlpType::Moe && layer >= m.mlp.first_dense_layers;
 }
 
-void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                         double wb, DType kv_dtype) {
+// The kernels that run once per sequence (over its own context): the KV dequantisation of an
+// int8/int4 cache, then attention.
+void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
+                          DType kv_dtype) {
   const AttentionSpec& a = m.attention;
-  const double h = static_cast<double>(m.hidden_size);
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
   const double L = m.num_layers;
   const double ab = kActivationBytes;
   double dqk = 0, dv = 0, kv_heads = 0;
   if (a.type == AttentionType::Gqa) {
-    const double d = a.head_dim;
-    const double Hkv = kv_heads_per_gpu(m, tp);
-    dqk = dv = d;
-    kv_heads = Hkv;
-    out.push_back(gemm("qkv_proj", T, (Hq + 2 * Hkv) * d, h, wb));
-    if (a.qk_norm) out.push_back(elementwise("qk_norm", 2 * T * (Hq + Hkv) * d * ab));
-    out.push_back(elementwise("rotary_emb", 2 * T * (Hq + Hkv) * d * ab));
-    out.push_back(elementwise("kv_cache_write", 2 * T * 2 * Hkv * d * ab));
+    dqk = dv = a.head_dim;
+    kv_heads = kv_heads_per_gpu(m, tp);
   } else {
-    const double rq = a.q_lora_rank, r = a.kv_lora_rank, dr = a.qk_rope_head_dim,
-                 dn = a.qk_nope_head_dim;
-    dqk = dn + dr;
+    dqk = a.qk_nope_head_dim + a.qk_rope_head_dim;
     dv = a.v_head_dim;
     kv_heads = Hq;  // expanded MLA: per-head K and V, no GQA grouping
-    if (rq > 0) {
-      // vLLM fuses q_a and kv_a into one replicated GEMM.
-      out.push_back(gemm("qkv_a_proj", T, rq + r + dr, h, wb));
-      out.push_back(elementwise("latent_norm", 2 * T * (rq + r) * ab));
-      out.push_back(gemm("q_b_proj", T, Hq * dqk, rq, wb));
-    } else {
-      out.push_back(gemm("q_proj", T, Hq * dqk, h, wb));
-      out.push_back(gemm("kv_a_proj", T, r + dr, h, wb));
-      out.push_back(elementwise("latent_norm", 2 * T * r * ab));
-    }
-    out.push_back(gemm("kv_b_proj", T, Hq * (dn + dv), r, wb));
-    out.push_back(elementwise("rotary_emb", 2 * T * (Hq * dr + dr) * ab));
-    out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
   }
 
   const double dq = kv_dequant_bytes(m, tp, K, kv_dtype);
@@ -116,8 +96,44 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
       kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
   const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, read_as, tp) / L;
   at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
-  out.push_back(at);
+  out.push_back(std::move(at));
+}
 
+void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
+                         double wb, DType kv_dtype) {
+  const AttentionSpec& a = m.attention;
+  const double h = static_cast<double>(m.hidden_size);
+  const double Hq = static_cast<double>(a.num_q_heads) / tp;
+  const double ab = kActivationBytes;
+  double dv = 0;
+  if (a.type == AttentionType::Gqa) {
+    const double d = a.head_dim;
+    const double Hkv = kv_heads_per_gpu(m, tp);
+    dv = d;
+    out.push_back(gemm("qkv_proj", T, (Hq + 2 * Hkv) * d, h, wb));
+    if (a.qk_norm) out.push_back(elementwise("qk_norm", 2 * T * (Hq + Hkv) * d * ab));
+    out.push_back(elementwise("rotary_emb", 2 * T * (Hq + Hkv) * d * ab));
+    out.push_back(elementwise("kv_cache_write", 2 * T * 2 * Hkv * d * ab));
+  } else {
+    const double rq = a.q_lora_rank, r = a.kv_lora_rank, dr = a.qk_rope_head_dim,
+                 dn = a.qk_nope_head_dim;
+    const double dqk = dn + dr;
+    dv = a.v_head_dim;
+    if (rq > 0) {
+      // vLLM fuses q_a and kv_a into one replicated GEMM.
+      out.push_back(gemm("qkv_a_proj", T, rq + r + dr, h, wb));
+      out.push_back(elementwise("latent_norm", 2 * T * (rq + r) * ab));
+      out.push_back(gemm("q_b_proj", T, Hq * dqk, rq, wb));
+    } else {
+      out.push_back(gemm("q_proj", T, Hq * dqk, h, wb));
+      out.push_back(gemm("kv_a_proj", T, r + dr, h, wb));
+      out.push_back(elementwise("latent_norm", 2 * T * r * ab));
+    }
+    out.push_back(gemm("kv_b_proj", T, Hq * (dn + dv), r, wb));
+    out.push_back(elementwise("rotary_emb", 2 * T * (Hq * dr + dr) * ab));
+    out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
+  }
+  add_sequence_kernels(out, m, T, K, tp, kv_dtype);
   out.push_back(gemm("o_proj", T, h, Hq * dv, wb));
   if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
 }
@@ -505,25 +521,27 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
     p.add(k, kernel_time(k, gpu, dtype, sm_fraction));
   }
   // KV dequantisation (int8/int4 caches): one elementwise launch over every sequence's cached
-  // context, before attention.
+  // context, before attention. The per-sequence kernels of each slice are built once (issue 23:
+  // a decode batch holds many sequences).
   Kernel dequant;
   bool has_dequant = false;
+  Kernel merged;
+  KernelTime mt;
+  int n = 0;
+  std::vector<Kernel> seq_kernels;
+  seq_kernels.reserve(2);
   for (const SeqSlice& s : batch) {
-    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
-      if (!k.per_sequence || k.kind == Kernel::Kind::Attention) continue;
+    seq_kernels.clear();
+    add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype);
+    for (const Kernel& k : seq_kernels) {
+      if (k.kind == Kernel::Kind::Attention) continue;
       if (!has_dequant)
         dequant = k;
       else
         dequant.hbm_bytes += k.hbm_bytes;
       has_dequant = true;
     }
-  }
-  if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
-  Kernel merged;
-  KernelTime mt;
-  int n = 0;
-  for (const SeqSlice& s : batch) {
-    for (const Kernel& k : layer_kernels(m, layer, s.T, s.K, tp, w, kv_dtype)) {
+    for (const Kernel& k : seq_kernels) {
       if (k.kind != Kernel::Kind::Attention) continue;
       const KernelTime t = kernel_time(k, gpu, dtype, sm_fraction);
       if (n == 0)
@@ -538,6 +556,7 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
       ++n;
     }
   }
+  if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
   if (n > 0) {
     mt.time_s -= (n - 1) * gpu.kernel_launch_overhead_s.value_or(0);  // one launch for the batch
     merged.name = "attention (batch)";

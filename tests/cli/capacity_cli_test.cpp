@@ -126,7 +126,7 @@ TEST(CapacityCli, BadInputsAndNeverMet) {
   EXPECT_TRUE(has(r.err, "--replicates: expected 1 to 1000, got 0")) << r.err;
   r = run("measure capacity " + cfg + " --slo-ttft 1s --slo-tpot 50ms");
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.err, "--slo-tpot: not applicable")) << r.err;
+  EXPECT_TRUE(has(r.err, "--slo-tpot: not supported")) << r.err;
   r = run("measure capacity " + cfg + " --slo-ttft 1s --slo-percentile 99");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "--slo-percentile: expected a fraction in (0, 1]")) << r.err;

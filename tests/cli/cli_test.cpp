@@ -1142,7 +1142,8 @@ namespace {
 TEST(Cli, BenchServingUnknownCaseIsAnInputError) {
   Result r = run("bench serving --requests 1 --case tiers4");
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "--case: expected single, tiers3 or dp-ep, got 'tiers4'")) << r.err;
+  EXPECT_TRUE(has(r.err, "--case: expected single, tiers3, dp-ep or chat-decode, got 'tiers4'"))
+      << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 }  // namespace

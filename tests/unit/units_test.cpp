@@ -94,6 +94,15 @@ TEST(Units, MalformedLiteralsAreErrors) {
   }
 }
 
+TEST(Units, AHugeWrittenExponentBesideAPrefixIsHandledNotOverflowed) {
+  // Found by fuzz_units: strtol saturates on the written exponent, and adding the prefix's
+  // power of ten to LONG_MAX was signed overflow. Zero stays zero at any exponent; anything
+  // else is out of range (above or below).
+  EXPECT_EQ(parse_quantity("0E9007199254740993000020000000 EB").value, 0.0);
+  EXPECT_THROW(parse_quantity("1E9007199254740993000020000000 EB"), UnitError);
+  EXPECT_THROW(parse_quantity("1E-9007199254740993000020000000 EB"), UnitError);  // underflow
+}
+
 TEST(Units, FormatUsesCanonicalUnitAndPrefix) {
   EXPECT_EQ(format_quantity(64e9, dim::bandwidth), "64 GB/s");
   EXPECT_EQ(format_quantity(80e9, dim::bytes), "80 GB");
