@@ -117,7 +117,8 @@ std::string Table::text(int digits) const {
     std::string s;
     for (std::size_t i = 0; i < v.size(); ++i) {
       std::string pad(width[i] - v[i].size(), ' ');
-      bool left = i < m_rows.size() && !m_rows.empty() &&
+      // Text columns (by the first row's cell) align left, numbers right.
+      bool left = !m_rows.empty() && i < m_rows.front().size() &&
                   std::holds_alternative<std::string>(m_rows.front()[i]);
       s += (i ? "  " : "") + (left ? v[i] + pad : pad + v[i]);
     }

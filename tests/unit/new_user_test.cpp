@@ -281,5 +281,13 @@ TEST(NewUserFormat, HugeValuesAreScientificNotAPrefixedExponent) {
   EXPECT_FALSE(has(s, "E")) << s;  // neither "2e+17E" nor "259.3E"
 }
 
+TEST(NewUserFormat, ATextColumnAlignsLeftWhateverTheNumberOfRows) {
+  // The alignment is the column's (its first row's cell), not decided by comparing the column's
+  // index with the number of rows: one row, a text column third.
+  Table t({"a", "b", "name"});
+  t.add_row({1.0, 2.0, std::string("x")});
+  EXPECT_EQ(t.text(), "a  b  name\n1  2  x\n");
+}
+
 }  // namespace
 }  // namespace kappasim
