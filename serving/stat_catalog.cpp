@@ -142,7 +142,10 @@ std::vector<StatDecl> make_requests_csv() {
                      number(&RequestRecord::load_s)));
   v.push_back(
       column("compute_s", "s", "its prefill compute time", number(&RequestRecord::compute_s)));
-  v.push_back(column("ttft_s", "s", "finish − arrival", number(&RequestRecord::ttft_s)));
+  v.push_back(column("ttft_s", "s",
+                     "its first output token (the end of its prefill) − arrival; prefill only, "
+                     "its finish",
+                     number(&RequestRecord::ttft_s)));
   v.push_back(column("cached_tokens", "tokens",
                      "K loaded (with `serving.recompute`, the recomputed leading tokens are not "
                      "in it)",
@@ -161,7 +164,8 @@ std::vector<StatDecl> make_requests_csv() {
                      number(&RequestRecord::bytes_stored)));
   v.push_back(column("load_path", "text", "`kernel`, `layerwise`, `block-dma`, ...",
                      text(&RequestRecord::load_path)));
-  v.push_back(column("steps", "steps", "scheduler steps it took part in",
+  v.push_back(column("steps", "steps",
+                     "scheduler steps it took part in before its first output token (its TTFT's)",
                      [](std::string& s, const RequestRecord& r) { append_csv_int(s, r.steps); }));
   {
     StatDecl d{"t_<category>_s",
@@ -319,7 +323,7 @@ std::vector<StatDecl> make_summary() {
           [](const In& x) { return x.a.bytes_loaded; }));
   add(fig("bytes_stored_total", "B", A::Sum, "bytes_stored",
           [](const In& x) { return x.a.bytes_stored; }));
-  add(fig("last_finish_s", "s", A::Max, "latest arrival + ttft",
+  add(fig("last_finish_s", "s", A::Max, "latest arrival + ttft (+ its decode: e2e)",
           [](const In& x) { return x.a.requests ? x.a.last_finish_s : kNaN; }));
   add(fig("steps", "steps", A::Count, "scheduler steps", n_steps));
   add(fig("step_time_mean_s", "s", A::Mean, "mean step length (over steps)",
