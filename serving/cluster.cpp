@@ -108,19 +108,7 @@ void Cluster::route() {
 }
 
 std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
-  const Node& n = m_nodes.at(i);
-  const ServingSpec& sv = n.engine->spec().serving;
-  const int chunk = sv.tier_chunk_tokens();
-  const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
-  std::size_t hits = 0;
-  while (hits < keys.size() && n.engine->tier().contains(keys[hits])) ++hits;
-  if (sv.warm_tier)  // the engine puts the prefix's whole chunks in the tier at arrival
-    hits = std::max<std::size_t>(
-        hits,
-        std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
-  // As make_sequence: at least one prompt token is computed.
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(hits) * chunk, 0,
-                                  std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
+  return m_nodes.at(i).engine->cached_tokens(r);  // its ranks' best
 }
 
 double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
@@ -152,6 +140,16 @@ class View final : public ClusterView {
   std::size_t waiting(std::size_t i) const override { return m_c.waiting(i); }
   double estimated_completion_s(std::size_t i, const Request& r) const override {
     return m_c.estimated_completion_s(i, r);
+  }
+  NodeCache cache(std::size_t i, const Request& r) const override {
+    const ServingEngine& e = m_c.engine(i);
+    NodeCache c;
+    c.cached_tokens = m_c.cached_tokens_on(i, r);
+    c.pending_prefill_tokens = e.outstanding_compute_tokens() + m_c.queued_compute_tokens(i);
+    c.kv_tokens_used = e.kv_tokens_used();
+    c.kv_tokens_total = e.kv_tokens_total();
+    c.store_bytes = e.store_bytes();
+    return c;
   }
 
  private:

@@ -84,6 +84,10 @@ class Cluster : public sc_core::sc_module {
   std::size_t waiting(std::size_t i) const;  // of them, not yet admitted by its scheduler
   // For kappa_aware (and tests): the cached tokens `r` would find on node i right now.
   std::int64_t cached_tokens_on(std::size_t i, const Request& r) const;
+  // Prompt tokens to compute of the requests queued for node i (not yet in its engine).
+  std::int64_t queued_compute_tokens(std::size_t i) const {
+    return m_nodes.at(i).queue->compute_tokens();
+  }
   // kappa_aware's estimate of when `r` would finish on node i if sent there now (seconds from
   // now): backlog + isolated service time.
   double estimated_completion_s(std::size_t i, const Request& r) const;

@@ -51,17 +51,21 @@ class RankView final : public ClusterView {
   std::size_t waiting(std::size_t i) const override { return m_e.waiting(rank(i)); }
   double estimated_completion_s(std::size_t i, const Request& r) const override {
     // kappa_aware over ranks: the cluster's estimator (serving/cluster_spec) on the rank's
-    // backlog, r's cached tokens in the rank's DRAM tier.
+    // backlog, r's cached tokens in the rank's KV store.
     if (!m_model) m_model = make_node_model(m_e.spec());
-    const KvTier& t = m_e.store(i).dram();
-    const std::vector<std::uint64_t> keys = chunk_keys(r, t.chunk_tokens());
-    std::size_t hits = 0;
-    while (hits < keys.size() && t.contains(keys[hits])) ++hits;
-    const std::int64_t K = std::clamp<std::int64_t>(
-        static_cast<std::int64_t>(hits) * t.chunk_tokens(), 0, r.prompt_tokens() - 1);
+    const std::int64_t K = m_e.cached_tokens(r, rank(i));
     return estimate_backlog(*m_model, m_e.pending_load_tokens(rank(i)),
                             m_e.outstanding_compute_tokens(rank(i))) +
            estimate_service(*m_model, K, r.prompt_tokens() - K).total_s;
+  }
+  NodeCache cache(std::size_t i, const Request& r) const override {
+    NodeCache c;
+    c.cached_tokens = m_e.cached_tokens(r, rank(i));
+    c.pending_prefill_tokens = m_e.outstanding_compute_tokens(rank(i));
+    c.kv_tokens_used = m_e.kv_tokens_used(rank(i));
+    c.kv_tokens_total = m_e.kv_tokens_total(rank(i));
+    c.store_bytes = m_e.store_bytes(rank(i));
+    return c;
   }
 
  private:
@@ -251,6 +255,47 @@ std::int64_t ServingEngine::pending_load_tokens(int r) const {
   return n;
 }
 
+std::int64_t ServingEngine::cached_tokens(const Request& r, int rank) const {
+  if (rank < 0) {
+    std::int64_t most = 0;
+    for (const auto& rk : m_ranks) most = std::max(most, cached_tokens(r, rk->index));
+    return most;
+  }
+  const KvTier& t = store(static_cast<std::size_t>(rank)).dram();
+  const int chunk = t.chunk_tokens();
+  const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
+  std::size_t hits = 0;
+  while (hits < keys.size() && t.contains(keys[hits])) ++hits;
+  if (m_spec.serving.warm_tier)  // arrivals put the prefix's whole chunks in the tier
+    hits = std::max<std::size_t>(
+        hits,
+        std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
+  // As make_sequence: at least one prompt token is computed.
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(hits) * chunk, 0,
+                                  std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
+}
+
+std::int64_t ServingEngine::kv_tokens_used(int r) const {
+  std::int64_t n = 0;
+  for (const auto& rank : m_ranks)
+    if (r < 0 || rank->index == r) n += rank->kv->used_blocks() * rank->kv->block_tokens();
+  return n;
+}
+
+std::int64_t ServingEngine::kv_tokens_total(int r) const {
+  std::int64_t n = 0;
+  for (const auto& rank : m_ranks)
+    if (r < 0 || rank->index == r) n += rank->kv->total_tokens();
+  return n;
+}
+
+double ServingEngine::store_bytes(int r) const {
+  double b = 0;
+  for (const auto& rank : m_ranks)
+    if (r < 0 || rank->index == r) b += rank->store->dram().used_bytes();
+  return b;
+}
+
 std::size_t ServingEngine::route(const Request& r) {
   if (m_ranks.size() == 1) return 0;
   const std::size_t i = m_router->choose(r, RankView(*this, m_ranks.size()));
@@ -433,7 +478,18 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
     add_tier_counts(t, engine_totals(none, m_spec, st.dram(), f, &st.hierarchy()));
   }
   if (!m_spec.serving.parallelism.beyond_tp()) return t;
-  t.extra = layout_figures(m_layout_stats, L);  // docs/metrics.md "Replica figures"
+  // Every rank's own KV store's hit rate: the lowest and the highest (issue 23 part 4).
+  LayoutStats ls = m_layout_stats;
+  for (const auto& rank : m_ranks) {
+    const KvTier& d = rank->store->dram();
+    const double looked = static_cast<double>(d.hit_chunks() + d.miss_chunks());
+    if (!(looked > 0)) continue;
+    const double rate = static_cast<double>(d.hit_chunks()) / looked;
+    const bool first = std::isnan(ls.rank_hit_rate_min);
+    ls.rank_hit_rate_min = first ? rate : std::min(ls.rank_hit_rate_min, rate);
+    ls.rank_hit_rate_max = first ? rate : std::max(ls.rank_hit_rate_max, rate);
+  }
+  t.extra = layout_figures(ls, L);  // docs/metrics.md "Replica figures"
   return t;
 }
 

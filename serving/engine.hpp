@@ -88,6 +88,15 @@ class ServingEngine : public sc_core::sc_module {
   std::int64_t outstanding_compute_tokens(int r = -1) const;
   std::int64_t pending_load_tokens(int r = -1) const;
   std::size_t waiting(int r = -1) const;  // in the schedulers' waiting queues
+  // Tokens of r's prompt rank `rank`'s KV store holds now (leading whole chunks of its DRAM tier;
+  // with warm_tier the reusable prefix counts as held, as arrivals place it; at most the prompt
+  // less one), or the most any rank holds (rank < 0).
+  std::int64_t cached_tokens(const Request& r, int rank = -1) const;
+  // KV tokens the running requests hold in the paged pools, the pools' size in tokens, and the
+  // bytes the KV stores' DRAM tiers hold: rank r's, or every rank's (r < 0).
+  std::int64_t kv_tokens_used(int r = -1) const;
+  std::int64_t kv_tokens_total(int r = -1) const;
+  double store_bytes(int r = -1) const;
   // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
   // once or was rejected, nothing is left in the system, links conserved bytes.
   void check_end() const;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <ostream>
@@ -39,6 +40,17 @@ class ClusterView {
   // Seconds from now until `r` would finish on node i if sent there now: the node's backlog plus
   // r's isolated service time at the cached tokens r finds there (kappa_aware's estimate).
   virtual double estimated_completion_s(std::size_t i, const Request& r) const = 0;
+  // What the cache-aware routers read of node i for `r` (issue 23 part 4):
+  struct NodeCache {
+    std::int64_t cached_tokens = 0;           // of r's prompt, held by the node's KV store now
+                                              // (leading whole chunks; at most the prompt − 1)
+    std::int64_t pending_prefill_tokens = 0;  // prompt tokens still to prefill there (queued
+                                              // requests included)
+    std::int64_t kv_tokens_used = 0;          // KV tokens its running requests hold in HBM
+    std::int64_t kv_tokens_total = 0;         // its paged KV pool, in tokens
+    double store_bytes = 0;                   // what its KV store (DRAM tier) holds
+  };
+  virtual NodeCache cache(std::size_t i, const Request& r) const = 0;
 };
 
 class RouterPolicy {

@@ -610,6 +610,11 @@ std::vector<StatDecl> make_summary() {
   add(replica("ep_nvlink_bytes", "B", A::Total, "EP all-to-all bytes over NVLink (all GPUs, both phases)"));
   add(replica("ep_nic_bytes", "B", A::Total, "EP all-to-all bytes over the NIC (all GPUs, both phases)"));
   add(replica("pp_bytes", "B", A::Total, "PP activation bytes"));
+  add(replica("dp_rank_hit_rate_min", "1", A::Ratio,
+              "the lowest of the DP ranks' KV-store hit rates (each rank's DRAM tier: hit chunks "
+              "/ looked-up chunks; null for a rank that looked nothing up): where requests land "
+              "decides which store they hit (serving.dp_router)"));
+  add(replica("dp_rank_hit_rate_max", "1", A::Ratio, "the highest of the DP ranks' hit rates"));
 
   // ---- per level of the tier hierarchy (serving.tiers; docs/serving-engine.md "Tier
   // hierarchy"): the engine's Totals::tier_levels, per level (dram, cxl, nvme, remote) in

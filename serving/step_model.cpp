@@ -241,6 +241,8 @@ std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& ls
       {"ep_nvlink_bytes", ls.a2a_nvlink_bytes},
       {"ep_nic_bytes", ls.a2a_nic_bytes},
       {"pp_bytes", ls.pp_bytes},
+      {"dp_rank_hit_rate_min", ls.rank_hit_rate_min},
+      {"dp_rank_hit_rate_max", ls.rank_hit_rate_max},
   };
 }
 

@@ -19,6 +19,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,10 @@ struct LayoutStats {
   double group_steps = 0;           // group steps
   double max_rank_tokens = 0;       // Σ over group steps of the busiest rank's tokens
   double lockstep_max_tokens = 0;   // Σ over group steps of busiest x ranks in the group
+  // The ranks' KV-store hit rates, lowest and highest (NaN: no rank looked anything up); the
+  // engine sets them from its stores at the end of the run.
+  double rank_hit_rate_min = std::numeric_limits<double>::quiet_NaN();
+  double rank_hit_rate_max = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The layout's figures for summary.json (after the engine's own), from the step groups' stats.

@@ -87,5 +87,40 @@ TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
   EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
 }
 
+TEST(EngineLayoutsCli, CacheAwareDpRoutersKeepConversationsOnTheRankHoldingTheirHistory) {
+  // Eight DP-attention ranks of a dense model, each with its own KV store (800 GB of DRAM tier
+  // split eight ways: every conversation's history fits), serving ShareGPT-like chat with no
+  // warm tier, so a turn finds its history only on the rank that served the turns before it.
+  // vLLM's balancer routes by load alone, so a returning turn lands on that rank about once in
+  // eight; the cache-aware routers (Dynamo's, llm-d's, SGLang's) send it back there, so their
+  // hit rate is several times higher. The pooled rate lies between the ranks' lowest and highest.
+  const auto dir = fresh_dir("dp-routers");
+  const std::string cfg = (dir / "run.yaml").string();
+  {
+    std::ofstream f(cfg);
+    f << "model: llama-3.1-8b\nsystem: dgx-h100\ntrace: false\ncheck: true\n"
+         "serving: {tp: 1, tier_capacity: 800 GB, parallelism: {dp_attention: 8}}\n"
+         "workload: {type: sharegpt, requests: 1500, rate: 40, seed: 3}\n";
+  }
+  const std::string bin = KAPPASIM_BIN;
+  auto hit = [&](const std::string& router, const std::string& key) {
+    const auto out = dir / router;
+    const auto r = run_shell(
+        bin, "run " + cfg + " -q --out " + out.string() + " --set serving.dp_router=" + router,
+        dir / ("e-" + router));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return summary_value(slurp(out / "summary.json"), key);
+  };
+  const double base = hit("dp_balance", "tier_hit_rate");
+  ASSERT_GT(base, 0.0);
+  for (const std::string router : {"kv_overlap", "prefix_scorer", "cache_aware"}) {
+    const double rate = hit(router, "tier_hit_rate");
+    EXPECT_GT(rate, 2 * base) << router;
+    const std::string json = slurp(dir / router / "summary.json");
+    EXPECT_LE(summary_value(json, "dp_rank_hit_rate_min"), rate) << router;
+    EXPECT_GE(summary_value(json, "dp_rank_hit_rate_max"), rate) << router;
+  }
+}
+
 }  // namespace
 }  // namespace kappasim

@@ -53,7 +53,8 @@ TEST(PolicyRegistry, ListsEverySchedulerPolicyAndRouterByName) {
   }
   EXPECT_EQ(choices, scheduler_policies().names());  // serving.policy accepts exactly these
   EXPECT_EQ(routers().names(),
-            (std::vector<std::string>{"dp_balance", "kappa_aware", "least_loaded", "round_robin"}));
+            (std::vector<std::string>{"cache_aware", "dp_balance", "kappa_aware", "kv_overlap",
+                                      "least_loaded", "prefix_scorer", "round_robin"}));
   for (const auto* e : scheduler_policies().entries()) EXPECT_NE(e->summary, "");
   // The constants that predate the registry name registered policies.
   for (Policy p : {Policy::Fifo, Policy::UtilizationAware, Policy::Fair})
@@ -169,10 +170,14 @@ TEST(ShortestLoad, EqualLoadsKeepArrivalOrder) {
 struct FakeView : ClusterView {
   std::vector<std::size_t> load, queued;
   std::vector<double> eta;
+  std::vector<NodeCache> caches;  // empty: nothing cached, no KV in use
   std::size_t nodes() const override { return load.size(); }
   std::size_t outstanding(std::size_t i) const override { return load.at(i); }
   std::size_t waiting(std::size_t i) const override { return queued.at(i); }
   double estimated_completion_s(std::size_t i, const Request&) const override { return eta.at(i); }
+  NodeCache cache(std::size_t i, const Request&) const override {
+    return caches.empty() ? NodeCache{} : caches.at(i);
+  }
 };
 
 TEST(Routers, DecideAsDocumented) {
@@ -196,6 +201,41 @@ TEST(Routers, DecideAsDocumented) {
   EXPECT_EQ(make_router(RouterKind{"dp_balance"})->choose(r, v), 0u);
 }
 
+TEST(Routers, TheCacheAwareRoutersDecideAsTheirSourcesDefine) {
+  // A 1,000-token prompt; three nodes. Node 0 holds 900 of its tokens but is busy (2,000
+  // prompt tokens to prefill, 60,000 KV tokens in use of 100,000, 4 waiting); node 1 holds 200
+  // and is idle (0 waiting, 10,000 KV tokens used); node 2 holds nothing, idle, emptiest store.
+  Request r;
+  r.new_tokens = 1000;
+  FakeView v;
+  v.load = {10, 2, 2};
+  v.queued = {4, 0, 0};
+  v.eta = {0, 0, 0};
+  v.caches = {
+      {900, 2000, 60000, 100000, 5e9}, {200, 0, 10000, 100000, 2e9}, {0, 0, 10000, 100000, 1e9}};
+  // Dynamo, cost = 1 x (pending + 1000 - cached) + (kv used + 1000):
+  //   node 0: 2000 + 100 + 61000 = 63,100; node 1: 0 + 800 + 11000 = 11,800;
+  //   node 2: 0 + 1000 + 11000 = 12,000 -> node 1.
+  EXPECT_EQ(make_router(RouterKind{"kv_overlap"})->choose(r, v), 1u);
+  // llm-d, 3 x prefix + 2 x queue + 2 x free KV, queue score (4 - q) / (4 - 0):
+  //   node 0: 3 x 0.9 + 2 x 0 + 2 x 0.4 = 3.5; node 1: 0.6 + 2 + 1.8 = 4.4;
+  //   node 2: 0 + 2 + 1.8 = 3.8 -> node 1.
+  EXPECT_EQ(make_router(RouterKind{"prefix_scorer"})->choose(r, v), 1u);
+  // SGLang: loads 10, 2, 2 differ by 8 <= 64, balanced; the best match 0.9 > 0.3 -> node 0.
+  EXPECT_EQ(make_router(RouterKind{"cache_aware"})->choose(r, v), 0u);
+  // Imbalanced (100 - 2 > 64 and 100 > 1.5 x 2): the least loaded, node 1 (tie with 2: lower).
+  v.load = {100, 2, 2};
+  EXPECT_EQ(make_router(RouterKind{"cache_aware"})->choose(r, v), 1u);
+  // Balanced, but no match above 0.3 (0.25, 0.2, 0): the emptiest store, node 2.
+  v.load = {10, 2, 2};
+  v.caches[0].cached_tokens = 250;
+  EXPECT_EQ(make_router(RouterKind{"cache_aware"})->choose(r, v), 2u);
+  // Dynamo with the cached prefix on an idle node: node 0 idle and holding 900 wins
+  // (0 + 100 + 1000 + 1000 = 2,100 vs node 1's 11,800).
+  v.caches[0] = {900, 0, 1000, 100000, 5e9};
+  EXPECT_EQ(make_router(RouterKind{"kv_overlap"})->choose(r, v), 0u);
+}
+
 // `kappasim presets policies` lists the registries (the binary's own, so a policy file the
 // linker dropped would be missing here), one row per name, by name within each key.
 TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
@@ -206,10 +246,10 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
   std::vector<std::string> rows;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 9u) << r.out;  // header + 4 policies + 4 routers
-  const std::vector<std::string> names = {"fair",         "fifo",       "shortest_load",
-                                          "utilization",  "dp_balance", "kappa_aware",
-                                          "least_loaded", "round_robin"};
+  ASSERT_EQ(rows.size(), 12u) << r.out;  // header + 4 policies + 7 routers
+  const std::vector<std::string> names = {
+      "fair",        "fifo",       "shortest_load", "utilization",   "cache_aware", "dp_balance",
+      "kappa_aware", "kv_overlap", "least_loaded",  "prefix_scorer", "round_robin"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(rows[i + 1].rfind(i < 4 ? "serving.policy" : "cluster.router", 0), 0u) << rows[i + 1];
     EXPECT_NE(rows[i + 1].find(" " + names[i] + " "), std::string::npos) << rows[i + 1];
