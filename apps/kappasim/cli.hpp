@@ -107,7 +107,7 @@ int cmd_reproduce(const std::vector<std::string>& args);
 
 // kappasim probe h2d|d2h|bidir (apps/kappasim/cmd_probe_link.cpp)
 int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args);
-// kappasim probe prefill|gemm (apps/kappasim/cmd_probe_compute.cpp)
+// kappasim probe prefill|decode|gemm (apps/kappasim/cmd_probe_compute.cpp)
 int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args);
 
 // kappasim validate [--dir DIR] [--out FILE.md] [--check] (apps/kappasim/cmd_validate.cpp)

@@ -1,8 +1,11 @@
-// kappasim probe prefill | gemm: the GPU compute model on its own.
+// kappasim probe prefill | decode | gemm: the GPU compute model on its own.
 //   prefill: runs the SystemC GpuCompute (serving/probes.cpp: run_compute_probe) for one GPU of a
 //   TP group over a whole prefill of T new
 //            tokens on K cached ones, and prints its time split (equal to prefill_time()).
+//   decode:  one decode step of B sequences, each one token over K tokens of KV: the batch of
+//            SeqSlice{1, K, finishes} the serving engine times with batch_step_time.
 //   gemm:    the time of one M×N×K GEMM, or a sweep of M for N = K = 8192.
+#include <cmath>
 #include <iostream>
 
 #include "apps/kappasim/cli.hpp"
@@ -196,6 +199,186 @@ int probe_prefill(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The matmul weight bytes one forward of `tokens` tokens reads on one GPU of a TP group: every
+// dense weight, the LM head (the embedding table when tied), the routers, and of the routed
+// experts only those the tokens touch (expected_experts_touched, as layer_kernels charges) plus
+// the shared ones. The embedding gather reads `tokens` rows (left out) and the norms are
+// ignored (< 0.1%). Sharded weights are split tp ways; the router is replicated.
+double step_weight_bytes(const ModelSpec& m, int tp, double tokens, DType weights) {
+  const ParamCounts c = count_params(m);
+  const double head = c.lm_head > 0 ? c.lm_head : c.embedding;
+  double sharded = c.attention + c.mlp_dense + head;
+  if (c.mlp_experts_total > 0) {
+    const double E = m.mlp.num_experts, S = m.mlp.num_shared_experts;
+    const double per_expert = c.mlp_experts_total / (E + S);  // summed over the MoE layers
+    sharded += per_expert * (expected_experts_touched(tokens, m.mlp.experts_per_token, E) + S);
+  }
+  return (sharded / tp + c.router) * bytes_per_element(weights);
+}
+
+int probe_decode(const std::vector<std::string>& args) {
+  std::string model, system, batch_text = "1", context_text = "1024", precision = "bf16",
+                             kv_dtype_text = "bf16", format = "table", stack = kDefaultStack;
+  std::vector<std::string> sets, preset_dirs;
+  int tp = 1;
+  po::options_description desc(
+      "kappasim probe decode: one decode step on one GPU of a TP group: B sequences, each "
+      "generating one token whose attention reads K tokens of KV\n"
+      "Usage: kappasim probe decode --model M --system S [--batch B] [--context K] [--tp N] "
+      "[options]\n"
+      "Charged: every kernel of the step as the serving engine times it (batch_step_time with "
+      "B slices {T = 1, K, logits}: weights read once for the batch, each sequence's KV read by "
+      "attention, the LM head for B rows), the stack's kernel launches (--stack) and the GPU's "
+      "per-forward host cost (system.gpu.forward_overhead). Not charged: the scheduler's step "
+      "(serving.step_overhead: input preparation, scheduling), the API server (HTTP, "
+      "detokenisation, streaming), speculative decoding, prefills batched into the same step. "
+      "A served inter-token latency holds those too.\n"
+      "Options");
+  desc.add_options()("model,m", po::value(&model), "model preset name or YAML file")(
+      "system,s", po::value(&system), "system preset name or YAML file")(
+      "tp", po::value(&tp), "tensor parallelism (default 1)")(
+      "batch", po::value(&batch_text), "sequences decoding in the step, B (default 1)")(
+      "context", po::value(&context_text),
+      "tokens of KV each sequence already holds, K (default 1024)")(
+      "precision", po::value(&precision), "GEMM precision: bf16 (default), fp16, fp8, ...")(
+      "kv-dtype", po::value(&kv_dtype_text),
+      "KV cache dtype: bf16 (default), fp16, fp8, int8, int4")(
+      "stack", po::value(&stack),
+      "serving stack whose kernel launches (CUDA-graph mode, host cost per launch) to model: a "
+      "preset name or YAML file (default lmcache-0.3.5, on vLLM v1)")(
+      "set", po::value(&sets)->composing(),
+      "override a config key: --set system.gpu.hbm_efficiency=0.85")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "format", po::value(&format), "table, csv or json")("help,h", "this help");
+  auto vm = parse("probe decode", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(preset_dirs);
+  const Format fmt = parse_format(format);
+  if (model.empty()) throw InputError("--model: required");
+  if (system.empty()) throw InputError("--system: required");
+  // One slice per sequence is built; a million sequences in one step is far beyond any serving
+  // engine's max_num_seqs (vLLM: 256 or 1024 by default).
+  const auto bad_batch = [&] {
+    return InputError("--batch: need a whole number of sequences from 1 to 1000000, got \"" +
+                      batch_text + "\"");
+  };
+  double B = 0;
+  try {
+    B = count_option("batch", batch_text);
+  } catch (const InputError&) {
+    throw bad_batch();
+  }
+  if (!(B >= 1) || B != std::floor(B) || B > 1e6) throw bad_batch();
+  const double K = count_option("context", context_text);
+  if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
+  check_precision(precision);
+  const DType kv_dtype = parse_dtype(kv_dtype_text, "--kv-dtype");
+
+  LoadedCase c = load_case(model, system, sets);
+  const StackProfile stack_profile = [&] {
+    try {
+      return read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
+    } catch (const InputError& e) {
+      throw InputError(std::string("--stack: ") + e.what());
+    }
+  }();
+  const ModelSpec& m = c.config.model;
+  const GpuSpec& gpu = c.config.system.gpu;
+  try {
+    kv_heads_per_gpu(m, tp);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--tp: ") + e.what());
+  }
+  if (tp > c.config.system.gpus)
+    throw InputError("--tp: " + std::to_string(tp) + " exceeds the " +
+                     std::to_string(c.config.system.gpus) + " GPUs of system " +
+                     c.config.system.name);
+  gpu.require_sim("system.gpu");
+  gpu.peak(precision);
+  const DType weights = weight_dtype_for(precision);
+
+  const std::vector<SeqSlice> batch(static_cast<std::size_t>(B), SeqSlice{1, K, true});
+  const StepTime st =
+      batch_step_time(m, gpu, tp, batch, precision, 1.0, kv_dtype, stack_profile.launch);
+  const PrefillTime& p = st.total;
+  const double w_bytes = step_weight_bytes(m, tp, B, weights);
+  const double kv_bytes = B * kv_bytes_for_prefix_per_gpu(m, kv_dtype, tp, K);
+  const char* graph_mode = "none";
+  for (const auto& [name, mode] : graph_mode_names())
+    if (mode == stack_profile.launch.graph_mode) graph_mode = name;
+  const bool captured =
+      forward_launches(stack_profile.launch, B, p.kernels, m.num_layers, 0).captured;
+  Table table({"model",
+               "system",
+               "tp",
+               "batch",
+               "context",
+               "precision",
+               "kv_dtype",
+               "stack",
+               "graph_mode",
+               "captured",
+               "step_time_s",
+               "tokens_per_s",
+               "linear_time_s",
+               "attention_time_s",
+               "comm_time_s",
+               "other_time_s",
+               "host_time_s",
+               "launch_stall_s",
+               "kernels",
+               "flops",
+               "hbm_bytes",
+               "weight_bytes",
+               "kv_bytes",
+               "hbm_bandwidth_bytes_per_s",
+               "weight_read_bound_s",
+               "memory_bound_s"});
+  table.add_row({m.name,
+                 c.config.system.name,
+                 static_cast<std::int64_t>(tp),
+                 B,
+                 K,
+                 precision,
+                 std::string(dtype_name(kv_dtype)),
+                 stack_profile.name,
+                 std::string(graph_mode),
+                 std::string(captured ? "yes" : "no"),
+                 p.compute_time_s,
+                 B / p.compute_time_s,
+                 p.linear_time_s,
+                 p.attention_time_s,
+                 p.comm_time_s,
+                 p.other_time_s,
+                 p.host_time_s,
+                 p.launch_stall_s,
+                 static_cast<std::int64_t>(p.kernels),
+                 p.flops,
+                 p.hbm_bytes,
+                 w_bytes,
+                 kv_bytes,
+                 gpu.hbm_bandwidth_Bps,
+                 w_bytes / gpu.hbm_bandwidth_Bps,
+                 (w_bytes + kv_bytes) / gpu.hbm_bandwidth_Bps});
+  if (fmt != Format::Table) {
+    std::cout << table.render(fmt);
+    return 0;
+  }
+  std::cout << table
+                   .project({"model", "system", "tp", "batch", "context", "step_time_s",
+                             "tokens_per_s", "linear_time_s", "attention_time_s", "comm_time_s",
+                             "weight_read_bound_s", "memory_bound_s"})
+                   .text();
+  std::cout << "\nweight_read_bound_s / memory_bound_s: the step's weight bytes (and its KV) at "
+               "the HBM peak of "
+            << format_number(gpu.hbm_bandwidth_Bps / 1e12)
+            << " TB/s; step_time_s holds no scheduler step (serving.step_overhead)\n";
+  return 0;
+}
+
 int probe_gemm(const std::vector<std::string>& args) {
   std::string system, m_text, n_text = "8192", k_text = "8192", precision = "bf16",
                               format = "table";
@@ -263,8 +446,9 @@ int probe_gemm(const std::vector<std::string>& args) {
 
 int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args) {
   if (verb == "prefill") return probe_prefill(args);
+  if (verb == "decode") return probe_decode(args);
   if (verb == "gemm") return probe_gemm(args);
-  throw InputError("kappasim probe: expected prefill or gemm, got '" + verb + "'");
+  throw InputError("kappasim probe: expected prefill, decode or gemm, got '" + verb + "'");
 }
 
 }  // namespace kappasim::cli

@@ -27,7 +27,8 @@ const char* kUsage =
     "  presets    list / show / check the built-in models, GPUs, links, host memories, systems\n"
     "  list       every registered kind a config selects by name (policies, routers, load paths,\n"
     "             link back ends, sweep kinds, stacks) with one-line docs: list [KIND]\n"
-    "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill and gemm timing\n"
+    "  probe      run the SystemC models: h2d | d2h | bidir copy curves, prefill, decode and gemm "
+    "timing\n"
     "  run        offloaded-prefill serving: CONFIG --out DIR -> requests.csv, summary.json, "
     "trace.json\n"
     "  measure    kappa-crit | poh: κ_crit and P_OH measured on the simulator, beside the analytic "
@@ -66,11 +67,13 @@ struct VerbHelp {
 };
 const std::vector<VerbHelp> kVerbCommands = {
     {"probe",
-     {"h2d", "d2h", "bidir", "prefill", "gemm"},
+     {"h2d", "d2h", "bidir", "prefill", "decode", "gemm"},
      "kappasim probe: run the SystemC models in isolation\n"
      "Usage: kappasim probe VERB [options]   (kappasim probe VERB --help for its options)\n"
      "  h2d | d2h | bidir   copy curves over the system's host link (bandwidth per size)\n"
      "  prefill             one prefill forward pass on the GPU model (per-kernel timing)\n"
+     "  decode              one decode step of a batch on the GPU model (time, tokens/s, memory "
+     "bound)\n"
      "  gemm                one GEMM on the GPU model\n"},
     {"measure",
      {"kappa-crit", "poh", "capacity"},
@@ -180,8 +183,10 @@ int main(int argc, char** argv) {
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
       if (verb == "h2d" || verb == "d2h" || verb == "bidir")
         return kappasim::cli::cmd_probe_link(verb, rest);
-      if (verb == "prefill" || verb == "gemm") return kappasim::cli::cmd_probe_compute(verb, rest);
-      std::cerr << "kappasim: error: kappasim probe: expected h2d, d2h, bidir, prefill or gemm"
+      if (verb == "prefill" || verb == "decode" || verb == "gemm")
+        return kappasim::cli::cmd_probe_compute(verb, rest);
+      std::cerr << "kappasim: error: kappasim probe: expected h2d, d2h, bidir, prefill, decode or "
+                   "gemm"
                 << (verb.empty() ? "" : ", got '" + verb + "'") << "\n";
       return 2;
     }
