@@ -44,6 +44,37 @@ double dim_option(const std::string& option, const std::string& text) {
   return v;
 }
 
+// The model and system of a probe, its stack's profile (--stack), checked for --tp (it divides
+// the heads, fits the system's GPUs) and --precision (the GPU has a peak for it): what probe
+// prefill and probe decode share.
+struct ProbeCase {
+  LoadedCase c;
+  StackProfile stack;
+};
+ProbeCase load_probe_case(const std::string& model, const std::string& system,
+                          const std::vector<std::string>& sets, const std::string& stack, int tp,
+                          const std::string& precision) {
+  ProbeCase pc{load_case(model, system, sets), {}};
+  try {
+    pc.stack = read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
+  } catch (const InputError& e) {
+    throw InputError(std::string("--stack: ") + e.what());
+  }
+  const LoadedCase& c = pc.c;
+  try {
+    kv_heads_per_gpu(c.config.model, tp);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--tp: ") + e.what());
+  }
+  if (tp > c.config.system.gpus)
+    throw InputError("--tp: " + std::to_string(tp) + " exceeds the " +
+                     std::to_string(c.config.system.gpus) + " GPUs of system " +
+                     c.config.system.name);
+  c.config.system.gpu.require_sim("system.gpu");
+  c.config.system.gpu.peak(precision);
+  return pc;
+}
+
 int probe_prefill(const std::vector<std::string>& args) {
   std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table",
                                      stack = kDefaultStack;
@@ -85,27 +116,11 @@ int probe_prefill(const std::vector<std::string>& args) {
   if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
   check_precision(precision);
 
-  LoadedCase c = load_case(model, system, sets);
-  const StackProfile stack_profile = [&] {
-    try {
-      return read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
-    } catch (const InputError& e) {
-      throw InputError(std::string("--stack: ") + e.what());
-    }
-  }();
+  const ProbeCase pc = load_probe_case(model, system, sets, stack, tp, precision);
+  const LoadedCase& c = pc.c;
+  const StackProfile& stack_profile = pc.stack;
   const ModelSpec& m = c.config.model;
   const GpuSpec& gpu = c.config.system.gpu;
-  try {
-    kv_heads_per_gpu(m, tp);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--tp: ") + e.what());
-  }
-  if (tp > c.config.system.gpus)
-    throw InputError("--tp: " + std::to_string(tp) + " exceeds the " +
-                     std::to_string(c.config.system.gpus) + " GPUs of system " +
-                     c.config.system.name);
-  gpu.require_sim("system.gpu");
-  gpu.peak(precision);
   weight_dtype_for(precision);
 
   {
@@ -277,27 +292,11 @@ int probe_decode(const std::vector<std::string>& args) {
   check_precision(precision);
   const DType kv_dtype = parse_dtype(kv_dtype_text, "--kv-dtype");
 
-  LoadedCase c = load_case(model, system, sets);
-  const StackProfile stack_profile = [&] {
-    try {
-      return read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
-    } catch (const InputError& e) {
-      throw InputError(std::string("--stack: ") + e.what());
-    }
-  }();
+  const ProbeCase pc = load_probe_case(model, system, sets, stack, tp, precision);
+  const LoadedCase& c = pc.c;
+  const StackProfile& stack_profile = pc.stack;
   const ModelSpec& m = c.config.model;
   const GpuSpec& gpu = c.config.system.gpu;
-  try {
-    kv_heads_per_gpu(m, tp);
-  } catch (const InputError& e) {
-    throw InputError(std::string("--tp: ") + e.what());
-  }
-  if (tp > c.config.system.gpus)
-    throw InputError("--tp: " + std::to_string(tp) + " exceeds the " +
-                     std::to_string(c.config.system.gpus) + " GPUs of system " +
-                     c.config.system.name);
-  gpu.require_sim("system.gpu");
-  gpu.peak(precision);
   const DType weights = weight_dtype_for(precision);
 
   const std::vector<SeqSlice> batch(static_cast<std::size_t>(B), SeqSlice{1, K, true});
