@@ -361,34 +361,49 @@ double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock
   return tile_eff * ctas / (waves * sms);
 }
 
-double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
-                                  int sms) {
-  if (!(T > 0 && q_heads > 0 && sms >= 1))
-    throw std::logic_error("attention_shape_efficiency: bad shape");
+AttentionShape attention_shape(double T, double kv_tokens, double q_heads, double kv_heads) {
+  if (!(T > 0 && q_heads > 0)) throw std::logic_error("attention_shape: bad shape");
   // One CTA per (query tile, head). FA3 packs the query heads of a GQA group into the rows of a
   // tile when that fills tiles better (hopper/heuristics.h: pack when the unpacked tile
   // efficiency is below 0.9 × the packed one).
-  double tiles = ceil_q(T / kAttentionTileM);
-  double ctas = tiles * q_heads;
-  double tile_eff = T / (tiles * kAttentionTileM);
+  AttentionShape a;
+  const double tiles = ceil_q(T / kAttentionTileM);
+  a.ctas = tiles * q_heads;
+  a.tile_eff = T / (tiles * kAttentionTileM);
   const double group = kv_heads > 0 ? q_heads / kv_heads : 1;
   if (group > 1) {
     const double rows = T * group;
     const double p_tiles = ceil_q(rows / kAttentionTileM);
     const double p_eff = rows / (p_tiles * kAttentionTileM);
-    if (tile_eff < 0.9 * p_eff) {
-      tile_eff = p_eff;
-      ctas = p_tiles * kv_heads;
+    if (a.tile_eff < 0.9 * p_eff) {
+      a.tile_eff = p_eff;
+      a.ctas = p_tiles * kv_heads;
     }
   }
+  a.kv_blocks = std::max(1.0, ceil_q(kv_tokens / kAttentionTileN));
+  return a;
+}
+
+AttentionWaves attention_waves(double ctas, double max_kv_blocks, int sms) {
+  if (!(ctas > 0 && sms >= 1)) throw std::logic_error("attention_waves: bad launch");
   // Fewer CTAs than SMs: split the KV sequence across CTAs (FA3 num_splits) to fill one wave.
+  AttentionWaves w;
+  w.ctas = ctas;
   if (ctas < sms) {
-    const double kv_blocks = std::max(1.0, ceil_q(kv_tokens / kAttentionTileN));
-    const double splits = std::max(1.0, std::min(kv_blocks, std::floor(sms / ctas)));
-    ctas *= splits;
+    const double splits = std::max(1.0, std::min(max_kv_blocks, std::floor(sms / ctas)));
+    w.ctas *= splits;
   }
-  const double waves = ceil_q(ctas / sms);
-  return tile_eff * ctas / (waves * sms);
+  w.waves = ceil_q(w.ctas / sms);
+  return w;
+}
+
+double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
+                                  int sms) {
+  if (!(T > 0 && q_heads > 0 && sms >= 1))
+    throw std::logic_error("attention_shape_efficiency: bad shape");
+  const AttentionShape a = attention_shape(T, kv_tokens, q_heads, kv_heads);
+  const AttentionWaves w = attention_waves(a.ctas, a.kv_blocks, sms);
+  return a.tile_eff * w.ctas / (w.waves * sms);
 }
 
 KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& compute_dtype,
@@ -435,6 +450,39 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
     }
   }
   t.time_s = std::max(t.flops_time_s, t.memory_time_s) + launch;
+  return t;
+}
+
+KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
+                                double sm_fraction) {
+  gpu.require_sim("system.gpu");
+  if (seqs.empty()) return KernelTime{};
+  const double frac = safe_fraction(sm_fraction);
+  const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
+  double ctas = 0, kv_blocks = 1, bytes = 0;
+  std::vector<AttentionShape> shapes;
+  shapes.reserve(seqs.size());
+  for (const Kernel& k : seqs) {
+    if (k.kind != Kernel::Kind::Attention)
+      throw std::logic_error("batch_attention_time: not an attention kernel: " + k.name);
+    shapes.push_back(attention_shape(k.m, k.n, k.heads, k.kv_heads));
+    ctas += shapes.back().ctas;
+    kv_blocks = std::max(kv_blocks, shapes.back().kv_blocks);
+    bytes += k.hbm_bytes;
+  }
+  const AttentionWaves w = attention_waves(ctas, kv_blocks, sms);
+  const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
+  KernelTime t;
+  // Each sequence's FLOPs at its tile efficiency and the launch's fill (the expression
+  // kernel_time evaluates for one sequence, in the same order).
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const double eff = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1) *
+                       (shapes[i].tile_eff * w.ctas / (w.waves * sms));
+    t.flops_time_s += seqs[i].flops / (gpu.peak(adt) * frac * eff);
+    if (i == 0) t.efficiency = eff;
+  }
+  t.memory_time_s = bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
+  t.time_s = std::max(t.flops_time_s, t.memory_time_s) + *gpu.kernel_launch_overhead_s;
   return t;
 }
 
@@ -526,41 +574,35 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
   Kernel dequant;
   bool has_dequant = false;
   Kernel merged;
-  KernelTime mt;
-  int n = 0;
+  std::vector<Kernel> attention;  // every sequence's, one launch (batch_attention_time)
+  attention.reserve(batch.size());
   std::vector<Kernel> seq_kernels;
   seq_kernels.reserve(2);
   for (const SeqSlice& s : batch) {
     seq_kernels.clear();
     add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype);
-    for (const Kernel& k : seq_kernels) {
-      if (k.kind == Kernel::Kind::Attention) continue;
-      if (!has_dequant)
-        dequant = k;
-      else
-        dequant.hbm_bytes += k.hbm_bytes;
-      has_dequant = true;
-    }
-    for (const Kernel& k : seq_kernels) {
-      if (k.kind != Kernel::Kind::Attention) continue;
-      const KernelTime t = kernel_time(k, gpu, dtype, sm_fraction);
-      if (n == 0)
+    for (Kernel& k : seq_kernels) {
+      if (k.kind != Kernel::Kind::Attention) {
+        if (!has_dequant)
+          dequant = k;
+        else
+          dequant.hbm_bytes += k.hbm_bytes;
+        has_dequant = true;
+        continue;
+      }
+      if (attention.empty())
         merged = k;
       else {
         merged.flops += k.flops;
         merged.hbm_bytes += k.hbm_bytes;
       }
-      mt.time_s += t.time_s;
-      mt.flops_time_s += t.flops_time_s;
-      mt.memory_time_s += t.memory_time_s;
-      ++n;
+      attention.push_back(std::move(k));
     }
   }
   if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
-  if (n > 0) {
-    mt.time_s -= (n - 1) * gpu.kernel_launch_overhead_s.value_or(0);  // one launch for the batch
+  if (!attention.empty()) {
     merged.name = "attention (batch)";
-    p.add(merged, mt);
+    p.add(merged, batch_attention_time(attention, gpu, sm_fraction));
   }
   return p;
 }

@@ -148,6 +148,22 @@ MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles);
 // block-N tiles, one CTA per block, whole waves on `sms` SMs (no split-K in the Triton kernel).
 // executed / padded FLOPs × CTAs / (waves × SMs).
 double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock& block, int sms);
+// One sequence's part of an attention launch: its query tiles' row efficiency (rows used /
+// rows padded, after FA3's GQA packing when that fills tiles better), its CTAs before any KV
+// split (one per query tile and head, or per packed tile and KV head) and its KV blocks (the
+// most splits its KV allows).
+struct AttentionShape {
+  double tile_eff = 1, ctas = 1, kv_blocks = 1;
+};
+AttentionShape attention_shape(double T, double kv_tokens, double q_heads, double kv_heads);
+// The waves of a launch of `ctas` CTAs on `sms` SMs: fewer CTAs than SMs are split along the KV
+// sequence (FA3 num_splits, at most `max_kv_blocks` ways) to fill one wave. Its fill is
+// ctas / (waves × SMs) of the result.
+struct AttentionWaves {
+  double ctas = 1, waves = 1;
+};
+AttentionWaves attention_waves(double ctas, double max_kv_blocks, int sms);
+// attention_shape's tile efficiency × the fill of the sequence's launch alone.
 double attention_shape_efficiency(double T, double kv_tokens, double q_heads, double kv_heads,
                                   int sms);
 
@@ -199,7 +215,8 @@ void check_prefill_args(const ModelSpec& m, int tp, double T, double K);
 // One forward step of a batch on one GPU of a TP group (vLLM runs a step's sequences as one
 // forward pass): the token-parallel kernels (norms, projections, MLP / MoE, all-reduce) run once
 // over all the step's tokens; attention runs for each sequence over its own context, in one
-// launch (FlashAttention varlen): the per-sequence kernel times add up, one launch overhead.
+// launch (FlashAttention varlen, batch_attention_time): the sequences' CTAs share the launch's
+// waves, their FLOPs and KV reads add up, one launch overhead.
 // Layers of the same kind (dense, MoE) cost the same, so each kind is timed once.
 struct SeqSlice {
   double T;              // tokens prefilled this step
@@ -211,6 +228,15 @@ struct StepTime {
   double first_layer_s = 0;  // one layer's time (for the layer-wise pipeline's fill/drain)
   double last_layer_s = 0;
 };
+// The attention of a batch in ONE launch (FlashAttention varlen; issue 23: a decode batch holds
+// many one-token sequences): every sequence's CTAs share the waves, so the fill is the launch's
+// (attention_waves over the sequences' CTAs together, split up to the longest context's KV
+// blocks), each sequence's FLOPs at its own tile efficiency; the KV reads add up; one launch
+// overhead. For one sequence this is kernel_time of its kernel exactly. `seqs`: attention
+// kernels (Kernel::Kind::Attention) of one layer.
+KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
+                                double sm_fraction = 1.0);
+
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
                          double sm_fraction = 1.0, DType kv_dtype = DType::Bf16,

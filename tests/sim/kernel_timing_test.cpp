@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -100,6 +101,44 @@ TEST(KernelTiming, TileAndWaveQuantisationByHand) {
   // gives 64/128 rows, so FA3 packs: 8 CTAs; with K+T = 100016 keys it splits the KV 16 ways to
   // fill 128 of the 132 SMs.
   EXPECT_NEAR(attention_shape_efficiency(16, 100016, 32, 8, 132), 64.0 / 128 * 128 / 132, 1e-12);
+}
+
+TEST(KernelTiming, ABatchsAttentionIsOneLaunchWhoseSequencesShareTheWaves) {
+  // test_gpu: 132 SMs, 1000 TFLOP/s BF16, attention efficiency 0.7, HBM 3 TB/s x 0.9, 2 us a
+  // launch. A one-token (decode) query over 256 keys with 4 q heads over 1 KV head (a GQA model
+  // at TP 8): packed, 4 rows of a 128-row tile (1/32), one CTA; its 3 KV blocks split it at most
+  // 3 ways, so alone it fills 3 of 132 SMs. FLOPs 4 x 257 x 128 x 4, KV read 257 x 512 B.
+  auto seq = [] {
+    Kernel k;
+    k.name = "attention";
+    k.kind = Kernel::Kind::Attention;
+    k.m = 1;
+    k.n = 257;
+    k.heads = 4;
+    k.kv_heads = 1;
+    k.flops = 4.0 * 257 * 128 * 4;
+    k.hbm_bytes = 257.0 * 512;
+    return k;
+  };
+  const GpuSpec g = test_gpu();
+  // One sequence: exactly kernel_time of its kernel; FLOP-bound at 1/32 x 3/132.
+  const KernelTime one = batch_attention_time({seq()}, g);
+  EXPECT_EQ(one.time_s, kernel_time(seq(), g, "bf16").time_s);
+  const double alone_flops = 4.0 * 257 * 128 * 4 / (1000e12 * 0.7 * (1.0 / 32 * 3 / 132));
+  EXPECT_NEAR(one.flops_time_s, alone_flops, 1e-12 * alone_flops);
+  EXPECT_GT(one.flops_time_s, one.memory_time_s);
+  // 64 of them in one launch: 64 CTAs, split 2 ways (floor(132 / 64), under the 3 KV blocks) to
+  // 128 CTAs in one wave: fill 128 / 132 for all; the KV reads add up; one launch.
+  const std::vector<Kernel> batch(64, seq());
+  const KernelTime t = batch_attention_time(batch, g);
+  const double flops_s = 64 * (4.0 * 257 * 128 * 4) / (1000e12 * 0.7 * (1.0 / 32 * 128 / 132));
+  const double mem_s = 64 * 257.0 * 512 / (3e12 * 0.9);
+  EXPECT_NEAR(t.flops_time_s, flops_s, 1e-12 * flops_s);
+  EXPECT_NEAR(t.memory_time_s, mem_s, 1e-12 * mem_s);
+  EXPECT_NEAR(t.time_s, std::max(flops_s, mem_s) + 2e-6, 1e-12);
+  // Timed one by one (each filling 3 SMs) and added with one launch, the batch took 64 times
+  // the lone FLOP time: over ten times longer than the shared launch.
+  EXPECT_GT(64 * alone_flops, 10 * t.time_s);
 }
 
 TEST(KernelTiming, MemoryBoundKernelIsBytesOverBandwidth) {
