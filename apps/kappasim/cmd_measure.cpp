@@ -253,6 +253,10 @@ constexpr double kBenchDefaultRate = 0.32;
 // issue 23: chat-decode's default rate, below the capacity of Llama-3.1-8B on one H100 with
 // decode (docs/benchmarks.md "Decode").
 constexpr double kBenchChatDecodeRate = 4;
+// issue 21: dp-ep's default rate, 80% of what the one engine serves overloaded in that layout
+// (0.30 requests/s at --rate 1, 2,000 requests; its ranks pay the stack's layer-wise load costs,
+// each rank one GPU's link), so the case measures a loaded, not a saturated, system.
+constexpr double kBenchDpEpRate = 0.24;
 
 // issue 14: the config keys each `bench serving --case` sets over the single-tier TP-only load.
 //  tiers3: on the DGX H100 3-tier variant (presets/systems/dgx-h100-256gb-cxl-nvme: 256 GB DDR5,
@@ -317,8 +321,9 @@ int cmd_bench(const std::string& verb, const std::vector<std::string>& args) {
   // (LMCache 0.3.5's layer-wise path: per-(layer, chunk) Python and log line; measured with
   // `kappasim bench serving --rate 70`: the throughput of an overloaded run; docs/benchmarks.md).
   // The tier and document set are the paper config's (experiments/paper/narrativeqa-70rps.yaml).
-  const double default_rate =
-      bench_case == "chat-decode" ? kBenchChatDecodeRate : kBenchDefaultRate;
+  const double default_rate = bench_case == "chat-decode" ? kBenchChatDecodeRate
+                              : bench_case == "dp-ep"     ? kBenchDpEpRate
+                                                          : kBenchDefaultRate;
   apply_set(root, "workload.rate=" + format_number(rate > 0 ? rate : default_rate));
   // issue 14 cases, applied before --set so a --set still wins.
   for (const std::string& s : bench_case_sets(bench_case)) apply_set(root, s);
