@@ -22,19 +22,14 @@ namespace fs = std::filesystem;
 using kappasim::test::Result;
 using kappasim::test::slurp;
 
-fs::path scratch() {
-  static const fs::path d = kappasim::test::fresh_dir("capacity-cli");
-  return d;
+const kappasim::test::CliScratch& cli() {
+  static const kappasim::test::CliScratch s("capacity-cli");
+  return s;
 }
-
-Result run(const std::string& args) {
-  return kappasim::test::run_shell(KAPPASIM_BIN, args, scratch() / "stderr.txt");
-}
-
+fs::path scratch() { return cli().dir(); }
+Result run(const std::string& args) { return cli().run(args); }
 std::string write(const std::string& name, const std::string& text) {
-  const fs::path p = scratch() / name;
-  std::ofstream(p) << text;
-  return p.string();
+  return cli().write(name, text);
 }
 
 bool has(const std::string& s, const std::string& part) {

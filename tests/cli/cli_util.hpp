@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,5 +53,33 @@ inline Result run_shell(const std::string& bin, const std::string& args,
   r.err = slurp(err_file);
   return r;
 }
+
+// A summary.json figure: its value, NaN when null, -1 when the key is absent.
+inline double summary_value(const std::string& json, const std::string& key) {
+  const std::string tag = "\"" + key + "\": ";
+  const std::size_t at = json.find(tag);
+  if (at == std::string::npos) return -1;
+  if (json.compare(at + tag.size(), 4, "null") == 0) return std::nan("");
+  return std::stod(json.substr(at + tag.size()));
+}
+
+// A test file's scratch folder (fresh once per process), the kappasim binary run with its
+// stderr there, and files written into it.
+class CliScratch {
+ public:
+  explicit CliScratch(const std::string& tag) : m_dir(fresh_dir(tag)) {}
+  const std::filesystem::path& dir() const { return m_dir; }
+  Result run(const std::string& args) const {
+    return run_shell(KAPPASIM_BIN, args, m_dir / "stderr.txt");
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::filesystem::path p = m_dir / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+ private:
+  std::filesystem::path m_dir;
+};
 
 }  // namespace kappasim::test

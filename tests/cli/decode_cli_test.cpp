@@ -14,12 +14,7 @@ namespace {
 using test::fresh_dir;
 using test::run_shell;
 using test::slurp;
-
-double summary_value(const std::string& json, const std::string& key) {
-  const std::size_t at = json.find("\"" + key + "\": ");
-  if (at == std::string::npos) return -1;
-  return std::stod(json.substr(at + key.size() + 4));
-}
+using test::summary_value;
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

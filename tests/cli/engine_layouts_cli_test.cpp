@@ -14,6 +14,7 @@ namespace {
 using test::fresh_dir;
 using test::run_shell;
 using test::slurp;
+using test::summary_value;
 
 // Column `col` of every row of a requests.csv (no quoted fields in the numeric columns).
 std::vector<std::string> column(const std::string& csv, const std::string& col) {
@@ -34,12 +35,6 @@ std::vector<std::string> column(const std::string& csv, const std::string& col) 
     out.push_back(c);
   }
   return out;
-}
-
-double summary_value(const std::string& json, const std::string& key) {
-  const std::size_t at = json.find("\"" + key + "\": ");
-  if (at == std::string::npos) return -1;
-  return std::stod(json.substr(at + key.size() + 4));
 }
 
 TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
