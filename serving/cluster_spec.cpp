@@ -147,7 +147,7 @@ NodeModel make_node_model(const RunSpec& node) {
   n.gpu = node.system.gpu;
   n.tp = sv.tp;
   n.compute_dtype = sv.compute_dtype;
-  n.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(node.model, sv.kv_dtype, sv.tp);
+  n.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(node.model, sv.kv_dtype, sv.tp);
   n.cost = request_cost_model(node);  // the request-cost model (serving/request_cost)
   n.load_rate_Bps = n.cost.load_rate_Bps;
   n.overlap = sv.load_path == LoadPath::Layerwise;

@@ -89,7 +89,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   const bool beyond_tp = sv.parallelism.beyond_tp();
   m_layout = beyond_tp ? make_replica_layout(m_spec) : tp_layout(m_spec);
   const ReplicaLayout& L = m_layout;
-  m_bkv_gpu = kv_bytes_per_token_per_gpu(m_spec.model, sv.kv_dtype, L.tp);
+  m_bkv_gpu = kv_bytes_per_token_unified_per_gpu(m_spec.model, sv.kv_dtype, L.tp);
   if (!stack_supports(sv.stack, sv.load_path))
     throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
                      "' (it supports: " + stack_load_paths(sv.stack) + ")");

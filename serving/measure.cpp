@@ -89,7 +89,7 @@ double max_request_tokens(const RunSpec& spec) {
     return static_cast<double>(replica_kv_blocks(spec, make_replica_layout(spec))) *
            spec.serving.block_tokens;
   const double bkv_gpu =
-      kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
+      kv_bytes_per_token_unified_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
   const double v_eff = effective_kv_bytes_per_gpu(
       spec.model, spec.system.gpu, spec.serving.tp, weight_dtype_for(spec.serving.compute_dtype),
       spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
@@ -147,7 +147,7 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       };
       const RequestRecord &p = recs[i], &r = recs[i + 1];
       m.load_bounds = r.load_bound_s;
-      const double bkv = kv_bytes_per_token(spec.model, spec.serving.kv_dtype);
+      const double bkv = kv_bytes_per_token_unified(spec.model, spec.serving.kv_dtype);
       m.h2d_load_node_bytes_per_s =
           at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
       m.h2d_load_bytes_per_s = m.h2d_load_node_bytes_per_s / spec.serving.tp;
@@ -167,6 +167,7 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   q.compute_dtype = spec.serving.compute_dtype;
   q.kv_dtype = spec.serving.kv_dtype;
   q.tp = spec.serving.tp;
+  q.unified_kv = true;  // the engine's KV accounting (issue 25)
   const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, prov);
   m.kappa_crit_analytic_peak = peak.kappa_crit;
   m.h2d_peak_bytes_per_s = peak.bandwidth;

@@ -38,7 +38,7 @@ RequestCostModel request_cost_model(const RunSpec& spec) {
   m.path = sv.load_path;
   m.stack = sv.stack;
   m.on_package = spec.system.host_link.type == LinkType::HbmTier;
-  m.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(spec.model, sv.kv_dtype, sv.tp);
+  m.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(spec.model, sv.kv_dtype, sv.tp);
   m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path, sv.stack.copy_kernel);
   m.chunk_tokens = sv.tier_chunk_tokens();
   m.block_tokens = sv.block_tokens;

@@ -7,14 +7,16 @@
 namespace kappasim {
 
 void refuse_unservable_model(const ModelSpec& m, const std::string& prefix) {
-  if (!m.has_layer_pattern()) return;
+  const int linear = m.count_layers(LayerKind::Linear);
+  if (linear == 0) return;  // full and sliding-window attention are served (unified KV cache)
   throw InputError(
-      prefix + "model.layer_pattern: model '" + m.name +
-      "' has sliding-window or linear-attention layers (pattern '" + m.layer_pattern +
-      "'); the serving engine cannot yet load windowed KV or linear-attention state "
-      "and would treat every layer as full attention. Use `kappasim kappa --context K` "
-      "for its analytic κ (docs/accounting.md \"Sliding-window and linear-attention "
-      "layers\")");
+      prefix + "model.layer_pattern: model '" + m.name + "' has " + std::to_string(linear) +
+      " linear-attention layers (pattern '" + m.layer_pattern +
+      "'); the serving engine models vLLM with a KV connector, which turns the hybrid KV cache "
+      "manager off, and vLLM then cannot unify linear-attention state with per-token KV "
+      "(ValueError in kv_cache_utils); linear-attention kernels are not timed either. Use "
+      "`kappasim kappa --context K` for its analytic κ (docs/accounting.md \"Sliding-window and "
+      "linear-attention layers\")");
 }
 
 void RunSpec::validate(const std::string& path) const {

@@ -60,10 +60,11 @@ struct RunSpec {
   void validate(const std::string& path) const;
 };
 
-// Issue 25: the serving engine loads K · B_kv per cached prefix; a model with sliding-window or
-// linear-attention layers (ModelSpec::layer_pattern) leaves less, which the engine does not yet
-// model. Such a model is refused (InputError naming `<prefix>model.layer_pattern`) rather than
-// served as if every layer were full attention. The analytic `kappasim kappa` handles it.
+// Issue 25: the serving engine models the KV cache as vLLM lays it out when a KV connector is
+// configured: unified, every attention layer keeping every token (kv_bytes_per_token_unified,
+// models/llm), sliding-window layers attending over their window only. A model with
+// linear-attention layers cannot be unified that way (vLLM raises ValueError) and is refused
+// (InputError naming `<prefix>model.layer_pattern`); the analytic `kappasim kappa` handles it.
 void refuse_unservable_model(const ModelSpec& m, const std::string& prefix);
 
 // The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the

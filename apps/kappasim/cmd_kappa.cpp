@@ -19,6 +19,7 @@ struct CommonOptions {
   int tp = 1;
   double kaplan_context = 4096;
   bool dump = false;
+  bool unified_kv = false;           // issue 25
   std::vector<std::string> layouts;  // kappa --layout (issue 14)
 };
 
@@ -46,8 +47,12 @@ void add_common(po::options_description& d, CommonOptions& o) {
       "preset-dir", po::value(&o.preset_dirs)->composing(),
       "extra preset folder (<dir>/models, <dir>/systems, ...)")("format", po::value(&o.format),
                                                                 "table, csv or json")(
-      "dump-config", po::bool_switch(&o.dump),
-      "print the effective configuration of each case and exit")("help,h", "this help");
+      "unified-kv", po::bool_switch(&o.unified_kv),
+      "B_kv as the serving engine keeps it: a unified KV cache (vLLM with a KV connector), in "
+      "which sliding-window layers hold every token too (issue 25; the same for a model without "
+      "a layer pattern)")("dump-config", po::bool_switch(&o.dump),
+                          "print the effective configuration of each case and exit")("help,h",
+                                                                                     "this help");
 }
 
 // K and T of the analytic model (issue 26 item 23): the model is linear in them, so they may be
@@ -101,6 +106,7 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
   }
   if (!(o.kaplan_context >= 0)) throw InputError("--kaplan-context: must not be negative");
   q.kaplan_context = o.kaplan_context;
+  q.unified_kv = o.unified_kv;
   if (vm.count("fpf")) q.fpf_override = quantity_option("fpf", o.fpf, dim::flops);
   if (vm.count("context")) q.context_k = analytic_tokens_option("context", o.context);
   if (vm.count("t")) {

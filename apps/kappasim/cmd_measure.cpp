@@ -163,9 +163,10 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
           // H2D three ways (docs/metrics.md); 0 when nothing was loaded.
           r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : 0.0,
           r.load_s > 0 ? r.bytes_loaded / r.load_s : 0.0,
-          r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
-                             kv_bytes_per_token(spec.model, spec.serving.kv_dtype) / r.load_s
-                       : 0.0};
+          r.load_s > 0
+              ? static_cast<double>(r.cached_tokens) *
+                    kv_bytes_per_token_unified(spec.model, spec.serving.kv_dtype) / r.load_s
+              : 0.0};
       for (const auto& c : TimeBreakdown::categories())
         if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
       row.push_back(r.load_bound);

@@ -89,7 +89,7 @@ static void warn_packet_cost(const RunSpec& spec, const std::string& config) {
   while (source->next(r)) prefix_tokens += static_cast<double>(r.prefix_tokens);
   const double bytes =
       prefix_tokens *
-      kv_bytes_per_token_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp) *
+      kv_bytes_per_token_unified_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp) *
       spec.serving.tp;
   const double tlps = bytes / *spec.system.host_link.read_completion_size_bytes;
   const double wall_s = tlps / kPacketTlpsPerWallSecond;

@@ -76,7 +76,11 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   // Issue 25: a model with sliding-window or linear-attention layers leaves
   // kv_bytes_for_prefix(K) behind, not K · B_kv; B_kv is then that over K, at --context K, or
   // the full layers' bytes per token (the limit K → ∞) without it.
-  const bool by_k = m.has_layer_pattern();
+  const bool by_k = m.has_layer_pattern() && !q.unified_kv;
+  if (m.has_layer_pattern() && q.unified_kv) {
+    p.b_kv = kv_bytes_per_token_unified(m, q.kv_dtype);
+    p.kv_at = "unified cache";
+  }
   const double K_kv = q.context_k.value_or(0);
   if (by_k) {
     if (q.layout)
@@ -112,6 +116,7 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
                        "' has none (a PCIe-only part); all-reduce over PCIe is not modelled: use "
                        "tp 1, or give the link with --set system.gpu.nvlink_bandwidth=...");
     p.b_kv_gpu = by_k && K_kv > 0 ? kv_bytes_for_prefix_per_gpu(m, q.kv_dtype, q.tp, K_kv) / K_kv
+                 : q.unified_kv   ? kv_bytes_per_token_unified_per_gpu(m, q.kv_dtype, q.tp)
                                   : kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
   }
   p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);

@@ -67,6 +67,12 @@ struct KappaQuery {
   // Issue 14: tokens per KV chunk a GPU reads from a tier in one request (LMCache chunk_size
   // 256); the NVMe request size is this × the GPU's KV bytes per token.
   int tier_chunk_tokens = 256;
+  // Issue 25: B_kv as a serving stack with a unified KV cache keeps and moves it (every
+  // attention layer, full or sliding, holds every token: kv_bytes_per_token_unified), for
+  // comparisons with the serving engine on the same inputs. False: what a prefix of the model
+  // leaves (kv_bytes_for_prefix at --context K, the full layers' slope without). The same for a
+  // model without a layer pattern.
+  bool unified_kv = false;
 };
 
 // The layout's per-GPU view (KappaPoint::layout): the critical stage's costs per replica token.

@@ -1,6 +1,7 @@
 #include "models/gpu/kernel_timing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -53,12 +54,19 @@ bool is_moe_layer(const ModelSpec& m, int layer) {
 
 // The kernels that run once per sequence (over its own context): the KV dequantisation of an
 // int8/int4 cache, then attention.
+// Issue 25: a sliding-window layer (kind Sliding) attends to the last W keys of each query and
+// reads (and dequantises) only those; a linear-attention layer's recurrence is not modelled.
 void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                          DType kv_dtype) {
+                          DType kv_dtype, LayerKind kind) {
+  if (kind == LayerKind::Linear)
+    throw InputError("model.layer_pattern: model '" + m.name +
+                     "' has linear-attention layers, whose kernels (the chunked recurrence and "
+                     "its state) the compute model does not time");
   const AttentionSpec& a = m.attention;
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
-  const double L = m.num_layers;
   const double ab = kActivationBytes;
+  const bool sliding = kind == LayerKind::Sliding;
+  const double W = m.sliding_window;
   double dqk = 0, dv = 0, kv_heads = 0;
   if (a.type == AttentionType::Gqa) {
     dqk = dv = a.head_dim;
@@ -69,7 +77,7 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     kv_heads = Hq;  // expanded MLA: per-head K and V, no GQA grouping
   }
 
-  const double dq = kv_dequant_bytes(m, tp, K, kv_dtype);
+  const double dq = kv_dequant_bytes(m, tp, sliding ? std::min(K, W) : K, kv_dtype);
   if (dq > 0) {
     Kernel d = elementwise("kv_dequant", dq);
     d.per_sequence = true;
@@ -81,26 +89,35 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
   at.per_sequence = true;
   at.kind = Kernel::Kind::Attention;
   at.m = T;
-  at.n = K + T;
+  at.n = (sliding ? std::min(K, W) : K) + T;
   at.k = dqk;
   at.heads = Hq;
   at.kv_heads = kv_heads;
-  at.flops = attention_flops(m, K, T) / L / tp;
+  at.flops = attention_flops_layer(m, kind, K, T) / tp;
   // KV of this GPU's heads, read once per query tile: tile i (of n) reads the K cached tokens
   // and the new tokens up to its last row (causal). Query heads of one GQA group share the read
-  // (L2). Plus Q in and O out.
+  // (L2). Plus Q in and O out. A sliding layer's tile i reads the min(K + i·M, W) keys before
+  // its first row (FlashAttention skips KV tiles wholly outside the window) and its own rows.
   const double n_tiles = ceil_q(T / kAttentionTileM);
-  const double kv_tokens_read = n_tiles * K + kAttentionTileM * n_tiles * (n_tiles - 1) / 2 + T;
+  double kv_tokens_read = n_tiles * K + kAttentionTileM * n_tiles * (n_tiles - 1) / 2 + T;
+  if (sliding) {
+    // Tiles i < i0 start inside the window (K + i·M < W), the rest read W keys each.
+    const double i0 = std::clamp(ceil_q((W - K) / kAttentionTileM), 0.0, n_tiles);
+    kv_tokens_read = i0 * K + kAttentionTileM * i0 * (i0 - 1) / 2 + (n_tiles - i0) * W + T;
+  }
   // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
   const DType read_as =
       kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
-  const double kv_bytes_per_token = kv_bytes_per_token_per_gpu(m, read_as, tp) / L;
+  const double kv_bytes_per_token =
+      m.layer_pattern.empty()
+          ? kv_bytes_per_token_per_gpu(m, read_as, tp) / m.num_layers  // every layer alike
+          : kv_bytes_per_token_per_layer_per_gpu(m, read_as, tp);
   at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
   out.push_back(std::move(at));
 }
 
 void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                         double wb, DType kv_dtype) {
+                         double wb, DType kv_dtype, LayerKind kind) {
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden_size);
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
@@ -133,7 +150,7 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
     out.push_back(elementwise("rotary_emb", 2 * T * (Hq * dr + dr) * ab));
     out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
   }
-  add_sequence_kernels(out, m, T, K, tp, kv_dtype);
+  add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
   out.push_back(gemm("o_proj", T, h, Hq * dv, wb));
   if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
 }
@@ -263,6 +280,9 @@ KvDequant kv_dequant_mode(DType kv_dtype) {
 
 double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType kv_dtype) {
   if (kv_dequant_mode(kv_dtype) != KvDequant::SeparatePass || !(cached_tokens > 0)) return 0;
+  if (!m.layer_pattern.empty())  // one attention layer's bytes (issue 25)
+    return cached_tokens * (kv_bytes_per_token_per_layer_per_gpu(m, kv_dtype, tp) +
+                            kv_bytes_per_token_per_layer_per_gpu(m, DType::Bf16, tp));
   const double L = m.num_layers;
   return cached_tokens *
          (kv_bytes_per_token_per_gpu(m, kv_dtype, tp) +
@@ -280,7 +300,7 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
   std::vector<Kernel> out;
   out.reserve(20);
   out.push_back(rms_norm("input_norm", T, h));
-  add_attention_block(out, m, T, K, tp, wb, kv_dtype);
+  add_attention_block(out, m, T, K, tp, wb, kv_dtype, m.layer_kind(layer));
   out.push_back(rms_norm("post_attention_norm", T, h));
   add_mlp_block(out, m, layer, T, tp, wb);
   return with_activation_quant(std::move(out), m, weights);
@@ -562,7 +582,8 @@ namespace {
 // Time of one layer for the batch; `acc` collects its kernels once.
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
-                        const std::string& dtype, double sm_fraction, DType kv_dtype) {
+                        const std::string& dtype, double sm_fraction, DType kv_dtype,
+                        LayerKind kind) {
   PrefillTime p;
   for (const Kernel& k : layer_kernels(m, layer, tokens, 0, tp, w, kv_dtype)) {
     if (k.per_sequence) continue;
@@ -580,7 +601,7 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
   seq_kernels.reserve(2);
   for (const SeqSlice& s : batch) {
     seq_kernels.clear();
-    add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype);
+    add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype, kind);
     for (Kernel& k : seq_kernels) {
       if (k.kind != Kernel::Kind::Attention) {
         if (!has_dequant)
@@ -636,20 +657,45 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   const DType w = weight_dtype_for(compute_dtype);
   for (const Kernel& k : prefill_head_kernels(m, tokens))
     st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
-  const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
-  if (dense > 0) {
-    const PrefillTime d =
-        batch_layer(m, gpu, 0, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
-    add_times(st.total, d, dense);
-    st.first_layer_s = d.compute_time_s;
-    st.last_layer_s = d.compute_time_s;
+  // Layers of one class (dense or MoE MLP × full, sliding or linear attention) run the same
+  // kernels: each class is timed once, at its first layer, and counted (issue 25: a layer
+  // pattern adds attention classes; without one there are at most two, dense then MoE).
+  struct LayerClass {
+    bool moe = false;
+    LayerKind kind = LayerKind::Full;
+    int first = 0, count = 0;
+  };
+  std::array<LayerClass, 6> classes{};
+  std::size_t n_classes = 0, first_class = 0, last_class = 0;
+  const auto class_of = [&](int l, LayerKind kind) {
+    const bool moe = is_moe_layer(m, l);
+    std::size_t c = 0;
+    while (c < n_classes && !(classes[c].moe == moe && classes[c].kind == kind)) ++c;
+    if (c == n_classes) classes[n_classes++] = LayerClass{moe, kind, l, 0};
+    ++classes[c].count;
+    return c;
+  };
+  if (m.layer_pattern.empty()) {
+    const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
+    if (dense > 0) classes[n_classes++] = LayerClass{false, LayerKind::Full, 0, dense};
+    if (dense < m.num_layers)
+      classes[n_classes++] = LayerClass{true, LayerKind::Full, dense, m.num_layers - dense};
+    last_class = n_classes - 1;
+  } else {
+    int l = 0;
+    for (char c : m.layer_pattern) {
+      if (c == ' ') continue;
+      last_class = class_of(l++, c == 'S'   ? LayerKind::Sliding
+                                 : c == 'L' ? LayerKind::Linear
+                                            : LayerKind::Full);
+    }
   }
-  if (dense < m.num_layers) {
-    const PrefillTime e =
-        batch_layer(m, gpu, dense, tp, batch, tokens, w, compute_dtype, sm_fraction, kv_dtype);
-    add_times(st.total, e, m.num_layers - dense);
-    if (dense == 0) st.first_layer_s = e.compute_time_s;
-    st.last_layer_s = e.compute_time_s;
+  for (std::size_t c = 0; c < n_classes; ++c) {
+    const PrefillTime t = batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype,
+                                      sm_fraction, kv_dtype, classes[c].kind);
+    add_times(st.total, t, classes[c].count);
+    if (c == first_class) st.first_layer_s = t.compute_time_s;
+    if (c == last_class) st.last_layer_s = t.compute_time_s;
   }
   for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
     st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace kappasim {
 
@@ -154,6 +156,17 @@ int ModelSpec::count_layers(LayerKind kind) const {
 }
 
 bool ModelSpec::has_layer_pattern() const { return count_layers(LayerKind::Full) != num_layers; }
+
+LayerKind ModelSpec::layer_kind(int layer) const {
+  if (layer_pattern.empty()) return LayerKind::Full;
+  int i = 0;
+  for (char c : layer_pattern) {
+    if (c == ' ') continue;
+    if (i++ != layer) continue;
+    return c == 'S' ? LayerKind::Sliding : c == 'L' ? LayerKind::Linear : LayerKind::Full;
+  }
+  throw std::logic_error("ModelSpec::layer_kind: layer " + std::to_string(layer) + " out of range");
+}
 
 // ---- parameters ----------------------------------------------------------------------------
 
@@ -338,6 +351,37 @@ double kv_bytes_per_token_per_gpu(const ModelSpec& m, DType kv, int tp) {
          bytes_per_element(kv);
 }
 
+double kv_bytes_per_token_per_layer_per_gpu(const ModelSpec& m, DType kv, int tp) {
+  const AttentionSpec& a = m.attention;
+  const double heads = kv_heads_per_gpu(m, tp);  // validates tp
+  if (a.type == AttentionType::Mla)
+    return kv_elements_per_token_per_layer(m) * bytes_per_element(kv);
+  return 2.0 * heads * a.head_dim * bytes_per_element(kv);
+}
+
+namespace {
+int unified_kv_layers(const ModelSpec& m) {
+  if (const int linear = m.count_layers(LayerKind::Linear); linear > 0)
+    throw InputError(
+        "model.layer_pattern: model '" + m.name + "' has " + std::to_string(linear) +
+        " linear-attention layers; a unified KV cache (vLLM with a KV connector, which turns "
+        "the hybrid KV cache manager off) cannot hold their per-request state beside per-token "
+        "KV: vLLM raises ValueError when unifying attention and Mamba-style layers "
+        "(kv_cache_utils.unify_hybrid_kv_cache_specs)");
+  return m.num_layers;  // every layer is full or sliding attention, each keeping every token
+}
+}  // namespace
+
+double kv_bytes_per_token_unified(const ModelSpec& m, DType kv) {
+  if (!m.has_layer_pattern()) return kv_bytes_per_token(m, kv);
+  return unified_kv_layers(m) * kv_elements_per_token_per_layer(m) * bytes_per_element(kv);
+}
+
+double kv_bytes_per_token_unified_per_gpu(const ModelSpec& m, DType kv, int tp) {
+  if (!m.has_layer_pattern()) return kv_bytes_per_token_per_gpu(m, kv, tp);
+  return unified_kv_layers(m) * kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
+}
+
 // ---- FLOPs ---------------------------------------------------------------------------------
 
 double linear_flops_per_token(const ModelSpec& m, bool with_lm_head) {
@@ -350,6 +394,21 @@ double attention_flops_per_token_per_cached(const ModelSpec& m) {
       a.type == AttentionType::Gqa ? a.head_dim : a.qk_nope_head_dim + a.qk_rope_head_dim;
   const double dv = a.type == AttentionType::Gqa ? a.head_dim : a.v_head_dim;
   return m.count_layers(LayerKind::Full) * 2.0 * a.num_q_heads * (dqk + dv);
+}
+
+double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, double T) {
+  if (kind == LayerKind::Linear) return 0;
+  if (kind == LayerKind::Full || !m.has_layer_pattern())
+    return m.attention.type == AttentionType::Mla || !m.has_layer_pattern()
+               ? attention_flops(m, K, T) / m.num_layers
+               : (T * K + T * (T + 1) / 2) * attention_flops_per_token_per_cached(m) /
+                     m.count_layers(LayerKind::Full);
+  // Sliding: as in attention_flops, one layer.
+  const AttentionSpec& a = m.attention;
+  const double W = m.sliding_window;
+  const double n1 = std::clamp(W - K, 0.0, T);
+  const double sliding_pairs = n1 * K + n1 * (n1 + 1) / 2 + (T - n1) * W;
+  return sliding_pairs * 2.0 * a.num_q_heads * (2.0 * a.head_dim);
 }
 
 double attention_flops(const ModelSpec& m, double K, double T) {

@@ -198,6 +198,8 @@ struct ModelSpec {
   int count_layers(LayerKind k) const;
   // True when some layer is not full attention.
   bool has_layer_pattern() const;
+  // The kind of layer `layer` (0-based; Full without a pattern), without building a vector.
+  LayerKind layer_kind(int layer) const;
 };
 
 // ---- accounting ---------------------------------------------------------------------------
@@ -242,6 +244,23 @@ double linear_state_bytes_per_layer(const ModelSpec& m, DType kv);
 // all of it. Throws InputError when tp does not divide (or is not divided by) the KV heads.
 double kv_heads_per_gpu(const ModelSpec& m, int tp);
 double kv_bytes_per_token_per_gpu(const ModelSpec& m, DType kv, int tp);
+// One attention layer's KV bytes per token on one GPU (K and V of its KV heads, or MLA's latent).
+double kv_bytes_per_token_per_layer_per_gpu(const ModelSpec& m, DType kv, int tp);
+
+// Issue 25: the KV a serving stack keeps and moves when its KV cache is one unified layout, as
+// vLLM's is whenever a KV connector is configured and the connector does not declare hybrid
+// support (SupportsHMA): VllmConfig turns the hybrid KV cache manager off ("Hybrid KV cache
+// manager is not compatible with KV transfer", vllm/config; every stack preset here runs such a
+// connector: LMCache 0.3.x, vLLM's OffloadingConnector before 0.28), and
+// kv_cache_utils.unify_hybrid_kv_cache_specs then turns each sliding-window layer's spec into a
+// full-attention one. So every attention layer, full or sliding, keeps, stores and loads every
+// token's KV: B_kv = (F + S) layers × one layer's bytes per token, the same at every K. The
+// sliding window still bounds the attention the layer computes (the kernel gets the window).
+// Linear-attention (Mamba-style state) layers cannot be unified with attention layers: vLLM
+// raises ValueError, and so does this (InputError naming model.layer_pattern).
+// For a model without a pattern these equal kv_bytes_per_token(_per_gpu).
+double kv_bytes_per_token_unified(const ModelSpec& m, DType kv);
+double kv_bytes_per_token_unified_per_gpu(const ModelSpec& m, DType kv, int tp);
 
 // Linear-layer FLOPs per new token (2 × active matmul parameters).
 double linear_flops_per_token(const ModelSpec& m, bool with_lm_head);
@@ -250,6 +269,11 @@ double linear_flops_per_token(const ModelSpec& m, bool with_lm_head);
 // the whole model (divide by tp for one GPU's share). For MLA, the cheaper of expanded (with
 // the up-projection of the K cached latents) and absorbed.
 double attention_flops(const ModelSpec& m, double K, double T);
+// One layer's share: attention FLOPs of one layer of kind `kind` (whole model's heads) for T new
+// tokens over K cached. A sliding layer's new token at position p attends to min(p, W) keys;
+// a linear layer has no (query, key) pairs (0). Σ over the layers equals attention_flops for a
+// GQA model.
+double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, double T);
 // Attention FLOPs per new token per cached token (4·L·H_q·d for GQA), the slope in K.
 double attention_flops_per_token_per_cached(const ModelSpec& m);
 

@@ -216,8 +216,11 @@ LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_
   const double hb = h * 2;  // one token's hidden state in BF16
 
   // KV per layer per own-rank token on one GPU.
-  c.kv_bytes_per_layer_rank = kv_bytes_per_token_per_gpu(m, kv, tp) / m.num_layers;
-  c.kv_replication = tp * c.kv_bytes_per_layer_rank * m.num_layers / kv_bytes_per_token(m, kv);
+  // Every layer's KV as a unified cache keeps it (issue 25; the same as the full-attention
+  // accounting for a model without a layer pattern).
+  c.kv_bytes_per_layer_rank = kv_bytes_per_token_unified_per_gpu(m, kv, tp) / m.num_layers;
+  c.kv_replication =
+      tp * c.kv_bytes_per_layer_rank * m.num_layers / kv_bytes_per_token_unified(m, kv);
 
   // EP all-to-all (ep == S > 1): expected other ranks / nodes a token's top-k reach.
   c.dispatch_bytes_per_value = compute_dtype == "fp8" ? 1 + 4.0 / 128 : 2;

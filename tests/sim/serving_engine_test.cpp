@@ -276,6 +276,31 @@ TEST(ServingEngine, CachedTokensAreWholeChunks) {
   EXPECT_DOUBLE_EQ(c.kappa_ratio, 512);
 }
 
+// Issue 25: a model with sliding-window layers is served on a unified KV cache (vLLM with a KV
+// connector turns its hybrid KV cache manager off), so every layer's KV is loaded, sliding ones
+// included: gpt-oss-20b, 24 layers × 2 (K, V) × 8 KV heads × 64 × 2 B = 49,152 B per token, twice
+// the 12 full layers' bytes. K = 1000 loads 3 whole chunks (768 tokens) at the link-bound rate;
+// the step's compute is batch_step_time's, whose sliding layers attend over their 128-token
+// window only (tests/unit/layer_pattern_test.cpp).
+TEST(ServingEngine, SlidingWindowModelLoadsEveryLayersKvOnAUnifiedCache) {
+  const RunSpec spec = run_spec(
+      "model: gpt-oss-20b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none}\n");
+  const Outcome o = serve(spec, {request(1, 0, 1000, 24)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& a = o.rec(1);
+  const double bkv = 24.0 * 2 * 8 * 64 * 2;
+  EXPECT_EQ(a.cached_tokens, 768);
+  EXPECT_EQ(a.computed_tokens, 256);
+  EXPECT_DOUBLE_EQ(a.bytes_loaded, 768 * bkv);
+  const double rate = kWire / kSmReadCost;
+  const double load =
+      kRetrieveFixed + 3 * kRetrievePerChunk + 3 * kBlockOverhead + kRtt + 768 * bkv / rate;
+  EXPECT_NEAR(a.load_s, load, tol(load));
+  const double ttft = kStepOverhead + load + step_compute(spec, {{256, 768, true}});
+  EXPECT_NEAR(a.ttft_s, ttft, tol(ttft));
+}
+
 // TP 8: every GPU loads its shard (one KV head of Qwen3's 4, replicated), and all eight read the
 // interleaved pool of the 2-socket EPYC host at once, so host DRAM binds below the link.
 TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "models/analytic/kappa.hpp"
+#include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/run_spec.hpp"
 
@@ -110,6 +111,50 @@ TEST(LayerPattern, SlidingAttentionFlopsBoundedByWindow) {
   EXPECT_DOUBLE_EQ(attention_flops(m, 2, 4), 8448.0);
 }
 
+// One layer's share: the SFSF tiny model at K = 10, T = 3 (above): a full layer 36 pairs × 128
+// = 4608 FLOPs, a sliding layer 12 × 128 = 1536, a linear layer none.
+TEST(LayerPattern, OneLayersAttentionFlopsByItsKind) {
+  const ModelSpec m = inline_model(std::string(kTiny) + "layer_pattern: SFSF\nsliding_window: 4\n");
+  EXPECT_EQ(m.layer_kind(0), LayerKind::Sliding);
+  EXPECT_EQ(m.layer_kind(3), LayerKind::Full);
+  EXPECT_DOUBLE_EQ(attention_flops_layer(m, LayerKind::Full, 10, 3), 4608.0);
+  EXPECT_DOUBLE_EQ(attention_flops_layer(m, LayerKind::Sliding, 10, 3), 1536.0);
+  EXPECT_DOUBLE_EQ(attention_flops_layer(m, LayerKind::Linear, 10, 3), 0.0);
+  // Without a pattern every layer is a full one: 4 layers × 36 × 128 / 4.
+  EXPECT_DOUBLE_EQ(attention_flops_layer(inline_model(kTiny), LayerKind::Full, 10, 3), 4608.0);
+}
+
+// A sliding layer's attention kernel (models/gpu/kernel_timing) attends over its window only.
+// gpt-oss-20b, TP 1, BF16, layer 0 (sliding, W = 128), K = 4096 cached, T = 256 new: every new
+// token sits past the window and sees 128 keys: 256 × 128 pairs × 2 × 64 heads × (64 + 64) =
+// 536,870,912 FLOPs. Its KV read: 2 query tiles of 128 rows, each reading the 128 keys of the
+// window before it, plus the 256 new tokens: 512 tokens × 2048 B = 1,048,576 B; Q in and O out
+// 256 × 64 × (64 + 64) × 2 B = 4,194,304 B. Keys per row as the launch sees them: 128 + 256.
+// Layer 1 (full) sees all 4096: (256 × 4096 + 256 × 257 / 2) × 16,384 FLOPs.
+TEST(LayerPattern, ASlidingLayersAttentionKernelReadsItsWindowOnly) {
+  const ModelSpec m = preset("gpt-oss-20b");
+  const auto attention_of = [&](int layer, double K) {
+    for (const Kernel& k : layer_kernels(m, layer, 256, K, 1, DType::Bf16))
+      if (k.kind == Kernel::Kind::Attention) return k;
+    ADD_FAILURE() << "no attention kernel";
+    return Kernel{};
+  };
+  const Kernel s = attention_of(0, 4096);
+  EXPECT_DOUBLE_EQ(s.flops, 536870912.0);
+  EXPECT_DOUBLE_EQ(s.hbm_bytes, 1048576.0 + 4194304.0);
+  EXPECT_DOUBLE_EQ(s.n, 384.0);
+  // Past the window, more cached tokens cost a sliding layer nothing.
+  const Kernel s2 = attention_of(0, 65536);
+  EXPECT_DOUBLE_EQ(s2.flops, s.flops);
+  EXPECT_DOUBLE_EQ(s2.hbm_bytes, s.hbm_bytes);
+  const Kernel f = attention_of(1, 4096);
+  EXPECT_DOUBLE_EQ(f.flops, (256.0 * 4096 + 256.0 * 257 / 2) * 16384);
+  // Within the window (K = 0, T = 256): tile 0 reads no cached keys, tile 1 reads 128 before
+  // its rows: 128 + 256 tokens × 2048 B, plus Q/O.
+  const Kernel s0 = attention_of(0, 0);
+  EXPECT_DOUBLE_EQ(s0.hbm_bytes, 384.0 * 2048 + 4194304.0);
+}
+
 TEST(LayerPattern, NoPatternStaysDense) {
   // Without a pattern the prefix bytes are K × the per-token bytes: 4 layers × 2 × 2 × 8 × 2 B
   // = 256 B per token → 1000 tokens = 256,000 B.
@@ -168,15 +213,62 @@ TEST(LayerPattern, KappaHoldsAtTheContextGiven) {
   EXPECT_EQ(dense.kv_at, "");
 }
 
-TEST(LayerPattern, ServingEngineRefusesNamingTheKey) {
+// vLLM with a KV connector runs a unified KV cache (the hybrid manager off): every attention
+// layer, sliding or full, keeps every token. openai/gpt-oss-20b: 24 layers, 8 KV heads of 64,
+// BF16: one layer, one token is 2 × 8 × 64 × 2 B = 2048 B; all 24 layers 49,152 B, against the
+// 12 full layers' 24,576 B a hybrid cache keeps beyond the window. At TP 8 each GPU holds one
+// KV head: 24 × 2 × 1 × 64 × 2 = 6,144 B. google/gemma-3-27b: 62 layers (10 global), 16 KV
+// heads of 128: one layer 2 × 16 × 128 × 2 = 8,192 B; unified 62 × 8,192 = 507,904 B, 6.2×
+// the 10 global layers' 81,920 B.
+TEST(LayerPattern, AUnifiedCacheKeepsEverySlidingLayersTokens) {
+  const ModelSpec oss = preset("gpt-oss-20b");
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified(oss, DType::Bf16), 49152.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(oss, DType::Bf16), 24576.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified_per_gpu(oss, DType::Bf16, 8), 6144.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_per_layer_per_gpu(oss, DType::Bf16, 1), 2048.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified(oss, DType::Fp8), 24576.0);
+  const ModelSpec gemma = preset("gemma-3-27b");
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified(gemma, DType::Bf16), 507904.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(gemma, DType::Bf16), 81920.0);
+  // A model without a pattern: the unified figure is the ordinary one (Llama-3.1-8B 131,072 B).
+  const ModelSpec llama = preset("llama-3.1-8b");
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified(llama, DType::Bf16), 131072.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token_unified_per_gpu(llama, DType::Bf16, 2), 65536.0);
+}
+
+// The analytic κ on the engine's accounting (KappaQuery::unified_kv) divides F_pf by the
+// unified B_kv: κ_M = F_pf / 49,152 for gpt-oss-20b at TP 1, half what K → ∞ gives.
+TEST(LayerPattern, AnalyticKappaOnTheUnifiedCacheUsesEveryLayersBytes) {
+  const ModelSpec m = preset("gpt-oss-20b");
+  SystemSpec s;  // no GPU: the query gives C and BW
+  KappaQuery q;
+  q.compute_override = 1e15;
+  q.bandwidth_override = 64e9;
+  q.unified_kv = true;
+  const KappaPoint u = evaluate_kappa(m, s, q);
+  EXPECT_DOUBLE_EQ(u.b_kv, 49152.0);
+  EXPECT_DOUBLE_EQ(u.b_kv_gpu, 49152.0);
+  EXPECT_EQ(u.kv_at, "unified cache");
+  q.unified_kv = false;
+  const KappaPoint h = evaluate_kappa(m, s, q);
+  EXPECT_DOUBLE_EQ(h.b_kv_gpu, 24576.0);
+  EXPECT_DOUBLE_EQ(u.kappa_m * 2, h.kappa_m);
+}
+
+TEST(LayerPattern, ServingEngineServesSlidingLayersAndRefusesLinearOnesNamingTheKey) {
+  EXPECT_NO_THROW(refuse_unservable_model(preset("gemma-3-27b"), ""));
+  EXPECT_NO_THROW(refuse_unservable_model(preset("gpt-oss-120b"), ""));
+  EXPECT_NO_THROW(refuse_unservable_model(preset("llama-3.1-8b"), ""));
   try {
-    refuse_unservable_model(preset("gemma-3-27b"), "");
+    refuse_unservable_model(preset("qwen3-next-80b-a3b"), "run.");
     FAIL() << "expected a refusal";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("model.layer_pattern: model 'gemma-3-27b'", 0), 0u)
+    EXPECT_EQ(std::string(e.what()).rfind("run.model.layer_pattern: model 'qwen3-next-80b-a3b'", 0),
+              0u)
         << e.what();
   }
-  EXPECT_NO_THROW(refuse_unservable_model(preset("llama-3.1-8b"), ""));
+  // The unified accounting refuses it too, naming the key.
+  EXPECT_THROW(kv_bytes_per_token_unified(preset("qwen3-next-80b-a3b"), DType::Bf16), InputError);
 }
 
 }  // namespace
