@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "report/figure.hpp"
 #include "report/probe_runner.hpp"
@@ -131,5 +132,26 @@ std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std:
 // its rows say "not simulated: <serving_missing>").
 std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const SweepData* serving,
                                 const std::string& serving_missing);
+
+// 8.8 κ across generations (issue 25, report/section_generations.cpp): the analytic κ per GPU
+// (TP 1) of every generation's system preset for a fixed set of model columns, at one
+// precision (compute and KV alike: "bf16" or "fp8").
+struct GenerationRow {
+  std::string system, line, gpu, link;
+  std::string error;  // the part cannot be evaluated at this precision (no such peak)
+  double compute = 0, bandwidth = 0, kappa_hw = 0;  // per GPU
+  std::vector<double> kappa_m, kappa_crit;          // one per column
+};
+struct GenerationsKappa {
+  std::string dtype;
+  std::vector<std::string> columns;  // model labels
+  std::vector<GenerationRow> rows;
+};
+GenerationsKappa generations_kappa(const std::string& dtype);
+// The host-link bandwidth per GPU that keeps a request of `kappa_ratio` compute-bound on the
+// row's part for column `column` (Eq. 6: κ_ratio · C / κ_M); NaN without that column.
+double bandwidth_needed(const GenerationRow& row, std::size_t column, double kappa_ratio);
+std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
+                                const std::map<std::string, double>& workload_medians);
 
 }  // namespace kappasim::report

@@ -172,5 +172,70 @@ TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
   EXPECT_NE(md2.find("not simulated: h-dp not merged"), std::string::npos) << md2;
 }
 
+// Issue 25, section 8.8: κ across generations. DGX A100 (presets/systems/a100.yaml): two A100s
+// share one PCIe 4.0 x16 uplink: 16 GT/s × 16 lanes / 8 × 128/130 / 2 = 15.7538 GB/s per GPU;
+// A100 dense BF16 peak 312 TFLOP/s (datasheet) → κ_HW = 15.7538e9 / 312e12. The A100 has no
+// FP8 peak, so its FP8 row is an error naming the precision, not a number.
+TEST(ReportStudies, GenerationsRowsComeFromThePresetsPerGpu) {
+  const report::GenerationsKappa bf16 = report::generations_kappa("bf16");
+  const report::GenerationsKappa fp8 = report::generations_kappa("fp8");
+  ASSERT_FALSE(bf16.rows.empty());
+  const report::GenerationRow& a100 = bf16.rows.front();
+  ASSERT_EQ(a100.system, "a100");
+  ASSERT_TRUE(a100.error.empty()) << a100.error;
+  const double bw = 16e9 * 16 / 8 * 128.0 / 130.0 / 2;
+  EXPECT_NEAR(a100.bandwidth, bw, 1e-6 * bw);
+  EXPECT_DOUBLE_EQ(a100.compute, 312e12);
+  EXPECT_NEAR(a100.kappa_hw, bw / 312e12, 1e-9 * bw / 312e12);
+  ASSERT_EQ(a100.kappa_crit.size(), bf16.columns.size());
+  // κ_crit = κ_M · κ_HW in every column.
+  for (std::size_t c = 0; c < a100.kappa_crit.size(); ++c)
+    EXPECT_NEAR(a100.kappa_crit[c], a100.kappa_m[c] * a100.kappa_hw, 1e-9 * a100.kappa_crit[c]);
+  // gpt-oss-120b: the unified cache keeps all 36 layers' tokens, the window leaves the 18 full
+  // layers' (K → ∞): half the B_kv, twice the κ_crit.
+  EXPECT_NEAR(a100.kappa_crit[3], 2 * a100.kappa_crit[4], 1e-9 * a100.kappa_crit[3]);
+  EXPECT_EQ(fp8.rows.front().system, "a100");
+  EXPECT_NE(fp8.rows.front().error.find("fp8"), std::string::npos) << fp8.rows.front().error;
+}
+
+// The bandwidth a request needs (Eq. 6 solved for BW): κ_ratio · C / κ_M; κ_ratio 1000 on a
+// 1 PFLOP/s part with κ_M 1e5 needs 1e13 B/s. The claim's verdicts follow the κ_HW ratios.
+TEST(ReportStudies, GenerationsVerdictsFollowTheRatios) {
+  report::GenerationRow a;
+  a.system = "a100";
+  a.gpu = "ga";
+  a.link = "la";
+  a.compute = 1e15;
+  a.bandwidth = 1e11;
+  a.kappa_hw = 1e-4;
+  a.kappa_m = {1e5, 1e5, 1e5, 2e5, 1e5};
+  a.kappa_crit = {10, 10, 10, 20, 10};
+  EXPECT_DOUBLE_EQ(report::bandwidth_needed(a, 0, 1000), 1e13);
+  EXPECT_TRUE(std::isnan(report::bandwidth_needed(a, 9, 1000)));
+  // h100: compute 2×, link 4× → κ_HW 2× (breaks); b200: compute 2×, link 1× → 0.5× (holds).
+  report::GenerationRow h = a, b = a;
+  h.system = "h100";
+  h.compute = 2e15;
+  h.bandwidth = 4e11;
+  h.kappa_hw = 2e-4;
+  b.system = "b200";
+  b.compute = 4e15;
+  b.bandwidth = 4e11;
+  b.kappa_hw = 1e-4;
+  report::GenerationsKappa g;
+  g.dtype = "bf16";
+  g.columns = {"m0", "m1", "m2", "m3", "m4"};
+  g.rows = {a, h, b};
+  const std::string md = report::section_generations(g, g, {{"chat", 500}});
+  EXPECT_NE(md.find("a100 → h100: compute 2×, link 4×, κ_HW 2×: **breaks**"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("h100 → b200: compute 2×, link 1×, κ_HW 0.5×: **holds**"), std::string::npos)
+      << md;
+  // a100 needs 500 · 1e15 / 1e5 = 5e12 B/s = 5000 GB/s against its 100.
+  EXPECT_NE(md.find("| a100 | 100 | 5000 |"), std::string::npos) << md;
+  // The window's gain on the unified cache: 20 / 10.
+  EXPECT_NE(md.find("the window leaves 2× the κ_crit"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace kappasim

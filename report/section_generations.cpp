@@ -1,0 +1,250 @@
+// Section 8.8 of the reproduce report (issue 25): κ across generations. The analytic κ model
+// (Eq. 6) per GPU on every generation's system preset, from A100 to Rubin and MI300X to MI355X,
+// PCIe-only parts, and the C2C / unified-HBM parts; the host-link bandwidth each would need to
+// keep the median chat and document-QA request compute-bound; and where the paper's claim (κ_HW
+// falls generation over generation because compute outgrows links) holds and where it breaks,
+// computed from the rows. Inputs: the presets and section 1's workload medians. Markdown only.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/table.hpp"
+#include "report/analytic_point.hpp"
+#include "report/format.hpp"
+#include "report/sections.hpp"
+
+namespace kappasim::report {
+
+namespace {
+
+// The systems of the section in generation order, with the line each belongs to (a pair of
+// consecutive systems of one line is one generational step).
+struct GenSystem {
+  const char* system;
+  const char* line;
+};
+constexpr GenSystem kSystems[] = {
+    {"a100", "NVIDIA, PCIe host link"},
+    {"h100", "NVIDIA, PCIe host link"},
+    {"b200", "NVIDIA, PCIe host link"},
+    {"hgx-b300", "NVIDIA, PCIe host link"},
+    {"rubin-cpx", "NVIDIA, PCIe host link"},
+    {"h20", "NVIDIA, compute-capped or PCIe-only"},
+    {"l40s", "NVIDIA, compute-capped or PCIe-only"},
+    {"rtx-pro-6000", "NVIDIA, compute-capped or PCIe-only"},
+    {"mi300x", "AMD, PCIe host link"},
+    {"mi355x", "AMD, PCIe host link"},
+    {"hgx-b300-gen6", "faster links"},
+    {"gh200", "faster links"},
+    {"gb200", "faster links"},
+    {"gb300", "faster links"},
+    {"vr200", "faster links"},
+    {"mi300a", "faster links"},
+};
+
+// The columns: a model, and for a model with sliding-window layers both what its architecture
+// leaves (K → ∞) and what a unified cache moves (today's stacks; docs/accounting.md).
+struct GenColumn {
+  const char* model;
+  bool unified_kv;
+  const char* label;
+};
+constexpr GenColumn kColumns[] = {
+    {"llama-3.1-70b", false, "Llama-3.1-70B"},
+    {"qwen3-235b-a22b", false, "Qwen3-235B-A22B"},
+    {"deepseek-v3", false, "DeepSeek-V3 (MLA)"},
+    {"gpt-oss-120b", false, "gpt-oss-120b, window left (K → ∞)"},
+    {"gpt-oss-120b", true, "gpt-oss-120b, unified cache"},
+};
+
+// A step of a line, or a faster-link part against its PCIe sibling: κ_HW(to) / κ_HW(from).
+struct Pair {
+  const char* from;
+  const char* to;
+};
+constexpr Pair kSteps[] = {{"a100", "h100"},
+                           {"h100", "b200"},
+                           {"b200", "hgx-b300"},
+                           {"hgx-b300", "rubin-cpx"},
+                           {"mi300x", "mi355x"}};
+constexpr Pair kLinkFixes[] = {
+    {"hgx-b300", "hgx-b300-gen6"}, {"h100", "gh200"},      {"b200", "gb200"},
+    {"hgx-b300", "gb300"},         {"rubin-cpx", "vr200"}, {"mi300x", "mi300a"}};
+
+const GenerationRow* find_row(const std::vector<GenerationRow>& rows, const std::string& s) {
+  for (const GenerationRow& r : rows)
+    if (r.system == s && r.error.empty()) return &r;
+  return nullptr;
+}
+
+std::string ratio_text(double x) { return fmt_num(x) + "×"; }
+
+}  // namespace
+
+GenerationsKappa generations_kappa(const std::string& dtype) {
+  GenerationsKappa g;
+  g.dtype = dtype;
+  for (const GenColumn& c : kColumns) g.columns.push_back(c.label);
+  for (const GenSystem& s : kSystems) {
+    GenerationRow row;
+    row.system = s.system;
+    row.line = s.line;
+    try {
+      const SystemSpec& sys = preset_system(s.system);
+      row.gpu = sys.gpu.name;
+      row.link = sys.host_link.name;
+      for (const GenColumn& c : kColumns) {
+        KappaQuery q;
+        q.compute_dtype = dtype;
+        q.kv_dtype = dtype == "fp8" ? DType::Fp8 : DType::Bf16;
+        q.tp = 1;  // per GPU: TP divides F_pf and B_kv alike unless KV heads replicate (8.7)
+        q.unified_kv = c.unified_kv;
+        const KappaPoint p = evaluate_presets(c.model, s.system, q);
+        row.compute = p.compute;
+        row.bandwidth = p.bandwidth;
+        row.kappa_hw = p.kappa_hw;
+        row.kappa_m.push_back(p.kappa_m);
+        row.kappa_crit.push_back(p.kappa_crit);
+      }
+    } catch (const InputError& e) {
+      row.error = e.what();
+      row.kappa_m.clear();
+      row.kappa_crit.clear();
+    }
+    g.rows.push_back(std::move(row));
+  }
+  return g;
+}
+
+double bandwidth_needed(const GenerationRow& row, std::size_t column, double kappa_ratio) {
+  // Eq. 6: compute-bound while κ_ratio ≤ κ_crit = κ_M · BW / C, so BW ≥ κ_ratio · C / κ_M.
+  if (column >= row.kappa_m.size() || !(row.kappa_m[column] > 0)) return NAN;
+  return kappa_ratio * row.compute / row.kappa_m[column];
+}
+
+std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
+                                const std::map<std::string, double>& workload_medians) {
+  std::ostringstream md;
+  md << "### 8.8 κ across generations (issue 25)\n\n"
+     << "Regime: the analytic model (Eq. 6) per GPU at TP 1, peak dense compute of the precision "
+     << "and the host link's peak per GPU and direction (its share where GPUs share an uplink or "
+     << "a C2C port), F_pf = 2·N_active, no attention FLOPs and no software costs: an upper "
+     << "bound on each part's κ_crit, which the simulated rows of 8.1 (A100, H100, B200 classes) "
+     << "put below it. TP divides F_pf and B_kv alike, so these per-GPU figures hold at any TP "
+     << "where KV heads do not replicate (8.7 has the node-level layouts). gpt-oss-120b is shown "
+     << "twice: with its sliding layers keeping only their window (what the architecture leaves, "
+     << "K → ∞) and on the unified KV cache today's stacks run, which keeps every layer's tokens "
+     << "(docs/accounting.md, \"What a serving stack keeps and moves\").\n\n";
+
+  const auto kappa_table = [&](const GenerationsKappa& g) {
+    std::vector<std::string> header = {
+        "system", "GPU", "host link", "C (FLOP/s)", "BW per GPU (GB/s)", "κ_HW"};
+    for (const std::string& c : g.columns) header.push_back("κ_crit " + c);
+    std::vector<std::vector<std::string>> rows;
+    for (const GenerationRow& r : g.rows) {
+      if (!r.error.empty()) {
+        std::vector<std::string> row = {r.system, "—", "—", "—", "—", "—"};
+        for (std::size_t i = 0; i + 1 < g.columns.size(); ++i) row.push_back("—");
+        row.push_back(r.error);
+        rows.push_back(row);
+        continue;
+      }
+      std::vector<std::string> row = {r.system,
+                                      r.gpu,
+                                      r.link,
+                                      fmt_num(r.compute / 1e12) + " T",
+                                      fmt_num(r.bandwidth / 1e9),
+                                      fmt_num(r.kappa_hw)};
+      for (double k : r.kappa_crit) row.push_back(fmt_num(k));
+      rows.push_back(row);
+    }
+    return markdown_table(header, rows);
+  };
+  md << "BF16 compute, BF16 KV:\n\n" << kappa_table(bf16) << "\n";
+  md << "FP8 compute, FP8 KV (a GPU without an FP8 peak says so):\n\n" << kappa_table(fp8) << "\n";
+
+  // The host-link bandwidth per GPU that keeps each workload's median request compute-bound.
+  if (!workload_medians.empty()) {
+    std::vector<std::string> header = {"system", "BW per GPU has (GB/s)"};
+    std::vector<std::size_t> cols = {0, 1};  // Llama-3.1-70B, Qwen3-235B-A22B
+    for (const auto& [w, med] : workload_medians)
+      for (std::size_t c : cols)
+        header.push_back(bf16.columns[c] + " at the " + w + " median (κ " + fmt_num(med) +
+                         "), GB/s");
+    std::vector<std::vector<std::string>> rows;
+    for (const GenerationRow& r : bf16.rows) {
+      if (!r.error.empty()) continue;
+      std::vector<std::string> row = {r.system, fmt_num(r.bandwidth / 1e9)};
+      for (const auto& [w, med] : workload_medians)
+        for (std::size_t c : cols) {
+          const double need = bandwidth_needed(r, c, med);
+          row.push_back(fmt_num(need / 1e9) + (need <= r.bandwidth ? " (has it)" : ""));
+        }
+      rows.push_back(row);
+    }
+    md << "Host-link bandwidth per GPU each part would need to keep the median request of each "
+       << "workload compute-bound (BF16; BW = κ_ratio · C / κ_M, the `kappasim solve` question "
+       << "in closed form), against what it has:\n\n"
+       << markdown_table(header, rows) << "\n";
+  }
+
+  // Where the claim holds and where it breaks, from the BF16 rows.
+  md << "Where the paper's claim holds and where it breaks (BF16 κ_HW = BW / C, ratios of "
+        "consecutive parts):\n\n";
+  for (const Pair& p : kSteps) {
+    const GenerationRow* a = find_row(bf16.rows, p.from);
+    const GenerationRow* b = find_row(bf16.rows, p.to);
+    if (!a || !b) continue;
+    const double r = b->kappa_hw / a->kappa_hw;
+    md << "- " << p.from << " → " << p.to << ": compute " << ratio_text(b->compute / a->compute)
+       << ", link " << ratio_text(b->bandwidth / a->bandwidth) << ", κ_HW " << ratio_text(r)
+       << (r < 0.99   ? ": **holds** (compute outgrew the link)"
+           : r > 1.01 ? ": **breaks** (the link grew faster than compute)"
+                      : ": flat")
+       << ".\n";
+  }
+  for (const Pair& p : kLinkFixes) {
+    const GenerationRow* a = find_row(bf16.rows, p.from);
+    const GenerationRow* b = find_row(bf16.rows, p.to);
+    if (!a || !b) continue;
+    md << "- " << p.to << " against " << p.from << " (" << b->link << " vs " << a->link
+       << "): κ_HW " << ratio_text(b->kappa_hw / a->kappa_hw) << ".\n";
+  }
+  {
+    // FP8 against BF16 on the same part: C doubles and B_kv halves.
+    std::vector<std::string> moved;
+    for (const GenerationRow& a : bf16.rows) {
+      const GenerationRow* b = find_row(fp8.rows, a.system);
+      if (!b || !a.error.empty() || a.kappa_crit.empty() || b->kappa_crit.empty()) continue;
+      moved.push_back(a.system + " " + ratio_text(b->kappa_crit[0] / a.kappa_crit[0]));
+    }
+    if (!moved.empty()) {
+      md << "- FP8 compute with FP8 KV against BF16 (" << bf16.columns[0] << " κ_crit): ";
+      for (std::size_t i = 0; i < moved.size(); ++i) md << (i ? ", " : "") << moved[i];
+      md << ". Halving B_kv doubles κ_M and doubling C halves κ_HW, so κ_crit moves only as "
+            "far as a part's FP8 peak is not twice its BF16 one.\n";
+    }
+  }
+  {
+    const GenerationRow* h = find_row(bf16.rows, "h100");
+    if (h && h->kappa_crit.size() >= 5)
+      md << "- Sliding-window attention (gpt-oss-120b, window 128 on half its layers): the "
+            "window leaves "
+         << ratio_text(h->kappa_crit[3] / h->kappa_crit[4])
+         << " the κ_crit of the unified cache the modelled stacks run (H100; the ratio is the "
+            "same on every part); today's connectors move every layer's tokens, so the window "
+            "helps compute, not the link. Conditional on the connector: a hybrid-aware one "
+            "(vLLM 0.28's OffloadingConnector) would load the window only.\n";
+  }
+  md << "\nAssumptions these rows hinge on: peak compute and peak link (Eq. 6's upper bound; "
+     << "the achieved fractions differ by part); the per-GPU split of a shared C2C port (GB200, "
+     << "GB300, VR200: an even split, not published) and of a shared PCIe uplink (DGX A100, "
+     << "L40S and RTX PRO servers); announced, not measured, figures for VR200, Rubin CPX and "
+     << "MI355X's host link (presets/README.md, each preset's tags). A verdict above that turns "
+     << "on a ratio within 10% of 1 is conditional on those figures.\n\n";
+  return md.str();
+}
+
+}  // namespace kappasim::report
