@@ -70,7 +70,8 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     rest += section_parallelism(parallelism_kappa("dgx-h100", "fp8"), &par, "");
   }
   // 8.8 (issue 25): κ across generations, analytic from the presets.
-  rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"), s1.medians);
+  rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
+                              generations_kappa("fp4"), s1.medians);
 
   std::ostringstream report;
   report

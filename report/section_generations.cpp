@@ -98,7 +98,9 @@ GenerationsKappa generations_kappa(const std::string& dtype) {
       for (const GenColumn& c : kColumns) {
         KappaQuery q;
         q.compute_dtype = dtype;
-        q.kv_dtype = dtype == "fp8" ? DType::Fp8 : DType::Bf16;
+        q.kv_dtype = dtype == "fp8"   ? DType::Fp8
+                     : dtype == "fp4" ? DType::Nvfp4  // NVFP4 KV with FP4 compute
+                                      : DType::Bf16;
         q.tp = 1;  // per GPU: TP divides F_pf and B_kv alike unless KV heads replicate (8.7)
         q.unified_kv = c.unified_kv;
         const KappaPoint p = evaluate_presets(c.model, s.system, q);
@@ -125,6 +127,7 @@ double bandwidth_needed(const GenerationRow& row, std::size_t column, double kap
 }
 
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
+                                const GenerationsKappa& fp4,
                                 const std::map<std::string, double>& workload_medians) {
   std::ostringstream md;
   md << "### 8.8 κ across generations (issue 25)\n\n"
@@ -164,6 +167,9 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
   };
   md << "BF16 compute, BF16 KV:\n\n" << kappa_table(bf16) << "\n";
   md << "FP8 compute, FP8 KV (a GPU without an FP8 peak says so):\n\n" << kappa_table(fp8) << "\n";
+  md << "FP4 compute, NVFP4 KV (0.5625 B per element with its scales; only the parts that write "
+        "FP4):\n\n"
+     << kappa_table(fp4) << "\n";
 
   // The host-link bandwidth per GPU that keeps each workload's median request compute-bound.
   if (!workload_medians.empty()) {
@@ -212,21 +218,28 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
     md << "- " << p.to << " against " << p.from << " (" << b->link << " vs " << a->link
        << "): κ_HW " << ratio_text(b->kappa_hw / a->kappa_hw) << ".\n";
   }
-  {
-    // FP8 against BF16 on the same part: C doubles and B_kv halves.
+  // A lower precision against BF16 on the same part: C grows, B_kv shrinks.
+  const auto precision_line = [&](const GenerationsKappa& low, const std::string& what,
+                                  const std::string& why) {
     std::vector<std::string> moved;
     for (const GenerationRow& a : bf16.rows) {
-      const GenerationRow* b = find_row(fp8.rows, a.system);
+      const GenerationRow* b = find_row(low.rows, a.system);
       if (!b || !a.error.empty() || a.kappa_crit.empty() || b->kappa_crit.empty()) continue;
       moved.push_back(a.system + " " + ratio_text(b->kappa_crit[0] / a.kappa_crit[0]));
     }
-    if (!moved.empty()) {
-      md << "- FP8 compute with FP8 KV against BF16 (" << bf16.columns[0] << " κ_crit): ";
-      for (std::size_t i = 0; i < moved.size(); ++i) md << (i ? ", " : "") << moved[i];
-      md << ". Halving B_kv doubles κ_M and doubling C halves κ_HW, so κ_crit moves only as "
-            "far as a part's FP8 peak is not twice its BF16 one.\n";
-    }
-  }
+    if (moved.empty()) return;
+    md << "- " << what << " against BF16 (" << bf16.columns[0] << " κ_crit): ";
+    for (std::size_t i = 0; i < moved.size(); ++i) md << (i ? ", " : "") << moved[i];
+    md << ". " << why << "\n";
+  };
+  precision_line(fp8, "FP8 compute with FP8 KV",
+                 "Halving B_kv doubles κ_M and doubling C halves κ_HW, so κ_crit moves only as far "
+                 "as a part's FP8 peak is not twice its BF16 one.");
+  precision_line(fp4, "FP4 compute with NVFP4 KV",
+                 "κ moves both ways: B_kv falls to 0.5625 / 2 of BF16's (κ_M × 3.56) while C "
+                 "rises by the part's FP4 / BF16 peak ratio, so κ_crit falls wherever that ratio "
+                 "exceeds 3.56 (the C column above against the BF16 table's): on those parts FP4 "
+                 "widens the link-bound region.");
   {
     const GenerationRow* h = find_row(bf16.rows, "h100");
     if (h && h->kappa_crit.size() >= 5)

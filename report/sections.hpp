@@ -135,7 +135,7 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
 
 // 8.8 κ across generations (issue 25, report/section_generations.cpp): the analytic κ per GPU
 // (TP 1) of every generation's system preset for a fixed set of model columns, at one
-// precision (compute and KV alike: "bf16" or "fp8").
+// precision (compute and KV: "bf16", "fp8", or "fp4" = FP4 compute with NVFP4 KV).
 struct GenerationRow {
   std::string system, line, gpu, link;
   std::string error;  // the part cannot be evaluated at this precision (no such peak)
@@ -152,6 +152,7 @@ GenerationsKappa generations_kappa(const std::string& dtype);
 // row's part for column `column` (Eq. 6: κ_ratio · C / κ_M); NaN without that column.
 double bandwidth_needed(const GenerationRow& row, std::size_t column, double kappa_ratio);
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
+                                const GenerationsKappa& fp4,
                                 const std::map<std::string, double>& workload_medians);
 
 }  // namespace kappasim::report

@@ -33,6 +33,7 @@ void NodeGroupSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
+  require_kv_dtype_support(system.gpu, serving.kv_dtype, p + "serving.kv_dtype");
 }
 
 void ClusterRunSpec::validate(const std::string& path) const {

@@ -26,6 +26,7 @@ void RunSpec::validate(const std::string& path) const {
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
+  require_kv_dtype_support(system.gpu, serving.kv_dtype, path + "serving.kv_dtype");
   // A GPU without a GPU-GPU link (PCIe-only L40S, RTX PRO 6000, Rubin CPX) runs at TP 1: the
   // tensor-parallel all-reduce would otherwise fail inside the simulation (models/gpu/
   // kernel_timing), after the run started. All-reduce over PCIe is not modelled

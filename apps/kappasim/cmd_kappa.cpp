@@ -29,7 +29,8 @@ void add_common(po::options_description& d, CommonOptions& o) {
       "system,s", po::value(&o.systems)->multitoken(),
       "system preset name(s) or YAML file(s); default: every system preset")(
       "precision", po::value(&o.precision), "compute dtype whose peak is C_eff (bf16, fp8, ...)")(
-      "kv-dtype", po::value(&o.kv_dtype), "KV cache dtype: bf16, fp16, fp8, int8, int4")(
+      "kv-dtype", po::value(&o.kv_dtype),
+      "KV cache dtype: bf16, fp16, fp8, int8, int4, nvfp4, mxfp4")(
       "tp", po::value(&o.tp),
       "tensor parallelism: per-GPU F_pf / tp and KV share (with KV-head replication)")(
       "compute", po::value(&o.compute),
@@ -145,16 +146,23 @@ bool skip_linkless(bool all_systems, const SystemSpec& s, int tp, const Parallel
   if (!all_systems || s.gpu.nvlink_Bps) return false;
   return layout ? layout->gpus() > 1 : tp > 1;
 }
-void note_skipped(const std::vector<std::string>& skipped) {
+// Likewise an FP4 KV dtype skips the systems whose GPU cannot write FP4 (require_kv_dtype_support,
+// models/gpu/kernel_timing); named with -s they are refused naming kv_dtype.
+bool skip_no_fp4(bool all_systems, const SystemSpec& s, DType kv_dtype) {
+  return all_systems && is_fp4_kv(kv_dtype) && !s.gpu.peak_flops.empty() &&
+         !s.gpu.peak_flops.count("fp4");
+}
+void note_skipped(const std::vector<std::string>& skipped, const std::string& why) {
   if (skipped.empty()) return;
   std::string names;
   for (const auto& n : skipped)
     if (names.find("'" + n + "'") == std::string::npos)
       names += (names.empty() ? "'" : ", '") + n + "'";
-  std::cerr << "kappasim: note: skipped system(s) " << names
-            << ": no GPU-GPU link (system.gpu.nvlink_bandwidth) for tensor parallelism; name one "
-               "with --system to see why\n";
+  std::cerr << "kappasim: note: skipped system(s) " << names << ": " << why
+            << "; name one with --system to see why\n";
 }
+const char* const kNoLink = "no GPU-GPU link (system.gpu.nvlink_bandwidth) for tensor parallelism";
+const char* const kNoFp4 = "no FP4 support for an FP4 KV dtype (kv_dtype)";
 
 }  // namespace
 
@@ -242,7 +250,8 @@ int cmd_kappa(const std::vector<std::string>& args) {
   Table table(cols);
 
   std::string dumps;
-  std::vector<std::string> skipped;  // PCIe-only systems left out of an all-systems TP query
+  std::vector<std::string> skipped;      // PCIe-only systems left out of an all-systems TP query
+  std::vector<std::string> skipped_fp4;  // GPUs without FP4 left out of an FP4-KV query
   CaseLoader loader(o.sets);
   for (const auto& m : models) {
     for (const auto& s : systems) {
@@ -257,6 +266,10 @@ int cmd_kappa(const std::vector<std::string>& args) {
         if (skip_linkless(o.systems.empty(), c.config.system, q.tp,
                           with_layout ? &layout : nullptr)) {
           skipped.push_back(s);
+          continue;
+        }
+        if (skip_no_fp4(o.systems.empty(), c.config.system, q.kv_dtype)) {
+          skipped_fp4.push_back(s);
           continue;
         }
         KappaPoint p = evaluate_case(c, ql);
@@ -325,7 +338,8 @@ int cmd_kappa(const std::vector<std::string>& args) {
       }
     }
   }
-  note_skipped(skipped);
+  note_skipped(skipped, kNoLink);
+  note_skipped(skipped_fp4, kNoFp4);
   if (o.dump) {
     std::cout << dumps;
     return 0;
@@ -424,7 +438,7 @@ int cmd_roofline(const std::vector<std::string>& args) {
   Table table({"model", "system", "kappa_ratio", "attainable_flops_overlap",
                "attainable_flops_serial", "p_oh", "bound", "kappa_crit", "compute_flops"});
   std::string dumps;
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, skipped_fp4;
   CaseLoader loader(o.sets);
   for (const auto& m : or_all(o.models, "model")) {
     for (const auto& s : or_all(o.systems, "system")) {
@@ -437,6 +451,10 @@ int cmd_roofline(const std::vector<std::string>& args) {
         skipped.push_back(s);
         continue;
       }
+      if (skip_no_fp4(o.systems.empty(), c.config.system, q.kv_dtype)) {
+        skipped_fp4.push_back(s);
+        continue;
+      }
       KappaPoint p = evaluate_case(c, q);
       for (const RooflineRow& r : roofline(p, lo, hi, points))
         table.add_row({p.model, p.system, r.kappa_ratio, r.attainable_overlap, r.attainable_serial,
@@ -444,7 +462,8 @@ int cmd_roofline(const std::vector<std::string>& args) {
                        p.compute});
     }
   }
-  note_skipped(skipped);
+  note_skipped(skipped, kNoLink);
+  note_skipped(skipped_fp4, kNoFp4);
   std::cout << (o.dump ? dumps : table.render(fmt));
   return 0;
 }

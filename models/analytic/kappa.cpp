@@ -1,5 +1,7 @@
 #include "models/analytic/kappa.hpp"
 
+#include "models/gpu/kernel_timing.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -72,6 +74,7 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   if (q.fpf_override) p.convention = "override";
 
   p.n_active_params = count_params(m).active();
+  require_kv_dtype_support(s.gpu, q.kv_dtype, "kv_dtype");
   p.b_kv = kv_bytes_per_token(m, q.kv_dtype);
   // Issue 25: a model with sliding-window or linear-attention layers leaves
   // kv_bytes_for_prefix(K) behind, not K · B_kv; B_kv is then that over K, at --context K, or

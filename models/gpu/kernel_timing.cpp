@@ -254,7 +254,10 @@ double activation_quant_bytes(DType weights) {
     case DType::Int8:
       return 1;
     case DType::Int4:
+    case DType::Nvfp4:
       return 0.5 + 1.0 / 16;  // NVFP4: 4-bit values + one FP8 scale per 16
+    case DType::Mxfp4:
+      return 0.5 + 1.0 / 32;  // MXFP4: 4-bit values + one E8M0 scale per 32
     case DType::Fp32:
     case DType::Bf16:
     case DType::Fp16:
@@ -270,12 +273,21 @@ KvDequant kv_dequant_mode(DType kv_dtype) {
     case DType::Fp16:
       return KvDequant::Native;
     case DType::Fp8:
+    case DType::Nvfp4:
+    case DType::Mxfp4:
       return KvDequant::FusedDequant;
     case DType::Int8:
     case DType::Int4:
       return KvDequant::SeparatePass;
   }
   return KvDequant::Native;
+}
+
+void require_kv_dtype_support(const GpuSpec& gpu, DType kv_dtype, const std::string& key) {
+  if (!is_fp4_kv(kv_dtype) || gpu.peak_flops.empty() || gpu.peak_flops.count("fp4")) return;
+  throw InputError(key + ": " + dtype_name(kv_dtype) + " KV needs a GPU that writes FP4 (one " +
+                   "with an fp4 peak: Blackwell, Rubin, MI355X); GPU '" + gpu.name +
+                   "' has none (use fp8, or a GPU with FP4)");
 }
 
 double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType kv_dtype) {

@@ -85,6 +85,13 @@ struct Kernel {
 //  - FusedDequant (fp8): the attention kernel reads FP8 KV and converts in registers, no extra
 //    pass (vLLM's fp8 KV cache: FlashAttention-3 / FlashInfer / paged attention kernels read
 //    the e4m3/e5m2 cache directly) [S]: the KV read costs fp8 bytes, FLOPs stay at BF16 rate.
+//  - FusedDequant (nvfp4, mxfp4; issue 25): Blackwell's attention kernels read the block-scaled
+//    FP4 cache and dequantise it in the kernel (NVIDIA, "Optimizing Inference for Long Context and
+//    Large Batch Sizes with NVFP4 KV Cache", 2025-12-08: the cache is dequantised to FP8 for the
+//    attention math; TensorRT-LLM's NVFP4 KV cache, FlashInfer's trtllm-gen kernels) [S for
+//    NVFP4; A that MXFP4 is read the same way]: the KV read costs the FP4 bytes with their
+//    scales (bytes_per_element), FLOPs stay at the BF16 attention rate (an assumption on the
+//    safe side: an FP8 attention rate would be faster).
 //  - SeparatePass (int8, int4): a dequantisation kernel reads the packed cached KV and writes it
 //    as BF16 before attention, which then reads BF16 (Hugging Face transformers QuantizedCache,
 //    cache_utils.py: _dequantize() the quantised cache, then torch.cat with the new keys/values
@@ -94,6 +101,11 @@ struct Kernel {
 //    scales are not counted (B_kv(int4) is 0.5 B per element, models/llm).
 enum class KvDequant { Native, FusedDequant, SeparatePass };
 KvDequant kv_dequant_mode(DType kv_dtype);
+// Issue 25: an FP4 KV cache is written by FP4 conversion instructions (FlashInfer's
+// nvfp4_kv_quantize needs SM100+, cvt.rn.satfinite.e2m1x2.f32), so it needs a GPU with FP4
+// support, taken as a GPU with an fp4 peak (Blackwell, Rubin, MI355X). Throws InputError naming
+// `key` otherwise. A GPU that describes no peaks (a design evaluation) is not checked.
+void require_kv_dtype_support(const GpuSpec& gpu, DType kv_dtype, const std::string& key);
 // The HBM bytes of the separate dequantisation pass over `cached_tokens` tokens of one layer on
 // one GPU (0 unless kv_dequant_mode is SeparatePass).
 double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType kv_dtype);

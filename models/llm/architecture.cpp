@@ -21,14 +21,21 @@ double bytes_per_element(DType t) {
       return 1;
     case DType::Int4:
       return 0.5;
+    case DType::Nvfp4:
+      return 0.5 + 1.0 / 16;  // E2M1 pairs + one E4M3 scale per 16 elements
+    case DType::Mxfp4:
+      return 0.5 + 1.0 / 32;  // E2M1 pairs + one E8M0 scale per 32 elements
   }
   return 0;
 }
 
+bool is_fp4_kv(DType t) { return t == DType::Nvfp4 || t == DType::Mxfp4; }
+
 const std::vector<std::pair<const char*, DType>>& dtype_names() {
   static const std::vector<std::pair<const char*, DType>> n = {
-      {"fp32", DType::Fp32}, {"bf16", DType::Bf16}, {"fp16", DType::Fp16},
-      {"fp8", DType::Fp8},   {"int8", DType::Int8}, {"int4", DType::Int4}};
+      {"fp32", DType::Fp32},   {"bf16", DType::Bf16},  {"fp16", DType::Fp16},
+      {"fp8", DType::Fp8},     {"int8", DType::Int8},  {"int4", DType::Int4},
+      {"nvfp4", DType::Nvfp4}, {"mxfp4", DType::Mxfp4}};
   return n;
 }
 

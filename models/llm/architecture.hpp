@@ -23,8 +23,16 @@
 
 namespace kappasim {
 
-enum class DType { Fp32, Bf16, Fp16, Fp8, Int8, Int4 };
+// Issue 25: Nvfp4 and Mxfp4 are the block-scaled 4-bit KV formats, their scales counted in the
+// bytes per element: NVFP4 packs two E2M1 values per byte with one FP8 E4M3 scale per 16
+// elements (and one FP32 scale per tensor, negligible): 0.5 + 1/16 = 0.5625 B (FlashInfer
+// nvfp4_kv_quantize: fp4 data [M, K/2] uint8, block scales [M, K/16]); MXFP4 (OCP Microscaling
+// Formats v1.0) one E8M0 scale per 32 elements: 0.5 + 1/32 = 0.53125 B. Int4 is a 4-bit integer
+// cache without counted scales (0.5 B).
+enum class DType { Fp32, Bf16, Fp16, Fp8, Int8, Int4, Nvfp4, Mxfp4 };
 double bytes_per_element(DType t);
+// True for the FP4 KV formats (a GPU must have FP4 support to write them).
+bool is_fp4_kv(DType t);
 const std::vector<std::pair<const char*, DType>>& dtype_names();
 DType parse_dtype(const std::string& s, const std::string& what);
 const char* dtype_name(DType t);

@@ -226,7 +226,7 @@ TEST(ReportStudies, GenerationsVerdictsFollowTheRatios) {
   g.dtype = "bf16";
   g.columns = {"m0", "m1", "m2", "m3", "m4"};
   g.rows = {a, h, b};
-  const std::string md = report::section_generations(g, g, {{"chat", 500}});
+  const std::string md = report::section_generations(g, g, g, {{"chat", 500}});
   EXPECT_NE(md.find("a100 → h100: compute 2×, link 4×, κ_HW 2×: **breaks**"), std::string::npos)
       << md;
   EXPECT_NE(md.find("h100 → b200: compute 2×, link 1×, κ_HW 0.5×: **holds**"), std::string::npos)
