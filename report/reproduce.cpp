@@ -69,9 +69,12 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData par = sweeps.run("studies/parallelism.yaml");
     rest += section_parallelism(parallelism_kappa("dgx-h100", "fp8"), &par, "");
   }
-  // 8.8 (issue 25): κ across generations, analytic from the presets.
-  rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
-                              generations_kappa("fp4"), s1.medians);
+  // 8.8 (issue 25): κ across generations, analytic from the presets and simulated.
+  {
+    const SweepData gen = sweeps.run("studies/generations.yaml");
+    rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
+                                generations_kappa("fp4"), &gen, s1.medians);
+  }
 
   std::ostringstream report;
   report

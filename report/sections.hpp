@@ -151,8 +151,10 @@ GenerationsKappa generations_kappa(const std::string& dtype);
 // The host-link bandwidth per GPU that keeps a request of `kappa_ratio` compute-bound on the
 // row's part for column `column` (Eq. 6: κ_ratio · C / κ_M); NaN without that column.
 double bandwidth_needed(const GenerationRow& row, std::size_t column, double kappa_ratio);
+// `sim`: the sweep studies/generations (simulated κ_crit per part; null: the section is analytic
+// only).
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
-                                const GenerationsKappa& fp4,
+                                const GenerationsKappa& fp4, const SweepData* sim,
                                 const std::map<std::string, double>& workload_medians);
 
 }  // namespace kappasim::report

@@ -226,7 +226,7 @@ TEST(ReportStudies, GenerationsVerdictsFollowTheRatios) {
   g.dtype = "bf16";
   g.columns = {"m0", "m1", "m2", "m3", "m4"};
   g.rows = {a, h, b};
-  const std::string md = report::section_generations(g, g, g, {{"chat", 500}});
+  const std::string md = report::section_generations(g, g, g, nullptr, {{"chat", 500}});
   EXPECT_NE(md.find("a100 → h100: compute 2×, link 4×, κ_HW 2×: **breaks**"), std::string::npos)
       << md;
   EXPECT_NE(md.find("h100 → b200: compute 2×, link 1×, κ_HW 0.5×: **holds**"), std::string::npos)
@@ -235,6 +235,44 @@ TEST(ReportStudies, GenerationsVerdictsFollowTheRatios) {
   EXPECT_NE(md.find("| a100 | 100 | 5000 |"), std::string::npos) << md;
   // The window's gain on the unified cache: 20 / 10.
   EXPECT_NE(md.find("the window leaves 2× the κ_crit"), std::string::npos) << md;
+}
+
+// The simulated part of 8.8: each step's analytic and simulated κ_crit ratios side by side, a
+// failed point with its reason, and the PCIe 6 line conditional on the outstanding-read limits
+// when the achieved load rate grows much less than the link's peak (1.1× against 2×).
+TEST(ReportStudies, GenerationsSimulatedStepsAndTheConditionalLink) {
+  report::GenerationsKappa g;
+  g.columns = {"m0", "m1", "m2", "m3", "m4"};
+  const std::vector<std::string> cols = {"model",
+                                         "system",
+                                         "serving.tp",
+                                         "status",
+                                         "error",
+                                         "kappa_crit_simulated",
+                                         "kappa_crit_analytic_peak",
+                                         "link_binds_from_start",
+                                         "link_never_binds",
+                                         "kappa_max",
+                                         "h2d_load_bytes_per_s",
+                                         "h2d_peak_bytes_per_s",
+                                         "load_bound_share_read_tags"};
+  const SweepData sim = table(
+      "generations", cols,
+      {{"llama-3.1-70b", "h100", "8", "ok", "", "120", "30", "0", "0", "1000", "30e9", "60e9"},
+       {"llama-3.1-70b", "b200", "8", "ok", "", "90", "12", "0", "0", "1000", "30e9", "60e9"},
+       {"llama-3.1-70b", "hgx-b300", "8", "ok", "", "90", "12", "0", "0", "1000", "30e9", "60e9"},
+       {"llama-3.1-70b", "hgx-b300-gen6", "8", "ok", "", "99", "24", "0", "0", "1000", "33e9",
+        "120e9", "0.8"},
+       {"llama-3.1-70b", "gh200", "1", "invalid", "does not fit", "", "", "", "", "", "", ""}});
+  const std::string md = report::section_generations(g, g, g, &sim, {});
+  // h100 → b200: analytic 12 / 30 = 0.4, simulated 90 / 120 = 0.75.
+  EXPECT_NE(md.find("h100 → b200 analytic 0.4×, simulated 0.75×"), std::string::npos) << md;
+  EXPECT_NE(md.find("| llama-3.1-70b | gh200 | 1 | — |"), std::string::npos) << md;
+  EXPECT_NE(md.find("does not fit"), std::string::npos) << md;
+  EXPECT_NE(md.find("the link's peak grows 2×, the achieved load rate 1.1×, simulated κ_crit 1.1×. "
+                    "Conditional on the outstanding-read limits"),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace
