@@ -177,5 +177,25 @@ TEST(Generations, UnknownPresetNamesSuggestEveryEqualNeighbour) {
   EXPECT_TRUE(has(e2, "'h100'") && has(e2, "'h20'")) << e2;
 }
 
+// Issue 25: Kimi K2 (moonshotai/Kimi-K2-Instruct config.json): DeepSeek-V3's MLA + MoE with 64
+// heads, 384 routed experts (8 active + 1 shared), one dense layer, a 163,840 vocabulary.
+// By hand, per MLA layer: q_a 7168·1536 + q_b 1536·64·192 + kv_a 7168·576 + kv_b 512·64·256 +
+// o 64·128·7168 = 101,122,048; an expert 3·7168·2048 = 44,040,192; the dense MLP 3·7168·18432
+// = 396,361,728; router 384·7168 = 2,752,512; embedding and LM head 163,840·7168 each; norms
+// 61·2·7168 + 7168 + 61·(1536 + 512) = 1,006,592. Active: 61 attention + 1 dense MLP + 60 × (9
+// experts + router) + embedding + head + norms = 32,861,477,888 (the model card's "32 B
+// activated"); the latent, 576 values × 61 layers × 2 B = 70,272 B per token, is DeepSeek-V3's.
+TEST(Generations, KimiK2CountsAsItsConfigSays) {
+  const ModelSpec m = model("kimi-k2");
+  const double attention = 61.0 * (7168.0 * 1536 + 1536.0 * 64 * 192 + 7168.0 * 576 +
+                                   512.0 * 64 * 256 + 64.0 * 128 * 7168);
+  const double expert = 3.0 * 7168 * 2048;
+  const double active = attention + 3.0 * 7168 * 18432 + 60 * (9 * expert + 384.0 * 7168) +
+                        2 * 163840.0 * 7168 + (61.0 * 2 * 7168 + 7168 + 61.0 * (1536 + 512));
+  EXPECT_DOUBLE_EQ(active, 32861477888.0);
+  EXPECT_DOUBLE_EQ(count_params(m).active(), active);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, DType::Bf16), 70272.0);
+}
+
 }  // namespace
 }  // namespace kappasim
