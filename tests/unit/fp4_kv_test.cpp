@@ -12,25 +12,20 @@
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/run_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace {
 
-ModelSpec model(const std::string& name) {
-  ConfigNode ref = ConfigNode::make_scalar(name);
-  return read_preset_config<ModelSpec>(ref, "model", "model");
-}
-SystemSpec sys(const std::string& name) {
-  ConfigNode ref = ConfigNode::make_scalar(name);
-  return read_preset_config<SystemSpec>(ref, "system", "system");
-}
+using test::model_preset;
+using test::system_preset;
 
 // Llama-3.1-8B: 32 layers × 2 (K, V) × 8 KV heads × 128 = 65,536 elements per token.
 // NVFP4 0.5625 B each = 36,864 B; MXFP4 0.53125 B = 34,816 B; FP8 65,536 B.
 TEST(Fp4Kv, BytesPerTokenCountTheBlockScales) {
   EXPECT_DOUBLE_EQ(bytes_per_element(DType::Nvfp4), 0.5625);
   EXPECT_DOUBLE_EQ(bytes_per_element(DType::Mxfp4), 0.53125);
-  const ModelSpec m = model("llama-3.1-8b");
+  const ModelSpec m = model_preset("llama-3.1-8b");
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, DType::Nvfp4), 36864.0);
   EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, DType::Mxfp4), 34816.0);
   EXPECT_EQ(parse_dtype("nvfp4", "kv_dtype"), DType::Nvfp4);
@@ -43,7 +38,7 @@ TEST(Fp4Kv, BytesPerTokenCountTheBlockScales) {
 // tile reads the 4096 cached tokens and its own 128, 4224 tokens × 2 × 8 × 128 × 0.5625 B =
 // 4,866,048 B, plus Q in and O out 128 × 32 × (128 + 128) × 2 B = 2,097,152 B.
 TEST(Fp4Kv, AttentionReadsTheFp4CacheWithoutASeparatePass) {
-  const ModelSpec m = model("llama-3.1-8b");
+  const ModelSpec m = model_preset("llama-3.1-8b");
   EXPECT_EQ(kv_dequant_mode(DType::Nvfp4), KvDequant::FusedDequant);
   EXPECT_EQ(kv_dequant_mode(DType::Mxfp4), KvDequant::FusedDequant);
   EXPECT_DOUBLE_EQ(kv_dequant_bytes(m, 1, 4096, DType::Nvfp4), 0.0);
@@ -59,10 +54,12 @@ TEST(Fp4Kv, AttentionReadsTheFp4CacheWithoutASeparatePass) {
 
 // A GPU must write FP4 (have an fp4 peak): B200 does, H100 does not; the refusal names the key.
 TEST(Fp4Kv, AGpuWithoutFp4IsRefusedNamingTheKey) {
-  EXPECT_NO_THROW(require_kv_dtype_support(sys("b200").gpu, DType::Nvfp4, "serving.kv_dtype"));
-  EXPECT_NO_THROW(require_kv_dtype_support(sys("h100").gpu, DType::Fp8, "serving.kv_dtype"));
+  EXPECT_NO_THROW(
+      require_kv_dtype_support(system_preset("b200").gpu, DType::Nvfp4, "serving.kv_dtype"));
+  EXPECT_NO_THROW(
+      require_kv_dtype_support(system_preset("h100").gpu, DType::Fp8, "serving.kv_dtype"));
   try {
-    require_kv_dtype_support(sys("h100").gpu, DType::Mxfp4, "serving.kv_dtype");
+    require_kv_dtype_support(system_preset("h100").gpu, DType::Mxfp4, "serving.kv_dtype");
     FAIL() << "expected a refusal";
   } catch (const InputError& e) {
     EXPECT_EQ(
@@ -86,8 +83,8 @@ TEST(Fp4Kv, AGpuWithoutFp4IsRefusedNamingTheKey) {
 // κ moves both ways with FP4 (issue 25): on B200 FP4 KV cuts B_kv to 0.5625 B per element, so at
 // the same compute κ_M is 2 / 0.5625 = 3.56× BF16's and κ_crit with it.
 TEST(Fp4Kv, KappaCritGrowsAsBkvShrinks) {
-  const ModelSpec m = model("llama-3.1-8b");
-  const SystemSpec s = sys("b200");
+  const ModelSpec m = model_preset("llama-3.1-8b");
+  const SystemSpec s = system_preset("b200");
   KappaQuery q;
   const KappaPoint bf16 = evaluate_kappa(m, s, q);
   q.kv_dtype = DType::Nvfp4;
