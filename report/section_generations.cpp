@@ -3,7 +3,9 @@
 // PCIe-only parts, and the C2C / unified-HBM parts; the host-link bandwidth each would need to
 // keep the median chat and document-QA request compute-bound; and where the paper's claim (κ_HW
 // falls generation over generation because compute outgrows links) holds and where it breaks,
-// computed from the rows. Inputs: the presets and section 1's workload medians. Markdown only.
+// computed from the rows; the simulated κ_crit beside the analytic one (sweep
+// studies/generations). Inputs: the presets, that sweep and section 1's workload medians.
+// Markdown only.
 #include <algorithm>
 #include <cmath>
 #include <map>
