@@ -340,6 +340,14 @@ int cmd_kappa(const std::vector<std::string>& args) {
   }
   note_skipped(skipped, kNoLink);
   note_skipped(skipped_fp4, kNoFp4);
+  // Issue 25: B_kv here is what the architecture leaves; the serving engine (and every stack
+  // it models) keeps every layer's tokens, which --unified-kv shows.
+  if (with_kv_at && !o.unified_kv)
+    std::cerr << "kappasim: note: B_kv of a model with a layer pattern is what its layers "
+                 "leave; the serving engine keeps and moves every sliding-window layer's tokens "
+                 "too (a unified KV cache, as vLLM keeps it with a KV connector): --unified-kv "
+                 "gives that accounting; linear-attention models are not served "
+                 "(docs/accounting.md)\n";
   if (o.dump) {
     std::cout << dumps;
     return 0;
