@@ -121,6 +121,19 @@ GenerationsKappa generations_kappa(const std::string& dtype) {
     }
     g.rows.push_back(std::move(row));
   }
+  // The window's gain for every sliding-window model, on one part (the ratio is B_kv's).
+  for (const char* model : {"gpt-oss-120b", "gpt-oss-20b", "gemma-3-27b"}) {
+    try {
+      KappaQuery q;
+      q.compute_dtype = dtype;
+      q.kv_dtype = dtype == "fp8" ? DType::Fp8 : dtype == "fp4" ? DType::Nvfp4 : DType::Bf16;
+      const double window = evaluate_presets(model, "b200", q).kappa_crit;
+      q.unified_kv = true;
+      g.window_gain.emplace_back(model, window / evaluate_presets(model, "b200", q).kappa_crit);
+    } catch (const InputError&) {
+      // a preset that cannot be evaluated at this precision: no gain to state
+    }
+  }
   return g;
 }
 
@@ -326,16 +339,15 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
                  "rises by the part's FP4 / BF16 peak ratio, so κ_crit falls wherever that ratio "
                  "exceeds 3.56 (the C column above against the BF16 table's): on those parts FP4 "
                  "widens the link-bound region.");
-  {
-    const GenerationRow* h = find_row(bf16.rows, "h100");
-    if (h && h->kappa_crit.size() >= 5)
-      md << "- Sliding-window attention (gpt-oss-120b, window 128 on half its layers): the "
-            "window leaves "
-         << ratio_text(h->kappa_crit[3] / h->kappa_crit[4])
-         << " the κ_crit of the unified cache the modelled stacks run (H100; the ratio is the "
-            "same on every part); today's connectors move every layer's tokens, so the window "
-            "helps compute, not the link. Conditional on the connector: a hybrid-aware one "
-            "(vLLM 0.28's OffloadingConnector) would load the window only.\n";
+  if (!bf16.window_gain.empty()) {
+    md << "- Sliding-window attention: the window leaves ";
+    for (std::size_t i = 0; i < bf16.window_gain.size(); ++i)
+      md << (i ? ", " : "") << bf16.window_gain[i].first << " "
+         << ratio_text(bf16.window_gain[i].second);
+    md << " the κ_crit of the unified cache the modelled stacks run (the B_kv ratio, the same on "
+          "every part); today's connectors move every layer's tokens, so the window helps "
+          "compute, not the link. Conditional on the connector: a hybrid-aware one (vLLM 0.28's "
+          "OffloadingConnector) would load the window only.\n";
   }
   md << "\nAssumptions these rows hinge on: peak compute and peak link (Eq. 6's upper bound; "
      << "the achieved fractions differ by part); the per-GPU split of a shared C2C port (GB200, "

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/figure.hpp"
@@ -146,6 +147,9 @@ struct GenerationsKappa {
   std::string dtype;
   std::vector<std::string> columns;  // model labels
   std::vector<GenerationRow> rows;
+  // Sliding-window models: κ_crit with the window left (K → ∞) over κ_crit on the unified cache
+  // (B_kv,unified / B_kv,window, the same on every part), by model preset name.
+  std::vector<std::pair<std::string, double>> window_gain;
 };
 GenerationsKappa generations_kappa(const std::string& dtype);
 // The host-link bandwidth per GPU that keeps a request of `kappa_ratio` compute-bound on the
