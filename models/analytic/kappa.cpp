@@ -43,10 +43,11 @@ double fpf_by_convention(const ModelSpec& m, const KappaQuery& q) {
 }
 
 // Weights are stored in the compute dtype (as models/gpu weight_dtype_for: tf32 → FP32, fp4 →
-// 4-bit); kept here so the analytic layer does not depend on the GPU timing model.
+// NVFP4 with its block scales); kept here so the analytic layer does not depend on the GPU
+// timing model.
 double weight_bytes_per_param(const std::string& compute_dtype) {
   if (compute_dtype == "tf32") return 4;
-  if (compute_dtype == "fp4") return 0.5;
+  if (compute_dtype == "fp4") return bytes_per_element(DType::Nvfp4);
   return bytes_per_element(parse_dtype(compute_dtype, "compute dtype"));
 }
 

@@ -341,7 +341,9 @@ DType weight_dtype_for(const std::string& compute_dtype) {
   if (compute_dtype == "fp16") return DType::Fp16;
   if (compute_dtype == "fp8") return DType::Fp8;
   if (compute_dtype == "int8") return DType::Int8;
-  if (compute_dtype == "fp4") return DType::Int4;  // 4-bit storage, 0.5 B per weight
+  // NVFP4 weights (Blackwell FP4 GEMMs): E2M1 pairs + one FP8 scale per 16, 0.5625 B per weight
+  // (issue 25: the scales were not counted before, 0.5 B).
+  if (compute_dtype == "fp4") return DType::Nvfp4;
   if (compute_dtype == "tf32") return DType::Fp32;
   throw InputError("unknown compute precision '" + compute_dtype +
                    "' (expected tf32, fp16, bf16, fp8, fp4 or int8)");

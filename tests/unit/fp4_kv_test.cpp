@@ -33,6 +33,17 @@ TEST(Fp4Kv, BytesPerTokenCountTheBlockScales) {
   EXPECT_STREQ(dtype_name(DType::Mxfp4), "mxfp4");
 }
 
+// FP4 compute stores its weights as NVFP4 with their scales: 0.5625 B per weight, so one GEMM
+// of M 16, N 8192, K 8192 reads 8192 × 8192 × 0.5625 = 37,748,736 B of weights, plus its FP4
+// activations in (16 × 8192 × 0.5625) and BF16 out (16 × 8192 × 2).
+TEST(Fp4Kv, Fp4WeightsCountTheirScales) {
+  EXPECT_EQ(weight_dtype_for("fp4"), DType::Nvfp4);
+  const SystemSpec s = system_preset("b200");
+  const KernelTime t = gemm_kernel_time(s.gpu, 16, 8192, 8192, "fp4");
+  const double bytes = 8192.0 * 8192 * 0.5625 + 16.0 * 8192 * 0.5625 + 16.0 * 8192 * 2;
+  EXPECT_DOUBLE_EQ(t.memory_time_s, bytes / (s.gpu.hbm_bandwidth_Bps * *s.gpu.hbm_efficiency));
+}
+
 // Attention reads the FP4 cache directly (dequantised in the kernel): no dequantisation kernel,
 // and the KV read of a layer costs FP4 bytes. Llama-3.1-8B, TP 1, K = 4096, T = 128: one query
 // tile reads the 4096 cached tokens and its own 128, 4224 tokens × 2 × 8 × 128 × 0.5625 B =
