@@ -30,6 +30,9 @@ std::string section_policies(const SweepData& runs, const FigureFolder& fig) {
      << "request that has waited longer than its bound first (docs/scheduler.md).\n\n";
   md << serving_table(runs, "serving.policy", "ttft-policies", "TTFT CDF by scheduling policy",
                       fig);
+  md << "Each run's regime (issue 22: offered vs served, what bounds a step, how much came from "
+        "the tier):\n\n"
+     << load_verdicts(runs, "serving.policy");
   md << "The analytic model has no scheduler: it prices every request as if it ran alone, so it "
      << "cannot rank these policies; the simulation shows the trade between throughput (budget "
      << "utilisation) and tail latency / fairness (p99, max wait, Jain index).\n\n";

@@ -93,8 +93,22 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
            (budget >= 0.9  ? "the token budget is the binding limit"
             : vram >= 0.75 ? "VRAM, not the token budget, limits admission"
             : share >= 0.5 ? "the KV transfers, not the token budget or VRAM, bound each step"
-                           : "the load is too light to fill the budget") +
-           "; GPU power " + pct(t.num(r, "gpu_power_tdp_fraction")) + " of TDP.\n";
+                           : "the load is too light to fill the budget");
+    // Issue 22: the regime a study of the link needs stated: how much of the prompts came from
+    // the tier, and whether the tier holds the working set (else prefixes are recomputed).
+    const double cached = t.num(r, "cached_tokens_total"),
+                 computed = t.num(r, "computed_tokens_total"),
+                 fits = t.num(r, "tier_working_set_fits");
+    if (std::isfinite(cached) && std::isfinite(computed) && cached + computed > 0) {
+      out += "; " + pct(cached / (cached + computed)) + " of prompt tokens loaded from the tier";
+      if (const double hit = t.num(r, "tier_hit_rate"); std::isfinite(hit))
+        out += " (tier hit rate " + fmt_num(hit) + ")";
+    }
+    if (std::isfinite(fits))
+      out += fits == 1
+                 ? ", the tier holds the working set"
+                 : ", the working set does not fit the tier (prefixes evicted and recomputed)";
+    out += "; GPU power " + pct(t.num(r, "gpu_power_tdp_fraction")) + " of TDP.\n";
   }
   return out + "\n";
 }

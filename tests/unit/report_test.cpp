@@ -14,6 +14,7 @@
 #include "core/table.hpp"
 #include "report/format.hpp"
 #include "report/sections.hpp"
+#include "report/serving_tables.hpp"
 #include "report/sweeps.hpp"
 
 namespace kappasim {
@@ -162,6 +163,40 @@ TEST(ReportSections, WorkloadsMarkTheReferenceItIsGiven) {
       << b.markdown;
   EXPECT_EQ(a.medians, b.medians);  // the generated requests do not depend on the reference
   fs::remove_all(d);
+}
+
+// Issue 22: a serving row's regime line says how much of the prompts came from the tier and
+// whether the tier holds the working set: 300 cached of 300 + 100 prompt tokens = 75%, hit rate
+// 0.5; a second row whose working set does not fit says its prefixes are recomputed.
+TEST(ReportSections, ServingRegimeLineSaysWhatCameFromTheTier) {
+  report::SweepData d;
+  d.name = "runs";
+  d.dir = "/nonexistent-sweep";  // no point configs: the offered rate is not stated
+  d.table.columns = {"point",
+                     "policy",
+                     "status",
+                     "throughput_rps",
+                     "budget_utilization",
+                     "vram_utilization",
+                     "transfer_time_fraction",
+                     "load_ttft_fraction",
+                     "gpu_power_tdp_fraction",
+                     "cached_tokens_total",
+                     "computed_tokens_total",
+                     "tier_hit_rate",
+                     "tier_working_set_fits"};
+  d.table.rows = {
+      {"0", "a", "ok", "1", "0.2", "0.3", "0.6", "0.1", "0.5", "300", "100", "0.5", "1"},
+      {"1", "b", "ok", "1", "0.2", "0.3", "0.6", "0.1", "0.5", "0", "400", "0", "0"}};
+  const std::string md = report::load_verdicts(d, "policy");
+  EXPECT_NE(md.find("75% of prompt tokens loaded from the tier (tier hit rate 0.5), the tier holds "
+                    "the working set"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("0% of prompt tokens loaded from the tier (tier hit rate 0), the working set "
+                    "does not fit the tier (prefixes evicted and recomputed)"),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace
