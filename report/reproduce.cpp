@@ -84,6 +84,12 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
       << ". Every simulated number comes from a sweep under `sweeps/` (its spec, per-point "
       << "configs and merged `results.csv`); every analytic number from the same model and "
       << "system presets. Figures: `figures/` (PNG, SVG, the gnuplot script and its CSV data).\n\n"
+      << "Baselines: the paper's testbed is reproduced by LMCache 0.3.5 on its layer-wise load "
+      << "path (section 5b: its rates, and how to confirm it on a server); sections 1-4, "
+      << "6, 7 and the architecture studies of section 8 run on LMCache's default kernel path "
+      << "unless a section says otherwise, so their baseline is not the testbed as measured. "
+      << "Each serving row states its regime (offered vs served, what bounds a step, how much "
+      << "came from the tier).\n\n"
       << s1.markdown << s2 << s3.markdown << s3b << rest;
   if (!sweeps.problems().empty()) {
     report << "## Points that did not complete\n\n";
