@@ -3,6 +3,7 @@
 // ones are skipped with a note on stderr; a model name between two presets names both.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/cli/cli_util.hpp"
@@ -38,6 +39,44 @@ TEST(GenerationsCli, KappaNoLinkNamedRefusedImplicitSkipped) {
   const test::Result typo = kappasim("kappa -m llama-3.1-7b -s h100");
   EXPECT_EQ(typo.code, 2);
   EXPECT_TRUE(has(typo.err, "did you mean 'llama-3.1-70b' or 'llama-3.1-8b'?")) << typo.err;
+}
+
+// Issue 25's new inputs on the command line: an FP4 KV dtype on a GPU that cannot write FP4 and
+// a linear-attention model given to the serving engine each exit 2 naming the key, with nothing
+// on stdout and no output folder; a sliding-window model runs.
+TEST(GenerationsCli, Fp4KvAndLinearAttentionRefusedSlidingWindowServed) {
+  const test::CliScratch s("generations-bad");
+  const test::Result kv = s.run("kappa -m llama-3.1-8b -s h100 --kv-dtype nvfp4");
+  EXPECT_EQ(kv.code, 2);
+  EXPECT_TRUE(has(kv.err, "kv_dtype: nvfp4 KV needs a GPU that writes FP4")) << kv.err;
+  EXPECT_EQ(kv.out, "");
+  const std::string fp4 =
+      s.write("fp4.yaml",
+              "model: llama-3.1-8b\nsystem: h100\ntrace: false\nserving: {tp: 1, kv_dtype: mxfp4}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_fp4 = s.run("run " + fp4 + " -q --out " + (s.dir() / "o1").string());
+  EXPECT_EQ(run_fp4.code, 2);
+  EXPECT_TRUE(has(run_fp4.err, "serving.kv_dtype: mxfp4 KV needs")) << run_fp4.err;
+  EXPECT_FALSE(std::filesystem::exists(s.dir() / "o1"));
+  const std::string linear =
+      s.write("linear.yaml",
+              "model: qwen3-next-80b-a3b\nsystem: h100\ntrace: false\nserving: {tp: 8}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_linear = s.run("run " + linear + " -q --out " + (s.dir() / "o2").string());
+  EXPECT_EQ(run_linear.code, 2);
+  EXPECT_TRUE(has(run_linear.err,
+                  "model.layer_pattern: model 'qwen3-next-80b-a3b' has 36 "
+                  "linear-attention layers"))
+      << run_linear.err;
+  EXPECT_FALSE(std::filesystem::exists(s.dir() / "o2"));
+  const std::string sliding =
+      s.write("sliding.yaml",
+              "model: gpt-oss-20b\nsystem: h100\ntrace: false\nserving: {tp: 1}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_sliding =
+      s.run("run " + sliding + " -q --out " + (s.dir() / "o3").string());
+  EXPECT_EQ(run_sliding.code, 0) << run_sliding.err;
+  EXPECT_TRUE(std::filesystem::exists(s.dir() / "o3" / "summary.json"));
 }
 
 }  // namespace
