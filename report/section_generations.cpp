@@ -85,6 +85,11 @@ const GenerationRow* find_row(const std::vector<GenerationRow>& rows, const std:
 
 std::string ratio_text(double x) { return fmt_num(x) + "×"; }
 
+// The KV dtype that goes with a table's compute precision (FP4 compute: NVFP4 KV).
+DType kv_dtype_of(const std::string& dtype) {
+  return dtype == "fp8" ? DType::Fp8 : dtype == "fp4" ? DType::Nvfp4 : DType::Bf16;
+}
+
 }  // namespace
 
 GenerationsKappa generations_kappa(const std::string& dtype) {
@@ -102,9 +107,7 @@ GenerationsKappa generations_kappa(const std::string& dtype) {
       for (const GenColumn& c : kColumns) {
         KappaQuery q;
         q.compute_dtype = dtype;
-        q.kv_dtype = dtype == "fp8"   ? DType::Fp8
-                     : dtype == "fp4" ? DType::Nvfp4  // NVFP4 KV with FP4 compute
-                                      : DType::Bf16;
+        q.kv_dtype = kv_dtype_of(dtype);
         q.tp = 1;  // per GPU: TP divides F_pf and B_kv alike unless KV heads replicate (8.7)
         q.unified_kv = c.unified_kv;
         const KappaPoint p = evaluate_presets(c.model, s.system, q);
@@ -126,7 +129,7 @@ GenerationsKappa generations_kappa(const std::string& dtype) {
     try {
       KappaQuery q;
       q.compute_dtype = dtype;
-      q.kv_dtype = dtype == "fp8" ? DType::Fp8 : dtype == "fp4" ? DType::Nvfp4 : DType::Bf16;
+      q.kv_dtype = kv_dtype_of(dtype);
       const double window = evaluate_presets(model, "b200", q).kappa_crit;
       q.unified_kv = true;
       g.window_gain.emplace_back(model, window / evaluate_presets(model, "b200", q).kappa_crit);

@@ -7,6 +7,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/table.hpp"
 #include "models/analytic/kappa.hpp"
+#include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim::cli {
 
@@ -149,8 +150,7 @@ bool skip_linkless(bool all_systems, const SystemSpec& s, int tp, const Parallel
 // Likewise an FP4 KV dtype skips the systems whose GPU cannot write FP4 (require_kv_dtype_support,
 // models/gpu/kernel_timing); named with -s they are refused naming kv_dtype.
 bool skip_no_fp4(bool all_systems, const SystemSpec& s, DType kv_dtype) {
-  return all_systems && is_fp4_kv(kv_dtype) && !s.gpu.peak_flops.empty() &&
-         !s.gpu.peak_flops.count("fp4");
+  return all_systems && !kv_dtype_supported(s.gpu, kv_dtype);
 }
 void note_skipped(const std::vector<std::string>& skipped, const std::string& why) {
   if (skipped.empty()) return;

@@ -42,15 +42,6 @@ double fpf_by_convention(const ModelSpec& m, const KappaQuery& q) {
   return 0;
 }
 
-// Weights are stored in the compute dtype (as models/gpu weight_dtype_for: tf32 → FP32, fp4 →
-// NVFP4 with its block scales); kept here so the analytic layer does not depend on the GPU
-// timing model.
-double weight_bytes_per_param(const std::string& compute_dtype) {
-  if (compute_dtype == "tf32") return 4;
-  if (compute_dtype == "fp4") return bytes_per_element(DType::Nvfp4);
-  return bytes_per_element(parse_dtype(compute_dtype, "compute dtype"));
-}
-
 std::string source_text(const ProvenanceTable* prov, const std::string& key,
                         const std::string& what) {
   if (prov) {
@@ -105,8 +96,8 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     KappaLayout L;
     L.cost = layout_cost(m, q.kv_dtype, q.compute_dtype, *q.layout, s.gpus);
     L.name = layout_name(*q.layout);
-    L.weight_bytes_gpu =
-        layout_weight_bytes_per_gpu(m, *q.layout, weight_bytes_per_param(q.compute_dtype));
+    L.weight_bytes_gpu = layout_weight_bytes_per_gpu(
+        m, *q.layout, bytes_per_element(weight_dtype_for(q.compute_dtype)));
     p.tp = q.layout->attention_tp();
     p.b_kv_gpu = L.cost.kv_bytes_rank;
     L.b_kv_share = L.cost.kv_bytes_share;

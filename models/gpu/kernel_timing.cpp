@@ -283,8 +283,12 @@ KvDequant kv_dequant_mode(DType kv_dtype) {
   return KvDequant::Native;
 }
 
+bool kv_dtype_supported(const GpuSpec& gpu, DType kv_dtype) {
+  return !is_fp4_kv(kv_dtype) || gpu.peak_flops.empty() || gpu.peak_flops.count("fp4");
+}
+
 void require_kv_dtype_support(const GpuSpec& gpu, DType kv_dtype, const std::string& key) {
-  if (!is_fp4_kv(kv_dtype) || gpu.peak_flops.empty() || gpu.peak_flops.count("fp4")) return;
+  if (kv_dtype_supported(gpu, kv_dtype)) return;
   throw InputError(key + ": " + dtype_name(kv_dtype) + " KV needs a GPU that writes FP4 (one " +
                    "with an fp4 peak: Blackwell, Rubin, MI355X); GPU '" + gpu.name +
                    "' has none (use fp8, or a GPU with FP4)");

@@ -105,6 +105,7 @@ KvDequant kv_dequant_mode(DType kv_dtype);
 // nvfp4_kv_quantize needs SM100+, cvt.rn.satfinite.e2m1x2.f32), so it needs a GPU with FP4
 // support, taken as a GPU with an fp4 peak (Blackwell, Rubin, MI355X). Throws InputError naming
 // `key` otherwise. A GPU that describes no peaks (a design evaluation) is not checked.
+bool kv_dtype_supported(const GpuSpec& gpu, DType kv_dtype);
 void require_kv_dtype_support(const GpuSpec& gpu, DType kv_dtype, const std::string& key);
 // The HBM bytes of the separate dequantisation pass over `cached_tokens` tokens of one layer on
 // one GPU (0 unless kv_dequant_mode is SeparatePass).

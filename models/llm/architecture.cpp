@@ -156,10 +156,9 @@ std::vector<LayerKind> ModelSpec::layer_kinds() const {
 }
 
 int ModelSpec::count_layers(LayerKind kind) const {
-  if (layer_pattern.empty()) return kind == LayerKind::Full ? num_layers : 0;  // no allocation
-  int n = 0;
-  for (LayerKind k : layer_kinds()) n += k == kind;
-  return n;
+  if (layer_pattern.empty()) return kind == LayerKind::Full ? num_layers : 0;
+  const char letter = kind == LayerKind::Sliding ? 'S' : kind == LayerKind::Linear ? 'L' : 'F';
+  return static_cast<int>(std::count(layer_pattern.begin(), layer_pattern.end(), letter));
 }
 
 bool ModelSpec::has_layer_pattern() const { return count_layers(LayerKind::Full) != num_layers; }
@@ -405,11 +404,11 @@ double attention_flops_per_token_per_cached(const ModelSpec& m) {
 
 double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, double T) {
   if (kind == LayerKind::Linear) return 0;
-  if (kind == LayerKind::Full || !m.has_layer_pattern())
-    return m.attention.type == AttentionType::Mla || !m.has_layer_pattern()
-               ? attention_flops(m, K, T) / m.num_layers
-               : (T * K + T * (T + 1) / 2) * attention_flops_per_token_per_cached(m) /
-                     m.count_layers(LayerKind::Full);
+  if (!m.has_layer_pattern()) return attention_flops(m, K, T) / m.num_layers;  // every layer alike
+  // A pattern is GQA only (ModelSpec::validate).
+  if (kind == LayerKind::Full)
+    return (T * K + T * (T + 1) / 2) * attention_flops_per_token_per_cached(m) /
+           m.count_layers(LayerKind::Full);
   // Sliding: as in attention_flops, one layer.
   const AttentionSpec& a = m.attention;
   const double W = m.sliding_window;
