@@ -13,7 +13,8 @@ namespace kappasim::report {
 struct ResultsTable {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
-  int col(const std::string& name) const;                           // -1 if absent
+  int col(const std::string& name) const;  // -1 if absent
+  bool has(const std::string& name) const { return col(name) >= 0; }
   std::string get(std::size_t row, const std::string& name) const;  // "" if absent
   double num(std::size_t row, const std::string& name) const;       // NaN if absent or empty
   bool ok(std::size_t row) const { return get(row, "status") == "ok"; }

@@ -72,15 +72,29 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
     plot += "  set arrow from graph 0, first " + format_number(crit) + " to graph 1, first " +
             format_number(crit) + " nohead dt 2 lc rgb 'black'\n  set label 'κ_crit simulated " +
             fmt_num(crit) + "' at graph 0.02, first " + format_number(crit * 1.15) + "\n";
+  // What each workload was offered, read from its points' configs (experiments/studies).
+  std::string workloads;
+  for (const auto& cr : configs) {
+    const std::string w = t.get(cr[0], "workload.type");
+    if (workloads.find(w + "-like") != std::string::npos) continue;
+    const std::string dir = point_dir(study.dir, t, cr[0]);
+    workloads += std::string(workloads.empty() ? "" : " and ") + w + "-like at " +
+                 fmt_num(point_config_number(dir, "workload.rate")) + " requests/s over " +
+                 fmt_num(point_config_number(dir, "workload." + w + ".documents")) + " documents";
+  }
   md << "### 8.2 A GPU-side KV buffer for hot prefixes\n\n"
-     << "Qwen3-235B-A22B on paper-testbed (TP 8) at 8 requests/s, documents drawn with Zipf "
-     << "popularity. A per-GPU LRU buffer of prefix chunks (its TP shard): `hbm` is a carve-out of "
+     << "Qwen3-235B-A22B on paper-testbed (TP 8), " << workloads
+     << ", each near what the node serves when it loads every prefix, documents drawn with Zipf "
+     << "popularity; the tier holds every document's KV, so the host link, not recompute, is "
+     << "what a buffer can relieve. A per-GPU LRU buffer of prefix chunks (its TP shard): `hbm` is "
+        "a carve-out of "
      << "HBM (taken from the KV pool; copies at half the HBM bandwidth), `sram` an on-package "
      << "store at a given bandwidth (capped at the HBM write rate). Buffer hits are copied on the "
      << "GPU instead of crossing the host link; κ_link is the cached-to-new ratio that still "
      << "crosses the link (docs/studies-kv.md). Sizes above a few hundred MB are not SRAM on "
      << "today's dies (H100 L2: 50 MB; MI300X Infinity Cache: 256 MB): read them as a near-memory "
      << "tier at that bandwidth.\n\n"
+     << regime_paragraph(study, configs)
      << markdown_table(
             {"workload", "zipf s", "buffer", "completed", "rejected", "throughput (req/s)",
              "TTFT p50 (s)", "TTFT p99 (s)", "buffer hit rate (bytes)", "κ p50", "κ over link p50",

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/format.hpp"
+#include "report/replicates.hpp"
 #include "sweeps/sweep_spec.hpp"
 
 namespace kappasim::report {
@@ -111,6 +113,97 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
     out += "; GPU power " + pct(t.num(r, "gpu_power_tdp_fraction")) + " of TDP.\n";
   }
   return out + "\n";
+}
+
+namespace {
+// "a" when both ends read the same, else "a–b".
+std::string span(double lo, double hi, const std::function<std::string(double)>& f) {
+  const std::string a = f(lo), b = f(hi);
+  return a == b ? a : a + "–" + b;
+}
+}  // namespace
+
+std::string regime_paragraph(const SweepData& d,
+                             const std::vector<std::vector<std::size_t>>& configs,
+                             const std::string& label) {
+  const ResultsTable& t = d.table;
+  struct Range {
+    double lo = INFINITY, hi = -INFINITY;
+    void add(double v) {
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    bool any() const { return lo <= hi; }
+  };
+  Range offered, served, loaded, hit, transfer;
+  std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0;
+  double worst_queue = 0, worst_queue_ttft = 0;
+  for (const auto& cr : configs) {
+    const auto r0 = first_ok(t, cr);
+    if (!r0) continue;
+    ++n;
+    const double rate = point_config_number(point_dir(d.dir, t, *r0), "workload.rate");
+    const double thr = mean_of(t, cr, "throughput_rps");
+    const double done = mean_of(t, cr, "requests_completed"),
+                 rejected = t.has("requests_rejected") ? mean_of(t, cr, "requests_rejected") : 0;
+    // Rejected prompts (larger than the whole KV pool) are offered but never served: the load
+    // the node could serve is the offered rate's admitted share.
+    const double admitted = done + rejected > 0 ? done / (done + rejected) : 1;
+    offered.add(rate);
+    served.add(thr);
+    if (std::isfinite(rate) && thr < 0.9 * rate * admitted) {
+      ++overloaded;
+      if (t.has("queue_p50_s")) {
+        const double q = mean_of(t, cr, "queue_p50_s");
+        if (q > worst_queue) worst_queue = q, worst_queue_ttft = mean_of(t, cr, "ttft_p50_s");
+      }
+    }
+    if (t.has("cached_tokens_total") && t.has("computed_tokens_total")) {
+      const double c = mean_of(t, cr, "cached_tokens_total"),
+                   p = mean_of(t, cr, "computed_tokens_total");
+      if (c + p > 0) loaded.add(c / (c + p));
+    }
+    if (t.has("tier_hit_rate")) hit.add(mean_of(t, cr, "tier_hit_rate"));
+    if (t.has("tier_working_set_fits")) {
+      ++fits_known;
+      if (mean_of(t, cr, "tier_working_set_fits") == 1) ++fits;
+    }
+    if (t.has("transfer_time_fraction")) transfer.add(mean_of(t, cr, "transfer_time_fraction"));
+  }
+  if (n == 0) return "";
+  const auto num = [](double v) { return fmt_num(v); };
+  std::string out = "Regime" + (label.empty() ? std::string() : " of " + label) +
+                    " (computed from this study's runs: replicate means per configuration, ranges "
+                    "over " +
+                    std::to_string(n) + " configurations): ";
+  if (offered.any())
+    out += "offered " + span(offered.lo, offered.hi, num) + " req/s, served " +
+           span(served.lo, served.hi, num) + "; ";
+  out += overloaded == 0 ? "every configuration keeps up with its offered load"
+         : overloaded == n
+             ? "every configuration is overloaded (serves under 90% of what it admits)"
+             : std::to_string(overloaded) + " of " + std::to_string(n) +
+                   " configurations are overloaded (serve under 90% of what they admit)";
+  if (overloaded > 0 && worst_queue > 0)
+    out += ", and their TTFT is mostly queueing (queue p50 up to " + fmt_num(worst_queue) +
+           " s, against a TTFT p50 of " + fmt_num(worst_queue_ttft) + " s there)";
+  if (loaded.any())
+    out += "; " + span(loaded.lo, loaded.hi, pct) +
+           " of prompt tokens loaded from the tier (the rest computed: new tokens, misses and "
+           "recomputed prefixes)";
+  if (hit.any()) out += ", tier hit rate " + span(hit.lo, hit.hi, num);
+  if (fits_known > 0)
+    out += fits == fits_known ? "; the tier holds the working set in every configuration"
+           : fits == 0
+               ? "; the working set does not fit the tier in any configuration (prefixes evicted "
+                 "and recomputed)"
+               : "; the tier holds the working set in " + std::to_string(fits) + " of " +
+                     std::to_string(fits_known) + " configurations";
+  if (transfer.any())
+    out += "; KV loading is " + span(transfer.lo, transfer.hi, pct) + " of load + compute time" +
+           (transfer.lo >= 0.5  ? ", so the loads, not compute, bound each request"
+            : transfer.hi < 0.5 ? ", so compute, not the loads, bounds each request"
+                                : ", so the bound moves between the loads and compute");
+  return out + ".\n\n";
 }
 
 std::string serving_table(const SweepData& d, const std::string& axis, const std::string& fig,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "report/figure.hpp"
 #include "report/sweeps.hpp"
@@ -20,6 +21,20 @@ double point_config_number(const std::string& dir, const std::string& dotted);
 // One line per ok row of a run sweep: does the node keep up with the offered load, and what
 // binds it (token budget, VRAM, transfers), labelled by column `axis`.
 std::string load_verdicts(const SweepData& d, const std::string& axis);
+// One paragraph stating a replicated study's regime from its own runs (issue 22 item 3), over
+// `configs` (rows grouped by configuration; replicate means per configuration, ranges over the
+// configurations): offered (point.yaml workload.rate) vs served load, how many configurations are
+// overloaded (TTFT then mostly queueing), the share of prompt tokens loaded from the tier vs
+// recomputed, the tier hit rate, whether the tier holds the working set, what share of load +
+// compute time KV loading takes, and the bound that follows. Reads requests_completed,
+// requests_rejected, throughput_rps, queue_p50_s, ttft_p50_s, cached_tokens_total,
+// computed_tokens_total, tier_hit_rate, tier_working_set_fits and transfer_time_fraction where
+// the sweep has them (a missing one is left out of the sentence).
+// `label` names the subset when a section states one regime per part ("Regime of <label> ...").
+std::string regime_paragraph(const SweepData& d,
+                             const std::vector<std::vector<std::size_t>>& configs,
+                             const std::string& label = "");
+
 // The table of a run sweep, one row per point labelled by column `axis`, and its figures: the
 // utilisation bars (FIG-utilisation.csv) and the TTFT CDFs (FIG-<label>.csv, figure FIG titled
 // `title`) written into `files`. Returns the Markdown.

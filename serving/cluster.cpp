@@ -151,6 +151,10 @@ class View final : public ClusterView {
     c.store_bytes = e.store_bytes();
     return c;
   }
+  double capacity(std::size_t i) const override {
+    const ServingEngine& e = m_c.engine(i);
+    return e.layout().gpus * e.spec().system.gpu.peak(e.spec().serving.compute_dtype);
+  }
 
  private:
   const Cluster& m_c;

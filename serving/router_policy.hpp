@@ -51,6 +51,10 @@ class ClusterView {
     double store_bytes = 0;                   // what its KV store (DRAM tier) holds
   };
   virtual NodeCache cache(std::size_t i, const Request& r) const = 0;
+  // Node i's compute capacity, in peak dense FLOP/s (its GPUs × the GPU's peak at the node's
+  // compute dtype): what weighted_round_robin shares arrivals by. An engine's DP-attention ranks
+  // are equal, so the default, 1 per node, is theirs.
+  virtual double capacity(std::size_t) const { return 1.0; }
 };
 
 class RouterPolicy {

@@ -54,7 +54,8 @@ TEST(PolicyRegistry, ListsEverySchedulerPolicyAndRouterByName) {
   EXPECT_EQ(choices, scheduler_policies().names());  // serving.policy accepts exactly these
   EXPECT_EQ(routers().names(),
             (std::vector<std::string>{"cache_aware", "dp_balance", "kappa_aware", "kv_overlap",
-                                      "least_loaded", "prefix_scorer", "round_robin"}));
+                                      "least_loaded", "prefix_scorer", "round_robin",
+                                      "weighted_round_robin"}));
   for (const auto* e : scheduler_policies().entries()) EXPECT_NE(e->summary, "");
   // The constants that predate the registry name registered policies.
   for (Policy p : {Policy::Fifo, Policy::UtilizationAware, Policy::Fair})
@@ -171,6 +172,7 @@ struct FakeView : ClusterView {
   std::vector<std::size_t> load, queued;
   std::vector<double> eta;
   std::vector<NodeCache> caches;  // empty: nothing cached, no KV in use
+  std::vector<double> caps;       // empty: equal nodes
   std::size_t nodes() const override { return load.size(); }
   std::size_t outstanding(std::size_t i) const override { return load.at(i); }
   std::size_t waiting(std::size_t i) const override { return queued.at(i); }
@@ -178,6 +180,7 @@ struct FakeView : ClusterView {
   NodeCache cache(std::size_t i, const Request&) const override {
     return caches.empty() ? NodeCache{} : caches.at(i);
   }
+  double capacity(std::size_t i) const override { return caps.empty() ? 1.0 : caps.at(i); }
 };
 
 TEST(Routers, DecideAsDocumented) {
@@ -199,6 +202,37 @@ TEST(Routers, DecideAsDocumented) {
   // vLLM's DP balancer, waiting x 4 + running: node 0 scores 0 x 4 + 3 = 3, nodes 1 and 2
   // score 1 x 4 + 0 = 4, so node 0, the most loaded by count, wins.
   EXPECT_EQ(make_router(RouterKind{"dp_balance"})->choose(r, v), 0u);
+}
+
+// Two 8-GPU nodes and a 2-GPU node of one GPU kind (section 8.5's pool): nginx's smooth
+// weighted round robin, worked by hand for weights 8, 8, 2 (sum 18). Credits after adding the
+// weights, pick (first maximum), then minus 18: (8,8,2) → 0 → (-10,8,2); (-2,16,4) → 1 →
+// (-2,-2,4); (6,6,6) → 0 → (-12,6,6); (-4,14,8) → 1 → (-4,-4,8); (4,4,10) → 2 → (4,4,-8); ...
+// Over 9 picks (half the period): 4, 4 and 1 — shares 8/18, 8/18 and 2/18, whatever the load.
+TEST(Routers, WeightedRoundRobinSharesArrivalsByCapacity) {
+  FakeView v;
+  v.load = {0, 0, 50};  // load is not read
+  v.queued = {0, 0, 0};
+  v.eta = {9, 9, 0};
+  v.caps = {8, 8, 2};
+  const Request r;
+  auto wrr = make_router(RouterKind{"weighted_round_robin"});
+  std::vector<std::size_t> seen;
+  for (int i = 0; i < 5; ++i) seen.push_back(wrr->choose(r, v));
+  EXPECT_EQ(seen, (std::vector<std::size_t>{0, 1, 0, 1, 2}));
+  std::vector<int> count(3, 0);
+  for (int i = 0; i < 18 * 10 - 5; ++i) ++count[wrr->choose(r, v)];
+  for (std::size_t i : seen) ++count[i];
+  EXPECT_EQ(count, (std::vector<int>{80, 80, 20}));
+  // Equal capacities: plain round robin.
+  FakeView eq;
+  eq.load = {0, 0, 0};
+  eq.queued = {0, 0, 0};
+  eq.eta = {0, 0, 0};
+  auto w2 = make_router(RouterKind{"weighted_round_robin"});
+  seen.clear();
+  for (int i = 0; i < 4; ++i) seen.push_back(w2->choose(r, eq));
+  EXPECT_EQ(seen, (std::vector<std::size_t>{0, 1, 2, 0}));
 }
 
 TEST(Routers, TheCacheAwareRoutersDecideAsTheirSourcesDefine) {
@@ -246,10 +280,11 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
   std::vector<std::string> rows;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 12u) << r.out;  // header + 4 policies + 7 routers
-  const std::vector<std::string> names = {
-      "fair",        "fifo",       "shortest_load", "utilization",   "cache_aware", "dp_balance",
-      "kappa_aware", "kv_overlap", "least_loaded",  "prefix_scorer", "round_robin"};
+  ASSERT_EQ(rows.size(), 13u) << r.out;  // header + 4 policies + 8 routers
+  const std::vector<std::string> names = {"fair",          "fifo",        "shortest_load",
+                                          "utilization",   "cache_aware", "dp_balance",
+                                          "kappa_aware",   "kv_overlap",  "least_loaded",
+                                          "prefix_scorer", "round_robin", "weighted_round_robin"};
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(rows[i + 1].rfind(i < 4 ? "serving.policy" : "cluster.router", 0), 0u) << rows[i + 1];
     EXPECT_NE(rows[i + 1].find(" " + names[i] + " "), std::string::npos) << rows[i + 1];

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/table.hpp"
 #include "report/format.hpp"
+#include "report/replicates.hpp"
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
 #include "report/sweeps.hpp"
@@ -197,6 +198,53 @@ TEST(ReportSections, ServingRegimeLineSaysWhatCameFromTheTier) {
                     "does not fit the tier (prefixes evicted and recomputed)"),
             std::string::npos)
       << md;
+}
+
+// Issue 22 item 3: a replicated study's regime from its own runs. Two configurations, two
+// replicates each, offered 10 req/s (their point.yaml). Configuration a: served 9.5 and 9.7
+// (mean 9.6 ≥ 0.9 × 10: keeps up), 900 cached of 900 + 100 prompt tokens = 90% loaded, hit rate
+// 1, the tier holds the working set, loading 70% of load + compute time. Configuration b:
+// served 4 and 6 (mean 5) with 10 of 100 requests rejected, so it admits 90% of the offered 10
+// req/s = 9, and 5 < 0.9 × 9: overloaded, its queue p50 40 s against a TTFT p50 of 42 s;
+// 500 of 500 + 500 = 50% loaded, hit rate 0.5, working set too large, loading 30%. Ranges: served
+// 5–9.6, loaded 50%–90%, hit rate 0.5–1, loading 30%–70% (the bound moves).
+TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) {
+  const fs::path dir = fresh_dir("regime");
+  report::SweepData d;
+  d.name = "study";
+  d.dir = dir.string();
+  d.table.columns = {"point",
+                     "cfg",
+                     "replicate",
+                     "status",
+                     "requests_completed",
+                     "requests_rejected",
+                     "throughput_rps",
+                     "queue_p50_s",
+                     "ttft_p50_s",
+                     "cached_tokens_total",
+                     "computed_tokens_total",
+                     "tier_hit_rate",
+                     "tier_working_set_fits",
+                     "transfer_time_fraction"};
+  d.table.rows = {
+      {"0", "a", "0", "ok", "100", "0", "9.5", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
+      {"1", "a", "1", "ok", "100", "0", "9.7", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
+      {"2", "b", "0", "ok", "90", "10", "4", "40", "42", "500", "500", "0.5", "0", "0.3"},
+      {"3", "b", "1", "ok", "90", "10", "6", "40", "42", "500", "500", "0.5", "0", "0.3"}};
+  for (std::size_t i = 0; i < d.table.rows.size(); ++i)
+    write(fs::path(report::point_dir(d.dir, d.table, i)) / "point.yaml", "workload: {rate: 10}\n");
+  const std::string md =
+      report::regime_paragraph(d, report::configurations(d.table, {"cfg"}), "the test");
+  for (const char* want :
+       {"Regime of the test (computed from this study's runs", "over 2 configurations",
+        "offered 10 req/s, served 5–9.6", "1 of 2 configurations are overloaded",
+        "queue p50 up to 40 s, against a TTFT p50 of 42 s there",
+        "50%–90% of prompt tokens loaded from the tier", "tier hit rate 0.5–1",
+        "the tier holds the working set in 1 of 2 configurations",
+        "KV loading is 30%–70% of load + compute time, so the bound moves"})
+    EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  fs::remove_all(dir);
 }
 
 // Issue 22 item 1: §5b states the one configuration that stands for the testbed (LMCache 0.3.5
