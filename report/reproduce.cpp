@@ -53,14 +53,16 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     rest += section_c2c(k, s, fig);
   }
   rest += section_policies(sweeps.run("reproduce/policies.yaml"), fig);
-  // 8. architecture studies.
+  // 8. architecture studies; their verdicts also go to the conclusions table (issue 22 item 5).
+  ConclusionLog conclusions;
   rest += "## 8. Architecture studies\n\n";
-  rest += section_interconnect(sweeps.run("studies/interconnect.yaml"), s1.medians);
-  rest += section_kv_buffer(sweeps.run("studies/kv-buffer.yaml"), s3.reference.kappa_crit_sim, fig);
+  rest += section_interconnect(sweeps.run("studies/interconnect.yaml"), s1.medians, &conclusions);
+  rest += section_kv_buffer(sweeps.run("studies/kv-buffer.yaml"), s3.reference.kappa_crit_sim, fig,
+                            &conclusions);
   rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig);
   rest += section_kv_compression(sweeps.run("studies/kv-compression.yaml"),
-                                 s3.reference.kappa_crit_sim);
-  rest += section_routing(sweeps.run("studies/routing.yaml"));
+                                 s3.reference.kappa_crit_sim, &conclusions);
+  rest += section_routing(sweeps.run("studies/routing.yaml"), &conclusions);
   // 8.6, 8.7 (issue 14): memory tiers, parallelism layouts.
   {
     const SweepData dram = sweeps.run("studies/memory-tiers-dram.yaml");
@@ -90,7 +92,7 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
       << "unless a section says otherwise, so their baseline is not the testbed as measured. "
       << "Each serving row states its regime (offered vs served, what bounds a step, how much "
       << "came from the tier).\n\n"
-      << s1.markdown << s2 << s3.markdown << s3b << rest;
+      << conclusions.markdown() << s1.markdown << s2 << s3.markdown << s3b << rest;
   if (!sweeps.problems().empty()) {
     report << "## Points that did not complete\n\n";
     for (const auto& p : sweeps.problems()) report << "- " << p << "\n";

@@ -22,7 +22,7 @@ namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-std::string section_routing(const SweepData& study) {
+std::string section_routing(const SweepData& study, ConclusionLog* log) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
@@ -77,6 +77,46 @@ std::string section_routing(const SweepData& study) {
          << versus(t, w.winner_rows, w.baseline_rows, "ttft_p99_s", "weighted round robin", "s");
     }
     md << ")\n";
+  }
+  // The conclusions table: per workload, its middle rate (the sweep brackets each workload's
+  // capacity with three rates), the best router against both baselines.
+  if (log) {
+    std::map<std::string, std::vector<std::size_t>> per_workload;  // workload -> plain indices
+    std::vector<std::string> order;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      const std::string w = t.get(
+          plain[i].baseline_rows.empty() ? plain[i].winner_rows[0] : plain[i].baseline_rows[0],
+          "workload");
+      if (!per_workload.count(w)) order.push_back(w);
+      per_workload[w].push_back(i);
+    }
+    for (const std::string& w : order) {
+      const auto& idx = per_workload[w];
+      const std::size_t i = idx[idx.size() / 2];
+      const Best& b = plain[i];
+      if (b.baseline_rows.empty() || i >= weighted.size() || weighted[i].baseline_rows.empty())
+        continue;
+      const Best& wb = weighted[i];
+      std::vector<std::vector<std::size_t>> group_configs;
+      for (const auto& cr : configurations(t, {"workload", "rate", "router"}))
+        if (t.get(cr[0], "workload") == w &&
+            t.get(cr[0], "rate") == t.get(b.baseline_rows[0], "rate"))
+          group_configs.push_back(cr);
+      log->add({"8.5",
+                b.group + ": lowest TTFT p99 with " + b.winner + ", " +
+                    interval_cell(t, b.winner_rows, "ttft_p99_s") + " s; against round robin " +
+                    (b.winner == "round_robin" ? std::string("(itself)")
+                                               : versus(t, b.winner_rows, b.baseline_rows,
+                                                        "ttft_p99_s", "round robin", "s")) +
+                    "; against weighted round robin " +
+                    (b.winner == "weighted_round_robin"
+                         ? std::string("(itself)")
+                         : versus(t, wb.winner_rows, wb.baseline_rows, "ttft_p99_s",
+                                  "weighted round robin", "s")),
+                regime_brief(study, group_configs),
+                "kappa_aware's estimator (Eq. 3's parts per node; no queueing or batching)",
+                "kernel only; two router baselines (round robin, weighted by peak compute)"});
+    }
   }
   md << "\nThe analytic side of this study is the router's own estimator: it uses Eq. 3's parts on "
      << "each node's descriptions; the simulation then shows what queueing, batching and VRAM "

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "report/conclusions.hpp"
 #include "report/figure.hpp"
 #include "report/probe_runner.hpp"
 #include "report/sweeps.hpp"
@@ -78,12 +79,13 @@ std::string section_policies(const SweepData& runs, const FigureFolder& fig);
 
 // 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1.
 std::string section_interconnect(const SweepData& study,
-                                 const std::map<std::string, double>& workload_medians);
+                                 const std::map<std::string, double>& workload_medians,
+                                 ConclusionLog* log = nullptr);
 
 // 8.2 GPU-side KV buffer study (sweep studies/kv-buffer); `kappa_crit_sim` is section 3's
 // reference crossing. Writes kv-buffer-*.csv and the figure kv-buffer.
 std::string section_kv_buffer(const SweepData& study, double kappa_crit_sim,
-                              const FigureFolder& fig);
+                              const FigureFolder& fig, ConclusionLog* log = nullptr);
 
 // 8.3 FLOP / link / SRAM rebalancing: the analytic search (sweep studies/rebalance), then its
 // best splits emitted as presets into DIR/rebalance-sim/*.yaml and simulated through `sweeps`
@@ -93,10 +95,11 @@ std::string section_rebalancing(const SweepData& search, SweepSource& sweeps,
 
 // 8.4 KV compression and partial recompute (sweep studies/kv-compression); `kappa_crit_sim` as
 // in 8.2.
-std::string section_kv_compression(const SweepData& study, double kappa_crit_sim);
+std::string section_kv_compression(const SweepData& study, double kappa_crit_sim,
+                                   ConclusionLog* log = nullptr);
 
 // 8.5 κ-aware routing across a mixed pool (sweep studies/routing).
-std::string section_routing(const SweepData& study);
+std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr);
 
 }  // namespace kappasim::report
 

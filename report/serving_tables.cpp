@@ -123,24 +123,27 @@ std::string span(double lo, double hi, const std::function<std::string(double)>&
 }
 }  // namespace
 
-std::string regime_paragraph(const SweepData& d,
-                             const std::vector<std::vector<std::size_t>>& configs,
-                             const std::string& label) {
-  const ResultsTable& t = d.table;
-  struct Range {
-    double lo = INFINITY, hi = -INFINITY;
-    void add(double v) {
-      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-    }
-    bool any() const { return lo <= hi; }
-  };
+namespace {
+struct Range {
+  double lo = INFINITY, hi = -INFINITY;
+  void add(double v) {
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  bool any() const { return lo <= hi; }
+};
+// What regime_paragraph and regime_brief state, computed once from the rows.
+struct RegimeFacts {
   Range offered, served, loaded, hit, transfer;
   std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0;
   double worst_queue = 0, worst_queue_ttft = 0;
+};
+RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::size_t>>& configs) {
+  const ResultsTable& t = d.table;
+  RegimeFacts f;
   for (const auto& cr : configs) {
     const auto r0 = first_ok(t, cr);
     if (!r0) continue;
-    ++n;
+    ++f.n;
     const double rate = point_config_number(point_dir(d.dir, t, *r0), "workload.rate");
     const double thr = mean_of(t, cr, "throughput_rps");
     const double done = mean_of(t, cr, "requests_completed"),
@@ -148,62 +151,88 @@ std::string regime_paragraph(const SweepData& d,
     // Rejected prompts (larger than the whole KV pool) are offered but never served: the load
     // the node could serve is the offered rate's admitted share.
     const double admitted = done + rejected > 0 ? done / (done + rejected) : 1;
-    offered.add(rate);
-    served.add(thr);
+    f.offered.add(rate);
+    f.served.add(thr);
     if (std::isfinite(rate) && thr < 0.9 * rate * admitted) {
-      ++overloaded;
+      ++f.overloaded;
       if (t.has("queue_p50_s")) {
         const double q = mean_of(t, cr, "queue_p50_s");
-        if (q > worst_queue) worst_queue = q, worst_queue_ttft = mean_of(t, cr, "ttft_p50_s");
+        if (q > f.worst_queue) f.worst_queue = q, f.worst_queue_ttft = mean_of(t, cr, "ttft_p50_s");
       }
     }
     if (t.has("cached_tokens_total") && t.has("computed_tokens_total")) {
       const double c = mean_of(t, cr, "cached_tokens_total"),
                    p = mean_of(t, cr, "computed_tokens_total");
-      if (c + p > 0) loaded.add(c / (c + p));
+      if (c + p > 0) f.loaded.add(c / (c + p));
     }
-    if (t.has("tier_hit_rate")) hit.add(mean_of(t, cr, "tier_hit_rate"));
+    if (t.has("tier_hit_rate")) f.hit.add(mean_of(t, cr, "tier_hit_rate"));
     if (t.has("tier_working_set_fits")) {
-      ++fits_known;
-      if (mean_of(t, cr, "tier_working_set_fits") == 1) ++fits;
+      ++f.fits_known;
+      if (mean_of(t, cr, "tier_working_set_fits") == 1) ++f.fits;
     }
-    if (t.has("transfer_time_fraction")) transfer.add(mean_of(t, cr, "transfer_time_fraction"));
+    if (t.has("transfer_time_fraction")) f.transfer.add(mean_of(t, cr, "transfer_time_fraction"));
   }
-  if (n == 0) return "";
-  const auto num = [](double v) { return fmt_num(v); };
+  return f;
+}
+std::string num(double v) { return fmt_num(v); }
+}  // namespace
+
+std::string regime_paragraph(const SweepData& d,
+                             const std::vector<std::vector<std::size_t>>& configs,
+                             const std::string& label) {
+  const RegimeFacts f = regime_facts(d, configs);
+  if (f.n == 0) return "";
   std::string out = "Regime" + (label.empty() ? std::string() : " of " + label) +
                     " (computed from this study's runs: replicate means per configuration, ranges "
                     "over " +
-                    std::to_string(n) + " configurations): ";
-  if (offered.any())
-    out += "offered " + span(offered.lo, offered.hi, num) + " req/s, served " +
-           span(served.lo, served.hi, num) + "; ";
-  out += overloaded == 0 ? "every configuration keeps up with its offered load"
-         : overloaded == n
+                    std::to_string(f.n) + " configurations): ";
+  if (f.offered.any())
+    out += "offered " + span(f.offered.lo, f.offered.hi, num) + " req/s, served " +
+           span(f.served.lo, f.served.hi, num) + "; ";
+  out += f.overloaded == 0 ? "every configuration keeps up with its offered load"
+         : f.overloaded == f.n
              ? "every configuration is overloaded (serves under 90% of what it admits)"
-             : std::to_string(overloaded) + " of " + std::to_string(n) +
+             : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +
                    " configurations are overloaded (serve under 90% of what they admit)";
-  if (overloaded > 0 && worst_queue > 0)
-    out += ", and their TTFT is mostly queueing (queue p50 up to " + fmt_num(worst_queue) +
-           " s, against a TTFT p50 of " + fmt_num(worst_queue_ttft) + " s there)";
-  if (loaded.any())
-    out += "; " + span(loaded.lo, loaded.hi, pct) +
+  if (f.overloaded > 0 && f.worst_queue > 0)
+    out += ", and their TTFT is mostly queueing (queue p50 up to " + fmt_num(f.worst_queue) +
+           " s, against a TTFT p50 of " + fmt_num(f.worst_queue_ttft) + " s there)";
+  if (f.loaded.any())
+    out += "; " + span(f.loaded.lo, f.loaded.hi, pct) +
            " of prompt tokens loaded from the tier (the rest computed: new tokens, misses and "
            "recomputed prefixes)";
-  if (hit.any()) out += ", tier hit rate " + span(hit.lo, hit.hi, num);
-  if (fits_known > 0)
-    out += fits == fits_known ? "; the tier holds the working set in every configuration"
-           : fits == 0
+  if (f.hit.any()) out += ", tier hit rate " + span(f.hit.lo, f.hit.hi, num);
+  if (f.fits_known > 0)
+    out += f.fits == f.fits_known ? "; the tier holds the working set in every configuration"
+           : f.fits == 0
                ? "; the working set does not fit the tier in any configuration (prefixes evicted "
                  "and recomputed)"
-               : "; the tier holds the working set in " + std::to_string(fits) + " of " +
-                     std::to_string(fits_known) + " configurations";
-  if (transfer.any())
-    out += "; KV loading is " + span(transfer.lo, transfer.hi, pct) + " of load + compute time" +
-           (transfer.lo >= 0.5  ? ", so the loads, not compute, bound each request"
-            : transfer.hi < 0.5 ? ", so compute, not the loads, bounds each request"
-                                : ", so the bound moves between the loads and compute");
+               : "; the tier holds the working set in " + std::to_string(f.fits) + " of " +
+                     std::to_string(f.fits_known) + " configurations";
+  if (f.transfer.any())
+    out += "; KV loading is " + span(f.transfer.lo, f.transfer.hi, pct) +
+           " of load + compute time" +
+           (f.transfer.lo >= 0.5  ? ", so the loads, not compute, bound each request"
+            : f.transfer.hi < 0.5 ? ", so compute, not the loads, bounds each request"
+                                  : ", so the bound moves between the loads and compute");
   return out + ".\n\n";
+}
+
+std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::size_t>>& configs) {
+  const RegimeFacts f = regime_facts(d, configs);
+  if (f.n == 0) return "—";
+  std::string out;
+  if (f.offered.any()) out += "offered " + span(f.offered.lo, f.offered.hi, num) + " req/s, ";
+  out += f.overloaded == 0 ? "keeps up"
+                           : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +
+                                 " configurations overloaded";
+  if (f.loaded.any())
+    out += "; " + span(f.loaded.lo, f.loaded.hi, pct) + " of prompt tokens loaded";
+  if (f.fits_known > 0)
+    out += f.fits == f.fits_known ? "; tier holds the working set"
+                                  : "; tier holds the working set in " + std::to_string(f.fits) +
+                                        " of " + std::to_string(f.fits_known);
+  return out;
 }
 
 std::string serving_table(const SweepData& d, const std::string& axis, const std::string& fig,

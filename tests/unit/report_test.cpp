@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/table.hpp"
@@ -245,6 +247,44 @@ TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) 
         "KV loading is 30%–70% of load + compute time, so the bound moves"})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
   fs::remove_all(dir);
+}
+
+// Issue 22 item 5: a section logs its verdicts for the conclusions table, saying whether they
+// hold on both baselines. Kernel path: BF16 TTFT p50 1.0 / 1.2 s, INT4 0.5 / 0.6 s → INT4 wins;
+// layer-wise: BF16 10 / 11 s, INT4 12 / 13 s → BF16 wins, so the winners differ. No recompute
+// setting but none was run, so the recompute answer (none) is the same on both.
+TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
+  report::SweepData d;
+  d.name = "kv-compression";
+  d.dir = "/nonexistent-sweep";
+  d.table.columns = {"point",      "serving.kv_dtype", "serving.recompute",  "serving.load_path",
+                     "replicate",  "status",           "requests_completed", "throughput_rps",
+                     "ttft_p50_s", "ttft_p99_s"};
+  int point = 0;
+  for (const auto& [path, dtype, a, b] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"kernel", "bf16", "1.0", "1.2"},
+           {"kernel", "int4", "0.5", "0.6"},
+           {"layerwise", "bf16", "10", "11"},
+           {"layerwise", "int4", "12", "13"}})
+    for (const std::string& v : {a, b})
+      d.table.rows.push_back({std::to_string(point++), dtype, "none", path, v == a ? "0" : "1",
+                              "ok", "100", "1", v, v});
+  report::ConclusionLog log;
+  const std::string md = report::section_kv_compression(d, 187, &log);
+  ASSERT_EQ(log.rows().size(), 2u) << md;
+  EXPECT_EQ(log.rows()[0].section, "8.4");
+  EXPECT_NE(log.rows()[0].claim.find("serving.load_path kernel: int4"), std::string::npos)
+      << log.rows()[0].claim;
+  EXPECT_NE(log.rows()[0].claim.find("serving.load_path layerwise: bf16"), std::string::npos)
+      << log.rows()[0].claim;
+  EXPECT_NE(log.rows()[0].baselines.find("the winners differ"), std::string::npos);
+  EXPECT_NE(log.rows()[1].baselines.find("the same answer"), std::string::npos);
+  const std::string table = log.markdown();
+  EXPECT_EQ(table.rfind("## Conclusions at a glance", 0), 0u) << table;
+  EXPECT_NE(table.find("| section | conclusion | regime | hinges on | baselines |"),
+            std::string::npos);
+  EXPECT_EQ(report::ConclusionLog().markdown(), "");  // nothing logged: no section at all
 }
 
 // Issue 22 item 1: §5b states the one configuration that stands for the testbed (LMCache 0.3.5
