@@ -52,9 +52,10 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData s = sweeps.run("reproduce/c2c-serving.yaml");
     rest += section_c2c(k, s, fig);
   }
-  rest += section_policies(sweeps.run("reproduce/policies.yaml"), fig);
-  // 8. architecture studies; their verdicts also go to the conclusions table (issue 22 item 5).
+  // The sections' verdicts also go to the conclusions table (issue 22 item 5).
   ConclusionLog conclusions;
+  rest += section_policies(sweeps.run("reproduce/policies.yaml"), fig, &conclusions);
+  // 8. architecture studies.
   rest += "## 8. Architecture studies\n\n";
   rest += section_interconnect(sweeps.run("studies/interconnect.yaml"), s1.medians, &conclusions);
   rest += section_kv_buffer(sweeps.run("studies/kv-buffer.yaml"), s3.reference.kappa_crit_sim, fig,
@@ -87,9 +88,10 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
       << "configs and merged `results.csv`); every analytic number from the same model and "
       << "system presets. Figures: `figures/` (PNG, SVG, the gnuplot script and its CSV data).\n\n"
       << "Baselines: the paper's testbed is reproduced by LMCache 0.3.5 on its layer-wise load "
-      << "path (section 5b: its rates, and how to confirm it on a server); sections 1-4, "
-      << "6, 7 and the architecture studies of section 8 run on LMCache's default kernel path "
-      << "unless a section says otherwise, so their baseline is not the testbed as measured. "
+      << "path (section 5b: its rates, and how to confirm it on a server); sections 8.1 and 8.4 "
+      << "run every configuration on both it and LMCache's default kernel path; sections 1-4, 6, "
+      << "7 and the other studies of section 8 run on the kernel path unless a section says "
+      << "otherwise, so their baseline is not the testbed as measured. "
       << "Each serving row states its regime (offered vs served, what bounds a step, how much "
       << "came from the tier).\n\n"
       << conclusions.markdown() << s1.markdown << s2 << s3.markdown << s3b << rest;

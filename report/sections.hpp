@@ -75,7 +75,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
 std::string section_c2c(const SweepData& kappa, const SweepData& serving, const FigureFolder& fig);
 
 // 7. Scheduling policies (sweep policies). Writes ttft-policies-*.csv and two figures.
-std::string section_policies(const SweepData& runs, const FigureFolder& fig);
+std::string section_policies(const SweepData& runs, const FigureFolder& fig,
+                             ConclusionLog* log = nullptr);
 
 // 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1.
 std::string section_interconnect(const SweepData& study,
