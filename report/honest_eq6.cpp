@@ -44,10 +44,9 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   // CPU that issues the chunk's (layer, chunk) objects (a layer's load ends no earlier); the CPU
   // work overlapped with copies is left out.
   {
-    const bool on_package = spec.system.host_link.type == LinkType::HbmTier;
     const int L = m.num_layers;
-    const RetrieveCost c0 = stack_retrieve(s.stack, s.load_path, 1, 0, 0, L, on_package);
-    const RetrieveCost c1 = stack_retrieve(s.stack, s.load_path, 1, 1, 0, L, on_package);
+    const RetrieveCost c0 = stack_retrieve(s.stack, s.load_path, 1, 0, 0, L);
+    const RetrieveCost c1 = stack_retrieve(s.stack, s.load_path, 1, 1, 0, L);
     in.t_request_s = c0.cpu_before_s;
     in.t_chunk_s = c1.cpu_before_s + c1.gpu_gap_s - c0.cpu_before_s + L * c1.per_layer_cpu_s;
   }

@@ -38,6 +38,8 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   const std::string s2 = section_rooflines(roof, crit_systems, fig);
   // 1.
   const WorkloadsSection s1 = section_workloads(o.quick, s3.reference, fig);
+  // The sections' verdicts also go to the conclusions table (issue 22 item 5).
+  ConclusionLog conclusions;
   // 4 to 7.
   std::string rest = section_poh(sweeps.run("reproduce/poh.yaml"), fig);
   rest += section_70rps(sweeps.run("reproduce/paper-70rps.yaml"), fig);
@@ -50,10 +52,8 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   {
     const SweepData k = sweeps.run("reproduce/c2c.yaml");
     const SweepData s = sweeps.run("reproduce/c2c-serving.yaml");
-    rest += section_c2c(k, s, fig);
+    rest += section_c2c(k, s, fig, &conclusions);
   }
-  // The sections' verdicts also go to the conclusions table (issue 22 item 5).
-  ConclusionLog conclusions;
   rest += section_policies(sweeps.run("reproduce/policies.yaml"), fig, &conclusions);
   // 8. architecture studies.
   rest += "## 8. Architecture studies\n\n";

@@ -21,18 +21,32 @@ namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-std::string section_c2c(const SweepData& kappa, const SweepData& serving, const FigureFolder& fig) {
+std::string section_c2c(const SweepData& kappa, const SweepData& serving_in,
+                        const FigureFolder& fig, ConclusionLog* log) {
   const ResultsTable& k = kappa.table;
+  // Like for like (issue 22): each tier with LMCache 0.3.5's software and with none (ideal); a
+  // sweep without a stack column ran the default stack.
+  const auto stack_of = [](const ResultsTable& t, std::size_t r) {
+    return t.has("stack") ? t.get(r, "stack") : std::string("lmcache-0.3.5");
+  };
+  // The serving rows labelled "system-stack" (the serving tables label a row by one column, which
+  // also names its figure files).
+  SweepData serving = serving_in;
+  serving.table.columns.push_back("config");
+  for (std::size_t r = 0; r < serving.table.rows.size(); ++r)
+    serving.table.rows[r].push_back(serving.table.get(r, "system") + "-" +
+                                    stack_of(serving_in.table, r));
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
   for (std::size_t r = 0; r < k.rows.size(); ++r) {
     if (!k.ok(r)) {
-      rows.push_back(
-          {k.get(r, "model"), k.get(r, "system"), "—", "—", "—", "—", k.get(r, "error")});
+      rows.push_back({k.get(r, "model"), k.get(r, "system"), stack_of(k, r), "—", "—", "—", "—",
+                      k.get(r, "error")});
       continue;
     }
     rows.push_back(
-        {k.get(r, "model"), k.get(r, "system"), fmt_num(k.num(r, "kappa_crit_analytic_peak")),
+        {k.get(r, "model"), k.get(r, "system"), stack_of(k, r),
+         fmt_num(k.num(r, "kappa_crit_analytic_peak")),
          kappa_crit_cell(k.num(r, "kappa_crit_simulated"), k.num(r, "link_binds_from_start"),
                          k.num(r, "link_never_binds"), k.num(r, "kappa_max")),
          fmt_num(k.num(r, "kappa_crit_analytic_effective_compute")),
@@ -44,12 +58,14 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
              : ""});
   }
   md << "## 6. NVLink-C2C (GH200, GB200) and a unified HBM tier vs PCIe 5\n\n"
-     << "TP = every GPU of the node (GH200: 1, GB200: 2, the others 8), T = 128, kernel load path. "
-        "A simulated "
+     << "TP = every GPU of the node (GH200: 1, GB200: 2, the others 8), T = 128, kernel load path, "
+     << "each system with LMCache 0.3.5's software and with none (`ideal`, the hardware alone): "
+     << "a stack's software costs the same on every tier (docs/serving-stacks.md, \"On-package "
+     << "tier\"), so rows compare like for like within a stack. A simulated "
      << "κ_crit outside the searched grid (κ = 1 up to the largest prefix the node's KV cache "
      << "holds) is a bound: \"> κ_max\" when the link never became the bottleneck, \"< 1\" when "
      << "it was already at κ = 1.\n\n"
-     << markdown_table({"model", "system", "κ_crit analytic (peak)", "κ_crit simulated",
+     << markdown_table({"model", "system", "stack", "κ_crit analytic (peak)", "κ_crit simulated",
                         "analytic (eff. BW + compute)", "H2D GB/s per load time / peak", "note"},
                        rows)
      << "\nServing the same NarrativeQA-like load over each link (layer-wise load path, which "
@@ -63,6 +79,7 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
       const double cap = t.num(r, "tier_capacity_bytes");
       if (!t.ok(r) || std::isnan(cap)) continue;
       const std::string item = t.get(r, "system") + " " + format_quantity(cap, dim::bytes);
+      if (caps.find(item) != std::string::npos) continue;
       if (caps.find(item) == std::string::npos) caps += (caps.empty() ? "" : ", ") + item;
     }
     if (!caps.empty())
@@ -70,8 +87,50 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
          << " (what each host holds: its DRAM less a quarter, or the on-package tier)";
   }
   md << ":\n\n";
-  md << serving_table(serving, "system", "ttft-c2c", "TTFT CDF by host link", fig);
-  md << load_verdicts(serving, "system");
+  md << serving_table(serving, "config", "ttft-c2c", "TTFT CDF by host link and stack", fig);
+  md << load_verdicts(serving, "config");
+  // Per stack: each tier's served throughput against the PCIe testbed's, for the conclusions.
+  {
+    const ResultsTable& t = serving.table;
+    std::map<std::string, std::vector<std::size_t>> by_stack;
+    std::vector<std::string> stacks;
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      if (!t.ok(r)) continue;
+      const std::string st = stack_of(serving_in.table, r);
+      if (!by_stack.count(st)) stacks.push_back(st);
+      by_stack[st].push_back(r);
+    }
+    std::string claim;
+    for (const std::string& st : stacks) {
+      std::optional<std::size_t> base;
+      for (std::size_t r : by_stack[st])
+        if (t.get(r, "system") == "paper-testbed") base = r;
+      if (!base) continue;
+      std::string line;
+      for (std::size_t r : by_stack[st]) {
+        if (r == *base) continue;
+        line += std::string(line.empty() ? "" : ", ") + t.get(r, "system") + " " +
+                fmt_num(t.num(r, "throughput_rps") / t.num(*base, "throughput_rps")) + "×";
+      }
+      md << "- Served throughput against the PCIe 5 testbed's with " << st << ": " << line
+         << " (one workload seed: no interval).\n";
+      claim += std::string(claim.empty() ? "" : "; ") + st + ": " + line;
+    }
+    md << "\n";
+    if (log && !claim.empty()) {
+      std::vector<std::vector<std::size_t>> all;
+      for (std::size_t r = 0; r < t.rows.size(); ++r) all.push_back({r});
+      log->add({"6",
+                "NarrativeQA-like served throughput against the PCIe 5 testbed's, per node (GB200: "
+                "2 GPUs, the others 8) "
+                "(layer-wise path), " +
+                    claim + " (one workload seed: no interval)",
+                regime_brief(serving, all),
+                "the unified-HBM tier's 8 TB/s and 192 GB per GPU (assumed, hypothetical); the "
+                "C2C split per GPU (assumed)",
+                "layer-wise with LMCache 0.3.5 and with no software (ideal), on every tier"});
+    }
+  }
   md << "Where analytic and simulated differ: the analytic κ_crit scales with the link's peak; the "
      << "simulated one with the bandwidth the whole path achieves (the H2D column: host memory, "
      << "the link's protocol, per-copy costs) and with the compute the GPU achieves, so the ratio "

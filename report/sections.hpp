@@ -72,7 +72,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
 
 // 6. NVLink-C2C and the unified HBM tier vs PCIe (sweeps c2c, c2c-serving). Writes
 // ttft-c2c-*.csv and two figures.
-std::string section_c2c(const SweepData& kappa, const SweepData& serving, const FigureFolder& fig);
+std::string section_c2c(const SweepData& kappa, const SweepData& serving, const FigureFolder& fig,
+                        ConclusionLog* log = nullptr);
 
 // 7. Scheduling policies (sweep policies). Writes ttft-policies-*.csv and two figures.
 std::string section_policies(const SweepData& runs, const FigureFolder& fig,

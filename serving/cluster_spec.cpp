@@ -153,12 +153,9 @@ NodeModel make_node_model(const RunSpec& node) {
   n.load_rate_Bps = n.cost.load_rate_Bps;
   n.overlap = sv.load_path == LoadPath::Layerwise;
   // The stack's in-step retrieve costs (serving/stack_profile): per request, and per chunk the
-  // up-front re-hash and the GPU gap; none on an on-package tier.
-  const bool on_package = node.system.host_link.type == LinkType::HbmTier;
-  const RetrieveCost c0 =
-      stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers, on_package);
-  const RetrieveCost c1 =
-      stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers, on_package);
+  // up-front re-hash and the GPU gap, on every tier (an on-package one too).
+  const RetrieveCost c0 = stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers);
+  const RetrieveCost c1 = stack_retrieve(sv.stack, sv.load_path, 1, 1, 0, node.model.num_layers);
   n.retrieve_fixed_s = c0.cpu_before_s;
   // Layer-wise: the rank's CPU issues every (layer, chunk) object, serial per layer.
   n.retrieve_per_entry_s =

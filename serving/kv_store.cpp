@@ -332,7 +332,7 @@ void KvStore::reap_prefetches() {
   }
 }
 
-CopyGroup* KvStore::store(const std::vector<RequestState*>& done, bool on_package) {
+CopyGroup* KvStore::store(const std::vector<RequestState*>& done) {
   const ServingSpec& sv = m_spec.serving;
   if (done.empty() || sv.effective_store() == StoreMode::None) return nullptr;
   std::int64_t stored = 0;
@@ -350,8 +350,7 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done, bool on_packag
   m_stats.stored_bytes_gpu += w(bytes);
   // The stack's store software (fixed + one stream sync per chunk), then one DMA per chunk to
   // pinned host memory.
-  const double software =
-      stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored, on_package);
+  const double software = stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored);
   m_stats.stack.store_sw_s += wt(software);
   InFlight& w = start_write();
   m_gpus.start_all(w.c, bytes, stored, Direction::D2H, CopyPath::Dma, software);

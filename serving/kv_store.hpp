@@ -96,7 +96,7 @@ class KvStore {
   // ---- stores ----
   // The finishing requests' new full chunks: into the hierarchy, and their D2H copy started
   // after the stack's store software. Null when nothing is stored (or serving.store none).
-  CopyGroup* store(const std::vector<RequestState*>& done, bool on_package);
+  CopyGroup* store(const std::vector<RequestState*>& done);
   void reap();                      // finished stores and writes leave (Hooks::stored)
   void finished(RequestState& st);  // st leaves the engine
 

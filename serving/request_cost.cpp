@@ -37,7 +37,6 @@ RequestCostModel request_cost_model(const RunSpec& spec) {
   m.kv_dtype = sv.kv_dtype;
   m.path = sv.load_path;
   m.stack = sv.stack;
-  m.on_package = spec.system.host_link.type == LinkType::HbmTier;
   m.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(spec.model, sv.kv_dtype, sv.tp);
   m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path, sv.stack.copy_kernel);
   m.chunk_tokens = sv.tier_chunk_tokens();
@@ -67,8 +66,7 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
   const std::int64_t c = m.chunk_tokens, bt = m.block_tokens;
   const std::int64_t chunks = (K + c - 1) / c - R / c;
   const std::int64_t blocks = (K + bt - 1) / bt - R / bt;
-  const RetrieveCost rc =
-      stack_retrieve(m.stack, m.path, 1, chunks, blocks, p.layers, m.on_package);
+  const RetrieveCost rc = stack_retrieve(m.stack, m.path, 1, chunks, blocks, p.layers);
   p.cpu_s = rc.cpu_before_s;
   double copies = static_cast<double>(loaded) * m.kv_bytes_per_token_gpu / m.load_rate_Bps;
   // Per-copy fixed costs, as CopyKernel / CopyEngine charge them (models/gpu/copy_engine:

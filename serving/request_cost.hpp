@@ -65,7 +65,6 @@ struct RequestCostModel {
   DType kv_dtype = DType::Bf16;
   LoadPath path = LoadPath::Kernel;
   StackProfile stack;
-  bool on_package = false;            // an HBM tier: no host-pool software on the path
   double kv_bytes_per_token_gpu = 0;  // B_kv per GPU at this TP
   double load_rate_Bps = 0;           // per GPU, all ranks loading (group_load_rate)
   int chunk_tokens = 256;             // tier entry (LMCache chunk; block for block_dma)

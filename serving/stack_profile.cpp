@@ -78,20 +78,19 @@ std::string stack_load_paths(const StackProfile& p) {
 }
 
 double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
-                      std::int64_t hit_chunks, int layers, bool on_package) {
-  if (on_package) return 0;
+                      std::int64_t hit_chunks, int layers) {
   double t = p.lookup_fixed_s + static_cast<double>(prompt_chunks) * p.lookup_per_chunk_s;
   if (path == LoadPath::Layerwise)
     t += static_cast<double>(hit_chunks) * layers * p.lookup_per_layer_key_s;
   return t;
 }
 
-double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool on_package) {
-  return on_package ? 0 : static_cast<double>(prompt_tokens) * p.meta_per_token_s;
+double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens) {
+  return static_cast<double>(prompt_tokens) * p.meta_per_token_s;
 }
 
 RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
-                            std::int64_t chunks, std::int64_t blocks, int layers, bool on_package) {
+                            std::int64_t chunks, std::int64_t blocks, int layers) {
   RetrieveCost c;
   const double n = static_cast<double>(chunks);
   // The built-in paths by name (serving/load_path_kind.hpp); a path registered beside them
@@ -104,7 +103,7 @@ RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t r
     c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
                    ? blocks * static_cast<std::int64_t>(layers) * 2
                    : blocks;
-  if (on_package || requests == 0) return c;
+  if (requests == 0) return c;
   c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
   if (path == LoadPath::Kernel) {
     c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
@@ -119,9 +118,8 @@ RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t r
   return c;
 }
 
-double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
-                     bool on_package) {
-  if (on_package || requests == 0) return 0;
+double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks) {
+  if (requests == 0) return 0;
   return static_cast<double>(requests) * p.store_fixed_s +
          static_cast<double>(chunks) * p.store_sync_per_chunk_s;
 }

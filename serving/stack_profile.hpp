@@ -19,9 +19,8 @@
 //    previous chunk's kernel copies, so the load ends no earlier than its total (KSM §1.3);
 //  - store: a fixed cost plus one stream sync per chunk, blocking the step (KSM §1.5), or the
 //    native connector's asynchronous store.
-// Where the KV tier is on the GPU's package (LinkType::HbmTier), the host-pool software (hashes,
-// lookups, pointer-copy syncs, log lines, Python per chunk) is not on its access path: only the
-// copies' own hardware costs (copy-kernel blocks, DMA per copy: models/gpu) remain.
+// Every cost applies on every tier, an on-package one (LinkType::HbmTier) included: the
+// connector's CPU work does not depend on where the bytes sit. The `ideal` stack has none of it.
 // Ignored: CPU contention between ranks and the GIL (ranks are modelled as running in parallel,
 // equal); pinning of looked-up chunks (it can make a full pool drop a store); Zen 5 → Zen 3
 // speed (the measured Python costs are used as measured).
@@ -161,15 +160,17 @@ struct StackProfile {
 };
 
 // ---- pure cost functions (seconds), by where they sit ----------------------------------------
-// `on_package`: the tier is on the GPU's package (LinkType::HbmTier): no host-pool software.
+// They apply on every tier, an on-package HBM tier included: the connector's CPU work (hashing,
+// lookups, Python per chunk, logging) does not depend on where the bytes sit. A tier without a
+// connector's software is modelled with the `ideal` stack (issue 22: like for like).
 
 // One lookup on the scheduler's critical path: prompt_chunks = full chunks of the prompt
 // (every one is re-hashed), hit_chunks = the leading ones found (layer-wise: L keys each).
 double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
-                      std::int64_t hit_chunks, int layers, bool on_package);
+                      std::int64_t hit_chunks, int layers);
 // Per step on the scheduler's critical path: the connector metadata of the prefilling requests
 // (prompt_tokens = the sum of their prompt lengths).
-double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens, bool on_package);
+double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens);
 
 // A step's retrieve, per TP rank (the step waits for the slowest; ranks are equal here).
 struct RetrieveCost {
@@ -182,11 +183,10 @@ struct RetrieveCost {
 // requests = requests retrieved, chunks = tier entries retrieved (per rank), blocks = 16-token
 // blocks (block_dma), layers = model layers.
 RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
-                            std::int64_t chunks, std::int64_t blocks, int layers, bool on_package);
+                            std::int64_t chunks, std::int64_t blocks, int layers);
 
 // A step's store: the CPU/sync time before the store's copies complete (blocking: the step waits).
-double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
-                     bool on_package);
+double stack_store_s(const StackProfile& p, std::int64_t requests, std::int64_t chunks);
 
 // Whether the stack supports a load path (lmcache: kernel, layerwise; vllm_native: block_dma;
 // ideal: all), and the supported ones' names for messages.

@@ -16,7 +16,6 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
                             std::unique_ptr<StepModel> model, double share)
     : ranks(std::move(rs)), gpu_share(share), m_e(e), m_model(std::move(model)) {
   LoadContext::spec = &e.m_spec;
-  LoadContext::on_package = e.m_spec.system.host_link.type == LinkType::HbmTier;
   // The per-GPU mean of the group's KV bytes per token: a rank's GPU holds B_kv_gpu over pp
   // stages on average, and the strategy's bytes add up the group's ranks.
   LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
@@ -85,7 +84,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   for (std::size_t r = 0; r < n; ++r) {
     const Scheduler& sched = *ranks[r]->sched;
     const SchedulerCpu c = scheduler_cpu(sv, plans[r], sched.waiting_front(), sched.running(),
-                                         m_e.m_spec.model.num_layers, on_package);
+                                         m_e.m_spec.model.num_layers);
     overhead = std::max(overhead, c.overhead_s);
     software = std::max(software, c.lookup_s + c.meta_s);
   }
@@ -232,7 +231,7 @@ double ServingEngine::Group::store_phase(const std::vector<std::vector<RequestSt
   const double t0 = now_s();
   std::vector<CopyGroup*> started;
   for (std::size_t r = 0; r < ranks.size(); ++r)
-    if (CopyGroup* c = ranks[r]->store->store(done[r], on_package)) started.push_back(c);
+    if (CopyGroup* c = ranks[r]->store->store(done[r])) started.push_back(c);
   if (started.empty() || m_e.m_spec.serving.effective_store() == StoreMode::Async) return 0;
   // LMCache's store synchronises the stream before the step ends.
   for (CopyGroup* c : started) wait_copies(*c);

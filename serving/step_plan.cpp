@@ -76,14 +76,14 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& rec
 }
 
 SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Sequence* head,
-                           std::size_t running, int layers, bool on_package) {
+                           std::size_t running, int layers) {
   SchedulerCpu c;
   c.overhead_s = sv.step_overhead_s;
   const int chunk = sv.tier_chunk_tokens();
   std::int64_t prompt_tokens = 0;
   auto lookup = [&](const Sequence& q) {
     return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / chunk,
-                          q.cached_tokens / chunk, layers, on_package);
+                          q.cached_tokens / chunk, layers);
   };
   for (const StepItem& it : plan.items) {
     if (it.first) c.lookup_s += lookup(*it.seq);
@@ -94,7 +94,7 @@ SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Se
   if (head && sv.stack.lookup_repeats_while_waiting && plan.tokens < sv.max_num_batched_tokens &&
       running < static_cast<std::size_t>(sv.max_num_seqs))
     c.lookup_s += lookup(*head);
-  c.meta_s = stack_step_meta_s(sv.stack, prompt_tokens, on_package);
+  c.meta_s = stack_step_meta_s(sv.stack, prompt_tokens);
   return c;
 }
 

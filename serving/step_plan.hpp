@@ -58,6 +58,6 @@ struct SchedulerCpu {
   double overhead_s = 0, lookup_s = 0, meta_s = 0;
 };
 SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Sequence* head,
-                           std::size_t running, int layers, bool on_package);
+                           std::size_t running, int layers);
 
 }  // namespace kappasim

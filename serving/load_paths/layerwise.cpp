@@ -29,11 +29,10 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   EngineStats& stats = *ctx.stats;
   const double t0 = ctx.now();
   const std::int64_t chunks = ls.link_chunks;
-  const RetrieveCost rc = stack_retrieve(sv.stack, sv.load_path, requests, ls.chunks,
-                                         ls.link_blocks16, L, ctx.on_package);
+  const RetrieveCost rc =
+      stack_retrieve(sv.stack, sv.load_path, requests, ls.chunks, ls.link_blocks16, L);
   const double layer_cpu_s =
-      stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16, L, ctx.on_package)
-          .per_layer_cpu_s;
+      stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16, L).per_layer_cpu_s;
   stats.stack.step_cpu_s += rc.cpu_before_s;
   ctx.wait(rc.cpu_before_s);
   const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_gpu;

@@ -63,7 +63,6 @@ class LoadContext {
 
   // Descriptions and accounting (the engine's).
   const RunSpec* spec = nullptr;
-  bool on_package = false;  // the tier is on the GPU's package (no host-pool software)
   double kv_bytes_per_token_gpu = 0;
   double buffer_Bps = 0;  // GPU-side KV buffer → pages copy rate (0: no buffer)
   EngineStats* stats = nullptr;

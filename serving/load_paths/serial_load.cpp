@@ -15,9 +15,9 @@ double SerialLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t r
   // The stack's retrieve (serving/stack_profile): in-step CPU before the copies, GPU idle gaps
   // between chunks (serial with the copies), CPU work overlapped with the copies.
   const RetrieveCost rc =
-      stack_retrieve(sv.stack, m_path, requests, ls.chunks, ls.link_blocks16, L, ctx.on_package);
+      stack_retrieve(sv.stack, m_path, requests, ls.chunks, ls.link_blocks16, L);
   const RetrieveCost rc_link =
-      stack_retrieve(sv.stack, m_path, 1, ls.link_chunks, ls.link_blocks16, L, ctx.on_package);
+      stack_retrieve(sv.stack, m_path, 1, ls.link_chunks, ls.link_blocks16, L);
   struct InStepCpu {
     double before_s = 0, gap_s = 0, overlap_s = 0;
   } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};

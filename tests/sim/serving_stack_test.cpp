@@ -1,6 +1,6 @@
 // The serving stack profiles in the engine (serving/stack_profile, presets/stacks/): each cost
-// charged where it sits, `ideal` = the hardware bound, the on-package tier free of host-pool
-// software, the per-rank pool dropping stores, and a warm tier that holds only what fits.
+// charged where it sits (on every tier, the on-package one too), `ideal` = the hardware bound,
+// the per-rank pool dropping stores, and a warm tier that holds only what fits.
 // Hand numbers from the preset files, in the comments; one simulation per test (process).
 #include <gtest/gtest.h>
 
@@ -126,7 +126,12 @@ TEST(ServingStack, Lmcache037LayerwiseHasNoLogLineAndNoMetadata) {
   EXPECT_NEAR(o.recs[0].ttft_s, ttft, tol(ttft));
 }
 
-TEST(ServingStack, UnifiedHbmTierPaysNoHostPoolSoftware) {
+// The stack's software does not depend on where the tier's bytes sit (issue 22: like for like):
+// LMCache 0.3.5 on the on-package unified-HBM tier pays the same scheduler-path, in-step and gap
+// costs as on the PCIe host of Lmcache035KernelChargesEachCostWhereItSits (the same 16 chunks,
+// 4224 tokens, from presets/stacks/lmcache-0.3.5.yaml); only the copies are the tier's own. A tier
+// with no connector's software is the `ideal` stack (IdealKernelLoadIsTheHardwareBound).
+TEST(ServingStack, UnifiedHbmTierPaysTheStacksSoftwareLikeAnyTier) {
   const RunSpec spec = run_spec(
       "model: llama-3.1-8b\nsystem: unified-hbm\ntrace: false\nworkload: {type: narrativeqa}\n"
       "serving: {stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel}\n");
@@ -134,14 +139,12 @@ TEST(ServingStack, UnifiedHbmTierPaysNoHostPoolSoftware) {
   ASSERT_EQ(o.recs.size(), 1u);
   const RequestRecord& r = o.recs[0];
   EXPECT_EQ(r.cached_tokens, kK);
-  // No lookup, hashing, gaps or Python: the load is the copies alone, the TTFT is the step
-  // overhead + load + compute.
-  EXPECT_DOUBLE_EQ(o.totals.stack_scheduler_s + o.totals.stack_step_cpu_s +
-                       o.totals.stack_gpu_gap_s + o.totals.stack_cpu_bound_s,
-                   0);
-  EXPECT_NEAR(r.load_s, o.totals.link_busy_s, tol(r.load_s));
-  const double compute = step_compute(spec, {{double(kT), double(kK), true}});
-  EXPECT_NEAR(r.ttft_s, kStepOverhead + r.load_s + compute, tol(r.ttft_s));
+  EXPECT_NEAR(o.totals.stack_scheduler_s, kChunks * 27e-6 + 4224 * 110e-9, 1e-12);
+  EXPECT_NEAR(o.totals.stack_step_cpu_s, 0.948e-3, 1e-12);
+  EXPECT_NEAR(o.totals.stack_gpu_gap_s, 0.4e-3, 1e-12);
+  // The load is the up-front CPU, the copies and the gaps: at least the 1.348 ms of software
+  // beyond the copies' busy time.
+  EXPECT_GE(r.load_s, o.totals.link_busy_s + 0.948e-3 + 0.4e-3 - tol(r.load_s));
   // Its tier is its own 192 GB (presets/links/unified-hbm.yaml), not LMCache's 5 GB pool.
   EXPECT_DOUBLE_EQ(o.totals.tier_capacity_bytes, 192e9);
 }

@@ -45,29 +45,26 @@ TEST(StackProfile, Lmcache035KernelPathCostsByWhereTheySit) {
   ASSERT_TRUE(p.pool_per_rank_bytes);
   EXPECT_DOUBLE_EQ(*p.pool_per_rank_bytes, 5e9);  // max_local_cpu_size 5.0 GB per rank
   // Scheduler: every one of the 260 prompt chunks re-hashed at 27 µs = 7.02 ms.
-  EXPECT_NEAR(stack_lookup_s(p, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, false), 7.02e-3,
-              1e-12);
+  EXPECT_NEAR(stack_lookup_s(p, LoadPath::Kernel, kPromptChunks, kChunks, kLayers), 7.02e-3, 1e-12);
   // Per step, build_connector_meta converts the prompt: 66,560 tokens × 110 ns = 7.3216 ms.
-  EXPECT_NEAR(stack_step_meta_s(p, 66560, false), 7.3216e-3, 1e-12);
+  EXPECT_NEAR(stack_step_meta_s(p, 66560), 7.3216e-3, 1e-12);
   // In step, one request: 0.5 ms + 256 × 28 µs = 7.668 ms before the first copy; 256 GPU
   // gaps of 25 µs = 6.4 ms; 256 × 74 µs = 18.944 ms of Python alongside the copies; one copy
   // kernel per chunk.
-  const RetrieveCost c = stack_retrieve(p, LoadPath::Kernel, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost c = stack_retrieve(p, LoadPath::Kernel, 1, kChunks, kBlocks, kLayers);
   EXPECT_NEAR(c.cpu_before_s, 7.668e-3, 1e-12);
   EXPECT_NEAR(c.gpu_gap_s, 6.4e-3, 1e-12);
   EXPECT_NEAR(c.cpu_overlap_s, 18.944e-3, 1e-12);
   EXPECT_DOUBLE_EQ(c.per_layer_cpu_s, 0);
   EXPECT_EQ(c.copies, 256);
   // Store of 16 chunks: 1.26 ms + 16 × 25 µs = 1.66 ms (LMCache PR #1740's residual).
-  EXPECT_NEAR(stack_store_s(p, 1, 16, false), 1.66e-3, 1e-12);
+  EXPECT_NEAR(stack_store_s(p, 1, 16), 1.66e-3, 1e-12);
 }
 
 TEST(StackProfile, Lmcache035LayerwiseIsSlowerThan037ByTheLogLine) {
   const StackProfile a = stack("lmcache-0.3.5"), b = stack("lmcache-0.3.7");
-  const RetrieveCost ca =
-      stack_retrieve(a, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
-  const RetrieveCost cb =
-      stack_retrieve(b, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost ca = stack_retrieve(a, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers);
+  const RetrieveCost cb = stack_retrieve(b, LoadPath::Layerwise, 1, kChunks, kBlocks, kLayers);
   // Per layer: 256 objects × (38 µs Python + 67 µs WARNING line) = 26.88 ms in 0.3.5; 256 × 38 µs
   // = 9.728 ms in 0.3.7: over 80 layers 2.1504 s against 0.77824 s.
   EXPECT_NEAR(ca.per_layer_cpu_s, 26.88e-3, 1e-12);
@@ -81,10 +78,10 @@ TEST(StackProfile, Lmcache035LayerwiseIsSlowerThan037ByTheLogLine) {
   EXPECT_DOUBLE_EQ(ca.gpu_gap_s, 0);
   // Layer-wise lookup also calls contains() on every per-layer key of the hits: 7.02 ms + 256 ×
   // 80 × 1.68 µs = 7.02 + 34.4064 = 41.4264 ms (KSM: 31-50 ms per 65k request).
-  EXPECT_NEAR(stack_lookup_s(a, LoadPath::Layerwise, kPromptChunks, kChunks, kLayers, false),
-              41.4264e-3, 1e-12);
+  EXPECT_NEAR(stack_lookup_s(a, LoadPath::Layerwise, kPromptChunks, kChunks, kLayers), 41.4264e-3,
+              1e-12);
   // 0.3.6's PR #1463 removed the per-step metadata conversions.
-  EXPECT_DOUBLE_EQ(stack_step_meta_s(b, 66560, false), 0);
+  EXPECT_DOUBLE_EQ(stack_step_meta_s(b, 66560), 0);
 }
 
 TEST(StackProfile, NativeConnectorCopiesPerBlockAndPerLayerKvIn011) {
@@ -93,36 +90,25 @@ TEST(StackProfile, NativeConnectorCopiesPerBlockAndPerLayerKvIn011) {
   EXPECT_FALSE(a.pool_per_rank_bytes);  // no default pool size: host DRAM less the reserve
   // 0.11: one copy per block, per layer, per K/V = 4096 × 80 × 2 = 655,360 copies, issued at
   // 6 µs each = 3.93216 s of CPU alongside the DMAs; 0.12: 4096 copies = 24.576 ms.
-  const RetrieveCost ca =
-      stack_retrieve(a, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
-  const RetrieveCost cb =
-      stack_retrieve(b, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers, false);
+  const RetrieveCost ca = stack_retrieve(a, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers);
+  const RetrieveCost cb = stack_retrieve(b, LoadPath::BlockDma, 1, kChunks, kBlocks, kLayers);
   EXPECT_EQ(ca.copies, 655360);
   EXPECT_EQ(cb.copies, 4096);
   EXPECT_NEAR(ca.cpu_overlap_s, 3.93216, 1e-9);
   EXPECT_NEAR(cb.cpu_overlap_s, 24.576e-3, 1e-12);
   EXPECT_NEAR(ca.cpu_before_s, 0.1e-3, 1e-15);  // retrieve_fixed
-  EXPECT_DOUBLE_EQ(stack_lookup_s(b, LoadPath::BlockDma, kPromptChunks, kChunks, kLayers, false),
-                   0);
+  EXPECT_DOUBLE_EQ(stack_lookup_s(b, LoadPath::BlockDma, kPromptChunks, kChunks, kLayers), 0);
 }
 
-TEST(StackProfile, IdealAndOnPackageTiersPayNoSoftware) {
-  const StackProfile ideal = stack("ideal"), lm = stack("lmcache-0.3.5");
+TEST(StackProfile, TheIdealStackPaysNoSoftware) {
+  const StackProfile ideal = stack("ideal");
   for (LoadPath lp : {LoadPath::Kernel, LoadPath::Layerwise, LoadPath::BlockDma}) {
     EXPECT_TRUE(stack_supports(ideal, lp));
-    const RetrieveCost c = stack_retrieve(ideal, lp, 3, kChunks, kBlocks, kLayers, false);
+    const RetrieveCost c = stack_retrieve(ideal, lp, 3, kChunks, kBlocks, kLayers);
     EXPECT_DOUBLE_EQ(c.cpu_before_s + c.gpu_gap_s + c.cpu_overlap_s + c.per_layer_cpu_s, 0);
-    EXPECT_DOUBLE_EQ(stack_lookup_s(ideal, lp, kPromptChunks, kChunks, kLayers, false), 0);
+    EXPECT_DOUBLE_EQ(stack_lookup_s(ideal, lp, kPromptChunks, kChunks, kLayers), 0);
   }
-  EXPECT_DOUBLE_EQ(stack_store_s(ideal, 3, 16, false), 0);
-  // An on-package tier (LinkType::HbmTier) runs no host-pool software, whatever the stack; the
-  // copies themselves (one kernel per chunk) remain for the copy hardware to charge.
-  const RetrieveCost c = stack_retrieve(lm, LoadPath::Kernel, 1, kChunks, kBlocks, kLayers, true);
-  EXPECT_DOUBLE_EQ(c.cpu_before_s + c.gpu_gap_s + c.cpu_overlap_s, 0);
-  EXPECT_EQ(c.copies, 256);
-  EXPECT_DOUBLE_EQ(stack_lookup_s(lm, LoadPath::Kernel, kPromptChunks, kChunks, kLayers, true), 0);
-  EXPECT_DOUBLE_EQ(stack_step_meta_s(lm, 66560, true), 0);
-  EXPECT_DOUBLE_EQ(stack_store_s(lm, 1, 16, true), 0);
+  EXPECT_DOUBLE_EQ(stack_store_s(ideal, 3, 16), 0);
 }
 
 TEST(StackProfile, DefaultTierCapacityIsThePoolPerRankOrTheTierOrHostDram) {
