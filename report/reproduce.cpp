@@ -47,7 +47,7 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData k = sweeps.run("reproduce/stacks-kappa-crit.yaml");
     const SweepData p = sweeps.run("reproduce/stacks-poh.yaml");
     const SweepData s = sweeps.run("reproduce/stacks-70rps.yaml");
-    rest += section_stacks(k, p, s);
+    rest += section_stacks(k, p, s, &conclusions);
   }
   {
     const SweepData k = sweeps.run("reproduce/c2c.yaml");
@@ -68,15 +68,16 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   {
     const SweepData dram = sweeps.run("studies/memory-tiers-dram.yaml");
     const SweepData lower = sweeps.run("studies/memory-tiers-lower.yaml");
-    rest += section_memory_tiers(&dram, &lower, "");
+    const SweepData cap = sweeps.run("studies/memory-tiers-capacity.yaml");
+    rest += section_memory_tiers(&dram, &lower, "", &cap, &conclusions);
     const SweepData par = sweeps.run("studies/parallelism.yaml");
-    rest += section_parallelism(parallelism_kappa("dgx-h100", "fp8"), &par, "");
+    rest += section_parallelism(parallelism_kappa("dgx-h100", "fp8"), &par, "", &conclusions);
   }
   // 8.8 (issue 25): κ across generations, analytic from the presets and simulated.
   {
     const SweepData gen = sweeps.run("studies/generations.yaml");
     rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
-                                generations_kappa("fp4"), &gen, s1.medians);
+                                generations_kappa("fp4"), &gen, s1.medians, &conclusions);
   }
 
   std::ostringstream report;

@@ -17,6 +17,7 @@
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
+#include "report/serving_tables.hpp"
 #include "report/tier_cost.hpp"
 
 namespace kappasim::report {
@@ -108,8 +109,113 @@ ResultsTable combine_tables(const std::vector<const ResultsTable*>& tables) {
   return out;
 }
 
+namespace {
+
+// $ per 1k requests at a capacity interval: the mean's cost, then [cost at hi, cost at lo]; the
+// upper end is open ("≥ …") where the interval's low end is not above 0.
+std::string cost_at_capacity_cell(const TierCapacities& c, const TierPrices& p,
+                                  const CostAssumptions& a, double mean, double lo, double hi) {
+  const auto k = [&](double rps) { return 1000 * cost_per_request_usd(c, p, a, rps); };
+  if (!(mean > 0)) return "—";
+  std::string s = fmt_num(k(mean));
+  if (std::isfinite(hi) && hi > 0)
+    s += lo > 0 ? " [" + fmt_num(k(hi)) + ", " + fmt_num(k(lo)) + "]"
+                : " [≥ " + fmt_num(k(hi)) + "]";
+  return s;
+}
+
+// 8.6 at saturation: capacity at the SLO of each configuration (sweep kind capacity, one row per
+// configuration with its t interval over the workload seeds) and the cost per request there.
+std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions& a,
+                                     const TierPrices& mid, ConclusionLog* log) {
+  const ResultsTable& t = cap.table;
+  std::ostringstream md;
+  const std::string slo = point_config_text(point_dir(cap.dir, t, 0), "capacity.slo_ttft");
+  const double q = point_config_number(point_dir(cap.dir, t, 0), "capacity.percentile");
+  md << "**At saturation.** At 3 req/s every configuration whose tiers hold the documents keeps "
+        "up, so its GPU-hours per request are the same by construction. Compared at capacity "
+        "instead (the largest steady-state throughput with TTFT p"
+     << fmt_num(100 * (std::isfinite(q) ? q : 0.9)) << " within "
+     << (slo.empty() ? std::string("the SLO") : slo)
+     << ", bisected over the offered load per workload seed; experiments/studies/"
+        "memory-tiers-capacity.yaml), with the cost per request at that throughput, mid prices "
+        "(95% t interval over the seeds in brackets; the cost interval is the capacity "
+        "interval's ends):\n\n";
+  struct Cap {
+    MemoryTierRow m;
+    double mean = NAN, lo = NAN, hi = NAN;
+    bool never = false, lower_bound = false;
+  };
+  std::vector<Cap> caps;
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    Cap c;
+    c.m = memory_tier_row(t, {r});
+    if (!c.m.ok) {
+      rows.push_back({c.m.workload, c.m.memory, "not simulated: " + c.m.error});
+      continue;
+    }
+    c.mean = t.num(r, "capacity_rps");
+    c.lo = t.num(r, "capacity_rps_lo");
+    c.hi = t.num(r, "capacity_rps_hi");
+    c.never = !(c.mean > 0) && t.num(r, "replicates_never_met") > 0;
+    c.lower_bound = t.num(r, "capacity_lower_bound") == 1;
+    const double lowest = point_config_number(point_dir(cap.dir, t, r), "capacity.rate_lo");
+    const std::string cell =
+        c.never ? "< " + fmt_num(lowest) + " (SLO missed at the lowest load probed)"
+                : fmt_num(c.mean) + " [" + fmt_num(c.lo) + ", " + fmt_num(c.hi) + "]" +
+                      (c.lower_bound ? " (a lower bound: some seed met the SLO at the top of "
+                                       "the range)"
+                                     : "");
+    rows.push_back(
+        {c.m.workload, c.m.memory, cell, pct(t.num(r, "at_capacity_tier_hit_rate")),
+         c.never ? "> " + fmt_num(1000 * cost_per_request_usd(c.m.capacities, mid, a, lowest))
+                 : cost_at_capacity_cell(c.m.capacities, mid, a, c.mean, c.lo, c.hi)});
+    caps.push_back(c);
+  }
+  md << markdown_table({"workload", "memory", "capacity at the SLO (req/s)",
+                        "tier hit rate at capacity", "$ per 1k requests at capacity (mid)"},
+                       rows)
+     << "\n";
+  md << "Conclusions at saturation (computed; a difference is called only where the two "
+        "capacity intervals do not overlap):\n";
+  for (const Cap& base : caps) {
+    if (base.m.memory != "dram-2TB" || !(base.mean > 0)) continue;
+    for (const Cap& c : caps) {
+      if (c.m.workload != base.m.workload || c.m.memory == "dram-2TB") continue;
+      std::string line = c.m.workload + ", " + c.m.memory + ": capacity ";
+      if (c.never) {
+        line += "below the lowest load probed (the 2 TB node: " + fmt_num(base.mean) + " req/s)";
+      } else {
+        const bool apart = c.hi < base.lo || c.lo > base.hi;
+        line += fmt_num(c.mean / base.mean) + "× the 2 TB node's (" + fmt_num(c.mean) + " vs " +
+                fmt_num(base.mean) + " req/s, " +
+                (apart ? std::string(c.mean < base.mean ? "lower" : "higher")
+                       : std::string("the intervals overlap")) +
+                "); cost per request at capacity " +
+                fmt_num(cost_per_request_usd(c.m.capacities, mid, a, c.mean) /
+                        cost_per_request_usd(base.m.capacities, mid, a, base.mean)) +
+                "× the 2 TB node's (mid prices)";
+      }
+      md << "- " << line << ".\n";
+      if (log)
+        log->add({"8.6", line + " (TTFT SLO as above)",
+                  "each configuration at its own capacity (kind capacity, 3 workload seeds); "
+                  "document catalogues that fit 2 TB, not 256 GB",
+                  "the tier prices (swept low / mid / high) and the SLO; the CXL and NVMe "
+                  "devices' sourced rates",
+                  "kernel only"});
+    }
+  }
+  md << "\n";
+  return md.str();
+}
+
+}  // namespace
+
 std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
-                                 const std::string& lower_missing) {
+                                 const std::string& lower_missing, const SweepData* capacity,
+                                 ConclusionLog* log) {
   std::ostringstream md;
   md << "### 8.6 Memory tiers: 2 TB of DRAM vs 256 GB + CXL or + NVMe\n\n"
      << "Qwen3-235B-A22B (BF16, TP 8, kernel load path, LMCache defaults) on a DGX H100-class node "
@@ -261,6 +367,7 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
        << " of any configuration's cost per request at any price point here, so the cost per "
           "request follows throughput (GPU-hours), not $/GB.";
   md << "\n\n";
+  if (capacity) md << memory_tiers_at_capacity(*capacity, a, mid, log);
   return md.str();
 }
 

@@ -68,7 +68,8 @@ std::string section_70rps(const SweepData& runs, const FigureFolder& fig);
 
 // 5b. Which serving stack reproduces the paper's testbed (sweeps stacks-kappa-crit,
 // stacks-poh, stacks-70rps). Tables only.
-std::string section_stacks(const SweepData& kappa, const SweepData& poh, const SweepData& runs);
+std::string section_stacks(const SweepData& kappa, const SweepData& poh, const SweepData& runs,
+                           ConclusionLog* log = nullptr);
 
 // 6. NVLink-C2C and the unified HBM tier vs PCIe (sweeps c2c, c2c-serving). Writes
 // ttft-c2c-*.csv and two figures.
@@ -122,8 +123,11 @@ MemoryTierRow memory_tier_row(const ResultsTable& t, const std::vector<std::size
 ResultsTable combine_tables(const std::vector<const ResultsTable*>& tables);
 // 8.6 Memory tiers (sweeps studies/memory-tiers-dram and studies/memory-tiers-lower). A null
 // sweep is absent: with `lower` null, its rows say "not simulated: <lower_missing>".
+// `capacity` (sweep studies/memory-tiers-capacity, may be null): each configuration's capacity at
+// a TTFT SLO and its cost per request there, with intervals (issue 22 item 4).
 std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
-                                 const std::string& lower_missing);
+                                 const std::string& lower_missing,
+                                 const SweepData* capacity = nullptr, ConclusionLog* log = nullptr);
 
 // 8.7 analytic side: κ_crit and weights per layout of the study on `system` (compute `dtype`).
 struct LayoutKappa {
@@ -137,7 +141,7 @@ std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std:
 // 8.7 Parallelism layouts: the analytic rows and the serving sweep studies/parallelism (null:
 // its rows say "not simulated: <serving_missing>").
 std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const SweepData* serving,
-                                const std::string& serving_missing);
+                                const std::string& serving_missing, ConclusionLog* log = nullptr);
 
 // 8.8 κ across generations (issue 25, report/section_generations.cpp): the analytic κ per GPU
 // (TP 1) of every generation's system preset for a fixed set of model columns, at one
@@ -164,6 +168,7 @@ double bandwidth_needed(const GenerationRow& row, std::size_t column, double kap
 // only).
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
                                 const GenerationsKappa& fp4, const SweepData* sim,
-                                const std::map<std::string, double>& workload_medians);
+                                const std::map<std::string, double>& workload_medians,
+                                ConclusionLog* log = nullptr);
 
 }  // namespace kappasim::report

@@ -59,18 +59,23 @@ std::string point_dir(const std::string& sweep_dir, const ResultsTable& t, std::
 }
 
 // A value of the point's own config (points/pNNNNNN/point.yaml), e.g. "workload.rate".
-double point_config_number(const std::string& dir, const std::string& dotted) {
+std::string point_config_text(const std::string& dir, const std::string& dotted) {
   const fs::path f = fs::path(dir) / "point.yaml";
-  if (!fs::exists(f)) return NAN;
+  if (!fs::exists(f)) return "";
   const ConfigNode root = load_yaml_file(f.string());
   const ConfigNode* n = &root;
   std::stringstream ss(dotted);
   std::string part;
   while (n && std::getline(ss, part, '.')) n = n->is_map() ? n->find(part) : nullptr;
-  if (!n || !n->is_scalar()) return NAN;
+  return n && n->is_scalar() ? n->scalar : "";
+}
+
+double point_config_number(const std::string& dir, const std::string& dotted) {
+  const std::string v = point_config_text(dir, dotted);
+  if (v.empty()) return NAN;
   char* end = nullptr;
-  const double v = std::strtod(n->scalar.c_str(), &end);
-  return end && *end == '\0' ? v : NAN;
+  const double x = std::strtod(v.c_str(), &end);
+  return end && *end == '\0' ? x : NAN;
 }
 
 // One sentence per row: does the node keep up with the offered load, and what binds it.

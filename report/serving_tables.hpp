@@ -17,6 +17,8 @@ std::string point_dir(const std::string& sweep_dir, const ResultsTable& t, std::
 // A value of the point's own config (points/pNNNNNN/point.yaml), e.g. "workload.rate"; NaN when
 // absent or not a number.
 double point_config_number(const std::string& dir, const std::string& dotted);
+// The same value as written (e.g. "5 s"); "" when absent or not a scalar.
+std::string point_config_text(const std::string& dir, const std::string& dotted);
 
 // One line per ok row of a run sweep: does the node keep up with the offered load, and what
 // binds it (token budget, VRAM, transfers), labelled by column `axis`.

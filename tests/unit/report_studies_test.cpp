@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "report/conclusions.hpp"
 #include "report/sections.hpp"
 #include "report/tier_cost.hpp"
 
@@ -129,6 +130,44 @@ TEST(ReportStudies, MemoryTiersRendersRowsCostsAndRefusals) {
   EXPECT_NE(md2.find("| docfinqa | dram-256GB+nvme | not simulated: h-tiers not merged |"),
             std::string::npos)
       << md2;
+}
+
+// Issue 22 item 4: the memory tiers at saturation. Capacity at the SLO (kind capacity): the 2 TB
+// node 4 req/s [3, 5], the CXL node 2 [1.5, 2.5] (apart: lower), the capped node never met
+// (below the lowest load probed). Cost per 1k requests at the mid prices as in the test above:
+// 2 TB node (0.0052222 + 0.00015844) / 4 × 1000 = 1.345, at the interval's ends / 5 = 1.076 and
+// / 3 = 1.794; CXL node (1 TB) (0.0052222 + 12560 / 126230400) / 2 × 1000 = 2.661, so 1.98× the
+// 2 TB node's.
+TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
+  const std::vector<std::string> cols = {"workload", "memory", "replicate",
+                                         "status",   "error",  "throughput_rps"};
+  const SweepData dram = table("memory-tiers-dram", cols,
+                               {{"docfinqa", "dram-2TB", "0", "ok", "", "2"},
+                                {"docfinqa", "dram-256GB", "0", "ok", "", "1"}});
+  SweepData cap =
+      table("memory-tiers-capacity",
+            {"point", "workload", "memory", "cxl_capacity", "nvme_capacity", "status", "error",
+             "capacity_rps", "capacity_rps_lo", "capacity_rps_hi", "capacity_lower_bound",
+             "replicates_never_met", "at_capacity_tier_hit_rate"},
+            {{"0", "docfinqa", "dram-2TB", "0 B", "0 B", "ok", "", "4", "3", "5", "0", "0", "1"},
+             {"1", "docfinqa", "dram-256GB", "0 B", "0 B", "ok", "", "", "", "", "0", "3", ""},
+             {"2", "docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "ok", "", "2", "1.5", "2.5", "0",
+              "0", "0.5"}});
+  cap.dir = "/nonexistent-sweep";  // no point configs: the SLO and lowest load read as unknown
+  report::ConclusionLog log;
+  const std::string md = report::section_memory_tiers(&dram, nullptr, "", &cap, &log);
+  EXPECT_NE(md.find("| docfinqa | dram-2TB | 4 [3, 5] | 100% | 1.35 [1.08, 1.79] |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| docfinqa | dram-256GB | < — (SLO missed at the lowest load probed)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("docfinqa, dram-256GB+cxl: capacity 0.5× the 2 TB node's (2 vs 4 req/s, "
+                    "lower); cost per request at capacity 1.98× the 2 TB node's"),
+            std::string::npos)
+      << md;
+  ASSERT_EQ(log.rows().size(), 2u);  // the capped node and the CXL node, against the 2 TB node
+  EXPECT_EQ(log.rows()[0].section, "8.6");
 }
 
 TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
