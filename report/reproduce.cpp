@@ -63,7 +63,11 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig);
   rest += section_kv_compression(sweeps.run("studies/kv-compression.yaml"),
                                  s3.reference.kappa_crit_sim, &conclusions);
-  rest += section_routing(sweeps.run("studies/routing.yaml"), &conclusions);
+  {
+    const SweepData kernel = sweeps.run("studies/routing.yaml");
+    const SweepData layerwise = sweeps.run("studies/routing-layerwise.yaml");
+    rest += section_routing(kernel, &conclusions, &layerwise);
+  }
   // 8.6, 8.7 (issue 14): memory tiers, parallelism layouts.
   {
     const SweepData dram = sweeps.run("studies/memory-tiers-dram.yaml");

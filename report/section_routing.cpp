@@ -22,7 +22,10 @@ namespace kappasim::report {
 
 namespace fs = std::filesystem;
 
-std::string section_routing(const SweepData& study, ConclusionLog* log) {
+namespace {
+
+// One baseline's table and conclusions (the kernel path's sweep, or the layer-wise one's).
+std::string routing_part(const SweepData& study, const std::string& baseline, ConclusionLog* log) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
@@ -41,16 +44,7 @@ std::string section_routing(const SweepData& study, ConclusionLog* log) {
                     fmt_num(mean_of(t, cr, "pcie.offered_kappa_mean")) + " / " +
                         fmt_num(mean_of(t, cr, "c2c.offered_kappa_mean"))});
   }
-  md << "### 8.5 κ-aware routing across a mixed pool of PCIe and NVLink-C2C nodes\n\n"
-     << "Two DGX B200 nodes (PCIe 5, TP 8) and one GB200 superchip (NVLink-C2C, TP 2) serve "
-     << "Qwen3-235B-A22B in FP8 in one simulation; a router sends each arriving request to a node: "
-     << "round robin, weighted round robin (a share of the arrivals per node in proportion to "
-     << "its GPUs' peak compute, 8:8:2 here: the capacity-aware baseline, which still reads "
-     << "neither load nor κ), least loaded (fewest outstanding requests) or κ-aware (the node "
-     << "where the request would finish first, from the analytic estimate of its load and compute "
-     << "time on that node plus the node's backlog; docs/routing.md). Every node's tier holds the "
-     << "documents' KV (warm, 20 NarrativeQA-like documents), so a router sees each request's "
-     << "κ, not cache locality.\n\n"
+  md << "**Baseline: " << baseline << ".** "
      << regime_paragraph(study, configurations(t, {"workload", "rate", "router"}))
      << markdown_table({"workload", "rate (req/s)", "router", "throughput (req/s)", "TTFT p50 (s)",
                         "TTFT p99 (s)", "requests PCIe / C2C", "mean κ PCIe / C2C"},
@@ -115,9 +109,31 @@ std::string section_routing(const SweepData& study, ConclusionLog* log) {
                                   "weighted round robin", "s")),
                 regime_brief(study, group_configs),
                 "kappa_aware's estimator (Eq. 3's parts per node; no queueing or batching)",
-                "kernel only; two router baselines (round robin, weighted by peak compute)"});
+                baseline + "; two router baselines (round robin, weighted by peak compute)"});
     }
   }
+  return md.str();
+}
+
+}  // namespace
+
+std::string section_routing(const SweepData& study, ConclusionLog* log,
+                            const SweepData* layerwise) {
+  std::ostringstream md;
+  md << "### 8.5 κ-aware routing across a mixed pool of PCIe and NVLink-C2C nodes\n\n"
+     << "Two DGX B200 nodes (PCIe 5, TP 8) and one GB200 superchip (NVLink-C2C, TP 2) serve "
+     << "Qwen3-235B-A22B in FP8 in one simulation; a router sends each arriving request to a node: "
+     << "round robin, weighted round robin (a share of the arrivals per node in proportion to "
+     << "its GPUs' peak compute, 8:8:2 here: the capacity-aware baseline, which still reads "
+     << "neither load nor κ), least loaded (fewest outstanding requests) or κ-aware (the node "
+     << "where the request would finish first, from the analytic estimate of its load and compute "
+     << "time on that node plus the node's backlog; docs/routing.md). Every node's tier holds the "
+     << "documents' KV (warm, 20 NarrativeQA-like documents), so a router sees each request's "
+     << "κ, not cache locality. On both of the studies' baselines: LMCache 0.3.5's default "
+     << "kernel path at loads that bracket that pool's capacity, and its layer-wise path (the "
+     << "paper's testbed, section 5b) at loads that bracket its own.\n\n";
+  md << routing_part(study, "kernel path", log);
+  if (layerwise) md << routing_part(*layerwise, "layer-wise path", log);
   md << "\nThe analytic side of this study is the router's own estimator: it uses Eq. 3's parts on "
      << "each node's descriptions; the simulation then shows what queueing, batching and VRAM "
      << "admission (which the estimator ignores) do to the outcome.\n\n";

@@ -102,7 +102,10 @@ std::string section_kv_compression(const SweepData& study, double kappa_crit_sim
                                    ConclusionLog* log = nullptr);
 
 // 8.5 κ-aware routing across a mixed pool (sweep studies/routing).
-std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr);
+// `layerwise` (sweep studies/routing-layerwise, may be null): the same pool on the layer-wise
+// baseline, at loads that bracket its own capacity.
+std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr,
+                            const SweepData* layerwise = nullptr);
 
 }  // namespace kappasim::report
 
