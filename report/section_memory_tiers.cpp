@@ -80,6 +80,21 @@ std::vector<TierPrices> price_points() {
   return out;
 }
 
+// $ per 1k requests of a configuration's replicates (each replicate's throughput), as a mean with
+// its 95% t interval over the workload seeds (issue 22: intervals on every cost figure).
+std::string cost_interval_cell(const ResultsTable& t, const std::vector<std::size_t>& rows,
+                               const TierCapacities& c, const TierPrices& p,
+                               const CostAssumptions& a) {
+  std::vector<double> xs;
+  for (std::size_t r : rows) {
+    if (!t.ok(r)) continue;
+    const double cost = 1000 * cost_per_request_usd(c, p, a, t.num(r, "throughput_rps"));
+    if (std::isfinite(cost)) xs.push_back(cost);
+  }
+  if (xs.empty()) return "—";
+  return xs.size() == 1 ? fmt_num(xs[0]) : stats::format_interval(stats::mean_interval(xs));
+}
+
 }  // namespace
 
 MemoryTierRow memory_tier_row(const ResultsTable& t, const std::vector<std::size_t>& rows) {
@@ -266,18 +281,25 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
       done.emplace_back(m, cr);
       if (tiers.empty() && t.col("tier_hit_rate") >= 0)
         tiers = "DRAM hit rate " + pct(mean_of(t, cr, "tier_hit_rate"));
-      rows.push_back(
-          {w, m.memory, interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
-           interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
-           fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
-               fmt_num(mean_of(t, cr, "requests_rejected")),
-           fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
-           fmt_num(1000 * cost_per_request_usd(m.capacities, mid, a, m.throughput_rps))});
+      rows.push_back({w, m.memory, interval_cell(t, cr, "throughput_rps"),
+                      interval_cell(t, cr, "ttft_mean_s"), interval_cell(t, cr, "ttft_p50_s"),
+                      interval_cell(t, cr, "ttft_p99_s"),
+                      fmt_num(mean_of(t, cr, "requests_completed")) + " / " +
+                          fmt_num(mean_of(t, cr, "requests_rejected")),
+                      fmt_num(mean_of(t, cr, "bytes_loaded_total") / 1e12) + " TB", tiers,
+                      cost_interval_cell(t, cr, m.capacities, mid, a)});
     }
   if (!lower && !lower_missing.empty())
     for (const std::string& w : workloads)
       for (const char* m : {"dram-256GB+cxl", "dram-256GB+nvme"})
         rows.push_back({w, m, "not simulated: " + lower_missing});
+  // The regime of each sweep, computed from its runs (issue 22).
+  if (dram)
+    md << regime_paragraph(*dram, configurations(dram->table, {"workload", "memory"}),
+                           "the DRAM-only runs");
+  if (lower)
+    md << regime_paragraph(*lower, configurations(lower->table, {"workload", "memory"}),
+                           "the runs with a lower tier");
   md << markdown_table({"workload", "memory", "throughput (req/s)", "TTFT mean (s)", "TTFT p50 (s)",
                         "TTFT p99 (s)", "completed / rejected", "KV loaded",
                         "per-tier hits / bytes", "$ per 1k requests (mid prices)"},

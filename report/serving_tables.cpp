@@ -140,16 +140,21 @@ struct Range {
 struct RegimeFacts {
   Range offered, served, loaded, hit, transfer;
   std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0;
+  bool hierarchy = false;  // tiers below DRAM: tier_working_set_fits is the DRAM tier's alone
   double worst_queue = 0, worst_queue_ttft = 0;
 };
 RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::size_t>>& configs) {
   const ResultsTable& t = d.table;
   RegimeFacts f;
+  for (const char* level : {"cxl", "nvme", "remote"})
+    if (t.has(std::string("tiers_") + level + "_hit_chunks")) f.hierarchy = true;
   for (const auto& cr : configs) {
     const auto r0 = first_ok(t, cr);
     if (!r0) continue;
     ++f.n;
-    const double rate = point_config_number(point_dir(d.dir, t, *r0), "workload.rate");
+    // The offered rate from the point's config (a table without point folders has none).
+    const double rate =
+        t.has("point") ? point_config_number(point_dir(d.dir, t, *r0), "workload.rate") : NAN;
     const double thr = mean_of(t, cr, "throughput_rps");
     const double done = mean_of(t, cr, "requests_completed"),
                  rejected = t.has("requests_rejected") ? mean_of(t, cr, "requests_rejected") : 0;
@@ -207,7 +212,14 @@ std::string regime_paragraph(const SweepData& d,
            " of prompt tokens loaded from the tier (the rest computed: new tokens, misses and "
            "recomputed prefixes)";
   if (f.hit.any()) out += ", tier hit rate " + span(f.hit.lo, f.hit.hi, num);
-  if (f.fits_known > 0)
+  if (f.fits_known > 0 && f.hierarchy)
+    out += f.fits == f.fits_known
+               ? "; the DRAM tier holds the working set in every configuration"
+               : "; the working set exceeds the DRAM tier in " +
+                     std::to_string(f.fits_known - f.fits) + " of " + std::to_string(f.fits_known) +
+                     " configurations, where the lower tier holds the rest (the loaded share "
+                     "above counts its hits)";
+  else if (f.fits_known > 0)
     out += f.fits == f.fits_known ? "; the tier holds the working set in every configuration"
            : f.fits == 0
                ? "; the working set does not fit the tier in any configuration (prefixes evicted "
@@ -233,10 +245,12 @@ std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::
                                  " configurations overloaded";
   if (f.loaded.any())
     out += "; " + span(f.loaded.lo, f.loaded.hi, pct) + " of prompt tokens loaded";
+  const std::string tier = f.hierarchy ? "DRAM tier" : "tier";
   if (f.fits_known > 0)
-    out += f.fits == f.fits_known ? "; tier holds the working set"
-                                  : "; tier holds the working set in " + std::to_string(f.fits) +
-                                        " of " + std::to_string(f.fits_known);
+    out += f.fits == f.fits_known
+               ? "; " + tier + " holds the working set"
+               : "; " + tier + " holds the working set in " + std::to_string(f.fits) + " of " +
+                     std::to_string(f.fits_known) + (f.hierarchy ? " (a lower tier the rest)" : "");
   return out;
 }
 
