@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -19,6 +20,85 @@
 #include "core/units.hpp"
 
 namespace kappasim::cli {
+
+namespace {
+
+// Issue 22 item 7: an analytic answer checked on the simulator. The analytic config's request (K
+// cached, T new) as one isolated request on the simulator (sweep kind `isolated`, the default
+// stack and load path) at the analytic answer's value of the key. Returns "" when the check does
+// not apply (no K/T, or a metric the simulated kind does not report), else a note; sets
+// `json` to the check's JSON object.
+std::string simulated_check(const ConfigNode& analytic_base, const std::string& config_path,
+                            const std::string& work, int jobs,
+                            const std::vector<std::string>& preset_dirs, const std::string& vary,
+                            const std::string& value, const analysis::Target& target,
+                            double analytic_metric, std::string* json) {
+  const ConfigNode* k = analytic_base.find("K");
+  const ConfigNode* t = analytic_base.find("T");
+  if (!k || !t || !k->is_scalar() || !t->is_scalar()) return "";
+  ConfigNode sim = analytic_base;
+  sim.erase("K");
+  sim.erase("T");
+  ConfigNode m = ConfigNode::make_map();
+  m.set("k", ConfigNode::make_scalar(k->scalar));
+  m.set("t", ConfigNode::make_scalar(t->scalar));
+  sim.set("measure", m);
+  const std::string dir = std::filesystem::absolute(config_path).parent_path().string();
+  const std::string sim_work = (std::filesystem::path(work) / "simulated-check").string();
+  std::filesystem::create_directories(sim_work);
+  ConfigEvaluator sim_ev(sim, dir, "isolated", sim_work, jobs, preset_dirs);
+  const auto r = sim_ev.evaluate({{{vary, value}}});
+  if (!r[0].ok) return "";
+  const auto it = r[0].metrics.find(target.metric);
+  if (it == r[0].metrics.end()) return "";
+  const double sim_metric = it->second;
+  const bool met = analysis::target_met(target, sim_metric);
+  const double ratio = sim_metric / analytic_metric;
+  auto metric = [&](const std::string& name) {
+    const auto x = r[0].metrics.find(name);
+    return x == r[0].metrics.end() ? NAN : x->second;
+  };
+  // What bound the simulated load: the largest load_bound_share_* (serving/metrics).
+  std::string bound;
+  double share = 0;
+  for (const auto& [name, v] : r[0].metrics)
+    if (name.rfind("load_bound_share_", 0) == 0 && v > share) {
+      share = v;
+      bound = name.substr(17);
+    }
+  char buf[64];
+  auto g3 = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return std::string(b);
+  };
+  std::snprintf(buf, sizeof buf, "%.6g", sim_metric);
+  *json = std::string("{\"kind\": \"isolated\", \"metric\": ") + format_number(sim_metric) +
+          ", \"target_met\": " + (met ? "true" : "false") + "}";
+  const bool differs = !met || !(ratio <= 2 && ratio >= 0.5);
+  if (!differs) return "";
+  std::string note =
+      "\nOn the simulator (one isolated request, K and T as above, the default "
+      "stack and load path, same presets), " +
+      target.metric + " at " + vary + " = " + value + " is " + buf + " (" + g3(ratio) +
+      "× the analytic " + g3(analytic_metric) + "); the target is " + (met ? "met" : "not met") +
+      " there.";
+  const double load = metric("h2d_load_bytes_per_s"), peak = metric("h2d_peak_bytes_per_s");
+  const double cs = metric("compute_s"), ca = metric("analytic_compute_s");
+  if (std::isfinite(load) && std::isfinite(peak) && peak > 0) {
+    std::snprintf(buf, sizeof buf, "%.3g", 100 * load / peak);
+    note += std::string(" Why: the simulated load moves ") + buf + "% of the link's peak";
+    if (!bound.empty()) note += ", bound by " + bound;
+    if (std::isfinite(cs) && std::isfinite(ca) && ca > 0)
+      note += ", and the step computes in " + g3(cs / ca) + "× the analytic (peak-FLOP/s) time";
+    note +=
+        ": the analytic model has only the link and peak compute. Ask the simulator the same "
+        "question with --kind isolated (a config with measure: {k, t}; docs/analysis.md).";
+  }
+  return note + "\n";
+}
+
+}  // namespace
 
 int cmd_solve(const std::vector<std::string>& args) {
   std::string config, vary, range, target_text, out, kind = "run", format = "table";
@@ -232,6 +312,12 @@ int cmd_solve(const std::vector<std::string>& args) {
                      ", \"metric_at_value\": " + format_number(m_at) + ", \"method\": \"" +
                      r.method + "\", \"runs\": " + std::to_string(r.probes.size()) +
                      ", \"mode\": \"" + mode + "\", \"probes\": " + t.json() + "}\n";
+  // An analytic answer checked on the simulator at the same value (issue 22 item 7).
+  std::string check_json, note;
+  if (analytic)
+    note = simulated_check(ev.base(), config, work.path(), jobs, preset_dirs, vary, x_lit, target,
+                           m_at, &check_json);
+  if (!check_json.empty()) json.insert(json.size() - 2, ", \"simulated_check\": " + check_json);
   if (format == "json") {
     std::cout << json;
   } else {
@@ -242,7 +328,7 @@ int cmd_solve(const std::vector<std::string>& args) {
               << r.probes.size() << " "
               << (analytic ? "analytic evaluations" : ev.kind() + " simulations") << ", "
               << r.method << "\n\n"
-              << t.text(6);
+              << t.text(6) << note;
   }
   if (dir.active()) {
     dir.write("solve.json", json);

@@ -65,6 +65,31 @@ TEST(AnalysisCli, SolveFindsTheEq6LaneRate) {
   EXPECT_TRUE(fs::exists(out / "probes.csv"));
 }
 
+// Issue 22 item 7: an analytic answer is checked on the simulator at the same value. The median
+// NarrativeQA request (K 45,940, T 9.2) of Llama-3.1-70B on 8 H100s: analytically P_OH <= 1 needs
+// B >= K/T · B_kv · C / F_pf ≈ 11.5 TB/s per GPU. On the simulator the load cannot beat the host:
+// DGX H100's DDR5 feeds 4 GPUs per socket (≈ 56 GB/s each), so loading 45,940 × 327,680 / 8 B
+// takes >= 33 ms per GPU, while the 9-token step is bound by reading 141 GB / 8 of weights at
+// 3.35 TB/s (≈ 5 ms) plus its fixed costs: P_OH stays well above 1, and the output says so.
+TEST(AnalysisCli, SolveChecksAnAnalyticAnswerOnTheSimulator) {
+  const std::string cfg = write("nq-median.yaml",
+                                "model: llama-3.1-70b\nsystem: h100\nserving: {tp: 8}\n"
+                                "K: 45940\nT: 9.2\n");
+  Result r = run("solve " + cfg +
+                 " --analytic --log --vary system.host_link.rate_per_lane "
+                 "--range '1 GT/s:100000 GT/s' --target 'p_oh <= 1'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "On the simulator (one isolated request")) << r.out;
+  EXPECT_TRUE(has(r.out, "the target is not met there. Why: the simulated load moves")) << r.out;
+  Result j = run("solve " + cfg +
+                 " --analytic --log --vary system.host_link.rate_per_lane "
+                 "--range '1 GT/s:100000 GT/s' --target 'p_oh <= 1' --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_TRUE(has(j.out, "\"simulated_check\": {\"kind\": \"isolated\"")) << j.out;
+  EXPECT_TRUE(has(j.out, "\"target_met\": false")) << j.out;
+  EXPECT_GT(json_number(j.out, "metric"), 2);  // the simulated P_OH at the analytic answer
+}
+
 // The tornado on a case where one parameter dominates: only peak_flops.bf16 enters κ_crit among
 // the tagged ones (the copy overheads and efficiencies do not enter Eq. 6). Its declared range
 // 500-1000 TFLOP/s swings κ_crit by 430,625.65 · B · (1/500e12 - 1/1000e12) = 27.136.
