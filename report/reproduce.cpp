@@ -60,7 +60,7 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   rest += section_interconnect(sweeps.run("studies/interconnect.yaml"), s1.medians, &conclusions);
   rest += section_kv_buffer(sweeps.run("studies/kv-buffer.yaml"), s3.reference.kappa_crit_sim, fig,
                             &conclusions);
-  rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig);
+  rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig, &conclusions);
   rest += section_kv_compression(sweeps.run("studies/kv-compression.yaml"),
                                  s3.reference.kappa_crit_sim, &conclusions);
   {

@@ -94,7 +94,7 @@ std::string section_kv_buffer(const SweepData& study, double kappa_crit_sim,
 // best splits emitted as presets into DIR/rebalance-sim/*.yaml and simulated through `sweeps`
 // (three generated sweeps). Writes rebalance-*.csv and the figure rebalance.
 std::string section_rebalancing(const SweepData& search, SweepSource& sweeps,
-                                const FigureFolder& fig);
+                                const FigureFolder& fig, ConclusionLog* log = nullptr);
 
 // 8.4 KV compression and partial recompute (sweep studies/kv-compression); `kappa_crit_sim` as
 // in 8.2.
