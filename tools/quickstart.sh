@@ -64,6 +64,9 @@ fuzz() {  # fuzz [DIR]: every target for FUZZ_SECONDS on a copy of tests/fuzz/co
           -DKAPPASIM_FUZZ=ON >/dev/null
   fi
   cmake --build "$dir" -j "$JOBS" --target "${FUZZ_TARGETS[@]}"
+  # The targets run side by side, $JOBS at a time (each is one process on one core): every target
+  # still fuzzes for the full $seconds, and the wall time is ceil(targets / JOBS) x $seconds.
+  local running=0
   for t in "${FUZZ_TARGETS[@]}"; do
     local work="$dir/run/$t"
     rm -rf "$work"
@@ -72,9 +75,21 @@ fuzz() {  # fuzz [DIR]: every target for FUZZ_SECONDS on a copy of tests/fuzz/co
     local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
                 -artifact_prefix="$work/crashes/")
     [ -f "tests/fuzz/$t.dict" ] && args+=(-dict="tests/fuzz/$t.dict")
-    local rc=0
-    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      "$dir/tests/fuzz/$t" "${args[@]}" "$work/corpus" >"$work/log.txt" 2>&1 || rc=$?
+    ( rc=0
+      ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$dir/tests/fuzz/$t" "${args[@]}" "$work/corpus" >"$work/log.txt" 2>&1 || rc=$?
+      echo "$rc" >"$work/rc" ) &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
+  done
+  wait || true
+  for t in "${FUZZ_TARGETS[@]}"; do
+    local work="$dir/run/$t"
+    local rc
+    rc=$(cat "$work/rc" 2>/dev/null || echo 1)
     local runs
     runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$work/log.txt" | tail -1)
     local found
