@@ -155,8 +155,14 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
      << ", bisected over the offered load per workload seed; experiments/studies/"
         "memory-tiers-capacity.yaml), with the cost per request at that throughput, mid prices "
         "(95% t interval over the seeds in brackets; the cost interval is the capacity "
-        "interval's ends):\n\n";
+        "interval's ends), on each of the studies' baselines (LMCache 0.3.5's kernel path and "
+        "its layer-wise path, the paper's testbed):\n\n";
+  // The baseline of a row: its load path (kernel when the sweep has no load_path column).
+  const auto path_of = [&](std::size_t r) {
+    return t.has("load_path") ? t.get(r, "load_path") : std::string("kernel");
+  };
   struct Cap {
+    std::string path;
     MemoryTierRow m;
     double mean = NAN, lo = NAN, hi = NAN;
     bool never = false, lower_bound = false;
@@ -165,9 +171,10 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
   std::vector<std::vector<std::string>> rows;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     Cap c;
+    c.path = path_of(r);
     c.m = memory_tier_row(t, {r});
     if (!c.m.ok) {
-      rows.push_back({c.m.workload, c.m.memory, "not simulated: " + c.m.error});
+      rows.push_back({c.path, c.m.workload, c.m.memory, "not simulated: " + c.m.error});
       continue;
     }
     c.mean = t.num(r, "capacity_rps");
@@ -183,22 +190,29 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
                                        "the range)"
                                      : "");
     rows.push_back(
-        {c.m.workload, c.m.memory, cell, pct(t.num(r, "at_capacity_tier_hit_rate")),
+        {c.path, c.m.workload, c.m.memory, cell, pct(t.num(r, "at_capacity_tier_hit_rate")),
          c.never ? "> " + fmt_num(1000 * cost_per_request_usd(c.m.capacities, mid, a, lowest))
                  : cost_at_capacity_cell(c.m.capacities, mid, a, c.mean, c.lo, c.hi)});
     caps.push_back(c);
   }
-  md << markdown_table({"workload", "memory", "capacity at the SLO (req/s)",
+  md << markdown_table({"load path", "workload", "memory", "capacity at the SLO (req/s)",
                         "tier hit rate at capacity", "$ per 1k requests at capacity (mid)"},
                        rows)
      << "\n";
   md << "Conclusions at saturation (computed; a difference is called only where the two "
         "capacity intervals do not overlap):\n";
   for (const Cap& base : caps) {
-    if (base.m.memory != "dram-2TB" || !(base.mean > 0)) continue;
+    if (base.m.memory != "dram-2TB") continue;
+    if (!(base.mean > 0)) {
+      md << "- " << base.m.workload << " (" << base.path
+         << "): even the 2 TB node misses the SLO at the lowest load probed, so no memory "
+            "configuration meets it there.\n";
+      continue;
+    }
     for (const Cap& c : caps) {
-      if (c.m.workload != base.m.workload || c.m.memory == "dram-2TB") continue;
-      std::string line = c.m.workload + ", " + c.m.memory + ": capacity ";
+      if (c.path != base.path || c.m.workload != base.m.workload || c.m.memory == "dram-2TB")
+        continue;
+      std::string line = c.m.workload + ", " + c.m.memory + " (" + c.path + "): capacity ";
       if (c.never) {
         line += "below the lowest load probed (the 2 TB node: " + fmt_num(base.mean) + " req/s)";
       } else {
@@ -219,7 +233,8 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
                   "document catalogues that fit 2 TB, not 256 GB",
                   "the tier prices (swept low / mid / high) and the SLO; the CXL and NVMe "
                   "devices' sourced rates",
-                  "kernel only"});
+                  c.path == "kernel" ? "kernel (the layer-wise rows are their own line)"
+                                     : "layer-wise (the paper's testbed)"});
     }
   }
   md << "\n";

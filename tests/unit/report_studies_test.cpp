@@ -158,13 +158,15 @@ TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
   cap.dir = "/nonexistent-sweep";  // no point configs: the SLO and lowest load read as unknown
   report::ConclusionLog log;
   const std::string md = report::section_memory_tiers(&dram, nullptr, "", &cap, &log);
-  EXPECT_NE(md.find("| docfinqa | dram-2TB | 4 [3, 5] | 100% | 1.35 [1.08, 1.79] |"),
+  EXPECT_NE(md.find("| kernel | docfinqa | dram-2TB | 4 [3, 5] | 100% | 1.35 [1.08, 1.79] |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| docfinqa | dram-256GB | < — (SLO missed at the lowest load probed)"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("| kernel | docfinqa | dram-256GB | < — (SLO missed at the lowest load probed)"),
+      std::string::npos)
       << md;
-  EXPECT_NE(md.find("docfinqa, dram-256GB+cxl: capacity 0.5× the 2 TB node's (2 vs 4 req/s, "
+  EXPECT_NE(md.find("docfinqa, dram-256GB+cxl (kernel): capacity 0.5× the 2 TB node's (2 vs 4 "
+                    "req/s, "
                     "lower); cost per request at capacity 1.98× the 2 TB node's"),
             std::string::npos)
       << md;
