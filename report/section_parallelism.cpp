@@ -91,35 +91,41 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
   std::vector<std::vector<std::string>> srows;
   if (serving) {
     const ResultsTable& t = serving->table;
-    for (const auto& cr : configurations(t, {"workload", "model", "layout"})) {
+    for (const auto& cr : configurations(t, {"load_path", "workload", "model", "layout"})) {
       const std::size_t r = cr[0];
+      const std::string path = t.has("load_path") ? t.get(r, "load_path") : "kernel";
       if (!first_ok(t, cr)) {
-        srows.push_back({t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
+        srows.push_back({path, t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
                          "not simulated: " + t.get(r, "error")});
         continue;
       }
       srows.push_back(
-          {t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
+          {path, t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
            interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
            interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
            pct(mean_of(t, cr, "gpu_utilization")), pct(mean_of(t, cr, "link_busy_fraction")),
            fmt_num(mean_of(t, cr, "dp_rank_imbalance")), pct(mean_of(t, cr, "ep_a2a_time_share"))});
     }
   } else {
-    srows.push_back({"—", "—", "—", "not simulated: " + serving_missing});
+    srows.push_back({"—", "—", "—", "—", "not simulated: " + serving_missing});
   }
   md << "Serving at 70 RPS (NarrativeQA-like document QA over 20 documents whose KV the 1.5 TB "
-        "pool holds, and ShareGPT-like chat; experiments/studies/parallelism.yaml):\n\n"
-     << markdown_table({"workload", "model", "layout", "throughput (req/s)", "TTFT mean (s)",
-                        "TTFT p50 (s)", "TTFT p99 (s)", "GPU util.", "link busy",
+        "pool holds, and ShareGPT-like chat; experiments/studies/parallelism.yaml), both "
+        "baselines:\n\n"
+     << markdown_table({"load path", "workload", "model", "layout", "throughput (req/s)",
+                        "TTFT mean (s)", "TTFT p50 (s)", "TTFT p99 (s)", "GPU util.", "link busy",
                         "DP rank imbalance (max / mean tokens)", "EP all-to-all time share"},
                        srows)
      << "\n"
-     << "Every row runs the one serving engine with the same stack and load path (LMCache's "
-        "kernel load path with the stack's per-chunk software costs, blocking stores): rows "
-        "differ by layout only (issue 21; the layouts beyond TP used to run a second engine that "
-        "loaded by DMA without the stack's software costs, which favoured them when loads "
-        "dominated). Both models are MoE, so their DP ranks step in lockstep (dummy batches); "
+     << "Every row runs the one serving engine with the same stack (LMCache 0.3.5 with its "
+        "per-chunk software costs, blocking stores) on each of the studies' two baselines: its "
+        "default kernel load path and its layer-wise path (the paper's testbed, section 5b). "
+        "Within a baseline rows differ by layout only (issue 21; the layouts beyond TP used to run "
+        "a second engine that loaded by DMA without the stack's software costs, which favoured "
+        "them when loads dominated). On the layer-wise path the stack's per-(layer, chunk) "
+        "Python runs on each rank for that rank's requests, so DP-attention ranks issue their "
+        "loads side by side where TP ranks all issue the same request's. Both models are MoE, so "
+        "their DP ranks step in lockstep (dummy batches); "
         "the DP rank imbalance is that lockstep's waste. "
         "`tp=8,pp=2,nodes=2` runs its two stages in series within each step (no micro-batches "
         "in flight, unlike vLLM's pipeline), which understates its throughput.\n\n";
@@ -131,24 +137,33 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         {"qwen3-235b-a22b", {"tp=1,dp_attention=8,ep=8", "tp=8"}},
         {"deepseek-v3", {"tp=1,dp_attention=16,ep=16,nodes=2", "tp=8,pp=2,nodes=2"}}};
     std::string lines;
-    for (const std::string w : {"narrativeqa", "sharegpt"})
-      for (const auto& [m, lp] : pairs) {
-        const auto a = t.where({{"workload", w}, {"model", m}, {"layout", lp.first}});
-        const auto b = t.where({{"workload", w}, {"model", m}, {"layout", lp.second}});
-        if (!first_ok(t, a) || !first_ok(t, b)) continue;
-        const std::string line = w + ", " + m + ": " + lp.first + " against " + lp.second +
-                                 ": throughput " + interval_cell(t, a, "throughput_rps") + " vs " +
-                                 interval_cell(t, b, "throughput_rps") + " req/s (" +
-                                 versus(t, a, b, "throughput_rps", lp.second, "req/s") +
-                                 "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s");
-        lines += "- " + line + ".\n";
-        if (log)
-          log->add({"8.7", line,
-                    regime_brief(*serving, {a, b}) + " (replicate means over 3 workload seeds)",
-                    "EP all-to-all and PP activations over the fabric at the links' sourced "
-                    "rates; PP stages in series within a step (understates PP)",
-                    "kernel only; every layout on the one engine with the same stack and path"});
-      }
+    const bool two_paths = t.has("load_path");
+    for (const std::string path : {"kernel", "layerwise"})
+      for (const std::string w : {"narrativeqa", "sharegpt"})
+        for (const auto& [m, lp] : pairs) {
+          if (!two_paths && path != "kernel") continue;
+          std::map<std::string, std::string> ea = {
+              {"workload", w}, {"model", m}, {"layout", lp.first}};
+          std::map<std::string, std::string> eb = {
+              {"workload", w}, {"model", m}, {"layout", lp.second}};
+          if (two_paths) ea["load_path"] = eb["load_path"] = path;
+          const auto a = t.where(ea);
+          const auto b = t.where(eb);
+          if (!first_ok(t, a) || !first_ok(t, b)) continue;
+          const std::string line = w + ", " + m + " (" + path + " path): " + lp.first +
+                                   " against " + lp.second + ": throughput " +
+                                   interval_cell(t, a, "throughput_rps") + " vs " +
+                                   interval_cell(t, b, "throughput_rps") + " req/s (" +
+                                   versus(t, a, b, "throughput_rps", lp.second, "req/s") +
+                                   "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s");
+          lines += "- " + line + ".\n";
+          if (log)
+            log->add({"8.7", line,
+                      regime_brief(*serving, {a, b}) + " (replicate means over 3 workload seeds)",
+                      "EP all-to-all and PP activations over the fabric at the links' sourced "
+                      "rates; PP stages in series within a step (understates PP)",
+                      path + " path; every layout on the one engine with the same stack and path"});
+        }
     if (!lines.empty())
       md << "Serving, each model's DP-attention layout against its TP-style one (computed; "
             "replicates paired by seed):\n"

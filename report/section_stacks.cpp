@@ -217,9 +217,9 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
          << fmt_num(b->second) << " and " << gbs(hb->second)
          << " GB/s on the default kernel path. On a real server the two differ by that per-GPU "
          << "PCIe RX rate during a long retrieve and by 0.3.5's per-(layer, chunk) log line, "
-         << "present only on the layer-wise path. Sections 8.1 and 8.4 run both baselines, "
-         << "this one and the kernel path (LMCache's default); the other architecture studies "
-         << "run on the kernel path and their rows in the conclusions table say so.";
+         << "present only on the layer-wise path. The architecture studies of section 8 run "
+         << "on both baselines, this one and the kernel path (LMCache's default), except 8.3 "
+         << "(kernel path only) and 8.8 (analytic); the conclusions table says which.";
       const auto ga = gen4_128.find(lw), gb = gen4_128.find(kn);
       if (ga != gen4_128.end() && gb != gen4_128.end())
         md << " How much hardware moves each: PCIe 5 → PCIe 4 takes the layer-wise κ_crit from "

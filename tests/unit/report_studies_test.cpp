@@ -206,7 +206,8 @@ TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
               "serving.parallelism.dp_attention: 8 is not simulated yet", "", "", "", "", "", ""}});
   const std::string md = report::section_parallelism(k, &serving, "");
   EXPECT_NE(md.find("### 8.7 Parallelism"), std::string::npos);
-  EXPECT_NE(md.find("| sharegpt | qwen3-235b-a22b | tp=8 | 70 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| kernel | sharegpt | qwen3-235b-a22b | tp=8 | 70 |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("not simulated: serving.parallelism.dp_attention: 8 is not simulated yet"),
             std::string::npos)
       << md;
