@@ -33,9 +33,12 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving_in,
   // also names its figure files).
   SweepData serving = serving_in;
   serving.table.columns.push_back("config");
-  for (std::size_t r = 0; r < serving.table.rows.size(); ++r)
+  for (std::size_t r = 0; r < serving.table.rows.size(); ++r) {
+    // Every row to the full width first, so the new cell lands under "config".
+    serving.table.rows[r].resize(serving.table.columns.size() - 1);
     serving.table.rows[r].push_back(serving.table.get(r, "system") + "-" +
                                     stack_of(serving_in.table, r));
+  }
   std::ostringstream md;
   std::vector<std::vector<std::string>> rows;
   for (std::size_t r = 0; r < k.rows.size(); ++r) {
