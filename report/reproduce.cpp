@@ -94,9 +94,9 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
       << "system presets. Figures: `figures/` (PNG, SVG, the gnuplot script and its CSV data).\n\n"
       << "Baselines: the paper's testbed is reproduced by LMCache 0.3.5 on its layer-wise load "
       << "path (section 5b: its rates, and how to confirm it on a server); the architecture "
-      << "studies of section 8 run on both it and LMCache's default kernel path, except 8.3 "
-      << "(kernel path only) and 8.8 (analytic); sections 1-4, 6 and 7 run on the kernel path "
-      << "unless a section says otherwise. "
+      << "studies of section 8 run on both it and LMCache's default kernel path (8.8 is "
+      << "analytic); sections 1-4, 6 and 7 run on the kernel path unless a section says "
+      << "otherwise. "
       << "Each serving row states its regime (offered vs served, what bounds a step, how much "
       << "came from the tier).\n\n"
       << conclusions.markdown() << s1.markdown << s2 << s3.markdown << s3b << rest;

@@ -218,8 +218,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
          << " GB/s on the default kernel path. On a real server the two differ by that per-GPU "
          << "PCIe RX rate during a long retrieve and by 0.3.5's per-(layer, chunk) log line, "
          << "present only on the layer-wise path. The architecture studies of section 8 run "
-         << "on both baselines, this one and the kernel path (LMCache's default), except 8.3 "
-         << "(kernel path only) and 8.8 (analytic); the conclusions table says which.";
+         << "on both baselines, this one and the kernel path (LMCache's default); 8.8 is "
+         << "analytic. The conclusions table says which baseline each row holds on.";
       const auto ga = gen4_128.find(lw), gb = gen4_128.find(kn);
       if (ga != gen4_128.end() && gb != gen4_128.end())
         md << " How much hardware moves each: PCIe 5 → PCIe 4 takes the layer-wise κ_crit from "
