@@ -85,4 +85,8 @@ std::string bound_shares(const ResultsTable& t, std::size_t r) {
   return bound_shares(t, std::vector<std::size_t>{r});
 }
 
+std::string baseline_path(const ResultsTable& t, std::size_t r) {
+  return t.has("load_path") ? t.get(r, "load_path") : std::string("kernel");
+}
+
 }  // namespace kappasim::report

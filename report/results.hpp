@@ -37,4 +37,8 @@ std::string interval_cell(const ResultsTable& t, const std::vector<std::size_t>&
 std::string bound_shares(const ResultsTable& t, const std::vector<std::size_t>& rows);
 std::string bound_shares(const ResultsTable& t, std::size_t r);
 
+// The studies' baseline of row r (issue 22): its load path (column `load_path`: kernel, LMCache's
+// default, or layerwise, the paper's testbed), "kernel" where the sweep has no such column.
+std::string baseline_path(const ResultsTable& t, std::size_t r);
+
 }  // namespace kappasim::report

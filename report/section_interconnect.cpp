@@ -33,9 +33,7 @@ std::string section_interconnect(const SweepData& study,
   // The studies' two baselines (issue 22): the load path of each row (kernel when the sweep has
   // no load_path column, as before it had one).
   const bool two_paths = t.has("load_path");
-  const auto path_of = [&](std::size_t r) {
-    return two_paths ? t.get(r, "load_path") : std::string("kernel");
-  };
+  const auto path_of = [&](std::size_t r) { return baseline_path(t, r); };
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string m = t.get(r, "model"), g = t.get(r, "gpu"), l = t.get(r, "system.host_link"),
                       lp = path_of(r);

@@ -32,10 +32,7 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
   std::vector<std::string> order;
   // One row per configuration: replicate means, with the 95% interval where they decide a
   // conclusion (throughput, TTFT, κ over the link).
-  // The baseline of a row: its load path (kernel when the sweep has no load_path column).
-  const auto path_of = [&](std::size_t r) {
-    return t.has("load_path") ? t.get(r, "load_path") : std::string("kernel");
-  };
+  const auto path_of = [&](std::size_t r) { return baseline_path(t, r); };
   // A row's workload, with its baseline when it is not the kernel path.
   const auto workload_of = [&](std::size_t r) {
     const std::string p = path_of(r);

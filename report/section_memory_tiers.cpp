@@ -157,10 +157,6 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
         "(95% t interval over the seeds in brackets; the cost interval is the capacity "
         "interval's ends), on each of the studies' baselines (LMCache 0.3.5's kernel path and "
         "its layer-wise path, the paper's testbed):\n\n";
-  // The baseline of a row: its load path (kernel when the sweep has no load_path column).
-  const auto path_of = [&](std::size_t r) {
-    return t.has("load_path") ? t.get(r, "load_path") : std::string("kernel");
-  };
   struct Cap {
     std::string path;
     MemoryTierRow m;
@@ -171,7 +167,7 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
   std::vector<std::vector<std::string>> rows;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     Cap c;
-    c.path = path_of(r);
+    c.path = baseline_path(t, r);
     c.m = memory_tier_row(t, {r});
     if (!c.m.ok) {
       rows.push_back({c.path, c.m.workload, c.m.memory, "not simulated: " + c.m.error});

@@ -93,7 +93,7 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
     const ResultsTable& t = serving->table;
     for (const auto& cr : configurations(t, {"load_path", "workload", "model", "layout"})) {
       const std::size_t r = cr[0];
-      const std::string path = t.has("load_path") ? t.get(r, "load_path") : "kernel";
+      const std::string path = baseline_path(t, r);
       if (!first_ok(t, cr)) {
         srows.push_back({path, t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
                          "not simulated: " + t.get(r, "error")});
