@@ -304,6 +304,24 @@ ConfigNode load_yaml_file(const std::string& path) {
 }
 
 void merge_into(ConfigNode& base, const ConfigNode& over) {
+  if (over.is_map() && base.kind == ConfigNode::Kind::Seq && !over.entries.empty()) {
+    // --set cluster.nodes.0.count=2: a key of decimal digits indexes the list.
+    bool indices = true;
+    for (const auto& [k, v] : over.entries)
+      indices = indices && !k.empty() && k.size() < 10 &&
+                k.find_first_not_of("0123456789") == std::string::npos;
+    if (indices) {
+      for (const auto& [k, v] : over.entries) {
+        const std::size_t i = std::stoul(k);
+        if (i >= base.items.size())
+          throw InputError(v.loc, "index " + k + " is past the list's " +
+                                      std::to_string(base.items.size()) +
+                                      " item(s) (list items are numbered from 0)");
+        merge_into(base.items[i], v);
+      }
+      return;
+    }
+  }
   if (over.is_map()) {
     if (base.is_scalar() && !over.find("preset")) {
       // A preset name being refined: h100 + {gpu: ...} = {preset: h100, gpu: ...}

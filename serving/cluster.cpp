@@ -59,23 +59,129 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
       Node n;
       n.name = m_spec.nodes[g].name + "_" + std::to_string(i);
       n.group = g;
+      n.role = m_spec.nodes[g].role;
       n.queue = std::make_unique<NodeQueue>(n.name);
       m_nodes.push_back(std::move(n));
     }
   }
+  const bool pd = m_spec.disaggregated();
+  if (pd) m_decode_router = make_router(m_spec.cluster.router);  // its own cursor and state
   for (std::size_t i = 0; i < m_nodes.size(); ++i) {
     Node& n = m_nodes[i];
+    (n.role == EngineRole::Decode ? m_decode : m_entry).push_back(i);
     EngineSinks es;
     es.summary = &m_group_summary[n.group];
     es.on_finish = [this, i](const RequestRecord& rec) {
-      m_summary.add_request(rec);
-      if (m_sinks.requests) m_sinks.requests->write(rec);
-      if (m_sinks.on_finish) m_sinks.on_finish(rec, i);
+      switch (m_nodes[i].role) {
+        case EngineRole::Prefill:
+          prefilled(rec, i);
+          break;
+        case EngineRole::Decode:
+          decoded(rec, i);
+          break;
+        case EngineRole::Mixed:
+          finished(rec, i);
+          break;
+      }
     };
+    if (pd) {
+      es.role = n.role;
+      es.handoff = m_spec.cluster.handoff;
+      es.on_reject = [this, i](std::uint64_t id) { rejected(id, i); };
+      es.on_pulled = [this](std::uint64_t id, double t0, double t1, double bytes) {
+        pulled(id, t0, t1, bytes);
+      };
+    }
     n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),
                                                *n.queue, es);
   }
   SC_THREAD(route);
+}
+
+void Cluster::finished(const RequestRecord& rec, std::size_t node) {
+  m_summary.add_request(rec);
+  if (m_sinks.requests) m_sinks.requests->write(rec);
+  if (m_sinks.on_finish) m_sinks.on_finish(rec, node);
+}
+
+void Cluster::prefill_stage_done() {
+  if (m_in_prefill == 0) throw std::logic_error("cluster: more requests left prefill than entered");
+  --m_in_prefill;
+  if (m_source_done && m_in_prefill == 0)
+    for (std::size_t d : m_decode) m_nodes[d].queue->close();
+}
+
+void Cluster::prefilled(const RequestRecord& rec, std::size_t node) {
+  const auto it = m_handoffs.find(rec.id);
+  if (it == m_handoffs.end())
+    throw std::logic_error("cluster: request " + std::to_string(rec.id) + " prefilled unrouted");
+  Handoff& h = it->second;
+  if (h.r.output_tokens <= 1) {  // its one output token is the prefill's: no decode stage
+    finished(rec, node);
+    m_handoffs.erase(it);
+    prefill_stage_done();
+    return;
+  }
+  // Its KV stays in the prefill node's blocks until the decode node has pulled it (pulled()).
+  h.prefill = rec;
+  h.prefill_node = node;
+  h.prefill_end_s = now_s();
+  const std::size_t d = choose_among(m_decode, *m_decode_router, h.r);
+  Node& n = m_nodes[d];
+  ++n.routed;
+  ++m_group_routed[n.group];
+  m_group_offered_kappa[n.group] += h.r.kappa_ratio();
+  if (m_sinks.on_route) m_sinks.on_route(h.r, d);
+  n.queue->push(h.r, 0, 1);
+  prefill_stage_done();
+}
+
+void Cluster::pulled(std::uint64_t id, double start_s, double end_s, double bytes) {
+  Handoff& h = m_handoffs.at(id);
+  h.pull_start_s = start_s;
+  h.pull_end_s = end_s;
+  h.bytes = bytes;
+  m_nodes[h.prefill_node].engine->release_kv(id);  // NIXL: the decode side notifies the prefill
+}
+
+void Cluster::decoded(const RequestRecord& rec, std::size_t node) {
+  const auto it = m_handoffs.find(rec.id);
+  if (it == m_handoffs.end() || it->second.pull_end_s < 0)
+    throw std::logic_error("cluster: request " + std::to_string(rec.id) +
+                           " decoded without a hand-off");
+  const Handoff& h = it->second;
+  // The request as its user sees it: the prefill node's tokens, loads and compute; the decode
+  // node's first token (TTFT, hand-off included), output tokens and TPOT.
+  RequestRecord f = h.prefill;
+  f.ttft_s = rec.ttft_s;
+  f.e2e_s = rec.e2e_s;
+  f.output_tokens = rec.output_tokens;
+  f.tpot_s = rec.tpot_s;
+  f.compute_s += rec.compute_s;
+  f.steps += rec.steps;
+  f.preemptions += rec.preemptions;
+  f.preempted_kv_tokens += rec.preempted_kv_tokens;
+  f.meets_slo = rec.meets_slo;
+  f.time.queue_s = 0;  // the rest of its TTFT: queues, the hand-off and the decode node's step
+  f.time.queue_s = std::max(0.0, f.ttft_s - f.time.sum());
+  HandoffStats& st = m_handoff_stats;
+  ++st.count;
+  st.bytes += h.bytes;
+  st.wait_s += h.pull_start_s - h.prefill_end_s;
+  st.transfer_s += h.pull_end_s - h.pull_start_s;
+  st.total_s.add(std::max(QuantileSketch::kMinValue, h.pull_end_s - h.prefill_end_s));
+  m_handoffs.erase(it);
+  finished(f, node);
+}
+
+void Cluster::rejected(std::uint64_t id, std::size_t node) {
+  const auto it = m_handoffs.find(id);
+  if (it == m_handoffs.end()) throw std::logic_error("cluster: an unrouted request was rejected");
+  if (m_nodes[node].role == EngineRole::Decode)  // its prompt never fits the decode node's pool
+    m_nodes[it->second.prefill_node].engine->release_kv(id);
+  else
+    prefill_stage_done();
+  m_handoffs.erase(it);
 }
 
 Cluster::~Cluster() = default;
@@ -95,6 +201,10 @@ void Cluster::route() {
       sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);
     Node& n = m_nodes[i];
+    if (n.role == EngineRole::Prefill) {
+      m_handoffs[r.id].r = r;
+      ++m_in_prefill;
+    }
     const std::int64_t K = cached_tokens_on(i, r);
     const std::int64_t T = r.prompt_tokens() - K;
     ++n.routed;
@@ -104,7 +214,11 @@ void Cluster::route() {
     if (m_sinks.on_route) m_sinks.on_route(r, i);
     n.queue->push(r, K, T);
   }
-  for (Node& n : m_nodes) n.queue->close();
+  for (std::size_t i : m_entry) m_nodes[i].queue->close();
+  m_source_done = true;
+  // Decode nodes take hand-offs until the last request has left its prefill node.
+  if (m_in_prefill == 0)
+    for (std::size_t d : m_decode) m_nodes[d].queue->close();
 }
 
 std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
@@ -131,17 +245,19 @@ std::size_t Cluster::waiting(std::size_t i) const {
 }
 
 namespace {
-// The cluster as routers see it (serving/router_policy.hpp).
+// The cluster's nodes `n` (all of them, or a P/D stage's) as routers see them
+// (serving/router_policy.hpp): the router's node k is the cluster's node n[k].
 class View final : public ClusterView {
  public:
-  explicit View(const Cluster& c) : m_c(c) {}
-  std::size_t nodes() const override { return m_c.nodes(); }
-  std::size_t outstanding(std::size_t i) const override { return m_c.outstanding(i); }
-  std::size_t waiting(std::size_t i) const override { return m_c.waiting(i); }
-  double estimated_completion_s(std::size_t i, const Request& r) const override {
-    return m_c.estimated_completion_s(i, r);
+  View(const Cluster& c, const std::vector<std::size_t>& n) : m_c(c), m_n(n) {}
+  std::size_t nodes() const override { return m_n.size(); }
+  std::size_t outstanding(std::size_t k) const override { return m_c.outstanding(m_n[k]); }
+  std::size_t waiting(std::size_t k) const override { return m_c.waiting(m_n[k]); }
+  double estimated_completion_s(std::size_t k, const Request& r) const override {
+    return m_c.estimated_completion_s(m_n[k], r);
   }
-  NodeCache cache(std::size_t i, const Request& r) const override {
+  NodeCache cache(std::size_t k, const Request& r) const override {
+    const std::size_t i = m_n[k];
     const ServingEngine& e = m_c.engine(i);
     NodeCache c;
     c.cached_tokens = m_c.cached_tokens_on(i, r);
@@ -151,23 +267,27 @@ class View final : public ClusterView {
     c.store_bytes = e.store_bytes();
     return c;
   }
-  double capacity(std::size_t i) const override {
-    const ServingEngine& e = m_c.engine(i);
+  double capacity(std::size_t k) const override {
+    const ServingEngine& e = m_c.engine(m_n[k]);
     return e.layout().gpus * e.spec().system.gpu.peak(e.spec().serving.compute_dtype);
   }
 
  private:
   const Cluster& m_c;
+  const std::vector<std::size_t>& m_n;
 };
 }  // namespace
 
-std::size_t Cluster::choose(const Request& r) {
-  const std::size_t i = m_router->choose(r, View(*this));
-  if (i >= m_nodes.size())
+std::size_t Cluster::choose(const Request& r) { return choose_among(m_entry, *m_router, r); }
+
+std::size_t Cluster::choose_among(const std::vector<std::size_t>& nodes, RouterPolicy& router,
+                                  const Request& r) {
+  const std::size_t k = router.choose(r, View(*this, nodes));
+  if (k >= nodes.size())
     throw std::logic_error(std::string("router ") + router_name(m_spec.cluster.router) +
-                           " chose node " + std::to_string(i) + " of " +
-                           std::to_string(m_nodes.size()));
-  return i;
+                           " chose node " + std::to_string(k) + " of " +
+                           std::to_string(nodes.size()));
+  return nodes[k];
 }
 
 SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& nodes,
@@ -289,10 +409,39 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
       f.emplace_back(p + k, v);
     }
   }
+  if (!m_spec.disaggregated()) return f;
+  // P/D: the hand-offs' figures (serving/stat_catalog: StatWhen::Disagg), in declared order.
+  const HandoffStats& h = m_handoff_stats;
+  const double n = static_cast<double>(h.count);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const std::string& k : disagg_stat_names()) {
+    double v = nan;
+    if (k == "handoffs")
+      v = n;
+    else if (k == "handoff_bytes_mean")
+      v = n > 0 ? h.bytes / n : nan;
+    else if (k == "handoff_wait_mean_s")
+      v = n > 0 ? h.wait_s / n : nan;
+    else if (k == "handoff_transfer_mean_s")
+      v = n > 0 ? h.transfer_s / n : nan;
+    else if (k == "handoff_p50_s")
+      v = n > 0 ? h.total_s.quantile(0.5) : nan;
+    else if (k == "handoff_p99_s")
+      v = n > 0 ? h.total_s.quantile(0.99) : nan;
+    else
+      throw std::logic_error("cluster: P/D figure '" + k + "' is declared but not computed");
+    f.emplace_back(k, v);
+  }
   return f;
 }
 
 void Cluster::check_end() const {
+  if (!m_handoffs.empty())
+    throw std::logic_error("invariant violated: " + std::to_string(m_handoffs.size()) +
+                           " P/D requests never finished their decode stage");
+  // P/D: a handed-off request is routed twice (its prefill and its decode node).
+  std::uint64_t handed = 0;
+  for (std::size_t d : m_decode) handed += m_nodes[d].routed;
   std::uint64_t routed = 0, done = 0;
   for (const Node& n : m_nodes) {
     n.engine->check_end();
@@ -303,8 +452,9 @@ void Cluster::check_end() const {
     routed += n.routed;
     done += n.engine->stats().finished + n.engine->stats().rejected;
   }
-  if (routed != m_arrived || done != m_arrived)
-    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived, " +
+  if (routed != m_arrived + handed || done != m_arrived + handed)
+    throw std::logic_error("invariant violated: " + std::to_string(m_arrived) + " arrived (" +
+                           std::to_string(handed) + " handed to decode nodes), " +
                            std::to_string(routed) + " routed, " + std::to_string(done) +
                            " finished or rejected");
 }

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/quantile.hpp"
 #include "serving/cluster_spec.hpp"
 #include "serving/engine.hpp"
 #include "serving/metrics.hpp"
@@ -103,11 +105,33 @@ class Cluster : public sc_core::sc_module {
   struct Node {
     std::string name;
     std::size_t group = 0;
+    EngineRole role = EngineRole::Mixed;
     std::unique_ptr<NodeQueue> queue;
     std::unique_ptr<ServingEngine> engine;
     std::uint64_t routed = 0;
   };
+  // P/D disaggregation (docs/disaggregation.md): a request between its arrival and its decode
+  // node's finish: its prefill node's record, and its hand-off's times.
+  struct Handoff {
+    Request r;
+    RequestRecord prefill;
+    std::size_t prefill_node = 0;
+    double prefill_end_s = -1, pull_start_s = -1, pull_end_s = -1, bytes = 0;
+  };
+  struct HandoffStats {
+    std::uint64_t count = 0;
+    double bytes = 0, wait_s = 0, transfer_s = 0;
+    QuantileSketch total_s;
+  };
   void route();
+  std::size_t choose_among(const std::vector<std::size_t>& nodes, RouterPolicy& router,
+                           const Request& r);
+  void finished(const RequestRecord& rec, std::size_t node);   // a request's last stage ended
+  void prefilled(const RequestRecord& rec, std::size_t node);  // a P/D prefill node's finish
+  void decoded(const RequestRecord& rec, std::size_t node);    // a P/D decode node's finish
+  void pulled(std::uint64_t id, double start_s, double end_s, double bytes);
+  void rejected(std::uint64_t id, std::size_t node);
+  void prefill_stage_done();  // one request left the prefill stage: maybe close decode queues
   SummaryBuilder::Totals combined_totals(const std::vector<std::size_t>& nodes,
                                          double wall_time_s) const;
 
@@ -122,6 +146,15 @@ class Cluster : public sc_core::sc_module {
   std::vector<Node> m_nodes;
   std::unique_ptr<RouterPolicy> m_router;  // cluster.router, from the registry
   std::uint64_t m_arrived = 0;
+  // P/D: the nodes arrivals go to (every node without P/D), the decode nodes and their router
+  // (its own instance of cluster.router), the requests between stages, the hand-offs' figures.
+  std::vector<std::size_t> m_entry, m_decode;
+  std::unique_ptr<RouterPolicy> m_decode_router;
+  std::map<std::uint64_t, Handoff> m_handoffs;
+  std::uint64_t m_in_prefill = 0;  // routed to a prefill node, not yet past it
+  bool m_source_done = false;
+  std::uint64_t m_done = 0, m_rejected = 0;  // requests past their last stage
+  HandoffStats m_handoff_stats;
 };
 
 // Runs a whole cluster simulation (one per process); returns Cluster::figures().

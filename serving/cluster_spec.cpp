@@ -47,6 +47,36 @@ void ClusterRunSpec::validate(const std::string& path) const {
   if (node_count() > kMaxNodes)
     throw InputError(p + "cluster.nodes: at most " + std::to_string(kMaxNodes) +
                      " nodes in all, got " + std::to_string(node_count()));
+  if (!disaggregated()) return;
+  // P/D: prefill and decode groups, nothing mixed; every decode node pulls over its NIC.
+  bool prefill = false, decode = false;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeGroupSpec& g = nodes[i];
+    const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
+    if (g.role == EngineRole::Mixed)
+      throw InputError(ip +
+                       "role: a P/D cluster (some group is prefill or decode) needs every "
+                       "group's role to be prefill or decode; mixed groups beside P/D pools "
+                       "are not modelled");
+    prefill = prefill || g.role == EngineRole::Prefill;
+    decode = decode || g.role == EngineRole::Decode;
+    if (g.role == EngineRole::Decode && !(g.system.nic_Bps.value_or(0) > 0))
+      throw InputError(ip +
+                       "system.nic_bandwidth: a decode node pulls the prompt's KV from its "
+                       "prefill node over its NIC (GPUDirect RDMA); give the NIC bandwidth "
+                       "per GPU (e.g. \"50 GB/s\" for ConnectX-7 400 Gb/s)");
+  }
+  if (!prefill || !decode)
+    throw InputError(p +
+                     "cluster.nodes: a P/D cluster needs a group with role prefill and one "
+                     "with role decode (got only " +
+                     std::string(prefill ? "prefill" : "decode") + ")");
+}
+
+bool ClusterRunSpec::disaggregated() const {
+  for (const NodeGroupSpec& g : nodes)
+    if (g.role != EngineRole::Mixed) return true;
+  return false;
 }
 
 int ClusterRunSpec::node_count() const {
@@ -61,6 +91,9 @@ RunSpec ClusterRunSpec::node_run_spec(std::size_t g) const {
   r.system = nodes.at(g).system;
   r.serving = nodes.at(g).serving;
   adopt_gpu_kv_buffer(r.serving, r.system.gpu);  // the GPU's own KV buffer (issue 12.12)
+  // P/D: a prefill node computes the first token only; a decode node decodes every request.
+  if (nodes.at(g).role == EngineRole::Prefill) r.serving.decode = false;
+  if (nodes.at(g).role == EngineRole::Decode) r.serving.decode = true;
   r.workload = workload;
   r.trace = false;
   r.check = check;

@@ -23,6 +23,7 @@
 
 #include "core/config.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/handoff.hpp"
 #include "serving/request_cost.hpp"
 #include "serving/router_policy.hpp"
 #include "serving/run_spec.hpp"
@@ -42,6 +43,9 @@ struct NodeGroupSpec {
   int count = 1;
   SystemSpec system;
   ServingSpec serving;  // ServingSpec defaults per node, as in a run config
+  // P/D disaggregation (docs/disaggregation.md): mixed (prefill and decode on one node, the
+  // default), prefill or decode.
+  EngineRole role = EngineRole::Mixed;
 
   template <class V>
   void visit(V& v) {
@@ -49,6 +53,8 @@ struct NodeGroupSpec {
     v.integer("count", count, opt("identical nodes in the group", Range::AtLeastOne));
     v.object("system", system, req("each node's hardware system"), "system");
     v.object("serving", serving, opt("each node's serving settings (vLLM + LMCache)"));
+    v.choice("role", role, engine_role_names(),
+             opt("mixed, prefill or decode (P/D disaggregation: docs/disaggregation.md)"));
   }
   void validate(const std::string& path) const;
 };
@@ -58,11 +64,16 @@ struct ClusterHead {
   // [A] default round_robin: the simplest router (vLLM production-stack's roundrobin routing
   // logic); the routing study sets it explicitly.
   RouterKind router = RouterKind::RoundRobin;
+  // P/D: how a decode node pulls a prompt's KV from its prefill node (serving/handoff.hpp).
+  HandoffSpec handoff;
 
   template <class V>
   void visit(V& v) {
     v.choice("router", router, router_names(),
-             opt("routing policy, a registered name (kappasim presets policies)"));
+             opt("routing policy, a registered name (kappasim presets policies); with P/D it "
+                 "picks the prefill node at arrival and the decode node at the hand-off"));
+    v.object("handoff", handoff,
+             opt("P/D: the decode node's KV pull (vLLM NixlConnector over GPUDirect RDMA)"));
   }
   void validate(const std::string&) const {}
 };
@@ -86,6 +97,9 @@ struct ClusterRunSpec {
   void validate(const std::string& path) const;
 
   int node_count() const;
+  // P/D disaggregation: some node group is a prefill or a decode group (validate() then requires
+  // both, and no mixed group).
+  bool disaggregated() const;
   // The run config of node group g (trace off, check as the cluster's).
   RunSpec node_run_spec(std::size_t g) const;
 };

@@ -344,7 +344,7 @@ void ServingEngine::arrivals() {
     const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
     const std::size_t ri = route(r);
     Rank& rank = *m_ranks[ri];
-    if (sv.warm_tier && !warmed) {
+    if (sv.warm_tier && !warmed && m_sinks.role != EngineRole::Decode) {
       // No copy of the stream to warm from: a prefix never placed before counts as
       // pre-populated at its first use; later uses find it only if it survived LRU.
       std::vector<std::uint64_t> pk = prefix_keys(r, chunk);
@@ -355,20 +355,32 @@ void ServingEngine::arrivals() {
     }
     RequestState& st = m_live[r.id];
     st.rank = static_cast<int>(ri);
-    const std::size_t hits = rank.store->lookup(st, keys);
+    const EngineRole role = m_sinks.role;
+    const bool decode_role = role == EngineRole::Decode;
+    // A decode instance pulls the prompt's KV from the prefill instance instead of looking it up.
+    const std::int64_t cached =
+        decode_role ? r.prompt_tokens() - 1
+                    : static_cast<std::int64_t>(rank.store->lookup(st, keys)) * chunk;
     // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
-    st.seq = std::make_unique<Sequence>(make_sequence(r, static_cast<std::int64_t>(hits) * chunk));
-    // Prefill only (the κ regime) unless serving.decode: then the workload's output length.
-    if (sv.decode) st.seq->output_tokens = std::max<std::int64_t>(1, r.output_tokens);
+    st.seq = std::make_unique<Sequence>(make_sequence(r, cached));
+    // Prefill only (the κ regime) unless serving.decode: then the workload's output length. P/D:
+    // the prefill instance computes the first token; the decode instance the whole output (vLLM's
+    // NixlConnector recomputes the prompt's last token there).
+    if ((sv.decode && role == EngineRole::Mixed) || decode_role)
+      st.seq->output_tokens = std::max<std::int64_t>(1, r.output_tokens);
+    st.seq->remote_kv = decode_role;
+    st.seq->hold_kv = role == EngineRole::Prefill && r.output_tokens > 1;
     // Partial recompute: the leading R cached tokens are prefilled again (they need no earlier
     // KV); the other K - R are loaded. Recomputed tokens count as computed.
-    const std::int64_t R = m_recompute(st.seq->cached_tokens, st.seq->compute_tokens);
+    const std::int64_t R =
+        decode_role ? 0 : m_recompute(st.seq->cached_tokens, st.seq->compute_tokens);
     if (R > 0) {
       st.seq->cached_tokens -= R;
       st.seq->compute_tokens += R;
       st.recompute_tokens = R;
     }
-    st.cached_tokens = st.seq->cached_tokens;  // a preemption may change the sequence's
+    // a preemption may change the sequence's; a pulled prompt's tokens are not the tier's
+    st.cached_tokens = decode_role ? 0 : st.seq->cached_tokens;
     st.compute_tokens = st.seq->compute_tokens;
     ++m_stats.arrived;
     ++rank.live;
@@ -376,7 +388,7 @@ void ServingEngine::arrivals() {
     // that cannot fit one step (chunked prefill off, budget too small) is an input error found
     // only here (its cached tokens depend on the tier): reported through sim_fail (an exception
     // leaving a process would become SystemC's internal error); the source ends as above.
-    if (!rank.store->prefetch(st, keys)) {
+    if (decode_role || !rank.store->prefetch(st, keys)) {
       try {
         rank.sched->enqueue(st.seq.get(), now_s());
       } catch (const InputError&) {
@@ -418,6 +430,7 @@ void ServingEngine::finish(Sequence* s) {
   if (s->rejected) {  // the prompt needs more KV blocks than the whole pool (vLLM rejects it)
     ++m_stats.rejected;
     m_live.erase(id);  // the request's whole state, in one place
+    if (m_sinks.on_reject) m_sinks.on_reject(id);
     return;
   }
   RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name());
@@ -435,12 +448,54 @@ void ServingEngine::finish(Sequence* s) {
   ++m_stats.finished;
 }
 
+void ServingEngine::release_kv(std::uint64_t id) {
+  for (auto& rank : m_ranks)
+    if (rank->kv->holds(id)) {
+      rank->kv->release(id);
+      m_work.notify(SC_ZERO_TIME);  // blocks freed: a waiting request may fit
+      return;
+    }
+  throw std::logic_error("release_kv: request " + std::to_string(id) + " holds no KV blocks");
+}
+
+void ServingEngine::pull(Rank& rank, Sequence* s) {
+  const HandoffSpec& h = m_sinks.handoff;
+  const double t0 = now_s();
+  wait_s(h.fixed_s);
+  // Every GPU of the rank pulls its share of the prompt's KV (all but the last token) through its
+  // NIC (GPUDirect RDMA), no faster than its worker posts the descriptors.
+  const std::int64_t tokens = s->cached_tokens;
+  const std::int64_t desc =
+      handoff_descriptors(m_spec.model, tokens, m_spec.serving.block_tokens, m_layout.pp);
+  double bytes = 0;
+  if (tokens > 0) {
+    CopyGroup c;
+    rank.gpus->plan_all(c.rs, static_cast<double>(tokens) * m_bkv_gpu, Direction::H2D,
+                        CopyPath::Dma);
+    for (TransferRequest& r : c.rs) {
+      r.endpoint = Endpoint::Remote;
+      r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, desc, h);
+      bytes += r.bytes;
+    }
+    rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
+    if (!c.g.finished) sc_core::wait(c.g.done);
+  }
+  rank.sched->pulled(s);
+  if (m_sinks.on_pulled) m_sinks.on_pulled(s->req.id, t0, now_s(), bytes);
+  m_work.notify(SC_ZERO_TIME);
+}
+
 void ServingEngine::check_end() const {
   if (m_stats.finished + m_stats.rejected != m_stats.arrived || !m_live.empty())
     throw std::logic_error("invariant violated: " + std::to_string(m_stats.arrived) + " arrived, " +
                            std::to_string(m_stats.finished) + " finished, " +
                            std::to_string(m_stats.rejected) + " rejected, " +
                            std::to_string(m_live.size()) + " still in the system");
+  for (const auto& rank : m_ranks)
+    if (rank->kv->used_blocks() != 0)
+      throw std::logic_error("invariant violated: rank " + std::to_string(rank->index) +
+                             " still holds " + std::to_string(rank->kv->used_blocks()) +
+                             " KV blocks at the end (a P/D hand-off never released?)");
   m_link->check_conservation();
   if (now_s() < m_check.last_finish_s)  // summary.json: the run ends after its last finish
     throw std::logic_error("invariant violated: the run ends before its last request finished");

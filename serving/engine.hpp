@@ -32,6 +32,7 @@
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
 #include "serving/engine_stats.hpp"
+#include "serving/handoff.hpp"
 #include "serving/kv_store.hpp"
 #include "serving/metrics.hpp"
 #include "serving/rank.hpp"
@@ -56,6 +57,13 @@ struct EngineSinks {
   // pre-populate the tier. Empty: each prefix is placed in the tier at its first use only (a
   // document never seen before counts as pre-populated).
   std::function<std::unique_ptr<WorkloadSource>()> warm_source;
+  // P/D disaggregation (the cluster sets them): the engine's role; a Decode engine's pulls
+  // (how, and a call when request `id`'s pull of `bytes` ran from start_s to end_s: the prefill
+  // instance may then release its copy); any role's rejected requests. Empty: not called.
+  EngineRole role = EngineRole::Mixed;
+  HandoffSpec handoff;
+  std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)> on_pulled;
+  std::function<void(std::uint64_t id)> on_reject;
 };
 
 class ServingEngine : public sc_core::sc_module {
@@ -98,8 +106,10 @@ class ServingEngine : public sc_core::sc_module {
   std::int64_t kv_tokens_total(int r = -1) const;
   double store_bytes(int r = -1) const;
   // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
-  // once or was rejected, nothing is left in the system, links conserved bytes.
+  // once or was rejected, nothing is left in the system (no KV block held), links conserved bytes.
   void check_end() const;
+  // P/D, a Prefill engine: the decode instance has pulled request `id`'s KV; its blocks are freed.
+  void release_kv(std::uint64_t id);
 
  private:
   class Group;  // a step group: serving/step_group.hpp
@@ -107,6 +117,7 @@ class ServingEngine : public sc_core::sc_module {
   std::size_t route(const Request& r);
   void enqueue(RequestState& st);  // into its rank's scheduler (InputError: sim_fail)
   void finish(Sequence* s);
+  void pull(Rank& rank, Sequence* s);  // P/D, a Decode engine: one request's pull (a process)
 
   const RunSpec m_spec;
   WorkloadSource& m_source;

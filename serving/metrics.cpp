@@ -232,6 +232,7 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
       case StatWhen::Cluster:  // Cluster::figures appends them
+      case StatWhen::Disagg:
         break;
     }
   }

@@ -66,13 +66,46 @@ void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv,
   plan.load_tokens += s->cached_tokens;
 }
 
+void Scheduler::start_pull(Sequence* s, double now, PagedKv& kv) {
+  kv.allocate(s->req.id, s->prompt_tokens());
+  s->kv_allocated = true;
+  if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
+  m_pulling.push_back(s);
+  m_new_pulls.push_back(s);
+}
+
+std::vector<Sequence*> Scheduler::take_pulls() {
+  std::vector<Sequence*> out;
+  out.swap(m_new_pulls);
+  return out;
+}
+
+void Scheduler::pulled(Sequence* s) {
+  const auto it = std::find(m_pulling.begin(), m_pulling.end(), s);
+  if (it == m_pulling.end())
+    throw std::logic_error("Scheduler::pulled: request " + std::to_string(s ? s->req.id : 0) +
+                           " is not pulling");
+  m_pulling.erase(it);
+  s->kv_resident = true;
+  m_running.push_back(s);  // its next step computes its remaining tokens over the pulled KV
+}
+
 void Scheduler::preempt_last(PagedKv& kv) {
   Sequence* v = m_running.back();
   m_running.pop_back();
   kv.release(v->req.id);
   v->kv_allocated = false;
   ++v->preemptions;
-  if (v->generated > 0) {
+  if (v->remote_kv) {
+    // Its pulled KV is gone with its blocks (the prefill instance has released its copy): the
+    // whole prompt, and what it generated, is prefilled here (vLLM: a preempted P/D request
+    // recomputes).
+    v->preempted_kv_tokens +=
+        v->cached_tokens + v->computed + std::max<std::int64_t>(0, v->generated - 1);
+    v->compute_tokens = v->req.prompt_tokens() + v->generated;
+    v->cached_tokens = 0;
+    v->remote_kv = v->kv_resident = false;
+  } else if (v->generated > 0) {
     // Its prompt and generated tokens are prefilled again (vLLM v1 resets num_computed_tokens;
     // a re-lookup in the KV tier is not modelled: docs/serving-engine.md "Decode").
     v->preempted_kv_tokens += v->decode_kv_tokens() - 1;
@@ -91,8 +124,10 @@ void Scheduler::produce(Sequence* s, double now, PagedKv& kv) {
   s->last_token_s = now;
   if (s->generated < s->output_tokens) return;
   s->finish_s = now;
-  kv.release(s->req.id);
-  s->kv_allocated = false;
+  if (!s->hold_kv) {  // a P/D prefill's blocks stay until the decode instance pulled them
+    kv.release(s->req.id);
+    s->kv_allocated = false;
+  }
   m_finished.push_back(s);
 }
 
@@ -117,6 +152,12 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     m_s.reject(s, m_now);
     it = m_s.m_waiting.erase(it);
     return Outcome::Rejected;
+  }
+  if (s->remote_kv && !s->kv_resident) {  // P/D: blocks now, the pull outside the step
+    if (!m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;
+    m_s.start_pull(s, m_now, m_kv);
+    it = m_s.m_waiting.erase(it);
+    return Outcome::Admitted;
   }
   const std::int64_t t = m_s.tokens_for(*s, m_budget);
   if (t == 0 || !m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;

@@ -65,6 +65,14 @@ struct Sequence {  // one request inside the engine
   double last_token_s = -1;    // when the latest was
   int preemptions = 0;         // times preempted because KV blocks ran out (vLLM v1: recompute)
   std::int64_t preempted_kv_tokens = 0;  // tokens whose KV its preemptions discarded
+  // P/D disaggregation (serving/cluster, docs/disaggregation.md). remote_kv: the KV of its cached
+  // tokens is pulled from a prefill instance into its blocks after admission (vLLM's
+  // NixlConnector: WAITING_FOR_REMOTE_KVS), not loaded from the tier in its first step; kv_resident
+  // once the pull is done. hold_kv: its blocks outlive its finish until the decode instance has
+  // pulled them (the engine releases them).
+  bool remote_kv = false;
+  bool kv_resident = false;
+  bool hold_kv = false;
 
   // Tokens to prefill (the prompt; after a preemption of a decoding sequence, the prompt and
   // the tokens generated so far, all recomputed).
@@ -181,17 +189,26 @@ class Scheduler {
   // The sequences that finished (or were rejected) since the last call, in finishing order.
   std::vector<Sequence*> take_finished();
 
+  // P/D disaggregation: a remote_kv sequence admitted by plan() takes its blocks and no budget and
+  // waits outside the step for its pull (vLLM: WAITING_FOR_REMOTE_KVS); take_pulls() returns those
+  // admitted since the last call, for the engine to start their pulls. pulled() makes one
+  // running with its KV resident: the next plan() computes its remaining tokens (no load).
+  std::vector<Sequence*> take_pulls();
+  void pulled(Sequence* s);
+  std::size_t pulling() const { return m_pulling.size(); }
+
   std::size_t waiting() const { return m_waiting.size(); }
   // The oldest waiting sequence (nullptr when none): the one the next step tries first.
   const Sequence* waiting_front() const { return m_waiting.empty() ? nullptr : m_waiting.front(); }
   std::size_t running() const { return m_running.size(); }
-  bool idle() const { return m_waiting.empty() && m_running.empty(); }
+  bool idle() const { return m_waiting.empty() && m_running.empty() && m_pulling.empty(); }
   const SchedulerConfig& config() const { return m_cfg; }
 
  private:
   friend class Admission;
   std::int64_t tokens_for(const Sequence& s, std::int64_t budget) const;
   void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan);
+  void start_pull(Sequence* s, double now, PagedKv& kv);
   void reject(Sequence* s, double now);
   void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token
@@ -200,6 +217,8 @@ class Scheduler {
   std::list<Sequence*> m_waiting;    // arrival (enqueue) order
   std::vector<Sequence*> m_running;  // admission order
   std::vector<Sequence*> m_finished;
+  std::vector<Sequence*> m_pulling;    // remote_kv sequences admitted, their pull not done
+  std::vector<Sequence*> m_new_pulls;  // of them, admitted since the last take_pulls()
   bool m_in_flight = false;
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry

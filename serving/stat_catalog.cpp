@@ -82,6 +82,8 @@ const char* stat_when_doc(StatWhen w) {
       return "with serving.decode";
     case StatWhen::Cluster:
       return "cluster runs";
+    case StatWhen::Disagg:
+      return "P/D cluster runs";
   }
   return "?";
 }
@@ -242,6 +244,13 @@ StatDecl group(const char* field, const char* unit, StatAgg agg, std::string doc
                unsigned show = kShowNone) {
   StatDecl d{std::string("<group>.") + field, unit, agg, StatWhen::Cluster, std::move(doc), {}};
   d.keys.push_back({field, show, nullptr, nullptr});
+  return d;
+}
+
+// A P/D cluster's hand-off figure (Cluster::figures).
+StatDecl disagg(const char* name, const char* unit, StatAgg agg, const char* doc) {
+  StatDecl d{name, unit, agg, StatWhen::Disagg, doc, {}};
+  d.keys.push_back({name, kShowCluster, nullptr, nullptr});
   return d;
 }
 
@@ -665,6 +674,18 @@ std::vector<StatDecl> make_summary() {
     add(group(k, src->unit.c_str(), src->agg, std::string("the group's ") + k,
               shown ? kShowCluster : kShowNone));
   }
+  // ---- P/D disaggregation (serving/cluster, docs/disaggregation.md): the KV hand-offs from
+  // prefill to decode nodes, over the requests that decoded.
+  // clang-format off
+  add(disagg("handoffs", "requests", A::Count, "requests whose KV a decode node pulled from their prefill node"));
+  add(disagg("handoff_bytes_mean", "B", A::Mean, "KV bytes pulled per hand-off (all GPUs of the decode rank)"));
+  add(disagg("handoff_wait_mean_s", "s", A::Mean,
+             "from the prefill's end to the pull's start: the decode node's queue, free blocks and step boundary"));
+  add(disagg("handoff_transfer_mean_s", "s", A::Mean,
+             "the pull: its fixed cost, then the RDMA reads (NIC port, posting rate)"));
+  add(disagg("handoff_p50_s", "s", A::Quantile, "from the prefill's end to the pull's end, median"));
+  add(disagg("handoff_p99_s", "s", A::Quantile, "the same, 99th percentile"));
+  // clang-format on
   return v;
 }
 
@@ -720,6 +741,13 @@ std::vector<std::string> cluster_group_stat_fields() {
   std::vector<std::string> f;
   for (const StatDecl& d : summary_stats())
     if (d.when == StatWhen::Cluster) f.push_back(d.keys.front().name);
+  return f;
+}
+
+std::vector<std::string> disagg_stat_names() {
+  std::vector<std::string> f;
+  for (const StatDecl& d : summary_stats())
+    if (d.when == StatWhen::Disagg) f.push_back(d.name);
   return f;
 }
 

@@ -47,6 +47,7 @@ enum class StatWhen {
   Tiers,    // only with serving.tiers: SummaryBuilder::Totals::tier_levels, per level
   Decode,   // only when the run decodes (serving.decode): requests.csv columns, summary figures
   Cluster,  // only in a cluster run's summary, per node group (serving/cluster)
+  Disagg,   // only in a P/D-disaggregated cluster run's summary (serving/cluster), after the groups
 };
 const char* stat_when_doc(StatWhen w);
 
@@ -96,6 +97,8 @@ std::vector<std::string> tier_level_stat_fields();
 std::vector<std::string> cluster_group_stat_fields();
 // The layout figures (Totals::extra), in declaration order.
 std::vector<std::string> replica_stat_names();
+// The P/D hand-off figures (Cluster::figures), in declaration order.
+std::vector<std::string> disagg_stat_names();
 
 // True when `key` is a declared summary.json key (a tier level's or a cluster group's
 // included: any level of kv_hierarchy, any group name before the last '.').

@@ -52,6 +52,10 @@ void ServingEngine::Group::steps() {
     for (Rank* r : ranks) {
       plans.push_back(r->sched->plan(now_s(), *r->kv));
       any = any || !plans.back().items.empty();
+      // P/D: requests admitted to pull their prompt's KV start now, outside the step (vLLM's
+      // workers start the reads as the step that admitted them begins).
+      for (Sequence* s : r->sched->take_pulls())
+        sc_core::sc_spawn([this, r, s] { m_e.pull(*r, s); });
     }
     if (!any) {
       // plan() may have rejected prompts larger than the whole pool and admitted nothing:
@@ -59,10 +63,13 @@ void ServingEngine::Group::steps() {
       bool running = false;
       for (Rank* r : ranks) {
         for (Sequence* s : r->sched->take_finished()) m_e.finish(s);
-        running = running || r->sched->running() > 0;
+        // Pulls in flight, or blocks a P/D prefill holds for its decode instance, come back.
+        running = running || r->sched->running() > 0 || r->sched->pulling() > 0 ||
+                  r->kv->used_blocks() > 0;
       }
-      // With nothing running every waiting prompt fits (larger ones were rejected above), so an
-      // empty plan with the source done means the system is empty; check_end() verifies it.
+      // With nothing running and no block held every waiting prompt fits (larger ones were
+      // rejected above), so an empty plan with the source done means the system is empty;
+      // check_end() verifies it.
       if (m_e.m_source_done && !running && !held()) return;
       sc_core::wait(m_e.m_work);
       continue;

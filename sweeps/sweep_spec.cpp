@@ -541,8 +541,22 @@ void set_path(ConfigNode& root, const std::string& path, const ConfigNode& value
       m.entries.emplace_back("preset", std::move(name));
       *at = std::move(m);
     } else if (at->kind == ConfigNode::Kind::Seq) {
-      throw InputError(value.loc,
-                       "cannot set '" + path + "': the config holds a list above '" + key + "'");
+      // A list item by its index (cluster.nodes.0.count): the item itself, not a map key.
+      const bool digits = key.find_first_not_of("0123456789") == std::string::npos;
+      const std::size_t i = digits && key.size() < 10 ? std::stoul(key) : at->items.size();
+      if (i >= at->items.size())
+        throw InputError(value.loc, "cannot set '" + path + "': the config holds a list of " +
+                                        std::to_string(at->items.size()) + " item(s) there; '" +
+                                        key + "' is not an index below that");
+      if (dot == std::string::npos) {
+        const SourceLoc key_loc = at->items[i].key_loc;
+        at->items[i] = value;
+        at->items[i].key_loc = key_loc.file.empty() ? value.loc : key_loc;
+        return;
+      }
+      at = &at->items[i];
+      start = dot + 1;
+      continue;
     } else if (at->is_null()) {
       *at = ConfigNode::make_map(value.loc);
     }

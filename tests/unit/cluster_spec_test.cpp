@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/cluster_spec.hpp"
+#include "serving/handoff.hpp"
 
 namespace kappasim {
 namespace {
@@ -136,6 +137,70 @@ TEST(ClusterSpec, BadInputsNamePositionAndExpectation) {
   EXPECT_NE(error_of(std::string(kPool) + "trace: false\n").find("trace"), std::string::npos);
   EXPECT_TRUE(is_cluster_config(parse_yaml(kPool, "c.yaml")));
   EXPECT_FALSE(is_cluster_config(parse_yaml("model: x\n", "c.yaml")));
+}
+
+// P/D disaggregation (docs/disaggregation.md): roles, and what a P/D cluster needs.
+const char* kPd =
+    "cluster:\n"
+    "  nodes:\n"
+    "    - {name: p, role: prefill, system: dgx-h100, serving: {tp: 8}}\n"
+    "    - {name: d, role: decode, system: dgx-h100, serving: {tp: 8}}\n"
+    "model: llama-3.1-70b\n"
+    "workload: {type: sharegpt, requests: 10}\n";
+
+TEST(ClusterSpec, PdRolesSetWhoDecodesAndTheHandoffDefaultsAreNixls) {
+  const ClusterRunSpec s = parse(kPd);
+  EXPECT_TRUE(s.disaggregated());
+  EXPECT_FALSE(parse(kPool).disaggregated());
+  EXPECT_FALSE(s.node_run_spec(0).serving.decode);  // the prefill node: the first token only
+  EXPECT_TRUE(s.node_run_spec(1).serving.decode);
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.post_per_descriptor_s, 6.7e-3 / 1785);  // vLLM #50913
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.fixed_s, 0.40e-3);
+}
+
+TEST(ClusterSpec, PdBadInputsNameTheKey) {
+  std::string y = kPd;
+  // Only prefill nodes.
+  std::string only = y;
+  only.replace(only.find("role: decode"), 12, "role: prefill");
+  EXPECT_NE(error_of(only).find("cluster.nodes: a P/D cluster needs a group with role prefill "
+                                "and one with role decode"),
+            std::string::npos)
+      << error_of(only);
+  // A mixed group beside P/D pools.
+  std::string mixed = y;
+  mixed.replace(mixed.find("role: decode"), 12, "role: mixed");
+  EXPECT_NE(error_of(mixed).find("cluster.nodes.1.role"), std::string::npos) << error_of(mixed);
+  // A decode node without a NIC (the h100 preset gives none).
+  std::string nic = y;
+  nic.replace(nic.find("role: decode, system: dgx-h100"), 30, "role: decode, system: h100");
+  EXPECT_NE(error_of(nic).find("cluster.nodes.1.system.nic_bandwidth"), std::string::npos)
+      << error_of(nic);
+  // An unknown role names the choices.
+  std::string bad = y;
+  bad.replace(bad.find("role: decode"), 12, "role: decoder");
+  EXPECT_NE(error_of(bad).find("role"), std::string::npos) << error_of(bad);
+  EXPECT_NE(error_of(bad).find("decode"), std::string::npos) << error_of(bad);
+}
+
+// Descriptors one decode GPU posts: blocks x its layers x K/V regions, by hand.
+TEST(Handoff, DescriptorsAreBlocksTimesLayersTimesRegions) {
+  const ClusterRunSpec s = parse(kPd);
+  // Llama-3.1-70B: 80 layers, GQA (K and V apart). 1,000 tokens = 63 blocks of 16.
+  EXPECT_EQ(handoff_descriptors(s.model, 1000, 16), 63 * 80 * 2);
+  EXPECT_EQ(handoff_descriptors(s.model, 1000, 16, 2), 63 * 40 * 2);  // a PP stage's 40 layers
+  EXPECT_EQ(handoff_descriptors(s.model, 1024, 64), 16 * 80 * 2);
+  EXPECT_EQ(handoff_descriptors(s.model, 0, 16), 0);
+  // DeepSeek-V3: 61 MLA layers, one latent per token: one region.
+  const ClusterRunSpec ds =
+      parse(std::string(kPd).replace(std::string(kPd).find("llama-3.1-70b"), 13, "deepseek-v3"));
+  EXPECT_EQ(handoff_descriptors(ds.model, 1000, 16), 63 * 61);
+  // Posting rate: 1 GB over 10,080 descriptors at 3.75 us = 37.8 ms -> 26.46 GB/s.
+  HandoffSpec h;
+  h.post_per_descriptor_s = 3.75e-6;
+  EXPECT_NEAR(handoff_post_rate_cap(1e9, 10080, h), 1e9 / 37.8e-3, 1);
+  h.post_per_descriptor_s = 0;
+  EXPECT_EQ(handoff_post_rate_cap(1e9, 10080, h), 0);  // no cap
 }
 
 TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoading) {

@@ -245,6 +245,27 @@ TEST(SweepSpec, SetPathReplacesWholeNodesAndRefinesPresets) {
   EXPECT_EQ(root.find("system")->scalar, "a100");
 }
 
+// A list item by its index (a P/D study's node counts: cluster.nodes.0.count).
+TEST(SweepSpec, SetPathIndexesListItems) {
+  ConfigNode root = parse_yaml(
+      "cluster:\n  nodes:\n    - {name: p, count: 1}\n"
+      "    - {name: d, count: 1}\n",
+      "c.yaml");
+  set_path(root, "cluster.nodes.1.count", ConfigNode::make_scalar("3"));
+  EXPECT_EQ(root.find("cluster")->find("nodes")->items.at(1).find("count")->scalar, "3");
+  EXPECT_EQ(root.find("cluster")->find("nodes")->items.at(0).find("count")->scalar, "1");
+  try {
+    set_path(root, "cluster.nodes.2.count", ConfigNode::make_scalar("3"));
+    ADD_FAILURE() << "no error for an index past the list";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a list of 2 item(s)"), std::string::npos) << e.what();
+  }
+  ConfigNode again = parse_yaml("cluster:\n  nodes:\n    - {name: p, count: 1}\n", "c.yaml");
+  apply_set(again, "cluster.nodes.0.count=2");  // --set indexes lists the same way
+  EXPECT_EQ(again.find("cluster")->find("nodes")->items.at(0).find("count")->scalar, "2");
+  EXPECT_EQ(again.find("cluster")->find("nodes")->items.at(0).find("name")->scalar, "p");
+}
+
 TEST(SweepSpec, ResolvedSpecReexpandsToTheSamePointsAndHash) {
   for (bool quick : {false, true}) {
     const SweepSpec s = parse(R"(

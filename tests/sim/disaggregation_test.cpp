@@ -1,0 +1,119 @@
+// P/D disaggregation (serving/cluster, serving/handoff; docs/disaggregation.md) on the SystemC
+// engines: one request's hand-off time worked by hand from the descriptors the decode GPUs post
+// and the NIC they pull through, the request's stages in order, and a loaded P/D cluster where
+// every request finishes once and every held block is released (check: true runs
+// Cluster::check_end and every engine's). One simulation per TEST.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "serving/cluster.hpp"
+#include "tests/sim/serving_test_util.hpp"
+
+namespace kappasim {
+namespace {
+
+ClusterRunSpec pd_spec(const std::string& handoff) {
+  return read_config<ClusterRunSpec>(
+      parse_yaml(
+          "cluster:\n"
+          "  router: round_robin\n" +
+              handoff +
+              "  nodes:\n"
+              "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+              "tp: 8, store: none}}\n"
+              "    - {name: d, role: decode, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+              "tp: 8, store: none}}\n"
+              "model: llama-3.1-70b\n"
+              "workload: {type: sharegpt}\n"
+              "check: true\n",
+          "<test>"),
+      "");
+}
+
+Request request(std::uint64_t id, double at, std::int64_t T, std::int64_t out) {
+  Request r;
+  r.id = id;
+  r.arrival_s = at;
+  r.new_tokens = T;
+  r.output_tokens = out;
+  r.workload = "test";
+  return r;
+}
+
+double figure(const std::vector<std::pair<std::string, double>>& f, const std::string& k) {
+  for (const auto& [key, v] : f)
+    if (key == k) return v;
+  ADD_FAILURE() << "no figure " << k;
+  return 0;
+}
+
+// Hand: Llama-3.1-70B in BF16 at TP 8 keeps 80 layers x 1 KV head x 128 x 2 (K, V) x 2 B =
+// 40,960 B per token per GPU. A 2,049-token prompt hands off its first 2,048 tokens (the decode
+// node recomputes the last, as vLLM's NixlConnector does): 83,886,080 B per GPU in
+// 2,048 / 16 = 128 blocks x 80 layers x 2 (K, V) = 20,480 descriptors. Posted at 6.7 ms / 1,785
+// = 3.754 us each they take 76.9 ms, so each GPU pulls at 83,886,080 B / 76.9 ms = 1.09 GB/s, below
+// its 50 GB/s ConnectX-7 port: transfer = 0.4 ms fixed + 76.9 ms.
+TEST(Disaggregation, HandoffIsPostingBoundAtNixlsMeasuredCostPerDescriptor) {
+  const ClusterRunSpec spec = pd_spec("");
+  VectorSource src({request(1, 0, 2049, 4)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  const auto f = run_cluster(spec, src, sinks);
+  const double transfer = 0.4e-3 + 20480 * (6.7e-3 / 1785);
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 8 * 2048 * 40960.0, 1);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 1e-3 * transfer);
+  // An idle decode node admits the hand-off at once: no wait.
+  EXPECT_NEAR(figure(f, "handoff_wait_mean_s"), 0, 1e-9);
+  ASSERT_EQ(done.size(), 1u);  // one record per request: the decode node's, with the prefill's
+  EXPECT_EQ(done[0].output_tokens, 4);
+  EXPECT_EQ(done[0].computed_tokens, 2049);  // the prefill node's prompt
+  // TTFT: the prefill, then the hand-off, then the decode node's step recomputing the last token.
+  EXPECT_GT(done[0].ttft_s, transfer);
+  EXPECT_EQ(figure(f, "p.requests_routed"), 1);
+  EXPECT_EQ(figure(f, "d.requests_routed"), 1);
+}
+
+// With nothing to post (post_per_descriptor 0) the pull is the NIC's: 83,886,080 B per GPU over
+// its 50 GB/s port = 1.678 ms, plus the 0.4 ms fixed cost (the copy's own issue latency and the
+// NIC latency add a few microseconds).
+TEST(Disaggregation, WithoutPostingCostsThePullRunsAtTheNicPort) {
+  const ClusterRunSpec spec = pd_spec("  handoff: {post_per_descriptor: 0 s}\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.4e-3 + 2048 * 40960.0 / 50e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// A prompt whose one output token is the prefill's needs no decode stage; the others are handed
+// off. Under load every request finishes once, and every block a prefill node held for a
+// hand-off is released (check_end: no KV block left in any pool).
+TEST(Disaggregation, EveryRequestFinishesOnceAndEveryHeldBlockIsReleased) {
+  const ClusterRunSpec spec = pd_spec("");
+  std::vector<Request> rs;
+  for (std::uint64_t i = 1; i <= 40; ++i)
+    rs.push_back(request(i, 0.002 * static_cast<double>(i), 300 + 97 * static_cast<std::int64_t>(i),
+                         i % 5 == 0 ? 1 : 2 + static_cast<std::int64_t>(i % 7)));
+  VectorSource src(rs);
+  std::vector<std::uint64_t> ids;
+  std::int64_t out = 0;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) {
+    ids.push_back(r.id);
+    out += r.output_tokens;
+  };
+  const auto f = run_cluster(spec, src, sinks);
+  EXPECT_EQ(ids.size(), 40u);
+  std::int64_t want = 0;
+  for (const Request& r : rs) want += r.output_tokens;
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(figure(f, "handoffs"), 32);  // 8 of the 40 ask for one token
+  EXPECT_EQ(figure(f, "requests_completed"), 40);
+}
+
+}  // namespace
+}  // namespace kappasim
