@@ -112,6 +112,21 @@ void MlpSpec::validate(const std::string& path) const {
   }
 }
 
+void LinearAttentionSpec::validate(const std::string& path) const {
+  if (type == LinearAttentionType::GatedDeltaNet) return;
+  // KDA and lightning attention: one set of heads for q, k and v (num_heads of head_dim).
+  if (num_key_heads != num_value_heads || key_head_dim != value_head_dim)
+    throw InputError(path + ".num_value_heads: " +
+                     (type == LinearAttentionType::Kda ? std::string("kda") : "lightning") +
+                     " layers have one set of heads for q, k and v (num_key_heads " +
+                     std::to_string(num_key_heads) + ", num_value_heads " +
+                     std::to_string(num_value_heads) + ", key_head_dim " +
+                     std::to_string(key_head_dim) + ", value_head_dim " +
+                     std::to_string(value_head_dim) + ")");
+  if (type == LinearAttentionType::Lightning && conv_kernel > 0)
+    throw InputError(path + ".conv_kernel: lightning attention has no short convolution");
+}
+
 void ModelSpec::validate(const std::string& path) const {
   if (mlp.first_dense_layers > num_layers)
     throw InputError(path + ".mlp.first_dense_layers: " + std::to_string(mlp.first_dense_layers) +
@@ -141,10 +156,17 @@ void ModelSpec::validate(const std::string& path) const {
     throw InputError(path + ".layer_pattern: " + std::to_string(n) +
                      " layers given, but num_layers is " + std::to_string(num_layers) +
                      " (one letter per layer)");
-  if (attention.type == AttentionType::Mla)
+  // Issue 25: MLA full layers beside linear ones (Kimi-Linear); MLA with sliding or chunked
+  // layers is not modelled.
+  if (attention.type == AttentionType::Mla &&
+      (count_layers(LayerKind::Sliding) > 0 || count_layers(LayerKind::Chunked) > 0))
     throw InputError(path +
-                     ".layer_pattern: only with attention type gqa (an MLA model with "
-                     "sliding, chunked or linear layers is not modelled)");
+                     ".layer_pattern: S and C layers only with attention type gqa (an MLA "
+                     "model with sliding or chunked layers is not modelled)");
+  if (attention.type == AttentionType::Mla && attention.sparse())
+    throw InputError(path +
+                     ".layer_pattern: a sparse-attention (index_topk) model with a layer "
+                     "pattern is not modelled");
   const bool sliding = count_layers(LayerKind::Sliding) > 0;
   if (sliding && sliding_window < 1)
     throw InputError(path +
@@ -271,9 +293,30 @@ namespace {
 // One Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz (q, k: key heads × key dim; v, z: value
 // heads × value dim), in_proj_ba (β and α per value head), the depthwise causal conv over q, k, v,
 // A_log and dt_bias per value head, the gated RMSNorm over value dim, out_proj.
+// One KDA layer (Kimi-Linear, vLLM kimi_linear KimiDeltaAttention), P = heads × head_dim:
+// q_proj, k_proj, v_proj h → P each; q/k/v_conv1d (depthwise, P × kernel each); the low-rank
+// forget gate f_a_proj h → d, f_b_proj d → P, dt_bias P, A_log per head; b_proj h → heads; the
+// low-rank output gate g_a_proj h → d, g_b_proj d → P; o_norm d; o_proj P → h.
+// One lightning-attention layer (MiniMax, vLLM MiniMaxText01LinearAttention), P = heads ×
+// head_dim: qkv_proj h → 3·P, output_gate h → P, norm P, out_proj P → h.
 double linear_attention_params_per_layer(const ModelSpec& m) {
   const LinearAttentionSpec& l = m.linear;
   const double h = static_cast<double>(m.hidden_size);
+  if (l.type == LinearAttentionType::Kda) {
+    const double d = l.key_head_dim, heads = l.num_key_heads, P = heads * d;
+    return 3 * h * P                // q_proj, k_proj, v_proj
+           + 3 * P * l.conv_kernel  // q/k/v_conv1d
+           + h * d + d * P + P      // f_a_proj, f_b_proj, dt_bias
+           + heads                  // A_log
+           + h * heads              // b_proj
+           + h * d + d * P          // g_a_proj, g_b_proj
+           + d                      // o_norm
+           + P * h;                 // o_proj
+  }
+  if (l.type == LinearAttentionType::Lightning) {
+    const double P = static_cast<double>(l.num_key_heads) * l.key_head_dim;
+    return 3 * h * P + h * P + P + P * h;  // qkv_proj, output_gate, norm, out_proj
+  }
   const double qk = static_cast<double>(l.num_key_heads) * l.key_head_dim;
   const double v = static_cast<double>(l.num_value_heads) * l.value_head_dim;
   return h * (2 * qk + 2 * v)            // in_proj_qkvz
@@ -347,6 +390,7 @@ double linear_state_elements(const ModelSpec& m, double value_heads_share) {
   const double conv_channels =
       (2.0 * l.num_key_heads * l.key_head_dim + l.num_value_heads * l.value_head_dim) *
       value_heads_share;
+  if (l.type == LinearAttentionType::Lightning) return recurrent;  // no convolution
   return recurrent + (l.conv_kernel - 1) * conv_channels;
 }
 // Σ over layers of the tokens each keeps for a prefix of K (K, min(K, W), K mod C, or 0 for
@@ -393,8 +437,7 @@ double kv_bytes_for_prefix(const ModelSpec& m, DType kv, double K) {
 
 double kv_bytes_for_prefix_per_gpu(const ModelSpec& m, DType kv, int tp, double K) {
   if (!m.has_layer_pattern()) return K * kv_bytes_per_token_per_gpu(m, kv, tp);
-  const double per_layer_token =
-      2.0 * kv_heads_per_gpu(m, tp) * m.attention.head_dim * bytes_per_element(kv);
+  const double per_layer_token = kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
   double bytes = kv_tokens_kept(m, K) * per_layer_token;
   const int linear_layers = m.count_layers(LayerKind::Linear);
   if (linear_layers > 0) {
@@ -501,7 +544,9 @@ double indexer_flops(const ModelSpec& m, double K, double T) {
 double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, double T) {
   if (kind == LayerKind::Linear) return 0;
   if (!m.has_layer_pattern()) return attention_flops(m, K, T) / m.num_layers;  // every layer alike
-  // A pattern is GQA only (ModelSpec::validate).
+  // A pattern with MLA has F and L layers only (ModelSpec::validate): the F layers share it.
+  if (m.attention.type == AttentionType::Mla)
+    return attention_flops(m, K, T) / m.count_layers(LayerKind::Full);
   if (kind == LayerKind::Full)
     return (T * K + T * (T + 1) / 2) * attention_flops_per_token_per_cached(m) /
            m.count_layers(LayerKind::Full);
@@ -516,10 +561,30 @@ double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, doubl
   return sliding_pairs * 2.0 * a.num_q_heads * (2.0 * a.head_dim);
 }
 
+namespace {
+double mla_dense_flops(const ModelSpec& m, double K, double T, double L) {
+  const AttentionSpec& a = m.attention;
+  const double pairs = T * K + T * (T + 1) / 2;
+  // MLA: the cheaper of the two ways a kernel library runs it (vLLM picks by query length).
+  const double H = a.num_q_heads, r = a.kv_lora_rank;
+  // Expanded: up-project the K cached latents to per-head K/V once (kv_b_proj), then ordinary
+  // attention with d_qk = nope + rope, d_v = v.
+  const double expanded = pairs * attention_flops_per_token_per_cached(m) +
+                          K * L * 2.0 * r * H * (a.qk_nope_head_dim + a.v_head_dim);
+  // Absorbed: attend in latent space (d_qk = r + rope, d_v = r); each new token's query is
+  // multiplied into the latent by W_UK and its output back out by W_UV.
+  const double absorbed = pairs * L * 2.0 * H * ((r + a.qk_rope_head_dim) + r) +
+                          T * L * 2.0 * H * r * (a.qk_nope_head_dim + a.v_head_dim);
+  return std::min(expanded, absorbed);
+}
+}  // namespace
+
 double attention_flops(const ModelSpec& m, double K, double T) {
   // Causal: new token i (0-based) attends to the K cached tokens and to new tokens 0..i.
   const double pairs = T * K + T * (T + 1) / 2;
   const AttentionSpec& a = m.attention;
+  if (m.has_layer_pattern() && a.type == AttentionType::Mla)  // F and L layers (Kimi-Linear)
+    return mla_dense_flops(m, K, T, m.count_layers(LayerKind::Full));
   if (m.has_layer_pattern()) {
     // Issue 25. Full layers: `pairs` as above (the slope is over the F layers only). Sliding
     // layers: new token i sits at position p = K + i + 1 and attends to min(p, W) keys; for
@@ -551,17 +616,7 @@ double attention_flops(const ModelSpec& m, double K, double T) {
     return sparse_pairs * L * 2.0 * H * ((r + a.qk_rope_head_dim) + r) +
            T * L * 2.0 * H * r * (a.qk_nope_head_dim + a.v_head_dim) + indexer_flops(m, K, T);
   }
-  // MLA: the cheaper of the two ways a kernel library runs it (vLLM picks by query length).
-  const double L = m.num_layers, H = a.num_q_heads, r = a.kv_lora_rank;
-  // Expanded: up-project the K cached latents to per-head K/V once (kv_b_proj), then ordinary
-  // attention with d_qk = nope + rope, d_v = v.
-  const double expanded = pairs * attention_flops_per_token_per_cached(m) +
-                          K * L * 2.0 * r * H * (a.qk_nope_head_dim + a.v_head_dim);
-  // Absorbed: attend in latent space (d_qk = r + rope, d_v = r); each new token's query is
-  // multiplied into the latent by W_UK and its output back out by W_UV.
-  const double absorbed = pairs * L * 2.0 * H * ((r + a.qk_rope_head_dim) + r) +
-                          T * L * 2.0 * H * r * (a.qk_nope_head_dim + a.v_head_dim);
-  return std::min(expanded, absorbed);
+  return mla_dense_flops(m, K, T, m.num_layers);
 }
 
 }  // namespace kappasim

@@ -164,10 +164,17 @@ struct MlpSpec {
   void validate(const std::string& path) const;
 };
 
-// Linear-attention layers (Gated DeltaNet, Qwen3-Next): per request and layer a recurrent state
-// of value_heads × key_head_dim × value_head_dim and a causal-conv state of (conv_kernel - 1)
-// positions × (2·key_heads·key_head_dim + value_heads·value_head_dim) channels.
+// Linear-attention layers, per request and layer a fixed state instead of per-token KV:
+//  - gated_deltanet (Qwen3-Next): a recurrent state of value_heads × key_head_dim ×
+//    value_head_dim and a causal-conv state of (conv_kernel − 1) positions ×
+//    (2·key_heads·key_head_dim + value_heads·value_head_dim) channels;
+//  - kda (Kimi Delta Attention, Kimi-Linear): the same state shapes with key heads = value
+//    heads (num_heads of head_dim; q, k and v each have their short convolution), its own
+//    projections (low-rank forget and output gates);
+//  - lightning (MiniMax lightning attention): a per-head d_k × d_v state only, no convolution.
+enum class LinearAttentionType { GatedDeltaNet, Kda, Lightning };
 struct LinearAttentionSpec {
+  LinearAttentionType type = LinearAttentionType::GatedDeltaNet;
   int num_key_heads = 0;
   int num_value_heads = 0;
   int key_head_dim = 0;
@@ -176,15 +183,29 @@ struct LinearAttentionSpec {
 
   template <class V>
   void visit(V& v) {
+    static const std::vector<std::pair<const char*, LinearAttentionType>> types = {
+        {"gated_deltanet", LinearAttentionType::GatedDeltaNet},
+        {"kda", LinearAttentionType::Kda},
+        {"lightning", LinearAttentionType::Lightning}};
+    if (!V::kWriting || type != LinearAttentionType::GatedDeltaNet)
+      v.choice("type", type, types,
+               opt("gated_deltanet (Qwen3-Next, default), kda (Kimi Delta Attention) or lightning "
+                   "(MiniMax)"));
     v.integer("num_key_heads", num_key_heads, req("key (and query) heads (linear_num_key_heads)"));
     v.integer("num_value_heads", num_value_heads, req("value heads (linear_num_value_heads)"));
     v.integer("key_head_dim", key_head_dim, req("key dimension per head (linear_key_head_dim)"));
     v.integer("value_head_dim", value_head_dim,
               req("value dimension per head (linear_value_head_dim)"));
-    v.integer("conv_kernel", conv_kernel,
-              req("causal short-convolution width (linear_conv_kernel_dim)"));
+    if (type == LinearAttentionType::Lightning) {
+      if (!V::kWriting || conv_kernel > 0)
+        v.integer("conv_kernel", conv_kernel,
+                  opt("lightning attention has no short convolution (0)", Range::NonNegative));
+    } else {
+      v.integer("conv_kernel", conv_kernel,
+                req("causal short-convolution width (linear_conv_kernel_dim)"));
+    }
   }
-  void validate(const std::string&) const {}
+  void validate(const std::string& path) const;
 };
 
 struct ModelSpec {
@@ -235,7 +256,8 @@ struct ModelSpec {
       v.integer("max_position_embeddings", max_position_embeddings,
                 opt("longest context the model takes (0: not given)", Range::NonNegative));
     if (layer_pattern.find('L') != std::string::npos)
-      v.object("linear_attention", linear, req("linear-attention (Gated DeltaNet) layers"));
+      v.object("linear_attention", linear,
+               req("linear-attention (Gated DeltaNet, KDA or lightning) layers"));
   }
   void validate(const std::string& path) const;
   // The kind of each layer (the pattern with spaces removed; all Full when empty).

@@ -297,5 +297,107 @@ TEST(ModelVariants, ServingEngineRefusesSparseAttentionNamingTheKey) {
   }
 }
 
+// ---- Kimi-Linear: KDA linear layers beside MLA full layers -----------------------------------
+
+// moonshotai/Kimi-Linear-48B-A3B-Instruct config.json: 27 layers, full_attn_layers [4, 8, 12,
+// 16, 20, 24, 27] (1-based) → 7 MLA and 20 KDA; MLA latent 512 + 64 = 576 values; KDA 32 heads of
+// 128, short_conv_kernel_size 4. BF16:
+//  MLA: 576 × 2 = 1,152 B per token and layer; K → ∞: 7 × 1,152 = 8,064 B per token.
+//  KDA state per layer: recurrent 32 × 128 × 128 = 524,288 values; the q, k, v convolutions'
+//   last 4 − 1 = 3 inputs of 3 × 32 × 128 = 12,288 channels = 36,864 values; 561,152 × 2 B =
+//   1,122,304 B, × 20 layers = 22,446,080 B per request.
+//  K = 100,000: 7 × 100,000 × 1,152 = 806,400,000 + 22,446,080 = 828,846,080 B.
+//  TP 4: the latent is whole on every GPU, the state's heads split 4 ways: 806,400,000 +
+//   22,446,080 / 4 = 5,611,520 → 812,011,520 B.
+TEST(ModelVariants, KimiLinearKdaStateBesideMlaLatent) {
+  const ModelSpec m = preset("kimi-linear-48b-a3b");
+  EXPECT_EQ(m.count_layers(LayerKind::Full), 7);
+  EXPECT_EQ(m.count_layers(LayerKind::Linear), 20);
+  EXPECT_EQ(m.layer_kind(26), LayerKind::Full);
+  EXPECT_DOUBLE_EQ(linear_state_bytes_per_layer(m, DType::Bf16), 1122304.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, DType::Bf16), 8064.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_for_prefix(m, DType::Bf16, 100000), 828846080.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_for_prefix_per_gpu(m, DType::Bf16, 4, 100000), 812011520.0);
+}
+
+// Parameters: one KDA layer (h = 2304, 32 heads of d = 128, P = 4096, kernel 4): q, k, v 3 × 2304
+// × 4096 = 28,311,552; convs 3 × 4096 × 4 = 49,152; f_a 2304 × 128 = 294,912, f_b 128 × 4096 =
+// 524,288, dt_bias 4,096; A_log 32; b_proj 2304 × 32 = 73,728; g_a 294,912, g_b 524,288; o_norm
+// 128; o_proj 4096 × 2304 = 9,437,184 → 39,514,272. One MLA layer (no q LoRA): q_proj 2304 × 32 ×
+// 192 = 14,155,776; kv_a 2304 × 576 = 1,327,104; kv_a norm 512; kv_b 512 × 32 × 256 = 4,194,304;
+// o 32 × 128 × 2304 = 9,437,184 → 29,114,880. Whole model: attention 7 × 29,114,880 + 20 ×
+// 39,514,272 = 994,089,600; embedding + LM head 2 × 163,840 × 2304 = 754,974,720; the dense layer
+// 3 × 2304 × 9216 = 63,700,992; 26 MoE layers of 257 experts of 3 × 2304 × 1024 = 7,077,888:
+// 47,294,447,616; routers 26 × 2304 × 256 = 15,335,424; norms 55 × 2304 = 126,720. Total
+// 49,122,675,072 ("48B"); active (8 routed + 1 shared per MoE layer) 3,484,453,248 ("A3B", of
+// which 754,974,720 embedding and LM head).
+TEST(ModelVariants, KimiLinearParametersByHand) {
+  const ParamCounts c = count_params(preset("kimi-linear-48b-a3b"));
+  EXPECT_DOUBLE_EQ(c.attention, 994089600.0);
+  EXPECT_DOUBLE_EQ(c.total(), 49122675072.0);
+  EXPECT_DOUBLE_EQ(c.active(), 3484453248.0);
+}
+
+// Attention FLOPs, K = 100,000, T = 1, the 7 MLA layers (KDA layers have no (query, key) pairs):
+// absorbed 100,001 pairs × 7 × 2 × 32 × (576 + 512) = 48,742,887,424 plus W_UK / W_UV 7 × 2 × 32
+// × 512 × 256 = 58,720,256 → 48,801,607,680, cheaper than expanded (its up-projection alone is
+// 100,000 × 7 × 2 × 512 × 32 × 256 = 5.87e12).
+TEST(ModelVariants, KimiLinearAttentionFlopsOverItsMlaLayers) {
+  EXPECT_DOUBLE_EQ(attention_flops(preset("kimi-linear-48b-a3b"), 100000, 1), 48801607680.0);
+}
+
+TEST(ModelVariants, KimiLinearRefusedByTheServingEngineNamingTheKey) {
+  try {
+    refuse_unservable_model(preset("kimi-linear-48b-a3b"), "");
+    ADD_FAILURE() << "Kimi-Linear should be refused";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "model.layer_pattern: model 'kimi-linear-48b-a3b' has 20"));
+  }
+}
+
+// Lightning attention (MiniMax): a per-head d × d state and no convolution. Tiny model, 4 heads
+// of 8: 4 × 8 × 8 = 256 values × 2 B = 512 B per layer; 3 L layers → 1,536 B, plus the F layer's
+// 2 × 2 × 8 × 2 = 64 B per token: K = 10 → 640 + 1,536 = 2,176 B. Parameters per lightning layer
+// (h = 32, P = 32): qkv 3 × 32 × 32 = 3,072, output gate 1,024, norm 32, out_proj 1,024 → 5,152.
+TEST(ModelVariants, LightningStateHasNoConvolution) {
+  const std::string lightning =
+      std::string(kTiny) +
+      "layer_pattern: LLLF\nlinear_attention: {type: lightning, num_key_heads: 4, "
+      "num_value_heads: 4, key_head_dim: 8, value_head_dim: 8}\n";
+  const ModelSpec m = inline_model(lightning);
+  EXPECT_DOUBLE_EQ(linear_state_bytes_per_layer(m, DType::Bf16), 512.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_for_prefix(m, DType::Bf16, 10), 2176.0);
+  const ModelSpec dense = inline_model(kTiny);
+  // One F layer's attention plus 3 lightning layers: the dense model's 4 layers' attention / 4
+  // + 3 × 5,152.
+  EXPECT_DOUBLE_EQ(count_params(m).attention - count_params(dense).attention / 4, 3 * 5152.0);
+}
+
+TEST(ModelVariants, BadLinearVariantsNameTheKey) {
+  const std::string t = std::string(kTiny) + "layer_pattern: LLLF\n";
+  EXPECT_TRUE(has(error_of(t + "linear_attention: {type: kda, num_key_heads: 4, num_value_heads: "
+                               "2, key_head_dim: 8, value_head_dim: 8, conv_kernel: 4}\n"),
+                  "model.linear_attention.num_value_heads: kda layers have one set of heads"));
+  EXPECT_TRUE(has(error_of(t + "linear_attention: {type: lightning, num_key_heads: 4, "
+                               "num_value_heads: 4, key_head_dim: 8, value_head_dim: 8, "
+                               "conv_kernel: 4}\n"),
+                  "model.linear_attention.conv_kernel: lightning attention has no short"));
+  EXPECT_TRUE(has(error_of(t + "linear_attention: {type: mamba, num_key_heads: 4, "
+                               "num_value_heads: 4, key_head_dim: 8, value_head_dim: 8}\n"),
+                  "model.linear_attention.type"));
+  // MLA with sliding layers is not modelled; with linear ones it is (Kimi-Linear).
+  const std::string mla = R"(
+name: tiny-mla
+num_layers: 4
+hidden_size: 32
+vocab_size: 100
+mlp: {type: dense, intermediate_size: 64}
+attention: {type: mla, num_q_heads: 4, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 4,
+            v_head_dim: 8}
+)";
+  EXPECT_TRUE(has(error_of(mla + "layer_pattern: SFSF\nsliding_window: 2\n"),
+                  "model.layer_pattern: S and C layers only with attention type gqa"));
+}
+
 }  // namespace
 }  // namespace kappasim
