@@ -373,6 +373,36 @@ TEST(ModelVariants, LightningStateHasNoConvolution) {
   EXPECT_DOUBLE_EQ(count_params(m).attention - count_params(dense).attention / 4, 3 * 5152.0);
 }
 
+// MiniMax-M1 (MiniMaxAI/MiniMax-M1-80k config.json): 80 layers, attn_type_list 7 lightning : 1
+// softmax → 70 L, 10 F; 64 heads of 128; GQA 8 KV heads of 128 on the softmax layers. BF16:
+//  lightning state per layer 64 × 128 × 128 = 1,048,576 values × 2 B = 2,097,152 B, × 70 =
+//   146,800,640 B per request; softmax layers 2 × 8 × 128 × 2 = 4,096 B per token and layer,
+//   × 10 = 40,960 B per token (K → ∞).
+//  K = 100,000: 10 × 100,000 × 4,096 = 4,096,000,000 + 146,800,640 = 4,242,800,640 B.
+// Parameters: softmax attention q 6144 × 8192 = 50,331,648, k and v 2 × 6144 × 1024 =
+// 12,582,912, o 50,331,648 → 113,246,208, × 10 = 1,132,462,080; lightning (P = 8192) qkv 3 ×
+// 50,331,648 + output gate 50,331,648 + norm 8,192 + out_proj 50,331,648 = 251,666,432, × 70 =
+// 17,616,650,240; experts 3 × 6144 × 9216 = 169,869,312, × 32 × 80 = 434,865,438,720; routers
+// 80 × 6144 × 32 = 15,728,640; embedding + LM head 2 × 200,064 × 6144 = 2,458,386,432; norms
+// 161 × 6144 = 989,184. Total 456,089,655,296; active (2 experts) 48,403,306,496, of which
+// 45,944,920,064 without the embedding and LM head (the report's 456 B / 45.9 B).
+// Attention FLOPs K = 100,000, T = 1: the softmax layers only, 100,001 pairs × 10 × 2 × 64 ×
+// (128 + 128) = 32,768,327,680.
+TEST(ModelVariants, MiniMaxM1LightningStateAndParameters) {
+  const ModelSpec m = preset("minimax-m1");
+  EXPECT_EQ(m.count_layers(LayerKind::Linear), 70);
+  EXPECT_EQ(m.layer_kind(7), LayerKind::Full);
+  EXPECT_DOUBLE_EQ(linear_state_bytes_per_layer(m, DType::Bf16), 2097152.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(m, DType::Bf16), 40960.0);
+  EXPECT_DOUBLE_EQ(kv_bytes_for_prefix(m, DType::Bf16, 100000), 4242800640.0);
+  const ParamCounts c = count_params(m);
+  EXPECT_DOUBLE_EQ(c.total(), 456089655296.0);
+  EXPECT_DOUBLE_EQ(c.active(), 48403306496.0);
+  EXPECT_DOUBLE_EQ(c.active_matmul(false), 45944920064.0 - 989184.0);
+  EXPECT_DOUBLE_EQ(attention_flops(m, 100000, 1), 32768327680.0);
+  EXPECT_THROW(refuse_unservable_model(m, ""), InputError);
+}
+
 TEST(ModelVariants, BadLinearVariantsNameTheKey) {
   const std::string t = std::string(kTiny) + "layer_pattern: LLLF\n";
   EXPECT_TRUE(has(error_of(t + "linear_attention: {type: kda, num_key_heads: 4, num_value_heads: "
