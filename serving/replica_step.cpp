@@ -53,6 +53,13 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
   if (L.p.tp == 0) L.p.tp = sv.tp;
   const int gpn = spec.system.gpus;
   validate_layout(L.p, spec.model, gpn, "serving.parallelism");
+  // replica_step_cost times the dense layers as one block before the MoE ones.
+  if (spec.model.mlp.type == MlpType::Moe && spec.model.mlp.moe_layer_step > 1)
+    throw InputError("model.mlp.moe_layer_step: model '" + spec.model.name +
+                     "' interleaves dense and MoE layers (moe_layer_step " +
+                     std::to_string(spec.model.mlp.moe_layer_step) +
+                     "); serving.parallelism layouts beyond tensor parallelism take "
+                     "the dense layers to come first and do not model it: use serving.tp");
   L.cost = layout_cost(spec.model, sv.kv_dtype, sv.compute_dtype, L.p, gpn);
   L.tp = L.p.attention_tp();
   L.dp = L.p.dp_attention;

@@ -7,6 +7,14 @@
 namespace kappasim {
 
 void refuse_unservable_model(const ModelSpec& m, const std::string& prefix) {
+  if (m.attention.type == AttentionType::Mla && m.attention.sparse())
+    throw InputError(
+        prefix + "model.attention.index_topk: model '" + m.name +
+        "' runs DeepSeek Sparse Attention (top-" + std::to_string(m.attention.index_topk) +
+        " of a lightning indexer); the serving engine times neither the indexer nor the sparse "
+        "MLA kernels, and its KV cache does not hold the indexer keys beside the latent. Use "
+        "`kappasim kappa --context K` for its analytic κ (docs/accounting.md \"DeepSeek Sparse "
+        "Attention\")");
   const int linear = m.count_layers(LayerKind::Linear);
   if (linear == 0) return;  // full and sliding-window attention are served (unified KV cache)
   throw InputError(

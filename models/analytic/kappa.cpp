@@ -79,11 +79,12 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   const double K_kv = q.context_k.value_or(0);
   if (by_k) {
     if (q.layout)
-      throw InputError("model.layer_pattern: model '" + m.name +
-                       "' has sliding-window or linear-attention layers; --layout accounting "
-                       "(models/llm/parallelism) covers full-attention models only: use --tp, "
-                       "or --unified-kv (every layer's tokens, as the serving engine keeps "
-                       "them)");
+      throw InputError(
+          "model.layer_pattern: model '" + m.name +
+          "' has sliding-window, chunked or linear-attention layers; --layout accounting "
+          "(models/llm/parallelism) covers full-attention models only: use --tp, "
+          "or --unified-kv (every layer's tokens, as the serving engine keeps "
+          "them)");
     if (K_kv > 0) {
       p.b_kv = kv_bytes_for_prefix(m, q.kv_dtype, K_kv) / K_kv;
       p.kv_at = "K = " + format_number(K_kv);

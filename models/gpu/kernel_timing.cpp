@@ -48,14 +48,14 @@ Kernel rms_norm(const std::string& name, double T, double h) {
   return elementwise(name, 4 * T * h * kActivationBytes);
 }
 
-bool is_moe_layer(const ModelSpec& m, int layer) {
-  return m.mlp.type == MlpType::Moe && layer >= m.mlp.first_dense_layers;
-}
+bool is_moe_layer(const ModelSpec& m, int layer) { return m.is_moe_layer(layer); }
 
 // The kernels that run once per sequence (over its own context): the KV dequantisation of an
 // int8/int4 cache, then attention.
 // Issue 25: a sliding-window layer (kind Sliding) attends to the last W keys of each query and
-// reads (and dequantises) only those; a linear-attention layer's recurrence is not modelled.
+// reads (and dequantises) only those; a chunked layer (kind Chunked) attends within its chunk
+// (vLLM splits each sequence into per-chunk virtual sequences); a linear-attention layer's
+// recurrence is not modelled.
 void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
                           DType kv_dtype, LayerKind kind) {
   if (kind == LayerKind::Linear)
@@ -66,7 +66,11 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
   const double ab = kActivationBytes;
   const bool sliding = kind == LayerKind::Sliding;
+  const bool chunked = kind == LayerKind::Chunked;
   const double W = m.sliding_window;
+  const double C = m.attention_chunk_size;
+  // A chunked layer's keys before the first new token: those of the chunk K falls in.
+  const double K_chunk = chunked ? K - std::floor(K / C) * C : K;
   double dqk = 0, dv = 0, kv_heads = 0;
   if (a.type == AttentionType::Gqa) {
     dqk = dv = a.head_dim;
@@ -77,7 +81,11 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     kv_heads = Hq;  // expanded MLA: per-head K and V, no GQA grouping
   }
 
-  const double dq = kv_dequant_bytes(m, tp, sliding ? std::min(K, W) : K, kv_dtype);
+  const double dq = kv_dequant_bytes(m, tp,
+                                     sliding   ? std::min(K, W)
+                                     : chunked ? K_chunk
+                                               : K,
+                                     kv_dtype);
   if (dq > 0) {
     Kernel d = elementwise("kv_dequant", dq);
     d.per_sequence = true;
@@ -89,7 +97,7 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
   at.per_sequence = true;
   at.kind = Kernel::Kind::Attention;
   at.m = T;
-  at.n = (sliding ? std::min(K, W) : K) + T;
+  at.n = sliding ? std::min(K, W) + T : chunked ? std::min(K_chunk + T, C) : K + T;
   at.k = dqk;
   at.heads = Hq;
   at.kv_heads = kv_heads;
@@ -104,6 +112,20 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     // Tiles i < i0 start inside the window (K + i·M < W), the rest read W keys each.
     const double i0 = std::clamp(ceil_q((W - K) / kAttentionTileM), 0.0, n_tiles);
     kv_tokens_read = i0 * K + kAttentionTileM * i0 * (i0 - 1) / 2 + (n_tiles - i0) * W + T;
+  }
+  if (chunked) {
+    // One virtual sequence per chunk the new tokens reach (vLLM
+    // make_local_attention_virtual_batches): the first has K_chunk cached keys and
+    // min(T, C − K_chunk) new tokens, each later one 0 cached and up to C new. Each reads as a
+    // full-attention sequence of its own.
+    const auto read = [](double cached, double t) {
+      const double tiles = ceil_q(t / kAttentionTileM);
+      return tiles * cached + kAttentionTileM * tiles * (tiles - 1) / 2 + t;
+    };
+    const double first = std::min(T, C - K_chunk);
+    kv_tokens_read = read(K_chunk, first);
+    const double rest = T - first, whole = std::floor(rest / C);
+    kv_tokens_read += whole * read(0, C) + read(0, rest - whole * C);
   }
   // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
   const DType read_as =
@@ -683,7 +705,7 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     LayerKind kind = LayerKind::Full;
     int first = 0, count = 0;
   };
-  std::array<LayerClass, 6> classes{};
+  std::array<LayerClass, 8> classes{};
   std::size_t n_classes = 0, first_class = 0, last_class = 0;
   const auto class_of = [&](int l, LayerKind kind) {
     const bool moe = is_moe_layer(m, l);
@@ -693,18 +715,21 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     ++classes[c].count;
     return c;
   };
-  if (m.layer_pattern.empty()) {
+  if (m.layer_pattern.empty() && m.mlp.moe_layer_step <= 1) {
     const int dense = m.mlp.type == MlpType::Moe ? m.mlp.first_dense_layers : m.num_layers;
     if (dense > 0) classes[n_classes++] = LayerClass{false, LayerKind::Full, 0, dense};
     if (dense < m.num_layers)
       classes[n_classes++] = LayerClass{true, LayerKind::Full, dense, m.num_layers - dense};
     last_class = n_classes - 1;
+  } else if (m.layer_pattern.empty()) {  // interleaved MoE (moe_layer_step), all full attention
+    for (int l = 0; l < m.num_layers; ++l) last_class = class_of(l, LayerKind::Full);
   } else {
     int l = 0;
     for (char c : m.layer_pattern) {
       if (c == ' ') continue;
       last_class = class_of(l++, c == 'S'   ? LayerKind::Sliding
                                  : c == 'L' ? LayerKind::Linear
+                                 : c == 'C' ? LayerKind::Chunked
                                             : LayerKind::Full);
     }
   }

@@ -39,9 +39,11 @@ const char* dtype_name(DType t);
 
 enum class AttentionType { Gqa, Mla };
 // Per-layer attention kind (issue 25): full causal attention over every earlier token, sliding
-// window attention over the last `sliding_window` tokens, or linear attention (Gated DeltaNet)
-// that keeps a fixed-size recurrent state per request instead of per-token KV.
-enum class LayerKind { Full, Sliding, Linear };
+// window attention over the last `sliding_window` tokens, linear attention (Gated DeltaNet)
+// that keeps a fixed-size recurrent state per request instead of per-token KV, or chunked local
+// attention (Llama 4): a token at 0-based position q attends to the keys from
+// floor(q / C)·C to q, C = `attention_chunk_size`.
+enum class LayerKind { Full, Sliding, Linear, Chunked };
 enum class MlpType { Dense, Moe };
 
 struct AttentionSpec {
@@ -63,6 +65,14 @@ struct AttentionSpec {
   // Sigmoid output gate on the attention output (Qwen3-Next "gated attention"): q_proj emits
   // the query and a same-sized gate per head.
   bool output_gate = false;
+  // DeepSeek Sparse Attention (DeepSeek-V3.2, MLA only; 0: off). A lightning indexer of
+  // index_n_heads heads of index_head_dim scores every earlier token (its per-token key is
+  // cached: index_head_dim FP8 values + one FP32 scale per 128, vLLM's indexer cache) and the
+  // main attention attends to the index_topk best-scoring tokens only.
+  int index_n_heads = 0;
+  int index_head_dim = 0;
+  int index_topk = 0;
+  bool sparse() const { return index_topk > 0; }
 
   template <class V>
   void visit(V& v) {
@@ -87,6 +97,16 @@ struct AttentionSpec {
       v.integer("qk_nope_head_dim", qk_nope_head_dim, req("non-rotary q/k dimension per head"));
       v.integer("qk_rope_head_dim", qk_rope_head_dim, req("rotary q/k dimension (shared key)"));
       v.integer("v_head_dim", v_head_dim, req("value dimension per head"));
+      // ---- issue 25: DeepSeek Sparse Attention (absent: dense MLA) ----
+      if (!V::kWriting || index_topk > 0) {
+        v.integer("index_n_heads", index_n_heads,
+                  opt("lightning-indexer heads (DeepSeek-V3.2 index_n_heads)", Range::NonNegative));
+        v.integer("index_head_dim", index_head_dim,
+                  opt("lightning-indexer key dimension (index_head_dim)", Range::NonNegative));
+        v.integer("index_topk", index_topk,
+                  opt("tokens the sparse attention selects per query (index_topk; 0: dense)",
+                      Range::NonNegative));
+      }
     }
   }
   void validate(const std::string& path) const;
@@ -105,6 +125,10 @@ struct MlpSpec {
   // accounting (models/llm/parallelism).
   int num_expert_groups = 0;
   int topk_groups = 0;
+  // Interleaved MoE (Llama 4 interleave_moe_layer_step): beyond first_dense_layers, layer l is MoE
+  // when (l + 1) % moe_layer_step == 0 and dense (intermediate_size) otherwise; HF's
+  // moe_layers = range(step - 1, num_layers, step). 0 or 1: every layer MoE.
+  int moe_layer_step = 0;
 
   template <class V>
   void visit(V& v) {
@@ -129,15 +153,28 @@ struct MlpSpec {
           opt("expert groups of group-limited routing (n_group; 0: none)", Range::NonNegative));
       v.integer("topk_groups", topk_groups,
                 opt("groups a token's experts may come from (topk_group)", Range::NonNegative));
+      // ---- issue 25: interleaved MoE (Llama 4 Maverick) ----
+      if (!V::kWriting || moe_layer_step > 1)
+        v.integer("moe_layer_step", moe_layer_step,
+                  opt("every moe_layer_step-th layer is MoE, the others dense "
+                      "(interleave_moe_layer_step; 0 or 1: every layer)",
+                      Range::NonNegative));
     }
   }
   void validate(const std::string& path) const;
 };
 
-// Linear-attention layers (Gated DeltaNet, Qwen3-Next): per request and layer a recurrent state
-// of value_heads × key_head_dim × value_head_dim and a causal-conv state of (conv_kernel - 1)
-// positions × (2·key_heads·key_head_dim + value_heads·value_head_dim) channels.
+// Linear-attention layers, per request and layer a fixed state instead of per-token KV:
+//  - gated_deltanet (Qwen3-Next): a recurrent state of value_heads × key_head_dim ×
+//    value_head_dim and a causal-conv state of (conv_kernel − 1) positions ×
+//    (2·key_heads·key_head_dim + value_heads·value_head_dim) channels;
+//  - kda (Kimi Delta Attention, Kimi-Linear): the same state shapes with key heads = value
+//    heads (num_heads of head_dim; q, k and v each have their short convolution), its own
+//    projections (low-rank forget and output gates);
+//  - lightning (MiniMax lightning attention): a per-head d_k × d_v state only, no convolution.
+enum class LinearAttentionType { GatedDeltaNet, Kda, Lightning };
 struct LinearAttentionSpec {
+  LinearAttentionType type = LinearAttentionType::GatedDeltaNet;
   int num_key_heads = 0;
   int num_value_heads = 0;
   int key_head_dim = 0;
@@ -146,15 +183,29 @@ struct LinearAttentionSpec {
 
   template <class V>
   void visit(V& v) {
+    static const std::vector<std::pair<const char*, LinearAttentionType>> types = {
+        {"gated_deltanet", LinearAttentionType::GatedDeltaNet},
+        {"kda", LinearAttentionType::Kda},
+        {"lightning", LinearAttentionType::Lightning}};
+    if (!V::kWriting || type != LinearAttentionType::GatedDeltaNet)
+      v.choice("type", type, types,
+               opt("gated_deltanet (Qwen3-Next, default), kda (Kimi Delta Attention) or lightning "
+                   "(MiniMax)"));
     v.integer("num_key_heads", num_key_heads, req("key (and query) heads (linear_num_key_heads)"));
     v.integer("num_value_heads", num_value_heads, req("value heads (linear_num_value_heads)"));
     v.integer("key_head_dim", key_head_dim, req("key dimension per head (linear_key_head_dim)"));
     v.integer("value_head_dim", value_head_dim,
               req("value dimension per head (linear_value_head_dim)"));
-    v.integer("conv_kernel", conv_kernel,
-              req("causal short-convolution width (linear_conv_kernel_dim)"));
+    if (type == LinearAttentionType::Lightning) {
+      if (!V::kWriting || conv_kernel > 0)
+        v.integer("conv_kernel", conv_kernel,
+                  opt("lightning attention has no short convolution (0)", Range::NonNegative));
+    } else {
+      v.integer("conv_kernel", conv_kernel,
+                req("causal short-convolution width (linear_conv_kernel_dim)"));
+    }
   }
-  void validate(const std::string&) const {}
+  void validate(const std::string& path) const;
 };
 
 struct ModelSpec {
@@ -167,10 +218,12 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   AttentionSpec attention;
   MlpSpec mlp;
-  // Issue 25: one letter per layer, F full attention, S sliding window, L linear attention
-  // (spaces ignored). Empty: every layer full attention (dense models, unchanged).
+  // Issue 25: one letter per layer, F full attention, S sliding window, L linear attention,
+  // C chunked local attention (spaces ignored). Empty: every layer full attention (dense models,
+  // unchanged).
   std::string layer_pattern;
   int sliding_window = 0;           // tokens a sliding layer attends to (and keeps)
+  int attention_chunk_size = 0;     // C: the chunk a chunked layer attends within
   int max_position_embeddings = 0;  // 0: not given (the window is then not checked)
   LinearAttentionSpec linear;       // read when the pattern has L layers
 
@@ -189,16 +242,22 @@ struct ModelSpec {
     // ---- issue 25: per-layer attention kinds (absent: all full attention) ----
     if (!V::kWriting || !layer_pattern.empty())
       v.text("layer_pattern", layer_pattern,
-             opt("per layer: F full, S sliding-window, L linear attention (HF layer_types)"));
+             opt("per layer: F full, S sliding-window, L linear, C chunked attention (HF "
+                 "layer_types)"));
     if (!V::kWriting || sliding_window > 0)
       v.integer(
           "sliding_window", sliding_window,
           opt("window of the sliding layers, tokens (HF sliding_window)", Range::NonNegative));
+    if (!V::kWriting || attention_chunk_size > 0)
+      v.integer("attention_chunk_size", attention_chunk_size,
+                opt("chunk of the chunked-attention layers, tokens (Llama 4 attention_chunk_size)",
+                    Range::NonNegative));
     if (!V::kWriting || max_position_embeddings > 0)
       v.integer("max_position_embeddings", max_position_embeddings,
                 opt("longest context the model takes (0: not given)", Range::NonNegative));
     if (layer_pattern.find('L') != std::string::npos)
-      v.object("linear_attention", linear, req("linear-attention (Gated DeltaNet) layers"));
+      v.object("linear_attention", linear,
+               req("linear-attention (Gated DeltaNet, KDA or lightning) layers"));
   }
   void validate(const std::string& path) const;
   // The kind of each layer (the pattern with spaces removed; all Full when empty).
@@ -208,6 +267,11 @@ struct ModelSpec {
   bool has_layer_pattern() const;
   // The kind of layer `layer` (0-based; Full without a pattern), without building a vector.
   LayerKind layer_kind(int layer) const;
+  // True when layer `layer` (0-based) runs the MoE block: beyond first_dense_layers, and on every
+  // moe_layer_step-th layer when the MoE layers interleave with dense ones (Llama 4 Maverick).
+  bool is_moe_layer(int layer) const;
+  // The number of dense-MLP layers (first_dense_layers, plus the interleaved dense ones).
+  int dense_mlp_layers() const;
 };
 
 // ---- accounting ---------------------------------------------------------------------------
@@ -238,7 +302,10 @@ double mlp_active_params_per_layer(const ModelSpec& m, int layer);
 // kv_bytes_for_prefix in K once K exceeds the window (K → ∞).
 double kv_bytes_per_token(const ModelSpec& m, DType kv);
 // Issue 25: the KV bytes a prefix of K tokens leaves behind, whole model:
-//   Σ_full K·b + Σ_sliding min(K, W)·b + Σ_linear state, b = one layer's bytes per token.
+//   Σ_full K·b + Σ_sliding min(K, W)·b + Σ_chunked (K mod C)·b + Σ_linear state,
+// b = one layer's bytes per token. A chunked layer keeps only the tokens of the chunk K falls
+// in, K − floor(K / C)·C (vLLM ChunkedLocalAttentionManager: the blocks before
+// floor(K / C)·C are skipped, and a prefix-cache hit marks them null).
 // For a model without a pattern: K · kv_bytes_per_token.
 double kv_bytes_for_prefix(const ModelSpec& m, DType kv, double K);
 // One GPU's share under tensor parallelism tp (KV heads as kv_heads_per_gpu; the linear state's
@@ -246,6 +313,11 @@ double kv_bytes_for_prefix(const ModelSpec& m, DType kv, double K);
 double kv_bytes_for_prefix_per_gpu(const ModelSpec& m, DType kv, int tp, double K);
 // One linear-attention layer's state per request (recurrent + conv), in `kv`'s element size.
 double linear_state_bytes_per_layer(const ModelSpec& m, DType kv);
+// DeepSeek Sparse Attention: the indexer key one token leaves in one layer, independent of the
+// KV dtype: index_head_dim FP8 bytes + 4 B (one FP32 scale) per 128 of them (vLLM
+// DeepseekV32IndexerCache, uint8, head size index_head_dim + index_head_dim / 128 · 4). 0
+// without sparse attention.
+double indexer_key_bytes_per_token_per_layer(const ModelSpec& m);
 
 // KV heads each GPU holds under tensor parallelism `tp`; when tp exceeds the KV heads they are
 // replicated (vLLM: max(1, kv_heads / tp)). MLA's latent is not split by head: every GPU holds
@@ -261,9 +333,11 @@ double kv_bytes_per_token_per_layer_per_gpu(const ModelSpec& m, DType kv, int tp
 // manager is not compatible with KV transfer", vllm/config; every stack preset here runs such a
 // connector: LMCache 0.3.x, vLLM's OffloadingConnector before 0.28), and
 // kv_cache_utils.unify_hybrid_kv_cache_specs then turns each sliding-window layer's spec into a
-// full-attention one. So every attention layer, full or sliding, keeps, stores and loads every
-// token's KV: B_kv = (F + S) layers × one layer's bytes per token, the same at every K. The
-// sliding window still bounds the attention the layer computes (the kernel gets the window).
+// full-attention one, and each chunked-local layer's likewise (ChunkedLocalAttentionSpec →
+// FullAttentionSpec with attention_chunk_size). So every attention layer, full, sliding or
+// chunked, keeps, stores and loads every token's KV: B_kv = (F + S + C) layers × one layer's
+// bytes per token, the same at every K. The window or chunk still bounds the attention the
+// layer computes (the kernel gets it).
 // Linear-attention (Mamba-style state) layers cannot be unified with attention layers: vLLM
 // raises ValueError, and so does this (InputError naming model.layer_pattern).
 // For a model without a pattern these equal kv_bytes_per_token(_per_gpu).
@@ -275,12 +349,21 @@ double linear_flops_per_token(const ModelSpec& m, bool with_lm_head);
 
 // Attention FLOPs for one prefill of T new tokens over K cached tokens, causal, all layers, for
 // the whole model (divide by tp for one GPU's share). For MLA, the cheaper of expanded (with
-// the up-projection of the K cached latents) and absorbed.
+// the up-projection of the K cached latents) and absorbed. With DeepSeek Sparse Attention: the
+// absorbed MLA over min(p, index_topk) keys per query, plus indexer_flops.
 double attention_flops(const ModelSpec& m, double K, double T);
+// DeepSeek Sparse Attention's lightning indexer, all layers: every new token's query scores
+// every earlier token (p keys at position p, causal), QKᵀ only, 2·index_n_heads·index_head_dim
+// FLOPs per (query, key) pair and layer (FP8 on the GPU). 0 without sparse attention.
+double indexer_flops(const ModelSpec& m, double K, double T);
+// Chunked local attention: the (query, key) pairs of T new tokens after K cached ones when a
+// token at 0-based position q attends to the keys from floor(q / C)·C to q: f(K + T) − f(K),
+// f(n) = floor(n / C)·C(C + 1)/2 + r(r + 1)/2, r = n − floor(n / C)·C.
+double chunked_attention_pairs(double C, double K, double T);
 // One layer's share: attention FLOPs of one layer of kind `kind` (whole model's heads) for T new
 // tokens over K cached. A sliding layer's new token at position p attends to min(p, W) keys;
-// a linear layer has no (query, key) pairs (0). Σ over the layers equals attention_flops for a
-// GQA model.
+// a chunked layer's to the keys of its chunk; a linear layer has no (query, key) pairs (0). Σ over
+// the layers equals attention_flops for a GQA model.
 double attention_flops_layer(const ModelSpec& m, LayerKind kind, double K, double T);
 // Attention FLOPs per new token per cached token (4·L·H_q·d for GQA), the slope in K.
 double attention_flops_per_token_per_cached(const ModelSpec& m);

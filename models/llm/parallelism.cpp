@@ -257,7 +257,7 @@ LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_
     st.layers = layers[static_cast<std::size_t>(s)];
     double nvl = 0, nic = 0;
     for (int l = first; l < first + st.layers; ++l) {
-      const bool moe = m.mlp.type == MlpType::Moe && l >= m.mlp.first_dense_layers;
+      const bool moe = m.is_moe_layer(l);
       st.moe_layers += moe ? 1 : 0;
       st.active_params += attention_params_per_layer(m) + mlp_active_params_per_layer(m, l) + 2 * h;
       // Attention output: all-reduce within the DP rank's TP group.
@@ -317,7 +317,7 @@ double layout_weight_bytes_per_gpu(const ModelSpec& m, const ParallelismSpec& p,
     double n = 0;
     for (int l = first; l < first + layers[static_cast<std::size_t>(s)]; ++l) {
       n += attention_params_per_layer(m) / tp + 2 * h;
-      const bool moe = m.mlp.type == MlpType::Moe && l >= m.mlp.first_dense_layers;
+      const bool moe = m.is_moe_layer(l);
       if (!moe) {
         n += 3 * h * static_cast<double>(m.mlp.intermediate_size) / tp;
         continue;

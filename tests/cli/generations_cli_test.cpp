@@ -79,5 +79,43 @@ TEST(GenerationsCli, Fp4KvAndLinearAttentionRefusedSlidingWindowServed) {
   EXPECT_TRUE(std::filesystem::exists(s.dir() / "o3" / "summary.json"));
 }
 
+// Issue 25 item 2 on the command line: Llama 4 (chunked local attention) is served on the
+// unified cache; DeepSeek-V3.2-Exp's sparse attention is refused naming
+// model.attention.index_topk; Maverick's interleaved MoE is refused under a layout beyond tensor
+// parallelism naming model.mlp.moe_layer_step. Each refusal exits 2 with no output folder.
+TEST(GenerationsCli, Llama4ServedSparseAttentionAndInterleavedLayoutRefused) {
+  const test::CliScratch s("generations-variants");
+  const std::string scout =
+      s.write("scout.yaml",
+              "model: llama-4-scout\nsystem: h100\ntrace: false\nserving: {tp: 4}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_scout = s.run("run " + scout + " -q --out " + (s.dir() / "o1").string());
+  EXPECT_EQ(run_scout.code, 0) << run_scout.err;
+  EXPECT_TRUE(std::filesystem::exists(s.dir() / "o1" / "summary.json"));
+  const std::string dsa =
+      s.write("dsa.yaml",
+              "model: deepseek-v3.2-exp\nsystem: h100\ntrace: false\nserving: {tp: 8}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_dsa = s.run("run " + dsa + " -q --out " + (s.dir() / "o2").string());
+  EXPECT_EQ(run_dsa.code, 2);
+  EXPECT_TRUE(has(run_dsa.err, "model.attention.index_topk: model 'deepseek-v3.2-exp'"))
+      << run_dsa.err;
+  EXPECT_FALSE(std::filesystem::exists(s.dir() / "o2"));
+  const std::string mav =
+      s.write("mav.yaml",
+              "model: llama-4-maverick\nsystem: h100\ntrace: false\n"
+              "serving: {tp: 4, compute_dtype: fp8, parallelism: {ep: 8, dp_attention: 2}}\n"
+              "workload: {type: sharegpt, requests: 4, rate: 2}\n");
+  const test::Result run_mav = s.run("run " + mav + " -q --out " + (s.dir() / "o3").string());
+  EXPECT_EQ(run_mav.code, 2);
+  EXPECT_TRUE(has(run_mav.err, "model.mlp.moe_layer_step: model 'llama-4-maverick'"))
+      << run_mav.err;
+  EXPECT_FALSE(std::filesystem::exists(s.dir() / "o3"));
+  // kappa at K: Scout's B_kv(100,000) = 5,165,285,376 / 100,000 B (docs/accounting.md).
+  const test::Result k = s.run("kappa -m llama-4-scout -s h100 --context 100000 --format csv");
+  EXPECT_EQ(k.code, 0) << k.err;
+  EXPECT_TRUE(has(k.out, "51652.85376")) << k.out;
+}
+
 }  // namespace
 }  // namespace kappasim
