@@ -84,6 +84,13 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
                                 generations_kappa("fp4"), &gen, s1.medians, &conclusions);
   }
 
+  // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines.
+  {
+    const SweepData kernel = sweeps.run("studies/pd-disagg.yaml");
+    const SweepData layerwise = sweeps.run("studies/pd-disagg-layerwise.yaml");
+    rest += section_disagg(kernel, &layerwise, &conclusions);
+  }
+
   std::ostringstream report;
   report
       << "# kappasim: the κ paper reproduced on the simulator, and architecture studies\n\n"

@@ -107,6 +107,11 @@ std::string section_kv_compression(const SweepData& study, double kappa_crit_sim
 std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr,
                             const SweepData* layerwise = nullptr);
 
+// 8.9 P/D disaggregation under KV offloading (sweeps studies/pd-disagg and, may be null,
+// studies/pd-disagg-layerwise): co-located against prefill/decode pools.
+std::string section_disagg(const SweepData& kernel, const SweepData* layerwise = nullptr,
+                           ConclusionLog* log = nullptr);
+
 }  // namespace kappasim::report
 
 // ---- issue 14 studies (h-studies): memory tiers (8.6) and parallelism layouts (8.7) ----

@@ -155,7 +155,11 @@ RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::
     // The offered rate from the point's config (a table without point folders has none).
     const double rate =
         t.has("point") ? point_config_number(point_dir(d.dir, t, *r0), "workload.rate") : NAN;
-    const double thr = mean_of(t, cr, "throughput_rps");
+    // With decode, the rate prefills were served at (throughput_rps counts the decode drain),
+    // against the rate the requests really arrived at (not the configured one, a Poisson draw).
+    const bool decode = t.has("first_token_rps") && t.has("arrival_rps");
+    const double thr = mean_of(t, cr, decode ? "first_token_rps" : "throughput_rps");
+    const double arrived = decode ? mean_of(t, cr, "arrival_rps") : rate;
     const double done = mean_of(t, cr, "requests_completed"),
                  rejected = t.has("requests_rejected") ? mean_of(t, cr, "requests_rejected") : 0;
     // Rejected prompts (larger than the whole KV pool) are offered but never served: the load
@@ -163,7 +167,7 @@ RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::
     const double admitted = done + rejected > 0 ? done / (done + rejected) : 1;
     f.offered.add(rate);
     f.served.add(thr);
-    if (std::isfinite(rate) && thr < 0.9 * rate * admitted) {
+    if (std::isfinite(arrived) && thr < 0.9 * arrived * (decode ? 1.0 : admitted)) {
       ++f.overloaded;
       if (t.has("queue_p50_s")) {
         const double q = mean_of(t, cr, "queue_p50_s");

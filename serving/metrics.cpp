@@ -128,6 +128,8 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   a.kappa.add(r.kappa_ratio);
   a.kappa_link.add(r.kappa_link_ratio);
   a.max_wait_s = std::max(a.max_wait_s, r.queue_s);
+  a.last_first_token_s = std::max(a.last_first_token_s, r.arrival_s + r.ttft_s);
+  a.last_arrival_s = std::max(a.last_arrival_s, r.arrival_s);
   a.load_sum += r.load_s;
   a.compute_sum += r.compute_s;
   if (r.compute_s > 0) {

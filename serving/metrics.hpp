@@ -188,6 +188,8 @@ class SummaryBuilder {
     double bytes_loaded = 0, bytes_stored = 0;
     double bytes_buffer = 0, recomputed_tokens = 0;
     double last_finish_s = 0;
+    double last_first_token_s = 0;  // the latest arrival + TTFT
+    double last_arrival_s = 0;
     TimeBreakdown time_sum;  // Σ over requests
 
     std::uint64_t steps = 0;

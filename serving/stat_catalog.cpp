@@ -586,6 +586,14 @@ std::vector<StatDecl> make_summary() {
           return slo(x, ratio(static_cast<double>(x.a.met_slo), x.t.simulated_time_s));
         },
         kShowRun);
+    dec("first_token_rps", "req/s", A::Ratio,
+        "requests_completed / the latest first token's time: the rate prefills were served at "
+        "(throughput_rps also counts the last outputs' decode after the arrivals end)",
+        [](const In& x) { return ratio(n_req(x), x.a.last_first_token_s); });
+    dec("arrival_rps", "req/s", A::Ratio,
+        "requests_completed / the latest arrival's time: the rate the completed requests arrived "
+        "at (first_token_rps below 90% of it: the prefills fell behind)",
+        [](const In& x) { return ratio(n_req(x), x.a.last_arrival_s); });
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica

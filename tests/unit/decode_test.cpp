@@ -195,6 +195,10 @@ TEST(DecodeStats, TheDecodeColumnsAndFiguresAppearOnlyOnDecodeRuns) {
   t.slo_set = true;
   EXPECT_EQ(get("goodput_rps"), 0.5);  // one of two met it, over 2 s
   EXPECT_EQ(get("slo_attainment"), 0.5);
+  // Both arrived at 0 with their first token at 0.5 s: prefills were served at 2 / 0.5 s = 4 req/s
+  // although the run (its last output at 1.5 s, simulated to 2 s) completed 1 req/s.
+  EXPECT_EQ(get("first_token_rps"), 4);
+  EXPECT_TRUE(std::isnan(get("arrival_rps")));  // both arrived at 0: no arrival span
 }
 
 TEST(DecodeStats, AnSloIsMetWhenBothBoundsHoldAndASingleTokenHasNoTpotToMiss) {
