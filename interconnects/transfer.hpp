@@ -42,6 +42,12 @@ struct TransferRequest {
   // of its IOPS figures). The drive then moves min(seq, iops × io_bytes) and one transfer at
   // most queue_depth × io_bytes / read_latency (systems/topology, docs/flow-model.md).
   double io_bytes = 0;
+  // Nvme reads: the reads the software keeps in flight (the connector's queue depth; issue 20
+  // item 3). 0: the drive's own queue depth, read at Little's law's rate as above. q > 0: the
+  // n = ceil(bytes / io_bytes) reads go q at a time, each wave waiting one read latency, so the
+  // transfer's latency is ceil(n / q) × read_latency (no Little's-law cap: the waits are in the
+  // latency) and its bytes then move at the drive's bandwidth (docs/memory-tiers.md).
+  int queue_depth = 0;
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
   // 0: no bound of its own (a kernel of unknown shape): both back ends then apply only the
