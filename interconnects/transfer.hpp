@@ -43,10 +43,10 @@ struct TransferRequest {
   // most queue_depth × io_bytes / read_latency (systems/topology, docs/flow-model.md).
   double io_bytes = 0;
   // Nvme reads: the reads the software keeps in flight (the connector's queue depth; issue 20
-  // item 3). 0: the drive's own queue depth, read at Little's law's rate as above. q > 0: the
-  // n = ceil(bytes / io_bytes) reads go q at a time, each wave waiting one read latency, so the
-  // transfer's latency is ceil(n / q) × read_latency (no Little's-law cap: the waits are in the
-  // latency) and its bytes then move at the drive's bandwidth (docs/memory-tiers.md).
+  // item 3). 0 or 1: one at a time, as a DMA stream of `copies` copies is timed by default
+  // (each copy waits its request latency after the one before: dma_stream_fixed_s). q > 1: the
+  // copies go q at a time, so the stream waits ceil(copies / q) latencies
+  // (dma_read_waves), and Little's law caps the rate at q × io_bytes / read_latency.
   int queue_depth = 0;
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.

@@ -259,15 +259,6 @@ double Topology::io_bytes(const TransferRequest& r) const {
   return r.io_bytes > 0 ? r.io_bytes : m_nvme.io_bytes;
 }
 
-double Topology::nvme_read_waits(const TransferRequest& r) const {
-  if (!h2d(r.dir) || r.queue_depth <= 0) return 1;  // the drive's queue depth: one latency
-  // n reads of io_bytes, q in flight (at most the drive's own depth): ceil(n / q) waves.
-  const double n = std::max(1.0, std::ceil(r.bytes / io_bytes(r) - 1e-9));
-  const double q =
-      m_nvme.queue_depth > 0 ? std::min(r.queue_depth, m_nvme.queue_depth) : r.queue_depth;
-  return std::ceil(n / q - 1e-9);
-}
-
 std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
   check_endpoint(r);
   const bool in = h2d(r.dir);  // data into the GPU
@@ -351,10 +342,13 @@ double Topology::rate_cap(const TransferRequest& r) const {
     case Endpoint::Nvme: {
       double cap = r.direct ? kInf : rate_cap(r.gpu, r.dir, r.path, true, r.sm_inflight_bytes);
       // Reads: the transfer keeps at most queue_depth requests in flight, each a read latency
-      // (Little's law). Writes: no write latency in the drive's spec, no cap (assumption). A
-      // connector's own queue depth (r.queue_depth) puts its waits in latency() instead.
-      if (in && r.queue_depth == 0 && m_nvme.read_latency_s > 0)
-        cap = std::min(cap, m_nvme.queue_depth * io_bytes(r) / m_nvme.read_latency_s);
+      // (Little's law); a connector that keeps fewer in flight (r.queue_depth) is bound by its
+      // own. Writes: no write latency in the drive's spec, no cap (assumption).
+      if (in && m_nvme.read_latency_s > 0) {
+        const int q =
+            r.queue_depth > 0 ? std::min(r.queue_depth, m_nvme.queue_depth) : m_nvme.queue_depth;
+        cap = std::min(cap, q * io_bytes(r) / m_nvme.read_latency_s);
+      }
       return cap;
     }
     case Endpoint::PeerGpu:
@@ -387,7 +381,7 @@ double Topology::latency(const TransferRequest& r) const {
       if (m_link_type == LinkType::Pcie)
         hop = r.direct ? (in ? m_round_trip_s / 2 : m_round_trip_s)
                        : latency(r.gpu, r.dir, r.path, true, r.sm_inflight_bytes);
-      return nvme_read_waits(r) * m_nvme.read_latency_s + hop;
+      return m_nvme.read_latency_s + hop;
     }
     case Endpoint::PeerGpu:
       return node_of_gpu(r.endpoint_index) == node_of_gpu(r.gpu) ? m_nvlink_latency_s

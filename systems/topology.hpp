@@ -138,9 +138,6 @@ class Topology {
   int local(int g) const { return g % m_gpus_per_node; }
   void check_endpoint(const TransferRequest& r) const;
   double io_bytes(const TransferRequest& r) const;
-  // Read latencies an NVMe transfer waits in series: 1 at the drive's own queue depth, else
-  // ceil(ceil(bytes / io_bytes) / min(r.queue_depth, drive queue depth)) (TransferRequest).
-  double nvme_read_waits(const TransferRequest& r) const;
 
   int m_nodes = 1;
   int m_gpus_per_node = 0;

@@ -169,6 +169,36 @@ TEST(ServingStack, EngineTtftIsTheDefaultAndShowsNoFrontEnd) {
     EXPECT_NE(e2e.find(key), std::string::npos) << key;
 }
 
+// Issue 20 item 3: a DMA stream of n copies from NVMe waits a read latency after each copy (one
+// read in flight: LMCache's LocalDiskBackend, nvme_read_queue_depth 1, and the default); a
+// connector keeping q > 1 reads in flight waits ceil(n / q) latencies. Writes and other
+// endpoints are unchanged.
+TEST(ServingStack, NvmeReadQueueDepthSetsTheSerialLatencies) {
+  TransferRequest r;
+  r.endpoint = Endpoint::Nvme;
+  r.dir = Direction::H2D;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);  // 0: one at a time
+  r.queue_depth = 1;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  r.queue_depth = 4;
+  EXPECT_EQ(dma_read_waves(r, 10), 3);  // ceil(10 / 4)
+  r.queue_depth = 32;
+  EXPECT_EQ(dma_read_waves(r, 10), 1);
+  r.dir = Direction::D2H;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  r.dir = Direction::H2D;
+  r.endpoint = Endpoint::HostDram;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  // The stream's fixed time on an H100 (dma_copy_overhead, presets/gpus/h100-sxm5.yaml) for 10
+  // copies of an 80 µs + 1 µs read: q = 1: 10 × overhead + 9 × 81 µs; q = 4: 10 × overhead +
+  // 2 × 81 µs.
+  const RunSpec spec = spec_with("stack: ideal");
+  const double ovh = spec.system.gpu.dma_copy_overhead_s.value_or(0);
+  EXPECT_NEAR(dma_stream_fixed_s(spec.system.gpu, 10, 81e-6), 10 * ovh + 9 * 81e-6, 1e-15);
+  EXPECT_NEAR(dma_stream_fixed_s(spec.system.gpu, 10, 0) + (3 - 1) * 81e-6, 10 * ovh + 2 * 81e-6,
+              1e-15);
+}
+
 // Layer-wise at step granularity, CPU-bound: every layer's 16 objects are issued in Python on
 // the rank (0.3.5: 38 µs + the 67 µs WARNING line each; 0.3.7: 38 µs) and the copies (536 MB of
 // 512 DMAs, under 14 ms) finish first. TTFT = step overhead + scheduler path + 0.948 ms up front

@@ -234,37 +234,22 @@ TEST(FabricTopology, NvmeBounceAndGdsPaths) {
   EXPECT_DOUBLE_EQ(cost_on(ps, t, "socket1.dram"), 2.0);
 }
 
-// Issue 20 item 3: a connector that keeps q reads in flight pays ceil(n / q) read latencies in
-// series for n reads, then the bytes at the drive's bandwidth (no Little's-law cap besides).
-TEST(FabricTopology, NvmeConnectorQueueDepthPaysTheLatencyPerWave) {
+// Issue 20 item 3: a connector that keeps q reads in flight is bound by Little's law over its
+// own q (at most the drive's 512), not the drive's; the latency of one read is unchanged (the
+// serial waves are the copy stream's: dma_read_waves, tests/sim/serving_stack_test.cpp).
+TEST(FabricTopology, NvmeConnectorQueueDepthBoundsTheReadRate) {
   const Topology t = build_topology(with_devices());
   TransferRequest r = req(0, Endpoint::Nvme, 0);
-  r.direct = true;     // GDS: the hop is the drive's posted write, 0.5 µs
-  r.io_bytes = 2e6;    // reads of 2 MB (a 16-token block of Llama-3.1-8B at TP 1)
-  r.bytes = 10 * 2e6;  // n = 10 reads
-  r.queue_depth = 1;   // one at a time: 10 × 80 µs
-  EXPECT_NEAR(t.latency(r), 10 * 80e-6 + 0.5e-6, 1e-15);
-  r.queue_depth = 4;  // ceil(10 / 4) = 3 waves
-  EXPECT_NEAR(t.latency(r), 3 * 80e-6 + 0.5e-6, 1e-15);
-  r.queue_depth = 1000;  // more than the drive's 512: one wave
-  EXPECT_NEAR(t.latency(r), 80e-6 + 0.5e-6, 1e-15);
-  r.bytes = 10.5 * 2e6;  // a partial read counts: n = 11, q = 4 -> 3 waves; q = 1 -> 11
+  r.direct = true;  // GDS: no bounce, so only the drive's own bounds
+  r.io_bytes = 2e6;
+  EXPECT_NEAR(t.rate_cap(r), 512 * 2e6 / 80e-6, 1);  // the drive's depth: 12.8 TB/s
+  r.queue_depth = 4;
+  EXPECT_NEAR(t.rate_cap(r), 4 * 2e6 / 80e-6, 1e-3);  // 100 GB/s
   r.queue_depth = 1;
-  EXPECT_NEAR(t.latency(r), 11 * 80e-6 + 0.5e-6, 1e-15);
-  // No Little's-law cap with the connector's depth: only the drive's own figures bound the rate
-  // (GDS: the link, 14 GB/s sequential, 2e6 IOPS × 2 MB). Without it (q = 0) the drive's 512
-  // reads of 2 MB in flight over 80 µs cap at 12.8 TB/s, far above.
-  EXPECT_TRUE(std::isinf(t.rate_cap(r)));
-  r.queue_depth = 0;
-  EXPECT_NEAR(t.latency(r), 80e-6 + 0.5e-6, 1e-15);
+  EXPECT_NEAR(t.rate_cap(r), 2e6 / 80e-6, 1e-3);  // 25 GB/s
+  r.queue_depth = 1000;                           // more than the drive's 512
   EXPECT_NEAR(t.rate_cap(r), 512 * 2e6 / 80e-6, 1);
-  // Writes keep one latency whatever the depth (no write latency in the drive's spec).
-  TransferRequest w = req(0, Endpoint::Nvme, 0, Direction::D2H);
-  w.direct = true;
-  w.io_bytes = 2e6;
-  w.bytes = 10 * 2e6;
-  w.queue_depth = 1;
-  EXPECT_NEAR(t.latency(w), 80e-6 + 1e-6, 1e-15);  // GDS write: the drive reads GPU memory
+  EXPECT_NEAR(t.latency(r), 80e-6 + 0.5e-6, 1e-15);  // one read + GDS's posted write
 }
 
 TEST(FabricTopology, NvmeIopsBoundAtFourKibSeqBoundAtOneMib) {
