@@ -42,6 +42,12 @@ struct TransferRequest {
   // of its IOPS figures). The drive then moves min(seq, iops × io_bytes) and one transfer at
   // most queue_depth × io_bytes / read_latency (systems/topology, docs/flow-model.md).
   double io_bytes = 0;
+  // Nvme reads: the reads the software keeps in flight (the connector's queue depth; issue 20
+  // item 3). 0 or 1: one at a time, as a DMA stream of `copies` copies is timed by default
+  // (each copy waits its request latency after the one before: dma_stream_fixed_s). q > 1: the
+  // copies go q at a time, so the stream waits ceil(copies / q) latencies
+  // (dma_read_waves), and Little's law caps the rate at q × io_bytes / read_latency.
+  int queue_depth = 0;
   // Copy-kernel reads (CopyPath::Kernel, H2D): payload bytes the kernel's loads keep in flight
   // (sm_inflight_bytes in pcie_protocol); Little's law bounds the read at this / round trip.
   // 0: no bound of its own (a kernel of unknown shape): both back ends then apply only the

@@ -331,6 +331,7 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     for (const auto& c : TimeBreakdown::categories()) t.time.*c.field += g * (e.time.*c.field);
     t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes
     t.decode = t.decode || e.decode;
+    t.end_to_end = t.end_to_end || e.end_to_end;
     t.slo_set = t.slo_set || e.slo_set;
   }
   if (w > 0) {

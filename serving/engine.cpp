@@ -341,6 +341,10 @@ void ServingEngine::arrivals() {
       break;
     }
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
+    // End-to-end TTFT (serving.ttft): the stack's front end (one API server process, serial:
+    // a request waits for the ones before it) handles the request before the scheduler sees it.
+    const double fe_in = sv.end_to_end() ? front_end_in_s(sv.stack, r.prompt_tokens()) : 0;
+    if (fe_in > 0) wait_s(fe_in);
     const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
     const std::size_t ri = route(r);
     Rank& rank = *m_ranks[ri];
@@ -355,6 +359,11 @@ void ServingEngine::arrivals() {
     }
     RequestState& st = m_live[r.id];
     st.rank = static_cast<int>(ri);
+    if (sv.end_to_end()) {
+      // Its handling in the front end, and the output path its first token takes back.
+      st.front_end_in_s = fe_in;
+      st.front_end_out_s = front_end_out_s(sv.stack);
+    }
     const EngineRole role = m_sinks.role;
     const bool decode_role = role == EngineRole::Decode;
     // A decode instance pulls the prompt's KV from the prefill instance instead of looking it up.
@@ -524,6 +533,7 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
   SummaryBuilder::Totals t = engine_totals(s, m_spec, store().dram(), f, &store().hierarchy());
   t.decode = m_spec.serving.decode;
+  t.end_to_end = m_spec.serving.end_to_end();
   t.slo_set = m_spec.serving.slo.any();
   // Every other rank's tiers, added (rank 0's are in already).
   for (std::size_t r = 1; r < m_ranks.size(); ++r) {

@@ -128,7 +128,11 @@ void KvStore::plan_level(std::vector<TransferRequest>& rs, std::vector<std::int6
       r.endpoint_index = d;
       r.direct = l == TierLevel::Nvme && m_spec.serving.tiers.gds;
       // One I/O per chunk shard (LocalDiskBackend: one file per chunk per rank).
-      if (l == TierLevel::Nvme) r.io_bytes = m_chunk_bytes_gpu * u.kv_share;
+      if (l == TierLevel::Nvme) {
+        r.io_bytes = m_chunk_bytes_gpu * u.kv_share;
+        // The reads the connector keeps in flight (0: the drive's queue depth).
+        r.queue_depth = m_spec.serving.stack.nvme_read_queue_depth;
+      }
       rs.push_back(r);
       units.push_back(std::max<std::int64_t>(
           1, static_cast<std::int64_t>(std::ceil(static_cast<double>(units_per_gpu) / n))));

@@ -124,6 +124,7 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   Accumulators& a = m_a;
   ++a.requests;
   a.ttft.add(r.ttft_s);
+  a.front_end_sum += r.front_end_s;
   a.queue.add(r.queue_s);
   a.kappa.add(r.kappa_ratio);
   a.kappa_link.add(r.kappa_link_ratio);
@@ -231,6 +232,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
         break;
       case StatWhen::Decode:  // decode runs only (serving.decode)
         if (t.decode)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
+        break;
+      case StatWhen::EndToEnd:  // end-to-end TTFT only (serving.ttft)
+        if (t.end_to_end)
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
       case StatWhen::Cluster:  // Cluster::figures appends them

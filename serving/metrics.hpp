@@ -25,6 +25,10 @@ struct RequestRecord {
   double load_s = 0;     // time its cached KV took to arrive, tier software costs included
   double compute_s = 0;  // its prefill compute time
   double ttft_s = 0;     // finish − arrival
+  // End-to-end TTFT (serving.ttft): its time in the stack's front end, before the scheduler and
+  // after its first token (in ttft_s; not in `time`, whose categories then sum to ttft_s less
+  // this). 0 for an engine TTFT.
+  double front_end_s = 0;
   std::int64_t cached_tokens = 0;    // K loaded (the recomputed leading tokens excluded)
   std::int64_t computed_tokens = 0;  // T prefilled (recomputed tokens included)
   double kappa_ratio = 0;
@@ -138,6 +142,8 @@ class SummaryBuilder {
     // present; slo_set: serving.slo gives a bound (else goodput is undefined).
     bool decode = false;
     bool slo_set = false;
+    // end_to_end: the run's TTFT is end-to-end (serving.ttft): the StatWhen::EndToEnd figures.
+    bool end_to_end = false;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
@@ -190,7 +196,8 @@ class SummaryBuilder {
     double last_finish_s = 0;
     double last_first_token_s = 0;  // the latest arrival + TTFT
     double last_arrival_s = 0;
-    TimeBreakdown time_sum;  // Σ over requests
+    double front_end_sum = 0;  // Σ front_end_s (end-to-end TTFT)
+    TimeBreakdown time_sum;    // Σ over requests
 
     std::uint64_t steps = 0;
     double step_tokens = 0;

@@ -14,12 +14,16 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.workload = s.req.workload;
   rec.arrival_s = s.req.arrival_s;
   // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
-  rec.queue_s = std::max(0.0, s.first_scheduled_s - s.req.arrival_s);
+  // End-to-end TTFT: the front end's time before the scheduler saw it is not queueing.
+  rec.queue_s = std::max(0.0, s.first_scheduled_s - s.req.arrival_s - r.front_end_in_s);
   rec.load_s = r.load_s;
   rec.compute_s = r.compute_s;
   // Prefill only: the first token is the last (first_token_s = now_s).
-  rec.ttft_s = (s.first_token_s >= 0 ? s.first_token_s : now_s) - s.req.arrival_s;
-  rec.e2e_s = now_s - s.req.arrival_s;
+  // End-to-end TTFT: its tokens reach the client after the output path (front_end_out_s).
+  rec.ttft_s =
+      (s.first_token_s >= 0 ? s.first_token_s : now_s) - s.req.arrival_s + r.front_end_out_s;
+  rec.e2e_s = now_s - s.req.arrival_s + r.front_end_out_s;
+  rec.front_end_s = r.front_end_in_s + r.front_end_out_s;
   rec.output_tokens = s.generated;
   // TPOT: the mean time per output token after the first (vLLM's definition); undefined for one.
   rec.tpot_s = s.generated > 1 ? (rec.e2e_s - rec.ttft_s) / static_cast<double>(s.generated - 1)
@@ -39,7 +43,7 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.load_path = load_path;
   rec.steps = r.steps;
   rec.time = r.time;
-  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum());
+  rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum() - rec.front_end_s);
   if (r.load_bounds) {
     rec.load_bound_s = *r.load_bounds;
     rec.load_bound = load_bound_name(rec.load_bound_s.bound());

@@ -35,6 +35,9 @@ struct RequestState {
   std::int64_t cached_tokens = 0, compute_tokens = 0;
   // With KV tiers below DRAM: the level that served each hit chunk (empty: all from DRAM).
   std::vector<int> chunk_levels;
+  // End-to-end TTFT (serving.ttft): the front end's time before the scheduler saw it, and the
+  // output path's after its first token (0 for an engine TTFT).
+  double front_end_in_s = 0, front_end_out_s = 0;
 };
 
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):

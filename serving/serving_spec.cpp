@@ -113,6 +113,12 @@ void SloSpec::validate(const std::string& path) const {
 }
 
 // ---- KV tier hierarchy (issue 14) ----
+const std::vector<std::pair<const char*, TtftMode>>& ttft_mode_names() {
+  static const std::vector<std::pair<const char*, TtftMode>> n = {
+      {"engine", TtftMode::Engine}, {"end_to_end", TtftMode::EndToEnd}};
+  return n;
+}
+
 const std::vector<std::pair<const char*, TierWritePolicy>>& tier_write_policy_names() {
   static const std::vector<std::pair<const char*, TierWritePolicy>> n = {
       {"write_through", TierWritePolicy::WriteThrough}, {"write_back", TierWritePolicy::WriteBack}};

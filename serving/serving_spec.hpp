@@ -55,6 +55,15 @@ enum class RecomputeMode {
   Auto,   // per request, the leading part that minimises its prefill time (choose_recompute)
 };
 
+// Where a request's TTFT starts (serving.ttft; issue 20 item 3, docs/serving-stacks.md "Front
+// end").
+enum class TtftMode {
+  Engine,    // at the scheduler's queue: the engine's TTFT (the κ paper's, vLLM's metrics)
+  EndToEnd,  // at the client's request: the stack's front end and the tier's per-request
+             // lookup costs (StackProfile::front_end, tier_request) are charged too
+};
+const std::vector<std::pair<const char*, TtftMode>>& ttft_mode_names();
+
 const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names();
 const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
@@ -287,6 +296,12 @@ struct ServingSpec {
   // decode steps at batch 256 (vLLM issue 10634); 0.15-0.17 ms with async scheduling (vLLM
   // PR 11133, opt-in, off in v0.10.1). Prefill-only steps hold few sequences: 2 ms assumed.
   double step_overhead_s = 2e-3;
+  // [S] engine: TTFT from the scheduler's queue to the first token, as vLLM's engine metrics
+  // and the κ paper measure it. end_to_end: from the client's request, through the stack's front
+  // end (HTTP, tokeniser, engine-core hop) and the tier's per-request lookup RPC, to the first
+  // token streamed back (a served benchmark's client-side TTFT).
+  TtftMode ttft = TtftMode::Engine;
+  bool end_to_end() const { return ttft == TtftMode::EndToEnd; }
   // ---- simulation fidelity ------------------------------------------------------------------
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
@@ -308,6 +323,10 @@ struct ServingSpec {
              opt("KV load path, a registered name (kappasim list load-path): kernel (LMCache "
                  "zero-copy), layerwise (LMCache per-layer DMA), block_dma (vLLM native, "
                  "16-token blocks)"));
+    if constexpr (V::kWriting) {  // the stack's optional blocks that apply to this run
+      stack.write_end_to_end = end_to_end();
+      stack.write_nvme = tiers.nvme_capacity_bytes > 0;
+    }
     v.object("stack", stack,
              opt("serving software stack profile (lmcache-0.3.5, lmcache-0.3.7, "
                  "vllm-native-0.11, vllm-native-0.12, ideal)"),
@@ -340,6 +359,11 @@ struct ServingSpec {
                opt("HBM per GPU held for activations and non-torch memory", Range::NonNegative));
     v.quantity("step_overhead", step_overhead_s, dim::time,
                opt("CPU scheduling time per engine step", Range::NonNegative));
+    // Written only when not the default (the effective config of an engine-TTFT run as before).
+    if (!V::kWriting || ttft != TtftMode::Engine)
+      v.choice("ttft", ttft, ttft_mode_names(),
+               opt("where TTFT starts: engine (the scheduler's queue) or end_to_end (the "
+                   "client's request: the stack's front end and per-request tier costs)"));
     v.choice("granularity", granularity, granularity_names(),
              opt("simulation granularity: step or layer"));
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));

@@ -85,6 +85,18 @@ double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_
   return t;
 }
 
+double stack_lookup_request_s(const StackProfile& p, std::int64_t prompt_tokens) {
+  return p.tier_request.lookup_rpc_s +
+         static_cast<double>(prompt_tokens) * p.tier_request.lookup_per_token_s;
+}
+
+double front_end_in_s(const StackProfile& p, std::int64_t prompt_tokens) {
+  const FrontEndSpec& f = p.front_end;
+  return f.http_s + static_cast<double>(prompt_tokens) * f.tokenize_per_token_s + f.ipc_s;
+}
+
+double front_end_out_s(const StackProfile& p) { return p.front_end.first_token_s; }
+
 double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens) {
   return static_cast<double>(prompt_tokens) * p.meta_per_token_s;
 }

@@ -63,6 +63,48 @@ inline constexpr const char* kDefaultStack = "lmcache-0.3.5";
 inline constexpr const char* kDefaultStackWhy =
     "default: the kappa paper's stack (arXiv 2601.19910: LMCache 0.3.5 with vLLM 0.10.1)";
 
+// The request's path outside the GPU engine (issue 20 item 3; docs/serving-stacks.md "Front
+// end"): the HTTP/tokeniser front end before the scheduler sees the request and the output path
+// after its first token. Charged only when a run asks for end-to-end TTFT (serving.ttft:
+// end_to_end); engine TTFT (the default) starts at the scheduler's queue.
+struct FrontEndSpec {
+  double http_s = 0;                // per request: HTTP, JSON, request validation, chat template
+  double tokenize_per_token_s = 0;  // per prompt token: the tokenizer's encode
+  double ipc_s = 0;                 // per request: API server -> engine core hop (one way)
+  double first_token_s = 0;         // after the first token: hop back, detokenise, stream out
+
+  template <class V>
+  void visit(V& v) {
+    v.quantity(
+        "http", http_s, dim::time,
+        opt("per request: HTTP, JSON, request validation, chat template", Range::NonNegative));
+    v.quantity("tokenize_per_token", tokenize_per_token_s, dim::time,
+               opt("per prompt token: tokenizer encode", Range::NonNegative));
+    v.quantity("ipc", ipc_s, dim::time,
+               opt("per request: API server -> engine core hop", Range::NonNegative));
+    v.quantity("first_token", first_token_s, dim::time,
+               opt("after the first token: hop back, detokenise, stream", Range::NonNegative));
+  }
+  void validate(const std::string&) const {}  // the reader checks every range
+};
+// The KV tier's per-request costs on the scheduler's path that only an end-to-end TTFT charges
+// (issue 20 item 3): the lookup's RPC to the ranks' lookup servers and its conversion of the
+// prompt. Charged with every lookup (stack_lookup_s), so a lookup repeated while the request
+// waits pays them again.
+struct TierRequestSpec {
+  double lookup_rpc_s = 0;        // per lookup: round trip to every rank (in parallel)
+  double lookup_per_token_s = 0;  // per lookup, per prompt token: the prompt's conversion
+
+  template <class V>
+  void visit(V& v) {
+    v.quantity("lookup_rpc", lookup_rpc_s, dim::time,
+               opt("per lookup: RPC round trip to the ranks' lookup servers", Range::NonNegative));
+    v.quantity("lookup_per_token", lookup_per_token_s, dim::time,
+               opt("per lookup, per prompt token: the prompt's conversion", Range::NonNegative));
+  }
+  void validate(const std::string&) const {}  // the reader checks every range
+};
+
 struct StackProfile {
   std::string name;  // the preset name
   std::string display_name;
@@ -105,6 +147,19 @@ struct StackProfile {
   // CUDA-graph mode and capture limit, host cost per eager launch and per graph replay. Absent:
   // no host launch cost (the GPU's own per-kernel launch is GpuSpec::kernel_launch_overhead).
   LaunchSpec launch;
+  // ---- outside the GPU engine: charged only for an end-to-end TTFT (serving.ttft) ----------
+  FrontEndSpec front_end;
+  TierRequestSpec tier_request;
+  // ---- NVMe tier reads (docs/memory-tiers.md "Queue depth the connector keeps") ------------
+  // Reads the connector keeps in flight for one load from an NVMe tier; 0: the drive's own
+  // datasheet queue depth (NvmeDriveSpec::queue_depth).
+  int nvme_read_queue_depth = 0;
+
+  // Not config keys: which optional blocks the effective config shows (set by ServingSpec's
+  // visit when writing): the end-to-end blocks only in an end-to-end run, the NVMe queue depth
+  // only with an NVMe tier, so that runs without them write the config they always wrote.
+  bool write_end_to_end = false;
+  bool write_nvme = false;
 
   template <class V>
   void visit(V& v) {
@@ -155,6 +210,16 @@ struct StackProfile {
                  "blocks_per_sm, loads_per_thread}"));
     v.object("launch", launch,
              opt("kernel launches: {graph_mode, max_capture_tokens, host_launch, graph_launch}"));
+    if (!V::kWriting || write_end_to_end) {
+      v.object("front_end", front_end,
+               opt("end-to-end TTFT only: {http, tokenize_per_token, ipc, first_token}"));
+      v.object("tier_request", tier_request,
+               opt("end-to-end TTFT only: the tier's {lookup_rpc, lookup_per_token}"));
+    }
+    if (!V::kWriting || write_nvme)
+      v.integer("nvme_read_queue_depth", nvme_read_queue_depth,
+                opt("reads in flight per NVMe-tier load (0: the drive's queue depth)",
+                    Range::NonNegative));
   }
   void validate(const std::string& path) const;
 };
@@ -168,6 +233,13 @@ struct StackProfile {
 // (every one is re-hashed), hit_chunks = the leading ones found (layer-wise: L keys each).
 double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
                       std::int64_t hit_chunks, int layers);
+// End-to-end TTFT only (serving.ttft: end_to_end), added to every lookup: the RPC round trip to
+// the ranks' lookup servers and the prompt's conversion (prompt_tokens = its whole prompt).
+double stack_lookup_request_s(const StackProfile& p, std::int64_t prompt_tokens);
+// End-to-end TTFT only: the front end's time before the request reaches the scheduler (HTTP,
+// tokenising its prompt_tokens, the hop to the engine core), and after its first token.
+double front_end_in_s(const StackProfile& p, std::int64_t prompt_tokens);
+double front_end_out_s(const StackProfile& p);
 // Per step on the scheduler's critical path: the connector metadata of the prefilling requests
 // (prompt_tokens = the sum of their prompt lengths).
 double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens);

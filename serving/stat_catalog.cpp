@@ -80,6 +80,8 @@ const char* stat_when_doc(StatWhen w) {
       return "with serving.tiers";
     case StatWhen::Decode:
       return "with serving.decode";
+    case StatWhen::EndToEnd:
+      return "with serving.ttft: end_to_end";
     case StatWhen::Cluster:
       return "cluster runs";
     case StatWhen::Disagg:
@@ -146,7 +148,7 @@ std::vector<StatDecl> make_requests_csv() {
       column("compute_s", "s", "its prefill compute time", number(&RequestRecord::compute_s)));
   v.push_back(column("ttft_s", "s",
                      "its first output token (the end of its prefill) − arrival; prefill only, "
-                     "its finish",
+                     "its finish; with serving.ttft: end_to_end the front end's time is in it",
                      number(&RequestRecord::ttft_s)));
   v.push_back(column("cached_tokens", "tokens",
                      "K loaded (with `serving.recompute`, the recomputed leading tokens are not "
@@ -174,7 +176,8 @@ std::vector<StatDecl> make_requests_csv() {
                "s",
                StatAgg::Value,
                StatWhen::Always,
-               "its TTFT by category; they sum to ttft_s (section \"Time breakdown\" below). "
+               "its TTFT by category; they sum to ttft_s, less the front end's time in an "
+               "end-to-end run (section \"Time breakdown\" below). "
                "Categories: " +
                    category_list("idle"),
                {}};
@@ -282,6 +285,15 @@ std::vector<StatDecl> make_summary() {
           [](const In& x) { return x.a.ttft.quantile(0.99); }, kShowRun | kShowCluster));
   add(fig("ttft_max_s", "s", A::Max, "largest TTFT",
           [](const In& x) { return x.a.ttft.max(); }));
+  {  // end-to-end TTFT (serving.ttft: end_to_end; docs/serving-stacks.md "Front end")
+    StatDecl d = fig("front_end_mean_s", "s", A::Mean,
+                     "time in the stack's front end per request (HTTP, tokenising, the hop to "
+                     "the engine core before the scheduler; the output path after the first "
+                     "token), mean; part of its TTFT, not of the time breakdown",
+                     [](const In& x) { return ratio(x.a.front_end_sum, n_req(x)); });
+    d.when = StatWhen::EndToEnd;
+    add(std::move(d));
+  }
   add(fig("queue_mean_s", "s", A::Mean, "queueing delay (queue_s) mean",
           [](const In& x) { return x.a.queue.mean(); }));
   add(fig("queue_p50_s", "s", A::Quantile, "queueing delay median",

@@ -83,8 +83,10 @@ SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Se
   const int chunk = sv.tier_chunk_tokens();
   std::int64_t prompt_tokens = 0;
   auto lookup = [&](const Sequence& q) {
-    return stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / chunk,
-                          q.cached_tokens / chunk, layers);
+    const double t = stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / chunk,
+                                    q.cached_tokens / chunk, layers);
+    // End-to-end TTFT: every lookup also pays its RPC and the prompt's conversion.
+    return sv.end_to_end() ? t + stack_lookup_request_s(sv.stack, q.req.prompt_tokens()) : t;
   };
   for (const StepItem& it : plan.items) {
     if (it.first) c.lookup_s += lookup(*it.seq);

@@ -231,6 +231,7 @@ void Topology::check_endpoint(const TransferRequest& r) const {
                          "cannot read the drive (use the dma path or direct: false)");
       if (!(r.io_bytes >= 0) || !std::isfinite(r.io_bytes))
         throw InputError(what + ": io_bytes must be finite and >= 0");
+      if (r.queue_depth < 0) throw InputError(what + ": queue_depth must be >= 0");
       return;
     case Endpoint::PeerGpu: {
       if (r.endpoint_index < 0 || r.endpoint_index >= m_gpus)
@@ -341,9 +342,13 @@ double Topology::rate_cap(const TransferRequest& r) const {
     case Endpoint::Nvme: {
       double cap = r.direct ? kInf : rate_cap(r.gpu, r.dir, r.path, true, r.sm_inflight_bytes);
       // Reads: the transfer keeps at most queue_depth requests in flight, each a read latency
-      // (Little's law). Writes: no write latency in the drive's spec, no cap (assumption).
-      if (in && m_nvme.read_latency_s > 0)
-        cap = std::min(cap, m_nvme.queue_depth * io_bytes(r) / m_nvme.read_latency_s);
+      // (Little's law); a connector that keeps fewer in flight (r.queue_depth) is bound by its
+      // own. Writes: no write latency in the drive's spec, no cap (assumption).
+      if (in && m_nvme.read_latency_s > 0) {
+        const int q =
+            r.queue_depth > 0 ? std::min(r.queue_depth, m_nvme.queue_depth) : m_nvme.queue_depth;
+        cap = std::min(cap, q * io_bytes(r) / m_nvme.read_latency_s);
+      }
       return cap;
     }
     case Endpoint::PeerGpu:

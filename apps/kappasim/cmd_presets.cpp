@@ -25,7 +25,11 @@ std::string effective(const std::string& kind, const std::string& name) {
   if (kind == "host-memory") return show(read_preset_config<HostMemorySpec>(ref, kind, "", &prov));
   if (kind == "system") return show(read_preset_config<SystemSpec>(ref, kind, "", &prov));
   if (kind == "design") return show(read_preset_config<DesignCoefficients>(ref, kind, "", &prov));
-  if (kind == "stack") return show(read_preset_config<StackProfile>(ref, kind, "", &prov));
+  if (kind == "stack") {  // a stack alone: every block it gives, those a run may hide included
+    StackProfile p = read_preset_config<StackProfile>(ref, kind, "", &prov);
+    p.write_end_to_end = p.write_nvme = true;
+    return show(p);
+  }
   // KV tiers below DRAM (issue 14)
   if (kind == "cxl") return show(read_preset_config<CxlExpanderSpec>(ref, kind, "", &prov));
   if (kind == "nvme") return show(read_preset_config<NvmeDriveSpec>(ref, kind, "", &prov));

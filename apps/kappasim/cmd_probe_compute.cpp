@@ -9,9 +9,11 @@
 #include <iostream>
 
 #include "apps/kappasim/cli.hpp"
+#include "core/error.hpp"
 #include "core/table.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/probes.hpp"
+#include "serving/serving_spec.hpp"
 #include "serving/stack_profile.hpp"
 
 namespace kappasim::cli {
@@ -77,7 +79,7 @@ ProbeCase load_probe_case(const std::string& model, const std::string& system,
 
 int probe_prefill(const std::vector<std::string>& args) {
   std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table",
-                                     stack = kDefaultStack;
+                                     stack = kDefaultStack, ttft_text = "engine";
   std::vector<std::string> sets, preset_dirs;
   int tp = 1;
   bool coarse = false;
@@ -96,6 +98,10 @@ int probe_prefill(const std::vector<std::string>& args) {
       "stack", po::value(&stack),
       "serving stack whose kernel launches (CUDA-graph mode, host cost per launch) to model: a "
       "preset name or YAML file (default lmcache-0.3.5, on vLLM v1)")(
+      "ttft", po::value(&ttft_text),
+      "engine (default: the prefill alone) or end_to_end (adds the stack's front end: HTTP, "
+      "tokenising the T + K prompt tokens, the engine-core hop, the first token's way back; "
+      "columns front_end_s and ttft_s)")(
       "set", po::value(&sets)->composing(),
       "override a config key: --set system.gpu.gemm_efficiency=0.7")(
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
@@ -115,6 +121,17 @@ int probe_prefill(const std::vector<std::string>& args) {
   const double K = count_option("k", k_text);
   if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
   check_precision(precision);
+  TtftMode ttft = TtftMode::Engine;
+  {
+    bool known = false;
+    std::string names;
+    for (const auto& [name, mode] : ttft_mode_names()) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
+      if (ttft_text == name) ttft = mode, known = true;
+    }
+    if (!known)
+      throw InputError("--ttft: expected one of " + names + ", got \"" + excerpt(ttft_text) + "\"");
+  }
 
   const ProbeCase pc = load_probe_case(model, system, sets, stack, tp, precision);
   const LoadedCase& c = pc.c;
@@ -154,63 +171,82 @@ int probe_prefill(const std::vector<std::string>& args) {
     if (mode == stack_profile.launch.graph_mode) graph_mode = name;
   const bool captured =
       forward_launches(stack_profile.launch, T, p.kernels, m.num_layers, 0).captured;
-  Table table({"model",
-               "system",
-               "tp",
-               "t",
-               "k",
-               "precision",
-               "stack",
-               "graph_mode",
-               "captured",
-               "compute_time_s",
-               "linear_time_s",
-               "attention_time_s",
-               "comm_time_s",
-               "other_time_s",
-               "kernels",
-               "kernel_events",
-               "f_pf_flops",
-               "achieved_flops",
-               "kernel_flops",
-               "kernel_flops_per_s",
-               "sim_time_s",
-               "host_time_s",
-               "host_issue_s",
-               "launch_stall_s"});
-  table.add_row({m.name,
-                 c.config.system.name,
-                 static_cast<std::int64_t>(tp),
-                 T,
-                 K,
-                 precision,
-                 stack_profile.name,
-                 std::string(graph_mode),
-                 std::string(captured ? "yes" : "no"),
-                 p.compute_time_s,
-                 p.linear_time_s,
-                 p.attention_time_s,
-                 p.comm_time_s,
-                 p.other_time_s,
-                 static_cast<std::int64_t>(p.kernels),
-                 s.kernel_events,
-                 f_pf_gpu,
-                 f_pf_gpu / p.compute_time_s,
-                 p.flops,
-                 p.flops / p.compute_time_s,
-                 end_s,
-                 p.host_time_s,
-                 p.host_issue_s,
-                 p.launch_stall_s});
+  std::vector<std::string> cols({"model",
+                                 "system",
+                                 "tp",
+                                 "t",
+                                 "k",
+                                 "precision",
+                                 "stack",
+                                 "graph_mode",
+                                 "captured",
+                                 "compute_time_s",
+                                 "linear_time_s",
+                                 "attention_time_s",
+                                 "comm_time_s",
+                                 "other_time_s",
+                                 "kernels",
+                                 "kernel_events",
+                                 "f_pf_flops",
+                                 "achieved_flops",
+                                 "kernel_flops",
+                                 "kernel_flops_per_s",
+                                 "sim_time_s",
+                                 "host_time_s",
+                                 "host_issue_s",
+                                 "launch_stall_s"});
+  std::vector<Cell> row({m.name,
+                         c.config.system.name,
+                         static_cast<std::int64_t>(tp),
+                         T,
+                         K,
+                         precision,
+                         stack_profile.name,
+                         std::string(graph_mode),
+                         std::string(captured ? "yes" : "no"),
+                         p.compute_time_s,
+                         p.linear_time_s,
+                         p.attention_time_s,
+                         p.comm_time_s,
+                         p.other_time_s,
+                         static_cast<std::int64_t>(p.kernels),
+                         s.kernel_events,
+                         f_pf_gpu,
+                         f_pf_gpu / p.compute_time_s,
+                         p.flops,
+                         p.flops / p.compute_time_s,
+                         end_s,
+                         p.host_time_s,
+                         p.host_issue_s,
+                         p.launch_stall_s});
+  std::vector<std::string> shown = {"model",
+                                    "system",
+                                    "tp",
+                                    "t",
+                                    "k",
+                                    "compute_time_s",
+                                    "linear_time_s",
+                                    "attention_time_s",
+                                    "comm_time_s",
+                                    "other_time_s",
+                                    "kernels",
+                                    "achieved_flops"};
+  if (ttft == TtftMode::EndToEnd) {
+    // The served TTFT of one request alone: the front end before the engine sees it (the whole
+    // prompt, T + K tokens, is tokenised), the prefill, and its first token's way back.
+    const auto prompt = static_cast<std::int64_t>(T + K);
+    const double fe = front_end_in_s(stack_profile, prompt) + front_end_out_s(stack_profile);
+    cols.insert(cols.end(), {"front_end_s", "ttft_s"});
+    row.insert(row.end(), {fe, fe + p.compute_time_s});
+    shown.insert(shown.end(), {"front_end_s", "ttft_s"});
+  }
+  Table table(cols);
+  table.add_row(row);
   if (fmt != Format::Table) {
     std::cout << table.render(fmt);
     return 0;
   }
-  std::cout << table
-                   .project({"model", "system", "tp", "t", "k", "compute_time_s", "linear_time_s",
-                             "attention_time_s", "comm_time_s", "other_time_s", "kernels",
-                             "achieved_flops"})
-                   .text();
+  std::cout << table.project(shown).text();
   return 0;
 }
 

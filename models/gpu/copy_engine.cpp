@@ -112,6 +112,11 @@ double dma_stream_fixed_s(const GpuSpec& gpu, std::int64_t copies, double latenc
          static_cast<double>(copies - 1) * latency_s;
 }
 
+std::int64_t dma_read_waves(const TransferRequest& r, std::int64_t copies) {
+  if (r.endpoint != Endpoint::Nvme || r.dir != Direction::H2D || r.queue_depth <= 1) return copies;
+  return (copies + r.queue_depth - 1) / r.queue_depth;
+}
+
 double copy_kernel_fixed_s(const GpuSpec& gpu, std::int64_t blocks) {
   return blocks > 0 ? static_cast<double>(blocks) * gpu.copy_kernel_block_overhead_s.value_or(0)
                     : 0;
@@ -139,7 +144,12 @@ void CopyEngine::start(TransferRequest& r, std::int64_t copies, TransferGroup& g
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
   // The latency of r's own path (issue 14: a CXL / NVMe / peer copy pays its endpoint's).
-  const double fixed = dma_stream_fixed_s(m_gpu_spec, copies, m_link->request_latency_s(r));
+  // An NVMe read whose connector keeps several reads in flight waits one latency per wave.
+  const std::int64_t waves = dma_read_waves(r, copies);
+  const double fixed = waves == copies
+                           ? dma_stream_fixed_s(m_gpu_spec, copies, m_link->request_latency_s(r))
+                           : dma_stream_fixed_s(m_gpu_spec, copies, 0) +
+                                 static_cast<double>(waves - 1) * m_link->request_latency_s(r);
   m_copies += static_cast<std::uint64_t>(copies);
   m_bytes += r.bytes;
   m_link->start(r, g, delay_s + fixed);

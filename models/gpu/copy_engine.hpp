@@ -50,6 +50,10 @@ namespace kappasim {
 // copy's latency is charged by the link model). Shared by CopyEngine::copy_many and the serving
 // engine, which moves every GPU's shard as one group of flows.
 double dma_stream_fixed_s(const GpuSpec& gpu, std::int64_t copies, double latency_s);
+// How many of a stream's `copies` wait a request latency in series (issue 20 item 3): every one
+// (copies) unless r is an NVMe read whose connector keeps r.queue_depth > 1 reads in flight,
+// then ceil(copies / queue_depth) waves (TransferRequest::queue_depth).
+std::int64_t dma_read_waves(const TransferRequest& r, std::int64_t copies);
 // The fixed time of a copy kernel moving `blocks` blocks: blocks × copy_kernel_block_overhead.
 double copy_kernel_fixed_s(const GpuSpec& gpu, std::int64_t blocks);
 

@@ -1001,6 +1001,37 @@ TEST(Cli, ProbePrefillNamesItsStackAndGraphMode) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Issue 20 item 3: --ttft end_to_end adds the stack's front end to the prefill: 1 ms HTTP +
+// (128 + 0) tokens × 1.1 µs + 0.1 ms hop + 0.15 ms for the first token = 1.3908 ms
+// (presets/stacks/lmcache-0.3.5.yaml); tensorrt-llm-0.5's benchmark has none. The default
+// output has neither column.
+TEST(Cli, ProbePrefillEndToEndTtftAddsTheFrontEnd) {
+  Result r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --format json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(has(r.out, "front_end_s")) << r.out;
+  EXPECT_FALSE(has(r.out, "ttft_s")) << r.out;
+  r =
+      run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft end_to_end "
+          "--format json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // One JSON object per row: a field's number follows its quoted name.
+  const auto field = [](const std::string& out, const std::string& name) {
+    const std::size_t at = out.find("\"" + name + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + name.size() + 4));
+  };
+  EXPECT_NEAR(field(r.out, "front_end_s"), 1.3908e-3, 1e-15) << r.out;
+  EXPECT_NEAR(field(r.out, "ttft_s"), field(r.out, "compute_time_s") + 1.3908e-3, 1e-15);
+  r =
+      run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft end_to_end "
+          "--stack tensorrt-llm-0.5 --format json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_DOUBLE_EQ(field(r.out, "front_end_s"), 0) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft e2e");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--ttft: expected one of engine, end_to_end, got \"e2e\"")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
 // Config and trace inputs are bounded: no device, no giant file, no endless line, and an
 // error quotes a short excerpt, never the file.
 TEST(Cli, InputSizeLimitsAndShortExcerpts) {

@@ -90,6 +90,115 @@ TEST(ServingStack, Lmcache035KernelChargesEachCostWhereItSits) {
   EXPECT_NEAR(r.ttft_s, ttft, tol(ttft));
 }
 
+// Issue 20 item 3: an end-to-end TTFT adds the stack's front end before the scheduler (1 ms HTTP
+// + 4224 prompt tokens × 1.1 µs + 0.1 ms engine-core hop = 5.7464 ms), the output path after
+// the first token (0.15 ms), and to the lookup its RPC (50 µs) and torch.tensor of the prompt
+// (4224 × 110 ns = 0.46464 ms); everything else as in the engine-TTFT test above.
+TEST(ServingStack, EndToEndTtftAddsTheFrontEndAndTheLookupRpc) {
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel, "
+      "ttft: end_to_end");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& r = o.recs[0];
+  const double fe_in = 1e-3 + 4224 * 1.1e-6 + 0.1e-3, fe_out = 0.15e-3;
+  const double sched = kChunks * 27e-6 + 4224 * 110e-9 + 50e-6 + 4224 * 110e-9;
+  EXPECT_NEAR(o.totals.stack_scheduler_s, sched, 1e-12);
+  const double copies = kChunks * kBlockOverhead + kRtt + kK * kBkv8b / kSmRate;
+  const double load = 0.5e-3 + kChunks * 28e-6 + copies + kChunks * 25e-6;
+  EXPECT_NEAR(r.load_s, load, tol(load));
+  const double compute = step_compute(spec, {{double(kT), double(kK), true}});
+  const double ttft = fe_in + kStepOverhead + sched + load + compute + fe_out;
+  EXPECT_NEAR(r.ttft_s, ttft, tol(ttft));
+  EXPECT_NEAR(r.front_end_s, fe_in + fe_out, 1e-15);
+  // The front end is neither queueing nor in the breakdown: the categories sum to TTFT less it.
+  EXPECT_NEAR(r.queue_s, 0, 1e-12);
+  EXPECT_NEAR(r.time.sum() + r.front_end_s, r.ttft_s, tol(ttft));
+  EXPECT_TRUE(o.totals.end_to_end);
+  SummaryBuilder b;
+  b.add_request(r);
+  bool found = false;
+  for (const auto& [k, v] : b.figures(o.totals))
+    if (k == "front_end_mean_s") {
+      found = true;
+      EXPECT_NEAR(v, fe_in + fe_out, 1e-15);
+    }
+  EXPECT_TRUE(found);
+}
+
+// One API server process: two requests arriving together leave the front end one after the
+// other, so the second reaches the scheduler 2 × 5.7464 ms after it arrived.
+TEST(ServingStack, TheFrontEndServesOneRequestAtATime) {
+  const RunSpec spec = spec_with(
+      "stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel, "
+      "ttft: end_to_end, max_num_batched_tokens: 100000");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT), request(2, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double fe_in = 1e-3 + 4224 * 1.1e-6 + 0.1e-3;
+  for (const RequestRecord& r : o.recs)
+    EXPECT_NEAR(r.front_end_s, fe_in + 0.15e-3, 1e-15);  // its own service, not the wait
+  const RequestRecord& second = o.recs[0].id == 2 ? o.recs[0] : o.recs[1];
+  const RequestRecord& first = o.recs[0].id == 1 ? o.recs[0] : o.recs[1];
+  EXPECT_GE(second.ttft_s, first.ttft_s - 1e-12);
+  // The first reached the scheduler after its own service and was scheduled at once; the
+  // second waited one front-end service behind the first (counted as queueing) before its own.
+  EXPECT_NEAR(first.queue_s, 0, 1e-12);
+  EXPECT_GE(second.queue_s, fe_in - 1e-12);
+  EXPECT_GE(second.time.queue_s, fe_in - 1e-12);
+}
+
+// The default (engine TTFT) charges none of it and writes the config it always wrote.
+TEST(ServingStack, EngineTtftIsTheDefaultAndShowsNoFrontEnd) {
+  const RunSpec spec =
+      spec_with("stack: lmcache-0.3.5, tp: 1, warm_tier: true, store: none, load_path: kernel");
+  EXPECT_EQ(spec.serving.ttft, TtftMode::Engine);
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.recs[0].front_end_s, 0);
+  EXPECT_FALSE(o.totals.end_to_end);
+  SummaryBuilder b;
+  b.add_request(o.recs[0]);
+  for (const auto& [k, v] : b.figures(o.totals)) EXPECT_NE(k, "front_end_mean_s");
+  RunSpec w = spec;
+  const std::string yaml = emit_yaml(write_config(w.serving), false);
+  for (const char* key : {"front_end", "tier_request", "nvme_read_queue_depth", "ttft:"})
+    EXPECT_EQ(yaml.find(key), std::string::npos) << key;
+  w.serving.ttft = TtftMode::EndToEnd;
+  const std::string e2e = emit_yaml(write_config(w.serving), false);
+  for (const char* key : {"front_end", "tier_request", "ttft: end_to_end"})
+    EXPECT_NE(e2e.find(key), std::string::npos) << key;
+}
+
+// Issue 20 item 3: a DMA stream of n copies from NVMe waits a read latency after each copy (one
+// read in flight: LMCache's LocalDiskBackend, nvme_read_queue_depth 1, and the default); a
+// connector keeping q > 1 reads in flight waits ceil(n / q) latencies. Writes and other
+// endpoints are unchanged.
+TEST(ServingStack, NvmeReadQueueDepthSetsTheSerialLatencies) {
+  TransferRequest r;
+  r.endpoint = Endpoint::Nvme;
+  r.dir = Direction::H2D;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);  // 0: one at a time
+  r.queue_depth = 1;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  r.queue_depth = 4;
+  EXPECT_EQ(dma_read_waves(r, 10), 3);  // ceil(10 / 4)
+  r.queue_depth = 32;
+  EXPECT_EQ(dma_read_waves(r, 10), 1);
+  r.dir = Direction::D2H;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  r.dir = Direction::H2D;
+  r.endpoint = Endpoint::HostDram;
+  EXPECT_EQ(dma_read_waves(r, 10), 10);
+  // The stream's fixed time on an H100 (dma_copy_overhead, presets/gpus/h100-sxm5.yaml) for 10
+  // copies of an 80 µs + 1 µs read: q = 1: 10 × overhead + 9 × 81 µs; q = 4: 10 × overhead +
+  // 2 × 81 µs.
+  const RunSpec spec = spec_with("stack: ideal");
+  const double ovh = spec.system.gpu.dma_copy_overhead_s.value_or(0);
+  EXPECT_NEAR(dma_stream_fixed_s(spec.system.gpu, 10, 81e-6), 10 * ovh + 9 * 81e-6, 1e-15);
+  EXPECT_NEAR(dma_stream_fixed_s(spec.system.gpu, 10, 0) + (3 - 1) * 81e-6, 10 * ovh + 2 * 81e-6,
+              1e-15);
+}
+
 // Layer-wise at step granularity, CPU-bound: every layer's 16 objects are issued in Python on
 // the rank (0.3.5: 38 µs + the 67 µs WARNING line each; 0.3.7: 38 µs) and the copies (536 MB of
 // 512 DMAs, under 14 ms) finish first. TTFT = step overhead + scheduler path + 0.948 ms up front

@@ -234,6 +234,24 @@ TEST(FabricTopology, NvmeBounceAndGdsPaths) {
   EXPECT_DOUBLE_EQ(cost_on(ps, t, "socket1.dram"), 2.0);
 }
 
+// Issue 20 item 3: a connector that keeps q reads in flight is bound by Little's law over its
+// own q (at most the drive's 512), not the drive's; the latency of one read is unchanged (the
+// serial waves are the copy stream's: dma_read_waves, tests/sim/serving_stack_test.cpp).
+TEST(FabricTopology, NvmeConnectorQueueDepthBoundsTheReadRate) {
+  const Topology t = build_topology(with_devices());
+  TransferRequest r = req(0, Endpoint::Nvme, 0);
+  r.direct = true;  // GDS: no bounce, so only the drive's own bounds
+  r.io_bytes = 2e6;
+  EXPECT_NEAR(t.rate_cap(r), 512 * 2e6 / 80e-6, 1);  // the drive's depth: 12.8 TB/s
+  r.queue_depth = 4;
+  EXPECT_NEAR(t.rate_cap(r), 4 * 2e6 / 80e-6, 1e-3);  // 100 GB/s
+  r.queue_depth = 1;
+  EXPECT_NEAR(t.rate_cap(r), 2e6 / 80e-6, 1e-3);  // 25 GB/s
+  r.queue_depth = 1000;                           // more than the drive's 512
+  EXPECT_NEAR(t.rate_cap(r), 512 * 2e6 / 80e-6, 1);
+  EXPECT_NEAR(t.latency(r), 80e-6 + 0.5e-6, 1e-15);  // one read + GDS's posted write
+}
+
 TEST(FabricTopology, NvmeIopsBoundAtFourKibSeqBoundAtOneMib) {
   const Topology t = build_topology(with_devices());
   TransferRequest r = req(0, Endpoint::Nvme, 0);

@@ -200,6 +200,47 @@ TEST(StackProfile, UnknownStackNameListsTheValidOnes) {
     EXPECT_NE(e.find(n), std::string::npos) << n << ": " << e;
 }
 
+// Issue 20 item 3: the front end and the tier's per-request costs (presets/stacks `front_end:`,
+// `tier_request:`), charged only for an end-to-end TTFT.
+TEST(StackProfile, FrontEndAndPerRequestTierCostsFromThePresets) {
+  const StackProfile p = stack("lmcache-0.3.5");
+  // Before the scheduler, a 66,560-token prompt: 1 ms HTTP + 66,560 × 1.1 µs tokenising
+  // (73.216 ms) + 0.1 ms to the engine core = 74.316 ms; after the first token 0.15 ms.
+  EXPECT_NEAR(front_end_in_s(p, 66560), 74.316e-3, 1e-12);
+  EXPECT_NEAR(front_end_out_s(p), 0.15e-3, 1e-15);
+  // Every lookup: the 50 µs round trip + torch.tensor of the prompt at 110 ns a token
+  // (7.3216 ms) = 7.3716 ms.
+  EXPECT_NEAR(stack_lookup_request_s(p, 66560), 7.3716e-3, 1e-12);
+  EXPECT_EQ(p.nvme_read_queue_depth, 1);  // LocalDiskBackend: one file read at a time
+  // The native connector: the same vLLM v1 front end; its lookup is in-process on vLLM's hashes.
+  const StackProfile n = stack("vllm-native-0.12");
+  EXPECT_NEAR(front_end_in_s(n, 1000), 1e-3 + 1000 * 1.1e-6 + 0.1e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(stack_lookup_request_s(n, 66560), 0);
+  EXPECT_EQ(n.nvme_read_queue_depth, 0);  // no disk backend: the drive's own depth
+  // No front end: the hardware bound, and TensorRT-LLM v0.5's in-process benchmark.
+  for (const char* none : {"ideal", "tensorrt-llm-0.5"}) {
+    const StackProfile z = stack(none);
+    EXPECT_DOUBLE_EQ(front_end_in_s(z, 66560) + front_end_out_s(z), 0) << none;
+    EXPECT_DOUBLE_EQ(stack_lookup_request_s(z, 66560), 0) << none;
+  }
+}
+
+TEST(StackProfile, EndToEndTtftIsOptInAndBadValuesNameTheKey) {
+  const std::string base = "model: llama-3.1-8b\nsystem: h100\nworkload: {type: narrativeqa}\n";
+  const RunSpec d = read_config<RunSpec>(parse_yaml(base, "t.yaml"), "");
+  EXPECT_EQ(d.serving.ttft, TtftMode::Engine);  // the default: the engine's TTFT
+  const RunSpec e =
+      read_config<RunSpec>(parse_yaml(base + "serving: {ttft: end_to_end}\n", "t.yaml"), "");
+  EXPECT_TRUE(e.serving.end_to_end());
+  std::string err = error_of(base + "serving: {ttft: client}\n");
+  EXPECT_NE(err.find("serving.ttft"), std::string::npos) << err;
+  EXPECT_NE(err.find("end_to_end"), std::string::npos) << err;
+  err = error_of(base + "serving: {stack: {preset: lmcache-0.3.5, front_end: {http: -1 ms}}}\n");
+  EXPECT_NE(err.find("serving.stack.front_end.http"), std::string::npos) << err;
+  err = error_of(base + "serving: {stack: {preset: lmcache-0.3.5, nvme_read_queue_depth: -2}}\n");
+  EXPECT_NE(err.find("serving.stack.nvme_read_queue_depth"), std::string::npos) << err;
+}
+
 // ---- the KV tier's honest counters -----------------------------------------------------------
 
 // Issue 20: how each stack launches a forward (presets/stacks/*.yaml `launch:`).
