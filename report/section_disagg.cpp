@@ -119,6 +119,7 @@ std::string part(const SweepData& study, const std::string& baseline, Conclusion
                 baseline});
     }
   }
+  md << "\n";
   return md.str();
 }
 
