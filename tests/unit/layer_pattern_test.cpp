@@ -12,38 +12,16 @@
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
 #include "serving/run_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace {
 
-ModelSpec preset(const std::string& name) {
-  ConfigNode ref = ConfigNode::make_scalar(name);
-  return read_preset_config<ModelSpec>(ref, "model", "model");
-}
-
-ModelSpec inline_model(const std::string& yaml) {
-  ConfigNode n = parse_yaml(yaml, "inline-model");
-  return read_config<ModelSpec>(n, "model");
-}
-
-std::string error_of(const std::string& yaml) {
-  try {
-    inline_model(yaml);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// A tiny 4-layer GQA model: 4 q / 2 kv heads of 8, hidden 32.
-const char* kTiny = R"(
-name: tiny
-num_layers: 4
-hidden_size: 32
-vocab_size: 100
-attention: {type: gqa, num_q_heads: 4, num_kv_heads: 2, head_dim: 8}
-mlp: {type: dense, intermediate_size: 64}
-)";
+const auto preset = test::model_preset;
+using test::has;
+using test::inline_model;
+constexpr auto error_of = test::model_error_of;
+const char* const kTiny = test::kTinyModel;  // 4 layers, 4 q / 2 kv heads of 8, hidden 32
 
 TEST(LayerPattern, GptOss120bKvBytesAtK100000) {
   // openai/gpt-oss-120b config.json: 36 layers alternating sliding_attention / full_attention,
