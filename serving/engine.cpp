@@ -94,6 +94,27 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
                      "' (it supports: " + stack_load_paths(sv.stack) + ")");
   m_load_path = make_load_path(load_path_name(sv.load_path));
+  // An async load (stack.load: async) is modelled where it is one request's DMA copies from host
+  // DRAM outside the steps: nothing else would take part in it.
+  if (sv.stack.load == StackLoad::Async) {
+    std::string why;
+    if (!m_load_path->loads_outside_steps() || m_load_path->copy_path() != CopyPath::Dma)
+      why = "serving.load_path " + load_path_name(sv.load_path) +
+            " (an async load is the copy engines' DMA copies: block_dma; a copy kernel would take "
+            "the SMs of the steps it overlaps, and the layer-wise path interleaves with compute)";
+    else if (beyond_tp)
+      why = "serving.parallelism (one TP rank without pipeline stages)";
+    else if (sv.tiers.enabled())
+      why = "serving.tiers (KV tiers below host DRAM)";
+    else if (sv.kv_buffer.enabled())
+      why = "serving.kv_buffer (a GPU-side KV buffer)";
+    else if (sv.recompute.mode != RecomputeMode::None)
+      why = "serving.recompute (partial recompute)";
+    if (!why.empty())
+      throw InputError("serving.stack.load: async loads (stack '" + sv.stack.name +
+                       "') are modelled for one TP rank's DMA loads from host DRAM; not with " +
+                       why + ". Use serving.stack.load: in_step, or change that setting");
+  }
   // The link back end (serving.link_fidelity, systems/link_backend's registry) over every node
   // of the replica: each node its own host DRAM, sockets and host links, NVLink and NIC ports
   // per GPU. A system without nic_bandwidth takes the layout's (ConnectX-7 by default).
@@ -377,7 +398,7 @@ void ServingEngine::arrivals() {
     // NixlConnector recomputes the prompt's last token there).
     if ((sv.decode && role == EngineRole::Mixed) || decode_role)
       st.seq->output_tokens = std::max<std::int64_t>(1, r.output_tokens);
-    st.seq->remote_kv = decode_role;
+    st.seq->async_kv = st.seq->pd_handoff = decode_role;
     st.seq->hold_kv = role == EngineRole::Prefill && r.output_tokens > 1;
     // Partial recompute: the leading R cached tokens are prefilled again (they need no earlier
     // KV); the other K - R are loaded. Recomputed tokens count as computed.
@@ -391,6 +412,12 @@ void ServingEngine::arrivals() {
     // a preemption may change the sequence's; a pulled prompt's tokens are not the tier's
     st.cached_tokens = decode_role ? 0 : st.seq->cached_tokens;
     st.compute_tokens = st.seq->compute_tokens;
+    // serving.stack.load: async (vLLM's OffloadingConnector): its cached KV is loaded outside
+    // the steps, after admission, while other requests' steps run.
+    if (!decode_role)
+      for (const auto& g : m_groups)
+        if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end())
+          st.seq->async_kv = g->can_load_async(st);
     ++m_stats.arrived;
     ++rank.live;
     // A prefetch may hold the request out of the queue until its chunks are in DRAM. A request
@@ -468,6 +495,15 @@ void ServingEngine::release_kv(std::uint64_t id) {
 }
 
 void ServingEngine::pull(Rank& rank, Sequence* s) {
+  if (m_sinks.role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
+    for (auto& g : m_groups)
+      if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end())
+        g->load_async(m_live.at(s->req.id));
+    rank.sched->pulled(s);
+    m_work.notify(SC_ZERO_TIME);
+    return;
+  }
+  // P/D: the decode instance pulls the prompt's KV from the prefill instance.
   const HandoffSpec& h = m_sinks.handoff;
   const double t0 = now_s();
   wait_s(h.fixed_s);

@@ -96,7 +96,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
   kv.release(v->req.id);
   v->kv_allocated = false;
   ++v->preemptions;
-  if (v->remote_kv) {
+  if (v->async_kv && v->pd_handoff) {
     // Its pulled KV is gone with its blocks (the prefill instance has released its copy): the
     // whole prompt, and what it generated, is prefilled here (vLLM: a preempted P/D request
     // recomputes).
@@ -104,8 +104,9 @@ void Scheduler::preempt_last(PagedKv& kv) {
         v->cached_tokens + v->computed + std::max<std::int64_t>(0, v->generated - 1);
     v->compute_tokens = v->req.prompt_tokens() + v->generated;
     v->cached_tokens = 0;
-    v->remote_kv = v->kv_resident = false;
+    v->async_kv = v->kv_resident = v->pd_handoff = false;
   } else if (v->generated > 0) {
+    v->async_kv = v->kv_resident = false;  // prefilled again in the steps (below)
     // Its prompt and generated tokens are prefilled again (vLLM v1 resets num_computed_tokens;
     // a re-lookup in the KV tier is not modelled: docs/serving-engine.md "Decode").
     v->preempted_kv_tokens += v->decode_kv_tokens() - 1;
@@ -113,6 +114,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->cached_tokens = 0;
   } else {
     v->preempted_kv_tokens += v->cached_tokens + v->computed;  // its cached KV loads again
+    v->kv_resident = false;  // an async load runs again when it is admitted again
   }
   v->computed = 0;
   m_waiting.push_front(v);
@@ -153,7 +155,7 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     it = m_s.m_waiting.erase(it);
     return Outcome::Rejected;
   }
-  if (s->remote_kv && !s->kv_resident) {  // P/D: blocks now, the pull outside the step
+  if (s->async_kv && !s->kv_resident) {  // P/D: blocks now, the pull outside the step
     if (!m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;
     m_s.start_pull(s, m_now, m_kv);
     it = m_s.m_waiting.erase(it);

@@ -65,12 +65,14 @@ struct Sequence {  // one request inside the engine
   double last_token_s = -1;    // when the latest was
   int preemptions = 0;         // times preempted because KV blocks ran out (vLLM v1: recompute)
   std::int64_t preempted_kv_tokens = 0;  // tokens whose KV its preemptions discarded
-  // P/D disaggregation (serving/cluster, docs/disaggregation.md). remote_kv: the KV of its cached
-  // tokens is pulled from a prefill instance into its blocks after admission (vLLM's
-  // NixlConnector: WAITING_FOR_REMOTE_KVS), not loaded from the tier in its first step; kv_resident
-  // once the pull is done. hold_kv: its blocks outlive its finish until the decode instance has
-  // pulled them (the engine releases them).
-  bool remote_kv = false;
+  // async_kv: the KV of its cached tokens reaches its blocks after admission and outside any step
+  // (vLLM: WAITING_FOR_REMOTE_KVS), not in its first step: pulled from a P/D prefill instance
+  // (serving/cluster, docs/disaggregation.md) or loaded from the tier by a stack that loads
+  // asynchronously (serving.stack.load: async, vLLM's OffloadingConnector); kv_resident once it
+  // is there. hold_kv: its blocks outlive its finish until the P/D decode instance has pulled
+  // them (the engine releases them).
+  bool async_kv = false;
+  bool pd_handoff = false;  // async_kv from a P/D prefill instance (else from the tier)
   bool kv_resident = false;
   bool hold_kv = false;
 
@@ -189,10 +191,10 @@ class Scheduler {
   // The sequences that finished (or were rejected) since the last call, in finishing order.
   std::vector<Sequence*> take_finished();
 
-  // P/D disaggregation: a remote_kv sequence admitted by plan() takes its blocks and no budget and
-  // waits outside the step for its pull (vLLM: WAITING_FOR_REMOTE_KVS); take_pulls() returns those
-  // admitted since the last call, for the engine to start their pulls. pulled() makes one
-  // running with its KV resident: the next plan() computes its remaining tokens (no load).
+  // An async_kv sequence admitted by plan() takes its blocks and no budget and waits outside the
+  // step for its KV (vLLM: WAITING_FOR_REMOTE_KVS); take_pulls() returns those admitted since the
+  // last call, for the engine to start their loads or pulls. pulled() makes one running with its
+  // KV resident: the next plan() computes its remaining tokens (no load).
   std::vector<Sequence*> take_pulls();
   void pulled(Sequence* s);
   std::size_t pulling() const { return m_pulling.size(); }
@@ -217,7 +219,7 @@ class Scheduler {
   std::list<Sequence*> m_waiting;    // arrival (enqueue) order
   std::vector<Sequence*> m_running;  // admission order
   std::vector<Sequence*> m_finished;
-  std::vector<Sequence*> m_pulling;    // remote_kv sequences admitted, their pull not done
+  std::vector<Sequence*> m_pulling;    // async_kv sequences admitted, their pull not done
   std::vector<Sequence*> m_new_pulls;  // of them, admitted since the last take_pulls()
   bool m_in_flight = false;
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)

@@ -21,6 +21,11 @@ const std::vector<std::pair<const char*, NativeCopyUnit>>& native_copy_unit_name
       {"block", NativeCopyUnit::Block}, {"block_layer_kv", NativeCopyUnit::BlockLayerKv}};
   return n;
 }
+const std::vector<std::pair<const char*, StackLoad>>& stack_load_names() {
+  static const std::vector<std::pair<const char*, StackLoad>> n = {{"in_step", StackLoad::InStep},
+                                                                   {"async", StackLoad::Async}};
+  return n;
+}
 const std::vector<std::pair<const char*, StackStore>>& stack_store_names() {
   static const std::vector<std::pair<const char*, StackStore>> n = {
       {"blocking", StackStore::Blocking}, {"async", StackStore::Async}};

@@ -53,10 +53,16 @@ enum class NativeCopyUnit {
 };
 // The stack's own store mode (serving.store: stack takes it).
 enum class StackStore { Blocking, Async };
+// How the stack loads a request's cached KV: in the step that first schedules it (the step waits:
+// LMCache's retrieve), or asynchronously, outside the steps, before the request is scheduled
+// (vLLM's OffloadingConnector: get_num_new_matched_tokens returns load_async, the request waits
+// as WAITING_FOR_REMOTE_KVS while other requests' steps run; docs/serving-stacks.md).
+enum class StackLoad { InStep, Async };
 
 const std::vector<std::pair<const char*, StackFamily>>& stack_family_names();
 const std::vector<std::pair<const char*, NativeCopyUnit>>& native_copy_unit_names();
 const std::vector<std::pair<const char*, StackStore>>& stack_store_names();
+const std::vector<std::pair<const char*, StackLoad>>& stack_load_names();
 
 // The stack built in when serving.stack is not given, and why.
 inline constexpr const char* kDefaultStack = "lmcache-0.3.5";
@@ -111,6 +117,7 @@ struct StackProfile {
   std::string description;
   StackFamily family = StackFamily::Ideal;
   StackStore store = StackStore::Async;
+  StackLoad load = StackLoad::InStep;
 
   // ---- the pinned host pool --------------------------------------------------------------
   // Per TP rank (every rank allocates its own; a full pool drops stores). Absent: host DRAM
@@ -169,6 +176,8 @@ struct StackProfile {
     v.choice("family", family, stack_family_names(),
              opt("lmcache (kernel | layerwise), vllm_native (block_dma) or ideal (any)"));
     v.choice("store", store, stack_store_names(), opt("the stack's store: blocking or async"));
+    v.choice("load", load, stack_load_names(),
+             opt("the stack's load: in_step (the step waits) or async (outside the steps)"));
     v.quantity("pool_per_rank", pool_per_rank_bytes, dim::bytes,
                opt("pinned host pool per TP rank (absent: host DRAM minus the reserve)"));
     v.quantity(

@@ -272,6 +272,67 @@ void ServingEngine::Group::check_step(double start_s) {
   }
 }
 
+// ---- async loads (serving.stack.load: async) ----
+
+namespace {
+// The load path strategy's context for one request's load outside the steps: the group's copies
+// and accounting, its own time breakdown and bounds (no step is running it), no compute.
+class OutsideSteps final : public LoadContext {
+ public:
+  explicit OutsideSteps(LoadContext& g) : m_g(g) {
+    spec = g.spec;
+    kv_bytes_per_token_gpu = g.kv_bytes_per_token_gpu;
+    buffer_Bps = g.buffer_Bps;
+    stats = g.stats;
+    step_time = &time;
+    step_bounds = &bounds;
+  }
+  double now() const override { return m_g.now(); }
+  void wait(double s) override { m_g.wait(s); }
+  void start_copies(CopyGroup& c, double b, std::int64_t u, CopyPath p) override {
+    m_g.start_copies(c, b, u, p);
+  }
+  void wait_copies(CopyGroup& c) override { m_g.wait_copies(c); }
+  CopySplit split_copies(const CopyGroup& c, double t) const override {
+    return m_g.split_copies(c, t);
+  }
+  void compute(const StepTime&) override {}  // the request computes in a later step
+  void start_compute(CopyGroup&, double, double) override {
+    throw std::logic_error("an async load computes nothing");
+  }
+  void trace_copies(const CopyGroup& c, const std::string& w) override { m_g.trace_copies(c, w); }
+  void trace_load(const std::string& w, double t0, double t1) override {
+    m_g.trace_load(w + " (async)", t0, t1);
+  }
+  void trace_link(const std::string& w, double t0, double t1) override {
+    m_g.trace_link(w, t0, t1);
+  }
+  void trace_compute(double, double) override {}
+  TimeBreakdown time;
+  LoadBoundTimes bounds;
+
+ private:
+  LoadContext& m_g;
+};
+}  // namespace
+
+bool ServingEngine::Group::can_load_async(const RequestState& st) const {
+  // The engine refused every other setting with an async stack (ServingEngine's constructor).
+  return m_e.m_spec.serving.stack.load == StackLoad::Async && st.seq->cached_tokens > 0;
+}
+
+void ServingEngine::Group::load_async(RequestState& st) {
+  const ServingSpec& sv = m_e.m_spec.serving;
+  KvStore& store = *ranks.front()->store;
+  const RecomputeOf none = [](const Sequence&) { return std::int64_t{0}; };
+  const LoadSplit ls =
+      split_loads({st.seq.get()}, none, store.chunk_tokens(), sv.block_tokens, nullptr);
+  st.link_tokens = ls.seq_link_tokens.at(0);
+  OutsideSteps ctx(*this);
+  st.load_s = m_e.m_load_path->run(ctx, ls, 1, StepTime{});
+  if (ctx.bounds.total() > 0) st.load_bounds = ctx.bounds;
+}
+
 // ---- LoadContext ----
 double ServingEngine::Group::now() const { return now_s(); }
 void ServingEngine::Group::wait(double s) { wait_s(s); }

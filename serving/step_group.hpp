@@ -32,6 +32,13 @@ class ServingEngine::Group final : public LoadContext {
   Group(ServingEngine& e, std::vector<Rank*> ranks, std::unique_ptr<StepModel> model,
         double gpu_share);
   void steps();  // the group's process
+  // serving.stack.load: async: request st's cached KV loaded from the tier outside the steps by
+  // the load path strategy (its CPU costs and copies, no compute), with its load time, link tokens
+  // and bounds in st and its bytes in the group's figures; the step's own breakdown untouched.
+  void load_async(RequestState& st);
+  // Whether the engine loads st's cached KV that way: the stack loads async and st has some
+  // (the engine refuses the settings an async load cannot take part in).
+  bool can_load_async(const RequestState& st) const;
 
   std::vector<Rank*> ranks;
   EngineStats stats;  // its figures per GPU (steps counted)

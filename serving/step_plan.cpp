@@ -18,7 +18,7 @@ StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
     // Its prompt's KV is stored once, when its first prefill ends (a prefill again after a
     // preemption stores nothing new). A P/D decode instance stores nothing: the prefill instance
     // stored the prompt (its pulled KV is resident here, not new).
-    if (it.last && it.seq->generated == 0 && !it.seq->remote_kv) w.done.push_back(it.seq);
+    if (it.last && it.seq->generated == 0 && !it.seq->async_kv) w.done.push_back(it.seq);
     const std::int64_t R = recompute_of(*it.seq);
     std::int64_t tokens = it.tokens;
     if (it.seq->computed < R) {

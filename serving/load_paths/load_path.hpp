@@ -86,6 +86,10 @@ class LoadPathStrategy {
   // costs + copies; with overlap, the loads' own time).
   virtual double run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
                      const StepTime& compute) = 0;
+  // Whether run() can load one request outside the steps (serving.stack.load: async): its load
+  // then its compute, in that order, so with no compute it is the load alone. The layer-wise
+  // path interleaves the two and cannot.
+  virtual bool loads_outside_steps() const { return false; }
 };
 
 }  // namespace kappasim

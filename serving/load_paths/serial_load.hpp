@@ -18,6 +18,7 @@ class SerialLoadPath : public LoadPathStrategy {
   CopyPath copy_path() const override { return m_copy; }
   double run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
              const StepTime& compute) override;
+  bool loads_outside_steps() const override { return true; }
 
  protected:
   // Copies (DMA) or blocks (copy kernel) the step's link part costs per rank.

@@ -171,6 +171,69 @@ TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
   EXPECT_EQ(r.load_path, "block_dma");
 }
 
+// serving.stack.load: async (vLLM's OffloadingConnector): the same isolated request's load runs
+// before the step that computes it instead of inside it, so its TTFT is the same hardware sum.
+const char* const kAsyncNativeStack =
+    "stack: {family: vllm_native, store: blocking, load: async, retrieve_fixed: 0.1 ms, "
+    "store_fixed: 0.1 ms}, ";
+
+TEST(ServingEngine, AnAsyncLoadRunsBeforeTheStepThatComputes) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double fixed = 256 * kDmaOverhead + 255 * kRtt;  // 256 copies of 16-token blocks
+  const double load = kNativeFixed + fixed + kRtt + K * kBkv8b / rate;
+  const double compute = step_compute(spec, {{double(T), double(K), true}});
+  EXPECT_NEAR(o.recs[0].load_s, load, tol(load));
+  EXPECT_NEAR(o.recs[0].ttft_s, load + kStepOverhead + compute,
+              tol(load + kStepOverhead + compute));
+}
+
+// What an async load buys: it overlaps other requests' steps. A (6,000 new tokens) takes two
+// steps of the 4,096-token budget; B (K = 4,096 cached, T = 128) arrives 1 ms into A's first
+// step, is admitted as A's second step starts (its blocks; no budget), loads during it (the load
+// above, ~10 ms, against a ~50 ms step) and computes in the third step. A's steps hold A's tokens
+// only and no load: A's TTFT is its two steps alone; B's ends with the third step.
+TEST(ServingEngine, AnAsyncLoadOverlapsAnotherRequestsStep) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, 0, 6000), request(2, 1e-3, K, T)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const RequestRecord& a = o.recs[0].id == 1 ? o.recs[0] : o.recs[1];
+  const RequestRecord& b = o.recs[0].id == 1 ? o.recs[1] : o.recs[0];
+  const double s1 = kStepOverhead + step_compute(spec, {{4096.0, 0.0, false}});
+  const double s2 = kStepOverhead + step_compute(spec, {{1904.0, 4096.0, true}});
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / rate;
+  ASSERT_LT(load, s2);  // it ends inside A's second step
+  EXPECT_NEAR(a.ttft_s, s1 + s2, 1e-6 * (s1 + s2));  // the HBM the copies share: under 1 ppm
+  EXPECT_NEAR(b.load_s, load, 1e-3 * load);  // its DMA shares HBM with A's step
+  EXPECT_NEAR(b.queue_s, s1 - 1e-3, 1e-12);  // admitted as A's second step starts
+  const double s3 = kStepOverhead + step_compute(spec, {{double(T), double(K), true}});
+  EXPECT_NEAR(b.ttft_s, s1 + s2 + s3 - 1e-3, 1e-6 * (s1 + s2 + s3));
+}
+
+// Async loads are modelled for one TP rank's DMA loads from host DRAM: another load path or a
+// setting that would take part in the load is refused, naming the key.
+TEST(ServingEngine, AnAsyncLoadWithAGpuSideBufferIsRefused) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma, "
+                                "kv_buffer: {capacity: 1 GB}}\n");
+  VectorSource src({request(1, 0, 4096, 128)});
+  try {
+    run_serving(spec, src, EngineSinks{});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("serving.stack.load: async"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("serving.kv_buffer"), std::string::npos) << e.what();
+  }
+}
+
 // Two isolated requests (100 s apart): one whose load outlasts its compute, one the other way
 // round, so both arms of the pipeline's max() are checked.
 TEST(ServingEngine, LayerwiseStepGranularityIsFillAndDrainOfThePipeline) {
