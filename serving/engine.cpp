@@ -177,6 +177,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     m_ranks.push_back(std::move(rank));
   }
   m_layout_stats.rank_tokens.assign(m_ranks.size(), 0);
+  for (std::size_t r = 0; r < m_ranks.size(); ++r)
+    m_load_stream.push_back(
+        std::make_unique<sc_core::sc_mutex>(("load_stream" + std::to_string(r)).c_str()));
   // Step groups: a MoE model's DP ranks in lockstep; otherwise every rank steps alone, by the
   // TP step model unless it has pipeline stages or expert parallelism.
   const bool moe = m_spec.model.mlp.type == MlpType::Moe;
@@ -495,10 +498,15 @@ void ServingEngine::release_kv(std::uint64_t id) {
 }
 
 void ServingEngine::pull(Rank& rank, Sequence* s) {
+  // One request's load at a time per rank, in the order they were admitted (the worker's one
+  // thread issues a request's copies or posts its descriptors, one stream).
+  sc_core::sc_mutex& stream = *m_load_stream.at(static_cast<std::size_t>(rank.index));
+  stream.lock();
   if (m_sinks.role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
     for (auto& g : m_groups)
       if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end())
         g->load_async(m_live.at(s->req.id));
+    stream.unlock();
     rank.sched->pulled(s);
     m_work.notify(SC_ZERO_TIME);
     return;
@@ -525,6 +533,7 @@ void ServingEngine::pull(Rank& rank, Sequence* s) {
     rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
     if (!c.g.finished) sc_core::wait(c.g.done);
   }
+  stream.unlock();
   rank.sched->pulled(s);
   if (m_sinks.on_pulled) m_sinks.on_pulled(s->req.id, t0, now_s(), bytes);
   m_work.notify(SC_ZERO_TIME);

@@ -147,6 +147,9 @@ class ServingEngine : public sc_core::sc_module {
   } m_check;
   sc_core::sc_event m_work;
   bool m_source_done = false;
+  // Async loads and P/D pulls, one at a time per rank: its worker issues one request's copies
+  // (posts its descriptors) after another on one stream (ServingEngine::pull).
+  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_load_stream;
 };
 
 // kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.

@@ -209,10 +209,10 @@ TEST(ServingEngine, AnAsyncLoadOverlapsAnotherRequestsStep) {
   const double s2 = kStepOverhead + step_compute(spec, {{1904.0, 4096.0, true}});
   const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
   const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / rate;
-  ASSERT_LT(load, s2);  // it ends inside A's second step
+  ASSERT_LT(load, s2);                               // it ends inside A's second step
   EXPECT_NEAR(a.ttft_s, s1 + s2, 1e-6 * (s1 + s2));  // the HBM the copies share: under 1 ppm
-  EXPECT_NEAR(b.load_s, load, 1e-3 * load);  // its DMA shares HBM with A's step
-  EXPECT_NEAR(b.queue_s, s1 - 1e-3, 1e-12);  // admitted as A's second step starts
+  EXPECT_NEAR(b.load_s, load, 1e-3 * load);          // its DMA shares HBM with A's step
+  EXPECT_NEAR(b.queue_s, s1 - 1e-3, 1e-12);          // admitted as A's second step starts
   const double s3 = kStepOverhead + step_compute(spec, {{double(T), double(K), true}});
   EXPECT_NEAR(b.ttft_s, s1 + s2 + s3 - 1e-3, 1e-6 * (s1 + s2 + s3));
 }
