@@ -153,7 +153,6 @@ class Cluster : public sc_core::sc_module {
   std::map<std::uint64_t, Handoff> m_handoffs;
   std::uint64_t m_in_prefill = 0;  // routed to a prefill node, not yet past it
   bool m_source_done = false;
-  std::uint64_t m_done = 0, m_rejected = 0;  // requests past their last stage
   HandoffStats m_handoff_stats;
 };
 
