@@ -417,10 +417,7 @@ void ServingEngine::arrivals() {
     st.compute_tokens = st.seq->compute_tokens;
     // serving.stack.load: async (vLLM's OffloadingConnector): its cached KV is loaded outside
     // the steps, after admission, while other requests' steps run.
-    if (!decode_role)
-      for (const auto& g : m_groups)
-        if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end())
-          st.seq->async_kv = g->can_load_async(st);
+    if (!decode_role) st.seq->async_kv = group_of(rank).can_load_async(st);
     ++m_stats.arrived;
     ++rank.live;
     // A prefetch may hold the request out of the queue until its chunks are in DRAM. A request
@@ -497,15 +494,19 @@ void ServingEngine::release_kv(std::uint64_t id) {
   throw std::logic_error("release_kv: request " + std::to_string(id) + " holds no KV blocks");
 }
 
+ServingEngine::Group& ServingEngine::group_of(const Rank& rank) const {
+  for (const auto& g : m_groups)
+    if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end()) return *g;
+  throw std::logic_error("rank " + std::to_string(rank.index) + " is in no step group");
+}
+
 void ServingEngine::pull(Rank& rank, Sequence* s) {
   // One request's load at a time per rank, in the order they were admitted (the worker's one
   // thread issues a request's copies or posts its descriptors, one stream).
   sc_core::sc_mutex& stream = *m_load_stream.at(static_cast<std::size_t>(rank.index));
   stream.lock();
   if (m_sinks.role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
-    for (auto& g : m_groups)
-      if (std::find(g->ranks.begin(), g->ranks.end(), &rank) != g->ranks.end())
-        g->load_async(m_live.at(s->req.id));
+    group_of(rank).load_async(m_live.at(s->req.id));
     stream.unlock();
     rank.sched->pulled(s);
     m_work.notify(SC_ZERO_TIME);

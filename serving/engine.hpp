@@ -117,7 +117,8 @@ class ServingEngine : public sc_core::sc_module {
   std::size_t route(const Request& r);
   void enqueue(RequestState& st);  // into its rank's scheduler (InputError: sim_fail)
   void finish(Sequence* s);
-  void pull(Rank& rank, Sequence* s);  // P/D, a Decode engine: one request's pull (a process)
+  Group& group_of(const Rank& rank) const;  // the step group the rank steps in
+  void pull(Rank& rank, Sequence* s);       // P/D, a Decode engine: one request's pull (a process)
 
   const RunSpec m_spec;
   WorkloadSource& m_source;
