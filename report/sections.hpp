@@ -70,6 +70,12 @@ std::string section_70rps(const SweepData& runs, const FigureFolder& fig);
 // stacks-poh, stacks-70rps). Tables only.
 std::string section_stacks(const SweepData& kappa, const SweepData& poh, const SweepData& runs,
                            ConclusionLog* log = nullptr);
+// 5b's subsection on loads in the step vs asynchronous (issue 23 item 3; sweeps
+// stacks-async-kappa-crit, stacks-async-serving): the TTFT-level κ_crit of each load mode beside
+// its serving-level crossing, the κ at which the saturated engine's link is busier than its GPU
+// computes (interpolated in log κ). Tables and text only.
+std::string section_stacks_async(const SweepData& crit, const SweepData& serving,
+                                 ConclusionLog* log = nullptr);
 
 // 6. NVLink-C2C and the unified HBM tier vs PCIe (sweeps c2c, c2c-serving). Writes
 // ttft-c2c-*.csv and two figures.

@@ -125,6 +125,7 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   ++a.requests;
   a.ttft.add(r.ttft_s);
   a.front_end_sum += r.front_end_s;
+  a.tier_request_sum += r.tier_request_s;
   a.queue.add(r.queue_s);
   a.kappa.add(r.kappa_ratio);
   a.kappa_link.add(r.kappa_link_ratio);

@@ -29,6 +29,11 @@ struct RequestRecord {
   // after its first token (in ttft_s; not in `time`, whose categories then sum to ttft_s less
   // this). 0 for an engine TTFT.
   double front_end_s = 0;
+  // End-to-end TTFT: the tier's per-request lookup costs charged for it (StackProfile
+  // tier_request: the lookup RPC and the prompt's conversion, on every lookup of it, repeats
+  // included). They are on the scheduler's path, so inside its time breakdown
+  // (t_sched_software_s), unlike front_end_s. 0 for an engine TTFT.
+  double tier_request_s = 0;
   std::int64_t cached_tokens = 0;    // K loaded (the recomputed leading tokens excluded)
   std::int64_t computed_tokens = 0;  // T prefilled (recomputed tokens included)
   double kappa_ratio = 0;
@@ -196,8 +201,9 @@ class SummaryBuilder {
     double last_finish_s = 0;
     double last_first_token_s = 0;  // the latest arrival + TTFT
     double last_arrival_s = 0;
-    double front_end_sum = 0;  // Σ front_end_s (end-to-end TTFT)
-    TimeBreakdown time_sum;    // Σ over requests
+    double front_end_sum = 0;     // Σ front_end_s (end-to-end TTFT)
+    double tier_request_sum = 0;  // Σ tier_request_s (end-to-end TTFT)
+    TimeBreakdown time_sum;       // Σ over requests
 
     std::uint64_t steps = 0;
     double step_tokens = 0;

@@ -24,6 +24,7 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
       (s.first_token_s >= 0 ? s.first_token_s : now_s) - s.req.arrival_s + r.front_end_out_s;
   rec.e2e_s = now_s - s.req.arrival_s + r.front_end_out_s;
   rec.front_end_s = r.front_end_in_s + r.front_end_out_s;
+  rec.tier_request_s = r.tier_request_s;
   rec.output_tokens = s.generated;
   // TPOT: the mean time per output token after the first (vLLM's definition); undefined for one.
   rec.tpot_s = s.generated > 1 ? (rec.e2e_s - rec.ttft_s) / static_cast<double>(s.generated - 1)

@@ -38,6 +38,8 @@ struct RequestState {
   // End-to-end TTFT (serving.ttft): the front end's time before the scheduler saw it, and the
   // output path's after its first token (0 for an engine TTFT).
   double front_end_in_s = 0, front_end_out_s = 0;
+  // End-to-end TTFT: the tier's per-request lookup costs charged for it (every lookup of it).
+  double tier_request_s = 0;
 };
 
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):

@@ -150,6 +150,21 @@ std::vector<StatDecl> make_requests_csv() {
                      "its first output token (the end of its prefill) − arrival; prefill only, "
                      "its finish; with serving.ttft: end_to_end the front end's time is in it",
                      number(&RequestRecord::ttft_s)));
+  v.push_back(
+      column("front_end_s", "s",
+             "with serving.ttft: end_to_end, its time in the stack's front end (HTTP, "
+             "tokenising its whole prompt, the hop to the engine core; after its first "
+             "token the hop back, detokenising and the SSE chunk): in ttft_s, not in the time "
+             "breakdown (t_*_s); a wait behind other requests for the front end "
+             "is queueing, not this. 0 with an engine TTFT",
+             number(&RequestRecord::front_end_s)));
+  v.push_back(column("tier_request_s", "s",
+                     "with serving.ttft: end_to_end, the tier's per-request lookup costs charged "
+                     "for it (the stack's tier_request: lookup RPC and the prompt's conversion, on "
+                     "every lookup of it, repeats while it waits included): on the scheduler's "
+                     "path, so inside t_sched_software_s (which the whole step waits for). 0 with "
+                     "an engine TTFT or a stack without them (vLLM native, ideal)",
+                     number(&RequestRecord::tier_request_s)));
   v.push_back(column("cached_tokens", "tokens",
                      "K loaded (with `serving.recompute`, the recomputed leading tokens are not "
                      "in it)",
@@ -293,6 +308,13 @@ std::vector<StatDecl> make_summary() {
                      [](const In& x) { return ratio(x.a.front_end_sum, n_req(x)); });
     d.when = StatWhen::EndToEnd;
     add(std::move(d));
+    StatDecl t = fig("tier_request_mean_s", "s", A::Mean,
+                     "the tier's per-request lookup costs charged per request (tier_request_s: "
+                     "lookup RPC and the prompt's conversion, every lookup), mean; on the "
+                     "scheduler's path (sched_software), 0 on a stack without them",
+                     [](const In& x) { return ratio(x.a.tier_request_sum, n_req(x)); });
+    t.when = StatWhen::EndToEnd;
+    add(std::move(t));
   }
   add(fig("queue_mean_s", "s", A::Mean, "queueing delay (queue_s) mean",
           [](const In& x) { return x.a.queue.mean(); }));

@@ -94,6 +94,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
                                          m_e.m_spec.model.num_layers);
     overhead = std::max(overhead, c.overhead_s);
     software = std::max(software, c.lookup_s + c.meta_s);
+    for (const auto& [q, t] : c.tier_request) m_e.m_live.at(q->req.id).tier_request_s += t;
   }
   stats.stack.scheduler_s += software;
   wait_s(overhead);  // vLLM's per-step CPU scheduling work

@@ -85,8 +85,11 @@ SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Se
   auto lookup = [&](const Sequence& q) {
     const double t = stack_lookup_s(sv.stack, sv.load_path, q.req.prompt_tokens() / chunk,
                                     q.cached_tokens / chunk, layers);
+    if (!sv.end_to_end()) return t;
     // End-to-end TTFT: every lookup also pays its RPC and the prompt's conversion.
-    return sv.end_to_end() ? t + stack_lookup_request_s(sv.stack, q.req.prompt_tokens()) : t;
+    const double req = stack_lookup_request_s(sv.stack, q.req.prompt_tokens());
+    if (req > 0) c.tier_request.emplace_back(&q, req);
+    return t + req;
   };
   for (const StepItem& it : plan.items) {
     if (it.first) c.lookup_s += lookup(*it.seq);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "models/gpu/kernel_timing.hpp"
@@ -56,6 +57,9 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& rec
 // fails to allocate KV and stays waiting) and the stack's per-step metadata.
 struct SchedulerCpu {
   double overhead_s = 0, lookup_s = 0, meta_s = 0;
+  // End-to-end TTFT: the part of lookup_s that is each looked-up request's own tier_request
+  // cost (stack_lookup_request_s), per lookup; empty for an engine TTFT or a stack without one.
+  std::vector<std::pair<const Sequence*, double>> tier_request;
 };
 SchedulerCpu scheduler_cpu(const ServingSpec& sv, const StepPlan& plan, const Sequence* head,
                            std::size_t running, int layers);

@@ -556,4 +556,27 @@ TEST(AnalysisCli, PresetDirReachesSimulatedPoints) {
   EXPECT_TRUE(has(f.out, "\"target\": \"kappa_crit >= 10\", ")) << f.out;
 }
 
+// Issue 20 item 3: with serving.ttft: end_to_end the stack's front-end costs are swept over the
+// preset's declared range. One request alone: its TTFT holds `http` once, so moving it from
+// 0.3 ms to 3 ms (presets/stacks/lmcache-0.3.5.yaml) moves ttft_mean_s by exactly 2.7 ms.
+TEST(AnalysisCli, SensitivitySweepsTheFrontEndOverItsPresetRange) {
+  const fs::path d = sub("front-end");
+  std::ofstream(d / "e2e.yaml")
+      << "model: llama-3.1-8b\nsystem: h100\n"
+         "serving: {tp: 1, stack: lmcache-0.3.5, load_path: kernel, ttft: end_to_end}\n"
+         "workload: {type: sharegpt, requests: 1, rate: 10, seed: 1}\n";
+  Result r = run_in(d,
+                    "sensitivity e2e.yaml --metric ttft_mean_s --only serving.stack.front_end.http "
+                    "--seeds 1 -j 2 --out o");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string csv = slurp(d / "o" / "tornado.csv");
+  // rank, key, kind, range, base, low, high, metric_base, metric_low, metric_high, swing
+  const std::string row = "\n1,serving.stack.front_end.http,assumption,declared,1 ms,0.3 ms,3 ms,";
+  ASSERT_TRUE(has(csv, row)) << csv;
+  const std::string line = csv.substr(csv.find(row) + 1);
+  std::size_t at = 0;
+  for (int i = 0; i < 10; ++i) at = line.find(',', at) + 1;
+  EXPECT_NEAR(std::stod(line.substr(at)), 2.7e-3, 1e-9) << line;
+}
+
 }  // namespace

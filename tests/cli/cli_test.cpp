@@ -411,18 +411,21 @@ TEST(Cli, RunWritesRequestsSummaryTraceAndConfig) {
   EXPECT_NEAR(summary_value(summary, "throughput_rps"),
               completed / summary_value(summary, "simulated_time_s"), 1e-9);
 
-  // requests.csv: the header and one row of 23 fields per completed request (the last nine: the
-  // time breakdown and the load's bound, issue 12 item 10).
+  // requests.csv: the header and one row of 25 fields per completed request (the last nine: the
+  // time breakdown and the load's bound, issue 12 item 10; front_end_s and tier_request_s are 0
+  // with the engine TTFT).
   const std::vector<std::string> csv = lines(slurp(out / "requests.csv"));
   ASSERT_FALSE(csv.empty());
   EXPECT_EQ(csv[0],
-            "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
+            "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,front_end_s,tier_request_s,"
+            "cached_tokens,computed_tokens,kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_"
+            "queue_s,t_sched_software_s,"
             "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
             "t_step_overhead_s,load_bound");
   EXPECT_EQ(static_cast<double>(csv.size() - 1), completed);
   for (std::size_t i = 1; i < csv.size(); ++i) {
-    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 22) << csv[i];
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 24) << csv[i];
+    EXPECT_TRUE(has(csv[i], ",0,0,")) << csv[i];  // front_end_s, tier_request_s
     EXPECT_TRUE(has(csv[i], ",narrativeqa,")) << csv[i];
     EXPECT_TRUE(has(csv[i], ",kernel,")) << csv[i];
   }
@@ -526,6 +529,22 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
   const fs::path tp = write("run-tp.yaml",
                             "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 16}\n"
                             "workload: {type: narrativeqa}\n");
+  // Issue 20 item 5: sizes beyond what the hardware holds, each read from the config file.
+  // gb200's Grace has 480 GB of DRAM, less stack ideal's 0.25 reserve = 360 GB < 1.5 TB.
+  const fs::path dram_tier = write("run-dram-tier.yaml",
+                                   "model: llama-3.1-8b\nsystem: gb200\n"
+                                   "serving: {tp: 2, stack: ideal, tier_capacity: 1.5 TB}\n"
+                                   "workload: {type: narrativeqa}\n");
+  // dgx-h100-256gb-cxl: x8 expanders on cxl_lanes 160 hold at most 20; dgx-h100-256gb-nvme: 8
+  // drive bays.
+  const fs::path cxl = write("run-cxl.yaml",
+                             "model: llama-3.1-8b\n"
+                             "system: {preset: dgx-h100-256gb-cxl, cxl_devices: 1000}\n"
+                             "serving: {tp: 8}\nworkload: {type: narrativeqa}\n");
+  const fs::path nvme = write("run-nvme.yaml",
+                              "model: llama-3.1-8b\n"
+                              "system: {preset: dgx-h100-256gb-nvme, nvme_drives: 100000}\n"
+                              "serving: {tp: 8}\nworkload: {type: narrativeqa}\n");
   const fs::path blocker = write("a-file", "not a folder\n");
   struct Case {
     std::string args;
@@ -561,6 +580,21 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
         "supports: block_dma"},
        {}},
       {(scratch() / "missing.yaml").string(), {"cannot read config file"}, {}},
+      // Issue 20 item 5: a DRAM KV tier beyond the host's DRAM, an HBM KV buffer larger than the
+      // HBM the weights leave (H100 80 GB), CXL expanders beyond the host's lanes, NVMe drives
+      // beyond its bays: each names its key.
+      {dram_tier.string(),
+       {"serving.tier_capacity: 1.5 TB exceeds what system 'gb200' can hold", "= 360 GB"},
+       {}},
+      {good.string() + " --set serving.kv_buffer.capacity=80GB --set serving.kv_buffer.kind=hbm",
+       {"serving.kv_buffer.capacity: 80 GB of kind hbm leaves no paged-KV pool"},
+       {}},
+      {cxl.string(),
+       {"system.cxl_devices: 1000 x8 CXL expanders need 8000 lanes", "(system.cxl_lanes)"},
+       {}},
+      {nvme.string(),
+       {"system.nvme_drives: 100000 drives exceed the host's 8 drive bays", "(system.nvme_slots)"},
+       {}},
   };
   for (Case& c : cases) c.out = out_dir();
   // An output folder that cannot be created: its parent is a regular file.

@@ -46,6 +46,18 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
         "### 8.1 Interconnect", "### 8.2 A GPU-side KV buffer", "### 8.3 FLOP / bandwidth",
         "### 8.4 KV compression", "### 8.5 κ-aware routing"})
     EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
+  // Issue 23 item 3: §5b sets the native connector's TTFT-level κ_crit beside its serving-level
+  // crossing, in the step and asynchronous (quick: κ 8, 32, 128; both cross inside the grid).
+  {
+    const auto at = report.find("### Loads in the step or asynchronous");
+    ASSERT_NE(at, std::string::npos);
+    const std::string body = report.substr(at, report.find("\n## ", at) - at);
+    EXPECT_NE(body.find("| in_step | "), std::string::npos) << body;
+    EXPECT_NE(body.find("| async | "), std::string::npos) << body;
+    EXPECT_NE(body.find("Loading asynchronously moves the serving-level crossing from κ "),
+              std::string::npos)
+        << body;
+  }
   // Issue 14 studies (h-studies): memory tiers and parallelism layouts, with replicate intervals
   // (the DRAM-only rows of 8.6 simulate whatever the tier hierarchy's state; 2 replicates).
   for (const char* heading : {"### 8.6 Memory tiers", "### 8.7 Parallelism"})

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -111,19 +113,63 @@ TEST(ServingStack, EndToEndTtftAddsTheFrontEndAndTheLookupRpc) {
   const double ttft = fe_in + kStepOverhead + sched + load + compute + fe_out;
   EXPECT_NEAR(r.ttft_s, ttft, tol(ttft));
   EXPECT_NEAR(r.front_end_s, fe_in + fe_out, 1e-15);
+  // Its one lookup (scheduled at once, never the waiting head again): 50 µs RPC + 4224 × 110 ns
+  // = 0.51464 ms of tier_request, inside the scheduler's software (not the front end).
+  const double tier_req = 50e-6 + 4224 * 110e-9;
+  EXPECT_NEAR(r.tier_request_s, 0.51464e-3, 1e-15);
+  EXPECT_NEAR(r.time.sched_software_s, sched, 1e-12);
+  EXPECT_GT(r.time.sched_software_s, r.tier_request_s);
   // The front end is neither queueing nor in the breakdown: the categories sum to TTFT less it.
   EXPECT_NEAR(r.queue_s, 0, 1e-12);
   EXPECT_NEAR(r.time.sum() + r.front_end_s, r.ttft_s, tol(ttft));
   EXPECT_TRUE(o.totals.end_to_end);
   SummaryBuilder b;
   b.add_request(r);
-  bool found = false;
+  int found = 0;
   for (const auto& [k, v] : b.figures(o.totals))
     if (k == "front_end_mean_s") {
-      found = true;
+      ++found;
       EXPECT_NEAR(v, fe_in + fe_out, 1e-15);
+    } else if (k == "tier_request_mean_s") {
+      ++found;
+      EXPECT_NEAR(v, tier_req, 1e-15);
     }
-  EXPECT_TRUE(found);
+  EXPECT_EQ(found, 2);
+  // requests.csv carries both (front_end_s = 5.7464 + 0.15 ms = 5.8964 ms): written and read
+  // back by name.
+  const std::string path = ::testing::TempDir() + "/e2e_requests.csv";
+  {
+    RequestsCsvWriter w(path);
+    w.write(r);
+    w.close();
+  }
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const auto cell = [&](const std::string& name) {
+    std::stringstream h(header), v(row);
+    std::string c, x;
+    while (std::getline(h, c, ',')) {
+      std::getline(v, x, ',');
+      if (c == name) return std::stod(x);
+    }
+    return -1.0;
+  };
+  EXPECT_NEAR(cell("front_end_s"), 5.8964e-3, 1e-15) << header;
+  EXPECT_NEAR(cell("tier_request_s"), 0.51464e-3, 1e-15) << header;
+}
+
+// vLLM's native connector looks up in the scheduler's own process (tier_request 0): an
+// end-to-end TTFT charges the front end and nothing per lookup.
+TEST(ServingStack, EndToEndTtftOnTheNativeStackHasNoTierRequestCost) {
+  const RunSpec spec = spec_with(
+      "stack: vllm-native-0.12, tp: 1, warm_tier: true, store: none, load_path: block_dma, "
+      "ttft: end_to_end");
+  const Outcome o = serve(spec, {request(1, 0, kK, kT)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  EXPECT_NEAR(o.recs[0].front_end_s, 1e-3 + 4224 * 1.1e-6 + 0.1e-3 + 0.15e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(o.recs[0].tier_request_s, 0);
 }
 
 // One API server process: two requests arriving together leave the front end one after the
@@ -155,10 +201,14 @@ TEST(ServingStack, EngineTtftIsTheDefaultAndShowsNoFrontEnd) {
   const Outcome o = serve(spec, {request(1, 0, kK, kT)});
   ASSERT_EQ(o.recs.size(), 1u);
   EXPECT_DOUBLE_EQ(o.recs[0].front_end_s, 0);
+  EXPECT_DOUBLE_EQ(o.recs[0].tier_request_s, 0);
   EXPECT_FALSE(o.totals.end_to_end);
   SummaryBuilder b;
   b.add_request(o.recs[0]);
-  for (const auto& [k, v] : b.figures(o.totals)) EXPECT_NE(k, "front_end_mean_s");
+  for (const auto& [k, v] : b.figures(o.totals)) {
+    EXPECT_NE(k, "front_end_mean_s");
+    EXPECT_NE(k, "tier_request_mean_s");
+  }
   RunSpec w = spec;
   const std::string yaml = emit_yaml(write_config(w.serving), false);
   for (const char* key : {"front_end", "tier_request", "nvme_read_queue_depth", "ttft:"})

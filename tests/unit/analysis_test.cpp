@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "analysis/tornado.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "serving/run_spec.hpp"
 
 namespace kappasim::analysis {
 namespace {
@@ -257,6 +259,66 @@ TEST(Parameters, ServingTagsAttachWhereNoProvenance) {
   EXPECT_EQ(ps[0].key, "serving.step_overhead");
   EXPECT_EQ(ps[0].kind, "assumption");
   EXPECT_TRUE(ps[0].declared);
+}
+
+// Issue 20 item 3: with serving.ttft: end_to_end the effective run config (as `kappasim
+// sensitivity` reads it: apps/kappasim/analysis_eval.cpp, kind run) holds the stack's front-end and
+// tier_request costs with the ranges presets/stacks/*.yaml declare; the measured
+// lookup_per_token (one source, no range) and the native stack's spec zeros are not varied. With
+// an engine TTFT none of them is in the config, so none is varied.
+TEST(Parameters, EndToEndStackCostsAreVariedOverThePresetRanges) {
+  const auto params = [](const std::string& stack, const std::string& ttft) {
+    ProvenanceTable prov;
+    const RunSpec spec = read_config<RunSpec>(
+        tree("model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1, stack: " + stack +
+             ", load_path: " + (stack.rfind("vllm-native", 0) == 0 ? "block_dma" : "kernel") +
+             ", ttft: " + ttft + "}\nworkload: {type: sharegpt}\n"),
+        "", &prov);
+    ConfigNode eff = write_config(spec, "", &prov);
+    tag_serving_defaults(eff);
+    std::map<std::string, TaggedParameter> by_key;
+    for (auto& p : tagged_parameters(eff))
+      if (p.key.rfind("serving.stack.", 0) == 0) by_key[p.key] = p;
+    return by_key;
+  };
+  struct Want {
+    const char* key;
+    const char* kind;
+    double base, low, high;  // SI, from the preset lines
+  };
+  const std::vector<Want> lmcache = {
+      {"serving.stack.front_end.http", "assumption", 1e-3, 0.3e-3, 3e-3},
+      {"serving.stack.front_end.tokenize_per_token", "measured", 1.1e-6, 1.1e-6, 1.4e-6},
+      {"serving.stack.front_end.ipc", "assumption", 0.1e-3, 0.05e-3, 0.5e-3},
+      {"serving.stack.front_end.first_token", "assumption", 0.15e-3, 0.1e-3, 1e-3},
+      {"serving.stack.tier_request.lookup_rpc", "assumption", 50e-6, 26e-6, 200e-6}};
+  for (const char* stack :
+       {"lmcache-0.3.5", "lmcache-0.3.7", "vllm-native-0.11", "vllm-native-0.12"}) {
+    const auto ps = params(stack, "end_to_end");
+    const bool native = std::string(stack).rfind("vllm-native", 0) == 0;
+    for (const Want& w : lmcache) {
+      const bool rpc = std::string(w.key).find("lookup_rpc") != std::string::npos;
+      const auto it = ps.find(w.key);
+      if (native && rpc) {  // 0 s, spec: in-process lookup
+        EXPECT_EQ(it, ps.end()) << stack << " " << w.key;
+        continue;
+      }
+      ASSERT_NE(it, ps.end()) << stack << " " << w.key;
+      const TaggedParameter& p = it->second;
+      EXPECT_EQ(p.kind, w.kind) << stack << " " << w.key;
+      EXPECT_TRUE(p.declared) << stack << " " << w.key;
+      EXPECT_EQ(p.range, "declared") << stack << " " << w.key;
+      EXPECT_NEAR(p.base, w.base, 1e-15) << stack << " " << w.key;
+      EXPECT_NEAR(p.low, w.low, 1e-15) << stack << " " << w.key;
+      EXPECT_NEAR(p.high, w.high, 1e-15) << stack << " " << w.key;
+    }
+    EXPECT_EQ(ps.count("serving.stack.tier_request.lookup_per_token"), 0u) << stack;
+    // Engine TTFT: the front end is not charged and not written, so not varied.
+    for (const auto& [k, p] : params(stack, "engine")) {
+      EXPECT_EQ(k.find(".front_end."), std::string::npos) << stack << " " << k;
+      EXPECT_EQ(k.find(".tier_request."), std::string::npos) << stack << " " << k;
+    }
+  }
 }
 
 // One parameter moves the metric from 1 to 9, the others by 0.5 (exact in binary): it ranks

@@ -323,5 +323,56 @@ TEST(ReportSections, StacksNameTheTestbedsConfiguration) {
       << md;
 }
 
+// Issue 23 item 3: §5b's in-step vs asynchronous subsection. The serving-level crossing is where
+// link busy − GPU compute-busy turns non-negative, linear in log κ: in the step d goes from
+// 0.3 − 0.7 = −0.4 at κ 8 to 0.6 − 0.4 = +0.2 at κ 32, so f = 0.4 / 0.6 = 2/3 and
+// κ = 8 · 4^(2/3) = 20.159; asynchronous d reaches 0.96 − 0.96 = 0 at κ 32 (f = 1: κ 32).
+// Against the TTFT-level 189: 189 / 20.159 = 9.376, 189 / 32 = 5.906; 32 / 20.159 = 1.587;
+// served req/s async / in-step: 260 / 200 = 1.3 and 165 / 100 = 1.65.
+TEST(ReportSections, StacksAsyncStatesBothCrossingsWithTheirRegime) {
+  report::SweepData c;
+  c.table.columns = {"load", "status", "t", "kappa_crit_simulated"};
+  c.table.rows = {{"in_step", "ok", "128", "189"}, {"async", "ok", "128", "189"}};
+  report::SweepData s;
+  s.table.columns = {"rate",
+                     "load",
+                     "K",
+                     "status",
+                     "requests_completed",
+                     "throughput_rps",
+                     "ttft_p50_s",
+                     "gpu_utilization",
+                     "link_busy_fraction",
+                     "scheduled_tokens_per_iter",
+                     "kappa_ratio_p50",
+                     "cached_tokens_total",
+                     "recomputed_tokens_total"};
+  s.table.rows = {
+      {"1000", "in_step", "4096", "ok", "10", "100", "1", "0.4", "0.6", "2400", "32", "40960", "0"},
+      {"1000", "in_step", "1024", "ok", "10", "200", "1", "0.7", "0.3", "3500", "8", "10240", "0"},
+      {"1000", "async", "1024", "ok", "10", "260", "1", "0.97", "0.37", "3000", "8", "10240", "0"},
+      {"1000", "async", "4096", "ok", "10", "165", "1", "0.96", "0.96", "1200", "32", "40960",
+       "0"}};
+  report::ConclusionLog log;
+  const std::string md = report::section_stacks_async(c, s, &log);
+  EXPECT_NE(md.find("| in_step | 189 | 20.2 | 200 at κ 8 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| async | 189 | 32 | 260 at κ 8 |"), std::string::npos) << md;
+  // A row states offered vs served, which of link and GPU is busier, and what was loaded.
+  EXPECT_NE(
+      md.find("| in_step | 32 | 4096 | 1000 / 100 | 1 | 40% | 60% | 2400 | link | 100% / 0 |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("9.38× and 5.91× below the TTFT-level κ_crit"), std::string::npos) << md;
+  EXPECT_NE(md.find("from κ 20.2 to 32 (1.59×) and serves 1.3–1.65× the in-step throughput"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Conditional on the native stack's assumed per-request CPU cost"),
+            std::string::npos);
+  ASSERT_EQ(log.rows().size(), 1u);
+  EXPECT_EQ(log.rows()[0].section, "5b");
+  // Nothing ran: no subsection.
+  EXPECT_EQ(report::section_stacks_async(report::SweepData{}, report::SweepData{}), "");
+}
+
 }  // namespace
 }  // namespace kappasim

@@ -125,8 +125,11 @@ TEST(StatCatalog, EveryEmittedFieldIsDeclaredAndEveryDeclarationDocumented) {
 TEST(StatCatalog, KeysAndOrderAreTheOutputsOfBefore) {
   // Hand-written from the outputs before issue 21: requests.csv's header, summary.json's first
   // and last always-present keys, the replica and tier-level names, a cluster group's fields.
+  // Since issue 20 item 3's leftover, front_end_s and tier_request_s follow ttft_s (0 with an
+  // engine TTFT).
   EXPECT_EQ(std::string(RequestsCsvWriter::header()),
-            "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
+            "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,front_end_s,tier_request_s,"
+            "cached_tokens,computed_tokens,"
             "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
             "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
             "t_step_overhead_s,load_bound");
