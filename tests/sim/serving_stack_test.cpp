@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -374,6 +375,28 @@ TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
       spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128), request(3, 0, 1024, 128)});
   ASSERT_EQ(o.recs.size(), 3u);
   EXPECT_NEAR(o.totals.stack_scheduler_s, (768 + 768 + 768 + 4) * 27e-6, 1e-12);
+}
+
+// The same requests with an end-to-end TTFT whose front end costs nothing before the scheduler
+// (so they reach it together, as above): each lookup of a request also charges it 50 µs + its
+// prompt × 110 ns (R1, R2: 50e-6 + 196,736 × 110e-9 = 21.69096 ms; R3: 50e-6 + 1,152 × 110e-9 =
+// 0.17672 ms). R2 is looked up twice (it waits at the head through step 1): 43.38192 ms; the
+// scheduler's software is (768 + 768 + 768 + 4) × 27 µs + the four charges = 62.316 + 3 ×
+// 21.69096 + 0.17672 = 127.5656 ms.
+TEST(ServingStack, TierRequestCostIsChargedToTheRequestOnEveryLookup) {
+  const RunSpec spec = spec_with(
+      "tp: 1, warm_tier: true, tier_capacity: 1 TB, store: none, "
+      "policy: fifo, ttft: end_to_end, stack: {preset: lmcache-0.3.7, front_end: {http: 0 s, "
+      "tokenize_per_token: 0 s, ipc: 0 s}}");
+  const Outcome o = serve(
+      spec, {request(1, 0, 196608, 128), request(2, 0, 196608, 128), request(3, 0, 1024, 128)});
+  ASSERT_EQ(o.recs.size(), 3u);
+  for (const RequestRecord& r : o.recs) {
+    const double want = r.id == 1 ? 21.69096e-3 : r.id == 2 ? 43.38192e-3 : 0.17672e-3;
+    EXPECT_NEAR(r.tier_request_s, want, 1e-12) << r.id;
+  }
+  EXPECT_NEAR(o.totals.stack_scheduler_s,
+              (768 + 768 + 768 + 4) * 27e-6 + 3 * 21.69096e-3 + 0.17672e-3, 1e-12);
 }
 
 }  // namespace
