@@ -48,8 +48,10 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData p = sweeps.run("reproduce/stacks-poh.yaml");
     const SweepData s = sweeps.run("reproduce/stacks-70rps.yaml");
     rest += section_stacks(k, p, s, &conclusions);
-    rest += section_stacks_async(sweeps.run("reproduce/stacks-async-kappa-crit.yaml"),
-                                 sweeps.run("reproduce/stacks-async-serving.yaml"), &conclusions);
+    // Issue 23 item 3: in-step vs asynchronous loads (named first, so they run in this order).
+    const SweepData ac = sweeps.run("reproduce/stacks-async-kappa-crit.yaml");
+    const SweepData as = sweeps.run("reproduce/stacks-async-serving.yaml");
+    rest += section_stacks_async(ac, as, &conclusions);
   }
   {
     const SweepData k = sweeps.run("reproduce/c2c.yaml");

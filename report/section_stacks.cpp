@@ -310,7 +310,10 @@ std::string section_stacks_async(const SweepData& crit, const SweepData& serving
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, ServingCrossing> cross;
   std::map<std::string, std::map<double, double>> served;  // load -> κ -> req/s
-  for (auto& [load, rs] : by_load) {
+  for (const char* mode : {"in_step", "async"}) {
+    const std::string load = mode;
+    std::vector<std::size_t>& rs = by_load[load];
+    if (rs.empty()) continue;
     std::sort(rs.begin(), rs.end(), [&](std::size_t a, std::size_t b) {
       return s.num(a, "kappa_ratio_p50") < s.num(b, "kappa_ratio_p50");
     });
