@@ -412,15 +412,17 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
   write(d / "b.csv");
   std::string a = slurp(d / "a.csv");
   EXPECT_EQ(a, slurp(d / "b.csv"));
-  EXPECT_EQ(a,
-            "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,cached_tokens,computed_tokens,"
-            "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
-            "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
-            "t_step_overhead_s,load_bound\n"
-            "7,narrativeqa,0.1,0.25,0.3,0.01,0.56,50000,10,5000,16384000000,3276800,kernel,2,"
-            "0.25,0,0.05,0.25,0,0.01,0,0,link\n"
-            "8,\"trace:a,b \"\"x\"\".jsonl\",0.1,0.25,0.3,0.01,0.56,50000,10,0.3333333333333333,"
-            "16384000000,3276800,kernel,2,0.25,0,0.05,0.25,0,0.01,0,0,link\n");
+  EXPECT_EQ(
+      a,
+      "id,workload,arrival_s,queue_s,load_s,compute_s,ttft_s,front_end_s,tier_request_s,"
+      "cached_tokens,computed_tokens,"
+      "kappa_ratio,bytes_loaded,bytes_stored,load_path,steps,t_queue_s,t_sched_software_s,"
+      "t_load_software_s,t_load_link_s,t_load_wait_s,t_compute_s,t_store_s,"
+      "t_step_overhead_s,load_bound\n"
+      "7,narrativeqa,0.1,0.25,0.3,0.01,0.56,0,0,50000,10,5000,16384000000,3276800,kernel,2,"
+      "0.25,0,0.05,0.25,0,0.01,0,0,link\n"
+      "8,\"trace:a,b \"\"x\"\".jsonl\",0.1,0.25,0.3,0.01,0.56,0,0,50000,10,0.3333333333333333,"
+      "16384000000,3276800,kernel,2,0.25,0,0.05,0.25,0,0.01,0,0,link\n");
   try {  // a path into a missing folder: bad input, exit code 2
     RequestsCsvWriter bad((d / "missing" / "x.csv").string());
     ADD_FAILURE() << "no error";
