@@ -84,8 +84,10 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   // 8.8 (issue 25): κ across generations, analytic from the presets and simulated.
   {
     const SweepData gen = sweeps.run("studies/generations.yaml");
-    rest += section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
-                                generations_kappa("fp4"), &gen, s1.medians, &conclusions);
+    const SweepData variants = sweeps.run("studies/attention-variants.yaml");
+    rest +=
+        section_generations(generations_kappa("bf16"), generations_kappa("fp8"),
+                            generations_kappa("fp4"), &gen, s1.medians, &conclusions, &variants);
   }
 
   // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines.

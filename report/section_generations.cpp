@@ -63,6 +63,35 @@ constexpr GenColumn kColumns[] = {
     {"gpt-oss-120b", true, "gpt-oss-120b, unified cache"},
 };
 
+// Issue 25: the models of the attention-variants table, with what each row hinges on.
+struct VariantModel {
+  const char* model;
+  const char* label;
+};
+constexpr VariantModel kVariantModels[] = {
+    {"llama-3.1-70b", "Llama-3.1-70B (full attention)"},
+    {"gpt-oss-120b", "gpt-oss-120b (sliding 128)"},
+    {"gpt-oss-20b", "gpt-oss-20b (sliding 128)"},
+    {"gemma-3-27b", "Gemma-3-27B (sliding 1024)"},
+    {"llama-4-scout", "Llama-4-Scout (chunked 8192)"},
+    {"llama-4-maverick", "Llama-4-Maverick (chunked 8192)"},
+    {"qwen3-next-80b-a3b", "Qwen3-Next-80B-A3B (Gated DeltaNet)"},
+    {"kimi-linear-48b-a3b", "Kimi-Linear-48B-A3B (KDA + MLA)"},
+    {"minimax-m1", "MiniMax-M1 (lightning)"},
+    {"deepseek-v3.2-exp", "DeepSeek-V3.2-Exp (MLA + sparse indexer)"},
+};
+
+std::string layer_kinds_text(const ModelSpec& m) {
+  if (!m.has_layer_pattern()) return std::to_string(m.num_layers) + " F";
+  std::string out;
+  for (const auto& [kind, letter] :
+       {std::pair{LayerKind::Full, "F"}, std::pair{LayerKind::Sliding, "S"},
+        std::pair{LayerKind::Chunked, "C"}, std::pair{LayerKind::Linear, "L"}})
+    if (const int n = m.count_layers(kind); n > 0)
+      out += (out.empty() ? "" : " + ") + std::to_string(n) + " " + letter;
+  return out;
+}
+
 // A step of a line, or a faster-link part against its PCIe sibling: κ_HW(to) / κ_HW(from).
 struct Pair {
   const char* from;
@@ -123,6 +152,59 @@ GenerationsKappa generations_kappa(const std::string& dtype) {
       row.kappa_crit.clear();
     }
     g.rows.push_back(std::move(row));
+  }
+  // Models across attention variants (issue 25): unified against hybrid-aware KV on one part.
+  for (const VariantModel& v : kVariantModels) {
+    GenerationsKappa::Variant row;
+    row.model = v.model;
+    row.label = v.label;
+    KappaQuery q;
+    q.compute_dtype = dtype;
+    q.kv_dtype = kv_dtype_of(dtype);
+    try {
+      const ModelSpec& m = preset_model(v.model);
+      row.kinds = layer_kinds_text(m);
+      const bool linear = m.count_layers(LayerKind::Linear) > 0;
+      const bool sparse = m.attention.sparse();
+      try {
+        q.unified_kv = true;
+        const KappaPoint u = evaluate_presets(v.model, kVariantSystem, q);
+        row.b_kv_unified = u.b_kv_gpu;
+        row.kappa_crit_unified = u.kappa_crit;
+      } catch (const InputError&) {
+        row.b_kv_unified = row.kappa_crit_unified = NAN;
+        row.unified_note = "a unified cache cannot hold linear-attention state (vLLM ValueError)";
+      }
+      q.unified_kv = false;
+      for (double K : kVariantK) {
+        q.context_k = K;
+        const KappaPoint h = evaluate_presets(v.model, kVariantSystem, q);
+        row.b_kv_hybrid.push_back(h.b_kv_gpu);
+        row.kappa_crit_hybrid.push_back(h.kappa_crit);
+      }
+      q.context_k.reset();
+      const KappaPoint inf = evaluate_presets(v.model, kVariantSystem, q);
+      row.b_kv_hybrid.push_back(inf.b_kv_gpu);
+      row.kappa_crit_hybrid.push_back(inf.kappa_crit);
+      if (sparse)
+        row.hybrid_note =
+            "served by neither (the engine times neither the indexer nor the sparse kernels): "
+            "analytic only, MLA and indexer keys keep every token";
+      else if (linear)
+        row.hybrid_note =
+            "conditional on a connector that stores and restores the recurrent state per chunk "
+            "(LMCache's multi-process mode with vLLM --mamba-cache-mode align [A]; LMCache's "
+            "in-process connector does not, #2845) and on the state in the KV dtype [A]";
+      else if (m.has_layer_pattern())
+        row.hybrid_note =
+            "conditional on a connector declaring hybrid support (vLLM 0.28's "
+            "OffloadingConnector; not LMCache 0.3.x, which every stack preset runs)";
+      else
+        row.hybrid_note = "no variant: both accountings agree";
+    } catch (const InputError& e) {
+      row.hybrid_note = e.what();
+    }
+    g.variants.push_back(std::move(row));
   }
   // The window's gain for every sliding-window model, on one part (the ratio is B_kv's).
   for (const char* model : {"gpt-oss-120b", "gpt-oss-20b", "gemma-3-27b"}) {
@@ -224,12 +306,78 @@ void simulated_part(std::ostringstream& md, const SweepData& sim) {
   }
   md << "\n";
 }
+// The simulated κ_crit across attention variants (sweep studies/attention-variants): unified
+// against hybrid-aware KV, with what binds the load, and the text from those rows.
+void variants_simulated(std::ostringstream& md, const SweepData& sim, ConclusionLog* log) {
+  const ResultsTable& t = sim.table;
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::map<std::string, std::size_t>> at;  // model → kv_cache → row
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string m = t.get(r, "model"), kv = t.get(r, "serving.kv_cache");
+    if (!t.ok(r)) {
+      rows.push_back({m, kv, "—", "—", "—", "—", "—", t.get(r, "error")});
+      continue;
+    }
+    at[m][kv] = r;
+    rows.push_back(
+        {m, kv, fmt_num(t.num(r, "kappa_crit_analytic_peak")),
+         kappa_crit_cell(t.num(r, "kappa_crit_simulated"), t.num(r, "link_binds_from_start"),
+                         t.num(r, "link_never_binds"), t.num(r, "kappa_max")),
+         fmt_num(t.num(r, "h2d_load_bytes_per_s") / 1e9),
+         fmt_num(t.num(r, "h2d_load_model_bytes_per_s") / 1e9), bound_shares(t, r), ""});
+  }
+  md << "\nSimulated across attention variants (sweep studies/attention-variants: B200 node, TP 8, "
+        "BF16, T = 128, lmcache-0.3.5 on its kernel load path; isolated requests, deterministic, "
+        "no replicates; `hybrid` is `serving.kv_cache: hybrid`, conditional on a hybrid-aware "
+        "connector; the analytic κ_crit is the engine's accounting: unified, or the full "
+        "layers' bytes at K → ∞):\n\n"
+     << markdown_table({"model", "KV cache", "κ_crit analytic (peak)", "κ_crit simulated",
+                        "H2D GB/s per GPU per load time", "model-level GB/s per load time",
+                        "load bound (shares of load time)", "note"},
+                       rows);
+  std::vector<std::string> moved;
+  for (const auto& [model, kinds] : at) {
+    const auto u = kinds.find("unified"), h = kinds.find("hybrid");
+    if (u == kinds.end() || h == kinds.end()) continue;
+    const double su = t.num(u->second, "kappa_crit_simulated"),
+                 sh = t.num(h->second, "kappa_crit_simulated");
+    const double au = t.num(u->second, "kappa_crit_analytic_peak"),
+                 ah = t.num(h->second, "kappa_crit_analytic_peak");
+    const double soft = t.num(h->second, "load_bound_share_software");
+    if (!std::isfinite(su) || !std::isfinite(sh)) continue;
+    std::string line =
+        model + ": analytic " + ratio_text(ah / au) + ", simulated " + ratio_text(sh / su);
+    if (std::isfinite(soft) && soft >= 0.5)
+      line += " (the stack's software binds " + fmt_num(100 * soft) + "% of the hybrid load time" +
+              (sh / su < 1.1 ? ", so fewer bytes barely shorten it)" : ")");
+    moved.push_back(line);
+  }
+  if (!moved.empty()) {
+    md << "\n- Hybrid-aware over unified KV, κ_crit: ";
+    for (std::size_t i = 0; i < moved.size(); ++i) md << (i ? "; " : "") << moved[i];
+    md << ".\n";
+    if (log)
+      log->add({"8.8",
+                "κ_crit with a hybrid-aware KV connector over the unified cache: " +
+                    [&] {
+                      std::string s;
+                      for (std::size_t i = 0; i < moved.size(); ++i)
+                        s += (i ? "; " : "") + moved[i];
+                      return s;
+                    }(),
+                "isolated requests, T = 128, B200 TP 8, BF16",
+                "a connector declaring hybrid support (not LMCache 0.3.x); the stack's per-chunk "
+                "software (lmcache-0.3.5's costs)",
+                "kernel path"});
+  }
+  md << "\n";
+}
 }  // namespace
 
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
                                 const GenerationsKappa& fp4, const SweepData* sim,
                                 const std::map<std::string, double>& workload_medians,
-                                ConclusionLog* log) {
+                                ConclusionLog* log, const SweepData* variants_sim) {
   std::ostringstream md;
   md << "### 8.8 κ across generations (issue 25)\n\n"
      << "Regime: the analytic model (Eq. 6) per GPU at TP 1, peak dense compute of the precision "
@@ -366,6 +514,59 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
           "compute, not the link. Conditional on the connector: a hybrid-aware one (vLLM 0.28's "
           "OffloadingConnector) would load the window only.\n";
   }
+  // Models across attention variants (issue 25): the unified cache against a hybrid-aware one.
+  if (!bf16.variants.empty()) {
+    const std::string k0 = fmt_num(kVariantK[0]), k1 = fmt_num(kVariantK[1]);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> gains;
+    for (const GenerationsKappa::Variant& v : bf16.variants) {
+      if (v.b_kv_hybrid.size() != std::size(kVariantK) + 1) {
+        rows.push_back({v.label, "—", "—", "—", "—", "—", "—", "—", "—", "—", v.hybrid_note});
+        continue;
+      }
+      const bool u = std::isfinite(v.kappa_crit_unified);
+      const double gain = u ? v.kappa_crit_hybrid[1] / v.kappa_crit_unified : NAN;
+      if (u && gain > 1.01) gains.push_back(v.model + " " + ratio_text(gain));
+      rows.push_back(
+          {v.label, v.kinds, u ? fmt_num(v.b_kv_unified) : "—", fmt_num(v.b_kv_hybrid[0]),
+           fmt_num(v.b_kv_hybrid[1]), u ? fmt_num(v.kappa_crit_unified) : "—",
+           fmt_num(v.kappa_crit_hybrid[0]), fmt_num(v.kappa_crit_hybrid[1]),
+           fmt_num(v.kappa_crit_hybrid[2]), u ? ratio_text(gain) : "—",
+           v.unified_note.empty() ? v.hybrid_note
+                                  : "unified: " + v.unified_note + "; hybrid: " + v.hybrid_note});
+    }
+    md << "\nModels across attention variants (issue 25; BF16 compute and KV on " << kVariantSystem
+       << ", per GPU at TP 1, the analytic regime above: peak compute, peak link, no attention "
+          "FLOPs). B_kv is the KV bytes a cached token moves: on the unified cache today's "
+          "stacks run (every attention layer keeps every token; docs/accounting.md) and with a "
+          "hybrid-aware connector (`serving.kv_cache: hybrid`: sliding layers their window, "
+          "chunked layers K mod C, linear layers one state per request, so B_kv = KV(K) / K "
+          "depends on K; K → ∞ is the full layers' bytes alone). F full, S sliding, C chunked, "
+          "L linear layers:\n\n"
+       << markdown_table({"model", "layers", "B_kv unified (B/token)", "B_kv hybrid K = " + k0,
+                          "B_kv hybrid K = " + k1, "κ_crit unified", "κ_crit hybrid K = " + k0,
+                          "κ_crit hybrid K = " + k1, "κ_crit hybrid K → ∞",
+                          "hybrid / unified at K = " + k1, "hinges on"},
+                         rows);
+    if (!gains.empty()) {
+      md << "\n- A hybrid-aware connector raises κ_crit at K = " << k1 << " by ";
+      for (std::size_t i = 0; i < gains.size(); ++i) md << (i ? ", " : "") << gains[i];
+      md << " (the B_kv ratio, the same on every part), conditional on such a connector: the "
+            "stack presets run LMCache 0.3.x, which turns vLLM's hybrid KV cache manager off. "
+            "The models without a unified value are not served with offloading on those "
+            "stacks (the engine refuses them unless serving.kv_cache is hybrid).\n";
+    }
+    const GenerationsKappa::Variant* top = nullptr;
+    for (const GenerationsKappa::Variant& v : bf16.variants)
+      if (v.kappa_crit_hybrid.size() > 1 &&
+          (!top || v.kappa_crit_hybrid[1] > top->kappa_crit_hybrid[1]))
+        top = &v;
+    if (top)
+      md << "- Highest κ_crit at K = " << k1 << " with a hybrid-aware connector: " << top->model
+         << " (" << fmt_num(top->kappa_crit_hybrid[1]) << ", B_kv " << fmt_num(top->b_kv_hybrid[1])
+         << " B per token): " << top->hybrid_note << ".\n";
+  }
+  if (variants_sim) variants_simulated(md, *variants_sim, log);
   md << "\nAssumptions these rows hinge on: peak compute and peak link (Eq. 6's upper bound; "
      << "the achieved fractions differ by part); the per-GPU split of a shared C2C port (GB200, "
      << "GB300, VR200: an even split, not published) and of a shared PCIe uplink (DGX A100, "

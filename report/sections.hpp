@@ -173,16 +173,31 @@ struct GenerationsKappa {
   // Sliding-window models: κ_crit with the window left (K → ∞) over κ_crit on the unified cache
   // (B_kv,unified / B_kv,window, the same on every part), by model preset name.
   std::vector<std::pair<std::string, double>> window_gain;
+  // Issue 25: models across attention variants on one part (kVariantSystem), per GPU at TP 1:
+  // B_kv and κ_crit on the unified cache (NaN where a unified cache cannot hold the model) and
+  // with a hybrid-aware connector (what the prefix leaves, KV(K) / K) at each of kVariantK.
+  struct Variant {
+    std::string model, label, kinds;  // kinds: the layer counts by kind ("18 F + 18 S")
+    double b_kv_unified = 0, kappa_crit_unified = 0;
+    std::vector<double> b_kv_hybrid, kappa_crit_hybrid;  // one per kVariantK, then K → ∞
+    std::string unified_note, hybrid_note;  // why a column is empty, what the row hinges on
+  };
+  std::vector<Variant> variants;
 };
+// The part and the cached-token counts of GenerationsKappa::variants.
+inline constexpr const char* kVariantSystem = "b200";
+inline constexpr double kVariantK[] = {8192, 100000};
 GenerationsKappa generations_kappa(const std::string& dtype);
 // The host-link bandwidth per GPU that keeps a request of `kappa_ratio` compute-bound on the
 // row's part for column `column` (Eq. 6: κ_ratio · C / κ_M); NaN without that column.
 double bandwidth_needed(const GenerationRow& row, std::size_t column, double kappa_ratio);
 // `sim`: the sweep studies/generations (simulated κ_crit per part; null: the section is analytic
-// only).
+// only). `variants_sim`: the sweep studies/attention-variants (simulated κ_crit per attention
+// variant, unified and hybrid-aware KV; null: not shown).
 std::string section_generations(const GenerationsKappa& bf16, const GenerationsKappa& fp8,
                                 const GenerationsKappa& fp4, const SweepData* sim,
                                 const std::map<std::string, double>& workload_medians,
-                                ConclusionLog* log = nullptr);
+                                ConclusionLog* log = nullptr,
+                                const SweepData* variants_sim = nullptr);
 
 }  // namespace kappasim::report

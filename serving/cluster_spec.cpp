@@ -40,6 +40,12 @@ void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
   refuse_unservable_model(model, p);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].serving.hybrid_kv())
+      throw InputError(p + "cluster.nodes." + std::to_string(i) +
+                       ".serving.kv_cache: hybrid is modelled for one engine (kappasim run, "
+                       "measure), not behind a cluster's router, whose estimates keep the "
+                       "unified accounting; use serving.kv_cache: unified");
   std::set<std::string> seen;
   for (const NodeGroupSpec& g : nodes)
     if (!seen.insert(g.name).second)

@@ -89,7 +89,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   const bool beyond_tp = sv.parallelism.beyond_tp();
   m_layout = beyond_tp ? make_replica_layout(m_spec) : tp_layout(m_spec);
   const ReplicaLayout& L = m_layout;
-  m_bkv_gpu = kv_bytes_per_token_unified_per_gpu(m_spec.model, sv.kv_dtype, L.tp);
+  m_bkv_gpu = served_kv_unit_per_gpu(m_spec.model, sv, L.tp);
+  m_store_bkv_gpu = served_kv_store_per_gpu(m_spec.model, sv, L.tp);
+  if (sv.hybrid_kv()) m_hybrid = hybrid_kv_per_gpu(m_spec.model, sv.kv_dtype, L.tp);
   if (!stack_supports(sv.stack, sv.load_path))
     throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
                      "' (it supports: " + stack_load_paths(sv.stack) + ")");
@@ -174,6 +176,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     rank->gpus = std::make_unique<RankGpus>(std::move(units), L.tp, gpu.sm_count);
     rank->sched = std::make_unique<Scheduler>(sv.scheduler_config());
     rank->kv = std::make_unique<PagedKv>(blocks, sv.block_tokens);
+    if (m_hybrid) rank->kv->set_hybrid(*m_hybrid);
     m_ranks.push_back(std::move(rank));
   }
   m_layout_stats.rank_tokens.assign(m_ranks.size(), 0);
@@ -225,8 +228,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   };
   for (auto& g : m_groups)
     for (Rank* r : g->ranks)
-      r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_bkv_gpu, dram, g->stats,
-                                           g->store_weight(), 1.0 / g->ranks.size(),
+      r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_store_bkv_gpu, dram,
+                                           g->stats, g->store_weight(), 1.0 / g->ranks.size(),
                                            L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks);
   for (auto& g : m_groups) g->buffer_Bps = g->ranks.front()->store->buffer_Bps();
   if (L.dp > 1) m_router = make_router(sv.dp_router);
@@ -469,7 +472,8 @@ void ServingEngine::finish(Sequence* s) {
     if (m_sinks.on_reject) m_sinks.on_reject(id);
     return;
   }
-  RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name());
+  RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name(),
+                                          m_store_bkv_gpu);
   rec.meets_slo = m_spec.serving.slo.met(rec.ttft_s, rec.tpot_s);
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);

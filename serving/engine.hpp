@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -123,8 +124,12 @@ class ServingEngine : public sc_core::sc_module {
   const RunSpec m_spec;
   WorkloadSource& m_source;
   EngineSinks m_sinks;
-  ReplicaLayout m_layout;              // plain TP: one rank of serving.tp GPUs
-  double m_bkv_gpu = 0;                // KV bytes per token one GPU of a rank holds (all layers)
+  ReplicaLayout m_layout;  // plain TP: one rank of serving.tp GPUs
+  // KV bytes per token one GPU of a rank holds (all layers; serving.kv_cache: hybrid, the full
+  // layers', the unit a load's and the pool's tokens count in: served_kv_unit_per_gpu).
+  double m_bkv_gpu = 0;
+  double m_store_bkv_gpu = 0;          // per token of a stored chunk (served_kv_store_per_gpu)
+  std::optional<HybridKv> m_hybrid;    // serving.kv_cache: hybrid (issue 25)
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end, every node
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;

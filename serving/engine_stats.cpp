@@ -4,6 +4,7 @@
 
 #include "models/gpu/power.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/run_spec.hpp"
 
 namespace kappasim {
 
@@ -84,7 +85,8 @@ SummaryBuilder::Totals engine_totals(const EngineStats& s, const RunSpec& spec, 
   // H2D three ways: the model-level bytes count each cached token's KV once (B_kv of the model),
   // so replicated KV heads (TP > KV heads) are not counted twice.
   t.h2d_model_bytes = s.loaded_bytes_gpu / f.kv_bytes_per_token_gpu *
-                      kv_bytes_per_token_unified(spec.model, sv.kv_dtype);
+                      (sv.hybrid_kv() ? served_kv_unit_per_gpu(spec.model, sv, 1)
+                                      : kv_bytes_per_token_unified(spec.model, sv.kv_dtype));
   t.stack_scheduler_s = s.stack.scheduler_s;
   t.stack_step_cpu_s = s.stack.step_cpu_s;
   t.stack_gpu_gap_s = s.stack.gpu_gap_s;

@@ -8,6 +8,7 @@
 #include "models/analytic/kappa.hpp"
 #include "serving/engine.hpp"
 #include "serving/replica_step.hpp"
+#include "serving/run_spec.hpp"
 
 namespace kappasim {
 
@@ -88,8 +89,7 @@ double max_request_tokens(const RunSpec& spec) {
   if (spec.serving.parallelism.beyond_tp())
     return static_cast<double>(replica_kv_blocks(spec, make_replica_layout(spec))) *
            spec.serving.block_tokens;
-  const double bkv_gpu =
-      kv_bytes_per_token_unified_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp);
+  const double bkv_gpu = served_kv_unit_per_gpu(spec.model, spec.serving, spec.serving.tp);
   const double v_eff = effective_kv_bytes_per_gpu(
       spec.model, spec.system.gpu, spec.serving.tp, weight_dtype_for(spec.serving.compute_dtype),
       spec.serving.activation_reserve_bytes, spec.serving.gpu_memory_utilization);
@@ -147,13 +147,12 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
       };
       const RequestRecord &p = recs[i], &r = recs[i + 1];
       m.load_bounds = r.load_bound_s;
-      const double bkv = kv_bytes_per_token_unified(spec.model, spec.serving.kv_dtype);
       m.h2d_load_node_bytes_per_s =
           at_crossing(p.bytes_loaded / p.load_s, r.bytes_loaded / r.load_s);
       m.h2d_load_bytes_per_s = m.h2d_load_node_bytes_per_s / spec.serving.tp;
       m.h2d_load_model_bytes_per_s =
-          at_crossing(static_cast<double>(p.cached_tokens) * bkv / p.load_s,
-                      static_cast<double>(r.cached_tokens) * bkv / r.load_s);
+          at_crossing(served_kv_model_bytes(spec.model, spec.serving, p.cached_tokens) / p.load_s,
+                      served_kv_model_bytes(spec.model, spec.serving, r.cached_tokens) / r.load_s);
       // The compute rate the simulated step achieved, in the analytic model's own FLOPs
       // (F_pf per token, per GPU): what C_eff would have to be for Eq. 3 to give its time.
       const double fpf = count_params(spec.model).active() * 2 / spec.serving.tp * T;
@@ -167,7 +166,9 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   q.compute_dtype = spec.serving.compute_dtype;
   q.kv_dtype = spec.serving.kv_dtype;
   q.tp = spec.serving.tp;
-  q.unified_kv = true;  // the engine's KV accounting (issue 25)
+  // The engine's KV accounting (issue 25): unified, or under serving.kv_cache: hybrid what the
+  // architecture leaves at K → ∞ (the full layers' bytes per token).
+  q.unified_kv = !spec.serving.hybrid_kv();
   const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, prov);
   m.kappa_crit_analytic_peak = peak.kappa_crit;
   m.h2d_peak_bytes_per_s = peak.bandwidth;

@@ -11,6 +11,7 @@
 
 #include "models/analytic/kappa.hpp"
 #include "serving/measure.hpp"
+#include "serving/run_spec.hpp"
 #include "sweeps/point_kind.hpp"
 
 namespace kappasim {
@@ -60,7 +61,7 @@ KappaQuery query_for(const RunSpec& spec) {
   q.compute_dtype = spec.serving.compute_dtype;
   q.kv_dtype = spec.serving.kv_dtype;
   q.tp = spec.serving.tp;
-  q.unified_kv = true;  // the engine's KV accounting (issue 25)
+  q.unified_kv = !spec.serving.hybrid_kv();  // the engine's KV accounting (issue 25)
   return q;
 }
 
@@ -97,9 +98,10 @@ PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
       {"h2d_load_bytes_per_s", r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : NAN},
       {"h2d_load_node_bytes_per_s", r.load_s > 0 ? r.bytes_loaded / r.load_s : NAN},
       {"h2d_load_model_bytes_per_s",
-       r.load_s > 0 ? static_cast<double>(r.cached_tokens) *
-                          kv_bytes_per_token_unified(spec.model, spec.serving.kv_dtype) / r.load_s
-                    : NAN},
+       r.load_s > 0
+           ? served_kv_model_bytes(spec.model, spec.serving, static_cast<double>(r.cached_tokens)) /
+                 r.load_s
+           : NAN},
       {"analytic_load_s", a.ttft->t_transfer},
       {"analytic_compute_s", a.ttft->t_compute},
       {"analytic_p_oh", a.ttft->p_oh()},

@@ -1,5 +1,6 @@
 #include "serving/paged_kv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -50,9 +51,20 @@ PagedKv::PagedKv(std::int64_t total_blocks, int block_tokens)
   if (block_tokens < 1) throw std::invalid_argument("PagedKv: block_tokens must be >= 1");
 }
 
+void PagedKv::set_hybrid(const HybridKv& h) {
+  if (!(h.full_Bpt > 0)) throw std::invalid_argument("PagedKv::set_hybrid: no full-layer bytes");
+  m_hybrid = h;
+}
+
 std::int64_t PagedKv::blocks_for(std::int64_t tokens) const {
   if (tokens <= 0) return 0;
-  return (tokens + m_block_tokens - 1) / m_block_tokens;
+  const std::int64_t full = (tokens + m_block_tokens - 1) / m_block_tokens;
+  if (!m_hybrid) return full;
+  // The other layer kinds' bytes (window, chunk, state) over a full-layer block's, rounded up.
+  const double unit = static_cast<double>(m_block_tokens) * m_hybrid->full_Bpt;
+  const double rest = m_hybrid->pool_bytes(static_cast<double>(tokens), m_block_tokens) -
+                      static_cast<double>(full) * unit;
+  return full + static_cast<std::int64_t>(std::ceil(std::max(0.0, rest) / unit - 1e-9));
 }
 
 void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
@@ -74,6 +86,10 @@ bool PagedKv::grow(std::uint64_t seq, std::int64_t tokens) {
   if (it == m_held.end())
     throw std::logic_error("PagedKv::grow: sequence " + std::to_string(seq) + " holds no blocks");
   const std::int64_t more = blocks_for(tokens) - it->second;
+  if (more < 0 && m_hybrid) {  // blocks that left a window or a chunk are freed
+    it->second += more;
+    m_used += more;
+  }
   if (more <= 0) return true;
   if (more > free_blocks()) return false;
   it->second += more;

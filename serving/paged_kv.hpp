@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
@@ -36,7 +37,19 @@ class PagedKv {
   // total_blocks >= 0, block_tokens >= 1 (std::invalid_argument otherwise).
   PagedKv(std::int64_t total_blocks, int block_tokens = kVllmBlockTokens);
 
-  // ceil(tokens / block_tokens); 0 for tokens <= 0.
+  // Issue 25, serving.kv_cache: hybrid: the pool as vLLM's hybrid allocator keeps it, each
+  // request holding HybridKv::pool_bytes (the full layers' blocks, the sliding layers' blocks
+  // still in the window, the chunked layers' of the current chunk, the linear layers' state), in
+  // blocks of block_tokens × full_Bpt (a full-layer block, the unit total_blocks counts),
+  // rounded up per request. vLLM groups layers into KV cache groups of one page size and
+  // allocates the state in such pages too; the rounding here is per request, not per group (an
+  // approximation within one block per layer kind). grow() then also frees blocks that left the
+  // window. std::invalid_argument when full_Bpt is not > 0.
+  void set_hybrid(const HybridKv& h);
+  bool hybrid() const { return m_hybrid.has_value(); }
+
+  // ceil(tokens / block_tokens); 0 for tokens <= 0. Hybrid: those blocks plus the other layer
+  // kinds' bytes in blocks, rounded up.
   std::int64_t blocks_for(std::int64_t tokens) const;
   bool can_allocate(std::int64_t tokens) const { return blocks_for(tokens) <= free_blocks(); }
   // Allocates the blocks of `tokens` tokens for sequence `seq`. std::logic_error when they are
@@ -63,6 +76,7 @@ class PagedKv {
   int m_block_tokens;
   std::int64_t m_used = 0;
   std::map<std::uint64_t, std::int64_t> m_held;  // sequence -> blocks
+  std::optional<HybridKv> m_hybrid;
 };
 
 }  // namespace kappasim

@@ -8,6 +8,7 @@
 #include "interconnects/flow_network.hpp"
 #include "interconnects/transfer.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "serving/run_spec.hpp"
 #include "systems/topology.hpp"
 
 namespace kappasim {
@@ -37,7 +38,7 @@ RequestCostModel request_cost_model(const RunSpec& spec) {
   m.kv_dtype = sv.kv_dtype;
   m.path = sv.load_path;
   m.stack = sv.stack;
-  m.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(spec.model, sv.kv_dtype, sv.tp);
+  m.kv_bytes_per_token_gpu = served_kv_unit_per_gpu(spec.model, sv, sv.tp);
   m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path, sv.stack.copy_kernel);
   m.chunk_tokens = sv.tier_chunk_tokens();
   m.block_tokens = sv.block_tokens;

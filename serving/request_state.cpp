@@ -7,7 +7,7 @@ namespace kappasim {
 
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
-                                  const std::string& load_path) {
+                                  const std::string& load_path, double store_bytes_per_token_gpu) {
   const Sequence& s = *r.seq;
   RequestRecord rec;
   rec.id = s.req.id;
@@ -40,7 +40,9 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.recomputed_tokens = r.recompute_tokens;
   rec.kappa_link_ratio =
       r.compute_tokens > 0 ? r.link_tokens / static_cast<double>(r.compute_tokens) : 0;
-  rec.bytes_stored = r.stored_tokens * kv_bytes_per_token_gpu * tp;
+  rec.bytes_stored =
+      r.stored_tokens *
+      (store_bytes_per_token_gpu < 0 ? kv_bytes_per_token_gpu : store_bytes_per_token_gpu) * tp;
   rec.load_path = load_path;
   rec.steps = r.steps;
   rec.time = r.time;

@@ -45,9 +45,11 @@ struct RequestState {
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):
 // TTFT at its first output token, bytes from tokens × per-GPU B_kv × tp; its queueing is the
 // rest of its TTFT (steps it waited for or sat out). meets_slo is left false (the engine knows
-// the SLOs).
+// the SLOs). Stored bytes take `store_bytes_per_token_gpu` (a stored chunk's per token under
+// serving.kv_cache: hybrid; < 0: kv_bytes_per_token_gpu).
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
-                                  const std::string& load_path);
+                                  const std::string& load_path,
+                                  double store_bytes_per_token_gpu = -1);
 
 }  // namespace kappasim

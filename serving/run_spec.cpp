@@ -6,7 +6,7 @@
 
 namespace kappasim {
 
-void refuse_unservable_model(const ModelSpec& m, const std::string& prefix) {
+void refuse_unservable_model(const ModelSpec& m, const std::string& prefix, bool hybrid_kv) {
   if (m.attention.type == AttentionType::Mla && m.attention.sparse())
     throw InputError(
         prefix + "model.attention.index_topk: model '" + m.name +
@@ -17,18 +17,63 @@ void refuse_unservable_model(const ModelSpec& m, const std::string& prefix) {
         "Attention\")");
   const int linear = m.count_layers(LayerKind::Linear);
   if (linear == 0) return;  // full and sliding-window attention are served (unified KV cache)
+  if (hybrid_kv) return;    // a hybrid-aware cache keeps their state (serving.kv_cache: hybrid)
   throw InputError(
       prefix + "model.layer_pattern: model '" + m.name + "' has " + std::to_string(linear) +
       " linear-attention layers (pattern '" + m.layer_pattern +
       "'); the serving engine models vLLM with a KV connector, which turns the hybrid KV cache "
       "manager off, and vLLM then cannot unify linear-attention state with per-token KV "
-      "(ValueError in kv_cache_utils); linear-attention kernels are not timed either. Use "
-      "`kappasim kappa --context K` for its analytic κ (docs/accounting.md \"Sliding-window and "
-      "linear-attention layers\")");
+      "(ValueError in kv_cache_utils). Set serving.kv_cache: hybrid (a hybrid-aware connector, "
+      "which keeps their state per request) or use `kappasim kappa --context K` for its "
+      "analytic κ (docs/accounting.md \"Sliding-window and linear-attention layers\")");
+}
+
+double served_kv_unit_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp) {
+  if (!sv.hybrid_kv()) return kv_bytes_per_token_unified_per_gpu(m, sv.kv_dtype, tp);
+  return hybrid_kv_per_gpu(m, sv.kv_dtype, tp).full_Bpt;
+}
+
+double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp) {
+  if (!sv.hybrid_kv()) return kv_bytes_per_token_unified_per_gpu(m, sv.kv_dtype, tp);
+  const HybridKv h = hybrid_kv_per_gpu(m, sv.kv_dtype, tp);
+  const double c = sv.tier_chunk_tokens();
+  // A stored chunk keeps what a hit at its end loads beyond the chunks before it: its tokens of
+  // the full and chunked layers (every token of a chunk is in some later hit's chunk), the last
+  // min(W, c) of the sliding layers (a window longer than the chunk is the chunks before it),
+  // and the state at its end.
+  return (c * (h.full_Bpt + h.chunked_Bpt) + std::min(h.window, c) * h.sliding_Bpt + h.state_B) / c;
+}
+
+double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K) {
+  if (!sv.hybrid_kv()) return K * kv_bytes_per_token_unified(m, sv.kv_dtype);
+  return kv_bytes_for_prefix(m, sv.kv_dtype, K);
+}
+
+void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int system_gpus,
+                               const std::string& path) {
+  if (!sv.hybrid_kv()) return;
+  const std::string why =
+      sv.parallelism.beyond_tp() ? "serving.parallelism (layouts beyond TP keep unified KV)"
+      : sv.tiers.enabled()       ? "serving.tiers (KV tiers below host DRAM)"
+      : sv.recompute.mode != RecomputeMode::None ? "serving.recompute (partial recompute)"
+                                                 : "";
+  if (!why.empty())
+    throw InputError(path +
+                     "serving.kv_cache: hybrid is modelled for one TP rank loading from "
+                     "host DRAM without partial recompute; not with " +
+                     why + ". Use serving.kv_cache: unified, or change that setting");
+  (void)system_gpus;
+  try {
+    hybrid_kv_per_gpu(m, sv.kv_dtype, sv.tp);
+  } catch (const InputError& e) {
+    throw InputError(path + "serving.kv_cache: hybrid at serving.tp " + std::to_string(sv.tp) +
+                     ": " + e.what());
+  }
 }
 
 void RunSpec::validate(const std::string& path) const {
-  refuse_unservable_model(model, path);
+  refuse_unservable_model(model, path, serving.hybrid_kv());
+  refuse_hybrid_kv_settings(model, serving, system.gpus, path);
   if (serving.tp > system.gpus)
     throw InputError(path + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
                      " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +

@@ -65,7 +65,28 @@ struct RunSpec {
 // models/llm), sliding-window layers attending over their window only. A model with
 // linear-attention layers cannot be unified that way (vLLM raises ValueError) and is refused
 // (InputError naming `<prefix>model.layer_pattern`); the analytic `kappasim kappa` handles it.
-void refuse_unservable_model(const ModelSpec& m, const std::string& prefix);
+// With serving.kv_cache: hybrid (`hybrid_kv`) a linear-attention model is served: a hybrid-aware
+// connector keeps its layers' state per request.
+void refuse_unservable_model(const ModelSpec& m, const std::string& prefix, bool hybrid_kv = false);
+// The engine's KV bytes per token on one GPU of a TP group of `tp`: unified, every attention
+// layer's (kv_bytes_per_token_unified_per_gpu); hybrid, the full layers' (HybridKv::full_Bpt):
+// the unit of the paged pool's blocks and of a load's token count, which under hybrid counts the
+// load's bytes in full-layer tokens (serving/step_plan split_loads).
+double served_kv_unit_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp);
+// The KV bytes per token a stored chunk holds on one GPU (the tier's entries, stores): unified,
+// the same as served_kv_unit_per_gpu; hybrid, a chunk of c = tier_chunk_tokens keeps
+// c·(full + chunked) + min(W, c)·sliding + the state at its end, over c [A: the tier keeps a
+// state at every chunk end, as LMCache's multi-process mode with vLLM --mamba-cache-mode align
+// does; docs/accounting.md].
+double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp);
+// The whole model's KV a prefix of K cached tokens moves (the model-level H2D figure): unified,
+// K·kv_bytes_per_token_unified; hybrid, kv_bytes_for_prefix.
+double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K);
+// serving.kv_cache: hybrid with a setting it is not modelled with (layouts beyond TP, tiers
+// below DRAM, partial recompute), or a tp the linear heads do not divide: InputError naming
+// `<path>serving.kv_cache`.
+void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int system_gpus,
+                               const std::string& path);
 
 // The GPU-side KV buffer as GPU hardware (issue 12.12): when `serving.kv_buffer` is off and the
 // GPU describes a buffer (capacity > 0), the serving spec takes it. Returns whether it did. A

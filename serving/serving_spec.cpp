@@ -14,6 +14,11 @@ const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names() 
                                                                       {"sram", KvBufferKind::Sram}};
   return n;
 }
+const std::vector<std::pair<const char*, KvCacheMode>>& kv_cache_mode_names() {
+  static const std::vector<std::pair<const char*, KvCacheMode>> n = {
+      {"unified", KvCacheMode::Unified}, {"hybrid", KvCacheMode::Hybrid}};
+  return n;
+}
 const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names() {
   static const std::vector<std::pair<const char*, RecomputeMode>> n = {
       {"none", RecomputeMode::None},

@@ -55,6 +55,17 @@ enum class RecomputeMode {
   Auto,   // per request, the leading part that minimises its prefill time (choose_recompute)
 };
 
+// What the KV cache keeps and the connector moves for a model with sliding-window, chunked or
+// linear-attention layers (serving.kv_cache; issue 25, docs/accounting.md "What a serving stack
+// keeps and moves").
+enum class KvCacheMode {
+  Unified,  // vLLM's hybrid KV cache manager off (a connector without SupportsHMA): every
+            // attention layer keeps and moves every token; linear-attention models refused
+  Hybrid,   // a hybrid-aware connector: each layer kind keeps and moves what a prefix leaves
+            // (HybridKv, models/llm): window, chunk, a state per request
+};
+const std::vector<std::pair<const char*, KvCacheMode>>& kv_cache_mode_names();
+
 // Where a request's TTFT starts (serving.ttft; issue 20 item 3, docs/serving-stacks.md "Front
 // end").
 enum class TtftMode {
@@ -233,6 +244,11 @@ struct ServingSpec {
   std::string compute_dtype = "bf16";
   // [S] vLLM --kv-cache-dtype "auto" = the model dtype (BF16).
   DType kv_dtype = DType::Bf16;
+  // [A] unified: every stack preset runs a connector that turns vLLM's hybrid KV cache manager
+  // off (LMCache 0.3.x; vLLM's OffloadingConnector before 0.28). hybrid is conditional on a
+  // connector that declares hybrid support (docs/accounting.md).
+  KvCacheMode kv_cache = KvCacheMode::Unified;
+  bool hybrid_kv() const { return kv_cache == KvCacheMode::Hybrid; }
 
   // ---- KV offloading ------------------------------------------------------------------------
   // [S] LMCache v0.3 default: non-layerwise load by the zero-copy CUDA kernel (use_layerwise
@@ -319,6 +335,12 @@ struct ServingSpec {
     v.integer("tp", tp, opt("tensor-parallel size (GPUs per model replica)", Range::AtLeastOne));
     v.text("compute_dtype", compute_dtype, opt("compute and weight dtype (bf16, fp8, ...)"));
     v.choice("kv_dtype", kv_dtype, dtype_names(), opt("KV cache dtype"));
+    if (!V::kWriting || hybrid_kv())
+      v.choice("kv_cache", kv_cache, kv_cache_mode_names(),
+               opt("unified (every attention layer keeps every token: vLLM with a KV connector "
+                   "that turns its hybrid KV cache manager off) or hybrid (a hybrid-aware "
+                   "connector: sliding and chunked layers keep and load their window, linear "
+                   "layers a state per request)"));
     v.choice("load_path", load_path, load_path_names(),
              opt("KV load path, a registered name (kappasim list load-path): kernel (LMCache "
                  "zero-copy), layerwise (LMCache per-layer DMA), block_dma (vLLM native, "

@@ -142,8 +142,9 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
       if (first[r].empty()) continue;
       KvStore& store = *ranks[r]->store;
       store.begin_load(first[r], m_step_time);
-      const LoadSplit ls = split_loads(work[r].load, recompute_of, store.chunk_tokens(),
-                                       sv.block_tokens, store.buffer());
+      const LoadSplit ls =
+          split_loads(work[r].load, recompute_of, store.chunk_tokens(), sv.block_tokens,
+                      store.buffer(), m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
       for (std::size_t i = 0; i < first[r].size(); ++i) {
         first[r][i]->link_tokens = ls.seq_link_tokens[i];
         if (store.buffer()) first[r][i]->buffer_tokens = ls.seq_buffer_tokens[i];
@@ -326,8 +327,8 @@ void ServingEngine::Group::load_async(RequestState& st) {
   const ServingSpec& sv = m_e.m_spec.serving;
   KvStore& store = *ranks.front()->store;
   const RecomputeOf none = [](const Sequence&) { return std::int64_t{0}; };
-  const LoadSplit ls =
-      split_loads({st.seq.get()}, none, store.chunk_tokens(), sv.block_tokens, nullptr);
+  const LoadSplit ls = split_loads({st.seq.get()}, none, store.chunk_tokens(), sv.block_tokens,
+                                   nullptr, m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
   st.link_tokens = ls.seq_link_tokens.at(0);
   OutsideSteps ctx(*this);
   st.load_s = m_e.m_load_path->run(ctx, ls, 1, StepTime{});

@@ -36,7 +36,7 @@ StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
 }
 
 LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
-                      int chunk_tokens, int block_tokens, KvTier* buffer) {
+                      int chunk_tokens, int block_tokens, KvTier* buffer, const HybridKv* hybrid) {
   const std::int64_t c = chunk_tokens, b = block_tokens;
   LoadSplit ls;
   std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
@@ -44,8 +44,15 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& rec
     const std::int64_t R = recompute_of(*s);
     const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
     double link = 0, buffered = 0;
+    // Tokens of [lo, hi) as the load counts them (full-layer tokens of its bytes under hybrid).
+    const auto count = [&](std::int64_t lo, std::int64_t hi) {
+      if (!hybrid) return static_cast<double>(hi - lo);
+      return hybrid->bytes(static_cast<double>(lo), static_cast<double>(hi),
+                           static_cast<double>(end)) /
+             hybrid->full_Bpt;
+    };
     if (!buffer) {
-      link = static_cast<double>(s->cached_tokens);
+      link = hybrid ? count(R, end) : static_cast<double>(s->cached_tokens);
       const std::int64_t chunks = (end + c - 1) / c - R / c;
       ls.chunks += chunks;
       ls.link_chunks += chunks;
@@ -58,9 +65,9 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& rec
         const std::uint64_t key = keyed ? keys[static_cast<std::size_t>(i)] : 0;
         ++ls.chunks;
         if (keyed && buffer->contains(key)) {
-          buffered += static_cast<double>(hi - lo);
+          buffered += count(lo, hi);
         } else {
-          link += static_cast<double>(hi - lo);
+          link += count(lo, hi);
           ++ls.link_chunks;
           ls.link_blocks16 += (hi + b - 1) / b - lo / b;
         }

@@ -48,8 +48,14 @@ struct LoadSplit {
 // touched, the rest stored) after all sequences are split. Without a buffer all goes over the
 // link. Chunk counts are the chunk_tokens-aligned entries the range [R, end) touches, blocks
 // the block_tokens-aligned ones.
+// `hybrid` (serving.kv_cache: hybrid; null when unified): the tokens counted are the load's
+// bytes in full-layer tokens, HybridKv::bytes(lo, hi, end) / full_Bpt for each range [lo, hi) of
+// a prefix that ends at `end` (the window of the sliding layers, the chunk of the chunked ones,
+// the state once with the range that ends the prefix), so that tokens × the engine's bytes per
+// token (the full layers') are the bytes moved. Chunk and block counts are the ranges' as ever.
 LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
-                      int chunk_tokens, int block_tokens, KvTier* buffer);
+                      int chunk_tokens, int block_tokens, KvTier* buffer,
+                      const HybridKv* hybrid = nullptr);
 
 // The scheduler's critical path before a step (serial): vLLM's per-step overhead, the stack's
 // lookups (the requests scheduled for the first time, and the waiting queue's head when budget

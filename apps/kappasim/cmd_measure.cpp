@@ -15,6 +15,7 @@
 #include "serving/engine.hpp"
 #include "serving/measure.hpp"
 #include "serving/run_folder.hpp"
+#include "serving/run_spec.hpp"
 
 namespace kappasim::cli {
 
@@ -163,10 +164,10 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
           // H2D three ways (docs/metrics.md); 0 when nothing was loaded.
           r.load_s > 0 ? r.bytes_loaded / spec.serving.tp / r.load_s : 0.0,
           r.load_s > 0 ? r.bytes_loaded / r.load_s : 0.0,
-          r.load_s > 0
-              ? static_cast<double>(r.cached_tokens) *
-                    kv_bytes_per_token_unified(spec.model, spec.serving.kv_dtype) / r.load_s
-              : 0.0};
+          r.load_s > 0 ? served_kv_model_bytes(spec.model, spec.serving,
+                                               static_cast<double>(r.cached_tokens)) /
+                             r.load_s
+                       : 0.0};
       for (const auto& c : TimeBreakdown::categories())
         if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
       row.push_back(r.load_bound);

@@ -11,6 +11,7 @@
 #include "serving/cluster_spec.hpp"
 #include "serving/kv_hierarchy.hpp"
 #include "serving/run_folder.hpp"
+#include "serving/run_spec.hpp"
 #include "serving/stat_catalog.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -87,10 +88,9 @@ static void warn_packet_cost(const RunSpec& spec, const std::string& config) {
   double prefix_tokens = 0;
   Request r;
   while (source->next(r)) prefix_tokens += static_cast<double>(r.prefix_tokens);
-  const double bytes =
-      prefix_tokens *
-      kv_bytes_per_token_unified_per_gpu(spec.model, spec.serving.kv_dtype, spec.serving.tp) *
-      spec.serving.tp;
+  const double bytes = prefix_tokens *
+                       served_kv_unit_per_gpu(spec.model, spec.serving, spec.serving.tp) *
+                       spec.serving.tp;
   const double tlps = bytes / *spec.system.host_link.read_completion_size_bytes;
   const double wall_s = tlps / kPacketTlpsPerWallSecond;
   if (wall_s < 10) return;

@@ -58,10 +58,24 @@ bool is_moe_layer(const ModelSpec& m, int layer) { return m.is_moe_layer(layer);
 // recurrence is not modelled.
 void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
                           DType kv_dtype, LayerKind kind) {
-  if (kind == LayerKind::Linear)
-    throw InputError("model.layer_pattern: model '" + m.name +
-                     "' has linear-attention layers, whose kernels (the chunked recurrence and "
-                     "its state) the compute model does not time");
+  if (kind == LayerKind::Linear) {
+    // Issue 25: the recurrence over T new tokens from the sequence's state, timed as a
+    // memory-bound kernel: it reads and writes this GPU's share of the layer's state once (the
+    // KV dtype, the accounting's assumption) and its q, k, v inputs and output in BF16. Its
+    // FLOPs (≈ 4·H_v·d_k·d_v per token for the state update and read-out, the chunked form's
+    // intra-chunk terms more) are recorded, not charged: an assumption (docs/accounting.md).
+    const LinearAttentionSpec& l = m.linear;
+    const double state = kv_bytes_for_prefix_per_gpu(m, kv_dtype, tp, 0.0) /
+                         std::max(1, m.count_layers(LayerKind::Linear));
+    const double io =
+        T * (2.0 * l.num_key_heads * l.key_head_dim + 2.0 * l.num_value_heads * l.value_head_dim) /
+        tp * kActivationBytes;
+    Kernel r = elementwise("linear_recurrence", 2 * state + io);
+    r.flops = 4.0 * T * l.num_value_heads / tp * l.key_head_dim * l.value_head_dim;
+    r.per_sequence = true;
+    out.push_back(std::move(r));
+    return;
+  }
   const AttentionSpec& a = m.attention;
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
   const double ab = kActivationBytes;
@@ -144,6 +158,16 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
   const double h = static_cast<double>(m.hidden_size);
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
   const double ab = kActivationBytes;
+  if (kind == LayerKind::Linear) {
+    // Issue 25: a linear-attention layer's projections (in, gates, out; each variant's
+    // linear_attention_params_per_layer) as one GEMM of their weights split tp ways, then the
+    // recurrence per sequence, then the all-reduce of its output.
+    out.push_back(
+        gemm("linear_attn_proj", T, linear_attention_params_per_layer(m) / h / tp, h, wb));
+    add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
+    if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
+    return;
+  }
   double dv = 0;
   if (a.type == AttentionType::Gqa) {
     const double d = a.head_dim;

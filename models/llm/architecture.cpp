@@ -289,7 +289,6 @@ double attention_params_per_layer(const ModelSpec& m) {
   return p;
 }
 
-namespace {
 // One Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz (q, k: key heads × key dim; v, z: value
 // heads × value dim), in_proj_ba (β and α per value head), the depthwise causal conv over q, k, v,
 // A_log and dt_bias per value head, the gated RMSNorm over value dim, out_proj.
@@ -326,6 +325,7 @@ double linear_attention_params_per_layer(const ModelSpec& m) {
          + l.value_head_dim              // norm
          + v * h;                        // out_proj
 }
+namespace {
 bool is_moe_layer(const ModelSpec& m, int layer) { return m.is_moe_layer(layer); }
 double swiglu(double h, double inter) { return 3 * h * inter; }
 }  // namespace
@@ -508,6 +508,49 @@ double kv_bytes_per_token_unified(const ModelSpec& m, DType kv) {
 double kv_bytes_per_token_unified_per_gpu(const ModelSpec& m, DType kv, int tp) {
   if (!m.has_layer_pattern()) return kv_bytes_per_token_per_gpu(m, kv, tp);
   return unified_kv_layers(m) * kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
+}
+
+HybridKv hybrid_kv_per_gpu(const ModelSpec& m, DType kv, int tp) {
+  HybridKv h;
+  if (!m.has_layer_pattern()) {
+    h.full_Bpt = kv_bytes_per_token_per_gpu(m, kv, tp);
+    return h;
+  }
+  const double b = kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
+  h.full_Bpt = m.count_layers(LayerKind::Full) * b;
+  h.sliding_Bpt = m.count_layers(LayerKind::Sliding) * b;
+  h.chunked_Bpt = m.count_layers(LayerKind::Chunked) * b;
+  if (h.sliding_Bpt > 0) h.window = m.sliding_window;
+  if (h.chunked_Bpt > 0) h.chunk = m.attention_chunk_size;
+  // The state: what the prefix leaves at K = 0 (no attention token), heads split tp ways.
+  h.state_B = kv_bytes_for_prefix_per_gpu(m, kv, tp, 0.0);
+  if (!(h.full_Bpt > 0))
+    throw InputError("model.layer_pattern: model '" + m.name +
+                     "' has no full-attention layer; a hybrid-aware KV cache is modelled with "
+                     "the full layers' blocks as the pool's unit");
+  return h;
+}
+
+double HybridKv::bytes(double lo, double hi, double K) const {
+  if (!(hi > lo)) return 0;
+  const auto overlap = [&](double from) { return std::max(0.0, hi - std::max(lo, from)); };
+  double b = full_Bpt * (hi - lo);
+  if (sliding_Bpt > 0) b += sliding_Bpt * overlap(K - window);
+  if (chunked_Bpt > 0) b += chunked_Bpt * overlap(std::floor(K / chunk) * chunk);
+  if (hi >= K) b += state_B;
+  return b;
+}
+
+double HybridKv::pool_bytes(double n, int block_tokens) const {
+  if (!(n > 0)) return 0;
+  const double bt = block_tokens;
+  const double blocks = std::ceil(n / bt);
+  double bytes = full_Bpt * blocks * bt + state_B;
+  if (sliding_Bpt > 0)
+    bytes += sliding_Bpt * (blocks - std::floor(std::max(0.0, n - window + 1) / bt)) * bt;
+  if (chunked_Bpt > 0)
+    bytes += chunked_Bpt * (blocks - std::floor(std::floor(n / chunk) * chunk / bt)) * bt;
+  return bytes;
 }
 
 // ---- FLOPs ---------------------------------------------------------------------------------

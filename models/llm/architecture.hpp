@@ -296,6 +296,8 @@ ParamCounts count_params(const ModelSpec& m);
 // Per layer, for the compute model.
 double attention_params_per_layer(const ModelSpec& m);
 double mlp_active_params_per_layer(const ModelSpec& m, int layer);
+// One linear-attention layer's parameters (its variant's projections, convolution, gates, norm).
+double linear_attention_params_per_layer(const ModelSpec& m);
 
 // KV bytes per token over all layers (K and V, or the MLA latent + rope key). With a layer
 // pattern: the bytes per token of the full-attention layers only, i.e. the slope of
@@ -343,6 +345,33 @@ double kv_bytes_per_token_per_layer_per_gpu(const ModelSpec& m, DType kv, int tp
 // For a model without a pattern these equal kv_bytes_per_token(_per_gpu).
 double kv_bytes_per_token_unified(const ModelSpec& m, DType kv);
 double kv_bytes_per_token_unified_per_gpu(const ModelSpec& m, DType kv, int tp);
+
+// Issue 25: what a hybrid-aware KV cache keeps and moves on one GPU (vLLM's hybrid KV cache
+// manager, HybridKVCacheCoordinator, kept on: a connector that declares hybrid support): every
+// layer kind its own group, as kv_bytes_for_prefix_per_gpu accounts a prefix. Per GPU under
+// tensor parallelism tp, in `kv`'s element size.
+struct HybridKv {
+  double full_Bpt = 0;           // bytes per token of the layers that keep every token (F)
+  double sliding_Bpt = 0;        // of the sliding-window layers (S), which keep the last W tokens
+  double chunked_Bpt = 0;        // of the chunked layers (C), which keep the tokens of K's chunk
+  double state_B = 0;            // the linear layers' (L) state, one per request
+  double window = 0, chunk = 0;  // W, C in tokens (0 when the model has no such layer)
+
+  // Bytes of the prefix tokens [lo, hi) a prefix of K tokens leaves (lo <= hi <= K): every
+  // token of the full layers; the sliding layers' tokens in [K − W, K); the chunked layers'
+  // tokens in [floor(K / C)·C, K); the state once, with the range that ends at K.
+  // bytes(0, K, K) = kv_bytes_for_prefix_per_gpu(m, kv, tp, K).
+  double bytes(double lo, double hi, double K) const;
+  // Bytes a request of n tokens holds in vLLM's paged pool with the hybrid allocator, blocks of
+  // `block_tokens`: the full layers ceil(n / b) blocks; a sliding layer the blocks from
+  // floor(max(0, n − W + 1) / b) on (SlidingWindowManager.get_num_skipped_tokens: n − W + 1
+  // tokens fall out of the window, their whole blocks are freed); a chunked layer the blocks
+  // from floor(floor(n / C)·C / b) on (ChunkedLocalAttentionManager); the state once.
+  double pool_bytes(double n, int block_tokens) const;
+};
+// InputError naming model.layer_pattern when the model keeps nothing per token in full layers
+// (no F layer: the pool's block unit below is a full layer's).
+HybridKv hybrid_kv_per_gpu(const ModelSpec& m, DType kv, int tp);
 
 // Linear-layer FLOPs per new token (2 × active matmul parameters).
 double linear_flops_per_token(const ModelSpec& m, bool with_lm_head);

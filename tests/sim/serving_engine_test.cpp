@@ -364,6 +364,53 @@ TEST(ServingEngine, SlidingWindowModelLoadsEveryLayersKvOnAUnifiedCache) {
   EXPECT_NEAR(a.ttft_s, ttft, tol(ttft));
 }
 
+// Issue 25, serving.kv_cache: hybrid (a hybrid-aware connector): the same request loads only
+// what the prefix leaves: 12 full layers × 768 tokens + 12 sliding layers × their 128-token
+// window, × 2048 B per layer and token = (9216 + 1536) × 2048 = 22,020,096 B, against the
+// unified cache's 24 × 768 × 2048 = 37,748,736 B above. The copy kernel's chunk count (3) and
+// its fixed costs are the same; only the bytes over the link change.
+TEST(ServingEngine, HybridKvCacheLoadsTheSlidingLayersWindowOnly) {
+  const RunSpec spec = run_spec(
+      "model: gpt-oss-20b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 1, warm_tier: true, store: none, kv_cache: hybrid}\n");
+  const Outcome o = serve(spec, {request(1, 0, 1000, 24)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& a = o.rec(1);
+  const double bytes = (12.0 * 768 + 12.0 * 128) * 2 * 8 * 64 * 2;
+  EXPECT_DOUBLE_EQ(bytes, 22020096.0);
+  EXPECT_EQ(a.cached_tokens, 768);
+  EXPECT_DOUBLE_EQ(a.bytes_loaded, bytes);
+  EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, bytes);
+  const double rate = kWire / kSmReadCost;
+  const double load =
+      kRetrieveFixed + 3 * kRetrievePerChunk + 3 * kBlockOverhead + kRtt + bytes / rate;
+  EXPECT_NEAR(a.load_s, load, tol(load));
+  const double ttft = kStepOverhead + load + step_compute(spec, {{256, 768, true}});
+  EXPECT_NEAR(a.ttft_s, ttft, tol(ttft));
+}
+
+// A linear-attention model is served under serving.kv_cache: hybrid. Qwen3-Next-80B-A3B at TP 4
+// on the H100 node: each GPU holds 1 of the 2 KV heads (replicated) of 256, 2 × 256 × 2 B =
+// 1024 B per full layer and token, 12 full layers → 12,288 B per token; and a quarter of each of
+// the 36 Gated DeltaNet states (1,097,728 / 4 = 274,432 B), 9,879,552 B, loaded once. K = 768
+// (3 whole chunks of 256): per GPU 768 × 12,288 + 9,879,552 = 19,316,736 B; over the 4 GPUs'
+// links 77,266,944 B. The same model without the setting is refused naming
+// model.layer_pattern (tests/unit/layer_pattern_test.cpp).
+TEST(ServingEngine, HybridKvCacheServesQwen3NextLoadingItsStateOnce) {
+  const RunSpec spec = run_spec(
+      "model: qwen3-next-80b-a3b\nsystem: h100\ntrace: false\nworkload: {type: narrativeqa}\n"
+      "serving: {" KAPPASIM_TEST_STACK "tp: 4, warm_tier: true, store: none, kv_cache: hybrid}\n");
+  const Outcome o = serve(spec, {request(1, 0, 1000, 24)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const RequestRecord& a = o.rec(1);
+  EXPECT_EQ(a.cached_tokens, 768);
+  const double per_gpu = 768.0 * 12 * 2 * 256 * 2 + 36.0 * 1097728 / 4;
+  EXPECT_DOUBLE_EQ(per_gpu, 19316736.0);
+  EXPECT_DOUBLE_EQ(a.bytes_loaded, 4 * per_gpu);
+  EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, per_gpu);
+  EXPECT_GT(a.compute_s, 0);
+}
+
 // TP 8: every GPU loads its shard (one KV head of Qwen3's 4, replicated), and all eight read the
 // interleaved pool of the 2-socket EPYC host at once, so host DRAM binds below the link.
 TEST(ServingEngine, Tp8LoadsReplicatedKvHeadsAndHostDramBinds) {

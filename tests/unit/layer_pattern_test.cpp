@@ -11,6 +11,7 @@
 #include "models/analytic/kappa.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "models/llm/architecture.hpp"
+#include "serving/paged_kv.hpp"
 #include "serving/run_spec.hpp"
 #include "tests/unit/preset_util.hpp"
 
@@ -247,6 +248,136 @@ TEST(LayerPattern, ServingEngineServesSlidingLayersAndRefusesLinearOnesNamingThe
   }
   // The unified accounting refuses it too, naming the key.
   EXPECT_THROW(kv_bytes_per_token_unified(preset("qwen3-next-80b-a3b"), DType::Bf16), InputError);
+}
+
+// ---- serving.kv_cache: hybrid (a hybrid-aware connector; issue 25) ---------------------------
+
+TEST(HybridKv, GptOss120bAtK8192LoadsTheFullLayersAndTheSlidingLayersWindow) {
+  // 18 full and 18 sliding layers (W = 128), 2 (K, V) × 8 KV heads × 64 × 2 B = 2048 B per
+  // layer and token (BF16, TP 1). K = 8192:
+  //   18 × 8192 × 2048 = 301,989,888 B (full) + 18 × 128 × 2048 = 4,718,592 B (window)
+  //   = 306,708,480 B, against 36 × 8192 × 2048 = 603,979,776 B on the unified cache.
+  const ModelSpec m = preset("gpt-oss-120b");
+  const HybridKv h = hybrid_kv_per_gpu(m, DType::Bf16, 1);
+  EXPECT_DOUBLE_EQ(h.full_Bpt, 36864.0);
+  EXPECT_DOUBLE_EQ(h.sliding_Bpt, 36864.0);
+  EXPECT_DOUBLE_EQ(h.window, 128.0);
+  EXPECT_DOUBLE_EQ(h.state_B, 0.0);
+  EXPECT_DOUBLE_EQ(h.bytes(0, 8192, 8192), 306708480.0);
+  EXPECT_DOUBLE_EQ(h.bytes(0, 8192, 8192), kv_bytes_for_prefix(m, DType::Bf16, 8192));
+  EXPECT_DOUBLE_EQ(8192 * kv_bytes_per_token_unified(m, DType::Bf16), 603979776.0);
+  // Split at 8064 = K − W: the first range is the full layers' only, 18 × 8064 × 2048 =
+  // 297,271,296 B; the last 128 tokens carry both kinds, 36 × 128 × 2048 = 9,437,184 B.
+  EXPECT_DOUBLE_EQ(h.bytes(0, 8064, 8192), 297271296.0);
+  EXPECT_DOUBLE_EQ(h.bytes(8064, 8192, 8192), 9437184.0);
+  // TP 8: one KV head per GPU, an eighth: 306,708,480 / 8 = 38,338,560 B.
+  EXPECT_DOUBLE_EQ(hybrid_kv_per_gpu(m, DType::Bf16, 8).bytes(0, 8192, 8192), 38338560.0);
+}
+
+TEST(HybridKv, Qwen3NextLoadsTwelveFullLayersAndThirtySixStatesOnce) {
+  // 12 full layers of 2 KV heads × 256 (2 × 2 × 256 × 2 B = 2048 B per layer and token) and 36
+  // Gated DeltaNet states of 1,097,728 B (docs/accounting.md). K = 8192:
+  //   12 × 8192 × 2048 = 201,326,592 + 36 × 1,097,728 = 39,518,208 → 240,844,800 B.
+  const ModelSpec m = preset("qwen3-next-80b-a3b");
+  const HybridKv h = hybrid_kv_per_gpu(m, DType::Bf16, 1);
+  EXPECT_DOUBLE_EQ(h.full_Bpt, 24576.0);
+  EXPECT_DOUBLE_EQ(h.state_B, 39518208.0);
+  EXPECT_DOUBLE_EQ(h.bytes(0, 8192, 8192), 240844800.0);
+  // The state is independent of K and comes with the range that ends the prefix only:
+  // K = 16: 12 × 16 × 2048 + 39,518,208 = 39,911,424 B; [0, 4096) of 8192 has no state.
+  EXPECT_DOUBLE_EQ(h.bytes(0, 16, 16), 39911424.0);
+  EXPECT_DOUBLE_EQ(h.bytes(0, 4096, 8192), 12.0 * 4096 * 2048);
+  // TP 4: the 2 KV heads replicate to 1 per GPU (1024 B per layer and token), the state's
+  // heads split 4 ways: 12 × 1024 = 12,288 B per token, 36 × 274,432 = 9,879,552 B.
+  const HybridKv h4 = hybrid_kv_per_gpu(m, DType::Bf16, 4);
+  EXPECT_DOUBLE_EQ(h4.full_Bpt, 12288.0);
+  EXPECT_DOUBLE_EQ(h4.state_B, 9879552.0);
+}
+
+TEST(HybridKv, Llama4ScoutChunkedLayersLoadTheTokensOfKsChunk) {
+  // 12 full and 36 chunked layers (C = 8192), 8 KV heads × 128: 4096 B per layer and token.
+  // K = 10,000: 10,000 − 8192 = 1808 tokens per chunked layer:
+  //   12 × 10,000 × 4096 = 491,520,000 + 36 × 1808 × 4096 = 266,600,448 → 758,120,448 B.
+  const HybridKv h = hybrid_kv_per_gpu(preset("llama-4-scout"), DType::Bf16, 1);
+  EXPECT_DOUBLE_EQ(h.bytes(0, 10000, 10000), 758120448.0);
+  // A range before the chunk's start carries the full layers only: [0, 8192) → 12 × 8192 × 4096.
+  EXPECT_DOUBLE_EQ(h.bytes(0, 8192, 10000), 402653184.0);
+}
+
+TEST(HybridKv, PagedPoolHoldsTheWindowTheChunkAndTheStateInFullLayerBlocks) {
+  // gpt-oss-120b, 16-token blocks of the full layers' 36,864 B per token (589,824 B a block).
+  // n = 8192: 512 full blocks; the sliding layers keep the blocks from
+  // floor((8192 − 128 + 1) / 16) = 504 on, 8 blocks of 36,864 B × 16 = 8 more units: 520.
+  PagedKv g(10000, 16);
+  g.set_hybrid(hybrid_kv_per_gpu(preset("gpt-oss-120b"), DType::Bf16, 1));
+  EXPECT_EQ(g.blocks_for(8192), 520);
+  // n = 8200: 513 full; the sliding layers from floor(8073 / 16) = 504 on: 9 → 522.
+  EXPECT_EQ(g.blocks_for(8200), 522);
+  // Unified (no set_hybrid) counts blocks of every layer: ceil(8192 / 16) = 512 blocks of 36
+  // layers' bytes (the engine sizes its pool in those).
+  EXPECT_EQ(PagedKv(10000, 16).blocks_for(8192), 512);
+
+  // Qwen3-Next at TP 1: 12 × 2048 = 24,576 B per token, 393,216 B a block; the 36 states,
+  // 39,518,208 B = 100.5 blocks → 101. n = 8192: 512 + 101 = 613.
+  PagedKv q(10000, 16);
+  q.set_hybrid(hybrid_kv_per_gpu(preset("qwen3-next-80b-a3b"), DType::Bf16, 1));
+  EXPECT_EQ(q.blocks_for(8192), 613);
+  EXPECT_EQ(q.blocks_for(1), 1 + 101);
+
+  // Llama-4-Scout: full 12 × 4096 = 49,152 B per token, chunked 36 × 4096 = 3 full blocks per
+  // chunked block. n = 10,000: 625 full blocks; the chunked layers from floor(8192 / 16) = 512
+  // on: 113 blocks → 339 units: 964. n = 8191: 512 + 3 × 512 = 2048; n = 8193 crosses the
+  // chunk: 513 + 3 × 1 = 516, and growing to it frees 2048 − 516 = 1532 blocks.
+  PagedKv s(10000, 16);
+  s.set_hybrid(hybrid_kv_per_gpu(preset("llama-4-scout"), DType::Bf16, 1));
+  EXPECT_EQ(s.blocks_for(10000), 964);
+  s.allocate(1, 8191);
+  EXPECT_EQ(s.used_blocks(), 2048);
+  EXPECT_TRUE(s.grow(1, 8193));
+  EXPECT_EQ(s.used_blocks(), 516);
+}
+
+TEST(HybridKv, ServingKvCacheHybridServesLinearModelsAndRefusesWhatItDoesNotModel) {
+  EXPECT_NO_THROW(refuse_unservable_model(preset("qwen3-next-80b-a3b"), "", true));
+  EXPECT_NO_THROW(refuse_unservable_model(preset("kimi-linear-48b-a3b"), "", true));
+  EXPECT_NO_THROW(refuse_unservable_model(preset("minimax-m1"), "", true));
+  // DeepSeek-V3.2's indexer stays refused, hybrid or not, naming its key.
+  try {
+    refuse_unservable_model(preset("deepseek-v3.2-exp"), "run.", true);
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "run.model.attention.index_topk")) << e.what();
+  }
+  // The unified refusal names the key and the way out.
+  try {
+    refuse_unservable_model(preset("minimax-m1"), "run.");
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "run.model.layer_pattern")) << e.what();
+    EXPECT_TRUE(has(e.what(), "serving.kv_cache: hybrid")) << e.what();
+  }
+  // Settings hybrid is not modelled with: named under serving.kv_cache.
+  ServingSpec sv;
+  sv.kv_cache = KvCacheMode::Hybrid;
+  sv.recompute.mode = RecomputeMode::Fixed;
+  try {
+    refuse_hybrid_kv_settings(preset("gpt-oss-120b"), sv, 8, "run.");
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "run.serving.kv_cache: hybrid")) << e.what();
+    EXPECT_TRUE(has(e.what(), "serving.recompute")) << e.what();
+  }
+  // A tp that does not divide the heads (Qwen3-Next's 16 query and 16 key heads, tp 3).
+  sv.recompute.mode = RecomputeMode::None;
+  sv.tp = 3;
+  EXPECT_THROW(refuse_hybrid_kv_settings(preset("qwen3-next-80b-a3b"), sv, 8, ""), InputError);
+  // A stored chunk (256 tokens) of gpt-oss-120b keeps 256 full-layer tokens and the last 128
+  // of the sliding layers: (256 + 128) × 36,864 / 256 = 55,296 B per token; unified: 73,728.
+  sv.tp = 1;
+  EXPECT_DOUBLE_EQ(served_kv_store_per_gpu(preset("gpt-oss-120b"), sv, 1), 55296.0);
+  EXPECT_DOUBLE_EQ(served_kv_unit_per_gpu(preset("gpt-oss-120b"), sv, 1), 36864.0);
+  sv.kv_cache = KvCacheMode::Unified;
+  EXPECT_DOUBLE_EQ(served_kv_store_per_gpu(preset("gpt-oss-120b"), sv, 1), 73728.0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "report/conclusions.hpp"
@@ -220,6 +221,29 @@ TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
 // share one PCIe 4.0 x16 uplink: 16 GT/s × 16 lanes / 8 × 128/130 / 2 = 15.7538 GB/s per GPU;
 // A100 dense BF16 peak 312 TFLOP/s (datasheet) → κ_HW = 15.7538e9 / 312e12. The A100 has no
 // FP8 peak, so its FP8 row is an error naming the precision, not a number.
+// Issue 25: the attention-variant rows of 8.8 (B200, BF16, TP 1). gpt-oss-120b: unified
+// 36 layers × 2048 B = 73,728 B per token; hybrid at K = 100,000: 3,691,118,592 B / 100,000 =
+// 36,911.18592 B (docs/accounting.md), so κ_crit doubles less a hair: 73,728 / 36,911.18592.
+// Qwen3-Next has no unified value (NaN); at K → ∞ its B_kv is the 12 full layers' 24,576 B.
+TEST(ReportStudies, AttentionVariantRowsCompareUnifiedAndHybridKv) {
+  const report::GenerationsKappa g = report::generations_kappa("bf16");
+  const auto find = [&](const std::string& m) -> const report::GenerationsKappa::Variant& {
+    for (const auto& v : g.variants)
+      if (v.model == m) return v;
+    throw std::logic_error("no variant row " + m);
+  };
+  const auto& oss = find("gpt-oss-120b");
+  EXPECT_EQ(oss.kinds, "18 F + 18 S");
+  EXPECT_DOUBLE_EQ(oss.b_kv_unified, 73728.0);
+  ASSERT_EQ(oss.b_kv_hybrid.size(), 3u);
+  EXPECT_NEAR(oss.b_kv_hybrid[1], 36911.18592, 1e-6);
+  EXPECT_NEAR(oss.kappa_crit_hybrid[1] / oss.kappa_crit_unified, 73728 / 36911.18592, 1e-9);
+  const auto& next = find("qwen3-next-80b-a3b");
+  EXPECT_TRUE(std::isnan(next.b_kv_unified));
+  EXPECT_DOUBLE_EQ(next.b_kv_hybrid[2], 24576.0);
+  EXPECT_NE(next.unified_note.find("linear-attention"), std::string::npos);
+}
+
 TEST(ReportStudies, GenerationsRowsComeFromThePresetsPerGpu) {
   const report::GenerationsKappa bf16 = report::generations_kappa("bf16");
   const report::GenerationsKappa fp8 = report::generations_kappa("fp8");
