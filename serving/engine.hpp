@@ -123,8 +123,12 @@ class ServingEngine : public sc_core::sc_module {
   const RunSpec m_spec;
   WorkloadSource& m_source;
   EngineSinks m_sinks;
-  ReplicaLayout m_layout;              // plain TP: one rank of serving.tp GPUs
-  double m_bkv_gpu = 0;                // KV bytes per token one GPU of a rank holds (all layers)
+  ReplicaLayout m_layout;  // plain TP: one rank of serving.tp GPUs
+  double m_bkv_gpu = 0;    // KV bytes per token one GPU of a rank holds (all layers)
+  // serving.replicated_kv: shard_allgather: the copies r of each token's KV in a TP group
+  // (kv_replication_factor) whose host loads are sharded and all-gathered; 1: each rank loads its
+  // own (each_rank, or nothing replicated).
+  int m_kv_r = 1;
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end, every node
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;

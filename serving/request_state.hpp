@@ -43,9 +43,10 @@ struct RequestState {
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):
 // TTFT at its first output token, bytes from tokens × per-GPU B_kv × tp; its queueing is the
 // rest of its TTFT (steps it waited for or sat out). meets_slo is left false (the engine knows
-// the SLOs).
+// the SLOs). `link_shards`: r with serving.replicated_kv: shard_allgather (each GPU's host link
+// carries 1/r of its KV; bytes_loaded counts what crossed the host links), else 1.
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
-                                  const std::string& load_path);
+                                  const std::string& load_path, int link_shards = 1);
 
 }  // namespace kappasim
