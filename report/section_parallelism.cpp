@@ -304,6 +304,9 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                  ? ": the latent's copies bound the load, so loading them once relieves MLA more "
                    "than GQA here"
              : g_ds > 1.1 ? ": loading once helps both, MLA not more than GQA here"
+             : std::isfinite(xfer) && xfer < 0.5
+                 ? ": loading once changes little here (KV loading is the smaller share of the "
+                   "time: see the regime above)"
              : std::isfinite(sw) && sw > 0.5
                  ? ": loading once changes little here (the stack's software binds the load, "
                    "not the host link)"
