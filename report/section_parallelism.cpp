@@ -59,6 +59,15 @@ std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std:
     k.kappa_crit_comm = p.layout->kappa_crit_comm;
     k.weight_bytes_gpu = p.layout->weight_bytes_gpu;
     k.fits = k.weight_bytes_gpu < kGpuMemoryUtilization * hbm;
+    // Issue 23 item 5: the same layout with serving.replicated_kv: shard_allgather.
+    q.shard_replicated_kv = true;
+    const KappaPoint sh = evaluate_presets(c.model, system, q);
+    k.kappa_crit_shard = sh.kappa_crit;
+    k.kappa_crit_comm_shard = sh.layout->kappa_crit_comm;
+    // Overlapped: the host link's shard only (the gather hidden behind the next layer's load
+    // while NVLink is faster than the host link by more than r - 1).
+    k.kappa_crit_shard_overlap = p.kappa_crit * k.kv_replication;
+    k.nvlink_Bps = preset_system(system).gpu.nvlink_Bps.value_or(0);
     out.push_back(k);
   }
   return out;
@@ -78,29 +87,45 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         "links' peak, serial with compute. Weights fit when they are under 90% of the 80 GB "
         "(vLLM's gpu_memory_utilization; the activation reserve is not counted here).\n\n";
   std::vector<std::vector<std::string>> rows;
-  for (const LayoutKappa& k : kappa)
+  for (const LayoutKappa& k : kappa) {
+    const bool copies = k.kv_replication > 1 + 1e-9;
     rows.push_back({k.model, k.layout, std::to_string(k.gpus), fmt_num(k.b_kv_share / 1e3),
                     fmt_num(k.kv_replication), fmt_num(k.weight_bytes_gpu / 1e9),
-                    k.fits ? "yes" : "no", fmt_num(k.kappa_crit), fmt_num(k.kappa_crit_comm)});
+                    k.fits ? "yes" : "no", fmt_num(k.kappa_crit), fmt_num(k.kappa_crit_comm),
+                    copies ? fmt_num(k.kappa_crit_shard) : "= each_rank",
+                    copies ? fmt_num(k.kappa_crit_comm_shard) : "= each_rank"});
+  }
   md << markdown_table({"model", "layout", "GPUs", "KV KB per token per GPU", "KV copies",
-                        "weights GB per GPU", "fits", "κ_crit", "κ_crit with comm."},
+                        "weights GB per GPU", "fits", "κ_crit", "κ_crit with comm.",
+                        "κ_crit, shard_allgather", "κ_crit with comm., shard_allgather"},
                        rows)
-     << "\n";
+     << "\n"
+     << "shard_allgather (`serving.replicated_kv`, `kappasim kappa --replicated-kv`; "
+        "docs/parallelism.md): the r GPUs of a TP group holding the same KV (KV copies r) each "
+        "load 1/r of it over their own host link, then a ring all-gather sends the other "
+        "(r − 1)/r over NVLink, in series with the load; the κ denominator is the host link's "
+        "time for b/r plus the all-gather's at the NVLink peak, in host-link bytes.\n\n";
 
   // Serving at 70 RPS.
   std::vector<std::vector<std::string>> srows;
   if (serving) {
     const ResultsTable& t = serving->table;
-    for (const auto& cr : configurations(t, {"load_path", "workload", "model", "layout"})) {
+    const bool rkv = t.has("replicated_kv");
+    std::vector<std::string> by = {"load_path", "workload", "model", "layout"};
+    if (rkv) by.push_back("replicated_kv");
+    for (const auto& cr : configurations(t, by)) {
       const std::size_t r = cr[0];
       const std::string path = baseline_path(t, r);
+      const std::string layout =
+          t.get(r, "layout") +
+          (rkv && t.get(r, "replicated_kv") == "shard_allgather" ? " + shard_allgather" : "");
       if (!first_ok(t, cr)) {
-        srows.push_back({path, t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
+        srows.push_back({path, t.get(r, "workload"), t.get(r, "model"), layout,
                          "not simulated: " + t.get(r, "error")});
         continue;
       }
       srows.push_back(
-          {path, t.get(r, "workload"), t.get(r, "model"), t.get(r, "layout"),
+          {path, t.get(r, "workload"), t.get(r, "model"), layout,
            interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_mean_s"),
            interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
            pct(mean_of(t, cr, "gpu_utilization")), pct(mean_of(t, cr, "link_busy_fraction")),
@@ -147,6 +172,7 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
           std::map<std::string, std::string> eb = {
               {"workload", w}, {"model", m}, {"layout", lp.second}};
           if (two_paths) ea["load_path"] = eb["load_path"] = path;
+          if (t.has("replicated_kv")) ea["replicated_kv"] = eb["replicated_kv"] = "each_rank";
           const auto a = t.where(ea);
           const auto b = t.where(eb);
           if (!first_ok(t, a) || !first_ok(t, b)) continue;
@@ -168,6 +194,134 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
       md << "Serving, each model's DP-attention layout against its TP-style one (computed; "
             "replicates paired by seed):\n"
          << lines << "\n";
+  }
+
+  // Issue 23 item 5: the replicated layouts with their KV loaded once (shard_allgather) against
+  // every rank loading its copy (each_rank), paired by replicate, with the regime of the pair.
+  std::string shard_lines;
+  struct ShardPair {
+    std::vector<std::size_t> each, shard, dp;
+  };
+  std::map<std::string, ShardPair> shard_pairs;  // "path|workload|model" -> rows
+  std::string sim_mla;        // the runs' reading where loading once moved throughput
+  bool sim_mla_more = false;  // ... and whether it lifted DeepSeek-V3 more than Qwen3-235B
+  if (serving && serving->table.has("replicated_kv")) {
+    const ResultsTable& t = serving->table;
+    const bool two_paths = t.has("load_path");
+    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> reps = {
+        {"qwen3-235b-a22b", {"tp=8", "tp=1,dp_attention=8,ep=8"}},
+        {"deepseek-v3", {"tp=8,pp=2,nodes=2", "tp=1,dp_attention=16,ep=16,nodes=2"}}};
+    for (const std::string path : {"kernel", "layerwise"})
+      for (const std::string w : {"narrativeqa", "sharegpt"})
+        for (const auto& [m, lp] : reps) {
+          if (!two_paths && path != "kernel") continue;
+          std::map<std::string, std::string> e = {
+              {"workload", w}, {"model", m}, {"layout", lp.first}};
+          if (two_paths) e["load_path"] = path;
+          std::map<std::string, std::string> d = e;
+          d["layout"] = lp.second;
+          e["replicated_kv"] = "each_rank";
+          d["replicated_kv"] = "each_rank";
+          std::map<std::string, std::string> sh = e;
+          sh["replicated_kv"] = "shard_allgather";
+          const auto a = t.where(sh);
+          const auto b = t.where(e);
+          if (!first_ok(t, a) || !first_ok(t, b)) continue;
+          shard_pairs[path + "|" + w + "|" + m] = {b, a, t.where(d)};
+          const double load_a = mean_of(t, a, "load_mean_s");
+          const double gather = mean_of(t, a, "kv_allgather_s");
+          const double hit = mean_of(t, b, "tier_hit_rate");
+          std::string line = w + ", " + m + " " + lp.first + " (" + path +
+                             " path): shard_allgather against each_rank: throughput " +
+                             interval_cell(t, a, "throughput_rps") + " vs " +
+                             interval_cell(t, b, "throughput_rps") + " req/s (" +
+                             versus(t, a, b, "throughput_rps", "each_rank", "req/s") +
+                             "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", "each_rank", "s") +
+                             "; mean load " + fmt_num(load_a) + " vs " +
+                             fmt_num(mean_of(t, b, "load_mean_s")) + " s";
+          if (std::isfinite(gather))
+            line += "; the NVLink all-gathers took " + fmt_num(gather) + " s per GPU over the run";
+          if (std::isfinite(hit)) line += "; tier hit rate " + pct(hit);
+          if (first_ok(t, shard_pairs[path + "|" + w + "|" + m].dp))
+            line += "; DP-attention (" + lp.second + ", nothing replicated) " +
+                    interval_cell(t, shard_pairs[path + "|" + w + "|" + m].dp, "throughput_rps") +
+                    " req/s";
+          shard_lines += "- " + line + ". Regime: " + regime_brief(*serving, {a, b}) + ".\n";
+          if (log)
+            log->add({"8.7", line,
+                      regime_brief(*serving, {a, b}) + " (replicate means over 3 workload seeds)",
+                      "NVLink 450 GB/s per direction and 2.8 µs per ring step (the GPU preset's "
+                      "nvlink_bandwidth, nvlink_latency); the all-gather in series with each "
+                      "load group's shards [A]",
+                      path + " path; shard_allgather a modelled connector option, not a shipped "
+                             "one"});
+        }
+  }
+  if (!shard_lines.empty())
+    md << "Serving, the replicated layouts with their KV loaded once (`serving.replicated_kv: "
+          "shard_allgather`: each GPU loads 1/r over its host link, the ring all-gathers the rest "
+          "over NVLink in the fabric) against every rank loading its copy (computed; replicates "
+          "paired by seed):\n"
+       << shard_lines << "\n";
+  if (serving && !shard_pairs.empty()) {
+    // What the runs say of MLA's conclusion: the gain of loading once, DeepSeek-V3 (8 copies)
+    // against Qwen3-235B (2 copies), and how close it brings TP-8 x PP-2 to DP-16 + EP-16, with
+    // the share of load + compute time KV loading took under each_rank (the bound).
+    const ResultsTable& t = serving->table;
+    std::string verdicts;
+    for (const std::string path : {"kernel", "layerwise"})
+      for (const std::string w : {"narrativeqa", "sharegpt"}) {
+        const auto ds = shard_pairs.find(path + "|" + w + "|deepseek-v3");
+        const auto qw = shard_pairs.find(path + "|" + w + "|qwen3-235b-a22b");
+        if (ds == shard_pairs.end() || qw == shard_pairs.end()) continue;
+        const auto gain = [&t](const ShardPair& p) {
+          return mean_of(t, p.shard, "throughput_rps") / mean_of(t, p.each, "throughput_rps");
+        };
+        const double g_ds = gain(ds->second), g_q = gain(qw->second);
+        const double xfer = mean_of(t, ds->second.each, "transfer_time_fraction");
+        // The load's active bound under each_rank: the stack's software or the link's copies.
+        const double sw = mean_of(t, ds->second.each, "load_bound_share_software");
+        const double lk = mean_of(t, ds->second.each, "load_bound_share_link");
+        std::string v = w + " (" + path + " path): loading once multiplies served throughput by " +
+                        fmt_num(g_ds) + " for DeepSeek-V3 (TP-8 × PP-2, 8 copies) and " +
+                        fmt_num(g_q) + " for Qwen3-235B (TP-8, 2 copies)";
+        if (std::isfinite(xfer))
+          v += "; KV loading took " + pct(xfer) +
+               " of DeepSeek-V3's "
+               "load + compute time under each_rank";
+        if (std::isfinite(sw) && std::isfinite(lk))
+          v += ", that load bound by the stack's software " + pct(sw) + " and by the link " +
+               pct(lk) + " of its time";
+        if (first_ok(t, ds->second.dp))
+          v += "; DeepSeek-V3 then serves " +
+               fmt_num(mean_of(t, ds->second.shard, "throughput_rps") /
+                       mean_of(t, ds->second.dp, "throughput_rps")) +
+               "× its DP-16 + EP-16 throughput (each_rank: " +
+               fmt_num(mean_of(t, ds->second.each, "throughput_rps") /
+                       mean_of(t, ds->second.dp, "throughput_rps")) +
+               "×)";
+        v += g_ds > 1.1 && g_ds > g_q
+                 ? ": the latent's copies bound the load, so loading them once relieves MLA more "
+                   "than GQA here"
+             : g_ds > 1.1 ? ": loading once helps both, MLA not more than GQA here"
+             : std::isfinite(xfer) && xfer < 0.5
+                 ? ": loading once changes little here (KV loading is the smaller share of the "
+                   "time: see the regime above)"
+             : std::isfinite(sw) && sw > 0.5
+                 ? ": loading once changes little here (the stack's software binds the load, "
+                   "not the host link)"
+                 : ": loading once changes little here (the host link is not what binds)";
+        verdicts += "- " + v + ".\n";
+        if (sim_mla.empty() && (g_ds > 1.1 || g_q > 1.1)) {
+          sim_mla = fmt_num(g_ds) + "× DeepSeek-V3's served throughput against " + fmt_num(g_q) +
+                    "× Qwen3-235B's (" + w + ", " + path + " path, at 70 RPS offered)";
+          sim_mla_more = g_ds > g_q;
+        }
+      }
+    if (!verdicts.empty())
+      md << "What the runs say of MLA's conclusion (replicate means; the regime of each pair "
+            "above):\n"
+         << verdicts << "\n";
   }
 
   // The MLA conclusion, from the numbers above.
@@ -222,6 +376,65 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
       md << "MLA raises κ_crit over Qwen3-235B under both layouts; DP-attention widens the gap.\n";
     else
       md << "MLA does not raise κ_crit clearly over Qwen3-235B under either layout here.\n";
+    // Issue 23 item 5: the same comparison with the replicated KV loaded once.
+    {
+      const bool helps_shard = ds_tp->kappa_crit_shard > 1.5 * q_tp->kappa_crit_shard;
+      const std::string nvl = fmt_num(ds_tp->nvlink_Bps / 1e9);
+      md << "- With replicated KV loaded once (shard_allgather: each GPU loads 1/r over its host "
+            "link, a ring all-gather over NVLink the rest, in series) TP-8 DeepSeek-V3's κ_crit "
+            "becomes "
+         << fmt_num(ds_tp->kappa_crit_shard) << " ("
+         << fmt_num(ds_tp->kappa_crit_shard / ds_tp->kappa_crit)
+         << "× each_rank's, r = " << fmt_num(ds_tp->kv_replication) << ") and Qwen3-235B's "
+         << fmt_num(q_tp->kappa_crit_shard) << " ("
+         << fmt_num(q_tp->kappa_crit_shard / q_tp->kappa_crit)
+         << "×, r = " << fmt_num(q_tp->kv_replication) << "): DeepSeek-V3 is now "
+         << fmt_num(ds_tp->kappa_crit_shard / q_tp->kappa_crit_shard)
+         << "× Qwen3-235B under TP-8 (DP-attention + EP-8: "
+         << fmt_num(ds_dp->kappa_crit / q_dp->kappa_crit) << "×), and "
+         << fmt_num(ds_tp->kappa_crit_shard / ds_dp->kappa_crit)
+         << "× its own DP-attention + EP-8 κ_crit. ";
+      if (helps_shard && !helps_tp)
+        md << "So MLA's conclusion changes with the connector: loading the latent once per TP "
+              "group (not once per rank) makes MLA pay under TP too, without DP-attention's "
+              "copied attention weights; ";
+      else if (helps_shard && helps_tp)
+        md << "MLA already raised κ_crit under TP-8; loading the latent once widens the gap; ";
+      else
+        md << "So MLA's conclusion does not change: even loaded once, the latent under TP-8 "
+              "does not raise κ_crit clearly over Qwen3-235B (the all-gather's NVLink time "
+              "stands in for most of the host bytes saved); ";
+      md << "conditional on the all-gather's NVLink rate (" << nvl
+         << " GB/s per direction, the GPU preset's) and on it running in series with the host "
+            "load; a connector that hid the all-gather behind the next layer's host load would "
+            "reach r × each_rank's κ_crit ("
+         << fmt_num(ds_tp->kappa_crit_shard_overlap) << " for DeepSeek-V3, "
+         << fmt_num(q_tp->kappa_crit_shard_overlap)
+         << " for Qwen3-235B), the bound then the host link's shard alone.";
+      if (!sim_mla.empty())
+        md << " The runs " << (sim_mla_more == helps_shard ? "agree" : "do not agree")
+           << ": loading once lifted " << sim_mla
+           << (sim_mla_more ? ""
+                            : " — DeepSeek-V3 runs as TP-8 × PP-2 on two nodes there, "
+                              "each stage loading half the layers' latent, with its "
+                              "stages in series and its own all-gather (r = 8) on NVLink");
+      md << "\n";
+      if (log)
+        log->add({"8.7",
+                  "Replicated KV loaded once (shard_allgather) under TP-8: DeepSeek-V3's analytic "
+                  "κ_crit " +
+                      fmt_num(ds_tp->kappa_crit) + " → " + fmt_num(ds_tp->kappa_crit_shard) +
+                      ", Qwen3-235B's " + fmt_num(q_tp->kappa_crit) + " → " +
+                      fmt_num(q_tp->kappa_crit_shard) + " (DeepSeek-V3 " +
+                      fmt_num(ds_tp->kappa_crit_shard / q_tp->kappa_crit_shard) +
+                      "× Qwen3-235B): MLA's conclusion " +
+                      (helps_shard != helps_tp ? "changes" : "does not change") +
+                      " under TP when the connector loads the latent once",
+                  "analytic per GPU (Eq. 6 at peak), DGX H100, FP8 compute, BF16 KV",
+                  "conditional on the NVLink all-gather rate (" + nvl +
+                      " GB/s per direction) and the all-gather in series with the host load [A]",
+                  "analytic (no stack software); shard_allgather a modelled connector option"});
+    }
     if (ds_pp && ds_dp16)
       md << "- DeepSeek-V3 fits no one-node layout (weights "
          << fmt_num(ds_tp->weight_bytes_gpu / 1e9) << " GB per GPU at TP-8, "

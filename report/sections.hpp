@@ -150,6 +150,13 @@ struct LayoutKappa {
   double b_kv_share = 0, kv_replication = 0, kappa_crit = 0, kappa_crit_comm = 0;
   double weight_bytes_gpu = 0;
   bool fits = false;
+  // Issue 23 item 5, the same layout with replicated KV loaded once (KappaQuery::
+  // shard_replicated_kv: 1/r over the host link, an NVLink ring all-gather in series): κ_crit
+  // and κ_crit with communication (equal to the above where nothing is replicated), and the
+  // κ_crit a connector overlapping the all-gather with the host loads would reach (the host
+  // link's b / r alone, when the gather hides behind it).
+  double kappa_crit_shard = 0, kappa_crit_comm_shard = 0, kappa_crit_shard_overlap = 0;
+  double nvlink_Bps = 0;  // the all-gather's rate (the GPU preset's NVLink per direction)
 };
 std::vector<LayoutKappa> parallelism_kappa(const std::string& system, const std::string& dtype);
 // 8.7 Parallelism layouts: the analytic rows and the serving sweep studies/parallelism (null:

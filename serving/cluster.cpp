@@ -332,6 +332,13 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.load_bounds += e.load_bounds;  // load time per bound adds up over the nodes
     t.decode = t.decode || e.decode;
     t.end_to_end = t.end_to_end || e.end_to_end;
+    if (e.kv_shard) {  // serving.replicated_kv: the copies are the largest node's
+      t.kv_replication =
+          t.kv_shard ? std::max(t.kv_replication, e.kv_replication) : e.kv_replication;
+      t.kv_shard = true;
+    }
+    t.kv_allgather_bytes_per_gpu += g * e.kv_allgather_bytes_per_gpu;
+    t.kv_allgather_s += g * e.kv_allgather_s;
     t.slo_set = t.slo_set || e.slo_set;
   }
   if (w > 0) {
@@ -341,6 +348,8 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.link_capacity_Bps /= w;
     t.link_busy_s /= w;
     t.tdp_w /= w;
+    t.kv_allgather_bytes_per_gpu /= w;
+    t.kv_allgather_s /= w;
   }
   return t;
 }

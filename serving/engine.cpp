@@ -92,6 +92,10 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   m_bkv_gpu = served_kv_unit_per_gpu(m_spec.model, sv, L.tp);
   m_store_bkv_gpu = served_kv_store_per_gpu(m_spec.model, sv, L.tp);
   if (sv.hybrid_kv()) m_hybrid = hybrid_kv_per_gpu(m_spec.model, sv.kv_dtype, L.tp);
+  // Issue 23 item 5: replicated KV (tp > KV heads, MLA under TP) loaded once as r shards and an
+  // NVLink all-gather; a layout without copies is the same run as each_rank.
+  if (sv.replicated_kv == ReplicatedKv::ShardAllgather)
+    m_kv_r = kv_replication_factor(m_spec.model, sv.kv_dtype, L.tp);
   if (!stack_supports(sv.stack, sv.load_path))
     throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
                      "' (it supports: " + stack_load_paths(sv.stack) + ")");
@@ -473,7 +477,7 @@ void ServingEngine::finish(Sequence* s) {
     return;
   }
   RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name(),
-                                          m_store_bkv_gpu);
+                                          m_store_bkv_gpu, m_kv_r);
   rec.meets_slo = m_spec.serving.slo.met(rec.ttft_s, rec.tpot_s);
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);
@@ -579,12 +583,18 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   f.wall_time_s = wall_time_s;
   // The run's link capacity figure, from the back end that carries the copies.
   f.link_capacity_Bps = m_link->capacity_Bps(0, Direction::H2D, m_load_path->copy_path());
-  f.kv_bytes_per_token_gpu = m_bkv_gpu / L.pp;
-  f.kernel_events = sc_core::sc_delta_count();  // SystemC delta cycles of the whole run
+  f.kv_bytes_per_token_gpu = m_bkv_gpu / L.pp / m_kv_r;  // over the host link
+  f.kernel_events = sc_core::sc_delta_count();           // SystemC delta cycles of the whole run
   SummaryBuilder::Totals t = engine_totals(s, m_spec, store().dram(), f, &store().hierarchy());
   t.decode = m_spec.serving.decode;
   t.end_to_end = m_spec.serving.end_to_end();
   t.slo_set = m_spec.serving.slo.any();
+  if (m_spec.serving.replicated_kv == ReplicatedKv::ShardAllgather) {  // issue 23 item 5
+    t.kv_shard = true;
+    t.kv_replication = m_kv_r;
+    t.kv_allgather_bytes_per_gpu = s.allgather_bytes_gpu;
+    t.kv_allgather_s = s.allgather_s;
+  }
   // Every other rank's tiers, added (rank 0's are in already).
   for (std::size_t r = 1; r < m_ranks.size(); ++r) {
     const KvStore& st = store(r);

@@ -130,6 +130,10 @@ class ServingEngine : public sc_core::sc_module {
   double m_bkv_gpu = 0;
   double m_store_bkv_gpu = 0;          // per token of a stored chunk (served_kv_store_per_gpu)
   std::optional<HybridKv> m_hybrid;    // serving.kv_cache: hybrid (issue 25)
+  // serving.replicated_kv: shard_allgather: the copies r of each token's KV in a TP group
+  // (kv_replication_factor) whose host loads are sharded and all-gathered; 1: each rank loads its
+  // own (each_rank, or nothing replicated).
+  int m_kv_r = 1;
   std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end, every node
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;

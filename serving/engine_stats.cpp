@@ -13,7 +13,8 @@ void add_group_stats(EngineStats& into, const EngineStats& g, double w) {
   for (double EngineStats::*f :
        {&EngineStats::compute_busy_s, &EngineStats::flops, &EngineStats::hbm_bytes,
         &EngineStats::loaded_bytes_gpu, &EngineStats::stored_bytes_gpu, &EngineStats::link_busy_s,
-        &EngineStats::buffer_bytes_gpu, &EngineStats::tier_load_span_s})
+        &EngineStats::buffer_bytes_gpu, &EngineStats::tier_load_span_s,
+        &EngineStats::allgather_bytes_gpu, &EngineStats::allgather_s})
     into.*f += g.*f * w;
   for (double EngineStats::StackTimes::*f :
        {&EngineStats::StackTimes::scheduler_s, &EngineStats::StackTimes::step_cpu_s,

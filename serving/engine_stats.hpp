@@ -20,6 +20,9 @@ struct EngineStats {
   // Totals (per GPU unless said otherwise)
   double compute_busy_s = 0, flops = 0, hbm_bytes = 0, loaded_bytes_gpu = 0, stored_bytes_gpu = 0,
          link_busy_s = 0, buffer_bytes_gpu = 0;
+  // serving.replicated_kv: shard_allgather: NVLink bytes a GPU sent all-gathering KV shards, and
+  // the time from the shards' arrival to the gather's end, Σ over load groups (per GPU).
+  double allgather_bytes_gpu = 0, allgather_s = 0;
   // The serving stack's software costs by where they sit (serving/stack_profile), per GPU.
   struct StackTimes {
     double scheduler_s = 0;  // scheduler critical path: lookups + per-step metadata

@@ -239,6 +239,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
         if (t.end_to_end)
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
+      case StatWhen::ShardKv:  // serving.replicated_kv: shard_allgather only
+        if (t.kv_shard)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
+        break;
       case StatWhen::Cluster:  // Cluster::figures appends them
       case StatWhen::Disagg:
         break;

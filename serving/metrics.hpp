@@ -149,6 +149,10 @@ class SummaryBuilder {
     bool slo_set = false;
     // end_to_end: the run's TTFT is end-to-end (serving.ttft): the StatWhen::EndToEnd figures.
     bool end_to_end = false;
+    // kv_shard: serving.replicated_kv is shard_allgather: the StatWhen::ShardKv figures (the
+    // copies r per TP group, NVLink all-gather bytes per GPU and time).
+    bool kv_shard = false;
+    double kv_replication = 1, kv_allgather_bytes_per_gpu = 0, kv_allgather_s = 0;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);

@@ -7,7 +7,8 @@ namespace kappasim {
 
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
-                                  const std::string& load_path, double store_bytes_per_token_gpu) {
+                                  const std::string& load_path, double store_bytes_per_token_gpu,
+                                  int link_shards) {
   const Sequence& s = *r.seq;
   RequestRecord rec;
   rec.id = s.req.id;
@@ -35,7 +36,7 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.computed_tokens = r.compute_tokens;
   rec.kappa_ratio =
       r.compute_tokens > 0 ? static_cast<double>(r.cached_tokens) / r.compute_tokens : 0;
-  rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp;  // over the host links
+  rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp / link_shards;  // host links
   rec.bytes_from_buffer = r.buffer_tokens * kv_bytes_per_token_gpu * tp;
   rec.recomputed_tokens = r.recompute_tokens;
   rec.kappa_link_ratio =

@@ -46,10 +46,12 @@ struct RequestState {
 // TTFT at its first output token, bytes from tokens × per-GPU B_kv × tp; its queueing is the
 // rest of its TTFT (steps it waited for or sat out). meets_slo is left false (the engine knows
 // the SLOs). Stored bytes take `store_bytes_per_token_gpu` (a stored chunk's per token under
-// serving.kv_cache: hybrid; < 0: kv_bytes_per_token_gpu).
+// serving.kv_cache: hybrid; < 0: kv_bytes_per_token_gpu). `link_shards`: r with
+// serving.replicated_kv: shard_allgather (each GPU's host link carries 1/r of its KV;
+// bytes_loaded counts what crossed the host links), else 1.
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
                                   const std::string& load_path,
-                                  double store_bytes_per_token_gpu = -1);
+                                  double store_bytes_per_token_gpu = -1, int link_shards = 1);
 
 }  // namespace kappasim

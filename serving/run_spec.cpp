@@ -56,7 +56,9 @@ void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int sy
       sv.parallelism.beyond_tp() ? "serving.parallelism (layouts beyond TP keep unified KV)"
       : sv.tiers.enabled()       ? "serving.tiers (KV tiers below host DRAM)"
       : sv.recompute.mode != RecomputeMode::None ? "serving.recompute (partial recompute)"
-                                                 : "";
+      : sv.replicated_kv == ReplicatedKv::ShardAllgather
+          ? "serving.replicated_kv: shard_allgather (its shards split unified KV)"
+          : "";
   if (!why.empty())
     throw InputError(path +
                      "serving.kv_cache: hybrid is modelled for one TP rank loading from "
@@ -84,6 +86,17 @@ void RunSpec::validate(const std::string& path) const {
   // tensor-parallel all-reduce would otherwise fail inside the simulation (models/gpu/
   // kernel_timing), after the run started. All-reduce over PCIe is not modelled
   // (docs/hardware-sources.md "GPUs without NVLink").
+  // Issue 23 item 5: sharded loads of replicated KV all-gather the shards over NVLink; a part
+  // without it cannot (a layout with nothing replicated runs as each_rank: nothing to gather).
+  if (serving.replicated_kv == ReplicatedKv::ShardAllgather && !system.gpu.nvlink_Bps) {
+    const int tp = serving.parallelism.tp > 0 ? serving.parallelism.tp : serving.tp;
+    const int r = kv_replication_factor(model, serving.kv_dtype, tp);
+    if (r > 1)
+      throw InputError(
+          path + "serving.replicated_kv: shard_allgather all-gathers over NVLink the " +
+          "KV that " + std::to_string(r) + " TP ranks of " + model.name + " each hold, and GPU '" +
+          system.gpu.name + "' has no GPU-GPU link (system.gpu.nvlink_bandwidth): use each_rank");
+  }
   if (serving.tp > 1 && !system.gpu.nvlink_Bps)
     throw InputError(path + "system.gpu.nvlink_bandwidth: serving.tp " +
                      std::to_string(serving.tp) + " needs a GPU-GPU link, and GPU '" +

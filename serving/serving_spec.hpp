@@ -75,6 +75,8 @@ enum class TtftMode {
 };
 const std::vector<std::pair<const char*, TtftMode>>& ttft_mode_names();
 
+// serving.replicated_kv (ReplicatedKv, replicated_kv_names): models/llm/parallelism.hpp.
+
 const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names();
 const std::vector<std::pair<const char*, RecomputeMode>>& recompute_mode_names();
 const std::vector<std::pair<const char*, StoreMode>>& store_mode_names();
@@ -321,6 +323,10 @@ struct ServingSpec {
   // ---- simulation fidelity ------------------------------------------------------------------
   // [A] per-layer simulation, needed for the layer-wise path's overlap; `step` is faster.
   Granularity granularity = Granularity::Layer;
+  // [S] each_rank: LMCache 0.3.5 keys each TP rank's chunks by its worker id
+  // (CacheEngineKey(..., worker_id, chunk_hash), utils.py:76) and every rank retrieves its own;
+  // shard_allgather is the alternative a connector could use (a study setting).
+  ReplicatedKv replicated_kv = ReplicatedKv::EachRank;
   // ---- parallelism layout (issue 14, docs/parallelism.md) ----------------------------------
   // tp, dp_attention, ep, pp, nodes: the engine's ranks and step model (serving/engine.hpp).
   ParallelismSpec parallelism;
@@ -388,6 +394,12 @@ struct ServingSpec {
                    "client's request: the stack's front end and per-request tier costs)"));
     v.choice("granularity", granularity, granularity_names(),
              opt("simulation granularity: step or layer"));
+    // Written only when not the default (every effective config of each_rank as before).
+    if (!V::kWriting || replicated_kv != ReplicatedKv::EachRank)
+      v.choice("replicated_kv", replicated_kv, replicated_kv_names(),
+               opt("KV replicated over TP ranks (tp > KV heads, MLA): each_rank (every rank "
+                   "loads its copy) or shard_allgather (1/r each over the host link, then an "
+                   "NVLink all-gather; docs/parallelism.md)"));
     v.object("kv_buffer", kv_buffer, opt("GPU-side KV buffer of hot prefix chunks (study)"));
     v.object("recompute", recompute, opt("partial recompute of the cached prefix (study)"));
     // ---- parallelism layout (issue 14) ----

@@ -82,6 +82,8 @@ const char* stat_when_doc(StatWhen w) {
       return "with serving.decode";
     case StatWhen::EndToEnd:
       return "with serving.ttft: end_to_end";
+    case StatWhen::ShardKv:
+      return "with serving.replicated_kv: shard_allgather";
     case StatWhen::Cluster:
       return "cluster runs";
     case StatWhen::Disagg:
@@ -416,6 +418,27 @@ std::vector<StatDecl> make_summary() {
           }));
   add(fig("link_busy_fraction", "1", A::Ratio, "link busy time / simulated_time_s (time share)",
           [](const In& x) { return ratio(x.t.link_busy_s, x.t.simulated_time_s); }));
+  {  // replicated KV loaded once (serving.replicated_kv: shard_allgather; docs/parallelism.md)
+    auto shard = [&add](const char* name, const char* unit, StatAgg agg, const char* doc,
+                        Value value) {
+      StatDecl d = fig(name, unit, agg, doc, std::move(value));
+      d.when = StatWhen::ShardKv;
+      add(std::move(d));
+    };
+    shard("kv_replication", "copies", A::Setting,
+          "copies r of each token's KV in a TP group (GQA: tp / KV heads when above 1; MLA: tp): "
+          "each GPU loads 1/r of its KV over its host link (h2d_bytes_per_gpu) and the ring "
+          "all-gathers the rest over NVLink; 1: nothing replicated, the run is each_rank's",
+          [](const In& x) { return x.t.kv_replication; });
+    shard("kv_allgather_bytes_per_gpu", "B", A::PerGpu,
+          "NVLink bytes a GPU sent all-gathering the KV shards: (r − 1) × its shard per load "
+          "group (a ring)",
+          [](const In& x) { return x.t.kv_allgather_bytes_per_gpu; });
+    shard("kv_allgather_s", "s", A::PerGpu,
+          "Σ over load groups of the time from the shards' arrival to the all-gather's end "
+          "(part of the load's link time and of link-busy time)",
+          [](const In& x) { return x.t.kv_allgather_s; });
+  }
   add(fig("gpu_energy_j", "J", A::Total, "energy of all GPUs (power model below)",
           [](const In& x) { return x.t.gpu_energy_j; }));
   add(fig("gpu_power_w", "W", A::Ratio, "gpu_energy_j / gpus / simulated_time_s", gpu_power));

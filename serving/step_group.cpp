@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
@@ -19,6 +20,8 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
   // The per-GPU mean of the group's KV bytes per token: a rank's GPU holds B_kv_gpu over pp
   // stages on average, and the strategy's bytes add up the group's ranks.
   LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
+  // Over the host link: 1/r of it when replicated KV is sharded (serving.replicated_kv).
+  LoadContext::kv_bytes_per_token_link = LoadContext::kv_bytes_per_token_gpu / e.m_kv_r;
   // buffer_Bps: the ranks' KV stores' (set by the engine once they exist).
   LoadContext::stats = &stats;
   LoadContext::step_time = &m_step_time;
@@ -28,6 +31,9 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
   if (const Topology* topo = e.m_link->topology())
     for (const auto& res : topo->resources())
       m_resource_bound.push_back(load_bound_of_resource(res.name));
+  TransferRequest peer;
+  peer.endpoint = Endpoint::PeerGpu;
+  m_peer_fabric = e.m_kv_r > 1 && e.m_link->carries(peer);
 }
 
 double ServingEngine::Group::store_weight() const {
@@ -284,6 +290,7 @@ class OutsideSteps final : public LoadContext {
   explicit OutsideSteps(LoadContext& g) : m_g(g) {
     spec = g.spec;
     kv_bytes_per_token_gpu = g.kv_bytes_per_token_gpu;
+    kv_bytes_per_token_link = g.kv_bytes_per_token_link;
     buffer_Bps = g.buffer_Bps;
     stats = g.stats;
     step_time = &time;
@@ -365,22 +372,94 @@ void ServingEngine::Group::start_copies(CopyGroup& c, double bytes_per_gpu, std:
       u.resize(c.rs.size(), copies);
     }
   }
-  // c.rs is complete (the back end keeps pointers into it): start every member.
+  // c.rs is complete (the back end keeps pointers into it): start every member, into c.shards
+  // when an all-gather follows (serving.replicated_kv: shard_allgather).
+  const bool gather = m_e.m_kv_r > 1 && !c.rs.empty();
+  c.shards_end_s = -1;
   for (std::size_t i = 0; i < c.rs.size(); ++i)
     for (Rank* r : ranks)
       if (r->gpus->owns(c.rs[i].gpu)) {
-        r->gpus->issue_one(c.rs[i], u[i], c.g, path, 0);
+        r->gpus->issue_one(c.rs[i], u[i], gather ? c.shards : c.g, path, 0);
         break;
       }
+  if (gather) start_gather(c);
+}
+
+void ServingEngine::Group::start_gather(CopyGroup& c) {
+  // Each GPU's shard: its host members' bytes (every level of the hierarchy).
+  std::map<int, double> shard;
+  for (const TransferRequest& q : c.rs) shard[q.gpu] += q.bytes;
+  const int R = m_e.m_kv_r;
+  c.gather.clear();
+  for (const Rank* rank : ranks) {
+    const RankGpus& gs = *rank->gpus;
+    const std::size_t tp = static_cast<std::size_t>(gs.tp());
+    const std::size_t group = static_cast<std::size_t>(R);
+    // Stage-major: stage s, TP position j at s x tp + j; a group is R consecutive positions.
+    for (std::size_t k = 0; k < gs.size(); ++k) {
+      const std::size_t j = k % tp;
+      const GpuUnit& from = gs.at(k);
+      const GpuUnit& to = gs.at(k - j + (j / group) * group + (j % group + 1) % group);
+      const auto it = shard.find(from.fabric);
+      if (it == shard.end() || !(it->second > 0)) continue;
+      TransferRequest q;
+      q.gpu = from.fabric;
+      q.dir = Direction::D2H;  // gpu -> endpoint
+      q.path = CopyPath::Dma;
+      q.endpoint = Endpoint::PeerGpu;
+      q.endpoint_index = to.fabric;
+      q.bytes = (R - 1) * it->second;  // the ring: it forwards every other GPU's shard once
+      c.gather.push_back(q);
+    }
+  }
+  // g ends with the gather: one member of its own until the gather's transfers have started.
+  c.g.finished = false;
+  c.g.left = 0;
+  c.g.add();
+  sc_core::sc_spawn([this, &c] { run_gather(c); });
+}
+
+void ServingEngine::Group::run_gather(CopyGroup& c) {
+  if (!c.shards.finished) sc_core::wait(c.shards.done);
+  c.shards_end_s = now_s();
+  const int R = m_e.m_kv_r;
+  const GpuSpec& gpu = m_e.m_spec.system.gpu;
+  const double step_latency_s = gpu.nvlink_latency_s.value_or(0);
+  double bytes = 0, most = 0;
+  for (const TransferRequest& q : c.gather) {
+    bytes += q.bytes;
+    most = std::max(most, q.bytes);
+  }
+  double gpus = 0;
+  for (const Rank* r : ranks) gpus += static_cast<double>(r->gpus->size());
+  stats.allgather_bytes_gpu += bytes / gpus;
+  if (m_peer_fabric) {
+    // The fabric charges one step's latency per transfer; the ring's other R - 2 steps wait
+    // first (ring_allgather_s: (R - 1) latencies + (R - 1)/R of the bytes at the link rate).
+    for (TransferRequest& q : c.gather) m_e.m_link->start(q, c.g, (R - 2) * step_latency_s);
+  } else {
+    // A back end without GPU-to-GPU transfers (packet: host links only): the ring's time at the
+    // NVLink peak, as the layout step waits its per-port times there.
+    wait_s(ring_allgather_s(most * R / (R - 1), R, gpu.nvlink_Bps.value_or(0), step_latency_s));
+  }
+  c.g.member_done(now_s());  // its own member; the transfers end it when they do
 }
 
 void ServingEngine::Group::wait_copies(CopyGroup& c) {
   if (!c.g.finished) sc_core::wait(c.g.done);
+  if (c.shards_end_s >= 0) stats.allgather_s += c.g.end_s - c.shards_end_s;  // the all-gather
   for (Rank* r : ranks) r->store->account_load(c);  // per-level load bytes and time
 }
 
 CopySplit ServingEngine::Group::split_copies(const CopyGroup& c, double t_start) const {
-  return split_copy_times(c.rs, t_start, c.g.end_s, m_resource_bound);
+  if (c.shards_end_s < 0) return split_copy_times(c.rs, t_start, c.g.end_s, m_resource_bound);
+  // The shards' split up to their end, then the NVLink all-gather's time: the link's (a link
+  // moving the load's bytes; kv_allgather_s says how much of it the gather took).
+  CopySplit s = split_copy_times(c.rs, t_start, c.shards_end_s, m_resource_bound);
+  const double gather = std::max(0.0, c.g.end_s - c.shards_end_s);
+  s.link += gather;
+  s.bounds[LoadBound::Link] += gather;
+  return s;
 }
 
 void ServingEngine::Group::compute(const StepTime& st) {

@@ -65,6 +65,11 @@ class ServingEngine::Group final : public LoadContext {
   void run_step(const std::vector<StepPlan>& plans);
   double store_phase(const std::vector<std::vector<RequestState*>>& done);
   void check_step(double start_s);
+  // serving.replicated_kv: shard_allgather (issue 23 item 5): after c's shards (issued into
+  // c.shards), every GPU of each all-gather group sends the r - 1 shards it forwards to its ring
+  // neighbour over NVLink (PeerGpu transfers into the fabric); c.g ends when they have.
+  void start_gather(CopyGroup& c);
+  void run_gather(CopyGroup& c);  // the process that waits for the shards and gathers them
 
   ServingEngine& m_e;
   std::unique_ptr<StepModel> m_model;
@@ -73,6 +78,7 @@ class ServingEngine::Group final : public LoadContext {
   LoadBoundTimes m_step_bounds;                        // the running step's load, per bound
   std::vector<double> m_link_tokens, m_buffer_tokens;  // the running step's, per rank
   double m_last_step_end_s = 0;
+  bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
 };
 
 // A copy group's spans and rates on the GPUs' link tracks (no-op without a trace).

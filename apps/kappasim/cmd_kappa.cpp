@@ -21,6 +21,7 @@ struct CommonOptions {
   double kaplan_context = 4096;
   bool dump = false;
   bool unified_kv = false;           // issue 25
+  std::string replicated_kv;         // issue 23 item 5: each_rank | shard_allgather
   std::vector<std::string> layouts;  // kappa --layout (issue 14)
 };
 
@@ -52,9 +53,13 @@ void add_common(po::options_description& d, CommonOptions& o) {
       "unified-kv", po::bool_switch(&o.unified_kv),
       "B_kv as the serving engine keeps it: a unified KV cache (vLLM with a KV connector), in "
       "which sliding-window layers hold every token too (issue 25; the same for a model without "
-      "a layer pattern)")("dump-config", po::bool_switch(&o.dump),
-                          "print the effective configuration of each case and exit")("help,h",
-                                                                                     "this help");
+      "a layer pattern)")(
+      "replicated-kv", po::value(&o.replicated_kv),
+      "KV replicated over TP ranks (tp > KV heads, MLA): each_rank (default: every GPU loads its "
+      "copy) or shard_allgather (1/r over each host link, then an NVLink ring all-gather; "
+      "serving.replicated_kv, docs/parallelism.md)")(
+      "dump-config", po::bool_switch(&o.dump),
+      "print the effective configuration of each case and exit")("help,h", "this help");
 }
 
 // K and T of the analytic model (issue 26 item 23): the model is linear in them, so they may be
@@ -109,6 +114,19 @@ KappaQuery make_query(const CommonOptions& o, const po::variables_map& vm) {
   if (!(o.kaplan_context >= 0)) throw InputError("--kaplan-context: must not be negative");
   q.kaplan_context = o.kaplan_context;
   q.unified_kv = o.unified_kv;
+  if (!o.replicated_kv.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [n, v] : replicated_kv_names()) {
+      names.emplace_back(n);
+      if (o.replicated_kv == n) q.shard_replicated_kv = v == ReplicatedKv::ShardAllgather;
+    }
+    if (std::find(names.begin(), names.end(), o.replicated_kv) == names.end()) {
+      const std::string near = nearest(o.replicated_kv, names);
+      throw InputError("--replicated-kv: unknown value '" + o.replicated_kv + "'" +
+                       (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                       "; expected each_rank or shard_allgather");
+    }
+  }
   if (vm.count("fpf")) q.fpf_override = quantity_option("fpf", o.fpf, dim::flops);
   if (vm.count("context")) q.context_k = analytic_tokens_option("context", o.context);
   if (vm.count("t")) {
@@ -219,6 +237,13 @@ int cmd_kappa(const std::vector<std::string>& args) {
           "nvlink_bytes_per_token", "nic_bytes_per_token", "t_comm_per_token_s", "kappa_crit_comm",
           "weight_bytes_gpu"})
       cols.emplace_back(c);
+  // ---- issue 23 item 5: the sharded load's columns only with --replicated-kv ----
+  const bool with_shard = !o.replicated_kv.empty();
+  if (with_shard)
+    for (const char* c :
+         {"replicated_kv", "kv_copies_r", "host_bytes_per_token_gpu",
+          "allgather_nvlink_bytes_per_token_gpu", "allgather_s_per_token", "b_kv_host_equiv_bytes"})
+      cols.emplace_back(c);
   // ---- KV tiers below DRAM (issue 14): columns and a block only when a system has tiers ----
   bool with_tiers = false;
   if (!o.dump) {
@@ -311,6 +336,13 @@ int cmd_kappa(const std::vector<std::string>& args) {
                L.cost.ep_ranks_reached, L.cost.ep_nodes_reached, L.nvlink_bytes, L.nic_bytes,
                L.t_comm, L.kappa_crit_comm, L.weight_bytes_gpu});
         }
+        if (with_shard) {
+          const KappaShardedKv sk = p.sharded_kv.value_or(KappaShardedKv{});
+          const bool on = p.sharded_kv.has_value();
+          row.insert(row.end(), {std::string(on ? "shard_allgather" : "each_rank"),
+                                 static_cast<std::int64_t>(sk.r), on ? sk.host_bytes : p.b_kv_share,
+                                 sk.gather_bytes, sk.gather_s, p.b_kv_share});
+        }
         if (with_tiers) {
           // Empty cells by push_back of a default Cell (a ternary of two Cells trips GCC 12's
           // -O3 maybe-uninitialized false positive on the variant's string member).
@@ -371,6 +403,10 @@ int cmd_kappa(const std::vector<std::string>& args) {
              "weight_bytes_gpu",
              "kappa_crit",
              "kappa_crit_comm"};
+  if (with_shard)
+    for (const char* c :
+         {"kv_copies_r", "host_bytes_per_token_gpu", "allgather_nvlink_bytes_per_token_gpu"})
+      shown.emplace_back(c);
   if (attn) shown.push_back("kappa_crit_attention");
   if (with_kv_at) shown.push_back("kv_at_k");
   if (ttft)

@@ -172,6 +172,26 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     p.b_kv_share = L.b_kv_share;
     L.kappa_crit_comm = t_max * p.bandwidth / L.b_kv_share;
   }
+  if (q.shard_replicated_kv) {
+    // Issue 23 item 5: r copies per TP group, each GPU loading 1/r and all-gathering the rest.
+    KappaShardedKv sk;
+    sk.r = p.layout ? static_cast<int>(std::lround(p.layout->cost.kv_replication))
+                    : std::max(1, static_cast<int>(std::lround(p.tp * p.b_kv_gpu / p.b_kv)));
+    const ShardedKvLoad load = shard_replicated_kv(p.b_kv_share, sk.r);
+    sk.host_bytes = load.host_bytes;
+    sk.gather_bytes = load.gather_bytes;
+    if (sk.r > 1) {
+      if (!s.gpu.nvlink_Bps)
+        throw InputError("--replicated-kv shard_allgather: the " + std::to_string(sk.r) +
+                         " copies of " + m.name + "'s KV are all-gathered over NVLink, and GPU '" +
+                         s.gpu.name + "' has none (system.gpu.nvlink_bandwidth)");
+      sk.gather_s = ring_allgather_s(p.b_kv_share, sk.r, *s.gpu.nvlink_Bps, 0);
+    }
+    sk.host_equiv_bytes = sk.host_bytes + sk.gather_s * p.bandwidth;
+    p.b_kv_share = sk.host_equiv_bytes;
+    if (p.layout) p.layout->kappa_crit_comm *= p.layout->b_kv_share / sk.host_equiv_bytes;
+    p.sharded_kv = sk;
+  }
   p.f_gpu = f_gpu;
   p.kappa_m = kappa_m(f_gpu, p.b_kv_share);
   p.kappa_hw = kappa_hw(p.bandwidth, p.compute);

@@ -73,6 +73,21 @@ struct KappaQuery {
   // leaves (kv_bytes_for_prefix at --context K, the full layers' slope without). The same for a
   // model without a layer pattern.
   bool unified_kv = false;
+  // Issue 23 item 5 (serving.replicated_kv: shard_allgather; docs/parallelism.md): the r GPUs of
+  // a TP group holding the same KV each load 1/r of it over the host link and ring-all-gather
+  // the rest over NVLink, in series with the load: the κ denominator becomes the host-link time
+  // of b/r plus the all-gather's (r − 1)/r · b at the NVLink rate, in host-link bytes. False:
+  // every GPU loads its whole copy (each_rank), as before.
+  bool shard_replicated_kv = false;
+};
+
+// The sharded load of replicated KV, per cached token per GPU (KappaQuery::shard_replicated_kv).
+struct KappaShardedKv {
+  int r = 1;                // copies of each token's KV in the TP group
+  double host_bytes = 0;    // over the host link: b_kv_share / r
+  double gather_bytes = 0;  // sent over NVLink by the ring all-gather: (r − 1)/r · b_kv_share
+  double gather_s = 0;      // their time at the NVLink peak (no per-step latency: per token)
+  double host_equiv_bytes = 0;  // host_bytes + gather_s · BW: the κ denominator (b_kv_share)
 };
 
 // The layout's per-GPU view (KappaPoint::layout): the critical stage's costs per replica token.
@@ -111,9 +126,10 @@ struct KappaPoint {
   std::optional<double> f_attention;  // attention FLOPs per new token at (K, T)
   std::optional<double> kappa_crit_attention;
   // Eq. 3 at (K, T) (per GPU):
-  std::optional<TtftParts> ttft;            // F = F_pf
-  std::optional<TtftParts> ttft_attention;  // F = F_pf + attention
-  std::optional<KappaLayout> layout;        // with a KappaQuery::layout
+  std::optional<TtftParts> ttft;             // F = F_pf
+  std::optional<TtftParts> ttft_attention;   // F = F_pf + attention
+  std::optional<KappaLayout> layout;         // with a KappaQuery::layout
+  std::optional<KappaShardedKv> sharded_kv;  // with KappaQuery::shard_replicated_kv
   // Per-GPU F per new token and KV bytes per cached token behind kappa_m (F_pf / tp and
   // b_kv_gpu without a layout; the layout's shares with one).
   double f_gpu = 0;

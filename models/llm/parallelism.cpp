@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -332,6 +333,33 @@ double layout_weight_bytes_per_gpu(const ModelSpec& m, const ParallelismSpec& p,
     first += layers[static_cast<std::size_t>(s)];
   }
   return worst * bytes_per_param;
+}
+
+const std::vector<std::pair<const char*, ReplicatedKv>>& replicated_kv_names() {
+  static const std::vector<std::pair<const char*, ReplicatedKv>> n = {
+      {"each_rank", ReplicatedKv::EachRank}, {"shard_allgather", ReplicatedKv::ShardAllgather}};
+  return n;
+}
+
+int kv_replication_factor(const ModelSpec& m, DType kv, int tp) {
+  const double copies =
+      tp * kv_bytes_per_token_unified_per_gpu(m, kv, tp) / kv_bytes_per_token_unified(m, kv);
+  return std::max(1, static_cast<int>(std::lround(copies)));
+}
+
+ShardedKvLoad shard_replicated_kv(double bytes_per_gpu, int r) {
+  if (r < 1) throw std::logic_error("shard_replicated_kv: replication factor < 1");
+  ShardedKvLoad s;
+  s.r = r;
+  s.host_bytes = bytes_per_gpu / r;
+  s.gather_bytes = bytes_per_gpu * (r - 1) / r;
+  return s;
+}
+
+double ring_allgather_s(double bytes_per_gpu, int r, double link_Bps, double step_latency_s) {
+  if (r <= 1 || !(bytes_per_gpu > 0)) return 0;
+  if (!(link_Bps > 0)) throw std::logic_error("ring_allgather_s: link rate must be > 0");
+  return (r - 1) * step_latency_s + bytes_per_gpu * (r - 1) / r / link_Bps;
 }
 
 }  // namespace kappasim

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -133,6 +134,35 @@ struct LayoutCost {
 // Throws InputError as validate_layout (path "layout").
 LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_dtype,
                        const ParallelismSpec& p, int gpus_per_node);
+
+// ---- Replicated KV loaded once (issue 23 item 5; docs/parallelism.md) ----------------------
+// How the ranks of a TP group that hold the same KV bytes get them (serving.replicated_kv; issue 23
+// item 5, docs/parallelism.md "Replicated KV loaded once"): GQA KV heads replicated when tp > KV
+// heads, an MLA latent whole on every TP rank.
+enum class ReplicatedKv {
+  EachRank,        // every rank loads its whole copy over its own host link (LMCache, vLLM today)
+  ShardAllgather,  // each of the r ranks holding a copy loads 1/r of it over its own host link,
+                   // then the shards are all-gathered over NVLink (ring) before the compute
+};
+const std::vector<std::pair<const char*, ReplicatedKv>>& replicated_kv_names();
+// Copies of one token's KV inside a TP group of `tp` GPUs: tp x (bytes one GPU holds) / B_kv.
+// GQA: tp / H_kv when tp > H_kv (each head on tp / H_kv GPUs, vLLM), else 1; MLA: tp (the latent
+// whole on every TP rank). Qwen3-235B-A22B (4 KV heads) at tp 8: 2; DeepSeek-V3 at tp 8: 8.
+// Throws InputError as kv_heads_per_gpu for a tp that does not divide the heads.
+int kv_replication_factor(const ModelSpec& m, DType kv, int tp);
+// The r GPUs holding one copy form an all-gather group: consecutive TP positions (vLLM gives
+// KV head j / (tp / H_kv) to TP rank j; MLA: the whole TP group). Each loads 1/r of the bytes
+// over its host link and the ring all-gather sends, per GPU, (r - 1)/r of them over NVLink.
+struct ShardedKvLoad {
+  int r = 1;                // the replication factor
+  double host_bytes = 0;    // per GPU over its host link: bytes / r
+  double gather_bytes = 0;  // per GPU sent (and received) over NVLink: (r - 1)/r x bytes
+};
+ShardedKvLoad shard_replicated_kv(double bytes_per_gpu, int r);
+// A ring all-gather over r GPUs after which every GPU holds `bytes_per_gpu`: r - 1 steps, each
+// moving a 1/r shard over every GPU's link at once: (r - 1) x step_latency + (r - 1)/r x bytes /
+// link rate (NCCL's ring all-gather; the per-step latency is the GPU preset's nvlink_latency).
+double ring_allgather_s(double bytes_per_gpu, int r, double link_Bps, double step_latency_s);
 
 // Weight bytes one GPU holds, the largest stage: attention, dense MLPs and shared experts split
 // over the attention TP (copied on every DP rank), routed experts over the stage (E / ep

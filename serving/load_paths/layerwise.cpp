@@ -35,7 +35,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
       stack_retrieve(sv.stack, sv.load_path, 1, chunks, ls.link_blocks16, L).per_layer_cpu_s;
   stats.stack.step_cpu_s += rc.cpu_before_s;
   ctx.wait(rc.cpu_before_s);
-  const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_gpu;
+  const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_link;  // over the host links
   const bool link = bytes > 0;
   const double buffer_s = ctx.buffer_copy_s(ls);  // buffer → pages, alongside the link per layer
   const double t_pipe = ctx.now();

@@ -29,9 +29,15 @@
 namespace kappasim {
 
 // One group of copies (a member per GPU and source), ending when the last member has.
+// serving.replicated_kv: shard_allgather (issue 23 item 5): the members of `rs` are the host-link
+// shards and end in `shards`; the context then all-gathers them over NVLink (`gather`, one
+// PeerGpu transfer per GPU to its ring neighbour) and `g` ends when the gather has.
 struct CopyGroup {
   std::vector<TransferRequest> rs;
   TransferGroup g;
+  TransferGroup shards;
+  std::vector<TransferRequest> gather;
+  double shards_end_s = -1;  // when the shards had arrived (< 0: no gather in this group)
 };
 
 class LoadContext {
@@ -64,6 +70,9 @@ class LoadContext {
   // Descriptions and accounting (the engine's).
   const RunSpec* spec = nullptr;
   double kv_bytes_per_token_gpu = 0;
+  // Of those, the bytes a GPU moves over its host link per link token: all of them, or 1/r of
+  // them with serving.replicated_kv: shard_allgather (the context all-gathers the rest).
+  double kv_bytes_per_token_link = 0;
   double buffer_Bps = 0;  // GPU-side KV buffer → pages copy rate (0: no buffer)
   EngineStats* stats = nullptr;
   TimeBreakdown* step_time = nullptr;

@@ -23,7 +23,7 @@ double SerialLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t r
   } cpu{rc.cpu_before_s, rc_link.gpu_gap_s, rc_link.cpu_overlap_s};
   stats.stack.step_cpu_s += cpu.before_s;
   ctx.wait(cpu.before_s);
-  const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_gpu;
+  const double bytes = ls.link_tokens * ctx.kv_bytes_per_token_link;  // over the host links
   const double buffer_s = ctx.buffer_copy_s(ls);  // on the GPU, alongside the link's copies
   const double t_x = ctx.now();
   time.load_software_s += t_x - t0;  // the tier's CPU-side retrieve costs

@@ -102,6 +102,7 @@ struct Fixture {
     spec = run_spec(std::string(kLlama8bH100) + "serving: {" KAPPASIM_TEST_STACK + serving + "}\n");
     ctx.spec = &spec;
     ctx.kv_bytes_per_token_gpu = 1000;
+    ctx.kv_bytes_per_token_link = 1000;
     ctx.stats = &stats;
     ctx.step_time = &time;
     ctx.step_bounds = &bounds;
