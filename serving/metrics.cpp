@@ -238,6 +238,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
         if (t.end_to_end)
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
+      case StatWhen::ClosedLoop:  // closed-loop clients only (workload.concurrency)
+        if (t.concurrency > 0)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
+        break;
       case StatWhen::Cluster:  // Cluster::figures appends them
       case StatWhen::Disagg:
         break;

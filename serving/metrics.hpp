@@ -144,6 +144,10 @@ class SummaryBuilder {
     bool slo_set = false;
     // end_to_end: the run's TTFT is end-to-end (serving.ttft): the StatWhen::EndToEnd figures.
     bool end_to_end = false;
+    // Closed-loop clients (workload.concurrency > 0): the StatWhen::ClosedLoop figures; 0: open
+    // loop, none.
+    double concurrency = 0;
+    double think_time_s = 0;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);

@@ -43,12 +43,13 @@ const char* stat_agg_doc(StatAgg a);   // one line: what the aggregation means
 // order; then the layout's (beyond TP), the tier levels', and a cluster's per-group figures.
 enum class StatWhen {
   Always,
-  Replica,   // only for layouts beyond TP (serving.parallelism): SummaryBuilder::Totals::extra
-  Tiers,     // only with serving.tiers: SummaryBuilder::Totals::tier_levels, per level
-  Decode,    // only when the run decodes (serving.decode): requests.csv columns, summary figures
-  EndToEnd,  // only when the run's TTFT is end-to-end (serving.ttft: end_to_end): summary figures
-  Cluster,   // only in a cluster run's summary, per node group (serving/cluster)
-  Disagg,    // only in a P/D-disaggregated cluster run's summary (serving/cluster), after groups
+  Replica,     // only for layouts beyond TP (serving.parallelism): SummaryBuilder::Totals::extra
+  Tiers,       // only with serving.tiers: SummaryBuilder::Totals::tier_levels, per level
+  Decode,      // only when the run decodes (serving.decode): requests.csv columns, summary figures
+  EndToEnd,    // only when the run's TTFT is end-to-end (serving.ttft: end_to_end): summary figures
+  ClosedLoop,  // only with closed-loop clients (workload.concurrency): summary figures
+  Cluster,     // only in a cluster run's summary, per node group (serving/cluster)
+  Disagg,      // only in a P/D-disaggregated cluster run's summary (serving/cluster), after groups
 };
 const char* stat_when_doc(StatWhen w);
 
