@@ -45,15 +45,15 @@ std::vector<Request> fresh_prompts(int n, std::int64_t T, std::int64_t output_to
   return rs;
 }
 
-struct Run {
+struct Served {
   std::vector<RequestRecord> recs;  // in finish order
   SummaryBuilder::Totals totals;
   SummaryBuilder summary;
 };
 
-Run serve(const RunSpec& spec, std::vector<Request> rs) {
+Served serve(const RunSpec& spec, std::vector<Request> rs) {
   VectorSource src(std::move(rs));
-  Run out;
+  Served out;
   EngineSinks sinks;
   sinks.summary = &out.summary;
   sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
@@ -71,7 +71,7 @@ double figure(const std::vector<std::pair<std::string, double>>& f, const std::s
 TEST(ClosedLoop, OneClientSendsEachRequestWhenThePreviousFinishes) {
   const RunSpec spec = run_spec(config("concurrency: 1"));
   const std::int64_t T = 1024;
-  const Run o = serve(spec, fresh_prompts(5, T));
+  const Served o = serve(spec, fresh_prompts(5, T));
   // S = step overhead (2 ms) + the prefill of 1024 fresh tokens alone.
   const double S = kStepOverhead + step_compute(spec, {{double(T), 0.0, true}});
   ASSERT_EQ(o.recs.size(), 5u);
@@ -93,7 +93,7 @@ TEST(ClosedLoop, OneClientSendsEachRequestWhenThePreviousFinishes) {
 TEST(ClosedLoop, ThinkTimeSeparatesAFinishFromTheClientsNextRequest) {
   const RunSpec spec = run_spec(config("concurrency: 1, think_time: 250 ms"));
   const std::int64_t T = 1024;
-  const Run o = serve(spec, fresh_prompts(4, T));
+  const Served o = serve(spec, fresh_prompts(4, T));
   const double S = kStepOverhead + step_compute(spec, {{double(T), 0.0, true}});
   const double Z = 0.25;
   ASSERT_EQ(o.recs.size(), 4u);
@@ -110,7 +110,7 @@ TEST(ClosedLoop, ThinkTimeSeparatesAFinishFromTheClientsNextRequest) {
 TEST(ClosedLoop, AsManyClientsAsRequestsSendThemAllAtZero) {
   const RunSpec spec = run_spec(config("concurrency: 8"));
   const std::int64_t T = 512;
-  const Run o = serve(spec, fresh_prompts(4, T));
+  const Served o = serve(spec, fresh_prompts(4, T));
   ASSERT_EQ(o.recs.size(), 4u);
   // All four at t = 0 and in one step (4 × 512 tokens = the 4096-token budget).
   const double S4 =
@@ -124,7 +124,7 @@ TEST(ClosedLoop, AsManyClientsAsRequestsSendThemAllAtZero) {
 TEST(ClosedLoop, TwoClientsBatchTogetherAndReturnTogether) {
   const RunSpec spec = run_spec(config("concurrency: 2"));
   const std::int64_t T = 512;
-  const Run o = serve(spec, fresh_prompts(6, T));
+  const Served o = serve(spec, fresh_prompts(6, T));
   // Requests 1, 2 at 0 share one step of S2 = overhead + compute of two 512-token prefills; both
   // finish then, so 3, 4 arrive at S2, and 5, 6 at 2 S2.
   const double S2 =
@@ -139,7 +139,7 @@ TEST(ClosedLoop, TwoClientsBatchTogetherAndReturnTogether) {
 
 TEST(ClosedLoop, WithDecodeAClientWaitsForTheLastToken) {
   const RunSpec spec = run_spec(config("concurrency: 1", ", decode: true"));
-  const Run o = serve(spec, fresh_prompts(3, 256, 8));
+  const Served o = serve(spec, fresh_prompts(3, 256, 8));
   ASSERT_EQ(o.recs.size(), 3u);
   EXPECT_EQ(o.recs[0].arrival_s, 0);
   for (std::size_t i = 1; i < 3; ++i) {
