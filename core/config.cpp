@@ -852,6 +852,16 @@ std::string ConfigReader::child_path(const char* key) const {
   return m_path.empty() ? std::string(key) : m_path + "." + key;
 }
 
+bool ConfigReader::has(const char* key) const {
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  return n && !n->is_null();
+}
+
+void ConfigReader::reject(const char* key, const std::string& msg) const {
+  const ConfigNode* n = m_node.is_map() ? m_node.find(key) : nullptr;
+  fail(n ? *n : m_node, key, msg);
+}
+
 void ConfigReader::fail(const ConfigNode& at, const char* key, const std::string& msg) const {
   std::string where = key ? child_path(key) : (m_path.empty() ? "config" : m_path);
   throw InputError(at.loc, where + ": " + msg);

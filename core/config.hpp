@@ -214,6 +214,11 @@ class ConfigReader {
 
   // Throws on any key that no field consumed, suggesting the nearest valid key.
   void finish() const;
+  // Whether the config gives `key` (a non-null value): for keys that conflict with another one
+  // only when written (a default is no conflict), e.g. workload.rate with workload.concurrency.
+  bool has(const char* key) const;
+  // InputError at `key`'s position (file:line), naming <path>.<key>: "<path>.<key>: msg".
+  [[noreturn]] void reject(const char* key, const std::string& msg) const;
 
   // Resolves `preset:` (and a bare preset name) of `kind` into a fresh merged tree.
   static ConfigNode resolve_preset(const ConfigNode& node, const std::string& kind,

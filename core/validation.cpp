@@ -18,9 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& row_keys() {
-  static const std::vector<std::string> k = {"id",       "area",     "source",  "setup",
-                                             "measured", "unit",     "command", "value",
-                                             "band",     "band_why", "gap",     "known_gap"};
+  static const std::vector<std::string> k = {"id",   "area",      "source",  "setup", "measured",
+                                             "unit", "command",   "value",   "band",  "band_why",
+                                             "gap",  "known_gap", "baseline"};
   return k;
 }
 
@@ -66,7 +66,7 @@ ValidationRow read_row(const ConfigNode& n, const std::string& file) {
                      "unknown field '" + k + "' in a validation row" +
                          (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                          "; the fields are id, area, source, setup, measured, unit, command, "
-                         "value, band, band_why, gap, known_gap");
+                         "value, band, band_why, gap, known_gap, baseline");
   }
   auto need = [&](const char* key) -> const ConfigNode& {
     const ConfigNode* c = n.find(key);
@@ -102,6 +102,22 @@ ValidationRow read_row(const ConfigNode& n, const std::string& file) {
   for (const ConfigNode& a : cmd.items) {
     if (!a.is_scalar()) throw InputError(a.loc, "command: every item must be a plain word");
     r.command.push_back(a.scalar);
+  }
+  // baseline (optional): a ratio row, command's value / baseline's value, unit 1.
+  if (const ConfigNode* b = n.find("baseline"); b && !b->is_null()) {
+    if (b->kind != ConfigNode::Kind::Seq || b->items.empty())
+      throw InputError(b->loc,
+                       "baseline: expected a non-empty list (the kappasim argv of the ratio's "
+                       "denominator, e.g. [run, other.yaml, --format, json])");
+    for (const ConfigNode& a : b->items) {
+      if (!a.is_scalar()) throw InputError(a.loc, "baseline: every item must be a plain word");
+      r.baseline.push_back(a.scalar);
+    }
+    if (r.unit != "1")
+      throw InputError(
+          need("unit").loc,
+          "unit: a row with a baseline is a ratio of two values: its unit is 1, got '" + r.unit +
+              "'");
   }
   r.value = text("value");
   try {
@@ -204,10 +220,13 @@ std::vector<ValidationRow> read_validation_dir(const std::string& dir) {
   return all;
 }
 
-ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run) {
+namespace {
+// The number at row.value in the JSON `argv` prints (SI units).
+double command_value(const ValidationRow& row, const std::vector<std::string>& argv,
+                     const CommandRunner& run) {
   std::string argv_text = "kappasim";
-  for (const auto& a : row.command) argv_text += " " + a;
-  const CommandOutput o = run(row.command, fs::path(row.loc.file).parent_path().string());
+  for (const auto& a : argv) argv_text += " " + a;
+  const CommandOutput o = run(argv, fs::path(row.loc.file).parent_path().string());
   const std::string where = "validation row '" + row.id + "' (" + argv_text + ")";
   if (o.exit_code != 0)
     throw InputError(row.loc, where + " failed with exit code " + std::to_string(o.exit_code) +
@@ -226,9 +245,22 @@ ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run
   if (!v.is_number())
     throw InputError(
         row.loc, where + ": value '" + row.value + "' is not a number (it is " + v.dump() + ")");
+  return v.get<double>();
+}
+}  // namespace
+
+ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run) {
+  double value = command_value(row, row.command, run);
+  if (!row.baseline.empty()) {
+    const double base = command_value(row, row.baseline, run);
+    if (!(base != 0))
+      throw InputError(row.loc, "validation row '" + row.id + "': the baseline's value '" +
+                                    row.value + "' is 0 (no ratio)");
+    value /= base;
+  }
   ValidationResult r;
   r.row = row;
-  r.simulated = v.get<double>() / unit_factor(row.unit, row.loc);
+  r.simulated = value / unit_factor(row.unit, row.loc);
   r.ratio = r.simulated / row.measured;
   r.in_band = r.ratio >= row.band_lo && r.ratio <= row.band_hi;
   return r;
@@ -281,6 +313,11 @@ std::string validation_markdown(const std::vector<ValidationResult>& results,
     for (const auto& a : w.command) cmd += " " + a;
     s += "### " + w.id + " (" + w.area + ")\n\n";
     s += "- command: `" + cmd + "` → `" + w.value + "`\n";
+    if (!w.baseline.empty()) {
+      std::string base = "kappasim";
+      for (const auto& a : w.baseline) base += " " + a;
+      s += "- divided by the baseline: `" + base + "` → `" + w.value + "`\n";
+    }
     s += "- band " + fmt("%.2f", w.band_lo) + "–" + fmt("%.2f", w.band_hi) + ": " + w.band_why +
          "\n";
     s += "- gap: " + w.gap + "\n\n";

@@ -8,7 +8,9 @@
 //   value: /rows/0/bandwidth_Bps   (RFC 6901 JSON pointer into the command's JSON, SI units)
 //   band: [0.85, 1.15]   band_why: "..."   gap: "..."   known_gap: true (optional; expected
 //   outside the band because the mechanism named in gap is not modelled; --check is strict both
-//   ways)
+//   ways)   baseline: [run, ..., --format, json] (optional: a ratio row; the simulated value is
+//   the command's value / the baseline command's value at the same pointer, unit 1, e.g. TTFT
+//   with KV offload / TTFT without)
 // The simulated value is the pointed-to number converted from SI to `unit`; ratio =
 // simulated / measured. How commands run is the caller's (CommandRunner): the CLI forks the
 // kappasim binary once per row (one SystemC simulation per process), in the folder of the row's
@@ -31,8 +33,9 @@ struct ValidationRow {
   std::string setup;
   double measured = 0;
   std::string unit;
-  std::vector<std::string> command;  // kappasim argv, without the program name
-  std::string value;                 // JSON pointer
+  std::vector<std::string> command;   // kappasim argv, without the program name
+  std::vector<std::string> baseline;  // optional: a ratio row's denominator command (unit 1)
+  std::string value;                  // JSON pointer
   double band_lo = 0, band_hi = 0;
   std::string band_why;
   std::string gap;

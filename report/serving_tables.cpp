@@ -84,12 +84,18 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
   std::string out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     if (!t.ok(r)) continue;
-    const double offered = point_config_number(point_dir(d.dir, t, r), "workload.rate");
+    // Closed loop (workload.concurrency): the offered load is the clients, not a rate.
+    const double clients = point_config_number(point_dir(d.dir, t, r), "workload.concurrency");
+    const double offered =
+        clients > 0 ? NAN : point_config_number(point_dir(d.dir, t, r), "workload.rate");
     const double thr = t.num(r, "throughput_rps"), budget = t.num(r, "budget_utilization"),
                  vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction"),
                  ttft_share = t.num(r, "load_ttft_fraction");
     out += "- **" + t.get(r, axis) + "**: ";
-    if (std::isfinite(offered) && thr < 0.9 * offered)
+    if (clients > 0)
+      out += "closed loop, concurrency " + fmt_num(clients) + ": serves " + fmt_num(thr) +
+             " requests/s; ";
+    else if (std::isfinite(offered) && thr < 0.9 * offered)
       out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) +
              " requests/s offered; ";
     else if (std::isfinite(offered))
@@ -139,6 +145,7 @@ struct Range {
 // What regime_paragraph and regime_brief state, computed once from the rows.
 struct RegimeFacts {
   Range offered, served, loaded, hit, transfer;
+  Range clients;  // closed-loop configurations (workload.concurrency): their clients
   std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0;
   bool hierarchy = false;  // tiers below DRAM: tier_working_set_fits is the DRAM tier's alone
   double worst_queue = 0, worst_queue_ttft = 0;
@@ -153,13 +160,21 @@ RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::
     if (!r0) continue;
     ++f.n;
     // The offered rate from the point's config (a table without point folders has none).
-    const double rate =
-        t.has("point") ? point_config_number(point_dir(d.dir, t, *r0), "workload.rate") : NAN;
+    // Closed loop (workload.concurrency): no offered rate; the clients wait for the server, so
+    // it is never "overloaded" against them.
+    const double clients =
+        t.has("point") ? point_config_number(point_dir(d.dir, t, *r0), "workload.concurrency")
+                       : NAN;
+    const double rate = clients > 0 ? NAN
+                        : t.has("point")
+                            ? point_config_number(point_dir(d.dir, t, *r0), "workload.rate")
+                            : NAN;
+    if (clients > 0) f.clients.add(clients);
     // With decode, the rate prefills were served at (throughput_rps counts the decode drain),
     // against the rate the requests really arrived at (not the configured one, a Poisson draw).
     const bool decode = t.has("first_token_rps") && t.has("arrival_rps");
     const double thr = mean_of(t, cr, decode ? "first_token_rps" : "throughput_rps");
-    const double arrived = decode ? mean_of(t, cr, "arrival_rps") : rate;
+    const double arrived = clients > 0 ? NAN : decode ? mean_of(t, cr, "arrival_rps") : rate;
     const double done = mean_of(t, cr, "requests_completed"),
                  rejected = t.has("requests_rejected") ? mean_of(t, cr, "requests_rejected") : 0;
     // Rejected prompts (larger than the whole KV pool) are offered but never served: the load
@@ -200,6 +215,9 @@ std::string regime_paragraph(const SweepData& d,
                     " (computed from this study's runs: replicate means per configuration, ranges "
                     "over " +
                     std::to_string(f.n) + " configurations): ";
+  if (f.clients.any())
+    out += "closed loop at concurrency " + span(f.clients.lo, f.clients.hi, num) + ", served " +
+           span(f.served.lo, f.served.hi, num) + " req/s; ";
   if (f.offered.any())
     out += "offered " + span(f.offered.lo, f.offered.hi, num) + " req/s, served " +
            span(f.served.lo, f.served.hi, num) + "; ";
@@ -243,6 +261,8 @@ std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::
   const RegimeFacts f = regime_facts(d, configs);
   if (f.n == 0) return "—";
   std::string out;
+  if (f.clients.any())
+    out += "closed loop at concurrency " + span(f.clients.lo, f.clients.hi, num) + ", ";
   if (f.offered.any()) out += "offered " + span(f.offered.lo, f.offered.hi, num) + " req/s, ";
   out += f.overloaded == 0 ? "keeps up"
                            : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +

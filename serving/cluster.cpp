@@ -84,10 +84,14 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
           break;
       }
     };
+    // A rejected request is done: its closed-loop client sends its next one.
+    es.on_reject = [this, i, pd](std::uint64_t id) {
+      if (pd) rejected(id, i);
+      if (m_clients) m_clients->release();
+    };
     if (pd) {
       es.role = n.role;
       es.handoff = m_spec.cluster.handoff;
-      es.on_reject = [this, i](std::uint64_t id) { rejected(id, i); };
       es.on_pulled = [this](std::uint64_t id, double t0, double t1, double bytes) {
         pulled(id, t0, t1, bytes);
       };
@@ -95,6 +99,9 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
     n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),
                                                *n.queue, es);
   }
+  if (m_spec.workload.concurrency > 0)
+    m_clients =
+        std::make_unique<ClientPool>(m_spec.workload.concurrency, m_spec.workload.think_time_s);
   SC_THREAD(route);
 }
 
@@ -102,6 +109,7 @@ void Cluster::finished(const RequestRecord& rec, std::size_t node) {
   m_summary.add_request(rec);
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.on_finish) m_sinks.on_finish(rec, node);
+  if (m_clients) m_clients->release();  // its client sends its next request
 }
 
 void Cluster::prefill_stage_done() {
@@ -189,6 +197,10 @@ Cluster::~Cluster() = default;
 void Cluster::route() {
   Request r;
   while (m_source.next(r)) {
+    if (m_clients) {  // closed loop: it arrives when a client is ready
+      m_clients->acquire();
+      r.arrival_s = now_s();
+    }
     if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
       sim_fail(std::make_exception_ptr(InputError(
           "workload: request " + std::to_string(r.id) + " arrives at " +
@@ -341,6 +353,9 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.kv_allgather_s += g * e.kv_allgather_s;
     t.slo_set = t.slo_set || e.slo_set;
   }
+  // Closed loop: the cluster's router holds the clients (the nodes' engines have none).
+  t.concurrency = static_cast<double>(m_spec.workload.concurrency);
+  t.think_time_s = m_spec.workload.concurrency > 0 ? m_spec.workload.think_time_s : 0;
   if (w > 0) {
     for (const auto& c : TimeBreakdown::categories()) t.time.*c.field /= w;
     t.gpu_busy_s /= w;

@@ -153,6 +153,9 @@ class Cluster : public sc_core::sc_module {
   std::map<std::uint64_t, Handoff> m_handoffs;
   std::uint64_t m_in_prefill = 0;  // routed to a prefill node, not yet past it
   bool m_source_done = false;
+  // workload.concurrency > 0: the closed-loop clients (serving/closed_loop.hpp), taken before a
+  // request is routed, given back when it finishes or is rejected anywhere; else null.
+  std::unique_ptr<ClientPool> m_clients;
   HandoffStats m_handoff_stats;
 };
 

@@ -101,6 +101,10 @@ RunSpec ClusterRunSpec::node_run_spec(std::size_t g) const {
   if (nodes.at(g).role == EngineRole::Prefill) r.serving.decode = false;
   if (nodes.at(g).role == EngineRole::Decode) r.serving.decode = true;
   r.workload = workload;
+  // Closed loop: the cluster's router holds the clients (serving/cluster.cpp); a node's engine
+  // takes the routed requests as they come.
+  r.workload.concurrency = 0;
+  r.workload.think_time_s = 0;
   r.trace = false;
   r.check = check;
   return r;

@@ -247,6 +247,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
       m_trace.gpu_link[u->fabric] = m_sinks.trace->track(g, "host link (copies)");
     }
   }
+  if (m_spec.workload.concurrency > 0)
+    m_clients =
+        std::make_unique<ClientPool>(m_spec.workload.concurrency, m_spec.workload.think_time_s);
   SC_THREAD(arrivals);
   for (auto& g : m_groups) sc_core::sc_spawn([gp = g.get()] { gp->steps(); });
 }
@@ -360,6 +363,12 @@ void ServingEngine::arrivals() {
   }
   Request r;
   while (m_source.next(r)) {
+    // Closed loop: the request arrives when a client is ready (its previous request finished,
+    // then its think time); the stream's own arrival time is not used.
+    if (m_clients) {
+      m_clients->acquire();
+      r.arrival_s = now_s();
+    }
     if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
       sim_fail(std::make_exception_ptr(InputError(
           "workload: request " + std::to_string(r.id) + " arrives at " +
@@ -474,6 +483,7 @@ void ServingEngine::finish(Sequence* s) {
     ++m_stats.rejected;
     m_live.erase(id);  // the request's whole state, in one place
     if (m_sinks.on_reject) m_sinks.on_reject(id);
+    if (m_clients) m_clients->release();  // its client sends its next request
     return;
   }
   RequestRecord rec = make_request_record(st, now_s(), m_bkv_gpu, m_layout.tp, m_load_path->name(),
@@ -490,6 +500,7 @@ void ServingEngine::finish(Sequence* s) {
   }
   m_live.erase(id);  // the request's whole state, in one place
   ++m_stats.finished;
+  if (m_clients) m_clients->release();  // its client sends its next request
 }
 
 void ServingEngine::release_kv(std::uint64_t id) {
@@ -588,6 +599,8 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   SummaryBuilder::Totals t = engine_totals(s, m_spec, store().dram(), f, &store().hierarchy());
   t.decode = m_spec.serving.decode;
   t.end_to_end = m_spec.serving.end_to_end();
+  t.concurrency = static_cast<double>(m_spec.workload.concurrency);
+  t.think_time_s = m_spec.workload.concurrency > 0 ? m_spec.workload.think_time_s : 0;
   t.slo_set = m_spec.serving.slo.any();
   if (m_spec.serving.replicated_kv == ReplicatedKv::ShardAllgather) {  // issue 23 item 5
     t.kv_shard = true;

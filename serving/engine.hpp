@@ -32,6 +32,7 @@
 
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
+#include "serving/closed_loop.hpp"
 #include "serving/engine_stats.hpp"
 #include "serving/handoff.hpp"
 #include "serving/kv_store.hpp"
@@ -157,6 +158,9 @@ class ServingEngine : public sc_core::sc_module {
   } m_check;
   sc_core::sc_event m_work;
   bool m_source_done = false;
+  // workload.concurrency > 0: the closed-loop clients (serving/closed_loop.hpp); else null. A
+  // cluster's nodes have none: the cluster's router holds them (serving/cluster.cpp).
+  std::unique_ptr<ClientPool> m_clients;
   // Async loads and P/D pulls, one at a time per rank: its worker issues one request's copies
   // (posts its descriptors) after another on one stream (ServingEngine::pull).
   std::vector<std::unique_ptr<sc_core::sc_mutex>> m_load_stream;

@@ -243,6 +243,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
         if (t.kv_shard)
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
+      case StatWhen::ClosedLoop:  // closed-loop clients only (workload.concurrency)
+        if (t.concurrency > 0)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
+        break;
       case StatWhen::Cluster:  // Cluster::figures appends them
       case StatWhen::Disagg:
         break;

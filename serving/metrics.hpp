@@ -153,6 +153,10 @@ class SummaryBuilder {
     // copies r per TP group, NVLink all-gather bytes per GPU and time).
     bool kv_shard = false;
     double kv_replication = 1, kv_allgather_bytes_per_gpu = 0, kv_allgather_s = 0;
+    // Closed-loop clients (workload.concurrency > 0): the StatWhen::ClosedLoop figures; 0: open
+    // loop, none.
+    double concurrency = 0;
+    double think_time_s = 0;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);

@@ -101,4 +101,23 @@ std::vector<std::pair<std::string, double>> run_cluster_into_folder(const Cluste
   return figures;
 }
 
+std::vector<std::pair<std::string, double>> run_summary(const RunSpec& spec,
+                                                        const std::string& base_dir) {
+  SummaryBuilder summary;
+  EngineSinks sinks;
+  sinks.summary = &summary;
+  RunSpec quiet = spec;
+  quiet.trace = false;  // no file to write it into
+  const SummaryBuilder::Totals totals = run_workload(quiet, base_dir, sinks);
+  return summary.figures(totals);
+}
+
+std::vector<std::pair<std::string, double>> run_cluster_summary(const ClusterRunSpec& spec,
+                                                                const std::string& base_dir) {
+  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
+  auto source =
+      make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  return run_cluster(spec, *source, ClusterSinks{});
+}
+
 }  // namespace kappasim

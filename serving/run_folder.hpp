@@ -46,4 +46,11 @@ std::vector<std::pair<std::string, double>> run_cluster_into_folder(const Cluste
                                                                     const std::string& base_dir,
                                                                     const std::string& dir);
 
+// The same runs writing no files (`kappasim run --format json` without --out, the validation
+// rows' commands): summary.json's figures only (no Perfetto trace).
+std::vector<std::pair<std::string, double>> run_summary(const RunSpec& spec,
+                                                        const std::string& base_dir);
+std::vector<std::pair<std::string, double>> run_cluster_summary(const ClusterRunSpec& spec,
+                                                                const std::string& base_dir);
+
 }  // namespace kappasim

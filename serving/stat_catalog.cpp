@@ -84,6 +84,8 @@ const char* stat_when_doc(StatWhen w) {
       return "with serving.ttft: end_to_end";
     case StatWhen::ShardKv:
       return "with serving.replicated_kv: shard_allgather";
+    case StatWhen::ClosedLoop:
+      return "with workload.concurrency";
     case StatWhen::Cluster:
       return "cluster runs";
     case StatWhen::Disagg:
@@ -317,6 +319,21 @@ std::vector<StatDecl> make_summary() {
                      [](const In& x) { return ratio(x.a.tier_request_sum, n_req(x)); });
     t.when = StatWhen::EndToEnd;
     add(std::move(t));
+  }
+  {  // closed-loop clients (workload.concurrency; docs/workloads.md "Closed loop"): the offered
+     // load is the clients, not a rate
+    StatDecl d = fig(
+        "concurrency", "clients", A::Setting,
+        "workload.concurrency: clients, each sending its next request when its previous one "
+        "finished (its last token with serving.decode, else its first) plus think_time_s",
+        [](const In& x) { return x.t.concurrency; }, kShowRun | kShowCluster);
+    d.when = StatWhen::ClosedLoop;
+    add(std::move(d));
+    StatDecl th = fig("think_time_s", "s", A::Setting,
+                      "workload.think_time: a client's pause between a finish and its next request",
+                      [](const In& x) { return x.t.think_time_s; });
+    th.when = StatWhen::ClosedLoop;
+    add(std::move(th));
   }
   add(fig("queue_mean_s", "s", A::Mean, "queueing delay (queue_s) mean",
           [](const In& x) { return x.a.queue.mean(); }));

@@ -94,6 +94,23 @@ void WorkloadSpec::validate(const std::string& path) const {
   if (type == WorkloadType::Trace && trace.path.empty())
     throw InputError(p + ".trace.path: type is trace but no trace file is given");
   if (type == WorkloadType::Mix) check_mix_weights(mix, p + ".mix");
+  if (concurrency < 0)
+    throw InputError(p + ".concurrency: a closed loop needs at least 1 client, got " +
+                     std::to_string(concurrency));
+  if (!(think_time_s >= 0) || !std::isfinite(think_time_s))
+    throw InputError(p + ".think_time: expected a finite time >= 0, got " +
+                     format_number(think_time_s));
+  if (concurrency > 0 && type == WorkloadType::Trace)
+    throw InputError(p +
+                     ".concurrency: a trace replays its own arrival times; closed-loop "
+                     "clients need a synthetic type");
+}
+
+std::string closed_loop_text(const WorkloadSpec& w) {
+  if (w.concurrency <= 0) return "";
+  std::string s = "concurrency " + std::to_string(w.concurrency);
+  if (w.think_time_s > 0) s += ", think time " + format_number(w.think_time_s) + " s";
+  return s;
 }
 
 std::string workload_type_name(WorkloadType t) {

@@ -178,6 +178,14 @@ struct WorkloadSpec {
   double cv = 1;
   std::uint64_t seed =
       1;  // 64-bit: a sweep seed from results.csv round-trips exactly (--set workload.seed=...)
+  // Closed loop (docs/workloads.md "Closed loop"): `concurrency` clients, each sending its next
+  // request when its previous one finished (its last token when the run decodes, else its first)
+  // plus `think_time`; the first `concurrency` requests arrive at t = 0. The stream (prompts,
+  // prefixes, output lengths, order) is the generator's; only the arrival times are the clients'.
+  // 0: open loop (arrival times from rate / the trace). Conflicts with a given rate, arrival or
+  // cv, and with a trace (it fixes its own arrival times).
+  std::int64_t concurrency = 0;
+  double think_time_s = 0;  // closed loop: a client's pause between a finish and its next request
   ShareGptSpec sharegpt;
   NarrativeQaSpec narrativeqa;
   DocFinQaSpec docfinqa;
@@ -195,12 +203,26 @@ struct WorkloadSpec {
     v.choice("type", type, types, opt("sharegpt | narrativeqa | docfinqa | trace | mix"));
     v.integer("requests", requests,
               opt("requests to generate (synthetic types)", Range::AtLeastOne));
-    v.number("rate", rate, opt("long-run request rate, requests per second (synthetic types)"));
-    static const std::vector<std::pair<const char*, ArrivalKind>> kinds = {
-        {"poisson", ArrivalKind::Poisson}, {"gamma", ArrivalKind::Gamma}};
-    v.choice("arrival", arrival, kinds,
-             opt("arrival process of conversations / document sessions: poisson | gamma"));
-    v.number("cv", cv, opt("coefficient of variation of gamma inter-arrival gaps (1: Poisson)"));
+    // A closed-loop config's effective config leaves the open-loop arrival keys out (read back,
+    // they would conflict with concurrency).
+    if (!V::kWriting || concurrency == 0) {
+      v.number("rate", rate, opt("long-run request rate, requests per second (synthetic types)"));
+      static const std::vector<std::pair<const char*, ArrivalKind>> kinds = {
+          {"poisson", ArrivalKind::Poisson}, {"gamma", ArrivalKind::Gamma}};
+      v.choice("arrival", arrival, kinds,
+               opt("arrival process of conversations / document sessions: poisson | gamma"));
+      v.number("cv", cv, opt("coefficient of variation of gamma inter-arrival gaps (1: Poisson)"));
+    }
+    if (!V::kWriting || concurrency > 0) {
+      v.integer("concurrency", concurrency,
+                opt("closed loop: clients, each sending its next request when its previous one "
+                    "finished (0 or absent: open loop)",
+                    Range::NonNegative));
+      v.quantity("think_time", think_time_s, dim::time,
+                 opt("closed loop: a client's pause between its request's finish and its next",
+                     Range::NonNegative));
+    }
+    if constexpr (!V::kWriting) check_closed_loop_keys(v);
     v.integer("seed", seed, opt("random seed", Range::NonNegative));
     v.object("sharegpt", sharegpt, opt("ShareGPT-like chat shape"));
     v.object("narrativeqa", narrativeqa, opt("NarrativeQA-like document QA shape"));
@@ -212,7 +234,37 @@ struct WorkloadSpec {
                        Range::NonNegative));
   }
   void validate(const std::string& path) const;
+
+ private:
+  // The combinations of keys that mean nothing in closed loop (InputError at the key).
+  template <class R>
+  void check_closed_loop_keys(R& v) const {
+    if (v.has("concurrency") && concurrency < 1)
+      v.reject("concurrency", "a closed loop needs at least 1 client, got " +
+                                  std::to_string(concurrency) +
+                                  " (leave concurrency out for open-loop arrivals)");
+    if (concurrency == 0) {
+      if (v.has("think_time"))
+        v.reject("think_time",
+                 "a think time applies to closed-loop clients only: set "
+                 "workload.concurrency");
+      return;
+    }
+    for (const char* key : {"rate", "arrival", "cv"})
+      if (v.has(key))
+        v.reject(key, std::string("an open-loop arrival key; with workload.concurrency the "
+                                  "clients' finishes set the arrival times (leave ") +
+                          key + " out, or leave concurrency out for open-loop arrivals)");
+    if (type == WorkloadType::Trace)
+      v.reject("concurrency",
+               "a trace replays its own arrival times; closed-loop clients need a synthetic "
+               "type (sharegpt, narrativeqa, docfinqa, mix)");
+  }
 };
+
+// Closed loop (WorkloadSpec::concurrency > 0): the clients' regime text, "concurrency N" (with
+// its think time when > 0).
+std::string closed_loop_text(const WorkloadSpec& w);
 
 std::string workload_type_name(WorkloadType t);
 

@@ -38,7 +38,7 @@ const char* kConfigHeader = "# effective configuration of this run (kappasim run
 // finished requests), DIR/routes.csv, DIR/summary.json (Cluster::figures) and DIR/config.yaml;
 // no Perfetto trace (serving/run_folder).
 int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
-                        const std::string& out, bool dump, bool quiet, bool force) {
+                        const std::string& out, bool dump, bool quiet, bool force, bool json) {
   ConfigNode root = load_yaml_file(config);
   for (const auto& s : sets) apply_set(root, s);
   ProvenanceTable prov;
@@ -46,6 +46,10 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   const ConfigNode effective = write_cluster_config(spec, &prov);
   if (dump) {
     std::cout << emit_yaml(effective);
+    return 0;
+  }
+  if (json && out.empty()) {  // the summary alone, no files
+    std::cout << summary_json(run_cluster_summary(spec, config_dir(config)));
     return 0;
   }
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
@@ -57,7 +61,9 @@ int run_cluster_command(const std::string& config, const std::vector<std::string
   for (const std::string& f : dir.renamed_user_files())
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
               << ".user-kept (the results now hold a file of that name)\n";
-  if (!quiet) {
+  if (json) {
+    std::cout << summary_json(figures);
+  } else if (!quiet) {
     std::cout << "cluster (" << router_name(spec.cluster.router) << ", " << spec.node_count()
               << " nodes)";
     for (const auto& [k, v] : figures)  // the figures declared kShowCluster (serving/stat_catalog)
@@ -106,9 +112,10 @@ int cmd_run(const std::vector<std::string>& args) {
   std::string config, out;
   std::vector<std::string> sets, preset_dirs;
   bool dump = false, quiet = false, check = false, force = false;
+  std::string format = "text";
   po::options_description desc(
       "kappasim run: offloaded-prefill serving on the SystemC models\n"
-      "Usage: kappasim run CONFIG --out DIR [--set key=value ...]\n"
+      "Usage: kappasim run CONFIG --out DIR [--set key=value ...] [--format json]\n"
       "Writes DIR/requests.csv, DIR/summary.json, DIR/trace.json (unless trace: false) and\n"
       "DIR/config.yaml (the effective config).\nOptions");
   desc.add_options()("config", po::value(&config),
@@ -120,6 +127,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
       "dump-config", po::bool_switch(&dump), "print the effective configuration and exit")(
       "quiet,q", po::bool_switch(&quiet), "print nothing on success")(
+      "format", po::value(&format),
+      "text (default) | json: print summary.json's figures (then --out is optional: without it "
+      "no files are written)")(
       "check", po::bool_switch(&check),
       "check the simulator's invariants as it runs (same as --set check=true)")("help,h",
                                                                                 "this help");
@@ -132,21 +142,29 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (config.empty())
     throw InputError("kappasim run: a CONFIG file is required (see kappasim run --help)");
+  if (format != "text" && format != "json")
+    throw InputError("--format: expected text or json, got \"" + format + "\"");
+  const bool json = format == "json";
   add_preset_dirs(preset_dirs);
   ProvenanceTable prov;
   ConfigNode effective;
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
   if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (serving/cluster)
-    return run_cluster_command(config, all_sets, out, dump, quiet, force);
+    return run_cluster_command(config, all_sets, out, dump, quiet, force, json);
   const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
   if (dump) {
     std::cout << emit_yaml(effective);
     return 0;
   }
+  if (json && out.empty()) {  // the summary alone, no files
+    std::cout << summary_json(run_summary(spec, config_dir(config)));
+    return 0;
+  }
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);  // before the trace is read: a refused folder costs nothing
-  if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet) warn_packet_cost(spec, config);
+  if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet && !json)
+    warn_packet_cost(spec, config);
   OutputDir dir(out, force);
   const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
@@ -159,7 +177,9 @@ int cmd_run(const std::vector<std::string>& args) {
   // hierarchy below it (the same text a sweep's run point records; issue 26 item 21).
   if (const std::string w = tier_overflow_warning(spec, totals); !w.empty())
     std::cerr << "kappasim: warning: " << w << "\n";
-  if (!quiet) {
+  if (json) {
+    std::cout << summary_json(run.figures);
+  } else if (!quiet) {
     std::cout << "requests completed: " << run.requests;
     if (totals.requests_rejected > 0)
       std::cout << " (" << totals.requests_rejected

@@ -90,6 +90,35 @@ TEST(Validate, KnownGapRowsAreHeldTheOtherWayRound) {
   EXPECT_TRUE(has(r.err, "known_gap: expected true or false")) << r.err;
 }
 
+// baseline: a ratio row (command's value / baseline's value at the same pointer, unit 1): the
+// GEMM over itself is exactly 1; a baseline with a unit other than 1 is bad input.
+TEST(Validate, ABaselineRowIsTheRatioOfTwoCommands) {
+  const fs::path d = scratch() / "ratio";
+  fs::create_directories(d);
+  const std::string gemm = "[probe, gemm, --system, h100, --m, \"8192\", --format, json]";
+  const std::string row =
+      "- id: gemm-ratio\n  area: compute\n  source: \"hand value\"\n"
+      "  setup: \"the same GEMM twice\"\n  measured: 1\n  unit: UNIT\n"
+      "  command: " +
+      gemm + "\n  baseline: " + gemm +
+      "\n  value: /0/achieved_flops\n  band: [0.999, 1.001]\n"
+      "  band_why: \"hand\"\n  gap: \"none\"\n";
+  std::string ok = row;
+  ok.replace(ok.find("UNIT"), 4, "1");
+  std::ofstream(d / "rows.yaml") << ok;
+  const fs::path out = scratch() / "ratio.md";
+  Result r = run("validate --dir " + d.string() + " --out " + out.string() + " --check");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(slurp(out), "| 1 1 | 1 1 | 1.000 |")) << slurp(out);
+  EXPECT_TRUE(has(slurp(out), "- divided by the baseline: `kappasim probe gemm")) << slurp(out);
+  std::string bad = row;
+  bad.replace(bad.find("UNIT"), 4, "TFLOP/s");
+  std::ofstream(d / "rows.yaml") << bad;
+  r = run("validate --dir " + d.string() + " --out " + (scratch() / "ratio-bad.md").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "a row with a baseline is a ratio")) << r.err;
+}
+
 TEST(Validate, BadRowsExitTwoNamingFileAndLineAndWriteNothing) {
   const fs::path out = scratch() / "bad.md";
   // Unknown field on line 12 (the second row's first line is 12).

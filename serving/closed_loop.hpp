@@ -1,0 +1,49 @@
+// Closed-loop clients (workload.concurrency, docs/workloads.md "Closed loop"): N clients, each
+// sending its next request when its previous one has finished, after the think time. The
+// arrivals process (ServingEngine::arrivals, or Cluster::route) takes a client before each
+// request (acquire: the request arrives then); the finish path gives it back (release: the
+// request finished now, or was rejected). Every client is free at t = 0, so the first N requests
+// arrive together, as the benchmark tools start their N workers at once.
+//
+// A client freed at t is ready at t + think_time. Finishes come in time order and the think time
+// is one constant, so the ready times are queued in order and the earliest is at the front; which
+// client sends which request does not matter (the stream is the workload's, in order).
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+
+namespace kappasim {
+
+class ClientPool {
+ public:
+  ClientPool(std::int64_t clients, double think_time_s) : m_think_s(think_time_s) {
+    if (clients < 1) throw std::logic_error("ClientPool: needs at least one client");
+    m_ready_s.assign(static_cast<std::size_t>(clients), 0.0);
+  }
+
+  // Waits (in the calling SystemC thread) until a client is ready, and takes it.
+  void acquire() {
+    while (m_ready_s.empty()) sc_core::wait(m_freed);
+    const double t = m_ready_s.front();
+    m_ready_s.pop_front();
+    const double now = sc_core::sc_time_stamp().to_seconds();
+    if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
+  }
+
+  // A client's request finished (or was rejected) now: the client is ready after its think time.
+  void release() {
+    m_ready_s.push_back(sc_core::sc_time_stamp().to_seconds() + m_think_s);
+    m_freed.notify(sc_core::SC_ZERO_TIME);
+  }
+
+ private:
+  double m_think_s;
+  std::deque<double> m_ready_s;  // ready times of the clients not sending, in order
+  sc_core::sc_event m_freed;
+};
+
+}  // namespace kappasim
