@@ -17,6 +17,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace analysis_cli_test {
 namespace {
 namespace fs = std::filesystem;
 using kappasim::test::Result;
@@ -557,3 +558,4 @@ TEST(AnalysisCli, PresetDirReachesSimulatedPoints) {
 }
 
 }  // namespace
+}  // namespace analysis_cli_test

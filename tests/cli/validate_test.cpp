@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace validate_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -129,3 +130,4 @@ TEST(Validate, BadRowsExitTwoNamingFileAndLineAndWriteNothing) {
 }
 
 }  // namespace
+}  // namespace validate_test

@@ -17,6 +17,7 @@
 #include "workloads/request.hpp"
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -288,9 +289,11 @@ TEST(ServingStack, WarmTierHoldsOnlyWhatFitsInStreamOrder) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
@@ -305,9 +308,11 @@ TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
@@ -327,4 +332,5 @@ TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim

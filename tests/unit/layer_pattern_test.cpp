@@ -15,6 +15,7 @@
 #include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
+namespace layer_pattern_test {
 namespace {
 
 const auto preset = test::model_preset;
@@ -250,4 +251,5 @@ TEST(LayerPattern, ServingEngineServesSlidingLayersAndRefusesLinearOnesNamingThe
 }
 
 }  // namespace
+}  // namespace layer_pattern_test
 }  // namespace kappasim

@@ -11,6 +11,7 @@
 #include "report/tier_cost.hpp"
 
 namespace kappasim {
+namespace report_studies_test {
 namespace {
 
 using report::ResultsTable;
@@ -329,4 +330,5 @@ TEST(ReportStudies, GenerationsSimulatedStepsAndTheConditionalLink) {
 }
 
 }  // namespace
+}  // namespace report_studies_test
 }  // namespace kappasim

@@ -21,6 +21,7 @@
 #include "report/sweeps.hpp"
 
 namespace kappasim {
+namespace report_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -324,4 +325,5 @@ TEST(ReportSections, StacksNameTheTestbedsConfiguration) {
 }
 
 }  // namespace
+}  // namespace report_test
 }  // namespace kappasim
