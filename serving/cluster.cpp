@@ -8,14 +8,13 @@
 #include <stdexcept>
 
 #include "core/sim_runner.hpp"
+#include "serving/sim_clock.hpp"
 #include "serving/stat_catalog.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim {
 
-namespace {
-double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
-}  // namespace
+using sim_clock::now_s;
 
 // ---- NodeQueue -------------------------------------------------------------------------------
 

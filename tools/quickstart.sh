@@ -42,10 +42,14 @@ install_missing() {  # install_missing [PACKAGE...] (default: PACKAGES)
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Unity builds (CMakeLists.txt KAPPASIM_UNITY): a fresh machine compiles each target's sources in
+# batches, which parses the headers once per batch; UNITY=OFF builds file by file.
+UNITY=${UNITY:-ON}
+
 build() {  # build TYPE DIR [extra cmake args]
   local type=$1 dir=$2
   shift 2
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DKAPPASIM_UNITY="$UNITY" "$@" >/dev/null
   cmake --build "$dir" -j "$JOBS"
 }
 
@@ -61,7 +65,7 @@ fuzz() {  # fuzz [DIR]: every target for FUZZ_SECONDS on a copy of tests/fuzz/co
   local seconds=${FUZZ_SECONDS:-60} dir=${1:-build/fuzz} failed=0
   if ! grep -qs '^KAPPASIM_FUZZ:BOOL=ON' "$dir/CMakeCache.txt"; then
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Asan -DCMAKE_CXX_COMPILER=clang++ \
-          -DKAPPASIM_FUZZ=ON >/dev/null
+          -DKAPPASIM_FUZZ=ON -DKAPPASIM_UNITY="$UNITY" >/dev/null
   fi
   cmake --build "$dir" -j "$JOBS" --target "${FUZZ_TARGETS[@]}"
   # The targets run side by side, $JOBS at a time (each is one process on one core): every target

@@ -17,6 +17,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace analysis_cli_test {
 namespace {
 namespace fs = std::filesystem;
 using kappasim::test::Result;
@@ -580,3 +581,4 @@ TEST(AnalysisCli, SensitivitySweepsTheFrontEndOverItsPresetRange) {
 }
 
 }  // namespace
+}  // namespace analysis_cli_test

@@ -17,6 +17,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace capacity_cli_test {
 namespace {
 namespace fs = std::filesystem;
 using kappasim::test::Result;
@@ -230,3 +231,4 @@ TEST(CapacityCli, SensitivitySaysWhenItsBaseWarned) {
 }
 
 }  // namespace
+}  // namespace capacity_cli_test

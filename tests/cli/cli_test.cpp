@@ -17,6 +17,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace cli_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -1200,8 +1201,10 @@ TEST(Cli, TraceRequestLanesNeverOverlap) {
 }
 
 }  // namespace
+}  // namespace cli_test
 
 // ---- issue 14 (h-studies): `bench serving --case` ----------------------------------------------
+namespace cli_test {
 namespace {
 // An unknown case is a bad option: exit 2 naming --case and the cases it takes, nothing run.
 TEST(Cli, BenchServingUnknownCaseIsAnInputError) {
@@ -1212,7 +1215,9 @@ TEST(Cli, BenchServingUnknownCaseIsAnInputError) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 }  // namespace
+}  // namespace cli_test
 
+namespace cli_test {
 namespace {
 
 // Issue 21: `kappasim metrics` lists the declared statistics, prints docs/metrics.md's tables and
@@ -1262,3 +1267,4 @@ TEST(Cli, MetricsListsTheDeclaredStatisticsAndRegeneratesDocTables) {
 }
 
 }  // namespace
+}  // namespace cli_test

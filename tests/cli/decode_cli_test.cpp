@@ -9,6 +9,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace decode_cli_test {
 namespace {
 
 using test::fresh_dir;
@@ -87,4 +88,5 @@ TEST(DecodeCli, BadDecodeInputExitsTwoNamingTheKeyOrLine) {
 }
 
 }  // namespace
+}  // namespace decode_cli_test
 }  // namespace kappasim

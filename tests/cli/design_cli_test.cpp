@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace design_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -81,3 +82,4 @@ TEST(DesignCli, BadBudgetsAndFractionsExit2AndWriteNothing) {
 }
 
 }  // namespace
+}  // namespace design_cli_test

@@ -22,6 +22,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace doc_commands_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -240,3 +241,4 @@ TEST(DocCommands, EveryReadmeAndDocsCommandRunsAndPrintsWhatTheDocQuotes) {
 }
 
 }  // namespace
+}  // namespace doc_commands_test

@@ -9,6 +9,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace engine_layouts_cli_test {
 namespace {
 
 using test::fresh_dir;
@@ -118,4 +119,5 @@ TEST(EngineLayoutsCli, CacheAwareDpRoutersKeepConversationsOnTheRankHoldingTheir
 }
 
 }  // namespace
+}  // namespace engine_layouts_cli_test
 }  // namespace kappasim

@@ -9,6 +9,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace generations_cli_test {
 namespace {
 
 bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
@@ -118,4 +119,5 @@ TEST(GenerationsCli, Llama4ServedSparseAttentionAndInterleavedLayoutRefused) {
 }
 
 }  // namespace
+}  // namespace generations_cli_test
 }  // namespace kappasim

@@ -9,6 +9,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace list_cli_test {
 namespace {
 
 using kappasim::test::fresh_dir;
@@ -95,3 +96,4 @@ TEST(ListCli, UnknownKindOrNameIsExitTwoWithTheNearestAndTheKey) {
 }
 
 }  // namespace
+}  // namespace list_cli_test

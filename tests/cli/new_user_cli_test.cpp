@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace new_user_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -206,3 +207,4 @@ TEST(NewUserSlow, PacketFidelityAndLongProbesSayWhatTheyCost) {
 }
 
 }  // namespace
+}  // namespace new_user_cli_test

@@ -8,6 +8,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace probe_decode_cli_test {
 namespace {
 
 using kappasim::test::Result;
@@ -137,3 +138,4 @@ TEST(ProbeDecode, ListedInProbeHelp) {
 }
 
 }  // namespace
+}  // namespace probe_decode_cli_test

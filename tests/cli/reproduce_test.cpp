@@ -15,6 +15,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace reproduce_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -174,7 +175,9 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
 }
 
 }  // namespace
+}  // namespace reproduce_test
 
+namespace reproduce_test {
 namespace {
 
 // Bad input: exit code 2, a message naming the option, nothing written.
@@ -207,3 +210,4 @@ TEST(Reproduce, BadInputExitsTwoNamingTheOption) {
 }
 
 }  // namespace
+}  // namespace reproduce_test

@@ -21,6 +21,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace sweep_cli_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -562,8 +563,10 @@ axes:
 }
 
 }  // namespace
+}  // namespace sweep_cli_test
 
 // ---- issue 12: damaged results, I/O errors, a user's folder (items 5 and 6) -------------------
+namespace sweep_cli_test {
 namespace {
 
 // A truncated result.json and one holding `{}` are not ok: the merge reports them failed, and a
@@ -644,3 +647,4 @@ TEST(SweepCli, JobsOutOfRangeHaveOneMessage) {
 }
 
 }  // namespace
+}  // namespace sweep_cli_test

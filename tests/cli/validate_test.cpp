@@ -10,6 +10,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace validate_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -158,3 +159,4 @@ TEST(Validate, BadRowsExitTwoNamingFileAndLineAndWriteNothing) {
 }
 
 }  // namespace
+}  // namespace validate_test

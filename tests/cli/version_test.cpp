@@ -6,6 +6,7 @@
 
 #include "tests/cli/cli_util.hpp"
 
+namespace version_test {
 namespace {
 
 TEST(Version, CliPrintsTheProjectVersionFromCMakeLists) {
@@ -27,3 +28,4 @@ TEST(Version, CliPrintsTheProjectVersionFromCMakeLists) {
 }
 
 }  // namespace
+}  // namespace version_test

@@ -18,6 +18,7 @@
 #include "systems/flow_fabric.hpp"
 
 namespace kappasim {
+namespace agreement_test {
 namespace {
 
 SystemSpec system_preset(const std::string& name) {
@@ -118,4 +119,5 @@ TEST(Agreement, FlowAndPacketAgreeOnPcie5) { check_agreement("h100"); }
 TEST(Agreement, FlowAndPacketAgreeOnPcie4) { check_agreement("a100"); }
 
 }  // namespace
+}  // namespace agreement_test
 }  // namespace kappasim

@@ -22,6 +22,7 @@
 #include "systems/flow_fabric.hpp"
 
 namespace kappasim {
+namespace calibration_test {
 namespace {
 
 SystemSpec h100() {
@@ -128,4 +129,5 @@ TEST(Calibration, Llama8bLoadOf100kTokensWithinTwentyPercentOfMeasured) {
 }
 
 }  // namespace
+}  // namespace calibration_test
 }  // namespace kappasim

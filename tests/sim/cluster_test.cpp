@@ -18,6 +18,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace cluster_test {
 namespace {
 
 ClusterRunSpec cluster_spec(const std::string& yaml) {
@@ -253,4 +254,5 @@ TEST(Cluster, OneNodeClusterGivesTheTtftsOfThatNodeAlone) {
 }
 
 }  // namespace
+}  // namespace cluster_test
 }  // namespace kappasim

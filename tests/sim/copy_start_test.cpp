@@ -22,6 +22,7 @@
 #include "systems/link_backend.hpp"
 
 namespace kappasim {
+namespace copy_start_test {
 namespace {
 
 constexpr double kPs = 1e-12;
@@ -128,4 +129,5 @@ TEST(CopyStart, StartWithoutALinkIsALogicError) {
 }
 
 }  // namespace
+}  // namespace copy_start_test
 }  // namespace kappasim

@@ -12,6 +12,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace decode_test {
 namespace {
 
 using testing::kStepOverhead;
@@ -137,4 +138,5 @@ TEST(Decode, AFullKvPoolPreemptsAndEveryRequestStillGetsAllItsTokens) {
 }
 
 }  // namespace
+}  // namespace decode_test
 }  // namespace kappasim

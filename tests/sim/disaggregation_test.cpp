@@ -13,6 +13,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace disaggregation_test {
 namespace {
 
 ClusterRunSpec pd_spec(const std::string& handoff) {
@@ -116,4 +117,5 @@ TEST(Disaggregation, EveryRequestFinishesOnceAndEveryHeldBlockIsReleased) {
 }
 
 }  // namespace
+}  // namespace disaggregation_test
 }  // namespace kappasim

@@ -16,6 +16,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace engine_layouts_test {
 namespace {
 
 std::string dp_ep_yaml(int requests) {
@@ -158,4 +159,5 @@ TEST(EngineLayouts, PipelineStagesLoadTheirOwnLayersAndSendActivations) {
 }
 
 }  // namespace
+}  // namespace engine_layouts_test
 }  // namespace kappasim

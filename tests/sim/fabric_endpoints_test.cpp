@@ -18,6 +18,7 @@
 #include "systems/link_backend.hpp"
 
 namespace kappasim {
+namespace fabric_endpoints_test {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
@@ -291,4 +292,5 @@ TEST(FabricEndpoints, MultiNodeBackEndIsFlowOnly) {
 }
 
 }  // namespace
+}  // namespace fabric_endpoints_test
 }  // namespace kappasim

@@ -14,6 +14,7 @@
 #include "systems/flow_fabric.hpp"
 
 namespace kappasim {
+namespace flow_fabric_test {
 namespace {
 
 SystemSpec load(const std::string& name) {
@@ -208,9 +209,11 @@ TEST(FlowFabric, CopyKernelMovesBlocksBackToBack) {
 }
 
 }  // namespace
+}  // namespace flow_fabric_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace flow_fabric_test {
 namespace {
 
 // n copies on one stream, aggregated, take what n single copies take when alone.
@@ -245,9 +248,11 @@ TEST(FlowFabric, CopyManyEqualsBackToBackCopiesWhenAlone) {
 }
 
 }  // namespace
+}  // namespace flow_fabric_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace flow_fabric_test {
 namespace {
 
 // The conservation invariant is not vacuous: a transfer cut off by the end of the simulation
@@ -294,4 +299,5 @@ TEST(FlowFabric, ConservationCheckPassesWhenEveryTransferFinished) {
 }
 
 }  // namespace
+}  // namespace flow_fabric_test
 }  // namespace kappasim

@@ -8,6 +8,7 @@
 #include "interconnects/flow_network.hpp"
 
 namespace kappasim {
+namespace flow_network_test {
 namespace {
 
 using Use = FlowNetwork::Use;
@@ -197,4 +198,5 @@ TEST(FlowNetwork, ManyRandomFlowsAllFinishAndConserveBytes) {
 }
 
 }  // namespace
+}  // namespace flow_network_test
 }  // namespace kappasim

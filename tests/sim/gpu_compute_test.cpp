@@ -11,6 +11,7 @@
 #include "models/gpu/gpu_compute.hpp"
 
 namespace kappasim {
+namespace gpu_compute_test {
 namespace {
 
 ModelSpec model(const std::string& name) {
@@ -123,4 +124,5 @@ TEST(GpuCompute, CopyKernelHoldingHalfTheSmsHalvesTheRate) {
 }
 
 }  // namespace
+}  // namespace gpu_compute_test
 }  // namespace kappasim

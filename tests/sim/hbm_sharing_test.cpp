@@ -18,6 +18,7 @@
 #include "systems/topology.hpp"
 
 namespace kappasim {
+namespace hbm_sharing_test {
 namespace {
 
 constexpr double kPs = 1e-12;
@@ -122,4 +123,5 @@ TEST(HbmSharing, OnThePacketBackEndAStepIsTimed) {
 }
 
 }  // namespace
+}  // namespace hbm_sharing_test
 }  // namespace kappasim

@@ -13,6 +13,7 @@
 #include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim {
+namespace kernel_timing_test {
 namespace {
 
 // A GPU with round numbers, every simulator field set.
@@ -419,9 +420,11 @@ TEST(KernelTiming, Llama8B100kPrefillOnH100MatchesMeasurement) {
 }
 
 }  // namespace
+}  // namespace kernel_timing_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace kernel_timing_test {
 namespace {
 
 // A batch of one sequence is the single-request prefill; a batch adds its sequences' attention
@@ -456,12 +459,14 @@ TEST(KernelTiming, BatchAttentionAddsUpAndWeightsAreReadOnce) {
 }
 
 }  // namespace
+}  // namespace kernel_timing_test
 }  // namespace kappasim
 
 // Compute efficiency by precision and mechanism (issue 10, item 3): the per-precision GEMM
 // efficiency, the activation-quantisation kernels of W8A8 / W4A4 GEMMs, the paged-KV attention
 // factor and the per-forward host cost. Hand values from the formulas in kernel_timing.hpp.
 namespace kappasim {
+namespace kernel_timing_test {
 namespace {
 
 TEST(KernelTimingPrecision, PerPrecisionGemmEfficiencyOverridesTheScalar) {
@@ -559,9 +564,11 @@ TEST(KernelTimingPrecision, ForwardOverheadIsChargedOncePerForward) {
 }
 
 }  // namespace
+}  // namespace kernel_timing_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace kernel_timing_test {
 namespace {
 
 // The new GPU keys are checked like every other: a fraction above 1, an unknown precision and a
@@ -594,4 +601,5 @@ TEST(KernelTimingPrecision, BadPrecisionAndMechanismKeysAreInputErrors) {
 }
 
 }  // namespace
+}  // namespace kernel_timing_test
 }  // namespace kappasim

@@ -29,6 +29,7 @@
 #include "systems/packet_fabric.hpp"
 
 namespace kappasim {
+namespace link_backend_test {
 namespace {
 
 constexpr double kW = 16 * 32e9 * 128.0 / 130.0 / 8 * 370.0 / 371.0;
@@ -165,4 +166,5 @@ TEST(LinkBackend, PacketRejectsLocalTraffic) {
 }
 
 }  // namespace
+}  // namespace link_backend_test
 }  // namespace kappasim

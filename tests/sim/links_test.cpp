@@ -23,6 +23,7 @@
 #include "systems/topology.hpp"
 
 namespace kappasim {
+namespace links_test {
 namespace {
 
 SystemSpec load(const std::string& name, const std::vector<std::string>& sets = {}) {
@@ -359,4 +360,5 @@ TEST(LinksValidation, Gh200SmReadMatchesItsCopyEngine) {
 }
 
 }  // namespace
+}  // namespace links_test
 }  // namespace kappasim

@@ -21,6 +21,7 @@
 #include "interconnects/pcie_packet.hpp"
 
 namespace kappasim {
+namespace pcie_packet_test {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -217,4 +218,5 @@ TEST(PciePacket, ZeroBytesReturnsAtOnce) {
 }
 
 }  // namespace
+}  // namespace pcie_packet_test
 }  // namespace kappasim

@@ -12,6 +12,7 @@
 #include "interconnects/pcie_protocol.hpp"
 
 namespace kappasim {
+namespace pcie_protocol_test {
 namespace {
 
 PcieProtocol preset(const std::string& name) {
@@ -184,4 +185,5 @@ TEST(PcieProtocol, NonPcieLinkIsRefused) {
 }
 
 }  // namespace
+}  // namespace pcie_protocol_test
 }  // namespace kappasim

@@ -16,6 +16,7 @@
 #include "serving/run_folder.hpp"
 
 namespace kappasim {
+namespace run_folder_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -84,4 +85,5 @@ TEST(RunFolder, WithoutRequestsOrTraceOnlyTheSummaryIsWritten) {
 }
 
 }  // namespace
+}  // namespace run_folder_test
 }  // namespace kappasim

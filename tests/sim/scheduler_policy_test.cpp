@@ -13,6 +13,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace scheduler_policy_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -103,4 +104,5 @@ TEST(SchedulerPolicy, ShortestLoadServesFewestCachedTokensFirstAndCutsMeanTtft) 
 }
 
 }  // namespace
+}  // namespace scheduler_policy_test
 }  // namespace kappasim

@@ -23,6 +23,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace serving_accounting_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -290,4 +291,5 @@ TEST(TimeBreakdown, FlowNetworkReportsEachFlowsBottleneckTime) {
 }
 
 }  // namespace
+}  // namespace serving_accounting_test
 }  // namespace kappasim

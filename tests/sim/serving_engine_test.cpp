@@ -26,6 +26,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace serving_engine_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -692,4 +693,5 @@ TEST(ServingEngine, CopyKernelsHaveReturnedTheirSmsWhenAStepComputes) {
 }
 
 }  // namespace
+}  // namespace serving_engine_test
 }  // namespace kappasim

@@ -12,6 +12,7 @@
 #include "serving_test_util.hpp"
 
 namespace kappasim {
+namespace serving_fidelity_test {
 namespace {
 
 using namespace testing;
@@ -80,4 +81,5 @@ TEST(ServingFidelity, UnknownFidelityIsAnInputErrorNamingTheKey) {
 }
 
 }  // namespace
+}  // namespace serving_fidelity_test
 }  // namespace kappasim

@@ -11,6 +11,7 @@
 #include "serving_test_util.hpp"
 
 namespace kappasim {
+namespace serving_load_paths_test {
 namespace {
 
 using namespace testing;
@@ -155,4 +156,5 @@ TEST(ServingLoadPaths, LayerwiseStepPipelineHidesTheLoadBehindCompute) {
 }
 
 }  // namespace
+}  // namespace serving_load_paths_test
 }  // namespace kappasim

@@ -20,6 +20,7 @@
 #include "workloads/request.hpp"
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -339,9 +340,11 @@ TEST(ServingStack, WarmTierHoldsOnlyWhatFitsInStreamOrder) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
@@ -356,9 +359,11 @@ TEST(ServingStack, IsolatedProbesHoldThePrefixInHostDram) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace serving_stack_test {
 namespace {
 
 TEST(ServingStack, LookupIsRepeatedWhileTheHeadWaits) {
@@ -400,4 +405,5 @@ TEST(ServingStack, TierRequestCostIsChargedToTheRequestOnEveryLookup) {
 }
 
 }  // namespace
+}  // namespace serving_stack_test
 }  // namespace kappasim

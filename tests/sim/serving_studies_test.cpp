@@ -23,6 +23,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace serving_studies_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -285,4 +286,5 @@ TEST(ServingStudies, Int4DequantPassIsPackedPlusBf16BytesAtTheHbmRoof) {
 }
 
 }  // namespace
+}  // namespace serving_studies_test
 }  // namespace kappasim

@@ -15,6 +15,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace serving_tiers_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -247,4 +248,5 @@ TEST(ServingTiers, BadTierInputsNameTheKey) {
 }
 
 }  // namespace
+}  // namespace serving_tiers_test
 }  // namespace kappasim

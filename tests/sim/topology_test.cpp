@@ -9,6 +9,7 @@
 #include "systems/topology.hpp"
 
 namespace kappasim {
+namespace topology_test {
 namespace {
 
 SystemSpec load(const std::string& name, const std::vector<std::string>& sets = {}) {
@@ -189,4 +190,5 @@ TEST(Topology, MissingFieldsAreNamed) {
 }
 
 }  // namespace
+}  // namespace topology_test
 }  // namespace kappasim

@@ -22,6 +22,7 @@
 #include "serving/run_spec.hpp"
 
 namespace kappasim::analysis {
+namespace analysis_test {
 namespace {
 
 // Rosenbrock f = (1-x)² + 100 (y-x²)²: minimum 0 at (1, 1) (Rosenbrock 1960). Start at the
@@ -442,9 +443,11 @@ TEST(Calibration, MeasurementDimensionAndSign) {
 }
 
 }  // namespace
+}  // namespace analysis_test
 }  // namespace kappasim::analysis
 
 namespace kappasim::analysis {
+namespace analysis_test {
 namespace {
 
 // The extended closed form on round numbers: T = 100 new tokens, 1 GFLOP per token per GPU at
@@ -486,9 +489,11 @@ TEST(Eq6Honest, ClosedFormsOnRoundNumbers) {
 }
 
 }  // namespace
+}  // namespace analysis_test
 }  // namespace kappasim::analysis
 
 namespace kappasim::analysis {
+namespace analysis_test {
 namespace {
 
 // The shipped example stays a valid calibration file: the vLLM-blog copy-kernel row (7 sizes,
@@ -505,4 +510,5 @@ TEST(Calibration, ShippedExampleParses) {
 }
 
 }  // namespace
+}  // namespace analysis_test
 }  // namespace kappasim::analysis

@@ -16,6 +16,7 @@
 #include "models/llm/architecture.hpp"
 
 namespace kappasim {
+namespace architecture_test {
 namespace {
 
 ModelSpec preset(const std::string& name) {
@@ -503,4 +504,5 @@ mlp: {type: moe, num_experts: 2, experts_per_token: 3, moe_intermediate_size: 4}
 }
 
 }  // namespace
+}  // namespace architecture_test
 }  // namespace kappasim

@@ -11,6 +11,7 @@
 #include "serving/steady_window.hpp"
 
 namespace kappasim {
+namespace capacity_test {
 namespace {
 
 using analysis::CapacityProbeAnswer;
@@ -154,4 +155,5 @@ TEST(SteadyWindow, HandWorkedWindow) {
 }
 
 }  // namespace
+}  // namespace capacity_test
 }  // namespace kappasim

@@ -14,6 +14,7 @@
 #include "serving/handoff.hpp"
 
 namespace kappasim {
+namespace cluster_spec_test {
 namespace {
 
 ClusterRunSpec parse(const std::string& yaml) {
@@ -304,4 +305,5 @@ TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {
 }
 
 }  // namespace
+}  // namespace cluster_spec_test
 }  // namespace kappasim

@@ -7,6 +7,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace config_test {
 namespace {
 
 struct Inner {
@@ -268,4 +269,5 @@ TEST(Config, Suggestions) {
 }
 
 }  // namespace
+}  // namespace config_test
 }  // namespace kappasim

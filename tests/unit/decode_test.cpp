@@ -15,6 +15,7 @@
 #include "serving/step_plan.hpp"
 
 namespace kappasim {
+namespace decode_test {
 namespace {
 
 Sequence seq(std::uint64_t id, std::int64_t prompt, std::int64_t output) {
@@ -215,4 +216,5 @@ TEST(DecodeStats, AnSloIsMetWhenBothBoundsHoldAndASingleTokenHasNoTpotToMiss) {
 }
 
 }  // namespace
+}  // namespace decode_test
 }  // namespace kappasim

@@ -28,6 +28,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace design_emit_test {
 namespace {
 
 // presets/design/h100-4n.yaml literals (SI).
@@ -155,4 +156,5 @@ TEST(DesignEmit, InfeasibleSplitsAndUnknownNamesAreInputErrors) {
 }
 
 }  // namespace
+}  // namespace design_emit_test
 }  // namespace kappasim

@@ -23,6 +23,7 @@
 #include "workloads/mix_source.hpp"
 
 namespace kappasim {
+namespace design_test {
 namespace {
 
 // presets/design/h100-4n.yaml, as written there (SI units).
@@ -471,4 +472,5 @@ TEST(Design, SweepKindIsDeterministicAndReportsTheModel) {
 }
 
 }  // namespace
+}  // namespace design_test
 }  // namespace kappasim

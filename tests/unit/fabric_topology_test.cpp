@@ -15,6 +15,7 @@
 #include "systems/topology.hpp"
 
 namespace kappasim {
+namespace fabric_topology_test {
 namespace {
 
 SystemSpec preset(const std::string& name) {
@@ -384,4 +385,5 @@ TEST(FabricTopology, BadEndpointsAreInputErrors) {
 }
 
 }  // namespace
+}  // namespace fabric_topology_test
 }  // namespace kappasim

@@ -15,6 +15,7 @@
 #include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
+namespace fp4_kv_test {
 namespace {
 
 using test::model_preset;
@@ -105,4 +106,5 @@ TEST(Fp4Kv, KappaCritGrowsAsBkvShrinks) {
 }
 
 }  // namespace
+}  // namespace fp4_kv_test
 }  // namespace kappasim

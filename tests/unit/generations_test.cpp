@@ -17,6 +17,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace generations_test {
 namespace {
 
 SystemSpec sys(const std::string& name) {
@@ -198,4 +199,5 @@ TEST(Generations, KimiK2CountsAsItsConfigSays) {
 }
 
 }  // namespace
+}  // namespace generations_test
 }  // namespace kappasim

@@ -18,6 +18,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace hardware_test {
 namespace {
 
 SystemSpec system_preset(const std::string& name) {
@@ -246,4 +247,5 @@ TEST(Hardware, EveryPresetLoads) {
 }
 
 }  // namespace
+}  // namespace hardware_test
 }  // namespace kappasim

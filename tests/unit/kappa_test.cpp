@@ -17,6 +17,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace kappa_test {
 namespace {
 
 ModelSpec model(const std::string& name) {
@@ -328,9 +329,11 @@ TEST(Kappa, BadInputsThrow) {
 }
 
 }  // namespace
+}  // namespace kappa_test
 }  // namespace kappasim
 
 namespace kappasim {
+namespace kappa_test {
 namespace {
 TEST(Kappa, PohWithAttentionChargesAttentionFlops) {
   // Issue 20 part 4: report section 4's "analytic P_OH (attention FLOPs included)". Qwen3-235B
@@ -353,4 +356,5 @@ TEST(Kappa, PohWithAttentionChargesAttentionFlops) {
   EXPECT_LT(p.ttft_attention->p_oh(), p.ttft->p_oh() / 5);
 }
 }  // namespace
+}  // namespace kappa_test
 }  // namespace kappasim

@@ -18,6 +18,7 @@
 #include "systems/system_spec.hpp"
 #include "workloads/workload_spec.hpp"
 
+namespace knobs_test {
 namespace {
 
 using namespace kappasim;
@@ -218,3 +219,4 @@ TEST(Knobs, GpuSideKvBufferAsGpuHardwareAndServingPrecedence) {
 }
 
 }  // namespace
+}  // namespace knobs_test

@@ -8,6 +8,7 @@
 #include "serving/run_spec.hpp"
 
 namespace kappasim {
+namespace kv_hierarchy_test {
 namespace {
 
 constexpr double kChunk = 1000;  // bytes of one chunk (1 token x 1000 B/token)
@@ -180,4 +181,5 @@ TEST(KvHierarchy, TiersLargerThanTheirDevicesOrWithoutThemAreInputErrors) {
 }
 
 }  // namespace
+}  // namespace kv_hierarchy_test
 }  // namespace kappasim

@@ -16,6 +16,7 @@
 #include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
+namespace layer_pattern_test {
 namespace {
 
 const auto preset = test::model_preset;
@@ -381,4 +382,5 @@ TEST(HybridKv, ServingKvCacheHybridServesLinearModelsAndRefusesWhatItDoesNotMode
 }
 
 }  // namespace
+}  // namespace layer_pattern_test
 }  // namespace kappasim

@@ -28,6 +28,7 @@
 #include "serving/metrics.hpp"
 
 namespace kappasim {
+namespace metrics_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -910,4 +911,5 @@ TEST(LoadBounds, KernelLoadsInFlightAndReadTagsAreSeparateBounds) {
   EXPECT_EQ(rate_cap_bound(pageable), LoadBound::Software);
 }
 
+}  // namespace metrics_test
 }  // namespace kappasim

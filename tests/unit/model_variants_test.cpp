@@ -16,6 +16,7 @@
 #include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
+namespace model_variants_test {
 namespace {
 
 const auto preset = test::model_preset;
@@ -404,4 +405,5 @@ attention: {type: mla, num_q_heads: 4, kv_lora_rank: 16, qk_nope_head_dim: 8, qk
 }
 
 }  // namespace
+}  // namespace model_variants_test
 }  // namespace kappasim

@@ -28,6 +28,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace new_user_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -290,4 +291,5 @@ TEST(NewUserFormat, ATextColumnAlignsLeftWhateverTheNumberOfRows) {
 }
 
 }  // namespace
+}  // namespace new_user_test
 }  // namespace kappasim

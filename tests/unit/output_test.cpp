@@ -15,6 +15,7 @@
 #include "core/table.hpp"
 
 namespace kappasim {
+namespace output_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -189,4 +190,5 @@ TEST(Table, CsvAndJsonEscapeAndRoundTripNumbers) {
 }
 
 }  // namespace
+}  // namespace output_test
 }  // namespace kappasim

@@ -21,6 +21,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace parallelism_test {
 namespace {
 
 ModelSpec model(const std::string& name) {
@@ -395,4 +396,5 @@ TEST(ParallelismCli, BadLayoutsExitTwoNamingTheOption) {
 }
 
 }  // namespace
+}  // namespace parallelism_test
 }  // namespace kappasim

@@ -22,6 +22,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace policy_test {
 namespace {
 
 Sequence seq(std::uint64_t id, std::int64_t cached, std::int64_t compute) {
@@ -292,4 +293,5 @@ TEST(PolicyRegistry, PresetsPoliciesListsTheRegistries) {
 }
 
 }  // namespace
+}  // namespace policy_test
 }  // namespace kappasim

@@ -23,6 +23,7 @@
 #include "systems/link_backends.hpp"
 
 namespace kappasim {
+namespace registry_test {
 namespace {
 
 std::string input_error_of(const std::function<void()>& f) {
@@ -146,4 +147,5 @@ TEST(Registry, ARegistryLeavesTheCatalogueWithItsLife) {
 }
 
 }  // namespace
+}  // namespace registry_test
 }  // namespace kappasim

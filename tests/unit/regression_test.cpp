@@ -20,6 +20,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace regression_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -215,4 +216,5 @@ TEST(Regression, MalformedFlowMapEndsInASyntaxError) {
   EXPECT_TRUE(has(m, "sweep.yaml:")) << m;
 }
 
+}  // namespace regression_test
 }  // namespace kappasim

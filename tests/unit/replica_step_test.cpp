@@ -19,6 +19,7 @@
 #include "serving/run_spec.hpp"
 
 namespace kappasim {
+namespace replica_step_test {
 namespace {
 
 RunSpec run(const std::string& serving, const std::string& system = "dgx-h100",
@@ -217,4 +218,5 @@ TEST(ReplicaWeights, EveryFeatureIsAcceptedOnEveryLayout) {
 }
 
 }  // namespace
+}  // namespace replica_step_test
 }  // namespace kappasim

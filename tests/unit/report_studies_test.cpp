@@ -12,6 +12,7 @@
 #include "report/tier_cost.hpp"
 
 namespace kappasim {
+namespace report_studies_test {
 namespace {
 
 using report::ResultsTable;
@@ -353,4 +354,5 @@ TEST(ReportStudies, GenerationsSimulatedStepsAndTheConditionalLink) {
 }
 
 }  // namespace
+}  // namespace report_studies_test
 }  // namespace kappasim

@@ -21,6 +21,7 @@
 #include "report/sweeps.hpp"
 
 namespace kappasim {
+namespace report_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -375,4 +376,5 @@ TEST(ReportSections, StacksAsyncStatesBothCrossingsWithTheirRegime) {
 }
 
 }  // namespace
+}  // namespace report_test
 }  // namespace kappasim

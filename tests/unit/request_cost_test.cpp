@@ -10,6 +10,7 @@
 #include "serving/request_cost.hpp"
 
 namespace kappasim {
+namespace request_cost_test {
 namespace {
 
 TEST(RequestCost, SerialAddsLayerwisePipelinesWithFillAndDrain) {
@@ -109,4 +110,5 @@ TEST(RequestCost, RecomputeChoiceFollowsTheLinkRate) {
 }
 
 }  // namespace
+}  // namespace request_cost_test
 }  // namespace kappasim

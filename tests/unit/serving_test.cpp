@@ -22,6 +22,7 @@
 #include "workloads/request.hpp"
 
 namespace kappasim {
+namespace serving_test {
 namespace {
 
 // ---- KvTier -------------------------------------------------------------------------------
@@ -605,4 +606,5 @@ TEST(SchedulerServingSpec, DumpRoundTrips) {
 }
 
 }  // namespace
+}  // namespace serving_test
 }  // namespace kappasim

@@ -16,6 +16,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace stack_profile_test {
 namespace {
 
 StackProfile stack(const std::string& name) {
@@ -287,4 +288,5 @@ TEST(KvTierCounters, WarmRestoresAndDrops) {
 }
 
 }  // namespace
+}  // namespace stack_profile_test
 }  // namespace kappasim

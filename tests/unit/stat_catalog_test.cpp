@@ -18,6 +18,7 @@
 #include "serving/stat_catalog.hpp"
 
 namespace kappasim {
+namespace stat_catalog_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -238,4 +239,5 @@ TEST(StatCatalog, SplicingReplacesOnlyTheMarkedRegions) {
 }
 
 }  // namespace
+}  // namespace stat_catalog_test
 }  // namespace kappasim

@@ -12,6 +12,7 @@
 #include "report/results.hpp"
 #include "sweeps/aggregate.hpp"
 
+namespace stats_test {
 namespace {
 
 using namespace kappasim;
@@ -207,3 +208,4 @@ TEST(Aggregate, PairedDifferenceAgainstABaseline) {
 }
 
 }  // namespace
+}  // namespace stats_test

@@ -13,6 +13,7 @@
 #include "workloads/request.hpp"
 
 namespace kappasim {
+namespace step_plan_test {
 namespace {
 
 Sequence seq(std::uint64_t id, std::int64_t cached, std::int64_t compute,
@@ -140,4 +141,5 @@ TEST(StepPlan, SchedulerCpuLooksUpFirstStepsAndTheWaitingHeadWhileBudgetIsLeft) 
 }
 
 }  // namespace
+}  // namespace step_plan_test
 }  // namespace kappasim

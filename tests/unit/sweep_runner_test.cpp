@@ -19,6 +19,7 @@
 #include "sweeps/sweep_results.hpp"
 
 namespace kappasim {
+namespace sweep_runner_test {
 namespace {
 
 bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
@@ -164,4 +165,5 @@ TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
 }
 
 }  // namespace
+}  // namespace sweep_runner_test
 }  // namespace kappasim

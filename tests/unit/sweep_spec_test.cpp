@@ -11,6 +11,7 @@
 #include "sweeps/sweep_spec.hpp"
 
 namespace kappasim::sweep {
+namespace sweep_spec_test {
 namespace {
 
 SweepSpec parse(const std::string& yaml, bool quick = false) {
@@ -362,4 +363,5 @@ TEST(SweepResults, ResultJsonRoundTripsNumbers) {
 }
 
 }  // namespace
+}  // namespace sweep_spec_test
 }  // namespace kappasim::sweep

@@ -18,6 +18,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace tier_spec_test {
 namespace {
 
 bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
@@ -396,4 +397,5 @@ TEST(TierSpecCli, PresetsAreListed) {
 }
 
 }  // namespace
+}  // namespace tier_spec_test
 }  // namespace kappasim

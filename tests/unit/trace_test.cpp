@@ -15,6 +15,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace trace_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -384,4 +385,5 @@ TEST_F(TraceReader, CsvHeaderErrors) {
 }
 
 }  // namespace
+}  // namespace trace_test
 }  // namespace kappasim

@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 
 namespace kappasim {
+namespace units_test {
 namespace {
 
 double q(const char* s, const Dimension& d) { return parse_quantity_as(s, d); }
@@ -149,4 +150,5 @@ TEST(Units, DimensionNames) {
 }
 
 }  // namespace
+}  // namespace units_test
 }  // namespace kappasim

@@ -11,6 +11,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace validation_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -139,4 +140,5 @@ TEST(Validation, FailingCommandsAndBadPointersNameTheRow) {
 }
 
 }  // namespace
+}  // namespace validation_test
 }  // namespace kappasim

@@ -18,6 +18,7 @@
 #include "workloads/workload_spec.hpp"
 
 namespace kappasim {
+namespace workload_test {
 namespace {
 
 template <class F>
@@ -828,4 +829,5 @@ TEST(Workload, ConfigErrorsNameTheKey) {
 }
 
 }  // namespace
+}  // namespace workload_test
 }  // namespace kappasim
