@@ -129,8 +129,8 @@ class ServingEngine : public sc_core::sc_module {
   // KV bytes per token one GPU of a rank holds (all layers; serving.kv_cache: hybrid, the full
   // layers', the unit a load's and the pool's tokens count in: served_kv_unit_per_gpu).
   double m_bkv_gpu = 0;
-  double m_store_bkv_gpu = 0;          // per token of a stored chunk (served_kv_store_per_gpu)
-  std::optional<HybridKv> m_hybrid;    // serving.kv_cache: hybrid (issue 25)
+  double m_store_bkv_gpu = 0;        // per token of a stored chunk (served_kv_store_per_gpu)
+  std::optional<HybridKv> m_hybrid;  // serving.kv_cache: hybrid (issue 25)
   // serving.replicated_kv: shard_allgather: the copies r of each token's KV in a TP group
   // (kv_replication_factor) whose host loads are sharded and all-gathered; 1: each rank loads its
   // own (each_rank, or nothing replicated).

@@ -10,6 +10,7 @@
 #include "tests/cli/cli_util.hpp"
 
 namespace kappasim {
+namespace closed_loop_cli_test {
 namespace {
 
 using test::fresh_dir;
@@ -99,4 +100,5 @@ TEST(ClosedLoopCli, MeaninglessCombinationsExitTwoNamingTheKey) {
 }
 
 }  // namespace
+}  // namespace closed_loop_cli_test
 }  // namespace kappasim

@@ -21,6 +21,7 @@
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
+namespace closed_loop_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -177,4 +178,5 @@ TEST(ClosedLoop, TheClusterRouterHoldsTheClients) {
 }
 
 }  // namespace
+}  // namespace closed_loop_test
 }  // namespace kappasim

@@ -19,6 +19,7 @@
 #include "workloads/request.hpp"
 
 namespace kappasim {
+namespace replicated_kv_test {
 namespace {
 
 using namespace kappasim::testing;
@@ -118,4 +119,5 @@ TEST(ReplicatedKvEngine, NothingReplicatedIsEachRanksRun) {
 }
 
 }  // namespace
+}  // namespace replicated_kv_test
 }  // namespace kappasim

@@ -19,6 +19,7 @@
 #include "systems/system_spec.hpp"
 
 namespace kappasim {
+namespace replicated_kv_test {
 namespace {
 
 ModelSpec model(const std::string& name) {
@@ -175,4 +176,5 @@ TEST(ReplicatedKv, NoNvlinkIsRefusedNamingTheKey) {
 }
 
 }  // namespace
+}  // namespace replicated_kv_test
 }  // namespace kappasim
