@@ -33,6 +33,16 @@ inline std::string model_error_of(const std::string& yaml) {
   }
   return "";
 }
+// The InputError text `f` raises ("" when none).
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 inline bool has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }

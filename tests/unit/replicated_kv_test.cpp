@@ -17,31 +17,16 @@
 #include "models/llm/parallelism.hpp"
 #include "serving/run_spec.hpp"
 #include "systems/system_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace replicated_kv_test {
 namespace {
 
-ModelSpec model(const std::string& name) {
-  ConfigNode ref = ConfigNode::make_scalar(name);
-  return read_preset_config<ModelSpec>(ref, "model", "model");
-}
-SystemSpec sys(const std::string& name) {
-  ConfigNode ref = ConfigNode::make_scalar(name);
-  return read_preset_config<SystemSpec>(ref, "system", "system");
-}
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+ModelSpec model(const std::string& name) { return test::model_preset(name); }
+SystemSpec sys(const std::string& name) { return test::system_preset(name); }
+using test::error_of;
+using test::has;
 
 TEST(ReplicatedKv, CopiesPerTpGroup) {
   // Qwen3: tp 8 over 4 KV heads: 8 × 48,128 / 192,512 = 2 copies; tp 4: one head each, 1 copy.
