@@ -40,24 +40,49 @@ double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows,
   return stats::mean_interval(xs).mean;
 }
 
-stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
-                       const std::vector<std::size_t>& b, const std::string& name) {
+namespace {
+// The replicates both configurations ran, paired by replicate (a's value, b's value).
+std::vector<std::pair<double, double>> pairs(const ResultsTable& t,
+                                             const std::vector<std::size_t>& a,
+                                             const std::vector<std::size_t>& b,
+                                             const std::string& name) {
   std::map<std::string, double> va, vb;
   for (std::size_t r : a)
     if (t.ok(r)) va[t.get(r, "replicate")] = t.num(r, name);
   for (std::size_t r : b)
     if (t.ok(r)) vb[t.get(r, "replicate")] = t.num(r, name);
-  std::vector<double> xa, xb;
+  std::vector<std::pair<double, double>> out;
   for (const auto& [k, v] : va)
-    if (vb.count(k)) xa.push_back(v), xb.push_back(vb[k]);
+    if (vb.count(k)) out.emplace_back(v, vb[k]);
+  return out;
+}
+}  // namespace
+
+stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
+                       const std::vector<std::size_t>& b, const std::string& name) {
+  std::vector<double> xa, xb;
+  for (const auto& [x, y] : pairs(t, a, b, name)) xa.push_back(x), xb.push_back(y);
   return stats::paired_difference(xa, xb);
 }
+
+namespace {
+// Every replicate's two values agree to 9 significant digits: the runs did the same thing, and
+// a paired difference would only print the rounding of the figures (1e-16 relative).
+bool same_in_every_replicate(const std::vector<std::pair<double, double>>& p) {
+  if (p.empty()) return false;
+  for (const auto& [x, y] : p)
+    if (std::fabs(x - y) > 1e-9 * std::max(std::fabs(x), std::fabs(y))) return false;
+  return true;
+}
+}  // namespace
 
 std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a,
                    const std::vector<std::size_t>& b, const std::string& name,
                    const std::string& b_name, const std::string& unit) {
   const stats::Interval d = paired(t, a, b, name);
   if (d.n < 2) return "one replicate: not tested against " + b_name + "'s";
+  if (same_in_every_replicate(pairs(t, a, b, name)))
+    return "the same as " + b_name + "'s in every replicate (to 9 significant digits)";
   const int sign = stats::interval_sign(d);
   const std::string diff =
       "paired difference" + (unit.empty() ? "" : " in " + unit) + ": " + stats::format_interval(d);

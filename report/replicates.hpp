@@ -29,7 +29,9 @@ double mean_of(const ResultsTable& t, const std::vector<std::size_t>& rows,
 stats::Interval paired(const ResultsTable& t, const std::vector<std::size_t>& a,
                        const std::vector<std::size_t>& b, const std::string& name);
 // How A's `name` compares with B's: "lower than B's (paired difference in s: −1.2 ± 0.3 (n=3))"
-// only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's".
+// only when the paired 95% interval excludes 0; otherwise "within the replicate spread of B's";
+// "the same as B's in every replicate" when each pair agrees to 9 significant digits (the two
+// runs did the same thing; a paired difference would print only the figures' rounding).
 std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a,
                    const std::vector<std::size_t>& b, const std::string& name,
                    const std::string& b_name, const std::string& unit);

@@ -375,6 +375,27 @@ TEST(ReportSections, StacksAsyncStatesBothCrossingsWithTheirRegime) {
   EXPECT_EQ(report::section_stacks_async(report::SweepData{}, report::SweepData{}), "");
 }
 
+// Two configurations whose replicates agree to the last bits (values 3 × 1e-16 apart, what two
+// runs doing the same work print after rounding) are "the same", not a paired difference of
+// -0.00000000000000020 ± …; values 1e-6 apart are compared as before.
+TEST(Replicates, EqualRunsAreTheSameNotAPairedDifference) {
+  report::ResultsTable t;
+  t.columns = {"status", "replicate", "cfg", "x"};
+  t.rows = {{"ok", "0", "a", "0.5"},
+            {"ok", "1", "a", "0.7"},
+            {"ok", "2", "a", "0.6"},
+            {"ok", "0", "b", "0.50000000000000033"},
+            {"ok", "1", "b", "0.69999999999999984"},
+            {"ok", "2", "b", "0.6"}};
+  const auto a = t.where({{"cfg", "a"}});
+  const auto b = t.where({{"cfg", "b"}});
+  EXPECT_EQ(report::versus(t, a, b, "x", "b", "req/s"),
+            "the same as b's in every replicate (to 9 significant digits)");
+  t.rows[3][3] = "0.500001";  // 2e-6 relative: a real (if tiny) difference
+  EXPECT_NE(report::versus(t, a, b, "x", "b", "req/s").find("paired difference in req/s"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace report_test
 }  // namespace kappasim
