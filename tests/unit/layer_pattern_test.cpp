@@ -368,8 +368,18 @@ TEST(HybridKv, ServingKvCacheHybridServesLinearModelsAndRefusesWhatItDoesNotMode
     EXPECT_TRUE(has(e.what(), "run.serving.kv_cache: hybrid")) << e.what();
     EXPECT_TRUE(has(e.what(), "serving.recompute")) << e.what();
   }
-  // A tp that does not divide the heads (Qwen3-Next's 16 query and 16 key heads, tp 3).
+  // Replicated KV loaded as shards (serving.replicated_kv) splits unified KV: refused with hybrid.
   sv.recompute.mode = RecomputeMode::None;
+  sv.replicated_kv = ReplicatedKv::ShardAllgather;
+  try {
+    refuse_hybrid_kv_settings(preset("gpt-oss-120b"), sv, 8, "run.");
+    FAIL() << "expected a refusal";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "run.serving.kv_cache: hybrid")) << e.what();
+    EXPECT_TRUE(has(e.what(), "serving.replicated_kv: shard_allgather")) << e.what();
+  }
+  sv.replicated_kv = ReplicatedKv::EachRank;
+  // A tp that does not divide the heads (Qwen3-Next's 16 query and 16 key heads, tp 3).
   sv.tp = 3;
   EXPECT_THROW(refuse_hybrid_kv_settings(preset("qwen3-next-80b-a3b"), sv, 8, ""), InputError);
   // A stored chunk (256 tokens) of gpt-oss-120b keeps 256 full-layer tokens and the last 128
