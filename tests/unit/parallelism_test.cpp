@@ -19,6 +19,7 @@
 #include "models/llm/parallelism.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace parallelism_test {
@@ -35,15 +36,7 @@ SystemSpec sys(const std::string& name) {
 ParallelismSpec L(const std::string& text) { return parse_layout(text, "test"); }
 
 // The InputError message of f(), or "" when it does not throw one.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }

@@ -17,6 +17,7 @@
 #include "serving/cluster_spec.hpp"
 #include "serving/replica_step.hpp"
 #include "serving/run_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace replica_step_test {
@@ -29,15 +30,7 @@ RunSpec run(const std::string& serving, const std::string& system = "dgx-h100",
                            "\nworkload: {type: sharegpt, requests: 10}\n";
   return read_config<RunSpec>(parse_yaml(yaml, "run.yaml"), "");
 }
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }

@@ -16,6 +16,7 @@
 #include "models/analytic/tier_kappa.hpp"
 #include "sweeps/point_kind.hpp"
 #include "systems/system_spec.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace tier_spec_test {
@@ -23,15 +24,7 @@ namespace {
 
 bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 SystemSpec system_from_yaml(const std::string& yaml) {
   ConfigNode root = parse_yaml(yaml, "test.yaml");
