@@ -65,8 +65,12 @@ class TraceSource : public WorkloadSource {
 
   TraceSpec m_spec;
   std::string m_file;
-  std::string m_label;  // Request::workload
+  InternedName m_label;  // Request::workload
   std::ifstream m_in;
+  std::vector<char> m_buf;  // the block being read (getline_bounded)
+  std::size_t m_pos = 0, m_end = 0;
+  bool m_eof = false;
+  std::string m_row;  // the row being parsed (its capacity kept between rows)
   int m_line = 0;
   std::int64_t m_produced = 0;
   double m_last_arrival = 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "serving/kv_tier.hpp"
@@ -355,6 +356,94 @@ TEST_F(TraceReader, EveryMalformedRowNamesFileAndLine) {
     EXPECT_TRUE(has(msg, f + line)) << b.what << ": " << msg;
     EXPECT_TRUE(has(msg, b.message)) << b.what << ": " << msg;
   }
+}
+
+// Issue 24: plain rows are read by a hand-written scanner, anything else by nlohmann::json; both
+// must take the same rows to the same values. Each row below is valid JSON whose value is known
+// by hand, in a spelling the scanner leaves to the full parser or must read as JSON does.
+TEST_F(TraceReader, JsonlRowsInEverySpellingReadAsTheirJsonValues) {
+  const std::string f = write(
+      "spell.jsonl",
+      // exponents, a whole float count and id, a null optional (its default: 1 output token)
+      "{\"arrival_s\": 1e0, \"prefix_tokens\": 2.0e3, \"new_tokens\": 7, \"sequence_id\": 5.0, "
+      "\"extends_sequence\": false, \"output_tokens\": null}\n"
+      // no spaces, keys in another order, -0 tokens (zero), spaces and a tab around the row
+      " \t{\"new_tokens\":3,\"arrival_s\":1.25,\"prefix_tokens\":-0}  \n"
+      // an escaped key: \u005f is '_'
+      "{\"arrival_s\": 2, \"prefix\\u005ftokens\": 4, \"new_tokens\": 1}\n"
+      // 18 and 20 digits for a sequence id (both fit in 64 bits)
+      "{\"arrival_s\": 2, \"prefix_tokens\": 0, \"new_tokens\": 1, \"sequence_id\": "
+      "999999999999999999}\n"
+      "{\"arrival_s\": 2, \"prefix_tokens\": 0, \"new_tokens\": 1, \"sequence_id\": "
+      "18446744073709551615}\n"
+      // a decimal fraction (the double nearest 2.3, as any correctly rounded reader gives) and E
+      "{\"arrival_s\": 2.3, \"prefix_tokens\": 1E1, \"new_tokens\": 1, \"extends_sequence\": "
+      "true}\n");
+  const auto r = read_all(spec(f, TraceFormat::Jsonl));
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(r[0].arrival_s, 1.0);
+  EXPECT_EQ(r[0].prefix_tokens, 2000);
+  EXPECT_EQ(r[0].new_tokens, 7);
+  EXPECT_EQ(r[0].sequence_id, 5u);
+  EXPECT_FALSE(r[0].extends_sequence);
+  EXPECT_EQ(r[0].output_tokens, 1);
+  EXPECT_EQ(r[1].arrival_s, 1.25);
+  EXPECT_EQ(r[1].prefix_tokens, 0);
+  EXPECT_EQ(r[1].new_tokens, 3);
+  EXPECT_EQ(r[2].prefix_tokens, 4);
+  EXPECT_EQ(r[3].sequence_id, 999999999999999999u);
+  EXPECT_EQ(r[4].sequence_id, 18446744073709551615u);
+  EXPECT_EQ(r[5].arrival_s, 2.3);
+  EXPECT_EQ(r[5].prefix_tokens, 10);
+  EXPECT_TRUE(r[5].extends_sequence);
+}
+
+TEST_F(TraceReader, JsonlRowsTheScannerLeavesAreStillRejected) {
+  const std::string good = "{\"arrival_s\": 1, \"prefix_tokens\": 100, \"new_tokens\": 10}\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1} x", "not valid JSON"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 01, \"new_tokens\": 1}", "not valid JSON"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 1., \"new_tokens\": 1}", "not valid JSON"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": +1, \"new_tokens\": 1}", "not valid JSON"},
+      {"{\"arrival_s\": 1e400, \"prefix_tokens\": 0, \"new_tokens\": 1}", "not valid JSON"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1,}", "not valid JSON"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": tru}", "not valid JSON"},
+      {"{}", "missing \"arrival_s\""},
+      {"{\"arrival_s\": null, \"prefix_tokens\": 0, \"new_tokens\": 1}", "missing \"arrival_s\""},
+      // more digits than fit in 64 bits: a JSON number all the same, too large a count
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 123456789012345678901234567890}",
+       "at most 10000000"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1, \"sequence_id\": -0}",
+       "negative"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1, \"sequence_id\": 1.5}",
+       "whole number"},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1, \"new_tokens\": 1}",
+       "duplicate key \"new_tokens\""},
+      {"{\"arrival_s\": 3, \"prefix_tokens\": 0, \"new_tokens\": 1, \"extends_sequence\": 0}",
+       "true or false"},
+  };
+  for (const auto& [row, message] : bad) {
+    const std::string f = write("bad.jsonl", good + good + row + "\n" + good);
+    const std::string msg = error_of(spec(f, TraceFormat::Jsonl));
+    EXPECT_TRUE(has(msg, f + ":3: ")) << row << ": " << msg;
+    EXPECT_TRUE(has(msg, message)) << row << ": " << msg;
+  }
+}
+
+TEST_F(TraceReader, RowsAcrossTheReadersBlocksAreWhole) {
+  // The reader takes the file in 64 KiB blocks: 20,000 rows (~1.2 MB) cross many block edges.
+  std::string text;
+  std::int64_t tokens = 0;
+  for (int i = 1; i <= 20000; ++i) {
+    text += "{\"arrival_s\": " + std::to_string(i) +
+            ", \"prefix_tokens\": 0, \"new_tokens\": " + std::to_string(i % 977 + 1) + "}\n";
+    tokens += i % 977 + 1;
+  }
+  text.pop_back();  // the last row without its newline
+  const TraceSummary s = validate_trace(spec(write("many.jsonl", text), TraceFormat::Jsonl));
+  EXPECT_EQ(s.requests, 20000);
+  EXPECT_EQ(s.new_tokens, tokens);
+  EXPECT_EQ(s.last_arrival_s, 20000.0);
 }
 
 TEST_F(TraceReader, LazyReaderYieldsGoodRowsBeforeTheBadOne) {
