@@ -38,6 +38,7 @@ SessionGenerator::SessionGenerator(std::string name, std::int64_t requests, doub
                                    double mean_per_session, ArrivalKind arrival, double cv,
                                    std::uint64_t seed, double warmup_s)
     : m_name(std::move(name)),
+      m_label(m_name),
       m_requests(requests),
       m_seed(seed),
       m_arrivals(arrival, checked_rate(rate) / mean_per_session, cv,
@@ -90,7 +91,7 @@ bool SessionGenerator::next(Request& out) {
     Request r;
     r.arrival_s = s.next_s;
     r.output_tokens = 1;
-    r.workload = m_name;
+    r.workload = m_label;
     const bool more = emit(s, r);
     if (more && --s.remaining > 0) {
       s.next_s += think_time(s);

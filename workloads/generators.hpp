@@ -98,6 +98,7 @@ class SessionGenerator : public WorkloadSource {
     }
   };
   std::string m_name;
+  InternedName m_label;  // Request::workload: m_name, interned
   std::int64_t m_requests;
   std::int64_t m_produced = 0;
   std::uint64_t m_seed;

@@ -2,9 +2,35 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
+#include <ostream>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace kappasim {
+
+namespace {
+// Every distinct name once; never shrinks (a run holds a handful: one per generator or trace).
+// Elements of an unordered_set keep their address when it rehashes.
+const std::string* empty_name() {
+  static const auto* empty = new std::string();
+  return empty;
+}
+const std::string* intern(const std::string& text) {
+  if (text.empty()) return empty_name();  // default-constructed names take no lock
+  static std::mutex lock;
+  static auto* names = new std::unordered_set<std::string>();  // never destroyed: names outlive
+                                                               // every static Request
+  const std::lock_guard<std::mutex> hold(lock);
+  return &*names->insert(text).first;
+}
+}  // namespace
+
+InternedName::InternedName() : m_text(empty_name()) {}
+InternedName::InternedName(const std::string& text) : m_text(intern(text)) {}
+InternedName::InternedName(const char* text) : m_text(intern(text)) {}
+
+std::ostream& operator<<(std::ostream& os, const InternedName& n) { return os << n.str(); }
 
 namespace {
 // SplitMix64 finaliser: a fixed, platform-independent 64-bit mix.
