@@ -352,20 +352,27 @@ double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType 
          L;
 }
 
-std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
-                                  DType weights, DType kv_dtype) {
+void layer_kernels(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, double K,
+                   int tp, DType weights, DType kv_dtype) {
   check_prefill_args(m, tp, T, K);
   if (layer < 0 || layer >= m.num_layers)
     throw std::logic_error("layer_kernels: layer " + std::to_string(layer) + " out of range");
   const double h = static_cast<double>(m.hidden_size);
   const double wb = bytes_per_element(weights);
-  std::vector<Kernel> out;
-  out.reserve(20);
+  out.clear();
   out.push_back(rms_norm("input_norm", T, h));
   add_attention_block(out, m, T, K, tp, wb, kv_dtype, m.layer_kind(layer));
   out.push_back(rms_norm("post_attention_norm", T, h));
   add_mlp_block(out, m, layer, T, tp, wb);
-  return with_activation_quant(std::move(out), m, weights);
+  if (activation_quant_bytes(weights) > 0) out = with_activation_quant(std::move(out), m, weights);
+}
+
+std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
+                                  DType weights, DType kv_dtype) {
+  std::vector<Kernel> out;
+  out.reserve(20);
+  layer_kernels(out, m, layer, T, K, tp, weights, kv_dtype);
+  return out;
 }
 
 std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
@@ -644,12 +651,17 @@ double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::st
 
 namespace {
 // Time of one layer for the batch; `acc` collects its kernels once.
-PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int tp,
+PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
                         const std::string& dtype, double sm_fraction, DType kv_dtype,
                         LayerKind kind) {
   PrefillTime p;
-  for (const Kernel& k : layer_kernels(m, layer, tokens, 0, tp, w, kv_dtype)) {
+  // Working vectors kept between steps (issue 24: building them was the allocator's per step).
+  thread_local std::vector<Kernel> layer;
+  thread_local std::vector<Kernel> attention;  // every sequence's, one launch
+  thread_local std::vector<Kernel> seq_kernels;
+  layer_kernels(layer, m, layer_index, tokens, 0, tp, w, kv_dtype);
+  for (const Kernel& k : layer) {
     if (k.per_sequence) continue;
     p.add(k, kernel_time(k, gpu, dtype, sm_fraction));
   }
@@ -659,10 +671,7 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer, int t
   Kernel dequant;
   bool has_dequant = false;
   Kernel merged;
-  std::vector<Kernel> attention;  // every sequence's, one launch (batch_attention_time)
-  attention.reserve(batch.size());
-  std::vector<Kernel> seq_kernels;
-  seq_kernels.reserve(2);
+  attention.clear();
   for (const SeqSlice& s : batch) {
     seq_kernels.clear();
     add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype, kind);

@@ -122,6 +122,9 @@ const char* kernel_kind_name(Kernel::Kind k);
 // the K tokens already cached).
 std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
                                   DType weights, DType kv_dtype = DType::Bf16);
+// The same into `out` (cleared first; its capacity is reused: the step-time model's hot path).
+void layer_kernels(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, double K,
+                   int tp, DType weights, DType kv_dtype = DType::Bf16);
 // The kernels outside the layers, once per prefill: before the layers the embedding gather;
 // after them the final RMSNorm, the LM head for the last token only (vLLM computes logits
 // for the sampled position) and the per-forward host cost (Kind::Host, GpuSpec::forward_overhead).
