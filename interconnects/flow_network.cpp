@@ -52,25 +52,27 @@ FlowNetwork::FlowId FlowNetwork::start_deferred(double now, std::vector<Use> pat
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
   if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
-  // Merge repeated resources, drop zero costs; keep the order of first appearance.
-  std::vector<Use> merged;
-  merged.reserve(path.size());
-  for (const Use& u : path) {
+  // Merge repeated resources, drop zero costs; keep the order of first appearance. In place
+  // (issue 24: no second vector per flow): the first n uses are the merged ones.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const Use u = path[i];
     check(u.resource);
     if (!(u.cost >= 0) || !std::isfinite(u.cost))
       throw std::logic_error("FlowNetwork::start: cost must be finite and >= 0");
     if (u.cost == 0) continue;
-    auto it = std::find_if(merged.begin(), merged.end(),
+    const auto merged_end = path.begin() + static_cast<std::ptrdiff_t>(n);
+    auto it = std::find_if(path.begin(), merged_end,
                            [&](const Use& m) { return m.resource == u.resource; });
-    if (it == merged.end())
-      merged.push_back(u);
+    if (it == merged_end)
+      path[n++] = u;
     else
       it->cost += u.cost;
   }
+  path.resize(n);
   advance(now);
   const FlowId id = m_next_id++;
-  m_flows.emplace_hint(m_flows.end(), id,
-                       Flow{std::move(merged), bytes, bytes, rate_cap, 0, -1, {}});
+  m_flows.emplace_hint(m_flows.end(), id, Flow{std::move(path), bytes, bytes, rate_cap, 0, -1, {}});
   m_dirty = true;
   return id;
 }
