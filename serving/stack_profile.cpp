@@ -102,6 +102,10 @@ double front_end_in_s(const StackProfile& p, std::int64_t prompt_tokens) {
 
 double front_end_out_s(const StackProfile& p) { return p.front_end.first_token_s; }
 
+double front_end_s(const StackProfile& p, std::int64_t prompt_tokens) {
+  return front_end_in_s(p, prompt_tokens) + front_end_out_s(p);
+}
+
 double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens) {
   return static_cast<double>(prompt_tokens) * p.meta_per_token_s;
 }

@@ -249,6 +249,9 @@ double stack_lookup_request_s(const StackProfile& p, std::int64_t prompt_tokens)
 // tokenising its prompt_tokens, the hop to the engine core), and after its first token.
 double front_end_in_s(const StackProfile& p, std::int64_t prompt_tokens);
 double front_end_out_s(const StackProfile& p);
+// Both together: the front end's share of one request's end-to-end TTFT (requests.csv's
+// front_end_s, probe prefill's).
+double front_end_s(const StackProfile& p, std::int64_t prompt_tokens);
 // Per step on the scheduler's critical path: the connector metadata of the prefilling requests
 // (prompt_tokens = the sum of their prompt lengths).
 double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens);

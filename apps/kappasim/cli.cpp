@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/units.hpp"
+#include "serving/serving_spec.hpp"
 
 namespace kappasim::cli {
 
@@ -144,6 +145,15 @@ double quantity_option(const std::string& option, const std::string& text, const
   } catch (const UnitError& e) {
     throw InputError("--" + option + ": " + e.what());
   }
+}
+
+bool ttft_end_to_end_option(const std::string& text) {
+  std::string names;
+  for (const auto& [name, mode] : ttft_mode_names()) {
+    if (text == name) return mode == TtftMode::EndToEnd;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  throw InputError("--ttft: expected one of " + names + ", got \"" + excerpt(text) + "\"");
 }
 
 double count_option(const std::string& option, const std::string& text) {

@@ -79,6 +79,9 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
 double quantity_option(const std::string& option, const std::string& text, const Dimension& d);
 // A non-negative count given as a number ("65536", "64e3", "64k" is not allowed).
 double count_option(const std::string& option, const std::string& text);
+// --ttft (probe prefill, measure poh): "engine" (false) or "end_to_end" (true; serving.ttft's
+// modes, ttft_mode_names()); anything else names the option and the modes.
+bool ttft_end_to_end_option(const std::string& text);
 
 // The most simulated time one probe may ask for (issue 12, item 8): one day. SystemC's 1 ps time
 // base holds 2^63 ps ≈ 106.7 days; a probe is checked against one day at the model's own

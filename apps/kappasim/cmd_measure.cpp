@@ -93,7 +93,7 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
   if (verb == "capacity") return cmd_measure_capacity(args);  // a run config, not --model/--system
   MeasureOptions o;
   if (verb == "poh") {
-    std::string k, t;
+    std::string k, t, ttft = "engine";
     po::options_description desc(
         "kappasim measure poh: isolated requests with K cached tokens (warm tier) and T new ones;\n"
         "P_OH = KV load time / compute time. Comma-separated lists give the K x T grid.\n"
@@ -101,7 +101,11 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
         "[options]\nOptions");
     add_measure_options(desc, o);
     desc.add_options()("k", po::value(&k)->required(), "cached tokens K (a list: a grid)")(
-        "t", po::value(&t)->required(), "new tokens T (a list: a grid)");
+        "t", po::value(&t)->required(), "new tokens T (a list: a grid)")(
+        "ttft", po::value(&ttft),
+        "engine (default: from the scheduler's queue) or end_to_end (serving.ttft: adds the "
+        "stack's front end and the tier's per-request lookup; columns front_end_s and "
+        "tier_request_s)");
     if (std::find(args.begin(), args.end(), "--help") != args.end()) {
       std::cout << desc << "\n";
       return 0;
@@ -124,6 +128,9 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
       return v;
     };
     const std::vector<double> ks = list("k", k, 0), ts = list("t", t, 1);
+    // --ttft is serving.ttft, as probe prefill reads it; a --set of the key still wins.
+    const bool end_to_end = ttft_end_to_end_option(ttft);
+    if (end_to_end) o.sets.insert(o.sets.begin(), "serving.ttft=end_to_end");
     ProvenanceTable prov;
     const RunSpec spec = isolated_spec(o, &prov);
     std::vector<Request> rs;
@@ -151,6 +158,7 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     for (const auto& c : TimeBreakdown::categories())
       if (c.field != &TimeBreakdown::idle_s) cols.push_back(std::string("t_") + c.name + "_s");
     cols.push_back("load_bound");
+    if (end_to_end) cols.insert(cols.end(), {"front_end_s", "tier_request_s"});
     Table tab(cols);
     std::size_t i = 0;
     for (const RequestRecord& r : recs) {
@@ -171,6 +179,7 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
       for (const auto& c : TimeBreakdown::categories())
         if (c.field != &TimeBreakdown::idle_s) row.push_back(r.time.*c.field);
       row.push_back(r.load_bound);
+      if (end_to_end) row.insert(row.end(), {r.front_end_s, r.tier_request_s});
       tab.add_row(row);
     }
     if (recs.size() < rs.size())

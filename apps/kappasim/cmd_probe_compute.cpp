@@ -121,17 +121,7 @@ int probe_prefill(const std::vector<std::string>& args) {
   const double K = count_option("k", k_text);
   if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
   check_precision(precision);
-  TtftMode ttft = TtftMode::Engine;
-  {
-    bool known = false;
-    std::string names;
-    for (const auto& [name, mode] : ttft_mode_names()) {
-      names += (names.empty() ? "" : ", ") + std::string(name);
-      if (ttft_text == name) ttft = mode, known = true;
-    }
-    if (!known)
-      throw InputError("--ttft: expected one of " + names + ", got \"" + excerpt(ttft_text) + "\"");
-  }
+  const bool end_to_end = ttft_end_to_end_option(ttft_text);
 
   const ProbeCase pc = load_probe_case(model, system, sets, stack, tp, precision);
   const LoadedCase& c = pc.c;
@@ -231,11 +221,10 @@ int probe_prefill(const std::vector<std::string>& args) {
                                     "other_time_s",
                                     "kernels",
                                     "achieved_flops"};
-  if (ttft == TtftMode::EndToEnd) {
+  if (end_to_end) {
     // The served TTFT of one request alone: the front end before the engine sees it (the whole
     // prompt, T + K tokens, is tokenised), the prefill, and its first token's way back.
-    const auto prompt = static_cast<std::int64_t>(T + K);
-    const double fe = front_end_in_s(stack_profile, prompt) + front_end_out_s(stack_profile);
+    const double fe = front_end_s(stack_profile, static_cast<std::int64_t>(T + K));
     cols.insert(cols.end(), {"front_end_s", "ttft_s"});
     row.insert(row.end(), {fe, fe + p.compute_time_s});
     shown.insert(shown.end(), {"front_end_s", "ttft_s"});

@@ -16,6 +16,7 @@ ForwardLaunches forward_launches(const LaunchSpec& s, double tokens, double kern
   f.captured = s.graph_mode != GraphMode::None && tokens <= s.max_capture_tokens;
   if (!f.captured) {
     f.eager_kernels = kernels;
+    f.eager_layers = layers;
     return f;
   }
   f.eager_kernels = std::min(outside_graph, kernels);
@@ -25,7 +26,8 @@ ForwardLaunches forward_launches(const LaunchSpec& s, double tokens, double kern
 }
 
 double host_issue_s(const LaunchSpec& s, const ForwardLaunches& f) {
-  return f.eager_kernels * s.host_launch_s + f.graph_replays * s.graph_launch_s;
+  return f.eager_kernels * s.host_launch_s + f.graph_replays * s.graph_launch_s +
+         f.eager_layers * s.host_per_layer_s;
 }
 
 double launch_stall_s(double host_issue, double gpu_busy) {

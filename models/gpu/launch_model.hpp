@@ -15,6 +15,11 @@
 //              splits the graph at the attention op); larger steps run eagerly;
 //   full       steps of at most max_capture_tokens tokens replay one graph for the model;
 //              the LM head runs eagerly.
+// A model run in eager PyTorch (vLLM --enforce-eager) also pays, per transformer layer, the Python
+// between its kernels: nn.Module calls, custom-op wrappers, tensor allocations, the MoE block's
+// routing set-up (host_per_layer). A captured graph has none of it, nor has a compiled model
+// (torch.compile's Inductor wrapper calls its kernels without the modules' Python), so a stack
+// whose uncaptured steps run a compiled model keeps it 0.
 // Ignored: host work that is not a launch (input preparation, sampling: serving.step_overhead,
 // GpuSpec::forward_overhead), a launch queue filling up (CUDA queues ~1000 launches, more than a
 // forward's host lead needs), CPU contention between TP ranks (ranks launch in parallel).
@@ -36,6 +41,7 @@ struct LaunchSpec {
   double max_capture_tokens = 0;  // largest step (tokens) that replays a captured graph
   double host_launch_s = 0;       // host time to enqueue one kernel eagerly
   double graph_launch_s = 0;      // host time to replay one captured graph
+  double host_per_layer_s = 0;    // eager PyTorch: the Python per layer besides its launches
   template <class V>
   void visit(V& v) {
     v.choice("graph_mode", graph_mode, graph_mode_names(),
@@ -46,6 +52,12 @@ struct LaunchSpec {
                opt("host time to enqueue one kernel eagerly", Range::NonNegative));
     v.quantity("graph_launch", graph_launch_s, dim::time,
                opt("host time to replay one captured graph", Range::NonNegative));
+    // Written only when set, so that the effective config of every stack without it is unchanged.
+    if (!V::kWriting || host_per_layer_s > 0)
+      v.quantity("host_per_layer", host_per_layer_s, dim::time,
+                 opt("eager PyTorch: host Python per transformer layer of an uncaptured forward, "
+                     "besides its kernel launches (0: the uncaptured model is compiled)",
+                     Range::NonNegative));
   }
   void validate(const std::string&) const {}
 };
@@ -56,7 +68,8 @@ struct LaunchSpec {
 struct ForwardLaunches {
   double eager_kernels = 0;
   double graph_replays = 0;
-  bool captured = false;  // the step replays graphs
+  double eager_layers = 0;  // layers run outside any graph (each pays host_per_layer)
+  bool captured = false;    // the step replays graphs
 };
 ForwardLaunches forward_launches(const LaunchSpec& s, double tokens, double kernels, int layers,
                                  double outside_graph);

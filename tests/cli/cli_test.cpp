@@ -1067,6 +1067,35 @@ TEST(Cli, ProbePrefillEndToEndTtftAddsTheFrontEnd) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Issue 20: measure poh --ttft end_to_end is serving.ttft: end_to_end (the engine's front end and
+// tier lookup costs), the option read as probe prefill reads it.
+TEST(Cli, MeasurePohEndToEndTtftAddsTheFrontEnd) {
+  const std::string base =
+      "measure poh --model llama-3.1-8b --system h100 --tp 1 --stack vllm-native-0.12 "
+      "--load-path block_dma --k 1008 --t 16 --format json";
+  const auto field = [](const std::string& out, const std::string& name) {
+    const std::size_t at = out.find("\"" + name + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + name.size() + 4));
+  };
+  Result engine = run(base);
+  EXPECT_EQ(engine.code, 0) << engine.err;
+  EXPECT_FALSE(has(engine.out, "front_end_s")) << engine.out;
+  Result e2e = run(base + " --ttft end_to_end");
+  EXPECT_EQ(e2e.code, 0) << e2e.err;
+  // vllm-native-0.12's front end (its preset): 1 ms HTTP + 1024 prompt tokens x 1.1 us +
+  // 0.1 ms to the engine core, then 0.15 ms for the first token's way back; no tier RPC.
+  const double fe = 1e-3 + 1024 * 1.1e-6 + 0.1e-3 + 0.15e-3;
+  EXPECT_NEAR(field(e2e.out, "front_end_s"), fe, 1e-12) << e2e.out;
+  EXPECT_DOUBLE_EQ(field(e2e.out, "tier_request_s"), 0);
+  // One request alone: the front end adds to its TTFT and changes nothing else.
+  EXPECT_NEAR(field(e2e.out, "ttft_s"), field(engine.out, "ttft_s") + fe, 1e-9);
+  EXPECT_DOUBLE_EQ(field(e2e.out, "load_time_s"), field(engine.out, "load_time_s"));
+  Result bad = run(base + " --ttft e2e");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "--ttft: expected one of engine, end_to_end, got \"e2e\"")) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
 // Config and trace inputs are bounded: no device, no giant file, no endless line, and an
 // error quotes a short excerpt, never the file.
 TEST(Cli, InputSizeLimitsAndShortExcerpts) {

@@ -339,6 +339,29 @@ TEST(LaunchModel, GraphVersusEagerLaunchCostByHand) {
   EXPECT_NEAR(host_issue_s(full, f), 2.5e-6 + 10e-6, 1e-15);
 }
 
+// Issue 20: a model run in eager PyTorch (vLLM --enforce-eager) pays its Python per layer besides
+// the launches; a captured step and a stack without the cost (a compiled model) do not.
+TEST(LaunchModel, EagerPythonPerLayerByHand) {
+  LaunchSpec eager;
+  eager.graph_mode = GraphMode::None;
+  eager.host_launch_s = 10e-6;
+  eager.host_per_layer_s = 0.5e-3;
+  // 627 kernels of a 48-layer forward: 627 x 10 us + 48 x 0.5 ms = 6.27 + 24 ms.
+  ForwardLaunches f = forward_launches(eager, 16, 627, 48, 49);
+  EXPECT_DOUBLE_EQ(f.eager_layers, 48);
+  EXPECT_NEAR(host_issue_s(eager, f), 30.27e-3, 1e-12);
+  // Against 14 ms of GPU work the GPU waits 16.27 ms for the host.
+  EXPECT_NEAR(launch_stall_s(host_issue_s(eager, f), 14e-3), 16.27e-3, 1e-12);
+  // The same cost in a piecewise stack applies to its uncaptured steps only.
+  LaunchSpec pw = eager;
+  pw.graph_mode = GraphMode::Piecewise;
+  pw.max_capture_tokens = 512;
+  f = forward_launches(pw, 16, 627, 48, 49);
+  EXPECT_DOUBLE_EQ(f.eager_layers, 0);
+  f = forward_launches(pw, 513, 627, 48, 49);
+  EXPECT_DOUBLE_EQ(f.eager_layers, 48);
+}
+
 TEST(LaunchModel, HostBoundPrefillTakesTheHostIssueTime) {
   const GpuSpec g = test_gpu();  // forward_overhead not set: no host time after the kernels
   const ModelSpec m = model("llama-3.1-8b");
