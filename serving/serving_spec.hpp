@@ -287,6 +287,15 @@ struct ServingSpec {
   bool decode = false;
   SloSpec slo;  // goodput's SLOs (decode runs)
 
+  // ---- prefix caching in HBM (issue 23; docs/serving-engine.md "Prefix caching") -----------
+  // [S] vLLM's automatic prefix caching (--enable-prefix-caching; on by default in vLLM v1):
+  // the KV blocks of computed prompt blocks stay in the GPU's pool, keyed by their prefix, after
+  // their request finished, until an allocation reuses them (LRU); a later prompt with that
+  // prefix shares them instead of loading or computing those tokens (serving/paged_kv.hpp).
+  // Default false: the κ paper's regime (every prompt's prefix comes over the link), and every
+  // run published before it.
+  bool prefix_caching = false;
+
   // ---- scheduler ----------------------------------------------------------------------------
   // [S] the κ paper's testbed: max_num_batched_tokens 4096.
   std::int64_t max_num_batched_tokens = 4096;
@@ -371,6 +380,9 @@ struct ServingSpec {
     v.boolean("decode", decode,
               opt("generate each request's output tokens (false: prefill only, one token)"));
     v.object("slo", slo, opt("goodput's SLOs: ttft, tpot (decode runs)"));
+    v.boolean("prefix_caching", prefix_caching,
+              opt("vLLM's automatic prefix caching: computed prompt blocks stay in HBM, shared "
+                  "by later prompts with that prefix"));
     v.integer("max_num_batched_tokens", max_num_batched_tokens,
               opt("token budget per step", Range::AtLeastOne));
     v.integer("max_num_seqs", max_num_seqs,
