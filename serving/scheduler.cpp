@@ -83,8 +83,9 @@ std::int64_t Scheduler::tokens_for(std::int64_t rem, std::int64_t budget) const 
 }
 
 void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan,
-                      const std::vector<std::uint64_t>& keys, std::int64_t hit) {
-  kv.allocate_shared(s->req.id, s->prompt_tokens(), keys, hit);
+                      const std::vector<std::uint64_t>& keys, std::int64_t hit,
+                      std::int64_t alloc) {
+  kv.allocate_shared(s->req.id, alloc, keys, hit);
   s->kv_allocated = true;
   if (s->first_scheduled_s < 0) s->first_scheduled_s = now;  // a preempted one keeps its first
   m_running.push_back(s);
@@ -94,8 +95,9 @@ void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv,
 }
 
 void Scheduler::start_pull(Sequence* s, double now, PagedKv& kv,
-                           const std::vector<std::uint64_t>& keys, std::int64_t hit) {
-  kv.allocate_shared(s->req.id, s->prompt_tokens(), keys, hit);
+                           const std::vector<std::uint64_t>& keys, std::int64_t hit,
+                           std::int64_t alloc) {
+  kv.allocate_shared(s->req.id, alloc, keys, hit);
   s->kv_allocated = true;
   if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
   m_pulling.push_back(s);
@@ -208,10 +210,16 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     hit = m_kv.match(keys, (total - 1) / b);
     split = split_prefix_hit(total, s->tier_cached, s->tier_recompute, hit * b);
   }
-  const std::int64_t need = keys.empty() ? m_kv.blocks_for(s->prompt_tokens())
-                                         : m_kv.blocks_needed(s->prompt_tokens(), keys, hit);
   // An async tier load with nothing left to load after the hit is admitted as any other.
   const bool pull = s->async_kv && !s->kv_resident && (s->pd_handoff || split.cached > 0);
+  // The tokens whose blocks admission allocates: the whole prompt, or (serving.kv_allocation:
+  // chunk, not for a pull) the hit, the cached tokens and this step's chunk.
+  const std::int64_t t = m_s.tokens_for(split.compute - s->computed, m_budget);
+  const std::int64_t alloc = m_s.m_cfg.kv_allocation == KvAllocation::Chunk && !pull
+                                 ? split.hit + split.cached + t
+                                 : s->prompt_tokens();
+  const std::int64_t need =
+      keys.empty() ? m_kv.blocks_for(alloc) : m_kv.blocks_needed(alloc, keys, hit);
   const auto apply = [&] {
     s->hbm_hit_tokens = split.hit;
     s->cached_tokens = split.cached;
@@ -222,15 +230,14 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
   if (pull) {  // P/D or an async tier load: blocks now, the pull outside the step
     if (need > m_kv.free_blocks()) return Outcome::DoesNotFit;
     apply();
-    m_s.start_pull(s, m_now, m_kv, keys, hit);
+    m_s.start_pull(s, m_now, m_kv, keys, hit, alloc);
     it = m_s.m_waiting.erase(it);
     return Outcome::Admitted;
   }
-  const std::int64_t t = m_s.tokens_for(split.compute - s->computed, m_budget);
   if (t == 0 || need > m_kv.free_blocks()) return Outcome::DoesNotFit;
   if (s->async_kv && !s->kv_resident) s->async_kv = false;  // nothing left to load
   apply();
-  m_s.admit(s, t, m_now, m_kv, m_plan, keys, hit);
+  m_s.admit(s, t, m_now, m_kv, m_plan, keys, hit, alloc);
   m_budget -= t;
   if (!m_admitted_any || s->arrival_seq > m_last_admitted_seq) m_last_admitted_seq = s->arrival_seq;
   m_admitted_any = true;
@@ -251,6 +258,15 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
     Sequence* s = m_running[i];
     if (!s->decoding()) {
       const std::int64_t t = std::min(s->remaining(), budget);
+      // serving.kv_allocation: chunk: this chunk's blocks now, preempting as for a decode token.
+      bool self = false;
+      if (m_cfg.kv_allocation == KvAllocation::Chunk)
+        while (!kv.grow(s->req.id, s->hbm_hit_tokens + s->cached_tokens + s->computed + t)) {
+          self = m_running.back() == s;
+          preempt_last(kv);
+          if (self) break;
+        }
+      if (self) break;
       plan.items.push_back({s, t, false, t == s->remaining(), false});
       plan.tokens += t;
       budget -= t;

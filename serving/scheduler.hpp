@@ -142,12 +142,21 @@ struct StepPlan {
   bool empty() const { return items.empty(); }
 };
 
+// When a prefill's KV blocks are allocated (serving.kv_allocation).
+enum class KvAllocation {
+  Prompt,  // the whole prompt's at admission (vLLM v0's block manager; the κ paper's Eq. 10)
+  Chunk,   // at admission its prefix-cache hit, its cached (loaded) tokens and its first chunk;
+           // then each step's chunk (vLLM v1's allocate_slots), preempting the most recently
+           // admitted running sequence when the blocks are not free, as for a decode token
+};
+
 struct SchedulerConfig {
   std::int64_t max_num_batched_tokens = 4096;  // the κ paper's token budget
   int max_num_seqs = 256;
   bool chunked_prefill = true;
   Policy policy = Policy::Fifo;
   double fairness_max_wait_s = 5;  // Fair only; see serving_spec.hpp for the default's basis
+  KvAllocation kv_allocation = KvAllocation::Prompt;
 };
 
 class Scheduler;
@@ -239,12 +248,12 @@ class Scheduler {
   friend class Admission;
   // Tokens of `rem` remaining a sequence can prefill in a step with `budget` left.
   std::int64_t tokens_for(std::int64_t rem, std::int64_t budget) const;
-  // Admission's allocation of s's blocks, sharing its first `hit` blocks (keys: its prompt's
-  // block keys; empty without prefix caching).
+  // Admission's allocation of the blocks of s's first `alloc` tokens, sharing its first `hit`
+  // blocks (keys: its prompt's block keys; empty without prefix caching).
   void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan,
-             const std::vector<std::uint64_t>& keys, std::int64_t hit);
+             const std::vector<std::uint64_t>& keys, std::int64_t hit, std::int64_t alloc);
   void start_pull(Sequence* s, double now, PagedKv& kv, const std::vector<std::uint64_t>& keys,
-                  std::int64_t hit);
+                  std::int64_t hit, std::int64_t alloc);
   // Prefix caching: registers s's blocks computed or loaded so far (before it may release them).
   static void register_computed(const Sequence& s, PagedKv& kv);
   void reject(Sequence* s, double now);
