@@ -351,6 +351,8 @@ SummaryBuilder::Totals Cluster::combined_totals(const std::vector<std::size_t>& 
     t.kv_allgather_bytes_per_gpu += g * e.kv_allgather_bytes_per_gpu;
     t.kv_allgather_s += g * e.kv_allgather_s;
     t.slo_set = t.slo_set || e.slo_set;
+    t.prefix_cache = t.prefix_cache || e.prefix_cache;
+    t.prefix_cache_evicted_blocks += g * e.prefix_cache_evicted_blocks;
   }
   // Closed loop: the cluster's router holds the clients (the nodes' engines have none).
   t.concurrency = static_cast<double>(m_spec.workload.concurrency);

@@ -181,6 +181,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     rank->sched = std::make_unique<Scheduler>(sv.scheduler_config());
     rank->kv = std::make_unique<PagedKv>(blocks, sv.block_tokens);
     if (m_hybrid) rank->kv->set_hybrid(*m_hybrid);
+    if (sv.prefix_caching) rank->kv->enable_prefix_cache();
     m_ranks.push_back(std::move(rank));
   }
   m_layout_stats.rank_tokens.assign(m_ranks.size(), 0);
@@ -304,9 +305,16 @@ std::int64_t ServingEngine::cached_tokens(const Request& r, int rank) const {
     hits = std::max<std::size_t>(
         hits,
         std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk)));
+  std::int64_t held = static_cast<std::int64_t>(hits) * chunk;
+  // serving.prefix_caching: or the leading blocks its GPUs' prefix cache holds (llm-d's prefix
+  // scorer sees both: vLLM publishes KV events for the GPU's blocks and the offloaded ones).
+  const PagedKv& kv = *m_ranks.at(static_cast<std::size_t>(rank))->kv;
+  if (kv.prefix_caching()) {
+    const std::int64_t b = kv.block_tokens();
+    held = std::max(held, kv.match(chunk_keys(r, static_cast<int>(b)), r.prompt_tokens()) * b);
+  }
   // As make_sequence: at least one prompt token is computed.
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(hits) * chunk, 0,
-                                  std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
+  return std::clamp<std::int64_t>(held, 0, std::max<std::int64_t>(r.prompt_tokens() - 1, 0));
 }
 
 std::int64_t ServingEngine::kv_tokens_used(int r) const {
@@ -424,8 +432,7 @@ void ServingEngine::arrivals() {
     const std::int64_t R =
         decode_role ? 0 : m_recompute(st.seq->cached_tokens, st.seq->compute_tokens);
     if (R > 0) {
-      st.seq->cached_tokens -= R;
-      st.seq->compute_tokens += R;
+      set_tier_split(*st.seq, R);
       st.recompute_tokens = R;
     }
     // a preemption may change the sequence's; a pulled prompt's tokens are not the tier's
@@ -602,6 +609,9 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
   t.concurrency = static_cast<double>(m_spec.workload.concurrency);
   t.think_time_s = m_spec.workload.concurrency > 0 ? m_spec.workload.think_time_s : 0;
   t.slo_set = m_spec.serving.slo.any();
+  t.prefix_cache = m_spec.serving.prefix_caching;
+  for (const auto& rank : m_ranks)
+    t.prefix_cache_evicted_blocks += static_cast<double>(rank->kv->evicted_blocks());
   if (m_spec.serving.replicated_kv == ReplicatedKv::ShardAllgather) {  // issue 23 item 5
     t.kv_shard = true;
     t.kv_replication = m_kv_r;

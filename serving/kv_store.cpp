@@ -152,11 +152,11 @@ void KvStore::begin_load(const std::vector<RequestState*>& first, TimeBreakdown&
   for (const RequestState* st : first)
     m_prefetches.remove_if([st](const Prefetch& p) { return p.st == st; });
   t.load_wait_s += now_s() - t0;
-  // Each loading sequence moves prompt tokens [R, R + K): every hit chunk's overlap with that
-  // range is loaded from the level that served the chunk.
+  // Each loading sequence moves prompt tokens [R, R + K) (R: its load_start): every hit chunk's
+  // overlap with that range is loaded from the level that served the chunk.
   m_step_level_tokens.assign(m_hier->levels(), 0);
   for (const RequestState* st : first) {
-    const std::int64_t R = st->recompute_tokens, K = st->seq->cached_tokens;
+    const std::int64_t R = st->seq->load_start(), K = st->seq->cached_tokens;
     if (st->chunk_levels.empty()) {
       m_step_level_tokens[0] += static_cast<double>(K);
       continue;
@@ -257,7 +257,7 @@ void KvStore::end_load(const std::vector<RequestState*>& first) {
   for (const RequestState* st : first) {
     if (st->chunk_levels.empty()) continue;
     const std::vector<std::uint64_t> keys = chunk_keys(st->seq->req, m_chunk_tokens);
-    const std::int64_t R = st->recompute_tokens;
+    const std::int64_t R = st->seq->load_start();
     for (std::size_t j = 0; j < st->chunk_levels.size() && j < keys.size(); ++j) {
       const int l = st->chunk_levels[j];
       const std::int64_t end = static_cast<std::int64_t>(j + 1) * m_chunk_tokens;

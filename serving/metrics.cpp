@@ -25,11 +25,18 @@ void append_integer(std::string& s, Int v) {
   s.append(buf, r.ptr);
 }
 
-// One row: the declared columns' cells, comma-separated (the decode columns with `decode`).
-void append_row(std::string& s, const RequestRecord& r, bool decode) {
+// Whether a requests.csv with the decode / prefix-cache columns has column family d.
+bool has_column(const StatDecl& d, bool decode, bool prefix_cache) {
+  return (d.when != StatWhen::Decode || decode) &&
+         (d.when != StatWhen::PrefixCache || prefix_cache);
+}
+
+// One row: the declared columns' cells, comma-separated (the decode columns with `decode`, the
+// prefix cache's with `prefix_cache`).
+void append_row(std::string& s, const RequestRecord& r, bool decode, bool prefix_cache) {
   bool first = true;
   for (const StatDecl& d : requests_csv_stats()) {
-    if (d.when == StatWhen::Decode && !decode) continue;
+    if (!has_column(d, decode, prefix_cache)) continue;
     for (const StatKey& k : d.keys) {
       if (!first) s += ',';
       first = false;
@@ -66,31 +73,32 @@ void append_csv_text(std::string& s, const std::string& f) {
 
 // ---- requests.csv ---------------------------------------------------------------------------
 
-const char* RequestsCsvWriter::header(bool decode) {
-  static const std::array<std::string, 2> h = [] {
-    std::array<std::string, 2> s;
-    for (int with = 0; with < 2; ++with)
+const char* RequestsCsvWriter::header(bool decode, bool prefix_cache) {
+  static const std::array<std::string, 4> h = [] {  // index: decode + 2 · prefix_cache
+    std::array<std::string, 4> s;
+    for (int with = 0; with < 4; ++with)
       for (const StatDecl& d : requests_csv_stats())
-        if (d.when != StatWhen::Decode || with)
+        if (has_column(d, (with & 1) != 0, (with & 2) != 0))
           for (const StatKey& k : d.keys) s[with] += (s[with].empty() ? "" : ",") + k.name;
     return s;
   }();
-  return h[decode ? 1 : 0].c_str();
+  return h[(decode ? 1 : 0) + (prefix_cache ? 2 : 0)].c_str();
 }
 
-std::string RequestsCsvWriter::row(const RequestRecord& r, bool decode) {
+std::string RequestsCsvWriter::row(const RequestRecord& r, bool decode, bool prefix_cache) {
   std::string s;
   s.reserve(256);
-  append_row(s, r, decode);
+  append_row(s, r, decode, prefix_cache);
   return s;
 }
 
-RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode)
+RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode, bool prefix_cache)
     : m_path(path),
       m_decode(decode),
+      m_prefix_cache(prefix_cache),
       m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
   if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
-  *m_out << header(decode) << '\n';
+  *m_out << header(decode, prefix_cache) << '\n';
 }
 
 RequestsCsvWriter::~RequestsCsvWriter() {
@@ -102,7 +110,7 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
     throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
   thread_local std::string line;  // reused: no allocation per row
   line.clear();
-  append_row(line, r, m_decode);
+  append_row(line, r, m_decode, m_prefix_cache);
   line += '\n';
   m_out->write(line.data(), static_cast<std::streamsize>(line.size()));
   ++m_rows;
@@ -146,6 +154,7 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
     ++a.slow_n;
   }
   a.cached_tokens += static_cast<double>(r.cached_tokens);
+  a.hbm_hit_tokens += static_cast<double>(r.hbm_hit_tokens);
   a.computed_tokens += static_cast<double>(r.computed_tokens);
   a.bytes_loaded += r.bytes_loaded;
   a.bytes_stored += r.bytes_stored;
@@ -245,6 +254,10 @@ std::vector<std::pair<std::string, double>> SummaryBuilder::figures(const Totals
         break;
       case StatWhen::ClosedLoop:  // closed-loop clients only (workload.concurrency)
         if (t.concurrency > 0)
+          for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
+        break;
+      case StatWhen::PrefixCache:  // serving.prefix_caching only
+        if (t.prefix_cache)
           for (const StatKey& k : d.keys) f.emplace_back(k.name, k.value(in));
         break;
       case StatWhen::Cluster:  // Cluster::figures appends them

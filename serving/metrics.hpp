@@ -34,6 +34,7 @@ struct RequestRecord {
   // included). They are on the scheduler's path, so inside its time breakdown
   // (t_sched_software_s), unlike front_end_s. 0 for an engine TTFT.
   double tier_request_s = 0;
+  std::int64_t hbm_hit_tokens = 0;   // serving.prefix_caching: held in HBM at its admission
   std::int64_t cached_tokens = 0;    // K loaded (the recomputed leading tokens excluded)
   std::int64_t computed_tokens = 0;  // T prefilled (recomputed tokens included)
   double kappa_ratio = 0;
@@ -76,8 +77,10 @@ void append_csv_text(std::string& s, const std::string& f);
 class RequestsCsvWriter {
  public:
   // Opens (truncates) `path` and writes the header; InputError naming the path on failure.
-  // `decode`: the decode columns too (serving.decode; StatWhen::Decode).
-  explicit RequestsCsvWriter(const std::string& path, bool decode = false);
+  // `decode`: the decode columns too (serving.decode; StatWhen::Decode); `prefix_cache`: the
+  // prefix cache's (serving.prefix_caching; StatWhen::PrefixCache).
+  explicit RequestsCsvWriter(const std::string& path, bool decode = false,
+                             bool prefix_cache = false);
   ~RequestsCsvWriter();
   RequestsCsvWriter(const RequestsCsvWriter&) = delete;
   RequestsCsvWriter& operator=(const RequestsCsvWriter&) = delete;
@@ -87,13 +90,13 @@ class RequestsCsvWriter {
   void close();
 
   // The header line and one row, without the newline: serving/stat_catalog's columns.
-  static const char* header(bool decode = false);
-  static std::string row(const RequestRecord& r, bool decode = false);
+  static const char* header(bool decode = false, bool prefix_cache = false);
+  static std::string row(const RequestRecord& r, bool decode = false, bool prefix_cache = false);
   std::uint64_t rows_written() const { return m_rows; }
 
  private:
   std::string m_path;
-  bool m_decode = false;
+  bool m_decode = false, m_prefix_cache = false;
   std::unique_ptr<std::ofstream> m_out;
   std::uint64_t m_rows = 0;
 };
@@ -157,6 +160,9 @@ class SummaryBuilder {
     // loop, none.
     double concurrency = 0;
     double think_time_s = 0;
+    // prefix_cache: serving.prefix_caching: the StatWhen::PrefixCache figures.
+    bool prefix_cache = false;
+    double prefix_cache_evicted_blocks = 0;
   };
 
   explicit SummaryBuilder(double relative_accuracy = QuantileSketch::kDefaultRelativeAccuracy);
@@ -203,7 +209,7 @@ class SummaryBuilder {
     std::uint64_t poh_n = 0;
     double slow_sum = 0, slow_sq = 0;  // slowdown = ttft / (load + compute), for Jain's index
     std::uint64_t slow_n = 0;
-    double cached_tokens = 0, computed_tokens = 0;
+    double cached_tokens = 0, computed_tokens = 0, hbm_hit_tokens = 0;
     double bytes_loaded = 0, bytes_stored = 0;
     double bytes_buffer = 0, recomputed_tokens = 0;
     double last_finish_s = 0;

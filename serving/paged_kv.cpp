@@ -53,6 +53,7 @@ PagedKv::PagedKv(std::int64_t total_blocks, int block_tokens)
 
 void PagedKv::set_hybrid(const HybridKv& h) {
   if (!(h.full_Bpt > 0)) throw std::invalid_argument("PagedKv::set_hybrid: no full-layer bytes");
+  if (m_apc) throw std::logic_error("PagedKv: prefix caching with a hybrid pool is not modelled");
   m_hybrid = h;
 }
 
@@ -67,7 +68,119 @@ std::int64_t PagedKv::blocks_for(std::int64_t tokens) const {
   return full + static_cast<std::int64_t>(std::ceil(std::max(0.0, rest) / unit - 1e-9));
 }
 
+void PagedKv::enable_prefix_cache() {
+  if (m_hybrid)
+    throw std::logic_error("PagedKv: prefix caching with a hybrid pool is not modelled");
+  if (m_used != 0 || m_apc) throw std::logic_error("PagedKv::enable_prefix_cache: pool in use");
+  m_apc = true;
+  m_free.clear();
+  if (m_total > 0) m_free.push_back({m_total, 0});
+}
+
+std::int64_t PagedKv::match(const std::vector<std::uint64_t>& keys, std::int64_t max_blocks) const {
+  std::int64_t n = 0;
+  if (!m_apc) return 0;
+  for (std::uint64_t k : keys) {
+    if (n >= max_blocks || !m_keys.count(k)) break;
+    ++n;
+  }
+  return n;
+}
+
+std::int64_t PagedKv::blocks_needed(std::int64_t tokens, const std::vector<std::uint64_t>& keys,
+                                    std::int64_t hit) const {
+  std::int64_t from_free = 0;
+  for (std::int64_t i = 0; i < hit; ++i) {
+    const auto it = m_keys.find(keys.at(static_cast<std::size_t>(i)));
+    if (it == m_keys.end())
+      throw std::logic_error("PagedKv::blocks_needed: block " + std::to_string(i) +
+                             " is not registered");
+    if (it->second.refs == 0) ++from_free;
+  }
+  return std::max<std::int64_t>(0, blocks_for(tokens) - hit) + from_free;
+}
+
+void PagedKv::take_free(std::int64_t n) {
+  while (n > 0) {
+    if (m_free.empty()) throw std::logic_error("PagedKv: the free queue ran out");
+    FreeEntry& e = m_free.front();
+    if (e.run > 0) {
+      const std::int64_t t = std::min(n, e.run);
+      e.run -= t;
+      n -= t;
+      if (e.run == 0) m_free.pop_front();
+    } else {  // a registered block reused: its key is evicted
+      m_keys.erase(e.key);
+      ++m_evicted;
+      m_free.pop_front();
+      --n;
+    }
+  }
+}
+
+void PagedKv::push_free_run(std::int64_t n) {
+  if (n <= 0) return;
+  if (!m_free.empty() && m_free.back().run > 0)
+    m_free.back().run += n;
+  else
+    m_free.push_back({n, 0});
+}
+
+void PagedKv::allocate_shared(std::uint64_t seq, std::int64_t tokens,
+                              const std::vector<std::uint64_t>& keys, std::int64_t hit) {
+  if (!m_apc) {
+    if (hit != 0) throw std::logic_error("PagedKv::allocate_shared: prefix caching is off");
+    allocate(seq, tokens);
+    return;
+  }
+  if (m_held.count(seq))
+    throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) +
+                           " already holds blocks");
+  const std::int64_t need = blocks_needed(tokens, keys, hit);
+  if (need > free_blocks())
+    throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) + " needs " +
+                           std::to_string(need) + " free blocks, " + std::to_string(free_blocks()) +
+                           " free of " + std::to_string(m_total));
+  Holding h;
+  for (std::int64_t i = 0; i < hit; ++i) {
+    const std::uint64_t k = keys[static_cast<std::size_t>(i)];
+    KeyState& ks = m_keys.at(k);
+    if (ks.refs++ == 0) m_free.erase(ks.free);
+    h.keys.push_back(k);
+  }
+  const std::int64_t fresh = std::max<std::int64_t>(0, blocks_for(tokens) - hit);
+  take_free(fresh);
+  h.unregistered = fresh;
+  h.next = hit;
+  m_used += need;
+  m_held.emplace(seq, hit + fresh);
+  m_holdings.emplace(seq, std::move(h));
+  if (m_used > m_total) throw std::logic_error("PagedKv: used blocks exceed the total");
+}
+
+void PagedKv::register_blocks(std::uint64_t seq, const std::vector<std::uint64_t>& keys,
+                              std::int64_t upto) {
+  if (!m_apc) return;
+  const auto it = m_holdings.find(seq);
+  if (it == m_holdings.end())
+    throw std::logic_error("PagedKv::register_blocks: sequence " + std::to_string(seq) +
+                           " holds no blocks");
+  Holding& h = it->second;
+  upto = std::min<std::int64_t>(upto, static_cast<std::int64_t>(keys.size()));
+  for (; h.next < upto && h.unregistered > 0; ++h.next) {
+    const std::uint64_t k = keys[static_cast<std::size_t>(h.next)];
+    if (m_keys.count(k)) continue;  // another block holds this key: this one stays unregistered
+    m_keys[k].refs = 1;
+    h.keys.push_back(k);
+    --h.unregistered;
+  }
+}
+
 void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
+  if (m_apc) {
+    allocate_shared(seq, tokens, {}, 0);
+    return;
+  }
   if (m_held.count(seq))
     throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) +
                            " already holds blocks");
@@ -92,6 +205,10 @@ bool PagedKv::grow(std::uint64_t seq, std::int64_t tokens) {
   }
   if (more <= 0) return true;
   if (more > free_blocks()) return false;
+  if (m_apc) {
+    take_free(more);
+    m_holdings.at(seq).unregistered += more;
+  }
   it->second += more;
   m_used += more;
   return true;
@@ -104,6 +221,19 @@ void PagedKv::release(std::uint64_t seq) {
                            " holds no blocks");
   m_used -= it->second;
   m_held.erase(it);
+  if (m_apc) {  // tail first: its unregistered blocks, then its registered ones last to first
+    const auto h = m_holdings.find(seq);
+    push_free_run(h->second.unregistered);
+    for (auto k = h->second.keys.rbegin(); k != h->second.keys.rend(); ++k) {
+      KeyState& ks = m_keys.at(*k);
+      if (--ks.refs > 0) {
+        ++m_used;  // still held by another sequence
+        continue;
+      }
+      ks.free = m_free.insert(m_free.end(), {0, *k});
+    }
+    m_holdings.erase(h);
+  }
   if (m_used < 0) throw std::logic_error("PagedKv: used blocks below zero");
 }
 

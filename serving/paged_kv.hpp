@@ -12,8 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
@@ -48,6 +51,36 @@ class PagedKv {
   void set_hybrid(const HybridKv& h);
   bool hybrid() const { return m_hybrid.has_value(); }
 
+  // serving.prefix_caching: vLLM's automatic prefix caching (vllm/v1/core/kv_cache_manager.py,
+  // block_pool.py). A full block of a prompt, once its KV is computed (or loaded), is registered
+  // under its key (chunk_keys at block_tokens: the prefix chain identity). A later request whose
+  // prompt starts with registered blocks shares them (reference count) instead of loading or
+  // computing those tokens. A block whose last holder releases it keeps its key and joins the
+  // free queue: it counts as free and is reused, LRU first (the key evicted then), only when an
+  // allocation needs it. A release appends the holder's blocks in reverse order (vLLM frees a
+  // request's blocks tail first, so a prefix's leading blocks are evicted last). Not with
+  // set_hybrid (std::logic_error).
+  void enable_prefix_cache();
+  bool prefix_caching() const { return m_apc; }
+  // Leading blocks of `keys` registered now (held or in the free queue), at most max_blocks.
+  std::int64_t match(const std::vector<std::uint64_t>& keys, std::int64_t max_blocks) const;
+  // Free blocks an allocation of `tokens` tokens takes when its first `hit` blocks are the
+  // registered blocks keys[0, hit): the new blocks plus the hit blocks now in the free queue.
+  std::int64_t blocks_needed(std::int64_t tokens, const std::vector<std::uint64_t>& keys,
+                             std::int64_t hit) const;
+  // allocate() sharing keys[0, hit) (which must be registered: std::logic_error otherwise); the
+  // rest are new blocks. hit = 0 is allocate(seq, tokens).
+  void allocate_shared(std::uint64_t seq, std::int64_t tokens,
+                       const std::vector<std::uint64_t>& keys, std::int64_t hit);
+  // Registers seq's blocks keys[next, upto) as computed (next: the first not yet registered) (a key
+  // another block already holds leaves seq's block unregistered, as vLLM keeps one block per hash
+  // for hits).
+  void register_blocks(std::uint64_t seq, const std::vector<std::uint64_t>& keys,
+                       std::int64_t upto);
+  // Registered blocks (held or free) and how many registered blocks allocations have evicted.
+  std::int64_t cached_blocks() const { return static_cast<std::int64_t>(m_keys.size()); }
+  std::int64_t evicted_blocks() const { return m_evicted; }
+
   // ceil(tokens / block_tokens); 0 for tokens <= 0. Hybrid: those blocks plus the other layer
   // kinds' bytes in blocks, rounded up.
   std::int64_t blocks_for(std::int64_t tokens) const;
@@ -77,6 +110,29 @@ class PagedKv {
   std::int64_t m_used = 0;
   std::map<std::uint64_t, std::int64_t> m_held;  // sequence -> blocks
   std::optional<HybridKv> m_hybrid;
+
+  // Prefix caching. The free queue, LRU first: runs of blocks with no key, or one registered
+  // block. Each key: its holders and, when it has none, its place in the free queue.
+  struct FreeEntry {
+    std::int64_t run = 0;  // > 0: a run of unregistered blocks; 0: the block of `key`
+    std::uint64_t key = 0;
+  };
+  struct KeyState {
+    std::int64_t refs = 0;
+    std::list<FreeEntry>::iterator free;  // valid when refs == 0
+  };
+  struct Holding {                    // a sequence's blocks under prefix caching
+    std::vector<std::uint64_t> keys;  // the registered blocks it holds, in block order
+    std::int64_t unregistered = 0;    // the others
+    std::int64_t next = 0;            // its next block to register (blocks before it: done)
+  };
+  void take_free(std::int64_t n);  // n blocks from the free queue's head (evicting keys)
+  void push_free_run(std::int64_t n);
+  bool m_apc = false;
+  std::list<FreeEntry> m_free;
+  std::unordered_map<std::uint64_t, KeyState> m_keys;
+  std::unordered_map<std::uint64_t, Holding> m_holdings;
+  std::int64_t m_evicted = 0;
 };
 
 }  // namespace kappasim

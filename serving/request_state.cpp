@@ -32,15 +32,20 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
                                : std::numeric_limits<double>::quiet_NaN();
   rec.preemptions = s.preemptions;
   rec.preempted_kv_tokens = s.preempted_kv_tokens;
-  rec.cached_tokens = r.cached_tokens;
-  rec.computed_tokens = r.compute_tokens;
-  rec.kappa_ratio =
-      r.compute_tokens > 0 ? static_cast<double>(r.cached_tokens) / r.compute_tokens : 0;
+  // Its split as first admitted: the arrival's, less the prefix cache's hit then (a preemption
+  // may change the sequence's own).
+  PrefixSplit first{0, r.cached_tokens, r.recompute_tokens, r.compute_tokens};
+  if (s.first_hbm_hit > 0)
+    first = split_prefix_hit(r.cached_tokens + r.compute_tokens, r.cached_tokens,
+                             r.recompute_tokens, s.first_hbm_hit);
+  rec.hbm_hit_tokens = first.hit;
+  rec.cached_tokens = first.cached;
+  rec.computed_tokens = first.compute;
+  rec.kappa_ratio = first.compute > 0 ? static_cast<double>(first.cached) / first.compute : 0;
   rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp / link_shards;  // host links
   rec.bytes_from_buffer = r.buffer_tokens * kv_bytes_per_token_gpu * tp;
-  rec.recomputed_tokens = r.recompute_tokens;
-  rec.kappa_link_ratio =
-      r.compute_tokens > 0 ? r.link_tokens / static_cast<double>(r.compute_tokens) : 0;
+  rec.recomputed_tokens = first.recompute;
+  rec.kappa_link_ratio = first.compute > 0 ? r.link_tokens / static_cast<double>(first.compute) : 0;
   rec.bytes_stored =
       r.stored_tokens *
       (store_bytes_per_token_gpu < 0 ? kv_bytes_per_token_gpu : store_bytes_per_token_gpu) * tp;

@@ -53,7 +53,8 @@ std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Tot
 RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,
                                 const std::string& dir, bool requests_csv) {
   std::optional<RequestsCsvWriter> csv;
-  if (requests_csv) csv.emplace(in_dir(dir, "requests.csv"), spec.serving.decode);
+  if (requests_csv)
+    csv.emplace(in_dir(dir, "requests.csv"), spec.serving.decode, spec.serving.prefix_caching);
   TraceWriter trace = spec.trace ? TraceWriter(in_dir(dir, "trace.json")) : TraceWriter();
   SummaryBuilder summary;
   EngineSinks sinks;
@@ -76,9 +77,14 @@ std::vector<std::pair<std::string, double>> run_cluster_into_folder(const Cluste
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
   auto source =
       make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
-  bool decode = false;  // any node group decoding: the decode columns (empty for the others)
-  for (const NodeGroupSpec& g : spec.nodes) decode = decode || g.serving.decode;
-  RequestsCsvWriter csv(in_dir(dir, "requests.csv"), decode);
+  // Any node group decoding: the decode columns (empty for the others); any caching prefixes in
+  // HBM: the prefix cache's (0 for the others).
+  bool decode = false, apc = false;
+  for (const NodeGroupSpec& g : spec.nodes) {
+    decode = decode || g.serving.decode;
+    apc = apc || g.serving.prefix_caching;
+  }
+  RequestsCsvWriter csv(in_dir(dir, "requests.csv"), decode, apc);
   const std::string routes_path = in_dir(dir, "routes.csv");
   std::ofstream routes(routes_path, std::ios::binary);
   if (!routes) throw IoError("cannot write " + routes_path + ": " + std::strerror(errno));

@@ -56,6 +56,7 @@ void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int sy
       sv.parallelism.beyond_tp() ? "serving.parallelism (layouts beyond TP keep unified KV)"
       : sv.tiers.enabled()       ? "serving.tiers (KV tiers below host DRAM)"
       : sv.recompute.mode != RecomputeMode::None ? "serving.recompute (partial recompute)"
+      : sv.prefix_caching ? "serving.prefix_caching (the prefix cache keys full-layer blocks)"
       : sv.replicated_kv == ReplicatedKv::ShardAllgather
           ? "serving.replicated_kv: shard_allgather (its shards split unified KV)"
           : "";

@@ -18,7 +18,34 @@ Sequence make_sequence(const Request& r, std::int64_t cached_tokens) {
                            " has an empty prompt");
   s.cached_tokens = std::clamp<std::int64_t>(cached_tokens, 0, prompt - 1);
   s.compute_tokens = prompt - s.cached_tokens;
+  s.tier_cached = s.cached_tokens;
   return s;
+}
+
+void set_tier_split(Sequence& s, std::int64_t recompute) {
+  if (recompute < 0 || recompute > s.cached_tokens || s.hbm_hit_tokens != 0 ||
+      s.recompute_tokens != 0)
+    throw std::logic_error("set_tier_split: request " + std::to_string(s.req.id) +
+                           " cannot recompute " + std::to_string(recompute) + " of " +
+                           std::to_string(s.cached_tokens) + " cached tokens");
+  s.cached_tokens -= recompute;
+  s.compute_tokens += recompute;
+  s.recompute_tokens = s.tier_recompute = recompute;
+  s.tier_cached = s.cached_tokens;
+}
+
+PrefixSplit split_prefix_hit(std::int64_t total, std::int64_t loaded, std::int64_t recompute,
+                             std::int64_t hit) {
+  if (hit < 0 || loaded < 0 || recompute < 0 || hit >= total || recompute + loaded >= total)
+    throw std::logic_error("split_prefix_hit: a hit of " + std::to_string(hit) + " with " +
+                           std::to_string(recompute) + " recomputed and " + std::to_string(loaded) +
+                           " loaded tokens of " + std::to_string(total));
+  PrefixSplit p;
+  p.hit = hit;
+  p.recompute = std::max<std::int64_t>(0, recompute - hit);
+  p.cached = std::max<std::int64_t>(0, recompute + loaded - std::max(hit, recompute));
+  p.compute = total - hit - p.cached;
+  return p;
 }
 
 Scheduler::Scheduler(SchedulerConfig cfg) : m_cfg(cfg) {
@@ -50,14 +77,15 @@ void Scheduler::enqueue(Sequence* s, double now) {
   m_waiting.push_back(s);
 }
 
-std::int64_t Scheduler::tokens_for(const Sequence& s, std::int64_t budget) const {
-  const std::int64_t rem = s.remaining();
+std::int64_t Scheduler::tokens_for(std::int64_t rem, std::int64_t budget) const {
   if (m_cfg.chunked_prefill) return std::min(rem, budget);
   return rem <= budget ? rem : 0;
 }
 
-void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan) {
-  kv.allocate(s->req.id, s->prompt_tokens());
+void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan,
+                      const std::vector<std::uint64_t>& keys, std::int64_t hit,
+                      std::int64_t alloc) {
+  kv.allocate_shared(s->req.id, alloc, keys, hit);
   s->kv_allocated = true;
   if (s->first_scheduled_s < 0) s->first_scheduled_s = now;  // a preempted one keeps its first
   m_running.push_back(s);
@@ -66,8 +94,10 @@ void Scheduler::admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv,
   plan.load_tokens += s->cached_tokens;
 }
 
-void Scheduler::start_pull(Sequence* s, double now, PagedKv& kv) {
-  kv.allocate(s->req.id, s->prompt_tokens());
+void Scheduler::start_pull(Sequence* s, double now, PagedKv& kv,
+                           const std::vector<std::uint64_t>& keys, std::int64_t hit,
+                           std::int64_t alloc) {
+  kv.allocate_shared(s->req.id, alloc, keys, hit);
   s->kv_allocated = true;
   if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
   m_pulling.push_back(s);
@@ -103,7 +133,8 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->preempted_kv_tokens +=
         v->cached_tokens + v->computed + std::max<std::int64_t>(0, v->generated - 1);
     v->compute_tokens = v->req.prompt_tokens() + v->generated;
-    v->cached_tokens = 0;
+    v->cached_tokens = v->hbm_hit_tokens = v->recompute_tokens = 0;
+    v->tier_cached = v->tier_recompute = 0;
     v->async_kv = v->kv_resident = v->pd_handoff = false;
   } else if (v->generated > 0) {
     v->async_kv = v->kv_resident = false;  // prefilled again in the steps (below)
@@ -111,13 +142,25 @@ void Scheduler::preempt_last(PagedKv& kv) {
     // a re-lookup in the KV tier is not modelled: docs/serving-engine.md "Decode").
     v->preempted_kv_tokens += v->decode_kv_tokens() - 1;
     v->compute_tokens = v->req.prompt_tokens() + v->generated;
-    v->cached_tokens = 0;
+    v->cached_tokens = v->hbm_hit_tokens = v->recompute_tokens = 0;
+    v->tier_cached = v->tier_recompute = 0;
   } else {
     v->preempted_kv_tokens += v->cached_tokens + v->computed;  // its cached KV loads again
     v->kv_resident = false;  // an async load runs again when it is admitted again
   }
   v->computed = 0;
   m_waiting.push_front(v);
+}
+
+void Scheduler::register_computed(const Sequence& s, PagedKv& kv) {
+  // Its KV is in its blocks up to: the hit, then the recomputed tokens as computed, then (once
+  // those are done: the load ran in its first step, or the async load before it) the loaded
+  // ones and the computed ones after them.
+  const std::int64_t covered = s.computed < s.recompute_tokens
+                                   ? s.hbm_hit_tokens + s.computed
+                                   : s.hbm_hit_tokens + s.cached_tokens + s.computed;
+  const std::int64_t b = kv.block_tokens();
+  kv.register_blocks(s.req.id, chunk_keys(s.req, static_cast<int>(b)), covered / b);
 }
 
 void Scheduler::produce(Sequence* s, double now, PagedKv& kv) {
@@ -155,15 +198,46 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     it = m_s.m_waiting.erase(it);
     return Outcome::Rejected;
   }
-  if (s->async_kv && !s->kv_resident) {  // P/D: blocks now, the pull outside the step
-    if (!m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;
-    m_s.start_pull(s, m_now, m_kv);
+  // serving.prefix_caching (vLLM: the local prefix-cache hit first, then the connector's hit
+  // beyond it): the leading registered blocks of its prompt, in whole blocks, at most the
+  // prefill less one token. A P/D decode instance's pulled prompt is not looked up.
+  std::vector<std::uint64_t> keys;
+  PrefixSplit split{s->hbm_hit_tokens, s->cached_tokens, s->recompute_tokens, s->compute_tokens};
+  std::int64_t hit = 0;
+  if (m_kv.prefix_caching() && !s->pd_handoff) {
+    const std::int64_t total = s->prompt_tokens(), b = m_kv.block_tokens();
+    keys = chunk_keys(s->req, static_cast<int>(b));
+    hit = m_kv.match(keys, (total - 1) / b);
+    split = split_prefix_hit(total, s->tier_cached, s->tier_recompute, hit * b);
+  }
+  // An async tier load with nothing left to load after the hit is admitted as any other.
+  const bool pull = s->async_kv && !s->kv_resident && (s->pd_handoff || split.cached > 0);
+  // The tokens whose blocks admission allocates: the whole prompt, or (serving.kv_allocation:
+  // chunk, not for a pull) the hit, the cached tokens and this step's chunk.
+  const std::int64_t t = m_s.tokens_for(split.compute - s->computed, m_budget);
+  const std::int64_t alloc = m_s.m_cfg.kv_allocation == KvAllocation::Chunk && !pull
+                                 ? split.hit + split.cached + t
+                                 : s->prompt_tokens();
+  const std::int64_t need =
+      keys.empty() ? m_kv.blocks_for(alloc) : m_kv.blocks_needed(alloc, keys, hit);
+  const auto apply = [&] {
+    s->hbm_hit_tokens = split.hit;
+    s->cached_tokens = split.cached;
+    s->recompute_tokens = split.recompute;
+    s->compute_tokens = split.compute;
+    if (s->first_hbm_hit < 0) s->first_hbm_hit = split.hit;
+  };
+  if (pull) {  // P/D or an async tier load: blocks now, the pull outside the step
+    if (need > m_kv.free_blocks()) return Outcome::DoesNotFit;
+    apply();
+    m_s.start_pull(s, m_now, m_kv, keys, hit, alloc);
     it = m_s.m_waiting.erase(it);
     return Outcome::Admitted;
   }
-  const std::int64_t t = m_s.tokens_for(*s, m_budget);
-  if (t == 0 || !m_kv.can_allocate(s->prompt_tokens())) return Outcome::DoesNotFit;
-  m_s.admit(s, t, m_now, m_kv, m_plan);
+  if (t == 0 || need > m_kv.free_blocks()) return Outcome::DoesNotFit;
+  if (s->async_kv && !s->kv_resident) s->async_kv = false;  // nothing left to load
+  apply();
+  m_s.admit(s, t, m_now, m_kv, m_plan, keys, hit, alloc);
   m_budget -= t;
   if (!m_admitted_any || s->arrival_seq > m_last_admitted_seq) m_last_admitted_seq = s->arrival_seq;
   m_admitted_any = true;
@@ -184,6 +258,15 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
     Sequence* s = m_running[i];
     if (!s->decoding()) {
       const std::int64_t t = std::min(s->remaining(), budget);
+      // serving.kv_allocation: chunk: this chunk's blocks now, preempting as for a decode token.
+      bool self = false;
+      if (m_cfg.kv_allocation == KvAllocation::Chunk)
+        while (!kv.grow(s->req.id, s->hbm_hit_tokens + s->cached_tokens + s->computed + t)) {
+          self = m_running.back() == s;
+          preempt_last(kv);
+          if (self) break;
+        }
+      if (self) break;
       plan.items.push_back({s, t, false, t == s->remaining(), false});
       plan.tokens += t;
       budget -= t;
@@ -237,6 +320,7 @@ void Scheduler::complete(const StepPlan& plan, double now, PagedKv& kv) {
       if (s->computed > s->compute_tokens)
         throw std::logic_error("Scheduler::complete: request " + std::to_string(s->req.id) +
                                " computed more tokens than its prompt needs");
+      if (kv.prefix_caching()) register_computed(*s, kv);
       if (s->computed == s->compute_tokens) produce(s, now, kv);
     }
     any_finished = any_finished || s->finish_s >= 0;

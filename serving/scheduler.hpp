@@ -76,9 +76,23 @@ struct Sequence {  // one request inside the engine
   bool kv_resident = false;
   bool hold_kv = false;
 
+  // serving.prefix_caching: prompt tokens [0, hbm_hit_tokens) whose KV the GPU's prefix cache
+  // held at its latest admission (blocks shared with other requests, PagedKv): neither loaded
+  // nor computed. recompute_tokens: the leading tokens of the tier's hit after them that are
+  // prefilled again instead of loaded (serving.recompute); the loaded tokens are then
+  // [load_start(), load_start() + cached_tokens). tier_cached / tier_recompute: the tier's hit as
+  // set at arrival (loaded, recomputed; set_tier_split), which each admission splits around the
+  // prefix cache's hit (split_prefix_hit). first_hbm_hit: hbm_hit_tokens at its first admission
+  // (-1 before; the request's record reports it).
+  std::int64_t hbm_hit_tokens = 0;
+  std::int64_t recompute_tokens = 0;
+  std::int64_t tier_cached = 0, tier_recompute = 0;
+  std::int64_t first_hbm_hit = -1;
+  std::int64_t load_start() const { return hbm_hit_tokens + recompute_tokens; }
+
   // Tokens to prefill (the prompt; after a preemption of a decoding sequence, the prompt and
-  // the tokens generated so far, all recomputed).
-  std::int64_t prompt_tokens() const { return cached_tokens + compute_tokens; }
+  // the tokens generated so far, all recomputed), the prefix cache's hit included.
+  std::int64_t prompt_tokens() const { return hbm_hit_tokens + cached_tokens + compute_tokens; }
   std::int64_t remaining() const { return compute_tokens - computed; }
   // Prefill done, output tokens still to come: its next step decodes one token.
   bool decoding() const {
@@ -95,6 +109,21 @@ struct Sequence {  // one request inside the engine
 // recomputes at least the prompt's last token (LMCache logs "hit tokens: 10010, need to load:
 // 10009" for a fully cached 10,010-token prompt, LMCache PR 1740).
 Sequence make_sequence(const Request& r, std::int64_t cached_tokens);
+
+// Partial recompute at arrival: of s's cached (tier-hit) tokens, the leading `recompute` are
+// prefilled again instead of loaded (0 <= recompute <= cached_tokens; std::logic_error
+// otherwise). Sets cached, compute, recompute and the tier split the admissions start from.
+void set_tier_split(Sequence& s, std::int64_t recompute);
+
+// A prefill of `total` tokens whose tier hit loads `loaded` tokens after `recompute` recomputed
+// ones (prompt tokens [recompute, recompute + loaded)), when the prefix cache holds its first
+// `hit` tokens: those are neither loaded nor computed; recomputed tokens the hit covers are not
+// recomputed, loaded ones it covers are not loaded, the rest is computed.
+struct PrefixSplit {
+  std::int64_t hit = 0, cached = 0, recompute = 0, compute = 0;
+};
+PrefixSplit split_prefix_hit(std::int64_t total, std::int64_t loaded, std::int64_t recompute,
+                             std::int64_t hit);
 
 // first: the sequence's first step (its cached KV must be loaded this step);
 // last: the sequence finishes its prefill this step (its next output token comes from it);
@@ -113,12 +142,21 @@ struct StepPlan {
   bool empty() const { return items.empty(); }
 };
 
+// When a prefill's KV blocks are allocated (serving.kv_allocation).
+enum class KvAllocation {
+  Prompt,  // the whole prompt's at admission (vLLM v0's block manager; the κ paper's Eq. 10)
+  Chunk,   // at admission its prefix-cache hit, its cached (loaded) tokens and its first chunk;
+           // then each step's chunk (vLLM v1's allocate_slots), preempting the most recently
+           // admitted running sequence when the blocks are not free, as for a decode token
+};
+
 struct SchedulerConfig {
   std::int64_t max_num_batched_tokens = 4096;  // the κ paper's token budget
   int max_num_seqs = 256;
   bool chunked_prefill = true;
   Policy policy = Policy::Fifo;
   double fairness_max_wait_s = 5;  // Fair only; see serving_spec.hpp for the default's basis
+  KvAllocation kv_allocation = KvAllocation::Prompt;
 };
 
 class Scheduler;
@@ -208,9 +246,16 @@ class Scheduler {
 
  private:
   friend class Admission;
-  std::int64_t tokens_for(const Sequence& s, std::int64_t budget) const;
-  void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan);
-  void start_pull(Sequence* s, double now, PagedKv& kv);
+  // Tokens of `rem` remaining a sequence can prefill in a step with `budget` left.
+  std::int64_t tokens_for(std::int64_t rem, std::int64_t budget) const;
+  // Admission's allocation of the blocks of s's first `alloc` tokens, sharing its first `hit`
+  // blocks (keys: its prompt's block keys; empty without prefix caching).
+  void admit(Sequence* s, std::int64_t tokens, double now, PagedKv& kv, StepPlan& plan,
+             const std::vector<std::uint64_t>& keys, std::int64_t hit, std::int64_t alloc);
+  void start_pull(Sequence* s, double now, PagedKv& kv, const std::vector<std::uint64_t>& keys,
+                  std::int64_t hit, std::int64_t alloc);
+  // Prefix caching: registers s's blocks computed or loaded so far (before it may release them).
+  static void register_computed(const Sequence& s, PagedKv& kv);
   void reject(Sequence* s, double now);
   void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token

@@ -14,6 +14,12 @@ const std::vector<std::pair<const char*, KvBufferKind>>& kv_buffer_kind_names() 
                                                                       {"sram", KvBufferKind::Sram}};
   return n;
 }
+const std::vector<std::pair<const char*, KvAllocation>>& kv_allocation_names() {
+  static const std::vector<std::pair<const char*, KvAllocation>> n = {
+      {"prompt", KvAllocation::Prompt}, {"chunk", KvAllocation::Chunk}};
+  return n;
+}
+
 const std::vector<std::pair<const char*, KvCacheMode>>& kv_cache_mode_names() {
   static const std::vector<std::pair<const char*, KvCacheMode>> n = {
       {"unified", KvCacheMode::Unified}, {"hybrid", KvCacheMode::Hybrid}};
@@ -173,6 +179,7 @@ SchedulerConfig ServingSpec::scheduler_config() const {
   c.max_num_batched_tokens = max_num_batched_tokens;
   c.max_num_seqs = max_num_seqs;
   c.chunked_prefill = chunked_prefill;
+  c.kv_allocation = kv_allocation;
   c.policy = policy;
   c.fairness_max_wait_s = fairness_max_wait_s;
   return c;

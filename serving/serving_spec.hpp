@@ -65,6 +65,7 @@ enum class KvCacheMode {
             // (HybridKv, models/llm): window, chunk, a state per request
 };
 const std::vector<std::pair<const char*, KvCacheMode>>& kv_cache_mode_names();
+const std::vector<std::pair<const char*, KvAllocation>>& kv_allocation_names();
 
 // Where a request's TTFT starts (serving.ttft; issue 20 item 3, docs/serving-stacks.md "Front
 // end").
@@ -287,6 +288,19 @@ struct ServingSpec {
   bool decode = false;
   SloSpec slo;  // goodput's SLOs (decode runs)
 
+  // ---- prefix caching in HBM (issue 23; docs/serving-engine.md "Prefix caching") -----------
+  // [S] vLLM's automatic prefix caching (--enable-prefix-caching; on by default in vLLM v1):
+  // the KV blocks of computed prompt blocks stay in the GPU's pool, keyed by their prefix, after
+  // their request finished, until an allocation reuses them (LRU); a later prompt with that
+  // prefix shares them instead of loading or computing those tokens (serving/paged_kv.hpp).
+  // Default false: the κ paper's regime (every prompt's prefix comes over the link), and every
+  // run published before it.
+  bool prefix_caching = false;
+  // [S] when a prefill's blocks are allocated (scheduler.hpp KvAllocation). Default prompt: the
+  // κ paper's VRAM bound (Eq. 10) and every run published before it; vLLM v1 allocates by chunk
+  // (vllm/v1/core/sched/scheduler.py: allocate_slots for each step's new tokens).
+  KvAllocation kv_allocation = KvAllocation::Prompt;
+
   // ---- scheduler ----------------------------------------------------------------------------
   // [S] the κ paper's testbed: max_num_batched_tokens 4096.
   std::int64_t max_num_batched_tokens = 4096;
@@ -371,6 +385,15 @@ struct ServingSpec {
     v.boolean("decode", decode,
               opt("generate each request's output tokens (false: prefill only, one token)"));
     v.object("slo", slo, opt("goodput's SLOs: ttft, tpot (decode runs)"));
+    if (!V::kWriting || prefix_caching)
+      v.boolean("prefix_caching", prefix_caching,
+                opt("vLLM's automatic prefix caching: computed prompt blocks stay in HBM, shared "
+                    "by later prompts with that prefix"));
+    if (!V::kWriting || kv_allocation != KvAllocation::Prompt)
+      v.choice("kv_allocation", kv_allocation, kv_allocation_names(),
+               opt("when a prefill's KV blocks are allocated: prompt (all at admission, vLLM "
+                   "v0's block manager) or chunk (the cached tokens at admission, the computed "
+                   "ones chunk by chunk, preempting when the pool runs out: vLLM v1)"));
     v.integer("max_num_batched_tokens", max_num_batched_tokens,
               opt("token budget per step", Range::AtLeastOne));
     v.integer("max_num_seqs", max_num_seqs,

@@ -86,6 +86,8 @@ const char* stat_when_doc(StatWhen w) {
       return "with serving.replicated_kv: shard_allgather";
     case StatWhen::ClosedLoop:
       return "with workload.concurrency";
+    case StatWhen::PrefixCache:
+      return "with serving.prefix_caching";
     case StatWhen::Cluster:
       return "cluster runs";
     case StatWhen::Disagg:
@@ -173,6 +175,16 @@ std::vector<StatDecl> make_requests_csv() {
                      "K loaded (with `serving.recompute`, the recomputed leading tokens are not "
                      "in it)",
                      integer(&RequestRecord::cached_tokens)));
+  {
+    StatDecl d = column("hbm_hit_tokens", "tokens",
+                        "prompt tokens whose KV the GPU's prefix cache held at its first "
+                        "admission (serving.prefix_caching: blocks shared with, or left by, "
+                        "earlier requests): neither loaded nor computed, in none of "
+                        "cached_tokens, computed_tokens",
+                        integer(&RequestRecord::hbm_hit_tokens));
+    d.when = StatWhen::PrefixCache;
+    v.push_back(std::move(d));
+  }
   v.push_back(column("computed_tokens", "tokens",
                      "T prefilled (with `serving.recompute`, the recomputed leading tokens count "
                      "as computed)",
@@ -435,6 +447,26 @@ std::vector<StatDecl> make_summary() {
           }));
   add(fig("link_busy_fraction", "1", A::Ratio, "link busy time / simulated_time_s (time share)",
           [](const In& x) { return ratio(x.t.link_busy_s, x.t.simulated_time_s); }));
+  {  // vLLM's automatic prefix caching in HBM (serving.prefix_caching; docs/serving-engine.md)
+    auto apc = [&add](const char* name, const char* unit, StatAgg agg, const char* doc,
+                      Value value) {
+      StatDecl d = fig(name, unit, agg, doc, std::move(value));
+      d.when = StatWhen::PrefixCache;
+      add(std::move(d));
+    };
+    apc("hbm_hit_tokens_total", "tokens", A::Sum, "hbm_hit_tokens",
+        [](const In& x) { return x.a.hbm_hit_tokens; });
+    apc("hbm_hit_fraction", "1", A::Ratio,
+        "hbm_hit_tokens_total / (hbm_hit_tokens_total + cached_tokens_total + "
+        "computed_tokens_total): the share of the prompts' tokens the prefix cache held",
+        [](const In& x) {
+          return ratio(x.a.hbm_hit_tokens,
+                       x.a.hbm_hit_tokens + x.a.cached_tokens + x.a.computed_tokens);
+        });
+    apc("prefix_cache_evicted_blocks", "blocks", A::Count,
+        "registered KV blocks reused for other KV (their key dropped), over every rank's pool",
+        [](const In& x) { return x.t.prefix_cache_evicted_blocks; });
+  }
   {  // replicated KV loaded once (serving.replicated_kv: shard_allgather; docs/parallelism.md)
     auto shard = [&add](const char* name, const char* unit, StatAgg agg, const char* doc,
                         Value value) {

@@ -48,9 +48,10 @@ enum class StatWhen {
   Decode,    // only when the run decodes (serving.decode): requests.csv columns, summary figures
   EndToEnd,  // only when the run's TTFT is end-to-end (serving.ttft: end_to_end): summary figures
   ShardKv,   // only with serving.replicated_kv: shard_allgather (issue 23 item 5): summary figures
-  ClosedLoop,  // only with closed-loop clients (workload.concurrency): summary figures
-  Cluster,     // only in a cluster run's summary, per node group (serving/cluster)
-  Disagg,      // only in a P/D-disaggregated cluster run's summary (serving/cluster), after groups
+  ClosedLoop,   // only with closed-loop clients (workload.concurrency): summary figures
+  PrefixCache,  // only with serving.prefix_caching: requests.csv columns, summary figures
+  Cluster,      // only in a cluster run's summary, per node group (serving/cluster)
+  Disagg,       // only in a P/D-disaggregated cluster run's summary (serving/cluster), after groups
 };
 const char* stat_when_doc(StatWhen w);
 

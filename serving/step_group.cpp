@@ -109,16 +109,13 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   wait_s(software);  // the stack's scheduler-side software
   m_step_time.sched_software_s += now_s() - t_sched;
   // What the step computes and loads (serving/step_plan), per rank.
-  const RecomputeOf recompute_of = [this](const Sequence& q) {
-    return m_e.m_live.at(q.req.id).recompute_tokens;
-  };
   std::vector<StepWork> work;
   std::vector<std::vector<SeqSlice>> batches;
   std::vector<std::vector<RequestState*>> first(n), done(n);
   std::size_t loading = 0;
   double kv_used = 0, max_tokens = 0;
   for (std::size_t r = 0; r < n; ++r) {
-    work.push_back(plan_step_work(plans[r], recompute_of));
+    work.push_back(plan_step_work(plans[r]));
     batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
     for (const StepItem& it : plans[r].items)
       if (it.seq->first_token_s < 0) ++m_e.m_live.at(it.seq->req.id).steps;  // before its TTFT
@@ -148,9 +145,8 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
       if (first[r].empty()) continue;
       KvStore& store = *ranks[r]->store;
       store.begin_load(first[r], m_step_time);
-      const LoadSplit ls =
-          split_loads(work[r].load, recompute_of, store.chunk_tokens(), sv.block_tokens,
-                      store.buffer(), m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
+      const LoadSplit ls = split_loads(work[r].load, store.chunk_tokens(), sv.block_tokens,
+                                       store.buffer(), m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
       for (std::size_t i = 0; i < first[r].size(); ++i) {
         first[r][i]->link_tokens = ls.seq_link_tokens[i];
         if (store.buffer()) first[r][i]->buffer_tokens = ls.seq_buffer_tokens[i];
@@ -333,9 +329,8 @@ bool ServingEngine::Group::can_load_async(const RequestState& st) const {
 void ServingEngine::Group::load_async(RequestState& st) {
   const ServingSpec& sv = m_e.m_spec.serving;
   KvStore& store = *ranks.front()->store;
-  const RecomputeOf none = [](const Sequence&) { return std::int64_t{0}; };
-  const LoadSplit ls = split_loads({st.seq.get()}, none, store.chunk_tokens(), sv.block_tokens,
-                                   nullptr, m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
+  const LoadSplit ls = split_loads({st.seq.get()}, store.chunk_tokens(), sv.block_tokens, nullptr,
+                                   m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
   st.link_tokens = ls.seq_link_tokens.at(0);
   OutsideSteps ctx(*this);
   st.load_s = m_e.m_load_path->run(ctx, ls, 1, StepTime{});

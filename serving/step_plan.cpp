@@ -6,7 +6,7 @@
 
 namespace kappasim {
 
-StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
+StepWork plan_step_work(const StepPlan& plan) {
   StepWork w;
   for (const StepItem& it : plan.items) {
     if (it.decode) {
@@ -19,29 +19,30 @@ StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of) {
     // preemption stores nothing new). A P/D decode instance stores nothing: the prefill instance
     // stored the prompt (its pulled KV is resident here, not new).
     if (it.last && it.seq->generated == 0 && !it.seq->async_kv) w.done.push_back(it.seq);
-    const std::int64_t R = recompute_of(*it.seq);
+    const std::int64_t R = it.seq->recompute_tokens, h = it.seq->hbm_hit_tokens;
     std::int64_t tokens = it.tokens;
     if (it.seq->computed < R) {
       const std::int64_t rec = std::min(tokens, R - it.seq->computed);
-      w.slices.push_back({static_cast<double>(rec), static_cast<double>(it.seq->computed), false});
+      w.slices.push_back(
+          {static_cast<double>(rec), static_cast<double>(h + it.seq->computed), false});
       tokens -= rec;
     }
     if (tokens > 0)
       w.slices.push_back(
           {static_cast<double>(tokens),
-           static_cast<double>(it.seq->cached_tokens + it.seq->computed + (it.tokens - tokens)),
+           static_cast<double>(h + it.seq->cached_tokens + it.seq->computed + (it.tokens - tokens)),
            it.last});
   }
   return w;
 }
 
-LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
-                      int chunk_tokens, int block_tokens, KvTier* buffer, const HybridKv* hybrid) {
+LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int block_tokens,
+                      KvTier* buffer, const HybridKv* hybrid) {
   const std::int64_t c = chunk_tokens, b = block_tokens;
   LoadSplit ls;
   std::vector<std::uint64_t> insert;  // into the buffer once the whole step is split
   for (const Sequence* s : load) {
-    const std::int64_t R = recompute_of(*s);
+    const std::int64_t R = s->load_start();
     const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
     double link = 0, buffered = 0;
     // Tokens of [lo, hi) as the load counts them (full-layer tokens of its bytes under hybrid).

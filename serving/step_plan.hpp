@@ -20,21 +20,22 @@
 
 namespace kappasim {
 
-// The leading cached tokens R of a sequence prefilled again instead of loaded (0 when none).
-using RecomputeOf = std::function<std::int64_t(const Sequence&)>;
-
 struct StepWork {
   std::vector<Sequence*> load;   // first scheduled with cached tokens: their KV loads this step
   std::vector<Sequence*> done;   // finish their first prefill this step (their KV is stored)
   std::vector<SeqSlice> slices;  // what the step computes, in plan order
 };
-// Recomputed leading tokens attend causally over themselves only (context = tokens computed
-// before them); the new tokens attend over the whole prefix (loaded + recomputed) and the new
-// tokens before them, and the slice that ends the prompt computes its logits. A decode item is
-// one token over the KV of its prompt and generated tokens, with its logits.
-StepWork plan_step_work(const StepPlan& plan, const RecomputeOf& recompute_of);
+// A sequence's prompt tokens [0, h) are its prefix-cache hit (Sequence::hbm_hit_tokens: present,
+// neither loaded nor computed), then R recomputed ones (Sequence::recompute_tokens), then its
+// loaded ones, then the new ones. Recomputed tokens attend causally over the hit and themselves
+// (context = h + tokens computed before them); the new tokens attend over the whole prefix (loaded
+// + recomputed) and the new tokens before them, and the slice that ends the prompt computes its
+// logits. A decode item is one token over the KV of its prompt and generated tokens, with its
+// logits.
+StepWork plan_step_work(const StepPlan& plan);
 
-// What a step's loads move. A sequence loads prompt tokens [R, R + cached_tokens).
+// What a step's loads move. A sequence loads prompt tokens [L, L + cached_tokens), L =
+// Sequence::load_start() (its prefix-cache hit and recomputed tokens come first).
 struct LoadSplit {
   double link_tokens = 0, buffer_tokens = 0;
   std::int64_t chunks = 0;         // tier entries retrieved (CPU-side costs)
@@ -53,9 +54,8 @@ struct LoadSplit {
 // a prefix that ends at `end` (the window of the sliding layers, the chunk of the chunked ones,
 // the state once with the range that ends the prefix), so that tokens × the engine's bytes per
 // token (the full layers') are the bytes moved. Chunk and block counts are the ranges' as ever.
-LoadSplit split_loads(const std::vector<Sequence*>& load, const RecomputeOf& recompute_of,
-                      int chunk_tokens, int block_tokens, KvTier* buffer,
-                      const HybridKv* hybrid = nullptr);
+LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int block_tokens,
+                      KvTier* buffer, const HybridKv* hybrid = nullptr);
 
 // The scheduler's critical path before a step (serial): vLLM's per-step overhead, the stack's
 // lookups (the requests scheduled for the first time, and the waiting queue's head when budget

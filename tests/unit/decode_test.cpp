@@ -153,7 +153,7 @@ TEST(DecodeStepPlan, ADecodeItemIsOneTokenOverThePromptAndTheTokensBeforeIt) {
   a.generated = 5;
   StepPlan p;
   p.items.push_back({&a, 1, false, false, true});
-  const StepWork w = plan_step_work(p, [](const Sequence&) { return std::int64_t{0}; });
+  const StepWork w = plan_step_work(p);
   ASSERT_EQ(w.slices.size(), 1u);
   EXPECT_EQ(w.slices[0].T, 1);
   EXPECT_EQ(w.slices[0].K, 104);

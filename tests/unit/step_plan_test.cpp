@@ -38,12 +38,8 @@ TEST(StepPlan, RecomputeSliceAttendsOverItselfNewTokensOverTheWholePrefix) {
   Sequence b = seq(2, 0, 100);
   StepPlan plan;
   plan.items = {{&a, 500, true, false}, {&b, 100, true, true}};
-  const std::map<std::uint64_t, std::int64_t> R = {{1, 300}};
-  const RecomputeOf rec = [&](const Sequence& s) {
-    const auto f = R.find(s.req.id);
-    return f == R.end() ? std::int64_t{0} : f->second;
-  };
-  const StepWork w = plan_step_work(plan, rec);
+  a.recompute_tokens = 300;
+  const StepWork w = plan_step_work(plan);
   ASSERT_EQ(w.load.size(), 1u);  // B has nothing cached: no load
   EXPECT_EQ(w.load[0], &a);
   ASSERT_EQ(w.done.size(), 1u);
@@ -63,7 +59,7 @@ TEST(StepPlan, RecomputeSliceAttendsOverItselfNewTokensOverTheWholePrefix) {
   // 700 + 500 = 1,200; not its first step, so no load.
   a.computed = 500;
   plan.items = {{&a, 400, false, true}};
-  const StepWork w2 = plan_step_work(plan, rec);
+  const StepWork w2 = plan_step_work(plan);
   EXPECT_TRUE(w2.load.empty());
   ASSERT_EQ(w2.slices.size(), 1u);
   EXPECT_EQ(w2.slices[0].T, 400);
@@ -76,8 +72,8 @@ TEST(StepPlan, LoadSplitWithoutBufferCountsTouchedChunksAndBlocks) {
   // 256-token chunks touched: 300/256 = chunk 1 up to ceil(1000/256) = 4 → chunks 1, 2, 3 = 3.
   // 16-token blocks: ceil(1000/16) = 63 minus floor(300/16) = 18 → 45.
   Sequence a = seq(1, 700, 900);
-  const RecomputeOf rec = [](const Sequence&) { return std::int64_t{300}; };
-  const LoadSplit ls = split_loads({&a}, rec, 256, 16, nullptr);
+  a.recompute_tokens = 300;
+  const LoadSplit ls = split_loads({&a}, 256, 16, nullptr);
   EXPECT_EQ(ls.link_tokens, 700);
   EXPECT_EQ(ls.buffer_tokens, 0);
   EXPECT_EQ(ls.chunks, 3);
@@ -98,8 +94,8 @@ TEST(StepPlan, LoadSplitTakesBufferedChunksFromTheBufferAndInsertsTheRest) {
   ASSERT_EQ(keys.size(), 4u);
   KvTier buffer(256, 10 * 256 * 1.0, 1.0);  // 10 chunks
   buffer.insert({keys[1]});
-  const RecomputeOf rec = [](const Sequence&) { return std::int64_t{300}; };
-  const LoadSplit ls = split_loads({&a}, rec, 256, 16, &buffer);
+  a.recompute_tokens = 300;
+  const LoadSplit ls = split_loads({&a}, 256, 16, &buffer);
   EXPECT_EQ(ls.buffer_tokens, 212);
   EXPECT_EQ(ls.link_tokens, 512);
   EXPECT_EQ(ls.chunks, 3);

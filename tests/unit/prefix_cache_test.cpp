@@ -1,0 +1,196 @@
+// vLLM's automatic prefix caching in HBM (serving.prefix_caching, issue 23): the paged pool's
+// registered blocks, their reference counts and LRU reuse (serving/paged_kv), the split of a
+// prefill around the prefix cache's hit (split_prefix_hit) and the scheduler's admission with it.
+// Every expected value is worked out by hand in the comment above it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "serving/paged_kv.hpp"
+#include "serving/scheduler.hpp"
+#include "workloads/request.hpp"
+
+namespace kappasim {
+namespace prefix_cache_test {
+namespace {
+
+std::vector<std::uint64_t> keys(std::uint64_t base, int n) {
+  std::vector<std::uint64_t> k;
+  for (int i = 0; i < n; ++i) k.push_back(base * 100 + static_cast<std::uint64_t>(i));
+  return k;
+}
+
+TEST(PrefixCache, SharedBlocksAreCountedOnceAndALastReleaseKeepsThemCachedAndFree) {
+  PagedKv kv(10, 16);
+  kv.enable_prefix_cache();
+  const std::vector<std::uint64_t> a = keys(1, 4);
+  // Sequence 1: 64 tokens = 4 blocks, nothing cached; once computed its 4 blocks are registered.
+  EXPECT_EQ(kv.match(a, 4), 0);
+  kv.allocate_shared(1, 64, a, 0);
+  kv.register_blocks(1, a, 4);
+  EXPECT_EQ(kv.used_blocks(), 4);
+  EXPECT_EQ(kv.cached_blocks(), 4);
+  // Sequence 2, the same 4 blocks' prefix, capped at 3 blocks (its prompt less one token): it
+  // shares blocks 0-2 (held: no free block taken for them) and takes 4 − 3 = 1 new block.
+  EXPECT_EQ(kv.match(a, 3), 3);
+  EXPECT_EQ(kv.blocks_needed(64, a, 3), 1);
+  kv.allocate_shared(2, 64, a, 3);
+  EXPECT_EQ(kv.used_blocks(), 5);
+  // Sequence 1 leaves: block 3 had no other holder and joins the free queue still registered;
+  // blocks 0-2 stay held by sequence 2. Used: 3 shared + 1 of sequence 2's = 4; free 6.
+  kv.release(1);
+  EXPECT_EQ(kv.used_blocks(), 4);
+  EXPECT_EQ(kv.free_blocks(), 6);
+  EXPECT_EQ(kv.cached_blocks(), 4);
+  EXPECT_EQ(kv.match(a, 4), 4);
+  // The free queue: 5 never-registered blocks first, then block 3. Five new blocks take the
+  // five; the sixth reuses block 3 and evicts its key.
+  kv.allocate_shared(3, 5 * 16, {}, 0);
+  EXPECT_EQ(kv.evicted_blocks(), 0);
+  EXPECT_EQ(kv.match(a, 4), 4);
+  kv.allocate_shared(4, 16, {}, 0);
+  EXPECT_EQ(kv.evicted_blocks(), 1);
+  EXPECT_EQ(kv.match(a, 4), 3);
+  EXPECT_EQ(kv.free_blocks(), 0);
+}
+
+TEST(PrefixCache, AReleaseFreesTheTailFirstSoAPrefixsLeadingBlocksAreEvictedLast) {
+  // 4 blocks; one sequence registers k0..k3 and leaves: the free queue holds k3, k2, k1, k0 in
+  // that order (vLLM frees a request's blocks tail first). Two new blocks evict k3 and k2; the
+  // prefix k0, k1 still matches.
+  PagedKv kv(4, 16);
+  kv.enable_prefix_cache();
+  const std::vector<std::uint64_t> k = keys(2, 4);
+  kv.allocate_shared(1, 64, k, 0);
+  kv.register_blocks(1, k, 4);
+  kv.release(1);
+  EXPECT_EQ(kv.free_blocks(), 4);
+  // A hit of all 4 takes 4 blocks from the free queue (they are free, not held).
+  EXPECT_EQ(kv.blocks_needed(64, k, 4), 4);
+  kv.allocate_shared(2, 32, {}, 0);
+  EXPECT_EQ(kv.evicted_blocks(), 2);
+  EXPECT_EQ(kv.match(k, 4), 2);
+  kv.release(2);
+  // Sequence 3 shares k0, k1 (now in the free queue: 2 blocks) and needs 1 more for its third.
+  EXPECT_EQ(kv.blocks_needed(48, k, 2), 3);
+}
+
+TEST(PrefixCache, TheSameBlockComputedTwiceAtOnceIsRegisteredOnce) {
+  // Two sequences with the same 2-block prefix admitted together (neither found it cached) both
+  // compute it; the second's blocks stay unregistered (one block per key serves hits).
+  PagedKv kv(8, 16);
+  kv.enable_prefix_cache();
+  const std::vector<std::uint64_t> k = keys(3, 2);
+  kv.allocate_shared(1, 32, k, 0);
+  kv.allocate_shared(2, 32, k, 0);
+  kv.register_blocks(1, k, 2);
+  kv.register_blocks(2, k, 2);
+  EXPECT_EQ(kv.cached_blocks(), 2);
+  EXPECT_EQ(kv.used_blocks(), 4);
+  kv.release(1);
+  kv.release(2);
+  EXPECT_EQ(kv.used_blocks(), 0);
+  EXPECT_EQ(kv.cached_blocks(), 2);
+  EXPECT_EQ(kv.match(k, 2), 2);
+}
+
+TEST(PrefixCache, AHybridPoolRefusesPrefixCaching) {
+  PagedKv kv(8, 16);
+  HybridKv h;
+  h.full_Bpt = 1;
+  kv.set_hybrid(h);
+  EXPECT_THROW(kv.enable_prefix_cache(), std::logic_error);
+}
+
+TEST(PrefixCache, TheHitCoversRecomputedThenLoadedTokensAndTheRestIsComputed) {
+  // A prefill of 1,100 tokens whose tier hit is [0, 1000): 300 recomputed, 700 loaded
+  // ([300, 1000)), 100 new.
+  // Hit 0: nothing changes: 300 recomputed + 100 new = 400 computed.
+  PrefixSplit p = split_prefix_hit(1100, 700, 300, 0);
+  EXPECT_EQ(p.recompute, 300);
+  EXPECT_EQ(p.cached, 700);
+  EXPECT_EQ(p.compute, 400);
+  // Hit 160: 140 left to recompute, 700 loaded, 140 + 100 = 240 computed.
+  p = split_prefix_hit(1100, 700, 300, 160);
+  EXPECT_EQ(p.recompute, 140);
+  EXPECT_EQ(p.cached, 700);
+  EXPECT_EQ(p.compute, 240);
+  // Hit 480: nothing recomputed, [480, 1000) = 520 loaded, 100 computed.
+  p = split_prefix_hit(1100, 700, 300, 480);
+  EXPECT_EQ(p.recompute, 0);
+  EXPECT_EQ(p.cached, 520);
+  EXPECT_EQ(p.compute, 100);
+  // Hit 1,040: past the tier's hit: nothing loaded, 60 computed.
+  p = split_prefix_hit(1100, 700, 300, 1040);
+  EXPECT_EQ(p.cached, 0);
+  EXPECT_EQ(p.compute, 60);
+  EXPECT_EQ(p.hit + p.cached + p.compute, 1100);
+  EXPECT_THROW(split_prefix_hit(1100, 700, 300, 1100), std::logic_error);
+}
+
+Request doc_request(std::uint64_t id, std::int64_t prefix, std::int64_t fresh) {
+  Request r;
+  r.id = id;
+  r.sequence_id = 7;
+  r.prefix_tokens = prefix;
+  r.new_tokens = fresh;
+  return r;
+}
+
+TEST(PrefixCacheScheduler, ALaterPromptOnTheSameDocumentSharesItsComputedBlocks) {
+  // A: document 7's 320 tokens + 32 of its own = 352 tokens = 22 blocks, computed in one step;
+  // the step registers its 22 full blocks, and A finishes (one output token) and leaves.
+  PagedKv kv(100, 16);
+  kv.enable_prefix_cache();
+  Scheduler s(SchedulerConfig{});
+  Sequence a = make_sequence(doc_request(1, 320, 32), 0);
+  s.enqueue(&a, 0);
+  StepPlan p = s.plan(0, kv);
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_EQ(p.tokens, 352);
+  s.complete(p, 1, kv);
+  EXPECT_EQ(kv.used_blocks(), 0);
+  EXPECT_EQ(kv.cached_blocks(), 22);
+  // B: the same document, 32 tokens of its own. Its first 20 blocks are the document's (A's
+  // blocks 20 and 21 were A's own): a hit of 320 tokens, 32 computed, nothing loaded although the
+  // tier held 256 of them (the hit covers the tier's). It takes 2 new blocks and the 20 cached
+  // ones from the free queue: 22 used.
+  Sequence b = make_sequence(doc_request(2, 320, 32), 256);
+  s.enqueue(&b, 1);
+  p = s.plan(1, kv);
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_EQ(b.hbm_hit_tokens, 320);
+  EXPECT_EQ(b.first_hbm_hit, 320);
+  EXPECT_EQ(b.cached_tokens, 0);
+  EXPECT_EQ(b.compute_tokens, 32);
+  EXPECT_EQ(p.tokens, 32);
+  EXPECT_EQ(p.load_tokens, 0);
+  EXPECT_EQ(kv.used_blocks(), 22);
+  s.complete(p, 2, kv);
+  // C: the document alone plus one token (321): at most 320 = 20 blocks can hit (one token is
+  // always computed, vLLM's max_cache_hit_length = prompt − 1): 1 computed.
+  Sequence c = make_sequence(doc_request(3, 320, 1), 0);
+  s.enqueue(&c, 2);
+  p = s.plan(2, kv);
+  EXPECT_EQ(c.hbm_hit_tokens, 320);
+  EXPECT_EQ(p.tokens, 1);
+}
+
+TEST(PrefixCacheScheduler, WithoutPrefixCachingNothingIsShared) {
+  PagedKv kv(100, 16);
+  Scheduler s(SchedulerConfig{});
+  Sequence a = make_sequence(doc_request(1, 320, 32), 0);
+  s.enqueue(&a, 0);
+  StepPlan p = s.plan(0, kv);
+  s.complete(p, 1, kv);
+  Sequence b = make_sequence(doc_request(2, 320, 32), 0);
+  s.enqueue(&b, 1);
+  p = s.plan(1, kv);
+  EXPECT_EQ(b.hbm_hit_tokens, 0);
+  EXPECT_EQ(p.tokens, 352);
+}
+
+}  // namespace
+}  // namespace prefix_cache_test
+}  // namespace kappasim
