@@ -167,7 +167,14 @@ TEST(SweepCli, RerunSkipsFinishedAndInvalidPointsAndRetriesInvalidOnRequest) {
 TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   std::string body =
       "name: slow\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\naxes:\n"
-      "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+      "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}\n";
+  // 16 points of 0.15 s on 2 workers: after the third is done ~1 s of points is left, so a
+  // loaded machine (the poll below descheduled for a while) still kills the sweep midway.
+  constexpr int kPoints = 16;
+  const auto point = [](int i) {
+    std::string n = std::to_string(i);
+    return "p" + std::string(6 - n.size(), '0') + n;
+  };
   const std::string spec = spec_file("kill", body);
   const fs::path ref = scratch() / "kill" / "ref", d = scratch() / "kill" / "out";
   ASSERT_EQ(kappasim({"sweep", spec, "--out", ref.string(), "-j", "2", "-q"}).code, 0);
@@ -176,8 +183,7 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   // Wait (polling, no timing assertion) until some points have finished, then SIGKILL.
   auto finished = [&] {
     int n = 0;
-    for (int i = 0; i < 8; ++i)
-      n += fs::exists(d / "points" / ("p00000" + std::to_string(i)) / "result.json");
+    for (int i = 0; i < kPoints; ++i) n += fs::exists(d / "points" / point(i) / "result.json");
     return n;
   };
   for (int i = 0; i < 2000 && finished() < 3; ++i) ::usleep(10000);
@@ -185,20 +191,19 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   finish(pid);
   const int done = finished();
   ASSERT_GE(done, 3);
-  ASSERT_LT(done, 8) << "the sweep finished before it was killed; nothing was tested";
+  ASSERT_LT(done, kPoints) << "the sweep finished before it was killed; nothing was tested";
   EXPECT_FALSE(fs::exists(d / "results.csv"));
   std::map<int, ino_t> inodes;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kPoints; ++i) {
     struct stat st {};
-    if (::stat((d / "points" / ("p00000" + std::to_string(i)) / "result.json").c_str(), &st) == 0)
-      inodes[i] = st.st_ino;
+    if (::stat((d / "points" / point(i) / "result.json").c_str(), &st) == 0) inodes[i] = st.st_ino;
   }
   Result r = kappasim({"sweep", spec, "--out", d.string(), "-j", "2"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(has(r.err, std::to_string(inodes.size()) + " done before")) << r.err;
   for (const auto& [i, ino] : inodes) {
     struct stat st {};
-    ::stat((d / "points" / ("p00000" + std::to_string(i)) / "result.json").c_str(), &st);
+    ::stat((d / "points" / point(i) / "result.json").c_str(), &st);
     EXPECT_EQ(st.st_ino, ino) << "point " << i << " was rerun";
   }
   EXPECT_EQ(slurp(d / "results.csv"), slurp(ref / "results.csv"));
