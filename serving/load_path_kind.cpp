@@ -1,5 +1,7 @@
 #include "serving/load_path_kind.hpp"
 
+#include "serving/stack_profile.hpp"
+
 namespace kappasim {
 
 LoadPathRegistry& load_paths() {
@@ -8,18 +10,96 @@ LoadPathRegistry& load_paths() {
 }
 
 namespace {
-// The built-ins' names, for every program that reads a config (their factories:
+// The stack's fixed CPU per retrieved request (every path's).
+RetrieveCost retrieve_fixed(const StackProfile& p, std::int64_t requests) {
+  RetrieveCost c;
+  c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
+  return c;
+}
+
+// LMCache's copy kernel: one kernel per chunk; before it the per-chunk re-hash, a GPU gap
+// between chunks, and the Python per chunk overlapped with the copies.
+RetrieveCost kernel_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
+                             std::int64_t, int) {
+  if (requests == 0) return RetrieveCost{0, 0, 0, 0, chunks};
+  const double n = static_cast<double>(chunks);
+  RetrieveCost c = retrieve_fixed(p, requests);
+  c.copies = chunks;
+  c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+  c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
+  c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
+  return c;
+}
+
+// LMCache's layer-wise path: per layer one DMA per chunk; the re-hash before, and per layer the
+// CPU that issues (and logs) the layer's objects.
+RetrieveCost layerwise_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
+                                std::int64_t, int) {
+  if (requests == 0) return RetrieveCost{0, 0, 0, 0, chunks};
+  const double n = static_cast<double>(chunks);
+  RetrieveCost c = retrieve_fixed(p, requests);
+  c.copies = chunks;
+  c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+  c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
+  return c;
+}
+
+// vLLM's native connector: one cudaMemcpyAsync per block (or per block, layer and K/V), each
+// issued by the CPU alongside the copies.
+RetrieveCost block_dma_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t,
+                                std::int64_t blocks, int layers) {
+  const std::int64_t copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
+                                  ? blocks * static_cast<std::int64_t>(layers) * 2
+                                  : blocks;
+  if (requests == 0) return RetrieveCost{0, 0, 0, 0, copies};
+  RetrieveCost c = retrieve_fixed(p, requests);
+  c.copies = copies;
+  c.cpu_overlap_s = static_cast<double>(copies) * p.native_issue_per_copy_s;
+  return c;
+}
+
+LoadPathCosts kernel_costs() {
+  LoadPathCosts c;
+  c.has_family = true;
+  c.family = StackFamily::Lmcache;
+  c.copy = CopyPath::Kernel;
+  c.retrieve = kernel_retrieve;
+  return c;
+}
+LoadPathCosts layerwise_costs() {
+  LoadPathCosts c;
+  c.has_family = true;
+  c.family = StackFamily::Lmcache;
+  c.per_layer = c.lookup_per_layer_keys = true;
+  c.retrieve = layerwise_retrieve;
+  return c;
+}
+LoadPathCosts block_dma_costs() {
+  LoadPathCosts c;
+  c.has_family = true;
+  c.family = StackFamily::VllmNative;
+  c.block_granular = true;
+  c.retrieve = block_dma_retrieve;
+  return c;
+}
+
+// The built-ins' names and costs, for every program that reads a config (their factories:
 // serving/load_paths/registry.cpp).
 const Declaration<LoadPathRegistry> kKernel(
     load_paths(), "kernel",
-    "LMCache default: a zero-copy SM copy kernel reads pinned host memory per chunk, then compute");
+    "LMCache default: a zero-copy SM copy kernel reads pinned host memory per chunk, then compute",
+    kernel_costs());
 const Declaration<LoadPathRegistry> kLayerwise(
     load_paths(), "layerwise",
-    "LMCache use_layerwise: one DMA per layer per chunk, overlapped with the layers' compute");
+    "LMCache use_layerwise: one DMA per layer per chunk, overlapped with the layers' compute",
+    layerwise_costs());
 const Declaration<LoadPathRegistry> kBlockDma(
     load_paths(), "block_dma",
-    "vLLM native OffloadingConnector: cudaMemcpyAsync per 16-token block, then compute");
+    "vLLM native OffloadingConnector: cudaMemcpyAsync per 16-token block, then compute",
+    block_dma_costs());
 }  // namespace
+
+const LoadPathCosts& load_path_costs(LoadPath p) { return load_paths().traits(p.name); }
 
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
   // Rebuilt if a registration came after the last call (all come before main in practice).
