@@ -233,7 +233,7 @@ void Cluster::route() {
 }
 
 std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
-  return m_nodes.at(i).engine->cached_tokens(r);  // its ranks' best
+  return m_nodes.at(i).engine->ranks().cached_tokens(r);  // its ranks' best
 }
 
 double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
@@ -242,17 +242,17 @@ double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
   const std::int64_t K = cached_tokens_on(i, r);
   const std::int64_t T = r.prompt_tokens() - K;
   const double backlog =
-      estimate_backlog(m, n.engine->pending_load_tokens() + n.queue->load_tokens(),
-                       n.engine->outstanding_compute_tokens() + n.queue->compute_tokens());
+      estimate_backlog(m, n.engine->ranks().pending_load_tokens() + n.queue->load_tokens(),
+                       n.engine->ranks().compute_tokens() + n.queue->compute_tokens());
   return backlog + estimate_service(m, K, T).total_s;
 }
 
 std::size_t Cluster::outstanding(std::size_t i) const {
-  return m_nodes.at(i).engine->outstanding() + m_nodes.at(i).queue->size();
+  return m_nodes.at(i).engine->ranks().outstanding() + m_nodes.at(i).queue->size();
 }
 
 std::size_t Cluster::waiting(std::size_t i) const {
-  return m_nodes.at(i).engine->waiting() + m_nodes.at(i).queue->size();
+  return m_nodes.at(i).engine->ranks().waiting() + m_nodes.at(i).queue->size();
 }
 
 namespace {
@@ -272,10 +272,10 @@ class View final : public ClusterView {
     const ServingEngine& e = m_c.engine(i);
     NodeCache c;
     c.cached_tokens = m_c.cached_tokens_on(i, r);
-    c.pending_prefill_tokens = e.outstanding_compute_tokens() + m_c.queued_compute_tokens(i);
-    c.kv_tokens_used = e.kv_tokens_used();
-    c.kv_tokens_total = e.kv_tokens_total();
-    c.store_bytes = e.store_bytes();
+    c.pending_prefill_tokens = e.ranks().compute_tokens() + m_c.queued_compute_tokens(i);
+    c.kv_tokens_used = e.ranks().kv_tokens_used();
+    c.kv_tokens_total = e.ranks().kv_tokens_total();
+    c.store_bytes = e.ranks().store_bytes();
     return c;
   }
   double capacity(std::size_t k) const override {
