@@ -66,24 +66,10 @@ void Arrivals::run() {
     warmed = true;
   }
   Request r;
-  while (m_source.next(r)) {
-    // Closed loop: the request arrives when a client is ready (its previous request finished,
-    // then its think time); the stream's own arrival time is not used.
-    if (m_clients) {
-      m_clients->acquire();
-      r.arrival_s = now_s();
-    }
-    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
-      sim_fail(std::make_exception_ptr(InputError(
-          "workload: request " + std::to_string(r.id) + " arrives at " +
-          sim_time_limit_message(r.arrival_s) +
-          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
-          "smaller trace time_scale")));
-      // End the source as if exhausted: the requests in flight drain and every process ends, so
-      // none is killed while the engine unwinds (SystemC kills a live thread by switching to
-      // its coroutine stack, which AddressSanitizer reports as a false stack-buffer-overflow).
-      break;
-    }
+  // Closed loop: the request arrives when a client is ready (its previous request finished,
+  // then its think time); the stream's own arrival time is not used. Past the time base's reach
+  // the stream ends as if exhausted (next_arrival).
+  while (next_arrival(m_source, m_clients.get(), r)) {
     if (r.arrival_s > now_s()) wait_s(r.arrival_s - now_s());
     // End-to-end TTFT (serving.ttft): the stack's front end (one API server process, serial:
     // a request waits for the ones before it) handles the request before the scheduler sees it.

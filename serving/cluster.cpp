@@ -195,19 +195,9 @@ Cluster::~Cluster() = default;
 
 void Cluster::route() {
   Request r;
-  while (m_source.next(r)) {
-    if (m_clients) {  // closed loop: it arrives when a client is ready
-      m_clients->acquire();
-      r.arrival_s = now_s();
-    }
-    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
-      sim_fail(std::make_exception_ptr(InputError(
-          "workload: request " + std::to_string(r.id) + " arrives at " +
-          sim_time_limit_message(r.arrival_s) +
-          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
-          "smaller trace time_scale")));
-      break;  // end the source as if exhausted: the engines drain and their threads end
-    }
+  // Closed loop: it arrives when a client is ready. Past the time base's reach: the source ends
+  // as if exhausted, the engines drain and their threads end.
+  while (next_arrival(m_source, m_clients.get(), r)) {
     if (r.arrival_s > now_s())
       sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);

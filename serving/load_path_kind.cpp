@@ -17,30 +17,35 @@ RetrieveCost retrieve_fixed(const StackProfile& p, std::int64_t requests) {
   return c;
 }
 
-// LMCache's copy kernel: one kernel per chunk; before it the per-chunk re-hash, a GPU gap
-// between chunks, and the Python per chunk overlapped with the copies.
-RetrieveCost kernel_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
-                             std::int64_t, int) {
+// LMCache's retrieve (kernel and layer-wise paths): one copy (per layer) per chunk, after the
+// per-chunk re-hash.
+RetrieveCost lmcache_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks) {
   if (requests == 0) return RetrieveCost{0, 0, 0, 0, chunks};
-  const double n = static_cast<double>(chunks);
   RetrieveCost c = retrieve_fixed(p, requests);
   c.copies = chunks;
-  c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
+  c.cpu_before_s += static_cast<double>(chunks) * p.retrieve_hash_per_chunk_s;
+  return c;
+}
+
+// The copy kernel: besides, a GPU gap between chunks and the Python per chunk overlapped with
+// the copies.
+RetrieveCost kernel_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
+                             std::int64_t, int) {
+  RetrieveCost c = lmcache_retrieve(p, requests, chunks);
+  if (requests == 0) return c;
+  const double n = static_cast<double>(chunks);
   c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
   c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
   return c;
 }
 
-// LMCache's layer-wise path: per layer one DMA per chunk; the re-hash before, and per layer the
-// CPU that issues (and logs) the layer's objects.
+// The layer-wise path: besides, per layer the CPU that issues (and logs) the layer's objects.
 RetrieveCost layerwise_retrieve(const StackProfile& p, std::int64_t requests, std::int64_t chunks,
                                 std::int64_t, int) {
-  if (requests == 0) return RetrieveCost{0, 0, 0, 0, chunks};
-  const double n = static_cast<double>(chunks);
-  RetrieveCost c = retrieve_fixed(p, requests);
-  c.copies = chunks;
-  c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
-  c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
+  RetrieveCost c = lmcache_retrieve(p, requests, chunks);
+  if (requests == 0) return c;
+  c.per_layer_cpu_s =
+      static_cast<double>(chunks) * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
   return c;
 }
 
