@@ -63,28 +63,19 @@ RetrieveCost block_dma_retrieve(const StackProfile& p, std::int64_t requests, st
   return c;
 }
 
-LoadPathCosts kernel_costs() {
+// A built-in's costs: the family whose connector implements it, its copy path, whether it copies
+// per layer (LMCache's layer-wise path: its lookup also resolves per-layer keys), whether the
+// tier holds blocks, its retrieve.
+using RetrieveFn = decltype(LoadPathCosts::retrieve);
+LoadPathCosts builtin(StackFamily family, CopyPath copy, bool per_layer, bool blocks,
+                      RetrieveFn retrieve) {
   LoadPathCosts c;
   c.has_family = true;
-  c.family = StackFamily::Lmcache;
-  c.copy = CopyPath::Kernel;
-  c.retrieve = kernel_retrieve;
-  return c;
-}
-LoadPathCosts layerwise_costs() {
-  LoadPathCosts c;
-  c.has_family = true;
-  c.family = StackFamily::Lmcache;
-  c.per_layer = c.lookup_per_layer_keys = true;
-  c.retrieve = layerwise_retrieve;
-  return c;
-}
-LoadPathCosts block_dma_costs() {
-  LoadPathCosts c;
-  c.has_family = true;
-  c.family = StackFamily::VllmNative;
-  c.block_granular = true;
-  c.retrieve = block_dma_retrieve;
+  c.family = family;
+  c.copy = copy;
+  c.per_layer = c.lookup_per_layer_keys = per_layer;
+  c.block_granular = blocks;
+  c.retrieve = retrieve;
   return c;
 }
 
@@ -93,15 +84,15 @@ LoadPathCosts block_dma_costs() {
 const Declaration<LoadPathRegistry> kKernel(
     load_paths(), "kernel",
     "LMCache default: a zero-copy SM copy kernel reads pinned host memory per chunk, then compute",
-    kernel_costs());
+    builtin(StackFamily::Lmcache, CopyPath::Kernel, false, false, kernel_retrieve));
 const Declaration<LoadPathRegistry> kLayerwise(
     load_paths(), "layerwise",
     "LMCache use_layerwise: one DMA per layer per chunk, overlapped with the layers' compute",
-    layerwise_costs());
+    builtin(StackFamily::Lmcache, CopyPath::Dma, true, false, layerwise_retrieve));
 const Declaration<LoadPathRegistry> kBlockDma(
     load_paths(), "block_dma",
     "vLLM native OffloadingConnector: cudaMemcpyAsync per 16-token block, then compute",
-    block_dma_costs());
+    builtin(StackFamily::VllmNative, CopyPath::Dma, false, true, block_dma_retrieve));
 }  // namespace
 
 const LoadPathCosts& load_path_costs(LoadPath p) { return load_paths().traits(p.name); }
