@@ -1,5 +1,7 @@
 #include "serving/load_path_kind.hpp"
 
+#include <cstring>
+
 #include "serving/stack_profile.hpp"
 
 namespace kappasim {
@@ -95,7 +97,13 @@ const Declaration<LoadPathRegistry> kBlockDma(
     builtin(StackFamily::VllmNative, CopyPath::Dma, false, true, block_dma_retrieve));
 }  // namespace
 
-const LoadPathCosts& load_path_costs(LoadPath p) { return load_paths().traits(p.name); }
+const LoadPathCosts& load_path_costs(LoadPath p) {
+  // A run asks for its one path at every arrival and step: the entry found last, compared by
+  // name, saves the registry's map lookup (entries are map nodes, stable while it lives).
+  thread_local const LoadPathRegistry::Entry* last = nullptr;
+  if (!last || std::strcmp(last->name.c_str(), p.name) != 0) last = &load_paths().at(p.name);
+  return last->traits;
+}
 
 const std::vector<std::pair<const char*, LoadPath>>& load_path_names() {
   // Rebuilt if a registration came after the last call (all come before main in practice).
