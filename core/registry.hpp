@@ -85,15 +85,23 @@ std::vector<const RegistryBase*> all_registries();
 // (expected one of ...)" when there is none.
 const RegistryBase& registry_by_id(std::string_view id);
 
-template <class V>
+// What an entry declares beside its name and summary: nothing by default. A kind whose entries
+// carry plain data that a pure layer reads by name (a load path's software costs:
+// serving/load_path_kind.hpp) names its own traits type; the declaration (or the registration,
+// for a name registered without one) gives each entry its traits.
+struct NoTraits {};
+
+template <class V, class T = NoTraits>
 class NamedRegistry : public RegistryBase {
  public:
   struct Entry {
     std::string name;     // stable for the registry's life (map node)
     std::string summary;  // one line for listings
     V value{};            // V{} while only declared
+    T traits{};           // what the entry declares (its declaration's, else its registration's)
   };
   using value_type = V;
+  using traits_type = T;
 
   NamedRegistry(const char* id, const char* what, const char* key) : RegistryBase(id, what, key) {}
   // A registry for tests and other local uses: id and what the same, no config key.
@@ -101,22 +109,26 @@ class NamedRegistry : public RegistryBase {
 
   // std::logic_error on an empty or duplicate name or an empty value (a programming error,
   // found by the first run of any test). A name only declared so far gets its value (and the
-  // summary, when the declaration had none).
-  void add(const std::string& name, const std::string& summary, V value) {
+  // summary, when the declaration had none); it keeps its declared traits.
+  void add(const std::string& name, const std::string& summary, V value, T traits = {}) {
     if (name.empty() || !value)
       throw std::logic_error(std::string(what()) + " registry: empty name or value");
-    auto [it, fresh] = m_entries.try_emplace(name, Entry{name, summary, std::move(value)});
+    auto [it, fresh] =
+        m_entries.try_emplace(name, Entry{name, summary, std::move(value), std::move(traits)});
     if (fresh) return;
     if (it->second.value)
       throw std::logic_error(std::string(what()) + " registry: '" + name + "' is registered twice");
     it->second.value = std::move(value);
     if (it->second.summary.empty()) it->second.summary = summary;
   }
-  // The name and summary without a value (see "Declared and implemented" above).
-  void declare(const std::string& name, const std::string& summary) {
+  // The name, summary and traits without a value (see "Declared and implemented" above). The
+  // declaration's traits are the entry's, whichever of declaration and registration came first.
+  void declare(const std::string& name, const std::string& summary, T traits = {}) {
     if (name.empty()) throw std::logic_error(std::string(what()) + " registry: empty name");
-    auto [it, fresh] = m_entries.try_emplace(name, Entry{name, summary, V{}});
-    if (!fresh && it->second.summary.empty()) it->second.summary = summary;
+    auto [it, fresh] = m_entries.try_emplace(name, Entry{name, summary, V{}, traits});
+    if (fresh) return;
+    if (it->second.summary.empty()) it->second.summary = summary;
+    it->second.traits = std::move(traits);
   }
 
   const Entry* find(std::string_view name) const {
@@ -154,38 +166,52 @@ class NamedRegistry : public RegistryBase {
                              "program");
     return e.value;
   }
+  // The traits of `name` (unknown: InputError), whether or not its implementation is linked.
+  const T& traits(std::string_view name, const std::string& key = "") const {
+    return at(name, key).traits;
+  }
 
  private:
   std::map<std::string, Entry> m_entries;
 };
 
-// A registry of factories for implementations of one small interface.
-template <class Interface, class... Args>
-class Registry : public NamedRegistry<std::unique_ptr<Interface> (*)(Args...)> {
+// A registry of factories for implementations of one small interface, each entry with traits T.
+template <class Interface, class T, class... Args>
+class TraitRegistry : public NamedRegistry<std::unique_ptr<Interface> (*)(Args...), T> {
  public:
   using Factory = std::unique_ptr<Interface> (*)(Args...);
-  using NamedRegistry<Factory>::NamedRegistry;
+  using NamedRegistry<Factory, T>::NamedRegistry;
 
   std::unique_ptr<Interface> make(std::string_view name, Args... args) const {
     return this->value(name)(std::forward<Args>(args)...);
   }
 };
 
+// A registry of factories for implementations of one small interface.
+template <class Interface, class... Args>
+class Registry : public TraitRegistry<Interface, NoTraits, Args...> {
+ public:
+  using TraitRegistry<Interface, NoTraits, Args...>::TraitRegistry;
+};
+
 // Registers at static initialisation: `const Registrar<R> reg(registry(), "name", "summary",
-// value);` in an anonymous namespace of the implementation's own file.
+// value);` in an anonymous namespace of the implementation's own file (with the entry's traits
+// as a fifth argument when the kind has them and no declaration gives them).
 template <class R>
 struct Registrar {
-  Registrar(R& registry, const char* name, const char* summary, typename R::value_type value) {
-    registry.add(name, summary, std::move(value));
+  Registrar(R& registry, const char* name, const char* summary, typename R::value_type value,
+            typename R::traits_type traits = {}) {
+    registry.add(name, summary, std::move(value), std::move(traits));
   }
 };
 
-// Declares a name (and its summary) at static initialisation, for a pure layer that reads the
-// name from config while the implementation is registered by a SystemC layer.
+// Declares a name (its summary and traits) at static initialisation, for a pure layer that reads
+// the name from config while the implementation is registered by a SystemC layer.
 template <class R>
 struct Declaration {
-  Declaration(R& registry, const char* name, const char* summary) {
-    registry.declare(name, summary);
+  Declaration(R& registry, const char* name, const char* summary,
+              typename R::traits_type traits = {}) {
+    registry.declare(name, summary, std::move(traits));
   }
 };
 

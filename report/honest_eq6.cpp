@@ -52,9 +52,10 @@ HonestKappa honest_kappa_crit(const std::string& model, const std::string& syste
   }
   // The copy the load path issues (serving/engine): one copy-kernel block per tier chunk, one DMA
   // per layer per chunk, or one DMA per vLLM block.
-  h.copy_path = s.load_path == LoadPath::Kernel ? "kernel" : "dma";
-  h.copy_bytes = s.load_path == LoadPath::Layerwise ? in.chunk_tokens * in.b_kv_gpu / m.num_layers
-                                                    : in.chunk_tokens * in.b_kv_gpu;
+  const LoadPathCosts& lp = load_path_costs(s.load_path);
+  h.copy_path = lp.copy == CopyPath::Kernel ? "kernel" : "dma";
+  h.copy_bytes =
+      lp.per_layer ? in.chunk_tokens * in.b_kv_gpu / m.num_layers : in.chunk_tokens * in.b_kv_gpu;
   const std::string what = "honest Eq. 6 (" + model + ", " + system + ", " + load_path + ")";
   in.link_Bps = probe(
       {"probe", "h2d", "--system", system, "--path", h.copy_path, "--sizes",

@@ -1,9 +1,9 @@
 // Closed-loop clients (workload.concurrency, docs/workloads.md "Closed loop"): N clients, each
 // sending its next request when its previous one has finished, after the think time. The
-// arrivals process (ServingEngine::arrivals, or Cluster::route) takes a client before each
-// request (acquire: the request arrives then); the finish path gives it back (release: the
-// request finished now, or was rejected). Every client is free at t = 0, so the first N requests
-// arrive together, as the benchmark tools start their N workers at once.
+// arrivals process (the engine's front end, Arrivals::run, or Cluster::route: next_arrival) takes a
+// client before each request (acquire: the request arrives then); the finish path gives it back
+// (release: the request finished now, or was rejected). Every client is free at t = 0, so the first
+// N requests arrive together, as the benchmark tools start their N workers at once.
 //
 // A client freed at t is ready at t + think_time. Finishes come in time order and the think time
 // is one constant, so the ready times are queued in order and the earliest is at the front; which
@@ -15,6 +15,11 @@
 #include <cstdint>
 #include <deque>
 #include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/sim_runner.hpp"
+#include "workloads/workload_spec.hpp"
 
 namespace kappasim {
 
@@ -45,5 +50,26 @@ class ClientPool {
   std::deque<double> m_ready_s;  // ready times of the clients not sending, in order
   sc_core::sc_event m_freed;
 };
+
+// The next request of `source` as it arrives: closed loop (`clients` not null), when a client is
+// ready, at that time. False at the stream's end, or when the request would arrive past the time
+// base's reach (core/sim_runner.hpp): an InputError through sim_fail, and the caller ends the
+// stream as if exhausted, so the requests in flight drain and every process ends (none is killed
+// while the simulation unwinds: SystemC kills a live thread by switching to its coroutine stack,
+// which AddressSanitizer reports as a false stack-buffer-overflow).
+inline bool next_arrival(WorkloadSource& source, ClientPool* clients, Request& r) {
+  if (!source.next(r)) return false;
+  if (clients) {
+    clients->acquire();
+    r.arrival_s = sc_core::sc_time_stamp().to_seconds();
+  }
+  if (!(r.arrival_s > kSimTimeLimitS)) return true;
+  sim_fail(std::make_exception_ptr(
+      InputError("workload: request " + std::to_string(r.id) + " arrives at " +
+                 sim_time_limit_message(r.arrival_s) +
+                 "; expected arrivals within it: a higher workload.rate, fewer workload.requests "
+                 "or a smaller trace time_scale")));
+  return false;
+}
 
 }  // namespace kappasim

@@ -195,19 +195,9 @@ Cluster::~Cluster() = default;
 
 void Cluster::route() {
   Request r;
-  while (m_source.next(r)) {
-    if (m_clients) {  // closed loop: it arrives when a client is ready
-      m_clients->acquire();
-      r.arrival_s = now_s();
-    }
-    if (r.arrival_s > kSimTimeLimitS) {  // the time base's reach (core/sim_runner.hpp)
-      sim_fail(std::make_exception_ptr(InputError(
-          "workload: request " + std::to_string(r.id) + " arrives at " +
-          sim_time_limit_message(r.arrival_s) +
-          "; expected arrivals within it: a higher workload.rate, fewer workload.requests or a "
-          "smaller trace time_scale")));
-      break;  // end the source as if exhausted: the engines drain and their threads end
-    }
+  // Closed loop: it arrives when a client is ready. Past the time base's reach: the source ends
+  // as if exhausted, the engines drain and their threads end.
+  while (next_arrival(m_source, m_clients.get(), r)) {
     if (r.arrival_s > now_s())
       sc_core::wait(sc_core::sc_time(r.arrival_s - now_s(), sc_core::SC_SEC));
     const std::size_t i = choose(r);
@@ -233,7 +223,7 @@ void Cluster::route() {
 }
 
 std::int64_t Cluster::cached_tokens_on(std::size_t i, const Request& r) const {
-  return m_nodes.at(i).engine->cached_tokens(r);  // its ranks' best
+  return m_nodes.at(i).engine->ranks().cached_tokens(r);  // its ranks' best
 }
 
 double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
@@ -242,17 +232,17 @@ double Cluster::estimated_completion_s(std::size_t i, const Request& r) const {
   const std::int64_t K = cached_tokens_on(i, r);
   const std::int64_t T = r.prompt_tokens() - K;
   const double backlog =
-      estimate_backlog(m, n.engine->pending_load_tokens() + n.queue->load_tokens(),
-                       n.engine->outstanding_compute_tokens() + n.queue->compute_tokens());
+      estimate_backlog(m, n.engine->ranks().pending_load_tokens() + n.queue->load_tokens(),
+                       n.engine->ranks().compute_tokens() + n.queue->compute_tokens());
   return backlog + estimate_service(m, K, T).total_s;
 }
 
 std::size_t Cluster::outstanding(std::size_t i) const {
-  return m_nodes.at(i).engine->outstanding() + m_nodes.at(i).queue->size();
+  return m_nodes.at(i).engine->ranks().outstanding() + m_nodes.at(i).queue->size();
 }
 
 std::size_t Cluster::waiting(std::size_t i) const {
-  return m_nodes.at(i).engine->waiting() + m_nodes.at(i).queue->size();
+  return m_nodes.at(i).engine->ranks().waiting() + m_nodes.at(i).queue->size();
 }
 
 namespace {
@@ -272,10 +262,10 @@ class View final : public ClusterView {
     const ServingEngine& e = m_c.engine(i);
     NodeCache c;
     c.cached_tokens = m_c.cached_tokens_on(i, r);
-    c.pending_prefill_tokens = e.outstanding_compute_tokens() + m_c.queued_compute_tokens(i);
-    c.kv_tokens_used = e.kv_tokens_used();
-    c.kv_tokens_total = e.kv_tokens_total();
-    c.store_bytes = e.store_bytes();
+    c.pending_prefill_tokens = e.ranks().compute_tokens() + m_c.queued_compute_tokens(i);
+    c.kv_tokens_used = e.ranks().kv_tokens_used();
+    c.kv_tokens_total = e.ranks().kv_tokens_total();
+    c.store_bytes = e.ranks().store_bytes();
     return c;
   }
   double capacity(std::size_t k) const override {

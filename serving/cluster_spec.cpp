@@ -194,7 +194,7 @@ NodeModel make_node_model(const RunSpec& node) {
   n.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(node.model, sv.kv_dtype, sv.tp);
   n.cost = request_cost_model(node);  // the request-cost model (serving/request_cost)
   n.load_rate_Bps = n.cost.load_rate_Bps;
-  n.overlap = sv.load_path == LoadPath::Layerwise;
+  n.overlap = load_path_costs(sv.load_path).per_layer;
   // The stack's in-step retrieve costs (serving/stack_profile): per request, and per chunk the
   // up-front re-hash and the GPU gap, on every tier (an on-package one too).
   const RetrieveCost c0 = stack_retrieve(sv.stack, sv.load_path, 1, 0, 0, node.model.num_layers);

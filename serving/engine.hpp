@@ -24,24 +24,24 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <vector>
 
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
-#include "serving/closed_loop.hpp"
+#include "serving/arrivals.hpp"
+#include "serving/engine_check.hpp"
 #include "serving/engine_stats.hpp"
+#include "serving/engine_trace.hpp"
 #include "serving/handoff.hpp"
+#include "serving/kv_pull.hpp"
 #include "serving/kv_store.hpp"
 #include "serving/metrics.hpp"
 #include "serving/rank.hpp"
+#include "serving/rank_view.hpp"
 #include "serving/replica_step.hpp"
 #include "serving/request_cost.hpp"
-#include "serving/request_state.hpp"
-#include "serving/router_policy.hpp"
+#include "serving/request_ledger.hpp"
 #include "serving/run_spec.hpp"
 #include "serving/step_model.hpp"
 #include "workloads/request.hpp"
@@ -68,9 +68,17 @@ struct EngineSinks {
   std::function<void(std::uint64_t id)> on_reject;
 };
 
+// The engine composed of its parts (issue 21), each in its own file with its own header:
+//  - the front end (serving/arrivals): the workload stream, closed-loop clients, the rank router,
+//    the KV stores' warm-up; it hands each arrival to the engine's admission (admit);
+//  - the per-request ledger (serving/request_ledger): one RequestState per live request;
+//  - the ranks (serving/rank) and what a router reads of them (serving/rank_view);
+//  - the step groups (serving/step_group) with their step models (serving/step_model);
+//  - the loads outside the steps: P/D pulls and async tier loads (serving/kv_pull);
+//  - the trace (serving/engine_trace) and the invariant checks (serving/engine_check).
+// The engine builds them, admits arrivals, finishes requests into the sinks and totals the run.
 class ServingEngine : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(ServingEngine);
   // Validates everything that can be wrong with the inputs (InputError) before simulating.
   ServingEngine(const sc_core::sc_module_name& name, const RunSpec& spec, WorkloadSource& source,
                 EngineSinks sinks);
@@ -83,7 +91,7 @@ class ServingEngine : public sc_core::sc_module {
   const KvStore& store(std::size_t r = 0) const { return *m_ranks.at(r)->store; }
   const KvTier& tier() const { return store().dram(); }
   const PagedKv& gpu_kv() const { return *m_ranks.at(0)->kv; }
-  double kv_bytes_per_token_gpu() const { return m_bkv_gpu; }
+  double kv_bytes_per_token_gpu() const { return m_kv.unit_per_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
   const ReplicaLayout& layout() const { return m_layout; }
@@ -91,79 +99,49 @@ class ServingEngine : public sc_core::sc_module {
   // SMs), and copy kernels started: on today's load paths the first is 0 (issue 13).
   std::uint64_t compute_steps_on_fewer_sms() const { return m_on_fewer_sms; }
   std::uint64_t copy_kernels_started() const;
-  // Live state, for a router deciding at an arrival (serving/cluster, the rank router): requests
-  // arrived and not finished, their prompt tokens still to prefill, the cached tokens of those
-  // not yet admitted (whose load is still ahead); rank r's alone, or every rank's (r < 0).
-  std::size_t outstanding(int r = -1) const;
-  std::int64_t outstanding_compute_tokens(int r = -1) const;
-  std::int64_t pending_load_tokens(int r = -1) const;
-  std::size_t waiting(int r = -1) const;  // in the schedulers' waiting queues
-  // Tokens of r's prompt rank `rank`'s KV store holds now (leading whole chunks of its DRAM tier;
-  // with warm_tier the reusable prefix counts as held, as arrivals place it; at most the prompt
-  // less one), or the most any rank holds (rank < 0).
-  std::int64_t cached_tokens(const Request& r, int rank = -1) const;
-  // KV tokens the running requests hold in the paged pools, the pools' size in tokens, and the
-  // bytes the KV stores' DRAM tiers hold: rank r's, or every rank's (r < 0).
-  std::int64_t kv_tokens_used(int r = -1) const;
-  std::int64_t kv_tokens_total(int r = -1) const;
-  double store_bytes(int r = -1) const;
-  // Invariants at the end of the run (RunSpec::check): every arrived request finished exactly
-  // once or was rejected, nothing is left in the system (no KV block held), links conserved bytes.
+  // Live state, for a router deciding at an arrival (serving/cluster): the requests in the
+  // engine and what its ranks' KV pools and stores hold now (serving/rank_view.hpp).
+  const RankView& ranks() const { return m_view; }
+  // Invariants at the end of the run (RunSpec::check; serving/engine_check.hpp).
   void check_end() const;
   // P/D, a Prefill engine: the decode instance has pulled request `id`'s KV; its blocks are freed.
   void release_kv(std::uint64_t id);
 
  private:
   class Group;  // a step group: serving/step_group.hpp
-  void arrivals();
-  std::size_t route(const Request& r);
-  void enqueue(RequestState& st);  // into its rank's scheduler (InputError: sim_fail)
-  void finish(Sequence* s);
-  Group& group_of(const Rank& rank) const;  // the step group the rank steps in
-  void pull(Rank& rank, Sequence* s);       // P/D, a Decode engine: one request's pull (a process)
+  // The parts, built in this order by the constructor.
+  void make_gpus();
+  void make_ranks();
+  void make_groups();
+  void make_stores();
+  // Admission of an arrival (the front end routed it to rank `rank`): its KV lookup in the
+  // rank's store, partial recompute, and its queue; false when it cannot run (InputError through
+  // sim_fail; the stream ends).
+  bool admit(const Request& r, std::size_t rank, double front_end_in_s);
+  void finish(Sequence* s);  // a request finished or was rejected: records it, drops its state
 
   const RunSpec m_spec;
-  WorkloadSource& m_source;
   EngineSinks m_sinks;
-  ReplicaLayout m_layout;  // plain TP: one rank of serving.tp GPUs
-  // KV bytes per token one GPU of a rank holds (all layers; serving.kv_cache: hybrid, the full
-  // layers', the unit a load's and the pool's tokens count in: served_kv_unit_per_gpu).
-  double m_bkv_gpu = 0;
-  double m_store_bkv_gpu = 0;        // per token of a stored chunk (served_kv_store_per_gpu)
-  std::optional<HybridKv> m_hybrid;  // serving.kv_cache: hybrid (issue 25)
-  // serving.replicated_kv: shard_allgather: the copies r of each token's KV in a TP group
-  // (kv_replication_factor) whose host loads are sharded and all-gathered; 1: each rank loads its
-  // own (each_rank, or nothing replicated).
-  int m_kv_r = 1;
-  std::unique_ptr<LinkModule> m_link;  // serving.link_fidelity's back end, every node
+  RecomputeChooser m_recompute;  // serving.recompute at admission
+  ReplicaLayout m_layout;        // plain TP: one rank of serving.tp GPUs
+  // KV bytes per token one GPU of a rank holds and moves (serving.kv_cache: hybrid, the full
+  // layers', the unit a load's and the pool's tokens count in), a stored chunk's, replication.
+  ServedKv m_kv;
+  std::unique_ptr<LinkModule> m_link;             // serving.link_fidelity's back end, every node
+  std::unique_ptr<LoadPathStrategy> m_load_path;  // serving.load_path's strategy
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;
   std::vector<std::unique_ptr<Group>> m_groups;
-  std::unique_ptr<RouterPolicy> m_router;  // serving.parallelism.router (ranks > 1)
-  // Arrived, not finished: one state per request, dropped in finish() (serving/request_state).
-  std::map<std::uint64_t, RequestState> m_live;
-  std::unique_ptr<LoadPathStrategy> m_load_path;  // serving.load_path's strategy
-  RecomputeChooser m_recompute;                   // serving.recompute at arrival
-  EngineStats m_stats;                            // counters; the groups' figures at the end
-  LayoutStats m_layout_stats;                     // the layout step's figures
+  RequestLedger m_ledger;  // arrived, not finished: one state per request
+  RankView m_view;         // m_ranks and m_ledger as routers see them
+  std::unique_ptr<Arrivals> m_arrivals;
+  std::unique_ptr<KvPull> m_pull;  // P/D pulls and async loads, one stream per rank
+  std::unique_ptr<EngineTrace> m_trace;
+  EngineCheck m_check;         // invariant bookkeeping (RunSpec::check)
+  EngineStats m_stats;         // counters; the groups' figures at the end
+  LayoutStats m_layout_stats;  // the layout step's figures
   std::uint64_t m_on_fewer_sms = 0;
-  struct Trace {
-    int step = -1, load = -1, store = -1;
-    std::map<int, int> gpu_compute, gpu_link;  // by fabric GPU
-    LaneAssigner lanes;                        // trace.json: non-overlapping request lanes
-  } m_trace;
-  struct Check {  // invariant bookkeeping (RunSpec::check)
-    std::set<std::uint64_t> done;
-    double last_finish_s = 0;
-  } m_check;
-  sc_core::sc_event m_work;
-  bool m_source_done = false;
-  // workload.concurrency > 0: the closed-loop clients (serving/closed_loop.hpp); else null. A
-  // cluster's nodes have none: the cluster's router holds them (serving/cluster.cpp).
-  std::unique_ptr<ClientPool> m_clients;
-  // Async loads and P/D pulls, one at a time per rank: its worker issues one request's copies
-  // (posts its descriptors) after another on one stream (ServingEngine::pull).
-  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_load_stream;
+  sc_core::sc_event m_work;  // an arrival, a finish, a freed block: a group may step
 };
 
 // kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.

@@ -72,7 +72,6 @@ struct Rank {
   std::unique_ptr<Scheduler> sched;
   std::unique_ptr<PagedKv> kv;
   std::unique_ptr<KvStore> store;
-  std::size_t live = 0;  // requests routed here and not finished
 };
 
 }  // namespace kappasim

@@ -72,12 +72,12 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
   double copies = static_cast<double>(loaded) * m.kv_bytes_per_token_gpu / m.load_rate_Bps;
   // Per-copy fixed costs, as CopyKernel / CopyEngine charge them (models/gpu/copy_engine:
   // copy_kernel_fixed_s, dma_stream_fixed_s without the copy latency).
-  if (m.path == LoadPath::Kernel)
+  const LoadPathCosts& lp = load_path_costs(m.path);
+  if (lp.copy == CopyPath::Kernel)
     copies += static_cast<double>(rc.copies) * m.gpu.copy_kernel_block_overhead_s.value_or(0);
   else
-    copies +=
-        static_cast<double>(m.path == LoadPath::Layerwise ? rc.copies * p.layers : rc.copies) *
-        m.gpu.dma_copy_overhead_s.value_or(0);
+    copies += static_cast<double>(lp.per_layer ? rc.copies * p.layers : rc.copies) *
+              m.gpu.dma_copy_overhead_s.value_or(0);
   // The CPU that issues the copies runs alongside them: the load lasts at least that.
   const double issue = std::max(rc.cpu_overlap_s, p.layers * rc.per_layer_cpu_s);
   p.load_s = rc.gpu_gap_s + std::max(copies, issue);
@@ -87,7 +87,7 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
 RequestCost request_cost(const RequestCostModel& m, std::int64_t K, std::int64_t T,
                          std::int64_t R) {
   return combine_request_cost(
-      m.path == LoadPath::Layerwise ? LoadOverlap::Layerwise : LoadOverlap::Serial,
+      load_path_costs(m.path).per_layer ? LoadOverlap::Layerwise : LoadOverlap::Serial,
       request_cost_parts(m, K, T, R));
 }
 
@@ -95,7 +95,7 @@ double group_load_rate(const SystemSpec& system, int tp, LoadPath path,
                        const CopyKernelShape& kernel) {
   const Topology topo = build_topology(system);
   const auto h2d = Direction::H2D;
-  const auto how = path == LoadPath::Kernel ? CopyPath::Kernel : CopyPath::Dma;
+  const CopyPath how = load_path_costs(path).copy;
   // The kernel on every SM of an idle GPU (CopyKernel's Little's law, copy_kernel_shape).
   const double inflight = how == CopyPath::Kernel
                               ? copy_kernel_inflight_bytes(kernel, system.gpu, system.gpu.sm_count)

@@ -1,9 +1,9 @@
 // One request's state inside the serving engine, from its arrival to its finish: the scheduler's
 // Sequence (tokens, queue times) plus what the engine accounts per request (its load, compute,
 // steps, loaded tokens by source, stored tokens, recomputed leading tokens, time breakdown and
-// load bounds, its rank and the tier level of each hit chunk). The engine holds one per live
-// request in one map and drops it in one place when the request finishes or is rejected
-// (ServingEngine::finish). Plain data; no SystemC.
+// load bounds, its rank and the tier level of each hit chunk). The engine's ledger holds one per
+// live request in one map and drops it in one place when the request finishes or is rejected
+// (serving/request_ledger.hpp). Plain data; no SystemC.
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ namespace kappasim {
 
 // What a router may read of the cluster at an arrival (node indices 0 .. nodes()-1, in node
 // group order, then index within the group), or of an engine's DP-attention ranks (nodes are
-// then ranks; serving/engine.cpp).
+// then ranks; serving/rank_view.hpp).
 class ClusterView {
  public:
   virtual ~ClusterView() = default;

@@ -33,6 +33,18 @@ double served_kv_unit_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp)
   return hybrid_kv_per_gpu(m, sv.kv_dtype, tp).full_Bpt;
 }
 
+ServedKv served_kv(const ModelSpec& m, const ServingSpec& sv, int tp) {
+  ServedKv k;
+  k.unit_per_gpu = served_kv_unit_per_gpu(m, sv, tp);
+  k.store_per_gpu = served_kv_store_per_gpu(m, sv, tp);
+  if (sv.hybrid_kv()) k.hybrid = hybrid_kv_per_gpu(m, sv.kv_dtype, tp);
+  // Issue 23 item 5: replicated KV (tp > KV heads, MLA under TP) loaded once as r shards and an
+  // NVLink all-gather; a layout without copies is the same run as each_rank.
+  if (sv.replicated_kv == ReplicatedKv::ShardAllgather)
+    k.replication = kv_replication_factor(m, sv.kv_dtype, tp);
+  return k;
+}
+
 double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp) {
   if (!sv.hybrid_kv()) return kv_bytes_per_token_unified_per_gpu(m, sv.kv_dtype, tp);
   const HybridKv h = hybrid_kv_per_gpu(m, sv.kv_dtype, tp);

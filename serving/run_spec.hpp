@@ -3,8 +3,7 @@
 // linking the simulator.
 #pragma once
 
-#include <type_traits>
-
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -79,6 +78,18 @@ double served_kv_unit_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp)
 // state at every chunk end, as LMCache's multi-process mode with vLLM --mamba-cache-mode align
 // does; docs/accounting.md].
 double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp);
+// What the serving engine keeps per token on one GPU of a TP group of `tp`, in one value: the
+// unit of loads and of the paged pool (served_kv_unit_per_gpu), a stored chunk's per token
+// (served_kv_store_per_gpu), the hybrid layout (serving.kv_cache: hybrid, issue 25) and the
+// copies r of each token's KV in the TP group whose host loads are sharded and all-gathered
+// (serving.replicated_kv: shard_allgather, kv_replication_factor; 1: each rank loads its own).
+struct ServedKv {
+  double unit_per_gpu = 0;
+  double store_per_gpu = 0;
+  std::optional<HybridKv> hybrid;
+  int replication = 1;
+};
+ServedKv served_kv(const ModelSpec& m, const ServingSpec& sv, int tp);
 // The whole model's KV a prefix of K cached tokens moves (the model-level H2D figure): unified,
 // K·kv_bytes_per_token_unified; hybrid, kv_bytes_for_prefix.
 double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K);

@@ -186,7 +186,7 @@ SchedulerConfig ServingSpec::scheduler_config() const {
 }
 
 int ServingSpec::tier_chunk_tokens() const {
-  return load_path == LoadPath::BlockDma ? block_tokens : chunk_tokens;
+  return load_path_costs(load_path).block_granular ? block_tokens : chunk_tokens;
 }
 double ServingSpec::retrieve_fixed_s() const { return stack.retrieve_fixed_s; }
 StoreMode ServingSpec::effective_store() const {

@@ -64,15 +64,9 @@ const StackProfileListing kStackProfiles;
 }  // namespace
 
 bool stack_supports(const StackProfile& p, LoadPath path) {
-  switch (p.family) {
-    case StackFamily::Lmcache:
-      return path == LoadPath::Kernel || path == LoadPath::Layerwise;
-    case StackFamily::VllmNative:
-      return path == LoadPath::BlockDma;
-    case StackFamily::Ideal:
-      return true;
-  }
-  return false;
+  if (p.family == StackFamily::Ideal) return true;
+  const LoadPathCosts& c = load_path_costs(path);
+  return c.has_family && c.family == p.family;
 }
 
 std::string stack_load_paths(const StackProfile& p) {
@@ -85,7 +79,7 @@ std::string stack_load_paths(const StackProfile& p) {
 double stack_lookup_s(const StackProfile& p, LoadPath path, std::int64_t prompt_chunks,
                       std::int64_t hit_chunks, int layers) {
   double t = p.lookup_fixed_s + static_cast<double>(prompt_chunks) * p.lookup_per_chunk_s;
-  if (path == LoadPath::Layerwise)
+  if (load_path_costs(path).lookup_per_layer_keys)
     t += static_cast<double>(hit_chunks) * layers * p.lookup_per_layer_key_s;
   return t;
 }
@@ -112,30 +106,12 @@ double stack_step_meta_s(const StackProfile& p, std::int64_t prompt_tokens) {
 
 RetrieveCost stack_retrieve(const StackProfile& p, LoadPath path, std::int64_t requests,
                             std::int64_t chunks, std::int64_t blocks, int layers) {
+  // The costs the path declares with its name (serving/load_path_kind.hpp); one that declares
+  // none costs the stack's fixed CPU per request alone.
+  if (const auto retrieve = load_path_costs(path).retrieve)
+    return retrieve(p, requests, chunks, blocks, layers);
   RetrieveCost c;
-  const double n = static_cast<double>(chunks);
-  // The built-in paths by name (serving/load_path_kind.hpp); a path registered beside them
-  // carries no stack cost here (only an `ideal` stack supports it: stack_supports).
-  if (path == LoadPath::Kernel)
-    c.copies = chunks;  // one copy kernel per chunk
-  else if (path == LoadPath::Layerwise)
-    c.copies = chunks;  // per layer: one DMA per chunk
-  else if (path == LoadPath::BlockDma)
-    c.copies = p.copy_unit == NativeCopyUnit::BlockLayerKv
-                   ? blocks * static_cast<std::int64_t>(layers) * 2
-                   : blocks;
-  if (requests == 0) return c;
-  c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
-  if (path == LoadPath::Kernel) {
-    c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
-    c.gpu_gap_s = n * p.retrieve_gap_per_chunk_s;
-    c.cpu_overlap_s = n * p.retrieve_python_per_chunk_s;
-  } else if (path == LoadPath::Layerwise) {
-    c.cpu_before_s += n * p.retrieve_hash_per_chunk_s;
-    c.per_layer_cpu_s = n * (p.layerwise_per_object_s + p.layerwise_log_per_object_s);
-  } else if (path == LoadPath::BlockDma) {
-    c.cpu_overlap_s = static_cast<double>(c.copies) * p.native_issue_per_copy_s;
-  }
+  if (requests > 0) c.cpu_before_s = static_cast<double>(requests) * p.retrieve_fixed_s;
   return c;
 }
 

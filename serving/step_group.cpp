@@ -19,9 +19,9 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
   LoadContext::spec = &e.m_spec;
   // The per-GPU mean of the group's KV bytes per token: a rank's GPU holds B_kv_gpu over pp
   // stages on average, and the strategy's bytes add up the group's ranks.
-  LoadContext::kv_bytes_per_token_gpu = e.m_bkv_gpu * store_weight();
+  LoadContext::kv_bytes_per_token_gpu = e.m_kv.unit_per_gpu * store_weight();
   // Over the host link: 1/r of it when replicated KV is sharded (serving.replicated_kv).
-  LoadContext::kv_bytes_per_token_link = LoadContext::kv_bytes_per_token_gpu / e.m_kv_r;
+  LoadContext::kv_bytes_per_token_link = LoadContext::kv_bytes_per_token_gpu / e.m_kv.replication;
   // buffer_Bps: the ranks' KV stores' (set by the engine once they exist).
   LoadContext::stats = &stats;
   LoadContext::step_time = &m_step_time;
@@ -33,7 +33,7 @@ ServingEngine::Group::Group(ServingEngine& e, std::vector<Rank*> rs,
       m_resource_bound.push_back(load_bound_of_resource(res.name));
   TransferRequest peer;
   peer.endpoint = Endpoint::PeerGpu;
-  m_peer_fabric = e.m_kv_r > 1 && e.m_link->carries(peer);
+  m_peer_fabric = e.m_kv.replication > 1 && e.m_link->carries(peer);
 }
 
 double ServingEngine::Group::store_weight() const {
@@ -49,7 +49,7 @@ void ServingEngine::Group::steps() {
   for (;;) {
     // Requests held out of the queue by their prefetch are still to come.
     if (std::all_of(ranks.begin(), ranks.end(), [](const Rank* r) { return r->sched->idle(); })) {
-      if (m_e.m_source_done && !held()) return;
+      if (m_e.m_arrivals->done() && !held()) return;
       sc_core::wait(m_e.m_work);
       continue;
     }
@@ -61,7 +61,9 @@ void ServingEngine::Group::steps() {
       // P/D: requests admitted to pull their prompt's KV start now, outside the step (vLLM's
       // workers start the reads as the step that admitted them begins).
       for (Sequence* s : r->sched->take_pulls())
-        sc_core::sc_spawn([this, r, s] { m_e.pull(*r, s); });
+        sc_core::sc_spawn([this, r, s] {
+          m_e.m_pull->run(*r, s, [this, s] { load_async(m_e.m_ledger.at(s->req.id)); });
+        });
     }
     if (!any) {
       // plan() may have rejected prompts larger than the whole pool and admitted nothing:
@@ -76,7 +78,7 @@ void ServingEngine::Group::steps() {
       // With nothing running and no block held every waiting prompt fits (larger ones were
       // rejected above), so an empty plan with the source done means the system is empty;
       // check_end() verifies it.
-      if (m_e.m_source_done && !running && !held()) return;
+      if (m_e.m_arrivals->done() && !running && !held()) return;
       sc_core::wait(m_e.m_work);
       continue;
     }
@@ -100,7 +102,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
                                          m_e.m_spec.model.num_layers);
     overhead = std::max(overhead, c.overhead_s);
     software = std::max(software, c.lookup_s + c.meta_s);
-    for (const auto& [q, t] : c.tier_request) m_e.m_live.at(q->req.id).tier_request_s += t;
+    for (const auto& [q, t] : c.tier_request) m_e.m_ledger.at(q->req.id).tier_request_s += t;
   }
   stats.stack.scheduler_s += software;
   wait_s(overhead);  // vLLM's per-step CPU scheduling work
@@ -118,9 +120,9 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
     work.push_back(plan_step_work(plans[r]));
     batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
     for (const StepItem& it : plans[r].items)
-      if (it.seq->first_token_s < 0) ++m_e.m_live.at(it.seq->req.id).steps;  // before its TTFT
-    for (Sequence* s : work.back().load) first[r].push_back(&m_e.m_live.at(s->req.id));
-    for (Sequence* s : work.back().done) done[r].push_back(&m_e.m_live.at(s->req.id));
+      if (it.seq->first_token_s < 0) ++m_e.m_ledger.at(it.seq->req.id).steps;  // before its TTFT
+    for (Sequence* s : work.back().load) first[r].push_back(&m_e.m_ledger.at(s->req.id));
+    for (Sequence* s : work.back().done) done[r].push_back(&m_e.m_ledger.at(s->req.id));
     loading += first[r].size();
     kv_used += ranks[r]->kv->utilization();  // after admission, before finishers leave
     LayoutStats& ls = m_e.m_layout_stats;
@@ -145,8 +147,9 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
       if (first[r].empty()) continue;
       KvStore& store = *ranks[r]->store;
       store.begin_load(first[r], m_step_time);
-      const LoadSplit ls = split_loads(work[r].load, store.chunk_tokens(), sv.block_tokens,
-                                       store.buffer(), m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
+      const LoadSplit ls =
+          split_loads(work[r].load, store.chunk_tokens(), sv.block_tokens, store.buffer(),
+                      m_e.m_kv.hybrid ? &*m_e.m_kv.hybrid : nullptr);
       for (std::size_t i = 0; i < first[r].size(); ++i) {
         first[r][i]->link_tokens = ls.seq_link_tokens[i];
         if (store.buffer()) first[r][i]->buffer_tokens = ls.seq_buffer_tokens[i];
@@ -177,7 +180,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   // output token (decode steps after it are in its e2e and TPOT).
   for (const StepPlan& p : plans)
     for (const StepItem& it : p.items)
-      if (it.seq->first_token_s < 0) m_e.m_live.at(it.seq->req.id).compute_s += compute_s;
+      if (it.seq->first_token_s < 0) m_e.m_ledger.at(it.seq->req.id).compute_s += compute_s;
   stats.compute_busy_s += compute_s;
   stats.flops += step_time.total.flops;
   stats.hbm_bytes += step_time.total.hbm_bytes;
@@ -194,7 +197,7 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
   for (const StepPlan& p : plans)
     for (const StepItem& it : p.items) {
       Sequence& q = *it.seq;
-      if (q.first_token_s < 0) m_e.m_live.at(q.req.id).time += m_step_time;
+      if (q.first_token_s < 0) m_e.m_ledger.at(q.req.id).time += m_step_time;
       // Inter-token latency: every output token after the first, from the one before it (a
       // preempted sequence's next token comes after its prefill again).
       if ((it.decode || (it.last && q.generated > 0)) && m_e.m_sinks.summary)
@@ -224,16 +227,14 @@ void ServingEngine::Group::run_step(const std::vector<StepPlan>& plans) {
     rec.compute_s = compute_s;
     m_e.m_sinks.summary->add_step(rec);
   }
-  if (TraceWriter* tw = m_e.m_sinks.trace) {
+  if (m_e.m_trace->on()) {
     std::size_t waiting = 0;
     std::int64_t tokens = 0;
     for (std::size_t r = 0; r < n; ++r) {
       waiting += ranks[r]->sched->waiting();
       tokens += plans[r].tokens;
     }
-    tw->counter("engine", "VRAM KV used (fraction)", start, kv_used);
-    tw->counter("engine", "scheduled tokens", start, static_cast<double>(tokens));
-    tw->counter("engine", "waiting requests", start, static_cast<double>(waiting));
+    m_e.m_trace->step(start, kv_used, tokens, waiting);
   }
 }
 
@@ -265,7 +266,8 @@ void ServingEngine::Group::check_step(double start_s) {
                                         bytes_per_element(weight_dtype_for(sv.compute_dtype)))
           : weight_bytes(m, weight_dtype_for(sv.compute_dtype)) / m_e.m_layout.tp;
   // The fullest stage's GPU holds the most KV per token (all of it without stages).
-  const double bkv = m_e.m_layout.p.beyond_tp() ? m_e.m_layout.cost.kv_bytes_rank : m_e.m_bkv_gpu;
+  const double bkv =
+      m_e.m_layout.p.beyond_tp() ? m_e.m_layout.cost.kv_bytes_rank : m_e.m_kv.unit_per_gpu;
   for (const Rank* r : ranks) {
     if (r->kv->used_blocks() > r->kv->total_blocks())
       throw std::logic_error("invariant violated: KV blocks in use exceed the pool");
@@ -321,16 +323,16 @@ class OutsideSteps final : public LoadContext {
 };
 }  // namespace
 
-bool ServingEngine::Group::can_load_async(const RequestState& st) const {
-  // The engine refused every other setting with an async stack (ServingEngine's constructor).
-  return m_e.m_spec.serving.stack.load == StackLoad::Async && st.seq->cached_tokens > 0;
+bool ServingEngine::Group::loads_async(const ServingSpec& sv, const RequestState& st) {
+  // The engine refused every other setting with an async stack (KvPull::check_async).
+  return sv.stack.load == StackLoad::Async && st.seq->cached_tokens > 0;
 }
 
 void ServingEngine::Group::load_async(RequestState& st) {
   const ServingSpec& sv = m_e.m_spec.serving;
   KvStore& store = *ranks.front()->store;
   const LoadSplit ls = split_loads({st.seq.get()}, store.chunk_tokens(), sv.block_tokens, nullptr,
-                                   m_e.m_hybrid ? &*m_e.m_hybrid : nullptr);
+                                   m_e.m_kv.hybrid ? &*m_e.m_kv.hybrid : nullptr);
   st.link_tokens = ls.seq_link_tokens.at(0);
   OutsideSteps ctx(*this);
   st.load_s = m_e.m_load_path->run(ctx, ls, 1, StepTime{});
@@ -369,7 +371,7 @@ void ServingEngine::Group::start_copies(CopyGroup& c, double bytes_per_gpu, std:
   }
   // c.rs is complete (the back end keeps pointers into it): start every member, into c.shards
   // when an all-gather follows (serving.replicated_kv: shard_allgather).
-  const bool gather = m_e.m_kv_r > 1 && !c.rs.empty();
+  const bool gather = m_e.m_kv.replication > 1 && !c.rs.empty();
   c.shards_end_s = -1;
   for (std::size_t i = 0; i < c.rs.size(); ++i)
     for (Rank* r : ranks)
@@ -384,7 +386,7 @@ void ServingEngine::Group::start_gather(CopyGroup& c) {
   // Each GPU's shard: its host members' bytes (every level of the hierarchy).
   std::map<int, double> shard;
   for (const TransferRequest& q : c.rs) shard[q.gpu] += q.bytes;
-  const int R = m_e.m_kv_r;
+  const int R = m_e.m_kv.replication;
   c.gather.clear();
   for (const Rank* rank : ranks) {
     const RankGpus& gs = *rank->gpus;
@@ -417,7 +419,7 @@ void ServingEngine::Group::start_gather(CopyGroup& c) {
 void ServingEngine::Group::run_gather(CopyGroup& c) {
   if (!c.shards.finished) sc_core::wait(c.shards.done);
   c.shards_end_s = now_s();
-  const int R = m_e.m_kv_r;
+  const int R = m_e.m_kv.replication;
   const GpuSpec& gpu = m_e.m_spec.system.gpu;
   const double step_latency_s = gpu.nvlink_latency_s.value_or(0);
   double bytes = 0, most = 0;
@@ -474,48 +476,26 @@ double ServingEngine::Group::buffer_copy_s(const LoadSplit& ls) const {
   // Every rank's GPUs copy their own buffer hits at once: the slowest rank's.
   if (ranks.size() == 1) return LoadContext::buffer_copy_s(ls);
   double t = 0;
-  for (double b : m_buffer_tokens) t = std::max(t, b > 0 ? b * m_e.m_bkv_gpu / buffer_Bps : 0);
+  for (double b : m_buffer_tokens)
+    t = std::max(t, b > 0 ? b * m_e.m_kv.unit_per_gpu / buffer_Bps : 0);
   return t;
 }
 
-void trace_copy_group(TraceWriter* trace, const std::map<int, int>& gpu_link, const CopyGroup& c,
-                      const std::string& what, bool check) {
-  if (!trace) return;
-  for (const TransferRequest& r : c.rs) {
-    if (check && r.end_s < r.start_s)
-      throw std::logic_error("invariant violated: a copy ends before it starts (time went back)");
-    trace->span(gpu_link.at(r.gpu), what, r.start_s, r.end_s);
-    const double dt = r.end_s - r.start_s;
-    if (dt > 0)
-      trace->counter("gpu" + std::to_string(r.gpu),
-                     what.rfind("store", 0) == 0 ? "D2H GB/s" : "H2D GB/s", r.start_s,
-                     r.bytes / dt / 1e9);
-  }
-}
-
 void ServingEngine::Group::trace_copies(const CopyGroup& c, const std::string& what) {
-  trace_copy_group(m_e.m_sinks.trace, m_e.m_trace.gpu_link, c, what, m_e.m_spec.check);
+  m_e.m_trace->copies(c, what);
 }
 
 void ServingEngine::Group::trace_load(const std::string& what, double t0, double t1) {
-  if (m_e.m_sinks.trace) m_e.m_sinks.trace->span(m_e.m_trace.load, what, t0, t1);
+  m_e.m_trace->load(what, t0, t1);
 }
 
 void ServingEngine::Group::trace_link(const std::string& what, double t0, double t1) {
-  if (!m_e.m_sinks.trace) return;
-  for (const Rank* r : ranks)
-    for (std::size_t k = 0; k < r->gpus->size(); ++k)
-      m_e.m_sinks.trace->span(m_e.m_trace.gpu_link.at(r->gpus->at(k).fabric), what, t0, t1);
+  m_e.m_trace->link(ranks, what, t0, t1);
 }
 
 void ServingEngine::Group::trace_compute(double start_s, double end_s) {
-  if (!m_e.m_sinks.trace) return;
-  const std::string name = "step " + std::to_string(stats.steps);
-  m_e.m_sinks.trace->span(m_e.m_trace.step, name, start_s, end_s);
-  for (const Rank* r : ranks)
-    for (std::size_t k = 0; k < r->gpus->size(); ++k)
-      m_e.m_sinks.trace->span(m_e.m_trace.gpu_compute.at(r->gpus->at(k).fabric), name, start_s,
-                              end_s);
+  if (m_e.m_trace->on())
+    m_e.m_trace->compute(ranks, "step " + std::to_string(stats.steps), start_s, end_s);
 }
 
 }  // namespace kappasim

@@ -37,8 +37,8 @@ class ServingEngine::Group final : public LoadContext {
   // and bounds in st and its bytes in the group's figures; the step's own breakdown untouched.
   void load_async(RequestState& st);
   // Whether the engine loads st's cached KV that way: the stack loads async and st has some
-  // (the engine refuses the settings an async load cannot take part in).
-  bool can_load_async(const RequestState& st) const;
+  // (the engine refuses the settings an async load cannot take part in: KvPull::check_async).
+  static bool loads_async(const ServingSpec& sv, const RequestState& st);
 
   std::vector<Rank*> ranks;
   EngineStats stats;  // its figures per GPU (steps counted)
@@ -80,9 +80,5 @@ class ServingEngine::Group final : public LoadContext {
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
 };
-
-// A copy group's spans and rates on the GPUs' link tracks (no-op without a trace).
-void trace_copy_group(TraceWriter* trace, const std::map<int, int>& gpu_link, const CopyGroup& c,
-                      const std::string& what, bool check);
 
 }  // namespace kappasim

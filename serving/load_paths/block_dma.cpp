@@ -10,7 +10,8 @@ namespace kappasim {
 namespace {
 class BlockDmaLoadPath : public SerialLoadPath {
  public:
-  BlockDmaLoadPath() : SerialLoadPath("block_dma", LoadPath::BlockDma, CopyPath::Dma) {}
+  BlockDmaLoadPath()
+      : SerialLoadPath("block_dma", LoadPath::BlockDma, load_path_costs(LoadPath::BlockDma).copy) {}
 
  protected:
   std::int64_t copy_units(const LoadSplit&, const RetrieveCost& link) const override {

@@ -9,7 +9,8 @@ namespace kappasim {
 namespace {
 class KernelLoadPath : public SerialLoadPath {
  public:
-  KernelLoadPath() : SerialLoadPath("kernel", LoadPath::Kernel, CopyPath::Kernel) {}
+  KernelLoadPath()
+      : SerialLoadPath("kernel", LoadPath::Kernel, load_path_costs(LoadPath::Kernel).copy) {}
 
  protected:
   std::int64_t copy_units(const LoadSplit& ls, const RetrieveCost&) const override {

@@ -3,7 +3,7 @@
 namespace kappasim {
 
 namespace {
-// The built-ins' implementations (their names and summaries are declared in the pure
+// The built-ins' implementations (their names, summaries and costs are declared in the pure
 // serving/load_path_kind.cpp, which every config reader links). This file is linked wherever
 // make_load_path is, so these registrations are never dropped.
 const LoadPathRegistrar kKernel(load_paths(), "kernel", "", make_kernel_load_path);
@@ -11,8 +11,8 @@ const LoadPathRegistrar kLayerwise(load_paths(), "layerwise", "", make_layerwise
 const LoadPathRegistrar kBlockDma(load_paths(), "block_dma", "", make_block_dma_load_path);
 }  // namespace
 
-void register_load_path(const std::string& name, LoadPathFactory factory) {
-  load_paths().add(name, "", factory);
+void register_load_path(const std::string& name, LoadPathFactory factory, LoadPathCosts costs) {
+  load_paths().add(name, "", factory, costs);
 }
 
 std::unique_ptr<LoadPathStrategy> make_load_path(const std::string& name) {

@@ -14,8 +14,9 @@
 namespace kappasim {
 
 using LoadPathFactory = LoadPathRegistry::Factory;
-// Adds a load path at run time (tests); std::logic_error for a name already implemented.
-void register_load_path(const std::string& name, LoadPathFactory factory);
+// Adds a load path at run time (tests) with the costs it declares (serving/load_path_kind.hpp);
+// std::logic_error for a name already implemented.
+void register_load_path(const std::string& name, LoadPathFactory factory, LoadPathCosts costs = {});
 // The strategy called `name`; an unknown name is the registry's InputError naming
 // serving.load_path, suggesting the nearest name and listing the valid ones.
 std::unique_ptr<LoadPathStrategy> make_load_path(const std::string& name);

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "serving/load_paths/registry.hpp"
+#include "serving/stack_profile.hpp"
 #include "serving_test_util.hpp"
 
 namespace kappasim {
@@ -42,6 +43,38 @@ TEST(ServingLoadPaths, RegistryMakesEachPathByItsServingSpecName) {
       parse_yaml("load_path: test_kernel_again\nstack: ideal\n", "s.yaml"), "serving");
   EXPECT_EQ(s.load_path, LoadPath{"test_kernel_again"});
   EXPECT_EQ(write_config(s).find("load_path")->scalar, "test_kernel_again");
+}
+
+// A path's own retrieve costs: 2 ms of CPU per request, one copy per chunk and per block.
+RetrieveCost two_ms_per_request(const StackProfile&, std::int64_t requests, std::int64_t chunks,
+                                std::int64_t blocks, int) {
+  RetrieveCost c;
+  c.cpu_before_s = 2e-3 * static_cast<double>(requests);
+  c.copies = chunks + blocks;
+  return c;
+}
+
+// A new path declares its costs with its registration: no built-in name in the cost model. The
+// stacks of its family support it, the stack's retrieve costs are the ones it declares, and the
+// tier holds blocks when it says so.
+TEST(ServingLoadPaths, ANewPathCarriesItsOwnCosts) {
+  LoadPathCosts costs;
+  costs.has_family = true;
+  costs.family = StackFamily::VllmNative;
+  costs.block_granular = true;
+  costs.retrieve = two_ms_per_request;
+  register_load_path("test_own_costs", make_block_dma_load_path, costs);
+  const LoadPath p{"test_own_costs"};
+  const ServingSpec vllm = read_config<ServingSpec>(
+      parse_yaml("load_path: test_own_costs\nstack: vllm-native-0.12\n", "s.yaml"), "serving");
+  EXPECT_TRUE(stack_supports(vllm.stack, p));
+  const ServingSpec lmcache = read_config<ServingSpec>(
+      parse_yaml("load_path: kernel\nstack: lmcache-0.3.5\n", "s.yaml"), "serving");
+  EXPECT_FALSE(stack_supports(lmcache.stack, p));
+  const RetrieveCost c = stack_retrieve(vllm.stack, p, 3, 5, 7, 80);
+  EXPECT_DOUBLE_EQ(c.cpu_before_s, 6e-3);
+  EXPECT_EQ(c.copies, 5 + 7);
+  EXPECT_EQ(vllm.tier_chunk_tokens(), vllm.block_tokens);
 }
 
 // Copies move at `rate` bytes/s per GPU from their start, nothing else on the link.

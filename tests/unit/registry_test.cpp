@@ -19,6 +19,7 @@
 #include "serving/router_policy.hpp"
 #include "serving/scheduler_policy.hpp"
 #include "serving/serving_spec.hpp"
+#include "serving/stack_profile.hpp"
 #include "sweeps/point_kind.hpp"
 #include "systems/link_backends.hpp"
 
@@ -134,6 +135,47 @@ TEST(Registry, DeclaredThenImplementedIsOneEntryAndTwiceIsAProgrammingError) {
             "test.widget: unknown widget 'aa'; did you mean 'a'? (expected one of a, b)");
   // In the catalogue while it lives.
   EXPECT_EQ(&registry_by_id("widget-test"), &reg);
+}
+
+// An entry's traits (what it declares beside its name): the declaration's, whichever of
+// declaration and registration comes first; a name only registered carries its registration's.
+TEST(Registry, TraitsComeFromTheDeclarationElseTheRegistration) {
+  struct Size {
+    int bytes = 0;
+  };
+  TraitRegistry<Widget, Size> reg("widget-traits", "widget", "test.widget");
+  reg.add("a", "", make_widget, Size{1});
+  reg.declare("a", "declared after its registration", Size{2});
+  EXPECT_EQ(reg.traits("a").bytes, 2);
+  reg.declare("b", "declared before its registration", Size{3});
+  reg.add("b", "", make_widget, Size{4});
+  EXPECT_EQ(reg.traits("b").bytes, 3);
+  reg.add("c", "registered only", make_widget, Size{5});
+  EXPECT_EQ(reg.traits("c").bytes, 5);
+  EXPECT_TRUE(has(input_error_of([&] { reg.traits("cc"); }), "did you mean 'c'?"));
+}
+
+// Every load path declares its costs with its name (serving/load_path_kind.cpp); the cost model
+// reads them by name. LMCache's connector implements the kernel and layer-wise paths, vLLM's
+// native one the block copies (docs/serving-stacks.md).
+TEST(Registry, LoadPathsDeclareTheirCostsWithTheirNames) {
+  const LoadPathCosts& k = load_path_costs(LoadPath::Kernel);
+  const LoadPathCosts& l = load_path_costs(LoadPath::Layerwise);
+  const LoadPathCosts& b = load_path_costs(LoadPath::BlockDma);
+  EXPECT_TRUE(k.has_family && k.family == StackFamily::Lmcache);
+  EXPECT_TRUE(l.has_family && l.family == StackFamily::Lmcache);
+  EXPECT_TRUE(b.has_family && b.family == StackFamily::VllmNative);
+  EXPECT_EQ(k.copy, CopyPath::Kernel);
+  EXPECT_EQ(l.copy, CopyPath::Dma);
+  EXPECT_EQ(b.copy, CopyPath::Dma);
+  EXPECT_TRUE(l.per_layer && l.lookup_per_layer_keys);
+  EXPECT_FALSE(k.per_layer || b.per_layer);
+  EXPECT_TRUE(b.block_granular);
+  EXPECT_FALSE(k.block_granular || l.block_granular);
+  for (const LoadPathCosts* c : {&k, &l, &b}) EXPECT_NE(c->retrieve, nullptr);
+  EXPECT_EQ(input_error_of([] { load_path_costs(LoadPath{"kernal"}); }),
+            "serving.load_path: unknown load path 'kernal'; did you mean 'kernel'? (expected one "
+            "of block_dma, kernel, layerwise)");
 }
 
 TEST(Registry, ARegistryLeavesTheCatalogueWithItsLife) {

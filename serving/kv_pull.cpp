@@ -1,0 +1,93 @@
+#include "serving/kv_pull.hpp"
+
+#include <string>
+
+#include "serving/sim_clock.hpp"
+
+namespace kappasim {
+
+using sim_clock::now_s;
+using sim_clock::wait_s;
+
+KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
+               double kv_bytes_per_token_gpu, OnPulled on_pulled, sc_core::sc_event& work)
+    : m_spec(spec),
+      m_role(role),
+      m_handoff(std::move(handoff)),
+      m_pp(pp),
+      m_bkv_gpu(kv_bytes_per_token_gpu),
+      m_on_pulled(std::move(on_pulled)),
+      m_work(work) {
+  for (std::size_t r = 0; r < ranks; ++r)
+    m_stream.push_back(
+        std::make_unique<sc_core::sc_mutex>(("load_stream" + std::to_string(r)).c_str()));
+}
+
+KvPull::~KvPull() = default;
+
+void KvPull::check_async(const RunSpec& spec, const LoadPathStrategy& path) {
+  const ServingSpec& sv = spec.serving;
+  if (sv.stack.load != StackLoad::Async) return;
+  std::string why;
+  if (!path.loads_outside_steps() || path.copy_path() != CopyPath::Dma)
+    why = "serving.load_path " + std::string(sv.load_path.name) +
+          " (an async load is the copy engines' DMA copies: block_dma; a copy kernel would take "
+          "the SMs of the steps it overlaps, and the layer-wise path interleaves with compute)";
+  else if (sv.parallelism.beyond_tp())
+    why = "serving.parallelism (one TP rank without pipeline stages)";
+  else if (sv.tiers.enabled())
+    why = "serving.tiers (KV tiers below host DRAM)";
+  else if (sv.kv_buffer.enabled())
+    why = "serving.kv_buffer (a GPU-side KV buffer)";
+  else if (sv.recompute.mode != RecomputeMode::None)
+    why = "serving.recompute (partial recompute)";
+  if (!why.empty())
+    throw InputError("serving.stack.load: async loads (stack '" + sv.stack.name +
+                     "') are modelled for one TP rank's DMA loads from host DRAM; not with " + why +
+                     ". Use serving.stack.load: in_step, or change that setting");
+}
+
+void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {
+  // One request's load at a time per rank, in the order they were admitted (the worker's one
+  // thread issues a request's copies or posts its descriptors, one stream).
+  sc_core::sc_mutex& stream = *m_stream.at(static_cast<std::size_t>(rank.index));
+  stream.lock();
+  if (m_role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
+    load_async();
+    stream.unlock();
+    rank.sched->pulled(s);
+    m_work.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  const double t0 = now_s();
+  const double bytes = pull(rank, *s);
+  stream.unlock();
+  rank.sched->pulled(s);
+  if (m_on_pulled) m_on_pulled(s->req.id, t0, now_s(), bytes);
+  m_work.notify(sc_core::SC_ZERO_TIME);
+}
+
+double KvPull::pull(Rank& rank, const Sequence& s) {
+  wait_s(m_handoff.fixed_s);
+  // Every GPU of the rank pulls its share of the prompt's KV (all but the last token) through its
+  // NIC (GPUDirect RDMA), no faster than its worker posts the descriptors.
+  const std::int64_t tokens = s.cached_tokens;
+  const std::int64_t desc =
+      handoff_descriptors(m_spec.model, tokens, m_spec.serving.block_tokens, m_pp);
+  double bytes = 0;
+  if (tokens > 0) {
+    CopyGroup c;
+    rank.gpus->plan_all(c.rs, static_cast<double>(tokens) * m_bkv_gpu, Direction::H2D,
+                        CopyPath::Dma);
+    for (TransferRequest& r : c.rs) {
+      r.endpoint = Endpoint::Remote;
+      r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, desc, m_handoff);
+      bytes += r.bytes;
+    }
+    rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
+    if (!c.g.finished) sc_core::wait(c.g.done);
+  }
+  return bytes;
+}
+
+}  // namespace kappasim

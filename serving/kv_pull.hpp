@@ -1,0 +1,60 @@
+// A serving engine's loads outside the steps (issue 21): the P/D pull path and the async tier
+// loads. A request the scheduler admitted to load its KV outside the steps (vLLM:
+// WAITING_FOR_REMOTE_KVS) is loaded on its rank's one worker stream, one request after another in
+// admission order: on a P/D decode engine, the pull of its prompt's KV from the prefill instance
+// (every GPU of the rank reads its share through its NIC, GPUDirect RDMA, no faster than the
+// worker posts the descriptors; docs/disaggregation.md); on any other engine, the async load from
+// the tier (serving.stack.load: async) that the caller passes. Then the scheduler takes the
+// request into its steps (Scheduler::pulled) and the engine's work event fires. SystemC: run() is
+// called in a process of its own per request.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "serving/handoff.hpp"
+#include "serving/rank.hpp"
+#include "serving/run_spec.hpp"
+
+namespace kappasim {
+
+class KvPull {
+ public:
+  // A pull of request `id`'s `bytes` ran from start_s to end_s (the prefill instance may then
+  // release its copy); may be empty.
+  using OnPulled =
+      std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)>;
+  // `kv_bytes_per_token_gpu`: what one GPU of a rank holds per token (its pipeline stage's share
+  // is GpuUnit::kv_share); `pp`: the rank's pipeline stages.
+  KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
+         double kv_bytes_per_token_gpu, OnPulled on_pulled, sc_core::sc_event& work);
+  ~KvPull();
+
+  // An async load (serving.stack.load: async) is modelled where it is one request's DMA copies
+  // from host DRAM outside the steps, nothing else taking part in it: InputError naming
+  // serving.stack.load and the setting that would, for `path` (the configured load path's
+  // strategy) or any other.
+  static void check_async(const RunSpec& spec, const LoadPathStrategy& path);
+
+  // Request s's load outside the steps on `rank` (`load_async`: the tier's, when not a decode
+  // engine's pull).
+  void run(Rank& rank, Sequence* s, const std::function<void()>& load_async);
+
+ private:
+  double pull(Rank& rank, const Sequence& s);  // the P/D pull; returns its bytes
+
+  const RunSpec& m_spec;
+  EngineRole m_role;
+  HandoffSpec m_handoff;
+  int m_pp;
+  double m_bkv_gpu;
+  OnPulled m_on_pulled;
+  sc_core::sc_event& m_work;
+  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank
+};
+
+}  // namespace kappasim
