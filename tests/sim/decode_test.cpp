@@ -29,30 +29,8 @@ const char* const kDecodeYaml =
     "model: llama-3.1-8b\nsystem: h100\ntrace: false\ncheck: true\nworkload: {type: narrativeqa}\n"
     "serving: {tp: 1, stack: ideal, store: none, decode: true";
 
-struct Out {
-  std::vector<RequestRecord> recs;
-  SummaryBuilder summary;
-  SummaryBuilder::Totals totals;
-  const RequestRecord& rec(std::uint64_t id) const {
-    for (const auto& r : recs)
-      if (r.id == id) return r;
-    throw std::logic_error("no record for request " + std::to_string(id));
-  }
-  double figure(const std::string& k) const {
-    for (const auto& [name, v] : summary.figures(totals))
-      if (name == k) return v;
-    ADD_FAILURE() << "no figure " << k;
-    return -1;
-  }
-};
-
-void serve(const RunSpec& spec, std::vector<Request> rs, Out& out) {
-  VectorSource src(std::move(rs));
-  EngineSinks sinks;
-  sinks.summary = &out.summary;
-  sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
-  out.totals = run_serving(spec, src, sinks);
-}
+using Out = testing::Served;
+using testing::serve;
 
 Request with_output(Request r, std::int64_t out) {
   r.output_tokens = out;

@@ -20,25 +20,8 @@ using testing::run_spec;
 using testing::step_compute;
 using testing::tol;
 
-struct Out {
-  std::vector<RequestRecord> recs;
-  SummaryBuilder summary;
-  SummaryBuilder::Totals totals;
-  double figure(const std::string& k) const {
-    for (const auto& [name, v] : summary.figures(totals))
-      if (name == k) return v;
-    ADD_FAILURE() << "no figure " << k;
-    return -1;
-  }
-};
-
-void serve(const RunSpec& spec, std::vector<Request> rs, Out& out) {
-  VectorSource src(std::move(rs));
-  EngineSinks sinks;
-  sinks.summary = &out.summary;
-  sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
-  out.totals = run_serving(spec, src, sinks);
-}
+using Out = testing::Served;
+using testing::serve;
 
 const char* const kYaml =
     "model: llama-3.1-8b\nsystem: h100\ntrace: false\ncheck: true\nworkload: {type: narrativeqa}\n"

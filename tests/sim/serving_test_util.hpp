@@ -3,13 +3,17 @@
 // never read from the program.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/config.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "serving/engine.hpp"
 #include "serving/run_spec.hpp"
 #include "workloads/request.hpp"
 
@@ -80,6 +84,33 @@ inline Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t
 // A document of its own.
 inline Request request(std::uint64_t id, double at, std::int64_t K, std::int64_t T) {
   return request(id, at, K, T, id);
+}
+
+// One engine run of `rs` kept in memory: every finished request's record, the summary and the
+// engine's totals (serve()).
+struct Served {
+  std::vector<RequestRecord> recs;
+  SummaryBuilder summary;
+  SummaryBuilder::Totals totals;
+  const RequestRecord& rec(std::uint64_t id) const {
+    for (const auto& r : recs)
+      if (r.id == id) return r;
+    throw std::logic_error("no record for request " + std::to_string(id));
+  }
+  double figure(const std::string& k) const {
+    for (const auto& [name, v] : summary.figures(totals))
+      if (name == k) return v;
+    ADD_FAILURE() << "no figure " << k;
+    return -1;
+  }
+};
+
+inline void serve(const RunSpec& spec, std::vector<Request> rs, Served& out) {
+  VectorSource src(std::move(rs));
+  EngineSinks sinks;
+  sinks.summary = &out.summary;
+  sinks.on_finish = [&](const RequestRecord& r) { out.recs.push_back(r); };
+  out.totals = run_serving(spec, src, sinks);
 }
 
 }  // namespace kappasim::testing
