@@ -44,11 +44,17 @@ void QuantileSketch::add(double x) {
   double mag = std::fabs(x);
   if (mag < kMinValue) {
     ++m_zero;
-  } else if (x > 0) {
-    ++m_pos[slot(mag)];
+    return;
+  }
+  if (mag != m_last_mag) {  // never equal before the first non-zero sample (m_last_mag = 0)
+    m_last_slot = slot(mag);
+    m_last_mag = mag;
+  }
+  if (x > 0) {
+    ++m_pos[m_last_slot];
   } else {
     if (m_neg.empty()) m_neg.assign(m_pos.size(), 0);
-    ++m_neg[slot(mag)];
+    ++m_neg[m_last_slot];
   }
 }
 

@@ -72,6 +72,10 @@ class QuantileSketch {
   double m_sum = 0;
   double m_min = 0;
   double m_max = 0;
+  // The magnitude of the last non-zero sample and its slot: a run of equal samples (a decode
+  // step's inter-token latency, one per sequence of the batch) costs one log (issue 23).
+  double m_last_mag = 0;
+  std::size_t m_last_slot = 0;
 };
 
 }  // namespace kappasim

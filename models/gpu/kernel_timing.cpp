@@ -56,8 +56,47 @@ bool is_moe_layer(const ModelSpec& m, int layer) { return m.is_moe_layer(layer);
 // reads (and dequantises) only those; a chunked layer (kind Chunked) attends within its chunk
 // (vLLM splits each sequence into per-chunk virtual sequences); a linear-attention layer's
 // recurrence is not modelled.
-void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                          DType kv_dtype, LayerKind kind) {
+// What add_sequence_kernels needs that depends on the model, tp, KV dtype and layer kind only,
+// not on the sequence: computed once per layer class and step (issue 23: a decode batch holds
+// many sequences).
+struct SequenceConstants {
+  LayerKind kind = LayerKind::Full;
+  double state = 0;  // Linear: this GPU's share of one layer's state
+  double Hq = 0, dqk = 0, dv = 0, kv_heads = 0;
+  double kv_bytes_per_token = 0;  // as attention reads the cache
+};
+
+SequenceConstants sequence_constants(const ModelSpec& m, int tp, DType kv_dtype, LayerKind kind) {
+  SequenceConstants c;
+  c.kind = kind;
+  if (kind == LayerKind::Linear) {
+    c.state = kv_bytes_for_prefix_per_gpu(m, kv_dtype, tp, 0.0) /
+              std::max(1, m.count_layers(LayerKind::Linear));
+    return c;
+  }
+  const AttentionSpec& a = m.attention;
+  c.Hq = static_cast<double>(a.num_q_heads) / tp;
+  if (a.type == AttentionType::Gqa) {
+    c.dqk = c.dv = a.head_dim;
+    c.kv_heads = kv_heads_per_gpu(m, tp);
+  } else {
+    c.dqk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    c.dv = a.v_head_dim;
+    c.kv_heads = c.Hq;  // expanded MLA: per-head K and V, no GQA grouping
+  }
+  // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
+  const DType read_as =
+      kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
+  c.kv_bytes_per_token =
+      m.layer_pattern.empty()
+          ? kv_bytes_per_token_per_gpu(m, read_as, tp) / m.num_layers  // every layer alike
+          : kv_bytes_per_token_per_layer_per_gpu(m, read_as, tp);
+  return c;
+}
+
+void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const SequenceConstants& c,
+                          double T, double K, int tp, DType kv_dtype) {
+  const LayerKind kind = c.kind;
   if (kind == LayerKind::Linear) {
     // Issue 25: the recurrence over T new tokens from the sequence's state, timed as a
     // memory-bound kernel: it reads and writes this GPU's share of the layer's state once (the
@@ -65,8 +104,7 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     // FLOPs (≈ 4·H_v·d_k·d_v per token for the state update and read-out, the chunked form's
     // intra-chunk terms more) are recorded, not charged: an assumption (docs/accounting.md).
     const LinearAttentionSpec& l = m.linear;
-    const double state = kv_bytes_for_prefix_per_gpu(m, kv_dtype, tp, 0.0) /
-                         std::max(1, m.count_layers(LayerKind::Linear));
+    const double state = c.state;
     const double io =
         T * (2.0 * l.num_key_heads * l.key_head_dim + 2.0 * l.num_value_heads * l.value_head_dim) /
         tp * kActivationBytes;
@@ -76,8 +114,7 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     out.push_back(std::move(r));
     return;
   }
-  const AttentionSpec& a = m.attention;
-  const double Hq = static_cast<double>(a.num_q_heads) / tp;
+  const double Hq = c.Hq, dqk = c.dqk, dv = c.dv, kv_heads = c.kv_heads;
   const double ab = kActivationBytes;
   const bool sliding = kind == LayerKind::Sliding;
   const bool chunked = kind == LayerKind::Chunked;
@@ -85,15 +122,6 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
   const double C = m.attention_chunk_size;
   // A chunked layer's keys before the first new token: those of the chunk K falls in.
   const double K_chunk = chunked ? K - std::floor(K / C) * C : K;
-  double dqk = 0, dv = 0, kv_heads = 0;
-  if (a.type == AttentionType::Gqa) {
-    dqk = dv = a.head_dim;
-    kv_heads = kv_heads_per_gpu(m, tp);
-  } else {
-    dqk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-    dv = a.v_head_dim;
-    kv_heads = Hq;  // expanded MLA: per-head K and V, no GQA grouping
-  }
 
   const double dq = kv_dequant_bytes(m, tp,
                                      sliding   ? std::min(K, W)
@@ -141,15 +169,13 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
     const double rest = T - first, whole = std::floor(rest / C);
     kv_tokens_read += whole * read(0, C) + read(0, rest - whole * C);
   }
-  // The cache as attention reads it: fp8 as stored, int8/int4 after the dequant pass (BF16).
-  const DType read_as =
-      kv_dequant_mode(kv_dtype) == KvDequant::SeparatePass ? DType::Bf16 : kv_dtype;
-  const double kv_bytes_per_token =
-      m.layer_pattern.empty()
-          ? kv_bytes_per_token_per_gpu(m, read_as, tp) / m.num_layers  // every layer alike
-          : kv_bytes_per_token_per_layer_per_gpu(m, read_as, tp);
-  at.hbm_bytes = kv_tokens_read * kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
+  at.hbm_bytes = kv_tokens_read * c.kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
   out.push_back(std::move(at));
+}
+
+void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
+                          DType kv_dtype, LayerKind kind) {
+  add_sequence_kernels(out, m, sequence_constants(m, tp, kv_dtype, kind), T, K, tp, kv_dtype);
 }
 
 void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
@@ -285,11 +311,17 @@ const char* kernel_kind_name(Kernel::Kind k) {
   return "?";
 }
 
-void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
+namespace {
+void check_tokens(double T, double K) {
   if (!(T >= 1) || !std::isfinite(T))
     throw InputError("new tokens T must be at least 1, got " + std::to_string(T));
   if (!(K >= 0) || !std::isfinite(K))
     throw InputError("cached tokens K must not be negative, got " + std::to_string(K));
+}
+}  // namespace
+
+void check_prefill_args(const ModelSpec& m, int tp, double T, double K) {
+  check_tokens(T, K);
   if (tp < 1) throw InputError("tensor parallelism must be at least 1, got " + std::to_string(tp));
   kv_heads_per_gpu(m, tp);  // tp must divide the query heads and fit the KV heads
 }
@@ -551,7 +583,8 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
   const double frac = safe_fraction(sm_fraction);
   const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
   double ctas = 0, kv_blocks = 1, bytes = 0;
-  std::vector<AttentionShape> shapes;
+  thread_local std::vector<AttentionShape> shapes;  // kept between steps (issue 23)
+  shapes.clear();
   shapes.reserve(seqs.size());
   for (const Kernel& k : seqs) {
     if (k.kind != Kernel::Kind::Attention)
@@ -566,10 +599,11 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
   KernelTime t;
   // Each sequence's FLOPs at its tile efficiency and the launch's fill (the expression
   // kernel_time evaluates for one sequence, in the same order).
+  const double base = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1);
+  const double peak = gpu.peak(adt) * frac;
   for (std::size_t i = 0; i < seqs.size(); ++i) {
-    const double eff = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1) *
-                       (shapes[i].tile_eff * w.ctas / (w.waves * sms));
-    t.flops_time_s += seqs[i].flops / (gpu.peak(adt) * frac * eff);
+    const double eff = base * (shapes[i].tile_eff * w.ctas / (w.waves * sms));
+    t.flops_time_s += seqs[i].flops / (peak * eff);
     if (i == 0) t.efficiency = eff;
   }
   t.memory_time_s = bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
@@ -672,9 +706,11 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index,
   bool has_dequant = false;
   Kernel merged;
   attention.clear();
+  attention.reserve(batch.size());
+  const SequenceConstants consts = sequence_constants(m, tp, kv_dtype, kind);
   for (const SeqSlice& s : batch) {
     seq_kernels.clear();
-    add_sequence_kernels(seq_kernels, m, s.T, s.K, tp, kv_dtype, kind);
+    add_sequence_kernels(seq_kernels, m, consts, s.T, s.K, tp, kv_dtype);
     for (Kernel& k : seq_kernels) {
       if (k.kind != Kernel::Kind::Attention) {
         if (!has_dequant)
@@ -722,7 +758,10 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   double tokens = 0, logits = 0;
   bool dequant = false;
   for (const SeqSlice& s : batch) {
-    check_prefill_args(m, tp, s.T, s.K);
+    if (&s == &batch.front())
+      check_prefill_args(m, tp, s.T, s.K);
+    else
+      check_tokens(s.T, s.K);  // tp checked with the first
     tokens += s.T;
     logits += s.finishes ? 1 : 0;
     dequant = dequant || kv_dequant_bytes(m, tp, s.K, kv_dtype) > 0;

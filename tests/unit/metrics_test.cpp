@@ -326,6 +326,18 @@ TEST(Sketch, BucketsAndRepresentatives) {
   }
 }
 
+TEST(Sketch, RunsOfEqualSamplesAndMirroredMagnitudesCountInTheirOwnBuckets) {
+  // add() remembers the last magnitude's bucket: a run of equal samples, the same magnitude
+  // negated, and a return to an earlier value must each still land in their own bucket.
+  QuantileSketch s;
+  for (double x : {1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 2.0, 2.0, 1.0}) s.add(x);
+  // Sorted: -1 -1 -1 1 1 1 1 2 2; rank floor(q·8).
+  EXPECT_NEAR(s.quantile(0.25), -1.0, 0.005);  // rank 2
+  EXPECT_NEAR(s.quantile(0.375), 1.0, 0.005);  // rank 3
+  EXPECT_NEAR(s.quantile(0.75), 1.0, 0.005);   // rank 6
+  EXPECT_NEAR(s.quantile(0.875), 2.0, 0.01);   // rank 7
+}
+
 TEST(Sketch, ZerosNegativesAndRangeEnds) {
   QuantileSketch s;
   for (double x : {-2.0, -1.0, 0.0, 0.0, 1e-12, 1.0, 2.0, 3.0, 5e6}) s.add(x);
