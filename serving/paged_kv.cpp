@@ -89,15 +89,19 @@ std::int64_t PagedKv::match(const std::vector<std::uint64_t>& keys, std::int64_t
 
 std::int64_t PagedKv::blocks_needed(std::int64_t tokens, const std::vector<std::uint64_t>& keys,
                                     std::int64_t hit) const {
+  return std::max<std::int64_t>(0, blocks_for(tokens) - hit) + free_among(keys, hit);
+}
+
+std::int64_t PagedKv::free_among(const std::vector<std::uint64_t>& keys, std::int64_t hit) const {
   std::int64_t from_free = 0;
   for (std::int64_t i = 0; i < hit; ++i) {
     const auto it = m_keys.find(keys.at(static_cast<std::size_t>(i)));
     if (it == m_keys.end())
-      throw std::logic_error("PagedKv::blocks_needed: block " + std::to_string(i) +
+      throw std::logic_error("PagedKv::free_among: block " + std::to_string(i) +
                              " is not registered");
     if (it->second.refs == 0) ++from_free;
   }
-  return std::max<std::int64_t>(0, blocks_for(tokens) - hit) + from_free;
+  return from_free;
 }
 
 void PagedKv::take_free(std::int64_t n) {
@@ -111,6 +115,7 @@ void PagedKv::take_free(std::int64_t n) {
       if (e.run == 0) m_free.pop_front();
     } else {  // a registered block reused: its key is evicted
       m_keys.erase(e.key);
+      ++m_generation;
       ++m_evicted;
       m_free.pop_front();
       --n;
@@ -142,6 +147,7 @@ void PagedKv::allocate_shared(std::uint64_t seq, std::int64_t tokens,
                            std::to_string(need) + " free blocks, " + std::to_string(free_blocks()) +
                            " free of " + std::to_string(m_total));
   Holding h;
+  if (hit > 0) ++m_generation;
   for (std::int64_t i = 0; i < hit; ++i) {
     const std::uint64_t k = keys[static_cast<std::size_t>(i)];
     KeyState& ks = m_keys.at(k);
@@ -171,6 +177,7 @@ void PagedKv::register_blocks(std::uint64_t seq, const std::vector<std::uint64_t
     const std::uint64_t k = keys[static_cast<std::size_t>(h.next)];
     if (m_keys.count(k)) continue;  // another block holds this key: this one stays unregistered
     m_keys[k].refs = 1;
+    ++m_generation;
     h.keys.push_back(k);
     --h.unregistered;
   }
@@ -223,6 +230,7 @@ void PagedKv::release(std::uint64_t seq) {
   m_held.erase(it);
   if (m_apc) {  // tail first: its unregistered blocks, then its registered ones last to first
     const auto h = m_holdings.find(seq);
+    if (!h->second.keys.empty()) ++m_generation;
     push_free_run(h->second.unregistered);
     for (auto k = h->second.keys.rbegin(); k != h->second.keys.rend(); ++k) {
       KeyState& ks = m_keys.at(*k);

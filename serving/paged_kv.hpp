@@ -64,10 +64,16 @@ class PagedKv {
   bool prefix_caching() const { return m_apc; }
   // Leading blocks of `keys` registered now (held or in the free queue), at most max_blocks.
   std::int64_t match(const std::vector<std::uint64_t>& keys, std::int64_t max_blocks) const;
+  // Changes whenever a match or blocks_needed could answer differently (a key registered or
+  // evicted, a registered block taken or given back): a caller may keep their answers while it
+  // is unchanged.
+  std::uint64_t generation() const { return m_generation; }
   // Free blocks an allocation of `tokens` tokens takes when its first `hit` blocks are the
   // registered blocks keys[0, hit): the new blocks plus the hit blocks now in the free queue.
   std::int64_t blocks_needed(std::int64_t tokens, const std::vector<std::uint64_t>& keys,
                              std::int64_t hit) const;
+  // Of the registered blocks keys[0, hit), those in the free queue (no holder).
+  std::int64_t free_among(const std::vector<std::uint64_t>& keys, std::int64_t hit) const;
   // allocate() sharing keys[0, hit) (which must be registered: std::logic_error otherwise); the
   // rest are new blocks. hit = 0 is allocate(seq, tokens).
   void allocate_shared(std::uint64_t seq, std::int64_t tokens,
@@ -133,6 +139,7 @@ class PagedKv {
   std::unordered_map<std::uint64_t, KeyState> m_keys;
   std::unordered_map<std::uint64_t, Holding> m_holdings;
   std::int64_t m_evicted = 0;
+  std::uint64_t m_generation = 0;
 };
 
 }  // namespace kappasim

@@ -152,7 +152,15 @@ void Scheduler::preempt_last(PagedKv& kv) {
   m_waiting.push_front(v);
 }
 
-void Scheduler::register_computed(const Sequence& s, PagedKv& kv) {
+namespace {
+// s's prompt's block keys (chunk_keys at the pool's block), computed once.
+const std::vector<std::uint64_t>& block_keys(Sequence& s, const PagedKv& kv) {
+  if (s.block_keys.empty()) s.block_keys = chunk_keys(s.req, kv.block_tokens());
+  return s.block_keys;
+}
+}  // namespace
+
+void Scheduler::register_computed(Sequence& s, PagedKv& kv) {
   // Its KV is in its blocks up to: the hit, then the recomputed tokens as computed, then (once
   // those are done: the load ran in its first step, or the async load before it) the loaded
   // ones and the computed ones after them.
@@ -160,7 +168,7 @@ void Scheduler::register_computed(const Sequence& s, PagedKv& kv) {
                                    ? s.hbm_hit_tokens + s.computed
                                    : s.hbm_hit_tokens + s.cached_tokens + s.computed;
   const std::int64_t b = kv.block_tokens();
-  kv.register_blocks(s.req.id, chunk_keys(s.req, static_cast<int>(b)), covered / b);
+  kv.register_blocks(s.req.id, block_keys(s, kv), covered / b);
 }
 
 void Scheduler::produce(Sequence* s, double now, PagedKv& kv) {
@@ -201,13 +209,23 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
   // serving.prefix_caching (vLLM: the local prefix-cache hit first, then the connector's hit
   // beyond it): the leading registered blocks of its prompt, in whole blocks, at most the
   // prefill less one token. A P/D decode instance's pulled prompt is not looked up.
-  std::vector<std::uint64_t> keys;
+  static const std::vector<std::uint64_t> kNoKeys;
+  const bool apc = m_kv.prefix_caching() && !s->pd_handoff;
+  const std::vector<std::uint64_t>& keys = apc ? block_keys(*s, m_kv) : kNoKeys;
   PrefixSplit split{s->hbm_hit_tokens, s->cached_tokens, s->recompute_tokens, s->compute_tokens};
   std::int64_t hit = 0;
-  if (m_kv.prefix_caching() && !s->pd_handoff) {
+  if (apc) {
     const std::int64_t total = s->prompt_tokens(), b = m_kv.block_tokens();
-    keys = chunk_keys(s->req, static_cast<int>(b));
-    hit = m_kv.match(keys, (total - 1) / b);
+    // The pool's answers are kept while its registered blocks are unchanged (a sequence waiting
+    // at the head of the queue is tried every step); a preemption may change the cap.
+    const std::int64_t cap = (total - 1) / b;
+    if (s->apc_generation != m_kv.generation() || s->apc_cap != cap) {
+      s->apc_hit = m_kv.match(keys, cap);
+      s->apc_hit_free = m_kv.free_among(keys, s->apc_hit);
+      s->apc_generation = m_kv.generation();
+      s->apc_cap = cap;
+    }
+    hit = s->apc_hit;
     split = split_prefix_hit(total, s->tier_cached, s->tier_recompute, hit * b);
   }
   // An async tier load with nothing left to load after the hit is admitted as any other.
@@ -219,7 +237,8 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
                                  ? split.hit + split.cached + t
                                  : s->prompt_tokens();
   const std::int64_t need =
-      keys.empty() ? m_kv.blocks_for(alloc) : m_kv.blocks_needed(alloc, keys, hit);
+      apc ? std::max<std::int64_t>(0, m_kv.blocks_for(alloc) - hit) + s->apc_hit_free
+          : m_kv.blocks_for(alloc);
   const auto apply = [&] {
     s->hbm_hit_tokens = split.hit;
     s->cached_tokens = split.cached;

@@ -88,6 +88,12 @@ struct Sequence {  // one request inside the engine
   std::int64_t recompute_tokens = 0;
   std::int64_t tier_cached = 0, tier_recompute = 0;
   std::int64_t first_hbm_hit = -1;
+  // Prefix caching: its prompt's block keys (computed at its first admission try) and the pool's
+  // answers for them at pool generation apc_generation (PagedKv::generation; a waiting sequence
+  // tried every step asks again only when the pool's registered blocks changed).
+  std::vector<std::uint64_t> block_keys;
+  std::uint64_t apc_generation = ~std::uint64_t{0};
+  std::int64_t apc_hit = 0, apc_hit_free = 0, apc_cap = -1;
   std::int64_t load_start() const { return hbm_hit_tokens + recompute_tokens; }
 
   // Tokens to prefill (the prompt; after a preemption of a decoding sequence, the prompt and
@@ -255,7 +261,7 @@ class Scheduler {
   void start_pull(Sequence* s, double now, PagedKv& kv, const std::vector<std::uint64_t>& keys,
                   std::int64_t hit, std::int64_t alloc);
   // Prefix caching: registers s's blocks computed or loaded so far (before it may release them).
-  static void register_computed(const Sequence& s, PagedKv& kv);
+  static void register_computed(Sequence& s, PagedKv& kv);
   void reject(Sequence* s, double now);
   void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token
