@@ -12,9 +12,10 @@
 //     to preempt itself stops the running pass;
 //  2. then the policy admits waiting sequences through Admission::try_admit, which admits one
 //     while the budget, max_num_seqs and the free KV blocks allow. Admission allocates the KV
-//     blocks of the WHOLE prompt (K cached + T new tokens) at once and requires them free (the
-//     cached KV is loaded into those blocks in the sequence's first step; this is the VRAM
-//     bound of the κ paper's Eq. 10).
+//     blocks of the cached tokens K (loaded into them in the sequence's first step: the VRAM
+//     bound of the κ paper's Eq. 10) and of the new tokens: all T at once
+//     (KvAllocation::Prompt, this struct's default) or the first chunk's, each later chunk's in
+//     its step (KvAllocation::Chunk, vLLM v1; serving.kv_allocation's default).
 // The token budget counts compute tokens only (cached tokens are loaded, not computed, as in
 // vLLM where externally cached tokens count as already computed).
 //

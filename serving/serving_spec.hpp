@@ -296,10 +296,12 @@ struct ServingSpec {
   // Default false: the κ paper's regime (every prompt's prefix comes over the link), and every
   // run published before it.
   bool prefix_caching = false;
-  // [S] when a prefill's blocks are allocated (scheduler.hpp KvAllocation). Default prompt: the
-  // κ paper's VRAM bound (Eq. 10) and every run published before it; vLLM v1 allocates by chunk
-  // (vllm/v1/core/sched/scheduler.py: allocate_slots for each step's new tokens).
-  KvAllocation kv_allocation = KvAllocation::Prompt;
+  // [S] when a prefill's blocks are allocated (scheduler.hpp KvAllocation). Default chunk: vLLM
+  // v1, which every stack profile models (vllm/v1/core/sched/scheduler.py: allocate_slots for the
+  // cached tokens and each step's new tokens). prompt: the whole prompt at admission (vLLM v0's
+  // block manager; the κ paper's Eq. 10 bound). They differ only when a prompt's computed tokens
+  // span several steps while the pool is short: within 1% on the paper's runs.
+  KvAllocation kv_allocation = KvAllocation::Chunk;
 
   // ---- scheduler ----------------------------------------------------------------------------
   // [S] the κ paper's testbed: max_num_batched_tokens 4096.
@@ -389,11 +391,12 @@ struct ServingSpec {
       v.boolean("prefix_caching", prefix_caching,
                 opt("vLLM's automatic prefix caching: computed prompt blocks stay in HBM, shared "
                     "by later prompts with that prefix"));
-    if (!V::kWriting || kv_allocation != KvAllocation::Prompt)
+    if (!V::kWriting || kv_allocation != KvAllocation::Chunk)
       v.choice("kv_allocation", kv_allocation, kv_allocation_names(),
-               opt("when a prefill's KV blocks are allocated: prompt (all at admission, vLLM "
-                   "v0's block manager) or chunk (the cached tokens at admission, the computed "
-                   "ones chunk by chunk, preempting when the pool runs out: vLLM v1)"));
+               opt("when a prefill's KV blocks are allocated: chunk (the cached tokens at "
+                   "admission, the computed ones chunk by chunk, preempting when the pool runs "
+                   "out: vLLM v1, the default) or prompt (all at admission, vLLM v0's block "
+                   "manager)"));
     v.integer("max_num_batched_tokens", max_num_batched_tokens,
               opt("token budget per step", Range::AtLeastOne));
     v.integer("max_num_seqs", max_num_seqs,
