@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <utility>
 
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
@@ -115,10 +117,16 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::vector<ValidationRow> rows = read_validation_dir(dir);
   const std::string exe = self_path();
   std::vector<ValidationResult> results;
+  // Rows that share a command (the ratio rows of one benchmark and their baselines) run it once:
+  // a command's output is a pure function of its argv and folder (same inputs, same bytes).
+  std::map<std::pair<std::string, std::vector<std::string>>, CommandOutput> ran;
   for (const ValidationRow& r : rows)
     results.push_back(
         evaluate_row(r, [&](const std::vector<std::string>& a, const std::string& cwd) {
-          return run_child(exe, a, cwd);
+          const auto key = std::make_pair(cwd, a);
+          auto it = ran.find(key);
+          if (it == ran.end()) it = ran.emplace(key, run_child(exe, a, cwd)).first;
+          return it->second;
         }));
   const std::string md = validation_markdown(results, "kappasim validate --out docs/validation.md");
   if (out.empty())
