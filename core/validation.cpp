@@ -18,9 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& row_keys() {
-  static const std::vector<std::string> k = {"id",   "area",      "source",  "setup", "measured",
-                                             "unit", "command",   "value",   "band",  "band_why",
-                                             "gap",  "known_gap", "baseline"};
+  static const std::vector<std::string> k = {"id",   "area",      "source",   "setup", "measured",
+                                             "unit", "command",   "value",    "band",  "band_why",
+                                             "gap",  "known_gap", "baseline", "seeds"};
   return k;
 }
 
@@ -66,7 +66,7 @@ ValidationRow read_row(const ConfigNode& n, const std::string& file) {
                      "unknown field '" + k + "' in a validation row" +
                          (near.empty() ? "" : " (did you mean '" + near + "'?)") +
                          "; the fields are id, area, source, setup, measured, unit, command, "
-                         "value, band, band_why, gap, known_gap, baseline");
+                         "value, band, band_why, gap, known_gap, baseline, seeds");
   }
   auto need = [&](const char* key) -> const ConfigNode& {
     const ConfigNode* c = n.find(key);
@@ -118,6 +118,23 @@ ValidationRow read_row(const ConfigNode& n, const std::string& file) {
           need("unit").loc,
           "unit: a row with a baseline is a ratio of two values: its unit is 1, got '" + r.unit +
               "'");
+  }
+  // seeds (optional): the command (and the baseline) run once per workload seed, the value the
+  // mean over the runs (a served run's figure is one draw of its workload).
+  if (const ConfigNode* sd = n.find("seeds"); sd && !sd->is_null()) {
+    if (sd->kind != ConfigNode::Kind::Seq || sd->items.empty())
+      throw InputError(sd->loc,
+                       "seeds: expected a non-empty list of workload seeds (whole numbers from 0, "
+                       "e.g. [1, 2, 3, 4, 5])");
+    for (const ConfigNode& a : sd->items) {
+      const std::string& t = a.scalar;
+      if (!a.is_scalar() || t.empty() || t.size() > 18 ||
+          !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw InputError(a.loc, "seeds: '" + t + "' is not a whole number from 0");
+      r.seeds.push_back(std::stoull(t));
+    }
+    if (r.command.empty() || r.command.front() != "run")
+      throw InputError(sd->loc, "seeds: only a `run` command takes a workload seed");
   }
   r.value = text("value");
   try {
@@ -249,10 +266,26 @@ double command_value(const ValidationRow& row, const std::vector<std::string>& a
 }
 }  // namespace
 
+namespace {
+// The command's value, or its mean over the row's seeds (`--set workload.seed=S` each).
+double seeded_value(const ValidationRow& row, const std::vector<std::string>& argv,
+                    const CommandRunner& run) {
+  if (row.seeds.empty()) return command_value(row, argv, run);
+  double sum = 0;
+  for (const unsigned long long seed : row.seeds) {
+    std::vector<std::string> a = argv;
+    a.push_back("--set");
+    a.push_back("workload.seed=" + std::to_string(seed));
+    sum += command_value(row, a, run);
+  }
+  return sum / static_cast<double>(row.seeds.size());
+}
+}  // namespace
+
 ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run) {
-  double value = command_value(row, row.command, run);
+  double value = seeded_value(row, row.command, run);
   if (!row.baseline.empty()) {
-    const double base = command_value(row, row.baseline, run);
+    const double base = seeded_value(row, row.baseline, run);
     if (!(base != 0))
       throw InputError(row.loc, "validation row '" + row.id + "': the baseline's value '" +
                                     row.value + "' is 0 (no ratio)");
@@ -317,6 +350,12 @@ std::string validation_markdown(const std::vector<ValidationResult>& results,
       std::string base = "kappasim";
       for (const auto& a : w.baseline) base += " " + a;
       s += "- divided by the baseline: `" + base + "` → `" + w.value + "`\n";
+    }
+    if (!w.seeds.empty()) {
+      std::string list;
+      for (const auto seed : w.seeds) list += (list.empty() ? "" : ", ") + std::to_string(seed);
+      s += std::string("- the mean over workload seeds ") + list + " (`--set workload.seed=S`)" +
+           (w.baseline.empty() ? "" : ", of each command") + "\n";
     }
     s += "- band " + fmt("%.2f", w.band_lo) + "–" + fmt("%.2f", w.band_hi) + ": " + w.band_why +
          "\n";

@@ -10,7 +10,9 @@
 //   outside the band because the mechanism named in gap is not modelled; --check is strict both
 //   ways)   baseline: [run, ..., --format, json] (optional: a ratio row; the simulated value is
 //   the command's value / the baseline command's value at the same pointer, unit 1, e.g. TTFT
-//   with KV offload / TTFT without)
+//   with KV offload / TTFT without)   seeds: [1, 2, 3] (optional, `run` commands: the value is the
+//   mean over one run per workload seed, each command and baseline alike; a served figure is one
+//   draw of its workload, and a queueing-bound one moves with the draw)
 // The simulated value is the pointed-to number converted from SI to `unit`; ratio =
 // simulated / measured. How commands run is the caller's (CommandRunner): the CLI forks the
 // kappasim binary once per row (one SystemC simulation per process), in the folder of the row's
@@ -35,7 +37,9 @@ struct ValidationRow {
   std::string unit;
   std::vector<std::string> command;   // kappasim argv, without the program name
   std::vector<std::string> baseline;  // optional: a ratio row's denominator command (unit 1)
-  std::string value;                  // JSON pointer
+  // optional: workload seeds; the value is the mean over runs with `--set workload.seed=S`
+  std::vector<unsigned long long> seeds;
+  std::string value;  // JSON pointer
   double band_lo = 0, band_hi = 0;
   std::string band_why;
   std::string gap;

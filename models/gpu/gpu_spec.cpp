@@ -67,6 +67,31 @@ void GpuSpec::validate(const std::string& path) const {
   if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
     throw InputError(
         path + ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
+  if (attention_reference_seqlen.has_value() != attention_pipeline_tiles.has_value())
+    throw InputError(
+        path + "." +
+        (attention_reference_seqlen ? "attention_pipeline_tiles" : "attention_reference_seqlen") +
+        ": needed with " +
+        (attention_reference_seqlen ? "attention_reference_seqlen" : "attention_pipeline_tiles") +
+        " (attention efficiency by length takes both, or neither)");
+  if (attention_reference_seqlen && attention_efficiency) {
+    // The long-sequence limit the reference implies must be a fraction of peak.
+    const double limit = *attention_efficiency / attention_reference_factor();
+    if (!(limit <= 1))
+      throw InputError(
+          path + ".attention_efficiency: " + std::to_string(*attention_efficiency) +
+          " at attention_reference_seqlen " + std::to_string(*attention_reference_seqlen) +
+          " with attention_pipeline_tiles " + std::to_string(*attention_pipeline_tiles) +
+          " implies " + std::to_string(limit) + " of peak at long sequences; it must be at most 1");
+  }
+}
+
+double GpuSpec::attention_reference_factor() const {
+  if (!attention_reference_seqlen) return 1;
+  // A causal forward over S tokens from nothing cached: n = S / 128 query tiles, tile i
+  // computes i + 1 KV tiles (the diagonal one whole), of which the FLOP count holds i + 1/2.
+  const double n = *attention_reference_seqlen / kAttentionTileM;
+  return (n / 2) / ((n + 1) / 2 + *attention_pipeline_tiles);
 }
 
 void GpuSpec::require_sim(const std::string& path) const {

@@ -14,6 +14,12 @@
 
 namespace kappasim {
 
+// FlashAttention query-tile rows (kBlockM) and KV-tile columns (kBlockN) for head_dim 128,
+// BF16: FA3 hopper/tile_size.h tile_size_fwd_sm90 returns {128, 128} for causal (FA2's sm8x
+// tiles also use kBlockM 128).
+inline constexpr double kAttentionTileM = 128;
+inline constexpr double kAttentionTileN = 128;
+
 struct GpuSpec {
   std::string name;
   std::string display_name;
@@ -43,7 +49,14 @@ struct GpuSpec {
   // the sampled-token sync, runner-output handling (scheduling and input preparation are
   // serving.step_overhead, not charged here).
   std::optional<double> forward_overhead_s;
-  std::optional<double> attention_efficiency;      // achievable fraction, FlashAttention fwd
+  std::optional<double> attention_efficiency;  // achievable fraction, FlashAttention fwd
+  // Attention efficiency by length (docs/compute-model.md, "Attention by context length"): the
+  // causal sequence length of the forward measurement attention_efficiency comes from, and the
+  // KV tiles' worth of a CTA's time its software pipeline does not overlap (prologue: Q and the
+  // first K/V loads; epilogue: O rescale and store), fitted to that kernel's non-causal
+  // seqlen curve. Both or neither; neither: attention_efficiency at every length.
+  std::optional<double> attention_reference_seqlen;
+  std::optional<double> attention_pipeline_tiles;
   std::optional<double> hbm_efficiency;            // achievable fraction of HBM bandwidth
   std::optional<double> kernel_launch_overhead_s;  // per kernel
   std::optional<double> nvlink_latency_s;          // per all-reduce step
@@ -173,6 +186,14 @@ struct GpuSpec {
                opt("achievable fraction of peak FLOP/s for large GEMMs", Range::Fraction));
     v.quantity("attention_efficiency", attention_efficiency, dim::none,
                opt("achievable fraction of peak FLOP/s for attention", Range::Fraction));
+    v.quantity("attention_reference_seqlen", attention_reference_seqlen, dim::none,
+               opt("causal sequence length (tokens) of the measurement attention_efficiency "
+                   "comes from",
+                   Range::AtLeastOne));
+    v.quantity("attention_pipeline_tiles", attention_pipeline_tiles, dim::none,
+               opt("KV tiles' worth of a FlashAttention CTA's time not overlapped by its "
+                   "pipeline (prologue and epilogue)",
+                   Range::NonNegative));
     // Compute efficiency by precision and mechanism (helper "compute", issue 10).
     v.quantity_map("gemm_efficiency_by_precision", gemm_efficiency_by_precision, dim::none,
                    compute_dtypes(),
@@ -218,6 +239,11 @@ struct GpuSpec {
              opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
   }
   void validate(const std::string& path) const;
+  // n_u / (n_c + c) of the reference measurement (attention_reference_seqlen): its KV tiles
+  // per CTA counted in FLOPs (n_u) over those computed plus the pipeline's (n_c + c); 1 without
+  // a reference. kernel_timing's attention efficiency is attention_efficiency × a sequence's own
+  // ratio / this one.
+  double attention_reference_factor() const;
   // Throws InputError naming every simulator field this GPU lacks.
   void require_sim(const std::string& path) const;
 };

@@ -472,11 +472,60 @@ MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles) {
   return {tiles.moe_m, tiles.moe_n};
 }
 
-double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock& block, int sms) {
-  if (!(rows > 0 && N > 0 && groups > 0 && block.m >= 1 && block.n >= 1 && sms >= 1))
+namespace {
+// E[ceil(n / b)] for n ~ Binomial(n_trials, p), summed over n within 12 standard deviations of
+// the mean (the rest weighs below 1e-30), each term's probability from lgamma.
+double binomial_expected_blocks(long long n_trials, double p, double b) {
+  if (n_trials <= 0) return 0;
+  if (p >= 1) return ceil_q(static_cast<double>(n_trials) / b);
+  const double N = static_cast<double>(n_trials);
+  const double mean = N * p, sd = std::sqrt(N * p * (1 - p));
+  const auto lo = static_cast<long long>(std::max(0.0, std::floor(mean - 12 * sd - 1)));
+  const auto hi = static_cast<long long>(std::min(N, std::ceil(mean + 12 * sd + 1)));
+  const double lp = std::log(p), lq = std::log1p(-p), lnf = std::lgamma(N + 1);
+  double sum = 0, weight = 0;
+  for (long long x = lo; x <= hi; ++x) {
+    const double X = static_cast<double>(x);
+    const double pmf =
+        std::exp(lnf - std::lgamma(X + 1) - std::lgamma(N - X + 1) + X * lp + (N - X) * lq);
+    sum += pmf * ceil_q(X / b);
+    weight += pmf;
+  }
+  return sum / weight;
+}
+}  // namespace
+
+double moe_row_blocks(double tokens, double top_k, double experts, double block_m) {
+  if (!(experts >= 1) || !(top_k >= 1) || top_k > experts || !(tokens >= 0) || !(block_m >= 1))
+    throw std::logic_error("moe_row_blocks: bad arguments");
+  // A step's token count repeats from step to step: the last few answers are kept.
+  struct Memo {
+    double tokens, top_k, experts, block_m, blocks;
+  };
+  thread_local std::array<Memo, 8> memo{};
+  thread_local std::size_t next = 0;
+  for (const Memo& e : memo)
+    if (e.block_m > 0 && e.tokens == tokens && e.top_k == top_k && e.experts == experts &&
+        e.block_m == block_m)
+      return e.blocks;
+  const double p = top_k / experts;
+  // A fractional token count (a mean over ranks) interpolates between its neighbours.
+  const double lo = std::floor(tokens), f = tokens - lo;
+  double per_expert = binomial_expected_blocks(static_cast<long long>(lo), p, block_m);
+  if (f > 0)
+    per_expert +=
+        f * (binomial_expected_blocks(static_cast<long long>(lo) + 1, p, block_m) - per_expert);
+  const double blocks = experts * per_expert;
+  memo[next] = {tokens, top_k, experts, block_m, blocks};
+  next = (next + 1) % memo.size();
+  return blocks;
+}
+
+double moe_shape_efficiency(double rows, double N, double row_blocks, const MoeBlock& block,
+                            int sms) {
+  if (!(rows > 0 && N > 0 && row_blocks > 0 && block.m >= 1 && block.n >= 1 && sms >= 1))
     throw std::logic_error("moe_shape_efficiency: bad shape");
-  // Every touched expert's rows padded to whole blocks (at least one block each).
-  const double blocks_m = groups * std::max(1.0, ceil_q(rows / groups / block.m));
+  const double blocks_m = row_blocks;
   const double blocks_n = ceil_q(N / block.n);
   const double tile_eff = (rows * N) / (blocks_m * block.m * blocks_n * block.n);
   const double ctas = blocks_m * blocks_n;
@@ -504,7 +553,16 @@ AttentionShape attention_shape(double T, double kv_tokens, double q_heads, doubl
     }
   }
   a.kv_blocks = std::max(1.0, ceil_q(kv_tokens / kAttentionTileN));
+  const double cached = std::max(0.0, kv_tokens - T);
+  a.kv_counted = (cached + T / 2) / kAttentionTileN;
+  a.kv_computed = cached / kAttentionTileN + (tiles + 1) / 2;
   return a;
+}
+
+double attention_length_factor(const AttentionShape& a, double splits, const GpuSpec& gpu) {
+  if (!gpu.attention_reference_seqlen) return 1;
+  return a.kv_counted / (a.kv_computed + splits * *gpu.attention_pipeline_tiles) /
+         gpu.attention_reference_factor();
 }
 
 AttentionWaves attention_waves(double ctas, double max_kv_blocks, int sms) {
@@ -539,19 +597,25 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
   t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
-      const double shape =
-          k.moe_tokens > 0
-              ? moe_shape_efficiency(k.m, k.n, k.groups,
-                                     moe_block(k.moe_tokens, k.moe_experts, gpu.tiles), sms)
-              : gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
+      double shape = 0;
+      if (k.moe_tokens > 0) {
+        const MoeBlock b = moe_block(k.moe_tokens, k.moe_experts, gpu.tiles);
+        shape = moe_shape_efficiency(
+            k.m, k.n, moe_row_blocks(k.moe_tokens, k.m / k.moe_tokens, k.moe_experts, b.m), b, sms);
+      } else {
+        shape = gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
+      }
       t.efficiency = gpu.gemm_efficiency_for(compute_dtype) * shape;
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
     case Kernel::Kind::Attention: {
       const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
+      const AttentionShape a = attention_shape(k.m, k.n, k.heads, k.kv_heads);
+      const AttentionWaves w = attention_waves(a.ctas, a.kv_blocks, sms);
       t.efficiency = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1) *
-                     attention_shape_efficiency(k.m, k.n, k.heads, k.kv_heads, sms);
+                     (a.tile_eff * w.ctas / (w.waves * sms)) *
+                     attention_length_factor(a, w.ctas / a.ctas, gpu);
       t.flops_time_s = k.flops / (gpu.peak(adt) * frac * t.efficiency);
       break;
     }
@@ -577,7 +641,7 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
 }
 
 KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
-                                double sm_fraction) {
+                                double sm_fraction, DecodeAttention decode) {
   gpu.require_sim("system.gpu");
   if (seqs.empty()) return KernelTime{};
   const double frac = safe_fraction(sm_fraction);
@@ -586,23 +650,31 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
   thread_local std::vector<AttentionShape> shapes;  // kept between steps (issue 23)
   shapes.clear();
   shapes.reserve(seqs.size());
+  // A decode token in TensorRT-LLM's generation kernel: bytes only (DecodeAttention).
+  const auto streamed = [decode](const Kernel& k) {
+    return decode == DecodeAttention::MaskedMha && k.m <= 1;
+  };
   for (const Kernel& k : seqs) {
     if (k.kind != Kernel::Kind::Attention)
       throw std::logic_error("batch_attention_time: not an attention kernel: " + k.name);
     shapes.push_back(attention_shape(k.m, k.n, k.heads, k.kv_heads));
+    bytes += k.hbm_bytes;
+    if (streamed(k)) continue;
     ctas += shapes.back().ctas;
     kv_blocks = std::max(kv_blocks, shapes.back().kv_blocks);
-    bytes += k.hbm_bytes;
   }
-  const AttentionWaves w = attention_waves(ctas, kv_blocks, sms);
+  const AttentionWaves w = attention_waves(std::max(ctas, 1.0), kv_blocks, sms);
   const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
   KernelTime t;
   // Each sequence's FLOPs at its tile efficiency and the launch's fill (the expression
   // kernel_time evaluates for one sequence, in the same order).
   const double base = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1);
   const double peak = gpu.peak(adt) * frac;
+  const double splits = w.ctas / std::max(ctas, 1.0);
   for (std::size_t i = 0; i < seqs.size(); ++i) {
-    const double eff = base * (shapes[i].tile_eff * w.ctas / (w.waves * sms));
+    if (streamed(seqs[i])) continue;
+    const double eff = base * (shapes[i].tile_eff * w.ctas / (w.waves * sms)) *
+                       attention_length_factor(shapes[i], splits, gpu);
     t.flops_time_s += seqs[i].flops / (peak * eff);
     if (i == 0) t.efficiency = eff;
   }
@@ -688,7 +760,7 @@ namespace {
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
                         const std::string& dtype, double sm_fraction, DType kv_dtype,
-                        LayerKind kind) {
+                        LayerKind kind, DecodeAttention decode) {
   PrefillTime p;
   // Working vectors kept between steps (issue 24: building them was the allocator's per step).
   thread_local std::vector<Kernel> layer;
@@ -732,7 +804,7 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index,
   if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
   if (!attention.empty()) {
     merged.name = "attention (batch)";
-    p.add(merged, batch_attention_time(attention, gpu, sm_fraction));
+    p.add(merged, batch_attention_time(attention, gpu, sm_fraction, decode));
   }
   return p;
 }
@@ -806,8 +878,9 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     }
   }
   for (std::size_t c = 0; c < n_classes; ++c) {
-    const PrefillTime t = batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype,
-                                      sm_fraction, kv_dtype, classes[c].kind);
+    const PrefillTime t =
+        batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype, sm_fraction,
+                    kv_dtype, classes[c].kind, launch.decode_attention);
     add_times(st.total, t, classes[c].count);
     if (c == first_class) st.first_layer_s = t.compute_time_s;
     if (c == last_class) st.last_layer_s = t.compute_time_s;

@@ -36,11 +36,7 @@ namespace kappasim {
 // GEMM tiles are per GPU (GpuSpec::Tiles, presets/gpus/*.yaml `tiles:`): the dense CTA tile
 // (Hopper CUTLASS 128×128, K-block 64 bounding split-K), the shorter row tile small-M GEMMs get,
 // and vLLM fused_moe's BLOCK_SIZE_M × BLOCK_SIZE_N by token count.
-// FlashAttention query-tile rows (kBlockM) and KV-tile columns (kBlockN) for head_dim 128,
-// BF16: FA3 hopper/tile_size.h tile_size_fwd_sm90 returns {128, 128} for causal (FA2's sm8x
-// tiles also use kBlockM 128).
-inline constexpr double kAttentionTileM = 128;
-inline constexpr double kAttentionTileN = 128;
+// FlashAttention's query and KV tiles: kAttentionTileM, kAttentionTileN (models/gpu/gpu_spec.hpp).
 // Bytes per activation element: activations and the KV cache are BF16 (vLLM's default).
 inline constexpr double kActivationBytes = 2;
 // Dynamic per-token activation quantisation before a W8A8 / W4A4 GEMM (vLLM
@@ -159,19 +155,38 @@ struct MoeBlock {
   double m = 0, n = 0;
 };
 MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles);
-// Fused MoE GEMM: `rows` token-expert pairs spread evenly over `groups` touched experts, each
-// expert's rows padded to a multiple of the block's M (moe_align_block_size), N columns in
-// block-N tiles, one CTA per block, whole waves on `sms` SMs (no split-K in the Triton kernel).
-// executed / padded FLOPs × CTAs / (waves × SMs).
-double moe_shape_efficiency(double rows, double N, double groups, const MoeBlock& block, int sms);
+// The row blocks moe_align_block_size pads a step's token-expert pairs to: every expert's rows
+// rounded up to whole blocks of `block_m`, an expert with none taking none. Each of `tokens`
+// tokens routes to `top_k` of `experts` uniformly (the assumption expected_experts_touched
+// makes), so one expert's rows are Binomial(tokens, top_k / experts) and the expectation is
+// experts · E[ceil(n / block_m)]: a step whose mean rows per expert fill whole blocks still
+// pads the experts that drew more than the mean. Real routers are skewed beyond uniform, so
+// this is the least padding routing leaves (docs/compute-model.md, "MoE").
+double moe_row_blocks(double tokens, double top_k, double experts, double block_m);
+// Fused MoE GEMM: `rows` token-expert pairs in `row_blocks` blocks of the block's M rows
+// (moe_row_blocks), N columns in block-N tiles, one CTA per block, whole waves on `sms` SMs (no
+// split-K in the Triton kernel). executed / padded FLOPs × CTAs / (waves × SMs).
+double moe_shape_efficiency(double rows, double N, double row_blocks, const MoeBlock& block,
+                            int sms);
 // One sequence's part of an attention launch: its query tiles' row efficiency (rows used /
 // rows padded, after FA3's GQA packing when that fills tiles better), its CTAs before any KV
 // split (one per query tile and head, or per packed tile and KV head) and its KV blocks (the
 // most splits its KV allows).
+//
+// And its KV tiles per CTA (docs/compute-model.md, "Attention by context length"): kv_counted
+// is the mean KV columns per query row its FLOP count holds (K cached + half its own T new
+// tokens, causal), in tiles; kv_computed the KV tiles a query tile's CTA computes (the K cached
+// tokens and its own new rows up to its last, the diagonal tile whole).
 struct AttentionShape {
   double tile_eff = 1, ctas = 1, kv_blocks = 1;
+  double kv_counted = 1, kv_computed = 1;
 };
 AttentionShape attention_shape(double T, double kv_tokens, double q_heads, double kv_heads);
+// Attention's achievable fraction by length, relative to the GPU's reference measurement
+// (GpuSpec::attention_reference_seqlen): kv_counted / (kv_computed + splits × c), c the GPU's
+// attention_pipeline_tiles (each of the `splits` CTAs a KV split makes pays its own prologue
+// and epilogue), over GpuSpec::attention_reference_factor(). 1 for a GPU without a reference.
+double attention_length_factor(const AttentionShape& a, double splits, const GpuSpec& gpu);
 // The waves of a launch of `ctas` CTAs on `sms` SMs: fewer CTAs than SMs are split along the KV
 // sequence (FA3 num_splits, at most `max_kv_blocks` ways) to fill one wave. Its fill is
 // ctas / (waves × SMs) of the result.
@@ -250,8 +265,12 @@ struct StepTime {
 // blocks), each sequence's FLOPs at its own tile efficiency; the KV reads add up; one launch
 // overhead. For one sequence this is kernel_time of its kernel exactly. `seqs`: attention
 // kernels (Kernel::Kind::Attention) of one layer.
+// With `decode` masked_mha, the one-query (decode) sequences run in TensorRT-LLM's generation
+// kernel instead: their KV bytes are read, their FLOPs are not charged and take no CTAs of the
+// FlashAttention launch (DecodeAttention).
 KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
-                                double sm_fraction = 1.0);
+                                double sm_fraction = 1.0,
+                                DecodeAttention decode = DecodeAttention::Flash);
 
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,

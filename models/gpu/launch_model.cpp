@@ -4,6 +4,12 @@
 
 namespace kappasim {
 
+const std::vector<std::pair<const char*, DecodeAttention>>& decode_attention_names() {
+  static const std::vector<std::pair<const char*, DecodeAttention>> n = {
+      {"flash", DecodeAttention::Flash}, {"masked_mha", DecodeAttention::MaskedMha}};
+  return n;
+}
+
 const std::vector<std::pair<const char*, GraphMode>>& graph_mode_names() {
   static const std::vector<std::pair<const char*, GraphMode>> n = {
       {"none", GraphMode::None}, {"piecewise", GraphMode::Piecewise}, {"full", GraphMode::Full}};

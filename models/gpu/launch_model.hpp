@@ -35,6 +35,16 @@ namespace kappasim {
 
 enum class GraphMode { None, Piecewise, Full };
 const std::vector<std::pair<const char*, GraphMode>>& graph_mode_names();
+// The kernel a stack runs a decode token's attention with (issue 20):
+//   flash       FlashAttention's varlen forward, the token's query row in a 128-row tile (GQA
+//               heads packed into its rows): vLLM, the default;
+//   masked_mha  one query row per head streamed over its KV by CUDA-core warps, no row tile
+//               (TensorRT-LLM's generation phase: release/0.5.0 docs/source/gpt_attention.md,
+//               "masked multi-head attention"). Its ≈ 2 FLOP per KV element are far below any
+//               GPU's CUDA-core ridge point, so it runs at the memory roof: its bytes are
+//               charged, its FLOPs recorded.
+enum class DecodeAttention { Flash, MaskedMha };
+const std::vector<std::pair<const char*, DecodeAttention>>& decode_attention_names();
 
 struct LaunchSpec {
   GraphMode graph_mode = GraphMode::None;
@@ -42,6 +52,7 @@ struct LaunchSpec {
   double host_launch_s = 0;       // host time to enqueue one kernel eagerly
   double graph_launch_s = 0;      // host time to replay one captured graph
   double host_per_layer_s = 0;    // eager PyTorch: the Python per layer besides its launches
+  DecodeAttention decode_attention = DecodeAttention::Flash;
   template <class V>
   void visit(V& v) {
     v.choice("graph_mode", graph_mode, graph_mode_names(),
@@ -58,6 +69,10 @@ struct LaunchSpec {
                  opt("eager PyTorch: host Python per transformer layer of an uncaptured forward, "
                      "besides its kernel launches (0: the uncaptured model is compiled)",
                      Range::NonNegative));
+    if (!V::kWriting || decode_attention != DecodeAttention::Flash)
+      v.choice("decode_attention", decode_attention, decode_attention_names(),
+               opt("the kernel of a decode token's attention: flash (FlashAttention, query rows "
+                   "in tiles) or masked_mha (TensorRT-LLM's generation kernel, no row tile)"));
   }
   void validate(const std::string&) const {}
 };

@@ -140,6 +140,24 @@ TEST(KernelTiming, ABatchsAttentionIsOneLaunchWhoseSequencesShareTheWaves) {
   // Timed one by one (each filling 3 SMs) and added with one launch, the batch took 64 times
   // the lone FLOP time: over ten times longer than the shared launch.
   EXPECT_GT(64 * alone_flops, 10 * t.time_s);
+  // Issue 20: TensorRT-LLM's generation kernel (masked_mha) streams each decode token's KV with
+  // no row tile: the batch costs its KV bytes at the memory roof and one launch.
+  const KernelTime mm = batch_attention_time(batch, g, 1.0, DecodeAttention::MaskedMha);
+  EXPECT_DOUBLE_EQ(mm.flops_time_s, 0);
+  EXPECT_NEAR(mm.time_s, mem_s + 2e-6, 1e-12);
+  // A prefill sequence beside them keeps its FlashAttention launch, its CTAs its own: 1000 new
+  // tokens, 8 query tiles (1000/1024 full; packing the 4 heads fills no better) × 4 heads = 32
+  // CTAs, split 4 ways (floor(132 / 32)) to 128 in one wave (no reference on test_gpu: no length
+  // factor).
+  Kernel pre = seq();
+  pre.m = 1000;
+  pre.n = 1000;
+  pre.flops = 1e12;
+  std::vector<Kernel> mixed = batch;
+  mixed.push_back(pre);
+  const KernelTime mx = batch_attention_time(mixed, g, 1.0, DecodeAttention::MaskedMha);
+  const double pre_s = 1e12 / (1000e12 * 0.7 * (1000.0 / 1024 * 128 / 132));
+  EXPECT_NEAR(mx.flops_time_s, pre_s, 1e-12 * pre_s);
 }
 
 TEST(KernelTiming, MemoryBoundKernelIsBytesOverBandwidth) {
@@ -282,8 +300,15 @@ TEST(KernelTiming, MoeBlocksFollowTheFusedMoeConfig) {
   const Kernel& gb = find(big, "experts_gate_up");
   const MoeBlock bb = moe_block(gb.moe_tokens, gb.moe_experts, t);
   EXPECT_DOUBLE_EQ(bb.m, 64);
-  // 128 blocks_m × 24 = 3072 CTAs = 23.3 → 24 waves on 132: 3072 / 3168.
+  // Were the 8192 rows spread evenly, 128 blocks_m × 24 = 3072 CTAs = 23.3 → 24 waves on 132:
+  // 3072 / 3168.
   EXPECT_NEAR(moe_shape_efficiency(gb.m, gb.n, 128, bb, 132), 3072.0 / 3168, 1e-12);
+  // Binomial rows pad more (MoeRowBlocksPadEachExpertsBinomialRows): ≈ 188.7 row blocks, tile
+  // efficiency 128 / 188.7.
+  const double rb = moe_row_blocks(1024, 8, 128, 64);
+  const double ctas = rb * 24;
+  EXPECT_NEAR(moe_shape_efficiency(gb.m, gb.n, rb, bb, 132),
+              (8192.0 * 1536) / (rb * 64 * 1536) * ctas / (std::ceil(ctas / 132) * 132), 1e-12);
 }
 
 // Issue 20: the library's tile by size: a GEMM of M <= 64 rows runs on 64-row tiles (Hopper
@@ -465,16 +490,29 @@ TEST(KernelTiming, BatchStepOfOneSequenceIsThePrefill) {
 }
 
 TEST(KernelTiming, BatchAttentionAddsUpAndWeightsAreReadOnce) {
-  const GpuSpec g = preset_gpu("h100-sxm5");
+  GpuSpec g = preset_gpu("h100-sxm5");
   const ModelSpec m = model("llama-3.1-70b");
-  const StepTime a = batch_step_time(m, g, 8, {{100, 50000}}, "bf16");
-  const StepTime b = batch_step_time(m, g, 8, {{100, 30000}}, "bf16");
-  const StepTime ab = batch_step_time(m, g, 8, {{100, 50000}, {100, 30000}}, "bf16");
+  // Each sequence (100 new tokens, 8 q heads over 1 KV head at TP 8) packs into 7 tiles: alone,
+  // 7 CTAs split 18 ways (floor(132 / 7)) = 126 SMs; together 14 CTAs split 9 ways = 126. The
+  // fill is the same; the KV splits are not (AttentionEfficiencyRisesWithTheKvTilesACtaCovers:
+  // every split pays its prologue), so the additivity is checked without the length model.
+  GpuSpec flat = g;
+  flat.attention_reference_seqlen.reset();
+  flat.attention_pipeline_tiles.reset();
+  const StepTime a = batch_step_time(m, flat, 8, {{100, 50000}}, "bf16");
+  const StepTime b = batch_step_time(m, flat, 8, {{100, 30000}}, "bf16");
+  const StepTime ab = batch_step_time(m, flat, 8, {{100, 50000}, {100, 30000}}, "bf16");
   // Attention: the two sequences' attention times, less one launch per layer.
   EXPECT_NEAR(
       ab.total.attention_time_s,
       a.total.attention_time_s + b.total.attention_time_s - 80 * *g.kernel_launch_overhead_s,
       1e-12);
+  // With it, the batch's 9 splits per sequence pay half the prologues of 18: it is faster.
+  const double sum = batch_step_time(m, g, 8, {{100, 50000}}, "bf16").total.attention_time_s +
+                     batch_step_time(m, g, 8, {{100, 30000}}, "bf16").total.attention_time_s -
+                     80 * *g.kernel_launch_overhead_s;
+  EXPECT_LT(batch_step_time(m, g, 8, {{100, 50000}, {100, 30000}}, "bf16").total.attention_time_s,
+            sum);
   // Token-parallel work on 200 tokens costs less than twice 100 tokens: weights read once.
   EXPECT_LT(ab.total.linear_time_s, a.total.linear_time_s + b.total.linear_time_s);
   // FLOPs are additive: the LM head runs for two rows (one per finishing sequence) in one GEMM.
@@ -621,6 +659,83 @@ TEST(KernelTimingPrecision, BadPrecisionAndMechanismKeysAreInputErrors) {
   e = gpu_error("forward_overhead: -1 ms\n");
   EXPECT_NE(e.find("forward_overhead"), std::string::npos) << e;
   EXPECT_EQ(gpu_error("forward_overhead: 0 ms\n"), "(no error)");
+  // Issue 20: an efficiency whose reference implies more than the peak at long sequences (0.99
+  // at S = 8192 with c = 1.69: 0.99 / (32 / 34.19) = 1.06), and one length key without the other.
+  e = gpu_error("attention_efficiency: 0.99\n");
+  EXPECT_NE(e.find("system.gpu.attention_efficiency"), std::string::npos) << e;
+  EXPECT_NE(e.find("at most 1"), std::string::npos) << e;
+  EXPECT_EQ(gpu_error("attention_efficiency: 0.9\n"), "(no error)");  // 0.96 at the limit
+  ConfigNode n = ConfigNode::make_map({"gpu.yaml", 1, 1});
+  n.set("preset", ConfigNode::make_scalar("a100-sxm4-80gb"));
+  merge_into(n, parse_yaml("attention_pipeline_tiles: 2\n", "gpu.yaml"));
+  try {
+    read_preset_config<GpuSpec>(n, "gpu", "system.gpu");
+    ADD_FAILURE() << "attention_pipeline_tiles alone was accepted";
+  } catch (const InputError& x) {
+    EXPECT_NE(std::string(x.what()).find("system.gpu.attention_reference_seqlen"),
+              std::string::npos)
+        << x.what();
+  }
+}
+
+// Issue 20: attention's achievable fraction by length. Each CTA pays c KV tiles' worth of
+// prologue and epilogue, and a causal query tile computes its diagonal KV tile whole; both
+// weigh less as the KV a CTA covers grows. Efficiency = attention_efficiency × the sequence's
+// counted / (computed + splits · c) over the reference's.
+TEST(KernelTiming, AttentionEfficiencyRisesWithTheKvTilesACtaCovers) {
+  GpuSpec g = test_gpu();  // attention_efficiency 0.7, 132 SMs, 1000 TFLOP/s
+  g.attention_reference_seqlen = 2048;
+  g.attention_pipeline_tiles = 2;
+  // Reference: a causal S = 2048 forward, 16 query tiles; tile i computes i + 1 KV tiles (mean
+  // 8.5), the FLOP count holds 8 of them: 8 / (8.5 + 2).
+  EXPECT_NEAR(g.attention_reference_factor(), 8.0 / 10.5, 1e-12);
+  // A 65,536-token prefill from nothing, 32 heads of their own KV: 512 query tiles, 16,384
+  // CTAs, no KV split. counted 256, computed 256.5.
+  const AttentionShape a = attention_shape(65536, 65536, 32, 32);
+  EXPECT_NEAR(a.kv_counted, 256, 1e-12);
+  EXPECT_NEAR(a.kv_computed, 256.5, 1e-12);
+  const double f = (256.0 / 258.5) / (8.0 / 10.5);  // 1.2998
+  EXPECT_NEAR(attention_length_factor(a, 1, g), f, 1e-12);
+  // The kernel's FLOP rate: 0.7 · f of peak, × 16,384 CTAs over 125 waves of 132.
+  Kernel k;
+  k.kind = Kernel::Kind::Attention;
+  k.m = 65536;
+  k.n = 65536;
+  k.heads = 32;
+  k.kv_heads = 32;
+  k.flops = 1e15;
+  const double eff = 0.7 * f * 16384 / (125.0 * 132);
+  EXPECT_NEAR(kernel_time(k, g, "bf16").flops_time_s, 1e15 / (1000e12 * eff), 1e-9);
+  // At the reference's own shape the factor is 1.
+  EXPECT_NEAR(attention_length_factor(attention_shape(2048, 2048, 32, 32), 1, g), 1, 1e-12);
+  // One decode token over 4,096 cached keys, split 16 ways: counted 32 + 1/256, computed 33,
+  // plus 16 prologues of 2 tiles.
+  const AttentionShape d = attention_shape(1, 4097, 32, 8);
+  EXPECT_NEAR(attention_length_factor(d, 16, g), (32 + 1.0 / 256) / (33 + 32) / (8.0 / 10.5),
+              1e-12);
+  // Without a reference the length does not matter.
+  EXPECT_DOUBLE_EQ(attention_length_factor(a, 1, test_gpu()), 1);
+}
+
+// Issue 20: moe_align_block_size pads each expert's own rows, and under uniform routing one
+// expert's rows are Binomial(T, k/E), not T·k/E each.
+TEST(KernelTiming, MoeRowBlocksPadEachExpertsBinomialRows) {
+  // T = 2 tokens, top-1 of 2 experts: n ~ Bin(2, 1/2): P(0, 1, 2) = 1/4, 1/2, 1/4.
+  // 1-row blocks: E[n] = 1 per expert, 2 in all; 2-row blocks: P(n > 0) = 3/4 per expert.
+  EXPECT_NEAR(moe_row_blocks(2, 1, 2, 1), 2, 1e-12);
+  EXPECT_NEAR(moe_row_blocks(2, 1, 2, 2), 1.5, 1e-12);
+  // Every token on every expert (top_k = E): each expert has T rows.
+  EXPECT_NEAR(moe_row_blocks(100, 4, 4, 64), 4 * 2, 1e-12);
+  // Qwen3-30B-A3B at T = 16 (16-row blocks): at most 16 rows each, so one block per touched
+  // expert: 128 · (1 − (15/16)^16).
+  EXPECT_NEAR(moe_row_blocks(16, 8, 128, 16), 82.42251130, 1e-6);
+  // T = 1024 (64-row blocks): n ~ Bin(1024, 1/16), mean 64, sd √(1024 · 15/256) = 7.746. An
+  // even spread would fill exactly one block each (128); P(n ≥ 65) ≈ P(Z > 0.5 / 7.746) = 0.474
+  // (normal with continuity correction), P(n ≥ 129) ≈ 0: ≈ 128 · 1.474 = 188.7 blocks.
+  EXPECT_NEAR(moe_row_blocks(1024, 8, 128, 64), 188.7, 1.5);
+  // A fractional token count interpolates: half-way between T = 2 and T = 3 (Bin(3, 1/2) with
+  // 2-row blocks: P(n > 0) + P(n > 2) = 7/8 + 1/8 = 1 per expert).
+  EXPECT_NEAR(moe_row_blocks(2.5, 1, 2, 2), (1.5 + 2.0) / 2, 1e-12);
 }
 
 }  // namespace

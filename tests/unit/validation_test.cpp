@@ -139,6 +139,43 @@ TEST(Validation, FailingCommandsAndBadPointersNameTheRow) {
   EXPECT_NE(e.find("did not print JSON"), std::string::npos) << e;
 }
 
+// A served figure is one draw of its workload: `seeds` runs the command (and the baseline) once
+// per seed with `--set workload.seed=S` and takes the mean of each.
+TEST(Validation, SeedsAverageTheCommandAndTheBaselineOverRuns) {
+  std::string row = kRow;
+  row.replace(row.find("[probe, prefill, --format, json]"), 32,
+              "[run, a.yaml, --format, json]\n  baseline: [run, b.yaml, --format, json]\n"
+              "  seeds: [1, 2, 4]");
+  row.replace(row.find("unit: ms"), 8, "unit: \"1\"");
+  const ValidationRow r = read_validation_rows(write("seeds.yaml", row).string())[0];
+  ASSERT_EQ(r.seeds.size(), 3u);
+  // Command a prints seed s as its value, b prints 2s: means 7/3 and 14/3, ratio 1/2.
+  std::vector<std::string> seen;
+  const CommandRunner run = [&](const std::vector<std::string>& argv, const std::string&) {
+    EXPECT_EQ(argv.size(), 6u);
+    EXPECT_EQ(argv[4], "--set");
+    const double s = std::stod(argv[5].substr(argv[5].find('=') + 1));
+    seen.push_back(argv[1] + " " + argv[5]);
+    CommandOutput o;
+    o.out = "{\"rows\": [{\"t_s\": " + std::to_string(argv[1] == "a.yaml" ? s : 2 * s) + "}]}";
+    return o;
+  };
+  const ValidationResult v = evaluate_row(r, run);
+  EXPECT_NEAR(v.simulated, (7.0 / 3) / (14.0 / 3), 1e-12);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a.yaml workload.seed=1", "a.yaml workload.seed=2",
+                                            "a.yaml workload.seed=4", "b.yaml workload.seed=1",
+                                            "b.yaml workload.seed=2", "b.yaml workload.seed=4"}));
+  // Only a run takes a seed, and a seed is a whole number.
+  std::string probe = kRow;
+  probe += "  seeds: [1]\n";
+  std::string e = error_of([&] { read_validation_rows(write("seedprobe.yaml", probe).string()); });
+  EXPECT_NE(e.find("only a `run` command"), std::string::npos) << e;
+  std::string neg = row;
+  neg.replace(neg.find("[1, 2, 4]"), 9, "[1, -2]");
+  e = error_of([&] { read_validation_rows(write("seedneg.yaml", neg).string()); });
+  EXPECT_NE(e.find("'-2' is not a whole number"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace validation_test
 }  // namespace kappasim
