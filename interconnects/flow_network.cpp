@@ -122,7 +122,8 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
     if (!(t <= now + eps(now))) break;
     const double at = std::min(std::max(t, m_now), std::max(now, m_now));
     advance(at);
-    std::vector<FlowId> batch;
+    std::vector<FlowId>& batch = m_scratch.batch;
+    batch.clear();
     FlowId earliest = 0;
     double earliest_t = kInf;
     for (const auto& [id, f] : m_flows) {
@@ -147,7 +148,10 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
         left_res.push_back(u.resource);
       }
       left_rates.push_back(f.rate);
-      m_done_bounds[id] = std::move(f.bound_s);
+      const auto at_id = std::lower_bound(
+          m_done_bounds.begin(), m_done_bounds.end(), id,
+          [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
+      m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
       m_flows.erase(id);
       done.push_back(id);
     }
@@ -354,8 +358,9 @@ FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
 
 std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottleneck_times(
     FlowId id) {
-  auto it = m_done_bounds.find(id);
-  if (it == m_done_bounds.end()) return {};
+  const auto it = std::lower_bound(m_done_bounds.begin(), m_done_bounds.end(), id,
+                                   [](const auto& e, FlowId k) { return e.first < k; });
+  if (it == m_done_bounds.end() || it->first != id) return {};
   auto out = std::move(it->second);
   m_done_bounds.erase(it);
   return out;

@@ -128,7 +128,9 @@ class FlowNetwork {
   std::uint64_t m_incremental = 0;
   bool m_dirty = false;       // flows started by start_deferred() since the last recompute()
   FlowId m_pending_from = 0;  // while m_dirty: the first of them (ids ascend)
-  std::map<FlowId, std::vector<std::pair<ResourceId, double>>> m_done_bounds;  // not yet taken
+  // Finished flows' bottleneck times not yet taken, by ascending id: a vector, not a map (no
+  // node per flow; the fabric takes each right after finish_due, so it stays short).
+  std::vector<std::pair<FlowId, std::vector<std::pair<ResourceId, double>>>> m_done_bounds;
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight;
     std::vector<char> saturated, seen;
@@ -137,6 +139,7 @@ class FlowNetwork {
     std::vector<double> rates_in, rates_out;
     std::vector<ResourceId> left;
     std::vector<int> count;
+    std::vector<FlowId> batch;
   } m_scratch;
 };
 
