@@ -128,37 +128,39 @@ void claim_output_dir(const std::string& dir, bool force, const std::string& opt
   }
 }
 
+std::string staging_root(const std::string& dir) { return dir + ".partial"; }
+
 int remove_stale_staging(const std::string& dir) {
-  const fs::path d(dir);
-  const fs::path parent = d.parent_path().empty() ? fs::path(".") : d.parent_path();
-  const std::string base = d.filename().string();
+  // Only the output's own staging folder is read (one stat when it is absent, the usual case):
+  // the cost never grows with how many entries the output's parent holds (issue 24).
+  const fs::path root(staging_root(dir));
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(root, ec))) return 0;
   const std::string host = this_host();
   int removed = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    for (const char* kind : {".partial-", ".old-"}) {
-      const std::string prefix = base + kind;
-      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-      const std::string digits = name.substr(prefix.size());
-      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
-        continue;
-      std::error_code e;
-      if (!it->is_directory(e) || it->is_symlink(e)) continue;
-      bool ours = false;
-      std::string text;
-      if (read_text_file((it->path() / kStagingMarker).string(), text)) {
-        ours = text == host + " " + digits + "\n";
-      } else if (std::string(kind) == ".old-") {
-        // A folder moved aside by commit() (it held the output marker), not yet removed.
-        ours = fs::exists(it->path() / kOutputMarker, e);
-      }
-      if (ours && process_gone(std::stol(digits))) {
-        fs::remove_all(it->path(), e);
-        if (!e) ++removed;
-      }
+    const bool old = name.compare(0, 4, "old-") == 0;
+    const std::string digits = old ? name.substr(4) : name;
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::error_code e;
+    if (!it->is_directory(e) || it->is_symlink(e)) continue;
+    bool ours = false;
+    std::string text;
+    if (read_text_file((it->path() / kStagingMarker).string(), text)) {
+      ours = text == host + " " + digits + "\n";
+    } else if (old) {
+      // A folder moved aside by commit() (it held the output marker), not yet removed.
+      ours = fs::exists(it->path() / kOutputMarker, e);
+    }
+    if (ours && process_gone(std::stol(digits))) {
+      fs::remove_all(it->path(), e);
+      if (!e) ++removed;
     }
   }
+  fs::remove(root, ec);  // only when empty: another run's staging may be in it
   return removed;
 }
 
@@ -188,9 +190,17 @@ OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
     if (ec) throw_create_error("--out: cannot create '" + parent.string() + "'", ec);
   }
   remove_stale_staging(m_dir);
-  m_staging = m_dir + ".partial-" + std::to_string(::getpid());
+  const std::string root = staging_root(m_dir);
+  m_staging = root + "/" + std::to_string(::getpid());
   fs::remove_all(m_staging, ec);
-  fs::create_directory(m_staging, ec);
+  // Another run into the same folder removes the (then empty) staging root when it finishes:
+  // created again if it went between the two calls.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    ec.clear();
+    fs::create_directories(root, ec);
+    if (!ec) fs::create_directory(m_staging, ec);
+    if (ec != std::errc::no_such_file_or_directory) break;
+  }
   if (ec) throw IoError("--out: cannot create '" + m_staging + "': " + ec.message());
   write_file_atomic((fs::path(m_staging) / kStagingMarker).string(),
                     this_host() + " " + std::to_string(::getpid()) + "\n");
@@ -201,6 +211,7 @@ OutputDir::~OutputDir() {
   if (m_committed) return;
   std::error_code ec;
   fs::remove_all(m_staging, ec);
+  fs::remove(staging_root(m_dir), ec);  // only when empty
 }
 
 std::string OutputDir::staging_path(const std::string& relative) const {
@@ -254,7 +265,7 @@ bool read_manifest(const fs::path& dir, std::set<std::string>& files) {
 
 void OutputDir::commit() {
   std::error_code ec;
-  const std::string old = m_dir + ".old-" + std::to_string(::getpid());
+  const std::string old = staging_root(m_dir) + "/old-" + std::to_string(::getpid());
   const bool had = fs::exists(m_dir, ec);
   // Issue 26.3: the marker lists the files this run wrote; files the user added to a folder
   // kappasim wrote (not in its previous manifest) move into the new folder instead of being

@@ -20,22 +20,27 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // lacks it belongs to the user: kappasim refuses to write into it (or replace it) unless the
 // command was given --force.
 inline constexpr const char* kOutputMarker = ".kappasim-output";
-// Written into a staging folder "<dir>.partial-<pid>" only while it is being filled (removed
+// Written into a staging folder "<dir>.partial/<pid>" only while it is being filled (removed
 // just before it is renamed into place): "host pid". It tells a later run that a leftover
 // staging folder is kappasim's and whose process made it.
 inline constexpr const char* kStagingMarker = ".kappasim-staging";
+// The folder beside <dir> that holds its runs' staging folders ("<dir>.partial": "<pid>" while
+// one is filled, "old-<pid>" for the previous <dir> while it is replaced); removed when empty.
+// Stale staging is looked for only there, so the cost does not grow with the parent folder.
+std::string staging_root(const std::string& dir);
 
 // InputError naming `option` unless `dir` is absent, empty, or holds kOutputMarker (or `force`).
 void check_output_dir(const std::string& dir, bool force, const std::string& option = "--out");
 // check_output_dir, then creates `dir` (and its parents) and writes the marker into it: for
 // folders that a command fills in place and resumes (sweep, reproduce).
 void claim_output_dir(const std::string& dir, bool force, const std::string& option = "--out");
-// Removes "<dir>.partial-<pid>" and "<dir>.old-<pid>" siblings left by a killed kappasim: only
-// folders holding kStagingMarker (or, for .old-, kOutputMarker) written on this host, whose
-// process no longer exists. Returns how many were removed.
+// Removes "<pid>" and "old-<pid>" folders in staging_root(dir) left by a killed kappasim: only
+// folders holding kStagingMarker (or, for old-, kOutputMarker) written on this host, whose
+// process no longer exists; then the root itself when it is empty. Returns how many were
+// removed.
 int remove_stale_staging(const std::string& dir);
 
-// Collects the files of one output folder in "<dir>.partial-<pid>" and, on commit(), replaces
+// Collects the files of one output folder in "<dir>.partial/<pid>" and, on commit(), replaces
 // <dir> with it. Destroyed without commit (an error, an exception), it removes the staging
 // folder and leaves any previous <dir> untouched. A <dir> that is not kappasim's (see
 // check_output_dir) is refused before anything is written, unless `force`.

@@ -43,7 +43,7 @@ double FlowNetwork::finish_time(const Flow& f) const {
 FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double bytes,
                                        double rate_cap) {
   const FlowId id = start_deferred(now, std::move(path), bytes, rate_cap);
-  recompute();
+  settle();
   return id;
 }
 
@@ -72,7 +72,9 @@ FlowNetwork::FlowId FlowNetwork::start_deferred(double now, std::vector<Use> pat
   path.resize(n);
   advance(now);
   const FlowId id = m_next_id++;
+  for (const Use& u : path) ++m_res[u.resource].flows;
   m_flows.emplace_hint(m_flows.end(), id, Flow{std::move(path), bytes, bytes, rate_cap, 0, -1, {}});
+  if (!m_dirty) m_pending_from = id;
   m_dirty = true;
   return id;
 }
@@ -120,7 +122,8 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
     if (!(t <= now + eps(now))) break;
     const double at = std::min(std::max(t, m_now), std::max(now, m_now));
     advance(at);
-    std::vector<FlowId> batch;
+    std::vector<FlowId>& batch = m_scratch.batch;
+    batch.clear();
     FlowId earliest = 0;
     double earliest_t = kInf;
     for (const auto& [id, f] : m_flows) {
@@ -132,15 +135,27 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
       }
     }
     if (batch.empty()) batch.push_back(earliest);  // rounding: never stall
+    std::vector<double>& left_rates = m_scratch.rates_out;
+    std::vector<ResourceId>& left_res = m_scratch.left;
+    left_rates.clear();
+    left_res.clear();
     for (FlowId id : batch) {
       Flow& f = m_flows.at(id);
       // Credit what rounding left, so carried totals equal bytes × cost exactly.
-      for (const Use& u : f.path) m_res[u.resource].carried += u.cost * f.remaining;
-      m_done_bounds[id] = std::move(f.bound_s);
+      for (const Use& u : f.path) {
+        m_res[u.resource].carried += u.cost * f.remaining;
+        --m_res[u.resource].flows;
+        left_res.push_back(u.resource);
+      }
+      left_rates.push_back(f.rate);
+      const auto at_id = std::lower_bound(
+          m_done_bounds.begin(), m_done_bounds.end(), id,
+          [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
+      m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
       m_flows.erase(id);
       done.push_back(id);
     }
-    recompute();
+    if (!leave_disjoint()) recompute();
   }
   advance(std::max(now, m_now));
   std::sort(done.begin(), done.end());
@@ -150,32 +165,36 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
 void FlowNetwork::recompute() {
   ++m_recomputes;
   m_dirty = false;
+  for (Resource& r : m_res) r.load = 0;
+  std::vector<Flow*>& all = m_scratch.part;
+  all.clear();
+  for (auto& [id, f] : m_flows) all.push_back(&f);
+  fill(all);
+}
+
+void FlowNetwork::fill(std::vector<Flow*>& flows) {
   // Scratch vectors are members, sized once: no allocation per recomputation (issue 24).
   const std::size_t n_res = m_res.size();
   std::vector<double>& residual = m_scratch.residual;
   std::vector<double>& weight = m_scratch.weight;
   residual.resize(n_res);
   weight.resize(n_res);
-  for (std::size_t r = 0; r < n_res; ++r) {
-    residual[r] = m_res[r].capacity;
-    m_res[r].load = 0;
-  }
   std::vector<Flow*>& unfrozen = m_scratch.unfrozen;
   unfrozen.clear();
-  for (auto& [id, f] : m_flows) {
-    f.rate = 0;
-    unfrozen.push_back(&f);
+  for (Flow* f : flows) {
+    f->rate = 0;
+    unfrozen.push_back(f);
   }
   std::vector<char>& saturated = m_scratch.saturated;
-  saturated.assign(n_res, 0);
-  // The resources some active flow crosses: the rounds below visit only these (a topology may
-  // hold many idle resources: CXL, NVMe, NVLink and NIC ports; issue 14). Same results: an
-  // idle resource has weight 0 and never saturates.
+  saturated.resize(n_res, 0);
+  // The resources these flows cross: the rounds below visit only these (a topology may hold
+  // many idle resources: CXL, NVMe, NVLink and NIC ports; issue 14). Same results: an idle
+  // resource has weight 0 and never saturates.
   std::vector<std::size_t>& used = m_scratch.used;
   used.clear();
   {
     std::vector<char>& seen = m_scratch.seen;
-    seen.assign(n_res, 0);
+    seen.resize(n_res, 0);
     for (const Flow* f : unfrozen)
       for (const Use& u : f->path) {
         const auto r = static_cast<std::size_t>(u.resource);
@@ -184,6 +203,12 @@ void FlowNetwork::recompute() {
           used.push_back(r);
         }
       }
+    for (std::size_t r : used) {
+      seen[r] = 0;
+      saturated[r] = 0;
+      residual[r] = m_res[r].capacity;
+      m_res[r].load = 0;
+    }
   }
   std::vector<Flow*>& still = m_scratch.still;
   while (!unfrozen.empty()) {
@@ -224,9 +249,101 @@ void FlowNetwork::recompute() {
     }
     unfrozen.swap(still);
   }
-  for (const auto& [id, f] : m_flows)
-    if (std::isfinite(f.rate))
-      for (const Use& u : f.path) m_res[u.resource].load += u.cost * f.rate;
+  for (const Flow* f : flows)
+    if (std::isfinite(f->rate))
+      for (const Use& u : f->path) m_res[u.resource].load += u.cost * f->rate;
+  for (std::size_t r : used) saturated[r] = 0;
+}
+
+namespace {
+// Wider than progressive filling's kTie, so that rounding can never hide a tie.
+constexpr double kWindow = 4 * kTie;
+bool within_window(double x, double y) {
+  return std::fabs(y - x) <= kWindow * std::max(std::fabs(x), std::fabs(y));
+}
+}  // namespace
+
+bool FlowNetwork::near_tie(const std::vector<double>& a, const std::vector<double>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i];
+    if (!std::isfinite(x) || (i > 0 && a[i - 1] == x)) continue;
+    for (double y : b)
+      if (std::isfinite(y) && y != x && within_window(x, y)) return true;
+  }
+  return false;
+}
+
+bool FlowNetwork::alone_at_own_level(const Flow& f) const {
+  // Progressive filling gives a flow alone on its resources the level min(capacity / cost, its
+  // rate cap) unless another flow's level within the tie tolerance froze it first.
+  double level = kInf;
+  for (const Use& u : f.path) {
+    const Resource& r = m_res[static_cast<std::size_t>(u.resource)];
+    if (r.flows != 1) return false;
+    level = std::min(level, std::max(0.0, r.capacity) / u.cost);
+  }
+  return std::min(level, f.rate_cap) == f.rate;
+}
+
+bool FlowNetwork::settle_disjoint() {
+  // The flows started since the last settlement (ids from m_pending_from, in id order) join
+  // without touching the others when no resource of theirs carries another flow: progressive
+  // filling over all of them runs each group of flows that share no resource on its own, except
+  // where two groups' fill levels lie within the tie tolerance (a flow then freezes at the other
+  // group's level). Equal levels freeze together at the same value: the same bits.
+  std::vector<Flow*>& joining = m_scratch.part;
+  joining.clear();
+  for (auto it = m_flows.lower_bound(m_pending_from); it != m_flows.end(); ++it)
+    joining.push_back(&it->second);
+  if (joining.empty()) return false;
+  std::vector<int>& mine = m_scratch.count;
+  mine.resize(m_res.size(), 0);
+  for (const Flow* f : joining)
+    for (const Use& u : f->path) ++mine[static_cast<std::size_t>(u.resource)];
+  bool alone = true;
+  for (const Flow* f : joining)
+    for (const Use& u : f->path) {
+      const auto r = static_cast<std::size_t>(u.resource);
+      alone = alone && mine[r] == m_res[r].flows;
+    }
+  for (const Flow* f : joining)
+    for (const Use& u : f->path) mine[static_cast<std::size_t>(u.resource)] = 0;
+  if (!alone) return false;
+  // Their rates alone. A resource's load is a sum over its flows alone: theirs.
+  fill(joining);
+  std::vector<double>& in = m_scratch.rates_in;
+  std::vector<double>& out = m_scratch.rates_out;
+  in.clear();
+  out.clear();
+  for (const Flow* f : joining) out.push_back(f->rate);
+  for (auto it = m_flows.begin(); it != m_flows.end() && it->first < m_pending_from; ++it)
+    in.push_back(it->second.rate);
+  if (near_tie(out, in)) return false;  // recompute() overwrites what fill() set
+  m_dirty = false;
+  ++m_incremental;
+  return true;
+}
+
+bool FlowNetwork::leave_disjoint() {
+  // The flows just removed (their rates in m_scratch.rates_out, their resources in
+  // m_scratch.left) leave the others' rates as they are when none of their resources carries a
+  // remaining flow and every remaining flow whose rate lies within the tie tolerance of one of
+  // theirs, equal ones included, is alone on its resources at its own level (a flow frozen at
+  // another group's level has exactly that level; without that group its own would be a little
+  // different).
+  if (m_dirty) return false;
+  for (ResourceId r : m_scratch.left)
+    if (m_res[static_cast<std::size_t>(r)].flows != 0) return false;
+  const std::vector<double>& out = m_scratch.rates_out;
+  for (const auto& [id, f] : m_flows) {
+    if (!std::isfinite(f.rate)) continue;
+    bool near = false;
+    for (double x : out) near = near || (std::isfinite(x) && within_window(x, f.rate));
+    if (near && !alone_at_own_level(f)) return false;
+  }
+  for (ResourceId r : m_scratch.left) m_res[static_cast<std::size_t>(r)].load = 0;
+  ++m_incremental;
+  return true;
 }
 
 double FlowNetwork::rate(FlowId id) const {
@@ -241,8 +358,9 @@ FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
 
 std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottleneck_times(
     FlowId id) {
-  auto it = m_done_bounds.find(id);
-  if (it == m_done_bounds.end()) return {};
+  const auto it = std::lower_bound(m_done_bounds.begin(), m_done_bounds.end(), id,
+                                   [](const auto& e, FlowId k) { return e.first < k; });
+  if (it == m_done_bounds.end() || it->first != id) return {};
   auto out = std::move(it->second);
   m_done_bounds.erase(it);
   return out;

@@ -45,7 +45,7 @@ class FlowNetwork {
   // settles first by itself.
   FlowId start_deferred(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
   void settle() {
-    if (m_dirty) recompute();
+    if (m_dirty && !settle_disjoint()) recompute();
   }
   // Progresses every flow at its current rate up to `now` (>= the last time seen).
   void advance(double now);
@@ -67,8 +67,11 @@ class FlowNetwork {
   const std::string& name(ResourceId r) const;
   std::size_t resources() const { return m_res.size(); }
   double now() const { return m_now; }
-  // Rate recomputations done so far (each costs O(flows × path length × rounds)).
+  // Rate recomputations done so far (each costs O(flows × path length × rounds)): the full
+  // ones, over every active flow. incremental_updates(): changes of the flow set settled without
+  // one (see "Disjoint changes" below).
   std::uint64_t recomputations() const { return m_recomputes; }
+  std::uint64_t incremental_updates() const { return m_incremental; }
 
   // ---- bottlenecks (issue 12 item 10) ----
   // The resource that froze an active flow's rate in the last progressive filling (the first
@@ -86,6 +89,7 @@ class FlowNetwork {
     double carried = 0;
     double busy = 0;
     double load = 0;
+    int flows = 0;  // active flows crossing it (started ones included before settle())
   };
   struct Flow {
     std::vector<Use> path;
@@ -98,6 +102,20 @@ class FlowNetwork {
   };
   void check(ResourceId r) const;
   void recompute();
+  // Progressive filling over `flows` alone (id order), on the resources they cross: their
+  // rates, bottlenecks, and those resources' loads. recompute() is fill() over every flow.
+  void fill(std::vector<Flow*>& flows);
+  // Disjoint changes (issue 24): flows that share no resource with the others (a compute step's
+  // HBM flows alone on their GPUs) join or leave without a recomputation of the others when
+  // no fill level of theirs lies within progressive filling's tie tolerance of another's
+  // (equal levels allowed when joining; when leaving, only for a flow alone on its resources at
+  // its own level). Then the full recomputation gives the same bits: false when it must run.
+  bool settle_disjoint();
+  bool leave_disjoint();
+  // Whether some rate in `a` lies within the tie tolerance of a different rate in `b`.
+  static bool near_tie(const std::vector<double>& a, const std::vector<double>& b);
+  // Whether `f` is alone on its resources, at the rate progressive filling gives it alone.
+  bool alone_at_own_level(const Flow& f) const;
   double eps(double now) const;
   double finish_time(const Flow& f) const;
 
@@ -107,13 +125,21 @@ class FlowNetwork {
   double m_now = 0;
   double m_time_eps;
   std::uint64_t m_recomputes = 0;
-  bool m_dirty = false;  // flows started by start_deferred() since the last recompute()
-  std::map<FlowId, std::vector<std::pair<ResourceId, double>>> m_done_bounds;  // not yet taken
+  std::uint64_t m_incremental = 0;
+  bool m_dirty = false;       // flows started by start_deferred() since the last recompute()
+  FlowId m_pending_from = 0;  // while m_dirty: the first of them (ids ascend)
+  // Finished flows' bottleneck times not yet taken, by ascending id: a vector, not a map (no
+  // node per flow; the fabric takes each right after finish_due, so it stays short).
+  std::vector<std::pair<FlowId, std::vector<std::pair<ResourceId, double>>>> m_done_bounds;
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight;
     std::vector<char> saturated, seen;
     std::vector<std::size_t> used;
-    std::vector<Flow*> unfrozen, still;
+    std::vector<Flow*> unfrozen, still, part;
+    std::vector<double> rates_in, rates_out;
+    std::vector<ResourceId> left;
+    std::vector<int> count;
+    std::vector<FlowId> batch;
   } m_scratch;
 };
 

@@ -138,6 +138,7 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
   // buffer, and the DMA reads (or writes) the staging buffer: DRAM is touched three times.
   const double dram_touches = pinned ? 1.0 : 3.0;
   std::vector<FlowNetwork::Use> uses;
+  uses.reserve(8);  // one allocation per transfer
   const int ps = pool_socket(gpu);
   const int n = node_of_gpu(gpu);
   if (m_link_type == LinkType::HbmTier) {
@@ -264,6 +265,7 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
   const bool in = h2d(r.dir);  // data into the GPU
   const int g = r.gpu, how = dma(r.path) ? 0 : 1, n = node_of_gpu(g), gs = socket_of_gpu(g);
   std::vector<FlowNetwork::Use> uses;
+  uses.reserve(8);  // one allocation per transfer
   switch (r.endpoint) {
     case Endpoint::HostDram:
       return path(g, r.dir, r.path, r.pinned);

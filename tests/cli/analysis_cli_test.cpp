@@ -447,7 +447,7 @@ TEST(AnalysisCli, SensitivitySeedsFoldersAndResume) {
   for (const auto& e : fs::recursive_directory_iterator(d / "o")) {
     if (!e.is_regular_file()) continue;
     const std::string text = slurp(e.path());
-    EXPECT_FALSE(has(text, ".partial-")) << e.path();
+    EXPECT_FALSE(has(text, ".partial")) << e.path();
     if (e.path().filename() == "command.txt") {
       ++commands;
       EXPECT_TRUE(has(text, (d / "o" / "runs").string())) << text;

@@ -225,7 +225,7 @@ TEST(Cli, ReportWritesAllFilesOrNothing) {
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(fs::exists(bad));
   for (const auto& e : fs::directory_iterator(scratch()))
-    EXPECT_FALSE(has(e.path().filename().string(), ".partial-")) << e.path();
+    EXPECT_FALSE(has(e.path().filename().string(), ".partial")) << e.path();
 }
 
 // ---- kappasim run ---------------------------------------------------------------------------
@@ -616,7 +616,7 @@ TEST(Cli, RunBadInputExitsTwoAndWritesNothing) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.err, "--out")) << r.err;
   for (const auto& e : fs::directory_iterator(scratch()))
-    EXPECT_FALSE(has(e.path().filename().string(), ".partial-")) << e.path();
+    EXPECT_FALSE(has(e.path().filename().string(), ".partial")) << e.path();
 }
 
 // ---- kappasim measure -----------------------------------------------------------------------
@@ -778,7 +778,7 @@ TEST(Cli, RunWhoseResultsCannotBeWrittenExitsFourAndLeavesNoFolder) {
   const std::string msg = slurp(err);
   EXPECT_EQ(WEXITSTATUS(status), 4) << msg;  // an I/O error, not bad input (issue 12, item 6)
   EXPECT_TRUE(
-      has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial-"))
+      has(msg, "kappasim: error: cannot write requests file '" + out.string() + ".partial/"))
       << msg;
   EXPECT_TRUE(has(msg, ": File too large")) << msg;  // the system's reason (strerror(EFBIG))
   EXPECT_FALSE(fs::exists(out));
@@ -951,7 +951,7 @@ TEST(Cli, RunRefusesAUsersNonEmptyFolderUnlessForce) {
   EXPECT_TRUE(fs::exists(forced / "summary.json"));
 }
 
-// A killed run leaves OUT.partial-PID; the next run into OUT removes it once that process is
+// A killed run leaves OUT.partial/PID; the next run into OUT removes it once that process is
 // gone. A look-alike folder without kappasim's staging marker, or of a live process, stays.
 TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
   const fs::path parent = scratch() / "stale";
@@ -963,13 +963,17 @@ TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
   ::waitpid(child, &st, 0);  // `child` is now a pid with no process
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  const fs::path dead = parent / ("out.partial-" + std::to_string(child));
+  const fs::path dead = parent / "out.partial" / std::to_string(child);
   fs::create_directories(dead);
   std::ofstream(dead / ".kappasim-staging") << host << " " << child << "\n";
   std::ofstream(dead / "requests.csv") << "id\n";
-  const fs::path foreign = parent / ("out.partial-" + std::to_string(child + 1000000));
+  // A previous folder moved aside by a run killed while it replaced it: holds the output marker.
+  const fs::path aside = parent / "out.partial" / ("old-" + std::to_string(child));
+  fs::create_directories(aside);
+  std::ofstream(aside / ".kappasim-output") << "kappasim output folder\n";
+  const fs::path foreign = parent / "out.partial" / std::to_string(child + 1000000);
   fs::create_directories(foreign);  // not kappasim's: no staging marker
-  const fs::path live = parent / ("out.partial-" + std::to_string(::getpid()));
+  const fs::path live = parent / "out.partial" / std::to_string(::getpid());
   fs::create_directories(live);
   std::ofstream(live / ".kappasim-staging") << host << " " << ::getpid() << "\n";
   const fs::path cfg = write("stale.yaml", kRunConfig);
@@ -977,9 +981,17 @@ TEST(Cli, StaleStagingFoldersOfDeadRunsAreRemoved) {
       run("run " + cfg.string() + " -q --set trace=false --out " + (parent / "out").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(aside));
   EXPECT_TRUE(fs::exists(foreign));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_FALSE(fs::exists(parent / "out" / ".kappasim-staging"));  // only while staging
+  // Once nothing is left in it, the staging folder goes too.
+  fs::remove_all(foreign);
+  fs::remove_all(live);
+  r = run("run " + cfg.string() + " -q --set trace=false --out " + (parent / "out").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(parent / "out.partial"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(parent), fs::directory_iterator{}), 1);
 }
 
 // High or degenerate arrival rates: a bounded warm-up (fast) or a clear rejection, never a hang

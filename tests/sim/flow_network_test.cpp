@@ -197,6 +197,108 @@ TEST(FlowNetwork, ManyRandomFlowsAllFinishAndConserveBytes) {
   EXPECT_GT(now, last_start);
 }
 
+// Issue 24: flows that share no resource with the others (a compute step's HBM flows alone on
+// their GPUs) join and leave without a recomputation of everyone's rates.
+TEST(FlowNetwork, FlowsAloneOnTheirResourcesNeedNoRecomputation) {
+  FlowNetwork n;
+  std::vector<FlowNetwork::ResourceId> hbm;
+  for (int g = 0; g < 8; ++g) hbm.push_back(n.add_resource("hbm" + std::to_string(g), 4.0));
+  std::vector<FlowNetwork::FlowId> ids;
+  for (int g = 0; g < 8; ++g) ids.push_back(n.start_deferred(0.0, {{hbm[g], 2.0}}, 10.0 + g));
+  n.settle();
+  EXPECT_EQ(n.recomputations(), 0u);
+  EXPECT_EQ(n.incremental_updates(), 1u);
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_EQ(n.rate(ids[g]), 2.0);  // capacity / cost
+    EXPECT_EQ(n.load(hbm[g]), 4.0);
+    EXPECT_EQ(n.bottleneck(ids[g]), hbm[g]);
+  }
+  // The first finishes at 10 / 2 = 5 s; the others keep their rates.
+  EXPECT_EQ(n.finish_due(5.0), std::vector<FlowNetwork::FlowId>{ids[0]});
+  EXPECT_EQ(n.recomputations(), 0u);
+  EXPECT_EQ(n.load(hbm[0]), 0.0);
+  EXPECT_EQ(n.rate(ids[1]), 2.0);
+  // A flow crossing a busy resource is recomputed with everyone: the two share hbm1 at costs 2
+  // and 1, so progressive filling gives both 4 / (2 + 1).
+  auto shared = n.start(5.0, {{hbm[1], 1.0}}, 100.0);
+  EXPECT_EQ(n.recomputations(), 1u);
+  EXPECT_DOUBLE_EQ(n.rate(shared), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(n.rate(ids[1]), 4.0 / 3.0);
+}
+
+// Progressive filling freezes every flow whose resource saturates within a relative 1e-12 of the
+// current fill level, even across groups of flows that share nothing. A flow that joins or leaves
+// alone on its resources keeps that rule: the near tie is settled by the full recomputation.
+TEST(FlowNetwork, NearTiesAcrossDisjointFlowsFreezeTogetherAsInAFullRecomputation) {
+  FlowNetwork n;
+  const double c = 1.0 + 5e-13;  // within the tie tolerance of 1.0
+  auto a = n.add_resource("a", 1.0);
+  auto b = n.add_resource("b", c);
+  auto fa = n.start(0.0, {{a, 1.0}}, 1.0);
+  auto fb = n.start(0.0, {{b, 1.0}}, 10.0);
+  EXPECT_EQ(n.rate(fa), 1.0);
+  EXPECT_EQ(n.rate(fb), 1.0);  // frozen with fa at fa's level, not c
+  EXPECT_EQ(n.recomputations(), 1u);
+  // fa leaves: fb alone fills its resource.
+  EXPECT_EQ(n.finish_due(1.0), std::vector<FlowNetwork::FlowId>{fa});
+  EXPECT_EQ(n.rate(fb), c);
+  EXPECT_EQ(n.recomputations(), 2u);
+}
+
+// Random flows on many resources, most of them alone: after every start and finish the rates,
+// bottlenecks and loads are those of a network that recomputes everything every time.
+TEST(FlowNetwork, DisjointUpdatesGiveTheFullRecomputationsBits) {
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  // `full` also routes every flow through one resource of vast capacity: it never saturates (its
+  // fill level is ~1e290), so the rates are the same, but no flow is ever alone there and every
+  // change is a full recomputation.
+  FlowNetwork inc, full;
+  const int R = 40;
+  for (int i = 0; i < R; ++i) {
+    // A few capacities repeat exactly, a few differ by less than the tie tolerance.
+    const double cap = i % 5 == 0 ? 1e9 : i % 5 == 1 ? 1e9 * (1 + 3e-13) : 1e9 * (1 + u(rng));
+    inc.add_resource("r" + std::to_string(i), cap);
+    full.add_resource("r" + std::to_string(i), cap);
+  }
+  const auto shared = full.add_resource("shared", 1e300);
+  std::vector<FlowNetwork::FlowId> ids;
+  double now = 0;
+  for (int k = 0; k < 3000; ++k) {
+    const double tf = inc.next_finish();
+    const double ts = now + 1e-4 * u(rng);
+    if (ts < tf) {
+      now = ts;
+      const int group = 1 + static_cast<int>(4 * u(rng));
+      for (int m = 0; m < group; ++m) {
+        std::vector<Use> path{{static_cast<int>(R * u(rng)) % R, u(rng) < 0.5 ? 1.0 : 2.0}};
+        if (u(rng) < 0.2) path.push_back({static_cast<int>(R * u(rng)) % R, 1.0});
+        const double bytes = 1e3 + 1e5 * u(rng);
+        const double cap = u(rng) < 0.1 ? 5e8 : FlowNetwork::kInf;
+        const auto id = inc.start_deferred(now, path, bytes, cap);
+        path.push_back({shared, 1.0});
+        ASSERT_EQ(full.start_deferred(now, path, bytes, cap), id);
+        ids.push_back(id);
+      }
+      inc.settle();
+      full.settle();
+    } else {
+      now = tf;
+      ASSERT_EQ(inc.finish_due(now), full.finish_due(now));
+    }
+    ASSERT_EQ(inc.active_count(), full.active_count());
+    for (auto id : ids) {
+      if (!full.active(id)) continue;
+      ASSERT_EQ(inc.rate(id), full.rate(id)) << "flow " << id << " step " << k;
+      ASSERT_EQ(inc.bottleneck(id), full.bottleneck(id));
+    }
+    for (int r = 0; r < R; ++r) ASSERT_EQ(inc.load(r), full.load(r)) << "resource " << r;
+  }
+  EXPECT_GT(inc.incremental_updates(), 100u);  // the disjoint path was taken
+  EXPECT_GT(inc.recomputations(), 100u);       // and so was the full one
+  EXPECT_GT(full.recomputations(), inc.recomputations() + 100);
+}
+
 }  // namespace
 }  // namespace flow_network_test
 }  // namespace kappasim

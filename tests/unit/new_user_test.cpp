@@ -122,7 +122,7 @@ TEST(NewUserOutput, StagingOfAProcessThatDiedDuringTheRerunIsRemovedAtCommit) {
   ASSERT_GT(child, 0);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  const fs::path stale = parent / ("o.partial-" + std::to_string(child));
+  const fs::path stale = parent / "o.partial" / std::to_string(child);
   fs::create_directories(stale);
   std::ofstream(stale / ".kappasim-staging") << host << " " << child << "\n";
   std::ofstream(stale / "requests.csv") << "id\n";
@@ -136,6 +136,7 @@ TEST(NewUserOutput, StagingOfAProcessThatDiedDuringTheRerunIsRemovedAtCommit) {
     o.commit();
   }
   EXPECT_FALSE(fs::exists(stale));
+  EXPECT_FALSE(fs::exists(parent / "o.partial"));  // emptied, so removed
   EXPECT_TRUE(fs::exists(parent / "o" / "summary.json"));
   EXPECT_FALSE(fs::exists(parent / "o" / ".kappasim-staging"));
   fs::remove_all(parent);
