@@ -93,7 +93,6 @@ class ServingEngine : public sc_core::sc_module {
   const KvStore& store(std::size_t r = 0) const { return *m_ranks.at(r)->store; }
   const KvTier& tier() const { return store().dram(); }
   const PagedKv& gpu_kv() const { return *m_ranks.at(0)->kv; }
-  double kv_bytes_per_token_gpu() const { return m_kv.unit_per_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
   const ReplicaLayout& layout() const { return m_layout; }

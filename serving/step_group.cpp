@@ -114,9 +114,7 @@ StepGroup::StepGroup(const StepGroupEnv& env, std::vector<Rank*> rs,
   if (const Topology* topo = m_env.link.topology())
     for (const auto& res : topo->resources())
       m_resource_bound.push_back(load_bound_of_resource(res.name));
-  TransferRequest peer;
-  peer.endpoint = Endpoint::PeerGpu;
-  m_peer_fabric = m_env.kv.replication > 1 && m_env.link.carries(peer);
+  m_peer_fabric = m_env.kv.replication > 1 && carries_peer(m_env.link);
 }
 
 StepGroup::~StepGroup() = default;
@@ -297,7 +295,9 @@ void StepGroup::execute(Step& b) {
   for (const StepPlan& p : b.plans)
     for (const StepItem& it : p.items)
       if (it.seq->first_token_s < 0) m_env.ledger.at(it.seq->req.id).compute_s += b.compute_s;
-  stats.compute_busy_s += b.compute_s;
+  // Per GPU: a pipeline stage's GPUs compute their stage's share of the step (pp steps in
+  // flight keep the other stages busy).
+  stats.compute_busy_s += b.compute_s / m_env.layout.pp;
   stats.flops += step_time.total.flops;
   stats.hbm_bytes += step_time.total.hbm_bytes;
   const double t_store = now_s();
@@ -358,18 +358,15 @@ void StepGroup::end(Step& b) {
   }
 }
 
-double StepGroup::store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done) {
+void StepGroup::store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done) {
   for (Rank* r : ranks) r->store->reap();
-  const double t0 = now_s();
   std::vector<CopyGroup*> started;
   for (std::size_t r = 0; r < ranks.size(); ++r)
     if (CopyGroup* c = ranks[r]->store->store(done[r])) started.push_back(c);
-  if (started.empty() || m_env.spec.serving.effective_store() == StoreMode::Async) return 0;
+  if (started.empty() || m_env.spec.serving.effective_store() == StoreMode::Async) return;
   // LMCache's store synchronises the stream before the step ends.
   for (CopyGroup* c : started) ctx.wait_copies(*c);
-  const double t = now_s() - t0;
   for (Rank* r : ranks) r->store->reap();
-  return t;
 }
 
 void StepGroup::check_step(double start_s) {
@@ -477,14 +474,8 @@ void StepGroup::start_gather(CopyGroup& c) {
       const GpuUnit& to = gs.at(k - j + (j / group) * group + (j % group + 1) % group);
       const auto it = shard.find(from.fabric);
       if (it == shard.end() || !(it->second > 0)) continue;
-      TransferRequest q;
-      q.gpu = from.fabric;
-      q.dir = Direction::D2H;  // gpu -> endpoint
-      q.path = CopyPath::Dma;
-      q.endpoint = Endpoint::PeerGpu;
-      q.endpoint_index = to.fabric;
-      q.bytes = (R - 1) * it->second;  // the ring: it forwards every other GPU's shard once
-      c.gather.push_back(q);
+      // The ring: it forwards every other GPU's shard once.
+      c.gather.push_back(peer_transfer(from, to, (R - 1) * it->second));
     }
   }
   // g ends with the gather: one member of its own until the gather's transfers have started.

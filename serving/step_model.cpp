@@ -72,9 +72,7 @@ class LayoutStep final : public StepModel {
         m_stage_free(static_cast<std::size_t>(L.pp)) {
     // The all-to-all and PP activations go through the fabric where the back end carries
     // GPU-to-GPU transfers (the flow back end; LinkModel::carries).
-    TransferRequest peer;
-    peer.endpoint = Endpoint::PeerGpu;
-    m_peer_fabric = link.carries(peer) && m_L.stage_gpus * m_L.pp > 1;
+    m_peer_fabric = carries_peer(link) && m_L.stage_gpus * m_L.pp > 1;
   }
 
   int concurrent_batches() const override { return m_L.pp; }
@@ -153,20 +151,10 @@ class LayoutStep final : public StepModel {
         if (!(bytes > 0)) continue;
         // Dispatch: a sends to b; combine: the expert outputs come back, b to a.
         c.rs.push_back(
-            peer_request(combine ? gpu(s, b) : gpu(s, a), combine ? gpu(s, a) : gpu(s, b), bytes));
+            peer_transfer(combine ? gpu(s, b) : gpu(s, a), combine ? gpu(s, a) : gpu(s, b), bytes));
       }
     peer(c);
     wait_s((n_moe - 1) * latency_s * f);
-  }
-  static TransferRequest peer_request(const GpuUnit& from, const GpuUnit& to, double bytes) {
-    TransferRequest q;
-    q.gpu = from.fabric;
-    q.dir = Direction::D2H;  // gpu -> endpoint
-    q.path = CopyPath::Dma;
-    q.endpoint = Endpoint::PeerGpu;
-    q.endpoint_index = to.fabric;
-    q.bytes = bytes;
-    return q;
   }
   // Stage s taken by one micro-batch at a time (they reach it in order; with one stage nothing
   // else runs on it).
@@ -208,7 +196,7 @@ class LayoutStep final : public StepModel {
         if (m_peer_fabric) {
           CopyGroup act;
           for (int i = 0; i < m_L.stage_gpus; ++i)
-            act.rs.push_back(peer_request(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
+            act.rs.push_back(peer_transfer(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
           peer(act);
         } else {
           wait_s(k.stage_pp_s[si] * f);
