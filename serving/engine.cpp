@@ -54,13 +54,13 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
                              m_layout.p.nodes);
   make_gpus();
   make_ranks();
-  make_groups();
-  make_stores();
   m_pull = std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff,
                                     m_layout.pp, m_kv.unit_per_gpu, m_sinks.on_pulled, m_work);
   std::vector<int> fabric_gpus;
   for (const auto& u : m_gpus) fabric_gpus.push_back(u->fabric);
   m_trace = std::make_unique<EngineTrace>(m_sinks.trace, fabric_gpus, m_spec.check);
+  make_groups();
+  make_stores();
   m_arrivals = std::make_unique<Arrivals>(
       m_spec, source, m_sinks.role, m_sinks.warm_source, m_ranks, m_view,
       [this](const Request& r, std::size_t rank, double fe_in) { return admit(r, rank, fe_in); },
@@ -131,7 +131,9 @@ void ServingEngine::make_ranks() {
       for (int j = 0; j < L.tp; ++j)
         units.push_back(m_gpus[static_cast<std::size_t>(s * L.stage_gpus + r * L.tp + j)].get());
     rank->gpus = std::make_unique<RankGpus>(std::move(units), L.tp, gpu.sm_count);
-    rank->sched = std::make_unique<Scheduler>(sv.scheduler_config());
+    SchedulerConfig sched = sv.scheduler_config();
+    sched.max_batches = L.pp;  // a micro-batch per pipeline stage in flight (StepGroup)
+    rank->sched = std::make_unique<Scheduler>(sched);
     rank->kv = std::make_unique<PagedKv>(blocks, sv.block_tokens);
     if (m_kv.hybrid) rank->kv->set_hybrid(*m_kv.hybrid);
     if (sv.prefix_caching) rank->kv->enable_prefix_cache();
@@ -146,6 +148,19 @@ void ServingEngine::make_groups() {
   const ReplicaLayout& L = m_layout;
   const bool moe = m_spec.model.mlp.type == MlpType::Moe;
   const double all = static_cast<double>(L.gpus);
+  const StepGroupEnv env{m_spec,
+                         m_kv,
+                         m_layout,
+                         *m_link,
+                         *m_load_path,
+                         m_ledger,
+                         m_layout_stats,
+                         *m_trace,
+                         *m_pull,
+                         m_sinks.summary,
+                         m_work,
+                         [this] { return m_arrivals->done(); },
+                         [this](Sequence* s) { finish(s); }};
   if (moe && L.dp > 1) {
     std::vector<Rank*> rs;
     std::vector<const RankGpus*> gs;
@@ -153,8 +168,8 @@ void ServingEngine::make_groups() {
       rs.push_back(r.get());
       gs.push_back(r->gpus.get());
     }
-    m_groups.push_back(std::make_unique<Group>(
-        *this, rs, make_layout_step(m_spec, L, gs, *m_link, m_layout_stats, m_on_fewer_sms), 1.0));
+    m_groups.push_back(std::make_unique<StepGroup>(
+        env, rs, make_layout_step(m_spec, L, gs, *m_link, m_layout_stats, m_on_fewer_sms), 1.0));
     return;
   }
   ReplicaLayout one = L;  // a rank alone
@@ -168,7 +183,7 @@ void ServingEngine::make_groups() {
                                                               m_layout_stats, m_on_fewer_sms);
     const double share = L.dp == 1 ? 1.0 : one.gpus / all;
     m_groups.push_back(
-        std::make_unique<Group>(*this, std::vector<Rank*>{r.get()}, std::move(model), share));
+        std::make_unique<StepGroup>(env, std::vector<Rank*>{r.get()}, std::move(model), share));
   }
 }
 
@@ -244,7 +259,7 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   st.compute_tokens = st.seq->compute_tokens;
   // serving.stack.load: async (vLLM's OffloadingConnector): its cached KV is loaded outside
   // the steps, after admission, while other requests' steps run.
-  if (!decode_role) st.seq->async_kv = Group::loads_async(sv, st);
+  if (!decode_role) st.seq->async_kv = StepGroup::loads_async(sv, st);
   ++m_stats.arrived;
   // A prefetch may hold the request out of the queue until its chunks are in DRAM. A request
   // that cannot fit one step (chunked prefill off, budget too small) is an input error found

@@ -49,6 +49,8 @@
 
 namespace kappasim {
 
+class StepGroup;  // serving/step_group.hpp
+
 struct EngineSinks {
   RequestsCsvWriter* requests = nullptr;  // may be null
   TraceWriter* trace = nullptr;           // may be null
@@ -91,7 +93,6 @@ class ServingEngine : public sc_core::sc_module {
   const KvStore& store(std::size_t r = 0) const { return *m_ranks.at(r)->store; }
   const KvTier& tier() const { return store().dram(); }
   const PagedKv& gpu_kv() const { return *m_ranks.at(0)->kv; }
-  double kv_bytes_per_token_gpu() const { return m_kv.unit_per_gpu; }
   const LinkModule& link() const { return *m_link; }  // the link back end
   const RunSpec& spec() const { return m_spec; }
   const ReplicaLayout& layout() const { return m_layout; }
@@ -108,7 +109,6 @@ class ServingEngine : public sc_core::sc_module {
   void release_kv(std::uint64_t id);
 
  private:
-  class Group;  // a step group: serving/step_group.hpp
   // The parts, built in this order by the constructor.
   void make_gpus();
   void make_ranks();
@@ -131,7 +131,7 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<LoadPathStrategy> m_load_path;  // serving.load_path's strategy
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;
-  std::vector<std::unique_ptr<Group>> m_groups;
+  std::vector<std::unique_ptr<StepGroup>> m_groups;
   RequestLedger m_ledger;  // arrived, not finished: one state per request
   RankView m_view;         // m_ranks and m_ledger as routers see them
   std::unique_ptr<Arrivals> m_arrivals;

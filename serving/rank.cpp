@@ -5,6 +5,23 @@
 
 namespace kappasim {
 
+TransferRequest peer_transfer(const GpuUnit& from, const GpuUnit& to, double bytes) {
+  TransferRequest q;
+  q.gpu = from.fabric;
+  q.dir = Direction::D2H;  // gpu -> endpoint
+  q.path = CopyPath::Dma;
+  q.endpoint = Endpoint::PeerGpu;
+  q.endpoint_index = to.fabric;
+  q.bytes = bytes;
+  return q;
+}
+
+bool carries_peer(const LinkModel& link) {
+  TransferRequest peer;
+  peer.endpoint = Endpoint::PeerGpu;
+  return link.carries(peer);
+}
+
 void RankGpus::plan_all(std::vector<TransferRequest>& rs, double bytes_per_gpu, Direction dir,
                         CopyPath path) const {
   for (const GpuUnit* u : m_gpus) {

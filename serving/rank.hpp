@@ -35,6 +35,11 @@ struct GpuUnit {
   double kv_share = 1;
 };
 
+// `bytes` from GPU `from` to GPU `to` over the GPU-to-GPU fabric (NVLink or NIC ports): a DMA
+// PeerGpu transfer; whether the link back end carries them at all (the flow back end does).
+TransferRequest peer_transfer(const GpuUnit& from, const GpuUnit& to, double bytes);
+bool carries_peer(const LinkModel& link);
+
 // A rank's GPUs, stage-major (stage s, TP position j: index s * tp + j).
 class RankGpus {
  public:

@@ -21,8 +21,8 @@
 //    direction; a phase ends when the busiest port has moved its bytes, plus one link latency;
 //  - the step lasts the slowest rank's non-expert time (lockstep) plus the a2a phases and the
 //    experts (no overlap of communication with compute: vLLM's default without dual-batch
-//    overlap); PP stages run in series within a step (pessimistic for throughput: vLLM keeps
-//    pp batches in flight), with their activations sent to the next stage between them.
+//    overlap); a step's PP stages run one after the other, with their activations sent to the
+//    next stage between them (the layout step model keeps pp steps in flight, one per stage).
 // Ignores: expert-load imbalance (EPLB), TP > 1 inside a rank for the a2a (each GPU of a rank
 // sends its 1/tp share of the rank's tokens), congestion beyond the per-port model.
 #pragma once

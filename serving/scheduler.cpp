@@ -120,6 +120,16 @@ void Scheduler::pulled(Sequence* s) {
   m_running.push_back(s);  // its next step computes its remaining tokens over the pulled KV
 }
 
+bool Scheduler::grow_or_preempt(Sequence* s, std::int64_t tokens, PagedKv& kv) {
+  while (!kv.grow(s->req.id, tokens)) {
+    if (m_running.back()->in_batch) return false;
+    const bool self = m_running.back() == s;
+    preempt_last(kv);
+    if (self) return false;
+  }
+  return true;
+}
+
 void Scheduler::preempt_last(PagedKv& kv) {
   Sequence* v = m_running.back();
   m_running.pop_back();
@@ -267,37 +277,28 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
 // ---- Scheduler ------------------------------------------------------------------------------
 
 StepPlan Scheduler::plan(double now, PagedKv& kv) {
-  if (m_in_flight)
+  if (m_in_flight >= m_cfg.max_batches)
     throw std::logic_error("Scheduler::plan: the previous step has not been completed");
   StepPlan plan;
   std::int64_t budget = m_cfg.max_num_batched_tokens;
 
-  // 1. Running sequences, in admission order (preemption takes them from the back).
+  // 1. Running sequences, in admission order (preemption takes them from the back); those in a
+  // batch still in flight wait for it.
   for (std::size_t i = 0; i < m_running.size() && budget > 0; ++i) {
     Sequence* s = m_running[i];
+    if (s->in_batch) continue;
     if (!s->decoding()) {
       const std::int64_t t = std::min(s->remaining(), budget);
       // serving.kv_allocation: chunk: this chunk's blocks now, preempting as for a decode token.
-      bool self = false;
-      if (m_cfg.kv_allocation == KvAllocation::Chunk)
-        while (!kv.grow(s->req.id, s->hbm_hit_tokens + s->cached_tokens + s->computed + t)) {
-          self = m_running.back() == s;
-          preempt_last(kv);
-          if (self) break;
-        }
-      if (self) break;
+      if (m_cfg.kv_allocation == KvAllocation::Chunk &&
+          !grow_or_preempt(s, s->hbm_hit_tokens + s->cached_tokens + s->computed + t, kv))
+        break;
       plan.items.push_back({s, t, false, t == s->remaining(), false});
       plan.tokens += t;
       budget -= t;
       continue;
     }
-    bool self = false;
-    while (!kv.grow(s->req.id, s->decode_kv_tokens())) {
-      self = m_running.back() == s;
-      preempt_last(kv);
-      if (self) break;
-    }
-    if (self) break;  // vLLM v1 stops scheduling running requests here
+    if (!grow_or_preempt(s, s->decode_kv_tokens(), kv)) break;  // vLLM v1 stops here
     plan.items.push_back({s, 1, false, false, true});
     plan.tokens += 1;
     budget -= 1;
@@ -316,14 +317,16 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
 
   if (plan.tokens > m_cfg.max_num_batched_tokens)
     throw std::logic_error("Scheduler::plan: token budget exceeded");
-  m_in_flight = !plan.items.empty();
+  if (!plan.items.empty()) ++m_in_flight;
+  for (const StepItem& it : plan.items) it.seq->in_batch = true;
   return plan;
 }
 
 void Scheduler::complete(const StepPlan& plan, double now, PagedKv& kv) {
   if (plan.items.empty()) return;
-  if (!m_in_flight) throw std::logic_error("Scheduler::complete: no step is outstanding");
-  m_in_flight = false;
+  if (m_in_flight == 0) throw std::logic_error("Scheduler::complete: no step is outstanding");
+  --m_in_flight;
+  for (const StepItem& it : plan.items) it.seq->in_batch = false;
   bool any_finished = false;
   for (const StepItem& item : plan.items) {
     Sequence* s = item.seq;

@@ -76,6 +76,9 @@ struct Sequence {  // one request inside the engine
   bool pd_handoff = false;  // async_kv from a P/D prefill instance (else from the tier)
   bool kv_resident = false;
   bool hold_kv = false;
+  // In a micro-batch still in flight (pipeline parallelism: Scheduler::plan is not yet completed
+  // for it): not scheduled again, nor preempted, until that batch has left the last stage.
+  bool in_batch = false;
 
   // serving.prefix_caching: prompt tokens [0, hbm_hit_tokens) whose KV the GPU's prefix cache
   // held at its latest admission (blocks shared with other requests, PagedKv): neither loaded
@@ -164,6 +167,9 @@ struct SchedulerConfig {
   Policy policy = Policy::Fifo;
   double fairness_max_wait_s = 5;  // Fair only; see serving_spec.hpp for the default's basis
   KvAllocation kv_allocation = KvAllocation::Prompt;
+  // Plans outstanding at once (vLLM's max_concurrent_batches: the pipeline-parallel size, its
+  // engine core's batch queue; 1 without pipeline stages).
+  int max_batches = 1;
 };
 
 class Scheduler;
@@ -223,8 +229,9 @@ class Scheduler {
   // The next step. Allocates KV blocks for admitted sequences. A sequence whose prompt needs
   // more blocks than the whole pool is rejected (rejected = true, finish_s = now, returned by
   // take_finished()), as vLLM rejects a prompt longer than it can ever hold. Returns an empty
-  // plan when nothing can run. At most one non-empty plan may be outstanding
-  // (std::logic_error): call complete() before the next plan().
+  // plan when nothing can run. At most config().max_batches non-empty plans may be outstanding
+  // (std::logic_error): complete() each before more; a sequence in an outstanding plan is
+  // neither planned nor preempted (vLLM's scheduled_req_ids with pipeline parallelism).
   StepPlan plan(double now, PagedKv& kv);
 
   // Ends the outstanding step: advances `computed`; a sequence that finished its prefill
@@ -265,15 +272,19 @@ class Scheduler {
   static void register_computed(Sequence& s, PagedKv& kv);
   void reject(Sequence* s, double now);
   void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
+  // Grows s's blocks to `tokens`, preempting the most recently admitted running sequence while
+  // they do not fit; false when s itself was preempted, or the one to preempt is in a batch in
+  // flight (s is not planned: the running pass stops, as vLLM v1's does).
+  bool grow_or_preempt(Sequence* s, std::int64_t tokens, PagedKv& kv);
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token
 
   SchedulerConfig m_cfg;
   std::list<Sequence*> m_waiting;    // arrival (enqueue) order
   std::vector<Sequence*> m_running;  // admission order
   std::vector<Sequence*> m_finished;
-  std::vector<Sequence*> m_pulling;    // async_kv sequences admitted, their pull not done
-  std::vector<Sequence*> m_new_pulls;  // of them, admitted since the last take_pulls()
-  bool m_in_flight = false;
+  std::vector<Sequence*> m_pulling;           // async_kv sequences admitted, their pull not done
+  std::vector<Sequence*> m_new_pulls;         // of them, admitted since the last take_pulls()
+  int m_in_flight = 0;                        // plans outstanding
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
 };

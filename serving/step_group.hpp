@@ -1,13 +1,22 @@
-// A step group of the serving engine (issue 21; internal to serving/engine.cpp and
-// serving/step_group.cpp): the ranks that step together, and the load path strategies' context
-// (serving/load_paths/load_path.hpp) on their GPUs. Plain TP: one group of one rank. A dense
-// model's DP ranks: one group each (they step independently). A MoE model's DP ranks: one group
-// (lockstep: a rank with no work runs a dummy batch, the step lasts the slowest rank's).
+// A step group of the serving engine (issue 21): the ranks that step together, with their step
+// model, and the load path strategies' context (serving/load_paths/load_path.hpp) on their GPUs.
+// Plain TP: one group of one rank. A dense model's DP ranks: one group each (they step
+// independently). A MoE model's DP ranks: one group (lockstep: a rank with no work runs a dummy
+// batch, the step lasts the slowest rank's). What it uses of its engine is StepGroupEnv.
 //
 // A step: every rank's scheduler plans (their CPU work in parallel: the step waits for the
 // slowest); the newly admitted requests' cached KV is split by source (GPU-side buffer, DRAM,
 // lower tiers); the load path strategy moves it and runs the step model's compute, overlapped
 // or not; then the finishing requests' new chunks are stored, blocking or async.
+//
+// Micro-batches in flight (pipeline stages; vLLM v1's EngineCore.step_with_batch_queue, its
+// batch queue of max_concurrent_batches = the pipeline-parallel size): the group's process is
+// the engine core. While fewer than StepModel::concurrent_batches() steps are in flight it plans
+// and launches another (its scheduler CPU in the process, its loads, compute and stores in a
+// process of its own, the step model holding each stage for one micro-batch at a time); when the
+// queue is full or nothing more can be planned it waits for the oldest step and completes it.
+// A request in a step in flight is planned again only once that step has completed
+// (Sequence::in_batch). With one batch at a time a step runs in the group's process.
 //
 // With several ranks in a group (lockstep), the strategy sees the group's bytes added up, and
 // per-GPU figures as their mean: start_copies gives each rank's GPUs its own share (its link
@@ -17,24 +26,54 @@
 // passes (each rank's scaled by its tokens over the busiest rank's).
 #pragma once
 
+#include <systemc>
+
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "serving/engine.hpp"
+#include "serving/engine_stats.hpp"
+#include "serving/engine_trace.hpp"
+#include "serving/kv_pull.hpp"
+#include "serving/load_paths/load_path.hpp"
+#include "serving/metrics.hpp"
+#include "serving/rank.hpp"
+#include "serving/replica_step.hpp"
+#include "serving/request_ledger.hpp"
+#include "serving/step_model.hpp"
 #include "serving/step_plan.hpp"
 
 namespace kappasim {
 
-class ServingEngine::Group final : public LoadContext {
+// What a step group uses of its engine, and nothing else.
+struct StepGroupEnv {
+  const RunSpec& spec;
+  const ServedKv& kv;
+  const ReplicaLayout& layout;
+  LinkModule& link;
+  LoadPathStrategy& load_path;
+  RequestLedger& ledger;
+  LayoutStats& layout_stats;  // the layout's figures, every group's steps
+  EngineTrace& trace;
+  KvPull& pull;             // P/D pulls and async loads
+  SummaryBuilder* summary;  // may be null
+  sc_core::sc_event& work;  // an arrival, a finish, a freed block: a group may step
+  std::function<bool()> arrivals_done;
+  std::function<void(Sequence*)> finish;  // a request finished or was rejected
+};
+
+class StepGroup {
  public:
   // `gpu_share`: the group's GPUs over the engine's (its weight in per-GPU run figures).
-  Group(ServingEngine& e, std::vector<Rank*> ranks, std::unique_ptr<StepModel> model,
-        double gpu_share);
-  void steps();  // the group's process
+  StepGroup(const StepGroupEnv& env, std::vector<Rank*> ranks, std::unique_ptr<StepModel> model,
+            double gpu_share);
+  ~StepGroup();
+  void steps();  // the group's process: the engine core
   // serving.stack.load: async: request st's cached KV loaded from the tier outside the steps by
   // the load path strategy (its CPU costs and copies, no compute), with its load time, link tokens
-  // and bounds in st and its bytes in the group's figures; the step's own breakdown untouched.
+  // and bounds in st and its bytes in the group's figures; the steps' breakdowns untouched.
   void load_async(RequestState& st);
   // Whether the engine loads st's cached KV that way: the stack loads async and st has some
   // (the engine refuses the settings an async load cannot take part in: KvPull::check_async).
@@ -43,27 +82,18 @@ class ServingEngine::Group final : public LoadContext {
   std::vector<Rank*> ranks;
   EngineStats stats;  // its figures per GPU (steps counted)
   double gpu_share = 1;
+  double buffer_Bps = 0;  // the ranks' KV stores' GPU-side buffer copy rate (set by the engine)
   // Per-GPU mean of the ranks' KV bytes per token (B_kv_gpu / pp) over the engine's: the
   // KvStore's weight for per-GPU figures (1 / (ranks x pp)).
   double store_weight() const;
 
-  // LoadContext (serving/load_paths/load_path.hpp).
-  double now() const override;
-  void wait(double s) override;
-  void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units, CopyPath path) override;
-  void wait_copies(CopyGroup& c) override;
-  CopySplit split_copies(const CopyGroup& c, double t_start) const override;
-  void compute(const StepTime& st) override;
-  void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) override;
-  double buffer_copy_s(const LoadSplit& ls) const override;
-  void trace_copies(const CopyGroup& c, const std::string& what) override;
-  void trace_load(const std::string& what, double t0, double t1) override;
-  void trace_link(const std::string& what, double t0, double t1) override;
-  void trace_compute(double t0, double t1) override;
-
  private:
-  void run_step(const std::vector<StepPlan>& plans);
-  double store_phase(const std::vector<std::vector<RequestState*>>& done);
+  class Context;  // a step's (or an async load's) LoadContext
+  struct Step;    // a step: its plans, context and figures
+  void begin(Step& b);
+  void execute(Step& b);
+  void end(Step& b);
+  void store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done);
   void check_step(double start_s);
   // serving.replicated_kv: shard_allgather (issue 23 item 5): after c's shards (issued into
   // c.shards), every GPU of each all-gather group sends the r - 1 shards it forwards to its ring
@@ -71,12 +101,10 @@ class ServingEngine::Group final : public LoadContext {
   void start_gather(CopyGroup& c);
   void run_gather(CopyGroup& c);  // the process that waits for the shards and gathers them
 
-  ServingEngine& m_e;
+  StepGroupEnv m_env;
   std::unique_ptr<StepModel> m_model;
-  std::vector<LoadBound> m_resource_bound;             // per Topology resource
-  TimeBreakdown m_step_time;                           // the running step's categories
-  LoadBoundTimes m_step_bounds;                        // the running step's load, per bound
-  std::vector<double> m_link_tokens, m_buffer_tokens;  // the running step's, per rank
+  std::vector<LoadBound> m_resource_bound;     // per Topology resource
+  std::deque<std::unique_ptr<Step>> m_flight;  // steps in flight, oldest first
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
 };

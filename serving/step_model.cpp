@@ -17,39 +17,45 @@ class TpStep final : public StepModel {
   TpStep(const RunSpec& spec, const RankGpus& rank, std::uint64_t& on_fewer_sms)
       : m_spec(spec), m_rank(rank), m_on_fewer_sms(on_fewer_sms) {}
 
-  StepTime time(const std::vector<std::vector<SeqSlice>>& batches) override {
-    m_slices = &batches.at(0);  // the step's batch outlives its compute (Group::run_step)
-    return at_fraction(1.0);
-  }
-
-  void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
-    c.rs.assign(m_rank.size(), TransferRequest{});
-    for (std::size_t k = 0; k < m_rank.size(); ++k) {
-      GpuCompute& gpu = *m_rank.at(k).compute;
-      double t = compute_s;
-      if (gpu.sm_pool().free() < gpu.sm_pool().total()) {
-        // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
-        // step's batch does at the free SM fraction (kernel_timing). Today's load paths never
-        // get here (counted; docs/serving-engine.md).
-        ++m_on_fewer_sms;
-        const double all = at_fraction(1.0).total.compute_time_s;
-        const double part = at_fraction(gpu.sm_pool().compute_fraction()).total.compute_time_s;
-        if (all > 0) t = compute_s * part / all;
-      }
-      gpu.start_step(t, hbm_bytes, c.rs[k], c.g);
-    }
+  std::unique_ptr<StepRun> time(const std::vector<std::vector<SeqSlice>>& batches) override {
+    // The step's batch outlives its compute (StepGroup).
+    auto run = std::make_unique<Run>(*this, batches.at(0));
+    run->time = run->at_fraction(1.0);
+    return run;
   }
 
  private:
-  StepTime at_fraction(double sm_fraction) const {
-    const ServingSpec& sv = m_spec.serving;
-    return batch_step_time(m_spec.model, m_spec.system.gpu, m_rank.tp(), *m_slices,
-                           sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch);
-  }
+  struct Run final : StepRun {
+    Run(TpStep& m, const std::vector<SeqSlice>& slices) : model(m), slices(slices) {}
+    void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
+      const RankGpus& rank = model.m_rank;
+      c.rs.assign(rank.size(), TransferRequest{});
+      for (std::size_t k = 0; k < rank.size(); ++k) {
+        GpuCompute& gpu = *rank.at(k).compute;
+        double t = compute_s;
+        if (gpu.sm_pool().free() < gpu.sm_pool().total()) {
+          // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
+          // step's batch does at the free SM fraction (kernel_timing). Today's load paths never
+          // get here (counted; docs/serving-engine.md).
+          ++model.m_on_fewer_sms;
+          const double all = time.total.compute_time_s;
+          const double part = at_fraction(gpu.sm_pool().compute_fraction()).total.compute_time_s;
+          if (all > 0) t = compute_s * part / all;
+        }
+        gpu.start_step(t, hbm_bytes, c.rs[k], c.g);
+      }
+    }
+    StepTime at_fraction(double sm_fraction) const {
+      const ServingSpec& sv = model.m_spec.serving;
+      return batch_step_time(model.m_spec.model, model.m_spec.system.gpu, model.m_rank.tp(), slices,
+                             sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch);
+    }
+    TpStep& model;
+    const std::vector<SeqSlice>& slices;
+  };
   const RunSpec& m_spec;
   const RankGpus& m_rank;
   std::uint64_t& m_on_fewer_sms;
-  const std::vector<SeqSlice>* m_slices = nullptr;
 };
 
 class LayoutStep final : public StepModel {
@@ -61,44 +67,52 @@ class LayoutStep final : public StepModel {
         m_ranks(std::move(ranks)),
         m_link(link),
         m_stats(stats),
-        m_on_fewer_sms(on_fewer_sms) {
+        m_on_fewer_sms(on_fewer_sms),
+        m_stage_busy(static_cast<std::size_t>(L.pp), false),
+        m_stage_free(static_cast<std::size_t>(L.pp)) {
     // The all-to-all and PP activations go through the fabric where the back end carries
     // GPU-to-GPU transfers (the flow back end; LinkModel::carries).
-    TransferRequest peer;
-    peer.endpoint = Endpoint::PeerGpu;
-    m_peer_fabric = link.carries(peer) && m_L.stage_gpus * m_L.pp > 1;
+    m_peer_fabric = carries_peer(link) && m_L.stage_gpus * m_L.pp > 1;
   }
 
-  StepTime time(const std::vector<std::vector<SeqSlice>>& batches) override {
-    m_cost = replica_step_cost(m_spec, m_L, batches);
-    for (double t : m_cost.rank_tokens)
+  int concurrent_batches() const override { return m_L.pp; }
+
+  std::unique_ptr<StepRun> time(const std::vector<std::vector<SeqSlice>>& batches) override {
+    auto run = std::make_unique<Run>(*this, replica_step_cost(m_spec, m_L, batches));
+    const ReplicaStepCost& k = run->cost;
+    for (double t : k.rank_tokens)
       if (t <= 0) m_stats.dummy_rank_steps += 1;
-    m_stats.rank_idle_s += m_cost.rank_idle_s;
-    m_stats.local_s += m_cost.local_s;
-    m_stats.expert_s += m_cost.expert_s;
-    m_stats.a2a_port_bound_s += m_cost.dispatch_s + m_cost.combine_s;
-    m_stats.a2a_nvlink_bytes += m_cost.a2a_nvlink_bytes;
-    m_stats.a2a_nic_bytes += m_cost.a2a_nic_bytes;
-    m_stats.pp_bytes += m_cost.pp_bytes;
-    StepTime st;
-    st.total.compute_time_s = m_cost.step_s;
-    st.total.flops = m_cost.flops;
-    st.total.hbm_bytes = m_cost.hbm_bytes;
+    m_stats.rank_idle_s += k.rank_idle_s;
+    m_stats.local_s += k.local_s;
+    m_stats.expert_s += k.expert_s;
+    m_stats.a2a_port_bound_s += k.dispatch_s + k.combine_s;
+    m_stats.a2a_nvlink_bytes += k.a2a_nvlink_bytes;
+    m_stats.a2a_nic_bytes += k.a2a_nic_bytes;
+    m_stats.pp_bytes += k.pp_bytes;
+    StepTime& st = run->time;
+    st.total.compute_time_s = k.step_s;
+    st.total.flops = k.flops;
+    st.total.hbm_bytes = k.hbm_bytes;
     // The layer-wise pipeline's fill and drain: one layer's share of the step.
-    st.first_layer_s = st.last_layer_s = m_cost.step_s / m_spec.model.num_layers;
-    return st;
-  }
-
-  void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
-    const double f = m_cost.step_s > 0 ? compute_s / m_cost.step_s : 0;
-    c.g.add();
-    sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
-      forward(f, hbm_bytes);
-      c.g.member_done(now_s());
-    });
+    st.first_layer_s = st.last_layer_s = k.step_s / m_spec.model.num_layers;
+    return run;
   }
 
  private:
+  struct Run final : StepRun {
+    Run(LayoutStep& m, ReplicaStepCost c) : model(m), cost(std::move(c)) {}
+    void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
+      const double f = cost.step_s > 0 ? compute_s / cost.step_s : 0;
+      c.g.add();
+      sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
+        model.forward(cost, f, hbm_bytes);
+        c.g.member_done(now_s());
+      });
+    }
+    LayoutStep& model;
+    ReplicaStepCost cost;
+  };
+
   // GPU i of stage s (i over the stage's ranks' TP positions).
   const GpuUnit& gpu(int s, int i) const {
     return m_ranks[static_cast<std::size_t>(i / m_L.tp)]->at(
@@ -126,35 +140,36 @@ class LayoutStep final : public StepModel {
   }
   // The stage's EP all-to-all phase for `layers` MoE layers: one aggregated PeerGpu transfer
   // per (sender, receiver) pair (the fabric charges one latency; the other layers' are waited).
-  void a2a(int s, double layers, bool combine, double latency_s, int n_moe, double f) {
+  void a2a(const ReplicaStepCost& k, int s, double layers, bool combine, double latency_s,
+           int n_moe, double f) {
     const int S = m_L.stage_gpus;
     CopyGroup c;
     for (int a = 0; a < S; ++a)
       for (int b = 0; b < S; ++b) {
         const double bytes =
-            m_cost.layer_pair_dispatch_bytes[static_cast<std::size_t>(a * S + b)] * layers * f;
+            k.layer_pair_dispatch_bytes[static_cast<std::size_t>(a * S + b)] * layers * f;
         if (!(bytes > 0)) continue;
         // Dispatch: a sends to b; combine: the expert outputs come back, b to a.
         c.rs.push_back(
-            peer_request(combine ? gpu(s, b) : gpu(s, a), combine ? gpu(s, a) : gpu(s, b), bytes));
+            peer_transfer(combine ? gpu(s, b) : gpu(s, a), combine ? gpu(s, a) : gpu(s, b), bytes));
       }
     peer(c);
     wait_s((n_moe - 1) * latency_s * f);
   }
-  static TransferRequest peer_request(const GpuUnit& from, const GpuUnit& to, double bytes) {
-    TransferRequest q;
-    q.gpu = from.fabric;
-    q.dir = Direction::D2H;  // gpu -> endpoint
-    q.path = CopyPath::Dma;
-    q.endpoint = Endpoint::PeerGpu;
-    q.endpoint_index = to.fabric;
-    q.bytes = bytes;
-    return q;
+  // Stage s taken by one micro-batch at a time (they reach it in order; with one stage nothing
+  // else runs on it).
+  void take_stage(std::size_t s) {
+    while (m_stage_busy[s]) sc_core::wait(m_stage_free[s]);
+    m_stage_busy[s] = true;
   }
-  void forward(double f, double hbm_bytes) {
-    const ReplicaStepCost& k = m_cost;
+  void release_stage(std::size_t s) {
+    m_stage_busy[s] = false;
+    m_stage_free[s].notify(sc_core::SC_ZERO_TIME);
+  }
+  void forward(const ReplicaStepCost& k, double f, double hbm_bytes) {
     for (int s = 0; s < m_L.pp; ++s) {
       const std::size_t si = static_cast<std::size_t>(s);
+      if (m_L.pp > 1) take_stage(si);
       const double busy = k.stage_local_s[si] + k.stage_expert_s[si];
       const double per_s = busy > 0 ? hbm_bytes * m_L.pp / busy : 0;
       compute(s, k.stage_local_s[si] * f, per_s * k.stage_local_s[si]);
@@ -163,24 +178,25 @@ class LayoutStep final : public StepModel {
           m_peer_fabric && m_L.p.ep > 1 && n_moe > 0 && !k.layer_pair_dispatch_bytes.empty();
       double t = now_s();
       if (ep)
-        a2a(s, n_moe, false, k.dispatch_latency_s, n_moe, f);
+        a2a(k, s, n_moe, false, k.dispatch_latency_s, n_moe, f);
       else
         wait_s(k.stage_dispatch_s[si] * f);
       m_stats.a2a_s += now_s() - t;
       compute(s, k.stage_expert_s[si] * f, per_s * k.stage_expert_s[si]);
       t = now_s();
       if (ep)
-        a2a(s, n_moe * m_L.cost.combine_bytes_per_value / m_L.cost.dispatch_bytes_per_value, true,
-            k.combine_latency_s, n_moe, f);
+        a2a(k, s, n_moe * m_L.cost.combine_bytes_per_value / m_L.cost.dispatch_bytes_per_value,
+            true, k.combine_latency_s, n_moe, f);
       else
         wait_s(k.stage_combine_s[si] * f);
       m_stats.a2a_s += now_s() - t;
-      if (s + 1 < m_L.pp) {  // activations: GPU i of this stage to GPU i of the next
+      if (m_L.pp > 1) release_stage(si);  // the next micro-batch may start on it
+      if (s + 1 < m_L.pp) {               // activations: GPU i of this stage to GPU i of the next
         t = now_s();
         if (m_peer_fabric) {
           CopyGroup act;
           for (int i = 0; i < m_L.stage_gpus; ++i)
-            act.rs.push_back(peer_request(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
+            act.rs.push_back(peer_transfer(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
           peer(act);
         } else {
           wait_s(k.stage_pp_s[si] * f);
@@ -197,7 +213,8 @@ class LayoutStep final : public StepModel {
   LayoutStats& m_stats;
   std::uint64_t& m_on_fewer_sms;
   bool m_peer_fabric = false;
-  ReplicaStepCost m_cost;
+  std::vector<bool> m_stage_busy;
+  std::vector<sc_core::sc_event> m_stage_free;
 };
 
 }  // namespace

@@ -9,8 +9,10 @@
 //    slowest rank's non-expert kernels and the routed experts as HBM Local flows on the stage's
 //    GPUs, the EP dispatch / combine all-to-all and the PP activations as PeerGpu transfers
 //    through the link back end (NVLink and NIC ports; with the packet back end, which carries
-//    host links only, replica_step's per-port times are waited instead). Stages run in series
-//    within a step (vLLM keeps pp micro-batches in flight: pessimistic for throughput).
+//    host links only, replica_step's per-port times are waited instead). With pipeline stages,
+//    pp steps are in flight at once (vLLM's batch queue): each stage runs one micro-batch at a
+//    time, in the order they reach it, and hands its activations to the next stage, so the
+//    steady-state period is the slowest stage's time, not the stages' sum.
 //    A fraction f of the step (one layer's share) scales every phase by f. The step's HBM bytes
 //    are spread over a stage's compute phases in proportion to their time.
 // SystemC (serving_sim layer).
@@ -56,16 +58,25 @@ struct LayoutStats {
 std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& s,
                                                            const ReplicaLayout& L);
 
-class StepModel {
+// One step's compute as its step model timed it (per GPU: time, FLOPs, HBM bytes; first and
+// last layer times for the layer-wise pipeline), and how it runs.
+class StepRun {
  public:
-  virtual ~StepModel() = default;
-  // The step's compute over the group's batches (one per rank, in group order; per GPU: time,
-  // FLOPs, HBM bytes; first and last layer times for the layer-wise pipeline). Call once per
-  // step, before start(); `batches` must outlive the step's start() calls.
-  virtual StepTime time(const std::vector<std::vector<SeqSlice>>& batches) = 0;
+  virtual ~StepRun() = default;
   // Starts `compute_s` of the timed step (all of it, or a layer's share) moving `hbm_bytes`
   // through each GPU's HBM; non-blocking: c.g ends when it does.
   virtual void start(CopyGroup& c, double compute_s, double hbm_bytes) = 0;
+  StepTime time;
+};
+
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  // The step's compute over the group's batches (one per rank, in group order); `batches` must
+  // outlive the returned run's start() calls.
+  virtual std::unique_ptr<StepRun> time(const std::vector<std::vector<SeqSlice>>& batches) = 0;
+  // Steps in flight at once: the pipeline stages (vLLM's max_concurrent_batches), else 1.
+  virtual int concurrent_batches() const { return 1; }
 };
 
 // `on_fewer_sms`: counts steps started while a copy kernel held SMs.

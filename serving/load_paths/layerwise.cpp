@@ -1,7 +1,9 @@
-// layerwise: LMCache's use_layerwise: per layer a DMA of that layer's slice of every chunk,
-// overlapped with the compute of the previous layer. Granularity `layer` simulates every layer's
-// load and compute; `step` one flow per GPU for the whole load with compute alongside, and the
-// pipeline's fill (the first layer's load) and drain (the last layer's compute) from per-layer
+// layerwise: LMCache's use_layerwise: per layer a copy of that layer's slice of every chunk,
+// overlapped with the compute of the previous layer, by the path's declared copy mechanism
+// (LoadPathCosts::copy: DMA for the built-in; a copy kernel holds its GPU's SMs while the
+// previous layer computes, which then runs on the SMs left). Granularity `layer` simulates every
+// layer's load and compute; `step` one flow per GPU for the whole load with compute alongside, and
+// the pipeline's fill (the first layer's load) and drain (the last layer's compute) from per-layer
 // times. The stack's retrieve: in-step CPU first (fixed + re-hashing), then per layer the CPU
 // that issues that layer's (layer, chunk) objects, serial on the rank: a layer's loads end no
 // earlier than its issue.
@@ -15,10 +17,14 @@ namespace kappasim {
 namespace {
 class LayerwiseLoadPath : public LoadPathStrategy {
  public:
+  explicit LayerwiseLoadPath(CopyPath copy) : m_copy(copy) {}
   std::string name() const override { return "layerwise"; }
-  CopyPath copy_path() const override { return CopyPath::Dma; }
+  CopyPath copy_path() const override { return m_copy; }
   double run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
              const StepTime& compute) override;
+
+ private:
+  CopyPath m_copy;
 };
 
 double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t requests,
@@ -78,7 +84,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   double pipe_s = 0;      // time the loads took (link and buffer copies, layer by layer)
   if (sv.granularity == Granularity::Layer) {
     // Load of layer 0, then compute layer l while layer l+1 loads: one DMA per layer per chunk.
-    if (link) ctx.start_copies(c, bytes / L, chunks, CopyPath::Dma);
+    if (link) ctx.start_copies(c, bytes / L, chunks, m_copy);
     ctx.wait(buffer_s / L);
     double end_0 = t_pipe + buffer_s / L;
     if (link) {
@@ -95,7 +101,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     pipe_s += end_0 - t_pipe;
     for (int l = 0; l < L; ++l) {
       const double t_l = ctx.now();
-      if (l + 1 < L && link) ctx.start_copies(c, bytes / L, chunks, CopyPath::Dma);
+      if (l + 1 < L && link) ctx.start_copies(c, bytes / L, chunks, m_copy);
       run_compute(compute_s / L, hbm_bytes / L);
       if (l + 1 < L) {
         double end_l = t_l + buffer_s / L;
@@ -119,7 +125,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
     // first layer's load before compute can start) and drain (the last layer's compute after
     // the last load) from per-layer times.
-    if (link) ctx.start_copies(c, bytes, chunks * L, CopyPath::Dma);
+    if (link) ctx.start_copies(c, bytes, chunks * L, m_copy);
     run_compute(compute_s, hbm_bytes);
     load_end = t_pipe + buffer_s;
     if (link) {
@@ -160,8 +166,8 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
 }
 }  // namespace
 
-std::unique_ptr<LoadPathStrategy> make_layerwise_load_path() {
-  return std::make_unique<LayerwiseLoadPath>();
+std::unique_ptr<LoadPathStrategy> make_layerwise_load_path(CopyPath copy) {
+  return std::make_unique<LayerwiseLoadPath>(copy);
 }
 
 }  // namespace kappasim

@@ -7,7 +7,9 @@ namespace {
 // serving/load_path_kind.cpp, which every config reader links). This file is linked wherever
 // make_load_path is, so these registrations are never dropped.
 const LoadPathRegistrar kKernel(load_paths(), "kernel", "", make_kernel_load_path);
-const LoadPathRegistrar kLayerwise(load_paths(), "layerwise", "", make_layerwise_load_path);
+const LoadPathRegistrar kLayerwise(load_paths(), "layerwise", "", [] {
+  return make_layerwise_load_path(load_path_costs(LoadPath::Layerwise).copy);
+});
 const LoadPathRegistrar kBlockDma(load_paths(), "block_dma", "", make_block_dma_load_path);
 }  // namespace
 

@@ -25,6 +25,7 @@ std::vector<std::string> load_path_strategy_names();  // sorted
 // The built-in paths' factories (one file each).
 std::unique_ptr<LoadPathStrategy> make_kernel_load_path();
 std::unique_ptr<LoadPathStrategy> make_block_dma_load_path();
-std::unique_ptr<LoadPathStrategy> make_layerwise_load_path();
+// `copy`: how it copies (the built-in's declared LoadPathCosts::copy: DMA).
+std::unique_ptr<LoadPathStrategy> make_layerwise_load_path(CopyPath copy);
 
 }  // namespace kappasim

@@ -23,6 +23,7 @@
 #include "models/gpu/copy_engine.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/engine.hpp"
+#include "serving/load_paths/registry.hpp"
 #include "tests/sim/serving_test_util.hpp"
 
 namespace kappasim {
@@ -690,6 +691,29 @@ TEST(ServingEngine, CopyKernelsHaveReturnedTheirSmsWhenAStepComputes) {
   EXPECT_GE(e->copy_kernels_started(), 2u);
   EXPECT_EQ(e->copy_kernels_started() % 2, 0u);
   EXPECT_EQ(e->compute_steps_on_fewer_sms(), 0u);
+}
+
+// The layer-wise path copies by the mechanism its registration declares (LoadPathCosts::copy),
+// as the kernel and block_dma paths do. Declared with the copy kernel, one request's load at
+// layer granularity (TP 1) is one copy kernel per layer of Llama-3.1-8B (32), and every layer
+// but the last computes while the next layer's kernel holds the GPU's SMs: 31 compute starts on
+// fewer SMs.
+TEST(ServingEngine, LayerwiseCopiesByItsDeclaredCopyKernelWhichHoldsSms) {
+  LoadPathCosts costs = load_path_costs(LoadPath::Layerwise);
+  costs.copy = CopyPath::Kernel;
+  register_load_path(
+      "test_layerwise_kernel", [] { return make_layerwise_load_path(CopyPath::Kernel); }, costs);
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) +
+               "serving: {stack: ideal, tp: 1, warm_tier: true, granularity: layer, "
+               "load_path: test_layerwise_kernel}\n");
+  VectorSource src({request(1, 0, 4096, 512)});
+  std::unique_ptr<ServingEngine> e;
+  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, EngineSinks{}); });
+  e->check_end();
+  EXPECT_EQ(e->stats().finished, 1u);
+  EXPECT_EQ(e->copy_kernels_started(), 32u);
+  EXPECT_EQ(e->compute_steps_on_fewer_sms(), 31u);
 }
 
 }  // namespace

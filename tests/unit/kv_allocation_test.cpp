@@ -96,6 +96,35 @@ TEST(KvAllocation, ByChunkARunningPrefillThatCannotGrowPreemptsTheLatestAdmitted
   EXPECT_EQ(kv.used_blocks(), 4);
 }
 
+TEST(KvAllocation, ABatchInFlightIsNotPlannedAgainUntilItCompletes) {
+  // Two batches in flight at most (pipeline parallelism, vLLM's max_concurrent_batches). Budget
+  // 100: A (300 new tokens) takes 100 in batch 1; batch 2 skips A (in flight) and admits B (50
+  // new); a third plan is refused; once batch 1 completes, A's next 100 tokens are planned while
+  // B's batch is still in flight.
+  PagedKv kv(100, 16);
+  SchedulerConfig c = config(KvAllocation::Chunk, 100);
+  c.max_batches = 2;
+  Scheduler s(c);
+  Sequence a = seq(1, 0, 300), b = seq(2, 0, 50);
+  s.enqueue(&a, 0);
+  s.enqueue(&b, 0);
+  const StepPlan p1 = s.plan(0, kv);
+  ASSERT_EQ(p1.items.size(), 1u);
+  EXPECT_EQ(p1.items[0].seq, &a);
+  EXPECT_EQ(p1.tokens, 100);
+  const StepPlan p2 = s.plan(0, kv);
+  ASSERT_EQ(p2.items.size(), 1u);
+  EXPECT_EQ(p2.items[0].seq, &b);
+  EXPECT_EQ(p2.tokens, 50);
+  EXPECT_THROW(s.plan(0, kv), std::logic_error);
+  s.complete(p1, 1, kv);
+  EXPECT_EQ(a.computed, 100);
+  const StepPlan p3 = s.plan(1, kv);
+  ASSERT_EQ(p3.items.size(), 1u);
+  EXPECT_EQ(p3.items[0].seq, &a);
+  EXPECT_EQ(p3.tokens, 100);
+}
+
 }  // namespace
 }  // namespace kv_allocation_test
 }  // namespace kappasim
