@@ -5,22 +5,26 @@
 
 namespace kappasim {
 
-double CxlPoolSpec::port_Bps(int lanes) const {
-  if (flit_bytes <= 0 || encoding_total <= 0) return 0;
-  return rate_per_lane_Tps * lanes / 8.0 * encoding_data / encoding_total * flit_data_bytes /
-         flit_bytes;
+namespace {
+// The host<->switch link as an expander's link of `lanes` lanes: the same PHY and flit arithmetic
+// (CxlExpanderSpec::link_Bps) and the same checks on its framing and width.
+CxlExpanderSpec host_link(const CxlPoolSpec& p, int lanes) {
+  CxlExpanderSpec l;
+  l.rate_per_lane_Tps = p.rate_per_lane_Tps;
+  l.lanes = lanes;
+  l.flit_bytes = p.flit_bytes;
+  l.flit_data_bytes = p.flit_data_bytes;
+  l.encoding_data = p.encoding_data;
+  l.encoding_total = p.encoding_total;
+  return l;
 }
+}  // namespace
+
+double CxlPoolSpec::port_Bps(int lanes) const { return host_link(*this, lanes).link_Bps(); }
 
 void CxlPoolSpec::validate(const std::string& path) const {
   device.validate(path + ".device");
-  if (flit_data_bytes > flit_bytes)
-    throw InputError(path + ".flit_data_bytes: a flit cannot carry more payload (" +
-                     format_quantity(flit_data_bytes, dim::bytes) + ") than its size (" +
-                     format_quantity(flit_bytes, dim::bytes) + ")");
-  if (encoding_data > encoding_total)
-    throw InputError(path + ".encoding_data: a line-code block cannot carry more payload bits (" +
-                     format_quantity(encoding_data, dim::none) + ") than it has (" +
-                     format_quantity(encoding_total, dim::none) + ")");
+  host_link(*this, 1).validate(path);  // the flit and line code (one lane: any width passes)
   const long need = long(host_ports) * port_lanes + long(devices) * device.lanes;
   if (need > switch_lanes)
     throw InputError(path + ".devices: " + std::to_string(host_ports) + " host port(s) x" +
