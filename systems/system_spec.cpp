@@ -94,11 +94,8 @@ void SystemSpec::validate(const std::string& path) const {
       throw InputError(path + ".cxl_pool_lanes: x" + std::to_string(cxl_pool_lanes) +
                        " is wider than the pool switch's host ports (x" +
                        std::to_string(cxl_pool.port_lanes) + ", cxl_pool.port_lanes)");
-    if (cxl_lanes < 1)
-      throw InputError(path + ".cxl_lanes: cxl_pool_lanes = " + std::to_string(cxl_pool_lanes) +
-                       " needs the CPU lanes the host gives CXL (e.g. 16 for an x16 link to "
-                       "the pool's switch)");
-    if (cxl_pool_lanes > cxl_lanes)
+    // cxl_lanes: checked when given (the effective config does not write it for a pool yet).
+    if (cxl_lanes > 0 && cxl_pool_lanes > cxl_lanes)
       throw InputError(path + ".cxl_pool_lanes: an x" + std::to_string(cxl_pool_lanes) +
                        " link to the CXL pool needs more lanes than the host's " +
                        std::to_string(cxl_lanes) + " (system.cxl_lanes)");
