@@ -23,6 +23,25 @@ FlowNetwork::ResourceId FlowNetwork::add_resource(std::string name, double capac
   return static_cast<ResourceId>(m_res.size() - 1);
 }
 
+void FlowNetwork::set_capacity(double now, ResourceId r, double capacity) {
+  check(r);
+  if (!(capacity > 0) || !std::isfinite(capacity))
+    throw std::logic_error("FlowNetwork: resource '" + m_res[static_cast<std::size_t>(r)].name +
+                           "' needs a finite capacity > 0");
+  if (m_res[static_cast<std::size_t>(r)].capacity == capacity) return;
+  advance(now);
+  m_res[static_cast<std::size_t>(r)].capacity = capacity;
+  recompute();
+}
+
+bool FlowNetwork::crosses(FlowId id, ResourceId r) const {
+  const auto it = m_flows.find(id);
+  if (it == m_flows.end()) return false;
+  for (const Use& u : it->second.path)
+    if (u.resource == r) return true;
+  return false;
+}
+
 void FlowNetwork::check(ResourceId r) const {
   if (r < 0 || static_cast<std::size_t>(r) >= m_res.size())
     throw std::out_of_range("FlowNetwork: no resource " + std::to_string(r));

@@ -34,6 +34,11 @@ class FlowNetwork {
   explicit FlowNetwork(double time_eps_s = 1e-12);
 
   ResourceId add_resource(std::string name, double capacity);  // units per second (> 0)
+  // Issue 25: a capacity that changes at `now` (a resource shared with another network, whose
+  // share an arbiter sets): progresses every flow to `now`, then recomputes the rates.
+  void set_capacity(double now, ResourceId r, double capacity);
+  // Whether active flow `id` uses resource r.
+  bool crosses(FlowId id, ResourceId r) const;
 
   // Starts a flow of `bytes` payload at `now` (progresses every other flow to `now` first).
   // Uses naming the same resource twice are merged (costs added). A flow with no positive-cost

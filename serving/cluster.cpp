@@ -63,6 +63,13 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
       m_nodes.push_back(std::move(n));
     }
   }
+  // Issue 25: one CXL pool for every node whose system names one (ClusterRunSpec::validate
+  // holds them to one pool and one pooled tier).
+  for (const NodeGroupSpec& g : m_spec.nodes)
+    if (g.system.has_cxl_pool() && !m_cxl_pool) {
+      m_cxl_pool =
+          std::make_unique<CxlPoolShare>(g.system.cxl_pool, g.serving.tiers.cxl_capacity_bytes);
+    }
   const bool pd = m_spec.disaggregated();
   if (pd) m_decode_router = make_router(m_spec.cluster.router);  // its own cursor and state
   for (std::size_t i = 0; i < m_nodes.size(); ++i) {
@@ -70,6 +77,7 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
     (n.role == EngineRole::Decode ? m_decode : m_entry).push_back(i);
     EngineSinks es;
     es.summary = &m_group_summary[n.group];
+    if (m_spec.nodes[n.group].system.has_cxl_pool()) es.cxl_pool = m_cxl_pool.get();
     es.on_finish = [this, i](const RequestRecord& rec) {
       switch (m_nodes[i].role) {
         case EngineRole::Prefill:

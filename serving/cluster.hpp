@@ -143,6 +143,8 @@ class Cluster : public sc_core::sc_module {
   std::vector<double> m_group_offered_kappa;    // Σ κ_ratio (prefix / new) routed per group
   std::vector<std::uint64_t> m_group_routed;
   SummaryBuilder m_summary;  // requests of every node
+  // Issue 25: the CXL pool the nodes' systems share (null: none); outlives the engines.
+  std::unique_ptr<CxlPoolShare> m_cxl_pool;
   std::vector<Node> m_nodes;
   std::unique_ptr<RouterPolicy> m_router;  // cluster.router, from the registry
   std::uint64_t m_arrived = 0;

@@ -53,6 +53,38 @@ void ClusterRunSpec::validate(const std::string& path) const {
   if (node_count() > kMaxNodes)
     throw InputError(p + "cluster.nodes: at most " + std::to_string(kMaxNodes) +
                      " nodes in all, got " + std::to_string(node_count()));
+  // Issue 25: every node whose system names a CXL pool shares the one pool of the cluster, so
+  // they must name the same pool and the same pooled tier, and fit its switch's host ports.
+  const NodeGroupSpec* first = nullptr;
+  std::size_t first_i = 0;
+  int hosts = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeGroupSpec& g = nodes[i];
+    if (!g.system.has_cxl_pool()) continue;
+    const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
+    hosts += g.count * std::max(1, g.serving.parallelism.nodes);
+    if (!first) {
+      first = &g;
+      first_i = i;
+      continue;
+    }
+    const std::string fp = "cluster.nodes." + std::to_string(first_i) + ".";
+    if (g.system.cxl_pool.name != first->system.cxl_pool.name)
+      throw InputError(ip + "system.cxl_pool: the nodes of a cluster share one CXL pool; group " +
+                       g.name + " names '" + g.system.cxl_pool.name + "', " + fp +
+                       "system.cxl_pool '" + first->system.cxl_pool.name + "'");
+    if (g.serving.tiers.cxl_capacity_bytes != first->serving.tiers.cxl_capacity_bytes)
+      throw InputError(ip + "serving.tiers.cxl_capacity: the nodes sharing a CXL pool share one " +
+                       "pooled KV tier; group " + g.name + " gives " +
+                       format_quantity(g.serving.tiers.cxl_capacity_bytes, dim::bytes) + ", " + fp +
+                       "serving.tiers.cxl_capacity " +
+                       format_quantity(first->serving.tiers.cxl_capacity_bytes, dim::bytes));
+  }
+  if (first && hosts > first->system.cxl_pool.host_ports)
+    throw InputError(p + "cluster.nodes: " + std::to_string(hosts) + " hosts share CXL pool '" +
+                     first->system.cxl_pool.name + "', whose switch has " +
+                     std::to_string(first->system.cxl_pool.host_ports) +
+                     " host ports (cxl_pool.host_ports)");
   if (!disaggregated()) return;
   // P/D: prefill and decode groups, nothing mixed; every decode node pulls over its NIC.
   bool prefill = false, decode = false;

@@ -52,6 +52,15 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   if (sv.parallelism.beyond_tp() && !fabric.nic_Bps) fabric.nic_Bps = m_layout.nic_Bps;
   m_link = make_link_backend(sim_clock::link_fidelity_name(sv.link_fidelity), "fabric", fabric,
                              m_layout.p.nodes);
+  // Issue 25: a CXL pool; a cluster's is shared with its other nodes' fabrics.
+  if (m_spec.system.has_cxl_pool()) {
+    if (!m_sinks.cxl_pool) {
+      m_own_pool =
+          std::make_unique<CxlPoolShare>(m_spec.system.cxl_pool, sv.tiers.cxl_capacity_bytes);
+    } else {
+      m_sinks.cxl_pool->attach(*m_link, std::string(basename()));
+    }
+  }
   make_gpus();
   make_ranks();
   m_pull = std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff,
@@ -205,11 +214,17 @@ void ServingEngine::make_stores() {
     }
     m_work.notify(SC_ZERO_TIME);
   };
+  CxlPoolShare* pool = m_sinks.cxl_pool ? m_sinks.cxl_pool : m_own_pool.get();
   for (auto& g : m_groups)
-    for (Rank* r : g->ranks)
+    for (Rank* r : g->ranks) {
+      KvTier* shared = nullptr;  // issue 25: the pooled CXL level, one for every rank and node
+      if (pool && sv.tiers.cxl_capacity_bytes > 0)
+        shared = &pool->tier(sv.tier_chunk_tokens(), r->gpus->tp() * m_kv.store_per_gpu,
+                             std::string(basename()));
       r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_kv.store_per_gpu, dram,
                                            g->stats, g->store_weight(), 1.0 / g->ranks.size(),
-                                           L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks);
+                                           L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks, shared);
+    }
   for (auto& g : m_groups) g->buffer_Bps = g->ranks.front()->store->buffer_Bps();
 }
 

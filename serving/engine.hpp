@@ -30,6 +30,7 @@
 #include "core/trace_writer.hpp"
 #include "interconnects/link_model.hpp"
 #include "serving/arrivals.hpp"
+#include "serving/cxl_pool_share.hpp"
 #include "serving/engine_check.hpp"
 #include "serving/engine_stats.hpp"
 #include "serving/engine_trace.hpp"
@@ -68,6 +69,9 @@ struct EngineSinks {
   HandoffSpec handoff;
   std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)> on_pulled;
   std::function<void(std::uint64_t id)> on_reject;
+  // Issue 25: the cluster's CXL pool, shared with the other nodes (its KV level and its device
+  // bandwidth); null: a system with a pool keeps one of its own (its ranks share it).
+  CxlPoolShare* cxl_pool = nullptr;
 };
 
 // The engine composed of its parts (issue 21), each in its own file with its own header:
@@ -128,6 +132,7 @@ class ServingEngine : public sc_core::sc_module {
   // layers', the unit a load's and the pool's tokens count in), a stored chunk's, replication.
   ServedKv m_kv;
   std::unique_ptr<LinkModule> m_link;             // serving.link_fidelity's back end, every node
+  std::unique_ptr<CxlPoolShare> m_own_pool;       // issue 25: a pool outside a cluster
   std::unique_ptr<LoadPathStrategy> m_load_path;  // serving.load_path's strategy
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;

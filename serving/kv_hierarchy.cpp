@@ -26,6 +26,12 @@ KvHierarchy::KvHierarchy(KvTier& dram, const std::vector<Level>& lower, double b
   for (const Level& l : lower) {
     if (l.level == TierLevel::Dram)
       throw std::invalid_argument("KvHierarchy: DRAM is level 0 only");
+    if (l.shared) {
+      if (l.shared->chunk_tokens() != dram.chunk_tokens())
+        throw std::invalid_argument("KvHierarchy: a shared level's chunks differ from DRAM's");
+      m_levels.push_back(Lvl{l.level, l.shared, nullptr, {}});
+      continue;
+    }
     if (!(l.capacity_bytes > 0))
       throw std::invalid_argument("KvHierarchy: a lower level needs a capacity > 0");
     auto t = std::make_unique<KvTier>(dram.chunk_tokens(), l.capacity_bytes, bytes_per_token);

@@ -55,6 +55,9 @@ class KvHierarchy {
   struct Level {
     TierLevel level;
     double capacity_bytes;
+    // Issue 25: a level held by several KV stores at once (a CXL pool shared by the nodes of a
+    // cluster): not owned, its capacity its own; null: the hierarchy owns a tier of its own.
+    KvTier* shared = nullptr;
   };
   // `dram` is the engine's host tier (not owned; level 0); `lower` the levels below it, in order
   // (each capacity > 0). bytes_per_token: B_kv of the whole replica (every rank's shard).

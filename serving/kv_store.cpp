@@ -29,7 +29,8 @@ Endpoint endpoint_of_level(TierLevel l) {
 
 KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
                  double kv_bytes_per_token_gpu, double dram_bytes, EngineStats& stats,
-                 double bytes_weight, double time_weight, double share, Hooks hooks)
+                 double bytes_weight, double time_weight, double share, Hooks hooks,
+                 KvTier* shared_cxl)
     : m_spec(spec),
       m_gpus(gpus),
       m_stats(stats),
@@ -50,7 +51,8 @@ KvStore::KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& lin
           "serving.tiers: tiers below DRAM are not simulated together with serving.kv_buffer");
     // The levels' capacities are the replica's, split evenly over its ranks (as DRAM's).
     const auto part = [share](double b) { return share == 1 ? b : b * share; };
-    if (t.cxl_capacity_bytes > 0) lower.push_back({TierLevel::Cxl, part(t.cxl_capacity_bytes)});
+    if (t.cxl_capacity_bytes > 0)
+      lower.push_back({TierLevel::Cxl, part(t.cxl_capacity_bytes), shared_cxl});
     if (t.nvme_capacity_bytes > 0) lower.push_back({TierLevel::Nvme, part(t.nvme_capacity_bytes)});
     if (t.remote_capacity_bytes > 0)
       lower.push_back({TierLevel::Remote, part(t.remote_capacity_bytes)});
@@ -91,7 +93,7 @@ std::vector<int> KvStore::devices_for(std::size_t level, int k) const {
   int n = 1;
   switch (m_hier->level(level)) {
     case TierLevel::Cxl:
-      n = m_spec.system.cxl_devices;
+      n = m_spec.system.has_cxl_pool() ? 1 : m_spec.system.cxl_devices;  // a pool: one endpoint
       break;
     case TierLevel::Nvme:
       n = m_spec.system.nvme_drives;

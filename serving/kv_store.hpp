@@ -57,10 +57,12 @@ class KvStore {
   // `bytes_weight`, `time_weight`: the factors from one of the rank's GPUs' bytes and times to
   // the group's per-GPU mean (1, 1 for a TP rank alone in its step group; 1 / (ranks x pp) and
   // 1 / ranks in general). `share`: the rank's share of the lower levels' capacities.
-  // `link`: the engine's back end (it must carry the lower levels' transfers).
+  // `link`: the engine's back end (it must carry the lower levels' transfers). `shared_cxl`:
+  // the CXL level when it is a pool shared with other stores (issue 25; serving/cxl_pool_share),
+  // whole, not split by `share`; null: a level of the store's own.
   KvStore(const RunSpec& spec, const RankGpus& gpus, const LinkModel& link,
           double kv_bytes_per_token_gpu, double dram_bytes, EngineStats& stats, double bytes_weight,
-          double time_weight, double share, Hooks hooks);
+          double time_weight, double share, Hooks hooks, KvTier* shared_cxl = nullptr);
   ~KvStore();
 
   KvTier& dram() { return *m_dram; }

@@ -138,6 +138,12 @@ void RunSpec::validate(const std::string& path) const {
                        "a smaller compute_dtype)");
   }
   serving.tiers.validate_against(system, path + "serving.tiers");  // issue 14
+  // Issue 25: each node of a replica is a host on its CXL pool's switch.
+  if (system.has_cxl_pool() && serving.parallelism.nodes > system.cxl_pool.host_ports)
+    throw InputError(
+        path + "serving.parallelism.nodes: " + std::to_string(serving.parallelism.nodes) +
+        " nodes share CXL pool '" + system.cxl_pool.name + "', whose switch has " +
+        std::to_string(system.cxl_pool.host_ports) + " host ports (system.cxl_pool.host_ports)");
   // ---- capacities against the hardware (issue 20 part 5) ----
   // The DRAM tier cannot hold more than the hosts' DRAM less the stack's reserve (or an HBM
   // tier's capacity); a larger one would serve hits from memory that does not exist.

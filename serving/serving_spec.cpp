@@ -163,8 +163,14 @@ void TiersSpec::validate_against(const SystemSpec& system, const std::string& pa
                        std::to_string(count) + " x system." + device_key + " " +
                        format_quantity(device_bytes, dim::bytes) + ")");
   };
-  fits("cxl_capacity", cxl_capacity_bytes, "CXL", system.cxl_devices, "cxl_devices",
-       system.cxl.capacity_bytes, "cxl.capacity", "CXL memory", "CXL expander");
+  if (system.has_cxl_pool()) {  // issue 25: the pooled tier holds what the pool's devices hold
+    fits("cxl_capacity", cxl_capacity_bytes, "CXL", system.cxl_pool.devices, "cxl_pool.devices",
+         system.cxl_pool.device.capacity_bytes, "cxl_pool.device.capacity", "CXL pool's memory",
+         "CXL pool");
+  } else {
+    fits("cxl_capacity", cxl_capacity_bytes, "CXL", system.cxl_devices, "cxl_devices",
+         system.cxl.capacity_bytes, "cxl.capacity", "CXL memory", "CXL expander");
+  }
   fits("nvme_capacity", nvme_capacity_bytes, "NVMe", system.nvme_drives, "nvme_drives",
        system.nvme.capacity_bytes, "nvme.capacity", "NVMe capacity", "NVMe drive");
   if (remote_capacity_bytes > 0 && !system.nic_Bps)

@@ -47,8 +47,29 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
 }
 
+void FlowFabric::watch(int resource, std::function<void()> changed) {
+  if (resource < 0 || static_cast<std::size_t>(resource) >= m_net.resources())
+    throw std::out_of_range(std::string(name()) + ": no resource " + std::to_string(resource));
+  m_watch = resource;
+  m_watch_changed = std::move(changed);
+}
+
+void FlowFabric::set_capacity(int resource, double capacity) {
+  m_net.set_capacity(sc_core::sc_time_stamp().to_seconds(), resource, capacity);
+  reschedule();
+}
+
+void FlowFabric::note_watched(FlowNetwork::FlowId id) {
+  if (m_watch >= 0 && m_net.crosses(id, m_watch)) m_watched.insert(id);
+}
+
+void FlowFabric::watch_check(bool was_busy) {
+  if (m_watch >= 0 && was_busy != watched_busy() && m_watch_changed) m_watch_changed();
+}
+
 void FlowFabric::on_start() {
   ++m_events;
+  const bool was_busy = watched_busy();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   while (!m_pending.empty() && m_pending.begin()->first <= now) {
     Member m = m_pending.begin()->second;
@@ -56,6 +77,7 @@ void FlowFabric::on_start() {
     start_flow(*m.req, m.group);
   }
   m_net.settle();  // one rate recomputation for every flow started at this instant
+  watch_check(was_busy);
   reschedule();
   if (!m_pending.empty()) m_start.notify(m_pending.begin()->first - now);
 }
@@ -66,6 +88,7 @@ void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double cap = cap_of(r);
   expect(path, r.bytes);
   const FlowNetwork::FlowId id = m_net.start_deferred(now, std::move(path), r.bytes, cap);
+  note_watched(id);
   m_members.emplace(id, Member{&r, g});
 }
 
@@ -103,8 +126,11 @@ void FlowFabric::transfer(TransferRequest& r) {
   sc_core::sc_event done;
   const double now = sc_core::sc_time_stamp().to_seconds();
   expect(path, r.bytes);
+  const bool was_busy = watched_busy();
   const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
+  note_watched(id);
   m_waiters.emplace(id, Waiter{&done, &r});
+  watch_check(was_busy);
   reschedule();
   ++m_events;
   sc_core::wait(done);
@@ -128,7 +154,9 @@ void FlowFabric::reschedule() {
 void FlowFabric::on_finish() {
   ++m_events;
   const double now = sc_core::sc_time_stamp().to_seconds();
+  const bool was_busy = watched_busy();
   for (FlowNetwork::FlowId id : m_net.finish_due(now)) {
+    m_watched.erase(id);
     auto bottlenecks = m_net.take_bottleneck_times(id);
     auto it = m_waiters.find(id);
     if (it != m_waiters.end()) {
@@ -145,6 +173,7 @@ void FlowFabric::on_finish() {
     m_members.erase(mt);
     g->member_done(now);
   }
+  watch_check(was_busy);
   reschedule();
 }
 

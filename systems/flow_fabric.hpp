@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <vector>
 #include "interconnects/flow_network.hpp"
 #include "interconnects/link_model.hpp"
@@ -55,6 +57,13 @@ class FlowFabric : public LinkModule {
     double busy_s;    // time with any flow on it
   };
   std::vector<ResourceStats> stats() const;
+  // Issue 25: resource `resource` is shared with other fabrics (a CXL pool's devices, shared by
+  // the nodes of a cluster; systems/cxl_pool_arbiter). `changed` is called, at the current time,
+  // whenever a flow starts crossing it while none did, or the last one crossing it ends.
+  void watch(int resource, std::function<void()> changed);
+  bool watched_busy() const { return !m_watched.empty(); }
+  // Its capacity from now on (flows progressed to now first, rates recomputed).
+  void set_capacity(int resource, double capacity);
   // Invariant: bytes sent equal bytes received. Every transfer started has finished, and each
   // resource carried exactly Σ bytes × cost of the transfers that crossed it. Throws
   // std::logic_error naming the resource otherwise. Call when the simulation is over.
@@ -91,6 +100,11 @@ class FlowFabric : public LinkModule {
   std::map<FlowNetwork::FlowId, Member> m_members;    // group transfers in flight
   std::multimap<sc_core::sc_time, Member> m_pending;  // group transfers not yet started
   sc_core::sc_event m_start;
+  int m_watch = -1;  // the shared resource (watch()), -1: none
+  std::function<void()> m_watch_changed;
+  std::set<FlowNetwork::FlowId> m_watched;  // flows in flight that cross it
+  void note_watched(FlowNetwork::FlowId id);
+  void watch_check(bool was_busy);
   std::uint64_t m_transfers = 0;
   std::uint64_t m_events = 0;
 };

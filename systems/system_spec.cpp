@@ -78,6 +78,28 @@ void SystemSpec::validate(const std::string& path) const {
                        " (system.cxl_lanes); expected at most " +
                        std::to_string(cxl_lanes / cxl.lanes) + " devices");
   }
+  // Issue 25: a pooled tier is the system's CXL tier (expanders or a pool, not both: one CXL
+  // level in the KV hierarchy); its host link must fit the switch's port and the host's lanes.
+  if (cxl_pool_lanes > 0) {
+    if (!(cxl_pool.devices > 0))
+      throw InputError(path + ".cxl_pool: cxl_pool_lanes = " + std::to_string(cxl_pool_lanes) +
+                       " needs a cxl_pool block (a cxl-pool preset such as "
+                       "h3-falcon-c5022-cz120, or a map with device, devices, host_ports, ...)");
+    cxl_pool.validate(path + ".cxl_pool");
+    if (cxl_devices > 0)
+      throw InputError(path + ".cxl_pool: a system has one CXL tier: its cxl_devices (" +
+                       std::to_string(cxl_devices) +
+                       " direct-attached expanders) or a cxl_pool, not both");
+    if (cxl_pool_lanes > cxl_pool.port_lanes)
+      throw InputError(path + ".cxl_pool_lanes: x" + std::to_string(cxl_pool_lanes) +
+                       " is wider than the pool switch's host ports (x" +
+                       std::to_string(cxl_pool.port_lanes) + ", cxl_pool.port_lanes)");
+    // cxl_lanes: checked when given (the effective config does not write it for a pool yet).
+    if (cxl_lanes > 0 && cxl_pool_lanes > cxl_lanes)
+      throw InputError(path + ".cxl_pool_lanes: an x" + std::to_string(cxl_pool_lanes) +
+                       " link to the CXL pool needs more lanes than the host's " +
+                       std::to_string(cxl_lanes) + " (system.cxl_lanes)");
+  }
   if (nvme_drives > 0) {
     if (!(nvme.capacity_bytes > 0))
       throw InputError(path + ".nvme: nvme_drives = " + std::to_string(nvme_drives) +

@@ -8,6 +8,7 @@
 #include "core/config.hpp"
 #include "interconnects/link_spec.hpp"
 #include "memory/cxl_expander_spec.hpp"
+#include "memory/cxl_pool_spec.hpp"
 #include "memory/host_memory_spec.hpp"
 #include "memory/nvme_drive_spec.hpp"
 #include "models/gpu/gpu_spec.hpp"
@@ -48,6 +49,13 @@ struct SystemSpec {
   // once the system has such devices (0 = not given).
   int cxl_lanes = 0;
   int nvme_slots = 0;
+  // Issue 25: a pooled CXL tier behind a CXL switch (docs/memory-tiers.md "Pooled CXL memory"):
+  // the pool (preset kind cxl-pool) and the lanes of this host's link to the switch (0: no
+  // pool). They count against cxl_lanes with the expanders'. In a cluster every node whose
+  // system names a pool shares it (one pool per cluster).
+  CxlPoolSpec cxl_pool;
+  int cxl_pool_lanes = 0;
+  bool has_cxl_pool() const { return cxl_pool_lanes > 0; }
   std::optional<double> nic_Bps;
   std::optional<double> nic_latency_s;  // one inter-node message's latency (RDMA write)
   static const std::vector<std::pair<const char*, KvPool>>& kv_pool_names();
@@ -87,6 +95,12 @@ struct SystemSpec {
                 opt("CPU lanes the host gives CXL expanders (cxl_devices x cxl.lanes must fit)",
                     Range::NonNegative));
       v.object("cxl", cxl, opt("the CXL Type-3 memory expander (preset kind cxl)"), "cxl");
+    }
+    if (!V::kWriting || cxl_pool_lanes > 0) {
+      v.integer("cxl_pool_lanes", cxl_pool_lanes,
+                opt("lanes of this host's link to the CXL pool's switch (0: no pool)",
+                    Range::NonNegative));
+      v.object("cxl_pool", cxl_pool, opt("the pooled CXL tier (preset kind cxl-pool)"), "cxl-pool");
     }
     if (!V::kWriting || nvme_drives > 0) {
       v.integer("nvme_drives", nvme_drives, opt("NVMe drives holding KV", Range::NonNegative));

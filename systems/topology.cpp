@@ -367,13 +367,13 @@ double Topology::latency(const TransferRequest& r) const {
     case Endpoint::HostDram:
       return latency(r.gpu, r.dir, r.path, r.pinned, r.sm_inflight_bytes);
     case Endpoint::Cxl: {
-      if (m_link_type != LinkType::Pcie) return m_cxl_added_latency_s;
+      if (m_link_type != LinkType::Pcie) return cxl_latency(in);
       if (!dma(r.path) && in) {
         const double link = m_resources.at(static_cast<std::size_t>(m_link_down.at(0))).capacity /
                             m_data_cost[1][0];
         if (rate_cap(r) < link) return 0;  // load-bound: the round trip is in every window
       }
-      return (in ? m_round_trip_s : m_round_trip_s / 2) + m_cxl_added_latency_s;
+      return (in ? m_round_trip_s : m_round_trip_s / 2) + cxl_latency(in);
     }
     case Endpoint::Nvme: {
       // The drive's read latency (also for writes: no write figure in the spec, assumption),
@@ -532,6 +532,29 @@ Topology build_topology(const SystemSpec& s, int nodes) {
         t.m_cxl_down.push_back(t.add(d + ".link.down", c.link_Bps()));
         if (rd) t.m_cxl_media.push_back(t.add(d + ".media", *rd));
       }
+  }
+  if (s.has_cxl_pool()) {
+    // Issue 25: the pool is the system's one CXL endpoint (index 0). Each node of the replica
+    // reaches the switch over its own host port (its lanes); the pool's devices, striped, are
+    // one media resource shared by every node of the replica (and, in a cluster, by the other
+    // nodes' fabrics through CxlPoolArbiter). The switch is non-blocking (no resource).
+    const CxlPoolSpec& p = s.cxl_pool;
+    const double port = p.port_Bps(s.cxl_pool_lanes);
+    if (!(port > 0) || !(p.read_Bps() > 0) || !(p.write_Bps() > 0))
+      throw InputError("system.cxl_pool: CXL pool '" + p.name +
+                       "' has no bandwidth (rate_per_lane, flit_bytes, flit_data_bytes, the "
+                       "device's link)");
+    t.m_cxl_devices = 1;
+    t.m_cxl_pool = true;
+    t.m_cxl_added_latency_s = p.read_latency_s();
+    t.m_cxl_write_latency_s = p.write_latency_s();
+    t.m_cxl_write_cost = p.read_Bps() / p.write_Bps();
+    const int media = t.add("cxlpool.media", p.read_Bps());
+    for (int n = 0; n < nodes; ++n) {
+      t.m_cxl_up.push_back(t.add(node(n) + "cxlpool.port.up", port));
+      t.m_cxl_down.push_back(t.add(node(n) + "cxlpool.port.down", port));
+      t.m_cxl_media.push_back(media);
+    }
   }
   if (s.nvme_drives > 0) {
     const NvmeDriveSpec& v = s.nvme;

@@ -39,6 +39,10 @@
 //   nvme<i>.read-iops / .write-iops
 //                           the drive's IOPS in IO/s: a transfer in requests of io_bytes costs
 //                           1 / io_bytes per payload byte (so alone min(seq, iops × io_bytes))
+//   cxlpool.media           issue 25: a CXL pool's devices together (system.cxl_pool), both
+//                           directions as cxl<i>.media; one resource for every node
+//   cxlpool.port.up / .down the node's host port to the pool's switch (system.cxl_pool_lanes),
+//                           per node ("node<n>.cxlpool.port.up")
 //   gpu<g>.nvlink.out / .in GPU g's NVLink per direction (gpu.nvlink_bandwidth); the NVSwitch
 //                           is non-blocking, so a peer copy crosses only the two GPUs' ports
 //                           (only with nvlink_bandwidth and more than one GPU per node)
@@ -124,6 +128,14 @@ class Topology {
   int nvme_socket(int drive) const { return drive % m_sockets; }
   int cxl_link(int dev, Direction dir, int node = 0) const;  // H2D: the device's up direction
   int cxl_media(int dev, int node = 0) const;                // -1 without media figures
+  // Issue 25: the system's CXL endpoint is a pool behind a switch (cxl_devices() == 1): its
+  // media resource ("cxlpool.media", shared by the nodes) and one host port per node.
+  bool cxl_pool() const { return m_cxl_pool; }
+  // The latency a CXL transfer adds over local DRAM (a pool's reads cross its switch twice,
+  // its writes once; an expander's are the same both ways).
+  double cxl_latency(bool read) const {
+    return read || !m_cxl_pool ? m_cxl_added_latency_s : m_cxl_write_latency_s;
+  }
   int nvme_bandwidth(int drive, Direction dir, int node = 0) const;  // H2D: .read
   int nvme_iops(int drive, Direction dir, int node = 0) const;
   int nvlink(int g, bool out) const;
@@ -147,6 +159,8 @@ class Topology {
   int m_nvme_drives = 0;
   double m_cxl_added_latency_s = 0;
   double m_cxl_write_cost = 1;  // media units per byte written (media_read / media_write)
+  bool m_cxl_pool = false;      // issue 25: the CXL endpoint is a pool behind a switch
+  double m_cxl_write_latency_s = 0;
   std::vector<int> m_cxl_up, m_cxl_down, m_cxl_media;
   NvmeDriveSpec m_nvme;
   std::vector<int> m_nvme_read, m_nvme_write, m_nvme_riops, m_nvme_wiops;

@@ -33,6 +33,7 @@ std::string effective(const std::string& kind, const std::string& name) {
   // KV tiers below DRAM (issue 14)
   if (kind == "cxl") return show(read_preset_config<CxlExpanderSpec>(ref, kind, "", &prov));
   if (kind == "nvme") return show(read_preset_config<NvmeDriveSpec>(ref, kind, "", &prov));
+  if (kind == "cxl-pool") return show(read_preset_config<CxlPoolSpec>(ref, kind, "", &prov));
   throw InputError("unknown preset kind '" + kind + "'");
 }
 

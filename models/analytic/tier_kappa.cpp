@@ -6,7 +6,9 @@
 
 namespace kappasim {
 
-bool has_tiers(const SystemSpec& s) { return s.cxl_devices > 0 || s.nvme_drives > 0; }
+bool has_tiers(const SystemSpec& s) {
+  return s.cxl_devices > 0 || s.nvme_drives > 0 || s.has_cxl_pool();
+}
 
 namespace {
 // The smaller of the host link and the tier's own per-GPU share, naming the one that binds.
@@ -38,6 +40,18 @@ std::vector<TierLoad> tier_loads(const SystemSpec& s, double host_link_Bps, doub
     t.capacity_bytes = s.cxl_devices * s.cxl.capacity_bytes;
     bind(t, host_link_Bps, s.cxl_devices * s.cxl.read_Bps() / gpus, "cxl devices");
     t.usd_per_byte = s.cxl.usd_per_byte;
+    out.push_back(t);
+  }
+  if (s.has_cxl_pool()) {
+    // Issue 25: the node alone on its pool: its port to the switch or the pool's devices, the
+    // smaller, over its GPUs (other hosts loading at once divide the devices further).
+    TierLoad t;
+    t.tier = "cxl";
+    t.capacity_bytes = s.cxl_pool.capacity_bytes();
+    const double port = s.cxl_pool.port_Bps(s.cxl_pool_lanes), devs = s.cxl_pool.read_Bps();
+    bind(t, host_link_Bps, std::min(port, devs) / gpus,
+         port <= devs ? "cxl pool port" : "cxl pool devices");
+    t.usd_per_byte = s.cxl_pool.device.usd_per_byte;
     out.push_back(t);
   }
   if (s.nvme_drives > 0) {

@@ -21,18 +21,20 @@ struct TierLoad {
   std::string tier;           // "dram", "cxl", "nvme" (bounce through DRAM), "nvme-gds"
   double capacity_bytes = 0;  // the tier's capacity in the node
   double load_Bps = 0;        // per GPU, every GPU loading from this tier at once
-  std::string bound;          // what sets load_Bps: "host link", "cxl devices", "drives", "dram"
+  std::string bound;          // what sets load_Bps: "host link", "cxl devices", "cxl pool port",
+                              // "cxl pool devices", "drives", "dram"
   double kappa_hw = 0;        // load_Bps / C_eff
   double kappa_crit = 0;      // κ_M · κ_HW of this tier
   std::optional<double> usd_per_byte;  // the tier's assumed price
 };
 
-// True when the system has a tier below DRAM (cxl_devices > 0 or nvme_drives > 0).
+// True when the system has a tier below DRAM (cxl_devices > 0, a CXL pool or nvme_drives > 0).
 bool has_tiers(const SystemSpec& s);
 
 // Per-GPU load bandwidth of each tier the system has, in the order dram, cxl, nvme, nvme-gds:
 //   dram:     host_link_Bps (the host-link bandwidth per GPU, as the κ model uses today)
-//   cxl:      min(host_link_Bps, cxl_devices × cxl.read_Bps() / gpus)
+//   cxl:      min(host_link_Bps, cxl_devices × cxl.read_Bps() / gpus); a CXL pool (issue 25):
+//             min(host_link_Bps, min(its port, the pool's devices) / gpus), the node alone
 //   nvme-gds: min(host_link_Bps, nvme_drives × nvme.read_Bps(io_bytes) / gpus)
 //   nvme:     min(nvme-gds, D / 2 / gpus), D = sockets × socket DRAM bandwidth × dram_efficiency:
 //             the bounce writes each byte into DRAM and reads it out again.

@@ -195,6 +195,7 @@ TEST(Hardware, EveryPresetLoads) {
                 "dgx-h100",
                 "dgx-h100-256gb-cxl",
                 "dgx-h100-256gb-cxl-nvme",
+                "dgx-h100-256gb-cxl-pool",
                 "dgx-h100-256gb-nvme",
                 "gb200",
                 "gb300",
