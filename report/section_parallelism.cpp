@@ -152,8 +152,9 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         "loads side by side where TP ranks all issue the same request's. Both models are MoE, so "
         "their DP ranks step in lockstep (dummy batches); "
         "the DP rank imbalance is that lockstep's waste. "
-        "`tp=8,pp=2,nodes=2` runs its two stages in series within each step (no micro-batches "
-        "in flight, unlike vLLM's pipeline), which understates its throughput.\n\n";
+        "`tp=8,pp=2,nodes=2` keeps up to two micro-batches in flight, one per stage (vLLM's "
+        "batch queue, max_concurrent_batches = pp); a stage's KV load is issued when its "
+        "micro-batch starts, not when it reaches the stage.\n\n";
 
   // Serving: each model's DP-attention layout against its TP-style layout, paired by replicate.
   if (serving) {
@@ -187,7 +188,7 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
             log->add({"8.7", line,
                       regime_brief(*serving, {a, b}) + " (replicate means over 3 workload seeds)",
                       "EP all-to-all and PP activations over the fabric at the links' sourced "
-                      "rates; PP stages in series within a step (understates PP)",
+                      "rates; PP with one micro-batch in flight per stage (vLLM's batch queue)",
                       path + " path; every layout on the one engine with the same stack and path"});
         }
     if (!lines.empty())
@@ -416,8 +417,8 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
            << ": loading once lifted " << sim_mla
            << (sim_mla_more ? ""
                             : " — DeepSeek-V3 runs as TP-8 × PP-2 on two nodes there, "
-                              "each stage loading half the layers' latent, with its "
-                              "stages in series and its own all-gather (r = 8) on NVLink");
+                              "each stage loading half the layers' latent, with a "
+                              "micro-batch per stage and its own all-gather (r = 8) on NVLink");
       md << "\n";
       if (log)
         log->add({"8.7",

@@ -89,13 +89,15 @@ struct SystemSpec {
            opt("per-rank pool placement, one kv_pool name per GPU, comma-separated"));
     // ---- issue 14: tiers below DRAM and the NIC. The device blocks and counts are written to
     // the effective config only when the system has devices (outputs of other systems unchanged).
-    if (!V::kWriting || cxl_devices > 0) {
+    // cxl_lanes also bounds a pool's host port, so a pool system writes it too.
+    if (!V::kWriting || cxl_devices > 0)
       v.integer("cxl_devices", cxl_devices, opt("CXL memory expanders", Range::NonNegative));
+    if (!V::kWriting || cxl_devices > 0 || cxl_pool_lanes > 0)
       v.integer("cxl_lanes", cxl_lanes,
                 opt("CPU lanes the host gives CXL expanders (cxl_devices x cxl.lanes must fit)",
                     Range::NonNegative));
+    if (!V::kWriting || cxl_devices > 0)
       v.object("cxl", cxl, opt("the CXL Type-3 memory expander (preset kind cxl)"), "cxl");
-    }
     if (!V::kWriting || cxl_pool_lanes > 0) {
       v.integer("cxl_pool_lanes", cxl_pool_lanes,
                 opt("lanes of this host's link to the CXL pool's switch (0: no pool)",

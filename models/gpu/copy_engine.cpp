@@ -163,8 +163,11 @@ void CopyKernel::start(TransferRequest& r, std::int64_t blocks, TransferGroup& g
   m_inflight.remove_if([](const InFlight& k) { return k.over; });
   int held = 0;
   if (sms) {
+    if (sms_wanted < 1) throw std::logic_error(std::string(name()) + ": a copy kernel wants SMs");
+    // Earlier copy kernels may hold every SM but the one the pool keeps for compute (PP
+    // micro-batches in flight each start their own): this one's blocks then run on that SM,
+    // shared with compute (held 0, its loads in flight on one SM: little_sms below).
     held = sms->acquire(sms_wanted);
-    if (held < 1) throw std::logic_error(std::string(name()) + ": no SM free for a copy kernel");
   }
   ++m_kernels;
   m_blocks += static_cast<decltype(m_blocks)>(blocks);

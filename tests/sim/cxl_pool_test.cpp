@@ -20,6 +20,7 @@
 #include "serving/cxl_pool_share.hpp"
 #include "systems/flow_fabric.hpp"
 #include "tests/sim/serving_test_util.hpp"
+#include "tests/unit/preset_util.hpp"
 
 namespace kappasim {
 namespace cxl_pool_test {
@@ -267,14 +268,7 @@ TEST(CxlPool, PerNodeExpandersDoNotShareAPrefix) {
 
 // ---- bad input ------------------------------------------------------------------------------
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(CxlPool, BadPoolsNameTheKey) {
   SystemSpec s = pooled(2);
