@@ -116,6 +116,47 @@ TEST(CopyStart, ACopyKernelHoldingHalfTheSmsStretchesAComputeBoundStepTwofold) {
   link->check_conservation();
 }
 
+// PP micro-batches in flight each start their own copy kernel. The first wants every SM and
+// gets 131 (the pool keeps one for compute); a second started meanwhile gets none and runs on
+// that shared SM: one SM's warp-wide load of 256 B in flight per 1 µs round trip = 256 MB/s.
+// 10 blocks of 2,560 B: 10 × 0.24 µs + 25,600 B / 256 MB/s = 2.4 + 100 µs (the first kernel's
+// 131 × 256 B / 1 µs = 33.5 GB/s and this one's fit the link's 46.8 GB/s SM-read rate).
+TEST(CopyStart, AKernelStartedWhileOthersHoldEverySmRunsOnTheSmComputeKeeps) {
+  const SystemSpec s = h100();
+  std::unique_ptr<LinkModule> link;
+  std::unique_ptr<CopyKernel> ck;
+  std::unique_ptr<GpuCompute> gpu;
+  TransferRequest first, second;
+  first.dir = second.dir = Direction::H2D;
+  first.bytes = 100 * 16896.0;
+  second.bytes = 10 * 2560.0;
+  TransferGroup g1, g2;
+  int free_between = -1;
+  run_simulation([&] {
+    link = make_link_backend("flow", "link", s);
+    CopyKernelShape one_warp;
+    one_warp.load_width = 8;
+    one_warp.threads_per_block = 32;
+    one_warp.blocks_per_sm = 1;
+    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
+    ck->connect(*link);
+    gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
+    gpu->attach_link(*link, 0);
+    sc_core::sc_spawn([&] {
+      ck->start(first, 100, g1, 0, &gpu->sm_pool(), 132);
+      free_between = gpu->sm_pool().free();
+      ck->start(second, 10, g2, 0, &gpu->sm_pool(), 132);
+    });
+  });
+  EXPECT_EQ(free_between, 1);
+  EXPECT_NEAR(second.sm_inflight_bytes, 1 * 32 * 8.0, 1e-9);
+  EXPECT_NEAR(g2.end_s, 2.4e-6 + 100e-6, 4 * kPs);
+  EXPECT_TRUE(g1.finished);
+  EXPECT_EQ(gpu->sm_pool().free(), 132);
+  EXPECT_EQ(ck->sms_held(), 0);
+  link->check_conservation();
+}
+
 TEST(CopyStart, StartWithoutALinkIsALogicError) {
   const SystemSpec s = h100();
   std::unique_ptr<CopyEngine> ce;
