@@ -58,7 +58,7 @@ TEST(Decode, AnIsolatedRequestDecodesOneTokenAStepAtTheWeightReadBound) {
   EXPECT_NEAR(r.e2e_s - r.ttft_s, decode, 1e-9 * N);
   EXPECT_NEAR(r.tpot_s, decode / (N - 1), 1e-9);
   const double one = step_compute(spec, {{1, double(P), true}});
-  EXPECT_GE(one, kWeightBytes8b / kHbmPeak);                                 // 4.79 ms
+  EXPECT_GE(one, kWeightBytes8b / kHbmPeak);  // 4.79 ms
   // Plus attention: its 8 packed CTAs split 8 ways over the 8 KV tiles, one wave, each CTA one
   // tile (1.5 us of MMA at H100's 0.745 long-sequence rate) and its 1.69-tile prologue and
   // epilogue (docs/compute-model.md, "Attention by context length"): under 5 us a layer.
