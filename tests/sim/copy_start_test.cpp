@@ -68,6 +68,25 @@ void engine_stream(const std::string& fidelity) {
 TEST(CopyStart, CopyEngineStreamOnFlowIsFixedCostThenTheRead) { engine_stream("flow"); }
 TEST(CopyStart, CopyEngineStreamOnPacketIsFixedCostThenTheRead) { engine_stream("packet"); }
 
+// The flow link, a copy kernel of one-warp blocks (8 B loads, 1 block per SM) and GPU 0's
+// compute on that link; built inside the simulation.
+struct OneWarpRig {
+  std::unique_ptr<LinkModule> link;
+  std::unique_ptr<CopyKernel> ck;
+  std::unique_ptr<GpuCompute> gpu;
+  void build(const SystemSpec& s) {
+    link = make_link_backend("flow", "link", s);
+    CopyKernelShape one_warp;
+    one_warp.load_width = 8;
+    one_warp.threads_per_block = 32;
+    one_warp.blocks_per_sm = 1;
+    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
+    ck->connect(*link);
+    gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
+    gpu->attach_link(*link, 0);
+  }
+};
+
 // A copy kernel on half the SMs (66 of 132) and a compute-bound step started right after it:
 //  - the step runs on 66/132 of the SMs: sm_bound_s = T = 50 µs stretches to 2T = 100 µs;
 //  - the kernel reads 100 blocks of 16,896 B: Little's law on 66 SMs × 1 warp × 1 load × 32 ×
@@ -77,9 +96,7 @@ TEST(CopyStart, CopyEngineStreamOnPacketIsFixedCostThenTheRead) { engine_stream(
 //  - a second step started after that (t = 124 µs) takes T again.
 TEST(CopyStart, ACopyKernelHoldingHalfTheSmsStretchesAComputeBoundStepTwofold) {
   const SystemSpec s = h100();
-  std::unique_ptr<LinkModule> link;
-  std::unique_ptr<CopyKernel> ck;
-  std::unique_ptr<GpuCompute> gpu;
+  OneWarpRig rig;
   TransferRequest copy, step1, step2;
   copy.gpu = 0;
   copy.dir = Direction::H2D;
@@ -88,32 +105,24 @@ TEST(CopyStart, ACopyKernelHoldingHalfTheSmsStretchesAComputeBoundStepTwofold) {
   const double T = 50e-6;
   int free_during = -1, free_after = -1;
   run_simulation([&] {
-    link = make_link_backend("flow", "link", s);
-    CopyKernelShape one_warp;
-    one_warp.load_width = 8;
-    one_warp.threads_per_block = 32;
-    one_warp.blocks_per_sm = 1;
-    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
-    ck->connect(*link);
-    gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
-    gpu->attach_link(*link, 0);
+    rig.build(s);
     sc_core::sc_spawn([&] {
-      ck->start(copy, 100, gcopy, 0, &gpu->sm_pool(), 66);
-      free_during = gpu->sm_pool().free();
-      EXPECT_DOUBLE_EQ(gpu->start_step(T, 0, step1, g1, 0, T), 2 * T);
+      rig.ck->start(copy, 100, gcopy, 0, &rig.gpu->sm_pool(), 66);
+      free_during = rig.gpu->sm_pool().free();
+      EXPECT_DOUBLE_EQ(rig.gpu->start_step(T, 0, step1, g1, 0, T), 2 * T);
       sc_core::wait(gcopy.done);
-      free_after = gpu->sm_pool().free();
-      gpu->start_step(T, 0, step2, g2, 0, T);
+      free_after = rig.gpu->sm_pool().free();
+      rig.gpu->start_step(T, 0, step2, g2, 0, T);
     });
   });
   EXPECT_EQ(free_during, 66);
   EXPECT_EQ(free_after, 132);
-  EXPECT_EQ(ck->sms_held(), 0);
+  EXPECT_EQ(rig.ck->sms_held(), 0);
   EXPECT_NEAR(copy.sm_inflight_bytes, 66 * 32 * 8.0, 1e-9);
   EXPECT_NEAR(g1.end_s, 2 * T, 2 * kPs);
   EXPECT_NEAR(gcopy.end_s, 24e-6 + 100e-6, 4 * kPs);
   EXPECT_NEAR(g2.end_s - gcopy.end_s, T, 2 * kPs);
-  link->check_conservation();
+  rig.link->check_conservation();
 }
 
 // PP micro-batches in flight each start their own copy kernel. The first wants every SM and
@@ -123,9 +132,7 @@ TEST(CopyStart, ACopyKernelHoldingHalfTheSmsStretchesAComputeBoundStepTwofold) {
 // 131 × 256 B / 1 µs = 33.5 GB/s and this one's fit the link's 46.8 GB/s SM-read rate).
 TEST(CopyStart, AKernelStartedWhileOthersHoldEverySmRunsOnTheSmComputeKeeps) {
   const SystemSpec s = h100();
-  std::unique_ptr<LinkModule> link;
-  std::unique_ptr<CopyKernel> ck;
-  std::unique_ptr<GpuCompute> gpu;
+  OneWarpRig rig;
   TransferRequest first, second;
   first.dir = second.dir = Direction::H2D;
   first.bytes = 100 * 16896.0;
@@ -133,28 +140,20 @@ TEST(CopyStart, AKernelStartedWhileOthersHoldEverySmRunsOnTheSmComputeKeeps) {
   TransferGroup g1, g2;
   int free_between = -1;
   run_simulation([&] {
-    link = make_link_backend("flow", "link", s);
-    CopyKernelShape one_warp;
-    one_warp.load_width = 8;
-    one_warp.threads_per_block = 32;
-    one_warp.blocks_per_sm = 1;
-    ck = std::make_unique<CopyKernel>("ck", s.gpu, one_warp);
-    ck->connect(*link);
-    gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
-    gpu->attach_link(*link, 0);
+    rig.build(s);
     sc_core::sc_spawn([&] {
-      ck->start(first, 100, g1, 0, &gpu->sm_pool(), 132);
-      free_between = gpu->sm_pool().free();
-      ck->start(second, 10, g2, 0, &gpu->sm_pool(), 132);
+      rig.ck->start(first, 100, g1, 0, &rig.gpu->sm_pool(), 132);
+      free_between = rig.gpu->sm_pool().free();
+      rig.ck->start(second, 10, g2, 0, &rig.gpu->sm_pool(), 132);
     });
   });
   EXPECT_EQ(free_between, 1);
   EXPECT_NEAR(second.sm_inflight_bytes, 1 * 32 * 8.0, 1e-9);
   EXPECT_NEAR(g2.end_s, 2.4e-6 + 100e-6, 4 * kPs);
   EXPECT_TRUE(g1.finished);
-  EXPECT_EQ(gpu->sm_pool().free(), 132);
-  EXPECT_EQ(ck->sms_held(), 0);
-  link->check_conservation();
+  EXPECT_EQ(rig.gpu->sm_pool().free(), 132);
+  EXPECT_EQ(rig.ck->sms_held(), 0);
+  rig.link->check_conservation();
 }
 
 TEST(CopyStart, StartWithoutALinkIsALogicError) {
