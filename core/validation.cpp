@@ -243,7 +243,7 @@ double command_value(const ValidationRow& row, const std::vector<std::string>& a
                      const CommandRunner& run) {
   std::string argv_text = "kappasim";
   for (const auto& a : argv) argv_text += " " + a;
-  const CommandOutput o = run(argv, fs::path(row.loc.file).parent_path().string());
+  const CommandOutput o = run(argv, row_folder(row));
   const std::string where = "validation row '" + row.id + "' (" + argv_text + ")";
   if (o.exit_code != 0)
     throw InputError(row.loc, where + " failed with exit code " + std::to_string(o.exit_code) +
@@ -267,20 +267,40 @@ double command_value(const ValidationRow& row, const std::vector<std::string>& a
 }  // namespace
 
 namespace {
-// The command's value, or its mean over the row's seeds (`--set workload.seed=S` each).
-double seeded_value(const ValidationRow& row, const std::vector<std::string>& argv,
-                    const CommandRunner& run) {
-  if (row.seeds.empty()) return command_value(row, argv, run);
-  double sum = 0;
+// The argvs one of the row's commands runs: itself, or once per seed (`--set workload.seed=S`).
+std::vector<std::vector<std::string>> seeded_argvs(const ValidationRow& row,
+                                                   const std::vector<std::string>& argv) {
+  if (row.seeds.empty()) return {argv};
+  std::vector<std::vector<std::string>> out;
   for (const unsigned long long seed : row.seeds) {
     std::vector<std::string> a = argv;
     a.push_back("--set");
     a.push_back("workload.seed=" + std::to_string(seed));
-    sum += command_value(row, a, run);
+    out.push_back(std::move(a));
   }
-  return sum / static_cast<double>(row.seeds.size());
+  return out;
+}
+
+// The command's value, or its mean over the row's seeds.
+double seeded_value(const ValidationRow& row, const std::vector<std::string>& argv,
+                    const CommandRunner& run) {
+  const auto argvs = seeded_argvs(row, argv);
+  double sum = 0;
+  for (const auto& a : argvs) sum += command_value(row, a, run);
+  return sum / static_cast<double>(argvs.size());
 }
 }  // namespace
+
+std::vector<std::vector<std::string>> row_commands(const ValidationRow& row) {
+  auto out = seeded_argvs(row, row.command);
+  if (!row.baseline.empty())
+    for (auto& a : seeded_argvs(row, row.baseline)) out.push_back(std::move(a));
+  return out;
+}
+
+std::string row_folder(const ValidationRow& row) {
+  return fs::path(row.loc.file).parent_path().string();
+}
 
 ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run) {
   double value = seeded_value(row, row.command, run);

@@ -73,6 +73,10 @@ struct ValidationResult {
 // Runs the row's command and reads its value. InputError naming the row's file:line when the
 // command fails, its output is not JSON, or the pointer does not lead to a number.
 ValidationResult evaluate_row(const ValidationRow& row, const CommandRunner& run);
+// The kappasim argvs evaluate_row runs for `row`, in its order (the command, then the baseline;
+// each once per seed), and the folder it runs them in (the row file's).
+std::vector<std::vector<std::string>> row_commands(const ValidationRow& row);
+std::string row_folder(const ValidationRow& row);
 
 // The docs/validation.md text: a summary per area, the table (source, setup, measured,
 // simulated, ratio, band, in/out) and each row's band justification and residual gap.

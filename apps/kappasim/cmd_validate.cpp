@@ -1,4 +1,4 @@
-// kappasim validate [--dir DIR] [--out FILE.md] [--check]: runs every validation row
+// kappasim validate [--dir DIR] [--out FILE.md] [--check] [-j N]: runs every validation row
 // (experiments/validation/*.yaml, core/validation.hpp) and writes the table of measured against
 // simulated values (docs/validation.md is its output). Each row's command runs in its own
 // process (this binary, fork+exec: one SystemC simulation per process), started in the folder of
@@ -8,12 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "apps/kappasim/cli.hpp"
@@ -98,28 +102,60 @@ int cmd_validate(const std::vector<std::string>& args) {
   std::string dir = (fs::path(KAPPASIM_SOURCE_DIR) / "experiments" / "validation").string();
   std::string out;
   bool check = false;
+  int jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   po::options_description desc(
       "kappasim validate: run every validation row (published measurement + the kappasim command "
       "that reproduces it) and write the measured-vs-simulated table\n"
-      "Usage: kappasim validate [--dir DIR] [--out FILE.md] [--check]\n"
+      "Usage: kappasim validate [--dir DIR] [--out FILE.md] [--check] [-j N]\n"
       "Options");
   desc.add_options()("dir", po::value(&dir),
                      "folder of row files *.yaml (default: the source tree's "
                      "experiments/validation)")("out", po::value(&out),
                                                 "write the Markdown table here (default: stdout)")(
-      "check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")("help,h",
-                                                                                     "this help");
+      "check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")(
+      "jobs,j", po::value(&jobs),
+      "commands run at once, each its own process (default: one per core, at most 4)")("help,h",
+                                                                                       "this help");
   auto vm = parse("validate", args, desc);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;
   }
+  if (jobs < 1) throw InputError("--jobs: expected at least 1, got " + std::to_string(jobs));
   const std::vector<ValidationRow> rows = read_validation_dir(dir);
   const std::string exe = self_path();
   std::vector<ValidationResult> results;
   // Rows that share a command (the ratio rows of one benchmark and their baselines) run it once:
-  // a command's output is a pure function of its argv and folder (same inputs, same bytes).
-  std::map<std::pair<std::string, std::vector<std::string>>, CommandOutput> ran;
+  // a command's output is a pure function of its argv and folder (same inputs, same bytes). The
+  // distinct commands run first, `jobs` at a time (each its own process); the rows then read
+  // their outputs in file order, so the table does not depend on the job count.
+  using Key = std::pair<std::string, std::vector<std::string>>;
+  std::map<Key, CommandOutput> ran;
+  std::vector<Key> todo;
+  for (const ValidationRow& r : rows)
+    for (auto& a : row_commands(r)) {
+      Key k{row_folder(r), std::move(a)};
+      if (ran.emplace(k, CommandOutput{}).second) todo.push_back(std::move(k));
+    }
+  {
+    std::vector<CommandOutput> outs(todo.size());
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    std::mutex failed_mutex;
+    std::string failed;  // a worker's exception (fork or pipe failure), rethrown below
+    for (int w = 0; w < std::min<int>(jobs, static_cast<int>(todo.size())); ++w)
+      workers.emplace_back([&] {
+        for (std::size_t i = next++; i < todo.size(); i = next++) try {
+            outs[i] = run_child(exe, todo[i].second, todo[i].first);
+          } catch (const std::exception& e) {
+            const std::lock_guard<std::mutex> lock(failed_mutex);
+            failed = e.what();
+          }
+      });
+    for (auto& t : workers) t.join();
+    if (!failed.empty()) throw std::runtime_error(failed);
+    for (std::size_t i = 0; i < todo.size(); ++i) ran[todo[i]] = std::move(outs[i]);
+  }
   for (const ValidationRow& r : rows)
     results.push_back(
         evaluate_row(r, [&](const std::vector<std::string>& a, const std::string& cwd) {

@@ -165,6 +165,13 @@ TEST(Validation, SeedsAverageTheCommandAndTheBaselineOverRuns) {
   EXPECT_EQ(seen, (std::vector<std::string>{"a.yaml workload.seed=1", "a.yaml workload.seed=2",
                                             "a.yaml workload.seed=4", "b.yaml workload.seed=1",
                                             "b.yaml workload.seed=2", "b.yaml workload.seed=4"}));
+  // row_commands lists what evaluate_row runs, in its order (kappasim validate runs them first,
+  // several at once), and row_folder where.
+  const auto cmds = row_commands(r);
+  ASSERT_EQ(cmds.size(), 6u);
+  EXPECT_EQ(cmds[2].back(), "workload.seed=4");
+  EXPECT_EQ(cmds[3][1], "b.yaml");
+  EXPECT_EQ(row_folder(r), dir().string());
   // Only a run takes a seed, and a seed is a whole number.
   std::string probe = kRow;
   probe += "  seeds: [1]\n";
