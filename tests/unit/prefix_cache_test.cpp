@@ -269,44 +269,49 @@ TEST(PrefixCacheScheduler, WithoutPrefixCachingNothingIsShared) {
   EXPECT_EQ(p.tokens, 352);
 }
 
-TEST(PrefixCacheScheduler, AHybridPromptHitsADocumentOnlyWhereAStepEndedOnIt) {
-  // The pool of the test above (3 blocks a state). A: document 7's 320 tokens + 32 of its own.
-  // In one step (budget 4,096) the only state cached is after 352 tokens (22 blocks), A's own:
-  // B on the same document matches 20 full blocks but no state within them: no hit, 352 computed.
-  {
-    PagedKv kv(100, 16);
-    kv.set_hybrid(state_of_48_bytes());
-    kv.enable_prefix_cache();
-    Scheduler s(SchedulerConfig{});
-    Sequence a = make_sequence(doc_request(1, 320, 32), 0);
-    s.enqueue(&a, 0);
-    s.complete(s.plan(0, kv), 1, kv);
-    EXPECT_EQ(kv.cached_states(), 1);
-    Sequence b = make_sequence(doc_request(2, 320, 32), 0);
-    s.enqueue(&b, 1);
-    const StepPlan p = s.plan(1, kv);
-    EXPECT_EQ(b.hbm_hit_tokens, 0);
-    EXPECT_EQ(p.tokens, 352);
-  }
-  // With a budget of 320 A's first step ends on the document's last block: the state after 20
-  // blocks is cached, and B hits the document's 320 tokens, computing its own 32.
+// A (document 7's 320 tokens + 32 of its own) prefilled at a token budget, then B (the same
+// document, 32 of its own) planned, on the hybrid pool of the tests above (3 blocks a state).
+struct SecondOnDocument {
+  std::int64_t states_after_a = 0, used_after_a = 0, b_hit = 0, b_tokens = 0;
+};
+SecondOnDocument second_on_document(std::int64_t budget) {
   PagedKv kv(100, 16);
   kv.set_hybrid(state_of_48_bytes());
   kv.enable_prefix_cache();
   SchedulerConfig cfg;
-  cfg.max_num_batched_tokens = 320;
+  cfg.max_num_batched_tokens = budget;
   Scheduler s(cfg);
   Sequence a = make_sequence(doc_request(1, 320, 32), 0);
   s.enqueue(&a, 0);
-  s.complete(s.plan(0, kv), 1, kv);
-  s.complete(s.plan(1, kv), 2, kv);
-  EXPECT_EQ(kv.cached_states(), 2);
-  EXPECT_EQ(kv.used_blocks(), 0);
+  double t = 0;
+  while (a.finish_s < 0) {
+    s.complete(s.plan(t, kv), t + 1, kv);
+    t += 1;
+  }
+  SecondOnDocument r;
+  r.states_after_a = kv.cached_states();
+  r.used_after_a = kv.used_blocks();
   Sequence b = make_sequence(doc_request(2, 320, 32), 0);
-  s.enqueue(&b, 2);
-  const StepPlan p = s.plan(2, kv);
-  EXPECT_EQ(b.hbm_hit_tokens, 320);
-  EXPECT_EQ(p.tokens, 32);
+  s.enqueue(&b, t);
+  r.b_tokens = s.plan(t, kv).tokens;
+  r.b_hit = b.hbm_hit_tokens;
+  return r;
+}
+
+TEST(PrefixCacheScheduler, AHybridPromptHitsADocumentOnlyWhereAStepEndedOnIt) {
+  // In one step (budget 4,096) the only state cached is after 352 tokens (22 blocks), A's own:
+  // B matches the document's 20 full blocks but no state within them: no hit, 352 computed.
+  const SecondOnDocument one = second_on_document(4096);
+  EXPECT_EQ(one.states_after_a, 1);
+  EXPECT_EQ(one.b_hit, 0);
+  EXPECT_EQ(one.b_tokens, 352);
+  // With a budget of 320 A's first step ends on the document's last block: the state after 20
+  // blocks is cached too, and B hits the document's 320 tokens, computing its own 32.
+  const SecondOnDocument two = second_on_document(320);
+  EXPECT_EQ(two.states_after_a, 2);
+  EXPECT_EQ(two.used_after_a, 0);
+  EXPECT_EQ(two.b_hit, 320);
+  EXPECT_EQ(two.b_tokens, 32);
 }
 
 }  // namespace
