@@ -224,6 +224,7 @@ void ServingEngine::make_stores() {
       r->store = std::make_unique<KvStore>(m_spec, *r->gpus, *m_link, m_kv.store_per_gpu, dram,
                                            g->stats, g->store_weight(), 1.0 / g->ranks.size(),
                                            L.dp == 1 ? 1.0 : 1.0 / L.dp, hooks, shared);
+      if (m_kv.hybrid) r->store->set_hybrid(*m_kv.hybrid);
     }
   for (auto& g : m_groups) g->buffer_Bps = g->ranks.front()->store->buffer_Bps();
 }

@@ -159,16 +159,22 @@ void KvStore::begin_load(const std::vector<RequestState*>& first, TimeBreakdown&
   m_step_level_tokens.assign(m_hier->levels(), 0);
   for (const RequestState* st : first) {
     const std::int64_t R = st->seq->load_start(), K = st->seq->cached_tokens;
+    // Tokens of [lo, hi), or under hybrid its bytes in full-layer tokens (as split_loads).
+    const auto count = [&](std::int64_t lo, std::int64_t hi) {
+      if (!m_hybrid) return static_cast<double>(hi - lo);
+      return m_hybrid->bytes(static_cast<double>(lo), static_cast<double>(hi),
+                             static_cast<double>(R + K)) /
+             m_hybrid->full_Bpt;
+    };
     if (st->chunk_levels.empty()) {
-      m_step_level_tokens[0] += static_cast<double>(K);
+      m_step_level_tokens[0] += count(R, R + K);
       continue;
     }
     for (std::size_t j = 0; j < st->chunk_levels.size(); ++j) {
       const std::int64_t a = static_cast<std::int64_t>(j) * m_chunk_tokens;
       const std::int64_t lo = std::max(a, R), hi = std::min(a + m_chunk_tokens, R + K);
       if (hi > lo)
-        m_step_level_tokens[static_cast<std::size_t>(st->chunk_levels[j])] +=
-            static_cast<double>(hi - lo);
+        m_step_level_tokens[static_cast<std::size_t>(st->chunk_levels[j])] += count(lo, hi);
     }
   }
 }

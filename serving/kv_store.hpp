@@ -32,6 +32,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "serving/engine_stats.hpp"
@@ -64,6 +65,11 @@ class KvStore {
           double kv_bytes_per_token_gpu, double dram_bytes, EngineStats& stats, double bytes_weight,
           double time_weight, double share, Hooks hooks, KvTier* shared_cxl = nullptr);
   ~KvStore();
+  // serving.kv_cache: hybrid (issue 25): a step's load is split over the levels by the bytes
+  // each level's chunks hold of the loaded range (HybridKv::bytes: the sliding layers' window
+  // and the state sit in the prefix's last chunks), not by tokens. The levels hold stored
+  // chunks of kv_bytes_per_token_gpu × chunk_tokens each (served_kv_store_per_gpu).
+  void set_hybrid(const HybridKv& h) { m_hybrid = h; }
 
   KvTier& dram() { return *m_dram; }
   const KvTier& dram() const { return *m_dram; }
@@ -136,6 +142,7 @@ class KvStore {
   std::unique_ptr<KvTier> m_buffer;
   double m_buffer_Bps = 0;
   std::vector<double> m_step_level_tokens;  // the running step's link tokens per level
+  std::optional<HybridKv> m_hybrid;         // hybrid: the levels' shares are of its bytes
   std::list<InFlight> m_writes;
   std::list<Prefetch> m_prefetches;  // in arrival order
 };

@@ -53,8 +53,11 @@ PagedKv::PagedKv(std::int64_t total_blocks, int block_tokens)
 
 void PagedKv::set_hybrid(const HybridKv& h) {
   if (!(h.full_Bpt > 0)) throw std::invalid_argument("PagedKv::set_hybrid: no full-layer bytes");
-  if (m_apc) throw std::logic_error("PagedKv: prefix caching with a hybrid pool is not modelled");
+  if (m_apc) throw std::logic_error("PagedKv::set_hybrid: after enable_prefix_cache");
   m_hybrid = h;
+  const double unit = static_cast<double>(m_block_tokens) * h.full_Bpt;
+  m_state_blocks =
+      h.state_B > 0 ? static_cast<std::int64_t>(std::ceil(h.state_B / unit - 1e-9)) : 0;
 }
 
 std::int64_t PagedKv::blocks_for(std::int64_t tokens) const {
@@ -69,8 +72,6 @@ std::int64_t PagedKv::blocks_for(std::int64_t tokens) const {
 }
 
 void PagedKv::enable_prefix_cache() {
-  if (m_hybrid)
-    throw std::logic_error("PagedKv: prefix caching with a hybrid pool is not modelled");
   if (m_used != 0 || m_apc) throw std::logic_error("PagedKv::enable_prefix_cache: pool in use");
   m_apc = true;
   m_free.clear();
@@ -84,7 +85,19 @@ std::int64_t PagedKv::match(const std::vector<std::uint64_t>& keys, std::int64_t
     if (n >= max_blocks || !m_keys.count(k)) break;
     ++n;
   }
+  // Hybrid with linear layers: back to the last block whose state is cached (MambaManager).
+  if (m_state_blocks > 0)
+    while (n > 0 && !m_states.count(keys[static_cast<std::size_t>(n - 1)])) --n;
   return n;
+}
+
+const PagedKv::KeyState* PagedKv::hit_state(const std::vector<std::uint64_t>& keys,
+                                            std::int64_t hit) const {
+  if (m_state_blocks == 0 || hit <= 0) return nullptr;
+  const auto it = m_states.find(keys.at(static_cast<std::size_t>(hit - 1)));
+  if (it == m_states.end())
+    throw std::logic_error("PagedKv: no state is cached after block " + std::to_string(hit));
+  return &it->second;
 }
 
 std::int64_t PagedKv::blocks_needed(std::int64_t tokens, const std::vector<std::uint64_t>& keys,
@@ -101,6 +114,7 @@ std::int64_t PagedKv::free_among(const std::vector<std::uint64_t>& keys, std::in
                              " is not registered");
     if (it->second.refs == 0) ++from_free;
   }
+  if (const KeyState* st = hit_state(keys, hit); st && st->refs == 0) from_free += m_state_blocks;
   return from_free;
 }
 
@@ -113,7 +127,14 @@ void PagedKv::take_free(std::int64_t n) {
       e.run -= t;
       n -= t;
       if (e.run == 0) m_free.pop_front();
-    } else {  // a registered block reused: its key is evicted
+    } else if (e.state) {  // a cached state's blocks reused: the state is evicted
+      m_states.erase(e.key);
+      ++m_generation;
+      m_evicted += m_state_blocks;
+      m_free.pop_front();
+      n -= m_state_blocks;
+      if (n < 0) m_free.push_front({-n, 0});  // what the state freed beyond n: unregistered
+    } else {                                  // a registered block reused: its key is evicted
       m_keys.erase(e.key);
       ++m_generation;
       ++m_evicted;
@@ -154,6 +175,12 @@ void PagedKv::allocate_shared(std::uint64_t seq, std::int64_t tokens,
     if (ks.refs++ == 0) m_free.erase(ks.free);
     h.keys.push_back(k);
   }
+  if (hit_state(keys, hit)) {  // the hit's state, held (its blocks are in `need` when free)
+    const std::uint64_t k = keys[static_cast<std::size_t>(hit - 1)];
+    KeyState& st = m_states.at(k);
+    if (st.refs++ == 0) m_free.erase(st.free);
+    h.state = k;
+  }
   const std::int64_t fresh = std::max<std::int64_t>(0, blocks_for(tokens) - hit);
   take_free(fresh);
   h.unregistered = fresh;
@@ -181,6 +208,15 @@ void PagedKv::register_blocks(std::uint64_t seq, const std::vector<std::uint64_t
     h.keys.push_back(k);
     --h.unregistered;
   }
+  // The state after `upto` blocks (vLLM "align": a step's prefill ends on a block boundary and
+  // its state is kept in that block), into the free queue's tail as the newest cached entry.
+  if (m_state_blocks == 0 || upto <= 0) return;
+  const std::uint64_t k = keys[static_cast<std::size_t>(upto - 1)];
+  if (m_states.count(k) || free_blocks() < m_state_blocks) return;
+  take_free(m_state_blocks);
+  KeyState& st = m_states[k];
+  st.free = m_free.insert(m_free.end(), {0, k, true});
+  ++m_generation;
 }
 
 void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
@@ -239,6 +275,14 @@ void PagedKv::release(std::uint64_t seq) {
         continue;
       }
       ks.free = m_free.insert(m_free.end(), {0, *k});
+    }
+    if (h->second.state) {  // the hit's state: back to the queue when nobody else holds it
+      ++m_generation;
+      KeyState& st = m_states.at(*h->second.state);
+      if (--st.refs == 0) {
+        m_used -= m_state_blocks;
+        st.free = m_free.insert(m_free.end(), {0, *h->second.state, true});
+      }
     }
     m_holdings.erase(h);
   }

@@ -47,7 +47,7 @@ class PagedKv {
   // rounded up per request. vLLM groups layers into KV cache groups of one page size and
   // allocates the state in such pages too; the rounding here is per request, not per group (an
   // approximation within one block per layer kind). grow() then also frees blocks that left the
-  // window. std::invalid_argument when full_Bpt is not > 0.
+  // window. std::invalid_argument when full_Bpt is not > 0. Before enable_prefix_cache.
   void set_hybrid(const HybridKv& h);
   bool hybrid() const { return m_hybrid.has_value(); }
 
@@ -58,8 +58,18 @@ class PagedKv {
   // computing those tokens. A block whose last holder releases it keeps its key and joins the
   // free queue: it counts as free and is reused, LRU first (the key evicted then), only when an
   // allocation needs it. A release appends the holder's blocks in reverse order (vLLM frees a
-  // request's blocks tail first, so a prefix's leading blocks are evicted last). Not with
-  // set_hybrid (std::logic_error).
+  // request's blocks tail first, so a prefix's leading blocks are evicted last).
+  // With set_hybrid (vLLM's HybridKVCacheCoordinator with mamba_cache_mode "align",
+  // vllm/v1/core/single_type_kv_cache_manager.py MambaManager, kv_cache_coordinator.py): a
+  // linear layer's state is cached only at block boundaries, one state per step of a prefill (the
+  // state after floor(covered / block_tokens) blocks, register_blocks) and so at the prompt's
+  // last whole block; a hit is the longest prefix of registered full-layer blocks that ends
+  // where a state is cached (MambaManager.find_longest_cache_hit searches right to left for the
+  // last block whose state is cached). A cached state takes state_blocks() blocks of the pool:
+  // registered into the free queue's tail (it counts as free, evicted LRU like a block), held
+  // by the requests that hit it until they release. The sliding and chunked layers' blocks of a
+  // hit are taken to be cached with the full layers' (vLLM frees them with their hashes kept)
+  // and are allocated as the request's own (blocks_for), not shared.
   void enable_prefix_cache();
   bool prefix_caching() const { return m_apc; }
   // Leading blocks of `keys` registered now (held or in the free queue), at most max_blocks.
@@ -80,12 +90,18 @@ class PagedKv {
                        const std::vector<std::uint64_t>& keys, std::int64_t hit);
   // Registers seq's blocks keys[next, upto) as computed (next: the first not yet registered) (a key
   // another block already holds leaves seq's block unregistered, as vLLM keeps one block per hash
-  // for hits).
+  // for hits). Hybrid with a state: also the state after `upto` blocks, under keys[upto - 1],
+  // when it is not cached yet and state_blocks() blocks are free (else it is not cached).
   void register_blocks(std::uint64_t seq, const std::vector<std::uint64_t>& keys,
                        std::int64_t upto);
   // Registered blocks (held or free) and how many registered blocks allocations have evicted.
   std::int64_t cached_blocks() const { return static_cast<std::int64_t>(m_keys.size()); }
   std::int64_t evicted_blocks() const { return m_evicted; }
+  // Hybrid: blocks one cached linear-layer state takes, ceil(state_B / (block_tokens ×
+  // full_Bpt)) (0 without linear layers), and the states cached now (held or free).
+  std::int64_t state_blocks() const { return m_state_blocks; }
+  std::int64_t cached_states() const { return static_cast<std::int64_t>(m_states.size()); }
+  bool state_cached(std::uint64_t key) const { return m_states.count(key) != 0; }
 
   // ceil(tokens / block_tokens); 0 for tokens <= 0. Hybrid: those blocks plus the other layer
   // kinds' bytes in blocks, rounded up.
@@ -122,21 +138,27 @@ class PagedKv {
   struct FreeEntry {
     std::int64_t run = 0;  // > 0: a run of unregistered blocks; 0: the block of `key`
     std::uint64_t key = 0;
+    bool state = false;  // run 0: the state_blocks() blocks of the state cached under `key`
   };
   struct KeyState {
     std::int64_t refs = 0;
     std::list<FreeEntry>::iterator free;  // valid when refs == 0
   };
-  struct Holding {                    // a sequence's blocks under prefix caching
-    std::vector<std::uint64_t> keys;  // the registered blocks it holds, in block order
-    std::int64_t unregistered = 0;    // the others
-    std::int64_t next = 0;            // its next block to register (blocks before it: done)
+  struct Holding {                       // a sequence's blocks under prefix caching
+    std::vector<std::uint64_t> keys;     // the registered blocks it holds, in block order
+    std::int64_t unregistered = 0;       // the others
+    std::int64_t next = 0;               // its next block to register (blocks before it: done)
+    std::optional<std::uint64_t> state;  // the cached state its hit holds (hybrid)
   };
   void take_free(std::int64_t n);  // n blocks from the free queue's head (evicting keys)
   void push_free_run(std::int64_t n);
   bool m_apc = false;
   std::list<FreeEntry> m_free;
   std::unordered_map<std::uint64_t, KeyState> m_keys;
+  std::unordered_map<std::uint64_t, KeyState> m_states;  // hybrid: cached states by block key
+  std::int64_t m_state_blocks = 0;
+  // The state a hit of `hit` blocks holds: under keys[hit - 1] (null without one).
+  const KeyState* hit_state(const std::vector<std::uint64_t>& keys, std::int64_t hit) const;
   std::unordered_map<std::uint64_t, Holding> m_holdings;
   std::int64_t m_evicted = 0;
   std::uint64_t m_generation = 0;

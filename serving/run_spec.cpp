@@ -64,19 +64,26 @@ double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K
 void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int system_gpus,
                                const std::string& path) {
   if (!sv.hybrid_kv()) return;
+  // Issue 25: prefix caching (PagedKv's hybrid "align" prefix cache) and tiers below DRAM (the
+  // levels hold served_kv_store_per_gpu chunks) are modelled with hybrid; these are not.
   const std::string why =
-      sv.parallelism.beyond_tp() ? "serving.parallelism (layouts beyond TP keep unified KV)"
-      : sv.tiers.enabled()       ? "serving.tiers (KV tiers below host DRAM)"
-      : sv.recompute.mode != RecomputeMode::None ? "serving.recompute (partial recompute)"
-      : sv.prefix_caching ? "serving.prefix_caching (the prefix cache keys full-layer blocks)"
+      sv.parallelism.beyond_tp()
+          ? "serving.parallelism beyond TP: the per-rank KV of a layout (DP-attention ranks, "
+            "pipeline stages' layer shares) is accounted per token of unified KV; a stage's "
+            "share of the linear layers' state and of the sliding window is not modelled"
+      : sv.recompute.mode != RecomputeMode::None
+          ? "serving.recompute: the split between recomputed and loaded tokens is chosen "
+            "from uniform bytes per token, and a hybrid prefix's bytes are not uniform (the "
+            "sliding window and the linear layers' state sit at its end: recomputing its first "
+            "tokens saves full-layer bytes only); that split is not modelled"
       : sv.replicated_kv == ReplicatedKv::ShardAllgather
-          ? "serving.replicated_kv: shard_allgather (its shards split unified KV)"
+          ? "serving.replicated_kv: shard_allgather: sharding a replicated load splits the "
+            "loaded KV evenly by token; the shards of a window and a per-request state are "
+            "not modelled"
           : "";
   if (!why.empty())
-    throw InputError(path +
-                     "serving.kv_cache: hybrid is modelled for one TP rank loading from "
-                     "host DRAM without partial recompute; not with " +
-                     why + ". Use serving.kv_cache: unified, or change that setting");
+    throw InputError(path + "serving.kv_cache: hybrid is not modelled with " + why +
+                     ". Use serving.kv_cache: unified, or change that setting");
   (void)system_gpus;
   try {
     hybrid_kv_per_gpu(m, sv.kv_dtype, sv.tp);

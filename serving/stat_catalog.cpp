@@ -464,7 +464,8 @@ std::vector<StatDecl> make_summary() {
                        x.a.hbm_hit_tokens + x.a.cached_tokens + x.a.computed_tokens);
         });
     apc("prefix_cache_evicted_blocks", "blocks", A::Count,
-        "registered KV blocks reused for other KV (their key dropped), over every rank's pool",
+        "registered KV blocks reused for other KV (their key dropped), over every rank's pool; "
+        "with serving.kv_cache: hybrid, a cached linear-attention state's blocks too",
         [](const In& x) { return x.t.prefix_cache_evicted_blocks; });
   }
   {  // replicated KV loaded once (serving.replicated_kv: shard_allgather; docs/parallelism.md)

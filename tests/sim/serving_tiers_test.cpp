@@ -229,6 +229,37 @@ std::string error_of(const std::string& yaml) {
   return "";
 }
 
+// Issue 25, serving.kv_cache: hybrid with tiers below DRAM: gpt-oss-20b (12 full, 12 sliding
+// layers of W = 128; 2 × 8 KV heads × 64 × 2 B = 2048 B per layer and token, so 24,576 B per token
+// for each kind). A stored chunk of 256 tokens keeps 256 full-layer tokens and the sliding layers'
+// last 128 (served_kv_store_per_gpu): (256 + 128) × 24,576 = 9,437,184 B, and every level holds
+// such chunks: DRAM 134,217,728 / 9,437,184 → 14 chunks, CXL 28, NVMe 227. Request 1 (16 chunks,
+// write-through) leaves chunks 2-15 in DRAM and all 16 in CXL; request 2 loads chunks 0-1 from
+// CXL, the rest from DRAM. Its load of K = 4096 moves 4096 × 24,576 + 128 × 24,576 =
+// 103,809,024 B, of which CXL's chunks [0, 512) hold 512 × 24,576 = 12,582,912 B (no window, no
+// state: those sit in the last chunk), not 2/16 of the load.
+TEST(ServingTiers, HybridKvLevelsHoldTheStoredChunkAndLoadTheirOwnBytes) {
+  std::string y = tiered_config("write: write_through, promote_on_hit: false");
+  y.replace(y.find("llama-3.1-8b"), std::string("llama-3.1-8b").size(), "gpt-oss-20b");
+  y.replace(y.find("tp: 1,"), 6, "tp: 1, kv_cache: hybrid,");
+  const RunSpec spec = run_spec(y);
+  spec.validate("");
+  const Outcome o = serve(spec, {request(1, 0, 4096, 128, 7), request(2, 1.0, 4096, 128, 7)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double chunk = (256.0 + 128) * 24576;
+  EXPECT_DOUBLE_EQ(chunk, 9437184.0);
+  EXPECT_EQ(o.rec(2).cached_tokens, 4096);
+  EXPECT_EQ(o.level.at("tiers_cxl_hit_chunks"), 2);
+  EXPECT_EQ(o.level.at("tiers_dram_hit_chunks"), 14);
+  const double load = (4096.0 + 128) * 24576, cxl = 512.0 * 24576;
+  EXPECT_DOUBLE_EQ(o.rec(2).bytes_loaded, load);
+  EXPECT_NEAR(o.level.at("tiers_cxl_loaded_bytes"), cxl, 1e-6 * cxl);
+  EXPECT_NEAR(o.level.at("tiers_dram_loaded_bytes"), load - cxl, 1e-6 * load);
+  // Request 1 wrote its 16 chunks to NVMe (which keeps all): 16 stored chunks' bytes.
+  EXPECT_EQ(o.level.at("tiers_nvme_stored_chunks"), 16);
+  EXPECT_DOUBLE_EQ(o.level.at("tiers_nvme_stored_bytes"), 16 * chunk);
+}
+
 TEST(ServingTiers, BadTierInputsNameTheKey) {
   // NVMe tier of 4 TB on one 3.84 TB drive.
   std::string y = tiered_config("nvme_capacity: 4 TB");

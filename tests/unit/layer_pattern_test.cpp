@@ -379,6 +379,12 @@ TEST(HybridKv, ServingKvCacheHybridServesLinearModelsAndRefusesWhatItDoesNotMode
     EXPECT_TRUE(has(e.what(), "serving.replicated_kv: shard_allgather")) << e.what();
   }
   sv.replicated_kv = ReplicatedKv::EachRank;
+  // Issue 25: prefix caching and tiers below DRAM are modelled with hybrid (not refused).
+  sv.prefix_caching = true;
+  sv.tiers.cxl_capacity_bytes = 1e12;
+  EXPECT_NO_THROW(refuse_hybrid_kv_settings(preset("qwen3-next-80b-a3b"), sv, 8, "run."));
+  sv.prefix_caching = false;
+  sv.tiers.cxl_capacity_bytes = 0;
   // A tp that does not divide the heads (Qwen3-Next's 16 query and 16 key heads, tp 3).
   sv.tp = 3;
   EXPECT_THROW(refuse_hybrid_kv_settings(preset("qwen3-next-80b-a3b"), sv, 8, ""), InputError);

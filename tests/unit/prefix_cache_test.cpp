@@ -95,12 +95,90 @@ TEST(PrefixCache, TheSameBlockComputedTwiceAtOnceIsRegisteredOnce) {
   EXPECT_EQ(kv.match(k, 2), 2);
 }
 
-TEST(PrefixCache, AHybridPoolRefusesPrefixCaching) {
-  PagedKv kv(8, 16);
+// Issue 25, serving.kv_cache: hybrid with prefix caching (vLLM's mamba_cache_mode "align",
+// MambaManager): a block of 16 tokens of 1 B per token (full layers) is 16 B; the linear
+// layers' state of 48 B takes ceil(48 / 16) = 3 blocks. A request of n tokens holds
+// ceil(n / 16) + 3 blocks.
+HybridKv state_of_48_bytes() {
   HybridKv h;
   h.full_Bpt = 1;
+  h.state_B = 48;
+  return h;
+}
+
+TEST(PrefixCache, AHybridHitEndsWhereALinearStateIsCachedAndStatesAreEvictedLikeBlocks) {
+  PagedKv kv(40, 16);
+  kv.set_hybrid(state_of_48_bytes());
+  kv.enable_prefix_cache();
+  EXPECT_EQ(kv.state_blocks(), 3);
+  const std::vector<std::uint64_t> a = keys(1, 6);  // a 100-token prompt: 6 whole blocks
+  // Sequence 1: 100 tokens = 7 + 3 = 10 blocks. Its first step computes 40 tokens: blocks 0-1
+  // registered and the state after floor(40 / 16) = 2 blocks (32 tokens) cached, in 3 blocks
+  // taken from the free queue (they count as free: used stays 10).
+  kv.allocate_shared(1, 100, a, 0);
+  EXPECT_EQ(kv.used_blocks(), 10);
+  kv.register_blocks(1, a, 40 / 16);
+  EXPECT_TRUE(kv.state_cached(a[1]));
+  EXPECT_EQ(kv.used_blocks(), 10);
+  // Its second step ends the prompt: blocks 2-5 and the state after 6 blocks (96 tokens).
+  kv.register_blocks(1, a, 100 / 16);
+  EXPECT_EQ(kv.cached_states(), 2);
+  EXPECT_EQ(kv.cached_blocks(), 6);
+  kv.release(1);
+  EXPECT_EQ(kv.used_blocks(), 0);
+  // The same prompt hits floor(100 / 16) · 16 = 96 tokens (6 blocks, a state after block 5);
+  // capped at 3 blocks it hits 2: the state after block 2 (block 3's is not cached).
+  EXPECT_EQ(kv.match(a, 6), 6);
+  EXPECT_EQ(kv.match(a, 5), 2);
+  EXPECT_EQ(kv.match(a, 1), 0);
+  // A prompt sharing a's first 5 blocks only: the full layers match 5 blocks, but the last
+  // cached state within them is after block 2: a hit of 32 tokens.
+  std::vector<std::uint64_t> b(a.begin(), a.begin() + 5);
+  b.push_back(999);
+  EXPECT_EQ(kv.match(b, 6), 2);
+  // Taking the 6-block hit: 10 − 6 = 4 new blocks, the 6 cached ones and the state's 3 from the
+  // free queue: 13.
+  EXPECT_EQ(kv.free_among(a, 6), 9);
+  EXPECT_EQ(kv.blocks_needed(100, a, 6), 13);
+  // The free queue now: 24 never-used blocks, the state after 2 blocks, the state after 6, the
+  // 4 unregistered blocks of sequence 1, then its blocks 5..0. 25 new blocks (a 352-token
+  // request: 22 + 3) take the 24 and evict the older state (3 blocks, 2 left free).
+  kv.allocate_shared(2, 352, {}, 0);
+  EXPECT_EQ(kv.used_blocks(), 25);
+  EXPECT_EQ(kv.evicted_blocks(), 3);
+  EXPECT_FALSE(kv.state_cached(a[1]));
+  EXPECT_EQ(kv.match(b, 6), 0);
+  EXPECT_EQ(kv.match(a, 6), 6);
+  // Sequence 3 takes the 6-block hit: 13 blocks, 38 used; the state it holds is not evictable.
+  kv.allocate_shared(3, 100, a, 6);
+  EXPECT_EQ(kv.used_blocks(), 38);
+  EXPECT_EQ(kv.free_blocks(), 2);
+  // A state needs 3 free blocks: with 2 free, a new one is not cached.
+  const std::vector<std::uint64_t> c = keys(3, 2);
+  kv.register_blocks(2, c, 2);
+  EXPECT_FALSE(kv.state_cached(c[1]));
+  // Its release gives back the 4 new blocks, the 6 shared ones and the state's 3: 25 used.
+  kv.release(3);
+  EXPECT_EQ(kv.used_blocks(), 25);
+  EXPECT_EQ(kv.match(a, 6), 6);
+}
+
+TEST(PrefixCache, AHybridPoolWithoutLinearLayersHitsEveryRegisteredBlock) {
+  // Sliding-window layers only (gpt-oss): no state; a hit is the full layers' match.
+  PagedKv kv(40, 16);
+  HybridKv h;
+  h.full_Bpt = 1;
+  h.sliding_Bpt = 1;
+  h.window = 128;
   kv.set_hybrid(h);
-  EXPECT_THROW(kv.enable_prefix_cache(), std::logic_error);
+  kv.enable_prefix_cache();
+  EXPECT_EQ(kv.state_blocks(), 0);
+  const std::vector<std::uint64_t> a = keys(1, 4);
+  kv.allocate_shared(1, 64, a, 0);
+  kv.register_blocks(1, a, 4);
+  kv.release(1);
+  EXPECT_EQ(kv.match(a, 3), 3);
+  EXPECT_THROW(kv.set_hybrid(h), std::logic_error);  // set_hybrid comes first
 }
 
 TEST(PrefixCache, TheHitCoversRecomputedThenLoadedTokensAndTheRestIsComputed) {
@@ -189,6 +267,51 @@ TEST(PrefixCacheScheduler, WithoutPrefixCachingNothingIsShared) {
   p = s.plan(1, kv);
   EXPECT_EQ(b.hbm_hit_tokens, 0);
   EXPECT_EQ(p.tokens, 352);
+}
+
+// A (document 7's 320 tokens + 32 of its own) prefilled at a token budget, then B (the same
+// document, 32 of its own) planned, on the hybrid pool of the tests above (3 blocks a state).
+struct SecondOnDocument {
+  std::int64_t states_after_a = 0, used_after_a = 0, b_hit = 0, b_tokens = 0;
+};
+SecondOnDocument second_on_document(std::int64_t budget) {
+  PagedKv kv(100, 16);
+  kv.set_hybrid(state_of_48_bytes());
+  kv.enable_prefix_cache();
+  SchedulerConfig cfg;
+  cfg.max_num_batched_tokens = budget;
+  Scheduler s(cfg);
+  Sequence a = make_sequence(doc_request(1, 320, 32), 0);
+  s.enqueue(&a, 0);
+  double t = 0;
+  while (a.finish_s < 0) {
+    s.complete(s.plan(t, kv), t + 1, kv);
+    t += 1;
+  }
+  SecondOnDocument r;
+  r.states_after_a = kv.cached_states();
+  r.used_after_a = kv.used_blocks();
+  Sequence b = make_sequence(doc_request(2, 320, 32), 0);
+  s.enqueue(&b, t);
+  r.b_tokens = s.plan(t, kv).tokens;
+  r.b_hit = b.hbm_hit_tokens;
+  return r;
+}
+
+TEST(PrefixCacheScheduler, AHybridPromptHitsADocumentOnlyWhereAStepEndedOnIt) {
+  // In one step (budget 4,096) the only state cached is after 352 tokens (22 blocks), A's own:
+  // B matches the document's 20 full blocks but no state within them: no hit, 352 computed.
+  const SecondOnDocument one = second_on_document(4096);
+  EXPECT_EQ(one.states_after_a, 1);
+  EXPECT_EQ(one.b_hit, 0);
+  EXPECT_EQ(one.b_tokens, 352);
+  // With a budget of 320 A's first step ends on the document's last block: the state after 20
+  // blocks is cached too, and B hits the document's 320 tokens, computing its own 32.
+  const SecondOnDocument two = second_on_document(320);
+  EXPECT_EQ(two.states_after_a, 2);
+  EXPECT_EQ(two.used_after_a, 0);
+  EXPECT_EQ(two.b_hit, 320);
+  EXPECT_EQ(two.b_tokens, 32);
 }
 
 }  // namespace
