@@ -59,15 +59,17 @@ struct Trial {
   std::map<std::uint64_t, double> credit;
   std::map<std::uint64_t, std::int64_t> cached_at_admission;
   int built = 0;
+  int preemptions = 0;
 };
 
-Trial run_policy(const char* policy, bool compact, bool chunked) {
+Trial run_policy(const char* policy, bool compact, bool chunked, KvAllocation alloc) {
   SchedulerConfig cfg;
   cfg.policy = Policy{policy};
   cfg.max_num_seqs = 3;
   cfg.max_num_batched_tokens = 2048;
   cfg.chunked_prefill = chunked;
   cfg.fairness_max_wait_s = 1.5;
+  cfg.kv_allocation = alloc;
   Scheduler s(cfg);
   PagedKv kv(160, 16);  // 2,560 tokens: a few prompts at once, so admission must choose
   std::map<std::uint64_t, std::unique_ptr<RequestState>> states;
@@ -109,24 +111,34 @@ Trial run_policy(const char* policy, bool compact, bool chunked) {
       }
     t.admitted.push_back(ids);
     s.complete(p, now + 0.25, kv);
-    for (Sequence* f : s.take_finished()) t.credit[f->req.id] = f->credit;
+    for (Sequence* f : s.take_finished()) {
+      t.credit[f->req.id] = f->credit;
+      t.preemptions += f->preemptions;
+    }
   }
   EXPECT_TRUE(s.idle()) << policy;
   return t;
 }
 
 TEST(CompactQueue, EveryPolicyAdmitsAsFromAQueueOfSequences) {
+  // The runs must preempt: by chunk, a running prefill's next chunk finds its blocks taken.
+  int preempted = 0;
   for (const auto& [name, p] : policy_names())
-    for (bool chunked : {true, false}) {
-      const Trial whole = run_policy(name, false, chunked);
-      const Trial compact = run_policy(name, true, chunked);
-      EXPECT_EQ(compact.admitted, whole.admitted) << name << " chunked " << chunked;
-      EXPECT_EQ(compact.credit, whole.credit) << name << " chunked " << chunked;
-      EXPECT_EQ(compact.cached_at_admission, whole.cached_at_admission) << name;
-      EXPECT_EQ(compact.credit.size(), 12u) << name;  // every request finished
-      EXPECT_GT(compact.built, 0) << name;
-      EXPECT_EQ(whole.built, 0) << name;  // nothing compact, nothing built
-    }
+    for (bool chunked : {true, false})
+      for (KvAllocation alloc : {KvAllocation::Prompt, KvAllocation::Chunk}) {
+        if (!chunked && alloc == KvAllocation::Chunk) continue;
+        const Trial whole = run_policy(name, false, chunked, alloc);
+        const Trial compact = run_policy(name, true, chunked, alloc);
+        EXPECT_EQ(compact.admitted, whole.admitted) << name << " chunked " << chunked;
+        EXPECT_EQ(compact.credit, whole.credit) << name << " chunked " << chunked;
+        EXPECT_EQ(compact.cached_at_admission, whole.cached_at_admission) << name;
+        EXPECT_EQ(compact.credit.size(), 12u) << name;  // every request finished
+        EXPECT_EQ(compact.preemptions, whole.preemptions) << name;
+        EXPECT_GT(compact.built, 0) << name;
+        EXPECT_EQ(whole.built, 0) << name;  // nothing compact, nothing built
+        preempted += whole.preemptions;
+      }
+  EXPECT_GT(preempted, 0);
 }
 
 // fifo with one seat: a step tries the head only (the seat check comes first), so one record is
