@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "core/sim_runner.hpp"
 #include "serving/load_paths/registry.hpp"
@@ -143,6 +144,12 @@ void ServingEngine::make_ranks() {
     SchedulerConfig sched = sv.scheduler_config();
     sched.max_batches = L.pp;  // a micro-batch per pipeline stage in flight (StepGroup)
     rank->sched = std::make_unique<Scheduler>(sched);
+    // A compact arrival's state back in the ledger when its scheduler needs the sequence.
+    rank->sched->set_builder([this](const ArrivedRequest& rec) {
+      RequestState& st = m_ledger.unpark(rec);
+      unpack_arrival(rec, st);
+      return st.seq.get();
+    });
     rank->kv = std::make_unique<PagedKv>(blocks, sv.block_tokens);
     if (m_kv.hybrid) rank->kv->set_hybrid(*m_kv.hybrid);
     if (sv.prefix_caching) rank->kv->enable_prefix_cache();
@@ -284,6 +291,12 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   if (decode_role || !rank.store->prefetch(st, keys)) {
     try {
       rank.sched->enqueue(st.seq.get(), now_s());
+      // Waiting as a compact record until its scheduler needs the sequence (issue 24: the
+      // queue's memory); its state and sequence are built back then, equal to these.
+      if (const std::optional<ArrivedRequest> rec = pack_arrival(st)) {
+        rank.sched->compact_back(st.seq.get(), *rec);
+        m_ledger.park(r.id);
+      }
     } catch (const InputError&) {
       m_ledger.close(r.id);
       --m_stats.arrived;

@@ -18,7 +18,8 @@ namespace kappasim {
 
 class RequestLedger {
  public:
-  explicit RequestLedger(std::size_t ranks) : m_per_rank(ranks, 0) {}
+  explicit RequestLedger(std::size_t ranks)
+      : m_per_rank(ranks, 0), m_parked_compute(ranks, 0), m_parked_cached(ranks, 0) {}
 
   // Request `id`'s state, arrived on rank `rank` (a fresh state; rank set).
   RequestState& open(std::uint64_t id, int rank);
@@ -26,8 +27,14 @@ class RequestLedger {
   const RequestState& at(std::uint64_t id) const { return m_live.at(id); }
   // Drops request `id`'s whole state (it finished, was rejected or never entered a queue).
   void close(std::uint64_t id);
-  std::size_t size() const { return m_live.size(); }
-  bool empty() const { return m_live.empty(); }
+  // A waiting request kept as its compact record (serving/scheduler.hpp ArrivedRequest): park
+  // drops its state but keeps it counted (on its rank, with its compute and cached tokens, as
+  // nothing of it is scheduled yet); unpark opens its state again, to be filled from the record
+  // (unpack_arrival), and returns it.
+  void park(std::uint64_t id);
+  RequestState& unpark(const ArrivedRequest& rec);
+  std::size_t size() const { return m_live.size() + m_parked; }
+  bool empty() const { return size() == 0; }
 
   // Rank r's requests (r >= 0) or every rank's (r < 0): how many, their prompt tokens still to
   // compute, and the cached tokens of those not yet scheduled (whose load is still ahead).
@@ -37,7 +44,10 @@ class RequestLedger {
 
  private:
   std::map<std::uint64_t, RequestState> m_live;
-  std::vector<std::size_t> m_per_rank;  // live requests per rank
+  std::vector<std::size_t> m_per_rank;  // live requests per rank, parked ones included
+  // Parked requests: how many, and per rank their compute and cached tokens (all still ahead).
+  std::size_t m_parked = 0;
+  std::vector<std::int64_t> m_parked_compute, m_parked_cached;
 };
 
 }  // namespace kappasim

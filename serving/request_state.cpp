@@ -2,8 +2,103 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace kappasim {
+
+namespace {
+bool fits32(std::int64_t v) {
+  return v >= std::numeric_limits<std::int32_t>::min() &&
+         v <= std::numeric_limits<std::int32_t>::max();
+}
+bool no_time(const TimeBreakdown& t) {
+  for (const TimeBreakdown::Category& c : TimeBreakdown::categories())
+    if (t.*c.field != 0) return false;
+  return true;
+}
+}  // namespace
+
+std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
+  const Sequence& s = *st.seq;
+  const Request& r = s.req;
+  // What the record cannot hold: the state stays whole.
+  if (!r.block_hashes.empty() || !st.chunk_levels.empty() || st.front_end_in_s != 0 ||
+      st.front_end_out_s != 0 || !s.block_keys.empty() || !fits32(r.prefix_tokens) ||
+      !fits32(r.new_tokens) || !fits32(r.output_tokens) || !fits32(s.cached_tokens) ||
+      !fits32(s.recompute_tokens) || s.arrival_seq > std::numeric_limits<std::uint32_t>::max() ||
+      st.rank < 0 || st.rank > std::numeric_limits<std::int16_t>::max() ||
+      (s.output_tokens != 1 && s.output_tokens != std::max<std::int64_t>(1, r.output_tokens)) ||
+      (st.cached_tokens != 0 && st.cached_tokens != s.cached_tokens))
+    return std::nullopt;
+  // What an arrival never has: a state that does is not fresh.
+  const std::int64_t prompt = r.prompt_tokens();
+  const bool fresh =
+      s.compute_tokens == prompt - s.cached_tokens && s.tier_cached == s.cached_tokens &&
+      s.tier_recompute == s.recompute_tokens && st.recompute_tokens == s.recompute_tokens &&
+      st.compute_tokens == s.compute_tokens && s.computed == 0 && s.first_scheduled_s == -1 &&
+      s.finish_s == -1 && s.credit == 0 && !s.kv_allocated && !s.rejected && s.generated == 0 &&
+      s.first_token_s == -1 && s.last_token_s == -1 && s.preemptions == 0 &&
+      s.preempted_kv_tokens == 0 && !s.kv_resident && !s.in_batch && s.hbm_hit_tokens == 0 &&
+      s.first_hbm_hit == -1 && s.apc_generation == ~std::uint64_t{0} && s.apc_hit == 0 &&
+      s.apc_hit_free == 0 && s.apc_cap == -1 && st.load_s == 0 && st.compute_s == 0 &&
+      st.steps == 0 && st.link_tokens == 0 && st.buffer_tokens == 0 && st.stored_tokens == 0 &&
+      !st.load_bounds && st.tier_request_s == 0 && no_time(st.time);
+  if (!fresh)
+    throw std::logic_error("pack_arrival: request " + std::to_string(r.id) +
+                           " has been scheduled, or has state the record does not hold");
+  ArrivedRequest a;
+  a.id = r.id;
+  a.sequence_id = r.sequence_id;
+  a.arrival_s = r.arrival_s;
+  a.enqueue_s = s.enqueue_s;
+  a.workload = r.workload;
+  a.arrival_seq = static_cast<std::uint32_t>(s.arrival_seq);
+  a.prefix_tokens = static_cast<std::int32_t>(r.prefix_tokens);
+  a.new_tokens = static_cast<std::int32_t>(r.new_tokens);
+  a.output_tokens = static_cast<std::int32_t>(r.output_tokens);
+  a.block_tokens = r.block_tokens;
+  a.cached_tokens = static_cast<std::int32_t>(s.cached_tokens);
+  a.recompute_tokens = static_cast<std::int32_t>(s.recompute_tokens);
+  a.rank = static_cast<std::int16_t>(st.rank);
+  using A = ArrivedRequest;
+  a.flags = static_cast<std::uint8_t>(
+      (r.extends_sequence ? A::kExtends : 0) | (s.output_tokens != 1 ? A::kDecodes : 0) |
+      (s.async_kv ? A::kAsync : 0) | (s.pd_handoff ? A::kPdHandoff : 0) |
+      (s.hold_kv ? A::kHoldKv : 0) | (st.cached_tokens != 0 ? A::kStateCached : 0));
+  return a;
+}
+
+void unpack_arrival(const ArrivedRequest& a, RequestState& st) {
+  using A = ArrivedRequest;
+  Request r;
+  r.id = a.id;
+  r.arrival_s = a.arrival_s;
+  r.sequence_id = a.sequence_id;
+  r.prefix_tokens = a.prefix_tokens;
+  r.new_tokens = a.new_tokens;
+  r.output_tokens = a.output_tokens;
+  r.extends_sequence = (a.flags & A::kExtends) != 0;
+  r.block_tokens = a.block_tokens;
+  r.workload = a.workload;
+  st.seq = std::make_unique<Sequence>();
+  Sequence& s = *st.seq;
+  s.req = std::move(r);
+  s.cached_tokens = s.tier_cached = a.cached_tokens;
+  s.compute_tokens = a.prompt_tokens() - a.cached_tokens;
+  s.recompute_tokens = s.tier_recompute = a.recompute_tokens;
+  s.enqueue_s = a.enqueue_s;
+  s.credit = a.credit;
+  s.arrival_seq = a.arrival_seq;
+  s.output_tokens = (a.flags & A::kDecodes) != 0 ? std::max<std::int64_t>(1, a.output_tokens) : 1;
+  s.async_kv = (a.flags & A::kAsync) != 0;
+  s.pd_handoff = (a.flags & A::kPdHandoff) != 0;
+  s.hold_kv = (a.flags & A::kHoldKv) != 0;
+  st.rank = a.rank;
+  st.recompute_tokens = s.recompute_tokens;
+  st.cached_tokens = (a.flags & A::kStateCached) != 0 ? s.cached_tokens : 0;
+  st.compute_tokens = s.compute_tokens;
+}
 
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,

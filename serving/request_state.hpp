@@ -42,6 +42,18 @@ struct RequestState {
   double tier_request_s = 0;
 };
 
+// A fresh arrival's state (what the engine set before it enqueued it, nothing scheduled yet) as a
+// compact record (serving/scheduler.hpp ArrivedRequest), or nullopt when the record cannot hold
+// it: a Mooncake trace's block hashes, a tier level below DRAM for a hit chunk (chunk_levels: a
+// prefetch may hold a pointer to the state), an end-to-end TTFT's front-end times, prefix caching's
+// block keys already computed, or a count beyond the record's 32 bits. Every other field of the
+// state and the sequence must have its default (std::logic_error otherwise: a field added to
+// either is packed here or required at its default here). unpack_arrival(*pack_arrival(st))
+// gives a state equal to st.
+std::optional<ArrivedRequest> pack_arrival(const RequestState& st);
+// The state `rec` was packed from (st fresh: its sequence made here).
+void unpack_arrival(const ArrivedRequest& rec, RequestState& st);
+
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):
 // TTFT at its first output token, bytes from tokens × per-GPU B_kv × tp; its queueing is the
 // rest of its TTFT (steps it waited for or sat out). meets_slo is left false (the engine knows

@@ -74,7 +74,28 @@ void Scheduler::enqueue(Sequence* s, double now) {
                      std::to_string(s->compute_tokens));
   s->enqueue_s = now;
   s->arrival_seq = m_enqueued++;
-  m_waiting.push_back(s);
+  m_waiting.emplace_back(s);
+}
+
+void Scheduler::compact_back(const Sequence* s, const ArrivedRequest& rec) {
+  if (!m_build || m_waiting.empty() || m_waiting.back().m_seq != s || rec.id != s->req.id)
+    throw std::logic_error("Scheduler::compact_back: request " + std::to_string(rec.id) +
+                           " is not the last enqueued, or no builder is set");
+  m_waiting.back() = WaitingEntry(rec);
+}
+
+Sequence* Scheduler::built(WaitingEntry& e) {
+  if (!e.m_seq) {
+    e.m_seq = m_build(e.m_rec);
+    if (!e.m_seq || e.m_seq->req.id != e.m_rec.id)
+      throw std::logic_error("Scheduler: the builder returned no sequence for request " +
+                             std::to_string(e.m_rec.id));
+  }
+  return e.m_seq;
+}
+
+Sequence* Scheduler::waiting_front() {
+  return m_waiting.empty() ? nullptr : built(m_waiting.front());
 }
 
 std::int64_t Scheduler::tokens_for(std::int64_t rem, std::int64_t budget) const {
@@ -159,7 +180,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->kv_resident = false;  // an async load runs again when it is admitted again
   }
   v->computed = 0;
-  m_waiting.push_front(v);
+  m_waiting.emplace_front(v);
 }
 
 namespace {
@@ -210,7 +231,7 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     throw std::logic_error("Admission::try_admit: the cursor is past the waiting queue");
   if (m_budget == 0 || m_s.m_running.size() >= static_cast<std::size_t>(m_s.m_cfg.max_num_seqs))
     return Outcome::NoRoom;
-  Sequence* s = *it;
+  Sequence* s = m_s.built(*m_s.m_waiting.erase(it, it));  // a mutable iterator to the same entry
   if (m_kv.blocks_for(s->max_kv_tokens()) > m_kv.total_blocks()) {
     m_s.reject(s, m_now);
     it = m_s.m_waiting.erase(it);
@@ -310,9 +331,12 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
   // Passed over: still waiting although a later arrival was admitted this step. The queue is in
   // arrival order, so they are the front of the queue up to the latest admitted arrival.
   if (step.m_admitted_any)
-    for (Sequence* s : m_waiting) {
-      if (s->arrival_seq > step.m_last_admitted_seq) break;
-      s->credit += 1;
+    for (WaitingEntry& e : m_waiting) {
+      if (e.arrival_seq() > step.m_last_admitted_seq) break;
+      if (e.m_seq)
+        e.m_seq->credit += 1;
+      else
+        ++e.m_rec.credit;
     }
 
   if (plan.tokens > m_cfg.max_num_batched_tokens)

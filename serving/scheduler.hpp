@@ -36,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <utility>
@@ -115,6 +116,60 @@ struct Sequence {  // one request inside the engine
   std::int64_t max_kv_tokens() const { return req.prompt_tokens() + output_tokens - 1; }
 };
 
+// A request that has arrived and waits for its first admission, kept compact (issue 24: an
+// overloaded run's queue holds most of its requests, ≈ 0.6 KB each as a RequestState and a
+// Sequence). It holds the Request's fields (no block_hashes), the tier hit's split set at
+// arrival and the scheduler's queue facts; the engine packs a fresh arrival into one only when
+// the record holds everything its state had (pack_arrival, serving/request_state.hpp) and
+// builds the state back when the scheduler first needs the whole sequence (Scheduler::Builder):
+// when a policy tries to admit it, or it heads the queue at a step's start (its lookup cost).
+// The fields a policy orders by without the whole sequence are read through WaitingEntry.
+struct ArrivedRequest {
+  std::uint64_t id = 0;
+  std::uint64_t sequence_id = 0;
+  double arrival_s = 0;
+  double enqueue_s = 0;
+  InternedName workload;
+  std::uint32_t arrival_seq = 0;  // Sequence::arrival_seq
+  std::uint32_t credit = 0;       // Sequence::credit (a count of steps)
+  std::int32_t prefix_tokens = 0, new_tokens = 0, output_tokens = 1;  // the Request's
+  std::int32_t block_tokens = 0;
+  std::int32_t cached_tokens = 0;     // Sequence::cached_tokens (= tier_cached)
+  std::int32_t recompute_tokens = 0;  // Sequence::recompute_tokens (= tier_recompute)
+  std::int16_t rank = 0;              // RequestState::rank
+  // Request::extends_sequence; Sequence::output_tokens is the request's (else 1); async_kv,
+  // pd_handoff, hold_kv; RequestState::cached_tokens is the sequence's (else 0).
+  enum : std::uint8_t {
+    kExtends = 1,
+    kDecodes = 2,
+    kAsync = 4,
+    kPdHandoff = 8,
+    kHoldKv = 16,
+    kStateCached = 32
+  };
+  std::uint8_t flags = 0;
+  std::int64_t prompt_tokens() const { return std::int64_t{prefix_tokens} + new_tokens; }
+};
+
+// One entry of the scheduler's waiting queue: a sequence (preempted, or built already) or an
+// arrival's compact record. What a policy may read without building the sequence.
+class WaitingEntry {
+ public:
+  explicit WaitingEntry(Sequence* s) : m_seq(s) {}
+  explicit WaitingEntry(const ArrivedRequest& r) : m_rec(r) {}
+  Sequence* seq() const { return m_seq; }  // nullptr while compact
+  std::uint64_t id() const { return m_seq ? m_seq->req.id : m_rec.id; }
+  double enqueue_s() const { return m_seq ? m_seq->enqueue_s : m_rec.enqueue_s; }
+  // K_hit: the cached tokens it loads as things stand (set at arrival; a preemption may change it)
+  std::int64_t cached_tokens() const { return m_seq ? m_seq->cached_tokens : m_rec.cached_tokens; }
+  std::uint64_t arrival_seq() const { return m_seq ? m_seq->arrival_seq : m_rec.arrival_seq; }
+
+ private:
+  friend class Scheduler;
+  Sequence* m_seq = nullptr;
+  ArrivedRequest m_rec;
+};
+
 // A sequence for `r` with K_hit = cached_tokens clamped to [0, prompt − 1]: vLLM always
 // recomputes at least the prompt's last token (LMCache logs "hit tokens: 10010, need to load:
 // 10009" for a fully cached 10,010-token prompt, LMCache PR 1740).
@@ -179,7 +234,7 @@ class Scheduler;
 // every policy; the policy only chooses whom to try, in which order, and when to stop.
 class Admission {
  public:
-  using Queue = std::list<Sequence*>;
+  using Queue = std::list<WaitingEntry>;
   using Cursor = Queue::const_iterator;
   enum class Outcome {
     Admitted,    // allocated, added to the plan; `it` moved to the next waiting sequence
@@ -193,8 +248,8 @@ class Admission {
 
   double now() const { return m_now; }
   const SchedulerConfig& config() const;
-  // The waiting sequences in arrival order. try_admit erases the one it admits or rejects; other
-  // cursors stay valid (std::list).
+  // The waiting requests in arrival order (a preempted one at the front). try_admit erases the
+  // one it admits or rejects; other cursors stay valid (std::list).
   const Queue& waiting() const;
   // Compute tokens left in this step's budget.
   std::int64_t budget() const { return m_budget; }
@@ -226,6 +281,17 @@ class Scheduler {
   // InputError (vLLM requires max_num_batched_tokens >= max_model_len then).
   void enqueue(Sequence* s, double now);
 
+  // Compact arrivals (ArrivedRequest). The builder turns a record into its sequence (the engine:
+  // its RequestState back in the ledger) when the scheduler first needs the whole sequence; it
+  // must return a sequence equal to the one compacted, the queue facts (enqueue_s, arrival_seq,
+  // credit) included. compact_back replaces the sequence just enqueued, `s` (the queue's last
+  // entry), with `rec`, its record: `s` may be destroyed after (std::logic_error when `s` is not
+  // the last entry or no builder is set). The order, admission and every figure are those of
+  // the queue of sequences.
+  using Builder = std::function<Sequence*(const ArrivedRequest&)>;
+  void set_builder(Builder b) { m_build = std::move(b); }
+  void compact_back(const Sequence* s, const ArrivedRequest& rec);
+
   // The next step. Allocates KV blocks for admitted sequences. A sequence whose prompt needs
   // more blocks than the whole pool is rejected (rejected = true, finish_s = now, returned by
   // take_finished()), as vLLM rejects a prompt longer than it can ever hold. Returns an empty
@@ -252,8 +318,9 @@ class Scheduler {
   std::size_t pulling() const { return m_pulling.size(); }
 
   std::size_t waiting() const { return m_waiting.size(); }
-  // The oldest waiting sequence (nullptr when none): the one the next step tries first.
-  const Sequence* waiting_front() const { return m_waiting.empty() ? nullptr : m_waiting.front(); }
+  // The oldest waiting sequence (nullptr when none): the one the next step tries first (built
+  // from its record if compact).
+  Sequence* waiting_front();
   std::size_t running() const { return m_running.size(); }
   bool idle() const { return m_waiting.empty() && m_running.empty() && m_pulling.empty(); }
   const SchedulerConfig& config() const { return m_cfg; }
@@ -277,16 +344,18 @@ class Scheduler {
   // flight (s is not planned: the running pass stops, as vLLM v1's does).
   bool grow_or_preempt(Sequence* s, std::int64_t tokens, PagedKv& kv);
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token
+  Sequence* built(WaitingEntry& e);  // e's sequence, built from its record if compact
 
   SchedulerConfig m_cfg;
-  std::list<Sequence*> m_waiting;    // arrival (enqueue) order
-  std::vector<Sequence*> m_running;  // admission order
+  std::list<WaitingEntry> m_waiting;  // arrival (enqueue) order; preempted ones at the front
+  std::vector<Sequence*> m_running;   // admission order
   std::vector<Sequence*> m_finished;
   std::vector<Sequence*> m_pulling;           // async_kv sequences admitted, their pull not done
   std::vector<Sequence*> m_new_pulls;         // of them, admitted since the last take_pulls()
   int m_in_flight = 0;                        // plans outstanding
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
+  Builder m_build;                            // compact arrivals' sequences (set_builder)
 };
 
 // Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything.

@@ -204,7 +204,7 @@ void StepGroup::begin(Step& b) {
   // runs in its own process, so the step waits for the slowest.
   double overhead = 0, software = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    const Scheduler& sched = *ranks[r]->sched;
+    Scheduler& sched = *ranks[r]->sched;
     const SchedulerCpu c = scheduler_cpu(sv, b.plans[r], sched.waiting_front(), sched.running(),
                                          m_env.spec.model.num_layers);
     overhead = std::max(overhead, c.overhead_s);

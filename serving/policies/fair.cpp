@@ -15,7 +15,7 @@ class Fair final : public SchedulerPolicy {
     const double bound = step.config().fairness_max_wait_s;
     // 1. Urgent sequences, oldest first; the first that cannot be admitted holds the step.
     for (auto it = step.waiting().begin(); it != step.waiting().end();) {
-      if (step.now() - (*it)->enqueue_s < bound) {
+      if (step.now() - it->enqueue_s() < bound) {
         ++it;
         continue;
       }

@@ -31,7 +31,7 @@ class ShortestLoad final : public SchedulerPolicy {
     order.reserve(step.waiting().size());
     for (auto it = step.waiting().begin(); it != step.waiting().end(); ++it) order.push_back(it);
     std::stable_sort(order.begin(), order.end(), [](Admission::Cursor a, Admission::Cursor b) {
-      return (*a)->cached_tokens < (*b)->cached_tokens;
+      return a->cached_tokens() < b->cached_tokens();
     });
     // Admitting one erases only its own list node, so the other cursors stay valid.
     for (Admission::Cursor it : order)
