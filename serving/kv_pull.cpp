@@ -70,10 +70,9 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
 double KvPull::pull(Rank& rank, const Sequence& s) {
   wait_s(m_handoff.fixed_s);
   // Every GPU of the rank pulls its share of the prompt's KV (all but the last token) through its
-  // NIC (GPUDirect RDMA), no faster than its worker posts the descriptors.
+  // NIC (GPUDirect RDMA), no faster than its descriptors are posted (the profile's unit).
   const std::int64_t tokens = s.cached_tokens;
-  const std::int64_t desc =
-      handoff_descriptors(m_spec.model, tokens, m_spec.serving.block_tokens, m_pp);
+  const HandoffGeometry geo{m_spec.serving.block_tokens, m_spec.serving.chunk_tokens, m_pp};
   double bytes = 0;
   if (tokens > 0) {
     CopyGroup c;
@@ -81,6 +80,7 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
                         CopyPath::Dma);
     for (TransferRequest& r : c.rs) {
       r.endpoint = Endpoint::Remote;
+      const std::int64_t desc = handoff_descriptors(m_handoff, m_spec.model, tokens, r.bytes, geo);
       r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, desc, m_handoff);
       bytes += r.bytes;
     }

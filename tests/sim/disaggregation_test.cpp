@@ -90,6 +90,28 @@ TEST(Disaggregation, WithoutPostingCostsThePullRunsAtTheNicPort) {
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
 }
 
+// The mooncake-te profile: each of the 160 (layer, K/V) entries of a GPU's 83,886,080 B is
+// 524,288 B, 8 slices of 64 KiB: 1,280 work requests at 3.40 us = 4.352 ms, so each GPU moves
+// 83,886,080 B / 4.352 ms = 19.3 GB/s, below its 50 GB/s port: transfer = 0.295 ms + 4.352 ms
+// (the copy's own issue latency and the NIC latency add a few microseconds).
+TEST(Disaggregation, MooncakeProfilePostsOneWorkRequestPerSlice) {
+  const ClusterRunSpec spec = pd_spec("  handoff: mooncake-te\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.295e-3 + 1280 * 3.40e-6;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The lmcache-pd profile: one descriptor per 256-token chunk, 8 for 2,048 tokens (30 us of
+// posting for 83.9 MB): the NIC port binds, 83,886,080 B / 50 GB/s = 1.678 ms, plus 0.40 ms.
+TEST(Disaggregation, LmcacheProfileIsNicBoundWithOneDescriptorPerChunk) {
+  const ClusterRunSpec spec = pd_spec("  handoff: lmcache-pd\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.40e-3 + 2048 * 40960.0 / 50e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
 // A prompt whose one output token is the prefill's needs no decode stage; the others are handed
 // off. Under load every request finishes once, and every block a prefill node held for a
 // hand-off is released (check_end: no KV block left in any pool).
