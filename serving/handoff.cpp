@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/registry.hpp"
+#include "core/preset_listing.hpp"
 
 namespace kappasim {
 
@@ -32,25 +32,10 @@ const std::vector<std::pair<const char*, HandoffUnit>>& handoff_unit_names() {
 
 namespace {
 // Transfer-engine profiles are preset files (presets/transfer-engines/, --preset-dir), as stack
-// profiles are: this adapter shows them to the one registry listing (`kappasim list
-// transfer-engine`), one row per preset with its display_name. cluster.handoff resolves the name
-// through the preset registry, whose unknown-name error names the key and the nearest preset.
-class TransferEngineListing : public RegistryBase {
- public:
-  TransferEngineListing()
-      : RegistryBase("transfer-engine", "transfer-engine profile", "cluster.handoff") {}
-  std::vector<Item> listing() const override {
-    const PresetRegistry& reg = PresetRegistry::instance();
-    std::vector<Item> out;
-    for (const std::string& name : reg.names("transfer-engine")) {
-      const ConfigNode* n = reg.find("transfer-engine", name);
-      const ConfigNode* dn = n ? n->find("display_name") : nullptr;
-      out.push_back({name, dn ? dn->scalar : std::string()});
-    }
-    return out;
-  }
-};
-const TransferEngineListing kTransferEngines;
+// profiles are: listed as `kappasim list transfer-engine` through the preset listing
+// (core/preset_listing.hpp); cluster.handoff resolves a name through the preset registry.
+const PresetListing kTransferEngines("transfer-engine", "transfer-engine",
+                                     "transfer-engine profile", "cluster.handoff");
 }  // namespace
 
 int handoff_kv_regions(const ModelSpec& m) {
