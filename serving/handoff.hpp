@@ -3,8 +3,8 @@
 // (cluster.handoff; presets/transfer-engines/, `kappasim list transfer-engine`): vLLM's
 // NixlConnector over NIXL (the default), vLLM's MooncakeConnector over the Mooncake Transfer
 // Engine, LMCache's P/D backend over NIXL. Every GPU of the decode rank moves its share of the
-// prompt's KV over GPUDirect RDMA through its NIC port into its HBM (Endpoint::Remote in the
-// decode node's fabric; the prefill node's NIC is not modelled). A profile says what one RDMA
+// prompt's KV over GPUDirect RDMA: the bytes cross the prefill GPU's NIC port out and the decode
+// GPU's NIC port in (Endpoint::Remote in each node's fabric). A profile says what one RDMA
 // descriptor (work request) covers and what posting one costs; the posting is serial on one
 // worker thread, so the transfer moves no faster than its descriptors are posted:
 // rate cap = bytes / (descriptors x post_per_descriptor). Pure C++, no SystemC.

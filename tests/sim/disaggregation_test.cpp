@@ -16,7 +16,7 @@ namespace kappasim {
 namespace disaggregation_test {
 namespace {
 
-ClusterRunSpec pd_spec(const std::string& handoff) {
+ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
   return read_config<ClusterRunSpec>(
       parse_yaml(
           "cluster:\n"
@@ -25,8 +25,9 @@ ClusterRunSpec pd_spec(const std::string& handoff) {
               "  nodes:\n"
               "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
               "tp: 8, store: none}}\n"
-              "    - {name: d, role: decode, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
-              "tp: 8, store: none}}\n"
+              "    - {name: d, role: decode, count: " +
+              std::to_string(decode_nodes) +
+              ", system: dgx-h100, serving: {" KAPPASIM_TEST_STACK "tp: 8, store: none}}\n"
               "model: llama-3.1-70b\n"
               "workload: {type: sharegpt}\n"
               "check: true\n",
@@ -109,6 +110,20 @@ TEST(Disaggregation, LmcacheProfileIsNicBoundWithOneDescriptorPerChunk) {
   VectorSource src({request(1, 0, 2049, 2)});
   const auto f = run_cluster(spec, src, ClusterSinks{});
   const double transfer = 0.40e-3 + 2048 * 40960.0 / 50e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The prefill node's NIC is the pulls' too: two 513-token requests prefilled in one step on the
+// one prefill node are pulled at once by two decode nodes (round robin); with nothing to post,
+// each GPU's 512 x 40,960 = 20,971,520 B share of each pull leaves through the same 50 GB/s port
+// out, 25 GB/s each: transfer = 0.4 ms + 2 x 20,971,520 B / 50 GB/s = 1.239 ms (0.419 ms more
+// than one pull alone).
+TEST(Disaggregation, PullsFromOnePrefillNodeShareItsNicPort) {
+  const ClusterRunSpec spec = pd_spec("  handoff: {post_per_descriptor: 0 s}\n", 2);
+  VectorSource src({request(1, 0, 513, 2), request(2, 0, 513, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.4e-3 + 2 * 512 * 40960.0 / 50e9;
+  EXPECT_EQ(figure(f, "handoffs"), 2);
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
 }
 
