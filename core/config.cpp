@@ -557,12 +557,17 @@ std::string preset_suggestion(const std::string& word, const std::vector<std::st
 namespace {
 const std::vector<std::pair<std::string, std::string>>& kind_folders() {
   static const std::vector<std::pair<std::string, std::string>> k = {
-      {"model", "models"},       {"gpu", "gpus"},
-      {"link", "links"},         {"host-memory", "host-memory"},
-      {"system", "systems"},     {"design", "design"},  // models/design area/power coefficients
-      {"stack", "stacks"},  // serving software stacks (serving/stack_profile.hpp)
-      {"cxl", "cxl-expanders"},  {"nvme", "nvme-drives"},  // KV tiers below DRAM (issue 14)
-      {"cxl-pool", "cxl-pools"},  // a CXL switch and its pooled devices (issue 25)
+      {"model", "models"},
+      {"gpu", "gpus"},
+      {"link", "links"},
+      {"host-memory", "host-memory"},
+      {"system", "systems"},
+      {"design", "design"},  // models/design area/power coefficients
+      {"stack", "stacks"},   // serving software stacks (serving/stack_profile.hpp)
+      {"cxl", "cxl-expanders"},
+      {"nvme", "nvme-drives"},                  // KV tiers below DRAM (issue 14)
+      {"cxl-pool", "cxl-pools"},                // a CXL switch and its pooled devices (issue 25)
+      {"transfer-engine", "transfer-engines"},  // P/D hand-off profiles (serving/handoff.hpp)
   };
   return k;
 }

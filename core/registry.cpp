@@ -1,5 +1,7 @@
 #include "core/registry.hpp"
 
+#include "core/preset_listing.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -66,6 +68,17 @@ const RegistryBase& registry_by_id(std::string_view id) {
   throw InputError("kappasim list: unknown kind '" + excerpt(std::string(id)) + "'" +
                    (near.empty() ? "" : "; did you mean '" + near + "'?") + " (expected one of " +
                    joined(ids) + ")");
+}
+
+std::vector<RegistryBase::Item> PresetListing::listing() const {
+  const PresetRegistry& reg = PresetRegistry::instance();
+  std::vector<Item> out;
+  for (const std::string& name : reg.names(m_kind)) {
+    const ConfigNode* n = reg.find(m_kind, name);
+    const ConfigNode* dn = n ? n->find("display_name") : nullptr;
+    out.push_back({name, dn ? dn->scalar : std::string()});
+  }
+  return out;
 }
 
 }  // namespace kappasim

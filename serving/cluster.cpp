@@ -102,6 +102,10 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
       es.on_pulled = [this](std::uint64_t id, double t0, double t1, double bytes) {
         pulled(id, t0, t1, bytes);
       };
+      // The pull's prefill side: the prefill node's GPUs send through their NIC ports.
+      es.send_kv = [this](std::uint64_t id, std::int64_t tokens, double cap) {
+        return m_nodes[m_handoffs.at(id).prefill_node].engine->send_kv(id, tokens, cap);
+      };
     }
     n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),
                                                *n.queue, es);

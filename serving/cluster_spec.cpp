@@ -103,6 +103,11 @@ void ClusterRunSpec::validate(const std::string& path) const {
                        "system.nic_bandwidth: a decode node pulls the prompt's KV from its "
                        "prefill node over its NIC (GPUDirect RDMA); give the NIC bandwidth "
                        "per GPU (e.g. \"50 GB/s\" for ConnectX-7 400 Gb/s)");
+    if (g.role == EngineRole::Prefill && !(g.system.nic_Bps.value_or(0) > 0))
+      throw InputError(ip +
+                       "system.nic_bandwidth: the KV hand-off leaves a prefill node's GPUs "
+                       "through their NIC (GPUDirect RDMA); a system without one cannot hand "
+                       "off (every hand-off crosses the NIC); give the NIC bandwidth per GPU");
   }
   if (!prefill || !decode)
     throw InputError(p +

@@ -73,7 +73,9 @@ struct ClusterHead {
              opt("routing policy, a registered name (kappasim presets policies); with P/D it "
                  "picks the prefill node at arrival and the decode node at the hand-off"));
     v.object("handoff", handoff,
-             opt("P/D: the decode node's KV pull (vLLM NixlConnector over GPUDirect RDMA)"));
+             opt("P/D: the KV hand-off's transfer-engine profile, a preset name (kappasim list "
+                 "transfer-engine: nixl-vllm, mooncake-te, lmcache-pd) or a map of its keys"),
+             "transfer-engine");
   }
   void validate(const std::string&) const {}
 };

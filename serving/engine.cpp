@@ -64,8 +64,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   }
   make_gpus();
   make_ranks();
-  m_pull = std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff,
-                                    m_layout.pp, m_kv.unit_per_gpu, m_sinks.on_pulled, m_work);
+  m_pull =
+      std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff, m_layout.pp,
+                               m_kv.unit_per_gpu, m_sinks.on_pulled, m_sinks.send_kv, m_work);
   std::vector<int> fabric_gpus;
   for (const auto& u : m_gpus) fabric_gpus.push_back(u->fabric);
   m_trace = std::make_unique<EngineTrace>(m_sinks.trace, fabric_gpus, m_spec.check);
@@ -341,6 +342,25 @@ void ServingEngine::release_kv(std::uint64_t id) {
       return;
     }
   throw std::logic_error("release_kv: request " + std::to_string(id) + " holds no KV blocks");
+}
+
+std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id, std::int64_t tokens,
+                                                  double rate_cap_Bps) {
+  for (auto& rank : m_ranks)
+    if (rank->kv->holds(id)) {
+      auto c = std::make_shared<CopyGroup>();
+      rank->gpus->plan_all(c->rs, static_cast<double>(tokens) * m_kv.unit_per_gpu, Direction::D2H,
+                           CopyPath::Dma);
+      double bytes = 0;
+      for (const TransferRequest& r : c->rs) bytes += r.bytes;
+      for (TransferRequest& r : c->rs) {
+        r.endpoint = Endpoint::Remote;  // HBM -> the GPU's NIC port out
+        r.rate_cap_Bps = rate_cap_Bps > 0 && bytes > 0 ? rate_cap_Bps * r.bytes / bytes : 0;
+      }
+      rank->gpus->issue(*c, std::vector<std::int64_t>(c->rs.size(), 1), CopyPath::Dma, 0);
+      return c;
+    }
+  throw std::logic_error("send_kv: request " + std::to_string(id) + " holds no KV blocks");
 }
 
 void ServingEngine::check_end() const { m_check.end(m_stats, m_ledger, m_ranks, *m_link, now_s()); }

@@ -1,9 +1,12 @@
-// P/D disaggregation's KV hand-off (docs/disaggregation.md): how a decode instance pulls a
-// prompt's KV from the prefill instance that computed it, as vLLM's NixlConnector does it. The
-// decode side allocates the prompt's blocks, then every GPU of its rank posts one RDMA READ
-// descriptor per (layer, block, K/V region) of its share to its NIC (GPUDirect RDMA); the bytes
-// cross the decode GPU's NIC port into its HBM (Endpoint::Remote in the fabric). Posting is
-// serial on the worker's CPU, so the pull moves no faster than descriptors are posted:
+// P/D disaggregation's KV hand-off (docs/disaggregation.md): how a prompt's KV moves from the
+// prefill instance that computed it to the decode instance, under a transfer-engine profile
+// (cluster.handoff; presets/transfer-engines/, `kappasim list transfer-engine`): vLLM's
+// NixlConnector over NIXL (the default), vLLM's MooncakeConnector over the Mooncake Transfer
+// Engine, LMCache's P/D backend over NIXL. Every GPU of the decode rank moves its share of the
+// prompt's KV over GPUDirect RDMA: the bytes cross the prefill GPU's NIC port out and the decode
+// GPU's NIC port in (Endpoint::Remote in each node's fabric). A profile says what one RDMA
+// descriptor (work request) covers and what posting one costs; the posting is serial on one
+// worker thread, so the transfer moves no faster than its descriptors are posted:
 // rate cap = bytes / (descriptors x post_per_descriptor). Pure C++, no SystemC.
 #pragma once
 
@@ -25,7 +28,32 @@ enum class EngineRole { Mixed, Prefill, Decode };
 const std::vector<std::pair<const char*, EngineRole>>& engine_role_names();
 const char* engine_role_name(EngineRole r);
 
+// What one RDMA descriptor (one work request posted to the NIC) covers in a hand-off.
+enum class HandoffUnit {
+  // One per (layer, block, K/V region): vLLM's NixlConnector builds one NIXL descriptor per
+  // block of each registered K or V tensor of each layer (its _read_blocks / get_block_descs_ids).
+  LayerBlock,
+  // One per `slice` bytes of each (layer, K/V region)'s run of the request's blocks: vLLM's
+  // MooncakeConnector merges runs of contiguous blocks into one entry per layer and region
+  // (group_concurrent_contiguous) and the Mooncake Transfer Engine cuts every entry into slices
+  // of MC_SLICE_SIZE bytes, one RDMA work request each.
+  Slice,
+  // One per LMCache chunk (serving.chunk_tokens tokens): LMCache's P/D backend writes each chunk's
+  // memory object (every layer's K and V, contiguous: its KV_2LTD format) as one NIXL descriptor.
+  Chunk,
+};
+const std::vector<std::pair<const char*, HandoffUnit>>& handoff_unit_names();
+
+// Without cluster.handoff, or given as a map without `preset:`, the profile is these defaults:
+// nixl-vllm's figures (vLLM's NixlConnector over NIXL, vLLM's reference P/D connector;
+// presets/transfer-engines/nixl-vllm.yaml gives the same, a test holds them equal).
 struct HandoffSpec {
+  std::string name = "nixl-vllm";  // the profile (presets/transfer-engines/<name>.yaml)
+  std::string display_name;
+  std::string description;
+  HandoffUnit unit = HandoffUnit::LayerBlock;
+  // Unit slice: the transfer engine's slice (Mooncake TE MC_SLICE_SIZE, default 65536 B).
+  double slice_bytes = 65536;
   // [D, assumption for NIXL] Per pull, before the first byte: the transfer's setup and its
   // completion notification. 0.40 ms is the intercept of transfer time against KV size in the
   // Mooncake vLLM v1 benchmark (kvcache-ai.github.io/Mooncake, "vLLM with Mooncake Transfer
@@ -39,12 +67,19 @@ struct HandoffSpec {
 
   template <class V>
   void visit(V& v) {
+    v.text("name", name, opt("transfer-engine profile name"));
+    v.text("display_name", display_name, opt("human-readable name"));
+    v.text("description", description, opt("how this transfer engine moves the KV"));
+    v.choice("unit", unit, handoff_unit_names(),
+             opt("what one RDMA descriptor covers: layer_block (NIXL in vLLM), slice (Mooncake "
+                 "TE: `slice` bytes of a layer's contiguous run), chunk (LMCache P/D)"));
+    v.quantity("slice", slice_bytes, dim::bytes,
+               opt("unit slice: the transfer engine's slice size (Mooncake MC_SLICE_SIZE)"));
     v.quantity(
         "fixed", fixed_s, dim::time,
         opt("per pull: the transfer's setup and completion notification", Range::NonNegative));
     v.quantity("post_per_descriptor", post_per_descriptor_s, dim::time,
-               opt("CPU time to post one RDMA descriptor (one per layer, block and K/V region)",
-                   Range::NonNegative));
+               opt("CPU time to post one RDMA descriptor (work request)", Range::NonNegative));
   }
   void validate(const std::string&) const {}
 };
@@ -58,6 +93,21 @@ int handoff_kv_regions(const ModelSpec& m);
 // layers on the GPU (num_layers / pp, rounded up) x handoff_kv_regions. 0 for tokens <= 0.
 std::int64_t handoff_descriptors(const ModelSpec& m, std::int64_t tokens, int block_tokens,
                                  int pp = 1);
+
+// What a hand-off's descriptor count depends on beside the profile and the model.
+struct HandoffGeometry {
+  int block_tokens = 16;   // the decode node's serving.block_tokens
+  int chunk_tokens = 256;  // serving.chunk_tokens (LMCache's chunk)
+  int pp = 1;              // the rank's pipeline stages
+};
+// Descriptors one GPU posts to move `tokens` tokens, `gpu_bytes` of them its share, under `h`:
+//  layer_block: handoff_descriptors(m, tokens, block_tokens, pp);
+//  slice:       layers x regions x ceil(gpu_bytes / (layers x regions) / slice) (the request's
+//               blocks one contiguous run per layer and region);
+//  chunk:       ceil(tokens / chunk_tokens).
+// 0 for tokens <= 0.
+std::int64_t handoff_descriptors(const HandoffSpec& h, const ModelSpec& m, std::int64_t tokens,
+                                 double gpu_bytes, const HandoffGeometry& g);
 
 // The pull's rate cap per GPU from posting (0: none): bytes / (descriptors x post).
 double handoff_post_rate_cap(double bytes, std::int64_t descriptors, const HandoffSpec& h);

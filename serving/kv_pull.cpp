@@ -1,5 +1,6 @@
 #include "serving/kv_pull.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "serving/sim_clock.hpp"
@@ -10,13 +11,15 @@ using sim_clock::now_s;
 using sim_clock::wait_s;
 
 KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
-               double kv_bytes_per_token_gpu, OnPulled on_pulled, sc_core::sc_event& work)
+               double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
+               sc_core::sc_event& work)
     : m_spec(spec),
       m_role(role),
       m_handoff(std::move(handoff)),
       m_pp(pp),
       m_bkv_gpu(kv_bytes_per_token_gpu),
       m_on_pulled(std::move(on_pulled)),
+      m_send_kv(std::move(send_kv)),
       m_work(work) {
   for (std::size_t r = 0; r < ranks; ++r)
     m_stream.push_back(
@@ -70,10 +73,9 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
 double KvPull::pull(Rank& rank, const Sequence& s) {
   wait_s(m_handoff.fixed_s);
   // Every GPU of the rank pulls its share of the prompt's KV (all but the last token) through its
-  // NIC (GPUDirect RDMA), no faster than its worker posts the descriptors.
+  // NIC (GPUDirect RDMA), no faster than its descriptors are posted (the profile's unit).
   const std::int64_t tokens = s.cached_tokens;
-  const std::int64_t desc =
-      handoff_descriptors(m_spec.model, tokens, m_spec.serving.block_tokens, m_pp);
+  const HandoffGeometry geo{m_spec.serving.block_tokens, m_spec.serving.chunk_tokens, m_pp};
   double bytes = 0;
   if (tokens > 0) {
     CopyGroup c;
@@ -81,11 +83,21 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
                         CopyPath::Dma);
     for (TransferRequest& r : c.rs) {
       r.endpoint = Endpoint::Remote;
+      const std::int64_t desc = handoff_descriptors(m_handoff, m_spec.model, tokens, r.bytes, geo);
       r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, desc, m_handoff);
       bytes += r.bytes;
     }
+    double cap = 0;  // the rank's posting bound, all GPUs together (0: none)
+    for (const TransferRequest& r : c.rs)
+      cap = r.rate_cap_Bps > 0 && cap >= 0 ? cap + r.rate_cap_Bps : -1;
     rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
+    // The same bytes leave the prefill GPUs through their NIC ports, shared there with their
+    // other traffic (other decode nodes' pulls, stores to a remote tier): the pull ends when both
+    // sides have moved them.
+    const std::shared_ptr<CopyGroup> out =
+        m_send_kv ? m_send_kv(s.req.id, tokens, std::max(cap, 0.0)) : nullptr;
     if (!c.g.finished) sc_core::wait(c.g.done);
+    if (out && !out->g.finished) sc_core::wait(out->g.done);
   }
   return bytes;
 }

@@ -28,10 +28,17 @@ class KvPull {
   // release its copy); may be empty.
   using OnPulled =
       std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)>;
+  // The prefill side of request `id`'s pull: its `tokens` tokens leave the prefill rank's GPUs
+  // through their NIC ports (GPUDirect RDMA), all of them together no faster than `rate_cap_Bps`
+  // (0: no cap); returns the group to wait for (null: none). Empty: the prefill side is not
+  // modelled (an engine outside a cluster).
+  using SendKv = std::function<std::shared_ptr<CopyGroup>(std::uint64_t id, std::int64_t tokens,
+                                                          double rate_cap_Bps)>;
   // `kv_bytes_per_token_gpu`: what one GPU of a rank holds per token (its pipeline stage's share
   // is GpuUnit::kv_share); `pp`: the rank's pipeline stages.
   KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
-         double kv_bytes_per_token_gpu, OnPulled on_pulled, sc_core::sc_event& work);
+         double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
+         sc_core::sc_event& work);
   ~KvPull();
 
   // An async load (serving.stack.load: async) is modelled where it is one request's DMA copies
@@ -53,6 +60,7 @@ class KvPull {
   int m_pp;
   double m_bkv_gpu;
   OnPulled m_on_pulled;
+  SendKv m_send_kv;
   sc_core::sc_event& m_work;
   std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank
 };

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/registry.hpp"
+#include "core/preset_listing.hpp"
 #include "serving/serving_spec.hpp"
 #include "systems/system_spec.hpp"
 
@@ -42,25 +42,9 @@ void StackProfile::validate(const std::string& path) const {
 }
 
 namespace {
-// Stack profiles are preset files (presets/stacks/, --preset-dir), not code: this adapter shows
-// them to the one registry listing (core/registry.hpp: `kappasim list stack`), one row per stack
-// preset with its display_name. serving.stack resolves the name through the preset registry,
-// whose unknown-name error names the key and suggests the nearest preset, like every registry.
-class StackProfileListing : public RegistryBase {
- public:
-  StackProfileListing() : RegistryBase("stack", "stack profile", "serving.stack") {}
-  std::vector<Item> listing() const override {
-    const PresetRegistry& reg = PresetRegistry::instance();
-    std::vector<Item> out;
-    for (const std::string& name : reg.names("stack")) {
-      const ConfigNode* n = reg.find("stack", name);
-      const ConfigNode* dn = n ? n->find("display_name") : nullptr;
-      out.push_back({name, dn ? dn->scalar : std::string()});
-    }
-    return out;
-  }
-};
-const StackProfileListing kStackProfiles;
+// Stack profiles are preset files (presets/stacks/, --preset-dir), not code: listed as
+// `kappasim list stack` through the preset listing (core/preset_listing.hpp).
+const PresetListing kStackProfiles("stack", "stack", "stack profile", "serving.stack");
 }  // namespace
 
 bool stack_supports(const StackProfile& p, LoadPath path) {

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/table.hpp"
 #include "models/design/area_power.hpp"
+#include "serving/handoff.hpp"
 #include "serving/router_policy.hpp"
 #include "serving/scheduler_policy.hpp"
 #include "serving/stack_profile.hpp"
@@ -34,6 +35,8 @@ std::string effective(const std::string& kind, const std::string& name) {
   if (kind == "cxl") return show(read_preset_config<CxlExpanderSpec>(ref, kind, "", &prov));
   if (kind == "nvme") return show(read_preset_config<NvmeDriveSpec>(ref, kind, "", &prov));
   if (kind == "cxl-pool") return show(read_preset_config<CxlPoolSpec>(ref, kind, "", &prov));
+  if (kind == "transfer-engine")  // P/D hand-off profiles (serving/handoff.hpp)
+    return show(read_preset_config<HandoffSpec>(ref, kind, "", &prov));
   throw InputError("unknown preset kind '" + kind + "'");
 }
 

@@ -16,7 +16,7 @@ namespace kappasim {
 namespace disaggregation_test {
 namespace {
 
-ClusterRunSpec pd_spec(const std::string& handoff) {
+ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
   return read_config<ClusterRunSpec>(
       parse_yaml(
           "cluster:\n"
@@ -25,8 +25,9 @@ ClusterRunSpec pd_spec(const std::string& handoff) {
               "  nodes:\n"
               "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
               "tp: 8, store: none}}\n"
-              "    - {name: d, role: decode, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
-              "tp: 8, store: none}}\n"
+              "    - {name: d, role: decode, count: " +
+              std::to_string(decode_nodes) +
+              ", system: dgx-h100, serving: {" KAPPASIM_TEST_STACK "tp: 8, store: none}}\n"
               "model: llama-3.1-70b\n"
               "workload: {type: sharegpt}\n"
               "check: true\n",
@@ -87,6 +88,42 @@ TEST(Disaggregation, WithoutPostingCostsThePullRunsAtTheNicPort) {
   VectorSource src({request(1, 0, 2049, 2)});
   const auto f = run_cluster(spec, src, ClusterSinks{});
   const double transfer = 0.4e-3 + 2048 * 40960.0 / 50e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The mooncake-te profile: each of the 160 (layer, K/V) entries of a GPU's 83,886,080 B is
+// 524,288 B, 8 slices of 64 KiB: 1,280 work requests at 3.40 us = 4.352 ms, so each GPU moves
+// 83,886,080 B / 4.352 ms = 19.3 GB/s, below its 50 GB/s port: transfer = 0.295 ms + 4.352 ms
+// (the copy's own issue latency and the NIC latency add a few microseconds).
+TEST(Disaggregation, MooncakeProfilePostsOneWorkRequestPerSlice) {
+  const ClusterRunSpec spec = pd_spec("  handoff: mooncake-te\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.295e-3 + 1280 * 3.40e-6;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The lmcache-pd profile: one descriptor per 256-token chunk, 8 for 2,048 tokens (30 us of
+// posting for 83.9 MB): the NIC port binds, 83,886,080 B / 50 GB/s = 1.678 ms, plus 0.40 ms.
+TEST(Disaggregation, LmcacheProfileIsNicBoundWithOneDescriptorPerChunk) {
+  const ClusterRunSpec spec = pd_spec("  handoff: lmcache-pd\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.40e-3 + 2048 * 40960.0 / 50e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The prefill node's NIC is the pulls' too: two 513-token requests prefilled in one step on the
+// one prefill node are pulled at once by two decode nodes (round robin); with nothing to post,
+// each GPU's 512 x 40,960 = 20,971,520 B share of each pull leaves through the same 50 GB/s port
+// out, 25 GB/s each: transfer = 0.4 ms + 2 x 20,971,520 B / 50 GB/s = 1.239 ms (0.419 ms more
+// than one pull alone).
+TEST(Disaggregation, PullsFromOnePrefillNodeShareItsNicPort) {
+  const ClusterRunSpec spec = pd_spec("  handoff: {post_per_descriptor: 0 s}\n", 2);
+  VectorSource src({request(1, 0, 513, 2), request(2, 0, 513, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.4e-3 + 2 * 512 * 40960.0 / 50e9;
+  EXPECT_EQ(figure(f, "handoffs"), 2);
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
 }
 

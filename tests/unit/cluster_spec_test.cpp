@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/config.hpp"
 #include "models/gpu/kernel_timing.hpp"
@@ -177,6 +179,11 @@ TEST(ClusterSpec, PdBadInputsNameTheKey) {
   nic.replace(nic.find("role: decode, system: dgx-h100"), 30, "role: decode, system: h100");
   EXPECT_NE(error_of(nic).find("cluster.nodes.1.system.nic_bandwidth"), std::string::npos)
       << error_of(nic);
+  // A prefill node without a NIC: the hand-off leaves through it.
+  std::string pnic = y;
+  pnic.replace(pnic.find("role: prefill, system: dgx-h100"), 31, "role: prefill, system: h100");
+  EXPECT_NE(error_of(pnic).find("cluster.nodes.0.system.nic_bandwidth"), std::string::npos)
+      << error_of(pnic);
   // An unknown role names the choices.
   std::string bad = y;
   bad.replace(bad.find("role: decode"), 12, "role: decoder");
@@ -202,6 +209,92 @@ TEST(Handoff, DescriptorsAreBlocksTimesLayersTimesRegions) {
   EXPECT_NEAR(handoff_post_rate_cap(1e9, 10080, h), 1e9 / 37.8e-3, 1);
   h.post_per_descriptor_s = 0;
   EXPECT_EQ(handoff_post_rate_cap(1e9, 10080, h), 0);  // no cap
+}
+
+// The transfer-engine profiles (presets/transfer-engines/): each resolves by name; the default
+// (no cluster.handoff, or a map without `preset:`) is the struct's figures, nixl-vllm's.
+TEST(Handoff, ProfilesResolveByNameAndTheDefaultIsNixlsFigures) {
+  const HandoffSpec plain;
+  EXPECT_EQ(parse(kPd).cluster.handoff.name, "nixl-vllm");
+  auto with = [](const std::string& h) {
+    std::string y = kPd;
+    return parse(y.replace(y.find("  nodes:"), 0, "  handoff: " + h + "\n"));
+  };
+  const HandoffSpec nixl = with("nixl-vllm").cluster.handoff;
+  EXPECT_EQ(nixl.name, plain.name);
+  EXPECT_EQ(nixl.unit, HandoffUnit::LayerBlock);
+  EXPECT_EQ(plain.unit, HandoffUnit::LayerBlock);
+  EXPECT_NEAR(nixl.fixed_s, plain.fixed_s, 1e-12 * plain.fixed_s);
+  EXPECT_NEAR(nixl.post_per_descriptor_s, plain.post_per_descriptor_s,
+              1e-5 * plain.post_per_descriptor_s);  // 3.7535 us against 6.7 ms / 1,785
+  const HandoffSpec mc = with("mooncake-te").cluster.handoff;
+  EXPECT_EQ(mc.unit, HandoffUnit::Slice);
+  EXPECT_EQ(mc.slice_bytes, 65536);
+  EXPECT_NEAR(mc.fixed_s, 0.295e-3, 1e-12);
+  EXPECT_NEAR(mc.post_per_descriptor_s, 3.40e-6, 1e-15);
+  EXPECT_EQ(with("lmcache-pd").cluster.handoff.unit, HandoffUnit::Chunk);
+  // A preset with an override; a plain map keeps the default profile's figures.
+  const HandoffSpec o = with("{preset: mooncake-te, post_per_descriptor: 0 s}").cluster.handoff;
+  EXPECT_EQ(o.unit, HandoffUnit::Slice);
+  EXPECT_EQ(o.post_per_descriptor_s, 0);
+  const HandoffSpec m = with("{post_per_descriptor: 0 s}").cluster.handoff;
+  EXPECT_EQ(m.unit, HandoffUnit::LayerBlock);
+  EXPECT_EQ(m.fixed_s, plain.fixed_s);
+  // An unknown profile names the key and the nearest profile (exit 2 through InputError).
+  std::string y = kPd;
+  const std::string e = error_of(y.replace(y.find("  nodes:"), 0, "  handoff: moncake-te\n"));
+  EXPECT_NE(e.find("cluster.handoff"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'mooncake-te'"), std::string::npos) << e;
+  y = kPd;
+  const std::string u = error_of(y.replace(y.find("  nodes:"), 0, "  handoff: {unit: page}\n"));
+  EXPECT_NE(u.find("unit"), std::string::npos) << u;
+}
+
+// Descriptors per GPU under each unit, by hand. Llama-3.1-70B at TP 8: 80 layers x 2 (K, V),
+// 40,960 B per token per GPU (80 x 2 x 1 KV head x 128 x 2 B), 256 B per layer and region.
+TEST(Handoff, DescriptorsFollowTheProfilesUnit) {
+  const ClusterRunSpec s = parse(kPd);
+  HandoffSpec h;
+  const HandoffGeometry g{16, 256, 1};
+  // layer_block: 2,048 tokens = 128 blocks x 80 layers x 2 = 20,480, as NixlConnector posts.
+  EXPECT_EQ(handoff_descriptors(h, s.model, 2048, 2048 * 40960.0, g), 128 * 80 * 2);
+  // slice: 160 entries of 2,048 x 256 B = 512 KiB, 8 slices of 64 KiB each = 1,280.
+  h.unit = HandoffUnit::Slice;
+  EXPECT_EQ(handoff_descriptors(h, s.model, 2048, 2048 * 40960.0, g), 160 * 8);
+  // A short prompt's entry below one slice is one work request: 100 tokens = 25.6 KB -> 160.
+  EXPECT_EQ(handoff_descriptors(h, s.model, 100, 100 * 40960.0, g), 160);
+  // Two PP stages: 40 layers each, the stage's half of the bytes: 80 entries of 512 KiB.
+  EXPECT_EQ(handoff_descriptors(h, s.model, 2048, 2048 * 20480.0, {16, 256, 2}), 80 * 8);
+  // chunk: one LMCache memory object per 256 tokens, every layer in it: ceil(2,049 / 256) = 9.
+  h.unit = HandoffUnit::Chunk;
+  EXPECT_EQ(handoff_descriptors(h, s.model, 2049, 2049 * 40960.0, g), 9);
+  EXPECT_EQ(handoff_descriptors(h, s.model, 0, 0, g), 0);
+}
+
+// The mooncake-te profile against the measurement it was fitted to (Mooncake docs, "vLLM PD
+// Disaggregation Performance": Qwen3-8B, TP 8, H800 + ConnectX-7 RoCE at 25 GB/s per GPU). Qwen3-8B
+// has Llama-3.1-8B's layer geometry (8 KV heads of 128) with 36 layers: 256 B per token per layer
+// and region per GPU. Posting binds (64 KiB / 3.40 us = 19.3 GB/s < 25 GB/s), so the modelled
+// transfer is fixed + slices x post; every measured row lies within 16% of it.
+TEST(Handoff, MooncakeProfileReproducesItsPublishedTransferTimes) {
+  std::string y = kPd;
+  y.replace(y.find("  nodes:"), 0, "  handoff: mooncake-te\n");
+  y.replace(y.find("llama-3.1-70b"), 13, "llama-3.1-8b");
+  ClusterRunSpec s = parse(y);
+  s.model.num_layers = 36;
+  const HandoffSpec& h = s.cluster.handoff;
+  const std::vector<std::pair<std::int64_t, double>> rows = {
+      {128, 0.54e-3},  {256, 0.61e-3},  {512, 0.92e-3},    {1024, 1.50e-3},  {2048, 2.51e-3},
+      {4096, 4.75e-3}, {8192, 8.84e-3}, {16384, 16.43e-3}, {32768, 31.65e-3}};
+  for (const auto& [tokens, measured] : rows) {
+    const double bytes = static_cast<double>(tokens) * 256 * 72;
+    const std::int64_t slices = handoff_descriptors(h, s.model, tokens, bytes, {16, 256, 1});
+    EXPECT_EQ(slices, 72 * ((tokens + 255) / 256)) << tokens;
+    const double post_rate = handoff_post_rate_cap(bytes, slices, h);
+    EXPECT_LT(post_rate, 25e9) << tokens;
+    const double modelled = h.fixed_s + bytes / post_rate;
+    EXPECT_NEAR(modelled, measured, 0.16 * measured) << tokens;
+  }
 }
 
 TEST(ClusterEstimator, GroupLoadRateIsTheSlowestGpusShareWithTheWholeGroupLoading) {

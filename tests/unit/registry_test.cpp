@@ -44,7 +44,8 @@ struct Widget {
 };
 std::unique_ptr<Widget> make_widget() { return std::make_unique<Widget>(); }
 
-// The six kinds issue 21 names, each with the config key that selects one.
+// The six kinds issue 21 names and the P/D transfer-engine profiles, each with the config key
+// that selects one.
 TEST(Registry, CatalogueHoldsEveryPluggableKindWithItsConfigKey) {
   std::vector<std::pair<std::string, std::string>> kinds;
   for (const RegistryBase* r : all_registries()) kinds.emplace_back(r->id(), r->key());
@@ -54,7 +55,8 @@ TEST(Registry, CatalogueHoldsEveryPluggableKindWithItsConfigKey) {
       {"policy", "serving.policy"},
       {"router", "cluster.router"},
       {"stack", "serving.stack"},
-      {"sweep-kind", "kind"}};
+      {"sweep-kind", "kind"},
+      {"transfer-engine", "cluster.handoff"}};
   EXPECT_EQ(kinds, want);
   for (const RegistryBase* r : all_registries()) {
     EXPECT_FALSE(r->listing().empty()) << r->id();
@@ -70,6 +72,9 @@ TEST(Registry, CatalogueHoldsEveryPluggableKindWithItsConfigKey) {
   const std::vector<std::string> stacks = registry_by_id("stack").listed_names();
   for (const char* s : {"ideal", "lmcache-0.3.5", "vllm-native-0.12"})
     EXPECT_NE(std::find(stacks.begin(), stacks.end(), s), stacks.end()) << s;
+  // Transfer-engine profiles likewise: presets/transfer-engines/*.yaml.
+  EXPECT_EQ(registry_by_id("transfer-engine").listed_names(),
+            (std::vector<std::string>{"lmcache-pd", "mooncake-te", "nixl-vllm"}));
   EXPECT_TRUE(has(input_error_of([] { registry_by_id("stak"); }),
                   "kappasim list: unknown kind 'stak'; did you mean 'stack'?"));
 }
