@@ -115,7 +115,7 @@ std::string part(const SweepData& study, const std::string& baseline, Conclusion
                 std::string(flips ? "conditional on " : "") +
                     "the hand-off's descriptor posting cost (3.75 µs measured by vLLM #50913; 0 "
                     "with NIXL 1.5's strided descriptors); the decode node recomputing the last "
-                    "prompt token (vLLM NixlConnector); the prefill node's NIC not modelled",
+                    "prompt token (vLLM NixlConnector); the network between the nodes not modelled",
                 baseline});
     }
   }
@@ -135,15 +135,18 @@ std::string section_disagg(const SweepData& kernel, const SweepData* layerwise,
      << "prefills and decodes) or split into a prefill and a decode pool. Each node's CPU tier "
      << "holds its workload's prefixes. A decode node pulls each prompt's KV from its prefill "
      << "node as vLLM's NixlConnector does: one RDMA read descriptor per layer, block and K/V "
-     << "region posted by its worker, through its NIC, then recomputes the prompt's last token "
+     << "region posted by its worker, through its NIC and out of the prefill GPU's NIC port, "
+     << "then recomputes the prompt's last token "
      << "at its next step (docs/disaggregation.md). TTFT is the decode node's first token. The "
      << "posting cost is swept: 3.75 µs per descriptor as measured (vLLM issue #50913) and 0 "
      << "(NIXL 1.5's strided descriptors, one per layer). Routers: round robin at both stages.\n\n";
   md << part(kernel, "kernel path", log);
   if (layerwise) md << part(*layerwise, "layer-wise path", log);
-  md << "\nWhat this does not model: the prefill node's NIC and the network between nodes (the "
-     << "decode GPU's NIC port and HBM bound the pull), hand-offs within a node over NVLink, "
-     << "vLLM's first-token seeding (PR #51919, open) and the proxy's HTTP hops.\n\n";
+  md << "\nWhat this does not model: the network between the nodes (the two GPUs' NIC ports and "
+     << "HBM bound the pull; each node's fabric is solved on its own), hand-offs within a node "
+     << "over NVLink, the other transfer engines' profiles (mooncake-te, lmcache-pd: "
+     << "`kappasim list transfer-engine`, docs/disaggregation.md), vLLM's first-token seeding "
+     << "(PR #51919, open) and the proxy's HTTP hops.\n\n";
   return md.str();
 }
 

@@ -568,7 +568,8 @@ std::vector<StatDecl> make_summary() {
   add(fig("tier_working_set_bytes", "B", A::Total, "the distinct chunks ever placed × chunk bytes",
           [](const In& x) { return x.t.tier_working_set_bytes; }));
   add(fig("tier_working_set_fits", "1", A::Flag,
-          "tier_working_set_bytes ≤ tier_capacity_bytes (0: `kappasim run` warns)",
+          "tier_working_set_bytes ≤ tier_capacity_bytes: the DRAM tier alone holds the working set "
+          "(`kappasim run` warns when DRAM and the tiers below it together do not)",
           [](const In& x) {
             return x.t.tier_working_set_bytes <= x.t.tier_capacity_bytes ? 1.0 : 0.0;
           }));
