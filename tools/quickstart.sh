@@ -134,8 +134,8 @@ case "${1:-}" in
     fi
     # The layers and the CLI at -Og (GCC's optimisation level for debugging; asserts stay on),
     # the test code at -O0 (tests/CMakeLists.txt): the suite simulates, and at -O0 it ran ≈ 4×
-    # slower (an llm-d validation run: 12.3 s at -O0, 3.1 s at
-    # -Og) for ≈ 30% less compile time of those layers (issue 24: CI under 20 minutes).
+    # slower (an llm-d validation run: 12.3 s at -O0, 3.1 s at -Og) for ≈ 30% less compile time
+    # of those layers (issue 24: CI under 20 minutes; docs/benchmarks.md, "CI build").
     build Debug build/debug -DCMAKE_CXX_FLAGS_DEBUG="-Og -g"
     suite build/debug
     # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer, built with clang:
