@@ -90,11 +90,13 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
                             generations_kappa("fp4"), &gen, s1.medians, &conclusions, &variants);
   }
 
-  // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines.
+  // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines, and per
+  // transfer-engine profile.
   {
     const SweepData kernel = sweeps.run("studies/pd-disagg.yaml");
     const SweepData layerwise = sweeps.run("studies/pd-disagg-layerwise.yaml");
-    rest += section_disagg(kernel, &layerwise, &conclusions);
+    const SweepData handoff = sweeps.run("studies/pd-disagg-handoff.yaml");
+    rest += section_disagg(kernel, &layerwise, &conclusions, &handoff);
   }
 
   std::ostringstream report;

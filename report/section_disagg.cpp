@@ -1,8 +1,10 @@
 // Section 8.9 of the reproduce report: prefill/decode disaggregation under KV offloading. Four
 // DGX H100 nodes co-located or split into prefill and decode pools (1P3D, 2P2D, 3P1D), chat and
 // document QA, two models, the hand-off's descriptor posting cost at its measured value and at 0;
-// on both of the studies' baselines. Input: sweeps studies/pd-disagg and studies/pd-disagg-
-// layerwise. Output: Markdown (docs/disaggregation.md explains the mechanism).
+// on both of the studies' baselines; and, on the kernel path, one model and workload under each
+// transfer-engine profile (cluster.handoff). Input: sweeps studies/pd-disagg, studies/pd-disagg-
+// layerwise and studies/pd-disagg-handoff. Output: Markdown (docs/disaggregation.md explains the
+// mechanism).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -27,9 +29,13 @@ std::string split_name(const ResultsTable& t, std::size_t r) {
 }
 
 // The hand-off's share of the median TTFT: handoff_p50_s / ttft_p50_s (replicate means).
-std::string handoff_share(const ResultsTable& t, const std::vector<std::size_t>& rows) {
+double handoff_share_of(const ResultsTable& t, const std::vector<std::size_t>& rows) {
   const double h = mean_of(t, rows, "handoff_p50_s"), f = mean_of(t, rows, "ttft_p50_s");
-  return std::isfinite(h) && f > 0 ? pct(h / f) : "—";
+  return std::isfinite(h) && f > 0 ? h / f : NAN;
+}
+std::string handoff_share(const ResultsTable& t, const std::vector<std::size_t>& rows) {
+  const double x = handoff_share_of(t, rows);
+  return std::isfinite(x) ? pct(x) : "—";
 }
 
 std::string part(const SweepData& study, const std::string& baseline, ConclusionLog* log) {
@@ -123,10 +129,219 @@ std::string part(const SweepData& study, const std::string& baseline, Conclusion
   return md.str();
 }
 
+// ---- the transfer-engine profiles (studies/pd-disagg-handoff) ----
+
+// A profile's column label: "nixl-vllm", or "profile/variant" for the profile with one of its
+// assumptions at the other end of its plausible range.
+std::string base_profile(const std::string& label) { return label.substr(0, label.find('/')); }
+std::string variant_of(const std::string& label) {
+  const auto at = label.find('/');
+  return at == std::string::npos ? "" : label.substr(at + 1);
+}
+
+// What each profile's verdict hinges on (its preset's assumptions: presets/transfer-engines/),
+// and what its variants set.
+struct ProfileNote {
+  const char* what;       // how the engine moves the KV, in a few words
+  const char* hinges_on;  // the assumption the verdict depends on
+};
+ProfileNote profile_note(const std::string& profile) {
+  if (profile == "nixl-vllm")
+    return {"one READ descriptor per layer, block and K/V",
+            "the descriptor count and its posting cost (one descriptor per layer, block and K/V "
+            "at 3.75 µs each, measured by vLLM #50913; NIXL 1.5's strided descriptors, not "
+            "merged in vLLM, would make it one per layer)"};
+  if (profile == "mooncake-te")
+    return {"one 64 KiB slice per work request of each layer's and K/V's contiguous run",
+            "a request's blocks being one contiguous run in both pools (the profile's "
+            "assumption: a fresh pool; one run per block gives as many work requests as "
+            "nixl-vllm's descriptors); the 3.40 µs per slice fitted to Mooncake's published "
+            "transfer times (H800, 200 Gb/s RoCE)"};
+  if (profile == "lmcache-pd")
+    return {"one WRITE descriptor per 256-token chunk",
+            "its fixed cost per transfer, 0.40 ms assumed (no LMCache P/D figure is published; "
+            "its preset names 0.1-1 ms); the P/D buffer's gather and scatter copies not modelled"};
+  return {"its preset's figures", "its preset's figures (presets/transfer-engines/)"};
+}
+std::string variant_text(const std::string& v) {
+  if (v == "one-run-per-block") return "one run per block (a fragmented pool)";
+  if (v == "fixed-1ms") return "a fixed cost of 1 ms";
+  if (v == "strided") return "strided descriptors (no posting cost)";
+  return v;
+}
+
+std::string handoff_part(const SweepData& study, ConclusionLog* log) {
+  const ResultsTable& t = study.table;
+  std::ostringstream md;
+  const auto configs = configurations(t, {"a_role", "a_nodes", "handoff"});
+  std::string model, workload;
+  if (!t.rows.empty() && t.has("point") && !study.dir.empty()) {
+    const std::string dir = point_dir(study.dir, t, 0);
+    model = point_config_text(dir, "model");
+    workload = point_config_text(dir, "workload.type");
+  }
+  const std::string subject =
+      model.empty() ? "" : model + (workload.empty() ? "" : ", " + workload) + ", ";
+  md << "#### Transfer-engine profiles\n\n"
+     << "The same four nodes on the kernel path"
+     << (subject.empty() ? "" : " (" + subject.substr(0, subject.size() - 2) + ")")
+     << ", with the hand-off's software as each transfer-engine profile (`cluster.handoff`, "
+     << "docs/disaggregation.md): nixl-vllm (vLLM's NixlConnector, the rows above), mooncake-te "
+     << "(vLLM's MooncakeConnector over the Mooncake Transfer Engine) and lmcache-pd (LMCache's "
+     << "P/D backend over NIXL).";
+  std::vector<std::string> variants;  // "profile with <variant_text>", in order
+  for (const auto& cr : configs) {
+    const std::string label = t.get(cr[0], "handoff");
+    const std::string v = t.get(cr[0], "a_role") == "mixed" ? "" : variant_of(label);
+    const std::string text = base_profile(label) + " with " + variant_text(v);
+    if (!v.empty() && std::find(variants.begin(), variants.end(), text) == variants.end())
+      variants.push_back(text);
+  }
+  if (!variants.empty()) {
+    md << " A row `profile/variant` is that profile with one assumption set to the other end of "
+       << "its plausible range:";
+    for (std::size_t i = 0; i < variants.size(); ++i)
+      md << (i == 0 ? " " : i + 1 == variants.size() ? " and " : ", ") << variants[i];
+    md << ".";
+  }
+  md << "\n\n" << regime_paragraph(study, configs);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    const bool pd = t.get(r, "a_role") != "mixed";
+    if (!first_ok(t, cr)) {
+      rows.push_back(
+          {split_name(t, r), pd ? t.get(r, "handoff") : "—", "failed: " + t.get(r, "error")});
+      continue;
+    }
+    rows.push_back({split_name(t, r), pd ? t.get(r, "handoff") : "—",
+                    interval_cell(t, cr, "first_token_rps"), interval_cell(t, cr, "ttft_p50_s"),
+                    interval_cell(t, cr, "ttft_p99_s"),
+                    pd ? interval_cell(t, cr, "handoff_p50_s") : "—",
+                    pd ? interval_cell(t, cr, "handoff_transfer_mean_s") : "—",
+                    pd ? handoff_share(t, cr) : "—"});
+  }
+  md << markdown_table({"pools", "transfer engine", "first tokens (req/s)", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "hand-off p50 (s)", "pull mean (s)", "hand-off / TTFT p50"},
+                       rows)
+     << "\nConclusions (computed; " << kReplicateNote << "), per profile: the P/D split with the "
+     << "lowest TTFT p99 against the co-located pool, its hand-off against nixl-vllm's at the "
+     << "same split, and its verdict: (a) TTFT p99 not above the co-located pool's, above it "
+     << "within 10× or more than 10× above it, (b) the hand-off most of the TTFT p50 (it bounds "
+     << "the first token) or under half of it; each checked "
+     << "with the profile's assumption at its other end (\"conditional on\" where either "
+     << "flips):\n";
+  std::vector<std::size_t> colo;
+  std::vector<std::string> profiles;  // base profiles, in order
+  for (const auto& cr : configs) {
+    if (!first_ok(t, cr)) continue;
+    if (t.get(cr[0], "a_role") == "mixed") {
+      if (colo.empty()) colo = cr;
+      continue;
+    }
+    const std::string label = t.get(cr[0], "handoff");
+    if (variant_of(label).empty() &&
+        std::find(profiles.begin(), profiles.end(), label) == profiles.end())
+      profiles.push_back(label);
+  }
+  if (colo.empty()) {
+    md << "- no co-located row completed: no verdict.\n\n";
+    return md.str();
+  }
+  const double colo_p99 = mean_of(t, colo, "ttft_p99_s");
+  auto find = [&](const std::string& label, const std::string& a_nodes) {
+    for (const auto& cr : configs)
+      if (first_ok(t, cr) && t.get(cr[0], "a_role") != "mixed" &&
+          t.get(cr[0], "handoff") == label && t.get(cr[0], "a_nodes") == a_nodes)
+        return cr;
+    return std::vector<std::size_t>{};
+  };
+  for (const std::string& profile : profiles) {
+    std::vector<std::size_t> best;
+    double best_p99 = NAN;
+    for (const auto& cr : configs) {
+      if (!first_ok(t, cr) || t.get(cr[0], "a_role") == "mixed" ||
+          t.get(cr[0], "handoff") != profile)
+        continue;
+      const double p99 = mean_of(t, cr, "ttft_p99_s");
+      if (best.empty() || p99 < best_p99) best = cr, best_p99 = p99;
+    }
+    const std::string a_nodes = t.get(best[0], "a_nodes");
+    const std::string split = split_name(t, best[0]);
+    const double ratio = best_p99 / colo_p99;
+    const ProfileNote note = profile_note(profile);
+    std::ostringstream line;
+    line << subject << profile << " (" << note.what << "): " << split << " has TTFT p99 "
+         << interval_cell(t, best, "ttft_p99_s") << " s, " << fmt_num(ratio) << "× the co-located "
+         << interval_cell(t, colo, "ttft_p99_s") << " s ("
+         << versus(t, best, colo, "ttft_p99_s", "co-located", "s") << "), hand-off p50 "
+         << interval_cell(t, best, "handoff_p50_s") << " s, " << handoff_share(t, best)
+         << " of its TTFT p50";
+    if (profile != "nixl-vllm") {
+      const auto nixl = find("nixl-vllm", a_nodes);
+      const double h = mean_of(t, best, "handoff_p50_s");
+      const double hn = nixl.empty() ? NAN : mean_of(t, nixl, "handoff_p50_s");
+      if (std::isfinite(h) && hn > 0)
+        line << " (" << fmt_num(h / hn) << "× nixl-vllm's at " << split << ")";
+    }
+    // The verdict: (a) TTFT p99 against the co-located pool's: not above, above within 10x, or
+    // more than 10x; (b) the hand-off most of the TTFT p50 (what bounds a P/D request's first
+    // token) or under half of it.
+    auto p99_class = [](double r) { return r > 10 ? 2 : r > 1 ? 1 : 0; };
+    static const char* const kP99[] = {"not above the co-located pool's",
+                                       "above the co-located pool's, within 10×",
+                                       "over 10× the co-located pool's"};
+    const double share = handoff_share_of(t, best);
+    line << ": TTFT p99 " << kP99[p99_class(ratio)] << ", the hand-off "
+         << (share >= 0.5 ? "most" : "under half") << " of the TTFT p50";
+    bool flips = false, checked = false;
+    for (const auto& cr : configs) {
+      const std::string label = t.get(cr[0], "handoff");
+      if (!first_ok(t, cr) || t.get(cr[0], "a_role") == "mixed" || base_profile(label) != profile ||
+          variant_of(label).empty() || t.get(cr[0], "a_nodes") != a_nodes)
+        continue;
+      const double vr = mean_of(t, cr, "ttft_p99_s") / colo_p99;
+      const double vs = handoff_share_of(t, cr);
+      const bool flip_a = p99_class(vr) != p99_class(ratio);
+      const bool flip_b =
+          std::isfinite(vs) && std::isfinite(share) && (vs >= 0.5) != (share >= 0.5);
+      flips = flips || flip_a || flip_b;
+      checked = true;
+      line << "; with " << variant_text(variant_of(label)) << ", TTFT p99 "
+           << interval_cell(t, cr, "ttft_p99_s") << " s (" << fmt_num(vr)
+           << "× the co-located), hand-off p50 " << interval_cell(t, cr, "handoff_p50_s") << " s, "
+           << handoff_share(t, cr) << " of its TTFT p50: ";
+      if (!flip_a && !flip_b)
+        line << "the same verdict";
+      else
+        line << "the verdict flips ("
+             << (flip_a ? std::string("TTFT p99 ") + kP99[p99_class(vr)] : "")
+             << (flip_a && flip_b ? "; " : "")
+             << (flip_b ? "the hand-off's share of the TTFT p50 crosses half" : "") << ")";
+    }
+    const std::string claim = line.str();
+    md << "- " << claim << "\n";
+    if (log) {
+      std::vector<std::vector<std::size_t>> group{colo};
+      for (const auto& cr : configs)
+        if (base_profile(t.get(cr[0], "handoff")) == profile && t.get(cr[0], "a_role") != "mixed")
+          group.push_back(cr);
+      log->add({"8.9", claim, regime_brief(study, group),
+                std::string(flips ? "conditional on " : "") + note.hinges_on +
+                    (checked ? "" : " (not simulated at its other end in this run)") +
+                    "; the decode node recomputing the last prompt token; the network between "
+                    "the nodes not modelled",
+                "kernel path"});
+    }
+  }
+  md << "\n";
+  return md.str();
+}
+
 }  // namespace
 
-std::string section_disagg(const SweepData& kernel, const SweepData* layerwise,
-                           ConclusionLog* log) {
+std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, ConclusionLog* log,
+                           const SweepData* handoff) {
   std::ostringstream md;
   md << "### 8.9 Prefill/decode disaggregation under KV offloading\n\n"
      << "P/D disaggregation assumes prefill is compute-bound; with KV offloading most of a "
@@ -142,11 +357,15 @@ std::string section_disagg(const SweepData& kernel, const SweepData* layerwise,
      << "(NIXL 1.5's strided descriptors, one per layer). Routers: round robin at both stages.\n\n";
   md << part(kernel, "kernel path", log);
   if (layerwise) md << part(*layerwise, "layer-wise path", log);
+  if (handoff) md << handoff_part(*handoff, log);
   md << "\nWhat this does not model: the network between the nodes (the two GPUs' NIC ports and "
      << "HBM bound the pull; each node's fabric is solved on its own), hand-offs within a node "
-     << "over NVLink, the other transfer engines' profiles (mooncake-te, lmcache-pd: "
-     << "`kappasim list transfer-engine`, docs/disaggregation.md), vLLM's first-token seeding "
-     << "(PR #51919, open) and the proxy's HTTP hops.\n\n";
+     << "over NVLink, "
+     << (handoff ? "layer-wise sending during the prefill (Mooncake's and LMCache's layer-wise "
+                   "modes), LMCache's P/D buffer copies, "
+                 : "the other transfer engines' profiles (mooncake-te, lmcache-pd: `kappasim list "
+                   "transfer-engine`, docs/disaggregation.md), ")
+     << "vLLM's first-token seeding (PR #51919, open) and the proxy's HTTP hops.\n\n";
   return md.str();
 }
 

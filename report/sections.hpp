@@ -114,9 +114,11 @@ std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr
                             const SweepData* layerwise = nullptr);
 
 // 8.9 P/D disaggregation under KV offloading (sweeps studies/pd-disagg and, may be null,
-// studies/pd-disagg-layerwise): co-located against prefill/decode pools.
+// studies/pd-disagg-layerwise): co-located against prefill/decode pools. `handoff` (sweep
+// studies/pd-disagg-handoff, may be null): the pools under each transfer-engine profile (column
+// `handoff`: a profile, or "profile/variant" for one of its assumptions at its other end).
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise = nullptr,
-                           ConclusionLog* log = nullptr);
+                           ConclusionLog* log = nullptr, const SweepData* handoff = nullptr);
 
 }  // namespace kappasim::report
 

@@ -63,6 +63,17 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
   // (the DRAM-only rows of 8.6 simulate whatever the tier hierarchy's state; 2 replicates).
   for (const char* heading : {"### 8.6 Memory tiers", "### 8.7 Parallelism"})
     EXPECT_NE(report.find(heading), std::string::npos) << "missing section: " << heading;
+  // Issue 23 (8.9): the P/D study, and its transfer-engine profiles' verdicts (quick: 2P2D with
+  // nixl-vllm, mooncake-te and lmcache-pd against the co-located pool).
+  {
+    const auto at = report.find("### 8.9 Prefill/decode disaggregation");
+    ASSERT_NE(at, std::string::npos);
+    const std::string body = report.substr(at);
+    EXPECT_NE(body.find("#### Transfer-engine profiles"), std::string::npos) << body;
+    for (const char* v : {"nixl-vllm (one READ descriptor", "mooncake-te (one 64 KiB slice",
+                          "lmcache-pd (one WRITE descriptor"})
+      EXPECT_NE(body.find(v), std::string::npos) << v << "\n" << body;
+  }
   {
     const auto at = report.find("### 8.6 Memory tiers");
     ASSERT_NE(at, std::string::npos);

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -286,6 +288,103 @@ TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
   EXPECT_NE(table.find("| section | conclusion | regime | hinges on | baselines |"),
             std::string::npos);
   EXPECT_EQ(report::ConclusionLog().markdown(), "");  // nothing logged: no section at all
+}
+
+// Issue 23 (8.9): the transfer-engine profiles. Co-located TTFT p99 2.0 and 2.2 s (mean 2.1).
+// nixl-vllm: 1P3D 5.0 / 5.4 (mean 5.2, 5.2 / 2.1 = 2.48x), 2P2D 6 (worse): best 1P3D, hand-off
+// p50 1.1 of TTFT p50 2.2 = 50%. mooncake-te: 2P2D 1.68 (0.8x; 1P3D 1.9 is worse), hand-off 0.05
+// against nixl-vllm's 1.0 at 2P2D = 0.05x, of TTFT p50 0.5 = 10%; with one run per block 25.2
+// (12x) and a hand-off of 1 of 1.5 s (66.7%): both parts of the verdict flip, so it is conditional
+// on the contiguous runs. lmcache-pd: 2P2D 1.05 (0.5x), hand-off 0.02 = 0.02x nixl-vllm's, 4% of
+// 0.5; at a 1 ms fixed cost 1.26 (0.6x), 0.021 (4.2%): the same verdict.
+// Its 1P3D row failed (listed, left out of the verdicts).
+TEST(ReportSections, DisaggLogsAVerdictPerTransferEngineProfile) {
+  report::SweepData kernel;
+  kernel.name = "pd-disagg";
+  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  report::SweepData h;
+  h.name = "pd-disagg-handoff";
+  h.dir = "/nonexistent-sweep";
+  h.table.columns = {"point",      "a_role",     "a_nodes",      "handoff",
+                     "replicate",  "status",     "error",        "first_token_rps",
+                     "ttft_p50_s", "ttft_p99_s", "handoff_p50_s"};
+  int point = 0;
+  // {a_role, a_nodes, handoff, status, ttft p50, ttft p99 of replicates 0 and 1, hand-off p50}
+  for (const auto& [role, nodes, handoff, status, p50, p99a, p99b, ho] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string,
+                              std::string, std::string, std::string>>{
+           {"mixed", "2", "nixl-vllm", "ok", "0.5", "2.0", "2.2", ""},
+           {"prefill", "1", "nixl-vllm", "ok", "2.2", "5.0", "5.4", "1.1"},
+           {"prefill", "2", "nixl-vllm", "ok", "2.2", "6", "6", "1.0"},
+           {"prefill", "1", "mooncake-te", "ok", "0.5", "1.9", "1.9", "0.05"},
+           {"prefill", "2", "mooncake-te", "ok", "0.5", "1.68", "1.68", "0.05"},
+           {"prefill", "2", "mooncake-te/one-run-per-block", "ok", "1.5", "25.2", "25.2", "1"},
+           {"prefill", "1", "lmcache-pd", "failed", "", "", "", ""},
+           {"prefill", "2", "lmcache-pd", "ok", "0.5", "1.05", "1.05", "0.02"},
+           {"prefill", "2", "lmcache-pd/fixed-1ms", "ok", "0.5", "1.26", "1.26", "0.021"}})
+    for (int rep = 0; rep < 2; ++rep) {
+      const bool ok = status == "ok";
+      h.table.rows.push_back({std::to_string(point++), role, nodes, handoff, std::to_string(rep),
+                              status, ok ? "" : "boom", ok ? "1" : "", p50, rep ? p99b : p99a, ho});
+    }
+  report::ConclusionLog log;
+  const std::string md = report::section_disagg(kernel, nullptr, &log, &h);
+  EXPECT_NE(md.find("#### Transfer-engine profiles"), std::string::npos) << md;
+  EXPECT_NE(md.find("mooncake-te with one run per block (a fragmented pool) and lmcache-pd with a "
+                    "fixed cost of 1 ms."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1P3D | lmcache-pd | failed: boom |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| co-located (4 mixed) | — |"), std::string::npos) << md;
+  ASSERT_EQ(log.rows().size(), 3u) << md;
+  const auto& nixl = log.rows()[0];
+  const auto& mc = log.rows()[1];
+  const auto& lm = log.rows()[2];
+  EXPECT_EQ(nixl.section, "8.9");
+  EXPECT_EQ(nixl.baselines, "kernel path");
+  EXPECT_EQ(nixl.claim.rfind("nixl-vllm (", 0), 0u) << nixl.claim;
+  EXPECT_NE(nixl.claim.find("1P3D has TTFT p99 "), std::string::npos) << nixl.claim;
+  EXPECT_NE(nixl.claim.find(" s, 2.48× the co-located "), std::string::npos) << nixl.claim;
+  EXPECT_NE(nixl.claim.find("s, 50% of its TTFT p50: TTFT p99 above the co-located pool's, within "
+                            "10×, the hand-off most of the TTFT p50"),
+            std::string::npos)
+      << nixl.claim;
+  EXPECT_EQ(nixl.hinges_on.rfind("the descriptor count", 0), 0u) << nixl.hinges_on;
+  EXPECT_EQ(mc.claim.rfind("mooncake-te (", 0), 0u) << mc.claim;
+  EXPECT_NE(mc.claim.find("2P2D has TTFT p99 1.68 ± 0 (n=2) s, 0.8× the co-located"),
+            std::string::npos)
+      << mc.claim;
+  EXPECT_NE(mc.claim.find("10% of its TTFT p50 (0.05× nixl-vllm's at 2P2D)"), std::string::npos)
+      << mc.claim;
+  EXPECT_NE(mc.claim.find("with one run per block (a fragmented pool), TTFT p99 25.2 ± 0 (n=2) s "
+                          "(12× the co-located)"),
+            std::string::npos)
+      << mc.claim;
+  EXPECT_NE(mc.claim.find("TTFT p99 not above the co-located pool's, the hand-off under half of "
+                          "the TTFT p50;"),
+            std::string::npos)
+      << mc.claim;
+  EXPECT_NE(mc.claim.find("s, 66.7% of its TTFT p50: the verdict flips (TTFT p99 over 10× the "
+                          "co-located pool's; the hand-off's share of the TTFT p50 crosses half)"),
+            std::string::npos)
+      << mc.claim;
+  EXPECT_EQ(mc.hinges_on.rfind("conditional on a request's blocks being one contiguous run", 0), 0u)
+      << mc.hinges_on;
+  EXPECT_NE(lm.claim.find("2P2D has TTFT p99 1.05 ± 0 (n=2) s, 0.5× the co-located"),
+            std::string::npos)
+      << lm.claim;
+  EXPECT_NE(lm.claim.find("(0.02× nixl-vllm's at 2P2D)"), std::string::npos) << lm.claim;
+  EXPECT_NE(lm.claim.find("with a fixed cost of 1 ms, TTFT p99 1.26 ± 0 (n=2) s (0.6× the "
+                          "co-located)"),
+            std::string::npos)
+      << lm.claim;
+  EXPECT_NE(lm.claim.find("4.2% of its TTFT p50: the same verdict"), std::string::npos) << lm.claim;
+  EXPECT_EQ(lm.hinges_on.rfind("its fixed cost per transfer, 0.40 ms assumed", 0), 0u)
+      << lm.hinges_on;
+  // Without the profiles' sweep the section says they are not modelled here.
+  const std::string plain = report::section_disagg(kernel, nullptr, nullptr);
+  EXPECT_EQ(plain.find("#### Transfer-engine profiles"), std::string::npos);
+  EXPECT_NE(plain.find("the other transfer engines' profiles"), std::string::npos);
 }
 
 // Issue 22 item 1: §5b states the one configuration that stands for the testbed (LMCache 0.3.5
