@@ -114,6 +114,26 @@ void ClusterRunSpec::validate(const std::string& path) const {
                      "cluster.nodes: a P/D cluster needs a group with role prefill and one "
                      "with role decode (got only " +
                      std::string(prefill ? "prefill" : "decode") + ")");
+  // A layout beyond TP places each token's KV by its own ranks and stages: the prefill side
+  // sends, and the decode side pulls, the bytes of its own layout, so the two must hold the KV
+  // the same way. A re-shard between layouts (DeepSeek's deployment runs prefill and decode with
+  // different ones) is not modelled.
+  const auto layout = [](const NodeGroupSpec& g) {
+    const ParallelismSpec& l = g.serving.parallelism;
+    const int tp = l.tp > 0 ? l.tp : g.serving.tp;
+    return "tp " + std::to_string(tp) + ", dp_attention " + std::to_string(l.dp_attention) +
+           ", pp " + std::to_string(l.pp) + ", nodes " + std::to_string(l.nodes);
+  };
+  for (std::size_t i = 1; i < nodes.size(); ++i) {
+    const bool beyond =
+        nodes[i].serving.parallelism.beyond_tp() || nodes[0].serving.parallelism.beyond_tp();
+    if (beyond && layout(nodes[i]) != layout(nodes[0]))
+      throw InputError(p + "cluster.nodes." + std::to_string(i) +
+                       ".serving.parallelism: in a P/D cluster every group must lay out the KV "
+                       "as group 0 does when either uses a layout beyond TP (got " +
+                       layout(nodes[i]) + " against " + layout(nodes[0]) +
+                       "); the hand-off between different layouts (a re-shard) is not modelled");
+  }
 }
 
 bool ClusterRunSpec::disaggregated() const {

@@ -17,6 +17,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -100,18 +102,20 @@ CommandOutput run_child(const std::string& exe, const std::vector<std::string>& 
 
 int cmd_validate(const std::vector<std::string>& args) {
   std::string dir = (fs::path(KAPPASIM_SOURCE_DIR) / "experiments" / "validation").string();
-  std::string out;
+  std::string out, areas;
   bool check = false;
   int jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   po::options_description desc(
       "kappasim validate: run every validation row (published measurement + the kappasim command "
       "that reproduces it) and write the measured-vs-simulated table\n"
-      "Usage: kappasim validate [--dir DIR] [--out FILE.md] [--check] [-j N]\n"
+      "Usage: kappasim validate [--dir DIR] [--area A[,B]] [--out FILE.md] [--check] [-j N]\n"
       "Options");
   desc.add_options()("dir", po::value(&dir),
                      "folder of row files *.yaml (default: the source tree's "
                      "experiments/validation)")("out", po::value(&out),
                                                 "write the Markdown table here (default: stdout)")(
+      "area", po::value(&areas),
+      "only the rows of these areas, comma-separated: link, compute, serving (default: all)")(
       "check", po::bool_switch(&check), "exit 1 when any ratio is outside its band")(
       "jobs,j", po::value(&jobs),
       "commands run at once, each its own process (default: one per core, at most 4)")("help,h",
@@ -122,7 +126,19 @@ int cmd_validate(const std::vector<std::string>& args) {
     return 0;
   }
   if (jobs < 1) throw InputError("--jobs: expected at least 1, got " + std::to_string(jobs));
-  const std::vector<ValidationRow> rows = read_validation_dir(dir);
+  std::vector<ValidationRow> rows = read_validation_dir(dir);
+  if (!areas.empty()) {
+    std::set<std::string> keep;
+    std::stringstream list(areas);
+    for (std::string a; std::getline(list, a, ',');) {
+      if (a != "link" && a != "compute" && a != "serving")
+        throw InputError("--area: '" + a + "' is not one of link, compute, serving");
+      keep.insert(a);
+    }
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&](const ValidationRow& r) { return !keep.count(r.area); }),
+               rows.end());
+  }
   const std::string exe = self_path();
   std::vector<ValidationResult> results;
   // Rows that share a command (the ratio rows of one benchmark and their baselines) run it once:

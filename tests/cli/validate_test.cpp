@@ -73,6 +73,27 @@ TEST(Validate, WritesTheTableAndCheckHoldsTheBand) {
   EXPECT_EQ(run("validate --dir " + d2.string() + " --out " + out2.string()).code, 0);
 }
 
+// --area keeps the rows of the areas named: the compute row above with its band made impossible
+// is not run (nor failed) under --area link, and is under --area compute,link; an unknown area
+// exits 2 naming it, writing nothing.
+TEST(Validate, AreaKeepsOnlyTheNamedAreasRows) {
+  const fs::path d = rows_dir("area", "[1.5, 2.0]");
+  const fs::path out = scratch() / "area.md";
+  Result r =
+      run("validate --dir " + d.string() + " --area link --out " + out.string() + " --check");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(has(slurp(out), "gemm-8192"));
+  r = run("validate --dir " + d.string() + " --area compute,link --out " + out.string() +
+          " --check");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(has(slurp(out), "gemm-8192"));
+  const fs::path none = scratch() / "area-bad.md";
+  r = run("validate --dir " + d.string() + " --area links --out " + none.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--area: 'links' is not one of link, compute, serving")) << r.err;
+  EXPECT_FALSE(fs::exists(none));
+}
+
 // known_gap: true is strict both ways: a row outside its band passes --check (the mechanism in
 // its gap is known to be missing), the same row back inside its band fails it (stale flag).
 TEST(Validate, KnownGapRowsAreHeldTheOtherWayRound) {

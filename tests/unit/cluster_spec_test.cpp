@@ -184,6 +184,22 @@ TEST(ClusterSpec, PdBadInputsNameTheKey) {
   pnic.replace(pnic.find("role: prefill, system: dgx-h100"), 31, "role: prefill, system: h100");
   EXPECT_NE(error_of(pnic).find("cluster.nodes.0.system.nic_bandwidth"), std::string::npos)
       << error_of(pnic);
+  // A layout beyond TP on one pool only: the KV would be handed off between two layouts (a
+  // re-shard, not modelled). The same layout on both pools is accepted.
+  const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
+  const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
+  const std::string pp2 = "parallelism: {pp: 2, nodes: 2}";
+  std::string lay = y;
+  lay.replace(lay.find(d8), d8.size(),
+              "role: decode, system: dgx-h100, serving: {tp: 8, " + pp2 + "}");
+  EXPECT_NE(error_of(lay).find("cluster.nodes.1.serving.parallelism: in a P/D cluster every "
+                               "group must lay out the KV as group 0 does"),
+            std::string::npos)
+      << error_of(lay);
+  std::string both = lay;
+  both.replace(both.find(p8), p8.size(),
+               "role: prefill, system: dgx-h100, serving: {tp: 8, " + pp2 + "}");
+  EXPECT_EQ(error_of(both), "(no error)");
   // An unknown role names the choices.
   std::string bad = y;
   bad.replace(bad.find("role: decode"), 12, "role: decoder");
