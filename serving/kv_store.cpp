@@ -344,25 +344,37 @@ void KvStore::reap_prefetches() {
   }
 }
 
-CopyGroup* KvStore::store(const std::vector<RequestState*>& done) {
+CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
+                          const std::vector<RequestState*>& decoded) {
   const ServingSpec& sv = m_spec.serving;
-  if (done.empty() || sv.effective_store() == StoreMode::None) return nullptr;
-  std::int64_t stored = 0;
-  for (RequestState* st : done) {
-    // Through the hierarchy: DRAM's new chunks are this store's D2H copy; the lower levels'
-    // (write-through, demotions) are written asynchronously.
-    const TierMoves mv = m_hier->store(chunk_keys(st->seq->req, m_chunk_tokens));
+  if ((done.empty() && decoded.empty()) || sv.effective_store() == StoreMode::None) return nullptr;
+  std::int64_t stored = 0, requests = static_cast<std::int64_t>(done.size());
+  // Through the hierarchy: DRAM's new chunks are this store's D2H copy; the lower levels'
+  // (write-through, demotions) are written asynchronously.
+  const auto place = [&](RequestState* st, const std::vector<std::uint64_t>& keys) {
+    const TierMoves mv = m_hier->store(keys);
     const std::size_t n = mv.placed[0];
     if (tiered()) write_lower(mv);
     stored += static_cast<std::int64_t>(n);
-    st->stored_tokens = static_cast<double>(n) * m_chunk_tokens;
+    st->stored_tokens += static_cast<double>(n) * m_chunk_tokens;
+  };
+  for (RequestState* st : done) place(st, chunk_keys(st->seq->req, m_chunk_tokens));
+  for (RequestState* st : decoded) {
+    // The chunk this decode step filled (its KV now covers the prompt and the tokens generated
+    // so far): [covered - C, covered), which holds generated tokens. A hybrid pool's chunks
+    // carry the sliding window and the state of their end, which a decode chunk does not
+    // (docs/accounting.md): not stored.
+    const std::int64_t covered = st->seq->decode_kv_tokens();
+    if (m_hybrid || covered % m_chunk_tokens != 0) continue;
+    ++requests;
+    place(st, {generated_chunk_key(st->seq->req, m_chunk_tokens, covered / m_chunk_tokens - 1)});
   }
   if (stored == 0) return nullptr;
   const double bytes = static_cast<double>(stored) * m_chunk_bytes_gpu;
   m_stats.stored_bytes_gpu += w(bytes);
   // The stack's store software (fixed + one stream sync per chunk), then one DMA per chunk to
   // pinned host memory.
-  const double software = stack_store_s(sv.stack, static_cast<std::int64_t>(done.size()), stored);
+  const double software = stack_store_s(sv.stack, requests, stored);
   m_stats.stack.store_sw_s += wt(software);
   InFlight& w = start_write();
   m_gpus.start_all(w.c, bytes, stored, Direction::D2H, CopyPath::Dma, software);
@@ -379,7 +391,10 @@ void KvStore::reap() {
 void KvStore::finished(RequestState& st) {
   // A tier alone (no levels below it to demote into) never places this request's own chunks
   // again: forget them, so the tier's "ever placed" set stays bounded (issue 24).
-  if (!tiered()) m_dram->forget(own_chunk_keys(st.seq->req, m_chunk_tokens));
+  if (!tiered())
+    m_dram->forget(
+        own_chunk_keys(st.seq->req, m_chunk_tokens,
+                       std::max(st.seq->req.prompt_tokens(), st.seq->decode_kv_tokens())));
   m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
 }
 

@@ -102,9 +102,12 @@ class KvStore {
   void end_load(const std::vector<RequestState*>& first);  // promotion of lower-level hits
 
   // ---- stores ----
-  // The finishing requests' new full chunks: into the hierarchy, and their D2H copy started
-  // after the stack's store software. Null when nothing is stored (or serving.store none).
-  CopyGroup* store(const std::vector<RequestState*>& done);
+  // The new full chunks of the requests whose prompt's prefill finished (`done`) and of those
+  // whose decode step filled a chunk (`decoded`: the decoding requests, when the stack stores
+  // decode chunks): into the hierarchy, and their D2H copy started after the stack's store
+  // software. Null when nothing is stored (or serving.store none).
+  CopyGroup* store(const std::vector<RequestState*>& done,
+                   const std::vector<RequestState*>& decoded = {});
   void reap();                      // finished stores and writes leave (Hooks::stored)
   void finished(RequestState& st);  // st leaves the engine
 

@@ -202,6 +202,18 @@ void Scheduler::register_computed(Sequence& s, PagedKv& kv) {
   kv.register_blocks(s.req.id, block_keys(s, kv), covered / b);
 }
 
+void Scheduler::register_decoded(Sequence& s, PagedKv& kv) {
+  // After its decode step the sequence's KV covers its prompt and every token generated so far
+  // (the token fed in this step included): vLLM caches a block once its tokens are all computed,
+  // generated ones too (the request's block hashes grow as it generates). Only when this step
+  // filled a block; the keys then run through the last token it will hold (computed once).
+  const std::int64_t covered = s.decode_kv_tokens(), b = kv.block_tokens();
+  if (covered % b != 0) return;
+  if (static_cast<std::int64_t>(s.block_keys.size()) < covered / b)
+    s.block_keys = chunk_keys(s.req, kv.block_tokens(), std::max(covered, s.max_kv_tokens()));
+  kv.register_blocks(s.req.id, s.block_keys, covered / b);
+}
+
 void Scheduler::produce(Sequence* s, double now, PagedKv& kv) {
   ++s->generated;
   if (s->first_token_s < 0) s->first_token_s = now;
@@ -360,6 +372,9 @@ void Scheduler::complete(const StepPlan& plan, double now, PagedKv& kv) {
       if (!s->decoding() || item.tokens != 1)
         throw std::logic_error("Scheduler::complete: request " + std::to_string(s->req.id) +
                                " is planned to decode but is not decoding");
+      // A hybrid pool caches linear-attention state at prefill steps' block boundaries only
+      // (docs/accounting.md); a P/D decode instance's pulled prompt is not in its prefix cache.
+      if (kv.prefix_caching() && !kv.hybrid() && !s->pd_handoff) register_decoded(*s, kv);
       produce(s, now, kv);
     } else {
       s->computed += item.tokens;

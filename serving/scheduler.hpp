@@ -337,6 +337,8 @@ class Scheduler {
                   std::int64_t hit, std::int64_t alloc);
   // Prefix caching: registers s's blocks computed or loaded so far (before it may release them).
   static void register_computed(Sequence& s, PagedKv& kv);
+  // Prefix caching: registers the block s's decode step just filled, if it filled one.
+  static void register_decoded(Sequence& s, PagedKv& kv);
   void reject(Sequence* s, double now);
   void preempt_last(PagedKv& kv);  // the most recently admitted running sequence
   // Grows s's blocks to `tokens`, preempting the most recently admitted running sequence while

@@ -145,6 +145,10 @@ struct StackProfile {
   // ---- store ------------------------------------------------------------------------------
   double store_fixed_s = 0;           // per storing request
   double store_sync_per_chunk_s = 0;  // one stream sync (+ launches) per stored chunk
+  // The chunks a request fills while it decodes are stored as well (each as it fills), not only
+  // its prompt's: vLLM's OffloadingConnector stores every newly full block of every scheduled
+  // request each step; LMCache only with save_decode_cache (off by default).
+  bool store_decode = false;
 
   // ---- the zero-copy load kernel (LoadPath::Kernel): its launch shape ---------------------
   // Sets the loads its SMs keep in flight (models/gpu/copy_kernel_shape, docs/pcie-model.md);
@@ -214,6 +218,8 @@ struct StackProfile {
                opt("store: per storing request", Range::NonNegative));
     v.quantity("store_sync_per_chunk", store_sync_per_chunk_s, dim::time,
                opt("store: stream sync per stored chunk", Range::NonNegative));
+    v.boolean("store_decode", store_decode,
+              opt("store: the chunks a request fills while it decodes are stored too"));
     v.object("copy_kernel", copy_kernel,
              opt("zero-copy load kernel's launch shape: {load_width, threads_per_block, "
                  "blocks_per_sm, loads_per_thread}"));

@@ -101,6 +101,7 @@ struct StepGroup::Step {
   std::unique_ptr<StepRun> run;
   std::vector<std::vector<SeqSlice>> batches;
   std::vector<std::vector<RequestState*>> first, done;
+  std::vector<std::vector<RequestState*>> decoded;  // may store the chunks they fill
   double start = 0, kv_used = 0, load_s = 0, compute_s = 0;
   bool finished = false;  // its loads, compute and stores have ended (ended notified)
   sc_core::sc_event ended;
@@ -227,6 +228,8 @@ void StepGroup::execute(Step& b) {
   std::vector<StepWork> work;
   b.first.assign(n, {});
   b.done.assign(n, {});
+  b.decoded.assign(n, {});
+  const bool store_decode = sv.stack.store_decode && sv.effective_store() != StoreMode::None;
   std::size_t loading = 0;
   double max_tokens = 0;
   LayoutStats& ls = m_env.layout_stats;
@@ -237,6 +240,8 @@ void StepGroup::execute(Step& b) {
       if (it.seq->first_token_s < 0) ++m_env.ledger.at(it.seq->req.id).steps;  // before its TTFT
     for (Sequence* s : work.back().load) b.first[r].push_back(&m_env.ledger.at(s->req.id));
     for (Sequence* s : work.back().done) b.done[r].push_back(&m_env.ledger.at(s->req.id));
+    if (store_decode)
+      for (Sequence* s : work.back().decoded) b.decoded[r].push_back(&m_env.ledger.at(s->req.id));
     loading += b.first[r].size();
     b.kv_used += ranks[r]->kv->utilization();  // after admission, before finishers leave
     ls.rank_tokens[static_cast<std::size_t>(ranks[r]->index)] += b.plans[r].tokens;
@@ -301,7 +306,7 @@ void StepGroup::execute(Step& b) {
   stats.flops += step_time.total.flops;
   stats.hbm_bytes += step_time.total.hbm_bytes;
   const double t_store = now_s();
-  store_phase(ctx, b.done);
+  store_phase(ctx, b.done, b.decoded);
   ctx.time.store_s += now_s() - t_store;
   // The step's categories sum to its duration (--check); every sequence in it waited all of it.
   if (m_env.spec.check && std::fabs(ctx.time.sum() - (now_s() - b.start)) > 1e-12 + 1e-12 * now_s())
@@ -358,11 +363,12 @@ void StepGroup::end(Step& b) {
   }
 }
 
-void StepGroup::store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done) {
+void StepGroup::store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done,
+                            const std::vector<std::vector<RequestState*>>& decoded) {
   for (Rank* r : ranks) r->store->reap();
   std::vector<CopyGroup*> started;
   for (std::size_t r = 0; r < ranks.size(); ++r)
-    if (CopyGroup* c = ranks[r]->store->store(done[r])) started.push_back(c);
+    if (CopyGroup* c = ranks[r]->store->store(done[r], decoded[r])) started.push_back(c);
   if (started.empty() || m_env.spec.serving.effective_store() == StoreMode::Async) return;
   // LMCache's store synchronises the stream before the step ends.
   for (CopyGroup* c : started) ctx.wait_copies(*c);

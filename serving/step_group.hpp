@@ -93,7 +93,8 @@ class StepGroup {
   void begin(Step& b);
   void execute(Step& b);
   void end(Step& b);
-  void store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done);
+  void store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done,
+                   const std::vector<std::vector<RequestState*>>& decoded);
   void check_step(double start_s);
   // serving.replicated_kv: shard_allgather (issue 23 item 5): after c's shards (issued into
   // c.shards), every GPU of each all-gather group sends the r - 1 shards it forwards to its ring

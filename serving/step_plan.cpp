@@ -12,6 +12,7 @@ StepWork plan_step_work(const StepPlan& plan) {
     if (it.decode) {
       // One token over the KV of the prompt and the tokens generated before it; its logits.
       w.slices.push_back({1.0, static_cast<double>(it.seq->decode_kv_tokens() - 1), true});
+      if (!it.seq->pd_handoff) w.decoded.push_back(it.seq);
       continue;
     }
     if (it.first && it.seq->cached_tokens > 0) w.load.push_back(it.seq);

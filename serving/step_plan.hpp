@@ -21,8 +21,11 @@
 namespace kappasim {
 
 struct StepWork {
-  std::vector<Sequence*> load;   // first scheduled with cached tokens: their KV loads this step
-  std::vector<Sequence*> done;   // finish their first prefill this step (their KV is stored)
+  std::vector<Sequence*> load;  // first scheduled with cached tokens: their KV loads this step
+  std::vector<Sequence*> done;  // finish their first prefill this step (their KV is stored)
+  // Decode this step (not on a P/D decode instance: its connector pulls, it stores nothing):
+  // the chunks they fill may be stored (StackProfile::store_decode).
+  std::vector<Sequence*> decoded;
   std::vector<SeqSlice> slices;  // what the step computes, in plan order
 };
 // A sequence's prompt tokens [0, h) are its prefix-cache hit (Sequence::hbm_hit_tokens: present,

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <ostream>
 #include <stdexcept>
+#include <string>
 #include <unordered_set>
 
 namespace kappasim {
@@ -45,9 +46,26 @@ std::uint64_t key(std::uint64_t a, std::uint64_t b) {
 }
 }  // namespace
 
-std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
+namespace {
+// Chunk i's key when it is wholly inside the prompt and the request has no trace hashes, or when
+// it holds generated tokens: shared (the sequence's) when the request has a sequence and i lies
+// in its prefix or the request extends the sequence (a chat turn's next prompt starts with this
+// prompt and its reply), otherwise the request's own.
+std::uint64_t plain_key(const Request& r, std::int64_t i, std::int64_t prefix_chunks) {
+  const bool shared = r.sequence_id != 0 && (i < prefix_chunks || r.extends_sequence);
+  return shared ? key(r.sequence_id, static_cast<std::uint64_t>(i)) : own_key(r, i);
+}
+}  // namespace
+
+std::uint64_t own_key(const Request& r, std::int64_t i) {
+  return key(r.id ^ 0x8000000000000000ULL, static_cast<std::uint64_t>(i));
+}
+
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
   if (chunk_tokens < 1) throw std::logic_error("chunk_keys: chunk_tokens must be >= 1");
-  const std::int64_t full = r.prompt_tokens() / chunk_tokens;
+  const std::int64_t prompt = r.prompt_tokens();
+  if (tokens < 0) tokens = prompt;
+  const std::int64_t full = tokens / chunk_tokens, prompt_full = prompt / chunk_tokens;
   std::vector<std::uint64_t> keys;
   keys.reserve(static_cast<std::size_t>(full));
   if (!r.block_hashes.empty()) {
@@ -62,9 +80,9 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
     // finds: only the leading blocks whose whole chain matches (docs/workloads.md).
     std::uint64_t chain = 0x6b61707061736d31ULL;  // identity(−1): any fixed value
     std::size_t chained = 0;                      // blocks folded into `chain` so far
-    for (std::int64_t i = 0; i < full; ++i) {
+    for (std::int64_t i = 0; i < std::min(full, prompt_full); ++i) {
       const auto b = static_cast<std::size_t>(i / per_block);
-      if (b >= r.block_hashes.size()) break;
+      if (b >= r.block_hashes.size()) return keys;  // the chain ends: nothing after it leads
       if (b + 1 > chained) {
         chain = key(chain, r.block_hashes[b]);
         chained = b + 1;
@@ -72,27 +90,36 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens) {
       // A chunk's identity: its block's chain identity and its place inside the block.
       keys.push_back(key(chain, static_cast<std::uint64_t>(i % per_block)));
     }
+    // Chunks holding generated tokens: the trace names no tokens the model generates, so no
+    // other request's prompt is known to repeat them: the request's own.
+    for (std::int64_t i = prompt_full; i < full; ++i) keys.push_back(own_key(r, i));
     return keys;
   }
   const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
-  for (std::int64_t i = 0; i < full; ++i) {
-    const bool shared = r.sequence_id != 0 && (i < prefix_chunks || r.extends_sequence);
-    keys.push_back(shared ? key(r.sequence_id, static_cast<std::uint64_t>(i))
-                          : key(r.id ^ 0x8000000000000000ULL, static_cast<std::uint64_t>(i)));
-  }
+  for (std::int64_t i = 0; i < full; ++i) keys.push_back(plain_key(r, i, prefix_chunks));
   return keys;
 }
 
-std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens) {
-  if (!r.block_hashes.empty()) return {};  // trace chains: any request may name them
-  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens);
-  // chunk_keys' rule: chunk i is shared when the request has a sequence and i lies in the
-  // prefix (or the request extends the sequence); every other chunk is the request's own.
-  if (r.sequence_id == 0) return keys;
-  if (r.extends_sequence) return {};
-  const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
-  const auto first = static_cast<std::size_t>(
-      std::min<std::int64_t>(prefix_chunks, static_cast<std::int64_t>(keys.size())));
+std::uint64_t generated_chunk_key(const Request& r, int chunk_tokens, std::int64_t i) {
+  if (chunk_tokens < 1 || (i + 1) * chunk_tokens <= r.prompt_tokens())
+    throw std::logic_error("generated_chunk_key: chunk " + std::to_string(i) +
+                           " lies wholly inside the prompt");
+  if (!r.block_hashes.empty()) return own_key(r, i);
+  return plain_key(r, i, r.prefix_tokens / chunk_tokens);
+}
+
+std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens, tokens);
+  // Trace chains: any request may name a prompt chunk; only the generated chunks are its own.
+  // Otherwise chunk_keys' rule: chunk i is shared when the request has a sequence and i lies in
+  // the prefix (or the request extends the sequence); every other chunk is the request's own.
+  std::int64_t first = 0;
+  if (!r.block_hashes.empty())
+    first = r.prompt_tokens() / chunk_tokens;
+  else if (r.sequence_id != 0)
+    first = r.extends_sequence ? static_cast<std::int64_t>(keys.size())
+                               : r.prefix_tokens / chunk_tokens;
+  first = std::min<std::int64_t>(first, static_cast<std::int64_t>(keys.size()));
   keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first));
   return keys;
 }

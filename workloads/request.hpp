@@ -76,12 +76,24 @@ struct Request {
   }
 };
 
-// Keys of the prompt's full chunks of `chunk_tokens` tokens (a trailing partial chunk has no
-// key: LMCache stores and finds full chunks only). Deterministic: a pure function of the request.
-std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens);
-// The keys among chunk_keys(r) that belong to r alone (no other request has them: chunks that
-// neither a shared prefix nor an extended sequence names). Once r is done nothing asks for them.
-std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens);
+// Keys of the full chunks of `chunk_tokens` tokens among the request's first `tokens` tokens
+// (default: its prompt; more: the prompt, then the tokens the model generates for it). A
+// trailing partial chunk has no key: LMCache stores and finds full chunks only, vLLM hashes full
+// blocks only. A chunk holding generated tokens is the sequence's when the request extends it
+// (a chat turn: the next turn's prompt repeats this prompt and its reply), otherwise the
+// request's own (a trace names no generated tokens). Deterministic: a pure function of the
+// request.
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens = -1);
+// chunk_keys(r, chunk_tokens, tokens)[i] for a chunk i that holds generated tokens
+// ((i + 1) x chunk_tokens > the prompt), in O(1) (logic_error for a chunk inside the prompt).
+std::uint64_t generated_chunk_key(const Request& r, int chunk_tokens, std::int64_t i);
+// The request's own key of chunk i (one no other request has).
+std::uint64_t own_key(const Request& r, std::int64_t i);
+// The keys among chunk_keys(r, chunk_tokens, tokens) that belong to r alone (no other request
+// has them: chunks that neither a shared prefix, an extended sequence nor a trace chain names).
+// Once r is done nothing asks for them.
+std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens,
+                                          std::int64_t tokens = -1);
 
 // A stream of requests in arrival order (non-decreasing arrival_s). Generators and trace
 // readers implement it; they produce requests lazily so memory stays bounded by the requests in

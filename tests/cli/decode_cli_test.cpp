@@ -3,8 +3,13 @@
 // bad decode input exits 2 naming the key or the trace line, writing nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli/cli_util.hpp"
 
@@ -85,6 +90,65 @@ TEST(DecodeCli, BadDecodeInputExitsTwoNamingTheKeyOrLine) {
   EXPECT_NE(z.err.find("t.csv"), std::string::npos) << z.err;
   EXPECT_NE(z.err.find("output tokens 0"), std::string::npos) << z.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "o2"));
+}
+
+// requests.csv's `column` for the request with id `id` (NaN when absent).
+double request_value(const std::string& csv, std::uint64_t id, const std::string& column) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> head;
+  {
+    std::istringstream h(line);
+    for (std::string c; std::getline(h, c, ',');) head.push_back(c);
+  }
+  const auto col = std::find(head.begin(), head.end(), column) - head.begin();
+  const auto idc = std::find(head.begin(), head.end(), "id") - head.begin();
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream l(line);
+    for (std::string c; std::getline(l, c, ',');) f.push_back(c);
+    if (static_cast<std::size_t>(std::max(col, idc)) < f.size() &&
+        std::stoull(f[static_cast<std::size_t>(idc)]) == id)
+      return std::stod(f[static_cast<std::size_t>(col)]);
+  }
+  return std::nan("");
+}
+
+// Two turns of one conversation (docs/serving-engine.md "Decode blocks"). Turn 1: a 2,000-token
+// prompt and 300 output tokens, so its KV ends at 2,000 + 299 tokens (the last token is never
+// fed). Turn 2, 60 s later, repeats it and the reply (2,300 tokens) and adds 100.
+// - vLLM's native connector (16-token blocks) stores the blocks decode fills: turn 1 leaves
+//   floor(2,299 / 16) = 143 blocks = 2,288 tokens in the CPU tier, turn 2's hit.
+// - LMCache (256-token chunks, save_decode_cache off) stores turn 1's prompt only:
+//   floor(2,000 / 256) = 7 chunks = 1,792 tokens.
+TEST(DecodeCli, TheNextChatTurnLoadsTheReplyWhereTheStackStoresDecodeBlocks) {
+  const auto dir = fresh_dir("decode-blocks");
+  {
+    std::ofstream t(dir / "t.csv");
+    t << "arrival_s,prefix_tokens,new_tokens,sequence_id,extends_sequence,output_tokens\n"
+         "0,0,2000,1,true,300\n"
+         "60,2300,100,1,true,1\n";
+  }
+  const std::string bin = KAPPASIM_BIN;
+  double hit[2] = {0, 0};
+  const char* stacks[2] = {"vllm-native-0.12, load_path: block_dma", "lmcache-0.3.5"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string cfg = (dir / ("run" + std::to_string(i) + ".yaml")).string();
+    {
+      std::ofstream f(cfg);
+      f << "model: llama-3.1-8b\nsystem: h100\ntrace: false\ncheck: true\n"
+           "serving: {tp: 1, decode: true, stack: "
+        << stacks[i] << "}\nworkload: {type: trace, trace: {path: t.csv, format: csv}}\n";
+    }
+    const std::string out = (dir / ("o" + std::to_string(i))).string();
+    const auto r =
+        run_shell(bin, "run " + cfg + " -q --out " + out, dir / ("e" + std::to_string(i)));
+    ASSERT_EQ(r.code, 0) << r.err;
+    hit[i] = request_value(slurp(std::filesystem::path(out) / "requests.csv"), 2, "cached_tokens");
+  }
+  EXPECT_EQ(hit[0], 2288);
+  EXPECT_EQ(hit[1], 1792);
 }
 
 }  // namespace

@@ -269,6 +269,47 @@ TEST(PrefixCacheScheduler, WithoutPrefixCachingNothingIsShared) {
   EXPECT_EQ(p.tokens, 352);
 }
 
+// A chat turn's decode fills blocks that vLLM caches too (its block hashes grow as it
+// generates), so the next turn, whose prompt repeats this prompt and its reply, hits them.
+// Turn A: conversation 9, a 40-token prompt, 30 output tokens, 16-token blocks. Its prefill
+// registers floor(40 / 16) = 2 blocks. Decode step g (g = 1..29 tokens generated before it)
+// feeds token g, after which the KV covers 40 + g tokens: blocks fill at 48 (g = 8) and 64
+// (g = 24); the 30th token is never fed, so the KV ends at 69 tokens and 4 blocks are cached.
+// Turn B: the same conversation, prefix 40 + 30 = 70 tokens, 10 new: 80 tokens, at most
+// floor(79 / 16) = 4 blocks can hit, and all 4 are cached: 64 tokens hit, 16 computed. Without
+// the decode blocks the hit would stop at A's prompt: 2 blocks, 32 tokens.
+TEST(PrefixCacheScheduler, TheNextChatTurnHitsTheBlocksTheLastTurnFilledWhileDecoding) {
+  PagedKv kv(100, 16);
+  kv.enable_prefix_cache();
+  Scheduler s(SchedulerConfig{});
+  Request ra;
+  ra.id = 1;
+  ra.sequence_id = 9;
+  ra.extends_sequence = true;
+  ra.new_tokens = 40;
+  ra.output_tokens = 30;
+  Sequence a = make_sequence(ra, 0);
+  a.output_tokens = 30;
+  s.enqueue(&a, 0);
+  double t = 0;
+  while (a.finish_s < 0) {
+    s.complete(s.plan(t, kv), t + 1, kv);
+    t += 1;
+  }
+  EXPECT_EQ(a.generated, 30);
+  EXPECT_EQ(kv.cached_blocks(), 4);
+  Request rb = ra;
+  rb.id = 2;
+  rb.prefix_tokens = 70;
+  rb.new_tokens = 10;
+  rb.output_tokens = 1;
+  Sequence b = make_sequence(rb, 0);
+  s.enqueue(&b, t);
+  const StepPlan p = s.plan(t, kv);
+  EXPECT_EQ(b.hbm_hit_tokens, 64);
+  EXPECT_EQ(p.tokens, 16);
+}
+
 // A (document 7's 320 tokens + 32 of its own) prefilled at a token budget, then B (the same
 // document, 32 of its own) planned, on the hybrid pool of the tests above (3 blocks a state).
 struct SecondOnDocument {

@@ -217,6 +217,56 @@ TEST(OwnChunkKeys, AreTheChunksNoOtherRequestNames) {
   EXPECT_TRUE(own_chunk_keys(q, 256).empty());
 }
 
+TEST(ChunkKeys, GeneratedTokensExtendAChatTurnIntoItsNextTurnsPrefixAndAreOwnOtherwise) {
+  // 16-token chunks. A chat turn on conversation 9: 150 prompt tokens (9 full chunks) and 50
+  // generated ones: its first 200 tokens hold 12 full chunks, the first 9 its prompt's.
+  Request turn;
+  turn.id = 1;
+  turn.sequence_id = 9;
+  turn.extends_sequence = true;
+  turn.prefix_tokens = 100;
+  turn.new_tokens = 50;
+  const auto prompt = chunk_keys(turn, 16);
+  const auto through = chunk_keys(turn, 16, 200);
+  ASSERT_EQ(prompt.size(), 9u);
+  ASSERT_EQ(through.size(), 12u);
+  EXPECT_TRUE(std::equal(prompt.begin(), prompt.end(), through.begin()));
+  // The next turn's prompt repeats this prompt and its reply (200 tokens), then 30 new ones:
+  // its first 12 chunks are the 12 above.
+  Request next = turn;
+  next.id = 2;
+  next.prefix_tokens = 200;
+  next.new_tokens = 30;
+  const auto next_keys = chunk_keys(next, 16);
+  EXPECT_TRUE(std::equal(through.begin(), through.end(), next_keys.begin()));
+  // Chunk 9 ([144, 160)) holds generated tokens, chunk 8 ([128, 144)) does not.
+  EXPECT_EQ(generated_chunk_key(turn, 16, 9), through[9]);
+  EXPECT_EQ(generated_chunk_key(turn, 16, 11), through[11]);
+  EXPECT_THROW(generated_chunk_key(turn, 16, 8), std::logic_error);
+  EXPECT_TRUE(own_chunk_keys(turn, 16, 200).empty());
+  // A question on document 7 (prefix 100 = 6 full chunks): what it generates is its own, as its
+  // question is: chunks 6 to 11 of its first 200 tokens.
+  Request q = turn;
+  q.sequence_id = 7;
+  q.extends_sequence = false;
+  const auto qk = chunk_keys(q, 16, 200);
+  EXPECT_EQ(own_chunk_keys(q, 16, 200), std::vector<std::uint64_t>(qk.begin() + 6, qk.end()));
+  EXPECT_EQ(generated_chunk_key(q, 16, 10), qk[10]);
+  // A trace request (explicit 64-token block hashes; chunks of 16): its prompt's chunks follow
+  // the hash chain, its generated ones are its own (the trace names no generated tokens).
+  Request tr;
+  tr.id = 3;
+  tr.new_tokens = 128;
+  tr.block_tokens = 64;
+  tr.block_hashes = {11, 12};
+  const auto tk = chunk_keys(tr, 16, 160);
+  ASSERT_EQ(tk.size(), 10u);
+  const auto tprompt = chunk_keys(tr, 16);
+  EXPECT_TRUE(std::equal(tprompt.begin(), tprompt.end(), tk.begin()));
+  EXPECT_EQ(own_chunk_keys(tr, 16, 160), std::vector<std::uint64_t>(tk.begin() + 8, tk.end()));
+  EXPECT_TRUE(own_chunk_keys(tr, 16).empty());
+}
+
 // ---- PagedKv ------------------------------------------------------------------------------
 
 ModelSpec model_preset(const std::string& name) {
