@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "serving/kv_store.hpp"
 #include "serving/sim_clock.hpp"
@@ -36,6 +37,7 @@ class StepGroup::Context final : public LoadContext {
   void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units, CopyPath path) override;
   void wait_copies(CopyGroup& c) override {
     if (!c.g.finished) sc_core::wait(c.g.done);
+    if (m_loading.erase(&c) > 0 && m_loading.empty()) run->set_loading(false);
     if (c.shards_end_s >= 0) stats->allgather_s += c.g.end_s - c.shards_end_s;  // the all-gather
     for (Rank* r : m_g.ranks) r->store->account_load(c);  // per-level load bytes and time
   }
@@ -94,6 +96,7 @@ class StepGroup::Context final : public LoadContext {
  private:
   StepGroup& m_g;
   std::uint64_t m_step;
+  std::set<const CopyGroup*> m_loading;  // a stage's load groups in flight (stage >= 0)
 };
 
 struct StepGroup::Step {
@@ -526,6 +529,10 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
   // Every rank's share: its link tokens of the step (the strategy's bytes add up the group's).
   const std::vector<Rank*>& ranks = m_g.ranks;
   const std::size_t n = ranks.size();
+  if (stage >= 0 && run) {  // its worker's loads are in flight until waited for
+    m_loading.insert(&c);
+    run->set_loading(true);
+  }
   double total = 0, most = 0;
   for (double t : link_tokens) {
     total += t;

@@ -22,12 +22,12 @@
 // vLLM's PP workers do (each stage's worker runs its KV connector's start_load_kv /
 // wait_for_layer_load for its own layers): stage s's loads move only its GPUs' share (its layers'
 // KV, GpuUnit::kv_share), start when stage s - 1's worker has launched its forward of the step
-// (the micro-batch's metadata reaches stage s then), and its compute runs when its loads (or, layer
-// by layer, each layer's) and stage s - 1's activations are there, so a stage's loads overlap the
-// earlier stages' compute and the layer-wise pipeline fills and drains per stage. The step's time
-// breakdown: stage 0's own, then each later stage's time beyond the one before (its exposed load,
-// its wait for a busy stage, its compute). Docs: docs/parallelism.md "KV loads on pipeline
-// stages".
+// (every part started and its loads waited for; the micro-batch's metadata reaches stage s then),
+// and its compute runs when its loads (or, layer by layer, each layer's) and stage s - 1's
+// activations are there, so a stage's loads overlap the earlier stages' compute and the layer-wise
+// pipeline fills and drains per stage. The step's time breakdown: stage 0's own, then each later
+// stage's time beyond the one before (its exposed load, its wait for a busy stage, its compute).
+// Docs: docs/parallelism.md "KV loads on pipeline stages".
 //
 // With several ranks in a group (lockstep), the strategy sees the group's bytes added up, and
 // per-GPU figures as their mean: start_copies gives each rank's GPUs its own share (its link

@@ -144,18 +144,27 @@ class LayoutStep final : public StepModel {
       // The stage's worker launches its forward at once; the stage runs it when the activations
       // and the stage are there.
       run.started[si] += f;
-      if (run.started[si] >= 1 - 1e-9 && !run.launched[si]) {
-        run.launched[si] = true;
-        run.changed.notify(sc_core::SC_ZERO_TIME);
-      }
+      check_launched();
       c.g.add();
       sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
         run.model.stage_part(run, *this, s, f, hbm_bytes);
         c.g.member_done(now_s());
       });
     }
+    void set_loading(bool l) override {
+      loading = l;
+      check_launched();
+    }
+    // Launched: every part started and no load of its worker in flight.
+    void check_launched() {
+      const std::size_t si = static_cast<std::size_t>(s);
+      if (loading || run.started[si] < 1 - 1e-9 || run.launched[si]) return;
+      run.launched[si] = true;
+      run.changed.notify(sc_core::SC_ZERO_TIME);
+    }
     Run& run;
     int s;
+    bool loading = false;
   };
 
   // Stage s's share of step k: its time (the stage's phases and its activations out) and the

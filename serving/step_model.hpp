@@ -80,6 +80,10 @@ class StepRun {
   virtual int stages() const { return 1; }
   virtual std::unique_ptr<StepRun> stage(int /*s*/) { return nullptr; }
   virtual void wait_launched(int /*s*/) {}
+  // A stage's run: whether its worker's KV loads are in flight (its load path's copy groups
+  // started and not yet waited for). Its worker has launched its forward once every part of it
+  // has started and no load is in flight (vLLM's wait_for_layer_load blocks the worker's CPU).
+  virtual void set_loading(bool /*loading*/) {}
   StepTime time;
   // Inside the time start() took but not compute: waiting for a pipeline stage busy with another
   // micro-batch (take), and a stage's run waiting for the previous stage's activations (arrival).
