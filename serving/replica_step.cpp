@@ -233,6 +233,8 @@ ReplicaStepCost replica_step_cost(const RunSpec& spec, const ReplicaLayout& L,
     for (std::size_t r = 0; r < R; ++r)
       c.rank_idle_s += (stage - c.rank_local_s[static_cast<std::size_t>(s)][r]) / L.dp;
     c.stage_moe_layers.push_back(n_moe);
+    c.stage_layers.push_back(n_layers);
+    if (last) c.edge_s = edge_max;
     c.stage_expert_s.push_back(n_moe * ex.time_s);
     c.stage_dispatch_s.push_back(n_moe * (disp.time_s + gather_s));
     c.stage_combine_s.push_back(n_moe * (comb.time_s + gather_s));

@@ -64,12 +64,14 @@ struct ReplicaStepCost {
   std::vector<double> stage_local_s;  // per stage: the slowest rank
   // Per stage: MoE layers, experts, a2a phases (incl. the ep = 1 gather), activations out.
   std::vector<int> stage_moe_layers;
+  std::vector<int> stage_layers;  // per stage: its layers (vLLM's partition)
   std::vector<double> stage_expert_s, stage_dispatch_s, stage_combine_s, stage_pp_s;
   // One MoE layer's dispatch bytes per (sender, receiver) stage GPU (any stage: every stage
   // has the same ranks' tokens); empty without EP.
   std::vector<double> layer_pair_dispatch_bytes;
   double dispatch_latency_s = 0, combine_latency_s = 0;  // one phase's link latency
   double pp_bytes_per_gpu = 0;  // activations one GPU sends to the next stage
+  double edge_s = 0;            // the edge kernels (embedding, LM head): the last stage's
   double local_s = 0;           // Σ stages of the slowest rank
   double expert_s = 0;          // routed experts, one GPU, all MoE layers
   double dispatch_s = 0,
@@ -83,6 +85,12 @@ struct ReplicaStepCost {
   // [sender * stage_gpus + receiver] (combine: the transpose × combine/dispatch bytes per value).
   std::vector<double> pair_dispatch_bytes;
   double flops = 0, hbm_bytes = 0;  // per GPU, averaged over the replica's GPUs
+  // Stage s's share of the step: its non-expert kernels, a2a phases, experts and activations
+  // out (the step's stages add up to step_s).
+  double stage_s(std::size_t s) const {
+    return stage_local_s[s] + stage_dispatch_s[s] + stage_expert_s[s] + stage_combine_s[s] +
+           stage_pp_s[s];
+  }
 };
 
 // `rank_batches[r]`: rank r's slices this step (empty: a dummy batch).

@@ -147,6 +147,9 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.load_path = load_path;
   rec.steps = r.steps;
   rec.time = r.time;
+  // Queue: the rest of the TTFT (the steps' own queue, a micro-batch's wait for a busy pipeline
+  // stage, is in it).
+  rec.time.queue_s = 0;
   rec.time.queue_s = std::max(0.0, rec.ttft_s - rec.time.sum() - rec.front_end_s);
   if (r.load_bounds) {
     rec.load_bound_s = *r.load_bounds;

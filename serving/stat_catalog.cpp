@@ -732,6 +732,9 @@ std::vector<StatDecl> make_summary() {
               "PeerGpu transfers issued into the fabric (all-to-all, PP)"));
   add(replica("ep_expert_s", "s", A::Total, "expert (MoE FFN) compute time"));
   add(replica("pp_activation_s", "s", A::Total, "PP activation transfer time"));
+  add(replica("pp_stage_wait_s", "s", A::Total,
+              "Σ over micro-batches of the time waiting for a pipeline stage busy with another "
+              "(the requests' queue, not compute)"));
   add(replica("ep_nvlink_bytes", "B", A::Total, "EP all-to-all bytes over NVLink (all GPUs, both phases)"));
   add(replica("ep_nic_bytes", "B", A::Total, "EP all-to-all bytes over the NIC (all GPUs, both phases)"));
   add(replica("pp_bytes", "B", A::Total, "PP activation bytes"));

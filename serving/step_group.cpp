@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "serving/kv_store.hpp"
 #include "serving/sim_clock.hpp"
@@ -36,6 +37,7 @@ class StepGroup::Context final : public LoadContext {
   void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units, CopyPath path) override;
   void wait_copies(CopyGroup& c) override {
     if (!c.g.finished) sc_core::wait(c.g.done);
+    if (m_loading.erase(&c) > 0 && m_loading.empty()) run->set_loading(false);
     if (c.shards_end_s >= 0) stats->allgather_s += c.g.end_s - c.shards_end_s;  // the all-gather
     for (Rank* r : m_g.ranks) r->store->account_load(c);  // per-level load bytes and time
   }
@@ -85,14 +87,16 @@ class StepGroup::Context final : public LoadContext {
       m_g.m_env.trace.compute(m_g.ranks, "step " + std::to_string(m_step), t0, t1);
   }
 
-  StepRun* run = nullptr;                          // the step's compute (null: outside the steps)
-  TimeBreakdown time;                              // the step's categories
+  StepRun* run = nullptr;  // the step's compute (null: outside the steps)
+  int stage = -1;      // a pipeline stage's load (StepGroup::load_by_stage): its GPUs' copies only
+  TimeBreakdown time;  // the step's categories
   LoadBoundTimes bounds;                           // the step's load, per bound
   std::vector<double> link_tokens, buffer_tokens;  // the step's, per rank
 
  private:
   StepGroup& m_g;
   std::uint64_t m_step;
+  std::set<const CopyGroup*> m_loading;  // a stage's load groups in flight (stage >= 0)
 };
 
 struct StepGroup::Step {
@@ -287,11 +291,20 @@ void StepGroup::execute(Step& b) {
       all.link_blocks16 = std::max(all.link_blocks16, split.link_blocks16);
       requests = std::max(requests, b.first[r].size());
     }
-    b.load_s = m_env.load_path.run(ctx, all, static_cast<std::int64_t>(requests), step_time);
+    if (b.run->stages() > 1)
+      b.load_s = load_by_stage(b, all, static_cast<std::int64_t>(requests));
+    else
+      b.load_s = m_env.load_path.run(ctx, all, static_cast<std::int64_t>(requests), step_time);
     for (std::size_t r = 0; r < n; ++r)
       if (!b.first[r].empty()) ranks[r]->store->end_load(b.first[r]);  // promotions
   } else {
     ctx.compute(step_time);
+  }
+  // A micro-batch's wait for a pipeline stage busy with another is not its compute: the step's
+  // queue (its requests waited; the stage's GPUs were computing the other micro-batch).
+  if (const double w = b.run->take_wait_s; w > 0) {
+    ctx.time.compute_s -= w;
+    ctx.time.queue_s += w;
   }
   for (const auto& f : b.first)
     for (RequestState* st : f) st->load_s = b.load_s;
@@ -317,7 +330,10 @@ void StepGroup::execute(Step& b) {
 void StepGroup::end(Step& b) {
   const std::size_t n = ranks.size();
   const Context& ctx = *b.ctx;
-  stats.run_time += ctx.time;
+  // The GPUs' time: a micro-batch's wait for a busy stage (queue) is the other micro-batch's.
+  TimeBreakdown gpu_time = ctx.time;
+  gpu_time.queue_s = 0;
+  stats.run_time += gpu_time;
   stats.run_bounds += ctx.bounds;
   for (const StepPlan& p : b.plans)
     for (const StepItem& it : p.items) {
@@ -361,6 +377,97 @@ void StepGroup::end(Step& b) {
     }
     m_env.trace.step(b.start, b.kv_used, tokens, waiting);
   }
+}
+
+const RunSpec& StepGroup::stage_spec(int s, int layers) {
+  const std::size_t si = static_cast<std::size_t>(s);
+  if (m_stage_spec.size() <= si) m_stage_spec.resize(si + 1);
+  if (!m_stage_spec[si] || m_stage_spec[si]->model.num_layers != layers) {
+    m_stage_spec[si] = std::make_unique<RunSpec>(m_env.spec);
+    m_stage_spec[si]->model.num_layers = layers;  // the layers its worker loads and computes
+  }
+  return *m_stage_spec[si];
+}
+
+double StepGroup::load_by_stage(Step& b, const LoadSplit& all, std::int64_t requests) {
+  Context& step = *b.ctx;
+  const int pp = b.run->stages();
+  const double w = 1.0 / pp;  // a stage's GPUs: 1/pp of the group's
+  struct StageLoad {
+    std::unique_ptr<StepRun> run;
+    std::unique_ptr<Context> ctx;
+    EngineStats stats;
+    double t0 = 0, load_end = 0, end = 0;
+    bool finished = false;
+    sc_core::sc_event ended;
+  };
+  std::vector<std::unique_ptr<StageLoad>> st;
+  const std::vector<int> layers = stage_layer_counts(m_env.spec.model.num_layers, pp);
+  for (int s = 0; s < pp; ++s) {
+    auto x = std::make_unique<StageLoad>();
+    x->run = b.run->stage(s);
+    x->ctx = std::make_unique<Context>(*this, stats.steps);
+    Context& c = *x->ctx;
+    c.spec = &stage_spec(s, layers[static_cast<std::size_t>(s)]);
+    c.stats = &x->stats;
+    c.stage = s;
+    c.run = x->run.get();
+    c.link_tokens = step.link_tokens;
+    c.buffer_tokens = step.buffer_tokens;
+    st.push_back(std::move(x));
+  }
+  const double t_exec = now_s();
+  // Stage s's worker: its load and compute once stage s - 1's worker has launched its forward.
+  const auto go = [&](int s) {
+    StageLoad& x = *st[static_cast<std::size_t>(s)];
+    if (s > 0) b.run->wait_launched(s - 1);
+    x.t0 = now_s();
+    x.load_end = x.t0 + m_env.load_path.run(*x.ctx, all, requests, x.run->time);
+    x.end = now_s();
+    x.finished = true;
+    x.ended.notify(sc_core::SC_ZERO_TIME);
+  };
+  for (int s = 1; s < pp; ++s) sc_core::sc_spawn([&go, s] { go(s); });
+  go(0);
+  for (const auto& x : st)
+    if (!x->finished) sc_core::wait(x->ended);
+  // The step's breakdown: stage 0's own, then each later stage's time beyond the stages before
+  // it: its load still running (exposed, split as its load's categories), its wait for a busy
+  // stage (queue), the rest compute. A stage's wait for the activations overlaps the earlier
+  // stages' time and is not counted again.
+  TimeBreakdown& T = step.time;
+  double prev_end = t_exec, load_end = t_exec;
+  for (int s = 0; s < pp; ++s) {
+    StageLoad& x = *st[static_cast<std::size_t>(s)];
+    TimeBreakdown c = x.ctx->time;
+    const double take = x.run->take_wait_s;
+    c.compute_s -= take + x.run->arrival_wait_s;
+    if (s == 0) {
+      c.queue_s += take;
+      T += c;
+    } else {
+      const double d = std::max(0.0, x.end - prev_end);
+      const double exposed = std::clamp(x.load_end - prev_end, 0.0, d);
+      const double l = c.load_s();
+      if (l > 0) {
+        T.load_software_s += exposed * c.load_software_s / l;
+        T.load_link_s += exposed * c.load_link_s / l;
+        T.load_wait_s += exposed * c.load_wait_s / l;
+      } else {
+        T.load_link_s += exposed;
+      }
+      const double q = std::min(take, d - exposed);
+      T.queue_s += q;
+      T.compute_s += d - exposed - q;
+    }
+    prev_end = std::max(prev_end, x.end);
+    load_end = std::max(load_end, x.load_end);
+    // Per-GPU figures: each stage's are its GPUs', a 1/pp share of the group's.
+    add_group_stats(stats, x.stats, w);
+    for (std::size_t i = 0; i < step.bounds.s.size(); ++i)
+      step.bounds.s[i] += x.ctx->bounds.s[i] * w;
+  }
+  return load_end - t_exec;
 }
 
 void StepGroup::store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done,
@@ -428,6 +535,10 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
   // Every rank's share: its link tokens of the step (the strategy's bytes add up the group's).
   const std::vector<Rank*>& ranks = m_g.ranks;
   const std::size_t n = ranks.size();
+  if (stage >= 0 && run) {  // its worker's loads are in flight until waited for
+    m_loading.insert(&c);
+    run->set_loading(true);
+  }
   double total = 0, most = 0;
   for (double t : link_tokens) {
     total += t;
@@ -448,6 +559,26 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
     if (!ranks[r]->store->plan_load(c.rs, u, bytes, copies, path)) {
       ranks[r]->gpus->plan_all(c.rs, bytes, Direction::H2D, path);
       u.resize(c.rs.size(), copies);
+    }
+  }
+  if (stage >= 0) {  // a pipeline stage's load: its GPUs' members only (their layers' KV)
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < c.rs.size(); ++i) {
+      int s = -1;
+      for (Rank* r : ranks)
+        for (std::size_t j = 0; j < r->gpus->size(); ++j)
+          if (r->gpus->at(j).fabric == c.rs[i].gpu) s = static_cast<int>(j) / r->gpus->tp();
+      if (s != stage) continue;
+      c.rs[k] = c.rs[i];
+      u[k] = u[i];
+      ++k;
+    }
+    c.rs.resize(k);
+    u.resize(k);
+    if (c.rs.empty()) {  // nothing on this stage's GPUs: the group ends now
+      c.g.finished = true;
+      c.g.end_s = now_s();
+      return;
     }
   }
   // c.rs is complete (the back end keeps pointers into it): start every member, into c.shards

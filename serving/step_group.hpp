@@ -18,6 +18,17 @@
 // A request in a step in flight is planned again only once that step has completed
 // (Sequence::in_batch). With one batch at a time a step runs in the group's process.
 //
+// Pipeline stages (a layout with pp > 1): a step that loads runs the load path once per stage, as
+// vLLM's PP workers do (each stage's worker runs its KV connector's start_load_kv /
+// wait_for_layer_load for its own layers): stage s's loads move only its GPUs' share (its layers'
+// KV, GpuUnit::kv_share), start when stage s - 1's worker has launched its forward of the step
+// (every part started and its loads waited for; the micro-batch's metadata reaches stage s then),
+// and its compute runs when its loads (or, layer by layer, each layer's) and stage s - 1's
+// activations are there, so a stage's loads overlap the earlier stages' compute and the layer-wise
+// pipeline fills and drains per stage. The step's time breakdown: stage 0's own, then each later
+// stage's time beyond the one before (its exposed load, its wait for a busy stage, its compute).
+// Docs: docs/parallelism.md "KV loads on pipeline stages".
+//
 // With several ranks in a group (lockstep), the strategy sees the group's bytes added up, and
 // per-GPU figures as their mean: start_copies gives each rank's GPUs its own share (its link
 // tokens of the step), and a copy group ends when every rank's copies have. Every rank's
@@ -92,6 +103,10 @@ class StepGroup {
   struct Step;    // a step: its plans, context and figures
   void begin(Step& b);
   void execute(Step& b);
+  // A loading step with pipeline stages: the load path once per stage (StepRun::stage), each
+  // stage's in a process of its own; returns the step's load time. See step_group.cpp.
+  double load_by_stage(Step& b, const LoadSplit& all, std::int64_t requests);
+  const RunSpec& stage_spec(int s, int layers);
   void end(Step& b);
   void store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done,
                    const std::vector<std::vector<RequestState*>>& decoded);
@@ -108,6 +123,7 @@ class StepGroup {
   std::deque<std::unique_ptr<Step>> m_flight;  // steps in flight, oldest first
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
+  std::vector<std::unique_ptr<RunSpec>> m_stage_spec;  // per stage: the spec, its layers only
 };
 
 }  // namespace kappasim

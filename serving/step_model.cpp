@@ -93,25 +93,96 @@ class LayoutStep final : public StepModel {
     st.total.compute_time_s = k.step_s;
     st.total.flops = k.flops;
     st.total.hbm_bytes = k.hbm_bytes;
-    // The layer-wise pipeline's fill and drain: one layer's share of the step.
+    // The layer-wise pipeline's fill and drain: one layer's share of the step; with stages, the
+    // first stage's first layer and the last stage's last layer (its edge kernels with it).
     st.first_layer_s = st.last_layer_s = k.step_s / m_spec.model.num_layers;
+    if (m_L.pp > 1) {
+      st.first_layer_s = stage_time(k, 0).first_layer_s;
+      st.last_layer_s = stage_time(k, m_L.pp - 1).last_layer_s;
+    }
     return run;
   }
 
  private:
   struct Run final : StepRun {
-    Run(LayoutStep& m, ReplicaStepCost c) : model(m), cost(std::move(c)) {}
+    Run(LayoutStep& m, ReplicaStepCost c)
+        : model(m),
+          cost(std::move(c)),
+          started(static_cast<std::size_t>(m.m_L.pp), 0),
+          done(static_cast<std::size_t>(m.m_L.pp), 0),
+          taken(static_cast<std::size_t>(m.m_L.pp), false),
+          launched(static_cast<std::size_t>(m.m_L.pp), false),
+          sent(static_cast<std::size_t>(m.m_L.pp), false) {}
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const double f = cost.step_s > 0 ? compute_s / cost.step_s : 0;
       c.g.add();
       sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
-        model.forward(cost, f, hbm_bytes);
+        model.forward(*this, f, hbm_bytes);
         c.g.member_done(now_s());
       });
     }
+    int stages() const override { return model.m_L.pp; }
+    std::unique_ptr<StepRun> stage(int s) override;
+    void wait_launched(int s) override {
+      while (!launched[static_cast<std::size_t>(s)]) sc_core::wait(changed);
+    }
     LayoutStep& model;
     ReplicaStepCost cost;
+    // Per stage, this step's progress: the fraction of its part started (launched once all of
+    // it has), and done; whether the micro-batch holds the stage, and has sent its activations.
+    std::vector<double> started, done;
+    std::vector<bool> taken, launched, sent;
+    sc_core::sc_event changed;  // any of them
   };
+  // Stage s's share of a step (its StepTime the stage's), started by a per-stage load path run.
+  struct StageRun final : StepRun {
+    StageRun(Run& r, int s) : run(r), s(s) { time = run.model.stage_time(run.cost, s); }
+    void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
+      const std::size_t si = static_cast<std::size_t>(s);
+      const double all = time.total.compute_time_s;
+      const double f = all > 0 ? compute_s / all : 1;
+      // The stage's worker launches its forward at once; the stage runs it when the activations
+      // and the stage are there.
+      run.started[si] += f;
+      check_launched();
+      c.g.add();
+      sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
+        run.model.stage_part(run, *this, s, f, hbm_bytes);
+        c.g.member_done(now_s());
+      });
+    }
+    void set_loading(bool l) override {
+      loading = l;
+      check_launched();
+    }
+    // Launched: every part started and no load of its worker in flight.
+    void check_launched() {
+      const std::size_t si = static_cast<std::size_t>(s);
+      if (loading || run.started[si] < 1 - 1e-9 || run.launched[si]) return;
+      run.launched[si] = true;
+      run.changed.notify(sc_core::SC_ZERO_TIME);
+    }
+    Run& run;
+    int s;
+    bool loading = false;
+  };
+
+  // Stage s's share of step k: its time (the stage's phases and its activations out) and the
+  // layer-wise pipeline's fill and drain over its own layers (the edge kernels in its last).
+  StepTime stage_time(const ReplicaStepCost& k, int s) const {
+    const std::size_t si = static_cast<std::size_t>(s);
+    StepTime st;
+    st.total.compute_time_s = k.stage_s(si);
+    st.total.flops = k.flops;
+    st.total.hbm_bytes = k.hbm_bytes;
+    const bool last = s == m_L.pp - 1;
+    const double edge = last ? k.edge_s : 0;
+    const double layer =
+        (st.total.compute_time_s - k.stage_pp_s[si] - edge) / std::max(1, k.stage_layers[si]);
+    st.first_layer_s = layer;
+    st.last_layer_s = layer + edge + k.stage_pp_s[si];
+    return st;
+  }
 
   // GPU i of stage s (i over the stage's ranks' TP positions).
   const GpuUnit& gpu(int s, int i) const {
@@ -166,44 +237,86 @@ class LayoutStep final : public StepModel {
     m_stage_busy[s] = false;
     m_stage_free[s].notify(sc_core::SC_ZERO_TIME);
   }
-  void forward(const ReplicaStepCost& k, double f, double hbm_bytes) {
+  // Stage s's phases of step k at fraction f (compute, a2a, experts, a2a), `hbm_bytes` through
+  // each of its GPUs' HBM in proportion to the compute phases' time.
+  void stage_body(const ReplicaStepCost& k, int s, double f, double hbm_bytes) {
+    const std::size_t si = static_cast<std::size_t>(s);
+    // hbm_bytes is per GPU over the replica's GPUs: a stage's GPUs move pp times it over all
+    // stages, each stage its compute time's share (not all of it on every stage).
+    double busy = 0;
+    for (int j = 0; j < m_L.pp; ++j)
+      busy += k.stage_local_s[static_cast<std::size_t>(j)] +
+              k.stage_expert_s[static_cast<std::size_t>(j)];
+    const double per_s = busy > 0 ? hbm_bytes * m_L.pp / busy : 0;
+    compute(s, k.stage_local_s[si] * f, per_s * k.stage_local_s[si]);
+    const int n_moe = k.stage_moe_layers[si];
+    const bool ep =
+        m_peer_fabric && m_L.p.ep > 1 && n_moe > 0 && !k.layer_pair_dispatch_bytes.empty();
+    double t = now_s();
+    if (ep)
+      a2a(k, s, n_moe, false, k.dispatch_latency_s, n_moe, f);
+    else
+      wait_s(k.stage_dispatch_s[si] * f);
+    m_stats.a2a_s += now_s() - t;
+    compute(s, k.stage_expert_s[si] * f, per_s * k.stage_expert_s[si]);
+    t = now_s();
+    if (ep)
+      a2a(k, s, n_moe * m_L.cost.combine_bytes_per_value / m_L.cost.dispatch_bytes_per_value, true,
+          k.combine_latency_s, n_moe, f);
+    else
+      wait_s(k.stage_combine_s[si] * f);
+    m_stats.a2a_s += now_s() - t;
+  }
+  // Stage s's activations of step k at fraction f: GPU i of this stage to GPU i of the next.
+  void activations(const ReplicaStepCost& k, int s, double f) {
+    const double t = now_s();
+    if (m_peer_fabric) {
+      CopyGroup act;
+      for (int i = 0; i < m_L.stage_gpus; ++i)
+        act.rs.push_back(peer_transfer(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
+      peer(act);
+    } else {
+      wait_s(k.stage_pp_s[static_cast<std::size_t>(s)] * f);
+    }
+    m_stats.pp_s += now_s() - t;
+  }
+  // Waits for stage s if another micro-batch holds it; the wait is r's (not compute).
+  void take_timed(StepRun& r, std::size_t s) {
+    const double t = now_s();
+    take_stage(s);
+    r.take_wait_s += now_s() - t;
+    m_stats.stage_wait_s += now_s() - t;
+  }
+  // The whole step (or a layer's share f of it) through every stage in turn.
+  void forward(Run& r, double f, double hbm_bytes) {
+    const ReplicaStepCost& k = r.cost;
     for (int s = 0; s < m_L.pp; ++s) {
       const std::size_t si = static_cast<std::size_t>(s);
-      if (m_L.pp > 1) take_stage(si);
-      const double busy = k.stage_local_s[si] + k.stage_expert_s[si];
-      const double per_s = busy > 0 ? hbm_bytes * m_L.pp / busy : 0;
-      compute(s, k.stage_local_s[si] * f, per_s * k.stage_local_s[si]);
-      const int n_moe = k.stage_moe_layers[si];
-      const bool ep =
-          m_peer_fabric && m_L.p.ep > 1 && n_moe > 0 && !k.layer_pair_dispatch_bytes.empty();
-      double t = now_s();
-      if (ep)
-        a2a(k, s, n_moe, false, k.dispatch_latency_s, n_moe, f);
-      else
-        wait_s(k.stage_dispatch_s[si] * f);
-      m_stats.a2a_s += now_s() - t;
-      compute(s, k.stage_expert_s[si] * f, per_s * k.stage_expert_s[si]);
-      t = now_s();
-      if (ep)
-        a2a(k, s, n_moe * m_L.cost.combine_bytes_per_value / m_L.cost.dispatch_bytes_per_value,
-            true, k.combine_latency_s, n_moe, f);
-      else
-        wait_s(k.stage_combine_s[si] * f);
-      m_stats.a2a_s += now_s() - t;
+      if (m_L.pp > 1) take_timed(r, si);
+      stage_body(k, s, f, hbm_bytes);
       if (m_L.pp > 1) release_stage(si);  // the next micro-batch may start on it
-      if (s + 1 < m_L.pp) {               // activations: GPU i of this stage to GPU i of the next
-        t = now_s();
-        if (m_peer_fabric) {
-          CopyGroup act;
-          for (int i = 0; i < m_L.stage_gpus; ++i)
-            act.rs.push_back(peer_transfer(gpu(s, i), gpu(s + 1, i), k.pp_bytes_per_gpu * f));
-          peer(act);
-        } else {
-          wait_s(k.stage_pp_s[si] * f);
-        }
-        m_stats.pp_s += now_s() - t;
-      }
+      if (s + 1 < m_L.pp) activations(k, s, f);
     }
+  }
+  // Part f of stage s's share of step r (sr: its stage run): after the previous stage's
+  // activations; the stage held from its first part to its last, then its activations out.
+  void stage_part(Run& r, StageRun& sr, int s, double f, double hbm_bytes) {
+    const std::size_t si = static_cast<std::size_t>(s);
+    const double t = now_s();
+    if (s > 0)
+      while (!r.sent[si - 1]) sc_core::wait(r.changed);
+    sr.arrival_wait_s += now_s() - t;
+    if (!r.taken[si]) {
+      take_timed(sr, si);
+      r.taken[si] = true;
+    }
+    stage_body(r.cost, s, f, hbm_bytes);
+    r.done[si] += f;
+    if (r.done[si] < 1 - 1e-9 || r.sent[si]) return;
+    release_stage(si);
+    if (s + 1 < m_L.pp) activations(r.cost, s, 1.0);
+    r.sent[si] = true;
+    r.changed.notify(sc_core::SC_ZERO_TIME);
   }
 
   const RunSpec& m_spec;
@@ -216,6 +329,10 @@ class LayoutStep final : public StepModel {
   std::vector<bool> m_stage_busy;
   std::vector<sc_core::sc_event> m_stage_free;
 };
+
+std::unique_ptr<StepRun> LayoutStep::Run::stage(int s) {
+  return std::make_unique<StageRun>(*this, s);
+}
 
 }  // namespace
 
@@ -255,6 +372,7 @@ std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& ls
       {"peer_gpu_transfers", ls.peer_transfers},
       {"ep_expert_s", ls.expert_s},
       {"pp_activation_s", ls.pp_s},
+      {"pp_stage_wait_s", ls.stage_wait_s},
       {"ep_nvlink_bytes", ls.a2a_nvlink_bytes},
       {"ep_nic_bytes", ls.a2a_nic_bytes},
       {"pp_bytes", ls.pp_bytes},

@@ -14,7 +14,11 @@
 //    time, in the order they reach it, and hands its activations to the next stage, so the
 //    steady-state period is the slowest stage's time, not the stages' sum.
 //    A fraction f of the step (one layer's share) scales every phase by f. The step's HBM bytes
-//    are spread over a stage's compute phases in proportion to their time.
+//    are spread over the stages' compute phases in proportion to their time (a stage's GPUs
+//    move their stage's share of them). A step that loads KV runs each stage as a run of its
+//    own (StepRun::stage), its load path per stage (serving/step_group.hpp).
+//    A micro-batch's wait for a stage busy with another is counted apart (take_wait_s), not
+//    as compute.
 // SystemC (serving_sim layer).
 #pragma once
 
@@ -42,6 +46,7 @@ struct LayoutStats {
   double a2a_nvlink_bytes = 0, a2a_nic_bytes = 0, pp_bytes = 0;
   double rank_idle_s = 0;       // Σ over steps of the mean rank's wait for the slowest
   double dummy_rank_steps = 0;  // rank-steps run as a dummy batch (lockstep only)
+  double stage_wait_s = 0;      // Σ over micro-batches of the time waiting for a busy stage
   // Every step group's steps (serving/step_group.hpp), whatever its step model:
   std::vector<double> rank_tokens;  // per rank: Σ of the tokens it computed
   double rank_steps = 0;            // Σ over group steps of the ranks in the group
@@ -66,7 +71,23 @@ class StepRun {
   // Starts `compute_s` of the timed step (all of it, or a layer's share) moving `hbm_bytes`
   // through each GPU's HBM; non-blocking: c.g ends when it does.
   virtual void start(CopyGroup& c, double compute_s, double hbm_bytes) = 0;
+  // Pipeline stages (issue 21): a step that loads KV runs its load path once per stage, each
+  // stage's workers loading their own layers. stages(): the step's stages (1: none);
+  // stage(s): stage s's share of the step as a run of its own (its time: the stage's, its
+  // start() runs stage s only, after the previous stage's activations); wait_launched(s): waits
+  // until stage s's worker has launched the last part of its forward of this step (the next
+  // stage's worker receives the micro-batch then).
+  virtual int stages() const { return 1; }
+  virtual std::unique_ptr<StepRun> stage(int /*s*/) { return nullptr; }
+  virtual void wait_launched(int /*s*/) {}
+  // A stage's run: whether its worker's KV loads are in flight (its load path's copy groups
+  // started and not yet waited for). Its worker has launched its forward once every part of it
+  // has started and no load is in flight (vLLM's wait_for_layer_load blocks the worker's CPU).
+  virtual void set_loading(bool /*loading*/) {}
   StepTime time;
+  // Inside the time start() took but not compute: waiting for a pipeline stage busy with another
+  // micro-batch (take), and a stage's run waiting for the previous stage's activations (arrival).
+  double take_wait_s = 0, arrival_wait_s = 0;
 };
 
 class StepModel {

@@ -215,6 +215,109 @@ TEST(EngineLayouts, PipelinePlansARequestAgainOnlyAfterItsMicroBatchLeftTheLastS
   EXPECT_NEAR(out.rec(1).ttft_s, end, testing::tol(end));
 }
 
+// A micro-batch waiting for a stage busy with another is not compute (issue 21): the requests'
+// queue, the figure pp_stage_wait_s, and the GPUs' time leaves it out. The three steps above:
+// step 2 waits for stage 0 while step 1 runs it (a), then for stage 1 until step 1 leaves it
+// (t1 − (2a + x) = b − a); step 3, planned at t1, reaches stage 1 at t1 + a + x while step 2
+// holds it until t2 = t1 + b: it waits max(0, b − a − x).
+TEST(EngineLayouts, PipelineWaitForABusyStageIsQueueNotCompute) {
+  const RunSpec spec = testing::run_spec(pp2_yaml());
+  testing::Served out;
+  testing::serve(spec,
+                 {testing::request(1, 0, 0, kBudget), testing::request(2, 0, 0, kBudget),
+                  testing::request(3, 0, 0, kBudget)},
+                 out);
+  const Stages s = stages(spec, SeqSlice{static_cast<double>(kBudget), 0, true});
+  ASSERT_LT(s.a, s.b);
+  const double t1 = s.a + s.x + s.b, own = s.a + s.x + s.b;
+  const double w2 = s.a + (s.b - s.a), w3 = std::max(0.0, s.b - s.a - s.x);
+  EXPECT_NEAR(out.rec(1).time.compute_s, own, testing::tol(own));
+  EXPECT_NEAR(out.rec(1).time.queue_s, 0, 1e-12);
+  EXPECT_NEAR(out.rec(2).time.compute_s, own, testing::tol(own));
+  EXPECT_NEAR(out.rec(2).time.queue_s, w2, testing::tol(w2));
+  EXPECT_NEAR(out.rec(3).time.compute_s, own, testing::tol(own));
+  EXPECT_NEAR(out.rec(3).time.queue_s, t1 + w3, testing::tol(t1 + w3));
+  EXPECT_NEAR(out.figure("pp_stage_wait_s"), w2 + w3, testing::tol(w2 + w3));
+  // The GPUs' time: the steps' compute, no wait in it.
+  EXPECT_NEAR(out.totals.time.compute_s, 3 * own, testing::tol(3 * own));
+}
+
+// KV loads on pipeline stages (issue 21), as vLLM's PP workers run them: stage s's worker loads
+// its own layers' KV (half of Llama-3.1-8B's 32 layers here) when stage s − 1's worker has
+// launched its forward, so stage 1's load runs while stage 0 computes, and stage 1 computes
+// once its load and stage 0's activations are there. The kernel path (KAPPASIM_TEST_STACK: no
+// copy-kernel shape, link-bound at the SM read's wire rate, as tests/sim/serving_engine_test.cpp
+// computes it); every stage's worker pays its own retrieve. Two isolated requests: one whose
+// stage load outlasts stage 0's compute (stage 1 waits for its load), one the other way round.
+constexpr double kRetrieveFixed = 0.5e-3, kRetrievePerChunk = 0.1e-3;  // KAPPASIM_TEST_STACK
+constexpr double kChunk = 256;                                         // chunk_tokens
+constexpr double kBlockOverhead =
+    0.24e-6;                              // presets/gpus/h100-sxm5.yaml copy_kernel_block_overhead
+constexpr double kDmaOverhead = 2.36e-6;  // presets/gpus/h100-sxm5.yaml dma_copy_overhead
+const double kSmReadCost = 1 + 20.0 / 64 + 2.0 / 64;         // 64 B reads, 128 B completions
+const double kDmaReadCost = 1 + 4 * 20.0 / 512 + 2.0 / 512;  // 512 B reads
+std::string pp2_load_yaml(const std::string& path) {
+  return "model: llama-3.1-8b\nsystem: h100\ntrace: false\ncheck: true\n"
+         "serving: {" KAPPASIM_TEST_STACK
+         "tp: 1, parallelism: {pp: 2}, step_overhead: 0 s, warm_tier: true, store: none, " +
+         path + "}\nworkload: {type: narrativeqa}\n";
+}
+
+TEST(EngineLayouts, PipelineStagesLoadTheirOwnLayersAsTheMicroBatchReachesThem) {
+  const RunSpec spec = testing::run_spec(pp2_load_yaml("load_path: kernel"));
+  const std::vector<std::int64_t> Ks = {8192, 1024}, Ts = {128, 4096};
+  testing::Served out;
+  testing::serve(
+      spec, {testing::request(1, 0, Ks[0], Ts[0]), testing::request(2, 100, Ks[1], Ts[1])}, out);
+  const double rate = testing::kWire / kSmReadCost;
+  bool load_bound = false, compute_bound = false;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const double K = static_cast<double>(Ks[i]), chunks = K / kChunk;
+    // One stage's load: its worker's retrieve, the copy kernel's blocks, a round trip, and half
+    // the request's KV bytes (its 16 layers) at the link's rate.
+    const double load = kRetrieveFixed + chunks * kRetrievePerChunk + chunks * kBlockOverhead +
+                        testing::kRtt + K * testing::kBkv8b / 2 / rate;
+    const Stages s = stages(spec, SeqSlice{static_cast<double>(Ts[i]), K, true});
+    // Stage 0: load, compute a, activations x; stage 1: its load from `load` on, compute b
+    // once both its load and the activations are there.
+    const double start1 = std::max(2 * load, load + s.a + s.x);
+    (2 * load > load + s.a + s.x ? load_bound : compute_bound) = true;
+    const double ttft = start1 + s.b;
+    const RequestRecord& r = out.rec(i + 1);
+    EXPECT_NEAR(r.ttft_s, ttft, testing::tol(ttft)) << r.id;
+    EXPECT_NEAR(r.load_s, 2 * load, testing::tol(2 * load)) << r.id;  // to stage 1's load end
+    EXPECT_NEAR(r.time.sum(), r.ttft_s, 1e-12) << r.id;  // the categories sum to the TTFT
+  }
+  EXPECT_TRUE(load_bound);
+  EXPECT_TRUE(compute_bound);
+}
+
+// The layer-wise pipeline per stage (issue 21): each stage's worker loads and computes its own
+// 16 layers a layer at a time (granularity layer: layer 0's load, then 15 rounds of max(load,
+// compute), then the last layer's compute), and stage 1's worker starts once stage 0's has
+// launched its last layer, that is after stage 0's loads. Load-bound (a layer's DMA outlasts a
+// layer's compute on both stages): TTFT = 2 retrieves + 32 layer loads + stage 1's last layer.
+TEST(EngineLayouts, PipelineStagesRunTheLayerwisePipelineOverTheirOwnLayers) {
+  const RunSpec spec = testing::run_spec(pp2_load_yaml("load_path: layerwise, granularity: layer"));
+  const std::int64_t K = 4096, T = 128;
+  testing::Served out;
+  testing::serve(spec, {testing::request(1, 0, K, T)}, out);
+  const double chunks = K / kChunk;
+  const double rate = testing::kWire / kDmaReadCost;
+  const double R = kRetrieveFixed + chunks * kRetrievePerChunk;
+  // One layer's load on a stage's GPU: one DMA per chunk, one layer's KV (1/32 of B_kv).
+  const double l = chunks * kDmaOverhead + chunks * testing::kRtt + K * testing::kBkv8b / 32 / rate;
+  const Stages s = stages(spec, SeqSlice{static_cast<double>(T), static_cast<double>(K), true});
+  const double c0 = s.a / 16, c1 = s.b / 16;
+  ASSERT_GT(l, c0);
+  ASSERT_GT(l, c1);
+  ASSERT_LT(R + 16 * l + c0 + s.x,
+            2 * R + 17 * l);  // the activations come before stage 1 needs them
+  const double ttft = 2 * R + 32 * l + c1;
+  const RequestRecord& r = out.rec(1);
+  EXPECT_NEAR(r.ttft_s, ttft, 4 * 32 * 1e-12 + 1e-9 * ttft);
+}
+
 }  // namespace
 }  // namespace engine_layouts_test
 }  // namespace kappasim

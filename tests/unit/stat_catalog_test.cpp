@@ -47,6 +47,7 @@ const std::vector<std::string> kReplicaFigures = {"dp_ranks",
                                                   "peer_gpu_transfers",
                                                   "ep_expert_s",
                                                   "pp_activation_s",
+                                                  "pp_stage_wait_s",
                                                   "ep_nvlink_bytes",
                                                   "ep_nic_bytes",
                                                   "pp_bytes",
@@ -144,9 +145,9 @@ TEST(StatCatalog, KeysAndOrderAreTheOutputsOfBefore) {
                                       "tier_hit_rate"}));
   SummaryBuilder sb;
   const auto f = sb.figures(with_replica_and_tiers());
-  // 74 single figures, 8 + 8 time-breakdown categories, 7 load bounds, 19 layout (17 before issue
-  // 23 added the ranks' hit rates), 2 x 15 tiers
-  ASSERT_EQ(f.size(), 74u + 8 + 8 + 7 + 19 + 30);
+  // 74 single figures, 8 + 8 time-breakdown categories, 7 load bounds, 20 layout (17 before issue
+  // 23 added the ranks' hit rates, 19 before issue 21's pp_stage_wait_s), 2 x 15 tiers
+  ASSERT_EQ(f.size(), 74u + 8 + 8 + 7 + 20 + 30);
   EXPECT_EQ(f[0].first, "requests_completed");
   EXPECT_EQ(f[73].first, "quantile_relative_accuracy");
   EXPECT_EQ(f[74].first, "ttft_mean_queue_s");
@@ -154,7 +155,7 @@ TEST(StatCatalog, KeysAndOrderAreTheOutputsOfBefore) {
   EXPECT_EQ(f[89].first, "time_fraction_idle");
   EXPECT_EQ(f[90].first, "load_bound_share_software");
   EXPECT_EQ(f[97].first, "dp_ranks");
-  EXPECT_EQ(f[97 + 19].first, "tiers_dram_capacity_bytes");
+  EXPECT_EQ(f[97 + 20].first, "tiers_dram_capacity_bytes");
   EXPECT_EQ(f.back().first, "tiers_cxl_prefetched_bytes");
   // Without the engine's figures, none of them.
   const auto plain = sb.figures(SummaryBuilder::Totals{});
