@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -74,28 +76,153 @@ void Scheduler::enqueue(Sequence* s, double now) {
                      std::to_string(s->compute_tokens));
   s->enqueue_s = now;
   s->arrival_seq = m_enqueued++;
-  m_waiting.emplace_back(s);
+  m_waiting.push_back(WaitingEntry(s));
 }
 
+// ---- WaitingQueue ---------------------------------------------------------------------------
+
+WaitingQueue::~WaitingQueue() {
+  for (std::size_t i = 0; i < m_count; ++i)
+    if (at(i).form() == WaitingEntry::kBoxed) delete at(i).boxed();
+}
+
+void WaitingQueue::push_back(const WaitingEntry& e) {
+  const std::size_t p = m_head + m_count;
+  if (p / kChunk >= m_chunks.size()) m_chunks.emplace_back(new WaitingEntry[kChunk]);
+  m_chunks[p / kChunk][p % kChunk] = e;
+  ++m_count;
+  ++m_live;
+}
+
+void WaitingQueue::push_front(const WaitingEntry& e) {
+  if (m_head == 0) {
+    m_chunks.emplace(m_chunks.begin(), new WaitingEntry[kChunk]);
+    m_head = kChunk;
+  }
+  --m_head;
+  ++m_count;
+  ++m_live;
+  at(0) = e;
+}
+
+void WaitingQueue::kill(std::size_t i) {
+  if (i >= m_count || at(i).dead() || at(i).form() == WaitingEntry::kBoxed)
+    throw std::logic_error("WaitingQueue::kill: slot " + std::to_string(i) +
+                           " is past the queue, dead or boxed");
+  at(i).m_flags = WaitingEntry::kDead;
+  --m_live;
+}
+
+void WaitingQueue::tidy() {
+  while (m_count > 0 && at(m_count - 1).dead()) --m_count;
+  while (m_count > 0 && at(0).dead()) {
+    --m_count;
+    if (++m_head == kChunk) {
+      m_chunks.erase(m_chunks.begin());
+      m_head = 0;
+    }
+  }
+  if (m_count - m_live > m_live) {  // compact, keeping the order
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < m_count; ++r)
+      if (!at(r).dead()) at(w++) = at(r);
+    m_count = w;
+  }
+  if (m_count == 0) m_head = 0;
+  release_spare();
+}
+
+void WaitingQueue::release_spare() {
+  const std::size_t used = (m_head + m_count + kChunk - 1) / kChunk;
+  if (m_chunks.size() > used + 1) m_chunks.resize(used + 1);
+}
+
+// ---- Compact entries -------------------------------------------------------------------------
+
 void Scheduler::compact_back(const Sequence* s, const ArrivedRequest& rec) {
-  if (!m_build || m_waiting.empty() || m_waiting.back().m_seq != s || rec.id != s->req.id)
+  if (!m_build || m_waiting.empty() || m_waiting.at(m_waiting.slots() - 1).seq() != s ||
+      rec.id != s->req.id)
     throw std::logic_error("Scheduler::compact_back: request " + std::to_string(rec.id) +
                            " is not the last enqueued, or no builder is set");
-  m_waiting.back() = WaitingEntry(rec);
+  m_waiting.at(m_waiting.slots() - 1) = compact_entry(rec);
+}
+
+WaitingEntry Scheduler::compact_entry(const ArrivedRequest& rec) {
+  const auto delta = static_cast<float>(rec.arrival_s - rec.enqueue_s);
+  std::size_t kind = 0;
+  while (kind < m_kinds.size() &&
+         !(m_kinds[kind].workload == rec.workload &&
+           m_kinds[kind].block_tokens == rec.block_tokens && m_kinds[kind].rank == rec.rank))
+    ++kind;
+  // arrival_s given back bit for bit (the difference of two close doubles is exact, and a few
+  // bits long, so a float holds it)
+  const double back = rec.enqueue_s + static_cast<double>(delta);
+  const bool fits = rec.id <= std::numeric_limits<std::uint32_t>::max() && rec.sequence_id == 0 &&
+                    rec.credit <= std::numeric_limits<std::uint16_t>::max() &&
+                    std::memcmp(&back, &rec.arrival_s, sizeof back) == 0 && kind < 256;
+  WaitingEntry e(nullptr);
+  if (!fits) {
+    e.set_ptr(new ArrivedRequest(rec), WaitingEntry::kBoxed);
+    return e;
+  }
+  if (kind == m_kinds.size()) m_kinds.push_back({rec.workload, rec.block_tokens, rec.rank});
+  e.m_id = static_cast<std::uint32_t>(rec.id);
+  e.set_time(rec.enqueue_s);
+  e.m_arrival_delta = delta;
+  e.m_arrival_seq = rec.arrival_seq;
+  e.m_prefix = rec.prefix_tokens;
+  e.m_new = rec.new_tokens;
+  e.m_output = rec.output_tokens;
+  e.m_cached = rec.cached_tokens;
+  e.m_recompute = rec.recompute_tokens;
+  e.m_credit = static_cast<std::uint16_t>(rec.credit);
+  e.m_kind = static_cast<std::uint8_t>(kind);
+  e.m_flags = static_cast<std::uint8_t>(rec.flags | WaitingEntry::kInline);
+  return e;
+}
+
+ArrivedRequest Scheduler::record_of(const WaitingEntry& e) const {
+  ArrivedRequest rec;
+  const EntryKind& k = m_kinds[e.m_kind];
+  rec.id = e.m_id;
+  rec.enqueue_s = e.time();
+  rec.arrival_s = rec.enqueue_s + static_cast<double>(e.m_arrival_delta);
+  rec.workload = k.workload;
+  rec.arrival_seq = e.m_arrival_seq;
+  rec.credit = e.m_credit;
+  rec.prefix_tokens = e.m_prefix;
+  rec.new_tokens = e.m_new;
+  rec.output_tokens = e.m_output;
+  rec.block_tokens = k.block_tokens;
+  rec.cached_tokens = e.m_cached;
+  rec.recompute_tokens = e.m_recompute;
+  rec.rank = k.rank;
+  rec.flags = static_cast<std::uint8_t>(e.m_flags & ~WaitingEntry::kFormMask);
+  return rec;
 }
 
 Sequence* Scheduler::built(WaitingEntry& e) {
-  if (!e.m_seq) {
-    e.m_seq = m_build(e.m_rec);
-    if (!e.m_seq || e.m_seq->req.id != e.m_rec.id)
-      throw std::logic_error("Scheduler: the builder returned no sequence for request " +
-                             std::to_string(e.m_rec.id));
+  if (e.form() == WaitingEntry::kSeq) return e.seq_ptr();
+  std::uint64_t id = 0;
+  Sequence* s = nullptr;
+  if (e.form() == WaitingEntry::kBoxed) {
+    std::unique_ptr<ArrivedRequest> box(e.boxed());
+    id = box->id;
+    s = m_build(*box);
+  } else {
+    const ArrivedRequest rec = record_of(e);
+    id = rec.id;
+    s = m_build(rec);
   }
-  return e.m_seq;
+  if (!s || s->req.id != id)
+    throw std::logic_error("Scheduler: the builder returned no sequence for request " +
+                           std::to_string(id));
+  e.set_ptr(s, WaitingEntry::kSeq);
+  return s;
 }
 
 Sequence* Scheduler::waiting_front() {
-  return m_waiting.empty() ? nullptr : built(m_waiting.front());
+  return m_waiting.empty() ? nullptr : built(m_waiting.at(m_waiting.next_live(0)));
 }
 
 std::int64_t Scheduler::tokens_for(std::int64_t rem, std::int64_t budget) const {
@@ -180,7 +307,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->kv_resident = false;  // an async load runs again when it is admitted again
   }
   v->computed = 0;
-  m_waiting.emplace_front(v);
+  m_waiting.push_front(WaitingEntry(v));
 }
 
 namespace {
@@ -239,14 +366,17 @@ const SchedulerConfig& Admission::config() const { return m_s.m_cfg; }
 const Admission::Queue& Admission::waiting() const { return m_s.m_waiting; }
 
 Admission::Outcome Admission::try_admit(Cursor& it) {
-  if (it == m_s.m_waiting.end())
-    throw std::logic_error("Admission::try_admit: the cursor is past the waiting queue");
+  if (it == m_s.m_waiting.end() || it->dead())
+    throw std::logic_error(
+        "Admission::try_admit: the cursor is past the waiting queue or its entry has left it");
   if (m_budget == 0 || m_s.m_running.size() >= static_cast<std::size_t>(m_s.m_cfg.max_num_seqs))
     return Outcome::NoRoom;
-  Sequence* s = m_s.built(*m_s.m_waiting.erase(it, it));  // a mutable iterator to the same entry
+  const std::size_t slot = it.index();
+  Sequence* s = m_s.built(m_s.m_waiting.at(slot));
   if (m_kv.blocks_for(s->max_kv_tokens()) > m_kv.total_blocks()) {
     m_s.reject(s, m_now);
-    it = m_s.m_waiting.erase(it);
+    m_s.m_waiting.kill(slot);
+    ++it;
     return Outcome::Rejected;
   }
   // serving.prefix_caching (vLLM: the local prefix-cache hit first, then the connector's hit
@@ -293,7 +423,8 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     if (need > m_kv.free_blocks()) return Outcome::DoesNotFit;
     apply();
     m_s.start_pull(s, m_now, m_kv, keys, hit, alloc);
-    it = m_s.m_waiting.erase(it);
+    m_s.m_waiting.kill(slot);
+    ++it;
     return Outcome::Admitted;
   }
   if (t == 0 || need > m_kv.free_blocks()) return Outcome::DoesNotFit;
@@ -303,7 +434,8 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
   m_budget -= t;
   if (!m_admitted_any || s->arrival_seq > m_last_admitted_seq) m_last_admitted_seq = s->arrival_seq;
   m_admitted_any = true;
-  it = m_s.m_waiting.erase(it);
+  m_s.m_waiting.kill(slot);
+  ++it;
   return Outcome::Admitted;
 }
 
@@ -343,13 +475,28 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
   // Passed over: still waiting although a later arrival was admitted this step. The queue is in
   // arrival order, so they are the front of the queue up to the latest admitted arrival.
   if (step.m_admitted_any)
-    for (WaitingEntry& e : m_waiting) {
+    for (std::size_t i = m_waiting.next_live(0); i < m_waiting.slots();
+         i = m_waiting.next_live(i + 1)) {
+      WaitingEntry& e = m_waiting.at(i);
       if (e.arrival_seq() > step.m_last_admitted_seq) break;
-      if (e.m_seq)
-        e.m_seq->credit += 1;
-      else
-        ++e.m_rec.credit;
+      if (e.form() == WaitingEntry::kInline &&
+          e.m_credit == std::numeric_limits<std::uint16_t>::max()) {
+        // Its count outgrows the inline field: boxed from here on.
+        ArrivedRequest rec = record_of(e);
+        e.set_ptr(new ArrivedRequest(rec), WaitingEntry::kBoxed);
+      }
+      switch (e.form()) {
+        case WaitingEntry::kInline:
+          ++e.m_credit;
+          break;
+        case WaitingEntry::kBoxed:
+          ++e.boxed()->credit;
+          break;
+        default:
+          e.seq_ptr()->credit += 1;
+      }
     }
+  m_waiting.tidy();
 
   if (plan.tokens > m_cfg.max_num_batched_tokens)
     throw std::logic_error("Scheduler::plan: token budget exceeded");

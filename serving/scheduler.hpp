@@ -36,8 +36,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
-#include <list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -151,23 +151,170 @@ struct ArrivedRequest {
   std::int64_t prompt_tokens() const { return std::int64_t{prefix_tokens} + new_tokens; }
 };
 
-// One entry of the scheduler's waiting queue: a sequence (preempted, or built already) or an
-// arrival's compact record. What a policy may read without building the sequence.
+// One entry of the scheduler's waiting queue: a sequence (preempted, or built already), an
+// arrival's record held inline, or a record boxed on the heap; what a policy may read without
+// building the sequence. 44 B, 4-byte aligned (issue 24: an overloaded run's queue holds most of
+// its requests; 100,000 requests queue ≈ 67,000 at once). Inline, a record keeps no field that is
+// shared or derivable: the workload name, block_tokens and rank are an index into its scheduler's
+// small table of those triples (Scheduler::m_kinds), arrival_s is enqueue_s plus a float
+// difference (kept only when it gives back arrival_s exactly; the two differ by the kernel's
+// 1 ps rounding), and the id in 32 bits; a record that does not fit so (a sequence id, an id
+// beyond 32 bits, more than 256 triples, a difference a float does not hold exactly) is boxed:
+// the whole ArrivedRequest on the heap, owned by the queue. Trivially copyable.
 class WaitingEntry {
  public:
-  explicit WaitingEntry(Sequence* s) : m_seq(s) {}
-  explicit WaitingEntry(const ArrivedRequest& r) : m_rec(r) {}
-  Sequence* seq() const { return m_seq; }  // nullptr while compact
-  std::uint64_t id() const { return m_seq ? m_seq->req.id : m_rec.id; }
-  double enqueue_s() const { return m_seq ? m_seq->enqueue_s : m_rec.enqueue_s; }
+  explicit WaitingEntry(Sequence* s) { set_ptr(s, kSeq); }
+  // nullptr while compact (inline or boxed)
+  Sequence* seq() const { return form() == kSeq ? static_cast<Sequence*>(ptr()) : nullptr; }
+  std::uint64_t id() const {
+    switch (form()) {
+      case kInline:
+        return m_id;
+      case kBoxed:
+        return boxed()->id;
+      default:
+        return seq_ptr()->req.id;
+    }
+  }
+  double enqueue_s() const {
+    switch (form()) {
+      case kInline:
+        return time();
+      case kBoxed:
+        return boxed()->enqueue_s;
+      default:
+        return seq_ptr()->enqueue_s;
+    }
+  }
   // K_hit: the cached tokens it loads as things stand (set at arrival; a preemption may change it)
-  std::int64_t cached_tokens() const { return m_seq ? m_seq->cached_tokens : m_rec.cached_tokens; }
-  std::uint64_t arrival_seq() const { return m_seq ? m_seq->arrival_seq : m_rec.arrival_seq; }
+  std::int64_t cached_tokens() const {
+    switch (form()) {
+      case kInline:
+        return m_cached;
+      case kBoxed:
+        return boxed()->cached_tokens;
+      default:
+        return seq_ptr()->cached_tokens;
+    }
+  }
+  std::uint64_t arrival_seq() const {
+    switch (form()) {
+      case kInline:
+        return m_arrival_seq;
+      case kBoxed:
+        return boxed()->arrival_seq;
+      default:
+        return seq_ptr()->arrival_seq;
+    }
+  }
+  bool dead() const { return form() == kDead; }  // a tombstone (WaitingQueue)
 
  private:
   friend class Scheduler;
-  Sequence* m_seq = nullptr;
-  ArrivedRequest m_rec;
+  friend class WaitingQueue;
+  // The form, in the top two bits of m_flags; the low six are ArrivedRequest's flags (inline).
+  enum : std::uint8_t { kInline = 0, kSeq = 1 << 6, kBoxed = 2 << 6, kDead = 3 << 6 };
+  static constexpr std::uint8_t kFormMask = 3 << 6;
+  WaitingEntry() = default;  // uninitialised storage (WaitingQueue's chunks)
+  std::uint8_t form() const { return m_flags & kFormMask; }
+  // enqueue_s (inline) or the pointer (seq, boxed) in m_bits.
+  double time() const {
+    double t;
+    std::memcpy(&t, m_bits, sizeof t);
+    return t;
+  }
+  void set_time(double t) { std::memcpy(m_bits, &t, sizeof t); }
+  void* ptr() const {
+    void* p;
+    std::memcpy(&p, m_bits, sizeof p);
+    return p;
+  }
+  void set_ptr(void* p, std::uint8_t f) {
+    std::memcpy(m_bits, &p, sizeof p);
+    m_flags = f;
+  }
+  Sequence* seq_ptr() const { return static_cast<Sequence*>(ptr()); }
+  ArrivedRequest* boxed() const { return static_cast<ArrivedRequest*>(ptr()); }
+
+  std::uint32_t m_id;
+  std::uint32_t m_bits[2];
+  float m_arrival_delta;  // arrival_s − enqueue_s
+  std::uint32_t m_arrival_seq;
+  std::int32_t m_prefix, m_new, m_output, m_cached, m_recompute;
+  std::uint16_t m_credit;
+  std::uint8_t m_kind;
+  std::uint8_t m_flags;
+};
+static_assert(sizeof(WaitingEntry) == 44, "WaitingEntry: 44 B, no padding");
+static_assert(ArrivedRequest::kStateCached < 64, "ArrivedRequest's flags fit six bits");
+
+// The scheduler's waiting queue: WaitingEntry slots in chunks of 1,024 (no node per entry), in
+// queue order, with tombstones. kill() marks a slot dead without moving any other, so a policy's
+// cursors (indices) stay valid across the erasures of one admission phase; tidy(), outside it,
+// drops the dead slots at both ends and compacts the whole queue (stable) once the dead
+// outnumber the live. Iteration skips the dead. Owns the boxed records of its entries.
+class WaitingQueue {
+ public:
+  static constexpr std::size_t kChunk = 1024;
+  class const_iterator {
+   public:
+    const WaitingEntry& operator*() const { return m_q->at(m_i); }
+    const WaitingEntry* operator->() const { return &m_q->at(m_i); }
+    const_iterator& operator++() {
+      m_i = m_q->next_live(m_i + 1);
+      return *this;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.m_i == b.m_i;
+    }
+    friend bool operator!=(const const_iterator& a, const const_iterator& b) {
+      return a.m_i != b.m_i;
+    }
+    std::size_t index() const { return m_i; }  // the slot's position, tombstones included
+
+   private:
+    friend class WaitingQueue;
+    const_iterator(const WaitingQueue* q, std::size_t i) : m_q(q), m_i(i) {}
+    const WaitingQueue* m_q;
+    std::size_t m_i;
+  };
+
+  WaitingQueue() = default;
+  WaitingQueue(const WaitingQueue&) = delete;
+  WaitingQueue& operator=(const WaitingQueue&) = delete;
+  ~WaitingQueue();
+
+  const_iterator begin() const { return {this, next_live(0)}; }
+  const_iterator end() const { return {this, m_count}; }
+  std::size_t size() const { return m_live; }  // live entries
+  bool empty() const { return m_live == 0; }
+  std::size_t slots() const { return m_count; }  // live and dead
+  std::size_t chunks() const { return m_chunks.size(); }
+  WaitingEntry& at(std::size_t i) {
+    const std::size_t p = m_head + i;
+    return m_chunks[p / kChunk][p % kChunk];
+  }
+  const WaitingEntry& at(std::size_t i) const {
+    const std::size_t p = m_head + i;
+    return m_chunks[p / kChunk][p % kChunk];
+  }
+  // The first live slot at or after i (slots() when none).
+  std::size_t next_live(std::size_t i) const {
+    while (i < m_count && at(i).dead()) ++i;
+    return i;
+  }
+  void push_back(const WaitingEntry& e);
+  void push_front(const WaitingEntry& e);
+  // Marks slot i dead (it must be live and not boxed); other slots keep their positions.
+  void kill(std::size_t i);
+  void tidy();
+
+ private:
+  void release_spare();  // frees the chunks past the last slot but one
+  std::vector<std::unique_ptr<WaitingEntry[]>> m_chunks;
+  std::size_t m_head = 0;   // slot 0's position in m_chunks[0]
+  std::size_t m_count = 0;  // slots, dead ones included
+  std::size_t m_live = 0;
 };
 
 // A sequence for `r` with K_hit = cached_tokens clamped to [0, prompt − 1]: vLLM always
@@ -234,7 +381,7 @@ class Scheduler;
 // every policy; the policy only chooses whom to try, in which order, and when to stop.
 class Admission {
  public:
-  using Queue = std::list<WaitingEntry>;
+  using Queue = WaitingQueue;
   using Cursor = Queue::const_iterator;
   enum class Outcome {
     Admitted,    // allocated, added to the plan; `it` moved to the next waiting sequence
@@ -249,7 +396,8 @@ class Admission {
   double now() const { return m_now; }
   const SchedulerConfig& config() const;
   // The waiting requests in arrival order (a preempted one at the front). try_admit erases the
-  // one it admits or rejects; other cursors stay valid (std::list).
+  // one it admits or rejects (a tombstone); other cursors stay valid, and a cursor to an erased
+  // one is refused (std::logic_error).
   const Queue& waiting() const;
   // Compute tokens left in this step's budget.
   std::int64_t budget() const { return m_budget; }
@@ -347,10 +495,19 @@ class Scheduler {
   bool grow_or_preempt(Sequence* s, std::int64_t tokens, PagedKv& kv);
   void produce(Sequence* s, double now, PagedKv& kv);  // one output token
   Sequence* built(WaitingEntry& e);  // e's sequence, built from its record if compact
+  // rec as a queue entry: inline when it fits (one of at most 256 (workload, block_tokens,
+  // rank) triples in m_kinds), else boxed.
+  WaitingEntry compact_entry(const ArrivedRequest& rec);
+  ArrivedRequest record_of(const WaitingEntry& e) const;  // an inline entry's record
+  struct EntryKind {
+    InternedName workload;
+    std::int32_t block_tokens;
+    std::int16_t rank;
+  };
 
   SchedulerConfig m_cfg;
-  std::list<WaitingEntry> m_waiting;  // arrival (enqueue) order; preempted ones at the front
-  std::vector<Sequence*> m_running;   // admission order
+  WaitingQueue m_waiting;            // arrival (enqueue) order; preempted ones at the front
+  std::vector<Sequence*> m_running;  // admission order
   std::vector<Sequence*> m_finished;
   std::vector<Sequence*> m_pulling;           // async_kv sequences admitted, their pull not done
   std::vector<Sequence*> m_new_pulls;         // of them, admitted since the last take_pulls()
@@ -358,6 +515,7 @@ class Scheduler {
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
   Builder m_build;                            // compact arrivals' sequences (set_builder)
+  std::vector<EntryKind> m_kinds;             // inline entries' shared fields (compact_entry)
 };
 
 // Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes everything.

@@ -33,7 +33,7 @@ class ShortestLoad final : public SchedulerPolicy {
     std::stable_sort(order.begin(), order.end(), [](Admission::Cursor a, Admission::Cursor b) {
       return a->cached_tokens() < b->cached_tokens();
     });
-    // Admitting one erases only its own list node, so the other cursors stay valid.
+    // Admitting one leaves a tombstone in its own slot, so the other cursors stay valid.
     for (Admission::Cursor it : order)
       if (step.try_admit(it) == Admission::Outcome::NoRoom) return;
   }
