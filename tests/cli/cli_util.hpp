@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace kappasim::test {
 
@@ -81,5 +82,26 @@ class CliScratch {
  private:
   std::filesystem::path m_dir;
 };
+
+// Column `col` of every row of a requests.csv (no quoted fields in the numeric columns).
+inline std::vector<std::string> csv_column(const std::string& csv, const std::string& col) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> head;
+  std::istringstream h(line);
+  for (std::string c; std::getline(h, c, ',');) head.push_back(c);
+  std::size_t k = 0;
+  while (k < head.size() && head[k] != col) ++k;
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    std::istringstream r(line);
+    std::string c;
+    for (std::size_t i = 0; i <= k && std::getline(r, c, ','); ++i) {
+    }
+    out.push_back(c);
+  }
+  return out;
+}
 
 }  // namespace kappasim::test

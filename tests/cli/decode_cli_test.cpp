@@ -93,25 +93,10 @@ TEST(DecodeCli, BadDecodeInputExitsTwoNamingTheKeyOrLine) {
 }
 
 // requests.csv's `column` for the request with id `id` (NaN when absent).
-double request_value(const std::string& csv, std::uint64_t id, const std::string& column) {
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> head;
-  {
-    std::istringstream h(line);
-    for (std::string c; std::getline(h, c, ',');) head.push_back(c);
-  }
-  const auto col = std::find(head.begin(), head.end(), column) - head.begin();
-  const auto idc = std::find(head.begin(), head.end(), "id") - head.begin();
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream l(line);
-    for (std::string c; std::getline(l, c, ',');) f.push_back(c);
-    if (static_cast<std::size_t>(std::max(col, idc)) < f.size() &&
-        std::stoull(f[static_cast<std::size_t>(idc)]) == id)
-      return std::stod(f[static_cast<std::size_t>(col)]);
-  }
+double request_value(const std::string& csv, const std::string& id, const std::string& column) {
+  const auto ids = test::csv_column(csv, "id"), values = test::csv_column(csv, column);
+  for (std::size_t i = 0; i < ids.size() && i < values.size(); ++i)
+    if (ids[i] == id) return std::stod(values[i]);
   return std::nan("");
 }
 
@@ -145,7 +130,8 @@ TEST(DecodeCli, TheNextChatTurnLoadsTheReplyWhereTheStackStoresDecodeBlocks) {
     const auto r =
         run_shell(bin, "run " + cfg + " -q --out " + out, dir / ("e" + std::to_string(i)));
     ASSERT_EQ(r.code, 0) << r.err;
-    hit[i] = request_value(slurp(std::filesystem::path(out) / "requests.csv"), 2, "cached_tokens");
+    hit[i] =
+        request_value(slurp(std::filesystem::path(out) / "requests.csv"), "2", "cached_tokens");
   }
   EXPECT_EQ(hit[0], 2288);
   EXPECT_EQ(hit[1], 1792);

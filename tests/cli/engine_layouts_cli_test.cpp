@@ -12,31 +12,11 @@ namespace kappasim {
 namespace engine_layouts_cli_test {
 namespace {
 
+using test::csv_column;
 using test::fresh_dir;
 using test::run_shell;
 using test::slurp;
 using test::summary_value;
-
-// Column `col` of every row of a requests.csv (no quoted fields in the numeric columns).
-std::vector<std::string> column(const std::string& csv, const std::string& col) {
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> head;
-  std::istringstream h(line);
-  for (std::string c; std::getline(h, c, ',');) head.push_back(c);
-  std::size_t k = 0;
-  while (k < head.size() && head[k] != col) ++k;
-  std::vector<std::string> out;
-  while (std::getline(in, line)) {
-    std::istringstream r(line);
-    std::string c;
-    for (std::size_t i = 0; i <= k && std::getline(r, c, ','); ++i) {
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
   // vLLM runs a dense model's DP ranks as independent engine cores (lockstep with dummy
@@ -59,8 +39,8 @@ TEST(EngineLayoutsCli, ADenseModelsIdleDpRankRunsNoDummyBatches) {
                            dir / "e2");
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;
-  const auto t1 = column(slurp(dir / "tp1" / "requests.csv"), "ttft_s");
-  const auto t2 = column(slurp(dir / "dp2" / "requests.csv"), "ttft_s");
+  const auto t1 = csv_column(slurp(dir / "tp1" / "requests.csv"), "ttft_s");
+  const auto t2 = csv_column(slurp(dir / "dp2" / "requests.csv"), "ttft_s");
   ASSERT_EQ(t1.size(), 6u);
   EXPECT_EQ(t2, t1);
   const std::string s1 = slurp(dir / "tp1" / "summary.json");
