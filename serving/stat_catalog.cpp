@@ -607,7 +607,8 @@ std::vector<StatDecl> make_summary() {
                A::Ratio,
                StatWhen::Always,
                "the GPUs' time by category as fractions of simulated_time_s (no queue; idle "
-               "added): they sum to 1. Categories: " +
+               "added): they sum to 1 (with pipeline stages a step counts 1/pp, a stage's share: "
+               "docs/parallelism.md). Categories: " +
                    category_list("queue"),
                {}};
     for (const auto& c : TimeBreakdown::categories())

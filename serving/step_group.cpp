@@ -41,6 +41,16 @@ class StepGroup::Context final : public LoadContext {
     if (c.shards_end_s >= 0) stats->allgather_s += c.g.end_s - c.shards_end_s;  // the all-gather
     for (Rank* r : m_g.ranks) r->store->account_load(c);  // per-level load bytes and time
   }
+  bool stage_worker() const override { return stage >= 0 && run; }
+  void hold_launch(bool held) override {
+    if (!stage_worker()) return;
+    if (held) {
+      m_loading.insert(nullptr);  // the worker's own CPU: no copy group
+      run->set_loading(true);
+    } else if (m_loading.erase(nullptr) > 0 && m_loading.empty()) {
+      run->set_loading(false);
+    }
+  }
   CopySplit split_copies(const CopyGroup& c, double t_start) const override {
     const auto& bound = m_g.m_resource_bound;
     if (c.shards_end_s < 0) return split_copy_times(c.rs, t_start, c.g.end_s, bound);
@@ -96,7 +106,8 @@ class StepGroup::Context final : public LoadContext {
  private:
   StepGroup& m_g;
   std::uint64_t m_step;
-  std::set<const CopyGroup*> m_loading;  // a stage's load groups in flight (stage >= 0)
+  // A stage's load groups in flight (stage >= 0), and nullptr while hold_launch holds it.
+  std::set<const CopyGroup*> m_loading;
 };
 
 struct StepGroup::Step {
@@ -331,8 +342,13 @@ void StepGroup::end(Step& b) {
   const std::size_t n = ranks.size();
   const Context& ctx = *b.ctx;
   // The GPUs' time: a micro-batch's wait for a busy stage (queue) is the other micro-batch's.
+  // With pipeline stages pp micro-batches are in flight, their steps overlapping, and a stage's
+  // GPUs hold one at a time: a step counts 1/pp of its time (as compute_busy_s does), so the
+  // run's categories and idle still sum to the simulated time.
   TimeBreakdown gpu_time = ctx.time;
   gpu_time.queue_s = 0;
+  if (const int pp = m_env.layout.pp; pp > 1)
+    for (const auto& c : TimeBreakdown::categories()) gpu_time.*c.field /= pp;
   stats.run_time += gpu_time;
   stats.run_bounds += ctx.bounds;
   for (const StepPlan& p : b.plans)
@@ -448,14 +464,7 @@ double StepGroup::load_by_stage(Step& b, const LoadSplit& all, std::int64_t requ
     } else {
       const double d = std::max(0.0, x.end - prev_end);
       const double exposed = std::clamp(x.load_end - prev_end, 0.0, d);
-      const double l = c.load_s();
-      if (l > 0) {
-        T.load_software_s += exposed * c.load_software_s / l;
-        T.load_link_s += exposed * c.load_link_s / l;
-        T.load_wait_s += exposed * c.load_wait_s / l;
-      } else {
-        T.load_link_s += exposed;
-      }
+      T.add_exposed_load(exposed, c.load_software_s, c.load_link_s, c.load_wait_s);
       const double q = std::min(take, d - exposed);
       T.queue_s += q;
       T.compute_s += d - exposed - q;

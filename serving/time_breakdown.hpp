@@ -74,6 +74,20 @@ struct TimeBreakdown {
     return s;
   }
   double load_s() const { return load_software_s + load_link_s + load_wait_s; }
+  // A load's exposed time (the part compute did not hide) split over the load categories in
+  // proportion to that load's own software, link and wait times; all of it to load_link when
+  // those are all zero (the layer-wise pipeline, and a pipeline stage's load beyond the stages
+  // before it).
+  void add_exposed_load(double exposed, double software, double link, double wait) {
+    const double total = software + link + wait;
+    if (total > 0) {
+      load_software_s += exposed * software / total;
+      load_link_s += exposed * link / total;
+      load_wait_s += exposed * wait / total;
+    } else {
+      load_link_s += exposed;
+    }
+  }
   TimeBreakdown& operator+=(const TimeBreakdown& o) {
     for (const Category& c : categories()) this->*c.field += o.*c.field;
     return *this;

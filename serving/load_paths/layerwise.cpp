@@ -124,7 +124,11 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   } else {
     // One flow per GPU for the whole load, compute alongside; then the pipeline's fill (the
     // first layer's load before compute can start) and drain (the last layer's compute after
-    // the last load) from per-layer times.
+    // the last load) from per-layer times. On a pipeline stage the worker has launched its
+    // forward only once it has issued every layer's objects and their loads have ended (the
+    // layer-wise pipeline launches its last layer then): held until load_end.
+    const bool held = ctx.stage_worker();
+    if (held) ctx.hold_launch(true);
     if (link) ctx.start_copies(c, bytes, chunks * L, m_copy);
     run_compute(compute_s, hbm_bytes);
     load_end = t_pipe + buffer_s;
@@ -140,6 +144,10 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     }
     pipe_s = load_end - t_pipe;
     const double end = std::max(load_end + compute.last_layer_s, t_pipe + pipe_s / L + compute_run);
+    if (held) {
+      ctx.wait(load_end - ctx.now());
+      ctx.hold_launch(false);
+    }
     ctx.wait(end - ctx.now());
   }
   stats.link_busy_s += transfer_s;
@@ -149,14 +157,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   // split like the copies' own time. Bound times count the whole load, hidden or not.
   const double wall = ctx.now() - t_pipe;
   const double exposed = std::max(0.0, wall - compute_run);
-  const double copy_total = copies.software + copies.link + copies.wait;
-  if (copy_total > 0) {
-    time.load_software_s += exposed * copies.software / copy_total;
-    time.load_wait_s += exposed * copies.wait / copy_total;
-    time.load_link_s += exposed * copies.link / copy_total;
-  } else {
-    time.load_link_s += exposed;
-  }
+  time.add_exposed_load(exposed, copies.software, copies.link, copies.wait);
   time.compute_s += wall - exposed;
   *ctx.step_bounds += copies.bounds;
   ctx.trace_load("layerwise", t0, load_end);

@@ -50,6 +50,13 @@ class LoadContext {
   virtual void start_copies(CopyGroup& c, double bytes_per_gpu, std::int64_t units,
                             CopyPath path) = 0;
   virtual void wait_copies(CopyGroup& c) = 0;
+  // A pipeline stage's worker (issue 21): its forward is not launched while its loads are in
+  // flight (wait_copies releases them) or while it is held here, issuing loads on its CPU (the
+  // layer-wise path's per-layer issue cost under granularity `step`, which has no copy group of
+  // its own). stage_worker(): whether this load runs on such a worker; hold_launch: a no-op
+  // otherwise.
+  virtual bool stage_worker() const { return false; }
+  virtual void hold_launch(bool /*held*/) {}
   // The group's time from t_start to its end (c.g.end_s), split as CopySplit says.
   virtual CopySplit split_copies(const CopyGroup& c, double t_start) const = 0;
   // The step's compute on every GPU (GpuCompute::start_step: one HBM Local flow per GPU that

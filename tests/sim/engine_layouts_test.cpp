@@ -238,8 +238,13 @@ TEST(EngineLayouts, PipelineWaitForABusyStageIsQueueNotCompute) {
   EXPECT_NEAR(out.rec(3).time.compute_s, own, testing::tol(own));
   EXPECT_NEAR(out.rec(3).time.queue_s, t1 + w3, testing::tol(t1 + w3));
   EXPECT_NEAR(out.figure("pp_stage_wait_s"), w2 + w3, testing::tol(w2 + w3));
-  // The GPUs' time: the steps' compute, no wait in it.
-  EXPECT_NEAR(out.totals.time.compute_s, 3 * own, testing::tol(3 * own));
+  // The GPUs' time: the steps' compute, no wait in it, a step counting 1/pp (a stage's GPUs
+  // hold one of the pp micro-batches in flight); with idle it sums to the simulated time, though
+  // the steps overlap (their times add up to more than the run's).
+  EXPECT_NEAR(out.totals.time.compute_s, 3 * own / 2, testing::tol(3 * own));
+  EXPECT_NEAR(out.totals.time.sum(), out.totals.simulated_time_s,
+              testing::tol(out.totals.simulated_time_s));
+  EXPECT_GT(3 * own, out.totals.simulated_time_s);  // the steps' times alone would exceed it
 }
 
 // KV loads on pipeline stages (issue 21), as vLLM's PP workers run them: stage s's worker loads
@@ -316,6 +321,55 @@ TEST(EngineLayouts, PipelineStagesRunTheLayerwisePipelineOverTheirOwnLayers) {
   const double ttft = 2 * R + 32 * l + c1;
   const RequestRecord& r = out.rec(1);
   EXPECT_NEAR(r.ttft_s, ttft, 4 * 32 * 1e-12 + 1e-9 * ttft);
+}
+
+// The same pipeline with a CPU-bound issue (issue 21): each stage's worker spends 50 µs of
+// Python per (layer, chunk) object, 16 × 50 µs = 0.8 ms a layer, more than a layer's DMA. Layer
+// by layer each round takes that CPU; as one flow (granularity step) the stage's loads end no
+// earlier than the CPU has issued all 16 layers, and stage 1's worker starts only then (before,
+// it started when the copies ended). Both: TTFT = 2 retrieves + 32 layers' CPU + the drain.
+struct IssueBound {
+  double ttft = 0, hand = 0, drain = 0, stage_b = 0;
+};
+IssueBound issue_bound_run(const std::string& granularity) {
+  const std::int64_t K = 4096, T = 128;
+  const double chunks = K / kChunk, cpu = chunks * 50e-6;  // layerwise_per_object below
+  const RunSpec spec = testing::run_spec(
+      "model: llama-3.1-8b\nsystem: h100\ntrace: false\ncheck: true\nserving: {"
+      "stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, "
+      "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms, layerwise_per_object: 50 us}, "
+      "tp: 1, parallelism: {pp: 2}, step_overhead: 0 s, warm_tier: true, store: none, "
+      "load_path: layerwise, granularity: " +
+      granularity + "}\nworkload: {type: narrativeqa}\n");
+  testing::Served out;
+  testing::serve(spec, {testing::request(1, 0, K, T)}, out);
+  const double R = kRetrieveFixed + chunks * kRetrievePerChunk;
+  const double l = chunks * kDmaOverhead + chunks * testing::kRtt +
+                   K * testing::kBkv8b / 32 / (testing::kWire / kDmaReadCost);
+  const Stages s = stages(spec, SeqSlice{static_cast<double>(T), static_cast<double>(K), true});
+  EXPECT_GT(cpu, l);         // CPU-bound
+  EXPECT_GT(cpu, s.a / 16);  // and above a layer's compute
+  IssueBound r;
+  r.ttft = out.rec(1).ttft_s;
+  r.drain = s.b / 16;
+  r.stage_b = s.b;
+  r.hand = 2 * R + 32 * cpu + r.drain;
+  return r;
+}
+
+TEST(EngineLayouts, PipelineStagesWaitForTheWorkersLayerIssueLayerByLayer) {
+  const IssueBound r = issue_bound_run("layer");
+  EXPECT_NEAR(r.ttft, r.hand, 1e-9 * r.hand + 1e-10);
+}
+
+TEST(EngineLayouts, PipelineStagesWaitForTheWorkersLayerIssueAsOneFlow) {
+  const IssueBound r = issue_bound_run("step");
+  // The step's drain is the stage's last layer as timed (the LM head in it, where `layer` spreads
+  // the stage's compute evenly): more than nothing, less than the whole stage. Starting stage 1
+  // when the copies end (16 layers' DMA, not 16 layers' CPU) would come 7 ms earlier.
+  const double issued = r.hand - r.drain;
+  EXPECT_GT(r.ttft, issued);
+  EXPECT_LT(r.ttft, issued + r.stage_b);
 }
 
 }  // namespace
