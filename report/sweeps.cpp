@@ -35,12 +35,31 @@ SweepData SweepSource::run(const std::string& rel) {
     throw std::runtime_error("sweep " + rel + " ended with exit code " + std::to_string(rc));
   d.table = read_results(d.dir);
   const ResultsTable& t = d.table;
-  std::size_t bad = 0;
-  for (std::size_t r = 0; r < t.rows.size(); ++r) bad += t.ok(r) ? 0 : 1;
-  if (bad > 0)
+  // Why, by class: a point a part cannot hold or run (its weights do not fit the HBM at that TP,
+  // or the GPU has no rate for the precision) is infeasible by the hardware, not a failure.
+  std::size_t bad = 0, fit = 0, precision = 0;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (t.ok(r)) continue;
+    ++bad;
+    const std::string e = t.get(r, "error");
+    if (e.find("does not fit on GPU") != std::string::npos)
+      ++fit;
+    else if (e.find("has no peak rate for precision") != std::string::npos ||
+             e.find("needs a GPU that writes FP4") != std::string::npos)
+      ++precision;
+  }
+  if (bad > 0) {
+    std::string why;
+    const auto add = [&why](std::size_t n, const char* what) {
+      if (n > 0) why += (why.empty() ? "" : "; ") + std::to_string(n) + " " + what;
+    };
+    add(fit, "infeasible: the model's weights do not fit the GPU's HBM at that TP");
+    add(precision, "infeasible: the GPU has no rate for that precision");
+    add(bad - fit - precision, "failed otherwise");
     m_problems.push_back(rel + ": " + std::to_string(bad) + " of " + std::to_string(t.rows.size()) +
-                         " points did not complete, each with its reason (see " +
+                         " points did not complete (" + why + "), each with its reason (see " +
                          fs::relative(d.dir, m_out).string() + "/results.csv, column error)");
+  }
   return d;
 }
 

@@ -71,7 +71,8 @@ TEST(ReportSweeps, ListsIncompleteSweepsAndStopsOnRunnerFailure) {
                              [&](const std::string& spec, const std::string& dir) {
                                ran_spec = spec, ran_dir = dir;
                                write(fs::path(dir) / "results.csv",
-                                     "point,status,error\n0,ok,\n1,failed,boom\n");
+                                     "point,status,error\n0,ok,\n1,failed,boom\n2,failed,"
+                                     "model 'm' does not fit on GPU 'g' at tp 1: HBM\n");
                                return rc;
                              });
   const report::SweepData x = sweeps.run("reproduce/x.yaml");
@@ -79,12 +80,14 @@ TEST(ReportSweeps, ListsIncompleteSweepsAndStopsOnRunnerFailure) {
   EXPECT_EQ(ran_spec, (exp / "reproduce" / "x.yaml").string());
   EXPECT_EQ(ran_dir, (out / "sweeps" / "x-quick").string());
   EXPECT_EQ(x.name, "x");
-  ASSERT_EQ(x.table.rows.size(), 2u);
+  ASSERT_EQ(x.table.rows.size(), 3u);
   EXPECT_TRUE(x.table.ok(0));
   EXPECT_FALSE(x.table.ok(1));
   ASSERT_EQ(sweeps.problems().size(), 1u);
+  // A point whose model does not fit the GPU is infeasible by the hardware, told apart.
   EXPECT_EQ(sweeps.problems()[0],
-            "reproduce/x.yaml: 1 of 2 points did not complete, each with its reason (see "
+            "reproduce/x.yaml: 2 of 3 points did not complete (1 infeasible: the model's weights "
+            "do not fit the GPU's HBM at that TP; 1 failed otherwise), each with its reason (see "
             "sweeps/x-quick/results.csv, column error)");
   // Exit codes other than 0 and 3 stop the report; a spec that is not there is an input error.
   rc = 1;
