@@ -61,7 +61,11 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   rest += section_policies(sweeps.run("reproduce/policies.yaml"), fig, &conclusions);
   // 8. architecture studies.
   rest += "## 8. Architecture studies\n\n";
-  rest += section_interconnect(sweeps.run("studies/interconnect.yaml"), s1.medians, &conclusions);
+  {
+    const SweepData interconnect = sweeps.run("studies/interconnect.yaml");
+    const SweepData reads = sweeps.run("studies/interconnect-reads.yaml");
+    rest += section_interconnect(interconnect, s1.medians, &conclusions, &reads);
+  }
   rest += section_kv_buffer(sweeps.run("studies/kv-buffer.yaml"), s3.reference.kappa_crit_sim, fig,
                             &conclusions);
   rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig, &conclusions);

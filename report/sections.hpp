@@ -86,10 +86,12 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving, const 
 std::string section_policies(const SweepData& runs, const FigureFolder& fig,
                              ConclusionLog* log = nullptr);
 
-// 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1.
+// 8.1 Interconnect study (sweep studies/interconnect); `workload_medians` from section 1;
+// `reads` (sweep studies/interconnect-reads, may be null): the PCIe 5 -> 6 gain with each
+// outstanding-read assumption at the ends of its range (issue 20 part 1).
 std::string section_interconnect(const SweepData& study,
                                  const std::map<std::string, double>& workload_medians,
-                                 ConclusionLog* log = nullptr);
+                                 ConclusionLog* log = nullptr, const SweepData* reads = nullptr);
 
 // 8.2 GPU-side KV buffer study (sweep studies/kv-buffer); `kappa_crit_sim` is section 3's
 // reference crossing. Writes kv-buffer-*.csv and the figure kv-buffer.

@@ -498,6 +498,49 @@ TEST(Replicates, EqualRunsAreTheSameNotAPairedDifference) {
             std::string::npos);
 }
 
+// 8.1's tornado (issue 20 part 1): the PCIe 5 -> 6 κ_crit gain with each outstanding-read
+// assumption moved, a PCIe-6-only variant set against PCIe 5's base. Base 104 / 100 = 1.04,
+// tags 120 / 100 = 1.2, a 2 µs round trip 60 / 60 = 1: the gain spans 1-1.2x, across the 1.1
+// line, so the conclusion is conditional and says the span.
+TEST(ReportInterconnect, TheReadLimitsTornadoBoundsThePcie6Gain) {
+  const std::vector<std::string> cols = {"model",
+                                         "gpu",
+                                         "system.host_link",
+                                         "status",
+                                         "kappa_crit_simulated",
+                                         "kappa_crit_analytic_peak",
+                                         "h2d_load_bytes_per_s",
+                                         "h2d_peak_bytes_per_s",
+                                         "load_bound_share_read_tags"};
+  report::SweepData study;
+  study.table.columns = cols;
+  study.table.rows = {{"m", "h100", "pcie5", "ok", "100", "200", "40e9", "63e9", "0"},
+                      {"m", "h100", "pcie6", "ok", "104", "300", "41.6e9", "118e9", "0.8"}};
+  report::SweepData reads;
+  reads.table.columns = cols;
+  reads.table.columns.push_back("variant");
+  reads.table.rows = {
+      {"m", "h100", "pcie5", "ok", "100", "200", "40e9", "63e9", "0", "base"},
+      {"m", "h100", "pcie6", "ok", "104", "300", "41.6e9", "118e9", "0.8", "base"},
+      {"m", "h100", "pcie6", "ok", "120", "300", "48e9", "118e9", "0", "tags-16384"},
+      {"m", "h100", "pcie5", "ok", "60", "200", "24e9", "63e9", "0.9", "rtt-2us"},
+      {"m", "h100", "pcie6", "ok", "60", "300", "24e9", "118e9", "0.9", "rtt-2us"}};
+  report::ConclusionLog log;
+  const std::string md = report::section_interconnect(study, {}, &log, &reads);
+  EXPECT_NE(md.find("| h100 | tags-16384 (PCIe 6 only) | 100 | 120 | 1.2 | 1.2 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| h100 | rtt-2us | 60 | 60 | 1 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- h100: over these ranges the PCIe 5 → 6 κ_crit gain spans 1–1.2× against "
+                    "the peak rates' 1.87×: whether PCIe 6 gains is conditional"),
+            std::string::npos)
+      << md;
+  ASSERT_EQ(log.rows().size(), 1u) << md;
+  EXPECT_EQ(log.rows()[0].hinges_on,
+            "conditional on the outstanding-read limits: over read tags 768–16,384, a 0.5–2 µs "
+            "round trip and 32–128 B SM reads the gain spans 1–1.2× (8.1's tornado)");
+}
+
 }  // namespace
 }  // namespace report_test
 }  // namespace kappasim
