@@ -36,7 +36,8 @@ ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
 }
 
 // A prefill node and a decode node with their own `serving:` extras (layouts).
-ClusterRunSpec reshard_spec(const std::string& prefill, const std::string& decode) {
+ClusterRunSpec reshard_spec(const std::string& prefill, const std::string& decode,
+                            const std::string& model = "llama-3.1-70b") {
   return read_config<ClusterRunSpec>(
       parse_yaml(
           "cluster:\n"
@@ -50,7 +51,9 @@ ClusterRunSpec reshard_spec(const std::string& prefill, const std::string& decod
               "store: none, " +
               decode +
               "}}\n"
-              "model: llama-3.1-70b\n"
+              "model: " +
+              model +
+              "\n"
               "workload: {type: sharegpt}\n"
               "check: true\n",
           "<test>"),
@@ -172,6 +175,25 @@ TEST(Disaggregation, TheSameLayoutOnBothSidesReadsOnePiecePerBlock) {
   const auto f = run_cluster(reshard_spec(tp4pp2, tp4pp2), src, ClusterSinks{});
   const double same = 0.4e-3 + 10240 * (6.7e-3 / 1785);
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), same, 1e-3 * same);
+}
+
+// DeepSeek-V3 (61 MLA layers, 576 values of 2 B per token and layer) from prefill TP 8 x PP 2 to
+// decode DP-16 (EP 16), each two DGX H100 nodes: the request lives on one decode DP rank, one
+// GPU, which pulls the whole latent of all 61 layers, 2,048 x 70,272 = 143,917,056 B, reading
+// layers 0-30 from prefill GPU 0 and 31-60 from prefill GPU 8: 128 blocks x (31 + 30) layers x 1
+// region = 7,808 descriptors at 6.7 ms / 1,785 = 29.3 ms (4.9 GB/s, below the 50 GB/s port):
+// transfer = 0.4 ms + 29.3 ms.
+TEST(Disaggregation, AnMlaReshardToDpAttentionPullsTheWholeLatentIntoOneGpu) {
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(
+      reshard_spec("tp: 8, compute_dtype: fp8, parallelism: {pp: 2, nodes: 2}",
+                   "tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 16, ep: 16, nodes: 2}",
+                   "deepseek-v3"),
+      src, ClusterSinks{});
+  const double transfer = 0.4e-3 + 7808 * (6.7e-3 / 1785);
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 2048 * 70272.0, 1);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 1e-3 * transfer);
 }
 
 // A prompt whose one output token is the prefill's needs no decode stage; the others are handed
