@@ -6,6 +6,7 @@
 // layerwise and studies/pd-disagg-handoff. Output: Markdown (docs/disaggregation.md explains the
 // mechanism).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -22,10 +23,13 @@ namespace {
 
 const std::vector<std::string> kConfigCols = {"model", "workload", "a_role", "a_nodes", "post"};
 
+// "2P2D": the node groups' counts (a_nodes prefill, b_nodes decode; a study without a b_nodes
+// column has four nodes in all), "co-located (4 mixed)" for mixed groups.
 std::string split_name(const ResultsTable& t, std::size_t r) {
-  if (t.get(r, "a_role") == "mixed") return "co-located (4 mixed)";
   const int p = static_cast<int>(std::lround(t.num(r, "a_nodes")));
-  return std::to_string(p) + "P" + std::to_string(4 - p) + "D";
+  const int d = t.has("b_nodes") ? static_cast<int>(std::lround(t.num(r, "b_nodes"))) : 4 - p;
+  if (t.get(r, "a_role") == "mixed") return "co-located (" + std::to_string(p + d) + " mixed)";
+  return std::to_string(p) + "P" + std::to_string(d) + "D";
 }
 
 // The hand-off's share of the median TTFT: handoff_p50_s / ttft_p50_s (replicate means).
@@ -173,7 +177,14 @@ std::string variant_text(const std::string& v) {
 std::string handoff_part(const SweepData& study, ConclusionLog* log) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
-  const auto configs = configurations(t, {"a_role", "a_nodes", "handoff"});
+  // The profiles' rows are the first model's (its pools lay out the KV alike); the rows of any
+  // other model (pools of different layouts: the re-shard) go to layouts_part.
+  std::vector<std::string> key = {"a_role", "a_nodes", "handoff"};
+  for (const char* c : {"model", "a_layout", "b_layout"})
+    if (t.has(c)) key.push_back(c);
+  std::vector<std::vector<std::size_t>> configs;
+  for (const auto& cr : configurations(t, key))
+    if (!t.has("model") || t.get(cr[0], "model") == t.get(0, "model")) configs.push_back(cr);
   std::string model, workload;
   if (!t.rows.empty() && t.has("point") && !study.dir.empty()) {
     const std::string dir = point_dir(study.dir, t, 0);
@@ -338,6 +349,114 @@ std::string handoff_part(const SweepData& study, ConclusionLog* log) {
   return md.str();
 }
 
+// ---- pools of different KV layouts (studies/pd-disagg-handoff's other model) ----
+
+// A layout label as the study writes it ("tp4-dp4-ep16") in words ("TP 4 × DP 4, EP 16").
+std::string layout_words(const std::string& label) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < label.size()) {
+    std::size_t end = label.find('-', at);
+    if (end == std::string::npos) end = label.size();
+    const std::string part = label.substr(at, end - at);
+    std::size_t d = 0;
+    while (d < part.size() && !std::isdigit(static_cast<unsigned char>(part[d]))) ++d;
+    std::string name = part.substr(0, d);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string sep = out.empty() ? "" : name == "EP" ? ", " : " × ";
+    out += sep + name + " " + part.substr(d);
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string layouts_part(const SweepData& study, ConclusionLog* log) {
+  const ResultsTable& t = study.table;
+  if (!t.has("model") || !t.has("b_layout") || t.rows.empty()) return "";
+  const std::string first = t.get(0, "model");
+  std::vector<std::vector<std::size_t>> configs;
+  for (const auto& cr :
+       configurations(t, {"model", "a_role", "a_nodes", "handoff", "a_layout", "b_layout"}))
+    if (t.get(cr[0], "model") != first) configs.push_back(cr);
+  if (configs.empty()) return "";
+  std::ostringstream md;
+  md << "#### Pools of different KV layouts (the re-shard)\n\n"
+     << "Another model on the same four nodes, each replica spanning two of them, with each "
+     << "pool's layout as DeepSeek's deployment shapes them: the prefill pool's attention "
+     << "tensor-parallel within data-parallel ranks, the decode pool's data-parallel with one GPU "
+     << "per rank, experts parallel over all GPUs of a replica. Where the layouts differ the "
+     << "hand-off re-shards the KV: each decode GPU reads the layers and heads it holds from the "
+     << "prefill GPUs holding them (an MLA latent whole from one TP rank; docs/disaggregation.md, "
+     << "\"The re-shard\"). The hand-off's profile is nixl-vllm.\n\n"
+     << regime_paragraph(study, configs);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    const bool pd = t.get(r, "a_role") != "mixed";
+    const std::string lay = layout_words(t.get(r, "a_layout")) +
+                            (pd ? " → " + layout_words(t.get(r, "b_layout")) : " (both groups)");
+    if (!first_ok(t, cr)) {
+      rows.push_back({t.get(r, "model"), split_name(t, r), lay, "failed: " + t.get(r, "error")});
+      continue;
+    }
+    rows.push_back(
+        {t.get(r, "model"), split_name(t, r), lay,
+         interval_cell(t, cr, "first_token_rps") + " / " + interval_cell(t, cr, "arrival_rps"),
+         fmt_num(mean_of(t, cr, "requests_rejected")), interval_cell(t, cr, "ttft_p50_s"),
+         interval_cell(t, cr, "ttft_p99_s"), interval_cell(t, cr, "tpot_p50_s"),
+         pd ? interval_cell(t, cr, "handoff_transfer_mean_s") : "—",
+         pd ? fmt_num(mean_of(t, cr, "handoff_bytes_mean") / 1e9) : "—"});
+  }
+  md << markdown_table({"model", "pools (replicas)", "layout (prefill → decode)",
+                        "first tokens / arrivals (req/s)", "rejected", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "TPOT p50 (s)", "pull mean (s)", "hand-off GB (mean)"},
+                       rows)
+     << "\nConclusions (computed; " << kReplicateNote << "):\n";
+  // Per model: the re-shard's pull against the same layout on both pools at the same split.
+  std::vector<std::string> models;
+  for (const auto& cr : configs)
+    if (std::find(models.begin(), models.end(), t.get(cr[0], "model")) == models.end())
+      models.push_back(t.get(cr[0], "model"));
+  for (const std::string& m : models) {
+    std::vector<std::size_t> same, reshard;
+    for (const auto& cr : configs) {
+      const std::size_t r = cr[0];
+      if (t.get(r, "model") != m || t.get(r, "a_role") == "mixed" || !first_ok(t, cr)) continue;
+      (t.get(r, "a_layout") == t.get(r, "b_layout") ? same : reshard) = cr;
+    }
+    if (same.empty() || reshard.empty()) continue;
+    const double bytes =
+        mean_of(t, reshard, "handoff_bytes_mean") / mean_of(t, same, "handoff_bytes_mean");
+    const double pull = mean_of(t, reshard, "handoff_transfer_mean_s") /
+                        mean_of(t, same, "handoff_transfer_mean_s");
+    std::ostringstream line;
+    line << m << ", " << split_name(t, reshard[0]) << ": prefill "
+         << layout_words(t.get(reshard[0], "a_layout")) << " to decode "
+         << layout_words(t.get(reshard[0], "b_layout")) << " hands off " << fmt_num(bytes)
+         << "× the bytes of the same layout on both pools ("
+         << layout_words(t.get(same[0], "b_layout")) << ") in a pull of "
+         << interval_cell(t, reshard, "handoff_transfer_mean_s") << " s against "
+         << interval_cell(t, same, "handoff_transfer_mean_s") << " s (" << fmt_num(pull)
+         << "×), TTFT p99 " << interval_cell(t, reshard, "ttft_p99_s") << " s against "
+         << interval_cell(t, same, "ttft_p99_s") << " s, TPOT p50 "
+         << interval_cell(t, reshard, "tpot_p50_s") << " s against "
+         << interval_cell(t, same, "tpot_p50_s") << " s, "
+         << fmt_num(mean_of(t, reshard, "requests_rejected")) << " against "
+         << fmt_num(mean_of(t, same, "requests_rejected"))
+         << " requests rejected per replicate (a prompt whose KV no decode rank's pool holds)";
+    const std::string claim = line.str();
+    md << "- " << claim << "\n";
+    if (log)
+      log->add({"8.9", claim, regime_brief(study, {same, reshard}),
+                "the re-shard's source choice (one TP rank per MLA latent) and descriptor count "
+                "(one per contiguous run of a piece: vLLM's HND layout); the posting cost per "
+                "descriptor (3.75 µs, vLLM #50913); the network between the nodes not modelled",
+                "kernel path"});
+  }
+  md << "\n";
+  return md.str();
+}
+
 }  // namespace
 
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, ConclusionLog* log,
@@ -357,7 +476,7 @@ std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, 
      << "(NIXL 1.5's strided descriptors, one per layer). Routers: round robin at both stages.\n\n";
   md << part(kernel, "kernel path", log);
   if (layerwise) md << part(*layerwise, "layer-wise path", log);
-  if (handoff) md << handoff_part(*handoff, log);
+  if (handoff) md << handoff_part(*handoff, log) << layouts_part(*handoff, log);
   md << "\nWhat this does not model: the network between the nodes (the two GPUs' NIC ports and "
      << "HBM bound the pull; each node's fabric is solved on its own), hand-offs within a node "
      << "over NVLink, "

@@ -103,8 +103,13 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
         pulled(id, t0, t1, bytes);
       };
       // The pull's prefill side: the prefill node's GPUs send through their NIC ports.
-      es.send_kv = [this](std::uint64_t id, std::int64_t tokens, double cap) {
-        return m_nodes[m_handoffs.at(id).prefill_node].engine->send_kv(id, tokens, cap);
+      es.send_kv = [this](std::uint64_t id, const std::vector<double>& bytes, double cap) {
+        return m_nodes[m_handoffs.at(id).prefill_node].engine->send_kv(id, bytes, cap);
+      };
+      // The re-shard's source: the prefill rank's layout (serving/handoff.hpp reshard_pieces).
+      es.source_layout = [this](std::uint64_t id) {
+        const ReplicaLayout& L = m_nodes[m_handoffs.at(id).prefill_node].engine->layout();
+        return KvRankLayout{L.tp, L.pp};
       };
     }
     n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),

@@ -114,25 +114,30 @@ void ClusterRunSpec::validate(const std::string& path) const {
                      "cluster.nodes: a P/D cluster needs a group with role prefill and one "
                      "with role decode (got only " +
                      std::string(prefill ? "prefill" : "decode") + ")");
-  // A layout beyond TP places each token's KV by its own ranks and stages: the prefill side
-  // sends, and the decode side pulls, the bytes of its own layout, so the two must hold the KV
-  // the same way. A re-shard between layouts (DeepSeek's deployment runs prefill and decode with
-  // different ones) is not modelled.
-  const auto layout = [](const NodeGroupSpec& g) {
+  // The hand-off re-shards the KV from the prefill rank's layout to the decode rank's
+  // (serving/handoff.hpp reshard_pieces; docs/disaggregation.md): any two layouts that each split
+  // the model's KV can hand off. Refused only what no re-shard can mean: a layout whose TP
+  // neither divides nor is a multiple of the KV heads (no GPU would hold a whole head), and
+  // pools whose KV caches hold different dtypes (the hand-off copies the prefill's bytes into
+  // the decode's blocks; no connector converts them).
+  const int heads = handoff_kv_heads(model);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeGroupSpec& g = nodes[i];
+    const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
     const ParallelismSpec& l = g.serving.parallelism;
     const int tp = l.tp > 0 ? l.tp : g.serving.tp;
-    return "tp " + std::to_string(tp) + ", dp_attention " + std::to_string(l.dp_attention) +
-           ", pp " + std::to_string(l.pp) + ", nodes " + std::to_string(l.nodes);
-  };
-  for (std::size_t i = 1; i < nodes.size(); ++i) {
-    const bool beyond =
-        nodes[i].serving.parallelism.beyond_tp() || nodes[0].serving.parallelism.beyond_tp();
-    if (beyond && layout(nodes[i]) != layout(nodes[0]))
-      throw InputError(p + "cluster.nodes." + std::to_string(i) +
-                       ".serving.parallelism: in a P/D cluster every group must lay out the KV "
-                       "as group 0 does when either uses a layout beyond TP (got " +
-                       layout(nodes[i]) + " against " + layout(nodes[0]) +
-                       "); the hand-off between different layouts (a re-shard) is not modelled");
+    if (tp <= heads ? heads % tp != 0 : tp % heads != 0)
+      throw InputError(ip + (l.tp > 0 ? "serving.parallelism.tp" : "serving.tp") + ": " +
+                       std::to_string(tp) + " must divide the " + std::to_string(heads) +
+                       " KV heads of " + model.name +
+                       " or be a multiple of them: the P/D hand-off moves each decode GPU's "
+                       "whole KV heads");
+    if (g.serving.kv_dtype != nodes[0].serving.kv_dtype)
+      throw InputError(ip + "serving.kv_dtype: " + dtype_name(g.serving.kv_dtype) + ", but group " +
+                       nodes[0].name + " (cluster.nodes.0) caches the KV in " +
+                       dtype_name(nodes[0].serving.kv_dtype) +
+                       "; the P/D hand-off copies the prefill's KV bytes into the decode's "
+                       "blocks and no connector converts them: give every group one kv_dtype");
   }
 }
 

@@ -64,9 +64,9 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   }
   make_gpus();
   make_ranks();
-  m_pull =
-      std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff, m_layout.pp,
-                               m_kv.unit_per_gpu, m_sinks.on_pulled, m_sinks.send_kv, m_work);
+  m_pull = std::make_unique<KvPull>(
+      m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff, KvRankLayout{m_layout.tp, m_layout.pp},
+      m_kv.unit_per_gpu, m_sinks.on_pulled, m_sinks.send_kv, m_sinks.source_layout, m_work);
   std::vector<int> fabric_gpus;
   for (const auto& u : m_gpus) fabric_gpus.push_back(u->fabric);
   m_trace = std::make_unique<EngineTrace>(m_sinks.trace, fabric_gpus, m_spec.check);
@@ -344,15 +344,26 @@ void ServingEngine::release_kv(std::uint64_t id) {
   throw std::logic_error("release_kv: request " + std::to_string(id) + " holds no KV blocks");
 }
 
-std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id, std::int64_t tokens,
+std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id,
+                                                  const std::vector<double>& gpu_bytes,
                                                   double rate_cap_Bps) {
   for (auto& rank : m_ranks)
     if (rank->kv->holds(id)) {
+      if (gpu_bytes.size() != rank->gpus->size())
+        throw std::logic_error("send_kv: " + std::to_string(gpu_bytes.size()) +
+                               " GPUs' bytes for a rank of " + std::to_string(rank->gpus->size()));
       auto c = std::make_shared<CopyGroup>();
-      rank->gpus->plan_all(c->rs, static_cast<double>(tokens) * m_kv.unit_per_gpu, Direction::D2H,
-                           CopyPath::Dma);
       double bytes = 0;
-      for (const TransferRequest& r : c->rs) bytes += r.bytes;
+      for (std::size_t k = 0; k < gpu_bytes.size(); ++k) {
+        if (!(gpu_bytes[k] > 0)) continue;  // the re-shard reads nothing from this GPU
+        TransferRequest r;
+        r.gpu = rank->gpus->at(k).fabric;
+        r.dir = Direction::D2H;
+        r.path = CopyPath::Dma;
+        r.bytes = gpu_bytes[k];
+        c->rs.push_back(r);
+        bytes += r.bytes;
+      }
       for (TransferRequest& r : c->rs) {
         r.endpoint = Endpoint::Remote;  // HBM -> the GPU's NIC port out
         r.rate_cap_Bps = rate_cap_Bps > 0 && bytes > 0 ? rate_cap_Bps * r.bytes / bytes : 0;

@@ -69,6 +69,7 @@ struct EngineSinks {
   HandoffSpec handoff;
   std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)> on_pulled;
   KvPull::SendKv send_kv;  // a Decode engine's: the prefill side of a pull (kv_pull.hpp)
+  KvPull::SourceLayout source_layout;  // a Decode engine's: how that prefill rank holds the KV
   std::function<void(std::uint64_t id)> on_reject;
   // Issue 25: the cluster's CXL pool, shared with the other nodes (its KV level and its device
   // bandwidth); null: a system with a pool keeps one of its own (its ranks share it).
@@ -112,10 +113,12 @@ class ServingEngine : public sc_core::sc_module {
   void check_end() const;
   // P/D, a Prefill engine: the decode instance has pulled request `id`'s KV; its blocks are freed.
   void release_kv(std::uint64_t id);
-  // P/D, a Prefill engine: request `id`'s first `tokens` tokens of KV leave the GPUs of the rank
-  // holding them through their NIC ports (Endpoint::Remote, GPUDirect RDMA), all together no
-  // faster than `rate_cap_Bps` (0: no cap); returns the started group.
-  std::shared_ptr<CopyGroup> send_kv(std::uint64_t id, std::int64_t tokens, double rate_cap_Bps);
+  // P/D, a Prefill engine: `gpu_bytes[k]` of request `id`'s KV leave GPU k of the rank holding
+  // it through its NIC port (Endpoint::Remote, GPUDirect RDMA; the re-shard decides them,
+  // serving/kv_pull), all together no faster than `rate_cap_Bps` (0: no cap); returns the
+  // started group.
+  std::shared_ptr<CopyGroup> send_kv(std::uint64_t id, const std::vector<double>& gpu_bytes,
+                                     double rate_cap_Bps);
 
  private:
   // The parts, built in this order by the constructor.

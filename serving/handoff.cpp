@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/preset_listing.hpp"
+#include "models/llm/parallelism.hpp"
 
 namespace kappasim {
 
@@ -74,6 +75,122 @@ std::int64_t handoff_descriptors(const HandoffSpec& h, const ModelSpec& m, std::
       return (tokens + g.chunk_tokens - 1) / g.chunk_tokens;
   }
   return 0;
+}
+
+int handoff_kv_heads(const ModelSpec& m) {
+  return m.attention.type == AttentionType::Mla ? 1 : m.attention.num_kv_heads;
+}
+
+namespace {
+// The first head of TP position j's range and how many it holds, at TP t over H heads.
+std::pair<int, int> head_range(int H, int t, int j) {
+  if (t <= H) return {j * (H / t), H / t};
+  return {j / (t / H), 1};
+}
+// The TP position at TP t holding head h, for a reader at TP position `reader` (the replica
+// reader mod replicas when t > H).
+int head_holder(int H, int t, int h, int reader) {
+  if (t <= H) return h / (H / t);
+  const int r = t / H;
+  return h * r + reader % r;
+}
+void check_split(int H, int L, const KvRankLayout& l, const char* side) {
+  if (l.tp < 1 || l.pp < 1 || l.pp > L || (l.tp <= H ? H % l.tp != 0 : l.tp % H != 0))
+    throw std::invalid_argument(std::string("reshard_pieces: the ") + side + " layout (tp " +
+                                std::to_string(l.tp) + ", pp " + std::to_string(l.pp) +
+                                ") cannot split " + std::to_string(H) + " KV heads over " +
+                                std::to_string(L) + " layers");
+}
+}  // namespace
+
+std::vector<ReshardPiece> reshard_pieces(const ModelSpec& m, const KvRankLayout& src,
+                                         const KvRankLayout& dst) {
+  const int H = handoff_kv_heads(m);
+  const int L = m.num_layers;
+  check_split(H, L, src, "source");
+  check_split(H, L, dst, "destination");
+  const std::vector<int> sl = stage_layer_counts(L, src.pp);
+  const std::vector<int> dl = stage_layer_counts(L, dst.pp);
+  std::vector<ReshardPiece> out;
+  int d_first = 0;
+  for (int ds = 0; ds < dst.pp; ++ds) {
+    const int d_layers = dl[static_cast<std::size_t>(ds)];
+    for (int dj = 0; dj < dst.tp; ++dj) {
+      const auto [h0, nh] = head_range(H, dst.tp, dj);
+      int s_first = 0;
+      for (int ss = 0; ss < src.pp; ++ss) {
+        const int s_layers = sl[static_cast<std::size_t>(ss)];
+        const int common =
+            std::min(d_first + d_layers, s_first + s_layers) - std::max(d_first, s_first);
+        s_first += s_layers;
+        if (common <= 0) continue;
+        // The heads of the shard, grouped by the source TP position holding them (a source's
+        // heads are one contiguous range, so each group is one run).
+        for (int h = h0; h < h0 + nh;) {
+          const int sj = head_holder(H, src.tp, h, dj);
+          int n = 0;
+          while (h + n < h0 + nh && head_holder(H, src.tp, h + n, dj) == sj) ++n;
+          ReshardPiece p;
+          p.src = ss * src.tp + sj;
+          p.dst = ds * dst.tp + dj;
+          p.layers = common;
+          p.heads = n;
+          // Integer ratios: a piece covering the whole shard is exactly 1.
+          p.fraction = static_cast<double>(common) / d_layers * (static_cast<double>(n) / nh);
+          out.push_back(p);
+          h += n;
+        }
+      }
+    }
+    d_first += d_layers;
+  }
+  return out;
+}
+
+std::int64_t handoff_piece_descriptors(const HandoffSpec& h, const ModelSpec& m,
+                                       std::int64_t tokens, double bytes, int layers,
+                                       const HandoffGeometry& g) {
+  if (tokens <= 0) return 0;
+  if (layers < 1) throw std::invalid_argument("handoff_piece_descriptors: layers must be >= 1");
+  switch (h.unit) {
+    case HandoffUnit::LayerBlock: {
+      if (g.block_tokens < 1)
+        throw std::invalid_argument("handoff_piece_descriptors: block_tokens must be >= 1");
+      const std::int64_t blocks = (tokens + g.block_tokens - 1) / g.block_tokens;
+      return blocks * layers * handoff_kv_regions(m);
+    }
+    case HandoffUnit::Slice: {
+      if (!(h.slice_bytes > 0))
+        throw std::invalid_argument("handoff_piece_descriptors: slice must be > 0");
+      // One entry per (layer, region): the request's blocks in one contiguous run.
+      const std::int64_t entries = static_cast<std::int64_t>(layers) * handoff_kv_regions(m);
+      const double per_entry = bytes / static_cast<double>(entries);
+      const auto slices = static_cast<std::int64_t>(std::ceil(per_entry / h.slice_bytes));
+      return entries * std::max<std::int64_t>(1, slices);
+    }
+    case HandoffUnit::Chunk:
+      if (g.chunk_tokens < 1)
+        throw std::invalid_argument("handoff_piece_descriptors: chunk_tokens must be >= 1");
+      return (tokens + g.chunk_tokens - 1) / g.chunk_tokens;
+  }
+  return 0;
+}
+
+ReshardLoad reshard_load(const HandoffSpec& h, const ModelSpec& m, const KvRankLayout& src,
+                         const KvRankLayout& dst, const std::vector<double>& dst_bytes,
+                         std::int64_t tokens, const HandoffGeometry& g) {
+  if (dst_bytes.size() != static_cast<std::size_t>(dst.tp * dst.pp))
+    throw std::invalid_argument("reshard_load: one byte count per destination GPU is needed");
+  ReshardLoad out;
+  out.dst_descriptors.assign(dst_bytes.size(), 0);
+  out.src_bytes.assign(static_cast<std::size_t>(src.tp * src.pp), 0.0);
+  for (const ReshardPiece& p : reshard_pieces(m, src, dst)) {
+    const double b = dst_bytes[static_cast<std::size_t>(p.dst)] * p.fraction;
+    out.dst_descriptors[static_cast<std::size_t>(p.dst)] +=
+        handoff_piece_descriptors(h, m, tokens, b, p.layers, g);
+    out.src_bytes[static_cast<std::size_t>(p.src)] += b;
+  }
+  return out;
 }
 
 double handoff_post_rate_cap(double bytes, std::int64_t descriptors, const HandoffSpec& h) {

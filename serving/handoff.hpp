@@ -90,7 +90,8 @@ struct HandoffSpec {
 int handoff_kv_regions(const ModelSpec& m);
 
 // Descriptors one GPU posts to pull `tokens` tokens: ceil(tokens / block_tokens) blocks x the
-// layers on the GPU (num_layers / pp, rounded up) x handoff_kv_regions. 0 for tokens <= 0.
+// layers on the GPU (num_layers / pp, rounded up: the fullest stage's) x handoff_kv_regions. 0
+// for tokens <= 0. The pull counts each piece's own layers (handoff_piece_descriptors).
 std::int64_t handoff_descriptors(const ModelSpec& m, std::int64_t tokens, int block_tokens,
                                  int pp = 1);
 
@@ -111,5 +112,62 @@ std::int64_t handoff_descriptors(const HandoffSpec& h, const ModelSpec& m, std::
 
 // The pull's rate cap per GPU from posting (0: none): bytes / (descriptors x post).
 double handoff_post_rate_cap(double bytes, std::int64_t descriptors, const HandoffSpec& h);
+
+// ---- the re-shard: a hand-off between two KV layouts (docs/disaggregation.md) ----------------
+
+// How the one rank holding a request lays out its KV: under DP-attention the request lives on
+// one DP rank (the others hold none of it), so a layout is that rank's attention TP and its
+// pipeline stages. GPU k of the rank is stage k / tp, TP position k % tp (RankGpus' order).
+struct KvRankLayout {
+  int tp = 1;
+  int pp = 1;
+};
+
+// The KV "heads" a layout splits: GQA / MHA the model's KV heads; MLA 1 (the latent, not split
+// by head: whole on every TP rank). At TP t, GPU j holds heads [j H/t, (j+1) H/t) when t <= H,
+// else head j / (t/H) (t/H consecutive replicas per head, vLLM's num_kv_head_replicas).
+int handoff_kv_heads(const ModelSpec& m);
+
+// What one destination GPU receives from one source GPU in a hand-off.
+struct ReshardPiece {
+  int src = 0, dst = 0;  // GPU indices in the source (prefill) and destination (decode) ranks
+  int layers = 0;        // the layers both GPUs' pipeline stages hold
+  int heads = 0;         // the KV heads (MLA: the latent, 1) it takes from this source
+  // Of the destination GPU's bytes, this piece's: layers / its stage's layers x heads / its heads.
+  double fraction = 0;
+};
+// Every destination GPU's pieces, ordered by destination then source. Each destination GPU takes
+// each KV head of its shard, for each of its stage's layers, from one source GPU: the GPU of the
+// source stage holding that layer whose head range holds the head; where the source replicates
+// the head (t_src > H, and every TP rank for MLA), the replica (dst TP position mod replicas) —
+// deterministic, spreads the reads over the replicas, and with identical layouts GPU j reads
+// from GPU j. std::invalid_argument when a layout cannot split the model's KV (tp neither
+// dividing nor a multiple of the KV heads, pp above the layers).
+std::vector<ReshardPiece> reshard_pieces(const ModelSpec& m, const KvRankLayout& src,
+                                         const KvRankLayout& dst);
+
+// Descriptors of one piece: `bytes` of `tokens` tokens' KV over `layers` layers, under `h`. A
+// piece is one contiguous run per (layer, block, region) in both caches (vLLM's HND block
+// layout: a block's region is [heads][block_tokens][head_dim], so a contiguous head range is one
+// run; [A] the NHD layout would cut it per token):
+//  layer_block: ceil(tokens / block_tokens) x layers x regions;
+//  slice:       layers x regions x ceil(bytes / (layers x regions) / slice), at least 1 each;
+//  chunk:       ceil(tokens / chunk_tokens) (one memory object per chunk and source GPU).
+// 0 for tokens <= 0. g.pp is not read (the piece's layers are).
+std::int64_t handoff_piece_descriptors(const HandoffSpec& h, const ModelSpec& m,
+                                       std::int64_t tokens, double bytes, int layers,
+                                       const HandoffGeometry& g);
+
+// A hand-off's load on each GPU of the two ranks.
+struct ReshardLoad {
+  std::vector<std::int64_t> dst_descriptors;  // per destination GPU: its pieces' descriptors
+  std::vector<double> src_bytes;              // per source GPU: what its pieces carry (0: none)
+};
+// `dst_bytes[k]`: what destination GPU k holds of the request's `tokens` tokens (every one of
+// its layers and heads); a piece carries dst_bytes[dst] x its fraction. With identical layouts
+// src_bytes == dst_bytes and each destination's descriptors are its whole share's.
+ReshardLoad reshard_load(const HandoffSpec& h, const ModelSpec& m, const KvRankLayout& src,
+                         const KvRankLayout& dst, const std::vector<double>& dst_bytes,
+                         std::int64_t tokens, const HandoffGeometry& g);
 
 }  // namespace kappasim

@@ -10,16 +10,17 @@ namespace kappasim {
 using sim_clock::now_s;
 using sim_clock::wait_s;
 
-KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
-               double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
-               sc_core::sc_event& work)
+KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff,
+               KvRankLayout layout, double kv_bytes_per_token_gpu, OnPulled on_pulled,
+               SendKv send_kv, SourceLayout source_layout, sc_core::sc_event& work)
     : m_spec(spec),
       m_role(role),
       m_handoff(std::move(handoff)),
-      m_pp(pp),
+      m_layout(layout),
       m_bkv_gpu(kv_bytes_per_token_gpu),
       m_on_pulled(std::move(on_pulled)),
       m_send_kv(std::move(send_kv)),
+      m_source_layout(std::move(source_layout)),
       m_work(work) {
   for (std::size_t r = 0; r < ranks; ++r)
     m_stream.push_back(
@@ -72,30 +73,37 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
 
 double KvPull::pull(Rank& rank, const Sequence& s) {
   wait_s(m_handoff.fixed_s);
-  // Every GPU of the rank pulls its share of the prompt's KV (all but the last token) through its
-  // NIC (GPUDirect RDMA), no faster than its descriptors are posted (the profile's unit).
+  // Every GPU of the rank pulls what it holds of the prompt's KV (all but the last token) through
+  // its NIC (GPUDirect RDMA), piece by piece from the prefill GPUs holding those layers and heads
+  // (the re-shard, reshard_pieces: with identical layouts GPU k's one piece is GPU k's whole
+  // share), no faster than it posts the pieces' descriptors (the profile's unit).
   const std::int64_t tokens = s.cached_tokens;
-  const HandoffGeometry geo{m_spec.serving.block_tokens, m_spec.serving.chunk_tokens, m_pp};
+  const HandoffGeometry geo{m_spec.serving.block_tokens, m_spec.serving.chunk_tokens, m_layout.pp};
   double bytes = 0;
   if (tokens > 0) {
+    const KvRankLayout src = m_source_layout ? m_source_layout(s.req.id) : m_layout;
     CopyGroup c;
     rank.gpus->plan_all(c.rs, static_cast<double>(tokens) * m_bkv_gpu, Direction::H2D,
                         CopyPath::Dma);
-    for (TransferRequest& r : c.rs) {
+    std::vector<double> held;
+    for (const TransferRequest& r : c.rs) held.push_back(r.bytes);
+    const ReshardLoad load =
+        reshard_load(m_handoff, m_spec.model, src, m_layout, held, tokens, geo);
+    for (std::size_t k = 0; k < c.rs.size(); ++k) {
+      TransferRequest& r = c.rs[k];
       r.endpoint = Endpoint::Remote;
-      const std::int64_t desc = handoff_descriptors(m_handoff, m_spec.model, tokens, r.bytes, geo);
-      r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, desc, m_handoff);
+      r.rate_cap_Bps = handoff_post_rate_cap(r.bytes, load.dst_descriptors[k], m_handoff);
       bytes += r.bytes;
     }
     double cap = 0;  // the rank's posting bound, all GPUs together (0: none)
     for (const TransferRequest& r : c.rs)
       cap = r.rate_cap_Bps > 0 && cap >= 0 ? cap + r.rate_cap_Bps : -1;
     rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
-    // The same bytes leave the prefill GPUs through their NIC ports, shared there with their
-    // other traffic (other decode nodes' pulls, stores to a remote tier): the pull ends when both
-    // sides have moved them.
+    // The same bytes leave the prefill GPUs holding them through their NIC ports, shared there
+    // with their other traffic (other decode nodes' pulls, stores to a remote tier): the pull
+    // ends when both sides have moved them.
     const std::shared_ptr<CopyGroup> out =
-        m_send_kv ? m_send_kv(s.req.id, tokens, std::max(cap, 0.0)) : nullptr;
+        m_send_kv ? m_send_kv(s.req.id, load.src_bytes, std::max(cap, 0.0)) : nullptr;
     if (!c.g.finished) sc_core::wait(c.g.done);
     if (out && !out->g.finished) sc_core::wait(out->g.done);
   }

@@ -28,17 +28,21 @@ class KvPull {
   // release its copy); may be empty.
   using OnPulled =
       std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)>;
-  // The prefill side of request `id`'s pull: its `tokens` tokens leave the prefill rank's GPUs
-  // through their NIC ports (GPUDirect RDMA), all of them together no faster than `rate_cap_Bps`
-  // (0: no cap); returns the group to wait for (null: none). Empty: the prefill side is not
-  // modelled (an engine outside a cluster).
-  using SendKv = std::function<std::shared_ptr<CopyGroup>(std::uint64_t id, std::int64_t tokens,
-                                                          double rate_cap_Bps)>;
-  // `kv_bytes_per_token_gpu`: what one GPU of a rank holds per token (its pipeline stage's share
-  // is GpuUnit::kv_share); `pp`: the rank's pipeline stages.
-  KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff, int pp,
-         double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
-         sc_core::sc_event& work);
+  // The prefill side of request `id`'s pull: `gpu_bytes[k]` leave GPU k of the prefill rank
+  // holding the request (stage-major, as RankGpus) through its NIC port (GPUDirect RDMA; 0: the
+  // GPU sends nothing), all of them together no faster than `rate_cap_Bps` (0: no cap); returns
+  // the group to wait for (null: none). Empty: the prefill side is not modelled (an engine
+  // outside a cluster).
+  using SendKv = std::function<std::shared_ptr<CopyGroup>(
+      std::uint64_t id, const std::vector<double>& gpu_bytes, double rate_cap_Bps)>;
+  // How the prefill rank holding request `id` lays out its KV (the re-shard's source). Empty:
+  // as this engine's ranks do.
+  using SourceLayout = std::function<KvRankLayout(std::uint64_t id)>;
+  // `layout`: this engine's ranks' (tp, pp); `kv_bytes_per_token_gpu`: what one GPU of a rank
+  // holds per token (its pipeline stage's share is GpuUnit::kv_share).
+  KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff,
+         KvRankLayout layout, double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
+         SourceLayout source_layout, sc_core::sc_event& work);
   ~KvPull();
 
   // An async load (serving.stack.load: async) is modelled where it is one request's DMA copies
@@ -57,10 +61,11 @@ class KvPull {
   const RunSpec& m_spec;
   EngineRole m_role;
   HandoffSpec m_handoff;
-  int m_pp;
+  KvRankLayout m_layout;
   double m_bkv_gpu;
   OnPulled m_on_pulled;
   SendKv m_send_kv;
+  SourceLayout m_source_layout;
   sc_core::sc_event& m_work;
   std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank
 };

@@ -35,6 +35,31 @@ ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
       "");
 }
 
+// A prefill node and a decode node with their own `serving:` extras (layouts).
+ClusterRunSpec reshard_spec(const std::string& prefill, const std::string& decode,
+                            const std::string& model = "llama-3.1-70b") {
+  return read_config<ClusterRunSpec>(
+      parse_yaml(
+          "cluster:\n"
+          "  router: round_robin\n"
+          "  nodes:\n"
+          "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+          "store: none, " +
+              prefill +
+              "}}\n"
+              "    - {name: d, role: decode, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+              "store: none, " +
+              decode +
+              "}}\n"
+              "model: " +
+              model +
+              "\n"
+              "workload: {type: sharegpt}\n"
+              "check: true\n",
+          "<test>"),
+      "");
+}
+
 Request request(std::uint64_t id, double at, std::int64_t T, std::int64_t out) {
   Request r;
   r.id = id;
@@ -125,6 +150,50 @@ TEST(Disaggregation, PullsFromOnePrefillNodeShareItsNicPort) {
   const double transfer = 0.4e-3 + 2 * 512 * 40960.0 / 50e9;
   EXPECT_EQ(figure(f, "handoffs"), 2);
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// The re-shard (docs/disaggregation.md): prefill TP 8 to decode TP 4 x PP 2 on one DGX H100.
+// Each decode GPU holds 2 KV heads of 40 layers: 40 x 2 x 128 x 2 (K, V) x 2 B = 40,960 B per
+// token, 83,886,080 B of the 2,048 tokens handed off, read as two pieces (one head from each of
+// two prefill GPUs), each 128 blocks x 40 layers x 2 = 10,240 descriptors: 20,480 per GPU, posted
+// at 6.7 ms / 1,785 each = 76.9 ms (1.09 GB/s, below the 50 GB/s port): transfer = 0.4 ms +
+// 76.9 ms. The same TP 4 x PP 2 layout on both sides reads one piece of 10,240: 0.4 + 38.4 ms
+// (next test).
+TEST(Disaggregation, AReshardPostsOneDescriptorPerPieceOfEachDecodeBlock) {
+  const double post = 6.7e-3 / 1785;
+  const std::string tp4pp2 = "tp: 4, parallelism: {pp: 2}";
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(reshard_spec("tp: 8", tp4pp2), src, ClusterSinks{});
+  const double reshard = 0.4e-3 + 20480 * post;
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 8 * 2048 * 40960.0, 1);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), reshard, 1e-3 * reshard);
+}
+TEST(Disaggregation, TheSameLayoutOnBothSidesReadsOnePiecePerBlock) {
+  const std::string tp4pp2 = "tp: 4, parallelism: {pp: 2}";
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(reshard_spec(tp4pp2, tp4pp2), src, ClusterSinks{});
+  const double same = 0.4e-3 + 10240 * (6.7e-3 / 1785);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), same, 1e-3 * same);
+}
+
+// DeepSeek-V3 (61 MLA layers, 576 values of 2 B per token and layer) from prefill TP 8 x PP 2 to
+// decode DP-16 (EP 16), each two DGX H100 nodes: the request lives on one decode DP rank, one
+// GPU, which pulls the whole latent of all 61 layers, 2,048 x 70,272 = 143,917,056 B, reading
+// layers 0-30 from prefill GPU 0 and 31-60 from prefill GPU 8: 128 blocks x (31 + 30) layers x 1
+// region = 7,808 descriptors at 6.7 ms / 1,785 = 29.3 ms (4.9 GB/s, below the 50 GB/s port):
+// transfer = 0.4 ms + 29.3 ms.
+TEST(Disaggregation, AnMlaReshardToDpAttentionPullsTheWholeLatentIntoOneGpu) {
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(
+      reshard_spec("tp: 8, compute_dtype: fp8, parallelism: {pp: 2, nodes: 2}",
+                   "tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 16, ep: 16, nodes: 2}",
+                   "deepseek-v3"),
+      src, ClusterSinks{});
+  const double transfer = 0.4e-3 + 7808 * (6.7e-3 / 1785);
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 2048 * 70272.0, 1);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 1e-3 * transfer);
 }
 
 // A prompt whose one output token is the prefill's needs no decode stage; the others are handed

@@ -184,22 +184,31 @@ TEST(ClusterSpec, PdBadInputsNameTheKey) {
   pnic.replace(pnic.find("role: prefill, system: dgx-h100"), 31, "role: prefill, system: h100");
   EXPECT_NE(error_of(pnic).find("cluster.nodes.0.system.nic_bandwidth"), std::string::npos)
       << error_of(pnic);
-  // A layout beyond TP on one pool only: the KV would be handed off between two layouts (a
-  // re-shard, not modelled). The same layout on both pools is accepted.
+  // A layout beyond TP on one pool only: the hand-off re-shards the KV (serving/handoff.hpp
+  // reshard_pieces), so pools of different layouts are accepted, as are identical ones.
   const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
   const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
   const std::string pp2 = "parallelism: {pp: 2, nodes: 2}";
   std::string lay = y;
   lay.replace(lay.find(d8), d8.size(),
               "role: decode, system: dgx-h100, serving: {tp: 8, " + pp2 + "}");
-  EXPECT_NE(error_of(lay).find("cluster.nodes.1.serving.parallelism: in a P/D cluster every "
-                               "group must lay out the KV as group 0 does"),
-            std::string::npos)
-      << error_of(lay);
+  EXPECT_EQ(error_of(lay), "(no error)");
   std::string both = lay;
   both.replace(both.find(p8), p8.size(),
                "role: prefill, system: dgx-h100, serving: {tp: 8, " + pp2 + "}");
   EXPECT_EQ(error_of(both), "(no error)");
+  // What no re-shard can mean: a decode TP that splits Llama-3.1-70B's 8 KV heads into partial
+  // heads (6), and pools caching the KV in different dtypes (the hand-off copies bytes).
+  std::string tp6 = y;
+  tp6.replace(tp6.find(d8), d8.size(), "role: decode, system: dgx-h100, serving: {tp: 6}");
+  EXPECT_NE(error_of(tp6).find("cluster.nodes.1.serving.tp: 6 must divide the 8 KV heads"),
+            std::string::npos)
+      << error_of(tp6);
+  std::string dt = y;
+  dt.replace(dt.find(d8), d8.size(),
+             "role: decode, system: dgx-h100, serving: {tp: 8, kv_dtype: fp8}");
+  EXPECT_NE(error_of(dt).find("cluster.nodes.1.serving.kv_dtype: fp8"), std::string::npos)
+      << error_of(dt);
   // An unknown role names the choices.
   std::string bad = y;
   bad.replace(bad.find("role: decode"), 12, "role: decoder");

@@ -390,6 +390,76 @@ TEST(ReportSections, DisaggLogsAVerdictPerTransferEngineProfile) {
   EXPECT_NE(plain.find("the other transfer engines' profiles"), std::string::npos);
 }
 
+// Issue 23 (8.9): a second model's pools of different KV layouts (the re-shard) get their own
+// table and one conclusion, and stay out of the first model's profile verdicts. DeepSeek-V3 1P1D:
+// the same layout on both pools hands off 16 GB in 0.8 s, the re-shard to DP 16 hands off 4 GB
+// (4 / 16 = 0.25x) in 0.6 s (0.6 / 0.8 = 0.75x), rejecting 3 requests per replicate against 0.
+TEST(ReportSections, DisaggComparesAReshardWithTheSameLayoutOnBothPools) {
+  report::SweepData kernel;
+  kernel.name = "pd-disagg";
+  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  report::SweepData h;
+  h.name = "pd-disagg-handoff";
+  h.dir = "/nonexistent-sweep";
+  h.table.columns = {"point",
+                     "model",
+                     "a_role",
+                     "a_nodes",
+                     "b_nodes",
+                     "handoff",
+                     "a_layout",
+                     "b_layout",
+                     "replicate",
+                     "status",
+                     "ttft_p50_s",
+                     "ttft_p99_s",
+                     "tpot_p50_s",
+                     "handoff_p50_s",
+                     "handoff_transfer_mean_s",
+                     "handoff_bytes_mean",
+                     "requests_rejected"};
+  int point = 0;
+  // {model, role, a, b, a_layout, b_layout, ttft p99, tpot p50, hand-off p50, pull, bytes,
+  // rejected}
+  for (const auto& v : std::vector<std::vector<std::string>>{
+           {"llama-3.1-70b", "mixed", "2", "2", "tp8", "tp8", "2", "0.05", "", "", "", "0"},
+           {"llama-3.1-70b", "prefill", "2", "2", "tp8", "tp8", "4", "0.05", "1", "1", "8e8", "0"},
+           {"deepseek-v3", "mixed", "1", "1", "tp4-dp4-ep16", "tp4-dp4-ep16", "1", "0.1", "", "",
+            "", "0"},
+           {"deepseek-v3", "prefill", "1", "1", "tp4-dp4-ep16", "tp4-dp4-ep16", "2", "0.1", "0.9",
+            "0.8", "16e9", "0"},
+           {"deepseek-v3", "prefill", "1", "1", "tp4-dp4-ep16", "dp16-ep16", "3", "0.3", "0.7",
+            "0.6", "4e9", "3"}})
+    for (int rep = 0; rep < 2; ++rep)
+      h.table.rows.push_back({std::to_string(point++), v[0], v[1], v[2], v[3], "nixl-vllm", v[4],
+                              v[5], std::to_string(rep), "ok", "1", v[6], v[7], v[8], v[9], v[10],
+                              v[11]});
+  report::ConclusionLog log;
+  const std::string md = report::section_disagg(kernel, nullptr, &log, &h);
+  EXPECT_NE(md.find("#### Pools of different KV layouts (the re-shard)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| deepseek-v3 | 1P1D | TP 4 × DP 4, EP 16 → DP 16, EP 16 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| deepseek-v3 | co-located (2 mixed) | TP 4 × DP 4, EP 16 (both groups) |"),
+            std::string::npos)
+      << md;
+  // The profiles' table is the first model's: its co-located pool, 4 nodes.
+  EXPECT_NE(md.find("| co-located (4 mixed) | — |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| co-located (2 mixed) | — |"), std::string::npos) << md;
+  ASSERT_EQ(log.rows().size(), 2u) << md;
+  EXPECT_EQ(log.rows()[0].claim.rfind("nixl-vllm (", 0), 0u) << log.rows()[0].claim;
+  EXPECT_NE(log.rows()[0].claim.find("2P2D has TTFT p99 4 ± 0 (n=2) s"), std::string::npos)
+      << log.rows()[0].claim;
+  const std::string& c = log.rows()[1].claim;
+  EXPECT_EQ(c.rfind("deepseek-v3, 1P1D: prefill TP 4 × DP 4, EP 16 to decode DP 16, EP 16 hands "
+                    "off 0.25× the bytes of the same layout on both pools (TP 4 × DP 4, EP 16)",
+                    0),
+            0u)
+      << c;
+  EXPECT_NE(c.find("(0.75×)"), std::string::npos) << c;
+  EXPECT_NE(c.find("3 against 0 requests rejected"), std::string::npos) << c;
+}
+
 // Issue 22 item 1: §5b states the one configuration that stands for the testbed (LMCache 0.3.5
 // layer-wise) with its κ_crit and per-GPU load rate against the kernel path's, and how far PCIe 4
 // moves each: here the layer-wise κ_crit stays at 6 (software binds), the kernel path's drops
