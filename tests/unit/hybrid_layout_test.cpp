@@ -142,8 +142,8 @@ TEST(HybridLayout, RecomputeSavesFullLayerBytesAndWindowBytesOnlyInsideTheWindow
   RequestCostModel m;
   m.model = preset("gpt-oss-120b");
   m.gpu = read_preset_config<GpuSpec>(ConfigNode::make_scalar("h100-sxm5"), "gpu", "gpu");
-  m.gpu.copy_kernel_block_overhead_s.reset();
-  m.gpu.dma_copy_overhead_s.reset();
+  m.gpu.copy_kernel_block_overhead_s = 0.0;
+  m.gpu.dma_copy_overhead_s = 0.0;
   m.load_rate_Bps = 1e10;
   m.kv_bytes_per_token_gpu = 36 * 2048.0;  // unified: every layer's
   const std::int64_t K = 8192, T = 64;
