@@ -33,14 +33,16 @@ void serves(const std::string& name, const std::string& yaml, int requests) {
 TEST(HybridLayoutsCli, Qwen3NextOnPipelineStagesWithDpAttention) {
   serves("hybrid-qwen3next-pp2",
          "model: qwen3-next-80b-a3b\nsystem: h100\ntrace: false\ncheck: true\n"
-         "serving: {kv_cache: hybrid, warm_tier: true, tp: 2, parallelism: {pp: 2, dp_attention: 2}}\n",
+         "serving: {kv_cache: hybrid, warm_tier: true, tp: 2, parallelism: {pp: 2, dp_attention: "
+         "2}}\n",
          12);
 }
 
 TEST(HybridLayoutsCli, GptOss120bPp4WithAutoRecompute) {
   serves("hybrid-gptoss-pp4-recompute",
          "model: gpt-oss-120b\nsystem: h100\ntrace: false\ncheck: true\n"
-         "serving: {kv_cache: hybrid, warm_tier: true, parallelism: {tp: 1, pp: 4}, recompute: {mode: auto}}\n",
+         "serving: {kv_cache: hybrid, warm_tier: true, parallelism: {tp: 1, pp: 4}, recompute: "
+         "{mode: auto}}\n",
          12);
 }
 
