@@ -104,9 +104,10 @@ void ServingEngine::make_gpus() {
           std::make_unique<CopyKernel>(("copy_kernel" + k).c_str(), gpu, sv.stack.copy_kernel);
       u->kernel->connect(*m_link);
     }
-    if (L.pp > 1)
-      u->kv_share = L.cost.stages[static_cast<std::size_t>(g / L.stage_gpus)].kv_bytes_rank /
-                    m_kv.unit_per_gpu;
+    const std::size_t stage = static_cast<std::size_t>(g / L.stage_gpus);
+    if (L.pp > 1)  // hybrid: its layer kinds' share of a stored chunk (issue 25, served_kv)
+      u->kv_share = m_kv.hybrid ? m_kv.stage_share.at(stage)
+                                : L.cost.stages[stage].kv_bytes_rank / m_kv.unit_per_gpu;
     m_gpus.push_back(std::move(u));
   }
 }
@@ -152,7 +153,7 @@ void ServingEngine::make_ranks() {
       return st.seq.get();
     });
     rank->kv = std::make_unique<PagedKv>(blocks, sv.block_tokens);
-    if (m_kv.hybrid) rank->kv->set_hybrid(*m_kv.hybrid);
+    if (m_kv.pool) rank->kv->set_hybrid(*m_kv.pool);
     if (sv.prefix_caching) rank->kv->enable_prefix_cache();
     m_ranks.push_back(std::move(rank));
   }

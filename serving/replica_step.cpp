@@ -60,7 +60,7 @@ ReplicaLayout make_replica_layout(const RunSpec& spec) {
                      std::to_string(spec.model.mlp.moe_layer_step) +
                      "); serving.parallelism layouts beyond tensor parallelism take "
                      "the dense layers to come first and do not model it: use serving.tp");
-  L.cost = layout_cost(spec.model, sv.kv_dtype, sv.compute_dtype, L.p, gpn);
+  L.cost = layout_cost(spec.model, sv.kv_dtype, sv.compute_dtype, L.p, gpn, sv.hybrid_kv());
   L.tp = L.p.attention_tp();
   L.dp = L.p.dp_attention;
   L.stage_gpus = L.p.stage_gpus();

@@ -39,6 +39,7 @@ RequestCostModel request_cost_model(const RunSpec& spec) {
   m.path = sv.load_path;
   m.stack = sv.stack;
   m.kv_bytes_per_token_gpu = served_kv_unit_per_gpu(spec.model, sv, sv.tp);
+  if (sv.hybrid_kv()) m.hybrid = hybrid_kv_per_gpu(spec.model, sv.kv_dtype, sv.tp);
   m.load_rate_Bps = group_load_rate(spec.system, sv.tp, sv.load_path, sv.stack.copy_kernel);
   m.chunk_tokens = sv.tier_chunk_tokens();
   m.block_tokens = sv.block_tokens;
@@ -69,7 +70,12 @@ RequestCostParts request_cost_parts(const RequestCostModel& m, std::int64_t K, s
   const std::int64_t blocks = (K + bt - 1) / bt - R / bt;
   const RetrieveCost rc = stack_retrieve(m.stack, m.path, 1, chunks, blocks, p.layers);
   p.cpu_s = rc.cpu_before_s;
-  double copies = static_cast<double>(loaded) * m.kv_bytes_per_token_gpu / m.load_rate_Bps;
+  // Hybrid: the tail's bytes (the window and the state sit at its end, so they are loaded
+  // unless R reaches into the last W).
+  const double tail = m.hybrid ? m.hybrid->bytes(static_cast<double>(R), static_cast<double>(K),
+                                                 static_cast<double>(K))
+                               : static_cast<double>(loaded) * m.kv_bytes_per_token_gpu;
+  double copies = tail / m.load_rate_Bps;
   // Per-copy fixed costs, as CopyKernel / CopyEngine charge them (models/gpu/copy_engine:
   // copy_kernel_fixed_s, dma_stream_fixed_s without the copy latency).
   const LoadPathCosts& lp = load_path_costs(m.path);

@@ -5,7 +5,8 @@
 // group that is otherwise idle:
 //   cpu      the tier's CPU-side retrieve before the first copy (per request + per chunk);
 //   x        the load: GPU gaps between chunks + max(copies, the CPU work that issues them):
-//            copies = per-copy fixed costs + (K − R)·B_kv_gpu / load rate; the issuing CPU is
+//            copies = per-copy fixed costs + (K − R)·B_kv_gpu / load rate (hybrid KV: the
+//            tail's bytes, HybridKv::bytes(R, K, K), RequestCostModel::hybrid); the issuing CPU is
 //            the stack's overlapped Python (kernel), one cudaMemcpyAsync per copy (block_dma) or
 //            the per-(layer, chunk) objects of every layer (layerwise): a load lasts at least that;
 //   compute  batch_step_time of {R over no context (causal), T over K} + one step overhead per
@@ -66,9 +67,14 @@ struct RequestCostModel {
   LoadPath path = LoadPath::Kernel;
   StackProfile stack;
   double kv_bytes_per_token_gpu = 0;  // B_kv per GPU at this TP
-  double load_rate_Bps = 0;           // per GPU, all ranks loading (group_load_rate)
-  int chunk_tokens = 256;             // tier entry (LMCache chunk; block for block_dma)
-  int block_tokens = 16;              // vLLM block (block_dma's copies)
+  // serving.kv_cache: hybrid (issue 25): the loaded tail [R, K) moves HybridKv::bytes(R, K, K)
+  // (its full layers' tokens, the sliding layers' tokens of it in the last W, the state at K),
+  // not (K − R)·B_kv: recomputing the head saves full-layer bytes (and window bytes only inside
+  // the last W). Unset: unified, uniform bytes per token.
+  std::optional<HybridKv> hybrid;
+  double load_rate_Bps = 0;  // per GPU, all ranks loading (group_load_rate)
+  int chunk_tokens = 256;    // tier entry (LMCache chunk; block for block_dma)
+  int block_tokens = 16;     // vLLM block (block_dma's copies)
   double step_overhead_s = 0;
   std::int64_t budget_tokens = 4096;  // max_num_batched_tokens
 };

@@ -138,6 +138,9 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   rec.computed_tokens = first.compute;
   rec.kappa_ratio = first.compute > 0 ? static_cast<double>(first.cached) / first.compute : 0;
   rec.bytes_loaded = r.link_tokens * kv_bytes_per_token_gpu * tp / link_shards;  // host links
+  if (r.link_state_tokens > 0 && link_shards > 1)  // hybrid: the state is split, not copied
+    rec.bytes_loaded = ((r.link_tokens - r.link_state_tokens) / link_shards + r.link_state_tokens) *
+                       kv_bytes_per_token_gpu * tp;
   rec.bytes_from_buffer = r.buffer_tokens * kv_bytes_per_token_gpu * tp;
   rec.recomputed_tokens = first.recompute;
   rec.kappa_link_ratio = first.compute > 0 ? r.link_tokens / static_cast<double>(first.compute) : 0;

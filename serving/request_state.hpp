@@ -25,6 +25,7 @@ struct RequestState {
   double compute_s = 0;               // compute of every step it was part of
   int steps = 0;                      // steps it was scheduled in
   double link_tokens = 0;             // cached tokens loaded over the host links
+  double link_state_tokens = 0;       // hybrid: of them, the linear layers' state (never copied)
   double buffer_tokens = 0;           // cached tokens copied from the GPU-side KV buffer
   double stored_tokens = 0;           // tokens whose KV it stored to the tier
   TimeBreakdown time;                 // Σ over its steps of the step's categories
@@ -60,7 +61,8 @@ void unpack_arrival(const ArrivedRequest& rec, RequestState& st);
 // the SLOs). Stored bytes take `store_bytes_per_token_gpu` (a stored chunk's per token under
 // serving.kv_cache: hybrid; < 0: kv_bytes_per_token_gpu). `link_shards`: r with
 // serving.replicated_kv: shard_allgather (each GPU's host link carries 1/r of its KV;
-// bytes_loaded counts what crossed the host links), else 1.
+// bytes_loaded counts what crossed the host links), else 1; the state part of link_tokens
+// (link_state_tokens, hybrid) is not replicated and crosses whole.
 RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
                                   const std::string& load_path,

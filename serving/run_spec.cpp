@@ -42,7 +42,42 @@ ServedKv served_kv(const ModelSpec& m, const ServingSpec& sv, int tp) {
   // NVLink all-gather; a layout without copies is the same run as each_rank.
   if (sv.replicated_kv == ReplicatedKv::ShardAllgather)
     k.replication = kv_replication_factor(m, sv.kv_dtype, tp);
+  if (!k.hybrid) return k;
+  k.pool = k.hybrid;
+  const int pp = sv.parallelism.beyond_tp() ? sv.parallelism.pp : 1;
+  if (pp <= 1) return k;
+  // Issue 25: each stage's layer kinds; the pool by each kind's largest share; a stored chunk's
+  // bytes by kind (served_kv_store_per_gpu's terms) for each stage's share of stores and loads.
+  const HybridKv& h = *k.hybrid;
+  const double c = sv.tier_chunk_tokens();
+  const std::array<double, 4> chunk = {c * h.full_Bpt, std::min(h.window, c) * h.sliding_Bpt,
+                                       c * h.chunked_Bpt, h.state_B};
+  HybridKv env;
+  for (int s = 0; s < pp; ++s) {
+    const HybridKv st = stage_hybrid_kv_per_gpu(m, sv.kv_dtype, tp, pp, s);
+    env.full_Bpt = std::max(env.full_Bpt, st.full_Bpt);
+    env.sliding_Bpt = std::max(env.sliding_Bpt, st.sliding_Bpt);
+    env.chunked_Bpt = std::max(env.chunked_Bpt, st.chunked_Bpt);
+    env.state_B = std::max(env.state_B, st.state_B);
+    k.stages.push_back(st);
+    k.stage_share.push_back(hybrid_stage_share(h, st, chunk));
+  }
+  env.window = h.window;
+  env.chunk = h.chunk;
+  k.pool = env;
   return k;
+}
+
+double hybrid_stage_share(const HybridKv& whole, const HybridKv& stage,
+                          const std::array<double, 4>& parts) {
+  const double w[4] = {whole.full_Bpt, whole.sliding_Bpt, whole.chunked_Bpt, whole.state_B};
+  const double s[4] = {stage.full_Bpt, stage.sliding_Bpt, stage.chunked_Bpt, stage.state_B};
+  double held = 0, all = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    all += parts[i];
+    if (w[i] > 0) held += parts[i] * s[i] / w[i];
+  }
+  return all > 0 ? held / all : 0;
 }
 
 double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp) {
@@ -64,32 +99,19 @@ double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K
 void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int system_gpus,
                                const std::string& path) {
   if (!sv.hybrid_kv()) return;
-  // Issue 25: prefix caching (PagedKv's hybrid "align" prefix cache) and tiers below DRAM (the
-  // levels hold served_kv_store_per_gpu chunks) are modelled with hybrid; these are not.
-  const std::string why =
-      sv.parallelism.beyond_tp()
-          ? "serving.parallelism beyond TP: the per-rank KV of a layout (DP-attention ranks, "
-            "pipeline stages' layer shares) is accounted per token of unified KV; a stage's "
-            "share of the linear layers' state and of the sliding window is not modelled"
-      : sv.recompute.mode != RecomputeMode::None
-          ? "serving.recompute: the split between recomputed and loaded tokens is chosen "
-            "from uniform bytes per token, and a hybrid prefix's bytes are not uniform (the "
-            "sliding window and the linear layers' state sit at its end: recomputing its first "
-            "tokens saves full-layer bytes only); that split is not modelled"
-      : sv.replicated_kv == ReplicatedKv::ShardAllgather
-          ? "serving.replicated_kv: shard_allgather: sharding a replicated load splits the "
-            "loaded KV evenly by token; the shards of a window and a per-request state are "
-            "not modelled"
-          : "";
-  if (!why.empty())
-    throw InputError(path + "serving.kv_cache: hybrid is not modelled with " + why +
-                     ". Use serving.kv_cache: unified, or change that setting");
+  // Issue 25: prefix caching, tiers below DRAM, layouts beyond TP (each stage's layer kinds,
+  // served_kv), partial recompute (the chooser prices the loaded tail's bytes, request_cost) and
+  // sharded replicated loads (only attention KV is replicated, StepGroup) are modelled with it.
   (void)system_gpus;
+  const int tp =
+      sv.parallelism.beyond_tp() && sv.parallelism.tp > 0 ? sv.parallelism.attention_tp() : sv.tp;
   try {
-    hybrid_kv_per_gpu(m, sv.kv_dtype, sv.tp);
+    hybrid_kv_per_gpu(m, sv.kv_dtype, tp);
   } catch (const InputError& e) {
-    throw InputError(path + "serving.kv_cache: hybrid at serving.tp " + std::to_string(sv.tp) +
-                     ": " + e.what());
+    throw InputError(
+        path + "serving.kv_cache: hybrid at " +
+        (sv.parallelism.beyond_tp() ? "serving.parallelism's attention tp " : "serving.tp ") +
+        std::to_string(tp) + ": " + e.what());
   }
 }
 

@@ -3,6 +3,7 @@
 // linking the simulator.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -83,19 +84,35 @@ double served_kv_store_per_gpu(const ModelSpec& m, const ServingSpec& sv, int tp
 // (served_kv_store_per_gpu), the hybrid layout (serving.kv_cache: hybrid, issue 25) and the
 // copies r of each token's KV in the TP group whose host loads are sharded and all-gathered
 // (serving.replicated_kv: shard_allgather, kv_replication_factor; 1: each rank loads its own).
+// Hybrid with pipeline stages (serving.parallelism.pp > 1; issue 25, docs/parallelism.md
+// "Hybrid KV on layouts"): `stages`, what one GPU of each stage holds (stage_hybrid_kv_per_gpu:
+// the layer kinds of its range; they add up to `hybrid`); `stage_share`, each stage's share of
+// a stored chunk's bytes (GpuUnit::kv_share); `pool`, the paged pool's HybridKv: `hybrid`
+// without stages, else each kind's largest stage share [A: one block table for every stage,
+// sized by a stage that holds every kind's largest share; exact when the stages hold the same
+// mix]. Its full_Bpt is LayoutCost::kv_bytes_rank (layout_cost with hybrid).
 struct ServedKv {
   double unit_per_gpu = 0;
   double store_per_gpu = 0;
   std::optional<HybridKv> hybrid;
   int replication = 1;
+  std::optional<HybridKv> pool;
+  std::vector<HybridKv> stages;
+  std::vector<double> stage_share;
 };
 ServedKv served_kv(const ModelSpec& m, const ServingSpec& sv, int tp);
+// Issue 25: of a hybrid load's bytes by layer kind (`parts`, StepPlan's LoadSplit::link_parts:
+// full, sliding, chunked, state, in any common unit, of the whole model's layers), the share one
+// GPU of a stage holds that `stage` of `whole` (one GPU's, same tp) describes: each kind's bytes
+// times the stage's share of that kind. 0 when the parts are 0.
+double hybrid_stage_share(const HybridKv& whole, const HybridKv& stage,
+                          const std::array<double, 4>& parts);
 // The whole model's KV a prefix of K cached tokens moves (the model-level H2D figure): unified,
 // K·kv_bytes_per_token_unified; hybrid, kv_bytes_for_prefix.
 double served_kv_model_bytes(const ModelSpec& m, const ServingSpec& sv, double K);
-// serving.kv_cache: hybrid with a setting it is not modelled with (layouts beyond TP, tiers
-// below DRAM, partial recompute), or a tp the linear heads do not divide: InputError naming
-// `<path>serving.kv_cache`.
+// serving.kv_cache: hybrid with a tp (or a layout's attention tp) the linear heads do not divide:
+// InputError naming `<path>serving.kv_cache`. Layouts beyond TP, partial recompute and sharded
+// replicated loads are modelled with it (issue 25; docs/accounting.md).
 void refuse_hybrid_kv_settings(const ModelSpec& m, const ServingSpec& sv, int system_gpus,
                                const std::string& path);
 

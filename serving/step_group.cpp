@@ -1,6 +1,7 @@
 #include "serving/step_group.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -98,8 +99,11 @@ class StepGroup::Context final : public LoadContext {
   }
 
   StepRun* run = nullptr;  // the step's compute (null: outside the steps)
-  int stage = -1;      // a pipeline stage's load (StepGroup::load_by_stage): its GPUs' copies only
-  TimeBreakdown time;  // the step's categories
+  int stage = -1;  // a pipeline stage's load (StepGroup::load_by_stage): its GPUs' copies only
+  // Hybrid KV (issue 25, StepGroup::hybrid_load): the stage's share of this load over its
+  // GpuUnit::kv_share, and the share of a GPU's host bytes that is replicated (all-gathered).
+  double kv_scale = 1, gather_share = 1;
+  TimeBreakdown time;                              // the step's categories
   LoadBoundTimes bounds;                           // the step's load, per bound
   std::vector<double> link_tokens, buffer_tokens;  // the step's, per rank
 
@@ -286,6 +290,8 @@ void StepGroup::execute(Step& b) {
                       m_env.kv.hybrid ? &*m_env.kv.hybrid : nullptr);
       for (std::size_t i = 0; i < b.first[r].size(); ++i) {
         b.first[r][i]->link_tokens = split.seq_link_tokens[i];
+        if (!split.seq_link_state.empty())
+          b.first[r][i]->link_state_tokens = split.seq_link_state[i];
         if (store.buffer()) b.first[r][i]->buffer_tokens = split.seq_buffer_tokens[i];
       }
       ctx.link_tokens[r] = split.link_tokens;
@@ -297,15 +303,19 @@ void StepGroup::execute(Step& b) {
       // Bytes add up; every rank's process issues its own chunks at once (the slowest's count).
       all.link_tokens += split.link_tokens;
       all.buffer_tokens += split.buffer_tokens;
+      for (std::size_t k = 0; k < all.link_parts.size(); ++k)
+        all.link_parts[k] += split.link_parts[k];
       all.chunks = std::max(all.chunks, split.chunks);
       all.link_chunks = std::max(all.link_chunks, split.link_chunks);
       all.link_blocks16 = std::max(all.link_blocks16, split.link_blocks16);
       requests = std::max(requests, b.first[r].size());
     }
-    if (b.run->stages() > 1)
+    if (b.run->stages() > 1) {
       b.load_s = load_by_stage(b, all, static_cast<std::int64_t>(requests));
-    else
+    } else {
+      hybrid_load(ctx, all);
       b.load_s = m_env.load_path.run(ctx, all, static_cast<std::int64_t>(requests), step_time);
+    }
     for (std::size_t r = 0; r < n; ++r)
       if (!b.first[r].empty()) ranks[r]->store->end_load(b.first[r]);  // promotions
   } else {
@@ -430,6 +440,7 @@ double StepGroup::load_by_stage(Step& b, const LoadSplit& all, std::int64_t requ
     c.run = x->run.get();
     c.link_tokens = step.link_tokens;
     c.buffer_tokens = step.buffer_tokens;
+    hybrid_load(c, all);
     st.push_back(std::move(x));
   }
   const double t_exec = now_s();
@@ -531,8 +542,10 @@ void StepGroup::load_async(RequestState& st) {
   const LoadSplit ls = split_loads({st.seq.get()}, store.chunk_tokens(), sv.block_tokens, nullptr,
                                    m_env.kv.hybrid ? &*m_env.kv.hybrid : nullptr);
   st.link_tokens = ls.seq_link_tokens.at(0);
+  if (!ls.seq_link_state.empty()) st.link_state_tokens = ls.seq_link_state.at(0);
   Context ctx(*this, stats.steps);
   ctx.link_tokens.assign(ranks.size(), ls.link_tokens);
+  hybrid_load(ctx, ls);
   st.load_s = m_env.load_path.run(ctx, ls, 1, StepTime{});
   if (ctx.bounds.total() > 0) st.load_bounds = ctx.bounds;
 }
@@ -565,6 +578,7 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
       copies = std::max<std::int64_t>(
           1, std::llround(static_cast<double>(units) * (link_tokens[r] / most)));
     }
+    if (kv_scale != 1) bytes *= kv_scale;  // hybrid: the stage's kinds of this load
     if (!ranks[r]->store->plan_load(c.rs, u, bytes, copies, path)) {
       ranks[r]->gpus->plan_all(c.rs, bytes, Direction::H2D, path);
       u.resize(c.rs.size(), copies);
@@ -600,10 +614,37 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
         r->gpus->issue_one(c.rs[i], u[i], gather ? c.shards : c.g, path, 0);
         break;
       }
-  if (gather) m_g.start_gather(c);
+  if (gather) m_g.start_gather(c, gather_share);
 }
 
-void StepGroup::start_gather(CopyGroup& c) {
+void StepGroup::hybrid_load(Context& c, const LoadSplit& all) const {
+  const ServedKv& kv = m_env.kv;
+  if (!kv.hybrid) return;
+  std::array<double, 4> parts = all.link_parts;
+  if (c.stage >= 0 && !kv.stages.empty()) {
+    // Its GPUs' kinds of this load: a stage of more sliding layers than its share of the full
+    // ones loads more of a short prefix (its windows) than its share of a stored chunk.
+    const std::size_t s = static_cast<std::size_t>(c.stage);
+    const double share = hybrid_stage_share(*kv.hybrid, kv.stages.at(s), parts);
+    if (kv.stage_share.at(s) > 0) c.kv_scale = share / kv.stage_share.at(s);
+    const double w[4] = {kv.hybrid->full_Bpt, kv.hybrid->sliding_Bpt, kv.hybrid->chunked_Bpt,
+                         kv.hybrid->state_B};
+    const double h[4] = {kv.stages[s].full_Bpt, kv.stages[s].sliding_Bpt, kv.stages[s].chunked_Bpt,
+                         kv.stages[s].state_B};
+    for (std::size_t i = 0; i < 4; ++i) parts[i] = w[i] > 0 ? parts[i] * h[i] / w[i] : 0;
+  }
+  const int R = kv.replication;
+  const double total = parts[0] + parts[1] + parts[2] + parts[3];
+  if (R <= 1 || !(total > 0)) return;
+  // Sharded by bytes: the attention KV (full, sliding, chunked) is copied on R ranks and each
+  // loads 1/R of it; the linear state is split tp ways (one copy) and each loads its own whole.
+  const double state = parts[3] / total;
+  const double host = (1 - state) / R + state;  // a GPU's host bytes per byte it holds
+  c.kv_bytes_per_token_link = c.kv_bytes_per_token_gpu * host;
+  c.gather_share = (1 - state) / R / host;
+}
+
+void StepGroup::start_gather(CopyGroup& c, double gather_share) {
   // Each GPU's shard: its host members' bytes (every level of the hierarchy).
   std::map<int, double> shard;
   for (const TransferRequest& q : c.rs) shard[q.gpu] += q.bytes;
@@ -620,8 +661,8 @@ void StepGroup::start_gather(CopyGroup& c) {
       const GpuUnit& to = gs.at(k - j + (j / group) * group + (j % group + 1) % group);
       const auto it = shard.find(from.fabric);
       if (it == shard.end() || !(it->second > 0)) continue;
-      // The ring: it forwards every other GPU's shard once.
-      c.gather.push_back(peer_transfer(from, to, (R - 1) * it->second));
+      // The ring: it forwards every other GPU's shard once (hybrid: the shard's attention KV).
+      c.gather.push_back(peer_transfer(from, to, (R - 1) * it->second * gather_share));
     }
   }
   // g ends with the gather: one member of its own until the gather's transfers have started.

@@ -114,7 +114,12 @@ class StepGroup {
   // serving.replicated_kv: shard_allgather (issue 23 item 5): after c's shards (issued into
   // c.shards), every GPU of each all-gather group sends the r - 1 shards it forwards to its ring
   // neighbour over NVLink (PeerGpu transfers into the fabric); c.g ends when they have.
-  void start_gather(CopyGroup& c);
+  // Hybrid KV: `gather_share` of each GPU's host bytes is replicated KV (the rest its state).
+  void start_gather(CopyGroup& c, double gather_share = 1);
+  // Hybrid KV (issue 25): c's bytes for `all` by layer kind: a stage's share of them
+  // (Context::kv_scale), and with sharded replicated KV its host bytes per token and the share
+  // of them all-gathered. Nothing for unified KV.
+  void hybrid_load(Context& c, const LoadSplit& all) const;
   void run_gather(CopyGroup& c);  // the process that waits for the shards and gathers them
 
   StepGroupEnv m_env;

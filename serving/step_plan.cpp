@@ -46,6 +46,7 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int 
     const std::int64_t R = s->load_start();
     const std::int64_t end = R + s->cached_tokens;  // loaded: prompt tokens [R, end)
     double link = 0, buffered = 0;
+    const double state_before = ls.link_parts[3];
     // Tokens of [lo, hi) as the load counts them (full-layer tokens of its bytes under hybrid).
     const auto count = [&](std::int64_t lo, std::int64_t hi) {
       if (!hybrid) return static_cast<double>(hi - lo);
@@ -53,8 +54,29 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int 
                            static_cast<double>(end)) /
              hybrid->full_Bpt;
     };
+    // Hybrid: [lo, hi)'s link tokens by layer kind (HybridKv::bytes, one kind at a time).
+    const auto parts = [&](std::int64_t lo, std::int64_t hi) {
+      if (!hybrid) return;
+      const double l = static_cast<double>(lo), u = static_cast<double>(hi);
+      const double K = static_cast<double>(end);
+      HybridKv one;
+      one.full_Bpt = hybrid->full_Bpt;
+      ls.link_parts[0] += one.bytes(l, u, K) / hybrid->full_Bpt;
+      one = HybridKv{};
+      one.sliding_Bpt = hybrid->sliding_Bpt;
+      one.window = hybrid->window;
+      ls.link_parts[1] += one.bytes(l, u, K) / hybrid->full_Bpt;
+      one = HybridKv{};
+      one.chunked_Bpt = hybrid->chunked_Bpt;
+      one.chunk = hybrid->chunk;
+      ls.link_parts[2] += one.bytes(l, u, K) / hybrid->full_Bpt;
+      one = HybridKv{};
+      one.state_B = hybrid->state_B;
+      ls.link_parts[3] += one.bytes(l, u, K) / hybrid->full_Bpt;
+    };
     if (!buffer) {
       link = hybrid ? count(R, end) : static_cast<double>(s->cached_tokens);
+      parts(R, end);
       const std::int64_t chunks = (end + c - 1) / c - R / c;
       ls.chunks += chunks;
       ls.link_chunks += chunks;
@@ -70,6 +92,7 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int 
           buffered += count(lo, hi);
         } else {
           link += count(lo, hi);
+          parts(lo, hi);
           ++ls.link_chunks;
           ls.link_blocks16 += (hi + b - 1) / b - lo / b;
         }
@@ -79,6 +102,7 @@ LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int 
     ls.link_tokens += link;
     ls.buffer_tokens += buffered;
     ls.seq_link_tokens.push_back(link);
+    if (hybrid) ls.seq_link_state.push_back(ls.link_parts[3] - state_before);
     ls.seq_buffer_tokens.push_back(buffered);
   }
   if (buffer) buffer->insert(insert);  // touches the hits, stores the rest (LRU)

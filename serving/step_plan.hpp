@@ -8,6 +8,7 @@
 // Ignores: nothing is planned per layer here (the load path strategies split by layer).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -46,6 +47,12 @@ struct LoadSplit {
   std::int64_t link_blocks16 = 0;  // block_dma copies (block_tokens each) over the link
   // Per loading sequence, in the order given: tokens over the link and from the buffer.
   std::vector<double> seq_link_tokens, seq_buffer_tokens;
+  // Hybrid (issue 25): link_tokens by layer kind, in full-layer tokens as link_tokens: the full
+  // layers', the sliding layers' (window), the chunked layers', the linear layers' state. They
+  // add up to link_tokens. A pipeline stage's and a replicated shard's bytes follow from them
+  // (StepGroup: a stage loads its layers' kinds; only attention KV is replicated).
+  std::array<double, 4> link_parts{};
+  std::vector<double> seq_link_state;  // hybrid: per loading sequence, link_parts[3]'s share
 };
 // `buffer` (the GPU-side KV buffer; null when off): a chunk whose key it holds is copied from
 // it, every other over the link; the step's chunks are then inserted into it (LRU: hits are

@@ -202,8 +202,31 @@ void validate_layout(const ParallelismSpec& p, const ModelSpec& m, int gpus_per_
   }
 }
 
+HybridKv stage_hybrid_kv_per_gpu(const ModelSpec& m, DType kv, int tp, int pp, int stage) {
+  const std::vector<int> layers = stage_layer_counts(m.num_layers, pp);
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += layers.at(static_cast<std::size_t>(s));
+  int n[4] = {0, 0, 0, 0};  // full, sliding, chunked, linear layers of the stage
+  for (int l = first; l < first + layers.at(static_cast<std::size_t>(stage)); ++l) {
+    const LayerKind k = m.layer_kind(l);
+    ++n[k == LayerKind::Sliding ? 1 : k == LayerKind::Chunked ? 2 : k == LayerKind::Linear ? 3 : 0];
+  }
+  const HybridKv whole = hybrid_kv_per_gpu(m, kv, tp);
+  const double b = kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
+  const int linear = m.count_layers(LayerKind::Linear);
+  HybridKv h;
+  h.full_Bpt = n[0] * b;
+  h.sliding_Bpt = n[1] * b;
+  h.chunked_Bpt = n[2] * b;
+  if (h.sliding_Bpt > 0) h.window = whole.window;
+  if (h.chunked_Bpt > 0) h.chunk = whole.chunk;
+  // Every linear layer's state is the same size: the stage holds its layers' share of the whole.
+  if (linear > 0) h.state_B = whole.state_B * n[3] / linear;
+  return h;
+}
+
 LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_dtype,
-                       const ParallelismSpec& p, int gpus_per_node) {
+                       const ParallelismSpec& p, int gpus_per_node, bool hybrid) {
   validate_layout(p, m, gpus_per_node, "layout");
   LayoutCost c;
   c.layout = p;
@@ -219,9 +242,16 @@ LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_
   // KV per layer per own-rank token on one GPU.
   // Every layer's KV as a unified cache keeps it (issue 25; the same as the full-attention
   // accounting for a model without a layer pattern).
-  c.kv_bytes_per_layer_rank = kv_bytes_per_token_unified_per_gpu(m, kv, tp) / m.num_layers;
-  c.kv_replication =
-      tp * c.kv_bytes_per_layer_rank * m.num_layers / kv_bytes_per_token_unified(m, kv);
+  // Hybrid (issue 25): a stage holds per token its full layers' KV only (stage_hybrid_kv_per_gpu);
+  // the copies are the attention layers' (a linear layer's state is split tp ways, never copied).
+  if (hybrid) {
+    c.kv_bytes_per_layer_rank = kv_bytes_per_token_per_layer_per_gpu(m, kv, tp);
+    c.kv_replication = kv_replication_factor(m, kv, tp);
+  } else {
+    c.kv_bytes_per_layer_rank = kv_bytes_per_token_unified_per_gpu(m, kv, tp) / m.num_layers;
+    c.kv_replication =
+        tp * c.kv_bytes_per_layer_rank * m.num_layers / kv_bytes_per_token_unified(m, kv);
+  }
 
   // EP all-to-all (ep == S > 1): expected other ranks / nodes a token's top-k reach.
   c.dispatch_bytes_per_value = compute_dtype == "fp8" ? 1 + 4.0 / 128 : 2;
@@ -290,7 +320,8 @@ LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_
       const bool crosses = ((s + 1) * S) % g_n == 0;
       (crosses ? nic : nvl) += st.pp_bytes;
     }
-    st.kv_bytes_rank = st.layers * c.kv_bytes_per_layer_rank;
+    st.kv_bytes_rank = hybrid ? stage_hybrid_kv_per_gpu(m, kv, tp, p.pp, s).full_Bpt
+                              : st.layers * c.kv_bytes_per_layer_rank;
     st.kv_bytes_share = st.kv_bytes_rank / dp;
     // One stage holds the whole model: exactly F_pf (no rounding from the per-layer sum).
     st.flops_fraction = p.pp == 1 ? 1.0 : st.active_params / active_total;
@@ -342,8 +373,11 @@ const std::vector<std::pair<const char*, ReplicatedKv>>& replicated_kv_names() {
 }
 
 int kv_replication_factor(const ModelSpec& m, DType kv, int tp) {
-  const double copies =
-      tp * kv_bytes_per_token_unified_per_gpu(m, kv, tp) / kv_bytes_per_token_unified(m, kv);
+  // One attention layer's bytes per token on a GPU over the whole layer's (its value at tp 1):
+  // the same ratio for every attention layer kind; a linear layer's state is split, not copied
+  // (issue 25: so a model with linear layers has a factor too).
+  const double copies = tp * kv_bytes_per_token_per_layer_per_gpu(m, kv, tp) /
+                        kv_bytes_per_token_per_layer_per_gpu(m, kv, 1);
   return std::max(1, static_cast<int>(std::lround(copies)));
 }
 

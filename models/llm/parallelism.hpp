@@ -132,8 +132,19 @@ struct LayoutCost {
 // `compute_dtype`: fp8 dispatches in FP8 with one FP32 scale per 128 values (DeepSeek-V3
 // report §3.3, DeepEP); anything else in BF16. Combine, all-reduce and PP activations: BF16.
 // Throws InputError as validate_layout (path "layout").
+// `hybrid` (serving.kv_cache: hybrid, issue 25): the KV per token a stage's GPU holds is its
+// full-attention layers' (the paged pool's unit, HybridKv::full_Bpt of the stage's layers); its
+// sliding layers' window and linear layers' state are per request (stage_hybrid_kv_per_gpu).
+// Otherwise every attention layer's (the unified cache; linear layers refused).
 LayoutCost layout_cost(const ModelSpec& m, DType kv, const std::string& compute_dtype,
-                       const ParallelismSpec& p, int gpus_per_node);
+                       const ParallelismSpec& p, int gpus_per_node, bool hybrid = false);
+
+// Issue 25: what one GPU of pipeline stage `stage` (pp stages, vLLM's partition, attention TP
+// `tp`) holds of a hybrid-aware KV cache: the HybridKv of the layer kinds in its contiguous
+// range of layers (its full layers' bytes per token, its sliding layers' window, its linear
+// layers' state split tp ways). Summed over the stages: hybrid_kv_per_gpu(m, kv, tp). Its
+// full_Bpt may be 0 (a stage of sliding or linear layers only).
+HybridKv stage_hybrid_kv_per_gpu(const ModelSpec& m, DType kv, int tp, int pp, int stage);
 
 // ---- Replicated KV loaded once (issue 23 item 5; docs/parallelism.md) ----------------------
 // How the ranks of a TP group that hold the same KV bytes get them (serving.replicated_kv; issue 23

@@ -72,6 +72,28 @@ TEST(ReplicatedKvEngine, Qwen3Tp8HostBytesHalveAndTheOtherHalfCrossesNvlink) {
   EXPECT_GT(o.recs[0].load_s, gather);  // the shards first, then the gather
 }
 
+// Issue 25, serving.kv_cache: hybrid: sharded by bytes. Qwen3-Next-80B-A3B at TP 4: each GPU
+// holds 1 of the 2 KV heads (r = 2) of the 12 full layers, 12 × 2 × 256 × 2 B = 12,288 B per
+// token, and a quarter of the 36 Gated DeltaNet states, 36 × 1,097,728 / 4 = 9,879,552 B, which
+// no other GPU holds (the linear heads split 4 ways: nothing to gather). K = 4096: attention
+// 4096 × 12,288 = 50,331,648 B per GPU, half over its host link (25,165,824 B) and half from its
+// pair over NVLink; its state whole over its host link: 25,165,824 + 9,879,552 = 35,045,376 B.
+TEST(ReplicatedKvEngine, HybridQwen3NextShardsAttentionKvAndLoadsEachStateWhole) {
+  const Outcome o = serve(run_spec(yaml("model: qwen3-next-80b-a3b\nsystem: dgx-h100\n",
+                                        "tp: 4, kv_cache: hybrid, replicated_kv: shard_allgather")),
+                          {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.totals.kv_replication, 2.0);
+  EXPECT_DOUBLE_EQ(o.totals.h2d_bytes_per_gpu, 35045376.0);
+  EXPECT_DOUBLE_EQ(o.totals.kv_allgather_bytes_per_gpu, 25165824.0);
+  // Over the 4 host links 140,181,504 B: one copy of the model's KV, 4096 × 24,576 (12 full
+  // layers × 2 heads × 256 × 2 × 2 B) + 36 × 1,097,728 = 100,663,296 + 39,518,208.
+  EXPECT_DOUBLE_EQ(o.recs[0].bytes_loaded, 140181504.0);
+  EXPECT_DOUBLE_EQ(o.totals.h2d_model_bytes, 140181504.0);
+  const double gather = kStep + 25165824.0 / kNvlink;
+  EXPECT_NEAR(o.totals.kv_allgather_s, gather, tol(gather));
+}
+
 TEST(ReplicatedKvEngine, DeepSeekV3MlaTp8LoadsAnEighthAndGathersSevenEighths) {
   const Outcome o =
       serve(run_spec(yaml(kDeepSeek, "tp: 8, compute_dtype: fp8, replicated_kv: shard_allgather")),
