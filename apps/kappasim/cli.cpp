@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "core/units.hpp"
 #include "serving/serving_spec.hpp"
@@ -154,6 +155,29 @@ bool ttft_end_to_end_option(const std::string& text) {
     names += (names.empty() ? "" : ", ") + std::string(name);
   }
   throw InputError("--ttft: expected one of " + names + ", got \"" + excerpt(text) + "\"");
+}
+
+std::vector<double> parse_sizes(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    const std::string t = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    if (t.empty()) throw InputError("--sizes: empty entry in \"" + text + "\"");
+    double v = 0;
+    try {
+      v = parse_quantity_as(t, dim::bytes);
+    } catch (const UnitError& err) {
+      throw InputError("--sizes: " + std::string(err.what()));
+    }
+    if (!(v > 0) || !std::isfinite(v) || v > 1e15)
+      throw InputError("--sizes: each size must be between 1 B and 1 PB, got \"" + t + "\"");
+    out.push_back(v);
+  }
+  if (out.empty()) throw InputError("--sizes: give at least one size");
+  return out;
 }
 
 double count_option(const std::string& option, const std::string& text) {

@@ -77,6 +77,9 @@ po::variables_map parse(const std::string& command, const std::vector<std::strin
 
 // A quantity option ("64 GB/s") of a given dimension, with the option named in errors.
 double quantity_option(const std::string& option, const std::string& text, const Dimension& d);
+// --sizes: a comma-separated list of byte sizes ("4 KiB,1 MiB"), each 1 B to 1 PB (probe h2d,
+// probe allreduce).
+std::vector<double> parse_sizes(const std::string& text);
 // A non-negative count given as a number ("65536", "64e3", "64k" is not allowed).
 double count_option(const std::string& option, const std::string& text);
 // --ttft (probe prefill, measure poh): "engine" (false) or "end_to_end" (true; serving.ttft's

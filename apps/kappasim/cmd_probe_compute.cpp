@@ -5,12 +5,15 @@
 //   decode:  one decode step of B sequences, each one token over K tokens of KV: the batch of
 //            SeqSlice{1, K, finishes} the serving engine times with batch_step_time.
 //   gemm:    the time of one M×N×K GEMM, or a sweep of M for N = K = 8192.
+//   allreduce: one TP all-reduce per message size (models/gpu/all_reduce), with nccl-tests'
+//            algbw and busbw, by NCCL's choice or a stack's (--stack).
 #include <cmath>
 #include <iostream>
 
 #include "apps/kappasim/cli.hpp"
 #include "core/error.hpp"
 #include "core/table.hpp"
+#include "models/gpu/all_reduce.hpp"
 #include "models/gpu/kernel_timing.hpp"
 #include "serving/probes.hpp"
 #include "serving/serving_spec.hpp"
@@ -466,13 +469,84 @@ int probe_gemm(const std::vector<std::string>& args) {
   return 0;
 }
 
+int probe_allreduce(const std::vector<std::string>& args) {
+  std::string system, stack, tp_text = "8", format = "table",
+                             sizes_text = "8 B,1 KiB,64 KiB,1 MiB,16 MiB,256 MiB,1 GiB";
+  std::vector<std::string> sets, preset_dirs;
+  po::options_description desc(
+      "kappasim probe allreduce: one tensor-parallel all-reduce per message size over the "
+      "system's NVLink (models/gpu/all_reduce), with nccl-tests' algbw = bytes / time and busbw "
+      "= algbw x 2(p-1)/p\n"
+      "Usage: kappasim probe allreduce --system S [--tp N] [--sizes LIST] [--stack NAME]\n"
+      "Without --stack: NCCL's own choice of algorithm and protocol (what nccl-tests measures).\n"
+      "Options");
+  desc.add_options()("system,s", po::value(&system), "system preset name or YAML file")(
+      "tp", po::value(&tp_text), "GPUs in the all-reduce (default 8)")(
+      "sizes", po::value(&sizes_text),
+      "comma-separated message sizes per GPU (default \"8 B,1 KiB,64 KiB,1 MiB,16 MiB,256 MiB,1 "
+      "GiB\")")("stack", po::value(&stack),
+                "serving stack whose all-reduce to use (launch.all_reduce); default: NCCL")(
+      "set", po::value(&sets)->composing(),
+      "override a system key: --set system.gpu.all_reduce.ring_bus_bandwidth=300GB/s")(
+      "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
+      "format", po::value(&format), "table, csv or json")("help,h", "this help");
+  auto vm = parse("probe allreduce", args, desc);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  add_preset_dirs(preset_dirs);
+  const Format fmt = parse_format(format);
+  if (system.empty()) throw InputError("--system: required");
+  const double tp = count_option("tp", tp_text);
+  if (!(tp >= 2) || tp != std::floor(tp) || tp > 1024)
+    throw InputError("--tp: an all-reduce needs a whole number of GPUs from 2 to 1024, got \"" +
+                     tp_text + "\"");
+  const std::vector<double> sizes = parse_sizes(sizes_text);
+  const SystemSpec sys = load_system(system, sets);
+  if (tp > sys.gpus)
+    throw InputError("--tp: " + tp_text + " exceeds the " + std::to_string(sys.gpus) +
+                     " GPUs of system " + sys.name);
+  AllReduceImpl impl;
+  std::string library = "nccl";
+  if (!stack.empty()) {
+    // ref_node names --stack in its errors.
+    const StackProfile sp =
+        read_preset_config<StackProfile>(ref_node(stack, "stack"), "stack", "stack");
+    impl = sp.launch.all_reduce;
+    for (const auto& [name, v] : all_reduce_library_names())
+      if (v == impl.library) library = name;
+  }
+  const int p = static_cast<int>(tp);
+  Table table({"system", "ranks", "library", "bytes", "algorithm", "protocol", "time_s",
+               "algbw_Bps", "busbw_Bps"});
+  for (double bytes : sizes) {
+    const AllReduceTime t = all_reduce_time(sys.gpu, p, bytes, impl);
+    const double algbw = bytes / t.time_s;
+    table.add_row({sys.name, tp, library, bytes, t.algorithm, t.protocol, t.time_s, algbw,
+                   algbw * 2 * (tp - 1) / tp});
+  }
+  if (fmt != Format::Table) {
+    std::cout << table.render(fmt);
+    return 0;
+  }
+  std::cout << table.project({"bytes", "algorithm", "protocol", "time_s", "algbw_Bps", "busbw_Bps"})
+                   .text();
+  std::cout << "\n"
+            << sys.name << ", " << p << " GPUs, " << library
+            << ": busbw = algbw x 2(p-1)/p (nccl-tests); docs/compute-model.md \"All-reduce\"\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_probe_compute(const std::string& verb, const std::vector<std::string>& args) {
   if (verb == "prefill") return probe_prefill(args);
   if (verb == "decode") return probe_decode(args);
   if (verb == "gemm") return probe_gemm(args);
-  throw InputError("kappasim probe: expected prefill, decode or gemm, got '" + verb + "'");
+  if (verb == "allreduce") return probe_allreduce(args);
+  throw InputError("kappasim probe: expected prefill, decode, gemm or allreduce, got '" + verb +
+                   "'");
 }
 
 }  // namespace kappasim::cli

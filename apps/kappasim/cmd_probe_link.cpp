@@ -18,32 +18,7 @@
 
 namespace kappasim::cli {
 
-namespace {
-
-std::vector<double> parse_sizes(const std::string& text) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    const std::string t = b == std::string::npos ? "" : item.substr(b, e - b + 1);
-    if (t.empty()) throw InputError("--sizes: empty entry in \"" + text + "\"");
-    double v = 0;
-    try {
-      v = parse_quantity_as(t, dim::bytes);
-    } catch (const UnitError& err) {
-      throw InputError("--sizes: " + std::string(err.what()));
-    }
-    if (!(v > 0) || !std::isfinite(v) || v > 1e15)
-      throw InputError("--sizes: each size must be between 1 B and 1 PB, got \"" + t + "\"");
-    out.push_back(v);
-  }
-  if (out.empty()) throw InputError("--sizes: give at least one size");
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args) {
   std::string system_ref = "h100", path = "dma",

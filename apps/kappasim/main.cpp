@@ -67,14 +67,15 @@ struct VerbHelp {
 };
 const std::vector<VerbHelp> kVerbCommands = {
     {"probe",
-     {"h2d", "d2h", "bidir", "prefill", "decode", "gemm"},
+     {"h2d", "d2h", "bidir", "prefill", "decode", "gemm", "allreduce"},
      "kappasim probe: run the SystemC models in isolation\n"
      "Usage: kappasim probe VERB [options]   (kappasim probe VERB --help for its options)\n"
      "  h2d | d2h | bidir   copy curves over the system's host link (bandwidth per size)\n"
      "  prefill             one prefill forward pass on the GPU model (per-kernel timing)\n"
      "  decode              one decode step of a batch on the GPU model (time, tokens/s, memory "
      "bound)\n"
-     "  gemm                one GEMM on the GPU model\n"},
+     "  gemm                one GEMM on the GPU model\n"
+     "  allreduce           one TP all-reduce per message size (time, algbw, busbw)\n"},
     {"measure",
      {"kappa-crit", "poh", "capacity"},
      "kappasim measure: κ_crit and P_OH measured on the simulator beside the analytic ones\n"
@@ -183,10 +184,10 @@ int main(int argc, char** argv) {
       std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
       if (verb == "h2d" || verb == "d2h" || verb == "bidir")
         return kappasim::cli::cmd_probe_link(verb, rest);
-      if (verb == "prefill" || verb == "decode" || verb == "gemm")
+      if (verb == "prefill" || verb == "decode" || verb == "gemm" || verb == "allreduce")
         return kappasim::cli::cmd_probe_compute(verb, rest);
-      std::cerr << "kappasim: error: kappasim probe: expected h2d, d2h, bidir, prefill, decode or "
-                   "gemm"
+      std::cerr << "kappasim: error: kappasim probe: expected h2d, d2h, bidir, prefill, decode, "
+                   "gemm or allreduce"
                 << (verb.empty() ? "" : ", got '" + verb + "'") << "\n";
       return 2;
     }

@@ -85,7 +85,7 @@ void GpuCompute::run_kernels(const std::vector<Kernel>& ks) {
     const double frac = m_sms.compute_fraction();
     double total = 0;
     for (const Kernel& k : ks) {
-      const KernelTime t = kernel_time(k, m_gpu, m_dtype, frac);
+      const KernelTime t = kernel_time(k, m_gpu, m_dtype, frac, m_launch.all_reduce);
       m_stats.time.add(k, t);
       total += t.time_s;
     }
@@ -94,7 +94,8 @@ void GpuCompute::run_kernels(const std::vector<Kernel>& ks) {
     return;
   }
   for (const Kernel& k : ks) {
-    const KernelTime t = kernel_time(k, m_gpu, m_dtype, m_sms.compute_fraction());
+    const KernelTime t =
+        kernel_time(k, m_gpu, m_dtype, m_sms.compute_fraction(), m_launch.all_reduce);
     m_stats.time.add(k, t);
     ++m_stats.kernel_events;
     sc_core::wait(sc_core::sc_time(t.time_s, sc_core::SC_SEC));

@@ -1,5 +1,7 @@
 #include "models/gpu/gpu_spec.hpp"
 
+#include <utility>
+
 namespace kappasim {
 
 const std::vector<std::string>& GpuSpec::compute_dtypes() {
@@ -67,6 +69,34 @@ void GpuSpec::validate(const std::string& path) const {
   if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
     throw InputError(
         path + ".attention_paged_kv_efficiency: must be greater than zero (a fraction in (0, 1])");
+  // The all-reduce table (docs/compute-model.md, "All-reduce"): whole or absent.
+  const AllReduceSpec& ar = all_reduce;
+  const bool any_ar = ar.ring_bus_Bps || ar.nvls_alg_Bps || ar.nvls_latency_s ||
+                      ar.barrier_latency_s || ar.ll.base_latency_s || ar.ll128.base_latency_s ||
+                      ar.simple.base_latency_s;
+  if (any_ar) {
+    const std::string a = path + ".all_reduce";
+    if (!ar.ring_bus_Bps || !(*ar.ring_bus_Bps > 0))
+      throw InputError(a + ".ring_bus_bandwidth: required (> 0) when all_reduce is given");
+    if (!nvlink_Bps)
+      throw InputError(a + ": needs nvlink_bandwidth (the all-reduce runs over NVLink)");
+    const std::pair<const char*, const AllReduceProtocol*> protos[] = {
+        {"ll", &ar.ll}, {"ll128", &ar.ll128}, {"simple", &ar.simple}};
+    for (const auto& [name, pr] : protos) {
+      if (!pr->base_latency_s || !pr->step_latency_s)
+        throw InputError(a + "." + name + ": base_latency and step_latency are required");
+      if (pr->bandwidth_fraction && !(*pr->bandwidth_fraction > 0))
+        throw InputError(a + "." + name + ".bandwidth_fraction: must be greater than zero");
+      if (pr->max_bus_Bps && !(*pr->max_bus_Bps > 0))
+        throw InputError(a + "." + name + ".max_bus_bandwidth: must be greater than zero");
+    }
+    if (ar.nvls_alg_Bps.has_value() != ar.nvls_latency_s.has_value())
+      throw InputError(a + ": nvls_bandwidth and nvls_latency go together (both or neither)");
+    if (ar.nvls_alg_Bps && !(*ar.nvls_alg_Bps > 0))
+      throw InputError(a + ".nvls_bandwidth: must be greater than zero");
+    if (!ar.barrier_latency_s)
+      throw InputError(a + ".barrier_latency: required when all_reduce is given");
+  }
   if (attention_reference_seqlen.has_value() != attention_pipeline_tiles.has_value())
     throw InputError(
         path + "." +

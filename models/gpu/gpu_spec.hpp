@@ -20,6 +20,68 @@ namespace kappasim {
 inline constexpr double kAttentionTileM = 128;
 inline constexpr double kAttentionTileN = 128;
 
+// One NCCL protocol's cost on this GPU's NVLink (docs/compute-model.md, "All-reduce"): the
+// fixed latency of an operation, the latency of each of its ring steps, and the share of the
+// link's achieved bus bandwidth its wire format leaves to payload (LL: 4 B of data per 8-byte
+// line with its flag; LL128: 120 B per 128-byte line), capped where NCCL caps it.
+struct AllReduceProtocol {
+  std::optional<double> base_latency_s;
+  std::optional<double> step_latency_s;
+  std::optional<double> bandwidth_fraction;  // absent: 1
+  std::optional<double> max_bus_Bps;         // absent: no cap
+  template <class V>
+  void visit(V& v) {
+    v.quantity("base_latency", base_latency_s, dim::time,
+               opt("fixed latency of one all-reduce with this protocol", Range::NonNegative));
+    v.quantity("step_latency", step_latency_s, dim::time,
+               opt("latency of one ring step over NVLink with this protocol", Range::NonNegative));
+    v.quantity(
+        "bandwidth_fraction", bandwidth_fraction, dim::none,
+        opt("payload share of the achieved bus bandwidth (protocol wire format)", Range::Fraction));
+    v.quantity("max_bus_bandwidth", max_bus_Bps, dim::bandwidth,
+               opt("cap on this protocol's bus bandwidth"));
+  }
+  void validate(const std::string&) const {}
+};
+
+// The TP all-reduce over this GPU's NVLink (models/gpu/all_reduce, docs/compute-model.md
+// "All-reduce"). Absent (no ring_bus_bandwidth): the ring at the line rate with nvlink_latency
+// per step, as before the table existed.
+struct AllReduceSpec {
+  // NCCL's ring with the Simple protocol at large messages (nccl-tests busbw): what the link
+  // carries of payload per direction when every GPU sends and receives at once.
+  std::optional<double> ring_bus_Bps;
+  // NVLink SHARP (NVSwitch multicast + in-switch reduction; H100/B200 HGX): the algorithm
+  // bandwidth (message bytes / time at large messages: each GPU sends its buffer into the switch
+  // and receives the reduced one, whatever the GPU count) and the operation's latency. Absent:
+  // no NVLS (A100, PCIe systems).
+  std::optional<double> nvls_alg_Bps;
+  std::optional<double> nvls_latency_s;
+  AllReduceProtocol ll, ll128, simple;
+  // One flag barrier of a peer-to-peer all-reduce kernel (vLLM's custom all-reduce): a flag
+  // written to every peer over NVLink and spun on.
+  std::optional<double> barrier_latency_s;
+  template <class V>
+  void visit(V& v) {
+    v.quantity("ring_bus_bandwidth", ring_bus_Bps, dim::bandwidth,
+               opt("NCCL ring (Simple) all-reduce bus bandwidth at large messages"));
+    v.quantity("nvls_bandwidth", nvls_alg_Bps, dim::bandwidth,
+               opt("NCCL NVLS (NVLink SHARP) all-reduce algorithm bandwidth (bytes / time) at "
+                   "large messages"));
+    v.quantity("nvls_latency", nvls_latency_s, dim::time,
+               opt("latency of one NVLS all-reduce", Range::NonNegative));
+    v.object("ll", ll,
+             opt("NCCL LL protocol: {base_latency, step_latency, bandwidth_fraction, "
+                 "max_bus_bandwidth}"));
+    v.object("ll128", ll128, opt("NCCL LL128 protocol: as ll"));
+    v.object("simple", simple, opt("NCCL Simple protocol: as ll"));
+    v.quantity("barrier_latency", barrier_latency_s, dim::time,
+               opt("one flag barrier of a peer-to-peer all-reduce kernel over NVLink",
+                   Range::NonNegative));
+  }
+  void validate(const std::string&) const {}
+};
+
 struct GpuSpec {
   std::string name;
   std::string display_name;
@@ -60,6 +122,8 @@ struct GpuSpec {
   std::optional<double> hbm_efficiency;            // achievable fraction of HBM bandwidth
   std::optional<double> kernel_launch_overhead_s;  // per kernel
   std::optional<double> nvlink_latency_s;          // per all-reduce step
+  // The all-reduce by algorithm and protocol (optional; see AllReduceSpec).
+  AllReduceSpec all_reduce;
   // Power model (models/gpu/power); optional: only runs that report energy need them.
   std::optional<double> idle_power_w;           // CUDA context held, no kernel running
   std::optional<double> energy_per_flop_J;      // dense tensor-core FLOP, above idle
@@ -235,6 +299,11 @@ struct GpuSpec {
     v.object("tiles", tiles,
              opt("kernel tile choices: {gemm_m, gemm_n, gemm_k, gemm_small_m, moe_small_m, "
                  "moe_small_n, moe_m, moe_n}"));
+    // Written only when given, so the effective config of a GPU without it is unchanged.
+    if (!V::kWriting || all_reduce.ring_bus_Bps)
+      v.object("all_reduce", all_reduce,
+               opt("TP all-reduce: {ring_bus_bandwidth, nvls_bandwidth, nvls_latency, ll, "
+                   "ll128, simple, barrier_latency}"));
     v.object("kv_buffer", kv_buffer,
              opt("GPU-side KV buffer as hardware: {capacity, kind, bandwidth, energy_per_bit}"));
   }

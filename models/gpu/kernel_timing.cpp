@@ -588,7 +588,7 @@ double attention_shape_efficiency(double T, double kv_tokens, double q_heads, do
 }
 
 KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& compute_dtype,
-                       double sm_fraction) {
+                       double sm_fraction, const AllReduceImpl& ar) {
   gpu.require_sim("system.gpu");
   const double frac = safe_fraction(sm_fraction);
   const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
@@ -627,12 +627,7 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
       return t;
     case Kernel::Kind::AllReduce: {
       if (k.ranks <= 1) break;
-      if (!gpu.nvlink_Bps)
-        throw InputError("system.gpu.nvlink_bandwidth: needed for tensor parallelism (GPU '" +
-                         gpu.name + "')");
-      const double p = k.ranks;
-      t.time_s = 2 * (p - 1) / p * k.comm_bytes / *gpu.nvlink_Bps +
-                 2 * (p - 1) * *gpu.nvlink_latency_s + launch;
+      t.time_s = all_reduce_time(gpu, k.ranks, k.comm_bytes, ar).time_s;
       return t;
     }
   }
@@ -727,7 +722,7 @@ PrefillTime prefill_time(const ModelSpec& m, const GpuSpec& gpu, int tp, double 
   for (const Kernel& k : prefill_head_kernels(m, T)) p.add(k, kernel_time(k, gpu, compute_dtype));
   for (int l = 0; l < m.num_layers; ++l)
     for (const Kernel& k : layer_kernels(m, l, T, K, tp, w, kv_dtype)) {
-      p.add(k, kernel_time(k, gpu, compute_dtype));
+      p.add(k, kernel_time(k, gpu, compute_dtype, 1.0, launch.all_reduce));
       if (k.per_sequence) ++outside;
     }
   for (const Kernel& k : prefill_tail_kernels(m, T, tp, w)) {
@@ -760,7 +755,7 @@ namespace {
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
                         const std::string& dtype, double sm_fraction, DType kv_dtype,
-                        LayerKind kind, DecodeAttention decode) {
+                        LayerKind kind, DecodeAttention decode, const AllReduceImpl& ar) {
   PrefillTime p;
   // Working vectors kept between steps (issue 24: building them was the allocator's per step).
   thread_local std::vector<Kernel> layer;
@@ -769,7 +764,7 @@ PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index,
   layer_kernels(layer, m, layer_index, tokens, 0, tp, w, kv_dtype);
   for (const Kernel& k : layer) {
     if (k.per_sequence) continue;
-    p.add(k, kernel_time(k, gpu, dtype, sm_fraction));
+    p.add(k, kernel_time(k, gpu, dtype, sm_fraction, ar));
   }
   // KV dequantisation (int8/int4 caches): one elementwise launch over every sequence's cached
   // context, before attention. The per-sequence kernels of each slice are built once (issue 23:
@@ -880,7 +875,7 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   for (std::size_t c = 0; c < n_classes; ++c) {
     const PrefillTime t =
         batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype, sm_fraction,
-                    kv_dtype, classes[c].kind, launch.decode_attention);
+                    kv_dtype, classes[c].kind, launch.decode_attention, launch.all_reduce);
     add_times(st.total, t, classes[c].count);
     if (c == first_class) st.first_layer_s = t.compute_time_s;
     if (c == last_class) st.last_layer_s = t.compute_time_s;

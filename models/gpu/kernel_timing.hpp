@@ -14,7 +14,8 @@
 // uses attention_efficiency times the same quantisation over query tiles × heads (with the
 // GQA packing and KV splitting FlashAttention-3 chooses when they help), times
 // attention_paged_kv_efficiency (K/V gathered from vLLM's paged cache by cp.async, not TMA). A TP
-// all-reduce is a ring: 2(tp−1)/tp · bytes / nvlink_bandwidth + 2(tp−1) · nvlink_latency.
+// all-reduce is NCCL's cheapest algorithm and protocol, or the stack's own kernel (vLLM's custom
+// all-reduce), from the GPU preset's all_reduce table (models/gpu/all_reduce).
 // W8A8 / W4A4 GEMMs are preceded by a memory-bound activation-quantisation kernel, and every
 // forward ends with its host cost (forward_overhead). Sources: presets/gpus/*.yaml and
 // docs/compute-model.md, "Precision, paged KV and per-forward costs".
@@ -201,8 +202,9 @@ double attention_shape_efficiency(double T, double kv_tokens, double q_heads, do
 // `sm_fraction`: the fraction of SMs free for compute (SmPool::compute_fraction()); the FLOP rate
 // scales with it and waves are counted on the free SMs. Attention FLOPs run at the BF16 (else
 // FP16) peak whatever `compute_dtype` is: the KV cache and FlashAttention are BF16.
+// An all-reduce runs with `all_reduce`, the stack's implementation (models/gpu/all_reduce).
 KernelTime kernel_time(const Kernel& kernel, const GpuSpec& gpu, const std::string& compute_dtype,
-                       double sm_fraction = 1.0);
+                       double sm_fraction = 1.0, const AllReduceImpl& all_reduce = AllReduceImpl{});
 
 struct PrefillTime {
   double compute_time_s = 0;  // every kernel, in sequence

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "models/gpu/all_reduce.hpp"
 
 namespace kappasim {
 
@@ -53,6 +54,8 @@ struct LaunchSpec {
   double graph_launch_s = 0;      // host time to replay one captured graph
   double host_per_layer_s = 0;    // eager PyTorch: the Python per layer besides its launches
   DecodeAttention decode_attention = DecodeAttention::Flash;
+  // The library the stack runs TP all-reduces with (models/gpu/all_reduce; default NCCL).
+  AllReduceImpl all_reduce;
   template <class V>
   void visit(V& v) {
     v.choice("graph_mode", graph_mode, graph_mode_names(),
@@ -73,6 +76,10 @@ struct LaunchSpec {
       v.choice("decode_attention", decode_attention, decode_attention_names(),
                opt("the kernel of a decode token's attention: flash (FlashAttention, query rows "
                    "in tiles) or masked_mha (TensorRT-LLM's generation kernel, no row tile)"));
+    if (!V::kWriting || all_reduce.library != AllReduceLibrary::Nccl)
+      v.object("all_reduce", all_reduce,
+               opt("the TP all-reduce implementation: {library: nccl | vllm_custom, "
+                   "custom_max}"));
   }
   void validate(const std::string&) const {}
 };
