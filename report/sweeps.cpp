@@ -37,13 +37,15 @@ SweepData SweepSource::run(const std::string& rel) {
   const ResultsTable& t = d.table;
   // Why, by class: a point a part cannot hold or run (its weights do not fit the HBM at that TP,
   // or the GPU has no rate for the precision) is infeasible by the hardware, not a failure.
-  std::size_t bad = 0, fit = 0, precision = 0;
+  std::size_t bad = 0, fit = 0, kv = 0, precision = 0;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     if (t.ok(r)) continue;
     ++bad;
     const std::string e = t.get(r, "error");
     if (e.find("does not fit on GPU") != std::string::npos)
       ++fit;
+    else if (e.find("do not fit the GPUs' KV cache") != std::string::npos)
+      ++kv;
     else if (e.find("has no peak rate for precision") != std::string::npos ||
              e.find("needs a GPU that writes FP4") != std::string::npos)
       ++precision;
@@ -54,8 +56,9 @@ SweepData SweepSource::run(const std::string& rel) {
       if (n > 0) why += (why.empty() ? "" : "; ") + std::to_string(n) + " " + what;
     };
     add(fit, "infeasible: the model's weights do not fit the GPU's HBM at that TP");
+    add(kv, "infeasible: the prompt does not fit the GPUs' KV cache");
     add(precision, "infeasible: the GPU has no rate for that precision");
-    add(bad - fit - precision, "failed otherwise");
+    add(bad - fit - kv - precision, "failed otherwise");
     m_problems.push_back(rel + ": " + std::to_string(bad) + " of " + std::to_string(t.rows.size()) +
                          " points did not complete (" + why + "), each with its reason (see " +
                          fs::relative(d.dir, m_out).string() + "/results.csv, column error)");

@@ -83,6 +83,13 @@ class CliScratch {
   std::filesystem::path m_dir;
 };
 
+// The number after "key": in a one-row JSON table (a probe's --format json); NaN when absent.
+inline double json_field(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(json.substr(at + key.size() + 4));
+}
+
 // Column `col` of every row of a requests.csv (no quoted fields in the numeric columns).
 inline std::vector<std::string> csv_column(const std::string& csv, const std::string& col) {
   std::istringstream in(csv);

@@ -27,12 +27,7 @@ bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// The number after "key": in a one-row JSON table; NaN when absent.
-double field(const std::string& json, const std::string& key) {
-  const std::size_t at = json.find("\"" + key + "\": ");
-  if (at == std::string::npos) return std::nan("");
-  return std::stod(json.substr(at + key.size() + 4));
-}
+constexpr auto field = kappasim::test::json_field;
 
 TEST(ProbeAllReduce, NcclBusbwAtOneGibOnEightH100s) {
   const Result r = run("probe allreduce --system h100 --tp 8 --sizes \"1 GiB\" --format json");

@@ -26,12 +26,7 @@ bool has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// The number after "key": in a one-row JSON table; NaN when absent.
-double field(const std::string& json, const std::string& key) {
-  const std::size_t at = json.find("\"" + key + "\": ");
-  if (at == std::string::npos) return std::nan("");
-  return std::stod(json.substr(at + key.size() + 4));
-}
+constexpr auto field = kappasim::test::json_field;
 
 // H100 SXM5 HBM3: 3.35 TB/s (NVIDIA H100 datasheet).
 constexpr double kH100Hbm = 3.35e12;
