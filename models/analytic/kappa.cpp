@@ -78,13 +78,6 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   }
   const double K_kv = q.context_k.value_or(0);
   if (by_k) {
-    if (q.layout)
-      throw InputError(
-          "model.layer_pattern: model '" + m.name +
-          "' has sliding-window, chunked or linear-attention layers; --layout accounting "
-          "(models/llm/parallelism) covers full-attention models only: use --tp, "
-          "or --unified-kv (every layer's tokens, as the serving engine keeps "
-          "them)");
     if (K_kv > 0) {
       p.b_kv = kv_bytes_for_prefix(m, q.kv_dtype, K_kv) / K_kv;
       p.kv_at = "K = " + format_number(K_kv);
@@ -95,13 +88,26 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
   if (q.layout) {
     // Issue 14: the layout's per-GPU accounting (models/llm/parallelism).
     KappaLayout L;
-    L.cost = layout_cost(m, q.kv_dtype, q.compute_dtype, *q.layout, s.gpus);
+    L.cost = layout_cost(m, q.kv_dtype, q.compute_dtype, *q.layout, s.gpus, by_k);
     L.name = layout_name(*q.layout);
     L.weight_bytes_gpu = layout_weight_bytes_per_gpu(
         m, *q.layout, bytes_per_element(weight_dtype_for(q.compute_dtype)));
     p.tp = q.layout->attention_tp();
     p.b_kv_gpu = L.cost.kv_bytes_rank;
     L.b_kv_share = L.cost.kv_bytes_share;
+    if (by_k && K_kv > 0) {
+      // Issue 25, hybrid KV on a layout: at --context K the fullest stage's GPU holds its full
+      // layers' K tokens, its sliding layers' window, its chunked layers' current chunk and its
+      // share of the linear states, per token of K (K → ∞: its full layers' alone, the
+      // layout_cost figures above). A DP rank holds its own requests' only.
+      const int pp = std::max(1, q.layout->pp);
+      double most = 0;
+      for (int st = 0; st < pp; ++st)
+        most = std::max(
+            most, stage_hybrid_kv_per_gpu(m, q.kv_dtype, p.tp, pp, st).bytes(0, K_kv, K_kv) / K_kv);
+      p.b_kv_gpu = most;
+      L.b_kv_share = most / std::max(1, q.layout->dp_attention);
+    }
     p.layout = L;
   } else {
     // Eq. 6 at TP > 1 takes the all-reduce as hidden behind compute on NVLink; a GPU without a

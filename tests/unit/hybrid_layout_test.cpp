@@ -10,6 +10,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "models/analytic/kappa.hpp"
 #include "models/llm/architecture.hpp"
 #include "models/llm/parallelism.hpp"
 #include "serving/request_cost.hpp"
@@ -199,6 +200,29 @@ TEST(HybridLayout, SettingsOnceRefusedAreModelled) {
     EXPECT_TRUE(has(e.what(), "run.serving.kv_cache: hybrid")) << e.what();
     EXPECT_TRUE(has(e.what(), "attention tp 3")) << e.what();
   }
+}
+
+// `kappasim kappa --layout` on a hybrid model (issue 25): the GPU of the fullest stage.
+// gpt-oss-120b at PP 4, TP 1: stage 1 holds 5 full and 4 sliding layers (above). K → ∞: 5 × 2048 =
+// 10,240 B per token. At K = 100,000: (5 × 2048 × 100,000 + 4 × 2048 × 128) / 100,000 =
+// 10,250.48576 B (stage 0's 4 full and 5 sliding layers: 8,205.1072 B). DP-attention 2: a rank's
+// share is half.
+TEST(HybridLayout, KappaOnALayoutTakesTheFullestStagesGpu) {
+  const ModelSpec m = preset("gpt-oss-120b");
+  const SystemSpec s = test::system_preset("h100");
+  KappaQuery q;
+  q.layout = parse_layout("tp=1,pp=4", "test");
+  const KappaPoint inf = evaluate_kappa(m, s, q);
+  EXPECT_NEAR(inf.b_kv_gpu, 5 * kGptOssLayer, 1e-9);
+  q.context_k = 100000;
+  const KappaPoint at = evaluate_kappa(m, s, q);
+  EXPECT_NEAR(at.b_kv_gpu, 10250.48576, 1e-9);
+  ASSERT_TRUE(at.layout.has_value());
+  EXPECT_NEAR(at.layout->b_kv_share, 10250.48576, 1e-9);
+  q.layout = parse_layout("tp=1,pp=4,dp_attention=2", "test");
+  const KappaPoint dp = evaluate_kappa(m, s, q);
+  EXPECT_NEAR(dp.b_kv_gpu, 10250.48576, 1e-9);
+  EXPECT_NEAR(dp.layout->b_kv_share, 10250.48576 / 2, 1e-9);
 }
 
 }  // namespace
