@@ -187,7 +187,7 @@ void ServingEngine::make_groups() {
       gs.push_back(r->gpus.get());
     }
     m_groups.push_back(std::make_unique<StepGroup>(
-        env, rs, make_layout_step(m_spec, L, gs, *m_link, m_layout_stats, m_on_fewer_sms), 1.0));
+        env, rs, make_layout_step(m_spec, L, gs, *m_link, m_layout_stats), 1.0));
     return;
   }
   ReplicaLayout one = L;  // a rank alone
@@ -195,10 +195,10 @@ void ServingEngine::make_groups() {
   one.stage_gpus = L.tp;
   one.gpus = L.tp * L.pp;
   for (auto& r : m_ranks) {
-    std::unique_ptr<StepModel> model = L.pp == 1 && L.p.ep == 1
-                                           ? make_tp_step(m_spec, *r->gpus, m_on_fewer_sms)
-                                           : make_layout_step(m_spec, one, {r->gpus.get()}, *m_link,
-                                                              m_layout_stats, m_on_fewer_sms);
+    std::unique_ptr<StepModel> model =
+        L.pp == 1 && L.p.ep == 1
+            ? make_tp_step(m_spec, *r->gpus, m_layout_stats)
+            : make_layout_step(m_spec, one, {r->gpus.get()}, *m_link, m_layout_stats);
     const double share = L.dp == 1 ? 1.0 : one.gpus / all;
     m_groups.push_back(
         std::make_unique<StepGroup>(env, std::vector<Rank*>{r.get()}, std::move(model), share));

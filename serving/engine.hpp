@@ -104,7 +104,7 @@ class ServingEngine : public sc_core::sc_module {
   const ReplicaLayout& layout() const { return m_layout; }
   // Compute steps started on a GPU while one of its copy kernels held SMs (so they ran on fewer
   // SMs), and copy kernels started: on today's load paths the first is 0 (issue 13).
-  std::uint64_t compute_steps_on_fewer_sms() const { return m_on_fewer_sms; }
+  std::uint64_t compute_steps_on_fewer_sms() const { return m_layout_stats.steps_on_fewer_sms; }
   std::uint64_t copy_kernels_started() const;
   // Live state, for a router deciding at an arrival (serving/cluster): the requests in the
   // engine and what its ranks' KV pools and stores hold now (serving/rank_view.hpp).
@@ -152,9 +152,8 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<EngineTrace> m_trace;
   EngineCheck m_check;         // invariant bookkeeping (RunSpec::check)
   EngineStats m_stats;         // counters; the groups' figures at the end
-  LayoutStats m_layout_stats;  // the layout step's figures
-  std::uint64_t m_on_fewer_sms = 0;
-  sc_core::sc_event m_work;  // an arrival, a finish, a freed block: a group may step
+  LayoutStats m_layout_stats;  // the step models' figures (every group's)
+  sc_core::sc_event m_work;    // an arrival, a finish, a freed block: a group may step
 };
 
 // kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.

@@ -14,8 +14,8 @@ namespace {
 
 class TpStep final : public StepModel {
  public:
-  TpStep(const RunSpec& spec, const RankGpus& rank, std::uint64_t& on_fewer_sms)
-      : m_spec(spec), m_rank(rank), m_on_fewer_sms(on_fewer_sms) {}
+  TpStep(const RunSpec& spec, const RankGpus& rank, LayoutStats& stats)
+      : m_spec(spec), m_rank(rank), m_stats(stats) {}
 
   std::unique_ptr<StepRun> time(const std::vector<std::vector<SeqSlice>>& batches) override {
     // The step's batch outlives its compute (StepGroup).
@@ -37,7 +37,7 @@ class TpStep final : public StepModel {
           // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
           // step's batch does at the free SM fraction (kernel_timing). Today's load paths never
           // get here (counted; docs/serving-engine.md).
-          ++model.m_on_fewer_sms;
+          ++model.m_stats.steps_on_fewer_sms;
           const double all = time.total.compute_time_s;
           const double part = at_fraction(gpu.sm_pool().compute_fraction()).total.compute_time_s;
           if (all > 0) t = compute_s * part / all;
@@ -55,19 +55,18 @@ class TpStep final : public StepModel {
   };
   const RunSpec& m_spec;
   const RankGpus& m_rank;
-  std::uint64_t& m_on_fewer_sms;
+  LayoutStats& m_stats;
 };
 
 class LayoutStep final : public StepModel {
  public:
   LayoutStep(const RunSpec& spec, const ReplicaLayout& L, std::vector<const RankGpus*> ranks,
-             LinkModule& link, LayoutStats& stats, std::uint64_t& on_fewer_sms)
+             LinkModule& link, LayoutStats& stats)
       : m_spec(spec),
         m_L(L),
         m_ranks(std::move(ranks)),
         m_link(link),
         m_stats(stats),
-        m_on_fewer_sms(on_fewer_sms),
         m_stage_busy(static_cast<std::size_t>(L.pp), false),
         m_stage_free(static_cast<std::size_t>(L.pp)) {
     // The all-to-all and PP activations go through the fabric where the back end carries
@@ -199,7 +198,7 @@ class LayoutStep final : public StepModel {
       // A copy kernel holding SMs slows the whole phase by the free SM fraction (an upper
       // bound; today's load paths never overlap a copy kernel with compute).
       const bool fewer = g.sm_pool().free() < g.sm_pool().total();
-      if (fewer) ++m_on_fewer_sms;
+      if (fewer) ++m_stats.steps_on_fewer_sms;
       g.start_step(t, bytes, c.rs[static_cast<std::size_t>(i)], c.g, 0, fewer ? t : 0);
     }
     if (!c.g.finished) sc_core::wait(c.g.done);
@@ -324,7 +323,6 @@ class LayoutStep final : public StepModel {
   std::vector<const RankGpus*> m_ranks;
   LinkModule& m_link;
   LayoutStats& m_stats;
-  std::uint64_t& m_on_fewer_sms;
   bool m_peer_fabric = false;
   std::vector<bool> m_stage_busy;
   std::vector<sc_core::sc_event> m_stage_free;
@@ -337,14 +335,14 @@ std::unique_ptr<StepRun> LayoutStep::Run::stage(int s) {
 }  // namespace
 
 std::unique_ptr<StepModel> make_tp_step(const RunSpec& spec, const RankGpus& rank,
-                                        std::uint64_t& on_fewer_sms) {
-  return std::make_unique<TpStep>(spec, rank, on_fewer_sms);
+                                        LayoutStats& stats) {
+  return std::make_unique<TpStep>(spec, rank, stats);
 }
 
 std::unique_ptr<StepModel> make_layout_step(const RunSpec& spec, const ReplicaLayout& L,
                                             std::vector<const RankGpus*> ranks, LinkModule& link,
-                                            LayoutStats& stats, std::uint64_t& on_fewer_sms) {
-  return std::make_unique<LayoutStep>(spec, L, std::move(ranks), link, stats, on_fewer_sms);
+                                            LayoutStats& stats) {
+  return std::make_unique<LayoutStep>(spec, L, std::move(ranks), link, stats);
 }
 
 std::vector<std::pair<std::string, double>> layout_figures(const LayoutStats& ls,

@@ -53,6 +53,8 @@ struct LayoutStats {
   double group_steps = 0;           // group steps
   double max_rank_tokens = 0;       // Σ over group steps of the busiest rank's tokens
   double lockstep_max_tokens = 0;   // Σ over group steps of busiest x ranks in the group
+  // Compute steps started on a GPU while one of its copy kernels held SMs (issue 13).
+  std::uint64_t steps_on_fewer_sms = 0;
   // The ranks' KV-store hit rates, lowest and highest (NaN: no rank looked anything up); the
   // engine sets them from its stores at the end of the run.
   double rank_hit_rate_min = std::numeric_limits<double>::quiet_NaN();
@@ -100,12 +102,12 @@ class StepModel {
   virtual int concurrent_batches() const { return 1; }
 };
 
-// `on_fewer_sms`: counts steps started while a copy kernel held SMs.
+// `stats.steps_on_fewer_sms` counts steps started while a copy kernel held SMs.
 std::unique_ptr<StepModel> make_tp_step(const RunSpec& spec, const RankGpus& rank,
-                                        std::uint64_t& on_fewer_sms);
+                                        LayoutStats& stats);
 // `L`: the group's layout (dp = its ranks); `ranks`: its ranks' GPUs in group order.
 std::unique_ptr<StepModel> make_layout_step(const RunSpec& spec, const ReplicaLayout& L,
                                             std::vector<const RankGpus*> ranks, LinkModule& link,
-                                            LayoutStats& stats, std::uint64_t& on_fewer_sms);
+                                            LayoutStats& stats);
 
 }  // namespace kappasim
