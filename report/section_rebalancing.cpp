@@ -30,6 +30,7 @@
 #include "core/table.hpp"
 #include "core/units.hpp"
 #include "models/design/design_emit.hpp"
+#include "models/design/host_bound.hpp"
 #include "report/format.hpp"
 #include "report/replicates.hpp"
 #include "report/sections.hpp"
@@ -154,7 +155,11 @@ std::string analytic_rebalance(const ResultsTable& t, const FigureFolder& fig) {
     const auto k = split(he);
     md << "- host " << k[0] << ", link " << k[1] << ": " << fmt_num(g) << "×";
     if (g < 1.01)
-      md << (stock_bound[he] > 0
+      md << (stock_bound[he] == static_cast<double>(LinkBinding::ReadTags)
+                 ? " (no re-split beats the stock die: its zero-copy loads are capped by its PCIe "
+                   "requester's read tags, which a split scales with its PHY, and a wider PHY "
+                   "behind the same host share gains nothing)"
+             : stock_bound[he] > 0
                  ? " (no re-split beats the stock die: its link is already capped by the host side)"
                  : " (no re-split within the budgets beats the stock die: more PHY costs more area "
                    "or power than the compute it displaces is worth)");
@@ -797,8 +802,10 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
            regime_brief(load_sweep, configurations(load, {"design", "workload"})) +
                "; tiers sized to each host, catalogues that fit them",
            path == "kernel"
-               ? "conditional on the outstanding-read limits (a wider PHY with the same read tags "
-                 "loads no faster: read tags and round trip assumed, docs/pcie-model.md)"
+               ? "conditional on the design's PCIe requester keeping the base die's read tags per "
+                 "B/s of PHY (assumed, docs/design-model.md; with the base die's tags a wider PHY "
+                 "loads no faster) and on the tags and round trip themselves (assumed, "
+                 "docs/pcie-model.md)"
                : "the stack's per-(layer, chunk) software (measured costs, "
                  "docs/serving-stacks.md), "
                  "which binds whatever the die",
@@ -806,9 +813,11 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
                             : "layer-wise (the paper's testbed)"});
   }
   md << "\nThe analytic search stays the cheap way to scan the grid; the simulated rows above "
-     << "decide, and where a mechanism line names the link's read tags, widening the PHY alone "
-     << "cannot pay: the requester's outstanding reads must grow with it (or the load path use "
-     << "larger reads).\n\n";
+     << "decide. Every split's PCIe requester keeps the base die's read tags per B/s of PHY "
+     << "(docs/design-model.md, \"The requester's read tags\"), in the design model and in the "
+     << "emitted hardware alike: a wider PHY with the base die's tags would load no faster, so "
+     << "the requester's outstanding reads must grow with it (or the load path use larger "
+     << "reads).\n\n";
   return md.str();
 }
 

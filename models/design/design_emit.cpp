@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "models/design/host_bound.hpp"
 
 namespace kappasim {
 
@@ -165,6 +166,13 @@ EmittedDesign emit_design(const DesignCoefficients& c, const DesignSplit& s,
                                      "both ends: 2 x the coefficients' GPU-end " +
                                          num(c.link_energy_per_byte_J / 8.0 * 1e12) +
                                          " pJ/bit (as presets/links/pcie5.yaml counts the link)"));
+  const DesignRequester rq = design_requester(d.link_Bps, c.host_link_Bps);
+  link.set("max_outstanding_reads",
+           derived(num(rq.tags),
+                   "the base die's read tags per B/s of PHY: pcie5's tags x the design's PHY " +
+                       num(d.link_Bps) + " / the base PHY " + num(c.host_link_Bps) +
+                       " B/s, at least pcie5's own and at most 16384 (PCIe 6.0 flit mode's "
+                       "14-bit tags; docs/design-model.md, \"The requester's read tags\")"));
   if (host == "gb200" || host == "unlimited") {
     if (o.gpus < 1) throw InputError("design emit: --gpus must be at least 1");
     const bool grace = host == "gb200";

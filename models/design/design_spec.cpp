@@ -145,6 +145,7 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
   e.link = spec.host.unlimited
                ? unlimited_host(e.hw.link_Bps)
                : host_bound(spec.host.system, spec.tp, e.hw.link_Bps, spec.host.root_port_Bps);
+  cap_by_requester(e.link, spec.design.coefficients.host_link_Bps);
   q.bandwidth_override = e.link.effective_Bps;
   e.kappa = evaluate_kappa(spec.model, sys, q);
   const double b_gpu = e.kappa.b_kv_gpu;

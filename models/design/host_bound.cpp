@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "interconnects/flow_network.hpp"
+#include "interconnects/link_spec.hpp"
+#include "interconnects/pcie_protocol.hpp"
 #include "systems/topology.hpp"
 
 namespace kappasim {
@@ -96,6 +99,32 @@ Solved solve(const Topology& t, int tp, double phy_Bps, std::optional<double> ro
 }
 
 }  // namespace
+
+DesignRequester design_requester(double phy_Bps, double base_phy_Bps) {
+  // The link design_emit writes: presets/links/pcie5.yaml with its lanes and rate changed, which
+  // change neither the round trip nor the request sizes nor the tags.
+  static const PcieProtocol p = PcieProtocol::from(
+      read_preset_config<LinkSpec>(ConfigNode::make_scalar("pcie5"), "link", "pcie5"), "pcie5");
+  if (!(base_phy_Bps > 0))
+    throw InputError("design: the base die's host_link_bandwidth must be greater than zero");
+  const double rtt = p.round_trip_latency_s;
+  DesignRequester r;
+  r.tags = std::min(kMaxReadTags,
+                    std::max(p.max_outstanding_reads,
+                             std::round(p.max_outstanding_reads * phy_Bps / base_phy_Bps)));
+  r.sm_ceiling_Bps = r.tags * request_bytes(p, PcieOp::SmRead) / rtt;
+  r.dma_ceiling_Bps = r.tags * request_bytes(p, PcieOp::DmaRead) / rtt;
+  return r;
+}
+
+void cap_by_requester(HostBound& h, double base_phy_Bps) {
+  const DesignRequester r = design_requester(h.phy_Bps, base_phy_Bps);
+  h.read_tags = r.tags;
+  if (r.sm_ceiling_Bps < h.effective_Bps) {  // per GPU: nothing shared
+    h.effective_Bps = r.sm_ceiling_Bps;
+    h.binding = LinkBinding::ReadTags;
+  }
+}
 
 HostBound unlimited_host(double phy_Bps) {
   HostBound h;

@@ -14,6 +14,7 @@
 //         = 686.63 W
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +88,8 @@ TEST(DesignEmit, EmittedPresetReproducesTheDesignModelByHand) {
   expect_rel(l.system.host_link.per_direction_bandwidth(), BW);
   EXPECT_EQ(l.system.host_link.lanes, 16);
   EXPECT_EQ(l.system.gpus_sharing_host_link, 1);
+  // The requester keeps the base die's tags per B/s of PHY: 768 x BW / kBw0, rounded.
+  EXPECT_EQ(*l.system.host_link.max_outstanding_reads, std::round(768 * BW / kBw0));
   expect_rel(l.buffer.capacity_bytes, S);
   EXPECT_EQ(l.buffer.kind, KvBufferKind::Sram);
   expect_rel(*l.buffer.bandwidth_Bps, kSramBw);
@@ -113,6 +116,7 @@ TEST(DesignEmit, BaselineSplitIsTheStockH100) {
   expect_rel(l.gpu.peak_flops.at("bf16"), 989e12);
   // PCIe 5.0 x16: 16 x 32 GT/s x 128/130 / 8
   expect_rel(l.system.host_link.per_direction_bandwidth(), 16 * 32e9 * 128.0 / 130.0 / 8, 1e-8);
+  EXPECT_EQ(*l.system.host_link.max_outstanding_reads, 768);  // pcie5's own
   EXPECT_EQ(l.buffer.capacity_bytes, 0);
   EXPECT_EQ(l.gpu.sm_count, 132);
   EXPECT_NEAR(l.gpu.tdp_w, 700, 1e-6);

@@ -183,7 +183,8 @@ const char* kNqa =
 
 TEST(DesignHost, BaselinePhyAboveTheDgxShareIsCappedAtIt) {
   // Default host: the coefficients' host_system (DGX H100). The baseline PHY, 63.02 GB/s, is above
-  // the 56.32 GB/s DRAM share: the host binds.
+  // the 56.32 GB/s DRAM share, and the base die's requester is below both: 768 tags x 64 B SM
+  // reads / 1 us round trip = 49.152 GB/s (presets/links/pcie5.yaml) binds.
   const DesignCoefficients c = h100();
   EXPECT_EQ(c.host_system, "dgx-h100");
   const DesignEvalSpec spec = read_design_eval(
@@ -194,11 +195,41 @@ TEST(DesignHost, BaselinePhyAboveTheDgxShareIsCappedAtIt) {
   const DesignEvaluation e = evaluate_design(spec, 1);
   EXPECT_NEAR(e.link.phy_Bps / 1e9, 63.015, 0.01);
   EXPECT_NEAR(kDgxPerGpu / 1e9, 56.32, 1e-9);
-  expect_rel(e.link.effective_Bps, kDgxPerGpu, 1e-12);
+  const double tags = 768 * 64 / 1e-6;
+  expect_rel(e.link.effective_Bps, tags, 1e-12);
   expect_rel(e.link.host_share_Bps, kDgxPerGpu, 1e-12);
-  EXPECT_EQ(e.link.binding, LinkBinding::HostDram);
+  EXPECT_EQ(e.link.binding, LinkBinding::ReadTags);
+  EXPECT_EQ(e.link.read_tags, 768);
   // κ_crit follows the effective bandwidth, not the PHY.
-  expect_rel(e.kappa.kappa_crit, e.kappa.kappa_m * kDgxPerGpu / e.hw.compute_flops, 1e-12);
+  expect_rel(e.kappa.kappa_crit, e.kappa.kappa_m * tags / e.hw.compute_flops, 1e-12);
+}
+
+TEST(DesignHost, TheRequesterKeepsTheBaseDiesTagsPerPhyBandwidth) {
+  // presets/links/pcie5.yaml: 768 tags, 1 us round trip, 64 B SM reads, 512 B DMA requests;
+  // the base PHY of h100-4n: 16 x 32 GT/s x 128/130 / 8 = 63.015 GB/s.
+  const double base = 16 * 32e9 * 128 / 130 / 8;
+  DesignRequester r = design_requester(base, base);
+  EXPECT_EQ(r.tags, 768);
+  expect_rel(r.sm_ceiling_Bps, 49.152e9, 1e-12);
+  expect_rel(r.dma_ceiling_Bps, 393.216e9, 1e-12);
+  // 3.518x the PHY (the GB200 study's power split at 10% link): 768 x 3.518 = 2701.8 -> 2702.
+  r = design_requester(221.6867e9, base);
+  EXPECT_EQ(r.tags, 2702);
+  expect_rel(r.sm_ceiling_Bps, 2702 * 64 / 1e-6, 1e-12);
+  // Never fewer than the link's own; at most PCIe 6.0 flit mode's 14-bit tags.
+  EXPECT_EQ(design_requester(base / 4, base).tags, 768);
+  EXPECT_EQ(design_requester(10 * base, base).tags, 7680);
+  EXPECT_EQ(design_requester(30 * base, base).tags, 16384);
+  // A PHY below the ceiling is not capped; above it the tags bind.
+  HostBound h = unlimited_host(40e9);
+  cap_by_requester(h, base);
+  EXPECT_EQ(h.effective_Bps, 40e9);
+  EXPECT_EQ(h.binding, LinkBinding::Phy);
+  h = unlimited_host(30 * base);
+  cap_by_requester(h, base);
+  expect_rel(h.effective_Bps, 16384 * 64 / 1e-6, 1e-12);
+  EXPECT_EQ(h.binding, LinkBinding::ReadTags);
+  EXPECT_THROW(design_requester(base, 0), InputError);
 }
 
 TEST(DesignHost, PhyBelowTheShareBinds) {
@@ -261,8 +292,14 @@ TEST(DesignHost, UnlimitedIsTheDieOnlyView) {
   const DesignEvaluation e =
       evaluate_design(read_design_eval(cfg(std::string(kNqa) + "host: unlimited\n")), 1);
   EXPECT_TRUE(e.link.unlimited);
-  expect_rel(e.link.effective_Bps, 0.1 * kMovArea * kRhoL, 1e-12);
-  EXPECT_EQ(e.link.effective_Bps, e.link.phy_Bps);
+  // No host bound; the requester keeps the base die's 768 tags per 63.015 GB/s of PHY, so its
+  // 64 B zero-copy reads reach 768 x 64 / 1 us / 63.015 GB/s = 78% of the PHY.
+  const double phy = 0.1 * kMovArea * kRhoL;
+  expect_rel(e.link.phy_Bps, phy, 1e-12);
+  const double tags = std::round(768 * phy / (16 * 32e9 * 128 / 130 / 8));
+  EXPECT_EQ(e.link.read_tags, tags);
+  expect_rel(e.link.effective_Bps, tags * 64 / 1e-6, 1e-12);
+  EXPECT_EQ(e.link.binding, LinkBinding::ReadTags);
   EXPECT_THROW(read_design_eval(cfg(std::string(kNqa) + "host: nope\n")), InputError);
   EXPECT_THROW(read_design_eval(cfg(std::string(kNqa) + "host: {unlimitd: true}\n")), InputError);
 }
