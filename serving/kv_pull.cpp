@@ -32,23 +32,18 @@ KvPull::~KvPull() = default;
 void KvPull::check_async(const RunSpec& spec, const LoadPathStrategy& path) {
   const ServingSpec& sv = spec.serving;
   if (sv.stack.load != StackLoad::Async) return;
-  std::string why;
+  // An async load is the copy engines' DMA copies running beside other requests' steps; a copy
+  // kernel would take the SMs of the steps it overlaps, and the layer-wise path interleaves its
+  // copies with the request's own forward: neither can run outside the steps.
   if (!path.loads_outside_steps() || path.copy_path() != CopyPath::Dma)
-    why = "serving.load_path " + std::string(sv.load_path.name) +
-          " (an async load is the copy engines' DMA copies: block_dma; a copy kernel would take "
-          "the SMs of the steps it overlaps, and the layer-wise path interleaves with compute)";
-  else if (sv.parallelism.beyond_tp())
-    why = "serving.parallelism (one TP rank without pipeline stages)";
-  else if (sv.tiers.enabled())
-    why = "serving.tiers (KV tiers below host DRAM)";
-  else if (sv.kv_buffer.enabled())
-    why = "serving.kv_buffer (a GPU-side KV buffer)";
-  else if (sv.recompute.mode != RecomputeMode::None)
-    why = "serving.recompute (partial recompute)";
-  if (!why.empty())
-    throw InputError("serving.stack.load: async loads (stack '" + sv.stack.name +
-                     "') are modelled for one TP rank's DMA loads from host DRAM; not with " + why +
-                     ". Use serving.stack.load: in_step, or change that setting");
+    throw InputError("serving.load_path: " + std::string(sv.load_path.name) +
+                     " cannot load "
+                     "outside the steps as stack '" +
+                     sv.stack.name +
+                     "' does (serving.stack.load: async; a copy kernel would take the SMs of the "
+                     "steps it overlaps, and the layer-wise path interleaves its copies with "
+                     "the request's forward). Use serving.load_path: block_dma, or "
+                     "serving.stack.load: in_step");
 }
 
 void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {

@@ -168,7 +168,7 @@ void StepGroup::steps() {
         // workers start the reads as the step that admitted them begins).
         for (Sequence* s : r->sched->take_pulls())
           sc_core::sc_spawn([this, r, s] {
-            m_env.pull.run(*r, s, [this, s] { load_async(m_env.ledger.at(s->req.id)); });
+            m_env.pull.run(*r, s, [this, r, s] { load_async(m_env.ledger.at(s->req.id), *r); });
           });
       }
       if (any && depth == 1) {  // one step at a time: in this process
@@ -532,21 +532,38 @@ void StepGroup::check_step(double start_s) {
 // ---- async loads (serving.stack.load: async) ----
 
 bool StepGroup::loads_async(const ServingSpec& sv, const RequestState& st) {
-  // The engine refused every other setting with an async stack (KvPull::check_async).
+  // The engine refused the settings an async load cannot take part in (KvPull::check_async).
   return sv.stack.load == StackLoad::Async && st.seq->cached_tokens > 0;
 }
 
-void StepGroup::load_async(RequestState& st) {
+void StepGroup::load_async(RequestState& st, const Rank& rank) {
   const ServingSpec& sv = m_env.spec.serving;
-  KvStore& store = *ranks.front()->store;
-  const LoadSplit ls = split_loads({st.seq.get()}, store.chunk_tokens(), sv.block_tokens, nullptr,
-                                   m_env.kv.hybrid ? &*m_env.kv.hybrid : nullptr);
+  const std::size_t n = ranks.size();
+  std::size_t ri = 0;
+  while (ri < n && ranks[ri] != &rank) ++ri;
+  if (ri == n) throw std::logic_error("an async load on a rank outside its step group");
+  // As a step's loads (StepGroup::execute) for this one request of rank ri: its lower-level hits'
+  // prefetches and levels, its buffer hits, its chunks over the host links. Only rank ri's GPUs
+  // copy (a lockstep group's other ranks hold none of its KV); under PP every stage's GPUs load
+  // their layers' share at once (GpuUnit::kv_share): the stages' workers start together.
+  KvStore& store = *ranks[ri]->store;
+  Context ctx(*this, stats.steps);
+  const std::vector<RequestState*> one{&st};
+  const double t0 = now_s();
+  store.begin_load(one, ctx.time);
+  const double waited = now_s() - t0;
+  const LoadSplit ls = split_loads({st.seq.get()}, store.chunk_tokens(), sv.block_tokens,
+                                   store.buffer(), m_env.kv.hybrid ? &*m_env.kv.hybrid : nullptr);
   st.link_tokens = ls.seq_link_tokens.at(0);
   if (!ls.seq_link_state.empty()) st.link_state_tokens = ls.seq_link_state.at(0);
-  Context ctx(*this, stats.steps);
-  ctx.link_tokens.assign(ranks.size(), ls.link_tokens);
+  if (store.buffer()) st.buffer_tokens = ls.seq_buffer_tokens.at(0);
+  ctx.link_tokens.assign(n, 0);
+  ctx.buffer_tokens.assign(n, 0);
+  ctx.link_tokens[ri] = ls.link_tokens;
+  ctx.buffer_tokens[ri] = ls.buffer_tokens;
   hybrid_load(ctx, ls);
-  st.load_s = m_env.load_path.run(ctx, ls, 1, StepTime{});
+  st.load_s = waited + m_env.load_path.run(ctx, ls, 1, StepTime{});
+  store.end_load(one);
   if (ctx.bounds.total() > 0) st.load_bounds = ctx.bounds;
 }
 

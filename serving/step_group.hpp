@@ -82,10 +82,11 @@ class StepGroup {
             double gpu_share);
   ~StepGroup();
   void steps();  // the group's process: the engine core
-  // serving.stack.load: async: request st's cached KV loaded from the tier outside the steps by
-  // the load path strategy (its CPU costs and copies, no compute), with its load time, link tokens
-  // and bounds in st and its bytes in the group's figures; the steps' breakdowns untouched.
-  void load_async(RequestState& st);
+  // serving.stack.load: async: request st's cached KV loaded from rank's KV store outside the
+  // steps by the load path strategy (its CPU costs and copies, no compute), with its load time,
+  // link tokens and bounds in st and its bytes in the group's figures; the steps' breakdowns
+  // untouched.
+  void load_async(RequestState& st, const Rank& rank);
   // Whether the engine loads st's cached KV that way: the stack loads async and st has some
   // (the engine refuses the settings an async load cannot take part in: KvPull::check_async).
   static bool loads_async(const ServingSpec& sv, const RequestState& st);

@@ -219,21 +219,54 @@ TEST(ServingEngine, AnAsyncLoadOverlapsAnotherRequestsStep) {
   EXPECT_NEAR(b.ttft_s, s1 + s2 + s3 - 1e-3, 1e-6 * (s1 + s2 + s3));
 }
 
-// Async loads are modelled for one TP rank's DMA loads from host DRAM: another load path or a
-// setting that would take part in the load is refused, naming the key.
-TEST(ServingEngine, AnAsyncLoadWithAGpuSideBufferIsRefused) {
-  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
-                                "tp: 1, warm_tier: true, store: none, load_path: block_dma, "
-                                "kv_buffer: {capacity: 1 GB}}\n");
+// An async load is the copy engines' DMA copies outside the steps: a copy kernel cannot run
+// beside the steps it would take SMs from, so the kernel path with an async stack is refused,
+// naming the key.
+TEST(ServingEngine, AnAsyncLoadByACopyKernelIsRefused) {
+  // An LMCache-family stack told to load asynchronously (the native family has no kernel path:
+  // the config already refuses it there).
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) +
+                                "serving: {stack: {family: lmcache, load: async}, tp: 1, "
+                                "warm_tier: true, store: none, load_path: kernel}\n");
   VectorSource src({request(1, 0, 4096, 128)});
   try {
     run_serving(spec, src, EngineSinks{});
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("serving.stack.load: async"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("serving.load_path: kernel"), std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("serving.kv_buffer"), std::string::npos) << e.what();
   }
+}
+
+// Async loads on DP-attention ranks: each rank's worker loads its own requests' KV over its own
+// GPU's link. Two requests at t = 0 go to the two ranks (vLLM's DP balancer: the second sees one
+// waiting on rank 0) and load at once, each in the lone request's time (two GPUs of one socket
+// draw 2 x 54 GB/s of its 225 GB/s: nothing shared binds).
+TEST(ServingEngine, AsyncLoadsOfDpRanksRunOnTheirOwnGpus) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma, "
+                                "parallelism: {dp_attention: 2}}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T, 1), request(2, 0, K, T, 2)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / rate;
+  for (const RequestRecord& r : o.recs) EXPECT_NEAR(r.load_s, load, tol(load)) << r.id;
+}
+
+// Async loads under PP: every stage's GPU loads its own layers' share at once (stage workers
+// start together), so a request's load moves half of Llama-3.1-8B's 32 layers per GPU (16 each)
+// in as many block copies (each half as large).
+TEST(ServingEngine, AnAsyncLoadUnderPipelineStagesLoadsEachStagesLayers) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma, "
+                                "parallelism: {pp: 2}}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / 2 / rate;
+  EXPECT_NEAR(o.recs[0].load_s, load, tol(load));
 }
 
 // Two isolated requests (100 s apart): one whose load outlasts its compute, one the other way
