@@ -9,6 +9,11 @@ namespace kappasim {
 
 namespace {
 
+// vLLM's MoE routing kernels (fused_topk's ops.topk_softmax, ops.moe_align_block_size) write per
+// token-expert pair an FP32 weight, an INT32 expert id and an INT32 source row; ids are INT32.
+constexpr double kIndexBytes = 4;
+constexpr double kRoutingPairBytes = 4 + 2 * kIndexBytes;
+
 // ceil that forgives the rounding error of a quotient that should be whole.
 double ceil_q(double x) { return std::ceil(x - 1e-9); }
 
@@ -245,12 +250,20 @@ void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
     const double touched = expected_experts_touched(T, p.experts_per_token, E);
     // Router: replicated on every GPU (vLLM ReplicatedLinear).
     out.push_back(gemm("router", T, E, h, wb));
+    // Routing: vLLM's fused_topk runs one fused CUDA kernel (ops.topk_softmax: softmax, top-k
+    // and renormalisation over the T x E logits), writing each token-expert pair's FP32 weight,
+    // INT32 expert id and INT32 source row.
+    out.push_back(elementwise("moe_topk_softmax", T * E * ab + rows * kRoutingPairBytes));
     Kernel gu = gemm("experts_gate_up", rows, 2 * I, h, wb, touched);
     Kernel dn = gemm("experts_down", rows, h, I, wb, touched);
     for (Kernel* k : {&gu, &dn}) {
       k->moe_tokens = T;
       k->moe_experts = E;
     }
+    // fused_experts sorts the pairs by expert and pads each expert's rows to BLOCK_SIZE_M
+    // (ops.moe_align_block_size) before the first grouped GEMM: it reads the INT32 expert ids and
+    // writes the sorted row ids (the padding entries, at most E·(BLOCK_SIZE_M − 1), left out).
+    out.push_back(elementwise("experts_align_block_size", rows * 2 * kIndexBytes));
     out.push_back(std::move(gu));
     out.push_back(elementwise("experts_silu_and_mul", 3 * rows * I * ab));
     out.push_back(std::move(dn));

@@ -252,6 +252,34 @@ TEST(KernelTiming, MoeReadsTheExpertsItTouches) {
   }
 }
 
+// Issue 20: before its grouped GEMMs vLLM runs two routing kernels per MoE layer: fused_topk's
+// ops.topk_softmax over the router logits, then ops.moe_align_block_size, which sorts the
+// token-expert pairs by expert. Both move few bytes: each costs about its launch.
+TEST(KernelTiming, MoeRoutingKernelsPrecedeTheGroupedGemms) {
+  const ModelSpec m = model("qwen3-235b-a22b");  // 128 experts, top-8, hidden 4096
+  const auto ks = layer_kernels(m, 10, 100, 0, 1, DType::Bf16);
+  // 100 tokens: reads 100 x 128 BF16 logits (25,600 B); writes 800 pairs x (4 B FP32 weight +
+  // 4 B expert id + 4 B source row) = 9,600 B.
+  EXPECT_DOUBLE_EQ(find(ks, "moe_topk_softmax").hbm_bytes, 25600.0 + 9600.0);
+  // Reads the 800 INT32 expert ids, writes 800 INT32 sorted row ids: 6,400 B.
+  EXPECT_DOUBLE_EQ(find(ks, "experts_align_block_size").hbm_bytes, 6400.0);
+  // Order: router, top-k, align, then the grouped gate_up.
+  std::vector<std::string> names;
+  for (const Kernel& k : ks) names.push_back(k.name);
+  const auto at = [&](const std::string& n) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == n) return i;
+    return names.size();
+  };
+  EXPECT_EQ(at("moe_topk_softmax"), at("router") + 1);
+  EXPECT_EQ(at("experts_align_block_size"), at("moe_topk_softmax") + 1);
+  EXPECT_EQ(at("experts_gate_up"), at("experts_align_block_size") + 1);
+  // On the round-number GPU (3 TB/s at 0.9) the align kernel is launch-bound:
+  // 6,400 B / 2.7e12 B/s = 2.37 ns + the 2 us launch.
+  const KernelTime t = kernel_time(find(ks, "experts_align_block_size"), test_gpu(), "bf16");
+  EXPECT_NEAR(t.time_s, 2e-6 + 6400.0 / 2.7e12, 1e-15);
+}
+
 // Issue 20: vLLM's fused MoE kernel pads each expert's rows to its BLOCK_SIZE_M, which
 // get_default_config picks by the step's token count M against the expert count E (M <= E:
 // 16 × 32 blocks; else 64 × 64), not to a fixed 128-row GEMM tile.
@@ -449,8 +477,9 @@ TEST(KernelTiming, KernelsPerLayer) {
   // Dense GQA: norm, qkv, rotary, KV write, attention, o_proj, norm, gate_up, act, down.
   EXPECT_EQ(layer_kernels(model("llama-3.1-8b"), 0, 100, 0, 1, DType::Bf16).size(), 10u);
   EXPECT_EQ(layer_kernels(model("llama-3.1-70b"), 0, 100, 0, 8, DType::Bf16).size(), 12u);
-  // Qwen3 MoE adds q/k norm and router, grouped gate_up, act, grouped down, moe_sum.
-  EXPECT_EQ(layer_kernels(model("qwen3-235b-a22b"), 5, 100, 0, 1, DType::Bf16).size(), 13u);
+  // Qwen3 MoE adds q/k norm and router, top-k softmax, align, grouped gate_up, act, grouped
+  // down, moe_sum.
+  EXPECT_EQ(layer_kernels(model("qwen3-235b-a22b"), 5, 100, 0, 1, DType::Bf16).size(), 15u);
 }
 
 TEST(KernelTiming, Llama8B100kPrefillOnH100MatchesMeasurement) {
