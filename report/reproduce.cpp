@@ -100,7 +100,8 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData kernel = sweeps.run("studies/pd-disagg.yaml");
     const SweepData layerwise = sweeps.run("studies/pd-disagg-layerwise.yaml");
     const SweepData handoff = sweeps.run("studies/pd-disagg-handoff.yaml");
-    rest += section_disagg(kernel, &layerwise, &conclusions, &handoff);
+    const SweepData node = sweeps.run("studies/pd-disagg-node.yaml");
+    rest += section_disagg(kernel, &layerwise, &conclusions, &handoff, &node);
   }
 
   std::ostringstream report;

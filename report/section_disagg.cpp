@@ -3,8 +3,8 @@
 // document QA, two models, the hand-off's descriptor posting cost at its measured value and at 0;
 // on both of the studies' baselines; and, on the kernel path, one model and workload under each
 // transfer-engine profile (cluster.handoff). Input: sweeps studies/pd-disagg, studies/pd-disagg-
-// layerwise and studies/pd-disagg-handoff. Output: Markdown (docs/disaggregation.md explains the
-// mechanism).
+// layerwise, studies/pd-disagg-handoff and studies/pd-disagg-node (one node over NVLink). Output:
+// Markdown (docs/disaggregation.md explains the mechanism).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -457,10 +457,69 @@ std::string layouts_part(const SweepData& study, ConclusionLog* log) {
   return md.str();
 }
 
+// ---- prefill and decode on one node (studies/pd-disagg-node) ----
+
+// The same TP 4 prefill and TP 4 decode pools on one DGX H100 (hand-off over NVLink) or on two
+// nodes (over the NICs), per transfer-engine profile: the pull, and whether the hand-off is most
+// of the TTFT p50 on each link.
+std::string node_part(const SweepData& study) {
+  const ResultsTable& t = study.table;
+  std::ostringstream md;
+  md << "#### Prefill and decode on one node\n\n"
+     << "Llama-3.1-70B (BF16) on document QA with a TP 4 prefill and a TP 4 decode engine, both "
+     << "on one DGX H100 (`cluster.nodes[].host`: the hand-off is a GPU-to-GPU copy over NVLink, "
+     << "450 GB/s per direction per GPU) or on two nodes (over the two GPUs' ConnectX-7 ports, "
+     << "50 GB/s), under each transfer-engine profile; NIXL's posting is assumed to cost the same "
+     << "per descriptor over NVLink (`cuda_ipc`) as over RDMA, the fast end of its range "
+     << "(docs/disaggregation.md). Sweep `studies/pd-disagg-node`.\n\n";
+  const auto configs = configurations(t, {"link", "handoff"});
+  md << regime_paragraph(study, configs);
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::map<std::string, std::vector<std::size_t>>> by;  // profile, link
+  std::vector<std::string> profiles;
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    const std::string link = t.get(r, "link"), h = t.get(r, "handoff");
+    if (!first_ok(t, cr)) {
+      rows.push_back({link, h, "failed: " + t.get(r, "error")});
+      continue;
+    }
+    if (std::find(profiles.begin(), profiles.end(), h) == profiles.end()) profiles.push_back(h);
+    by[h][link] = cr;
+    rows.push_back({link, h, interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+                    interval_cell(t, cr, "handoff_transfer_mean_s"),
+                    interval_cell(t, cr, "handoff_p50_s"), handoff_share(t, cr)});
+  }
+  md << markdown_table({"link", "transfer engine", "TTFT p50 (s)", "TTFT p99 (s)", "pull mean (s)",
+                        "hand-off p50 (s)", "hand-off / TTFT p50"},
+                       rows)
+     << "\nComputed, per profile: the pull over the NICs against NVLink, and the hand-off's "
+     << "share of the TTFT p50 on each link (" << kReplicateNote << "):\n";
+  for (const std::string& h : profiles) {
+    const auto& m = by[h];
+    const auto nv = m.find("nvlink"), nic = m.find("nic");
+    if (nv == m.end() || nic == m.end()) continue;
+    const double pn = mean_of(t, nic->second, "handoff_transfer_mean_s");
+    const double pv = mean_of(t, nv->second, "handoff_transfer_mean_s");
+    const double sn = handoff_share_of(t, nic->second), sv = handoff_share_of(t, nv->second);
+    const char* why = pn / pv < 1.5 ? " (posting binds on both links: NVLink does not shorten it)"
+                      : sn >= 0.5 && sv < 0.5 ? " (NVLink removes the hand-off bound)"
+                      : sv < 0.5 ? " (the hand-off bounds the first token on neither link)"
+                                 : " (the hand-off bounds the first token on both links)";
+    md << "- " << h << ": the pull takes " << fmt_num(pn / pv) << "× as long over the NICs as "
+       << "over NVLink; the hand-off is " << pct(sn) << " of the TTFT p50 across nodes and "
+       << pct(sv) << " on one node" << why << "; TTFT p50 "
+       << fmt_num(mean_of(t, nic->second, "ttft_p50_s")) << " s across nodes, "
+       << fmt_num(mean_of(t, nv->second, "ttft_p50_s")) << " s on one node.\n";
+  }
+  md << "\n";
+  return md.str();
+}
+
 }  // namespace
 
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, ConclusionLog* log,
-                           const SweepData* handoff) {
+                           const SweepData* handoff, const SweepData* node) {
   std::ostringstream md;
   md << "### 8.9 Prefill/decode disaggregation under KV offloading\n\n"
      << "P/D disaggregation assumes prefill is compute-bound; with KV offloading most of a "
@@ -477,9 +536,11 @@ std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, 
   md << part(kernel, "kernel path", log);
   if (layerwise) md << part(*layerwise, "layer-wise path", log);
   if (handoff) md << handoff_part(*handoff, log) << layouts_part(*handoff, log);
+  if (node) md << node_part(*node);
   md << "\nWhat this does not model: the network between the nodes (the two GPUs' NIC ports and "
-     << "HBM bound the pull; each node's fabric is solved on its own), hand-offs within a node "
-     << "over NVLink, "
+     << "HBM bound the pull; each node's fabric is solved on its own), "
+     << (node ? "the CPU cores two engines on one host share, "
+              : "hand-offs within a node over NVLink, ")
      << (handoff ? "layer-wise sending during the prefill (Mooncake's and LMCache's layer-wise "
                    "modes), LMCache's P/D buffer copies, "
                  : "the other transfer engines' profiles (mooncake-te, lmcache-pd: `kappasim list "

@@ -119,8 +119,11 @@ std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr
 // studies/pd-disagg-layerwise): co-located against prefill/decode pools. `handoff` (sweep
 // studies/pd-disagg-handoff, may be null): the pools under each transfer-engine profile (column
 // `handoff`: a profile, or "profile/variant" for one of its assumptions at its other end).
+// `node` (sweep studies/pd-disagg-node, may be null): the same pools on one node (hand-off over
+// NVLink) and on two (over the NICs), per profile (columns `link`, `handoff`).
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise = nullptr,
-                           ConclusionLog* log = nullptr, const SweepData* handoff = nullptr);
+                           ConclusionLog* log = nullptr, const SweepData* handoff = nullptr,
+                           const SweepData* node = nullptr);
 
 }  // namespace kappasim::report
 

@@ -59,6 +59,7 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
       n.name = m_spec.nodes[g].name + "_" + std::to_string(i);
       n.group = g;
       n.role = m_spec.nodes[g].role;
+      n.host = m_spec.node_host(g, i);
       n.queue = std::make_unique<NodeQueue>(n.name);
       m_nodes.push_back(std::move(n));
     }
@@ -102,14 +103,24 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
       es.on_pulled = [this](std::uint64_t id, double t0, double t1, double bytes) {
         pulled(id, t0, t1, bytes);
       };
-      // The pull's prefill side: the prefill node's GPUs send through their NIC ports.
+      // The pull's prefill side: the prefill node's GPUs send through their NIC ports, or over
+      // NVLink to the decode node's GPUs beside theirs on one host (in the prefill node's fabric
+      // the decode GPUs are the host's GPUs past the prefill engine's own).
       es.send_kv = [this](std::uint64_t id, const std::vector<double>& bytes, double cap) {
-        return m_nodes[m_handoffs.at(id).prefill_node].engine->send_kv(id, bytes, cap);
+        const Handoff& h = m_handoffs.at(id);
+        ServingEngine& p = *m_nodes[h.prefill_node].engine;
+        return p.send_kv(id, bytes, cap, h.nvlink ? p.layout().gpus : -1);
       };
-      // The re-shard's source: the prefill rank's layout (serving/handoff.hpp reshard_pieces).
-      es.source_layout = [this](std::uint64_t id) {
-        const ReplicaLayout& L = m_nodes[m_handoffs.at(id).prefill_node].engine->layout();
-        return KvRankLayout{L.tp, L.pp};
+      // The re-shard's source: the prefill rank's layout (serving/handoff.hpp reshard_pieces),
+      // and where it sits: on this host (over NVLink: in this node's fabric the prefill GPUs are
+      // the host's GPUs past this engine's own) or another (over the NICs).
+      es.source_layout = [this, i](std::uint64_t id) {
+        const Handoff& h = m_handoffs.at(id);
+        const ReplicaLayout& L = m_nodes[h.prefill_node].engine->layout();
+        HandoffSource s;
+        s.layout = KvRankLayout{L.tp, L.pp};
+        if (h.nvlink) s.nvlink_base = m_nodes[i].engine->layout().gpus;
+        return s;
       };
     }
     n.engine = std::make_unique<ServingEngine>(n.name.c_str(), m_spec.node_run_spec(n.group),
@@ -152,6 +163,7 @@ void Cluster::prefilled(const RequestRecord& rec, std::size_t node) {
   h.prefill_end_s = now_s();
   const std::size_t d = choose_among(m_decode, *m_decode_router, h.r);
   Node& n = m_nodes[d];
+  h.nvlink = !n.host.empty() && n.host == m_nodes[node].host;
   ++n.routed;
   ++m_group_routed[n.group];
   m_group_offered_kappa[n.group] += h.r.kappa_ratio();
@@ -190,6 +202,7 @@ void Cluster::decoded(const RequestRecord& rec, std::size_t node) {
   f.time.queue_s = std::max(0.0, f.ttft_s - f.time.sum());
   HandoffStats& st = m_handoff_stats;
   ++st.count;
+  st.nvlink += h.nvlink;
   st.bytes += h.bytes;
   st.wait_s += h.pull_start_s - h.prefill_end_s;
   st.transfer_s += h.pull_end_s - h.pull_start_s;
@@ -449,7 +462,10 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const std::string& k : disagg_stat_names()) {
     double v = nan;
-    if (k == "handoffs")
+    if (k == "handoffs_nvlink") {  // only where a prefill and a decode group share a host
+      if (!m_spec.handoff_within_node()) continue;
+      v = static_cast<double>(h.nvlink);
+    } else if (k == "handoffs")
       v = n;
     else if (k == "handoff_bytes_mean")
       v = n > 0 ? h.bytes / n : nan;

@@ -106,6 +106,7 @@ class Cluster : public sc_core::sc_module {
     std::string name;
     std::size_t group = 0;
     EngineRole role = EngineRole::Mixed;
+    std::string host;  // its physical host (ClusterRunSpec::node_host; empty: its own)
     std::unique_ptr<NodeQueue> queue;
     std::unique_ptr<ServingEngine> engine;
     std::uint64_t routed = 0;
@@ -116,10 +117,11 @@ class Cluster : public sc_core::sc_module {
     Request r;
     RequestRecord prefill;
     std::size_t prefill_node = 0;
+    bool nvlink = false;  // its decode node shares the prefill node's host: over NVLink
     double prefill_end_s = -1, pull_start_s = -1, pull_end_s = -1, bytes = 0;
   };
   struct HandoffStats {
-    std::uint64_t count = 0;
+    std::uint64_t count = 0, nvlink = 0;
     double bytes = 0, wait_s = 0, transfer_s = 0;
     QuantileSketch total_s;
   };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "interconnects/flow_network.hpp"
@@ -34,7 +35,82 @@ void NodeGroupSpec::validate(const std::string& path) const {
                      system.name + "'");
   system.gpu.peak(serving.compute_dtype);
   require_kv_dtype_support(system.gpu, serving.kv_dtype, p + "serving.kv_dtype");
+  if (!host.empty() && !valid_group_name(host))
+    throw InputError(p + "host: expected 1-64 characters of [A-Za-z0-9_], got \"" + host + "\"");
 }
+
+int NodeGroupSpec::node_gpus() const {
+  const ParallelismSpec& l = serving.parallelism;
+  if (!l.beyond_tp()) return serving.tp;
+  return (l.tp > 0 ? l.tp : serving.tp) * l.dp_attention * l.pp;
+}
+
+namespace {
+// P/D on one node (docs/disaggregation.md): the groups naming one host share its nodes. Each
+// engine's fabric is its own (one host's DRAM, sockets, PCIe and NIC ports, NVLink ports); a
+// decode engine touches none of the host's side (no tier lookups or stores: it pulls over
+// NVLink), so one prefill and any decode groups can share a host without any resource counted
+// twice. Refused: what would count a shared resource twice or cannot be a host.
+void validate_hosts(const std::vector<NodeGroupSpec>& nodes, const std::string& p) {
+  std::map<std::string, std::vector<std::size_t>> hosts;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (!nodes[i].host.empty()) hosts[nodes[i].host].push_back(i);
+  for (const auto& [h, gs] : hosts) {
+    const NodeGroupSpec& f = nodes[gs.front()];
+    const std::string fp = "cluster.nodes." + std::to_string(gs.front());
+    int gpus = 0, prefill = 0, decode = 0;
+    std::string sum;
+    for (std::size_t i : gs) {
+      const NodeGroupSpec& g = nodes[i];
+      const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
+      if (g.role == EngineRole::Mixed)
+        throw InputError(ip + "host: sharing host '" + h +
+                         "' is modelled for a P/D cluster's prefill and decode groups (role "
+                         "prefill or decode); group " +
+                         g.name + " is mixed");
+      if (g.count != f.count)
+        throw InputError(ip + "count: the groups on host '" + h +
+                         "' share its nodes, node i of each on host " + h + "_i: group " + g.name +
+                         " has " + std::to_string(g.count) + " nodes, group " + f.name + " (" + fp +
+                         ") " + std::to_string(f.count));
+      if (g.system.name != f.system.name)
+        throw InputError(ip + "system: the groups on host '" + h + "' share one system; group " +
+                         g.name + " names '" + g.system.name + "', group " + f.name + " (" + fp +
+                         ") '" + f.system.name + "'");
+      if (g.serving.parallelism.nodes > 1)
+        throw InputError(ip + "serving.parallelism.nodes: a group sharing host '" + h +
+                         "' serves each replica on one node of it; got " +
+                         std::to_string(g.serving.parallelism.nodes) + " nodes");
+      if (g.serving.link_fidelity != LinkFidelity::Flow)
+        throw InputError(ip + "serving.link_fidelity: a hand-off within host '" + h +
+                         "' is a GPU-to-GPU transfer over NVLink, which the flow back end "
+                         "carries; use link_fidelity: flow");
+      prefill += g.role == EngineRole::Prefill;
+      decode += g.role == EngineRole::Decode;
+      if (prefill > 1)
+        throw InputError(ip +
+                         "host: at most one prefill group per host: each engine's fabric "
+                         "holds the host's DRAM, CPU KV tier and PCIe switches whole, and "
+                         "two prefill engines would each count them (host '" +
+                         h + "')");
+      gpus += g.node_gpus();
+      sum += (sum.empty() ? "" : " + ") + g.name + " " + std::to_string(g.node_gpus());
+      if (gpus > g.system.gpus)
+        throw InputError(ip + "host: the GPUs of the groups on host '" + h + "' (" + sum + " = " +
+                         std::to_string(gpus) + ") exceed the " + std::to_string(g.system.gpus) +
+                         " GPUs of system '" + g.system.name + "'");
+    }
+    if (prefill > 0 && decode > 0 && !(f.system.gpu.nvlink_Bps.value_or(0) > 0))
+      throw InputError(p + fp +
+                       ".host: the KV hand-off between the prefill and decode groups on "
+                       "host '" +
+                       h + "' travels over NVLink, which GPU '" + f.system.gpu.name +
+                       "' of system '" + f.system.name +
+                       "' lacks (no system.gpu.nvlink_bandwidth); give the groups hosts of "
+                       "their own (the hand-off then crosses the NIC)");
+  }
+}
+}  // namespace
 
 void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
@@ -85,8 +161,11 @@ void ClusterRunSpec::validate(const std::string& path) const {
                      first->system.cxl_pool.name + "', whose switch has " +
                      std::to_string(first->system.cxl_pool.host_ports) +
                      " host ports (cxl_pool.host_ports)");
+  validate_hosts(nodes, p);
   if (!disaggregated()) return;
-  // P/D: prefill and decode groups, nothing mixed; every decode node pulls over its NIC.
+  // P/D: prefill and decode groups, nothing mixed; a decode node pulls over its NIC unless every
+  // prefill node shares its host with every decode node (docs/disaggregation.md: NVLink).
+  const bool nic = handoff_crosses_nodes();
   bool prefill = false, decode = false;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeGroupSpec& g = nodes[i];
@@ -98,12 +177,12 @@ void ClusterRunSpec::validate(const std::string& path) const {
                        "are not modelled");
     prefill = prefill || g.role == EngineRole::Prefill;
     decode = decode || g.role == EngineRole::Decode;
-    if (g.role == EngineRole::Decode && !(g.system.nic_Bps.value_or(0) > 0))
+    if (nic && g.role == EngineRole::Decode && !(g.system.nic_Bps.value_or(0) > 0))
       throw InputError(ip +
                        "system.nic_bandwidth: a decode node pulls the prompt's KV from its "
                        "prefill node over its NIC (GPUDirect RDMA); give the NIC bandwidth "
                        "per GPU (e.g. \"50 GB/s\" for ConnectX-7 400 Gb/s)");
-    if (g.role == EngineRole::Prefill && !(g.system.nic_Bps.value_or(0) > 0))
+    if (nic && g.role == EngineRole::Prefill && !(g.system.nic_Bps.value_or(0) > 0))
       throw InputError(ip +
                        "system.nic_bandwidth: the KV hand-off leaves a prefill node's GPUs "
                        "through their NIC (GPUDirect RDMA); a system without one cannot hand "
@@ -144,6 +223,32 @@ void ClusterRunSpec::validate(const std::string& path) const {
 bool ClusterRunSpec::disaggregated() const {
   for (const NodeGroupSpec& g : nodes)
     if (g.role != EngineRole::Mixed) return true;
+  return false;
+}
+
+std::string ClusterRunSpec::node_host(std::size_t g, int i) const {
+  const std::string& h = nodes.at(g).host;
+  return h.empty() ? std::string() : h + "_" + std::to_string(i);
+}
+
+bool ClusterRunSpec::handoff_crosses_nodes() const {
+  for (std::size_t a = 0; a < nodes.size(); ++a)
+    for (std::size_t b = 0; b < nodes.size(); ++b) {
+      if (nodes[a].role != EngineRole::Prefill || nodes[b].role != EngineRole::Decode) continue;
+      // Hosts of their own, different hosts, or several nodes on each (node i of one group
+      // may hand off to node j != i of the other).
+      if (nodes[a].host.empty() || nodes[a].host != nodes[b].host || nodes[a].count > 1)
+        return true;
+    }
+  return false;
+}
+
+bool ClusterRunSpec::handoff_within_node() const {
+  for (std::size_t a = 0; a < nodes.size(); ++a)
+    for (std::size_t b = 0; b < nodes.size(); ++b)
+      if (nodes[a].role == EngineRole::Prefill && nodes[b].role == EngineRole::Decode &&
+          !nodes[a].host.empty() && nodes[a].host == nodes[b].host)
+        return true;
   return false;
 }
 
@@ -236,8 +341,10 @@ ConfigNode write_cluster_config(const ClusterRunSpec& spec, const ProvenanceTabl
   copy.visit(w);
   ConfigNode list;
   list.kind = ConfigNode::Kind::Seq;
-  for (std::size_t i = 0; i < spec.nodes.size(); ++i)
+  for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
     list.items.push_back(write_config(spec.nodes[i], "cluster.nodes." + std::to_string(i), prov));
+    if (spec.nodes[i].host.empty()) list.items.back().erase("host");  // a host of its own
+  }
   out.find("cluster")->set("nodes", std::move(list));
   return out;
 }

@@ -46,6 +46,11 @@ struct NodeGroupSpec {
   // P/D disaggregation (docs/disaggregation.md): mixed (prefill and decode on one node, the
   // default), prefill or decode.
   EngineRole role = EngineRole::Mixed;
+  // P/D on one node (docs/disaggregation.md, "Prefill and decode on one node"): groups naming the
+  // same host share physical nodes, node i of each on host "<host>_<i>" (equal counts, one
+  // system); their GPUs together fit the system's. A hand-off between two nodes on one host
+  // travels over NVLink. Empty: the group's nodes are hosts of their own.
+  std::string host;
 
   template <class V>
   void visit(V& v) {
@@ -55,8 +60,13 @@ struct NodeGroupSpec {
     v.object("serving", serving, opt("each node's serving settings (vLLM + LMCache)"));
     v.choice("role", role, engine_role_names(),
              opt("mixed, prefill or decode (P/D disaggregation: docs/disaggregation.md)"));
+    v.text("host", host,
+           opt("P/D: the physical nodes this group shares with the other groups naming the same "
+               "host (node i of each on host <host>_<i>; hand-offs between them over NVLink)"));
   }
   void validate(const std::string& path) const;
+  // GPUs one node of the group takes on its host (serving.tp, or the layout's tp x dp x pp).
+  int node_gpus() const;
 };
 
 // The `cluster:` section without its node list (read by the visitor).
@@ -104,6 +114,13 @@ struct ClusterRunSpec {
   bool disaggregated() const;
   // The run config of node group g (trace off, check as the cluster's).
   RunSpec node_run_spec(std::size_t g) const;
+  // The physical host of node i of group g ("<host>_<i>"; empty: a host of its own).
+  std::string node_host(std::size_t g, int i) const;
+  // Whether some prefill node and some decode node sit on different hosts (so a hand-off may
+  // cross the NIC).
+  bool handoff_crosses_nodes() const;
+  // Whether some prefill node shares its host with a decode node (hand-offs over NVLink).
+  bool handoff_within_node() const;
 };
 
 // Reads a cluster config: InputError naming file:line:col (or the key) for any bad input.

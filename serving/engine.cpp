@@ -347,7 +347,7 @@ void ServingEngine::release_kv(std::uint64_t id) {
 
 std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id,
                                                   const std::vector<double>& gpu_bytes,
-                                                  double rate_cap_Bps) {
+                                                  double rate_cap_Bps, int nvlink_base) {
   for (auto& rank : m_ranks)
     if (rank->kv->holds(id)) {
       if (gpu_bytes.size() != rank->gpus->size())
@@ -365,8 +365,17 @@ std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id,
         c->rs.push_back(r);
         bytes += r.bytes;
       }
+      // On one host [A]: the sender's k-th sending GPU's bytes go to the host's GPU
+      // nvlink_base + k mod (the GPUs past this engine's), standing for the decode GPU reading
+      // them (the decode node's fabric places each piece exactly).
+      const int spare = m_spec.system.gpus - nvlink_base;
+      int sent = 0;
       for (TransferRequest& r : c->rs) {
         r.endpoint = Endpoint::Remote;  // HBM -> the GPU's NIC port out
+        if (nvlink_base >= 0) {         // HBM -> the GPU's NVLink port out
+          r.endpoint = Endpoint::PeerGpu;
+          r.endpoint_index = nvlink_base + (spare > 0 ? sent++ % spare : 0);
+        }
         r.rate_cap_Bps = rate_cap_Bps > 0 && bytes > 0 ? rate_cap_Bps * r.bytes / bytes : 0;
       }
       rank->gpus->issue(*c, std::vector<std::int64_t>(c->rs.size(), 1), CopyPath::Dma, 0);

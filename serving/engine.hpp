@@ -116,9 +116,10 @@ class ServingEngine : public sc_core::sc_module {
   // P/D, a Prefill engine: `gpu_bytes[k]` of request `id`'s KV leave GPU k of the rank holding
   // it through its NIC port (Endpoint::Remote, GPUDirect RDMA; the re-shard decides them,
   // serving/kv_pull), all together no faster than `rate_cap_Bps` (0: no cap); returns the
-  // started group.
+  // started group. `nvlink_base` >= 0: the decode GPUs share this host, past this engine's own
+  // from GPU nvlink_base; the bytes leave over NVLink (Endpoint::PeerGpu).
   std::shared_ptr<CopyGroup> send_kv(std::uint64_t id, const std::vector<double>& gpu_bytes,
-                                     double rate_cap_Bps);
+                                     double rate_cap_Bps, int nvlink_base = -1);
 
  private:
   // The parts, built in this order by the constructor.

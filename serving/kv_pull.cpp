@@ -76,7 +76,9 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
   const HandoffGeometry geo{m_spec.serving.block_tokens, m_spec.serving.chunk_tokens, m_layout.pp};
   double bytes = 0;
   if (tokens > 0) {
-    const KvRankLayout src = m_source_layout ? m_source_layout(s.req.id) : m_layout;
+    const HandoffSource from =
+        m_source_layout ? m_source_layout(s.req.id) : HandoffSource{m_layout, -1};
+    const KvRankLayout& src = from.layout;
     CopyGroup c;
     rank.gpus->plan_all(c.rs, static_cast<double>(tokens) * m_bkv_gpu, Direction::H2D,
                         CopyPath::Dma);
@@ -93,6 +95,23 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
     double cap = 0;  // the rank's posting bound, all GPUs together (0: none)
     for (const TransferRequest& r : c.rs)
       cap = r.rate_cap_Bps > 0 && cap >= 0 ? cap + r.rate_cap_Bps : -1;
+    if (from.nvlink_base >= 0) {
+      // On one host: each piece of the re-shard is a GPU-to-GPU copy over NVLink from the prefill
+      // GPU holding it into the decode GPU (Endpoint::PeerGpu: the sender's HBM and NVLink port
+      // out, the receiver's NVLink port in and HBM), under its share of its decode GPU's posting
+      // cap (the same descriptors, posted by the same worker thread).
+      std::vector<TransferRequest> per_gpu = std::move(c.rs);
+      c.rs.clear();
+      for (const ReshardPiece& pc : reshard_pieces(m_spec.model, src, m_layout)) {
+        const TransferRequest& d = per_gpu.at(static_cast<std::size_t>(pc.dst));
+        TransferRequest r = d;
+        r.endpoint = Endpoint::PeerGpu;
+        r.endpoint_index = from.nvlink_base + pc.src;
+        r.bytes = d.bytes * pc.fraction;
+        r.rate_cap_Bps = d.rate_cap_Bps * pc.fraction;
+        if (r.bytes > 0) c.rs.push_back(r);
+      }
+    }
     rank.gpus->issue(c, std::vector<std::int64_t>(c.rs.size(), 1), CopyPath::Dma, 0);
     // The same bytes leave the prefill GPUs holding them through their NIC ports, shared there
     // with their other traffic (other decode nodes' pulls, stores to a remote tier): the pull

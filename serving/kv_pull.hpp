@@ -22,6 +22,17 @@
 
 namespace kappasim {
 
+// The prefill rank a pull reads from: its KV layout, and whether it shares this engine's host
+// (docs/disaggregation.md, "Prefill and decode on one node"). nvlink_base < 0: another node, the
+// bytes cross both GPUs' NIC ports (Endpoint::Remote). Else the pull is GPU-to-GPU over NVLink:
+// in this engine's fabric, the prefill rank's GPU k is the host's GPU nvlink_base + k (a GPU
+// past this engine's own, standing for the prefill GPU: its HBM and NVLink port out carry only
+// this pull here; the prefill node's own fabric carries the same bytes out of the real ones).
+struct HandoffSource {
+  KvRankLayout layout;
+  int nvlink_base = -1;
+};
+
 class KvPull {
  public:
   // A pull of request `id`'s `bytes` ran from start_s to end_s (the prefill instance may then
@@ -35,9 +46,9 @@ class KvPull {
   // outside a cluster).
   using SendKv = std::function<std::shared_ptr<CopyGroup>(
       std::uint64_t id, const std::vector<double>& gpu_bytes, double rate_cap_Bps)>;
-  // How the prefill rank holding request `id` lays out its KV (the re-shard's source). Empty:
-  // as this engine's ranks do.
-  using SourceLayout = std::function<KvRankLayout(std::uint64_t id)>;
+  // How the prefill rank holding request `id` lays out its KV (the re-shard's source) and where
+  // it sits. Empty: as this engine's ranks do, on another node.
+  using SourceLayout = std::function<HandoffSource(std::uint64_t id)>;
   // `layout`: this engine's ranks' (tp, pp); `kv_bytes_per_token_gpu`: what one GPU of a rank
   // holds per token (its pipeline stage's share is GpuUnit::kv_share).
   KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff,

@@ -798,6 +798,7 @@ std::vector<StatDecl> make_summary() {
   // prefill to decode nodes, over the requests that decoded.
   // clang-format off
   add(disagg("handoffs", "requests", A::Count, "requests whose KV a decode node pulled from their prefill node"));
+  add(disagg("handoffs_nvlink", "requests", A::Count, "of the hand-offs, those over NVLink (decode node on the prefill node's host, cluster.nodes[].host); the rest crossed the NIC. Present only where a prefill and a decode group share a host"));
   add(disagg("handoff_bytes_mean", "B", A::Mean, "KV bytes pulled per hand-off (all GPUs of the decode rank)"));
   add(disagg("handoff_wait_mean_s", "s", A::Mean,
              "from the prefill's end to the pull's start: the decode node's queue, free blocks and step boundary"));

@@ -222,6 +222,62 @@ TEST(Disaggregation, EveryRequestFinishesOnceAndEveryHeldBlockIsReleased) {
   EXPECT_EQ(figure(f, "requests_completed"), 40);
 }
 
+// P/D on one node (docs/disaggregation.md, "Prefill and decode on one node"): one DGX H100 split
+// into prefill TP 4 (GPUs 0-3) and decode TP 4 (GPUs 4-7), `host: dgx` on both groups.
+ClusterRunSpec one_node_spec(const std::string& handoff) {
+  return read_config<ClusterRunSpec>(
+      parse_yaml("cluster:\n"
+                 "  router: round_robin\n" +
+                     handoff +
+                     "  nodes:\n"
+                     "    - {name: p, role: prefill, host: dgx, system: dgx-h100, serving: "
+                     "{" KAPPASIM_TEST_STACK "tp: 4, store: none}}\n"
+                     "    - {name: d, role: decode, host: dgx, system: dgx-h100, serving: "
+                     "{" KAPPASIM_TEST_STACK "tp: 4, store: none}}\n"
+                     "model: llama-3.1-70b\n"
+                     "workload: {type: sharegpt}\n"
+                     "check: true\n",
+                 "<test>"),
+      "");
+}
+
+// Hand: Llama-3.1-70B in BF16 at TP 4 keeps 80 layers x 2 KV heads x 128 x 2 (K, V) x 2 B =
+// 81,920 B per token per GPU; a 2,049-token prompt hands off 2,048 tokens: 167,772,160 B per GPU.
+// With nothing to post, each decode GPU reads its share from the prefill GPU at the same TP
+// position over NVLink (H100 SXM5: 450 GB/s per direction, presets/gpus): 0.3728 ms, plus the
+// profile's 0.40 ms fixed and one NVLink latency (2.8 us, the preset's): 0.7756 ms. The same
+// bytes over the 50 GB/s ConnectX-7 port take 3.355 ms (+ 0.40 ms).
+TEST(Disaggregation, OnOneNodeThePullRunsAtTheNvlinkPort) {
+  const ClusterRunSpec spec = one_node_spec("  handoff: {post_per_descriptor: 0 s}\n");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.40e-3 + 2.8e-6 + 2048 * 81920.0 / 450e9;
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_EQ(figure(f, "handoffs_nvlink"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 4 * 2048 * 81920.0, 1);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
+// At NIXL's measured posting cost NVLink does not help: each GPU posts 128 blocks x 80 layers x
+// 2 (K, V) = 20,480 descriptors at 6.7 ms / 1,785 = 76.9 ms (2.18 GB/s, far below the 450 GB/s
+// port): transfer = 0.40 ms + 76.9 ms, as over the NIC.
+TEST(Disaggregation, OnOneNodeTheMeasuredPostingCostStillBindsThePull) {
+  const ClusterRunSpec spec = one_node_spec("");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double transfer = 0.40e-3 + 20480 * (6.7e-3 / 1785);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 1e-3 * transfer);
+  EXPECT_EQ(figure(f, "handoffs_nvlink"), 1);
+}
+
+// Cross-node P/D reports no NVLink figure (its summary is as before the host key existed).
+TEST(Disaggregation, AcrossNodesThereIsNoNvlinkFigure) {
+  const ClusterRunSpec spec = pd_spec("  handoff: {post_per_descriptor: 0 s}\n");
+  VectorSource src({request(1, 0, 513, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  for (const auto& kv : f) EXPECT_NE(kv.first, "handoffs_nvlink");
+}
+
 }  // namespace
 }  // namespace disaggregation_test
 }  // namespace kappasim

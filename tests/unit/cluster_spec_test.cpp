@@ -216,6 +216,92 @@ TEST(ClusterSpec, PdBadInputsNameTheKey) {
   EXPECT_NE(error_of(bad).find("decode"), std::string::npos) << error_of(bad);
 }
 
+// P/D on one node (docs/disaggregation.md, "Prefill and decode on one node"): a prefill and a
+// decode group naming one host share its nodes; what cannot be a host, or would count a shared
+// resource twice, exits 2 naming the key.
+TEST(ClusterSpec, PdOnOneHostValidatesItsGpusAndItsLink) {
+  const auto on_host = [](const std::string& p, const std::string& d,
+                          const std::string& system = "dgx-h100") {
+    return "cluster:\n  nodes:\n"
+           "    - {name: p, role: prefill, host: dgx, system: " +
+           system + ", serving: {" + p +
+           "}}\n"
+           "    - {name: d, role: decode, host: dgx, system: " +
+           system + ", serving: {" + d +
+           "}}\n"
+           "model: llama-3.1-70b\nworkload: {type: sharegpt, requests: 10}\n";
+  };
+  // 4 + 4 of a DGX H100's 8 GPUs: accepted, every hand-off within the node.
+  const ClusterRunSpec s = parse(on_host("tp: 4", "tp: 4"));
+  EXPECT_EQ(s.nodes[0].host, "dgx");
+  EXPECT_EQ(s.node_host(1, 0), "dgx_0");
+  EXPECT_TRUE(s.handoff_within_node());
+  EXPECT_FALSE(s.handoff_crosses_nodes());
+  // The effective config keeps the key where given, and writes none where not (kPd).
+  EXPECT_EQ(parse(emit_yaml(write_cluster_config(s))).nodes[1].host, "dgx");
+  EXPECT_EQ(write_cluster_config(parse(kPd)).find("cluster")->find("nodes")->items[0].find("host"),
+            nullptr);
+  // 4 + 8 GPUs exceed the host's 8.
+  std::string e = error_of(on_host("tp: 4", "tp: 8"));
+  EXPECT_NE(e.find("cluster.nodes.1.host: the GPUs of the groups on host 'dgx' (p 4 + d 8 = 12) "
+                   "exceed the 8 GPUs of system 'dgx-h100'"),
+            std::string::npos)
+      << e;
+  // A layout counts its tp x dp x pp GPUs: TP 4 x PP 2 beside TP 4 is 12.
+  e = error_of(on_host("tp: 4", "tp: 4, parallelism: {pp: 2}"));
+  EXPECT_NE(e.find("cluster.nodes.1.host"), std::string::npos) << e;
+  // A hand-off over a link the system lacks: the L40S has no NVLink.
+  e = error_of(on_host("tp: 1", "tp: 1", "l40s"));
+  EXPECT_NE(e.find("cluster.nodes.0.host: the KV hand-off between the prefill and decode groups "
+                   "on host 'dgx' travels over NVLink, which GPU"),
+            std::string::npos)
+      << e;
+  // One host holds one prefill group (its DRAM, CPU tier and PCIe are each prefill engine's).
+  std::string two = on_host("tp: 2", "tp: 2");
+  two.replace(two.find("model:"), 0,
+              "    - {name: p2, role: prefill, host: dgx, system: dgx-h100, serving: {tp: 2}}\n");
+  e = error_of(two);
+  EXPECT_NE(e.find("cluster.nodes.2.host: at most one prefill group per host"), std::string::npos)
+      << e;
+  // The groups on a host share its nodes: equal counts, one system.
+  std::string cnt = on_host("tp: 4", "tp: 4");
+  cnt.replace(cnt.find("role: decode, host: dgx"), 23, "role: decode, count: 2, host: dgx");
+  e = error_of(cnt);
+  EXPECT_NE(e.find("cluster.nodes.1.count"), std::string::npos) << e;
+  std::string sys = on_host("tp: 4", "tp: 4");
+  sys.replace(sys.find("role: decode, host: dgx, system: dgx-h100"), 41,
+              "role: decode, host: dgx, system: h100");
+  e = error_of(sys);
+  EXPECT_NE(e.find("cluster.nodes.1.system: the groups on host 'dgx' share one system"),
+            std::string::npos)
+      << e;
+  // The hand-off on one host is a GPU-to-GPU transfer, which the packet back end does not carry.
+  e = error_of(on_host("tp: 4, link_fidelity: packet", "tp: 4"));
+  EXPECT_NE(e.find("cluster.nodes.0.serving.link_fidelity: a hand-off within host 'dgx'"),
+            std::string::npos)
+      << e;
+  // Mixed groups do not share hosts; a host name is a name.
+  std::string mixed = on_host("tp: 4", "tp: 4");
+  mixed.replace(mixed.find("role: prefill"), 13, "role: mixed");
+  mixed.replace(mixed.find("role: decode"), 12, "role: mixed");
+  e = error_of(mixed);
+  EXPECT_NE(e.find("cluster.nodes.0.host: sharing host 'dgx'"), std::string::npos) << e;
+  std::string name = on_host("tp: 4", "tp: 4");
+  name.replace(name.find("host: dgx"), 9, "host: d.x");
+  e = error_of(name);
+  EXPECT_NE(e.find("cluster.nodes.0.host: expected 1-64 characters"), std::string::npos) << e;
+  // Within the node only, neither group needs a NIC (the h100 preset gives none)...
+  EXPECT_EQ(error_of(on_host("tp: 4", "tp: 4", "h100")), "(no error)");
+  // ...but with two nodes per group, node 0's prefill may hand off to node 1's decode: the NIC.
+  std::string two_nodes = on_host("tp: 4", "tp: 4", "h100");
+  two_nodes.replace(two_nodes.find("role: prefill, host: dgx"), 24,
+                    "role: prefill, count: 2, host: dgx");
+  two_nodes.replace(two_nodes.find("role: decode, host: dgx"), 23,
+                    "role: decode, count: 2, host: dgx");
+  e = error_of(two_nodes);
+  EXPECT_NE(e.find("system.nic_bandwidth"), std::string::npos) << e;
+}
+
 // Descriptors one decode GPU posts: blocks x its layers x K/V regions, by hand.
 TEST(Handoff, DescriptorsAreBlocksTimesLayersTimesRegions) {
   const ClusterRunSpec s = parse(kPd);

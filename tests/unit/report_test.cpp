@@ -293,6 +293,49 @@ TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
   EXPECT_EQ(report::ConclusionLog().markdown(), "");  // nothing logged: no section at all
 }
 
+// 8.9's one-node part (studies/pd-disagg-node), by hand: nixl-vllm's pull 1.8 s on both links
+// (ratio 1: posting binds) and its hand-off 2.8 of 3.0 s (93.3%); the strided variant's pull 0.08 s
+// over the NICs and 0.01 s over NVLink (8x), its hand-off 0.12 of 0.2 s (60%) across nodes and
+// 0.01 of 0.15 s (6.67%) on one node: NVLink removes the hand-off bound.
+TEST(ReportSections, DisaggOneNodePartComparesTheLinksPerProfile) {
+  report::SweepData kernel;
+  kernel.name = "pd-disagg";
+  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  report::SweepData n;
+  n.name = "pd-disagg-node";
+  n.table.columns = {
+      "point", "link",       "handoff",    "replicate",     "status",
+      "error", "ttft_p50_s", "ttft_p99_s", "handoff_p50_s", "handoff_transfer_mean_s"};
+  int point = 0;
+  for (const auto& [link, handoff, p50, p99, ho, pull] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string,
+                              std::string>>{
+           {"nvlink", "nixl-vllm", "3.0", "7", "2.8", "1.8"},
+           {"nvlink", "nixl-vllm/strided", "0.15", "0.3", "0.01", "0.01"},
+           {"nic", "nixl-vllm", "3.0", "7", "2.8", "1.8"},
+           {"nic", "nixl-vllm/strided", "0.2", "0.4", "0.12", "0.08"}})
+    for (int rep = 0; rep < 2; ++rep)
+      n.table.rows.push_back({std::to_string(point++), link, handoff, std::to_string(rep), "ok", "",
+                              p50, p99, ho, pull});
+  const std::string md = report::section_disagg(kernel, nullptr, nullptr, nullptr, &n);
+  EXPECT_NE(md.find("#### Prefill and decode on one node"), std::string::npos) << md;
+  EXPECT_NE(md.find("- nixl-vllm: the pull takes 1× as long over the NICs as over NVLink; the "
+                    "hand-off is 93.3% of the TTFT p50 across nodes and 93.3% on one node "
+                    "(posting binds on both links: NVLink does not shorten it); TTFT p50 3 s "
+                    "across nodes, 3 s "
+                    "on one node."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find(
+          "- nixl-vllm/strided: the pull takes 8× as long over the NICs as over NVLink; "
+          "the hand-off is 60% of the TTFT p50 across nodes and 6.67% on one node "
+          "(NVLink removes the hand-off bound); TTFT p50 0.2 s across nodes, 0.15 s on one node."),
+      std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("hand-offs within a node over NVLink"), std::string::npos) << md;
+}
+
 // Issue 23 (8.9): the transfer-engine profiles. Co-located TTFT p99 2.0 and 2.2 s (mean 2.1).
 // nixl-vllm: 1P3D 5.0 / 5.4 (mean 5.2, 5.2 / 2.1 = 2.48x), 2P2D 6 (worse): best 1P3D, hand-off
 // p50 1.1 of TTFT p50 2.2 = 50%. mooncake-te: 2P2D 1.68 (0.8x; 1P3D 1.9 is worse), hand-off 0.05
