@@ -61,6 +61,14 @@ class KvPull {
   // serving.stack.load and the setting that would, for `path` (the configured load path's
   // strategy) or any other.
   static void check_async(const RunSpec& spec, const LoadPathStrategy& path);
+  // The prefill side of a pull (ServingEngine::send_kv): `gpu_bytes[k]` of a request's KV leave
+  // GPU k of `rank` through its NIC port (Endpoint::Remote, GPUDirect RDMA), or, with
+  // `nvlink_base` >= 0 (the decode GPUs share this host of `system_gpus`, past the sender's own
+  // from GPU nvlink_base), over NVLink (Endpoint::PeerGpu); all together no faster than
+  // `rate_cap_Bps` (0: no cap). Returns the started group.
+  static std::shared_ptr<CopyGroup> send(Rank& rank, int system_gpus,
+                                         const std::vector<double>& gpu_bytes, double rate_cap_Bps,
+                                         int nvlink_base);
 
   // Request s's load outside the steps on `rank` (`load_async`: the tier's, when not a decode
   // engine's pull).
