@@ -115,13 +115,11 @@ void validate_hosts(const std::vector<NodeGroupSpec>& nodes, const std::string& 
 void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
-  refuse_unservable_model(model, p);
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].serving.hybrid_kv())
-      throw InputError(p + "cluster.nodes." + std::to_string(i) +
-                       ".serving.kv_cache: hybrid is modelled for one engine (kappasim run, "
-                       "measure), not behind a cluster's router, whose estimates keep the "
-                       "unified accounting; use serving.kv_cache: unified");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
+    refuse_unservable_model(model, ip, nodes[i].serving.hybrid_kv());
+    refuse_hybrid_kv_settings(model, nodes[i].serving, nodes[i].system.gpus, ip);
+  }
   std::set<std::string> seen;
   for (const NodeGroupSpec& g : nodes)
     if (!seen.insert(g.name).second)
@@ -217,6 +215,26 @@ void ClusterRunSpec::validate(const std::string& path) const {
                        dtype_name(nodes[0].serving.kv_dtype) +
                        "; the P/D hand-off copies the prefill's KV bytes into the decode's "
                        "blocks and no connector converts them: give every group one kv_dtype");
+    // A hybrid cache keeps only the sliding layers' window and the linear layers' state: a
+    // unified decode cache would need tokens the prefill never kept.
+    if (g.serving.hybrid_kv() != nodes[0].serving.hybrid_kv())
+      throw InputError(ip + "serving.kv_cache: " + (g.serving.hybrid_kv() ? "hybrid" : "unified") +
+                       ", but group " + nodes[0].name + " (cluster.nodes.0) keeps a " +
+                       (nodes[0].serving.hybrid_kv() ? "hybrid" : "unified") +
+                       " KV cache; the P/D hand-off copies the prefill's blocks as they are: give "
+                       "every group one kv_cache");
+    // Hybrid KV: the re-shard splits a GPU's bytes between pipeline stages by layer count
+    // (reshard_pieces), which the model's mixed layer kinds make uneven.
+    const int pp = l.beyond_tp() ? l.pp : 1;
+    const ParallelismSpec& l0 = nodes[0].serving.parallelism;
+    if (g.serving.hybrid_kv() && pp != (l0.beyond_tp() ? l0.pp : 1))
+      throw InputError(ip + "serving.parallelism.pp: " + std::to_string(pp) + ", but group " +
+                       nodes[0].name + " (cluster.nodes.0) has " +
+                       std::to_string(l0.beyond_tp() ? l0.pp : 1) +
+                       " pipeline stages; with serving.kv_cache: hybrid the P/D re-shard between "
+                       "different stage splits is not modelled (it divides a GPU's bytes by "
+                       "layer count, and a hybrid model's layer kinds hold unequal bytes): give "
+                       "the pools one pp");
   }
 }
 
@@ -360,7 +378,9 @@ NodeModel make_node_model(const RunSpec& node) {
   n.gpu = node.system.gpu;
   n.tp = sv.tp;
   n.compute_dtype = sv.compute_dtype;
-  n.kv_bytes_per_token_gpu = kv_bytes_per_token_unified_per_gpu(node.model, sv.kv_dtype, sv.tp);
+  // Hybrid: a stored chunk's bytes per token (its sliding-window tail and state amortised over
+  // it, served_kv_store_per_gpu), what a pending load moves per token of a long prefix.
+  n.kv_bytes_per_token_gpu = served_kv_store_per_gpu(node.model, sv, sv.tp);
   n.cost = request_cost_model(node);  // the request-cost model (serving/request_cost)
   n.load_rate_Bps = n.cost.load_rate_Bps;
   n.overlap = load_path_costs(sv.load_path).per_layer;

@@ -64,9 +64,10 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   }
   make_gpus();
   make_ranks();
-  m_pull = std::make_unique<KvPull>(
-      m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff, KvRankLayout{m_layout.tp, m_layout.pp},
-      m_kv.unit_per_gpu, m_sinks.on_pulled, m_sinks.send_kv, m_sinks.source_layout, m_work);
+  m_pull = std::make_unique<KvPull>(m_ranks.size(), m_spec, m_sinks.role, m_sinks.handoff,
+                                    KvRankLayout{m_layout.tp, m_layout.pp}, m_kv.unit_per_gpu,
+                                    m_kv.hybrid, m_sinks.on_pulled, m_sinks.send_kv,
+                                    m_sinks.source_layout, m_work);
   std::vector<int> fabric_gpus;
   for (const auto& u : m_gpus) fabric_gpus.push_back(u->fabric);
   m_trace = std::make_unique<EngineTrace>(m_sinks.trace, fabric_gpus, m_spec.check);

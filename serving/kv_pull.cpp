@@ -11,13 +11,15 @@ using sim_clock::now_s;
 using sim_clock::wait_s;
 
 KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff,
-               KvRankLayout layout, double kv_bytes_per_token_gpu, OnPulled on_pulled,
-               SendKv send_kv, SourceLayout source_layout, sc_core::sc_event& work)
+               KvRankLayout layout, double kv_bytes_per_token_gpu, std::optional<HybridKv> hybrid,
+               OnPulled on_pulled, SendKv send_kv, SourceLayout source_layout,
+               sc_core::sc_event& work)
     : m_spec(spec),
       m_role(role),
       m_handoff(std::move(handoff)),
       m_layout(layout),
       m_bkv_gpu(kv_bytes_per_token_gpu),
+      m_hybrid(std::move(hybrid)),
       m_on_pulled(std::move(on_pulled)),
       m_send_kv(std::move(send_kv)),
       m_source_layout(std::move(source_layout)),
@@ -115,7 +117,10 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
         m_source_layout ? m_source_layout(s.req.id) : HandoffSource{m_layout, -1};
     const KvRankLayout& src = from.layout;
     CopyGroup c;
-    rank.gpus->plan_all(c.rs, static_cast<double>(tokens) * m_bkv_gpu, Direction::H2D,
+    // Hybrid: every token of the full layers, the sliding layers' last W, the chunked layers'
+    // last chunk and the linear layers' state (HybridKv::bytes).
+    const double n = static_cast<double>(tokens);
+    rank.gpus->plan_all(c.rs, m_hybrid ? m_hybrid->bytes(0, n, n) : n * m_bkv_gpu, Direction::H2D,
                         CopyPath::Dma);
     std::vector<double> held;
     for (const TransferRequest& r : c.rs) held.push_back(r.bytes);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "serving/handoff.hpp"
@@ -50,16 +51,16 @@ class KvPull {
   // it sits. Empty: as this engine's ranks do, on another node.
   using SourceLayout = std::function<HandoffSource(std::uint64_t id)>;
   // `layout`: this engine's ranks' (tp, pp); `kv_bytes_per_token_gpu`: what one GPU of a rank
-  // holds per token (its pipeline stage's share is GpuUnit::kv_share).
+  // holds per token (its pipeline stage's share is GpuUnit::kv_share); `hybrid` (serving.kv_cache:
+  // hybrid): what one GPU holds of a prefix by layer kind, the pull's bytes then.
   KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffSpec handoff,
-         KvRankLayout layout, double kv_bytes_per_token_gpu, OnPulled on_pulled, SendKv send_kv,
-         SourceLayout source_layout, sc_core::sc_event& work);
+         KvRankLayout layout, double kv_bytes_per_token_gpu, std::optional<HybridKv> hybrid,
+         OnPulled on_pulled, SendKv send_kv, SourceLayout source_layout, sc_core::sc_event& work);
   ~KvPull();
 
-  // An async load (serving.stack.load: async) is modelled where it is one request's DMA copies
-  // from host DRAM outside the steps, nothing else taking part in it: InputError naming
-  // serving.stack.load and the setting that would, for `path` (the configured load path's
-  // strategy) or any other.
+  // An async load (serving.stack.load: async) is the copy engines' DMA copies outside the steps:
+  // InputError naming serving.load_path when `path` (the configured load path's strategy)
+  // cannot run there.
   static void check_async(const RunSpec& spec, const LoadPathStrategy& path);
   // The prefill side of a pull (ServingEngine::send_kv): `gpu_bytes[k]` of a request's KV leave
   // GPU k of `rank` through its NIC port (Endpoint::Remote, GPUDirect RDMA), or, with
@@ -82,6 +83,7 @@ class KvPull {
   HandoffSpec m_handoff;
   KvRankLayout m_layout;
   double m_bkv_gpu;
+  std::optional<HybridKv> m_hybrid;
   OnPulled m_on_pulled;
   SendKv m_send_kv;
   SourceLayout m_source_layout;

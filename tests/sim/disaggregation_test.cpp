@@ -278,6 +278,37 @@ TEST(Disaggregation, AcrossNodesThereIsNoNvlinkFigure) {
   for (const auto& kv : f) EXPECT_NE(kv.first, "handoffs_nvlink");
 }
 
+// Hybrid KV (serving.kv_cache: hybrid) through P/D: the decode node pulls what the prefill's
+// hybrid cache keeps. Hand: gpt-oss-120b (presets/models) has 36 layers alternating sliding
+// (window 128) and full, 8 KV heads of 64; at TP 4 a GPU holds 2 heads: 2 (K, V) x 2 x 64 x 2 B
+// = 512 B per token per layer, 18 x 512 = 9,216 B per token in the full layers and as much in
+// the sliding ones, which keep the last 128 tokens. A 2,049-token prompt hands off 2,048 tokens:
+// (2,048 + 128) x 9,216 = 20,054,016 B per GPU, over NVLink on one node with nothing to post:
+// 0.40 ms + 2.8 us + 20,054,016 B / 450 GB/s.
+TEST(Disaggregation, AHybridCachePullsTheFullLayersAndTheSlidingWindow) {
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(
+      parse_yaml("cluster:\n"
+                 "  router: round_robin\n"
+                 "  handoff: {post_per_descriptor: 0 s}\n"
+                 "  nodes:\n"
+                 "    - {name: p, role: prefill, host: dgx, system: dgx-h100, serving: "
+                 "{" KAPPASIM_TEST_STACK "tp: 4, store: none, kv_cache: hybrid}}\n"
+                 "    - {name: d, role: decode, host: dgx, system: dgx-h100, serving: "
+                 "{" KAPPASIM_TEST_STACK "tp: 4, store: none, kv_cache: hybrid}}\n"
+                 "model: gpt-oss-120b\n"
+                 "workload: {type: sharegpt}\n"
+                 "check: true\n",
+                 "<test>"),
+      "");
+  VectorSource src({request(1, 0, 2049, 2)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  const double per_gpu = (2048.0 + 128) * 9216;
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 4 * per_gpu, 1);
+  const double transfer = 0.40e-3 + 2.8e-6 + per_gpu / 450e9;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
+}
+
 }  // namespace
 }  // namespace disaggregation_test
 }  // namespace kappasim

@@ -508,6 +508,45 @@ TEST(ClusterEstimator, BacklogIsPendingLoadPlusFullAndPartialSteps) {
   EXPECT_NEAR(estimate_backlog(n, 0, 2 * 4096 + 100), 2 * (full + 2e-3) + part + 2e-3, 1e-12);
 }
 
+// Hybrid KV (serving.kv_cache: hybrid) behind a router and through P/D (issue 21: every feature
+// on every layout). The router's estimator loads a stored chunk's bytes per token: gpt-oss-120b
+// at TP 8 keeps 1 KV head of 64 per GPU, 2 (K, V) x 64 x 2 B = 256 B per token per layer; a
+// 256-token chunk (LMCache's default) stores all its tokens in the 18 full layers and its last
+// 128 in the 18 sliding ones: (256 + 128) x 18 x 256 / 256 = 6,912 B per token.
+TEST(ClusterSpec, HybridKvIsServedBehindARouterAndThroughPd) {
+  const std::string mixed =
+      "cluster:\n"
+      "  nodes:\n"
+      "    - {name: a, count: 2, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}}\n"
+      "model: gpt-oss-120b\n"
+      "workload: {type: sharegpt, requests: 10}\n";
+  const ClusterRunSpec s = parse(mixed);
+  EXPECT_NEAR(make_node_model(s.node_run_spec(0)).kv_bytes_per_token_gpu, 6912.0, 1e-9);
+  // P/D: both pools must keep the same kind of cache, and (for the re-shard) the same stages.
+  std::string pd = kPd;
+  pd.replace(pd.find("llama-3.1-70b"), 13, "gpt-oss-120b");
+  const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
+  const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
+  std::string both = pd;
+  both.replace(both.find(p8), p8.size(),
+               "role: prefill, system: dgx-h100, serving: {tp: 8, "
+               "kv_cache: hybrid}");
+  both.replace(both.find(d8), d8.size(),
+               "role: decode, system: dgx-h100, serving: {tp: 8, "
+               "kv_cache: hybrid}");
+  EXPECT_EQ(error_of(both), "(no error)");
+  std::string one = pd;
+  one.replace(one.find(p8), p8.size(),
+              "role: prefill, system: dgx-h100, serving: {tp: 8, "
+              "kv_cache: hybrid}");
+  EXPECT_NE(error_of(one).find("cluster.nodes.1.serving.kv_cache: unified"), std::string::npos)
+      << error_of(one);
+  std::string stages = both;
+  stages.replace(stages.find("kv_cache: hybrid}}\n    - {name: d"), 18,
+                 "kv_cache: hybrid, parallelism: {pp: 2, nodes: 2}}}");
+  EXPECT_NE(error_of(stages).find("serving.parallelism.pp"), std::string::npos) << error_of(stages);
+}
+
 }  // namespace
 }  // namespace cluster_spec_test
 }  // namespace kappasim
