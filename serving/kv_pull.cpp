@@ -24,9 +24,12 @@ KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffS
       m_send_kv(std::move(send_kv)),
       m_source_layout(std::move(source_layout)),
       m_work(work) {
-  for (std::size_t r = 0; r < ranks; ++r)
+  for (std::size_t r = 0; r < ranks; ++r) {
     m_stream.push_back(
         std::make_unique<sc_core::sc_mutex>(("load_stream" + std::to_string(r)).c_str()));
+    m_copies.push_back(
+        std::make_unique<sc_core::sc_mutex>(("copy_stream" + std::to_string(r)).c_str()));
+  }
 }
 
 KvPull::~KvPull() = default;
@@ -83,14 +86,24 @@ std::shared_ptr<CopyGroup> KvPull::send(Rank& rank, int system_gpus,
   return c;
 }
 
+double KvPull::begin_copies(std::size_t r) {
+  const double t0 = now_s();
+  m_copies.at(r)->lock();
+  m_stream.at(r)->unlock();
+  return now_s() - t0;
+}
+
+void KvPull::end_load(std::size_t r, bool copies_begun) {
+  (copies_begun ? m_copies : m_stream).at(r)->unlock();
+}
+
 void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {
   // One request's load at a time per rank, in the order they were admitted (the worker's one
   // thread issues a request's copies or posts its descriptors, one stream).
   sc_core::sc_mutex& stream = *m_stream.at(static_cast<std::size_t>(rank.index));
   stream.lock();
   if (m_role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
-    load_async();
-    stream.unlock();
+    load_async();  // frees the thread once its copies start (begin_copies, end_load)
     rank.sched->pulled(s);
     m_work.notify(sc_core::SC_ZERO_TIME);
     return;

@@ -74,6 +74,14 @@ class KvPull {
   // Request s's load outside the steps on `rank` (`load_async`: the tier's, when not a decode
   // engine's pull).
   void run(Rank& rank, Sequence* s, const std::function<void()>& load_async);
+  // An async tier load's copy stream on rank r (serving.stack.load: async): the worker's thread
+  // (held by run) issues one request at a time, and its copies queue on one CUDA stream behind
+  // the previous request's, so a request's CPU work overlaps the previous request's copies.
+  // begin_copies, when its copies start: takes the stream (waiting for the previous copies),
+  // then frees the thread for the next request; returns the time it waited. end_load: frees
+  // the stream if it was taken, else the thread.
+  double begin_copies(std::size_t r);
+  void end_load(std::size_t r, bool copies_begun);
 
  private:
   double pull(Rank& rank, const Sequence& s);  // the P/D pull; returns its bytes
@@ -88,7 +96,8 @@ class KvPull {
   SendKv m_send_kv;
   SourceLayout m_source_layout;
   sc_core::sc_event& m_work;
-  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank
+  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank: the worker's thread
+  std::vector<std::unique_ptr<sc_core::sc_mutex>> m_copies;  // per rank: its copy stream
 };
 
 }  // namespace kappasim

@@ -100,6 +100,12 @@ class StepGroup::Context final : public LoadContext {
 
   StepRun* run = nullptr;  // the step's compute (null: outside the steps)
   int stage = -1;  // a pipeline stage's load (StepGroup::load_by_stage): its GPUs' copies only
+  // An async load's rank (StepGroup::load_async; -1: a step's load): its copies take the rank's
+  // copy stream (KvPull::begin_copies), after the previous request's copies; the wait is not
+  // the load's own time.
+  int async_rank = -1;
+  bool copies_begun = false;
+  double stream_wait_s = 0;
   // Hybrid KV (issue 25, StepGroup::hybrid_load): the stage's share of this load over its
   // GpuUnit::kv_share, and the share of a GPU's host bytes that is replicated (all-gathered).
   double kv_scale = 1, gather_share = 1;
@@ -548,6 +554,7 @@ void StepGroup::load_async(RequestState& st, const Rank& rank) {
   // their layers' share at once (GpuUnit::kv_share): the stages' workers start together.
   KvStore& store = *ranks[ri]->store;
   Context ctx(*this, stats.steps);
+  ctx.async_rank = rank.index;
   const std::vector<RequestState*> one{&st};
   const double t0 = now_s();
   store.begin_load(one, ctx.time);
@@ -562,7 +569,8 @@ void StepGroup::load_async(RequestState& st, const Rank& rank) {
   ctx.link_tokens[ri] = ls.link_tokens;
   ctx.buffer_tokens[ri] = ls.buffer_tokens;
   hybrid_load(ctx, ls);
-  st.load_s = waited + m_env.load_path.run(ctx, ls, 1, StepTime{});
+  st.load_s = waited + m_env.load_path.run(ctx, ls, 1, StepTime{}) - ctx.stream_wait_s;
+  m_env.pull.end_load(static_cast<std::size_t>(rank.index), ctx.copies_begun);
   store.end_load(one);
   if (ctx.bounds.total() > 0) st.load_bounds = ctx.bounds;
 }
@@ -574,6 +582,10 @@ void StepGroup::Context::start_copies(CopyGroup& c, double bytes_per_gpu, std::i
   // Every rank's share: its link tokens of the step (the strategy's bytes add up the group's).
   const std::vector<Rank*>& ranks = m_g.ranks;
   const std::size_t n = ranks.size();
+  if (async_rank >= 0 && !copies_begun) {
+    stream_wait_s += m_g.m_env.pull.begin_copies(static_cast<std::size_t>(async_rank));
+    copies_begun = true;
+  }
   if (stage >= 0 && run) {  // its worker's loads are in flight until waited for
     m_loading.insert(&c);
     run->set_loading(true);

@@ -219,6 +219,32 @@ TEST(ServingEngine, AnAsyncLoadOverlapsAnotherRequestsStep) {
   EXPECT_NEAR(b.ttft_s, s1 + s2 + s3 - 1e-3, 1e-6 * (s1 + s2 + s3));
 }
 
+// Two async loads on one rank: the worker's thread issues one request at a time and the copies
+// queue on one CUDA stream, so B's CPU work (the stack's 0.1 ms per request) runs while A's
+// copies do, and B's copies start as A's end. Both arrive at t = 0 with K = 65,536 cached
+// tokens (A's load ~160 ms, far longer than A's 16-token step): B's load ends at
+// 2 x load - 0.1 ms, its load_s is its own (CPU + copies, not the wait for A's copies), and it
+// computes at once in the next step.
+TEST(ServingEngine, AsyncLoadsOnOneRankOverlapTheNextRequestsCpuWithTheCopies) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 65536, T = 16;
+  const Outcome o = serve(spec, {request(1, 0, K, T), request(2, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const RequestRecord& a = o.recs[0].id == 1 ? o.recs[0] : o.recs[1];
+  const RequestRecord& b = o.recs[0].id == 1 ? o.recs[1] : o.recs[0];
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double n = K / 16.0;
+  const double load = kNativeFixed + n * kDmaOverhead + n * kRtt + K * kBkv8b / rate;
+  const double step = kStepOverhead + step_compute(spec, {{double(T), double(K), true}});
+  ASSERT_LT(step, load - kNativeFixed);  // A's step ends before B's copies do
+  EXPECT_NEAR(a.load_s, load, tol(load));
+  EXPECT_NEAR(a.ttft_s, load + step, tol(load + step));
+  EXPECT_NEAR(b.load_s, load, 1e-9 * load);
+  const double b_end = 2 * load - kNativeFixed;
+  EXPECT_NEAR(b.ttft_s, b_end + step, 1e-9 * b_end);
+}
+
 // An async load is the copy engines' DMA copies outside the steps: a copy kernel cannot run
 // beside the steps it would take SMs from, so the kernel path with an async stack is refused,
 // naming the key.
