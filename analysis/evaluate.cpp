@@ -216,6 +216,10 @@ std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& 
   so.jobs = m_jobs;
   so.quiet = true;
   so.preset_dirs = m_preset_dirs;
+  // Every evaluation runs in a kappasim process that simulates nothing itself (the analysis
+  // commands, the capacity point): its points run in forked children of it (issue 24: no exec,
+  // dynamic loading and preset registry per probe; the same files and command.txt).
+  so.fork_points = true;
   sweep::run_sweep(so);
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto rec =

@@ -1,5 +1,9 @@
 #include "report/sweeps.hpp"
 
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -30,7 +34,27 @@ SweepData SweepSource::run(const std::string& rel) {
   d.name = fs::path(rel).stem().string();
   d.dir = sweep_dir(d.name);
   if (!m_quiet) std::cerr << "reproduce: sweep " << rel << " -> " << d.dir << "\n";
+  // Where reproduce's time goes (issue 24), on stderr only: the sweep's wall time and the CPU
+  // time of the processes it ran (its points, and their own children: capacity probes).
+  const auto children_cpu_s = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_CHILDREN, &u);
+    const auto s = [](const timeval& t) {
+      return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
+    return s(u.ru_utime) + s(u.ru_stime);
+  };
+  const double cpu0 = children_cpu_s();
+  const auto t0 = std::chrono::steady_clock::now();
   const int rc = m_run(spec, d.dir);
+  if (!m_quiet) {
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "reproduce: sweep %s: %.2f s wall, %.2f s CPU in its points\n",
+                  d.name.c_str(), wall, children_cpu_s() - cpu0);
+    std::cerr << buf;
+  }
   if (rc != 0 && rc != 3)
     throw std::runtime_error("sweep " + rel + " ended with exit code " + std::to_string(rc));
   d.table = read_results(d.dir);

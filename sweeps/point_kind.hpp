@@ -54,6 +54,11 @@ struct PointKind {
   std::string name;
   std::string doc;  // one line for `kappasim sweep kinds` and `kappasim list sweep-kind`
   PointFn run;
+  // Pure, quick and free of process-wide state (the analytic kinds): the runner may run several
+  // of its points one after another in one forked child (issue 24: one fork, one copy-on-write
+  // warm-up, for many points; the same files per point). Never for a kind that simulates (one
+  // SystemC simulation per process), starts processes, or can crash on purpose (selftest).
+  bool batch = false;
   explicit operator bool() const { return static_cast<bool>(run); }  // registered (not empty)
 };
 

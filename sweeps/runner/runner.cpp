@@ -316,7 +316,29 @@ class ChildSignals {
 struct Running {
   std::size_t slot;  // index into the run list
   Clock::time_point start;
+  // A batch of points run one after another by one child (a kind with PointKind::batch): their
+  // slots in order, and the pipe on which the child reports "K CODE WALL" for each point done.
+  std::vector<std::size_t> batch;
+  int pipe_fd = -1;
 };
+
+// The exit code `kappasim sweep point` would give for this point, its message on stderr (what
+// main() prints): 2 for bad input, the IoError's code, 1 otherwise.
+int run_point_code(const PointRunOptions& po) {
+  try {
+    run_point(po);
+    return 0;
+  } catch (const InputError& e) {
+    std::cerr << "kappasim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const IoError& e) {
+    std::cerr << "kappasim: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "kappasim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
 
 }  // namespace
 
@@ -433,7 +455,8 @@ int run_sweep(const SweepOptions& opts) {
   {
     ChildSignals signals;
     const pid_t parent = ::getpid();
-    auto launch = [&](std::size_t slot) {
+    // The point's folder, point.yaml and command.txt (what its process would be run with).
+    auto prepare = [&](std::size_t slot) {
       const Point& p = *todo[slot];
       const std::string pdir = d.point_dir(p, total);
       std::error_code ec;
@@ -464,6 +487,22 @@ int run_sweep(const SweepOptions& opts) {
         cmd = "KAPPASIM_PRESET_PATH=" + shell_quote(env_path);
       for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
       write_file_quick(pdir + "/command.txt", cmd + "\n");
+      return args;
+    };
+    auto point_options = [&](std::size_t slot) {
+      const Point& p = *todo[slot];
+      PointRunOptions po;
+      po.kind = spec.kind;
+      po.config = d.point_dir(p, total) + "/point.yaml";
+      po.base_dir = spec.base_dir;
+      po.out = d.point_dir(p, total);
+      po.seed = p.seed;
+      po.preset_dirs = preset_dirs;
+      return po;
+    };
+    auto launch = [&](std::size_t slot) {
+      const std::string pdir = d.point_dir(*todo[slot], total);
+      std::vector<std::string> args = prepare(slot);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -475,12 +514,7 @@ int run_sweep(const SweepOptions& opts) {
       const bool in_process = opts.fork_points && opts.exe.empty();
       PointRunOptions po;
       if (in_process) {
-        po.kind = spec.kind;
-        po.config = pdir + "/point.yaml";
-        po.base_dir = spec.base_dir;
-        po.out = pdir;
-        po.seed = p.seed;
-        po.preset_dirs = preset_dirs;
+        po = point_options(slot);
         // Nothing buffered in this process may be written twice by the child.
         std::cout.flush();
         std::cerr.flush();
@@ -498,19 +532,7 @@ int run_sweep(const SweepOptions& opts) {
         ::close(err_fd);
         ::close(null_fd);
         ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
-        int code = 0;
-        try {
-          run_point(po);
-        } catch (const InputError& e) {
-          std::cerr << "kappasim: error: " << e.what() << "\n";
-          code = 2;
-        } catch (const IoError& e) {
-          std::cerr << "kappasim: error: " << e.what() << "\n";
-          code = e.exit_code();
-        } catch (const std::exception& e) {
-          std::cerr << "kappasim: internal error: " << e.what() << "\n";
-          code = 1;
-        }
+        const int code = run_point_code(po);
         std::cout.flush();
         std::cerr.flush();
         std::fflush(nullptr);
@@ -534,14 +556,61 @@ int run_sweep(const SweepOptions& opts) {
       }
       ::close(err_fd);
       ::close(null_fd);
-      running[pid] = Running{slot, Clock::now()};
+      running[pid] = Running{slot, Clock::now(), {}, -1};
     };
-    auto reap = [&](pid_t pid, int status) {
-      auto it = running.find(pid);
-      if (it == running.end()) return;
-      const Point& p = *todo[it->second.slot];
-      const double wall = std::chrono::duration<double>(Clock::now() - it->second.start).count();
-      running.erase(it);
+    // Several points of a batch kind in one forked child, one after another (issue 24): each
+    // with its own stderr.txt, result.json / inputs.txt from run_point, and its exit code and
+    // wall time reported on a pipe, so that each is recorded as if it had had its own process.
+    auto launch_batch = [&](const std::vector<std::size_t>& slots) {
+      for (std::size_t slot : slots) prepare(slot);
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0)
+        throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        ::close(fds[0]);
+        const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0) ::_exit(4);
+        ::dup2(null_fd, 0);
+        ::dup2(null_fd, 1);
+        ::close(null_fd);
+        ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          const auto t0 = Clock::now();
+          const PointRunOptions po = point_options(slots[k]);
+          const std::string err_path = po.out + "/stderr.txt";
+          const int err_fd =
+              ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+          if (err_fd < 0) ::_exit(4);
+          std::cerr.flush();
+          ::dup2(err_fd, 2);
+          ::close(err_fd);
+          const int code = run_point_code(po);
+          std::cout.flush();
+          std::cerr.flush();
+          std::fflush(nullptr);
+          const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+          char line[64];
+          const int n = std::snprintf(line, sizeof line, "%zu %d %.9f\n", k, code, wall);
+          if (n <= 0 || ::write(fds[1], line, static_cast<std::size_t>(n)) != n) ::_exit(4);
+        }
+        ::_exit(0);
+      }
+      ::close(fds[1]);
+      if (pid < 0) {
+        ::close(fds[0]);
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+      }
+      running[pid] = Running{slots.front(), Clock::now(), slots, fds[0]};
+    };
+    std::vector<std::size_t> alone;  // points of a batch that died: run again, each alone
+    auto finish = [&](std::size_t slot, int status, double wall) {
+      const Point& p = *todo[slot];
       const std::string pdir = d.point_dir(p, total);
       const bool has_result = fs::exists(pdir + "/result.json");
       const auto rec = has_result ? read_point_record(pdir) : std::nullopt;
@@ -576,9 +645,71 @@ int run_sweep(const SweepOptions& opts) {
       }
       progress.update(done, failed, false);
     };
+    auto reap = [&](pid_t pid, int status) {
+      auto it = running.find(pid);
+      if (it == running.end()) return;
+      const Running r = it->second;
+      const double wall = std::chrono::duration<double>(Clock::now() - r.start).count();
+      running.erase(it);
+      if (r.batch.empty()) {
+        finish(r.slot, status, wall);
+        return;
+      }
+      // The child has exited, so the pipe holds all it reported (a batch is at most 64 short
+      // lines, well within a pipe's buffer: the child never blocked on it).
+      std::string text;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(r.pipe_fd, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+      }
+      ::close(r.pipe_fd);
+      std::vector<std::optional<std::pair<int, double>>> got(r.batch.size());
+      std::stringstream ss(text);
+      double reported = 0;
+      for (std::size_t k; ss >> k;) {
+        int code = 0;
+        double w = 0;
+        if (!(ss >> code >> w) || k >= got.size()) break;
+        got[k] = std::make_pair(code, w);
+        reported += w;
+      }
+      bool died = false;
+      for (std::size_t k = 0; k < r.batch.size(); ++k) {
+        if (got[k]) {
+          finish(r.batch[k], (got[k]->first & 0xff) << 8, got[k]->second);
+        } else if (!died) {
+          // The point the child was running when it died: its status is the child's.
+          died = true;
+          finish(r.batch[k], status, std::max(0.0, wall - reported));
+        } else {
+          alone.push_back(r.batch[k]);
+        }
+      }
+    };
     const std::size_t workers = static_cast<std::size_t>(jobs);
-    while (next < todo.size() || !running.empty()) {
-      while (next < todo.size() && running.size() < workers) launch(next++);
+    // Points of a batch kind go to each forked child in batches: enough batches for every worker
+    // to get several (the last ones end together), at most 64 points each.
+    const PointKind* kind = kinds().find(spec.kind);
+    const std::size_t batch_size = opts.fork_points && opts.exe.empty() && kind && kind->batch
+                                       ? std::clamp<std::size_t>(todo.size() / (workers * 4), 1, 64)
+                                       : 1;
+    auto launch_next = [&] {
+      if (!alone.empty()) {
+        const std::size_t slot = alone.front();
+        alone.erase(alone.begin());
+        launch(slot);
+      } else if (batch_size > 1) {
+        std::vector<std::size_t> slots;
+        while (next < todo.size() && slots.size() < batch_size) slots.push_back(next++);
+        launch_batch(slots);
+      } else {
+        launch(next++);
+      }
+    };
+    while (next < todo.size() || !alone.empty() || !running.empty()) {
+      while ((next < todo.size() || !alone.empty()) && running.size() < workers) launch_next();
       bool any = false;
       while (true) {
         int status = 0;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -452,6 +453,48 @@ axes:
   EXPECT_TRUE(has(tcsv, "did you mean 'tp'?")) << tcsv;
   Result kinds = kappasim({"sweep", "kinds"});
   for (const char* k : {"run", "kappa", "selftest"}) EXPECT_TRUE(has(kinds.out, k));
+}
+
+// Issue 24: an analytic kind's points run in batches, several to one forked child; each point
+// still gets its own folder's files and its own status, as if it had had its own process.
+TEST(SweepCli, BatchedKappaPointsKeepEachPointsFilesAndStatus) {
+  const std::string spec = spec_file("batch", R"(name: batch
+kind: kappa
+config: {model: llama-3.1-70b, system: h100, T: 1}
+axes:
+  - {key: system, values: [h100, no-such-system, b200]}
+  - {key: K, values: [1, 2, 3, 4, 5, 6, 7, 8]}
+)");
+  const fs::path a = scratch() / "batch" / "j1", b = scratch() / "batch" / "j2";
+  Result r1 = kappasim({"sweep", spec, "--out", a.string(), "-j", "1", "-q"});
+  Result r2 = kappasim({"sweep", spec, "--out", b.string(), "-j", "2", "-q"});
+  EXPECT_EQ(r1.code, 3) << r1.err;  // the 8 points on the unknown system
+  EXPECT_EQ(r2.code, 3) << r2.err;
+  EXPECT_EQ(slurp(a / "results.csv"), slurp(b / "results.csv"));
+  const std::string csv = slurp(b / "results.csv");
+  // Llama-3.1-70B: B_kv = 2 (K, V) · 80 layers · 8 KV heads · 128 · 2 B = 327680 B per token.
+  EXPECT_TRUE(has(csv, ",327680,")) << csv;
+  for (int i = 0; i < 24; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "p%06d", i);
+    const fs::path p = b / "points" / name;
+    EXPECT_TRUE(fs::exists(p / "command.txt")) << name;
+    EXPECT_TRUE(fs::exists(p / "timing.json")) << name;
+    EXPECT_TRUE(has(slurp(p / "command.txt"), "--out " + p.string())) << name;
+    if (i >= 8 && i < 16) {  // system no-such-system: invalid, with its own message and stderr
+      EXPECT_FALSE(fs::exists(p / "result.json")) << name;
+      const std::string err = slurp(p / "error.json");
+      EXPECT_TRUE(has(err, "\"status\": \"invalid\"")) << err;
+      EXPECT_TRUE(has(err, "\"exit_code\": 2")) << err;
+      EXPECT_TRUE(has(slurp(p / "stderr.txt"), (p / "point.yaml").string())) << name;
+      EXPECT_TRUE(has(slurp(p / "stderr.txt"), "unknown system preset 'no-such-system'")) << name;
+    } else {
+      EXPECT_TRUE(has(slurp(p / "result.json"), "\"status\": \"ok\"")) << name;
+      EXPECT_FALSE(fs::exists(p / "error.json")) << name;
+      EXPECT_EQ(slurp(p / "stderr.txt"), "") << name;
+      EXPECT_TRUE(has(slurp(p / "inputs.txt"), "preset system ")) << name;
+    }
+  }
 }
 
 // ---- issue 12.11 / 11.1 (sweeps helper): preset files, --preset-dir, content check, aggregate
