@@ -293,14 +293,20 @@ TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
   EXPECT_EQ(report::ConclusionLog().markdown(), "");  // nothing logged: no section at all
 }
 
+// 8.9's main sweep with its columns and no rows (the parts under test come beside it).
+report::SweepData empty_pd_disagg() {
+  report::SweepData kernel;
+  kernel.name = "pd-disagg";
+  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  return kernel;
+}
+
 // 8.9's one-node part (studies/pd-disagg-node), by hand: nixl-vllm's pull 1.8 s on both links
 // (ratio 1: posting binds) and its hand-off 2.8 of 3.0 s (93.3%); the strided variant's pull 0.08 s
 // over the NICs and 0.01 s over NVLink (8x), its hand-off 0.12 of 0.2 s (60%) across nodes and
 // 0.01 of 0.15 s (6.67%) on one node: NVLink removes the hand-off bound.
 TEST(ReportSections, DisaggOneNodePartComparesTheLinksPerProfile) {
-  report::SweepData kernel;
-  kernel.name = "pd-disagg";
-  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  const report::SweepData kernel = empty_pd_disagg();
   report::SweepData n;
   n.name = "pd-disagg-node";
   n.table.columns = {
@@ -345,9 +351,7 @@ TEST(ReportSections, DisaggOneNodePartComparesTheLinksPerProfile) {
 // 0.5; at a 1 ms fixed cost 1.26 (0.6x), 0.021 (4.2%): the same verdict.
 // Its 1P3D row failed (listed, left out of the verdicts).
 TEST(ReportSections, DisaggLogsAVerdictPerTransferEngineProfile) {
-  report::SweepData kernel;
-  kernel.name = "pd-disagg";
-  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  const report::SweepData kernel = empty_pd_disagg();
   report::SweepData h;
   h.name = "pd-disagg-handoff";
   h.dir = "/nonexistent-sweep";
@@ -438,9 +442,7 @@ TEST(ReportSections, DisaggLogsAVerdictPerTransferEngineProfile) {
 // the same layout on both pools hands off 16 GB in 0.8 s, the re-shard to DP 16 hands off 4 GB
 // (4 / 16 = 0.25x) in 0.6 s (0.6 / 0.8 = 0.75x), rejecting 3 requests per replicate against 0.
 TEST(ReportSections, DisaggComparesAReshardWithTheSameLayoutOnBothPools) {
-  report::SweepData kernel;
-  kernel.name = "pd-disagg";
-  kernel.table.columns = {"point", "model", "workload", "a_role", "a_nodes", "post", "status"};
+  const report::SweepData kernel = empty_pd_disagg();
   report::SweepData h;
   h.name = "pd-disagg-handoff";
   h.dir = "/nonexistent-sweep";
