@@ -223,18 +223,6 @@ void ClusterRunSpec::validate(const std::string& path) const {
                        (nodes[0].serving.hybrid_kv() ? "hybrid" : "unified") +
                        " KV cache; the P/D hand-off copies the prefill's blocks as they are: give "
                        "every group one kv_cache");
-    // Hybrid KV: the re-shard splits a GPU's bytes between pipeline stages by layer count
-    // (reshard_pieces), which the model's mixed layer kinds make uneven.
-    const int pp = l.beyond_tp() ? l.pp : 1;
-    const ParallelismSpec& l0 = nodes[0].serving.parallelism;
-    if (g.serving.hybrid_kv() && pp != (l0.beyond_tp() ? l0.pp : 1))
-      throw InputError(ip + "serving.parallelism.pp: " + std::to_string(pp) + ", but group " +
-                       nodes[0].name + " (cluster.nodes.0) has " +
-                       std::to_string(l0.beyond_tp() ? l0.pp : 1) +
-                       " pipeline stages; with serving.kv_cache: hybrid the P/D re-shard between "
-                       "different stage splits is not modelled (it divides a GPU's bytes by "
-                       "layer count, and a hybrid model's layer kinds hold unequal bytes): give "
-                       "the pools one pp");
   }
 }
 

@@ -1,6 +1,7 @@
 #include "serving/handoff.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -103,8 +104,37 @@ void check_split(int H, int L, const KvRankLayout& l, const char* side) {
 }
 }  // namespace
 
+std::vector<double> hybrid_layer_bytes(const ModelSpec& m, const HybridKv& h, double tokens) {
+  const std::array<LayerKind, 4> kinds = {LayerKind::Full, LayerKind::Sliding, LayerKind::Chunked,
+                                          LayerKind::Linear};
+  // Each kind's whole bytes (HybridKv::bytes with the others zeroed), shared by its layers.
+  std::array<double, 4> per_layer{};
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    HybridKv one;
+    one.window = h.window;
+    one.chunk = h.chunk;
+    (k == 0   ? one.full_Bpt
+     : k == 1 ? one.sliding_Bpt
+     : k == 2 ? one.chunked_Bpt
+              : one.state_B) = k == 0   ? h.full_Bpt
+                               : k == 1 ? h.sliding_Bpt
+                               : k == 2 ? h.chunked_Bpt
+                                        : h.state_B;
+    const int n = m.count_layers(kinds[k]);
+    per_layer[k] = n > 0 ? one.bytes(0, tokens, tokens) / n : 0;
+  }
+  std::vector<double> out;
+  for (int l = 0; l < m.num_layers; ++l) {
+    const LayerKind kind = m.layer_kind(l);
+    for (std::size_t k = 0; k < kinds.size(); ++k)
+      if (kind == kinds[k]) out.push_back(per_layer[k]);
+  }
+  return out;
+}
+
 std::vector<ReshardPiece> reshard_pieces(const ModelSpec& m, const KvRankLayout& src,
-                                         const KvRankLayout& dst) {
+                                         const KvRankLayout& dst,
+                                         const std::vector<double>* layer_bytes) {
   const int H = handoff_kv_heads(m);
   const int L = m.num_layers;
   check_split(H, L, src, "source");
@@ -136,7 +166,18 @@ std::vector<ReshardPiece> reshard_pieces(const ModelSpec& m, const KvRankLayout&
           p.layers = common;
           p.heads = n;
           // Integer ratios: a piece covering the whole shard is exactly 1.
-          p.fraction = static_cast<double>(common) / d_layers * (static_cast<double>(n) / nh);
+          double layers_share = static_cast<double>(common) / d_layers;
+          if (layer_bytes && common < d_layers) {
+            const auto sum = [&](int from, int count) {
+              double b = 0;
+              for (int l = from; l < from + count; ++l)
+                b += layer_bytes->at(static_cast<std::size_t>(l));
+              return b;
+            };
+            const double all = sum(d_first, d_layers);
+            if (all > 0) layers_share = sum(std::max(d_first, s_first - s_layers), common) / all;
+          }
+          p.fraction = layers_share * (static_cast<double>(n) / nh);
           out.push_back(p);
           h += n;
         }
@@ -178,13 +219,14 @@ std::int64_t handoff_piece_descriptors(const HandoffSpec& h, const ModelSpec& m,
 
 ReshardLoad reshard_load(const HandoffSpec& h, const ModelSpec& m, const KvRankLayout& src,
                          const KvRankLayout& dst, const std::vector<double>& dst_bytes,
-                         std::int64_t tokens, const HandoffGeometry& g) {
+                         std::int64_t tokens, const HandoffGeometry& g,
+                         const std::vector<double>* layer_bytes) {
   if (dst_bytes.size() != static_cast<std::size_t>(dst.tp * dst.pp))
     throw std::invalid_argument("reshard_load: one byte count per destination GPU is needed");
   ReshardLoad out;
   out.dst_descriptors.assign(dst_bytes.size(), 0);
   out.src_bytes.assign(static_cast<std::size_t>(src.tp * src.pp), 0.0);
-  for (const ReshardPiece& p : reshard_pieces(m, src, dst)) {
+  for (const ReshardPiece& p : reshard_pieces(m, src, dst, layer_bytes)) {
     const double b = dst_bytes[static_cast<std::size_t>(p.dst)] * p.fraction;
     out.dst_descriptors[static_cast<std::size_t>(p.dst)] +=
         handoff_piece_descriptors(h, m, tokens, b, p.layers, g);

@@ -143,8 +143,16 @@ struct ReshardPiece {
 // deterministic, spreads the reads over the replicas, and with identical layouts GPU j reads
 // from GPU j. std::invalid_argument when a layout cannot split the model's KV (tp neither
 // dividing nor a multiple of the KV heads, pp above the layers).
+// `layer_bytes` (one per layer; null: every layer alike): the layers' bytes of the request, so
+// that a piece's fraction of its destination's stage is by bytes, not by layer count (a hybrid
+// cache's layer kinds hold unequal bytes: hybrid_layer_bytes).
 std::vector<ReshardPiece> reshard_pieces(const ModelSpec& m, const KvRankLayout& src,
-                                         const KvRankLayout& dst);
+                                         const KvRankLayout& dst,
+                                         const std::vector<double>* layer_bytes = nullptr);
+// A hybrid cache's bytes per layer for a prefix of `tokens` tokens on one GPU (HybridKv::bytes
+// split over each kind's layers): a full layer every token, a sliding one the last W, a chunked
+// one the current chunk's, a linear one its state.
+std::vector<double> hybrid_layer_bytes(const ModelSpec& m, const HybridKv& h, double tokens);
 
 // Descriptors of one piece: `bytes` of `tokens` tokens' KV over `layers` layers, under `h`. A
 // piece is one contiguous run per (layer, block, region) in both caches (vLLM's HND block
@@ -168,6 +176,7 @@ struct ReshardLoad {
 // src_bytes == dst_bytes and each destination's descriptors are its whole share's.
 ReshardLoad reshard_load(const HandoffSpec& h, const ModelSpec& m, const KvRankLayout& src,
                          const KvRankLayout& dst, const std::vector<double>& dst_bytes,
-                         std::int64_t tokens, const HandoffGeometry& g);
+                         std::int64_t tokens, const HandoffGeometry& g,
+                         const std::vector<double>* layer_bytes = nullptr);
 
 }  // namespace kappasim

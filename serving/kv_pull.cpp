@@ -137,8 +137,12 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
                         CopyPath::Dma);
     std::vector<double> held;
     for (const TransferRequest& r : c.rs) held.push_back(r.bytes);
+    // Hybrid: the re-shard splits a GPU's bytes between stages by its layers' bytes.
+    std::vector<double> layer_bytes;
+    if (m_hybrid) layer_bytes = hybrid_layer_bytes(m_spec.model, *m_hybrid, n);
+    const std::vector<double>* lb = m_hybrid ? &layer_bytes : nullptr;
     const ReshardLoad load =
-        reshard_load(m_handoff, m_spec.model, src, m_layout, held, tokens, geo);
+        reshard_load(m_handoff, m_spec.model, src, m_layout, held, tokens, geo, lb);
     for (std::size_t k = 0; k < c.rs.size(); ++k) {
       TransferRequest& r = c.rs[k];
       r.endpoint = Endpoint::Remote;
@@ -155,7 +159,7 @@ double KvPull::pull(Rank& rank, const Sequence& s) {
       // cap (the same descriptors, posted by the same worker thread).
       std::vector<TransferRequest> per_gpu = std::move(c.rs);
       c.rs.clear();
-      for (const ReshardPiece& pc : reshard_pieces(m_spec.model, src, m_layout)) {
+      for (const ReshardPiece& pc : reshard_pieces(m_spec.model, src, m_layout, lb)) {
         const TransferRequest& d = per_gpu.at(static_cast<std::size_t>(pc.dst));
         TransferRequest r = d;
         r.endpoint = Endpoint::PeerGpu;

@@ -189,4 +189,32 @@ TEST(Reshard, ALayoutThatCannotSplitTheKvIsRefused) {
   EXPECT_NO_THROW(reshard_pieces(m, {16, 1}, {2, 1}));  // 16 = 2 replicas of each head
 }
 
+// A hybrid cache's layers hold unequal bytes, so a piece's share of its destination stage is by
+// bytes. Llama-3.1-70B's geometry with made-up weights: layers 0-39 weigh 1, 40-79 weigh 3; the
+// prefill TP 8 x PP 2 (stages of 40 layers) to decode TP 8: each decode GPU takes 40 / 160 = 0.25
+// of its bytes from stage 0 and 120 / 160 = 0.75 from stage 1 (0.5 each by layer count).
+TEST(Reshard, AHybridCachesPiecesAreSharedByTheirLayersBytes) {
+  const ModelSpec llama = test::model_preset("llama-3.1-70b");
+  std::vector<double> w(80, 1.0);
+  for (std::size_t l = 40; l < 80; ++l) w[l] = 3.0;
+  std::vector<P> want;
+  for (int k = 0; k < 8; ++k) {
+    want.push_back({k, k, 40, 1, 0.25});
+    want.push_back({8 + k, k, 40, 1, 0.75});
+  }
+  expect_pieces(reshard_pieces(llama, {8, 2}, {8, 1}, &w), want);
+  // gpt-oss-120b at TP 4 (2 KV heads of 64 per GPU: 512 B per token and layer), 2,048 tokens:
+  // a full layer holds 2,048 x 512 = 1,048,576 B, a sliding one (W = 128) 128 x 512 = 65,536 B;
+  // its pattern starts S, F.
+  const ModelSpec oss = test::model_preset("gpt-oss-120b");
+  const std::vector<double> b =
+      hybrid_layer_bytes(oss, hybrid_kv_per_gpu(oss, DType::Bf16, 4), 2048);
+  ASSERT_EQ(b.size(), 36u);
+  EXPECT_DOUBLE_EQ(b[0], 65536.0);
+  EXPECT_DOUBLE_EQ(b[1], 1048576.0);
+  double sum = 0;
+  for (double x : b) sum += x;
+  EXPECT_DOUBLE_EQ(sum, (2048.0 + 128) * 9216);  // HybridKv::bytes(0, 2048, 2048)
+}
+
 }  // namespace kappasim
