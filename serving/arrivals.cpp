@@ -15,12 +15,11 @@ using sim_clock::now_s;
 using sim_clock::wait_s;
 
 namespace {
-// The keys of a request's reusable prefix (its leading whole chunks inside prefix_tokens).
+// The keys of a request's reusable prefix (its leading whole chunks inside prefix_tokens): the
+// leading keys of chunk_keys(r, chunk_tokens), computed only that far (chunk_keys of the first
+// min(prefix, prompt) tokens are the prompt's leading keys).
 std::vector<std::uint64_t> prefix_keys(const Request& r, int chunk_tokens) {
-  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens);
-  keys.resize(
-      std::min<std::size_t>(keys.size(), static_cast<std::size_t>(r.prefix_tokens / chunk_tokens)));
-  return keys;
+  return chunk_keys(r, chunk_tokens, std::min(r.prefix_tokens, r.prompt_tokens()));
 }
 }  // namespace
 
@@ -61,8 +60,10 @@ void Arrivals::run() {
     // arrival order, LRU within the capacity (routing is known only as requests arrive).
     std::unique_ptr<WorkloadSource> src = m_warm_source();
     Request w;
-    while (src->next(w))
-      for (auto& rank : m_ranks) rank->store->warm(prefix_keys(w, chunk));
+    while (src->next(w)) {
+      const std::vector<std::uint64_t> keys = prefix_keys(w, chunk);
+      for (auto& rank : m_ranks) rank->store->warm(keys);
+    }
     warmed = true;
   }
   Request r;

@@ -249,7 +249,7 @@ std::uint64_t ServingEngine::copy_kernels_started() const {
 bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   const ServingSpec& sv = m_spec.serving;
   const int chunk = sv.tier_chunk_tokens();
-  const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
+  std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
   Rank& rank = *m_ranks[ri];
   RequestState& st = m_ledger.open(r.id, static_cast<int>(ri));
   if (sv.end_to_end()) {
@@ -299,6 +299,8 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
       if (const std::optional<ArrivedRequest> rec = pack_arrival(st)) {
         rank.sched->compact_back(st.seq.get(), *rec);
         m_ledger.park(r.id);
+      } else {
+        st.tier_keys = std::move(keys);  // kept whole: its store needs them (KvStore::keys_of)
       }
     } catch (const InputError&) {
       m_ledger.close(r.id);

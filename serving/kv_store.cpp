@@ -262,9 +262,9 @@ void KvStore::end_load(const std::vector<RequestState*>& first) {
   std::vector<std::uint64_t> bounced, copied;
   std::vector<int> from_b, from_c;
   const bool gds = m_spec.serving.tiers.gds;
-  for (const RequestState* st : first) {
+  for (RequestState* st : first) {
     if (st->chunk_levels.empty()) continue;
-    const std::vector<std::uint64_t> keys = chunk_keys(st->seq->req, m_chunk_tokens);
+    const std::vector<std::uint64_t>& keys = keys_of(*st);
     const std::int64_t R = st->seq->load_start();
     for (std::size_t j = 0; j < st->chunk_levels.size() && j < keys.size(); ++j) {
       const int l = st->chunk_levels[j];
@@ -358,7 +358,7 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
     stored += static_cast<std::int64_t>(n);
     st->stored_tokens += static_cast<double>(n) * m_chunk_tokens;
   };
-  for (RequestState* st : done) place(st, chunk_keys(st->seq->req, m_chunk_tokens));
+  for (RequestState* st : done) place(st, keys_of(*st));
   for (RequestState* st : decoded) {
     // The chunk this decode step filled (its KV now covers the prompt and the tokens generated
     // so far): [covered - C, covered), which holds generated tokens. A hybrid pool's chunks
@@ -388,13 +388,24 @@ void KvStore::reap() {
   }
 }
 
+const std::vector<std::uint64_t>& KvStore::keys_of(RequestState& st) const {
+  if (st.tier_keys.empty()) st.tier_keys = chunk_keys(st.seq->req, m_chunk_tokens);
+  return st.tier_keys;
+}
+
 void KvStore::finished(RequestState& st) {
   // A tier alone (no levels below it to demote into) never places this request's own chunks
   // again: forget them, so the tier's "ever placed" set stays bounded (issue 24).
-  if (!tiered())
-    m_dram->forget(
-        own_chunk_keys(st.seq->req, m_chunk_tokens,
-                       std::max(st.seq->req.prompt_tokens(), st.seq->decode_kv_tokens())));
+  if (!tiered()) {
+    const Request& r = st.seq->req;
+    const std::int64_t tokens = std::max(r.prompt_tokens(), st.seq->decode_kv_tokens());
+    if (tokens / m_chunk_tokens == r.prompt_tokens() / m_chunk_tokens && !st.tier_keys.empty()) {
+      // No chunk of generated tokens: its own keys are a tail of the keys already computed.
+      m_dram->forget(st.tier_keys, own_keys_start(r, st.tier_keys));
+    } else {
+      m_dram->forget(own_chunk_keys(r, m_chunk_tokens, tokens));
+    }
+  }
   m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
 }
 

@@ -110,6 +110,9 @@ class KvStore {
                    const std::vector<RequestState*>& decoded = {});
   void reap();                      // finished stores and writes leave (Hooks::stored)
   void finished(RequestState& st);  // st leaves the engine
+  // st's prompt chunk keys at the tier's chunk size (chunk_keys), computed once: kept in
+  // st.tier_keys.
+  const std::vector<std::uint64_t>& keys_of(RequestState& st) const;
 
  private:
   struct InFlight {  // a store, a lower-level write or a promotion copy

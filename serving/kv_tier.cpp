@@ -40,15 +40,43 @@ void KvTier::touch(std::uint32_t n) {
   push_back(n);
 }
 
+void KvTier::move_run_to_back(std::uint32_t first, std::uint32_t last) {
+  if (first == kNil || last == m_tail) return;  // nothing pending, or already the newest
+  Node& a = m_nodes[first];
+  Node& b = m_nodes[last];
+  (a.prev == kNil ? m_head : m_nodes[a.prev].next) = b.next;
+  m_nodes[b.next].prev = a.prev;  // b.next != kNil: last is not the tail
+  a.prev = m_tail;
+  m_nodes[m_tail].next = first;
+  b.next = kNil;
+  m_tail = last;
+}
+
+std::uint32_t KvTier::follow(std::uint32_t prev, std::uint64_t key) const {
+  if (prev == kNil) return kNil;
+  const std::uint32_t n = m_nodes[prev].next;
+  return n != kNil && m_nodes[n].key == key ? n : kNil;
+}
+
 std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
   ++m_lookups;
   std::size_t hits = 0;
+  std::uint32_t first = kNil, last = kNil;  // the pending run of hits, contiguous in the list
   for (std::uint64_t k : keys) {
-    const std::uint32_t f = m_index.find(k);
-    if (f == FlatU64Map::kNone) break;
-    touch(f);
+    std::uint32_t f = follow(last, k);
+    if (f == kNil) {
+      move_run_to_back(first, last);
+      f = m_index.find(k);
+      if (f == FlatU64Map::kNone) {
+        first = last = kNil;
+        break;
+      }
+      first = f;
+    }
+    last = f;
     ++hits;
   }
+  move_run_to_back(first, last);
   m_hit_chunks += hits;
   m_miss_chunks += keys.size() - hits;
   return hits;
@@ -75,10 +103,17 @@ bool KvTier::touch_key(std::uint64_t key) {
 std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
                           std::vector<std::uint64_t>* evicted) {
   std::size_t stored = 0;
+  std::uint32_t first = kNil, last = kNil;  // the pending run of present keys (as lookup)
   for (std::uint64_t k : keys) {
+    if (const std::uint32_t next = follow(last, k); next != kNil) {
+      last = next;
+      continue;
+    }
+    move_run_to_back(first, last);  // before any eviction: touched chunks are the newest
+    first = last = kNil;
     const std::uint32_t f = m_index.find(k);
     if (f != FlatU64Map::kNone) {
-      touch(f);
+      first = last = f;
       continue;
     }
     if (m_capacity_chunks == 0) {  // a chunk larger than the pool: LMCache drops the store
@@ -116,6 +151,7 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     }
     ++stored;
   }
+  move_run_to_back(first, last);
   return stored;
 }
 

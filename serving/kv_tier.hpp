@@ -65,11 +65,11 @@ class KvTier {
   bool contains(std::uint64_t key) const;
   // Whether the key was ever placed (stored or warmed), present now or evicted since.
   bool ever_placed(std::uint64_t key) const { return m_seen.contains(key); }
-  // Forgets that these keys were ever placed, keeping distinct_chunks(): for keys no later call
+  // Forgets that keys[from..] were ever placed, keeping distinct_chunks(): for keys no later call
   // can place again (a finished request's own chunks in a tier alone, serving/engine.cpp), so
   // the set stays bounded by the requests in the system.
-  void forget(const std::vector<std::uint64_t>& keys) {
-    for (std::uint64_t k : keys) m_seen.erase(k);
+  void forget(const std::vector<std::uint64_t>& keys, std::size_t from = 0) {
+    for (std::size_t i = from; i < keys.size(); ++i) m_seen.erase(keys[i]);
   }
 
   int chunk_tokens() const { return m_chunk_tokens; }
@@ -102,6 +102,13 @@ class KvTier {
     std::uint32_t prev, next;
   };
   void touch(std::uint32_t n);
+  // Touching the nodes of a contiguous run first..last one by one, in list order, leaves them
+  // at the back in that order: one splice does it (nothing when last is the tail already; first
+  // kNil: no run). lookup() and place() gather such runs: a key that is the key of the node
+  // after the previous one found continues the run without a hash probe (follow(); kNil: not
+  // that node), which is the common case of a prefix looked up or stored again.
+  void move_run_to_back(std::uint32_t first, std::uint32_t last);
+  std::uint32_t follow(std::uint32_t prev, std::uint64_t key) const;
   void unlink(std::uint32_t n);
   void push_back(std::uint32_t n);
 

@@ -19,6 +19,12 @@ bool no_time(const TimeBreakdown& t) {
 }
 }  // namespace
 
+std::size_t own_keys_start(const Request& r, const std::vector<std::uint64_t>& keys) {
+  std::size_t first = keys.size();
+  while (first > 0 && keys[first - 1] == own_key(r, static_cast<std::int64_t>(first - 1))) --first;
+  return first;
+}
+
 std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
   const Sequence& s = *st.seq;
   const Request& r = s.req;
@@ -43,7 +49,7 @@ std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
       s.first_hbm_hit == -1 && s.apc_generation == ~std::uint64_t{0} && s.apc_hit == 0 &&
       s.apc_hit_free == 0 && s.apc_cap == -1 && st.load_s == 0 && st.compute_s == 0 &&
       st.steps == 0 && st.link_tokens == 0 && st.buffer_tokens == 0 && st.stored_tokens == 0 &&
-      !st.load_bounds && st.tier_request_s == 0 && no_time(st.time);
+      !st.load_bounds && st.tier_request_s == 0 && no_time(st.time) && st.tier_keys.empty();
   if (!fresh)
     throw std::logic_error("pack_arrival: request " + std::to_string(r.id) +
                            " has been scheduled, or has state the record does not hold");

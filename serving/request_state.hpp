@@ -36,12 +36,22 @@ struct RequestState {
   std::int64_t cached_tokens = 0, compute_tokens = 0;
   // With KV tiers below DRAM: the level that served each hit chunk (empty: all from DRAM).
   std::vector<int> chunk_levels;
+  // Its prompt's chunk keys at the tier's chunk size (chunk_keys), kept once computed so the
+  // store and the finish do not compute them again (issue 24; KvStore::keys_of). Empty until
+  // then; a packed arrival has none (the record is rebuilt without them).
+  std::vector<std::uint64_t> tier_keys;
   // End-to-end TTFT (serving.ttft): the front end's time before the scheduler saw it, and the
   // output path's after its first token (0 for an engine TTFT).
   double front_end_in_s = 0, front_end_out_s = 0;
   // End-to-end TTFT: the tier's per-request lookup costs charged for it (every lookup of it).
   double tier_request_s = 0;
 };
+
+// own_chunk_keys(r, C, tokens) from `keys` = chunk_keys(r, C) when [prompt, tokens) holds no
+// full chunk: the index of its first element in `keys` (they are keys[i..]). They are the
+// trailing keys that are r's own (own_key(r, i)): the shared ones (a prefix's, an extended
+// sequence's, a trace chain's) lead. Costs one own_key per own chunk, and one more.
+std::size_t own_keys_start(const Request& r, const std::vector<std::uint64_t>& keys);
 
 // A fresh arrival's state (what the engine set before it enqueued it, nothing scheduled yet) as a
 // compact record (serving/scheduler.hpp ArrivedRequest), or nullopt when the record cannot hold

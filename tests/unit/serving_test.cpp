@@ -17,6 +17,7 @@
 #include "serving/flat_u64_map.hpp"
 #include "serving/kv_tier.hpp"
 #include "serving/paged_kv.hpp"
+#include "serving/request_state.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/serving_spec.hpp"
 #include "workloads/request.hpp"
@@ -174,6 +175,69 @@ TEST(KvTier, LruOrderOverManyChunksMatchesAListModel) {
   EXPECT_GT(restored, 0u);
 }
 
+TEST(KvTier, MultiKeyCallsTouchKeyByKeyAsAListModelSays) {
+  // lookup() and insert() move a run of keys already adjacent in the LRU list with one splice
+  // and follow it without hash probes (issue 24). The result must be that of touching the keys
+  // one by one: checked against the plain reference of the test above, for calls of 1-12 keys
+  // that are mostly runs of consecutive keys (a prefix looked up or stored again), sometimes
+  // reversed, shuffled by a swap or holding a repeated key, over 48 keys in a 20-chunk tier.
+  // The order of every eviction (insert's `evicted`) must agree, and so must the hits.
+  KvTier t(1, 20 * 10.0, 10.0);
+  std::vector<std::uint64_t> ref;  // front: least recently used
+  std::uint64_t x = 777;
+  const auto next = [&x]() {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return x >> 33;
+  };
+  std::size_t multi_hits = 0;
+  for (int step = 0; step < 6000; ++step) {
+    const std::uint64_t start = next() % 48, n = 1 + next() % 12, shape = next() % 8;
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t i = 0; i < n; ++i) keys.push_back((start + i) % 48);
+    if (shape == 0) std::reverse(keys.begin(), keys.end());
+    if (shape == 1 && n > 2) std::swap(keys[1], keys[n - 1]);
+    if (shape == 2 && n > 1) keys[n - 1] = keys[0];  // a repeated key
+    const auto touch = [&ref](std::uint64_t k) {
+      ref.erase(std::find(ref.begin(), ref.end(), k));
+      ref.push_back(k);
+    };
+    if (next() % 2) {  // lookup: the leading present keys
+      std::size_t hits = 0;
+      for (std::uint64_t k : keys) {
+        if (std::find(ref.begin(), ref.end(), k) == ref.end()) break;
+        touch(k);
+        ++hits;
+      }
+      EXPECT_EQ(t.lookup(keys), hits) << step;
+      if (hits > 1) ++multi_hits;
+    } else {  // insert: touch the present, store the absent, evicting the LRU first
+      std::vector<std::uint64_t> evicted, ref_evicted;
+      std::size_t stored = 0;
+      for (std::uint64_t k : keys) {
+        if (std::find(ref.begin(), ref.end(), k) != ref.end()) {
+          touch(k);
+          continue;
+        }
+        if (ref.size() == 20) {
+          ref_evicted.push_back(ref.front());
+          ref.erase(ref.begin());
+        }
+        ref.push_back(k);
+        ++stored;
+      }
+      EXPECT_EQ(t.insert(keys, &evicted), stored) << step;
+      EXPECT_EQ(evicted, ref_evicted) << step;
+    }
+  }
+  EXPECT_EQ(t.size(), ref.size());
+  // The whole recency order: evicting every chunk (20 new keys) gives it front to back.
+  std::vector<std::uint64_t> fresh, order;
+  for (std::uint64_t k = 1000; k < 1020; ++k) fresh.push_back(k);
+  t.insert(fresh, &order);
+  EXPECT_EQ(order, ref);
+  EXPECT_GT(multi_hits, 500u);  // the stream does exercise runs of hits
+}
+
 TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) {
   FlatU64Map m;
   std::map<std::uint64_t, std::uint32_t> ref;
@@ -194,6 +258,53 @@ TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) 
     auto f = ref.find(k);
     EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
   }
+}
+
+TEST(OwnChunkKeys, OwnKeysStartFindsThemInThePromptKeys) {
+  // KvStore::finished takes a request's own keys from its prompt keys (issue 24): the tail
+  // from own_keys_start must be own_chunk_keys(r, C, tokens) whenever [prompt, tokens) holds
+  // no full chunk. The worked case above: 600-token prefix, 1100-token prompt, 256-token
+  // chunks: own from chunk 2.
+  Request q;
+  q.id = 6;
+  q.sequence_id = 7;
+  q.prefix_tokens = 600;
+  q.new_tokens = 500;
+  EXPECT_EQ(own_keys_start(q, chunk_keys(q, 256)), 2u);
+  // Every shape: no sequence, a prefix (whole chunks or not, the whole prompt), a chat turn,
+  // a prompt shorter than a chunk, a trace chain whole or ending early, one generated token.
+  std::vector<Request> rs;
+  for (std::int64_t prefix : {0, 100, 512, 600, 1100})
+    for (bool extends : {false, true})
+      for (std::uint64_t seq : {0, 7}) {
+        Request r;
+        r.id = 40 + rs.size();
+        r.sequence_id = seq;
+        r.prefix_tokens = seq == 0 ? 0 : prefix;
+        r.new_tokens = 1100 - r.prefix_tokens + (prefix == 100 ? -999 : 0);
+        r.extends_sequence = seq != 0 && extends;
+        rs.push_back(r);
+      }
+  for (std::size_t hashes : {1, 2, 3}) {  // 512-token blocks; a 1100-token prompt needs 3
+    Request r;
+    r.id = 90 + hashes;
+    r.new_tokens = 1100;
+    r.block_tokens = 512;
+    for (std::size_t b = 0; b < hashes; ++b) r.block_hashes.push_back(b + 1);
+    rs.push_back(r);
+  }
+  for (const Request& r : rs)
+    for (int chunk : {16, 256})
+      for (std::int64_t extra : {0, 1}) {
+        const std::int64_t tokens = r.prompt_tokens() + extra;
+        if (tokens / chunk != r.prompt_tokens() / chunk) continue;  // a generated chunk
+        const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
+        EXPECT_EQ(
+            std::vector<std::uint64_t>(
+                keys.begin() + static_cast<std::ptrdiff_t>(own_keys_start(r, keys)), keys.end()),
+            own_chunk_keys(r, chunk, tokens))
+            << "request " << r.id << " chunk " << chunk << " +" << extra;
+      }
 }
 
 TEST(OwnChunkKeys, AreTheChunksNoOtherRequestNames) {
