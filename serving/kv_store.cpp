@@ -401,7 +401,8 @@ void KvStore::finished(RequestState& st) {
     const std::int64_t tokens = std::max(r.prompt_tokens(), st.seq->decode_kv_tokens());
     if (tokens / m_chunk_tokens == r.prompt_tokens() / m_chunk_tokens && !st.tier_keys.empty()) {
       // No chunk of generated tokens: its own keys are a tail of the keys already computed.
-      m_dram->forget(st.tier_keys, own_keys_start(r, st.tier_keys));
+      const auto n = static_cast<std::int64_t>(st.tier_keys.size());
+      m_dram->forget(st.tier_keys, static_cast<std::size_t>(own_chunk_start(r, m_chunk_tokens, n)));
     } else {
       m_dram->forget(own_chunk_keys(r, m_chunk_tokens, tokens));
     }

@@ -19,12 +19,6 @@ bool no_time(const TimeBreakdown& t) {
 }
 }  // namespace
 
-std::size_t own_keys_start(const Request& r, const std::vector<std::uint64_t>& keys) {
-  std::size_t first = keys.size();
-  while (first > 0 && keys[first - 1] == own_key(r, static_cast<std::int64_t>(first - 1))) --first;
-  return first;
-}
-
 std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
   const Sequence& s = *st.seq;
   const Request& r = s.req;

@@ -47,12 +47,6 @@ struct RequestState {
   double tier_request_s = 0;
 };
 
-// own_chunk_keys(r, C, tokens) from `keys` = chunk_keys(r, C) when [prompt, tokens) holds no
-// full chunk: the index of its first element in `keys` (they are keys[i..]). They are the
-// trailing keys that are r's own (own_key(r, i)): the shared ones (a prefix's, an extended
-// sequence's, a trace chain's) lead. Costs one own_key per own chunk, and one more.
-std::size_t own_keys_start(const Request& r, const std::vector<std::uint64_t>& keys);
-
 // A fresh arrival's state (what the engine set before it enqueued it, nothing scheduled yet) as a
 // compact record (serving/scheduler.hpp ArrivedRequest), or nullopt when the record cannot hold
 // it: a Mooncake trace's block hashes, a tier level below DRAM for a hit chunk (chunk_levels: a

@@ -108,8 +108,7 @@ std::uint64_t generated_chunk_key(const Request& r, int chunk_tokens, std::int64
   return plain_key(r, i, r.prefix_tokens / chunk_tokens);
 }
 
-std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
-  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens, tokens);
+std::int64_t own_chunk_start(const Request& r, int chunk_tokens, std::int64_t n_keys) {
   // Trace chains: any request may name a prompt chunk; only the generated chunks are its own.
   // Otherwise chunk_keys' rule: chunk i is shared when the request has a sequence and i lies in
   // the prefix (or the request extends the sequence); every other chunk is the request's own.
@@ -117,9 +116,14 @@ std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens, st
   if (!r.block_hashes.empty())
     first = r.prompt_tokens() / chunk_tokens;
   else if (r.sequence_id != 0)
-    first = r.extends_sequence ? static_cast<std::int64_t>(keys.size())
-                               : r.prefix_tokens / chunk_tokens;
-  first = std::min<std::int64_t>(first, static_cast<std::int64_t>(keys.size()));
+    first = r.extends_sequence ? n_keys : r.prefix_tokens / chunk_tokens;
+  return std::min(first, n_keys);
+}
+
+std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+  std::vector<std::uint64_t> keys = chunk_keys(r, chunk_tokens, tokens);
+  const std::int64_t first =
+      own_chunk_start(r, chunk_tokens, static_cast<std::int64_t>(keys.size()));
   keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(first));
   return keys;
 }

@@ -94,6 +94,9 @@ std::uint64_t own_key(const Request& r, std::int64_t i);
 // Once r is done nothing asks for them.
 std::vector<std::uint64_t> own_chunk_keys(const Request& r, int chunk_tokens,
                                           std::int64_t tokens = -1);
+// Where r's own keys begin among its first `n_keys` chunk keys (chunk_keys(r, chunk_tokens, ...)
+// with n_keys elements): own_chunk_keys is keys[own_chunk_start(...)..].
+std::int64_t own_chunk_start(const Request& r, int chunk_tokens, std::int64_t n_keys);
 
 // A stream of requests in arrival order (non-decreasing arrival_s). Generators and trace
 // readers implement it; they produce requests lazily so memory stays bounded by the requests in

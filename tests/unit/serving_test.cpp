@@ -260,9 +260,9 @@ TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) 
   }
 }
 
-TEST(OwnChunkKeys, OwnKeysStartFindsThemInThePromptKeys) {
+TEST(OwnChunkKeys, OwnChunkStartFindsThemInThePromptKeys) {
   // KvStore::finished takes a request's own keys from its prompt keys (issue 24): the tail
-  // from own_keys_start must be own_chunk_keys(r, C, tokens) whenever [prompt, tokens) holds
+  // from own_chunk_start must be own_chunk_keys(r, C, tokens) whenever [prompt, tokens) holds
   // no full chunk. The worked case above: 600-token prefix, 1100-token prompt, 256-token
   // chunks: own from chunk 2.
   Request q;
@@ -270,7 +270,7 @@ TEST(OwnChunkKeys, OwnKeysStartFindsThemInThePromptKeys) {
   q.sequence_id = 7;
   q.prefix_tokens = 600;
   q.new_tokens = 500;
-  EXPECT_EQ(own_keys_start(q, chunk_keys(q, 256)), 2u);
+  EXPECT_EQ(own_chunk_start(q, 256, static_cast<std::int64_t>(chunk_keys(q, 256).size())), 2);
   // Every shape: no sequence, a prefix (whole chunks or not, the whole prompt), a chat turn,
   // a prompt shorter than a chunk, a trace chain whole or ending early, one generated token.
   std::vector<Request> rs;
@@ -299,10 +299,11 @@ TEST(OwnChunkKeys, OwnKeysStartFindsThemInThePromptKeys) {
         const std::int64_t tokens = r.prompt_tokens() + extra;
         if (tokens / chunk != r.prompt_tokens() / chunk) continue;  // a generated chunk
         const std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
-        EXPECT_EQ(
-            std::vector<std::uint64_t>(
-                keys.begin() + static_cast<std::ptrdiff_t>(own_keys_start(r, keys)), keys.end()),
-            own_chunk_keys(r, chunk, tokens))
+        EXPECT_EQ(std::vector<std::uint64_t>(
+                      keys.begin() + static_cast<std::ptrdiff_t>(own_chunk_start(
+                                         r, chunk, static_cast<std::int64_t>(keys.size()))),
+                      keys.end()),
+                  own_chunk_keys(r, chunk, tokens))
             << "request " << r.id << " chunk " << chunk << " +" << extra;
       }
 }
