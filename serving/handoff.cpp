@@ -56,26 +56,9 @@ std::int64_t handoff_descriptors(const ModelSpec& m, std::int64_t tokens, int bl
 
 std::int64_t handoff_descriptors(const HandoffSpec& h, const ModelSpec& m, std::int64_t tokens,
                                  double gpu_bytes, const HandoffGeometry& g) {
-  if (tokens <= 0) return 0;
-  switch (h.unit) {
-    case HandoffUnit::LayerBlock:
-      return handoff_descriptors(m, tokens, g.block_tokens, g.pp);
-    case HandoffUnit::Slice: {
-      if (!(h.slice_bytes > 0) || g.pp < 1)
-        throw std::invalid_argument("handoff_descriptors: slice and pp must be > 0");
-      // One entry per (layer, region): the request's blocks in one contiguous run.
-      const std::int64_t entries =
-          static_cast<std::int64_t>((m.num_layers + g.pp - 1) / g.pp) * handoff_kv_regions(m);
-      const double per_entry = gpu_bytes / static_cast<double>(entries);
-      const auto slices = static_cast<std::int64_t>(std::ceil(per_entry / h.slice_bytes));
-      return entries * std::max<std::int64_t>(1, slices);
-    }
-    case HandoffUnit::Chunk:
-      if (g.chunk_tokens < 1)
-        throw std::invalid_argument("handoff_descriptors: chunk_tokens must be >= 1");
-      return (tokens + g.chunk_tokens - 1) / g.chunk_tokens;
-  }
-  return 0;
+  if (g.pp < 1) throw std::invalid_argument("handoff_descriptors: pp must be >= 1");
+  // A GPU's whole share is one piece over its stage's layers (the re-shard of identical layouts).
+  return handoff_piece_descriptors(h, m, tokens, gpu_bytes, (m.num_layers + g.pp - 1) / g.pp, g);
 }
 
 int handoff_kv_heads(const ModelSpec& m) {
@@ -107,19 +90,15 @@ void check_split(int H, int L, const KvRankLayout& l, const char* side) {
 std::vector<double> hybrid_layer_bytes(const ModelSpec& m, const HybridKv& h, double tokens) {
   const std::array<LayerKind, 4> kinds = {LayerKind::Full, LayerKind::Sliding, LayerKind::Chunked,
                                           LayerKind::Linear};
+  const std::array<double HybridKv::*, 4> part = {&HybridKv::full_Bpt, &HybridKv::sliding_Bpt,
+                                                  &HybridKv::chunked_Bpt, &HybridKv::state_B};
   // Each kind's whole bytes (HybridKv::bytes with the others zeroed), shared by its layers.
   std::array<double, 4> per_layer{};
   for (std::size_t k = 0; k < kinds.size(); ++k) {
     HybridKv one;
     one.window = h.window;
     one.chunk = h.chunk;
-    (k == 0   ? one.full_Bpt
-     : k == 1 ? one.sliding_Bpt
-     : k == 2 ? one.chunked_Bpt
-              : one.state_B) = k == 0   ? h.full_Bpt
-                               : k == 1 ? h.sliding_Bpt
-                               : k == 2 ? h.chunked_Bpt
-                                        : h.state_B;
+    one.*part[k] = h.*part[k];
     const int n = m.count_layers(kinds[k]);
     per_layer[k] = n > 0 ? one.bytes(0, tokens, tokens) / n : 0;
   }
