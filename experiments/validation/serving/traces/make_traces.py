@@ -64,3 +64,11 @@ while True:
                  "sequence_id": g + 1, "output_tokens": 256})
     i += 1
 write("llmd-sharedprefix-16k-5qps.jsonl", rows)
+
+# tenstorrent/tt-inference-server issue 340 (vLLM on A100): ISL 128 / OSL 1024, concurrency 1,
+# 4 requests. A client at concurrency 1 sends the next request when the last one has finished;
+# each takes < 10 s here, so arrivals 20 s apart keep one request in the server at a time (the
+# idle gaps do not enter TPOT). Distinct sequences: no prefix is shared.
+write("tt-qwen3-128x1024-c1.jsonl",
+      [{"arrival_s": 20 * i, "prefix_tokens": 0, "new_tokens": 128, "sequence_id": i + 1,
+        "output_tokens": 1024} for i in range(4)])
