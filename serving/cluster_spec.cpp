@@ -115,11 +115,12 @@ void validate_hosts(const std::vector<NodeGroupSpec>& nodes, const std::string& 
 void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
-    refuse_unservable_model(model, ip, nodes[i].serving.hybrid_kv());
-    refuse_hybrid_kv_settings(model, nodes[i].serving, nodes[i].system.gpus, ip);
-  }
+  // Each node group is checked as the run it serves (RunSpec::validate): the model it can
+  // serve, and its capacities against its own hardware (issue 20 part 5: a DRAM tier no larger
+  // than the host's DRAM less the stack's reserve, a KV buffer within the HBM the weights leave,
+  // tiers the host can hold), as a single-node run is.
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    node_run_spec(i).validate(p + "cluster.nodes." + std::to_string(i) + ".");
   std::set<std::string> seen;
   for (const NodeGroupSpec& g : nodes)
     if (!seen.insert(g.name).second)

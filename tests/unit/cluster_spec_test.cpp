@@ -151,6 +151,28 @@ const char* kPd =
     "model: llama-3.1-70b\n"
     "workload: {type: sharegpt, requests: 10}\n";
 
+// Issue 20 part 5 in a cluster: each node group's capacities are checked against its own
+// hardware, as a single-node run's are. presets/systems/h100.yaml: a DGX H100 host with 2 TB of
+// DDR5; the lmcache-0.3.5 stack keeps a quarter for the OS (host_reserve_fraction 0.25), so a
+// DRAM tier holds at most 2 TB x 0.75 = 1.5 TB.
+TEST(ClusterSpec, ANodeGroupsTierLargerThanItsHostsDramIsRefused) {
+  const auto with_tier = [](const std::string& cap) {
+    return "cluster:\n"
+           "  nodes:\n"
+           "    - {name: a, system: h100, serving: {tp: 1, tier_capacity: " +
+           cap +
+           "}}\n"
+           "model: llama-3.1-8b\n"
+           "workload: {type: sharegpt, requests: 10}\n";
+  };
+  EXPECT_EQ(error_of(with_tier("1.5 TB")), "(no error)");
+  const std::string e = error_of(with_tier("1.6 TB"));
+  EXPECT_NE(e.find("cluster.nodes.0.serving.tier_capacity"), std::string::npos) << e;
+  EXPECT_NE(e.find("1.5 TB"), std::string::npos) << e;
+  EXPECT_NE(error_of(with_tier("1 PB")).find("exceeds what system 'h100' can hold"),
+            std::string::npos);
+}
+
 TEST(ClusterSpec, PdRolesSetWhoDecodesAndTheHandoffDefaultsAreNixls) {
   const ClusterRunSpec s = parse(kPd);
   EXPECT_TRUE(s.disaggregated());
