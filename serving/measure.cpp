@@ -162,13 +162,7 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
   }
   if (!std::isfinite(m.kappa_crit_simulated) && !recs.empty())
     m.load_bounds = recs.back().load_bound_s;
-  KappaQuery q;
-  q.compute_dtype = spec.serving.compute_dtype;
-  q.kv_dtype = spec.serving.kv_dtype;
-  q.tp = spec.serving.tp;
-  // The engine's KV accounting (issue 25): unified, or under serving.kv_cache: hybrid what the
-  // architecture leaves at K → ∞ (the full layers' bytes per token).
-  q.unified_kv = !spec.serving.hybrid_kv();
+  KappaQuery q = kappa_query_for(spec);
   const KappaPoint peak = evaluate_kappa(spec.model, spec.system, q, prov);
   m.kappa_crit_analytic_peak = peak.kappa_crit;
   m.h2d_peak_bytes_per_s = peak.bandwidth;
@@ -180,6 +174,106 @@ KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int point
     m.kappa_crit_analytic_effective_compute =
         evaluate_kappa(spec.model, spec.system, q, prov).kappa_crit;
   }
+  return m;
+}
+
+KappaQuery kappa_query_for(const RunSpec& spec) {
+  KappaQuery q;
+  q.compute_dtype = spec.serving.compute_dtype;
+  q.kv_dtype = spec.serving.kv_dtype;
+  q.tp = spec.serving.tp;
+  // The engine's KV accounting (issue 25): unified, or under serving.kv_cache: hybrid what the
+  // architecture leaves at K → ∞ (the full layers' bytes per token).
+  q.unified_kv = !spec.serving.hybrid_kv();
+  return q;
+}
+
+BreakEvenCrossing break_even_crossing(const std::vector<double>& k, const std::vector<double>& hit,
+                                      const std::vector<double>& miss) {
+  BreakEvenCrossing c;
+  const std::size_t n = k.size();
+  if (n == 0 || hit.size() != n || miss.size() != n)
+    throw std::invalid_argument("break_even_crossing: expected equal, non-empty grids");
+  std::size_t j = n;  // the first index from which miss - hit >= 0 holds to the end
+  while (j > 0 && miss[j - 1] - hit[j - 1] >= 0) --j;
+  if (j == n) {
+    c.never = true;
+    c.k = NAN;
+  } else if (j == 0) {
+    c.from_start = true;
+    c.k = k.front();
+  } else {
+    const double a = miss[j - 1] - hit[j - 1], b = miss[j] - hit[j];  // a < 0 <= b
+    c.k = k[j - 1] + (k[j] - k[j - 1]) * (-a) / (b - a);
+  }
+  return c;
+}
+
+BreakEvenMeasurement measure_break_even(const RunSpec& spec, double T, int points,
+                                        ProvenanceTable* prov) {
+  if (points < 2 || points > 2000) throw InputError("break-even grid: expected 2 to 2000 points");
+  BreakEvenMeasurement m;
+  m.model = spec.model.name;
+  m.system = spec.system.name;
+  m.stack = spec.serving.stack.name;
+  m.tp = spec.serving.tp;
+  m.t = T;
+  const double chunk = spec.serving.tier_chunk_tokens();
+  // The miss holds K + T tokens in the KV cache, as the hit does.
+  const double top = std::min(1e6, max_request_tokens(spec) - T);
+  m.k_min = chunk;
+  m.k_max = std::floor(top / chunk) * chunk;
+  if (m.k_max < chunk)
+    throw InputError("break-even: T = " + format_number(T) +
+                     " leaves no room for a cached prefix of one tier chunk (" +
+                     format_number(chunk) + " tokens) in the KV cache");
+  std::vector<double> ks;
+  for (int i = 0; i < points; ++i) {
+    const double want =
+        m.k_min * std::pow(m.k_max / m.k_min, static_cast<double>(i) / std::max(1, points - 1));
+    const double K = std::min(m.k_max, std::max(chunk, std::round(want / chunk) * chunk));
+    if (ks.empty() || K > ks.back()) ks.push_back(K);
+  }
+  // Hit and miss of each K, one after another, each alone in the system.
+  std::vector<Request> rs;
+  for (double K : ks) {
+    rs.push_back(
+        isolated_request(rs.size() + 1, static_cast<double>(rs.size()) * kIsolatedSpacing_s, K, T));
+    rs.push_back(isolated_request(rs.size() + 1,
+                                  static_cast<double>(rs.size()) * kIsolatedSpacing_s, 0, K + T));
+  }
+  const std::vector<RequestRecord> recs = run_isolated(spec, rs);
+  if (recs.size() != rs.size())
+    throw std::runtime_error("break-even: " + std::to_string(rs.size() - recs.size()) +
+                             " of the isolated requests did not finish");
+  if (!recs.empty()) m.load_path = recs.front().load_path;
+  KappaQuery q = kappa_query_for(spec);
+  std::vector<double> hit, miss, ahit, amiss;
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    const RequestRecord &h = recs[2 * i], &x = recs[2 * i + 1];
+    BreakEvenPoint p;
+    p.k = ks[i];
+    p.ttft_hit_s = h.ttft_s;
+    p.ttft_miss_s = x.ttft_s;
+    p.load_s = h.load_s;
+    // Eq. 3 with the attention FLOPs at (K, T): the hit loads K and computes T after it; the
+    // miss computes K + T from nothing.
+    q.context_k = ks[i];
+    q.new_tokens_t = T;
+    const KappaPoint ah = evaluate_kappa(spec.model, spec.system, q, prov);
+    q.context_k = 0;
+    q.new_tokens_t = ks[i] + T;
+    const KappaPoint am = evaluate_kappa(spec.model, spec.system, q, prov);
+    p.analytic_hit_s = ah.ttft_attention->ttft_serial();
+    p.analytic_miss_s = am.ttft_attention->t_compute;
+    m.points.push_back(p);
+    hit.push_back(p.ttft_hit_s);
+    miss.push_back(p.ttft_miss_s);
+    ahit.push_back(p.analytic_hit_s);
+    amiss.push_back(p.analytic_miss_s);
+  }
+  m.simulated = break_even_crossing(ks, hit, miss);
+  m.analytic = break_even_crossing(ks, ahit, amiss);
   return m;
 }
 

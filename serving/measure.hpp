@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "models/analytic/kappa.hpp"
 #include "serving/metrics.hpp"
 #include "serving/run_spec.hpp"
 #include "workloads/request.hpp"
@@ -57,6 +58,52 @@ struct KappaCritMeasurement {
   std::vector<RequestRecord> records;
 };
 KappaCritMeasurement measure_kappa_crit(const RunSpec& spec, double T, int points,
+                                        ProvenanceTable* prov);
+
+// The analytic κ model's query for a run's model, dtypes, TP and KV accounting: the same inputs
+// as the engine's (the measurements above and the sweep kinds of serving/measure_kinds).
+KappaQuery kappa_query_for(const RunSpec& spec);
+
+// ---- The break-even prefix (issue 20 part 3) ---------------------------------------------------
+// Where reusing a cached prefix starts to pay: the cached prefix K at which loading it from the
+// tier and computing the T new tokens after it (TTFT_hit) is no slower than computing all K + T
+// tokens (TTFT_miss). Both are isolated requests of the same run, so every per-request cost the
+// stack charges (lookup, retrieve set-up, the connector's hand-off, the front end where
+// serving.ttft is end_to_end) and the small-T compute decide it; the analytic model's (Eq. 3
+// with attention FLOPs, no software: K·B_kv / BW + compute(T | K) against compute(K + T)) sits
+// beside it on the same inputs.
+struct BreakEvenPoint {
+  double k = 0;            // cached tokens of the hit (whole tier chunks)
+  double ttft_hit_s = 0;   // K loaded from the warm tier, T computed
+  double ttft_miss_s = 0;  // K + T computed, nothing cached
+  double load_s = 0;       // the hit's load, tier software included
+  double analytic_hit_s = 0, analytic_miss_s = 0;
+};
+
+// The crossing of a K grid (ascending) where the hit stops being slower: the smallest grid K
+// from which the hit is no slower at every larger K, interpolated linearly in K on
+// miss - hit with the grid point before it. `from_start`: already at the first point (the
+// break-even lies at or below it: k is that point, a bound); `never`: the hit is still slower at
+// the last point (k is NaN: above the grid).
+struct BreakEvenCrossing {
+  double k = 0;
+  bool from_start = false, never = false;
+};
+BreakEvenCrossing break_even_crossing(const std::vector<double>& k, const std::vector<double>& hit,
+                                      const std::vector<double>& miss);
+
+struct BreakEvenMeasurement {
+  std::string model, system, stack, load_path;
+  int tp = 0;
+  double t = 0;
+  double k_min = 0, k_max = 0;  // the grid: one tier chunk up to what the KV cache holds
+  BreakEvenCrossing simulated, analytic;
+  std::vector<BreakEvenPoint> points;
+};
+// A log grid of `points` K from one tier chunk to min(1e6, what the GPUs' KV cache holds less
+// T), in whole chunks (so exactly T tokens are computed by the hit); one simulation of 2 ×
+// points isolated requests.
+BreakEvenMeasurement measure_break_even(const RunSpec& spec, double T, int points,
                                         ProvenanceTable* prov);
 
 }  // namespace kappasim

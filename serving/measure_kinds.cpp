@@ -3,6 +3,7 @@
 //   isolated    one request with K cached and T new tokens: load, compute, TTFT, P_OH,
 //               attainable FLOP/s (a point of the simulated roofline)
 //   kappa-crit  κ_crit where the simulated load time equals the compute time (measure kappa-crit)
+//   break-even  the cached prefix from which loading it beats recomputing it (measure break-even)
 // They live here, beside serving/measure, not in models/analytic: they run the SystemC engine,
 // and the analytic layer must not depend on it (sweeps/point_kind.hpp).
 // Config: the run config's model, system, optional serving (TP defaults to every GPU of the
@@ -30,7 +31,9 @@ struct MeasureSpec {
     v.number("k", k, opt("cached tokens K (isolated)", Range::NonNegative));
     v.number("t", t, opt("new tokens T", Range::AtLeastOne));
     v.integer("points", points,
-              opt("κ grid points, log-spaced from 1 to 1e5 (kappa-crit)", Range::AtLeastOne));
+              opt("grid points: κ log-spaced from 1 to 1e5 (kappa-crit), K log-spaced from one "
+                  "tier chunk (break-even)",
+                  Range::AtLeastOne));
   }
   void validate(const std::string&) const {}
 };
@@ -56,15 +59,6 @@ void add_bound_shares(PointResult& out, const LoadBoundTimes& b) {
         total > 0 ? b[static_cast<LoadBound>(i)] / total : NAN);
 }
 
-KappaQuery query_for(const RunSpec& spec) {
-  KappaQuery q;
-  q.compute_dtype = spec.serving.compute_dtype;
-  q.kv_dtype = spec.serving.kv_dtype;
-  q.tp = spec.serving.tp;
-  q.unified_kv = !spec.serving.hybrid_kv();  // the engine's KV accounting (issue 25)
-  return q;
-}
-
 PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
@@ -78,7 +72,7 @@ PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
   const auto recs = run_isolated(spec, {isolated_request(1, 0, K, ms.t)});
   if (recs.size() != 1) throw std::runtime_error("isolated: the request did not finish");
   const RequestRecord& r = recs.front();
-  KappaQuery q = query_for(spec);
+  KappaQuery q = kappa_query_for(spec);
   q.context_k = K;
   q.new_tokens_t = ms.t;
   const KappaPoint a = evaluate_kappa(spec.model, spec.system, q, &prov);
@@ -147,6 +141,27 @@ PointResult run_kappa_crit_kind(const ConfigNode& config, const PointContext&) {
   return out;
 }
 
+PointResult run_break_even_kind(const ConfigNode& config, const PointContext&) {
+  ProvenanceTable prov;
+  const auto [spec, ms] = read_measure(config, &prov);
+  const BreakEvenMeasurement m = measure_break_even(spec, ms.t, ms.points, &prov);
+  PointResult out;
+  const BreakEvenPoint &lo = m.points.front(), &hi = m.points.back();
+  out.metrics = {{"t", m.t},
+                 {"break_even_k_simulated", m.simulated.k},
+                 {"break_even_from_start", m.simulated.from_start ? 1.0 : 0.0},
+                 {"break_even_never", m.simulated.never ? 1.0 : 0.0},
+                 {"break_even_k_analytic", m.analytic.k},
+                 {"break_even_analytic_from_start", m.analytic.from_start ? 1.0 : 0.0},
+                 {"break_even_analytic_never", m.analytic.never ? 1.0 : 0.0},
+                 {"k_min", m.k_min},
+                 {"k_max", m.k_max},
+                 {"ttft_hit_at_k_min_s", lo.ttft_hit_s},
+                 {"ttft_miss_at_k_min_s", lo.ttft_miss_s},
+                 {"speedup_at_k_max", hi.ttft_miss_s / hi.ttft_hit_s}};
+  return out;
+}
+
 const sweep::KindRegistration kIsolatedKind{
     {"isolated", "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
      run_isolated_kind}};
@@ -154,6 +169,10 @@ const sweep::KindRegistration kKappaCritKind{
     {"kappa-crit",
      "κ_crit measured on the simulator (load = compute crossing) beside the analytic κ_crit",
      run_kappa_crit_kind}};
+const sweep::KindRegistration kBreakEvenKind{
+    {"break-even",
+     "the cached prefix from which loading it beats recomputing it, simulated beside analytic",
+     run_break_even_kind}};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// kappasim measure kappa-crit | poh: isolated requests on the simulator (the tier warm, one
-// request in the system at a time), beside the analytic κ model on the same inputs.
+// kappasim measure kappa-crit | poh | break-even: isolated requests on the simulator (the tier
+// warm, one request in the system at a time), beside the analytic κ model on the same inputs.
 // kappasim measure capacity: cmd_capacity.cpp.
 // kappasim bench serving: simulated requests per wall second and peak memory.
 #include <sys/resource.h>
@@ -256,7 +256,76 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
                 << format_number(m.kappa_max) << "\n";
     return 0;
   }
-  throw InputError("kappasim measure: expected kappa-crit, poh or capacity" +
+  if (verb == "break-even") {
+    std::string t = "16", ttft = "engine";
+    int points = 33;
+    bool curve = false;
+    po::options_description desc(
+        "kappasim measure break-even: the cached prefix K from which loading it from the warm "
+        "tier\n"
+        "and computing T new tokens after it (TTFT_hit) is no slower than computing all K + T\n"
+        "tokens (TTFT_miss); isolated requests on the simulator, beside the analytic model (Eq. 3\n"
+        "with attention FLOPs, no per-request software)\n"
+        "Usage: kappasim measure break-even --model M --system S [--t T] [options]\nOptions");
+    add_measure_options(desc, o);
+    desc.add_options()("t", po::value(&t),
+                       "new tokens T after the cached prefix (default 16: vLLM computes at least "
+                       "the prompt's last block)")(
+        "points", po::value(&points),
+        "K grid points, log-spaced from one tier chunk to what the KV cache holds (default 33)")(
+        "ttft", po::value(&ttft),
+        "engine (default) or end_to_end (serving.ttft: the stack's front end and the tier's "
+        "per-request lookup in both TTFTs)")("curve", po::bool_switch(&curve),
+                                             "print TTFT_hit and TTFT_miss at every K instead");
+    if (std::find(args.begin(), args.end(), "--help") != args.end()) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    parse("measure break-even", args, desc);
+    const Format fmt = parse_format(o.format);
+    const double T = parse_count("t", t, 1);
+    if (points < 2 || points > 2000) throw InputError("--points: expected 2 to 2000");
+    if (ttft_end_to_end_option(ttft)) o.sets.insert(o.sets.begin(), "serving.ttft=end_to_end");
+    ProvenanceTable prov;
+    const RunSpec spec = isolated_spec(o, &prov);
+    const BreakEvenMeasurement m = measure_break_even(spec, T, points, &prov);
+    if (curve) {
+      Table tab({"model", "system", "tp", "stack", "load_path", "k", "t", "ttft_hit_s",
+                 "ttft_miss_s", "speedup", "load_time_s", "analytic_ttft_hit_s",
+                 "analytic_ttft_miss_s"});
+      for (const BreakEvenPoint& p : m.points)
+        tab.add_row({m.model, m.system, static_cast<std::int64_t>(m.tp), m.stack, m.load_path, p.k,
+                     T, p.ttft_hit_s, p.ttft_miss_s, p.ttft_miss_s / p.ttft_hit_s, p.load_s,
+                     p.analytic_hit_s, p.analytic_miss_s});
+      std::cout << tab.render(fmt);
+      return 0;
+    }
+    const BreakEvenPoint &lo = m.points.front(), &hi = m.points.back();
+    Table tab({"model", "system", "tp", "stack", "load_path", "t", "break_even_k_simulated",
+               "break_even_k_analytic", "break_even_from_start", "break_even_never",
+               "break_even_analytic_from_start", "break_even_analytic_never", "k_min", "k_max",
+               "ttft_hit_at_k_min_s", "ttft_miss_at_k_min_s", "speedup_at_k_max"});
+    tab.add_row({m.model, m.system, static_cast<std::int64_t>(m.tp), m.stack, m.load_path, T,
+                 m.simulated.k, m.analytic.k, static_cast<std::int64_t>(m.simulated.from_start),
+                 static_cast<std::int64_t>(m.simulated.never),
+                 static_cast<std::int64_t>(m.analytic.from_start),
+                 static_cast<std::int64_t>(m.analytic.never), m.k_min, m.k_max, lo.ttft_hit_s,
+                 lo.ttft_miss_s, hi.ttft_miss_s / hi.ttft_hit_s});
+    std::cout << tab.render(fmt);
+    for (const auto& [name, c] :
+         {std::pair<const char*, const BreakEvenCrossing&>{"simulated", m.simulated},
+          {"analytic", m.analytic}}) {
+      if (c.from_start)
+        std::cerr << "kappasim: note: " << name << ": loading is no slower from the first K ("
+                  << format_number(m.k_min) << " tokens): the break-even is at most that\n";
+      if (c.never)
+        std::cerr << "kappasim: note: " << name
+                  << ": recomputing is still faster at K = " << format_number(m.k_max)
+                  << ": the break-even lies above the grid\n";
+    }
+    return 0;
+  }
+  throw InputError("kappasim measure: expected kappa-crit, poh, break-even or capacity" +
                    (verb.empty() ? std::string() : ", got '" + verb + "'"));
 }
 

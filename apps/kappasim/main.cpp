@@ -77,11 +77,13 @@ const std::vector<VerbHelp> kVerbCommands = {
      "  gemm                one GEMM on the GPU model\n"
      "  allreduce           one TP all-reduce per message size (time, algbw, busbw)\n"},
     {"measure",
-     {"kappa-crit", "poh", "capacity"},
-     "kappasim measure: κ_crit and P_OH measured on the simulator beside the analytic ones\n"
+     {"kappa-crit", "poh", "break-even", "capacity"},
+     "kappasim measure: κ_crit, P_OH and the break-even prefix measured on the simulator beside "
+     "the analytic ones\n"
      "Usage: kappasim measure VERB [options]   (kappasim measure VERB --help for its options)\n"
      "  kappa-crit   sweep κ_ratio at fixed T and find where transfer time equals compute time\n"
      "  poh          P_OH = KV load time / compute time on a K x T grid\n"
+     "  break-even   the cached prefix K from which loading it beats recomputing it (TTFT)\n"
      "  capacity     CONFIG --slo-ttft T: the steady-state throughput served at a TTFT SLO\n"},
     {"design",
      {"emit"},
