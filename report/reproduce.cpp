@@ -52,6 +52,8 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
     const SweepData ac = sweeps.run("reproduce/stacks-async-kappa-crit.yaml");
     const SweepData as = sweeps.run("reproduce/stacks-async-serving.yaml");
     rest += section_stacks_async(ac, as, &conclusions);
+    // Issue 20 part 3: where loading beats recomputing.
+    rest += section_stacks_break_even(sweeps.run("reproduce/stacks-break-even.yaml"), &conclusions);
   }
   {
     const SweepData k = sweeps.run("reproduce/c2c.yaml");

@@ -76,6 +76,10 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
 // computes (interpolated in log κ). Tables and text only.
 std::string section_stacks_async(const SweepData& crit, const SweepData& serving,
                                  ConclusionLog* log = nullptr);
+// 5b's subsection on the break-even prefix (issue 20 part 3; sweep stacks-break-even): the
+// cached prefix from which loading it beats recomputing it, per stack × load path, simulated
+// beside analytic. Tables and text only.
+std::string section_stacks_break_even(const SweepData& be, ConclusionLog* log = nullptr);
 
 // 6. NVLink-C2C and the unified HBM tier vs PCIe (sweeps c2c, c2c-serving). Writes
 // ttft-c2c-*.csv and two figures.
