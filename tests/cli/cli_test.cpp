@@ -706,7 +706,7 @@ TEST(Cli, MeasureKappaCritAgainstTheAnalyticModel) {
       {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k 4096", "'--t' is required"},
       {"measure poh --model llama-3.1-70b --system h100 --tp 4 --k 4096 --t 128 --frobnicate",
        "unrecognised option"},
-      {"measure kappa", "expected kappa-crit, poh or capacity"},
+      {"measure kappa", "expected kappa-crit, poh, break-even or capacity"},
   };
   for (const BadCase& c : bad) {
     Result b = run(c.args);

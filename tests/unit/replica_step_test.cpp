@@ -201,13 +201,25 @@ TEST(ReplicaWeights, EveryFeatureIsAcceptedOnEveryLayout) {
   EXPECT_NO_THROW(run(layout + ", kv_buffer: {capacity: 1 GB}}"));
   EXPECT_NO_THROW(run(layout + ", recompute: {mode: fixed, fraction: 0.5}}"));
   EXPECT_NO_THROW(run(layout + ", load_path: layerwise}"));
-  // A cluster node may be any layout too.
-  EXPECT_NO_THROW(read_config<ClusterRunSpec>(
-      parse_yaml("cluster:\n  router: round_robin\n  nodes:\n    - {name: a, system: "
-                 "dgx-h100, serving: {tp: 1, compute_dtype: fp8, parallelism: "
-                 "{dp_attention: 8, ep: 8}}}\nmodel: deepseek-v3\nworkload: {requests: 4}\n",
-                 "c.yaml"),
-      ""));
+  // A cluster node may be any layout too (on H200s, as above: DeepSeek-V3's FP8 weights at
+  // EP 8, 98.9 GB a GPU, do not fit an H100's 80 GB, and a node group is checked as its run is).
+  const std::string cluster =
+      "cluster:\n  router: round_robin\n  nodes:\n    - {name: a, system: {preset: dgx-h100, "
+      "gpu: GPU}, serving: {tp: 1, compute_dtype: fp8, parallelism: {dp_attention: 8, ep: "
+      "8}}}\nmodel: deepseek-v3\nworkload: {requests: 4}\n";
+  const auto node = [&](const std::string& gpu) {
+    std::string y = cluster;
+    y.replace(y.find("GPU"), 3, gpu);
+    return read_config<ClusterRunSpec>(parse_yaml(y, "c.yaml"), "");
+  };
+  EXPECT_NO_THROW(node("h200-sxm"));
+  try {
+    node("h100-sxm5");
+    ADD_FAILURE() << "DeepSeek-V3 FP8 at EP 8 on H100s was accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "cluster.nodes.0.serving.parallelism")) << e.what();
+    EXPECT_TRUE(has(e.what(), "leaves no KV cache")) << e.what();
+  }
 }
 
 }  // namespace
