@@ -82,6 +82,9 @@ class KvPull {
   // the stream if it was taken, else the thread.
   double begin_copies(std::size_t r);
   void end_load(std::size_t r, bool copies_begun);
+  // P/D push_layer (a decode engine; empty: pull): instead of pulling, wait until the prefill
+  // node's layer sends of request `id` have all arrived; returns their bytes per rank.
+  std::function<double(std::uint64_t id)> wait_pushed;
 
  private:
   double pull(Rank& rank, const Sequence& s);  // the P/D pull; returns its bytes

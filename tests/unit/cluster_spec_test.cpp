@@ -161,6 +161,24 @@ TEST(ClusterSpec, PdRolesSetWhoDecodesAndTheHandoffDefaultsAreNixls) {
   EXPECT_DOUBLE_EQ(s.cluster.handoff.fixed_s, 0.40e-3);
 }
 
+TEST(ClusterSpec, ALayerWisePushRefusesWhatItDoesNotModel) {
+  const std::string push = "cluster:\n  handoff: p2p-nccl\n";
+  std::string y = kPd;
+  y.replace(y.find("cluster:\n"), 9, push);
+  const ClusterRunSpec s = parse(y);
+  EXPECT_EQ(s.cluster.handoff.send, HandoffSend::PushLayer);
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.fixed_s, 0.05e-3);
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.post_per_descriptor_s, 0);
+  // Pools of different KV layouts: the re-shard of a push is not modelled.
+  const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
+  std::string lay = y;
+  lay.replace(lay.find(d8), d8.size(), "role: decode, system: dgx-h100, serving: {tp: 4}");
+  EXPECT_NE(error_of(lay).find("cluster.handoff.send: push_layer needs one KV layout"),
+            std::string::npos)
+      << error_of(lay);
+  EXPECT_NE(error_of(lay).find("cluster.nodes.1.serving"), std::string::npos) << error_of(lay);
+}
+
 TEST(ClusterSpec, PdBadInputsNameTheKey) {
   std::string y = kPd;
   // Only prefill nodes.
