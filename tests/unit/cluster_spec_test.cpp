@@ -177,6 +177,27 @@ TEST(ClusterSpec, ALayerWisePushRefusesWhatItDoesNotModel) {
             std::string::npos)
       << error_of(lay);
   EXPECT_NE(error_of(lay).find("cluster.nodes.1.serving"), std::string::npos) << error_of(lay);
+  // A decode group of several DP-attention ranks (on both pools: one layout).
+  const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
+  const std::string dp = "serving: {tp: 2, parallelism: {dp_attention: 4}}";
+  std::string dps = y;
+  dps.replace(dps.find(d8), d8.size(), "role: decode, system: dgx-h100, " + dp);
+  dps.replace(dps.find(p8), p8.size(), "role: prefill, system: dgx-h100, " + dp);
+  EXPECT_NE(error_of(dps).find("cluster.handoff.send: push_layer: decode group d "
+                               "(cluster.nodes.1.serving.parallelism.dp_attention 4)"),
+            std::string::npos)
+      << error_of(dps);
+  // A hybrid KV cache (gpt-oss-120b's sliding layers).
+  std::string hyb = y;
+  hyb.replace(hyb.find("llama-3.1-70b"), 13, "gpt-oss-120b");
+  hyb.replace(hyb.find(d8), d8.size(),
+              "role: decode, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}");
+  hyb.replace(hyb.find(p8), p8.size(),
+              "role: prefill, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}");
+  EXPECT_NE(error_of(hyb).find("cluster.handoff.send: push_layer: group p "
+                               "(cluster.nodes.0.serving.kv_cache: hybrid)"),
+            std::string::npos)
+      << error_of(hyb);
 }
 
 TEST(ClusterSpec, PdBadInputsNameTheKey) {
