@@ -165,12 +165,18 @@ ProfileNote profile_note(const std::string& profile) {
     return {"one WRITE descriptor per 256-token chunk",
             "its fixed cost per transfer, 0.40 ms assumed (no LMCache P/D figure is published; "
             "its preset names 0.1-1 ms); the P/D buffer's gather and scatter copies not modelled"};
+  if (profile == "p2p-nccl")
+    return {"each layer's KV pushed during the prefill, one NCCL send per layer",
+            "its fixed cost per layer's send, 0.05 ms assumed (the ZMQ PUT round trip; no "
+            "P2pNccl figure is published; its preset names 0.02-0.2 ms); the prefill step's wait "
+            "for its send queue and the receive buffer's size not modelled"};
   return {"its preset's figures", "its preset's figures (presets/transfer-engines/)"};
 }
 std::string variant_text(const std::string& v) {
   if (v == "one-run-per-block") return "one run per block (a fragmented pool)";
   if (v == "fixed-1ms") return "a fixed cost of 1 ms";
   if (v == "strided") return "strided descriptors (no posting cost)";
+  if (v == "fixed-0.2ms") return "a fixed cost of 0.2 ms per layer's send";
   return v;
 }
 
@@ -198,8 +204,9 @@ std::string handoff_part(const SweepData& study, ConclusionLog* log) {
      << (subject.empty() ? "" : " (" + subject.substr(0, subject.size() - 2) + ")")
      << ", with the hand-off's software as each transfer-engine profile (`cluster.handoff`, "
      << "docs/disaggregation.md): nixl-vllm (vLLM's NixlConnector, the rows above), mooncake-te "
-     << "(vLLM's MooncakeConnector over the Mooncake Transfer Engine) and lmcache-pd (LMCache's "
-     << "P/D backend over NIXL).";
+     << "(vLLM's MooncakeConnector over the Mooncake Transfer Engine), lmcache-pd (LMCache's "
+     << "P/D backend over NIXL), which move the whole prompt after the prefill, and p2p-nccl "
+     << "(vLLM's P2pNcclConnector, which sends each layer as its prefill compute ends).";
   std::vector<std::string> variants;  // "profile with <variant_text>", in order
   for (const auto& cr : configs) {
     const std::string label = t.get(cr[0], "handoff");

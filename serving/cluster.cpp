@@ -111,6 +111,18 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
         ServingEngine& p = *m_nodes[h.prefill_node].engine;
         return p.send_kv(id, bytes, cap, h.nvlink ? p.layout().gpus : -1);
       };
+      // push_layer (docs/disaggregation.md): a prefill node's layer sends enter the decode node
+      // the router chose at arrival (none, once that node has rejected the request).
+      es.receive_kv = [this](std::uint64_t id, const std::vector<double>& bytes, double cap) {
+        const auto it = m_handoffs.find(id);
+        return it == m_handoffs.end()
+                   ? nullptr
+                   : m_nodes[it->second.decode_node].engine->receive_kv(bytes, cap);
+      };
+      es.on_pushed = [this, i](std::uint64_t id, double, double, double bytes) {
+        pushed(id, i, bytes);
+      };
+      es.wait_pushed = [this](std::uint64_t id) { return wait_pushed(id); };
       // The re-shard's source: the prefill rank's layout (serving/handoff.hpp reshard_pieces),
       // and where it sits: on this host (over NVLink: in this node's fabric the prefill GPUs are
       // the host's GPUs past this engine's own) or another (over the NICs).
@@ -161,7 +173,10 @@ void Cluster::prefilled(const RequestRecord& rec, std::size_t node) {
   h.prefill = rec;
   h.prefill_node = node;
   h.prefill_end_s = now_s();
-  const std::size_t d = choose_among(m_decode, *m_decode_router, h.r);
+  const bool push = m_spec.cluster.handoff.send == HandoffSend::PushLayer;
+  // push_layer: its decode node was chosen at arrival; its sends may all have arrived already.
+  if (push && h.pushed) m_nodes[node].engine->release_kv(rec.id);
+  const std::size_t d = push ? h.decode_node : choose_among(m_decode, *m_decode_router, h.r);
   Node& n = m_nodes[d];
   h.nvlink = !n.host.empty() && n.host == m_nodes[node].host;
   ++n.routed;
@@ -177,7 +192,30 @@ void Cluster::pulled(std::uint64_t id, double start_s, double end_s, double byte
   h.pull_start_s = start_s;
   h.pull_end_s = end_s;
   h.bytes = bytes;
-  m_nodes[h.prefill_node].engine->release_kv(id);  // NIXL: the decode side notifies the prefill
+  if (m_spec.cluster.handoff.send == HandoffSend::Pull)
+    m_nodes[h.prefill_node].engine->release_kv(id);  // NIXL: the decode side notifies the prefill
+}
+
+void Cluster::pushed(std::uint64_t id, std::size_t node, double bytes) {
+  const auto it = m_handoffs.find(id);
+  // The prefill node holds the request's blocks until its last layer's send has arrived [A: the
+  // extracted per-layer tensors P2pNcclConnector queues count as the blocks they were copied
+  // from]; then it frees them (at once, or when its prefill's finish reaches the cluster).
+  if (it == m_handoffs.end()) {  // its decode node rejected it: nothing waits for the bytes
+    m_nodes[node].engine->release_kv(id);
+    return;
+  }
+  Handoff& h = it->second;
+  h.pushed = true;
+  h.bytes = bytes;
+  if (h.prefill_end_s >= 0) m_nodes[node].engine->release_kv(id);
+  h.pushed_ev->notify(sc_core::SC_ZERO_TIME);
+}
+
+double Cluster::wait_pushed(std::uint64_t id) {
+  const std::shared_ptr<sc_core::sc_event> ev = m_handoffs.at(id).pushed_ev;
+  if (!m_handoffs.at(id).pushed) sc_core::wait(*ev);
+  return m_handoffs.at(id).bytes;
 }
 
 void Cluster::decoded(const RequestRecord& rec, std::size_t node) {
@@ -214,9 +252,11 @@ void Cluster::decoded(const RequestRecord& rec, std::size_t node) {
 void Cluster::rejected(std::uint64_t id, std::size_t node) {
   const auto it = m_handoffs.find(id);
   if (it == m_handoffs.end()) throw std::logic_error("cluster: an unrouted request was rejected");
-  if (m_nodes[node].role == EngineRole::Decode)  // its prompt never fits the decode node's pool
-    m_nodes[it->second.prefill_node].engine->release_kv(id);
-  else
+  if (m_nodes[node].role == EngineRole::Decode) {  // its prompt never fits the decode node's pool
+    // push_layer: the prefill node frees the blocks when its sends end (pushed()).
+    if (m_spec.cluster.handoff.send == HandoffSend::Pull)
+      m_nodes[it->second.prefill_node].engine->release_kv(id);
+  } else
     prefill_stage_done();
   m_handoffs.erase(it);
 }
@@ -233,8 +273,15 @@ void Cluster::route() {
     const std::size_t i = choose(r);
     Node& n = m_nodes[i];
     if (n.role == EngineRole::Prefill) {
-      m_handoffs[r.id].r = r;
+      Handoff& h = m_handoffs[r.id];
+      h.r = r;
       ++m_in_prefill;
+      // push_layer: the proxy picks the decode instance too, at arrival (vLLM's P2pNccl proxy
+      // names it in the request id the prefill instance sends to).
+      if (m_spec.cluster.handoff.send == HandoffSend::PushLayer && r.output_tokens > 1) {
+        h.decode_node = choose_among(m_decode, *m_decode_router, r);
+        h.pushed_ev = std::make_shared<sc_core::sc_event>();
+      }
     }
     const std::int64_t K = cached_tokens_on(i, r);
     const std::int64_t T = r.prompt_tokens() - K;

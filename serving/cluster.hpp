@@ -119,6 +119,11 @@ class Cluster : public sc_core::sc_module {
     std::size_t prefill_node = 0;
     bool nvlink = false;  // its decode node shares the prefill node's host: over NVLink
     double prefill_end_s = -1, pull_start_s = -1, pull_end_s = -1, bytes = 0;
+    // cluster.handoff.send: push_layer: the decode node the router chose at arrival; whether the
+    // prefill node's sends have all arrived, and the event a decode node waiting for them wakes on.
+    std::size_t decode_node = 0;
+    bool pushed = false;
+    std::shared_ptr<sc_core::sc_event> pushed_ev;
   };
   struct HandoffStats {
     std::uint64_t count = 0, nvlink = 0;
@@ -132,6 +137,8 @@ class Cluster : public sc_core::sc_module {
   void prefilled(const RequestRecord& rec, std::size_t node);  // a P/D prefill node's finish
   void decoded(const RequestRecord& rec, std::size_t node);    // a P/D decode node's finish
   void pulled(std::uint64_t id, double start_s, double end_s, double bytes);
+  void pushed(std::uint64_t id, std::size_t node, double bytes);  // push_layer: all arrived
+  double wait_pushed(std::uint64_t id);  // push_layer: a decode node waits for the last layer
   void rejected(std::uint64_t id, std::size_t node);
   void prefill_stage_done();  // one request left the prefill stage: maybe close decode queues
   SummaryBuilder::Totals combined_totals(const std::vector<std::size_t>& nodes,

@@ -1,6 +1,7 @@
 #include "serving/cluster_spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -199,6 +200,7 @@ void ClusterRunSpec::validate(const std::string& path) const {
   // pools whose KV caches hold different dtypes (the hand-off copies the prefill's bytes into
   // the decode's blocks; no connector converts them).
   const int heads = handoff_kv_heads(model);
+  if (cluster.handoff.send == HandoffSend::PushLayer) validate_push(p);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeGroupSpec& g = nodes[i];
     const std::string ip = p + "cluster.nodes." + std::to_string(i) + ".";
@@ -224,6 +226,39 @@ void ClusterRunSpec::validate(const std::string& path) const {
                        (nodes[0].serving.hybrid_kv() ? "hybrid" : "unified") +
                        " KV cache; the P/D hand-off copies the prefill's blocks as they are: give "
                        "every group one kv_cache");
+  }
+}
+
+void ClusterRunSpec::validate_push(const std::string& p) const {
+  // The layer-wise push (docs/disaggregation.md) models the same layout on both pools, one decode
+  // rank, over the NICs: each prefill GPU sends its layer's share to the decode GPU at its
+  // position.
+  const std::string key = p + "cluster.handoff.send: push_layer";
+  const auto layout = [](const NodeGroupSpec& g) {
+    const ParallelismSpec& l = g.serving.parallelism;
+    return std::array<int, 4>{l.tp > 0 ? l.tp : g.serving.tp, l.dp_attention, l.pp, l.nodes};
+  };
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeGroupSpec& g = nodes[i];
+    const std::string ip = "cluster.nodes." + std::to_string(i) + ".";
+    if (layout(g) != layout(nodes[0]))
+      throw InputError(key + " needs one KV layout on every group (" + ip +
+                       "serving: tp, parallelism differ from cluster.nodes.0's); the re-shard of a "
+                       "layer-wise push is not modelled: use send: pull");
+    if (g.role == EngineRole::Decode && g.serving.parallelism.dp_attention > 1)
+      throw InputError(key + ": decode group " + g.name + " (" + ip +
+                       "serving.parallelism.dp_attention " +
+                       std::to_string(g.serving.parallelism.dp_attention) +
+                       ") has several ranks; a push to a DP-attention rank chosen at arrival is "
+                       "not modelled: use send: pull");
+    if (!g.host.empty())
+      throw InputError(key + ": group " + g.name + " (" + ip +
+                       "host) shares a host; a layer-wise push over NVLink is not modelled: use "
+                       "send: pull");
+    if (g.serving.hybrid_kv())
+      throw InputError(key + ": group " + g.name + " (" + ip +
+                       "serving.kv_cache: hybrid); a hybrid cache's per-layer bytes are not "
+                       "modelled for a layer-wise push: use send: pull");
   }
 }
 

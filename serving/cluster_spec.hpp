@@ -119,6 +119,8 @@ struct ClusterRunSpec {
   // Whether some prefill node and some decode node sit on different hosts (so a hand-off may
   // cross the NIC).
   bool handoff_crosses_nodes() const;
+  // cluster.handoff.send: push_layer's refusals (InputError; `p` the file's prefix).
+  void validate_push(const std::string& p) const;
   // Whether some prefill node shares its host with a decode node (hand-offs over NVLink).
   bool handoff_within_node() const;
 };

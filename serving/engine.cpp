@@ -68,6 +68,15 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
                                     KvRankLayout{m_layout.tp, m_layout.pp}, m_kv.unit_per_gpu,
                                     m_kv.hybrid, m_sinks.on_pulled, m_sinks.send_kv,
                                     m_sinks.source_layout, m_work);
+  // P/D push_layer (docs/disaggregation.md): a prefill engine sends each layer as it is computed;
+  // a decode engine's "pull" waits for the last layer's arrival.
+  if (m_sinks.handoff.send == HandoffSend::PushLayer) {
+    if (m_sinks.role == EngineRole::Prefill)
+      m_pull->push =
+          std::make_unique<KvPush>(m_spec, m_sinks.handoff, KvRankLayout{m_layout.tp, m_layout.pp},
+                                   m_kv.unit_per_gpu, m_sinks.receive_kv, m_sinks.on_pushed);
+    if (m_sinks.role == EngineRole::Decode) m_pull->wait_pushed = m_sinks.wait_pushed;
+  }
   std::vector<int> fabric_gpus;
   for (const auto& u : m_gpus) fabric_gpus.push_back(u->fabric);
   m_trace = std::make_unique<EngineTrace>(m_sinks.trace, fabric_gpus, m_spec.check);
@@ -179,7 +188,8 @@ void ServingEngine::make_groups() {
                          m_sinks.summary,
                          m_work,
                          [this] { return m_arrivals->done(); },
-                         [this](Sequence* s) { finish(s); }};
+                         [this](Sequence* s) { finish(s); },
+                         m_pull->push.get()};
   if (moe && L.dp > 1) {
     std::vector<Rank*> rs;
     std::vector<const RankGpus*> gs;
@@ -355,6 +365,12 @@ std::shared_ptr<CopyGroup> ServingEngine::send_kv(std::uint64_t id,
     if (rank->kv->holds(id))
       return KvPull::send(*rank, m_spec.system.gpus, gpu_bytes, rate_cap_Bps, nvlink_base);
   throw std::logic_error("send_kv: request " + std::to_string(id) + " holds no KV blocks");
+}
+
+std::shared_ptr<CopyGroup> ServingEngine::receive_kv(const std::vector<double>& gpu_bytes,
+                                                     double rate_cap_Bps) {
+  // One rank (ClusterRunSpec::validate refuses push_layer to decode groups of several).
+  return KvPush::receive(*m_ranks.at(0), gpu_bytes, rate_cap_Bps);
 }
 
 void ServingEngine::check_end() const { m_check.end(m_stats, m_ledger, m_ranks, *m_link, now_s()); }

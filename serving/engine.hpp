@@ -70,6 +70,11 @@ struct EngineSinks {
   std::function<void(std::uint64_t id, double start_s, double end_s, double bytes)> on_pulled;
   KvPull::SendKv send_kv;  // a Decode engine's: the prefill side of a pull (kv_pull.hpp)
   KvPull::SourceLayout source_layout;  // a Decode engine's: how that prefill rank holds the KV
+  // P/D push_layer: a Prefill engine's decode side of each send and its call when a request's
+  // last layer has arrived; a Decode engine's wait for request `id`'s last layer (its bytes).
+  KvPush::Receive receive_kv;
+  KvPush::OnPushed on_pushed;
+  std::function<double(std::uint64_t id)> wait_pushed;
   std::function<void(std::uint64_t id)> on_reject;
   // Issue 25: the cluster's CXL pool, shared with the other nodes (its KV level and its device
   // bandwidth); null: a system with a pool keeps one of its own (its ranks share it).
@@ -118,6 +123,9 @@ class ServingEngine : public sc_core::sc_module {
   // serving/kv_pull), all together no faster than `rate_cap_Bps` (0: no cap); returns the
   // started group. `nvlink_base` >= 0: the decode GPUs share this host, past this engine's own
   // from GPU nvlink_base; the bytes leave over NVLink (Endpoint::PeerGpu).
+  // P/D push_layer, a Decode engine: the receiving side of one layer's send (KvPush::receive on
+  // its one rank).
+  std::shared_ptr<CopyGroup> receive_kv(const std::vector<double>& gpu_bytes, double rate_cap_Bps);
   std::shared_ptr<CopyGroup> send_kv(std::uint64_t id, const std::vector<double>& gpu_bytes,
                                      double rate_cap_Bps, int nvlink_base = -1);
 
@@ -149,7 +157,7 @@ class ServingEngine : public sc_core::sc_module {
   RequestLedger m_ledger;  // arrived, not finished: one state per request
   RankView m_view;         // m_ranks and m_ledger as routers see them
   std::unique_ptr<Arrivals> m_arrivals;
-  std::unique_ptr<KvPull> m_pull;  // P/D pulls and async loads, one stream per rank
+  std::unique_ptr<KvPull> m_pull;  // P/D pulls and pushes, async loads, one stream per rank
   std::unique_ptr<EngineTrace> m_trace;
   EngineCheck m_check;         // invariant bookkeeping (RunSpec::check)
   EngineStats m_stats;         // counters; the groups' figures at the end

@@ -32,6 +32,12 @@ const std::vector<std::pair<const char*, HandoffUnit>>& handoff_unit_names() {
   return names;
 }
 
+const std::vector<std::pair<const char*, HandoffSend>>& handoff_send_names() {
+  static const std::vector<std::pair<const char*, HandoffSend>> names = {
+      {"pull", HandoffSend::Pull}, {"push_layer", HandoffSend::PushLayer}};
+  return names;
+}
+
 namespace {
 // Transfer-engine profiles are preset files (presets/transfer-engines/, --preset-dir), as stack
 // profiles are: listed as `kappasim list transfer-engine` through the preset listing

@@ -44,6 +44,19 @@ enum class HandoffUnit {
 };
 const std::vector<std::pair<const char*, HandoffUnit>>& handoff_unit_names();
 
+// When the prompt's KV moves (docs/disaggregation.md).
+enum class HandoffSend {
+  // After the prefill: the decode node, chosen then, moves the whole prompt's KV once its
+  // scheduler has allocated the blocks (vLLM's NixlConnector, MooncakeConnector, LMCache P/D).
+  Pull,
+  // During the prefill: the decode node is chosen at arrival (the proxy picks both instances)
+  // and the prefill node sends each layer's KV as that layer's compute of the prompt's last chunk
+  // ends, into the decode node's receive buffer, one send after another on each GPU's send
+  // thread (vLLM's P2pNcclConnector, PUT_ASYNC: save_kv_layer, P2pNcclEngine.send_async).
+  PushLayer,
+};
+const std::vector<std::pair<const char*, HandoffSend>>& handoff_send_names();
+
 // Without cluster.handoff, or given as a map without `preset:`, the profile is these defaults:
 // nixl-vllm's figures (vLLM's NixlConnector over NIXL, vLLM's reference P/D connector;
 // presets/transfer-engines/nixl-vllm.yaml gives the same, a test holds them equal).
@@ -52,6 +65,7 @@ struct HandoffSpec {
   std::string display_name;
   std::string description;
   HandoffUnit unit = HandoffUnit::LayerBlock;
+  HandoffSend send = HandoffSend::Pull;
   // Unit slice: the transfer engine's slice (Mooncake TE MC_SLICE_SIZE, default 65536 B).
   double slice_bytes = 65536;
   // [D, assumption for NIXL] Per pull, before the first byte: the transfer's setup and its
@@ -73,6 +87,9 @@ struct HandoffSpec {
     v.choice("unit", unit, handoff_unit_names(),
              opt("what one RDMA descriptor covers: layer_block (NIXL in vLLM), slice (Mooncake "
                  "TE: `slice` bytes of a layer's contiguous run), chunk (LMCache P/D)"));
+    v.choice("send", send, handoff_send_names(),
+             opt("when the KV moves: pull (after the prefill, the whole prompt) or push_layer "
+                 "(each layer as its prefill compute ends; `fixed` is then per layer's send)"));
     v.quantity("slice", slice_bytes, dim::bytes,
                opt("unit slice: the transfer engine's slice size (Mooncake MC_SLICE_SIZE)"));
     v.quantity(

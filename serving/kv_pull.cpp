@@ -100,6 +100,14 @@ void KvPull::end_load(std::size_t r, bool copies_begun) {
 void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {
   // One request's load at a time per rank, in the order they were admitted (the worker's one
   // thread issues a request's copies or posts its descriptors, one stream).
+  if (m_role == EngineRole::Decode && wait_pushed) {  // push_layer: into the receive buffer
+    const double t0 = now_s();
+    const double bytes = wait_pushed(s->req.id);
+    rank.sched->pulled(s);
+    if (m_on_pulled) m_on_pulled(s->req.id, t0, now_s(), bytes);
+    m_work.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
   sc_core::sc_mutex& stream = *m_stream.at(static_cast<std::size_t>(rank.index));
   stream.lock();
   if (m_role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "serving/handoff.hpp"
+#include "serving/kv_push.hpp"
 #include "serving/rank.hpp"
 #include "serving/run_spec.hpp"
 
@@ -82,6 +83,12 @@ class KvPull {
   // the stream if it was taken, else the thread.
   double begin_copies(std::size_t r);
   void end_load(std::size_t r, bool copies_begun);
+  // P/D push_layer (a decode engine; empty: pull): instead of pulling, wait until the prefill
+  // node's layer sends of request `id` have all arrived; returns their bytes per rank.
+  std::function<double(std::uint64_t id)> wait_pushed;
+  // P/D push_layer (a prefill engine; null otherwise): its layer sends during the steps, the
+  // other end of the same hand-off (serving/kv_push).
+  std::unique_ptr<KvPush> push;
 
  private:
   double pull(Rank& rank, const Sequence& s);  // the P/D pull; returns its bytes

@@ -75,6 +75,7 @@ class StepGroup::Context final : public LoadContext {
   void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) override {
     if (!run) throw std::logic_error("an async load computes nothing");
     run->start(c, compute_s, hbm_bytes);
+    if (m_g.m_env.push && plans) m_g.push_layers(*this, compute_s);  // P/D push_layer
   }
   double buffer_copy_s(const LoadSplit& ls) const override {
     // Every rank's GPUs copy their own buffer hits at once: the slowest rank's.
@@ -99,6 +100,10 @@ class StepGroup::Context final : public LoadContext {
   }
 
   StepRun* run = nullptr;  // the step's compute (null: outside the steps)
+  // P/D push_layer (StepGroup::push_layers): the step's plans, one per rank, and how many of
+  // this context's layers (its stage's, or the model's) have started computing.
+  const std::vector<StepPlan>* plans = nullptr;
+  int pushed_layers = 0;
   int stage = -1;  // a pipeline stage's load (StepGroup::load_by_stage): its GPUs' copies only
   // An async load's rank (StepGroup::load_async; -1: a step's load): its copies take the rank's
   // copy stream (KvPull::begin_copies), after the previous request's copies; the wait is not
@@ -225,6 +230,7 @@ void StepGroup::begin(Step& b) {
   ++stats.steps;
   b.start = now_s();
   b.ctx = std::make_unique<Context>(*this, stats.steps);
+  b.ctx->plans = &b.plans;
   TimeBreakdown& time = b.ctx->time;
   // Scheduler critical path (serial before the step; serving/step_plan): every rank's scheduler
   // runs in its own process, so the step waits for the slowest.
@@ -411,6 +417,32 @@ void StepGroup::end(Step& b) {
   }
 }
 
+void StepGroup::push_layers(Context& ctx, double compute_s) {
+  // The layers this call computes: the context's (its pipeline stage's, or the model's), all
+  // that are left, or (the layer-wise load path computes one layer per call) compute_s's share.
+  const int L = m_env.spec.model.num_layers;
+  int first = 0, layers = L;
+  if (ctx.stage >= 0) {
+    const std::vector<int> sl = stage_layer_counts(L, m_env.layout.pp);
+    for (int s = 0; s < ctx.stage; ++s) first += sl[static_cast<std::size_t>(s)];
+    layers = sl[static_cast<std::size_t>(ctx.stage)];
+  }
+  const int left = layers - ctx.pushed_layers;
+  if (left <= 0) return;
+  const double total = ctx.run->time.total.compute_time_s;
+  int n = left;
+  if (total > 0 && compute_s < total)
+    n = std::clamp(static_cast<int>(std::lround(compute_s / total * layers)), 1, left);
+  first += ctx.pushed_layers;
+  ctx.pushed_layers += n;
+  // A prompt's last chunk (vLLM's P2pNcclConnector sends a chunked prompt's KV, whole, with its
+  // last chunk's forward) of a request with a decode stage to come.
+  for (std::size_t r = 0; r < ranks.size() && r < ctx.plans->size(); ++r)
+    for (const StepItem& it : (*ctx.plans)[r].items)
+      if (it.last && !it.decode && it.seq->hold_kv)
+        m_env.push->computed(*ranks[r], *it.seq, first, n, compute_s);
+}
+
 const RunSpec& StepGroup::stage_spec(int s, int layers) {
   const std::size_t si = static_cast<std::size_t>(s);
   if (m_stage_spec.size() <= si) m_stage_spec.resize(si + 1);
@@ -444,6 +476,7 @@ double StepGroup::load_by_stage(Step& b, const LoadSplit& all, std::int64_t requ
     c.stats = &x->stats;
     c.stage = s;
     c.run = x->run.get();
+    c.plans = step.plans;
     c.link_tokens = step.link_tokens;
     c.buffer_tokens = step.buffer_tokens;
     hybrid_load(c, all);

@@ -48,6 +48,7 @@
 #include "serving/engine_stats.hpp"
 #include "serving/engine_trace.hpp"
 #include "serving/kv_pull.hpp"
+#include "serving/kv_push.hpp"
 #include "serving/load_paths/load_path.hpp"
 #include "serving/metrics.hpp"
 #include "serving/rank.hpp"
@@ -73,6 +74,7 @@ struct StepGroupEnv {
   sc_core::sc_event& work;  // an arrival, a finish, a freed block: a group may step
   std::function<bool()> arrivals_done;
   std::function<void(Sequence*)> finish;  // a request finished or was rejected
+  KvPush* push;  // P/D push_layer: a prefill engine's layer sends (else null)
 };
 
 class StepGroup {
@@ -108,6 +110,9 @@ class StepGroup {
   // stage's in a process of its own; returns the step's load time. See step_group.cpp.
   double load_by_stage(Step& b, const LoadSplit& all, std::int64_t requests);
   const RunSpec& stage_spec(int s, int layers);
+  // P/D push_layer: ctx's compute of compute_s starts now; queue the sends of the layers it
+  // computes for the requests whose prompt's last chunk is in the step (KvPush::computed).
+  void push_layers(Context& ctx, double compute_s);
   void end(Step& b);
   void store_phase(Context& ctx, const std::vector<std::vector<RequestState*>>& done,
                    const std::vector<std::vector<RequestState*>>& decoded);

@@ -309,6 +309,73 @@ TEST(Disaggregation, AHybridCachePullsTheFullLayersAndTheSlidingWindow) {
   EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), transfer, 0.01 * transfer);
 }
 
+// ---- the layer-wise push (cluster.handoff.send: push_layer) ---------------------------------
+// Hand: one 2,049-token prompt of Llama-3.1-70B at TP 8 (BF16): a layer holds 1 KV head x 128 x 2
+// (K, V) x 2 B = 512 B per token per GPU, so each layer's send moves 2,049 x 512 = 1,049,088 B per
+// GPU (P2pNcclConnector sends the whole prompt), out of the prefill GPU's ConnectX-7 port and into
+// the decode GPU's, 50 GB/s each: 20.98 us, after the profile's fixed cost per send, the DMA
+// copy's issue (2.36 us) and the NIC's latency (3 us). The prompt is one chunk, so its 80 layers
+// are computed in one step, layer l ending at (l + 1) c from the compute's start (c: the step's
+// compute over 80 layers).
+constexpr double kLayerBytes = 2049 * 512.0;
+constexpr double kNic = 50e9;          // presets/systems/dgx-h100.yaml: nic_bandwidth per GPU
+constexpr double kNicLatency = 3e-6;   // presets/systems/dgx-h100.yaml: nic_latency
+constexpr double kDmaIssue = 2.36e-6;  // presets/gpus/h100-sxm5.yaml: dma_copy_overhead
+constexpr double kMove = kDmaIssue + kNicLatency + kLayerBytes / kNic;  // one layer's bytes
+
+// The prompt's TTFT less its prefill: the hand-off's tail (handoff_p50_s: prefill end -> last
+// layer's arrival) and the decode node's first step.
+double after_prefill(const RequestRecord& r) { return r.time.queue_s; }
+
+// A send (50 us + 26.34 us) faster than a layer's compute: each layer's send is done before the
+// next layer's compute ends, so only the last layer's send is left after the prefill:
+// TTFT = prefill + 76.34 us + the decode node's first step.
+TEST(Disaggregation, APushFasterThanTheComputeLeavesOneLayersSendAfterThePrefill) {
+  const ClusterRunSpec spec = pd_spec("  handoff: p2p-nccl\n");
+  VectorSource src({request(1, 0, 2049, 4)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  const auto f = run_cluster(spec, src, sinks);
+  ASSERT_EQ(done.size(), 1u);
+  const double send = 0.05e-3 + kMove;
+  const double c = done[0].time.compute_s / 80;  // the prefill step's compute per layer
+  ASSERT_LT(send, c);
+  EXPECT_EQ(figure(f, "handoffs"), 1);
+  EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 80 * 8 * kLayerBytes, 1);
+  EXPECT_NEAR(figure(f, "handoff_wait_mean_s"), 0, 1e-9);  // an idle decode node admits it
+  // The tail: the last layer's send.
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), send, 1e-9);
+  // Then the decode node's first step, recomputing the last token (a 70B step at TP 8: well
+  // under 30 ms; its weights alone take 141 GB / 8 / 3.35 TB/s = 5.3 ms).
+  const double step = after_prefill(done[0]) - figure(f, "handoff_transfer_mean_s");
+  EXPECT_GT(step, 5e-3);
+  EXPECT_LT(step, 30e-3);
+  EXPECT_EQ(figure(f, "p.requests_routed"), 1);
+  EXPECT_EQ(figure(f, "d.requests_routed"), 1);
+}
+
+// A send (5 ms fixed + 26.34 us) slower than a layer's compute c: the sends queue on the GPUs'
+// send threads. Layer 0's starts at c and each next one when the previous ends, so the last ends
+// at c + 80 S, the prefill at 80 c: the tail is 80 S - 79 c.
+TEST(Disaggregation, APushSlowerThanTheComputeQueuesTheLayersSends) {
+  const ClusterRunSpec spec = pd_spec("  handoff: {preset: p2p-nccl, fixed: 5 ms}\n");
+  VectorSource src({request(1, 0, 2049, 4)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  const auto f = run_cluster(spec, src, sinks);
+  ASSERT_EQ(done.size(), 1u);
+  const double send = 5e-3 + kMove;
+  const double c = done[0].time.compute_s / 80;
+  ASSERT_GT(send, c);
+  const double tail = 80 * send - 79 * c;
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), tail, 1e-9);
+  const double step = after_prefill(done[0]) - tail;
+  EXPECT_GT(step, 5e-3);
+  EXPECT_LT(step, 30e-3);
+}
+
 }  // namespace
 }  // namespace disaggregation_test
 }  // namespace kappasim

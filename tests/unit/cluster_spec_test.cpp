@@ -183,6 +183,46 @@ TEST(ClusterSpec, PdRolesSetWhoDecodesAndTheHandoffDefaultsAreNixls) {
   EXPECT_DOUBLE_EQ(s.cluster.handoff.fixed_s, 0.40e-3);
 }
 
+TEST(ClusterSpec, ALayerWisePushRefusesWhatItDoesNotModel) {
+  const std::string push = "cluster:\n  handoff: p2p-nccl\n";
+  std::string y = kPd;
+  y.replace(y.find("cluster:\n"), 9, push);
+  const ClusterRunSpec s = parse(y);
+  EXPECT_EQ(s.cluster.handoff.send, HandoffSend::PushLayer);
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.fixed_s, 0.05e-3);
+  EXPECT_DOUBLE_EQ(s.cluster.handoff.post_per_descriptor_s, 0);
+  // Pools of different KV layouts: the re-shard of a push is not modelled.
+  const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
+  std::string lay = y;
+  lay.replace(lay.find(d8), d8.size(), "role: decode, system: dgx-h100, serving: {tp: 4}");
+  EXPECT_NE(error_of(lay).find("cluster.handoff.send: push_layer needs one KV layout"),
+            std::string::npos)
+      << error_of(lay);
+  EXPECT_NE(error_of(lay).find("cluster.nodes.1.serving"), std::string::npos) << error_of(lay);
+  // A decode group of several DP-attention ranks (on both pools: one layout; FP8 weights, since
+  // Llama-3.1-70B's 70.6 GB of BF16 weights a GPU at TP 2 do not fit an H100's 72 GB budget).
+  const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
+  const std::string dp = "serving: {tp: 2, compute_dtype: fp8, parallelism: {dp_attention: 4}}";
+  std::string dps = y;
+  dps.replace(dps.find(d8), d8.size(), "role: decode, system: dgx-h100, " + dp);
+  dps.replace(dps.find(p8), p8.size(), "role: prefill, system: dgx-h100, " + dp);
+  EXPECT_NE(error_of(dps).find("cluster.handoff.send: push_layer: decode group d "
+                               "(cluster.nodes.1.serving.parallelism.dp_attention 4)"),
+            std::string::npos)
+      << error_of(dps);
+  // A hybrid KV cache (gpt-oss-120b's sliding layers).
+  std::string hyb = y;
+  hyb.replace(hyb.find("llama-3.1-70b"), 13, "gpt-oss-120b");
+  hyb.replace(hyb.find(d8), d8.size(),
+              "role: decode, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}");
+  hyb.replace(hyb.find(p8), p8.size(),
+              "role: prefill, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}");
+  EXPECT_NE(error_of(hyb).find("cluster.handoff.send: push_layer: group p "
+                               "(cluster.nodes.0.serving.kv_cache: hybrid)"),
+            std::string::npos)
+      << error_of(hyb);
+}
+
 TEST(ClusterSpec, PdBadInputsNameTheKey) {
   std::string y = kPd;
   // Only prefill nodes.

@@ -74,7 +74,7 @@ TEST(Registry, CatalogueHoldsEveryPluggableKindWithItsConfigKey) {
     EXPECT_NE(std::find(stacks.begin(), stacks.end(), s), stacks.end()) << s;
   // Transfer-engine profiles likewise: presets/transfer-engines/*.yaml.
   EXPECT_EQ(registry_by_id("transfer-engine").listed_names(),
-            (std::vector<std::string>{"lmcache-pd", "mooncake-te", "nixl-vllm"}));
+            (std::vector<std::string>{"lmcache-pd", "mooncake-te", "nixl-vllm", "p2p-nccl"}));
   EXPECT_TRUE(has(input_error_of([] { registry_by_id("stak"); }),
                   "kappasim list: unknown kind 'stak'; did you mean 'stack'?"));
 }
