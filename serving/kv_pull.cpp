@@ -30,6 +30,7 @@ KvPull::KvPull(std::size_t ranks, const RunSpec& spec, EngineRole role, HandoffS
     m_copies.push_back(
         std::make_unique<sc_core::sc_mutex>(("copy_stream" + std::to_string(r)).c_str()));
   }
+  m_loaded.resize(ranks);
 }
 
 KvPull::~KvPull() = default;
@@ -97,6 +98,12 @@ void KvPull::end_load(std::size_t r, bool copies_begun) {
   (copies_begun ? m_copies : m_stream).at(r)->unlock();
 }
 
+std::vector<Sequence*> KvPull::take_loaded(std::size_t r) {
+  std::vector<Sequence*> out;
+  out.swap(m_loaded.at(r));
+  return out;
+}
+
 void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {
   // One request's load at a time per rank, in the order they were admitted (the worker's one
   // thread issues a request's copies or posts its descriptors, one stream).
@@ -112,7 +119,9 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
   stream.lock();
   if (m_role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
     load_async();  // frees the thread once its copies start (begin_copies, end_load)
-    rank.sched->pulled(s);
+    // The copies are done; the scheduler learns it from the next step's get_finished
+    // (StepGroup polls take_loaded at every step's end).
+    m_loaded.at(static_cast<std::size_t>(rank.index)).push_back(s);
     m_work.notify(sc_core::SC_ZERO_TIME);
     return;
   }

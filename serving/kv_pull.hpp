@@ -5,8 +5,9 @@
 // (every GPU of the rank reads its share through its NIC, GPUDirect RDMA, no faster than the
 // worker posts the descriptors; docs/disaggregation.md); on any other engine, the async load from
 // the tier (serving.stack.load: async) that the caller passes. Then the scheduler takes the
-// request into its steps (Scheduler::pulled) and the engine's work event fires. SystemC: run() is
-// called in a process of its own per request.
+// request into its steps (Scheduler::pulled: a pull at once, an async tier load when the step
+// group polls it at a step's end, take_loaded) and the engine's work event fires. SystemC: run()
+// is called in a process of its own per request.
 #pragma once
 
 #include <systemc>
@@ -89,6 +90,16 @@ class KvPull {
   // P/D push_layer (a prefill engine; null otherwise): its layer sends during the steps, the
   // other end of the same hand-off (serving/kv_push).
   std::unique_ptr<KvPush> push;
+  // Whether the engine hands an async tier load's request over at step granularity (every
+  // engine but a P/D decode engine; docs/serving-stacks.md "When an async load's request runs"):
+  // the worker starts the load in the step that parks the request (StepGroup), and run() keeps
+  // the request, its copies done, until the step group polls it at a step's end (take_loaded,
+  // vLLM's get_finished) instead of handing it to the scheduler at once.
+  bool step_handoff() const { return m_role != EngineRole::Decode; }
+  // The requests of rank r whose async loads ended since the last call (vLLM's get_finished:
+  // finished_recving), oldest first.
+  std::vector<Sequence*> take_loaded(std::size_t r);
+  bool has_loaded(std::size_t r) const { return !m_loaded.at(r).empty(); }
 
  private:
   double pull(Rank& rank, const Sequence& s);  // the P/D pull; returns its bytes
@@ -105,6 +116,7 @@ class KvPull {
   sc_core::sc_event& m_work;
   std::vector<std::unique_ptr<sc_core::sc_mutex>> m_stream;  // per rank: the worker's thread
   std::vector<std::unique_ptr<sc_core::sc_mutex>> m_copies;  // per rank: its copy stream
+  std::vector<std::vector<Sequence*>> m_loaded;  // per rank: loads ended, not yet polled
 };
 
 }  // namespace kappasim

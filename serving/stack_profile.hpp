@@ -118,6 +118,13 @@ struct StackProfile {
   StackFamily family = StackFamily::Ideal;
   StackStore store = StackStore::Async;
   StackLoad load = StackLoad::InStep;
+  // An async load's hand-off (load: async; docs/serving-stacks.md "When an async load's request
+  // runs"): one engine-core iteration that schedules no token (vLLM v1: schedule(), the worker's
+  // execute_model without a forward, kv_connector_no_forward, then update_from_output). The
+  // engine runs them back to back while only requests waiting for their loads remain; a load is
+  // seen done at the end of the first step, empty or not, after its copies end. 0: none (the
+  // hand-off waits for the copies only on an idle engine).
+  double empty_step_s = 0;
 
   // ---- the pinned host pool --------------------------------------------------------------
   // Per TP rank (every rank allocates its own; a full pool drops stores). Absent: host DRAM
@@ -182,6 +189,10 @@ struct StackProfile {
     v.choice("store", store, stack_store_names(), opt("the stack's store: blocking or async"));
     v.choice("load", load, stack_load_names(),
              opt("the stack's load: in_step (the step waits) or async (outside the steps)"));
+    if (!V::kWriting || load == StackLoad::Async)
+      v.quantity(
+          "empty_step", empty_step_s, dim::time,
+          opt("async load: one engine iteration that schedules no token", Range::NonNegative));
     v.quantity("pool_per_rank", pool_per_rank_bytes, dim::bytes,
                opt("pinned host pool per TP rank (absent: host DRAM minus the reserve)"));
     v.quantity(

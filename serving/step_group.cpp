@@ -127,6 +127,7 @@ class StepGroup::Context final : public LoadContext {
 
 struct StepGroup::Step {
   std::vector<StepPlan> plans;
+  std::vector<std::pair<Rank*, Sequence*>> pulls;  // admitted to load outside the steps
   std::unique_ptr<Context> ctx;
   std::unique_ptr<StepRun> run;
   std::vector<std::vector<SeqSlice>> batches;
@@ -175,13 +176,12 @@ void StepGroup::steps() {
       for (Rank* r : ranks) {
         b->plans.push_back(r->sched->plan(now_s(), *r->kv));
         any = any || !b->plans.back().items.empty();
-        // P/D: requests admitted to pull their prompt's KV start now, outside the step (vLLM's
-        // workers start the reads as the step that admitted them begins).
-        for (Sequence* s : r->sched->take_pulls())
-          sc_core::sc_spawn([this, r, s] {
-            m_env.pull.run(*r, s, [this, r, s] { load_async(m_env.ledger.at(s->req.id), *r); });
-          });
+        // Requests admitted to load their KV outside the steps: an async tier load starts when
+        // this step's worker runs (start_loads); a P/D pull starts now (vLLM's workers start the
+        // reads as the step that admitted them begins).
+        for (Sequence* s : r->sched->take_pulls()) b->pulls.emplace_back(r, s);
       }
+      if (!m_env.pull.step_handoff() || (!any && !m_flight.empty())) start_loads(*b);
       if (any && depth == 1) {  // one step at a time: in this process
         begin(*b);
         execute(*b);
@@ -197,6 +197,10 @@ void StepGroup::steps() {
           p->finished = true;
           p->ended.notify(sc_core::SC_ZERO_TIME);
         });
+        continue;
+      }
+      if (m_flight.empty() && m_env.pull.step_handoff() && (!b->pulls.empty() || parked())) {
+        empty_step(*b);
         continue;
       }
       if (m_flight.empty()) {
@@ -251,10 +255,46 @@ void StepGroup::begin(Step& b) {
   time.sched_software_s += now_s() - t_sched;
 }
 
+void StepGroup::start_loads(Step& b) {
+  for (const auto& [r, s] : b.pulls)
+    sc_core::sc_spawn([this, r = r, s = s] {
+      m_env.pull.run(*r, s, [this, r, s] { load_async(m_env.ledger.at(s->req.id), *r); });
+    });
+  b.pulls.clear();
+}
+
+void StepGroup::poll_loads() {
+  for (Rank* r : ranks)
+    for (Sequence* s : m_env.pull.take_loaded(static_cast<std::size_t>(r->index)))
+      r->sched->pulled(s);
+}
+
+bool StepGroup::parked() const {
+  return std::any_of(ranks.begin(), ranks.end(),
+                     [](const Rank* r) { return r->sched->pulling() > 0; });
+}
+
+void StepGroup::empty_step(Step& b) {
+  // vLLM v1 (docs/serving-stacks.md "When an async load's request runs"): EngineCore keeps
+  // stepping while its scheduler has requests, the parked ones included; a step with no token
+  // runs the worker's kv_connector_no_forward: start_load_kv, then get_finished.
+  const double e = m_env.spec.serving.stack.empty_step_s;
+  if (e > 0) wait_s(e);
+  start_loads(b);
+  const bool seen = std::any_of(ranks.begin(), ranks.end(), [this](const Rank* r) {
+    return m_env.pull.has_loaded(static_cast<std::size_t>(r->index));
+  });
+  poll_loads();
+  // No cost per iteration (empty_step 0): wait for a load to end or a request to arrive rather
+  // than iterate at one instant.
+  if (!(e > 0) && !seen) sc_core::wait(m_env.work);
+}
+
 void StepGroup::execute(Step& b) {
   const ServingSpec& sv = m_env.spec.serving;
   const std::size_t n = ranks.size();
   Context& ctx = *b.ctx;
+  start_loads(b);  // the worker's start_load_kv, as the step's forward starts
   // What the step computes and loads (serving/step_plan), per rank.
   std::vector<StepWork> work;
   b.first.assign(n, {});
@@ -354,6 +394,8 @@ void StepGroup::execute(Step& b) {
   const double t_store = now_s();
   store_phase(ctx, b.done, b.decoded);
   ctx.time.store_s += now_s() - t_store;
+  // The worker's get_finished at the end of its execute_model: the async loads ended by now.
+  if (m_env.pull.step_handoff()) poll_loads();
   // The step's categories sum to its duration (--check); every sequence in it waited all of it.
   if (m_env.spec.check && std::fabs(ctx.time.sum() - (now_s() - b.start)) > 1e-12 + 1e-12 * now_s())
     throw std::logic_error("invariant violated: step " + std::to_string(stats.steps) +

@@ -106,6 +106,16 @@ class StepGroup {
   struct Step;    // a step: its plans, context and figures
   void begin(Step& b);
   void execute(Step& b);
+  // Async tier loads (KvPull::step_handoff; docs/serving-stacks.md "When an async load's request
+  // runs"): the worker starts the loads of the requests a step parked (vLLM: start_load_kv, as
+  // its forward starts), and at a step's end reports the loads done since the last (get_finished:
+  // the scheduler takes those requests into its next step).
+  void start_loads(Step& b);
+  void poll_loads();
+  // An engine iteration that schedules no token while requests wait for their loads: the
+  // stack's empty_step, then its worker's start_loads and poll_loads.
+  void empty_step(Step& b);
+  bool parked() const;  // a rank has requests waiting for their async loads
   // A loading step with pipeline stages: the load path once per stage (StepRun::stage), each
   // stage's in a process of its own; returns the step's load time. See step_group.cpp.
   double load_by_stage(Step& b, const LoadSplit& all, std::int64_t requests);

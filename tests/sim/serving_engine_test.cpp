@@ -174,7 +174,8 @@ TEST(ServingEngine, BlockDmaIsolatedRequestPaysOneCopyPer16TokenBlock) {
 }
 
 // serving.stack.load: async (vLLM's OffloadingConnector): the same isolated request's load runs
-// before the step that computes it instead of inside it, so its TTFT is the same hardware sum.
+// before the step that computes it instead of inside it, so its TTFT is the same hardware sum
+// (this stack gives no empty_step: an idle engine hands the request over as its load ends).
 const char* const kAsyncNativeStack =
     "stack: {family: vllm_native, store: blocking, load: async, retrieve_fixed: 0.1 ms, "
     "store_fixed: 0.1 ms}, ";
@@ -243,6 +244,63 @@ TEST(ServingEngine, AsyncLoadsOnOneRankOverlapTheNextRequestsCpuWithTheCopies) {
   EXPECT_NEAR(b.load_s, load, 1e-9 * load);
   const double b_end = 2 * load - kNativeFixed;
   EXPECT_NEAR(b.ttft_s, b_end + step, 1e-9 * b_end);
+}
+
+// The hand-off at step granularity (vLLM v1; docs/serving-stacks.md "When an async load's
+// request runs"), with an empty engine iteration of E = 1 ms (empty_step). An idle server: the
+// request arrives at t = 0; the step that parks it schedules no token (an empty step: E, then
+// its worker starts the copies, start_load_kv); empty steps follow back to back and the first
+// whose get_finished runs after the copies end (at E + load) reports them; the next step
+// computes the request: TTFT = E + E x ceil(load / E) + step overhead + compute.
+const char* const kAsyncHandoffStack =
+    "stack: {family: vllm_native, store: blocking, load: async, retrieve_fixed: 0.1 ms, "
+    "store_fixed: 0.1 ms, empty_step: 1 ms}, ";
+
+TEST(ServingEngine, AnAsyncLoadIsSeenAtTheEndOfAnEmptyStepOnAnIdleServer) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncHandoffStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, K, T)});
+  ASSERT_EQ(o.recs.size(), 1u);
+  const double E = 1e-3;
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / rate;
+  const double steps = std::ceil(load / E);
+  ASSERT_GT(steps - load / E, 0.01);  // not at an empty step's end: the rounding is robust
+  ASSERT_GT(load / E - (steps - 1), 0.01);
+  const double compute = step_compute(spec, {{double(T), double(K), true}});
+  const double ttft = E + E * steps + kStepOverhead + compute;
+  EXPECT_NEAR(o.recs[0].load_s, load, tol(load));
+  EXPECT_NEAR(o.recs[0].ttft_s, ttft, tol(ttft));
+}
+
+// Under load: A (4,000 new tokens, one output token) runs its prefill step from t = 0; B (K =
+// 4,096 cached, T = 128) arrives 1 ms in. vLLM's scheduler sees B only at the next schedule(),
+// after A's step: that step parks B and, A done, schedules no token (an empty step, E); B's
+// copies start at its end, empty steps follow until the one after they end, then B's step:
+// TTFT_B = s1 - 1 ms + E + E x ceil(load / E) + s2.
+TEST(ServingEngine, AnAsyncLoadArrivingDuringAStepWaitsForItsEnd) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncHandoffStack +
+                                "tp: 1, warm_tier: true, store: none, load_path: block_dma}\n");
+  const std::int64_t K = 4096, T = 128;
+  const Outcome o = serve(spec, {request(1, 0, 0, 4000), request(2, 1e-3, K, T)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  const RequestRecord& a = o.recs[0].id == 1 ? o.recs[0] : o.recs[1];
+  const RequestRecord& b = o.recs[0].id == 1 ? o.recs[1] : o.recs[0];
+  const double E = 1e-3;
+  const double s1 = kStepOverhead + step_compute(spec, {{4000.0, 0.0, true}});
+  ASSERT_GT(s1, 10e-3);  // a long step: B waits for most of it
+  EXPECT_NEAR(a.ttft_s, s1, tol(s1));
+  const double rate = solo_rate(kDmaReadCost, kDmaReadReverse, kDmaTags);
+  const double load = kNativeFixed + 256 * kDmaOverhead + 256 * kRtt + K * kBkv8b / rate;
+  const double steps = std::ceil(load / E);
+  ASSERT_GT(steps - load / E, 0.01);
+  ASSERT_GT(load / E - (steps - 1), 0.01);
+  const double s2 = kStepOverhead + step_compute(spec, {{double(T), double(K), true}});
+  const double ttft = s1 - 1e-3 + E + E * steps + s2;
+  EXPECT_NEAR(b.load_s, load, tol(load));
+  EXPECT_NEAR(b.queue_s, s1 - 1e-3, 1e-12);  // admitted (parked) as A's step ends
+  EXPECT_NEAR(b.ttft_s, ttft, tol(ttft));
 }
 
 // An async load is the copy engines' DMA copies outside the steps: a copy kernel cannot run
