@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/pooled_spawn.hpp"
 #include "interconnects/transfer.hpp"
 
 namespace kappasim {
@@ -166,7 +167,7 @@ class LinkModule : public sc_core::sc_module, public LinkModel {
     r.start_s = sc_core::sc_time_stamp().to_seconds();
     TransferRequest* rp = &r;
     TransferGroup* gp = &g;
-    sc_core::sc_spawn([this, rp, gp, delay_s]() {
+    spawn_pooled([this, rp, gp, delay_s]() {
       const double issued = rp->start_s;
       if (delay_s > 0) sc_core::wait(sc_core::sc_time(delay_s, sc_core::SC_SEC));
       transfer(*rp);

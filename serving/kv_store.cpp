@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/pooled_spawn.hpp"
 #include "core/sim_runner.hpp"
 #include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
@@ -322,7 +323,7 @@ bool KvStore::prefetch(RequestState& st, const std::vector<std::uint64_t>& keys)
   m_gpus.issue(ref.c, u, CopyPath::Dma, 0);
   if (t.admit_while_prefetching) return false;  // enqueued now; its load waits for the chunks
   // Otherwise it joins the queue when its chunks are in DRAM.
-  sc_core::sc_spawn([this, &ref]() {
+  spawn_pooled([this, &ref]() {
     if (!ref.c.g.finished) sc_core::wait(ref.c.g.done);
     reap_prefetches();
     ref.enqueued = true;

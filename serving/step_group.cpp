@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/pooled_spawn.hpp"
 #include "serving/kv_store.hpp"
 #include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
@@ -192,7 +193,7 @@ void StepGroup::steps() {
         begin(*b);
         Step* p = b.get();
         m_flight.push_back(std::move(b));
-        sc_core::sc_spawn([this, p] {
+        spawn_pooled([this, p] {
           execute(*p);
           p->finished = true;
           p->ended.notify(sc_core::SC_ZERO_TIME);
@@ -257,7 +258,7 @@ void StepGroup::begin(Step& b) {
 
 void StepGroup::start_loads(Step& b) {
   for (const auto& [r, s] : b.pulls)
-    sc_core::sc_spawn([this, r = r, s = s] {
+    spawn_pooled([this, r = r, s = s] {
       m_env.pull.run(*r, s, [this, r, s] { load_async(m_env.ledger.at(s->req.id), *r); });
     });
   b.pulls.clear();
@@ -535,7 +536,7 @@ double StepGroup::load_by_stage(Step& b, const LoadSplit& all, std::int64_t requ
     x.finished = true;
     x.ended.notify(sc_core::SC_ZERO_TIME);
   };
-  for (int s = 1; s < pp; ++s) sc_core::sc_spawn([&go, s] { go(s); });
+  for (int s = 1; s < pp; ++s) spawn_pooled([&go, s] { go(s); });
   go(0);
   for (const auto& x : st)
     if (!x->finished) sc_core::wait(x->ended);
@@ -773,7 +774,7 @@ void StepGroup::start_gather(CopyGroup& c, double gather_share) {
   c.g.finished = false;
   c.g.left = 0;
   c.g.add();
-  sc_core::sc_spawn([this, &c] { run_gather(c); });
+  spawn_pooled([this, &c] { run_gather(c); });
 }
 
 void StepGroup::run_gather(CopyGroup& c) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/pooled_spawn.hpp"
 #include "serving/sim_clock.hpp"
 
 namespace kappasim {
@@ -115,7 +116,7 @@ class LayoutStep final : public StepModel {
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const double f = cost.step_s > 0 ? compute_s / cost.step_s : 0;
       c.g.add();
-      sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
+      spawn_pooled([this, &c, f, hbm_bytes]() {
         model.forward(*this, f, hbm_bytes);
         c.g.member_done(now_s());
       });
@@ -145,7 +146,7 @@ class LayoutStep final : public StepModel {
       run.started[si] += f;
       check_launched();
       c.g.add();
-      sc_core::sc_spawn([this, &c, f, hbm_bytes]() {
+      spawn_pooled([this, &c, f, hbm_bytes]() {
         run.model.stage_part(run, *this, s, f, hbm_bytes);
         c.g.member_done(now_s());
       });

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 namespace kappasim {
 
@@ -495,12 +496,24 @@ double binomial_expected_blocks(long long n_trials, double p, double b) {
   const double mean = N * p, sd = std::sqrt(N * p * (1 - p));
   const auto lo = static_cast<long long>(std::max(0.0, std::floor(mean - 12 * sd - 1)));
   const auto hi = static_cast<long long>(std::min(N, std::ceil(mean + 12 * sd + 1)));
-  const double lp = std::log(p), lq = std::log1p(-p), lnf = std::lgamma(N + 1);
+  // lgamma(i + 1) for the whole numbers up to N, kept between calls (the same values: a
+  // table of what std::lgamma returns; the recompute chooser asks for thousands of N).
+  thread_local std::vector<double> lg;
+  constexpr long long kTable = 1LL << 21;
+  const bool table = n_trials < kTable;
+  if (table && static_cast<long long>(lg.size()) <= n_trials) {
+    const std::size_t from = lg.size();
+    lg.resize(static_cast<std::size_t>(n_trials) + 1);
+    for (std::size_t i = from; i < lg.size(); ++i) lg[i] = std::lgamma(static_cast<double>(i) + 1);
+  }
+  const auto lgf = [&](long long i) {
+    return table ? lg[static_cast<std::size_t>(i)] : std::lgamma(static_cast<double>(i) + 1);
+  };
+  const double lp = std::log(p), lq = std::log1p(-p), lnf = lgf(n_trials);
   double sum = 0, weight = 0;
   for (long long x = lo; x <= hi; ++x) {
     const double X = static_cast<double>(x);
-    const double pmf =
-        std::exp(lnf - std::lgamma(X + 1) - std::lgamma(N - X + 1) + X * lp + (N - X) * lq);
+    const double pmf = std::exp(lnf - lgf(x) - lgf(n_trials - x) + X * lp + (N - X) * lq);
     sum += pmf * ceil_q(X / b);
     weight += pmf;
   }

@@ -28,6 +28,7 @@
 
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "core/preset_warm.hpp"
 #include "core/units.hpp"
 #include "sweeps/aggregate.hpp"
 #include "sweeps/point_kind.hpp"
@@ -688,6 +689,9 @@ int run_sweep(const SweepOptions& opts) {
         }
       }
     };
+    // Forked points inherit the presets parsed instead of each parsing its own
+    // (core/preset_warm.hpp).
+    if (opts.fork_points && opts.exe.empty() && !todo.empty()) parse_all_presets();
     const std::size_t workers = static_cast<std::size_t>(jobs);
     // Points of a batch kind go to each forked child in batches: enough batches for every worker
     // to get several (the last ones end together), at most 64 points each.
