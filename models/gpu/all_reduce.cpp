@@ -10,7 +10,9 @@ namespace kappasim {
 
 const std::vector<std::pair<const char*, AllReduceLibrary>>& all_reduce_library_names() {
   static const std::vector<std::pair<const char*, AllReduceLibrary>> n = {
-      {"nccl", AllReduceLibrary::Nccl}, {"vllm_custom", AllReduceLibrary::VllmCustom}};
+      {"nccl", AllReduceLibrary::Nccl},
+      {"vllm_custom", AllReduceLibrary::VllmCustom},
+      {"fastest", AllReduceLibrary::Fastest}};
   return n;
 }
 
@@ -55,17 +57,23 @@ AllReduceTime all_reduce_time(const GpuSpec& gpu, int ranks, double bytes,
     return AllReduceTime{t, "ring_line_rate", ""};
   }
   const bool custom_ranks = ranks == 2 || ranks == 4 || ranks == 6 || ranks == 8;
-  if (impl.library == AllReduceLibrary::VllmCustom && custom_ranks &&
-      bytes < impl.custom_max_bytes) {
-    // vLLM custom_all_reduce.cuh: one-shot on 2 GPUs, below 512 KiB on <= 4 and below 256 KiB
-    // on <= 8 (a fully NVLink-connected group); two-shot otherwise. Two flag barriers each.
+  // vLLM custom_all_reduce.cuh: one-shot on 2 GPUs, below 512 KiB on <= 4 and below 256 KiB on
+  // <= 8 (a fully NVLink-connected group); two-shot otherwise. Two flag barriers each.
+  auto custom = [&] {
     const bool one_shot =
         ranks == 2 || (ranks <= 4 && bytes < 512 * 1024.0) || (ranks <= 8 && bytes < 256 * 1024.0);
     const double ingress = one_shot ? (p - 1) * bytes : 2 * (p - 1) / p * bytes;
     const double t = launch + 2 * *a.barrier_latency_s + ingress / *a.ring_bus_Bps;
     return AllReduceTime{t, one_shot ? "one_shot" : "two_shot", ""};
+  };
+  if (impl.library == AllReduceLibrary::VllmCustom && custom_ranks && bytes < impl.custom_max_bytes)
+    return custom();
+  const AllReduceTime n = nccl_time(a, p, bytes);
+  if (impl.library == AllReduceLibrary::Fastest && custom_ranks) {
+    const AllReduceTime c = custom();
+    if (c.time_s < n.time_s) return c;
   }
-  return nccl_time(a, p, bytes);
+  return n;
 }
 
 }  // namespace kappasim

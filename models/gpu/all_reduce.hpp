@@ -21,6 +21,9 @@
 //                by the GPU's NVLink ingress at the achieved bus rate:
 //                    one-shot: launch + 2·barrier + (p−1)·S / ring_bus_bandwidth
 //                    two-shot: launch + 2·barrier + 2(p−1)/p · S / ring_bus_bandwidth
+//   fastest      the hardware bound (the ideal stack): per message the faster of NCCL's choice
+//                and the custom kernel above on 2, 4, 6 or 8 GPUs, at any size (custom_max is a
+//                buffer size vLLM chose, not a limit of the hardware).
 // A GPU preset without an all_reduce table keeps the ring at the line rate:
 //     2(p−1)/p · S / nvlink_bandwidth + 2(p−1)·nvlink_latency + launch.
 #pragma once
@@ -35,7 +38,7 @@ namespace kappasim {
 
 struct GpuSpec;
 
-enum class AllReduceLibrary { Nccl, VllmCustom };
+enum class AllReduceLibrary { Nccl, VllmCustom, Fastest };
 const std::vector<std::pair<const char*, AllReduceLibrary>>& all_reduce_library_names();
 
 // The stack's all-reduce implementation (presets/stacks/*.yaml `launch.all_reduce`).
@@ -45,8 +48,9 @@ struct AllReduceImpl {
   template <class V>
   void visit(V& v) {
     v.choice("library", library, all_reduce_library_names(),
-             opt("nccl (NCCL's own algorithm and protocol choice) or vllm_custom (vLLM's custom "
-                 "all-reduce below custom_max, NCCL above)"));
+             opt("nccl (NCCL's own algorithm and protocol choice), vllm_custom (vLLM's custom "
+                 "all-reduce below custom_max, NCCL above) or fastest (the faster of the two per "
+                 "message: the hardware bound)"));
     v.quantity(
         "custom_max", custom_max_bytes, dim::bytes,
         opt("vllm_custom: messages smaller than this use the custom kernel", Range::NonNegative));

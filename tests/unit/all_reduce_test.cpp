@@ -92,6 +92,24 @@ TEST(AllReduce, VllmCustomKernelOneShotAndTwoShot) {
               "ring", "ll");
 }
 
+// The ideal stack's bound (library fastest): per message the faster of NCCL's choice and the
+// custom kernel, at any size. On 8 H100s: 1 KiB, one-shot 5 us + 7 KiB / 370 GB/s = 5.02 us
+// against NCCL's LL ring 15.01 us; 16 MiB, two-shot 5 us + 1.75 x 16 MiB / 370 GB/s = 84.35 us
+// against NVLS 25 us + 16 MiB / 274.3 GB/s = 86.16 us (vllm_custom hands 16 MiB to NCCL: above
+// its 8 MiB buffer); 1 GiB, NVLS 3.94 ms against two-shot 5.08 ms. 3 GPUs: NCCL only.
+TEST(AllReduce, FastestTakesTheFasterOfNcclAndTheCustomKernel) {
+  const GpuSpec g = h100();
+  AllReduceImpl f;
+  f.library = AllReduceLibrary::Fastest;
+  expect_time(all_reduce_time(g, 8, 1024, f), 5e-6 + 7168 / 370e9, "one_shot", "");
+  expect_time(all_reduce_time(g, 8, 16777216, f), 5e-6 + 1.75 * 16777216 / 370e9, "two_shot", "");
+  EXPECT_LT(all_reduce_time(g, 8, 16777216, f).time_s,
+            all_reduce_time(g, 8, 16777216, vllm()).time_s);
+  expect_time(all_reduce_time(g, 8, 1073741824, f), 25e-6 + 1073741824 / 274.3e9, "nvls", "simple");
+  expect_time(all_reduce_time(g, 3, 1024, f), 6.6e-6 + 4 * 0.6e-6 + 1024 * 4.0 / 3 / 141e9, "ring",
+              "ll");
+}
+
 TEST(AllReduce, GpuWithoutATableKeepsTheLineRateRing) {
   GpuSpec g = h100();
   g.all_reduce = AllReduceSpec{};
