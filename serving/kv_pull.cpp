@@ -128,8 +128,10 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
   const double t0 = now_s();
   const double bytes = pull(rank, *s);
   stream.unlock();
-  rank.sched->pulled(s);
+  // The prefill instance learns at once (NIXL's notification ends the read); the scheduler at the
+  // next step's get_finished, as an async load's.
   if (m_on_pulled) m_on_pulled(s->req.id, t0, now_s(), bytes);
+  m_loaded.at(static_cast<std::size_t>(rank.index)).push_back(s);
   m_work.notify(sc_core::SC_ZERO_TIME);
 }
 

@@ -5,8 +5,8 @@
 // (every GPU of the rank reads its share through its NIC, GPUDirect RDMA, no faster than the
 // worker posts the descriptors; docs/disaggregation.md); on any other engine, the async load from
 // the tier (serving.stack.load: async) that the caller passes. Then the scheduler takes the
-// request into its steps (Scheduler::pulled: a pull at once, an async tier load when the step
-// group polls it at a step's end, take_loaded) and the engine's work event fires. SystemC: run()
+// request into its steps (Scheduler::pulled) when the step group polls it at a step's end
+// (take_loaded; push_layer's receive at once) and the engine's work event fires. SystemC: run()
 // is called in a process of its own per request.
 #pragma once
 
@@ -90,13 +90,15 @@ class KvPull {
   // P/D push_layer (a prefill engine; null otherwise): its layer sends during the steps, the
   // other end of the same hand-off (serving/kv_push).
   std::unique_ptr<KvPush> push;
-  // Whether the engine hands an async tier load's request over at step granularity (every
-  // engine but a P/D decode engine; docs/serving-stacks.md "When an async load's request runs"):
-  // the worker starts the load in the step that parks the request (StepGroup), and run() keeps
-  // the request, its copies done, until the step group polls it at a step's end (take_loaded,
-  // vLLM's get_finished) instead of handing it to the scheduler at once.
-  bool step_handoff() const { return m_role != EngineRole::Decode; }
-  // The requests of rank r whose async loads ended since the last call (vLLM's get_finished:
+  // Whether the engine hands a request loaded outside the steps over at step granularity
+  // (docs/serving-stacks.md "When an async load's request runs"; docs/disaggregation.md): an
+  // async tier load's, and a P/D decode engine's pull (vLLM's NixlConnector goes through the same
+  // scheduler states: start_load_kv posts the reads, get_finished polls them), not push_layer's
+  // receive. The worker starts the load in the step that parks the request (StepGroup), and
+  // run() keeps the request, its copies done, until the step group polls it at a step's end
+  // (take_loaded, vLLM's get_finished) instead of handing it to the scheduler at once.
+  bool step_handoff() const { return m_role != EngineRole::Decode || !wait_pushed; }
+  // The requests of rank r whose loads or pulls ended since the last call (vLLM's get_finished:
   // finished_recving), oldest first.
   std::vector<Sequence*> take_loaded(std::size_t r);
   bool has_loaded(std::size_t r) const { return !m_loaded.at(r).empty(); }

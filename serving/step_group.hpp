@@ -106,10 +106,10 @@ class StepGroup {
   struct Step;    // a step: its plans, context and figures
   void begin(Step& b);
   void execute(Step& b);
-  // Async tier loads (KvPull::step_handoff; docs/serving-stacks.md "When an async load's request
-  // runs"): the worker starts the loads of the requests a step parked (vLLM: start_load_kv, as
-  // its forward starts), and at a step's end reports the loads done since the last (get_finished:
-  // the scheduler takes those requests into its next step).
+  // Async tier loads and P/D pulls (KvPull::step_handoff; docs/serving-stacks.md "When an async
+  // load's request runs"): the worker starts the loads of the requests a step parked (vLLM:
+  // start_load_kv, as its forward starts), and at a step's end reports the loads done since the
+  // last (get_finished: the scheduler takes those requests into its next step).
   void start_loads(Step& b);
   void poll_loads();
   // An engine iteration that schedules no token while requests wait for their loads: the

@@ -5,6 +5,7 @@
 // Cluster::check_end and every engine's). One simulation per TEST.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -374,6 +375,53 @@ TEST(Disaggregation, APushSlowerThanTheComputeQueuesTheLayersSends) {
   const double step = after_prefill(done[0]) - tail;
   EXPECT_GT(step, 5e-3);
   EXPECT_LT(step, 30e-3);
+}
+
+// ---- the pull's hand-off at step granularity (docs/disaggregation.md, step 5) -----------------
+// vLLM's NixlConnector parks the request (WAITING_FOR_REMOTE_KVS); on an idle decode node the
+// engine core runs steps that schedule no token, each costing the stack's empty_step E: the first
+// one's start_load_kv posts the reads (the pull starts at prefill end + E), every one's
+// get_finished polls them, and the request computes in the step after the first poll that sees
+// its pull done. Hand: the pull X = 0.4 ms + 20,480 descriptors x 3.754 us = 77.28 ms (the first
+// test); with E = 10 ms it starts at +10 ms, ends at +87.28 ms and is seen at the end of the
+// ninth empty step, +90 ms = E (1 + ceil(X / E)). So TTFT = prefill + 90 ms + the first decode
+// step (the decode node's first token: its step overhead and the 70B step at TP 8, well under
+// 30 ms, above its weights' 141 GB / 8 / 3.35 TB/s = 5.3 ms).
+TEST(Disaggregation, APulledRequestRunsInTheStepAfterTheEmptyStepThatSeesItsPullDone) {
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(
+      parse_yaml("cluster:\n"
+                 "  router: round_robin\n"
+                 "  nodes:\n"
+                 "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
+                 "tp: 8, store: none}}\n"
+                 "    - {name: d, role: decode, system: dgx-h100, serving: {stack: {family: "
+                 "lmcache, store: blocking, empty_step: 10 ms}, tp: 8, store: none}}\n"
+                 "model: llama-3.1-70b\n"
+                 "workload: {type: sharegpt}\n"
+                 "check: true\n",
+                 "<test>"),
+      "");
+  VectorSource src({request(1, 0, 2049, 4)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  const auto f = run_cluster(spec, src, sinks);
+  ASSERT_EQ(done.size(), 1u);
+  const double E = 10e-3;
+  const double X = 0.4e-3 + 20480 * (6.7e-3 / 1785);
+  EXPECT_NEAR(figure(f, "handoff_transfer_mean_s"), X, 1e-3 * X);
+  // The reads start with the first empty step's start_load_kv.
+  EXPECT_NEAR(figure(f, "handoff_wait_mean_s"), E, 1e-9);
+  const double seen = E * (1 + std::ceil(figure(f, "handoff_transfer_mean_s") / E));
+  EXPECT_NEAR(seen, 90e-3, 1e-12);
+  const double step = after_prefill(done[0]) - seen;  // the decode node's first step
+  // That step: serving.step_overhead (2 ms, the default) and the decode node's compute (the
+  // record's compute less the prefill's), nothing else: no wait between the poll and the step.
+  // (Handed over at the pull's end, +87.28 ms, the step would appear 2.72 ms longer.)
+  const double decode_compute = done[0].compute_s - done[0].time.compute_s;
+  EXPECT_NEAR(step, 2e-3 + decode_compute, 1e-9);
+  EXPECT_GT(decode_compute, 5e-3);
+  EXPECT_LT(decode_compute, 30e-3);
 }
 
 }  // namespace
