@@ -264,11 +264,14 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
   check_endpoint(r);
   const bool in = h2d(r.dir);  // data into the GPU
   const int g = r.gpu, how = dma(r.path) ? 0 : 1, n = node_of_gpu(g), gs = socket_of_gpu(g);
+  // Host DRAM (compute's HBM flows included) builds its own vector: reserving one here first
+  // was a second allocation per transfer on the serving hot path (issue 24).
+  if (r.endpoint == Endpoint::HostDram) return path(g, r.dir, r.path, r.pinned);
   std::vector<FlowNetwork::Use> uses;
   uses.reserve(8);  // one allocation per transfer
   switch (r.endpoint) {
     case Endpoint::HostDram:
-      return path(g, r.dir, r.path, r.pinned);
+      break;  // above
     case Endpoint::Cxl: {
       // device media -> device link -> (socket link) -> the GPU's host link (a DMA or SM read
       // of host-managed memory, as for DRAM) -> HBM; reads hold tags for the longer round trip.
@@ -308,8 +311,14 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
       // GPUDirect RDMA: the NIC reads / writes GPU memory; the remote store's side is not
       // modelled (assumption: it keeps up with one NIC port).
       const auto hbm = FlowNetwork::Use{m_hbm.at(static_cast<std::size_t>(g)), 1.0};
-      if (in) return {{m_nic_in.at(static_cast<std::size_t>(g)), 1.0}, hbm};
-      return {hbm, {m_nic_out.at(static_cast<std::size_t>(g)), 1.0}};
+      if (in) {
+        uses.push_back({m_nic_in.at(static_cast<std::size_t>(g)), 1.0});
+        uses.push_back(hbm);
+      } else {
+        uses.push_back(hbm);
+        uses.push_back({m_nic_out.at(static_cast<std::size_t>(g)), 1.0});
+      }
+      return uses;
     }
     case Endpoint::PeerGpu: {
       // The sender's HBM -> its port out -> (NVSwitch, non-blocking / the network) -> the
