@@ -55,33 +55,18 @@ void KvPull::check_async(const RunSpec& spec, const LoadPathStrategy& path) {
 std::shared_ptr<CopyGroup> KvPull::send(Rank& rank, int system_gpus,
                                         const std::vector<double>& gpu_bytes, double rate_cap_Bps,
                                         int nvlink_base) {
-  if (gpu_bytes.size() != rank.gpus->size())
-    throw std::logic_error("send_kv: " + std::to_string(gpu_bytes.size()) +
-                           " GPUs' bytes for a rank of " + std::to_string(rank.gpus->size()));
-  auto c = std::make_shared<CopyGroup>();
-  double bytes = 0;
-  for (std::size_t k = 0; k < gpu_bytes.size(); ++k) {
-    if (!(gpu_bytes[k] > 0)) continue;  // the re-shard reads nothing from this GPU
-    TransferRequest r;
-    r.gpu = rank.gpus->at(k).fabric;
-    r.dir = Direction::D2H;
-    r.path = CopyPath::Dma;
-    r.bytes = gpu_bytes[k];
-    c->rs.push_back(r);
-    bytes += r.bytes;
-  }
+  // HBM -> the GPU's NIC port out.
+  auto c = nic_copy_group(rank, gpu_bytes, Direction::D2H, rate_cap_Bps, "send_kv");
   // On one host [A]: the sender's k-th sending GPU's bytes go to the host's GPU
   // nvlink_base + k mod (the GPUs past this engine's), standing for the decode GPU reading
   // them (the decode node's fabric places each piece exactly).
-  const int spare = system_gpus - nvlink_base;
-  int sent = 0;
-  for (TransferRequest& r : c->rs) {
-    r.endpoint = Endpoint::Remote;  // HBM -> the GPU's NIC port out
-    if (nvlink_base >= 0) {         // HBM -> the GPU's NVLink port out
+  if (nvlink_base >= 0) {  // HBM -> the GPU's NVLink port out
+    const int spare = system_gpus - nvlink_base;
+    int sent = 0;
+    for (TransferRequest& r : c->rs) {
       r.endpoint = Endpoint::PeerGpu;
       r.endpoint_index = nvlink_base + (spare > 0 ? sent++ % spare : 0);
     }
-    r.rate_cap_Bps = rate_cap_Bps > 0 && bytes > 0 ? rate_cap_Bps * r.bytes / bytes : 0;
   }
   rank.gpus->issue(*c, std::vector<std::int64_t>(c->rs.size(), 1), CopyPath::Dma, 0);
   return c;

@@ -114,26 +114,32 @@ void KvPush::send_one(const Send& x) {
   if (m_on_pushed) m_on_pushed(x.id, p.start_s, now_s(), p.bytes);
 }
 
-std::shared_ptr<CopyGroup> KvPush::receive(Rank& rank, const std::vector<double>& gpu_bytes,
-                                           double rate_cap_Bps) {
+std::shared_ptr<CopyGroup> nic_copy_group(const Rank& rank, const std::vector<double>& gpu_bytes,
+                                          Direction dir, double rate_cap_Bps, const char* who) {
   if (gpu_bytes.size() != rank.gpus->size())
-    throw std::logic_error("KvPush::receive: " + std::to_string(gpu_bytes.size()) +
+    throw std::logic_error(std::string(who) + ": " + std::to_string(gpu_bytes.size()) +
                            " GPUs' bytes for a rank of " + std::to_string(rank.gpus->size()));
   auto c = std::make_shared<CopyGroup>();
   double bytes = 0;
   for (std::size_t k = 0; k < gpu_bytes.size(); ++k) {
-    if (!(gpu_bytes[k] > 0)) continue;
+    if (!(gpu_bytes[k] > 0)) continue;  // e.g. a re-shard reads nothing from this GPU
     TransferRequest r;
     r.gpu = rank.gpus->at(k).fabric;
-    r.dir = Direction::H2D;
+    r.dir = dir;
     r.path = CopyPath::Dma;
-    r.endpoint = Endpoint::Remote;  // the GPU's NIC port in -> HBM
+    r.endpoint = Endpoint::Remote;  // the GPU's NIC port: in (H2D) or out (D2H)
     r.bytes = gpu_bytes[k];
     c->rs.push_back(r);
     bytes += r.bytes;
   }
   for (TransferRequest& r : c->rs)
     r.rate_cap_Bps = rate_cap_Bps > 0 && bytes > 0 ? rate_cap_Bps * r.bytes / bytes : 0;
+  return c;
+}
+
+std::shared_ptr<CopyGroup> KvPush::receive(Rank& rank, const std::vector<double>& gpu_bytes,
+                                           double rate_cap_Bps) {
+  auto c = nic_copy_group(rank, gpu_bytes, Direction::H2D, rate_cap_Bps, "KvPush::receive");
   rank.gpus->issue(*c, std::vector<std::int64_t>(c->rs.size(), 1), CopyPath::Dma, 0);
   return c;
 }

@@ -29,6 +29,13 @@ namespace kappasim {
 
 struct Sequence;
 
+// The P/D hand-off's transfers at one end (KvPull::send, KvPush::receive): one DMA transfer per
+// GPU of `rank` with bytes to move, in `dir` through the GPU's NIC port (Endpoint::Remote), the
+// group's `rate_cap_Bps` (0: none) shared by bytes; not yet issued. `who` names the caller in the
+// error for a size mismatch.
+std::shared_ptr<CopyGroup> nic_copy_group(const Rank& rank, const std::vector<double>& gpu_bytes,
+                                          Direction dir, double rate_cap_Bps, const char* who);
+
 class KvPush {
  public:
   // The decode side of one send of request `id`: `gpu_bytes[k]` enter GPU k of the decode rank

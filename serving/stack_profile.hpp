@@ -189,10 +189,13 @@ struct StackProfile {
     v.choice("store", store, stack_store_names(), opt("the stack's store: blocking or async"));
     v.choice("load", load, stack_load_names(),
              opt("the stack's load: in_step (the step waits) or async (outside the steps)"));
-    if (!V::kWriting || load == StackLoad::Async)
-      v.quantity(
-          "empty_step", empty_step_s, dim::time,
-          opt("async load: one engine iteration that schedules no token", Range::NonNegative));
+    // Written where it can be paid: an async stack's parked loads, and any stack that sets it
+    // (a P/D decode node's parked pulls take empty steps too).
+    if (!V::kWriting || load == StackLoad::Async || empty_step_s > 0)
+      v.quantity("empty_step", empty_step_s, dim::time,
+                 opt("one engine iteration that schedules no token while requests wait for their "
+                     "async loads or P/D pulls",
+                     Range::NonNegative));
     v.quantity("pool_per_rank", pool_per_rank_bytes, dim::bytes,
                opt("pinned host pool per TP rank (absent: host DRAM minus the reserve)"));
     v.quantity(
