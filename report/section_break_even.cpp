@@ -85,10 +85,10 @@ std::string section_stacks_break_even(const SweepData& be, ConclusionLog* log) {
     for (const auto& [k, stack] : v)
       list += (list.empty() ? "" : ", ") + stack + " (K ≈ " +
               (std::isfinite(k) ? fmt_num(k) : std::string("none on the grid")) + ")";
-    md << "- " << model << ": loading pays only from a long prefix on " << list
+    md << "- " << model << ": loading pays only from the prefix K given on " << list
        << ": their per-request or per-chunk software (each stack's profile, "
        << "docs/serving-stacks.md) costs more than recomputing the prefix at small T, where a "
-       << "prefill is bound by reading the weights, until the prefix is long.\n";
+       << "prefill is bound by reading the weights, until the prefix reaches it.\n";
     claim += (claim.empty() ? "" : "; ") + model + ": " + list;
   }
   md << "\n";
@@ -96,7 +96,8 @@ std::string section_stacks_break_even(const SweepData& be, ConclusionLog* log) {
     log->add({"5b",
               "Reusing a cached prefix pays from the first tier chunk on " +
                   std::to_string(from_start) + " of " + std::to_string(total) +
-                  " model × stack / path rows; the others only from long prefixes (" + claim + ")",
+                  " model × stack / path rows; the others only from the prefix K given (" + claim +
+                  ")",
               "isolated requests, T = " + T +
                   ", TP 8, paper-testbed, warm DRAM tier; TTFT of a hit against a full "
                   "recompute; deterministic",
