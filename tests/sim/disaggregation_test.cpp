@@ -78,6 +78,18 @@ double figure(const std::vector<std::pair<std::string, double>>& f, const std::s
   return 0;
 }
 
+// One 2,049-token request with 4 output tokens through the cluster: its finished records and the
+// run's figures.
+std::pair<std::vector<RequestRecord>, std::vector<std::pair<std::string, double>>> run_one(
+    const ClusterRunSpec& spec) {
+  VectorSource src({request(1, 0, 2049, 4)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  auto f = run_cluster(spec, src, sinks);
+  return {std::move(done), std::move(f)};
+}
+
 // Hand: Llama-3.1-70B in BF16 at TP 8 keeps 80 layers x 1 KV head x 128 x 2 (K, V) x 2 B =
 // 40,960 B per token per GPU. A 2,049-token prompt hands off its first 2,048 tokens (the decode
 // node recomputes the last, as vLLM's NixlConnector does): 83,886,080 B per GPU in
@@ -86,11 +98,7 @@ double figure(const std::vector<std::pair<std::string, double>>& f, const std::s
 // its 50 GB/s ConnectX-7 port: transfer = 0.4 ms fixed + 76.9 ms.
 TEST(Disaggregation, HandoffIsPostingBoundAtNixlsMeasuredCostPerDescriptor) {
   const ClusterRunSpec spec = pd_spec("");
-  VectorSource src({request(1, 0, 2049, 4)});
-  std::vector<RequestRecord> done;
-  ClusterSinks sinks;
-  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
-  const auto f = run_cluster(spec, src, sinks);
+  const auto [done, f] = run_one(spec);
   const double transfer = 0.4e-3 + 20480 * (6.7e-3 / 1785);
   EXPECT_EQ(figure(f, "handoffs"), 1);
   EXPECT_NEAR(figure(f, "handoff_bytes_mean"), 8 * 2048 * 40960.0, 1);
@@ -333,11 +341,7 @@ double after_prefill(const RequestRecord& r) { return r.time.queue_s; }
 // TTFT = prefill + 76.34 us + the decode node's first step.
 TEST(Disaggregation, APushFasterThanTheComputeLeavesOneLayersSendAfterThePrefill) {
   const ClusterRunSpec spec = pd_spec("  handoff: p2p-nccl\n");
-  VectorSource src({request(1, 0, 2049, 4)});
-  std::vector<RequestRecord> done;
-  ClusterSinks sinks;
-  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
-  const auto f = run_cluster(spec, src, sinks);
+  const auto [done, f] = run_one(spec);
   ASSERT_EQ(done.size(), 1u);
   const double send = 0.05e-3 + kMove;
   const double c = done[0].time.compute_s / 80;  // the prefill step's compute per layer
@@ -361,11 +365,7 @@ TEST(Disaggregation, APushFasterThanTheComputeLeavesOneLayersSendAfterThePrefill
 // at c + 80 S, the prefill at 80 c: the tail is 80 S - 79 c.
 TEST(Disaggregation, APushSlowerThanTheComputeQueuesTheLayersSends) {
   const ClusterRunSpec spec = pd_spec("  handoff: {preset: p2p-nccl, fixed: 5 ms}\n");
-  VectorSource src({request(1, 0, 2049, 4)});
-  std::vector<RequestRecord> done;
-  ClusterSinks sinks;
-  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
-  const auto f = run_cluster(spec, src, sinks);
+  const auto [done, f] = run_one(spec);
   ASSERT_EQ(done.size(), 1u);
   const double send = 5e-3 + kMove;
   const double c = done[0].time.compute_s / 80;
@@ -401,11 +401,7 @@ TEST(Disaggregation, APulledRequestRunsInTheStepAfterTheEmptyStepThatSeesItsPull
                  "check: true\n",
                  "<test>"),
       "");
-  VectorSource src({request(1, 0, 2049, 4)});
-  std::vector<RequestRecord> done;
-  ClusterSinks sinks;
-  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
-  const auto f = run_cluster(spec, src, sinks);
+  const auto [done, f] = run_one(spec);
   ASSERT_EQ(done.size(), 1u);
   const double E = 10e-3;
   const double X = 0.4e-3 + 20480 * (6.7e-3 / 1785);
