@@ -30,12 +30,6 @@ void NodeGroupSpec::validate(const std::string& path) const {
   if (count > kMaxNodes)
     throw InputError(p + "count: at most " + std::to_string(kMaxNodes) + " nodes, got " +
                      std::to_string(count));
-  if (serving.tp > system.gpus)
-    throw InputError(p + "serving.tp: tensor parallelism " + std::to_string(serving.tp) +
-                     " exceeds the " + std::to_string(system.gpus) + " GPUs of system '" +
-                     system.name + "'");
-  system.gpu.peak(serving.compute_dtype);
-  require_kv_dtype_support(system.gpu, serving.kv_dtype, p + "serving.kv_dtype");
   if (!host.empty() && !valid_group_name(host))
     throw InputError(p + "host: expected 1-64 characters of [A-Za-z0-9_], got \"" + host + "\"");
 }
@@ -113,15 +107,18 @@ void validate_hosts(const std::vector<NodeGroupSpec>& nodes, const std::string& 
 }
 }  // namespace
 
+void ClusterRunSpec::validate_node(std::size_t g, const std::string& path) const {
+  // The run the group serves (RunSpec::validate), as a single-node run is checked: its TP
+  // against its GPUs, its precisions, the model it can serve, and its capacities against its own
+  // hardware (issue 20 part 5: a DRAM tier no larger than the host's DRAM less the stack's
+  // reserve, a KV buffer within the HBM the weights leave, tiers the host can hold).
+  node_run_spec(g).validate(path);
+}
+
 void ClusterRunSpec::validate(const std::string& path) const {
   const std::string p = path.empty() ? "" : path + ".";
   if (nodes.empty()) throw InputError(p + "cluster.nodes: at least one node group is needed");
-  // Each node group is checked as the run it serves (RunSpec::validate): the model it can
-  // serve, and its capacities against its own hardware (issue 20 part 5: a DRAM tier no larger
-  // than the host's DRAM less the stack's reserve, a KV buffer within the HBM the weights leave,
-  // tiers the host can hold), as a single-node run is.
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    node_run_spec(i).validate(p + "cluster.nodes." + std::to_string(i) + ".");
+  // Each node group is checked as the run it serves (validate_node), where it is read.
   std::set<std::string> seen;
   for (const NodeGroupSpec& g : nodes)
     if (!seen.insert(g.name).second)
@@ -361,12 +358,13 @@ ClusterRunSpec read_cluster_config(const ConfigNode& root, const std::string& pa
     ConfigReader r(item, ip, prov);
     g.visit(r);
     r.finish();
+    out.nodes.push_back(std::move(g));
     try {
-      g.validate(ip);
+      out.nodes.back().validate(ip);
+      out.validate_node(i, ip + ".");
     } catch (const InputError& e) {
       throw InputError(item.loc, e.what());
     }
-    out.nodes.push_back(std::move(g));
   }
   try {
     out.validate(path);

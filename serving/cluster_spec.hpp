@@ -106,6 +106,9 @@ struct ClusterRunSpec {
     v.boolean("check", check,
               opt("check the simulator's invariants as it runs (on in debug builds)"));
   }
+  // Node group g checked as the run it serves (RunSpec::validate of node_run_spec(g)); read_config
+  // calls it for each group as it is read, so an error carries the group's position.
+  void validate_node(std::size_t g, const std::string& path) const;
   void validate(const std::string& path) const;
 
   int node_count() const;
