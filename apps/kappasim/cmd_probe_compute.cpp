@@ -82,7 +82,7 @@ ProbeCase load_probe_case(const std::string& model, const std::string& system,
 
 int probe_prefill(const std::vector<std::string>& args) {
   std::string model, system, t_text, k_text = "0", precision = "bf16", format = "table",
-                                     stack = kDefaultStack, ttft_text = "engine";
+                                     stack = kDefaultStack, ttft_text = "engine", step_text;
   std::vector<std::string> sets, preset_dirs;
   int tp = 1;
   bool coarse = false;
@@ -104,9 +104,12 @@ int probe_prefill(const std::vector<std::string>& args) {
       "ttft", po::value(&ttft_text),
       "engine (default: the prefill alone) or end_to_end (adds the stack's front end: HTTP, "
       "tokenising the T + K prompt tokens, the engine-core hop, the first token's way back; "
-      "columns front_end_s and ttft_s)")(
-      "set", po::value(&sets)->composing(),
-      "override a config key: --set system.gpu.gemm_efficiency=0.7")(
+      "and the engine's step, serving.step_overhead, as the serving engine charges a request "
+      "alone; columns front_end_s, step_overhead_s and ttft_s)")(
+      "step-overhead", po::value(&step_text),
+      "with --ttft end_to_end: the engine's CPU time per step (serving.step_overhead; default "
+      "its default, 2 ms)")("set", po::value(&sets)->composing(),
+                            "override a config key: --set system.gpu.gemm_efficiency=0.7")(
       "preset-dir", po::value(&preset_dirs)->composing(), "extra preset folder")(
       "format", po::value(&format), "table, csv or json")("help,h", "this help");
   auto vm = parse("probe prefill", args, desc);
@@ -125,6 +128,19 @@ int probe_prefill(const std::vector<std::string>& args) {
   if (tp < 1) throw InputError("--tp: must be at least 1, got " + std::to_string(tp));
   check_precision(precision);
   const bool end_to_end = ttft_end_to_end_option(ttft_text);
+  // The engine step a served request alone pays before its first token (serving.step_overhead:
+  // scheduling, input preparation, sampling), with the serving default unless given.
+  double step_overhead_s = ServingSpec{}.step_overhead_s;
+  if (!step_text.empty()) {
+    if (!end_to_end) throw InputError("--step-overhead: only with --ttft end_to_end");
+    try {
+      step_overhead_s = parse_quantity_as(step_text, dim::time);
+    } catch (const UnitError& e) {
+      throw InputError(std::string("--step-overhead: ") + e.what());
+    }
+    if (!(step_overhead_s >= 0))
+      throw InputError("--step-overhead: must not be negative, got \"" + step_text + "\"");
+  }
 
   const ProbeCase pc = load_probe_case(model, system, sets, stack, tp, precision);
   const LoadedCase& c = pc.c;
@@ -225,12 +241,14 @@ int probe_prefill(const std::vector<std::string>& args) {
                                     "kernels",
                                     "achieved_flops"};
   if (end_to_end) {
-    // The served TTFT of one request alone: the front end before the engine sees it (the whole
-    // prompt, T + K tokens, is tokenised), the prefill, and its first token's way back.
+    // The served TTFT of one request alone, as the serving engine charges it: the front end
+    // before the engine sees it (the whole prompt, T + K tokens, is tokenised), the engine's
+    // step (serving.step_overhead, serial with the forward when nothing else runs), the prefill,
+    // and its first token's way back.
     const double fe = front_end_s(stack_profile, static_cast<std::int64_t>(T + K));
-    cols.insert(cols.end(), {"front_end_s", "ttft_s"});
-    row.insert(row.end(), {fe, fe + p.compute_time_s});
-    shown.insert(shown.end(), {"front_end_s", "ttft_s"});
+    cols.insert(cols.end(), {"front_end_s", "step_overhead_s", "ttft_s"});
+    row.insert(row.end(), {fe, step_overhead_s, fe + step_overhead_s + p.compute_time_s});
+    shown.insert(shown.end(), {"front_end_s", "step_overhead_s", "ttft_s"});
   }
   Table table(cols);
   table.add_row(row);

@@ -1050,8 +1050,9 @@ TEST(Cli, ProbePrefillNamesItsStackAndGraphMode) {
 
 // Issue 20 item 3: --ttft end_to_end adds the stack's front end to the prefill: 1 ms HTTP +
 // (128 + 0) tokens × 1.1 µs + 0.1 ms hop + 0.15 ms for the first token = 1.3908 ms
-// (presets/stacks/lmcache-0.3.5.yaml); tensorrt-llm-0.5's benchmark has none. The default
-// output has neither column.
+// (presets/stacks/lmcache-0.3.5.yaml); tensorrt-llm-0.5's benchmark has none. It also adds the
+// engine's step, as the serving engine charges a request alone: serving.step_overhead's default
+// 2 ms, or --step-overhead. The default output has none of these columns.
 TEST(Cli, ProbePrefillEndToEndTtftAddsTheFrontEnd) {
   Result r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --format json");
   EXPECT_EQ(r.code, 0) << r.err;
@@ -1067,12 +1068,24 @@ TEST(Cli, ProbePrefillEndToEndTtftAddsTheFrontEnd) {
     return at == std::string::npos ? -1.0 : std::stod(out.substr(at + name.size() + 4));
   };
   EXPECT_NEAR(field(r.out, "front_end_s"), 1.3908e-3, 1e-15) << r.out;
-  EXPECT_NEAR(field(r.out, "ttft_s"), field(r.out, "compute_time_s") + 1.3908e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(field(r.out, "step_overhead_s"), 2e-3) << r.out;
+  EXPECT_NEAR(field(r.out, "ttft_s"), field(r.out, "compute_time_s") + 1.3908e-3 + 2e-3, 1e-15);
   r =
       run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft end_to_end "
-          "--stack tensorrt-llm-0.5 --format json");
+          "--stack tensorrt-llm-0.5 --step-overhead '0.5 ms' --format json");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_DOUBLE_EQ(field(r.out, "front_end_s"), 0) << r.out;
+  EXPECT_NEAR(field(r.out, "ttft_s"), field(r.out, "compute_time_s") + 0.5e-3, 1e-15) << r.out;
+  r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --step-overhead '1 ms'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--step-overhead: only with --ttft end_to_end")) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  r =
+      run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft end_to_end "
+          "--step-overhead '1 GB'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err, "--step-overhead: ")) << r.err;
+  EXPECT_TRUE(r.out.empty());
   r = run("probe prefill --model llama-3.1-8b --system h100 --t 128 --ttft e2e");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(has(r.err, "--ttft: expected one of engine, end_to_end, got \"e2e\"")) << r.err;
