@@ -474,7 +474,12 @@ void emit(const ConfigNode& n, int indent, bool prov, std::string& out) {
     }
   } else if (n.kind == ConfigNode::Kind::Seq) {
     for (const auto& item : n.items) {
-      if (item.is_map() || item.kind == ConfigNode::Kind::Seq) {
+      // An empty map or list is written inline: "-" alone would read back as null.
+      if (item.is_map() && item.entries.empty()) {
+        out += pad + "- {}\n";
+      } else if (item.kind == ConfigNode::Kind::Seq && item.items.empty()) {
+        out += pad + "- []\n";
+      } else if (item.is_map() || item.kind == ConfigNode::Kind::Seq) {
         out += pad + "-\n";
         emit(item, indent + 2, prov, out);
       } else {

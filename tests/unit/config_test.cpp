@@ -248,6 +248,24 @@ TEST_F(ConfigPresets, DumpIsTheEffectiveConfigAndReadsBackIdentically) {
   EXPECT_EQ(back.tdp_w, g.tdp_w);
 }
 
+// A list item that is an empty map or list is written inline ("- {}", "- []"): written as a bare
+// "-" it read back as null, so a sweep folder whose axis had `{}` values (pd-disagg-handoff's
+// `parallelism`) failed its own spec-hash check at `sweep collect`.
+TEST(Config, EmptyMapsAndListsInAListReadBackAsThemselves) {
+  const ConfigNode n = parse_yaml("a: [{}, [], {x: 1}, [2], 3]\nb: {}\nc: []\n", "t.yaml");
+  const std::string text = emit_yaml(n, false);
+  EXPECT_TRUE(has(text, "  - {}\n  - []\n")) << text;
+  const ConfigNode back = parse_yaml(text, "back.yaml");
+  const ConfigNode* a = back.find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->items.size(), 5u) << text;
+  EXPECT_TRUE(a->items[0].is_map() && a->items[0].entries.empty()) << text;
+  EXPECT_TRUE(a->items[1].kind == ConfigNode::Kind::Seq && a->items[1].items.empty()) << text;
+  EXPECT_TRUE(back.find("b")->is_map());
+  EXPECT_EQ(back.find("c")->kind, ConfigNode::Kind::Seq);
+  EXPECT_EQ(emit_yaml(back, false), text);
+}
+
 TEST(Config, EveryBuiltInSystemDumpsAndReadsBack) {
   for (const auto& name : PresetRegistry::instance().names("system")) {
     ProvenanceTable prov;
