@@ -22,21 +22,28 @@ namespace {
 using sweep::PointContext;
 using sweep::PointResult;
 
+// t and points default per kind, as the `kappasim measure` commands do: T = 128 (the κ paper's)
+// and 41 κ points for isolated and kappa-crit, T = 16 (vLLM computes at least the prompt's last
+// block) and 33 K points for break-even. 0 = not given.
 struct MeasureSpec {
-  double k = 0;     // cached tokens (isolated)
-  double t = 128;   // new tokens
-  int points = 41;  // κ grid points (kappa-crit)
+  double k = 0;    // cached tokens (isolated)
+  double t = 0;    // new tokens
+  int points = 0;  // grid points
   template <class V>
   void visit(V& v) {
     v.number("k", k, opt("cached tokens K (isolated)", Range::NonNegative));
-    v.number("t", t, opt("new tokens T", Range::AtLeastOne));
+    v.number("t", t, opt("new tokens T (default 128; break-even: 16)", Range::AtLeastOne));
     v.integer("points", points,
-              opt("grid points: κ log-spaced from 1 to 1e5 (kappa-crit), K log-spaced from one "
-                  "tier chunk (break-even)",
+              opt("grid points: κ log-spaced from 1 to 1e5 (kappa-crit, default 41), K "
+                  "log-spaced from one tier chunk (break-even, default 33)",
                   Range::AtLeastOne));
   }
   void validate(const std::string&) const {}
+  double t_or(double d) const { return t > 0 ? t : d; }
+  int points_or(int d) const { return points > 0 ? points : d; }
 };
+constexpr double kIsolatedT = 128, kBreakEvenT = 16;
+constexpr int kKappaPoints = 41, kBreakEvenPoints = 33;
 
 // Splits `measure:` off the point's config and builds the isolated-request run config.
 std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, ProvenanceTable* prov) {
@@ -62,28 +69,29 @@ void add_bound_shares(PointResult& out, const LoadBoundTimes& b) {
 PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
+  const double T = ms.t_or(kIsolatedT);
   const double chunk = spec.serving.tier_chunk_tokens();
   // Whole tier chunks only: every cached token is then loaded and exactly T are computed.
   const double K = std::floor(ms.k / chunk) * chunk;
-  if (K + ms.t > max_request_tokens(spec))
-    throw InputError("measure: K + T = " + format_number(K + ms.t) +
+  if (K + T > max_request_tokens(spec))
+    throw InputError("measure: K + T = " + format_number(K + T) +
                      " tokens do not fit the GPUs' KV cache (" +
                      format_number(max_request_tokens(spec)) + " tokens)");
-  const auto recs = run_isolated(spec, {isolated_request(1, 0, K, ms.t)});
+  const auto recs = run_isolated(spec, {isolated_request(1, 0, K, T)});
   if (recs.size() != 1) throw std::runtime_error("isolated: the request did not finish");
   const RequestRecord& r = recs.front();
   KappaQuery q = kappa_query_for(spec);
   q.context_k = K;
-  q.new_tokens_t = ms.t;
+  q.new_tokens_t = T;
   const KappaPoint a = evaluate_kappa(spec.model, spec.system, q, &prov);
   // FLOPs by the analytic model's convention (F_pf per new token, per GPU), so the simulated
   // attainable rate sits on the same axis as the analytic roofline.
-  const double flops_gpu = a.f_pf / spec.serving.tp * ms.t;
+  const double flops_gpu = a.f_pf / spec.serving.tp * T;
   PointResult out;
   out.metrics = {
       {"k", K},
-      {"t", ms.t},
-      {"kappa_ratio", K / ms.t},
+      {"t", T},
+      {"kappa_ratio", K / T},
       {"load_s", r.load_s},
       {"compute_s", r.compute_s},
       {"ttft_s", r.ttft_s},
@@ -116,7 +124,8 @@ PointResult run_isolated_kind(const ConfigNode& config, const PointContext&) {
 PointResult run_kappa_crit_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
-  const KappaCritMeasurement m = measure_kappa_crit(spec, ms.t, ms.points, &prov);
+  const KappaCritMeasurement m =
+      measure_kappa_crit(spec, ms.t_or(kIsolatedT), ms.points_or(kKappaPoints), &prov);
   PointResult out;
   out.metrics = {{"t", m.t},
                  {"kappa_crit_simulated", m.kappa_crit_simulated},
@@ -144,7 +153,8 @@ PointResult run_kappa_crit_kind(const ConfigNode& config, const PointContext&) {
 PointResult run_break_even_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
-  const BreakEvenMeasurement m = measure_break_even(spec, ms.t, ms.points, &prov);
+  const BreakEvenMeasurement m =
+      measure_break_even(spec, ms.t_or(kBreakEvenT), ms.points_or(kBreakEvenPoints), &prov);
   PointResult out;
   const BreakEvenPoint &lo = m.points.front(), &hi = m.points.back();
   out.metrics = {{"t", m.t},

@@ -84,6 +84,29 @@ TEST(BreakEvenCli, TheCurveGivesBothTtftsAtEveryK) {
   }
 }
 
+// The sweep kind `break-even` takes the command's defaults when `measure:` leaves T out: T = 16
+// (vLLM computes at least the prompt's last block), not the isolated kind's 128; so a point and
+// the command with the same grid give the same break-even.
+TEST(BreakEvenCli, TheSweepKindDefaultsToTheCommandsT) {
+  const std::string cfg =
+      scratch().write("be-point.yaml",
+                      "model: llama-3.1-8b\nsystem: h100\nserving: {tp: 1, chunk_tokens: 16,\n"
+                      "  stack: {preset: ideal, retrieve_fixed: 10 ms}}\nmeasure: {points: 6}\n");
+  const std::string out = (scratch().dir() / "be-point").string();
+  const Result p =
+      scratch().run("sweep point --kind break-even --seed 1 --config " + cfg + " --out " + out);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const std::string result = kappasim::test::slurp(out + "/result.json");
+  EXPECT_EQ(field(result, "t"), 16) << result;
+  const Result c = scratch().run(
+      "measure break-even --model llama-3.1-8b --system h100 --tp 1 --stack ideal "
+      "--set serving.chunk_tokens=16 --set serving.stack.retrieve_fixed=10ms "
+      "--points 6 --format json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(field(result, "break_even_k_simulated"), field(c.out, "break_even_k_simulated"))
+      << result << c.out;
+}
+
 TEST(BreakEvenCli, BadInputExitsTwoNamingTheOption) {
   Result r = scratch().run(kBase + " --points 1");
   EXPECT_EQ(r.code, 2);
