@@ -100,6 +100,10 @@ struct BreakEvenMeasurement {
   BreakEvenCrossing simulated, analytic;
   std::vector<BreakEvenPoint> points;
 };
+// Defaults of `kappasim measure break-even` and the sweep kind `break-even`: T = 16 new tokens
+// (vLLM computes at least the prompt's last block) and 33 K grid points.
+inline constexpr double kBreakEvenDefaultT = 16;
+inline constexpr int kBreakEvenDefaultPoints = 33;
 // A log grid of `points` K from one tier chunk to min(1e6, what the GPUs' KV cache holds less
 // T), in whole chunks (so exactly T tokens are computed by the hit); one simulation of 2 ×
 // points isolated requests.

@@ -42,8 +42,8 @@ struct MeasureSpec {
   double t_or(double d) const { return t > 0 ? t : d; }
   int points_or(int d) const { return points > 0 ? points : d; }
 };
-constexpr double kIsolatedT = 128, kBreakEvenT = 16;
-constexpr int kKappaPoints = 41, kBreakEvenPoints = 33;
+constexpr double kIsolatedT = 128;
+constexpr int kKappaPoints = 41;
 
 // Splits `measure:` off the point's config and builds the isolated-request run config.
 std::pair<RunSpec, MeasureSpec> read_measure(const ConfigNode& config, ProvenanceTable* prov) {
@@ -153,8 +153,8 @@ PointResult run_kappa_crit_kind(const ConfigNode& config, const PointContext&) {
 PointResult run_break_even_kind(const ConfigNode& config, const PointContext&) {
   ProvenanceTable prov;
   const auto [spec, ms] = read_measure(config, &prov);
-  const BreakEvenMeasurement m =
-      measure_break_even(spec, ms.t_or(kBreakEvenT), ms.points_or(kBreakEvenPoints), &prov);
+  const BreakEvenMeasurement m = measure_break_even(spec, ms.t_or(kBreakEvenDefaultT),
+                                                    ms.points_or(kBreakEvenDefaultPoints), &prov);
   PointResult out;
   const BreakEvenPoint &lo = m.points.front(), &hi = m.points.back();
   out.metrics = {{"t", m.t},

@@ -257,8 +257,8 @@ int cmd_measure(const std::string& verb, const std::vector<std::string>& args) {
     return 0;
   }
   if (verb == "break-even") {
-    std::string t = "16", ttft = "engine";
-    int points = 33;
+    std::string t = format_number(kBreakEvenDefaultT), ttft = "engine";
+    int points = kBreakEvenDefaultPoints;
     bool curve = false;
     po::options_description desc(
         "kappasim measure break-even: the cached prefix K from which loading it from the warm "
