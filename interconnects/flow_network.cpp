@@ -34,10 +34,21 @@ void FlowNetwork::set_capacity(double now, ResourceId r, double capacity) {
   recompute();
 }
 
+FlowNetwork::Flow* FlowNetwork::find(FlowId id) {
+  const auto end = m_flows.begin() + static_cast<std::ptrdiff_t>(m_live);
+  const auto it =
+      std::lower_bound(m_flows.begin(), end, id, [](const Flow& f, FlowId k) { return f.id < k; });
+  return it != end && it->id == id ? &*it : nullptr;
+}
+
+const FlowNetwork::Flow* FlowNetwork::find(FlowId id) const {
+  return const_cast<FlowNetwork*>(this)->find(id);
+}
+
 bool FlowNetwork::crosses(FlowId id, ResourceId r) const {
-  const auto it = m_flows.find(id);
-  if (it == m_flows.end()) return false;
-  for (const Use& u : it->second.path)
+  const Flow* f = find(id);
+  if (f == nullptr) return false;
+  for (const Use& u : f->path)
     if (u.resource == r) return true;
   return false;
 }
@@ -59,40 +70,46 @@ double FlowNetwork::finish_time(const Flow& f) const {
   return m_now + f.remaining / f.rate;
 }
 
-FlowNetwork::FlowId FlowNetwork::start(double now, std::vector<Use> path, double bytes,
+FlowNetwork::FlowId FlowNetwork::start(double now, const std::vector<Use>& path, double bytes,
                                        double rate_cap) {
-  const FlowId id = start_deferred(now, std::move(path), bytes, rate_cap);
+  const FlowId id = start_deferred(now, path, bytes, rate_cap);
   settle();
   return id;
 }
 
-FlowNetwork::FlowId FlowNetwork::start_deferred(double now, std::vector<Use> path, double bytes,
-                                                double rate_cap) {
+FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
+                                                double bytes, double rate_cap) {
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
   if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
-  // Merge repeated resources, drop zero costs; keep the order of first appearance. In place
-  // (issue 24: no second vector per flow): the first n uses are the merged ones.
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    const Use u = path[i];
+  // Merge repeated resources, drop zero costs; keep the order of first appearance. Into the
+  // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
+  if (m_live == m_flows.size()) m_flows.emplace_back();
+  std::vector<Use>& merged = m_flows[m_live].path;
+  merged.clear();
+  for (const Use& u : path) {
     check(u.resource);
     if (!(u.cost >= 0) || !std::isfinite(u.cost))
       throw std::logic_error("FlowNetwork::start: cost must be finite and >= 0");
     if (u.cost == 0) continue;
-    const auto merged_end = path.begin() + static_cast<std::ptrdiff_t>(n);
-    auto it = std::find_if(path.begin(), merged_end,
+    auto it = std::find_if(merged.begin(), merged.end(),
                            [&](const Use& m) { return m.resource == u.resource; });
-    if (it == merged_end)
-      path[n++] = u;
+    if (it == merged.end())
+      merged.push_back(u);
     else
       it->cost += u.cost;
   }
-  path.resize(n);
-  advance(now);
+  advance(now);  // settles and progresses the flows before this one (m_live unchanged)
   const FlowId id = m_next_id++;
-  for (const Use& u : path) ++m_res[u.resource].flows;
-  m_flows.emplace_hint(m_flows.end(), id, Flow{std::move(path), bytes, bytes, rate_cap, 0, -1, {}});
+  Flow& f = m_flows[m_live++];
+  for (const Use& u : f.path) ++m_res[u.resource].flows;
+  f.id = id;
+  f.bytes = f.remaining = bytes;
+  f.rate_cap = rate_cap;
+  f.rate = 0;
+  f.bound = -1;
+  f.bound_s.clear();
+  f.leaving = false;
   if (!m_dirty) m_pending_from = id;
   m_dirty = true;
   return id;
@@ -103,7 +120,8 @@ void FlowNetwork::advance(double now) {
   if (now <= m_now) return;
   settle();  // rates of flows started by start_deferred() before time moves
   const double dt = now - m_now;
-  for (auto& [id, f] : m_flows) {
+  for (std::size_t i = 0; i < m_live; ++i) {
+    Flow& f = m_flows[i];
     // Time moving (until the flow's last byte, if that comes first), credited to its bottleneck.
     if (f.rate > 0 && std::isfinite(f.rate) && f.remaining > 0) {
       const double t = std::min(dt, f.remaining / f.rate);
@@ -128,29 +146,35 @@ void FlowNetwork::advance(double now) {
 double FlowNetwork::next_finish() const {
   if (m_dirty) throw std::logic_error("FlowNetwork::next_finish: settle() first");
   double t = kInf;
-  for (const auto& [id, f] : m_flows) t = std::min(t, finish_time(f));
+  for (std::size_t i = 0; i < m_live; ++i) t = std::min(t, finish_time(m_flows[i]));
   return t;
 }
 
 std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
-  settle();
   std::vector<FlowId> done;
+  finish_due(now, done);
+  return done;
+}
+
+void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
+  settle();
+  done.clear();
   // Finish in time order, so flows that end before `now` release their share at the right time.
-  while (!m_flows.empty()) {
+  while (m_live != 0) {
     const double t = next_finish();
     if (!(t <= now + eps(now))) break;
     const double at = std::min(std::max(t, m_now), std::max(now, m_now));
     advance(at);
-    std::vector<FlowId>& batch = m_scratch.batch;
+    std::vector<std::size_t>& batch = m_scratch.batch;
     batch.clear();
-    FlowId earliest = 0;
+    std::size_t earliest = 0;  // slot indices, in id order
     double earliest_t = kInf;
-    for (const auto& [id, f] : m_flows) {
-      const double ft = finish_time(f);
-      if (ft <= at + eps(at)) batch.push_back(id);
+    for (std::size_t i = 0; i < m_live; ++i) {
+      const double ft = finish_time(m_flows[i]);
+      if (ft <= at + eps(at)) batch.push_back(i);
       if (ft < earliest_t) {
         earliest_t = ft;
-        earliest = id;
+        earliest = i;
       }
     }
     if (batch.empty()) batch.push_back(earliest);  // rounding: never stall
@@ -158,8 +182,9 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
     std::vector<ResourceId>& left_res = m_scratch.left;
     left_rates.clear();
     left_res.clear();
-    for (FlowId id : batch) {
-      Flow& f = m_flows.at(id);
+    for (std::size_t i : batch) {
+      Flow& f = m_flows[i];
+      const FlowId id = f.id;
       // Credit what rounding left, so carried totals equal bytes × cost exactly.
       for (const Use& u : f.path) {
         m_res[u.resource].carried += u.cost * f.remaining;
@@ -171,14 +196,26 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
           m_done_bounds.begin(), m_done_bounds.end(), id,
           [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
       m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
-      m_flows.erase(id);
+      f.bound_s.clear();  // moved from: give it an emptied buffer back, if one is spare
+      if (!m_spare_bounds.empty()) {
+        f.bound_s.swap(m_spare_bounds.back());
+        m_spare_bounds.pop_back();
+      }
+      f.leaving = true;
       done.push_back(id);
     }
+    // The finished flows' slots go after the active ones, whose order is kept.
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < m_live; ++i) {
+      if (m_flows[i].leaving) continue;
+      if (w != i) std::swap(m_flows[w], m_flows[i]);
+      ++w;
+    }
+    m_live = w;
     if (!leave_disjoint()) recompute();
   }
   advance(std::max(now, m_now));
   std::sort(done.begin(), done.end());
-  return done;
 }
 
 void FlowNetwork::recompute() {
@@ -187,7 +224,7 @@ void FlowNetwork::recompute() {
   for (Resource& r : m_res) r.load = 0;
   std::vector<Flow*>& all = m_scratch.part;
   all.clear();
-  for (auto& [id, f] : m_flows) all.push_back(&f);
+  for (std::size_t i = 0; i < m_live; ++i) all.push_back(&m_flows[i]);
   fill(all);
 }
 
@@ -312,8 +349,11 @@ bool FlowNetwork::settle_disjoint() {
   // group's level). Equal levels freeze together at the same value: the same bits.
   std::vector<Flow*>& joining = m_scratch.part;
   joining.clear();
-  for (auto it = m_flows.lower_bound(m_pending_from); it != m_flows.end(); ++it)
-    joining.push_back(&it->second);
+  const auto end = m_flows.begin() + static_cast<std::ptrdiff_t>(m_live);
+  for (auto it = std::lower_bound(m_flows.begin(), end, m_pending_from,
+                                  [](const Flow&f, FlowId k) { return f.id < k; });
+       it != end; ++it)
+    joining.push_back(&*it);
   if (joining.empty()) return false;
   std::vector<int>& mine = m_scratch.count;
   mine.resize(m_res.size(), 0);
@@ -335,8 +375,8 @@ bool FlowNetwork::settle_disjoint() {
   in.clear();
   out.clear();
   for (const Flow* f : joining) out.push_back(f->rate);
-  for (auto it = m_flows.begin(); it != m_flows.end() && it->first < m_pending_from; ++it)
-    in.push_back(it->second.rate);
+  for (std::size_t i = 0; i < m_live && m_flows[i].id < m_pending_from; ++i)
+    in.push_back(m_flows[i].rate);
   if (near_tie(out, in)) return false;  // recompute() overwrites what fill() set
   m_dirty = false;
   ++m_incremental;
@@ -354,7 +394,8 @@ bool FlowNetwork::leave_disjoint() {
   for (ResourceId r : m_scratch.left)
     if (m_res[static_cast<std::size_t>(r)].flows != 0) return false;
   const std::vector<double>& out = m_scratch.rates_out;
-  for (const auto& [id, f] : m_flows) {
+  for (std::size_t i = 0; i < m_live; ++i) {
+    const Flow& f = m_flows[i];
     if (!std::isfinite(f.rate)) continue;
     bool near = false;
     for (double x : out) near = near || (std::isfinite(x) && within_window(x, f.rate));
@@ -366,13 +407,13 @@ bool FlowNetwork::leave_disjoint() {
 }
 
 double FlowNetwork::rate(FlowId id) const {
-  auto it = m_flows.find(id);
-  return it == m_flows.end() ? 0.0 : it->second.rate;
+  const Flow* f = find(id);
+  return f == nullptr ? 0.0 : f->rate;
 }
 
 FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
-  auto it = m_flows.find(id);
-  return it == m_flows.end() ? -1 : it->second.bound;
+  const Flow* f = find(id);
+  return f == nullptr ? -1 : f->bound;
 }
 
 std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottleneck_times(
@@ -385,9 +426,23 @@ std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottle
   return out;
 }
 
+void FlowNetwork::take_bottleneck_times(FlowId id,
+                                        std::vector<std::pair<ResourceId, double>>& out) {
+  const auto it = std::lower_bound(m_done_bounds.begin(), m_done_bounds.end(), id,
+                                   [](const auto& e, FlowId k) { return e.first < k; });
+  if (it == m_done_bounds.end() || it->first != id) {
+    out.clear();
+    return;
+  }
+  out.swap(it->second);
+  it->second.clear();
+  if (it->second.capacity() != 0) m_spare_bounds.push_back(std::move(it->second));
+  m_done_bounds.erase(it);
+}
+
 double FlowNetwork::remaining(FlowId id) const {
-  auto it = m_flows.find(id);
-  return it == m_flows.end() ? 0.0 : it->second.remaining;
+  const Flow* f = find(id);
+  return f == nullptr ? 0.0 : f->remaining;
 }
 
 double FlowNetwork::carried(ResourceId r) const {

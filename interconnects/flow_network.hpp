@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +42,13 @@ class FlowNetwork {
   // Starts a flow of `bytes` payload at `now` (progresses every other flow to `now` first).
   // Uses naming the same resource twice are merged (costs added). A flow with no positive-cost
   // use and no rate cap moves at infinite rate: it is due at `now`.
-  FlowId start(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
+  FlowId start(double now, const std::vector<Use>& path, double bytes, double rate_cap = kInf);
   // start() without the rate recomputation, for several flows that start at the same `now`:
   // call settle() after the last (issue 24: one recomputation instead of one per flow, same
   // rates, since the rates are a function of the set of active flows alone). Every other call
   // settles first by itself.
-  FlowId start_deferred(double now, std::vector<Use> path, double bytes, double rate_cap = kInf);
+  FlowId start_deferred(double now, const std::vector<Use>& path, double bytes,
+                        double rate_cap = kInf);
   void settle() {
     if (m_dirty && !settle_disjoint()) recompute();
   }
@@ -59,10 +59,12 @@ class FlowNetwork {
   // Progresses to `now`, removes the flows finished by then and returns them (ascending id);
   // rates are recomputed when any finished.
   std::vector<FlowId> finish_due(double now);
+  // The same into `done` (cleared first): no vector per call (issue 24).
+  void finish_due(double now, std::vector<FlowId>& done);
 
   double rate(FlowId id) const;  // payload bytes/s; 0 for a flow that is not active
-  bool active(FlowId id) const { return m_flows.count(id) != 0; }
-  std::size_t active_count() const { return m_flows.size(); }
+  bool active(FlowId id) const { return find(id) != nullptr; }
+  std::size_t active_count() const { return m_live; }
   double remaining(FlowId id) const;  // payload bytes left; 0 when not active
 
   double carried(ResourceId r) const;    // units carried so far
@@ -86,6 +88,9 @@ class FlowNetwork {
   // cap), in order of first appearance. Handed over once (then forgotten); empty for a flow that
   // is unknown, still active or already taken.
   std::vector<std::pair<ResourceId, double>> take_bottleneck_times(FlowId id);
+  // The same into `out` (its buffer swapped with the network's, which keeps it for a later
+  // flow: no allocation per flow once the buffers have grown; issue 24). Empty when not known.
+  void take_bottleneck_times(FlowId id, std::vector<std::pair<ResourceId, double>>& out);
 
  private:
   struct Resource {
@@ -97,6 +102,7 @@ class FlowNetwork {
     int flows = 0;  // active flows crossing it (started ones included before settle())
   };
   struct Flow {
+    FlowId id = 0;
     std::vector<Use> path;
     double bytes;
     double remaining;
@@ -104,7 +110,11 @@ class FlowNetwork {
     double rate = 0;
     ResourceId bound = -1;                               // bottleneck() of this flow
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
+    bool leaving = false;                                // finish_due: in this batch
   };
+  // The active flow `id`, or nullptr (binary search: m_flows is in ascending id order).
+  Flow* find(FlowId id);
+  const Flow* find(FlowId id) const;
   void check(ResourceId r) const;
   void recompute();
   // Progressive filling over `flows` alone (id order), on the resources they cross: their
@@ -125,7 +135,11 @@ class FlowNetwork {
   double finish_time(const Flow& f) const;
 
   std::vector<Resource> m_res;
-  std::map<FlowId, Flow> m_flows;
+  // The active flows in ascending id order are m_flows[0, m_live); the slots after them are
+  // finished flows' storage, kept so that a new flow reuses their vectors' buffers (issue 24:
+  // was a std::map, a node and a path vector allocated per flow).
+  std::vector<Flow> m_flows;
+  std::size_t m_live = 0;
   FlowId m_next_id = 1;
   double m_now = 0;
   double m_time_eps;
@@ -136,6 +150,7 @@ class FlowNetwork {
   // Finished flows' bottleneck times not yet taken, by ascending id: a vector, not a map (no
   // node per flow; the fabric takes each right after finish_due, so it stays short).
   std::vector<std::pair<FlowId, std::vector<std::pair<ResourceId, double>>>> m_done_bounds;
+  std::vector<std::vector<std::pair<ResourceId, double>>> m_spare_bounds;  // emptied buffers
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight;
     std::vector<char> saturated, seen;
@@ -144,7 +159,7 @@ class FlowNetwork {
     std::vector<double> rates_in, rates_out;
     std::vector<ResourceId> left;
     std::vector<int> count;
-    std::vector<FlowId> batch;
+    std::vector<std::size_t> batch;  // finish_due: slot indices
   } m_scratch;
 };
 

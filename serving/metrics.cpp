@@ -73,6 +73,10 @@ void append_csv_text(std::string& s, const std::string& f) {
 
 // ---- requests.csv ---------------------------------------------------------------------------
 
+namespace {
+constexpr std::size_t kBuffer = std::size_t{1} << 16;  // requests.csv's stream buffer, bytes
+}  // namespace
+
 const char* RequestsCsvWriter::header(bool decode, bool prefix_cache) {
   static const std::array<std::string, 4> h = [] {  // index: decode + 2 · prefix_cache
     std::array<std::string, 4> s;
@@ -96,7 +100,10 @@ RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode, bool 
     : m_path(path),
       m_decode(decode),
       m_prefix_cache(prefix_cache),
-      m_out(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)) {
+      m_buffer(std::make_unique<char[]>(kBuffer)),
+      m_out(std::make_unique<std::ofstream>()) {
+  m_out->rdbuf()->pubsetbuf(m_buffer.get(), kBuffer);  // before open (libstdc++ honours it then)
+  m_out->open(path, std::ios::binary | std::ios::trunc);
   if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
   *m_out << header(decode, prefix_cache) << '\n';
 }

@@ -97,6 +97,9 @@ class RequestsCsvWriter {
  private:
   std::string m_path;
   bool m_decode = false, m_prefix_cache = false;
+  // The stream's buffer (issue 24: 64 KiB, one write call per ≈ 250 rows instead of the
+  // default 8 KiB's ≈ 30); declared before the stream, which it outlives.
+  std::unique_ptr<char[]> m_buffer;
   std::unique_ptr<std::ofstream> m_out;
   std::uint64_t m_rows = 0;
 };

@@ -67,11 +67,27 @@ class StepGroup::Context final : public LoadContext {
   void compute(const StepTime& st) override {
     if (!run) return;  // an async load: the request computes in a later step
     const double t_c = now_s();
-    CopyGroup c;
-    start_compute(c, st.total.compute_time_s, st.total.hbm_bytes);
-    wait_copies(c);
+    std::vector<std::unique_ptr<CopyGroup>>& idle = m_g.m_compute_groups;
+    std::unique_ptr<CopyGroup> c;
+    if (idle.empty()) {
+      c = std::make_unique<CopyGroup>();
+    } else {  // as a new one: the requests' vectors keep their buffers
+      c = std::move(idle.back());
+      idle.pop_back();
+      c->g.finished = c->shards.finished = false;
+      c->g.end_s = c->shards.end_s = 0;
+      c->g.left = c->shards.left = 0;
+      c->g.on_finished = c->shards.on_finished = nullptr;
+      c->gather.clear();
+      c->shards_end_s = -1;
+    }
+    start_compute(*c, st.total.compute_time_s, st.total.hbm_bytes);
+    wait_copies(*c);
     time.compute_s += now_s() - t_c;
     trace_compute(t_c, now_s());
+    c->g.done.cancel();  // what destroying it did: no notification left pending
+    c->shards.done.cancel();
+    idle.push_back(std::move(c));
   }
   void start_compute(CopyGroup& c, double compute_s, double hbm_bytes) override {
     if (!run) throw std::logic_error("an async load computes nothing");

@@ -145,6 +145,9 @@ class StepGroup {
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
   std::vector<std::unique_ptr<RunSpec>> m_stage_spec;  // per stage: the spec, its layers only
+  // Compute copy groups not in use (Context::compute takes one and gives it back): their
+  // requests' vectors and events reused step after step (issue 24: no allocation per flow).
+  std::vector<std::unique_ptr<CopyGroup>> m_compute_groups;
 };
 
 }  // namespace kappasim

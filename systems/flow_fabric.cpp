@@ -41,9 +41,14 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   r.start_s = now.to_seconds();
   const double lat = m_topo.latency(r);
-  m_pending.emplace(now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC), Member{&r, &g});
+  const sc_core::sc_time at = now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC);
+  // After every pending transfer due no later (as a multimap's insertion places it).
+  const auto pos = std::upper_bound(
+      m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head), m_pending.end(), at,
+      [](const sc_core::sc_time& t, const Pending& p) { return t < p.at; });
+  m_pending.insert(pos, Pending{at, Member{&r, &g}});
   m_start.cancel();
-  const sc_core::sc_time first = m_pending.begin()->first;
+  const sc_core::sc_time first = m_pending[m_pending_head].at;
   m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
 }
 
@@ -71,25 +76,49 @@ void FlowFabric::on_start() {
   ++m_events;
   const bool was_busy = watched_busy();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  while (!m_pending.empty() && m_pending.begin()->first <= now) {
-    Member m = m_pending.begin()->second;
-    m_pending.erase(m_pending.begin());
+  while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
+    const Member m = m_pending[m_pending_head++].m;
     start_flow(*m.req, m.group);
+  }
+  if (m_pending_head == m_pending.size()) {
+    m_pending.clear();
+    m_pending_head = 0;
+  } else if (2 * m_pending_head > m_pending.size()) {  // amortised O(1) per transfer
+    m_pending.erase(m_pending.begin(),
+                    m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head));
+    m_pending_head = 0;
   }
   m_net.settle();  // one rate recomputation for every flow started at this instant
   watch_check(was_busy);
   reschedule();
-  if (!m_pending.empty()) m_start.notify(m_pending.begin()->first - now);
+  if (m_pending_head < m_pending.size()) m_start.notify(m_pending[m_pending_head].at - now);
 }
 
 void FlowFabric::start_flow(TransferRequest& r, Group* g) {
   const double now = sc_core::sc_time_stamp().to_seconds();
-  auto path = m_topo.path(r);
+  const std::vector<FlowNetwork::Use>& path = path_of(r);
   const double cap = cap_of(r);
   expect(path, r.bytes);
-  const FlowNetwork::FlowId id = m_net.start_deferred(now, std::move(path), r.bytes, cap);
+  const FlowNetwork::FlowId id = m_net.start_deferred(now, path, r.bytes, cap);
   note_watched(id);
-  m_members.emplace(id, Member{&r, g});
+  m_members.v.emplace_back(id, Member{&r, g});
+}
+
+const std::vector<FlowNetwork::Use>& FlowFabric::path_of(const TransferRequest& r) {
+  if (r.endpoint != Endpoint::HostDram || r.gpu < 0 || r.gpu >= m_topo.gpus()) {
+    m_topo.path(r, m_path);
+    return m_path;
+  }
+  // Topology::path(r) is path(gpu, dir, path, pinned) for host DRAM, never empty (the GPU's
+  // HBM at least); one that throws is not stored, so it throws again on the next call.
+  const auto i = ((static_cast<std::size_t>(r.gpu) * 2 + (r.dir == Direction::H2D ? 0 : 1)) * 3 +
+                  static_cast<std::size_t>(r.path)) *
+                     2 +
+                 (r.pinned ? 1 : 0);
+  if (m_host_paths.empty()) m_host_paths.resize(static_cast<std::size_t>(m_topo.gpus()) * 12);
+  std::vector<FlowNetwork::Use>& cached = m_host_paths[i];
+  if (cached.empty()) m_topo.path(r, cached);
+  return cached;
 }
 
 void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes) {
@@ -98,9 +127,10 @@ void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes)
 }
 
 void FlowFabric::check_conservation() const {
-  if (m_net.active_count() != 0 || !m_pending.empty() || !m_waiters.empty() || !m_members.empty())
+  const std::size_t pending = m_pending.size() - m_pending_head;
+  if (m_net.active_count() != 0 || pending != 0 || !m_waiters.empty() || !m_members.empty())
     throw std::logic_error(std::string(name()) + ": invariant violated: " +
-                           std::to_string(m_net.active_count() + m_pending.size()) +
+                           std::to_string(m_net.active_count() + pending) +
                            " transfer(s) never finished");
   for (std::size_t i = 0; i < m_net.resources(); ++i) {
     const double want = i < m_expected.size() ? m_expected[i] : 0.0;
@@ -127,9 +157,9 @@ void FlowFabric::transfer(TransferRequest& r) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   expect(path, r.bytes);
   const bool was_busy = watched_busy();
-  const FlowNetwork::FlowId id = m_net.start(now, std::move(path), r.bytes, cap);
+  const FlowNetwork::FlowId id = m_net.start(now, path, r.bytes, cap);
   note_watched(id);
-  m_waiters.emplace(id, Waiter{&done, &r});
+  m_waiters.v.emplace_back(id, Waiter{&done, &r});
   watch_check(was_busy);
   reschedule();
   ++m_events;
@@ -155,24 +185,25 @@ void FlowFabric::on_finish() {
   ++m_events;
   const double now = sc_core::sc_time_stamp().to_seconds();
   const bool was_busy = watched_busy();
-  for (FlowNetwork::FlowId id : m_net.finish_due(now)) {
-    m_watched.erase(id);
-    auto bottlenecks = m_net.take_bottleneck_times(id);
-    auto it = m_waiters.find(id);
-    if (it != m_waiters.end()) {
-      it->second.req->bottleneck_s = std::move(bottlenecks);  // blocking transfers too (issue 14)
-      it->second.done->notify(sc_core::SC_ZERO_TIME);
-      m_waiters.erase(it);
+  m_net.finish_due(now, m_done);
+  for (FlowNetwork::FlowId id : m_done) {
+    if (!m_watched.empty()) m_watched.erase(id);
+    if (Waiter* w = m_waiters.find(id)) {
+      m_net.take_bottleneck_times(id, w->req->bottleneck_s);  // blocking transfers too (issue 14)
+      w->done->notify(sc_core::SC_ZERO_TIME);
+      m_waiters.erase(w);
       continue;
     }
-    auto mt = m_members.find(id);
-    if (mt == m_members.end()) throw std::logic_error("FlowFabric: finished flow has no owner");
-    mt->second.req->end_s = now;
-    mt->second.req->bottleneck_s = std::move(bottlenecks);
-    Group* g = mt->second.group;
+    Member* mt = m_members.find(id);
+    if (mt == nullptr) throw std::logic_error("FlowFabric: finished flow has no owner");
+    mt->req->end_s = now;
+    m_net.take_bottleneck_times(id, mt->req->bottleneck_s);
+    Group* g = mt->group;
     m_members.erase(mt);
     g->member_done(now);
   }
+  m_waiters.compact();
+  m_members.compact();
   watch_check(was_busy);
   reschedule();
 }

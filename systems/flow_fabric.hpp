@@ -13,9 +13,9 @@
 // compares the two.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <set>
 #include <vector>
 #include "interconnects/flow_network.hpp"
@@ -90,15 +90,54 @@ class FlowFabric : public LinkModule {
     sc_core::sc_event* done;
     TransferRequest* req;
   };
-  std::map<FlowNetwork::FlowId, Waiter> m_waiters;
+  // Flows in flight by id: vectors in ascending id order (the network hands ids out in order,
+  // so each is appended), an erased entry's pointer nulled until on_finish compacts them
+  // (issue 24: was a std::map, a node per flow).
+  template <class T>
+  struct ById {
+    std::vector<std::pair<FlowNetwork::FlowId, T>> v;
+    std::size_t erased = 0;
+    bool empty() const { return v.size() == erased; }
+    // The entry of `id` or nullptr.
+    T* find(FlowNetwork::FlowId id) {
+      auto it = std::lower_bound(v.begin(), v.end(), id,
+                                 [](const auto& e, FlowNetwork::FlowId k) { return e.first < k; });
+      return it != v.end() && it->first == id && it->second.req != nullptr ? &it->second : nullptr;
+    }
+    void erase(T* e) {
+      e->req = nullptr;
+      ++erased;
+    }
+    void compact() {
+      if (erased == 0) return;
+      v.erase(
+          std::remove_if(v.begin(), v.end(), [](const auto& e) { return e.second.req == nullptr; }),
+          v.end());
+      erased = 0;
+    }
+  };
+  ById<Waiter> m_waiters;
   std::vector<double> m_expected;  // per resource: Σ bytes × cost of the flows started on it
   void expect(const std::vector<FlowNetwork::Use>& path, double bytes);
   struct Member {
     TransferRequest* req;
     Group* group;
   };
-  std::map<FlowNetwork::FlowId, Member> m_members;    // group transfers in flight
-  std::multimap<sc_core::sc_time, Member> m_pending;  // group transfers not yet started
+  ById<Member> m_members;  // group transfers in flight
+  // Group transfers not yet started, by start time (equal times in the order started) from
+  // m_pending_head on: a vector instead of a std::multimap (issue 24).
+  struct Pending {
+    sc_core::sc_time at;
+    Member m;
+  };
+  std::vector<Pending> m_pending;
+  std::size_t m_pending_head = 0;
+  std::vector<FlowNetwork::Use> m_path;  // start_flow's path, one vector for every flow
+  // Host-DRAM transfers' paths (compute's HBM flows included) by (GPU, direction, copy path,
+  // pinned), built once each: the topology does not change (issue 24: was built per flow).
+  std::vector<std::vector<FlowNetwork::Use>> m_host_paths;
+  const std::vector<FlowNetwork::Use>& path_of(const TransferRequest& r);
+  std::vector<FlowNetwork::FlowId> m_done;  // on_finish's finished flows
   sc_core::sc_event m_start;
   int m_watch = -1;  // the shared resource (watch()), -1: none
   std::function<void()> m_watch_changed;

@@ -127,9 +127,21 @@ void Topology::gpu_side(std::vector<FlowNetwork::Use>& out, int gpu, bool down, 
 
 std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath how,
                                              bool pinned) const {
+  std::vector<FlowNetwork::Use> uses;
+  if (how != CopyPath::Local) uses.reserve(8);  // one allocation per call
+  path(gpu, dir, how, pinned, uses);
+  return uses;
+}
+
+void Topology::path(int gpu, Direction dir, CopyPath how, bool pinned,
+                    std::vector<FlowNetwork::Use>& uses) const {
+  uses.clear();
   const int gs = socket_of_gpu(gpu);
   // Local traffic (compute, on-GPU copies) stays in the GPU's HBM.
-  if (how == CopyPath::Local) return {{m_hbm.at(gpu), 1.0}};
+  if (how == CopyPath::Local) {
+    uses.push_back({m_hbm.at(gpu), 1.0});
+    return;
+  }
   if (!pinned && !dma(how))
     throw InputError(
         "a copy kernel reads and writes pinned (page-locked, mapped) host memory "
@@ -137,8 +149,6 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
   // Pageable: the driver's CPU thread reads the pageable buffer and writes a pinned staging
   // buffer, and the DMA reads (or writes) the staging buffer: DRAM is touched three times.
   const double dram_touches = pinned ? 1.0 : 3.0;
-  std::vector<FlowNetwork::Use> uses;
-  uses.reserve(8);  // one allocation per transfer
   const int ps = pool_socket(gpu);
   const int n = node_of_gpu(gpu);
   if (m_link_type == LinkType::HbmTier) {
@@ -158,7 +168,6 @@ std::vector<FlowNetwork::Use> Topology::path(int gpu, Direction dir, CopyPath ho
   // Reads hold a read tag for a round trip per request (Little's law: tags × request / RTT).
   const double tag_cost = m_tag_cost[dma(how) ? 0 : 1];
   if (h2d(dir) && tag_cost > 0) uses.push_back({m_read_tags.at(gpu), tag_cost});
-  return uses;
 }
 
 double Topology::rate_cap(int gpu, Direction dir, CopyPath how, bool pinned,
@@ -261,14 +270,18 @@ double Topology::io_bytes(const TransferRequest& r) const {
 }
 
 std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
+  std::vector<FlowNetwork::Use> uses;
+  if (r.endpoint != Endpoint::HostDram || r.path != CopyPath::Local) uses.reserve(8);
+  path(r, uses);
+  return uses;
+}
+
+void Topology::path(const TransferRequest& r, std::vector<FlowNetwork::Use>& uses) const {
   check_endpoint(r);
   const bool in = h2d(r.dir);  // data into the GPU
   const int g = r.gpu, how = dma(r.path) ? 0 : 1, n = node_of_gpu(g), gs = socket_of_gpu(g);
-  // Host DRAM (compute's HBM flows included) builds its own vector: reserving one here first
-  // was a second allocation per transfer on the serving hot path (issue 24).
-  if (r.endpoint == Endpoint::HostDram) return path(g, r.dir, r.path, r.pinned);
-  std::vector<FlowNetwork::Use> uses;
-  uses.reserve(8);  // one allocation per transfer
+  if (r.endpoint == Endpoint::HostDram) return path(g, r.dir, r.path, r.pinned, uses);
+  uses.clear();
   switch (r.endpoint) {
     case Endpoint::HostDram:
       break;  // above
@@ -284,7 +297,7 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
         uses.push_back(
             {m_read_tags.at(static_cast<std::size_t>(g)),
              m_tag_cost[how] * (m_round_trip_s + m_cxl_added_latency_s) / m_round_trip_s});
-      return uses;
+      return;
     }
     case Endpoint::Nvme: {
       const int d = r.endpoint_index, ds = nvme_socket(d);
@@ -296,7 +309,7 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
         // reads up it); no host DRAM, no GPU read tags.
         if (ds != gs) uses.push_back({in ? socket_link(ds, gs, n) : socket_link(gs, ds, n), 1.0});
         gpu_side(uses, g, in, 0, !in);
-        return uses;
+        return;
       }
       // Bounce: the drive writes the host buffer on its own socket, the GPU's copy reads it
       // (or the reverse): DRAM is written once and read once.
@@ -305,7 +318,7 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
       gpu_side(uses, g, in, how, in);
       if (in && m_tag_cost[how] > 0)
         uses.push_back({m_read_tags.at(static_cast<std::size_t>(g)), m_tag_cost[how]});
-      return uses;
+      return;
     }
     case Endpoint::Remote: {
       // GPUDirect RDMA: the NIC reads / writes GPU memory; the remote store's side is not
@@ -318,7 +331,7 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
         uses.push_back(hbm);
         uses.push_back({m_nic_out.at(static_cast<std::size_t>(g)), 1.0});
       }
-      return uses;
+      return;
     }
     case Endpoint::PeerGpu: {
       // The sender's HBM -> its port out -> (NVSwitch, non-blocking / the network) -> the
@@ -331,10 +344,9 @@ std::vector<FlowNetwork::Use> Topology::path(const TransferRequest& r) const {
       uses.push_back({(nvl ? m_nvlink_out : m_nic_out).at(from), 1.0});
       uses.push_back({(nvl ? m_nvlink_in : m_nic_in).at(to), 1.0});
       uses.push_back({m_hbm.at(to), 1.0});
-      return uses;
+      return;
     }
   }
-  return uses;
 }
 
 double Topology::rate_cap(const TransferRequest& r) const {

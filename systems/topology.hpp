@@ -87,6 +87,8 @@ class Topology {
   // The resources one copy crosses and its cost on each (units per payload byte).
   // InputError for a copy kernel over pageable memory (zero-copy needs pinned memory).
   std::vector<FlowNetwork::Use> path(int gpu, Direction dir, CopyPath how, bool pinned) const;
+  void path(int gpu, Direction dir, CopyPath how, bool pinned,
+            std::vector<FlowNetwork::Use>& out) const;  // into `out`, cleared first
   // Payload bytes/s one copy cannot exceed on its own: +inf when pinned; pageable memory is
   // staged by one CPU memcpy thread (memcpy_thread_bandwidth), pipelined with the DMA. A copy
   // kernel's read over PCIe is also bounded by Little's law on the bytes its loads keep in
@@ -109,6 +111,9 @@ class Topology {
   // such CXL device / NVMe drive / peer GPU, no NIC, no NVLink), a peer equal to the GPU
   // itself, a Local path with another endpoint, pageable memory with another endpoint.
   std::vector<FlowNetwork::Use> path(const TransferRequest& r) const;
+  // The same into `out` (cleared first; issue 24: the flow fabric keeps one vector for every
+  // transfer instead of a new one per transfer).
+  void path(const TransferRequest& r, std::vector<FlowNetwork::Use>& out) const;
   double rate_cap(const TransferRequest& r) const;
   double latency(const TransferRequest& r) const;
   double solo_rate(const TransferRequest& r) const;

@@ -41,9 +41,13 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-std::uint64_t key(std::uint64_t a, std::uint64_t b) {
-  return mix(mix(a) ^ (b * 0x632be59bd9b4e019ULL));
+// key(a, b) with mix(a) given: a request's chunks share their `a` (issue 24: one mix per chunk
+// instead of two, the same bits).
+std::uint64_t key_mixed(std::uint64_t mixed_a, std::uint64_t b) {
+  return mix(mixed_a ^ (b * 0x632be59bd9b4e019ULL));
 }
+std::uint64_t key(std::uint64_t a, std::uint64_t b) { return key_mixed(mix(a), b); }
+constexpr std::uint64_t kOwnBit = 0x8000000000000000ULL;  // own_key's mark on the request id
 }  // namespace
 
 namespace {
@@ -51,14 +55,17 @@ namespace {
 // it holds generated tokens: shared (the sequence's) when the request has a sequence and i lies
 // in its prefix or the request extends the sequence (a chat turn's next prompt starts with this
 // prompt and its reply), otherwise the request's own.
+bool shared_chunk(const Request& r, std::int64_t i, std::int64_t prefix_chunks) {
+  return r.sequence_id != 0 && (i < prefix_chunks || r.extends_sequence);
+}
 std::uint64_t plain_key(const Request& r, std::int64_t i, std::int64_t prefix_chunks) {
-  const bool shared = r.sequence_id != 0 && (i < prefix_chunks || r.extends_sequence);
-  return shared ? key(r.sequence_id, static_cast<std::uint64_t>(i)) : own_key(r, i);
+  return shared_chunk(r, i, prefix_chunks) ? key(r.sequence_id, static_cast<std::uint64_t>(i))
+                                           : own_key(r, i);
 }
 }  // namespace
 
 std::uint64_t own_key(const Request& r, std::int64_t i) {
-  return key(r.id ^ 0x8000000000000000ULL, static_cast<std::uint64_t>(i));
+  return key(r.id ^ kOwnBit, static_cast<std::uint64_t>(i));
 }
 
 std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
@@ -92,11 +99,18 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
     }
     // Chunks holding generated tokens: the trace names no tokens the model generates, so no
     // other request's prompt is known to repeat them: the request's own.
-    for (std::int64_t i = prompt_full; i < full; ++i) keys.push_back(own_key(r, i));
+    const std::uint64_t own = mix(r.id ^ kOwnBit);
+    for (std::int64_t i = prompt_full; i < full; ++i)
+      keys.push_back(key_mixed(own, static_cast<std::uint64_t>(i)));  // own_key(r, i)
     return keys;
   }
+  // plain_key(r, i, prefix_chunks) for each i, with its two mix(a) computed once.
   const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
-  for (std::int64_t i = 0; i < full; ++i) keys.push_back(plain_key(r, i, prefix_chunks));
+  const std::uint64_t own = mix(r.id ^ kOwnBit), seq = mix(r.sequence_id);
+  for (std::int64_t i = 0; i < full; ++i) {
+    keys.push_back(
+        key_mixed(shared_chunk(r, i, prefix_chunks) ? seq : own, static_cast<std::uint64_t>(i)));
+  }
   return keys;
 }
 

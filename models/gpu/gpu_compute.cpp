@@ -41,7 +41,10 @@ double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferR
     throw std::logic_error(std::string(name()) +
                            ": a step needs finite times and bytes >= 0, sm_bound_s <= its time");
   const double t = compute_time_s - sm_bound_s + sm_bound_s / m_sms.compute_fraction();
+  auto bottlenecks = std::move(r.bottleneck_s);  // its buffer kept for the flow's (issue 24)
+  bottlenecks.clear();
   r = TransferRequest{};
+  r.bottleneck_s = std::move(bottlenecks);
   r.gpu = m_index;
   r.path = CopyPath::Local;
   r.bytes = hbm_bytes;

@@ -299,6 +299,49 @@ TEST(FlowNetwork, DisjointUpdatesGiveTheFullRecomputationsBits) {
   EXPECT_GT(full.recomputations(), inc.recomputations() + 100);
 }
 
+// Issue 24: finished flows' slots are reused by later flows (their vectors' buffers kept). A
+// flow that starts after an earlier one finished in the middle of the id order still sits in id
+// order, with its own path and bytes. By hand: link 10 units/s, flows of 10 (a), 40 (b), 10 (c)
+// bytes start at 0: 10/3 each; a and c finish at 3 (10 bytes each), b has 30 left and runs at 10
+// alone. d (20 bytes, cost 2 on the link, a second resource of 100 units/s at cost 1) starts at
+// 4: b has 20 left; b and d share the link: b + 2d = 10, each flow's rate equal: 10/3 each.
+// Both need 20 / (10/3) = 6 s: due at 10. The into-variants give what the returning ones do.
+TEST(FlowNetwork, FinishedSlotsAreReusedInIdOrder) {
+  FlowNetwork n;
+  const auto link = n.add_resource("link", 10.0), other = n.add_resource("other", 100.0);
+  const auto a = n.start(0.0, {{link, 1.0}}, 10.0);
+  const auto b = n.start(0.0, {{link, 1.0}}, 40.0);
+  const auto c = n.start(0.0, {{link, 1.0}}, 10.0);
+  std::vector<FlowNetwork::FlowId> done;
+  n.finish_due(3.0, done);
+  EXPECT_EQ(done, (std::vector<FlowNetwork::FlowId>{a, c}));
+  std::vector<std::pair<FlowNetwork::ResourceId, double>> times{{7, 7.0}};
+  n.take_bottleneck_times(a, times);
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_EQ(times[0].first, link);
+  EXPECT_DOUBLE_EQ(times[0].second, 3.0);
+  n.take_bottleneck_times(a, times);  // handed over once
+  EXPECT_TRUE(times.empty());
+  EXPECT_EQ(n.active_count(), 1u);
+  EXPECT_DOUBLE_EQ(n.rate(b), 10.0);
+  const auto d = n.start(4.0, {{link, 1.0}, {other, 1.0}, {link, 1.0}}, 20.0);
+  EXPECT_GT(d, c);
+  EXPECT_EQ(n.active_count(), 2u);
+  EXPECT_DOUBLE_EQ(n.remaining(b), 20.0);
+  EXPECT_DOUBLE_EQ(n.remaining(d), 20.0);
+  EXPECT_DOUBLE_EQ(n.rate(b), 10.0 / 3);
+  EXPECT_DOUBLE_EQ(n.rate(d), 10.0 / 3);
+  EXPECT_TRUE(n.crosses(d, other));
+  EXPECT_FALSE(n.crosses(b, other));
+  EXPECT_DOUBLE_EQ(n.next_finish(), 10.0);
+  n.finish_due(10.0, done);
+  EXPECT_EQ(done, (std::vector<FlowNetwork::FlowId>{b, d}));
+  EXPECT_EQ(n.active_count(), 0u);
+  EXPECT_DOUBLE_EQ(n.carried(link), 10.0 + 40.0 + 10.0 + 2 * 20.0);
+  EXPECT_DOUBLE_EQ(n.carried(other), 20.0);
+  EXPECT_EQ(n.take_bottleneck_times(c).size(), 1u);
+}
+
 }  // namespace
 }  // namespace flow_network_test
 }  // namespace kappasim
