@@ -30,6 +30,10 @@ class Rng {
   explicit Rng(std::uint64_t seed = 0);
 
   std::uint64_t next_u64();
+  // Advances the stream by n words, as n next_u64() calls would (the words unused).
+  void discard(std::uint64_t n) {
+    for (; n > 0; --n) next_u64();
+  }
   // Uniform in [0, 1), 53 random bits.
   double uniform01();
   // Uniform in (0, 1]: safe to take the logarithm of.
@@ -42,8 +46,10 @@ class Rng {
   // Standard normal by Box–Muller (one value per two uniforms; no cached state).
   double normal();
   double normal(double mean, double sd) { return mean + sd * normal(); }
-  // Lognormal given its median (> 0) and the sigma of its logarithm (>= 0).
+  // Lognormal given its median (> 0) and the sigma of its logarithm (>= 0). Always two words of
+  // the stream (normal()'s two uniforms): kLognormalWords.
   double lognormal(double median, double sigma);
+  static constexpr std::uint64_t kLognormalWords = 2;
   // Gamma(shape, scale), Marsaglia–Tsang; shape < 1 via the U^(1/shape) boost.
   double gamma(double shape, double scale);
   // Geometric on {1, 2, ...} with success probability p in (0, 1]; mean 1/p.

@@ -188,7 +188,8 @@ void StepGroup::steps() {
         sc_core::wait(m_env.work);
         continue;
       }
-      auto b = std::make_unique<Step>();
+      std::unique_ptr<Step> b = m_spare ? std::move(m_spare) : std::make_unique<Step>();
+      b->plans.clear();  // a spare's plans are empty ones; its other members are untouched
       bool any = false;
       for (Rank* r : ranks) {
         b->plans.push_back(r->sched->plan(now_s(), *r->kv));
@@ -218,6 +219,7 @@ void StepGroup::steps() {
       }
       if (m_flight.empty() && m_env.pull.step_handoff() && (!b->pulls.empty() || parked())) {
         empty_step(*b);
+        m_spare = std::move(b);  // start_loads took its pulls
         continue;
       }
       if (m_flight.empty()) {
@@ -296,7 +298,12 @@ void StepGroup::empty_step(Step& b) {
   // stepping while its scheduler has requests, the parked ones included; a step with no token
   // runs the worker's kv_connector_no_forward: start_load_kv, then get_finished.
   const double e = m_env.spec.serving.stack.empty_step_s;
-  if (e > 0) wait_s(e);
+  if (e > 0) {
+    // wait_s(e), its sc_time converted once.
+    if (m_empty_step_time == sc_core::SC_ZERO_TIME)
+      m_empty_step_time = sc_core::sc_time(e, sc_core::SC_SEC);
+    sc_core::wait(m_empty_step_time);
+  }
   start_loads(b);
   const bool seen = std::any_of(ranks.begin(), ranks.end(), [this](const Rank* r) {
     return m_env.pull.has_loaded(static_cast<std::size_t>(r->index));

@@ -142,6 +142,10 @@ class StepGroup {
   std::unique_ptr<StepModel> m_model;
   std::vector<LoadBound> m_resource_bound;     // per Topology resource
   std::deque<std::unique_ptr<Step>> m_flight;  // steps in flight, oldest first
+  // An iteration that planned nothing leaves its Step here for the next (issue 24: a stack's
+  // empty steps repeat every empty_step while loads are parked, and a Step holds an sc_event).
+  std::unique_ptr<Step> m_spare;
+  sc_core::sc_time m_empty_step_time;  // the stack's empty_step as an sc_time (zero: not yet)
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
   std::vector<std::unique_ptr<RunSpec>> m_stage_spec;  // per stage: the spec, its layers only

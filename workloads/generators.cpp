@@ -41,6 +41,8 @@ SessionGenerator::SessionGenerator(std::string name, std::int64_t requests, doub
       m_label(m_name),
       m_requests(requests),
       m_seed(seed),
+      m_stream_seed(derive_seed(seed, m_name)),
+      m_aux_seed(derive_seed(seed, m_name + "/aux")),
       m_arrivals(arrival, checked_rate(rate) / mean_per_session, cv,
                  derive_seed(seed, m_name + "/arrivals"), "workload.rate"),
       m_next_start(-bounded_warmup_s(requests, rate, mean_per_session, warmup_s)) {
@@ -71,19 +73,30 @@ std::int64_t SessionGenerator::draw_count(Rng& rng, double mean, std::int64_t ma
   }
 }
 
+bool SessionGenerator::run_to_zero(Session& s) {
+  while (s.next_s < 0) {
+    if (!skip(s) || --s.remaining <= 0) return false;
+    s.next_s += think_time(s);
+  }
+  return true;
+}
+
 bool SessionGenerator::next(Request& out) {
   if (m_produced >= m_requests) return false;
   for (;;) {
     // Start every session that begins before the earliest pending request (an active session
-    // wins a tie: it started earlier).
+    // wins a tie: it started earlier). A session's requests before t = 0 are run (and dropped)
+    // as it starts, so only requests at t >= 0 wait in the queue (issue 24: the warm-up's
+    // requests are most of a short run's at a high rate); the queue's order, (time, ordinal),
+    // and every session's draws are what they would be if they waited there too.
     while (m_active.empty() || m_next_start < m_active.top().next_s) {
       Session s;
       s.ordinal = m_sessions++;
-      s.rng = Rng(derive_seed(m_seed, m_name, s.ordinal));
-      s.aux = Rng(derive_seed(m_seed, m_name + "/aux", s.ordinal));
+      s.rng = Rng(derive_seed(m_stream_seed, s.ordinal));
+      s.aux = Rng(derive_seed(m_aux_seed, s.ordinal));
       s.next_s = m_next_start;
       start(s);
-      m_active.push(s);
+      if (run_to_zero(s)) m_active.push(s);
       m_next_start += m_arrivals.next_gap();
     }
     Session s = m_active.top();
@@ -97,7 +110,6 @@ bool SessionGenerator::next(Request& out) {
       s.next_s += think_time(s);
       m_active.push(s);
     }
-    if (r.arrival_s < 0) continue;  // warm-up: the session was already under way at t = 0
     r.id = static_cast<std::uint64_t>(++m_produced);
     out = std::move(r);
     return true;
@@ -164,12 +176,20 @@ std::int64_t DocQaGenerator::document_tokens(std::uint64_t index) const {
                      std::min(m_shape.document_tokens_max, kMaxTokens));
 }
 
+std::int64_t DocQaGenerator::cached_document_tokens(std::uint64_t index) {
+  if (index >= kCachedDocuments) return document_tokens(index);
+  if (index >= m_document_tokens.size()) m_document_tokens.resize(index + 1, 0);
+  std::int64_t& t = m_document_tokens[index];
+  if (t == 0) t = document_tokens(index);
+  return t;
+}
+
 void DocQaGenerator::start(Session& s) {
   const std::uint64_t doc =
       m_zipf ? m_zipf->sample(s.rng) : s.rng.below(static_cast<std::uint64_t>(m_shape.documents));
   s.remaining = draw_count(s.rng, m_shape.questions_mean, m_shape.questions_max);
   s.sequence_id = doc + 1;  // document number
-  s.context = document_tokens(doc);
+  s.context = cached_document_tokens(doc);
 }
 
 bool DocQaGenerator::emit(Session& s, Request& r) {
@@ -180,6 +200,12 @@ bool DocQaGenerator::emit(Session& s, Request& r) {
       draw_tokens(s.rng, m_shape.question_tokens_median, m_shape.question_tokens_sigma, kMaxTokens);
   r.output_tokens =
       draw_tokens(s.aux, m_shape.answer_tokens_median, m_shape.answer_tokens_sigma, kMaxTokens);
+  return true;
+}
+
+bool DocQaGenerator::skip(Session& s) {
+  s.rng.discard(Rng::kLognormalWords);  // the question (emit's draw_tokens)
+  s.aux.discard(Rng::kLognormalWords);  // the answer
   return true;
 }
 

@@ -81,12 +81,20 @@ class SessionGenerator : public WorkloadSource {
   // Fills r.prefix_tokens / new_tokens / sequence_id / extends_sequence for the session's next
   // request and advances it; returns false when the session ends early.
   virtual bool emit(Session& s, Request& r) = 0;
+  // What emit() does to the session for a request that is dropped (one before t = 0): the same
+  // draws from its streams and the same return value. By default emit() into a scratch request;
+  // a generator whose emit() draws a fixed number of words and whose return value does not
+  // depend on them may only advance the streams.
+  virtual bool skip(Session& s) {
+    Request r;
+    return emit(s, r);
+  }
   virtual double think_time(Session& s) = 0;
 
   std::uint64_t seed() const { return m_seed; }
   const std::string& name() const { return m_name; }
 
-  // Draws max(1, round(lognormal)) clamped to [1, max].
+  // Draws max(1, round(lognormal)) clamped to [1, max]: Rng::kLognormalWords words of `rng`.
   static std::int64_t draw_tokens(Rng& rng, double median, double sigma, std::int64_t max);
   // Geometric count on {1..max} with untruncated mean `mean` (rejection).
   static std::int64_t draw_count(Rng& rng, double mean, std::int64_t max);
@@ -97,11 +105,18 @@ class SessionGenerator : public WorkloadSource {
       return a.next_s != b.next_s ? a.next_s > b.next_s : a.ordinal > b.ordinal;
     }
   };
+  // A new session's requests before t = 0 (the warm-up; dropped), run at its start: its draws
+  // are its own streams', so running them here instead of in time order with the other sessions
+  // leaves every draw as it was. False when the session ended before t = 0.
+  bool run_to_zero(Session& s);
   std::string m_name;
   InternedName m_label;  // Request::workload: m_name, interned
   std::int64_t m_requests;
   std::int64_t m_produced = 0;
   std::uint64_t m_seed;
+  // derive_seed(seed, name) and derive_seed(seed, name + "/aux"): a session's two streams are
+  // derive_seed(these, ordinal) (= derive_seed(seed, label, ordinal)).
+  std::uint64_t m_stream_seed, m_aux_seed;
   ArrivalProcess m_arrivals;
   double m_next_start;
   std::uint64_t m_sessions = 0;
@@ -135,11 +150,17 @@ class DocQaGenerator : public SessionGenerator {
  protected:
   void start(Session& s) override;
   bool emit(Session& s, Request& r) override;
+  // emit()'s draws without their values: Rng::kLognormalWords words of each stream; true.
+  bool skip(Session& s) override;
   double think_time(Session& s) override;
 
  private:
+  // document_tokens(index), computed once per document (up to kCachedDocuments of them).
+  std::int64_t cached_document_tokens(std::uint64_t index);
+  static constexpr std::uint64_t kCachedDocuments = 1 << 16;
   DocQaSpec m_shape;
   std::optional<ZipfTable> m_zipf;
+  std::vector<std::int64_t> m_document_tokens;  // 0: not computed yet (a document has >= 1)
 };
 
 // The generator of a synthetic `type` (sharegpt, narrativeqa, docfinqa) with the shape of

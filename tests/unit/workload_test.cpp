@@ -479,6 +479,108 @@ TEST(Workload, WarmUpIsBoundedByTheRequestsAskedFor) {
   EXPECT_GT(with_history, 0);
 }
 
+// Issue 24: a session's requests before t = 0 are run (and dropped) as the session starts instead
+// of waiting in the queue with the others. The reference below is the generator's definition
+// (generators.hpp) run literally: sessions start at the arrival process's times from
+// -warm-up on, each with its streams derive_seed(seed, name[/aux], ordinal); every request waits
+// in one queue ordered by (time, session ordinal); those before t = 0 are dropped. It calls the
+// generator's own start / emit / think_time, so what is compared is the merge and the draws.
+template <class G>
+struct OpenGenerator : G {
+  using G::G;
+  using Session = typename G::Session;
+  void start_(Session& s) { this->start(s); }
+  bool emit_(Session& s, Request& r) { return this->emit(s, r); }
+  double think_(Session& s) { return this->think_time(s); }
+};
+
+template <class G>
+std::vector<Request> reference_stream(OpenGenerator<G>& g, const std::string& name, std::int64_t n,
+                                      double rate, double per_session, double warmup_s,
+                                      std::uint64_t seed) {
+  using Session = typename OpenGenerator<G>::Session;
+  ArrivalProcess arrivals(ArrivalKind::Poisson, rate / per_session, 1,
+                          derive_seed(seed, name + "/arrivals"));
+  double next_start = -bounded_warmup_s(n, rate, per_session, warmup_s) + arrivals.next_gap();
+  const auto later = [](const Session& a, const Session& b) {
+    return a.next_s != b.next_s ? a.next_s > b.next_s : a.ordinal > b.ordinal;
+  };
+  std::vector<Session> queue;  // a heap under `later`
+  std::uint64_t ordinal = 0;
+  std::vector<Request> out;
+  while (static_cast<std::int64_t>(out.size()) < n) {
+    while (queue.empty() || next_start < queue.front().next_s) {
+      Session s;
+      s.ordinal = ordinal++;
+      s.rng = Rng(derive_seed(seed, name, s.ordinal));
+      s.aux = Rng(derive_seed(seed, name + "/aux", s.ordinal));
+      s.next_s = next_start;
+      g.start_(s);
+      queue.push_back(s);
+      std::push_heap(queue.begin(), queue.end(), later);
+      next_start += arrivals.next_gap();
+    }
+    std::pop_heap(queue.begin(), queue.end(), later);
+    Session s = queue.back();
+    queue.pop_back();
+    Request r;
+    r.arrival_s = s.next_s;
+    const bool more = g.emit_(s, r);
+    if (more && --s.remaining > 0) {
+      s.next_s += g.think_(s);
+      queue.push_back(s);
+      std::push_heap(queue.begin(), queue.end(), later);
+    }
+    if (r.arrival_s < 0) continue;
+    r.id = out.size() + 1;
+    out.push_back(r);
+  }
+  return out;
+}
+
+void expect_same_requests(const std::vector<Request>& a, const std::vector<Request>& b,
+                          const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(what + ", request " + std::to_string(i));
+    EXPECT_EQ(a[i].id, b[i].id);
+    EXPECT_EQ(a[i].arrival_s, b[i].arrival_s);  // bit for bit
+    EXPECT_EQ(a[i].sequence_id, b[i].sequence_id);
+    EXPECT_EQ(a[i].prefix_tokens, b[i].prefix_tokens);
+    EXPECT_EQ(a[i].new_tokens, b[i].new_tokens);
+    EXPECT_EQ(a[i].output_tokens, b[i].output_tokens);
+    EXPECT_EQ(a[i].extends_sequence, b[i].extends_sequence);
+  }
+}
+
+TEST(Workload, WarmUpRequestsRunAtTheirSessionsStartGiveTheQueuedStream) {
+  for (const double rate : {0.5, 10.0, 300.0}) {
+    const std::string r = " at " + std::to_string(rate) + "/s";
+    {
+      ShareGptSpec shape;
+      const double per = truncated_geometric_mean(shape.turns_mean, shape.turns_max);
+      const double warm = shape.think_time_s * shape.turns_max;
+      ShareGptGenerator g(shape, 400, rate, ArrivalKind::Poisson, 1, 7);
+      OpenGenerator<ShareGptGenerator> ref(shape, 400, rate, ArrivalKind::Poisson, 1, 7);
+      expect_same_requests(drain(g), reference_stream(ref, "sharegpt", 400, rate, per, warm, 7),
+                           "sharegpt" + r);
+    }
+    for (const WorkloadType t : {WorkloadType::NarrativeQa, WorkloadType::DocFinQa}) {
+      const std::string name = workload_type_name(t);
+      WorkloadSpec spec = spec_of(t, 400, rate);
+      DocQaSpec shape = t == WorkloadType::NarrativeQa ? static_cast<DocQaSpec>(spec.narrativeqa)
+                                                       : static_cast<DocQaSpec>(spec.docfinqa);
+      if (t == WorkloadType::NarrativeQa) shape.popularity = Popularity::Zipf;  // both samplers
+      const double per = truncated_geometric_mean(shape.questions_mean, shape.questions_max);
+      const double warm = shape.think_time_s * shape.questions_max;
+      DocQaGenerator g(name, shape, 400, rate, ArrivalKind::Poisson, 1, 7);
+      OpenGenerator<DocQaGenerator> ref(name, shape, 400, rate, ArrivalKind::Poisson, 1, 7);
+      expect_same_requests(drain(g), reference_stream(ref, name, 400, rate, per, warm, 7),
+                           name + r);
+    }
+  }
+}
+
 // Rates and gamma cvs the time base cannot represent are rejected (docs/bad-inputs.md).
 TEST(Workload, ArrivalLimits) {
   EXPECT_THROW(ArrivalProcess(ArrivalKind::Poisson, 1e300, 1, 1), InputError);
