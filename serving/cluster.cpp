@@ -100,6 +100,10 @@ Cluster::Cluster(const sc_core::sc_module_name& name, const ClusterRunSpec& spec
     if (pd) {
       es.role = n.role;
       es.handoff = m_spec.cluster.handoff;
+      // A decode node's own KV tier (docs/disaggregation.md, "A decode node's KV tier").
+      const NodeGroupSpec& gs = m_spec.nodes[n.group];
+      es.decode_tier = gs.decode_tier;
+      es.decode_tier_prompt = decode_tier_stores_prompt(m_spec.cluster.handoff, gs.serving.stack);
       es.on_pulled = [this](std::uint64_t id, double t0, double t1, double bytes) {
         pulled(id, t0, t1, bytes);
       };
@@ -524,7 +528,21 @@ std::vector<std::pair<std::string, double>> Cluster::figures(double wall_time_s)
       v = n > 0 ? h.total_s.quantile(0.5) : nan;
     else if (k == "handoff_p99_s")
       v = n > 0 ? h.total_s.quantile(0.99) : nan;
-    else
+    else if (k.rfind("decode_tier_", 0) == 0) {  // only where a decode group has its tier
+      if (!m_spec.any_decode_tier()) continue;
+      v = 0;
+      for (std::size_t d : m_decode) {
+        const ServingEngine& e = *m_nodes[d].engine;
+        if (k == "decode_tier_stored_chunks")
+          v += static_cast<double>(e.totals(wall_time_s).tier_stored_chunks);
+        else if (k == "decode_tier_relookups")
+          v += static_cast<double>(e.relookups());
+        else if (k == "decode_tier_reloaded_tokens")
+          v += static_cast<double>(e.reloaded_tokens());
+        else
+          throw std::logic_error("cluster: P/D figure '" + k + "' is declared but not computed");
+      }
+    } else
       throw std::logic_error("cluster: P/D figure '" + k + "' is declared but not computed");
     f.emplace_back(k, v);
   }

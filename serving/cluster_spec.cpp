@@ -159,6 +159,7 @@ void ClusterRunSpec::validate(const std::string& path) const {
                      std::to_string(first->system.cxl_pool.host_ports) +
                      " host ports (cxl_pool.host_ports)");
   validate_hosts(nodes, p);
+  validate_decode_tiers(p);
   if (!disaggregated()) return;
   // P/D: prefill and decode groups, nothing mixed; a decode node pulls over its NIC unless every
   // prefill node shares its host with every decode node (docs/disaggregation.md: NVLink).
@@ -226,6 +227,39 @@ void ClusterRunSpec::validate(const std::string& path) const {
   }
 }
 
+void ClusterRunSpec::validate_decode_tiers(const std::string& p) const {
+  // A decode node's own KV tier (docs/disaggregation.md, "A decode node's KV tier"): refused
+  // where it cannot mean anything or is not modelled.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeGroupSpec& g = nodes[i];
+    if (!g.decode_tier) continue;
+    const std::string key = p + "cluster.nodes." + std::to_string(i) + ".decode_tier";
+    if (g.role != EngineRole::Decode)
+      throw InputError(key + ": group " + g.name + " has role " + engine_role_name(g.role) +
+                       "; only a P/D decode group (role: decode) has a decode tier (a prefill or "
+                       "mixed group looks up and stores through its tier anyway)");
+    if (!g.host.empty())
+      throw InputError(key + ": group " + g.name + " shares host '" + g.host +
+                       "' with a prefill group, whose engine's fabric holds that host's DRAM, CPU "
+                       "KV tier and PCIe switches whole; a decode tier there would count them "
+                       "twice (not modelled): give the decode group hosts of its own");
+    if (g.serving.hybrid_kv())
+      throw InputError(key + ": group " + g.name +
+                       " keeps a hybrid KV cache (serving.kv_cache: hybrid), whose decode chunks "
+                       "carry no window or state and whose prompt chunks a preempted request "
+                       "cannot extend; not modelled");
+    if (cluster.handoff.send == HandoffSend::PushLayer && g.serving.stack.load == StackLoad::Async)
+      throw InputError(key + ": group " + g.name + "'s stack '" + g.serving.stack.name +
+                       "' loads asynchronously (serving.stack.load: async), and an async tier load "
+                       "beside push_layer's receive (cluster.handoff.send) is not modelled: use "
+                       "send: pull or an in-step stack");
+  }
+}
+
+bool decode_tier_stores_prompt(const HandoffSpec& handoff, const StackProfile& stack) {
+  return !(handoff.unit == HandoffUnit::Chunk && stack.family == StackFamily::Lmcache);
+}
+
 void ClusterRunSpec::validate_push(const std::string& p) const {
   // The layer-wise push (docs/disaggregation.md) models the same layout on both pools, one decode
   // rank, over the NICs: each prefill GPU sends its layer's share to the decode GPU at its
@@ -280,6 +314,11 @@ bool ClusterRunSpec::handoff_crosses_nodes() const {
         return true;
     }
   return false;
+}
+
+bool ClusterRunSpec::any_decode_tier() const {
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [](const NodeGroupSpec& g) { return g.decode_tier; });
 }
 
 bool ClusterRunSpec::handoff_within_node() const {

@@ -51,6 +51,14 @@ struct NodeGroupSpec {
   // system); their GPUs together fit the system's. A hand-off between two nodes on one host
   // travels over NVLink. Empty: the group's nodes are hosts of their own.
   std::string host;
+  // P/D, a decode group (docs/disaggregation.md, "A decode node's KV tier"): the node uses its KV
+  // store (serving.tier_capacity, serving.tiers) as a second connector beside the hand-off's
+  // (vLLM's MultiConnector): it stores what its stack stores of the requests it decodes (the pulled
+  // prompt's full chunks: decode_tier_stores_prompt; the chunks decode fills, with the stack's
+  // store_decode), and a preempted request looks its prompt and generated tokens up there
+  // (loading the hit instead of recomputing it). False (the default, as LMCache's kv_consumer and
+  // the llm-d and Dynamo P/D guides run the decode pool): it neither looks up nor stores.
+  bool decode_tier = false;
 
   template <class V>
   void visit(V& v) {
@@ -63,6 +71,13 @@ struct NodeGroupSpec {
     v.text("host", host,
            opt("P/D: the physical nodes this group shares with the other groups naming the same "
                "host (node i of each on host <host>_<i>; hand-offs between them over NVLink)"));
+    // Written only when set (every effective config of a P/D cluster as before).
+    if (!V::kWriting || decode_tier)
+      v.boolean(
+          "decode_tier", decode_tier,
+          opt("P/D decode group: the node uses its KV tier (serving.tier_capacity, "
+              "serving.tiers): it stores what its stack stores of the requests it decodes and "
+              "looks up its preempted requests there (docs/disaggregation.md)"));
   }
   void validate(const std::string& path) const;
   // GPUs one node of the group takes on its host (serving.tp, or the layout's tp x dp x pp).
@@ -124,9 +139,23 @@ struct ClusterRunSpec {
   bool handoff_crosses_nodes() const;
   // cluster.handoff.send: push_layer's refusals (InputError; `p` the file's prefix).
   void validate_push(const std::string& p) const;
+  // cluster.nodes[].decode_tier's refusals (InputError naming it; `p` the file's prefix).
+  void validate_decode_tiers(const std::string& p) const;
+  // Whether some decode group has its own KV tier (NodeGroupSpec::decode_tier).
+  bool any_decode_tier() const;
   // Whether some prefill node shares its host with a decode node (hand-offs over NVLink).
   bool handoff_within_node() const;
 };
+
+// P/D, a decode group with its tier (NodeGroupSpec::decode_tier): whether it stores the pulled
+// prompt's full chunks when the request first runs there. A tier connector beside the hand-off's
+// sees a prompt another connector filled as computed and not yet stored: vLLM's
+// OffloadingConnector starts its store at block 0 (_next_stored_block_idx unset; MultiConnector
+// gives it the request's blocks with 0 external tokens), LMCacheConnectorV1 (kv_both) at the
+// tokens it loaded itself (RequestTracker.num_saved_tokens = lmcache_cached_tokens, 0 here). So
+// true, except when the hand-off is LMCache's own P/D backend (unit chunk) on an LMCache stack:
+// its retrieve counted the prompt as saved.
+bool decode_tier_stores_prompt(const HandoffSpec& handoff, const StackProfile& stack);
 
 // Reads a cluster config: InputError naming file:line:col (or the key) for any bad input.
 ClusterRunSpec read_cluster_config(const ConfigNode& root, const std::string& path,

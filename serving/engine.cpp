@@ -189,7 +189,9 @@ void ServingEngine::make_groups() {
                          m_work,
                          [this] { return m_arrivals->done(); },
                          [this](Sequence* s) { finish(s); },
-                         m_pull->push.get()};
+                         m_pull->push.get(),
+                         DecodeStores{m_sinks.role == EngineRole::Decode && m_sinks.decode_tier,
+                                      m_sinks.decode_tier_prompt}};
   if (moe && L.dp > 1) {
     std::vector<Rank*> rs;
     std::vector<const RankGpus*> gs;
@@ -247,6 +249,37 @@ void ServingEngine::make_stores() {
       if (m_kv.hybrid) r->store->set_hybrid(*m_kv.hybrid);
     }
   for (auto& g : m_groups) g->buffer_Bps = g->ranks.front()->store->buffer_Bps();
+  // P/D, a decode engine with its tier: preempted requests look their KV up there.
+  if (m_sinks.role == EngineRole::Decode && m_sinks.decode_tier)
+    for (std::size_t r = 0; r < m_ranks.size(); ++r)
+      m_ranks[r]->sched->set_relookup([this, r](Sequence& s) { relookup(s, r); });
+}
+
+void ServingEngine::relookup(Sequence& s, std::size_t ri) {
+  // Its preemption discarded its KV and set it to prefill its prompt and every token generated so
+  // far (Scheduler::preempt_last); its connectors are asked again for those tokens (vLLM:
+  // get_num_new_matched_tokens at its readmission; NIXL answers 0 after its one transfer,
+  // "Only trigger 1 KV transfer per request"; LMCache looks up request.all_token_ids, "all token
+  // ids covers the preemption case"). The leading chunks found load, as any tier hit of the
+  // stack (in the step or asynchronously); the rest, the last token at least, is computed.
+  const int chunk = m_spec.serving.tier_chunk_tokens();
+  RequestState& st = m_ledger.at(s.req.id);
+  const std::int64_t tokens = s.compute_tokens;  // the prompt and the tokens generated
+  if (s.cached_tokens != 0 || s.hbm_hit_tokens != 0 || s.recompute_tokens != 0 || s.computed != 0 ||
+      tokens != s.req.prompt_tokens() + s.generated)
+    throw std::logic_error("relookup: request " + std::to_string(s.req.id) +
+                           " is not a preempted sequence prefilling its whole KV again");
+  st.chunk_levels.clear();  // a lookup before this one's levels
+  const std::int64_t found = static_cast<std::int64_t>(
+      m_ranks.at(ri)->store->lookup(st, chunk_keys(s.req, chunk, tokens)));
+  const std::int64_t hit = std::min(found * chunk, tokens - 1);
+  ++m_relookups;
+  m_reloaded_tokens += std::max<std::int64_t>(0, hit);
+  if (hit <= 0) return;
+  s.cached_tokens = s.tier_cached = hit;
+  s.compute_tokens = tokens - hit;
+  s.kv_resident = false;
+  s.async_kv = StepGroup::loads_async(m_spec.serving, st);
 }
 
 std::uint64_t ServingEngine::copy_kernels_started() const {

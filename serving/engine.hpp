@@ -76,6 +76,13 @@ struct EngineSinks {
   KvPush::OnPushed on_pushed;
   std::function<double(std::uint64_t id)> wait_pushed;
   std::function<void(std::uint64_t id)> on_reject;
+  // P/D, a Decode engine with its own KV tier (cluster.nodes[].decode_tier; docs/disaggregation.md
+  // "A decode node's KV tier"): it stores the chunks its decode steps fill (with the stack's
+  // store_decode), the pulled prompt's when `decode_tier_prompt` (decode_tier_stores_prompt), and
+  // its preempted requests look their prompt and generated tokens up in it. False: it neither
+  // looks up nor stores.
+  bool decode_tier = false;
+  bool decode_tier_prompt = false;
   // Issue 25: the cluster's CXL pool, shared with the other nodes (its KV level and its device
   // bandwidth); null: a system with a pool keeps one of its own (its ranks share it).
   CxlPoolShare* cxl_pool = nullptr;
@@ -116,6 +123,10 @@ class ServingEngine : public sc_core::sc_module {
   const RankView& ranks() const { return m_view; }
   // Invariants at the end of the run (RunSpec::check; serving/engine_check.hpp).
   void check_end() const;
+  // P/D, a Decode engine with its tier (EngineSinks::decode_tier): its preempted requests' lookups
+  // and the tokens they found (loaded instead of recomputed).
+  std::uint64_t relookups() const { return m_relookups; }
+  std::int64_t reloaded_tokens() const { return m_reloaded_tokens; }
   // P/D, a Prefill engine: the decode instance has pulled request `id`'s KV; its blocks are freed.
   void release_kv(std::uint64_t id);
   // P/D, a Prefill engine: `gpu_bytes[k]` of request `id`'s KV leave GPU k of the rank holding
@@ -140,6 +151,9 @@ class ServingEngine : public sc_core::sc_module {
   // sim_fail; the stream ends).
   bool admit(const Request& r, std::size_t rank, double front_end_in_s);
   void finish(Sequence* s);  // a request finished or was rejected: records it, drops its state
+  // P/D, a Decode engine with its tier: preempted sequence s of rank `rank` looks its prompt and
+  // generated tokens up in the rank's KV store (Scheduler::set_relookup).
+  void relookup(Sequence& s, std::size_t rank);
 
   const RunSpec m_spec;
   EngineSinks m_sinks;
@@ -159,10 +173,12 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<Arrivals> m_arrivals;
   std::unique_ptr<KvPull> m_pull;  // P/D pulls and pushes, async loads, one stream per rank
   std::unique_ptr<EngineTrace> m_trace;
-  EngineCheck m_check;         // invariant bookkeeping (RunSpec::check)
-  EngineStats m_stats;         // counters; the groups' figures at the end
-  LayoutStats m_layout_stats;  // the step models' figures (every group's)
-  sc_core::sc_event m_work;    // an arrival, a finish, a freed block: a group may step
+  EngineCheck m_check;                 // invariant bookkeeping (RunSpec::check)
+  EngineStats m_stats;                 // counters; the groups' figures at the end
+  LayoutStats m_layout_stats;          // the step models' figures (every group's)
+  sc_core::sc_event m_work;            // an arrival, a finish, a freed block: a group may step
+  std::uint64_t m_relookups = 0;       // P/D decode tier: preempted requests' lookups
+  std::int64_t m_reloaded_tokens = 0;  // and the tokens they found
 };
 
 // kv_buffer_bandwidth (the GPU-side KV buffer's copy rate): serving/serving_spec.hpp.

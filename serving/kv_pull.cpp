@@ -92,7 +92,7 @@ std::vector<Sequence*> KvPull::take_loaded(std::size_t r) {
 void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_async) {
   // One request's load at a time per rank, in the order they were admitted (the worker's one
   // thread issues a request's copies or posts its descriptors, one stream).
-  if (m_role == EngineRole::Decode && wait_pushed) {  // push_layer: into the receive buffer
+  if (s->pd_handoff && wait_pushed) {  // push_layer: into the receive buffer
     const double t0 = now_s();
     const double bytes = wait_pushed(s->req.id);
     rank.sched->pulled(s);
@@ -102,7 +102,9 @@ void KvPull::run(Rank& rank, Sequence* s, const std::function<void()>& load_asyn
   }
   sc_core::sc_mutex& stream = *m_stream.at(static_cast<std::size_t>(rank.index));
   stream.lock();
-  if (m_role != EngineRole::Decode) {  // an async load from the tier (stack.load: async)
+  // An async load from the tier (stack.load: async; on a P/D decode engine with its tier, a
+  // preempted request's reload, ServingEngine::relookup).
+  if (!s->pd_handoff) {
     load_async();  // frees the thread once its copies start (begin_copies, end_load)
     // The copies are done; the scheduler learns it from the next step's get_finished
     // (StepGroup polls take_loaded at every step's end).

@@ -3,8 +3,9 @@
 // WAITING_FOR_REMOTE_KVS) is loaded on its rank's one worker stream, one request after another in
 // admission order: on a P/D decode engine, the pull of its prompt's KV from the prefill instance
 // (every GPU of the rank reads its share through its NIC, GPUDirect RDMA, no faster than the
-// worker posts the descriptors; docs/disaggregation.md); on any other engine, the async load from
-// the tier (serving.stack.load: async) that the caller passes. Then the scheduler takes the
+// worker posts the descriptors; docs/disaggregation.md); otherwise the async load from the tier
+// (serving.stack.load: async) that the caller passes (on a P/D decode engine with its own tier, a
+// preempted request's reload: ServingEngine::relookup). Then the scheduler takes the
 // request into its steps (Scheduler::pulled) when the step group polls it at a step's end
 // (take_loaded; push_layer's receive at once) and the engine's work event fires. SystemC: run()
 // is called in a process of its own per request.
@@ -73,8 +74,8 @@ class KvPull {
                                          const std::vector<double>& gpu_bytes, double rate_cap_Bps,
                                          int nvlink_base);
 
-  // Request s's load outside the steps on `rank` (`load_async`: the tier's, when not a decode
-  // engine's pull).
+  // Request s's load outside the steps on `rank` (`load_async`: the tier's, when s is not a P/D
+  // pull, Sequence::pd_handoff).
   void run(Rank& rank, Sequence* s, const std::function<void()>& load_async);
   // An async tier load's copy stream on rank r (serving.stack.load: async): the worker's thread
   // (held by run) issues one request at a time, and its copies queue on one CUDA stream behind

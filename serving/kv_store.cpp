@@ -265,7 +265,12 @@ void KvStore::end_load(const std::vector<RequestState*>& first) {
   const bool gds = m_spec.serving.tiers.gds;
   for (RequestState* st : first) {
     if (st->chunk_levels.empty()) continue;
-    const std::vector<std::uint64_t>& keys = keys_of(*st);
+    // A P/D decode engine's reload (ServingEngine::relookup) may hit chunks past the prompt.
+    std::vector<std::uint64_t> longer;
+    if (st->chunk_levels.size() > keys_of(*st).size())
+      longer = chunk_keys(st->seq->req, m_chunk_tokens,
+                          static_cast<std::int64_t>(st->chunk_levels.size()) * m_chunk_tokens);
+    const std::vector<std::uint64_t>& keys = longer.empty() ? keys_of(*st) : longer;
     const std::int64_t R = st->seq->load_start();
     for (std::size_t j = 0; j < st->chunk_levels.size() && j < keys.size(); ++j) {
       const int l = st->chunk_levels[j];

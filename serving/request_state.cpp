@@ -39,11 +39,12 @@ std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
       st.compute_tokens == s.compute_tokens && s.computed == 0 && s.first_scheduled_s == -1 &&
       s.finish_s == -1 && s.credit == 0 && !s.kv_allocated && !s.rejected && s.generated == 0 &&
       s.first_token_s == -1 && s.last_token_s == -1 && s.preemptions == 0 &&
-      s.preempted_kv_tokens == 0 && !s.kv_resident && !s.in_batch && s.hbm_hit_tokens == 0 &&
-      s.first_hbm_hit == -1 && s.apc_generation == ~std::uint64_t{0} && s.apc_hit == 0 &&
-      s.apc_hit_free == 0 && s.apc_cap == -1 && st.load_s == 0 && st.compute_s == 0 &&
-      st.steps == 0 && st.link_tokens == 0 && st.buffer_tokens == 0 && st.stored_tokens == 0 &&
-      !st.load_bounds && st.tier_request_s == 0 && no_time(st.time) && st.tier_keys.empty();
+      s.preempted_kv_tokens == 0 && !s.kv_resident && !s.in_batch && !s.relookup &&
+      s.hbm_hit_tokens == 0 && s.first_hbm_hit == -1 && s.apc_generation == ~std::uint64_t{0} &&
+      s.apc_hit == 0 && s.apc_hit_free == 0 && s.apc_cap == -1 && st.load_s == 0 &&
+      st.compute_s == 0 && st.steps == 0 && st.link_tokens == 0 && st.buffer_tokens == 0 &&
+      st.stored_tokens == 0 && !st.load_bounds && st.tier_request_s == 0 && no_time(st.time) &&
+      st.tier_keys.empty();
   if (!fresh)
     throw std::logic_error("pack_arrival: request " + std::to_string(r.id) +
                            " has been scheduled, or has state the record does not hold");

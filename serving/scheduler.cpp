@@ -294,6 +294,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->cached_tokens = v->hbm_hit_tokens = v->recompute_tokens = 0;
     v->tier_cached = v->tier_recompute = 0;
     v->async_kv = v->kv_resident = v->pd_handoff = false;
+    v->relookup = static_cast<bool>(m_relookup);  // a decode tier: looked up at its readmission
   } else if (v->generated > 0) {
     v->async_kv = v->kv_resident = false;  // prefilled again in the steps (below)
     // Its prompt and generated tokens are prefilled again (vLLM v1 resets num_computed_tokens;
@@ -302,6 +303,7 @@ void Scheduler::preempt_last(PagedKv& kv) {
     v->compute_tokens = v->req.prompt_tokens() + v->generated;
     v->cached_tokens = v->hbm_hit_tokens = v->recompute_tokens = 0;
     v->tier_cached = v->tier_recompute = 0;
+    v->relookup = static_cast<bool>(m_relookup);
   } else {
     v->preempted_kv_tokens += v->cached_tokens + v->computed;  // its cached KV loads again
     v->kv_resident = false;  // an async load runs again when it is admitted again
@@ -378,6 +380,13 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
     m_s.m_waiting.kill(slot);
     ++it;
     return Outcome::Rejected;
+  }
+  // Preempted on a P/D decode engine with its tier: looked up once, at the first try after the
+  // preemption; the answer stands while it waits (LMCache's lookup client keeps it until the
+  // request is scheduled) [A: vLLM's native connector asks at every try].
+  if (s->relookup) {
+    s->relookup = false;
+    m_s.m_relookup(*s);
   }
   // serving.prefix_caching (vLLM: the local prefix-cache hit first, then the connector's hit
   // beyond it): the leading registered blocks of its prompt, in whole blocks, at most the

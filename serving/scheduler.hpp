@@ -77,6 +77,9 @@ struct Sequence {  // one request inside the engine
   bool pd_handoff = false;  // async_kv from a P/D prefill instance (else from the tier)
   bool kv_resident = false;
   bool hold_kv = false;
+  // Preempted with a tier to look in (Scheduler::set_relookup): its next admission first looks its
+  // prompt and generated tokens up there (docs/disaggregation.md, "A decode node's KV tier").
+  bool relookup = false;
   // In a micro-batch still in flight (pipeline parallelism: Scheduler::plan is not yet completed
   // for it): not scheduled again, nor preempted, until that batch has left the last stage.
   bool in_batch = false;
@@ -438,6 +441,12 @@ class Scheduler {
   // the queue of sequences.
   using Builder = std::function<Sequence*(const ArrivedRequest&)>;
   void set_builder(Builder b) { m_build = std::move(b); }
+  // A P/D decode engine with its tier (docs/disaggregation.md, "A decode node's KV tier"): a
+  // sequence whose preemption discarded pulled or generated KV looks it up again at its next
+  // admission (vLLM asks its connectors again, LMCache over request.all_token_ids): the call sets
+  // its cached and compute tokens and whether it loads outside the steps. Unset: it recomputes.
+  using Relookup = std::function<void(Sequence&)>;
+  void set_relookup(Relookup f) { m_relookup = std::move(f); }
   void compact_back(const Sequence* s, const ArrivedRequest& rec);
 
   // The next step. Allocates KV blocks for admitted sequences. A sequence whose prompt needs
@@ -515,6 +524,7 @@ class Scheduler {
   std::uint64_t m_enqueued = 0;               // sequences enqueued so far (next arrival_seq)
   std::unique_ptr<SchedulerPolicy> m_policy;  // made from m_cfg.policy by the registry
   Builder m_build;                            // compact arrivals' sequences (set_builder)
+  Relookup m_relookup;                        // preempted sequences' tier lookup (set_relookup)
   std::vector<EntryKind> m_kinds;             // inline entries' shared fields (compact_entry)
 };
 

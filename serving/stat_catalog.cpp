@@ -806,6 +806,12 @@ std::vector<StatDecl> make_summary() {
              "the pull: its fixed cost, then the RDMA reads (NIC port, posting rate)"));
   add(disagg("handoff_p50_s", "s", A::Quantile, "from the prefill's end to the pull's end, median"));
   add(disagg("handoff_p99_s", "s", A::Quantile, "the same, 99th percentile"));
+  add(disagg("decode_tier_stored_chunks", "chunks", A::Count,
+             "chunks the decode nodes stored into their own DRAM tier (D2H): the pulled prompts' and those decode filled, by their stacks' rules (docs/disaggregation.md, \"A decode node's KV tier\"). Present only where a decode group has its tier (cluster.nodes[].decode_tier)"));
+  add(disagg("decode_tier_relookups", "lookups", A::Count,
+             "lookups of preempted requests in their decode node's tier at their readmission. Present only with a decode tier"));
+  add(disagg("decode_tier_reloaded_tokens", "tokens", A::Count,
+             "tokens those lookups found, loaded instead of recomputed (the last token is always computed). Present only with a decode tier"));
   // clang-format on
   return v;
 }

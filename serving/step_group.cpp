@@ -329,7 +329,7 @@ void StepGroup::execute(Step& b) {
   double max_tokens = 0;
   LayoutStats& ls = m_env.layout_stats;
   for (std::size_t r = 0; r < n; ++r) {
-    work.push_back(plan_step_work(b.plans[r]));
+    work.push_back(plan_step_work(b.plans[r], m_env.pd_stores));
     b.batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
     for (const StepItem& it : b.plans[r].items)
       if (it.seq->first_token_s < 0) ++m_env.ledger.at(it.seq->req.id).steps;  // before its TTFT

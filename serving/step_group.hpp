@@ -74,7 +74,8 @@ struct StepGroupEnv {
   sc_core::sc_event& work;  // an arrival, a finish, a freed block: a group may step
   std::function<bool()> arrivals_done;
   std::function<void(Sequence*)> finish;  // a request finished or was rejected
-  KvPush* push;  // P/D push_layer: a prefill engine's layer sends (else null)
+  KvPush* push;              // P/D push_layer: a prefill engine's layer sends (else null)
+  DecodeStores pd_stores{};  // P/D, a decode engine: what it stores (serving/step_plan)
 };
 
 class StepGroup {

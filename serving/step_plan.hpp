@@ -24,8 +24,7 @@ namespace kappasim {
 struct StepWork {
   std::vector<Sequence*> load;  // first scheduled with cached tokens: their KV loads this step
   std::vector<Sequence*> done;  // finish their first prefill this step (their KV is stored)
-  // Decode this step (not on a P/D decode instance: its connector pulls, it stores nothing):
-  // the chunks they fill may be stored (StackProfile::store_decode).
+  // Decode this step: the chunks they fill may be stored (StackProfile::store_decode).
   std::vector<Sequence*> decoded;
   std::vector<SeqSlice> slices;  // what the step computes, in plan order
 };
@@ -36,7 +35,19 @@ struct StepWork {
 // + recomputed) and the new tokens before them, and the slice that ends the prompt computes its
 // logits. A decode item is one token over the KV of its prompt and generated tokens, with its
 // logits.
-StepWork plan_step_work(const StepPlan& plan);
+//
+// What a P/D decode engine with its tier stores (docs/disaggregation.md, "A decode node's KV
+// tier"). Any other engine stores a prompt when its first prefill ends unless its KV came outside
+// the steps (a P/D pull: the prefill instance stored the prompt, its pulled KV is resident here,
+// not new; an async tier load) and offers every decoding sequence's filled chunks but a pulled
+// one's. With its tier (`engine`), a decode engine stores the prompt when it first runs there
+// when `prompt` (decode_tier_stores_prompt) and offers every decoding sequence's filled chunks
+// (the stack's store_decode decides).
+struct DecodeStores {
+  bool engine = false;  // a P/D decode engine with its tier: the rules after "With its tier"
+  bool prompt = false;
+};
+StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd = {});
 
 // What a step's loads move. A sequence loads prompt tokens [L, L + cached_tokens), L =
 // Sequence::load_start() (its prefix-cache hit and recomputed tokens come first).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/sim_runner.hpp"
 #include "serving/cluster.hpp"
 #include "tests/sim/serving_test_util.hpp"
 
@@ -17,7 +18,10 @@ namespace kappasim {
 namespace disaggregation_test {
 namespace {
 
-ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
+// `decode`: the decode group's keys after its system (its serving settings).
+ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1,
+                       const std::string& decode = "serving: {" KAPPASIM_TEST_STACK
+                                                   "tp: 8, store: none}") {
   return read_config<ClusterRunSpec>(
       parse_yaml(
           "cluster:\n"
@@ -27,8 +31,8 @@ ClusterRunSpec pd_spec(const std::string& handoff, int decode_nodes = 1) {
               "    - {name: p, role: prefill, system: dgx-h100, serving: {" KAPPASIM_TEST_STACK
               "tp: 8, store: none}}\n"
               "    - {name: d, role: decode, count: " +
-              std::to_string(decode_nodes) +
-              ", system: dgx-h100, serving: {" KAPPASIM_TEST_STACK "tp: 8, store: none}}\n"
+              std::to_string(decode_nodes) + ", system: dgx-h100, " + decode +
+              "}\n"
               "model: llama-3.1-70b\n"
               "workload: {type: sharegpt}\n"
               "check: true\n",
@@ -112,6 +116,8 @@ TEST(Disaggregation, HandoffIsPostingBoundAtNixlsMeasuredCostPerDescriptor) {
   EXPECT_GT(done[0].ttft_s, transfer);
   EXPECT_EQ(figure(f, "p.requests_routed"), 1);
   EXPECT_EQ(figure(f, "d.requests_routed"), 1);
+  // No decode tier: its figures are absent (the summary is as before the key existed).
+  for (const auto& kv : f) EXPECT_EQ(kv.first.rfind("decode_tier_", 0), std::string::npos);
 }
 
 // With nothing to post (post_per_descriptor 0) the pull is the NIC's: 83,886,080 B per GPU over
@@ -418,6 +424,143 @@ TEST(Disaggregation, APulledRequestRunsInTheStepAfterTheEmptyStepThatSeesItsPull
   EXPECT_NEAR(step, 2e-3 + decode_compute, 1e-9);
   EXPECT_GT(decode_compute, 5e-3);
   EXPECT_LT(decode_compute, 30e-3);
+}
+
+// ---- a decode node's own KV tier (cluster.nodes[].decode_tier) -------------------------------
+// docs/disaggregation.md, "A decode node's KV tier". A 2,000-token prompt decoding 300 tokens:
+// after its last decode step the decode node's KV covers 2,000 + 299 = 2,299 tokens.
+Request chat_turn(std::uint64_t id, double at, std::int64_t prefix, std::int64_t T,
+                  std::int64_t out) {
+  Request r = request(id, at, T, out);
+  r.sequence_id = 7;  // one conversation: turn k + 1's prompt repeats turn k's prompt and answer
+  r.prefix_tokens = prefix;
+  r.extends_sequence = true;
+  return r;
+}
+
+// A prefill node and a decode node with its tier; `decode` the decode group's serving extras.
+ClusterRunSpec decode_tier_spec(const std::string& handoff, const std::string& decode) {
+  return pd_spec(handoff, 1, "decode_tier: true, serving: {tp: 8, " + decode + "}");
+}
+
+// vLLM's native connector in the step, storing the blocks decode fills (OffloadingConnector's
+// _get_reqs_to_store: presets/stacks/vllm-native-0.12.yaml store_decode).
+#define KAPPASIM_TEST_NATIVE_DECODE_STACK                                                       \
+  "stack: {family: vllm_native, store: blocking, retrieve_fixed: 0.1 ms, store_fixed: 0.1 ms, " \
+  "store_decode: true}, "
+
+// vLLM's native connector beside NIXL (MultiConnector): its tier holds 16-token blocks, stores
+// the pulled prompt's full blocks when the request first runs (2,000 / 16 = 125) and each block
+// decode fills (store_decode): every full block of the 2,299 tokens, floor(2,299 / 16) = 143.
+TEST(Disaggregation, ANativeDecodeTierStoresThePulledPromptAndEveryBlockDecodeFills) {
+  const auto spec =
+      decode_tier_spec("", KAPPASIM_TEST_NATIVE_DECODE_STACK "load_path: block_dma, store: stack");
+  VectorSource src({chat_turn(1, 0, 0, 2000, 300)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  EXPECT_EQ(figure(f, "decode_tier_stored_chunks"), 143);
+  EXPECT_EQ(figure(f, "decode_tier_relookups"), 0);
+  EXPECT_EQ(figure(f, "decode_tier_reloaded_tokens"), 0);
+}
+
+// LMCache's connector (kv_both) beside NIXL stores the pulled prompt's full 256-token chunks,
+// floor(2,000 / 256) = 7, and no decode chunk (save_decode_cache off: store_decode false).
+TEST(Disaggregation, AnLmcacheDecodeTierBesideNixlStoresThePulledPromptOnly) {
+  const auto spec = decode_tier_spec("", KAPPASIM_TEST_STACK "store: stack");
+  VectorSource src({chat_turn(1, 0, 0, 2000, 300)});
+  const auto f = run_cluster(spec, src, ClusterSinks{});
+  EXPECT_EQ(figure(f, "decode_tier_stored_chunks"), 7);
+}
+
+// LMCache's own P/D receiver (cluster.handoff: lmcache-pd) counts the retrieved prompt as saved;
+// with save_decode_cache (store_decode: true, LMCache PR #2509's decoder config) it stores the
+// chunks decode fills: of the 2,299 tokens' floor(2,299 / 256) = 8 full chunks, the one past the
+// prompt's 7, [1,792, 2,048), filled when the KV reaches 2,048 tokens. And a shared CXL pool
+// carries it to the prefill node: the next turn (2,300 tokens of conversation + 100 new, 9 full
+// chunks) finds chunks 0-6 in the prefill node's DRAM (its own store) and chunk 7 in the pool,
+// 8 x 256 = 2,048 tokens, where without the decode tier it finds 7 x 256 = 1,792.
+TEST(Disaggregation, AnLmcacheDecodeTierStoresTheAnswersChunkWhichTheNextTurnFindsInASharedPool) {
+  const std::string pool =
+      "system: dgx-h100-256gb-cxl-pool, serving: {tp: 8, tiers: {cxl_capacity: 1 TB}, ";
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(
+      parse_yaml("cluster:\n"
+                 "  router: round_robin\n"
+                 "  handoff: lmcache-pd\n"
+                 "  nodes:\n"
+                 "    - {name: p, role: prefill, " +
+                     pool + KAPPASIM_TEST_STACK +
+                     "store: stack}}\n"
+                     "    - {name: d, role: decode, decode_tier: true, " +
+                     pool +
+                     "stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, "
+                     "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms, store_decode: "
+                     "true}}}\n"
+                     "model: llama-3.1-70b\n"
+                     "workload: {type: sharegpt}\n"
+                     "check: true\n",
+                 "<test>"),
+      "");
+  VectorSource src({chat_turn(1, 0, 0, 2000, 300), chat_turn(2, 30, 2300, 100, 2)});
+  std::vector<RequestRecord> done;
+  ClusterSinks sinks;
+  sinks.on_finish = [&](const RequestRecord& r, std::size_t) { done.push_back(r); };
+  const auto f = run_cluster(spec, src, sinks);
+  EXPECT_EQ(figure(f, "decode_tier_stored_chunks"), 1);  // turn 2's 2,401 tokens fill none
+  ASSERT_EQ(done.size(), 2u);
+  ASSERT_EQ(done[1].id, 2u);
+  EXPECT_LT(done[0].e2e_s, 30);  // turn 1 had finished when turn 2 arrived
+  EXPECT_EQ(done[1].cached_tokens, 8 * 256);
+}
+
+// Engine level: a P/D decode engine with its tier (EngineSinks) of Llama-3.1-8B on one H100
+// (131,072 B of KV per token, 2 MiB per 16-token block) with vLLM's native connector in the step
+// (0.1 ms per request, one DMA per 16-token block, decode blocks stored). Its pool is 111
+// blocks: HBM 80 GB less the weights (16,060,522,496 B) and an activation reserve of
+// 63,705,645,056 B leaves 111.5 blocks. A (160-token prompt, 200 outputs) and B (1,600 tokens,
+// 40 outputs) arrive together and are admitted with their prompts' 10 + 100 blocks; A's first
+// decode step takes the 111th. B's (its KV reaching 1,601 tokens) finds none: B, admitted last,
+// is preempted with its KV covering 1,600 tokens (preempted_kv_tokens). Its 100 prompt chunks
+// were stored when it first ran; it needs 101 blocks again, which A's blocks leave free only
+// once A has finished; then it looks up its 1,601 tokens' 100 full chunks, finds all 100 and
+// loads 1,600 tokens (computing the last one) instead of prefilling 1,601:
+//   load = 0.1 ms + 100 DMAs x 2.36 us + 99 round trips between them + the first's 1 us
+//          + 1,600 x 131,072 B at the link's DMA read rate (kWire / the read's wire cost).
+// Stores: A's full blocks of its 359 tokens, floor(359 / 16) = 22, and B's of 1,639, 102.
+TEST(Disaggregation, APreemptedRequestOnADecodeTierReloadsItsKvInsteadOfRecomputingIt) {
+  const RunSpec spec = testing::run_spec(
+      "model: llama-3.1-8b\n"
+      "system: {preset: h100, nic_bandwidth: 50 GB/s}\n"
+      "trace: false\nworkload: {type: sharegpt}\ncheck: true\n"
+      "serving: {" KAPPASIM_TEST_NATIVE_DECODE_STACK
+      "tp: 1, decode: true, load_path: block_dma, gpu_memory_utilization: 1, "
+      "activation_reserve: 63705645056 B}\n");
+  VectorSource src({request(1, 0, 160, 200), request(2, 0, 1600, 40)});
+  std::vector<RequestRecord> done;
+  EngineSinks sinks;
+  sinks.role = EngineRole::Decode;
+  sinks.decode_tier = sinks.decode_tier_prompt = true;
+  sinks.on_finish = [&](const RequestRecord& r) { done.push_back(r); };
+  std::unique_ptr<ServingEngine> e;
+  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, sinks); });
+  e->check_end();
+  ASSERT_EQ(e->gpu_kv().total_blocks(), 111);
+  ASSERT_EQ(done.size(), 2u);
+  const RequestRecord& a = done[0].id == 1 ? done[0] : done[1];
+  const RequestRecord& b = done[0].id == 2 ? done[0] : done[1];
+  EXPECT_EQ(a.preemptions, 0);
+  EXPECT_EQ(b.preemptions, 1);
+  EXPECT_EQ(b.preempted_kv_tokens, 1600);
+  EXPECT_EQ(e->relookups(), 1u);
+  EXPECT_EQ(e->reloaded_tokens(), 1600);
+  EXPECT_EQ(b.output_tokens, 40);
+  EXPECT_GT(b.e2e_s, a.e2e_s);  // reloaded after A finished
+  // A DMA read of 512 B requests: 1 + 4 x 20 / 512 + 2 / 512 wire bytes per payload byte
+  // (presets/links/pcie5.yaml); dma_copy_overhead 2.36 us (presets/gpus/h100-sxm5.yaml).
+  const double rate = testing::kWire / (1 + 4 * 20.0 / 512 + 2.0 / 512);
+  const double load =
+      0.1e-3 + 100 * 2.36e-6 + 99 * testing::kRtt + testing::kRtt + 1600 * testing::kBkv8b / rate;
+  EXPECT_NEAR(b.load_s, load, testing::tol(load));
+  const SummaryBuilder::Totals t = e->totals(0);
+  EXPECT_EQ(t.tier_stored_chunks, 22 + 102);
 }
 
 }  // namespace

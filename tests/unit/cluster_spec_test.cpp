@@ -278,6 +278,86 @@ TEST(ClusterSpec, PdBadInputsNameTheKey) {
   EXPECT_NE(error_of(bad).find("decode"), std::string::npos) << error_of(bad);
 }
 
+// A decode node's own KV tier (docs/disaggregation.md, "A decode node's KV tier"): a decode
+// group may use its tier; what cannot mean anything or is not modelled exits 2 naming
+// cluster.nodes.N.decode_tier. Left out of the effective config unless set.
+TEST(ClusterSpec, ADecodeTierIsADecodeGroupsAndRefusesWhatItDoesNotModel) {
+  const std::string d8 = "role: decode, system: dgx-h100, serving: {tp: 8}";
+  const auto with = [&](const std::string& decode, const std::string& head = "cluster:\n") {
+    std::string y = kPd;
+    y.replace(y.find(d8), d8.size(), decode);
+    y.replace(y.find("cluster:\n"), 9, head);
+    return y;
+  };
+  const ClusterRunSpec s = parse(with(d8 + ", decode_tier: true"));
+  EXPECT_FALSE(s.nodes[0].decode_tier);
+  EXPECT_TRUE(s.nodes[1].decode_tier);
+  EXPECT_TRUE(s.any_decode_tier());
+  EXPECT_FALSE(parse(kPd).any_decode_tier());
+  EXPECT_EQ(error_of(with(d8 + ", decode_tier: true")), "(no error)");
+  // Written only when set.
+  EXPECT_EQ(emit_yaml(write_cluster_config(parse(kPd))).find("decode_tier"), std::string::npos);
+  EXPECT_NE(emit_yaml(write_cluster_config(s)).find("decode_tier: true"), std::string::npos);
+  // On a prefill group.
+  std::string pre = kPd;
+  const std::string p8 = "role: prefill, system: dgx-h100, serving: {tp: 8}";
+  pre.replace(pre.find(p8), p8.size(), p8 + ", decode_tier: true");
+  EXPECT_NE(error_of(pre).find("cluster.nodes.0.decode_tier: group p has role prefill; only a "
+                               "P/D decode group"),
+            std::string::npos)
+      << error_of(pre);
+  // On a group sharing a host with a prefill group (its DRAM and PCIe would count twice).
+  std::string host = with(
+      "role: decode, host: dgx, system: dgx-h100, serving: {tp: 4}, "
+      "decode_tier: true");
+  host.replace(host.find(p8), p8.size(),
+               "role: prefill, host: dgx, system: dgx-h100, "
+               "serving: {tp: 4}");
+  EXPECT_NE(error_of(host).find("cluster.nodes.1.decode_tier: group d shares host 'dgx'"),
+            std::string::npos)
+      << error_of(host);
+  // A hybrid KV cache (its decode chunks carry no window or state).
+  std::string hy = kPd;
+  hy.replace(hy.find("llama-3.1-70b"), 13, "gpt-oss-120b");
+  hy.replace(hy.find(p8), p8.size(),
+             "role: prefill, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}");
+  hy.replace(hy.find(d8), d8.size(),
+             "role: decode, system: dgx-h100, serving: {tp: 8, kv_cache: hybrid}, "
+             "decode_tier: true");
+  EXPECT_NE(error_of(hy).find("cluster.nodes.1.decode_tier: group d keeps a hybrid KV cache"),
+            std::string::npos)
+      << error_of(hy);
+  // An async-loading stack beside push_layer's receive; an in-step stack is accepted.
+  const std::string push = "cluster:\n  handoff: p2p-nccl\n";
+  EXPECT_EQ(error_of(with(d8 + ", decode_tier: true", push)), "(no error)");
+  const std::string native =
+      "role: decode, system: dgx-h100, serving: {tp: 8, stack: "
+      "vllm-native-0.12, load_path: block_dma}, decode_tier: true";
+  EXPECT_EQ(error_of(with(native)), "(no error)");
+  EXPECT_NE(error_of(with(native, push))
+                .find("cluster.nodes.1.decode_tier: group d's stack "
+                      "'vllm-native-0.12' loads asynchronously"),
+            std::string::npos)
+      << error_of(with(native, push));
+  // Not a boolean.
+  EXPECT_NE(error_of(with(d8 + ", decode_tier: maybe")).find("decode_tier"), std::string::npos);
+}
+
+// Which decode tiers store the pulled prompt: every tier connector beside another connector's
+// hand-off (vLLM's OffloadingConnector, LMCacheConnectorV1 kv_both), not LMCache's own P/D
+// receiver (its retrieve counts the prompt as saved).
+TEST(ClusterSpec, ADecodeTierStoresThePulledPromptUnlessLmcacheHandedItOff) {
+  HandoffSpec nixl, chunk;
+  chunk.unit = HandoffUnit::Chunk;
+  StackProfile lm, native;
+  lm.family = StackFamily::Lmcache;
+  native.family = StackFamily::VllmNative;
+  EXPECT_TRUE(decode_tier_stores_prompt(nixl, lm));
+  EXPECT_TRUE(decode_tier_stores_prompt(nixl, native));
+  EXPECT_FALSE(decode_tier_stores_prompt(chunk, lm));
+  EXPECT_TRUE(decode_tier_stores_prompt(chunk, native));
+}
+
 // P/D on one node (docs/disaggregation.md, "Prefill and decode on one node"): a prefill and a
 // decode group naming one host share its nodes; what cannot be a host, or would count a shared
 // resource twice, exits 2 naming the key.

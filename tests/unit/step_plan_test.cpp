@@ -67,6 +67,35 @@ TEST(StepPlan, RecomputeSliceAttendsOverItselfNewTokensOverTheWholePrefix) {
   EXPECT_TRUE(w2.slices[0].finishes);
 }
 
+// A P/D decode engine's stores (DecodeStores; docs/disaggregation.md, "A decode node's KV tier").
+// P: a pulled prompt finishing its one recomputed token (generated 0); D: a pulled request
+// decoding. Without a decode tier neither is stored or offered; with one, the pulled prompt is
+// stored when the tier connector stores it (`prompt`) and D's filled chunks are offered.
+TEST(StepPlan, ADecodeTierStoresThePulledPromptAndOffersDecodeChunks) {
+  Sequence p = seq(1, 1999, 1);
+  Sequence d = seq(2, 1999, 1, 1);
+  for (Sequence* s : {&p, &d}) s->async_kv = s->pd_handoff = s->kv_resident = true;
+  d.generated = 3;
+  d.output_tokens = 10;
+  StepPlan plan;
+  plan.items = {{&p, 1, false, true, false}, {&d, 1, false, false, true}};
+  const StepWork none = plan_step_work(plan);
+  EXPECT_TRUE(none.done.empty());
+  EXPECT_TRUE(none.decoded.empty());
+  const StepWork both = plan_step_work(plan, DecodeStores{true, true});
+  ASSERT_EQ(both.done.size(), 1u);
+  EXPECT_EQ(both.done[0], &p);
+  ASSERT_EQ(both.decoded.size(), 1u);
+  EXPECT_EQ(both.decoded[0], &d);
+  // LMCache's own P/D receiver: the prompt counted as saved, decode chunks offered.
+  const StepWork own = plan_step_work(plan, DecodeStores{true, false});
+  EXPECT_TRUE(own.done.empty());
+  EXPECT_EQ(own.decoded.size(), 1u);
+  // The slices are the same either way: one token each, D's over its prompt and 3 tokens less 1.
+  ASSERT_EQ(both.slices.size(), 2u);
+  EXPECT_EQ(both.slices[1].K, 2000 + 3 - 1);
+}
+
 TEST(StepPlan, LoadSplitWithoutBufferCountsTouchedChunksAndBlocks) {
   // 700 cached tokens loaded after R = 300 recomputed: prompt tokens [300, 1000).
   // 256-token chunks touched: 300/256 = chunk 1 up to ceil(1000/256) = 4 → chunks 1, 2, 3 = 3.
