@@ -16,9 +16,12 @@ struct ReproduceOptions {
   std::string experiments;  // the folder holding reproduce/ and studies/ sweep specs
   bool quick = false;       // small sweeps; the report says its numbers are indicative
   bool quiet = false;       // no progress lines on stderr
+  int jobs = 0;             // points run at once (0: the number of cores), for DIR/timing.md
 };
 
-// Writes DIR/figures/* and DIR/report.md (atomically, last) and returns report.md's path.
+// Writes DIR/figures/*, DIR/timing.md (how long this run took, per sweep, and on what machine
+// and build: kept out of report.md so that the report is byte-identical from run to run) and
+// DIR/report.md (atomically, last), and returns report.md's path.
 // `run_sweep` runs each sweep resumably (sweep::run_sweep in kappasim), `probe` the Eq. 6
 // probes (section 3b). IoError when the figures folder cannot be made; the sections' errors
 // pass through (InputError for a missing spec or a failed probe).

@@ -47,17 +47,21 @@ SweepData SweepSource::run(const std::string& rel) {
   const double cpu0 = children_cpu_s();
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = m_run(spec, d.dir);
+  SweepTiming timing;
+  timing.name = d.name;
+  timing.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  timing.cpu_s = children_cpu_s() - cpu0;
   if (!m_quiet) {
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     char buf[160];
     std::snprintf(buf, sizeof buf, "reproduce: sweep %s: %.2f s wall, %.2f s CPU in its points\n",
-                  d.name.c_str(), wall, children_cpu_s() - cpu0);
+                  d.name.c_str(), timing.wall_s, timing.cpu_s);
     std::cerr << buf;
   }
   if (rc != 0 && rc != 3)
     throw std::runtime_error("sweep " + rel + " ended with exit code " + std::to_string(rc));
   d.table = read_results(d.dir);
+  timing.points = d.table.rows.size();
+  m_timings.push_back(timing);
   const ResultsTable& t = d.table;
   // Why, by class: a point a part cannot hold or run (its weights do not fit the HBM at that TP,
   // or the GPU has no rate for the precision) is infeasible by the hardware, not a failure.

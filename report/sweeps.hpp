@@ -19,6 +19,16 @@ struct SweepData {
   ResultsTable table;
 };
 
+// How long one sweep took in this run (issue 24: the report's run says how long it took, and on
+// what; DIR/timing.md): its wall time and the CPU time of the processes it ran (its points and
+// their own children, capacity probes), from getrusage(RUSAGE_CHILDREN). A sweep a killed run
+// had finished takes about 0 s when it resumes: the times are this run's, not the results'.
+struct SweepTiming {
+  std::string name;
+  std::size_t points = 0;  // rows of its results.csv
+  double wall_s = 0, cpu_s = 0;
+};
+
 // Runs a sweep spec resumably into out_dir (in kappasim: sweep::run_sweep with the command's
 // -j, --quick and --quiet). Returns its exit code: 0 every point ok, 3 some points invalid or
 // failed (the report goes on and lists them); anything else stops the report.
@@ -35,6 +45,8 @@ class SweepSource {
   SweepData run(const std::string& spec);
   // "<spec>: N of M points did not complete ..." for every sweep run so far that had some.
   const std::vector<std::string>& problems() const { return m_problems; }
+  // Every sweep run so far, in the order they ran.
+  const std::vector<SweepTiming>& timings() const { return m_timings; }
   const std::string& out() const { return m_out; }
   bool quick() const { return m_quick; }
 
@@ -43,6 +55,7 @@ class SweepSource {
   bool m_quick, m_quiet;
   SweepRunner m_run;
   std::vector<std::string> m_problems;
+  std::vector<SweepTiming> m_timings;
 };
 
 }  // namespace kappasim::report

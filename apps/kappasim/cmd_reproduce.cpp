@@ -50,6 +50,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
   }
   if (R.out.empty()) throw InputError("kappasim reproduce: --out DIR is required");
   if (vm.count("jobs")) sweep::checked_jobs(jobs);
+  R.jobs = jobs;
   if (!fs::is_directory(fs::path(R.experiments) / "reproduce"))
     throw InputError("--experiments: " + R.experiments +
                      " has no reproduce/ folder of sweep specs");

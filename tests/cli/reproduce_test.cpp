@@ -126,6 +126,16 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     int n = -1;
     while (std::getline(kc, l)) ++n;
     EXPECT_EQ(n, 32);
+    // Issue 24: DIR/timing.md says how long the run took, per sweep, and on what; the report
+    // itself holds no time (it must not depend on the machine). The kv-compression row counts
+    // the same 32 points as its results.csv.
+    const std::string timing = kappasim::test::slurp(out / "timing.md");
+    EXPECT_NE(timing.find("| sweep | points | wall s | CPU s in its points |"), std::string::npos)
+        << timing;
+    EXPECT_NE(timing.find("\n| kv-compression | 32 | "), std::string::npos) << timing;
+    EXPECT_NE(timing.find("-j 2` (2 points at once)"), std::string::npos) << timing;
+    EXPECT_NE(timing.find(" logical CPUs"), std::string::npos) << timing;
+    EXPECT_EQ(report.find("wall time"), std::string::npos);
   }
   // Every figure has its gnuplot script and data next to it.
   for (const char* gp :
