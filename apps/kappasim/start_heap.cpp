@@ -48,6 +48,6 @@ void kappasim_start_heap() {
 
 }  // namespace
 
-__attribute__((section(".preinit_array"), used)) static void (*const kappasim_start_heap_p)() =
-    kappasim_start_heap;
+__attribute__((section(".preinit_array"),
+               used)) static void (*const kappasim_start_heap_p)() = kappasim_start_heap;
 #endif
