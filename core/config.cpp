@@ -243,6 +243,10 @@ struct DocumentStarts : YAML::EventHandler {
 }  // namespace
 
 ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
+  return parse_yaml(text, filename, DocumentCheck::Full);
+}
+
+ConfigNode parse_yaml(std::string_view text, const std::string& filename, DocumentCheck check) {
   // Issue 26.17: a NUL byte is named with its place (yaml-cpp would stop reading at it).
   if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
     const auto before = text.substr(0, nul);
@@ -255,15 +259,19 @@ ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+    // A built-in preset is one document (Config.BuiltInPresetsAreOneDocumentEach), so
+    // it skips the second pass: that pass scans the whole text again, half of the parse.
     // A second document (after `---`) is an error, not silently dropped. yaml-cpp's LoadAll
     // never ends on some malformed texts (0.7: its loop keeps building empty documents; found by
     // fuzz_sweep), so the documents are counted by the event parser, two at most.
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    DocumentStarts first, second;
-    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) && second.seen)
-      throw InputError(loc_of(second.mark, filename),
-                       "a second YAML document (after '---'); a config file holds one document");
+    if (check == DocumentCheck::Full) {
+      std::istringstream in{std::string(text)};
+      YAML::Parser parser(in);
+      DocumentStarts first, second;
+      if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) && second.seen)
+        throw InputError(loc_of(second.mark, filename),
+                         "a second YAML document (after '---'); a config file holds one document");
+    }
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
     // yaml-cpp's depth guard reports itself as "bad file"; say what it is.
@@ -617,7 +625,10 @@ PresetRegistry& PresetRegistry::instance() {
       std::filesystem::path p(kEmbeddedPresets[i].path);  // presets/<folder>/<name>.yaml
       std::string folder = p.parent_path().filename().string();
       for (const auto& [k, f] : kind_folders())
-        if (f == folder) r.add_text(k, p.stem().string(), p.string(), kEmbeddedPresets[i].text);
+        if (f == folder) {
+          r.add_text(k, p.stem().string(), p.string(), kEmbeddedPresets[i].text);
+          r.m_presets[k][p.stem().string()].built_in = true;
+        }
     }
     if (const char* env = std::getenv("KAPPASIM_PRESET_PATH")) {
       std::string s(env);
@@ -660,7 +671,7 @@ void PresetRegistry::add_directory(const std::string& dir) {
 
 void PresetRegistry::add_text(const std::string& kind, const std::string& name,
                               const std::string& file, std::string text) {
-  m_presets[kind][name] = Entry{file, std::move(text), nullptr};
+  m_presets[kind][name] = Entry{file, std::move(text), nullptr, false};
 }
 
 const ConfigNode* PresetRegistry::find(const std::string& kind, const std::string& name) const {
@@ -671,7 +682,8 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
   const Entry& entry = e->second;
   note_input("preset " + kind + " " + name, entry.text);
   if (!entry.parsed) {
-    ConfigNode n = parse_yaml(entry.text, entry.file);
+    ConfigNode n = parse_yaml(entry.text, entry.file,
+                              entry.built_in ? DocumentCheck::KnownSingle : DocumentCheck::Full);
     if (!n.is_map()) throw InputError(n.loc, "a preset file must hold a map of keys");
     if (const ConfigNode* p = n.find("provenance")) {
       ConfigNode prov = *p;
@@ -741,7 +753,7 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
                   " (a relative path resolves against the folder of the file that names it)");
     std::stringstream ss;
     ss << in.rdbuf();
-    Entry e{path, ss.str(), nullptr};
+    Entry e{path, ss.str(), nullptr, false};
     it = m_files.emplace(path, std::move(e)).first;
   }
   const Entry& entry = it->second;

@@ -79,6 +79,10 @@ class ConfigNode {
 // Parses YAML text. `<<` merge keys are applied; {value: X, <kind>: "source"} maps collapse into
 // X with a provenance. Syntax errors and duplicate keys throw InputError with file:line:col.
 ConfigNode parse_yaml(std::string_view text, const std::string& filename);
+// KnownSingle skips the count of documents (a second pass over the text), for a text known to
+// hold one document: the built-in presets (PresetRegistry::find; a test checks every one).
+enum class DocumentCheck { Full, KnownSingle };
+ConfigNode parse_yaml(std::string_view text, const std::string& filename, DocumentCheck check);
 ConfigNode load_yaml_file(const std::string& path);
 
 // Deep merge: maps merge key by key, anything else replaces. A scalar base under a map override
@@ -137,6 +141,7 @@ class PresetRegistry {
     std::string file;
     std::string text;
     mutable std::shared_ptr<ConfigNode> parsed;
+    bool built_in = false;  // compiled in from presets/: one YAML document (DocumentCheck)
   };
   std::map<std::string, std::map<std::string, Entry>> m_presets;  // kind -> name -> entry
   mutable std::map<std::string, Entry> m_files;                   // preset files by path
