@@ -185,14 +185,15 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
                             generations_kappa("fp4"), &gen, s1.medians, &conclusions, &variants);
   }
 
-  // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines, and per
-  // transfer-engine profile.
+  // 8.9 (issue 23): P/D disaggregation under offloading, on both baselines, per
+  // transfer-engine profile, and with a decode node's own KV tier.
   {
     const SweepData kernel = sweeps.run("studies/pd-disagg.yaml");
     const SweepData layerwise = sweeps.run("studies/pd-disagg-layerwise.yaml");
     const SweepData handoff = sweeps.run("studies/pd-disagg-handoff.yaml");
     const SweepData node = sweeps.run("studies/pd-disagg-node.yaml");
-    rest += section_disagg(kernel, &layerwise, &conclusions, &handoff, &node);
+    const SweepData decode_tier = sweeps.run("studies/pd-decode-tier.yaml");
+    rest += section_disagg(kernel, &layerwise, &conclusions, &handoff, &node, &decode_tier);
   }
 
   std::ostringstream report;

@@ -3,7 +3,8 @@
 // document QA, two models, the hand-off's descriptor posting cost at its measured value and at 0;
 // on both of the studies' baselines; and, on the kernel path, one model and workload under each
 // transfer-engine profile (cluster.handoff). Input: sweeps studies/pd-disagg, studies/pd-disagg-
-// layerwise, studies/pd-disagg-handoff and studies/pd-disagg-node (one node over NVLink). Output:
+// layerwise, studies/pd-disagg-handoff, studies/pd-disagg-node (one node over NVLink) and
+// studies/pd-decode-tier (a decode node's own KV tier). Output:
 // Markdown (docs/disaggregation.md explains the mechanism).
 #include <algorithm>
 #include <cctype>
@@ -523,10 +524,98 @@ std::string node_part(const SweepData& study) {
   return md.str();
 }
 
+// ---- a decode node's own KV tier (studies/pd-decode-tier) ----
+
+// One prefill and one decode node on a shared CXL pool, LMCache's P/D backend: the decode node
+// without its tier (`none`) or storing the chunks decode fills through to the pool (`pool`), per
+// offered rate: the prefill node's loaded share of prompt tokens, TTFT and TPOT.
+std::string decode_tier_part(const SweepData& study, ConclusionLog* log) {
+  const ResultsTable& t = study.table;
+  std::ostringstream md;
+  md << "#### A decode node's own KV tier\n\n"
+     << "Llama-3.1-70B (BF16) on the ShareGPT-like chat, one prefill and one decode DGX H100 "
+     << "(TP 8, 256 GB DRAM each, both on one 1 TB CXL pool), LMCache 0.3.5 with its P/D backend "
+     << "(`lmcache-pd`) handing the KV off. `none`: the decode node stores nothing (the shipped "
+     << "P/D recipes), so a conversation's next turn recomputes the previous answer on the "
+     << "prefill node; `pool`: `cluster.nodes[].decode_tier` with LMCache's `save_decode_cache` "
+     << "(LMCache PR #2509's decoder config): the decode node stores each chunk decode fills, "
+     << "blocking its step, through its DRAM tier to the pool, where the next turn's prefill "
+     << "finds it (docs/disaggregation.md, \"A decode node's KV tier\"). No warm tier. Sweep "
+     << "`studies/pd-decode-tier`.\n\n";
+  const auto configs = configurations(t, {"decode_tier", "rate"});
+  md << regime_paragraph(study, configs);
+  // The prefill node's loaded share of the prompt tokens (replicate means).
+  const auto loaded = [&](const std::vector<std::size_t>& cr) {
+    const double c = mean_of(t, cr, "cached_tokens_total");
+    const double k = mean_of(t, cr, "computed_tokens_total");
+    return c + k > 0 ? c / (c + k) : NAN;
+  };
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::map<std::string, std::vector<std::size_t>>> by;  // rate, arm
+  std::vector<std::string> rates;
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    const std::string arm = t.get(r, "decode_tier"), rate = t.get(r, "rate");
+    if (!first_ok(t, cr)) {
+      rows.push_back({arm, rate, "failed: " + t.get(r, "error")});
+      continue;
+    }
+    if (std::find(rates.begin(), rates.end(), rate) == rates.end()) rates.push_back(rate);
+    by[rate][arm] = cr;
+    const double stored = mean_of(t, cr, "decode_tier_stored_chunks");
+    rows.push_back(
+        {arm, rate, fmt_num(mean_of(t, cr, "arrival_rps")), interval_cell(t, cr, "throughput_rps"),
+         pct(loaded(cr)), interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
+         interval_cell(t, cr, "tpot_p50_s"), std::isfinite(stored) ? fmt_num(stored) : "—"});
+  }
+  md << markdown_table({"decode tier", "rate (req/s)", "arrivals (req/s)", "throughput (req/s)",
+                        "prompt tokens loaded", "TTFT p50 (s)", "TTFT p99 (s)", "TPOT p50 (s)",
+                        "decode-tier chunks stored"},
+                       rows)
+     << "\nComputed, per offered rate: the decode tier against none (" << kReplicateNote << "):\n";
+  std::ostringstream claim;
+  claim << "A decode node's own tier (LMCache save_decode_cache, a shared CXL pool), Llama-3.1-70B "
+           "chat, 1P1D:";
+  std::vector<std::vector<std::size_t>> compared;
+  for (const std::string& rate : rates) {
+    const auto& m = by[rate];
+    const auto pool = m.find("pool"), none = m.find("none");
+    if (pool == m.end() || none == m.end()) continue;
+    const auto& a = pool->second;
+    const auto& b = none->second;
+    compared.push_back(a);
+    compared.push_back(b);
+    std::ostringstream line;
+    line << "at " << rate << " req/s the prefill node loads " << pct(loaded(a))
+         << " of prompt tokens against " << pct(loaded(b)) << "; TTFT p50 "
+         << fmt_num(mean_of(t, a, "ttft_p50_s") / mean_of(t, b, "ttft_p50_s")) << "× ("
+         << versus(t, a, b, "ttft_p50_s", "none", "s") << "), TTFT p99 "
+         << versus(t, a, b, "ttft_p99_s", "none", "s") << ", TPOT p50 "
+         << fmt_num(mean_of(t, a, "tpot_p50_s") / mean_of(t, b, "tpot_p50_s")) << "× ("
+         << versus(t, a, b, "tpot_p50_s", "none", "s") << ")";
+    md << "- " << line.str() << ".\n";
+    claim << " " << line.str() << ";";
+  }
+  if (log && !compared.empty()) {
+    std::string c = claim.str();
+    c.pop_back();
+    log->add({"8.9", c, regime_brief(study, compared),
+              "conditional on the pool's read being cheaper than recomputing the answer's tokens "
+              "(the CXL pool standing for a remote store shared by both pools [A]: its bandwidth "
+              "and latency, not a network store's) and on LMCache's store cost on the decode step "
+              "(blocking, one store per filled chunk; its 0.3.5 costs); the next turn reaching "
+              "the prefill node after the answer's chunks are stored (ShareGPT-like chat turns)",
+              "kernel path"});
+  }
+  md << "\n";
+  return md.str();
+}
+
 }  // namespace
 
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, ConclusionLog* log,
-                           const SweepData* handoff, const SweepData* node) {
+                           const SweepData* handoff, const SweepData* node,
+                           const SweepData* decode_tier) {
   std::ostringstream md;
   md << "### 8.9 Prefill/decode disaggregation under KV offloading\n\n"
      << "P/D disaggregation assumes prefill is compute-bound; with KV offloading most of a "
@@ -544,6 +633,7 @@ std::string section_disagg(const SweepData& kernel, const SweepData* layerwise, 
   if (layerwise) md << part(*layerwise, "layer-wise path", log);
   if (handoff) md << handoff_part(*handoff, log) << layouts_part(*handoff, log);
   if (node) md << node_part(*node);
+  if (decode_tier) md << decode_tier_part(*decode_tier, log);
   md << "\nWhat this does not model: the network between the nodes (the two GPUs' NIC ports and "
      << "HBM bound the pull; each node's fabric is solved on its own), "
      << (node ? "the CPU cores two engines on one host share, "

@@ -124,10 +124,13 @@ std::string section_routing(const SweepData& study, ConclusionLog* log = nullptr
 // studies/pd-disagg-handoff, may be null): the pools under each transfer-engine profile (column
 // `handoff`: a profile, or "profile/variant" for one of its assumptions at its other end).
 // `node` (sweep studies/pd-disagg-node, may be null): the same pools on one node (hand-off over
-// NVLink) and on two (over the NICs), per profile (columns `link`, `handoff`).
+// NVLink) and on two (over the NICs), per profile (columns `link`, `handoff`). `decode_tier`
+// (sweep studies/pd-decode-tier, may be null): one prefill and one decode node on a shared CXL
+// pool, the decode node without its own KV tier or storing decode chunks there (columns
+// `decode_tier`: none / pool, `rate`).
 std::string section_disagg(const SweepData& kernel, const SweepData* layerwise = nullptr,
                            ConclusionLog* log = nullptr, const SweepData* handoff = nullptr,
-                           const SweepData* node = nullptr);
+                           const SweepData* node = nullptr, const SweepData* decode_tier = nullptr);
 
 }  // namespace kappasim::report
 

@@ -190,7 +190,7 @@ void ServingEngine::make_groups() {
                          [this] { return m_arrivals->done(); },
                          [this](Sequence* s) { finish(s); },
                          m_pull->push.get(),
-                         DecodeStores{m_sinks.role == EngineRole::Decode && m_sinks.decode_tier,
+                         DecodeStores{m_sinks.role == EngineRole::Decode, m_sinks.decode_tier,
                                       m_sinks.decode_tier_prompt}};
   if (moe && L.dp > 1) {
     std::vector<Rank*> rs;
@@ -450,6 +450,10 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
     none.tier_io.resize(s.tier_io.size());
     add_tier_counts(t, engine_totals(none, m_spec, st.dram(), f, &st.hierarchy()));
   }
+  // A P/D decode engine without its tier (EngineSinks::decode_tier) runs no tier connector: its
+  // KV store is never looked up or stored into, so it holds no tier capacity (docs/metrics.md,
+  // tier_capacity_bytes).
+  if (m_sinks.role == EngineRole::Decode && !m_sinks.decode_tier) t.tier_capacity_bytes = 0;
   if (!m_spec.serving.parallelism.beyond_tp()) return t;
   // Every rank's own KV store's hit rate: the lowest and the highest (issue 23 part 4).
   LayoutStats ls = m_layout_stats;

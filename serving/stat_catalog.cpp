@@ -563,7 +563,8 @@ std::vector<StatDecl> make_summary() {
           "chunks placed before the run by `warm_tier` (not stores; docs/serving-stacks.md)",
           [](const In& x) { return x.t.tier_warm_chunks; }));
   add(fig("tier_capacity_bytes", "B", A::Setting,
-          "the tier's capacity (whole TP group; a layout beyond TP: its ranks' tiers summed)",
+          "the tier's capacity (whole TP group; a layout beyond TP: its ranks' tiers summed; a "
+          "cluster: its nodes' summed, a P/D decode node's only with its tier, decode_tier)",
           [](const In& x) { return x.t.tier_capacity_bytes; }));
   add(fig("tier_working_set_bytes", "B", A::Total, "the distinct chunks ever placed × chunk bytes",
           [](const In& x) { return x.t.tier_working_set_bytes; }));

@@ -12,13 +12,13 @@ StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd) {
     if (it.decode) {
       // One token over the KV of the prompt and the tokens generated before it; its logits.
       w.slices.push_back({1.0, static_cast<double>(it.seq->decode_kv_tokens() - 1), true});
-      if (pd.engine || !it.seq->pd_handoff) w.decoded.push_back(it.seq);
+      if (!pd.decode || pd.tier) w.decoded.push_back(it.seq);
       continue;
     }
     if (it.first && it.seq->cached_tokens > 0) w.load.push_back(it.seq);
     // Its prompt's KV is stored once, when its first prefill ends (a prefill again after a
-    // preemption stores nothing new); not when its KV came outside the steps (DecodeStores).
-    const bool store_prompt = pd.engine ? pd.prompt : !it.seq->async_kv;
+    // preemption stores nothing new; DecodeStores: what a P/D decode engine stores).
+    const bool store_prompt = pd.decode ? pd.tier && pd.prompt : true;
     if (it.last && it.seq->generated == 0 && store_prompt) w.done.push_back(it.seq);
     const std::int64_t R = it.seq->recompute_tokens, h = it.seq->hbm_hit_tokens;
     std::int64_t tokens = it.tokens;

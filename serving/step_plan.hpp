@@ -36,15 +36,18 @@ struct StepWork {
 // logits. A decode item is one token over the KV of its prompt and generated tokens, with its
 // logits.
 //
-// What a P/D decode engine with its tier stores (docs/disaggregation.md, "A decode node's KV
-// tier"). Any other engine stores a prompt when its first prefill ends unless its KV came outside
-// the steps (a P/D pull: the prefill instance stored the prompt, its pulled KV is resident here,
-// not new; an async tier load) and offers every decoding sequence's filled chunks but a pulled
-// one's. With its tier (`engine`), a decode engine stores the prompt when it first runs there
-// when `prompt` (decode_tier_stores_prompt) and offers every decoding sequence's filled chunks
-// (the stack's store_decode decides).
+// What an engine stores of the items it steps (docs/disaggregation.md, "A decode node's KV tier").
+// Any engine but a P/D decode engine stores a prompt's full chunks when its first prefill ends
+// (also after a load outside the steps: vLLM's OffloadingConnector stores the blocks past those it
+// loaded, _next_stored_block_idx; the loaded chunks are in the tier already and count as no new
+// store) and offers every decoding sequence's filled chunks (the stack's store_decode decides). A
+// P/D decode engine (`decode`) stores nothing without its tier (the prefill instance stored the
+// prompt; its pulled KV, and what a preemption made it prefill again, are not stored there). With
+// its tier (`tier`) it stores the prompt when it first runs there when `prompt`
+// (decode_tier_stores_prompt) and offers every decoding sequence's filled chunks.
 struct DecodeStores {
-  bool engine = false;  // a P/D decode engine with its tier: the rules after "With its tier"
+  bool decode = false;  // a P/D decode engine
+  bool tier = false;    // with its own KV tier (cluster.nodes[].decode_tier)
   bool prompt = false;
 };
 StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd = {});

@@ -73,6 +73,9 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     for (const char* v : {"nixl-vllm (one READ descriptor", "mooncake-te (one 64 KiB slice",
                           "lmcache-pd (one WRITE descriptor"})
       EXPECT_NE(body.find(v), std::string::npos) << v << "\n" << body;
+    // A decode node's own KV tier (studies/pd-decode-tier; quick: both arms at 4 req/s).
+    EXPECT_NE(body.find("#### A decode node's own KV tier"), std::string::npos) << body;
+    EXPECT_NE(body.find("- at 4 req/s the prefill node loads "), std::string::npos) << body;
   }
   {
     const auto at = report.find("### 8.6 Memory tiers");

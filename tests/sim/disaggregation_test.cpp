@@ -449,6 +449,33 @@ ClusterRunSpec decode_tier_spec(const std::string& handoff, const std::string& d
   "stack: {family: vllm_native, store: blocking, retrieve_fixed: 0.1 ms, store_fixed: 0.1 ms, " \
   "store_decode: true}, "
 
+// The cluster's tier capacity counts the tiers that exist: the prefill node's 100 GB
+// (serving.tier_capacity), and the decode node's 50 GB only where it has its tier.
+double tier_capacity(bool decode_tier) {
+  const ClusterRunSpec spec = read_config<ClusterRunSpec>(
+      parse_yaml(std::string("cluster:\n"
+                             "  router: round_robin\n"
+                             "  nodes:\n"
+                             "    - {name: p, role: prefill, system: dgx-h100, serving: {"
+                             "tp: 8, tier_capacity: 100 GB, " KAPPASIM_TEST_STACK "store: stack}}\n"
+                             "    - {name: d, role: decode, system: dgx-h100, decode_tier: ") +
+                     (decode_tier ? "true" : "false") +
+                     ", serving: {tp: 8, tier_capacity: 50 GB, " KAPPASIM_TEST_STACK
+                     "store: stack}}\n"
+                     "model: llama-3.1-70b\n"
+                     "workload: {type: sharegpt}\n"
+                     "check: true\n",
+                 "<test>"),
+      "");
+  return figure(run_one(spec).second, "tier_capacity_bytes");
+}
+TEST(Disaggregation, TheClusterTierCapacityCountsADecodeNodesOnlyWithItsTier) {
+  EXPECT_EQ(tier_capacity(false), 100e9);
+}
+TEST(Disaggregation, TheClusterTierCapacityCountsADecodeTier) {
+  EXPECT_EQ(tier_capacity(true), 150e9);
+}
+
 // vLLM's native connector beside NIXL (MultiConnector): its tier holds 16-token blocks, stores
 // the pulled prompt's full blocks when the request first runs (2,000 / 16 = 125) and each block
 // decode fills (store_decode): every full block of the 2,299 tokens, floor(2,299 / 16) = 143.
@@ -525,7 +552,14 @@ TEST(Disaggregation, AnLmcacheDecodeTierStoresTheAnswersChunkWhichTheNextTurnFin
 //   load = 0.1 ms + 100 DMAs x 2.36 us + 99 round trips between them + the first's 1 us
 //          + 1,600 x 131,072 B at the link's DMA read rate (kWire / the read's wire cost).
 // Stores: A's full blocks of its 359 tokens, floor(359 / 16) = 22, and B's of 1,639, 102.
-TEST(Disaggregation, APreemptedRequestOnADecodeTierReloadsItsKvInsteadOfRecomputingIt) {
+// The engine run above, with or without the decode tier: its finished records and engine.
+struct DecodeEngineRun {
+  std::vector<RequestRecord> done;
+  std::unique_ptr<VectorSource> src;  // the engine reads it
+  std::unique_ptr<ServingEngine> e;
+  const RequestRecord& rec(std::uint64_t id) const { return done.at(done[0].id == id ? 0 : 1); }
+};
+void run_preempting_decode_engine(DecodeEngineRun& run, bool tier) {
   const RunSpec spec = testing::run_spec(
       "model: llama-3.1-8b\n"
       "system: {preset: h100, nic_bandwidth: 50 GB/s}\n"
@@ -533,19 +567,25 @@ TEST(Disaggregation, APreemptedRequestOnADecodeTierReloadsItsKvInsteadOfRecomput
       "serving: {" KAPPASIM_TEST_NATIVE_DECODE_STACK
       "tp: 1, decode: true, load_path: block_dma, gpu_memory_utilization: 1, "
       "activation_reserve: 63705645056 B}\n");
-  VectorSource src({request(1, 0, 160, 200), request(2, 0, 1600, 40)});
-  std::vector<RequestRecord> done;
+  run.src = std::make_unique<VectorSource>(
+      std::vector<Request>{request(1, 0, 160, 200), request(2, 0, 1600, 40)});
   EngineSinks sinks;
   sinks.role = EngineRole::Decode;
-  sinks.decode_tier = sinks.decode_tier_prompt = true;
-  sinks.on_finish = [&](const RequestRecord& r) { done.push_back(r); };
-  std::unique_ptr<ServingEngine> e;
-  run_simulation([&] { e = std::make_unique<ServingEngine>("engine", spec, src, sinks); });
-  e->check_end();
+  sinks.decode_tier = sinks.decode_tier_prompt = tier;
+  sinks.on_finish = [&run](const RequestRecord& r) { run.done.push_back(r); };
+  run_simulation([&] { run.e = std::make_unique<ServingEngine>("engine", spec, *run.src, sinks); });
+  run.e->check_end();
+}
+
+TEST(Disaggregation, APreemptedRequestOnADecodeTierReloadsItsKvInsteadOfRecomputingIt) {
+  DecodeEngineRun run;
+  run_preempting_decode_engine(run, true);
+  const std::vector<RequestRecord>& done = run.done;
+  const std::unique_ptr<ServingEngine>& e = run.e;
   ASSERT_EQ(e->gpu_kv().total_blocks(), 111);
   ASSERT_EQ(done.size(), 2u);
-  const RequestRecord& a = done[0].id == 1 ? done[0] : done[1];
-  const RequestRecord& b = done[0].id == 2 ? done[0] : done[1];
+  const RequestRecord& a = run.rec(1);
+  const RequestRecord& b = run.rec(2);
   EXPECT_EQ(a.preemptions, 0);
   EXPECT_EQ(b.preemptions, 1);
   EXPECT_EQ(b.preempted_kv_tokens, 1600);
@@ -561,6 +601,19 @@ TEST(Disaggregation, APreemptedRequestOnADecodeTierReloadsItsKvInsteadOfRecomput
   EXPECT_NEAR(b.load_s, load, testing::tol(load));
   const SummaryBuilder::Totals t = e->totals(0);
   EXPECT_EQ(t.tier_stored_chunks, 22 + 102);
+}
+
+// Without its tier the same decode engine stores nothing: not A's pulled prompt or its decode
+// blocks, and not B's, which its preemption made prefill its 1,601 tokens again in the steps and
+// then decode to 1,639 (filling blocks 101 and 102, which a mixed engine would store).
+TEST(Disaggregation, ADecodeEngineWithoutItsTierStoresNothingAfterAPreemption) {
+  DecodeEngineRun run;
+  run_preempting_decode_engine(run, false);
+  ASSERT_EQ(run.done.size(), 2u);
+  EXPECT_EQ(run.rec(2).preemptions, 1);
+  EXPECT_EQ(run.rec(2).output_tokens, 40);
+  EXPECT_EQ(run.e->relookups(), 0u);
+  EXPECT_EQ(run.e->totals(0).tier_stored_chunks, 0);
 }
 
 }  // namespace

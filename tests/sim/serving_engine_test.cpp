@@ -195,6 +195,22 @@ TEST(ServingEngine, AnAsyncLoadRunsBeforeTheStepThatComputes) {
               tol(load + kStepOverhead + compute));
 }
 
+// An async load's request stores its prompt's newly computed blocks when its prefill ends, as
+// vLLM's OffloadingConnector does (its store starts at _next_stored_block_idx, past the blocks it
+// loaded): A (document 1, 4,096 warm prefix tokens + 130 new) loads 256 16-token blocks and
+// stores the full blocks of its 4,226 tokens past them, floor(4,226 / 16) - 256 = 8. B (document
+// 1 again, a second later, 4,096 + 8) loads the same 256 blocks and has no new full block
+// (floor(4,104 / 16) = 256): nothing new is stored, the loaded blocks not again. 8 in all.
+TEST(ServingEngine, AnAsyncLoadsRequestStoresOnlyItsNewFullBlocks) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, warm_tier: true, store: stack, load_path: block_dma}\n");
+  const Outcome o = serve(spec, {request(1, 0, 4096, 130, 1), request(2, 1, 4096, 8, 1)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  EXPECT_EQ(o.rec(1).cached_tokens, 4096);
+  EXPECT_EQ(o.rec(2).cached_tokens, 4096);
+  EXPECT_EQ(o.totals.tier_stored_chunks, 8);
+}
+
 // What an async load buys: it overlaps other requests' steps. A (6,000 new tokens) takes two
 // steps of the 4,096-token budget; B (K = 4,096 cached, T = 128) arrives 1 ms into A's first
 // step, is admitted as A's second step starts (its blocks; no budget), loads during it (the load

@@ -342,6 +342,52 @@ TEST(ReportSections, DisaggOneNodePartComparesTheLinksPerProfile) {
   EXPECT_EQ(md.find("hand-offs within a node over NVLink"), std::string::npos) << md;
 }
 
+// 8.9's decode-tier part (studies/pd-decode-tier), by hand, at 2 req/s: none loads 600 of 1,000
+// prompt tokens (60%), pool 700 of 1,000 (70%); TTFT p50 0.10 / 0.12 s against 0.08 / 0.09 s
+// (pool / none = 0.11 / 0.085 = 1.29x, paired differences 0.02 and 0.03: higher only if the
+// interval excludes 0), TPOT p50 0.011 in every replicate of both (1x, the same in every
+// replicate).
+TEST(ReportSections, DisaggDecodeTierPartComparesThePoolArmWithNone) {
+  const report::SweepData kernel = empty_pd_disagg();
+  report::SweepData d;
+  d.name = "pd-decode-tier";
+  d.table.columns = {"point",
+                     "decode_tier",
+                     "rate",
+                     "replicate",
+                     "status",
+                     "error",
+                     "arrival_rps",
+                     "throughput_rps",
+                     "cached_tokens_total",
+                     "computed_tokens_total",
+                     "ttft_p50_s",
+                     "ttft_p99_s",
+                     "tpot_p50_s",
+                     "decode_tier_stored_chunks"};
+  int point = 0;
+  for (const auto& [arm, cached, computed, p50a, p50b, stored] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string,
+                              std::string>>{{"none", "600", "400", "0.08", "0.09", ""},
+                                            {"pool", "700", "300", "0.10", "0.12", "40"}})
+    for (int rep = 0; rep < 2; ++rep)
+      d.table.rows.push_back({std::to_string(point++), arm, "2", std::to_string(rep), "ok", "", "2",
+                              "1.9", cached, computed, rep == 0 ? p50a : p50b, "0.5", "0.011",
+                              stored});
+  report::ConclusionLog log;
+  const std::string md = report::section_disagg(kernel, nullptr, &log, nullptr, nullptr, &d);
+  EXPECT_NE(md.find("#### A decode node's own KV tier"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pool | 2 | 2 | 1.9 ± 0 (n=2) | 70% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- at 2 req/s the prefill node loads 70% of prompt tokens against 60%; TTFT "
+                    "p50 1.29× ("),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("TPOT p50 1× (the same as none's in every replicate"), std::string::npos) << md;
+  ASSERT_EQ(log.rows().size(), 1u);
+  EXPECT_EQ(log.rows()[0].section, "8.9");
+  EXPECT_EQ(log.rows()[0].hinges_on.rfind("conditional on the pool's read", 0), 0u);
+}
+
 // Issue 23 (8.9): the transfer-engine profiles. Co-located TTFT p99 2.0 and 2.2 s (mean 2.1).
 // nixl-vllm: 1P3D 5.0 / 5.4 (mean 5.2, 5.2 / 2.1 = 2.48x), 2P2D 6 (worse): best 1P3D, hand-off
 // p50 1.1 of TTFT p50 2.2 = 50%. mooncake-te: 2P2D 1.68 (0.8x; 1P3D 1.9 is worse), hand-off 0.05

@@ -79,21 +79,58 @@ TEST(StepPlan, ADecodeTierStoresThePulledPromptAndOffersDecodeChunks) {
   d.output_tokens = 10;
   StepPlan plan;
   plan.items = {{&p, 1, false, true, false}, {&d, 1, false, false, true}};
-  const StepWork none = plan_step_work(plan);
+  const StepWork none = plan_step_work(plan, DecodeStores{true, false, false});
   EXPECT_TRUE(none.done.empty());
   EXPECT_TRUE(none.decoded.empty());
-  const StepWork both = plan_step_work(plan, DecodeStores{true, true});
+  const StepWork both = plan_step_work(plan, DecodeStores{true, true, true});
   ASSERT_EQ(both.done.size(), 1u);
   EXPECT_EQ(both.done[0], &p);
   ASSERT_EQ(both.decoded.size(), 1u);
   EXPECT_EQ(both.decoded[0], &d);
   // LMCache's own P/D receiver: the prompt counted as saved, decode chunks offered.
-  const StepWork own = plan_step_work(plan, DecodeStores{true, false});
+  const StepWork own = plan_step_work(plan, DecodeStores{true, true, false});
   EXPECT_TRUE(own.done.empty());
   EXPECT_EQ(own.decoded.size(), 1u);
   // The slices are the same either way: one token each, D's over its prompt and 3 tokens less 1.
   ASSERT_EQ(both.slices.size(), 2u);
   EXPECT_EQ(both.slices[1].K, 2000 + 3 - 1);
+}
+
+// A P/D decode engine without its tier stores nothing, also once a preemption has made its
+// requests prefill again in the steps (Scheduler::preempt_last clears pd_handoff and async_kv):
+// P prefilling its whole 2,000-token prompt again (preempted before its first token), D
+// decoding after prefilling its prompt and 3 tokens again. Neither is stored or offered there;
+// the same items on any other engine are (P's prompt stored, D's filled chunks offered).
+TEST(StepPlan, ADecodeEngineWithoutItsTierStoresNothingAfterAPreemption) {
+  Sequence p = seq(1, 0, 2000, 1500);
+  Sequence d = seq(2, 0, 2003, 2003);
+  d.generated = 4;
+  d.output_tokens = 10;
+  StepPlan plan;
+  plan.items = {{&p, 500, false, true, false}, {&d, 1, false, false, true}};
+  const StepWork none = plan_step_work(plan, DecodeStores{true, false, false});
+  EXPECT_TRUE(none.done.empty());
+  EXPECT_TRUE(none.decoded.empty());
+  const StepWork mixed = plan_step_work(plan);
+  ASSERT_EQ(mixed.done.size(), 1u);
+  EXPECT_EQ(mixed.done[0], &p);
+  ASSERT_EQ(mixed.decoded.size(), 1u);
+  EXPECT_EQ(mixed.decoded[0], &d);
+}
+
+// A tier hit loaded outside the steps (stack.load: async; vLLM's OffloadingConnector): the
+// prompt's chunks are stored when its prefill ends, as any prompt's (the connector stores the
+// blocks past those it loaded, from _next_stored_block_idx; the loaded ones are in the tier and
+// KvStore::store counts none of them again).
+TEST(StepPlan, APromptLoadedAsynchronouslyIsStoredWhenItsPrefillEnds) {
+  Sequence a = seq(1, 1024, 976, 500);
+  a.async_kv = a.kv_resident = true;
+  StepPlan plan;
+  plan.items = {{&a, 476, false, true, false}};
+  const StepWork w = plan_step_work(plan);
+  ASSERT_EQ(w.done.size(), 1u);
+  EXPECT_EQ(w.done[0], &a);
+  EXPECT_TRUE(w.load.empty());  // not its first step: its load ran before it
 }
 
 TEST(StepPlan, LoadSplitWithoutBufferCountsTouchedChunksAndBlocks) {
