@@ -541,7 +541,9 @@ std::string decode_tier_part(const SweepData& study, ConclusionLog* log) {
      << "(LMCache PR #2509's decoder config): the decode node stores each chunk decode fills, "
      << "blocking its step, through its DRAM tier to the pool, where the next turn's prefill "
      << "finds it (docs/disaggregation.md, \"A decode node's KV tier\"). No warm tier. Sweep "
-     << "`studies/pd-decode-tier`.\n\n";
+     << "`studies/pd-decode-tier`. First tokens per second against arrivals says whether the "
+     << "prefill node keeps up; completions per second (the decode node's, its drain after the "
+     << "last arrival included) whether the decode node does.\n\n";
   const auto configs = configurations(t, {"decode_tier", "rate"});
   md << regime_paragraph(study, configs);
   // The prefill node's loaded share of the prompt tokens (replicate means).
@@ -563,14 +565,15 @@ std::string decode_tier_part(const SweepData& study, ConclusionLog* log) {
     if (std::find(rates.begin(), rates.end(), rate) == rates.end()) rates.push_back(rate);
     by[rate][arm] = cr;
     const double stored = mean_of(t, cr, "decode_tier_stored_chunks");
-    rows.push_back(
-        {arm, rate, fmt_num(mean_of(t, cr, "arrival_rps")), interval_cell(t, cr, "throughput_rps"),
-         pct(loaded(cr)), interval_cell(t, cr, "ttft_p50_s"), interval_cell(t, cr, "ttft_p99_s"),
-         interval_cell(t, cr, "tpot_p50_s"), std::isfinite(stored) ? fmt_num(stored) : "—"});
+    rows.push_back({arm, rate, fmt_num(mean_of(t, cr, "arrival_rps")),
+                    interval_cell(t, cr, "first_token_rps"), interval_cell(t, cr, "throughput_rps"),
+                    pct(loaded(cr)), interval_cell(t, cr, "ttft_p50_s"),
+                    interval_cell(t, cr, "ttft_p99_s"), interval_cell(t, cr, "tpot_p50_s"),
+                    std::isfinite(stored) ? fmt_num(stored) : "—"});
   }
-  md << markdown_table({"decode tier", "rate (req/s)", "arrivals (req/s)", "throughput (req/s)",
-                        "prompt tokens loaded", "TTFT p50 (s)", "TTFT p99 (s)", "TPOT p50 (s)",
-                        "decode-tier chunks stored"},
+  md << markdown_table({"decode tier", "rate (req/s)", "arrivals (req/s)", "first tokens (req/s)",
+                        "completions (req/s)", "prompt tokens loaded", "TTFT p50 (s)",
+                        "TTFT p99 (s)", "TPOT p50 (s)", "decode-tier chunks stored"},
                        rows)
      << "\nComputed, per offered rate: the decode tier against none (" << kReplicateNote << "):\n";
   std::ostringstream claim;

@@ -358,6 +358,7 @@ TEST(ReportSections, DisaggDecodeTierPartComparesThePoolArmWithNone) {
                      "status",
                      "error",
                      "arrival_rps",
+                     "first_token_rps",
                      "throughput_rps",
                      "cached_tokens_total",
                      "computed_tokens_total",
@@ -372,12 +373,13 @@ TEST(ReportSections, DisaggDecodeTierPartComparesThePoolArmWithNone) {
                                             {"pool", "700", "300", "0.10", "0.12", "40"}})
     for (int rep = 0; rep < 2; ++rep)
       d.table.rows.push_back({std::to_string(point++), arm, "2", std::to_string(rep), "ok", "", "2",
-                              "1.9", cached, computed, rep == 0 ? p50a : p50b, "0.5", "0.011",
+                              "2", "1.9", cached, computed, rep == 0 ? p50a : p50b, "0.5", "0.011",
                               stored});
   report::ConclusionLog log;
   const std::string md = report::section_disagg(kernel, nullptr, &log, nullptr, nullptr, &d);
   EXPECT_NE(md.find("#### A decode node's own KV tier"), std::string::npos) << md;
-  EXPECT_NE(md.find("| pool | 2 | 2 | 1.9 ± 0 (n=2) | 70% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pool | 2 | 2 | 2 ± 0 (n=2) | 1.9 ± 0 (n=2) | 70% |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("- at 2 req/s the prefill node loads 70% of prompt tokens against 60%; TTFT "
                     "p50 1.29× ("),
             std::string::npos)
