@@ -354,13 +354,20 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
                           const std::vector<RequestState*>& decoded) {
   const ServingSpec& sv = m_spec.serving;
   if ((done.empty() && decoded.empty()) || sv.effective_store() == StoreMode::None) return nullptr;
-  std::int64_t stored = 0, requests = static_cast<std::int64_t>(done.size());
+  // `requests`, who pays the stack's store_fixed. vLLM's OffloadingConnector stores full blocks
+  // only and yields no store job for a request without a new one (_get_reqs_to_store): those
+  // that store a block. LMCache's wait_for_save stores every saving request's tokens past its
+  // saved prefix, the trailing partial chunk included (which the tier here, whole chunks only,
+  // does not place; docs/serving-stacks.md): every request of the step's store.
+  const bool full_blocks_only = sv.stack.family == StackFamily::VllmNative;
+  std::int64_t stored = 0, requests = 0;
   // Through the hierarchy: DRAM's new chunks are this store's D2H copy; the lower levels'
   // (write-through, demotions) are written asynchronously.
   const auto place = [&](RequestState* st, const std::vector<std::uint64_t>& keys) {
     const TierMoves mv = m_hier->store(keys);
     const std::size_t n = mv.placed[0];
     if (tiered()) write_lower(mv);
+    if (n > 0 || !full_blocks_only) ++requests;
     stored += static_cast<std::int64_t>(n);
     st->stored_tokens += static_cast<double>(n) * m_chunk_tokens;
   };
@@ -372,7 +379,6 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
     // (docs/accounting.md): not stored.
     const std::int64_t covered = st->seq->decode_kv_tokens();
     if (m_hybrid || covered % m_chunk_tokens != 0) continue;
-    ++requests;
     place(st, {generated_chunk_key(st->seq->req, m_chunk_tokens, covered / m_chunk_tokens - 1)});
   }
   if (stored == 0) return nullptr;

@@ -211,6 +211,22 @@ TEST(ServingEngine, AnAsyncLoadsRequestStoresOnlyItsNewFullBlocks) {
   EXPECT_EQ(o.totals.tier_stored_chunks, 8);
 }
 
+// vLLM's native connector: the store's fixed software cost is paid by each request that stores a
+// new full block, not by one whose blocks the tier already holds (_get_reqs_to_store yields no
+// job for it). Two requests on one 1,024-token document, each with 8 tokens of its own
+// (nothing cached yet: both computed), arrive together and finish in the same step: the first
+// stores the document's 1,024 / 16 = 64 blocks, the second none (the same keys, placed a moment
+// before; its own 8 tokens fill no block). One request's store_fixed, 0.1 ms, not two.
+TEST(ServingEngine, ANativeRequestWithNoNewBlockPaysNoStoreFixedCost) {
+  const RunSpec spec = run_spec(std::string(kLlama8bH100) + "serving: {" + kAsyncNativeStack +
+                                "tp: 1, store: stack, load_path: block_dma}\n");
+  const Outcome o = serve(spec, {request(1, 0, 1024, 8, 7), request(2, 0, 1024, 8, 7)});
+  ASSERT_EQ(o.recs.size(), 2u);
+  EXPECT_EQ(o.rec(1).ttft_s, o.rec(2).ttft_s);  // one step
+  EXPECT_EQ(o.totals.tier_stored_chunks, 64);
+  EXPECT_NEAR(o.totals.stack_store_s, 0.1e-3, 1e-12);
+}
+
 // What an async load buys: it overlaps other requests' steps. A (6,000 new tokens) takes two
 // steps of the 4,096-token budget; B (K = 4,096 cached, T = 128) arrives 1 ms into A's first
 // step, is admitted as A's second step starts (its blocks; no budget), loads during it (the load
