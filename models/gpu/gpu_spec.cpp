@@ -24,6 +24,12 @@ double GpuSpec::gemm_efficiency_for(const std::string& dtype) const {
   return gemm_efficiency.value_or(0);
 }
 
+double GpuSpec::gemm_hbm_efficiency_for(const std::string& dtype) const {
+  auto it = hbm_efficiency_by_precision.find(dtype);
+  if (it != hbm_efficiency_by_precision.end()) return it->second;
+  return hbm_efficiency.value_or(0);
+}
+
 void GpuSpec::apply_scale(ConfigReader& r) {
   const std::string at = r.path().empty() ? "scale" : r.path() + ".scale";
   for (const auto& [d, f] : scale.flops_by_dtype)
@@ -65,6 +71,10 @@ void GpuSpec::validate(const std::string& path) const {
   for (const auto& [dtype, e] : gemm_efficiency_by_precision)
     if (!(e > 0))
       throw InputError(path + ".gemm_efficiency_by_precision." + dtype +
+                       ": must be greater than zero (a fraction in (0, 1])");
+  for (const auto& [dtype, e] : hbm_efficiency_by_precision)
+    if (!(e > 0))
+      throw InputError(path + ".hbm_efficiency_by_precision." + dtype +
                        ": must be greater than zero (a fraction in (0, 1])");
   if (attention_paged_kv_efficiency && !(*attention_paged_kv_efficiency > 0))
     throw InputError(

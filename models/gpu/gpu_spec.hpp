@@ -104,6 +104,10 @@ struct GpuSpec {
   // Large-GEMM fraction of that precision's own peak, where it differs from gemm_efficiency
   // (the BF16/FP16 value): FP8 GEMMs reach a lower fraction of their doubled peak.
   std::map<std::string, double> gemm_efficiency_by_precision;
+  // Fraction of HBM bandwidth a GEMM of that precision streams its operands at when it is bound
+  // by memory (small M: the weights), where it differs from hbm_efficiency: an FP8 kernel's
+  // weight-streaming rate, measured at M = 1, not the pointwise-kernel rate.
+  std::map<std::string, double> hbm_efficiency_by_precision;
   // Attention reading a paged KV cache (vLLM's block table) through per-thread cp.async
   // gathers instead of TMA bulk loads: fraction of the contiguous-KV rate.
   std::optional<double> attention_paged_kv_efficiency;
@@ -226,6 +230,9 @@ struct GpuSpec {
   // The large-GEMM efficiency of `dtype`: gemm_efficiency_by_precision[dtype] when given, else
   // gemm_efficiency. Call after require_sim().
   double gemm_efficiency_for(const std::string& dtype) const;
+  // The HBM fraction a memory-bound GEMM of `dtype` streams at: hbm_efficiency_by_precision[dtype]
+  // when given, else hbm_efficiency. Call after require_sim().
+  double gemm_hbm_efficiency_for(const std::string& dtype) const;
 
   template <class V>
   void visit(V& v) {
@@ -263,6 +270,11 @@ struct GpuSpec {
                    compute_dtypes(),
                    opt("large-GEMM fraction of each precision's own peak where it differs from "
                        "gemm_efficiency",
+                       Range::Fraction));
+    v.quantity_map("hbm_efficiency_by_precision", hbm_efficiency_by_precision, dim::none,
+                   compute_dtypes(),
+                   opt("fraction of HBM bandwidth a memory-bound GEMM of each precision streams "
+                       "at, where it differs from hbm_efficiency",
                        Range::Fraction));
     v.quantity("attention_paged_kv_efficiency", attention_paged_kv_efficiency, dim::none,
                opt("attention rate reading a paged KV cache, as a fraction of the contiguous-KV "

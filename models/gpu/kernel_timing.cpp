@@ -632,6 +632,10 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
         shape = gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
       }
       t.efficiency = gpu.gemm_efficiency_for(compute_dtype) * shape;
+      // Bound by memory at small M: the kernel of this precision streams its weights at its own
+      // fraction of HBM (hbm_efficiency_by_precision; docs/compute-model.md).
+      t.memory_time_s =
+          k.hbm_bytes / (gpu.hbm_bandwidth_Bps * gpu.gemm_hbm_efficiency_for(compute_dtype));
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
