@@ -620,7 +620,11 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
   const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
   const double launch = *gpu.kernel_launch_overhead_s;
   KernelTime t;
-  t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
+  // A GEMM streams at its precision's fraction of HBM (hbm_efficiency_by_precision, else
+  // hbm_efficiency; docs/compute-model.md); every other kernel at hbm_efficiency.
+  const double hbm_eff = k.kind == Kernel::Kind::Gemm ? gpu.gemm_hbm_efficiency_for(compute_dtype)
+                                                      : *gpu.hbm_efficiency;
+  t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * hbm_eff);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
       double shape = 0;
@@ -632,10 +636,6 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
         shape = gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
       }
       t.efficiency = gpu.gemm_efficiency_for(compute_dtype) * shape;
-      // Bound by memory at small M: the kernel of this precision streams its weights at its own
-      // fraction of HBM (hbm_efficiency_by_precision; docs/compute-model.md).
-      t.memory_time_s =
-          k.hbm_bytes / (gpu.hbm_bandwidth_Bps * gpu.gemm_hbm_efficiency_for(compute_dtype));
       t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
       break;
     }
