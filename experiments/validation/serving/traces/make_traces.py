@@ -72,3 +72,21 @@ write("llmd-sharedprefix-16k-5qps.jsonl", rows)
 write("tt-qwen3-128x1024-c1.jsonl",
       [{"arrival_s": 20 * i, "prefix_tokens": 0, "new_tokens": 128, "sequence_id": i + 1,
         "output_tokens": 1024} for i in range(4)])
+
+# vLLM issue #50913 (P/D hand-off on 8x L20): one ~4.9k-token prompt (4,900 tokens) handed from
+# an idle prefill engine to an idle decode engine; 8 output tokens (the decode node needs more
+# than one, else the request finishes on its prefill node). The row reads the hand-off's pull.
+write("vllm-50913-4900.jsonl",
+      [{"arrival_s": 0, "prefix_tokens": 0, "new_tokens": 4900, "sequence_id": 1,
+        "output_tokens": 8}])
+
+# Mooncake "vLLM PD Disaggregation Performance" (kvcache-ai/Mooncake docs/source/performance/vllm/
+# vllm-v1-pd-performance.md): `vllm bench serve --dataset-name random --random-input-len L
+# --random-output-len 128 --max-concurrency 1 --num-prompts 50` per prompt length L. At
+# concurrency 1 on idle engines every request of a length is the same; the rows read the mean of
+# 4 of them, sent 30 s apart (each takes < 5 s here, so one is in the server at a time). Distinct
+# sequences: random prompts share no prefix (and the benchmark ran --no-enable-prefix-caching).
+for L in (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768):
+    write("mooncake-pd-%d.jsonl" % L,
+          [{"arrival_s": 30 * i, "prefix_tokens": 0, "new_tokens": L, "sequence_id": i + 1,
+            "output_tokens": 128} for i in range(4)])
