@@ -36,6 +36,11 @@ cached, new = full_block_split(10000)
 write("vllm-blog-10k.jsonl",
       [{"arrival_s": 0, "prefix_tokens": cached, "new_tokens": new, "sequence_id": 1}])
 
+# vLLM blog Figure 1: one request of a 1K-token prompt (1,000 tokens), the smallest plotted point.
+cached, new = full_block_split(1000)
+write("vllm-blog-1k.jsonl",
+      [{"arrival_s": 0, "prefix_tokens": cached, "new_tokens": new, "sequence_id": 1}])
+
 # vLLM blog Figure 2: unique 512-token prompts submitted at once, prefill only (one output token);
 # 2,000 of the blog's 10,000 (the row's config says why).
 cached, new = full_block_split(512)
