@@ -43,6 +43,152 @@ std::string handoff_share(const ResultsTable& t, const std::vector<std::size_t>&
   return std::isfinite(x) ? pct(x) : "—";
 }
 
+// Goodput at the study's SLOs (serving.slo on every node: goodput_rps, slo_attainment): "2.3 ±
+// 0.1 (n=2); 99%"; "—" for a study without SLOs.
+std::string goodput_cell(const ResultsTable& t, const std::vector<std::size_t>& rows) {
+  if (!t.has("goodput_rps") || !std::isfinite(mean_of(t, rows, "goodput_rps"))) return "—";
+  return interval_cell(t, rows, "goodput_rps") + "; " + pct(mean_of(t, rows, "slo_attainment"));
+}
+
+// The SLOs each workload's rows were held to (the study's slo_ttft / slo_tpot labels).
+std::string slo_sentence(const ResultsTable& t,
+                         const std::vector<std::vector<std::size_t>>& configs) {
+  if (!t.has("slo_ttft") || !t.has("slo_tpot")) return "";
+  std::vector<std::string> seen;
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    const std::string s = t.get(r, "workload") + " TTFT ≤ " + t.get(r, "slo_ttft") +
+                          " and TPOT ≤ " + t.get(r, "slo_tpot");
+    if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
+  }
+  std::string out =
+      "Goodput counts the requests per simulated second whose own TTFT and TPOT "
+      "both met their workload's SLOs (";
+  for (std::size_t i = 0; i < seen.size(); ++i) out += (i ? "; " : "") + seen[i];
+  return out +
+         "; MLPerf Inference's latency limits, loadgen/mlperf.conf: llama2-70b-interactive for "
+         "chat, llama3_1-405b's long-context Server limits for document QA, taken per request as "
+         "DistServe's goodput does, where MLPerf applies them at the run's 99th percentile [A]); "
+         "the share after it is the SLO attainment.\n\n";
+}
+
+// Goodput at the SLOs per model and posting cost: for each workload (by its mean κ_ratio), the
+// P/D split that keeps the most goodput against the co-located pool's, and whether the prefill
+// pool that split gives shrinks or grows as κ_ratio grows (issue 23: how the P:D ratio must change
+// under offloading).
+std::string goodput_part(const SweepData& study,
+                         const std::vector<std::vector<std::size_t>>& configs,
+                         const std::string& baseline, ConclusionLog* log) {
+  const ResultsTable& t = study.table;
+  if (!t.has("goodput_rps") || !t.has("kappa_ratio_mean")) return "";
+  std::ostringstream md;
+  md << "\nGoodput at the SLOs (computed; " << kReplicateNote
+     << "), per model and posting cost: by workload, in order of its mean κ_ratio, the P/D split "
+     << "with the most goodput against the co-located pool's:\n";
+  std::vector<std::pair<std::string, std::string>> groups;  // (model, post)
+  for (const auto& cr : configs) {
+    const std::size_t r = cr[0];
+    if (t.get(r, "a_role") == "mixed") continue;
+    const std::pair<std::string, std::string> g{t.get(r, "model"), t.get(r, "post")};
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  for (const auto& [model, post] : groups) {
+    struct Wl {
+      std::string name;
+      double kappa = NAN;
+      std::vector<std::size_t> colo, best;
+      std::vector<std::vector<std::size_t>> splits;
+      double best_goodput = -1;
+      int p_min = 0, p_max = 0;  // the prefill pools of the splits tied with the best
+      std::string tied;          // their names
+    };
+    std::vector<Wl> wls;
+    for (const auto& cr : configs) {
+      const std::size_t r = cr[0];
+      if (t.get(r, "model") != model || !first_ok(t, cr)) continue;
+      const bool mixed = t.get(r, "a_role") == "mixed";
+      if (!mixed && t.get(r, "post") != post) continue;
+      const std::string w = t.get(r, "workload");
+      auto it = std::find_if(wls.begin(), wls.end(), [&](const Wl& x) { return x.name == w; });
+      if (it == wls.end()) {
+        Wl fresh;
+        fresh.name = w;
+        it = wls.insert(wls.end(), fresh);
+      }
+      if (mixed) {
+        if (it->colo.empty()) it->colo = cr;
+        continue;
+      }
+      it->splits.push_back(cr);
+      const double g = mean_of(t, cr, "goodput_rps");
+      if (std::isfinite(g) && g > it->best_goodput) {
+        it->best_goodput = g;
+        it->best = cr;
+        it->kappa = mean_of(t, cr, "kappa_ratio_mean");
+      }
+    }
+    wls.erase(std::remove_if(wls.begin(), wls.end(),
+                             [](const Wl& w) { return w.colo.empty() || w.best.empty(); }),
+              wls.end());
+    if (wls.empty()) continue;
+    // Tied with the best: not below it by the paired test, or within 1% of its goodput (a
+    // difference no deployment would size pools by).
+    for (Wl& w : wls) {
+      w.p_min = 1 << 20;
+      for (const auto& cr : w.splits) {
+        const double g = mean_of(t, cr, "goodput_rps");
+        const stats::Interval d = paired(t, w.best, cr, "goodput_rps");
+        const bool below = std::isfinite(g) && d.n >= 2 && stats::interval_sign(d) > 0 &&
+                           w.best_goodput - g > 0.01 * w.best_goodput;
+        if (!std::isfinite(g) || below) continue;
+        const int p = static_cast<int>(std::lround(t.num(cr[0], "a_nodes")));
+        w.p_min = std::min(w.p_min, p);
+        w.p_max = std::max(w.p_max, p);
+        w.tied += (w.tied.empty() ? "" : ", ") + split_name(t, cr[0]);
+      }
+    }
+    std::stable_sort(wls.begin(), wls.end(),
+                     [](const Wl& a, const Wl& b) { return a.kappa < b.kappa; });
+    std::ostringstream line;
+    line << model << " at " << post << " per descriptor:";
+    for (const Wl& w : wls) {
+      line << " " << w.name << " (κ_ratio " << fmt_num(w.kappa) << "): the most goodput of the "
+           << "splits, " << goodput_cell(t, w.best) << " of SLOs met, with "
+           << split_name(t, w.best[0]) << " (tied with it: " << w.tied
+           << "), against the co-located pool's " << goodput_cell(t, w.colo) << " ("
+           << versus(t, w.best, w.colo, "goodput_rps", "co-located", "req/s") << ");";
+    }
+    // How the goodput-best prefill pool moves from the lowest to the highest κ_ratio: only when
+    // the tied sets do not overlap.
+    if (wls.size() > 1) {
+      const Wl &lo = wls.front(), &hi = wls.back();
+      line << " from κ_ratio " << fmt_num(lo.kappa) << " to " << fmt_num(hi.kappa) << " the "
+           << "goodput-best prefill pool "
+           << (hi.p_max < lo.p_min   ? "shrinks"
+               : hi.p_min > lo.p_max ? "grows"
+                                     : "does not move by more than the replicates resolve")
+           << " (" << lo.tied << " → " << hi.tied << ")";
+    }
+    std::string claim = line.str();
+    if (claim.back() == ';') claim.pop_back();
+    md << "- " << claim << "\n";
+    if (log) {
+      std::vector<std::vector<std::size_t>> group_configs;
+      for (const auto& cr : configs)
+        if (t.get(cr[0], "model") == model &&
+            (t.get(cr[0], "a_role") == "mixed" || t.get(cr[0], "post") == post))
+          group_configs.push_back(cr);
+      log->add({"8.9", claim, regime_brief(study, group_configs),
+                "the SLOs (MLPerf's p99 limits taken per request [A]); the offered rate (below "
+                "what the co-located pool serves [A]: a pool split that holds the SLOs at this "
+                "rate may not at a higher one); the hand-off's posting cost on the decode node "
+                "(3.75 µs, vLLM #50913); the network between the nodes not modelled",
+                baseline});
+    }
+  }
+  return md.str();
+}
+
 std::string part(const SweepData& study, const std::string& baseline, ConclusionLog* log) {
   const ResultsTable& t = study.table;
   std::ostringstream md;
@@ -57,18 +203,20 @@ std::string part(const SweepData& study, const std::string& baseline, Conclusion
                       "failed: " + t.get(r, "error")});
       continue;
     }
-    rows.push_back(
-        {t.get(r, "model"), t.get(r, "workload"), split_name(t, r), pd ? t.get(r, "post") : "—",
-         interval_cell(t, cr, "throughput_rps"), interval_cell(t, cr, "ttft_p50_s"),
-         interval_cell(t, cr, "ttft_p99_s"), interval_cell(t, cr, "tpot_p50_s"),
-         pd ? interval_cell(t, cr, "handoff_p50_s") : "—", pd ? handoff_share(t, cr) : "—",
-         fmt_num(mean_of(t, cr, "a.gpu_utilization")) + " / " +
-             fmt_num(mean_of(t, cr, "b.gpu_utilization"))});
+    rows.push_back({t.get(r, "model"), t.get(r, "workload"), split_name(t, r),
+                    pd ? t.get(r, "post") : "—", interval_cell(t, cr, "throughput_rps"),
+                    goodput_cell(t, cr), interval_cell(t, cr, "ttft_p50_s"),
+                    interval_cell(t, cr, "ttft_p99_s"), interval_cell(t, cr, "tpot_p50_s"),
+                    pd ? interval_cell(t, cr, "handoff_p50_s") : "—",
+                    pd ? handoff_share(t, cr) : "—",
+                    fmt_num(mean_of(t, cr, "a.gpu_utilization")) + " / " +
+                        fmt_num(mean_of(t, cr, "b.gpu_utilization"))});
   }
   md << "**Baseline: " << baseline << ".** " << regime_paragraph(study, configs)
+     << slo_sentence(t, configs)
      << markdown_table({"model", "workload", "pools", "post per descriptor", "throughput (req/s)",
-                        "TTFT p50 (s)", "TTFT p99 (s)", "TPOT p50 (s)", "hand-off p50 (s)",
-                        "hand-off / TTFT p50", "GPU utilisation a / b"},
+                        "goodput (req/s; SLOs met)", "TTFT p50 (s)", "TTFT p99 (s)", "TPOT p50 (s)",
+                        "hand-off p50 (s)", "hand-off / TTFT p50", "GPU utilisation a / b"},
                        rows)
      << "\nConclusions (computed; " << kReplicateNote << "), per model and workload: the P/D "
      << "split with the lowest TTFT p99 against the co-located pool, at the measured posting cost "
@@ -130,7 +278,7 @@ std::string part(const SweepData& study, const std::string& baseline, Conclusion
                 baseline});
     }
   }
-  md << "\n";
+  md << goodput_part(study, configs, baseline, log) << "\n";
   return md.str();
 }
 

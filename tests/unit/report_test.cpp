@@ -301,6 +301,54 @@ report::SweepData empty_pd_disagg() {
   return kernel;
 }
 
+// 8.9's goodput at the SLOs (issue 23: how the P:D split must change as κ_ratio grows), by hand:
+// chat (κ_ratio 25): 3P1D keeps 2.0 / 2.1 / 2.2 req/s, 1P3D exactly 1.0 less in every replicate
+// (paired difference 1.0 ± 0, above 1% of 2.1): only 3P1D is tied with the best. Document QA
+// (κ_ratio 1000): 1P3D 1.0 / 1.1 / 1.2, 3P1D 0.5 below it in each: only 1P3D. The goodput-best
+// prefill pool shrinks from 3 nodes to 1 as κ_ratio grows. Co-located: 2.1 and 1.1 on average.
+TEST(ReportSections, DisaggGoodputPartNamesThePrefillPoolThatKeepsTheMostGoodput) {
+  report::SweepData k;
+  k.name = "pd-disagg";
+  k.table.columns = {"point", "model",      "workload",    "a_role",         "a_nodes",
+                     "post",  "slo_ttft",   "slo_tpot",    "replicate",      "status",
+                     "error", "ttft_p99_s", "goodput_rps", "slo_attainment", "kappa_ratio_mean"};
+  int point = 0;
+  // {workload, slo ttft, slo tpot, κ_ratio, role, prefill nodes, goodput of replicate 0}
+  for (const auto& [wl, ttft, tpot, kappa, role, nodes, g0] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string,
+                              std::string, double>>{
+           {"chat", "450 ms", "40 ms", "25", "mixed", "2", 2.0},
+           {"chat", "450 ms", "40 ms", "25", "prefill", "1", 1.0},
+           {"chat", "450 ms", "40 ms", "25", "prefill", "3", 2.0},
+           {"docqa", "6 s", "175 ms", "1000", "mixed", "2", 1.0},
+           {"docqa", "6 s", "175 ms", "1000", "prefill", "1", 1.0},
+           {"docqa", "6 s", "175 ms", "1000", "prefill", "3", 0.5}})
+    for (int rep = 0; rep < 3; ++rep)
+      k.table.rows.push_back({std::to_string(point++), "m", wl, role, nodes, "3.754 us", ttft, tpot,
+                              std::to_string(rep), "ok", "", "1", std::to_string(g0 + 0.1 * rep),
+                              "0.9", kappa});
+  report::ConclusionLog log;
+  const std::string md = report::section_disagg(k, nullptr, &log);
+  EXPECT_NE(md.find("(chat TTFT ≤ 450 ms and TPOT ≤ 40 ms; docqa TTFT ≤ 6 s and TPOT ≤ 175 ms;"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("chat (κ_ratio 25): the most goodput of the splits, 2.10 ± 0.25 (n=3); 90% of "
+                    "SLOs met, with 3P1D (tied with it: 3P1D)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("docqa (κ_ratio 1000): the most goodput of the splits, 1.10 ± 0.25 (n=3); 90% "
+                    "of SLOs met, with 1P3D (tied with it: 1P3D)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("from κ_ratio 25 to 1000 the goodput-best prefill pool shrinks (3P1D → 1P3D)"),
+            std::string::npos)
+      << md;
+  bool logged = false;
+  for (const auto& row : log.rows())
+    logged = logged || row.claim.find("prefill pool shrinks") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
 // 8.9's one-node part (studies/pd-disagg-node), by hand: nixl-vllm's pull 1.8 s on both links
 // (ratio 1: posting binds) and its hand-off 2.8 of 3.0 s (93.3%); the strided variant's pull 0.08 s
 // over the NICs and 0.01 s over NVLink (8x), its hand-off 0.12 of 0.2 s (60%) across nodes and
