@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace kappasim {
@@ -27,6 +28,32 @@ class FlatU64Map {
     }
   }
   bool contains(std::uint64_t key) const { return find(key) != kNone; }
+
+  // The stored value of `key` to read or change in place, or nullptr when absent. Valid until
+  // the next insert, emplace or erase (they may move slots).
+  std::uint32_t* find_value(std::uint64_t key) {
+    if (m_size == 0) return nullptr;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
+      Slot& s = m_slots[i];
+      if (!s.used) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
+
+  // The value of `key`, inserted as `value` when absent (second: true then): one probe run
+  // for "find, else insert". The pointer is valid as find_value's. `value` must not be kNone.
+  std::pair<std::uint32_t*, bool> emplace(std::uint64_t key, std::uint32_t value) {
+    if ((m_size + 1) * 8 > m_slots.size() * 7) grow();
+    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
+      Slot& s = m_slots[i];
+      if (!s.used) {
+        s = Slot{key, value, 1};
+        ++m_size;
+        return {&s.value, true};
+      }
+      if (s.key == key) return {&s.value, false};
+    }
+  }
 
   // Inserts key -> value when absent; returns false (nothing changes) when present.
   bool insert(std::uint64_t key, std::uint32_t value) {
