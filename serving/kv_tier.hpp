@@ -58,6 +58,12 @@ class KvTier {
   std::size_t warm(const std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>* evicted);
   // Makes a present key the most recently used; false (nothing changes) when absent. No stats.
   bool touch_key(std::uint64_t key);
+  // touch_key in two halves, for a lookup that finds first and touches after: the node holding
+  // `key` (kAbsent when not present), valid until the next insert() or warm(); and making that
+  // node the most recently used. find_node then touch_node is touch_key with one probe.
+  static constexpr std::uint32_t kAbsent = 0xffffffffu;
+  std::uint32_t find_node(std::uint64_t key) const { return node_of(key); }
+  void touch_node(std::uint32_t node) { touch(node); }
   // Counts one lookup served partly by this tier: `hits` chunks from it, `misses` not.
   void count_lookup(std::size_t hits, std::size_t misses) {
     ++m_lookups;
@@ -101,7 +107,7 @@ class KvTier {
 
  private:
   // The LRU list: nodes in a pool, linked by index (kNil ends), front = least recently used.
-  static constexpr std::uint32_t kNil = 0xffffffffu;
+  static constexpr std::uint32_t kNil = kAbsent;
   struct Node {
     std::uint64_t key;
     std::uint32_t prev, next;
