@@ -323,6 +323,16 @@ TEST(KvTier, MultiKeyCallsTouchKeyByKeyAsAListModelSays) {
   EXPECT_GT(multi_hits, 500u);  // the stream does exercise runs of hits
 }
 
+// The map holds exactly what the reference does, for every key below `keys`.
+void expect_map_holds(const FlatU64Map& m, const std::map<std::uint64_t, std::uint32_t>& ref,
+                      std::uint64_t keys) {
+  EXPECT_EQ(m.size(), ref.size());
+  for (std::uint64_t k = 0; k < keys; ++k) {
+    auto f = ref.find(k);
+    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
+  }
+}
+
 TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) {
   FlatU64Map m;
   std::map<std::uint64_t, std::uint32_t> ref;
@@ -338,11 +348,7 @@ TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) 
       EXPECT_EQ(m.insert(k, i), ref.emplace(k, i).second);
     }
   }
-  EXPECT_EQ(m.size(), ref.size());
-  for (std::uint64_t k = 0; k < 3000; ++k) {
-    auto f = ref.find(k);
-    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
-  }
+  expect_map_holds(m, ref, 3000);
 }
 
 TEST(FlatU64Map, EmplaceAndFindValueAgreeWithAStdMap) {
@@ -373,11 +379,7 @@ TEST(FlatU64Map, EmplaceAndFindValueAgreeWithAStdMap) {
       }
     }
   }
-  EXPECT_EQ(m.size(), ref.size());
-  for (std::uint64_t k = 0; k < 2000; ++k) {
-    auto f = ref.find(k);
-    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
-  }
+  expect_map_holds(m, ref, 2000);
 }
 
 TEST(OwnChunkKeys, OwnChunkStartFindsThemInThePromptKeys) {
