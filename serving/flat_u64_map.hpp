@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace kappasim {
@@ -19,28 +20,32 @@ class FlatU64Map {
 
   // The value stored for `key`, or kNone.
   std::uint32_t find(std::uint64_t key) const {
-    if (m_size == 0) return kNone;
-    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
-      const Slot& s = m_slots[i];
-      if (!s.used) return kNone;
-      if (s.key == key) return s.value;
-    }
+    const std::uint32_t* v = value_of(key);
+    return v ? *v : kNone;
   }
   bool contains(std::uint64_t key) const { return find(key) != kNone; }
 
-  // Inserts key -> value when absent; returns false (nothing changes) when present.
-  bool insert(std::uint64_t key, std::uint32_t value) {
+  // The stored value of `key` to read or change in place, or nullptr when absent. Valid until
+  // the next insert, emplace or erase (they may move slots).
+  std::uint32_t* find_value(std::uint64_t key) { return const_cast<std::uint32_t*>(value_of(key)); }
+
+  // The value of `key`, inserted as `value` when absent (second: true then): one probe run
+  // for "find, else insert". The pointer is valid as find_value's. `value` must not be kNone.
+  std::pair<std::uint32_t*, bool> emplace(std::uint64_t key, std::uint32_t value) {
     if ((m_size + 1) * 8 > m_slots.size() * 7) grow();
     for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
       Slot& s = m_slots[i];
       if (!s.used) {
         s = Slot{key, value, 1};
         ++m_size;
-        return true;
+        return {&s.value, true};
       }
-      if (s.key == key) return false;
+      if (s.key == key) return {&s.value, false};
     }
   }
+
+  // Inserts key -> value when absent; returns false (nothing changes) when present.
+  bool insert(std::uint64_t key, std::uint32_t value) { return emplace(key, value).second; }
 
   // Removes `key`; false when absent.
   bool erase(std::uint64_t key) {
@@ -78,6 +83,14 @@ class FlatU64Map {
     std::uint32_t value = 0;
     std::uint32_t used = 0;
   };
+  const std::uint32_t* value_of(std::uint64_t key) const {
+    if (m_size == 0) return nullptr;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
+      const Slot& s = m_slots[i];
+      if (!s.used) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
   std::size_t slot_of(std::uint64_t key) const {
     // Fibonacci hashing over a SplitMix-style fold: keys need not be well mixed.
     key ^= key >> 31;

@@ -65,11 +65,23 @@ std::vector<int> KvHierarchy::lookup(const std::vector<std::uint64_t>& keys) {
     m_levels[0].stats.hit_chunks += hits;
     return std::vector<int>(hits, 0);
   }
-  std::vector<int> at = peek(keys);
+  // peek(), keeping the node each key was found at: touching finds nothing again (touches
+  // change no membership, so every node stays valid until the last touch).
+  std::vector<int> at;
+  std::vector<std::uint32_t> nodes;
+  for (std::uint64_t k : keys) {
+    int found = -1;
+    std::uint32_t node = KvTier::kAbsent;
+    for (std::size_t i = 0; i < m_levels.size() && found < 0; ++i)
+      if ((node = m_levels[i].tier->find_node(k)) != KvTier::kAbsent) found = static_cast<int>(i);
+    if (found < 0) break;
+    at.push_back(found);
+    nodes.push_back(node);
+  }
   std::vector<std::size_t> hits(m_levels.size(), 0);
   for (std::size_t j = 0; j < at.size(); ++j) {  // in key order, like KvTier::lookup
     const std::size_t i = static_cast<std::size_t>(at[j]);
-    m_levels[i].tier->touch_key(keys[j]);
+    m_levels[i].tier->touch_node(nodes[j]);
     ++hits[i];
   }
   for (std::size_t i = 0; i < m_levels.size(); ++i) {

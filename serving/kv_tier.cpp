@@ -66,8 +66,8 @@ std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
     std::uint32_t f = follow(last, k);
     if (f == kNil) {
       move_run_to_back(first, last);
-      f = m_index.find(k);
-      if (f == FlatU64Map::kNone) {
+      f = node_of(k);
+      if (f == kNil) {
         first = last = kNil;
         break;
       }
@@ -94,8 +94,8 @@ std::size_t KvTier::warm(const std::vector<std::uint64_t>& keys,
   return place(keys, true, evicted);
 }
 bool KvTier::touch_key(std::uint64_t key) {
-  const std::uint32_t f = m_index.find(key);
-  if (f == FlatU64Map::kNone) return false;
+  const std::uint32_t f = node_of(key);
+  if (f == kNil) return false;
   touch(f);
   return true;
 }
@@ -111,8 +111,8 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     }
     move_run_to_back(first, last);  // before any eviction: touched chunks are the newest
     first = last = kNil;
-    const std::uint32_t f = m_index.find(k);
-    if (f != FlatU64Map::kNone) {
+    const std::uint32_t f = node_of(k);
+    if (f != kNil) {
       first = last = f;
       continue;
     }
@@ -122,8 +122,14 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     }
     while (m_count >= m_capacity_chunks) {
       const std::uint32_t lru = m_head;
-      if (evicted) evicted->push_back(m_nodes[lru].key);
-      m_index.erase(m_nodes[lru].key);
+      const std::uint64_t gone = m_nodes[lru].key;
+      if (evicted) evicted->push_back(gone);
+      // Still ever placed: keep its entry without a node; a forgotten key leaves the map.
+      std::uint32_t* v = m_keys.find_value(gone);  // present, so never nullptr
+      if (*v & kForgotten)
+        m_keys.erase(gone);
+      else
+        *v = kNoNode;
       unlink(lru);
       m_nodes[lru].next = m_free;
       m_free = lru;
@@ -140,8 +146,11 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     m_nodes[n].key = k;
     push_back(n);
     ++m_count;
-    m_index.insert(k, n);
-    const bool seen_before = !m_seen.insert(k, 0);
+    // An entry already there is an evicted key still ever placed (a forgotten one's entry left
+    // with its eviction): it was seen before.
+    const auto [v, inserted] = m_keys.emplace(k, n);
+    *v = n;
+    const bool seen_before = !inserted;
     if (!seen_before) ++m_distinct;
     if (warm) {
       ++m_warm_chunks;
@@ -155,6 +164,17 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
   return stored;
 }
 
-bool KvTier::contains(std::uint64_t key) const { return m_index.contains(key); }
+bool KvTier::contains(std::uint64_t key) const { return node_of(key) != kNil; }
+
+void KvTier::forget(const std::vector<std::uint64_t>& keys, std::size_t from) {
+  for (std::size_t i = from; i < keys.size(); ++i) {
+    std::uint32_t* v = m_keys.find_value(keys[i]);
+    if (v == nullptr || (*v & kForgotten)) continue;
+    if ((*v & kNodeBits) == kNoNode)
+      m_keys.erase(keys[i]);  // evicted and now not ever placed either
+    else
+      *v |= kForgotten;  // present: kept as the index until its eviction
+  }
+}
 
 }  // namespace kappasim

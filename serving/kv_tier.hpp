@@ -11,9 +11,13 @@
 //  - lookup is a prefix match: it returns how many LEADING keys are present and stops at the
 //    first miss (LMCache's lookup returns the hit prefix length; a later chunk whose prefix is
 //    gone cannot be used because its KV depends on the whole prefix).
-// Deterministic: the LRU order is an intrusive list over a node pool; the flat hash maps are only
-// used for membership and are never iterated (issue 24: no allocation per chunk, and the
-// "ever placed" set forgets a request's own chunks once nothing can place them again).
+// Deterministic: the LRU order is an intrusive list over a node pool; the flat hash map is only
+// used for membership and is never iterated (issue 24: no allocation per chunk, and the
+// "ever placed" set forgets a request's own chunks once nothing can place them again). One map
+// holds both the index (key -> node, keys present) and the "ever placed" set (keys evicted
+// since keep an entry without a node), so a new chunk costs one probe run to find it absent,
+// one to place it and one to mark the evicted chunk absent, where two maps took four probe runs
+// and a backward-shift erase.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +58,12 @@ class KvTier {
   std::size_t warm(const std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>* evicted);
   // Makes a present key the most recently used; false (nothing changes) when absent. No stats.
   bool touch_key(std::uint64_t key);
+  // touch_key in two halves, for a lookup that finds first and touches after: the node holding
+  // `key` (kAbsent when not present), valid until the next insert() or warm(); and making that
+  // node the most recently used. find_node then touch_node is touch_key with one probe.
+  static constexpr std::uint32_t kAbsent = 0xffffffffu;
+  std::uint32_t find_node(std::uint64_t key) const { return node_of(key); }
+  void touch_node(std::uint32_t node) { touch(node); }
   // Counts one lookup served partly by this tier: `hits` chunks from it, `misses` not.
   void count_lookup(std::size_t hits, std::size_t misses) {
     ++m_lookups;
@@ -64,13 +74,14 @@ class KvTier {
   // Membership only; does not touch the LRU order or the stats.
   bool contains(std::uint64_t key) const;
   // Whether the key was ever placed (stored or warmed), present now or evicted since.
-  bool ever_placed(std::uint64_t key) const { return m_seen.contains(key); }
+  bool ever_placed(std::uint64_t key) const {
+    const std::uint32_t v = m_keys.find(key);
+    return v != FlatU64Map::kNone && (v & kForgotten) == 0;
+  }
   // Forgets that keys[from..] were ever placed, keeping distinct_chunks(): for keys no later call
   // can place again (a finished request's own chunks in a tier alone, serving/engine.cpp), so
   // the set stays bounded by the requests in the system.
-  void forget(const std::vector<std::uint64_t>& keys, std::size_t from = 0) {
-    for (std::size_t i = from; i < keys.size(); ++i) m_seen.erase(keys[i]);
-  }
+  void forget(const std::vector<std::uint64_t>& keys, std::size_t from = 0);
 
   int chunk_tokens() const { return m_chunk_tokens; }
   double chunk_bytes() const { return m_chunk_bytes; }
@@ -96,7 +107,7 @@ class KvTier {
 
  private:
   // The LRU list: nodes in a pool, linked by index (kNil ends), front = least recently used.
-  static constexpr std::uint32_t kNil = 0xffffffffu;
+  static constexpr std::uint32_t kNil = kAbsent;
   struct Node {
     std::uint64_t key;
     std::uint32_t prev, next;
@@ -111,6 +122,13 @@ class KvTier {
   std::uint32_t follow(std::uint32_t prev, std::uint64_t key) const;
   void unlink(std::uint32_t n);
   void push_back(std::uint32_t n);
+  // The node holding `key`, or kNil when it is not present.
+  std::uint32_t node_of(std::uint64_t key) const {
+    const std::uint32_t v = m_keys.find(key);
+    if (v == FlatU64Map::kNone) return kNil;
+    const std::uint32_t n = v & kNodeBits;
+    return n == kNoNode ? kNil : n;
+  }
 
   int m_chunk_tokens;
   double m_chunk_bytes;
@@ -119,11 +137,18 @@ class KvTier {
   std::vector<Node> m_nodes;  // the pool; free nodes chained through `next`
   std::uint32_t m_head = kNil, m_tail = kNil, m_free = kNil;
   std::size_t m_count = 0;  // chunks stored now
-  FlatU64Map m_index;       // key -> node
+  // key -> value: the low 31 bits are the key's node while it is present, kNoNode once evicted;
+  // kForgotten is set once forget() dropped it from the "ever placed" set. An entry is kept
+  // exactly while the key is present or ever placed (and not forgotten): a forgotten key's entry
+  // goes with its eviction, an evicted one's with forget(). Nodes are < kNoNode (a pool of at
+  // most capacity_chunks), so no value is FlatU64Map::kNone.
+  static constexpr std::uint32_t kForgotten = 0x80000000u;
+  static constexpr std::uint32_t kNodeBits = 0x7fffffffu;
+  static constexpr std::uint32_t kNoNode = 0x7ffffffeu;
+  FlatU64Map m_keys;
   std::uint64_t m_lookups = 0, m_hit_chunks = 0, m_miss_chunks = 0;
   std::uint64_t m_stored_chunks = 0, m_evicted_chunks = 0;
   std::uint64_t m_restored_chunks = 0, m_dropped_chunks = 0, m_warm_chunks = 0;
-  FlatU64Map m_seen;             // keys ever placed (less those forgotten); never iterated
   std::uint64_t m_distinct = 0;  // distinct keys ever placed
   std::size_t place(const std::vector<std::uint64_t>& keys, bool warm,
                     std::vector<std::uint64_t>* evicted = nullptr);

@@ -131,6 +131,91 @@ TEST(KvTier, ForgetKeepsTheDistinctCountAndDropsMembershipOfTheEverPlacedSet) {
   EXPECT_EQ(t.restored_chunks(), 0u);
 }
 
+TEST(KvTier, ForgottenPresentKeyLeavesNoTraceOnceEvicted) {
+  // One map holds the index and the "ever placed" set (issue 24). 2 chunks of 100 B in a 200 B
+  // tier. Place 1, 2; forget 2 while it is present; place 3, 4: 1 then 2 are evicted.
+  KvTier t(1, 200, 100);
+  EXPECT_EQ(t.insert({1, 2}), 2u);
+  t.forget({2});
+  EXPECT_TRUE(t.contains(2));
+  EXPECT_EQ(t.insert({3, 4}), 2u);
+  EXPECT_FALSE(t.contains(1));
+  EXPECT_FALSE(t.contains(2));
+  EXPECT_TRUE(t.ever_placed(1));   // evicted, never forgotten
+  EXPECT_FALSE(t.ever_placed(2));  // forgotten, then evicted
+  EXPECT_EQ(t.distinct_chunks(), 4u);
+  // 1 stored again is a restore (the tier held it before); 2 is a new chunk: distinct 5.
+  // Storing 1 evicts 3, storing 2 evicts 4.
+  EXPECT_EQ(t.insert({1}), 1u);
+  EXPECT_EQ(t.restored_chunks(), 1u);
+  EXPECT_EQ(t.distinct_chunks(), 4u);
+  EXPECT_EQ(t.insert({2}), 1u);
+  EXPECT_EQ(t.restored_chunks(), 1u);
+  EXPECT_EQ(t.distinct_chunks(), 5u);
+  EXPECT_TRUE(t.ever_placed(2));
+  EXPECT_TRUE(t.ever_placed(3));  // evicted, still ever placed
+  EXPECT_EQ(t.evicted_chunks(), 4u);
+  // Forgetting 3 (evicted) and 9 (never placed) changes nothing the tier holds.
+  t.forget({3, 9});
+  EXPECT_FALSE(t.ever_placed(3));
+  EXPECT_FALSE(t.ever_placed(9));
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_TRUE(t.contains(1));
+  EXPECT_TRUE(t.contains(2));
+}
+
+TEST(KvTier, MembershipAndEverPlacedFollowASetModelUnderForget) {
+  // The merged map against plain references (issue 24): a recency list, the "ever placed" set
+  // and the distinct count, over inserts, lookups and forgets of 40 keys in a 12-chunk tier.
+  KvTier t(1, 12 * 10.0, 10.0);
+  std::vector<std::uint64_t> ref;  // front: least recently used
+  std::vector<bool> seen(40, false);
+  std::uint64_t distinct = 0, restored = 0;
+  std::uint64_t x = 4242;
+  for (int step = 0; step < 8000; ++step) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::uint64_t k = (x >> 33) % 40, op = (x >> 20) % 5;
+    auto it = std::find(ref.begin(), ref.end(), k);
+    if (op == 0) {  // forget
+      t.forget({k});
+      seen[k] = false;
+    } else if (op == 1) {  // lookup
+      EXPECT_EQ(t.lookup({k}), it != ref.end() ? 1u : 0u);
+      if (it != ref.end()) {
+        ref.erase(it);
+        ref.push_back(k);
+      }
+    } else {  // insert
+      t.insert({k});
+      if (it != ref.end()) {
+        ref.erase(it);
+      } else {
+        if (ref.size() == 12) ref.erase(ref.begin());
+        if (seen[k])
+          ++restored;
+        else
+          ++distinct;
+        seen[k] = true;
+      }
+      ref.push_back(k);
+    }
+    if (step % 97 != 0) continue;
+    for (std::uint64_t q = 0; q < 40; ++q) {
+      EXPECT_EQ(t.contains(q), std::find(ref.begin(), ref.end(), q) != ref.end()) << step;
+      EXPECT_EQ(t.ever_placed(q), static_cast<bool>(seen[q])) << step;
+    }
+  }
+  EXPECT_EQ(t.size(), ref.size());
+  EXPECT_EQ(t.distinct_chunks(), distinct);
+  EXPECT_EQ(t.restored_chunks(), restored);
+  EXPECT_GT(restored, 0u);
+  // The recency order, as the test below reads it: 12 new keys evict everything in order.
+  std::vector<std::uint64_t> fresh, order;
+  for (std::uint64_t q = 100; q < 112; ++q) fresh.push_back(q);
+  t.insert(fresh, &order);
+  EXPECT_EQ(order, ref);
+}
+
 TEST(KvTier, LruOrderOverManyChunksMatchesAListModel) {
   // The intrusive LRU against a plain reference: a std::vector in recency order (front = LRU),
   // for a stream of lookups and inserts over 64 keys in a 16-chunk tier. Every membership,
@@ -238,6 +323,16 @@ TEST(KvTier, MultiKeyCallsTouchKeyByKeyAsAListModelSays) {
   EXPECT_GT(multi_hits, 500u);  // the stream does exercise runs of hits
 }
 
+// The map holds exactly what the reference does, for every key below `keys`.
+void expect_map_holds(const FlatU64Map& m, const std::map<std::uint64_t, std::uint32_t>& ref,
+                      std::uint64_t keys) {
+  EXPECT_EQ(m.size(), ref.size());
+  for (std::uint64_t k = 0; k < keys; ++k) {
+    auto f = ref.find(k);
+    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
+  }
+}
+
 TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) {
   FlatU64Map m;
   std::map<std::uint64_t, std::uint32_t> ref;
@@ -253,11 +348,38 @@ TEST(FlatU64Map, InsertFindEraseAgreeWithAStdMapThroughGrowthAndBackwardShifts) 
       EXPECT_EQ(m.insert(k, i), ref.emplace(k, i).second);
     }
   }
-  EXPECT_EQ(m.size(), ref.size());
-  for (std::uint64_t k = 0; k < 3000; ++k) {
-    auto f = ref.find(k);
-    EXPECT_EQ(m.find(k), f == ref.end() ? FlatU64Map::kNone : f->second) << k;
+  expect_map_holds(m, ref, 3000);
+}
+
+TEST(FlatU64Map, EmplaceAndFindValueAgreeWithAStdMap) {
+  // emplace: find, else insert (the stored value is returned either way, changeable in place);
+  // find_value: the value in place, nullptr when absent.
+  FlatU64Map m;
+  std::map<std::uint64_t, std::uint32_t> ref;
+  std::uint64_t x = 7;
+  for (std::uint32_t i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::uint64_t k = (x >> 40) % 2000;
+    const std::uint64_t op = (x >> 13) % 4;
+    if (op == 0) {
+      EXPECT_EQ(m.erase(k), ref.erase(k) == 1);
+    } else if (op == 1) {
+      const auto [v, inserted] = m.emplace(k, i);
+      const auto [r, ref_inserted] = ref.emplace(k, i);
+      EXPECT_EQ(inserted, ref_inserted);
+      EXPECT_EQ(*v, r->second);
+      *v += 1;  // changed in place
+      r->second += 1;
+    } else {
+      std::uint32_t* v = m.find_value(k);
+      auto f = ref.find(k);
+      ASSERT_EQ(v == nullptr, f == ref.end()) << k;
+      if (v) {
+        EXPECT_EQ(*v, f->second);
+      }
+    }
   }
+  expect_map_holds(m, ref, 2000);
 }
 
 TEST(OwnChunkKeys, OwnChunkStartFindsThemInThePromptKeys) {
