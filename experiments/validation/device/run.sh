@@ -14,6 +14,7 @@
 #   *.log         each part's stderr
 # Each part has its own time limit, so one part that hangs still leaves the others' rows.
 set -uo pipefail
+export PATH="$PATH:/usr/local/cuda/bin"  # nvcc, where the image keeps CUDA outside PATH
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/kappasim-device}
 mkdir -p "$out"
