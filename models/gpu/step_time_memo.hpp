@@ -20,23 +20,27 @@ namespace kappasim {
 
 class StepTimeMemo {
  public:
-  explicit StepTimeMemo(std::size_t slots = 4096) : m_slot(slots == 0 ? 1 : slots, 0) {}
+  explicit StepTimeMemo(std::size_t slots = 4096) : m_slot(slots == 0 ? 1 : slots) {}
 
   // The step time stored for exactly these slices, or nullptr.
   const StepTime* find(const std::vector<SeqSlice>& batch) const {
-    const std::uint32_t at = m_slot[slot(batch)];
-    if (at == 0) return nullptr;
-    const Entry& e = m_entries[at - 1];
+    const std::uint64_t h = hash(batch);
+    const Slot& s = m_slot[static_cast<std::size_t>(h % m_slot.size())];
+    // The hash's high half first: another batch in the slot is told apart without its entry.
+    if (s.entry == 0 || s.tag != static_cast<std::uint32_t>(h >> 32)) return nullptr;
+    const Entry& e = m_entries[s.entry - 1];
     return same(e.key, batch) ? &e.value : nullptr;
   }
   // Stores `value` for these slices, replacing what their slot held.
   void store(const std::vector<SeqSlice>& batch, const StepTime& value) {
-    std::uint32_t& at = m_slot[slot(batch)];
-    if (at == 0) {
+    const std::uint64_t h = hash(batch);
+    Slot& s = m_slot[static_cast<std::size_t>(h % m_slot.size())];
+    if (s.entry == 0) {
       m_entries.emplace_back();
-      at = static_cast<std::uint32_t>(m_entries.size());
+      s.entry = static_cast<std::uint32_t>(m_entries.size());
     }
-    Entry& e = m_entries[at - 1];
+    s.tag = static_cast<std::uint32_t>(h >> 32);
+    Entry& e = m_entries[s.entry - 1];
     e.key.assign(batch.begin(), batch.end());
     e.value = value;
   }
@@ -83,10 +87,11 @@ class StepTimeMemo {
         return false;
     return true;
   }
-  std::size_t slot(const std::vector<SeqSlice>& batch) const {
-    return static_cast<std::size_t>(hash(batch) % m_slot.size());
-  }
-  std::vector<std::uint32_t> m_slot;  // per slot: 1 + its entry's index, 0 when unused
+  struct Slot {
+    std::uint32_t entry = 0;  // 1 + its entry's index, 0 when unused
+    std::uint32_t tag = 0;    // the high half of its batch's hash
+  };
+  std::vector<Slot> m_slot;
   std::vector<Entry> m_entries;
 };
 
