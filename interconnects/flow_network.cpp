@@ -193,8 +193,8 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
       }
       left_rates.push_back(f.rate);
       const auto at_id = std::lower_bound(
-          m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(),
-          id, [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
+          m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(), id,
+          [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
       m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
       f.bound_s.clear();  // moved from: give it an emptied buffer back, if one is spare
       if (!m_spare_bounds.empty()) {
@@ -418,9 +418,9 @@ FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
 
 // A finished flow's entry in m_done_bounds, or its end. Entries before m_done_head were taken.
 auto FlowNetwork::done_bounds_of(FlowId id) -> decltype(m_done_bounds)::iterator {
-  const auto it = std::lower_bound(
-      m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(), id,
-      [](const auto& e, FlowId k) { return e.first < k; });
+  const auto it = std::lower_bound(m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head),
+                                   m_done_bounds.end(), id,
+                                   [](const auto& e, FlowId k) { return e.first < k; });
   return it != m_done_bounds.end() && it->first == id ? it : m_done_bounds.end();
 }
 

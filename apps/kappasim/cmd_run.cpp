@@ -152,7 +152,7 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
   ConfigNode root = load_yaml_file(config);  // read and parsed once (issue 24)
-  if (is_cluster_config(root))              // a routed pool of nodes (serving/cluster)
+  if (is_cluster_config(root))               // a routed pool of nodes (serving/cluster)
     return run_cluster_command(config, std::move(root), all_sets, out, dump, quiet, force, json);
   const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov, &effective);
   if (dump) {

@@ -37,7 +37,7 @@ StepTime value(double v) {
 TEST(StepTimeMemo, FindsWhatWasStoredAndNothingElse) {
   StepTimeMemo memo(64);
   const std::vector<SeqSlice> a{{2048, 0, true}};
-  const std::vector<SeqSlice> b{{2048, 0, false}};             // finishes differs
+  const std::vector<SeqSlice> b{{2048, 0, false}};                // finishes differs
   const std::vector<SeqSlice> c{{2048, 0, true}, {16, 0, true}};  // one more slice
   EXPECT_EQ(memo.find(a), nullptr);
   memo.store(a, value(0.125));
