@@ -9,10 +9,10 @@
 // all of it (madvise(MADV_HUGEPAGE): the kernel's `transparent_hugepage/enabled` is `madvise` on
 // common distributions) and faults its first 4 MiB in with one madvise(MADV_POPULATE_WRITE)
 // (Linux 5.14; elsewhere the calls fail and nothing changes). SystemC's 3 MiB then lands on two
-// present 2 MiB pages, and the rest of a run's heap is faulted in 2 MiB at a time (a 100,000-request
-// run: ≈ 260 page faults instead of ≈ 1,100). Resident memory grows in 2 MiB steps, so a process
-// holds up to 2 MiB more than it uses. Allocation only: no output changes.
-// Not in sanitizer builds (their allocators are not glibc's).
+// present 2 MiB pages, and the rest of a run's heap is faulted in 2 MiB at a time (a
+// 100,000-request run: ≈ 260 page faults instead of ≈ 1,100). Resident memory grows in 2 MiB steps,
+// so a process holds up to 2 MiB more than it uses. Allocation only: no output changes. Not in
+// sanitizer builds (their allocators are not glibc's).
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,7 +39,7 @@ namespace {
 #endif
 
 constexpr int kStartHeapBytes = 4 << 20;  // above SystemC's 3 MiB scratch heap
-constexpr int kHeapPadBytes = 32 << 20;    // the main heap's first growth (virtual until used)
+constexpr int kHeapPadBytes = 32 << 20;   // the main heap's first growth (virtual until used)
 constexpr std::uintptr_t kPage = 4096;
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
