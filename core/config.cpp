@@ -608,6 +608,7 @@ void apply_default_provenance(ConfigNode& n, const Provenance& p) {
 struct EmbeddedPreset {
   const char* path;
   const char* text;
+  std::size_t size;
 };
 extern const EmbeddedPreset kEmbeddedPresets[];
 extern const std::size_t kEmbeddedPresetCount;
@@ -626,8 +627,9 @@ PresetRegistry& PresetRegistry::instance() {
       std::string folder = p.parent_path().filename().string();
       for (const auto& [k, f] : kind_folders())
         if (f == folder) {
-          r.add_text(k, p.stem().string(), p.string(), kEmbeddedPresets[i].text);
-          r.m_presets[k][p.stem().string()].built_in = true;
+          // A view of the compiled-in text, neither measured nor copied (issue 24).
+          r.m_presets[k][p.stem().string()] = Entry{
+              p.string(), {}, nullptr, true, kEmbeddedPresets[i].text, kEmbeddedPresets[i].size};
         }
     }
     if (const char* env = std::getenv("KAPPASIM_PRESET_PATH")) {
@@ -680,9 +682,9 @@ const ConfigNode* PresetRegistry::find(const std::string& kind, const std::strin
   auto e = k->second.find(name);
   if (e == k->second.end()) return nullptr;
   const Entry& entry = e->second;
-  note_input("preset " + kind + " " + name, entry.text);
+  note_input("preset " + kind + " " + name, entry.text());
   if (!entry.parsed) {
-    ConfigNode n = parse_yaml(entry.text, entry.file,
+    ConfigNode n = parse_yaml(entry.text(), entry.file,
                               entry.built_in ? DocumentCheck::KnownSingle : DocumentCheck::Full);
     if (!n.is_map()) throw InputError(n.loc, "a preset file must hold a map of keys");
     if (const ConfigNode* p = n.find("provenance")) {
@@ -757,9 +759,9 @@ const ConfigNode* PresetRegistry::find_file(const std::string& kind, const std::
     it = m_files.emplace(path, std::move(e)).first;
   }
   const Entry& entry = it->second;
-  note_input("file " + path, entry.text);
+  note_input("file " + path, entry.text());
   if (!entry.parsed) {
-    ConfigNode n = parse_yaml(entry.text, entry.file);
+    ConfigNode n = parse_yaml(entry.text(), entry.file);
     if (!n.is_map()) throw InputError(n.loc, "a " + kind + " preset file must hold a map of keys");
     if (const ConfigNode* p = n.find("provenance")) {
       ConfigNode prov = *p;
@@ -869,7 +871,7 @@ std::string PresetRegistry::text_of(const std::string& kind, const std::string& 
   auto k = m_presets.find(kind);
   if (k == m_presets.end()) return {};
   auto e = k->second.find(name);
-  return e == k->second.end() ? std::string() : e->second.text;
+  return e == k->second.end() ? std::string() : std::string(e->second.text());
 }
 
 // ---------------------------------------------------------------------------------------------

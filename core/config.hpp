@@ -139,9 +139,16 @@ class PresetRegistry {
  private:
   struct Entry {
     std::string file;
-    std::string text;
+    std::string owned;  // the text read from a file or given to add_text
     mutable std::shared_ptr<ConfigNode> parsed;
     bool built_in = false;  // compiled in from presets/: one YAML document (DocumentCheck)
+    // A built-in preset's compiled-in text, viewed where it lies (issue 24), else `owned`.
+    const char* static_text = nullptr;
+    std::size_t static_size = 0;
+    std::string_view text() const {
+      return static_text != nullptr ? std::string_view(static_text, static_size)
+                                    : std::string_view(owned);
+    }
   };
   std::map<std::string, std::map<std::string, Entry>> m_presets;  // kind -> name -> entry
   mutable std::map<std::string, Entry> m_files;                   // preset files by path

@@ -193,7 +193,7 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
       }
       left_rates.push_back(f.rate);
       const auto at_id = std::lower_bound(
-          m_done_bounds.begin(), m_done_bounds.end(), id,
+          m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(), id,
           [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
       m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
       f.bound_s.clear();  // moved from: give it an emptied buffer back, if one is spare
@@ -416,28 +416,49 @@ FlowNetwork::ResourceId FlowNetwork::bottleneck(FlowId id) const {
   return f == nullptr ? -1 : f->bound;
 }
 
+// A finished flow's entry in m_done_bounds, or its end. Entries before m_done_head were taken.
+auto FlowNetwork::done_bounds_of(FlowId id) -> decltype(m_done_bounds)::iterator {
+  const auto it = std::lower_bound(m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head),
+                                   m_done_bounds.end(), id,
+                                   [](const auto& e, FlowId k) { return e.first < k; });
+  return it != m_done_bounds.end() && it->first == id ? it : m_done_bounds.end();
+}
+
+// Drops a taken entry: the first one left by moving the head past it (the fabric takes a
+// batch's flows in id order, so no entry moves), any other by erasing it.
+void FlowNetwork::drop_done_bounds(decltype(m_done_bounds)::iterator it) {
+  if (it == m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head)) {
+    if (++m_done_head == m_done_bounds.size()) {
+      m_done_bounds.clear();
+      m_done_head = 0;
+    }
+  } else {
+    m_done_bounds.erase(it);
+  }
+}
+
 std::vector<std::pair<FlowNetwork::ResourceId, double>> FlowNetwork::take_bottleneck_times(
     FlowId id) {
-  const auto it = std::lower_bound(m_done_bounds.begin(), m_done_bounds.end(), id,
-                                   [](const auto& e, FlowId k) { return e.first < k; });
-  if (it == m_done_bounds.end() || it->first != id) return {};
+  const auto it = done_bounds_of(id);
+  if (it == m_done_bounds.end()) return {};
   auto out = std::move(it->second);
-  m_done_bounds.erase(it);
+  it->second = {};
+  drop_done_bounds(it);
   return out;
 }
 
 void FlowNetwork::take_bottleneck_times(FlowId id,
                                         std::vector<std::pair<ResourceId, double>>& out) {
-  const auto it = std::lower_bound(m_done_bounds.begin(), m_done_bounds.end(), id,
-                                   [](const auto& e, FlowId k) { return e.first < k; });
-  if (it == m_done_bounds.end() || it->first != id) {
+  const auto it = done_bounds_of(id);
+  if (it == m_done_bounds.end()) {
     out.clear();
     return;
   }
   out.swap(it->second);
   it->second.clear();
   if (it->second.capacity() != 0) m_spare_bounds.push_back(std::move(it->second));
-  m_done_bounds.erase(it);
+  it->second = {};
+  drop_done_bounds(it);
 }
 
 double FlowNetwork::remaining(FlowId id) const {

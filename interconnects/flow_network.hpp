@@ -150,7 +150,10 @@ class FlowNetwork {
   // Finished flows' bottleneck times not yet taken, by ascending id: a vector, not a map (no
   // node per flow; the fabric takes each right after finish_due, so it stays short).
   std::vector<std::pair<FlowId, std::vector<std::pair<ResourceId, double>>>> m_done_bounds;
+  std::size_t m_done_head = 0;  // m_done_bounds' entries before it were taken (issue 24)
   std::vector<std::vector<std::pair<ResourceId, double>>> m_spare_bounds;  // emptied buffers
+  decltype(m_done_bounds)::iterator done_bounds_of(FlowId id);
+  void drop_done_bounds(decltype(m_done_bounds)::iterator it);
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight;
     std::vector<char> saturated, seen;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
@@ -19,9 +20,9 @@ namespace kappasim::cli {
 
 namespace {
 
-RunSpec load_run_spec(const std::string& config, const std::vector<std::string>& sets,
-                      ProvenanceTable* prov, ConfigNode* effective) {
-  ConfigNode root = load_yaml_file(config);
+// `root`: the config file's tree (read once by cmd_run).
+RunSpec load_run_spec(ConfigNode root, const std::vector<std::string>& sets, ProvenanceTable* prov,
+                      ConfigNode* effective) {
   for (const auto& s : sets) apply_set(root, s);
   RunSpec spec = read_config<RunSpec>(root, "", prov);
   if (effective) *effective = write_config(spec, "", prov);
@@ -37,9 +38,9 @@ const char* kConfigHeader = "# effective configuration of this run (kappasim run
 // kappasim run on a cluster config (the root has `cluster:`): DIR/requests.csv (every node's
 // finished requests), DIR/routes.csv, DIR/summary.json (Cluster::figures) and DIR/config.yaml;
 // no Perfetto trace (serving/run_folder).
-int run_cluster_command(const std::string& config, const std::vector<std::string>& sets,
-                        const std::string& out, bool dump, bool quiet, bool force, bool json) {
-  ConfigNode root = load_yaml_file(config);
+int run_cluster_command(const std::string& config, ConfigNode root,
+                        const std::vector<std::string>& sets, const std::string& out, bool dump,
+                        bool quiet, bool force, bool json) {
   for (const auto& s : sets) apply_set(root, s);
   ProvenanceTable prov;
   const ClusterRunSpec spec = read_config<ClusterRunSpec>(root, "", &prov);
@@ -150,9 +151,10 @@ int cmd_run(const std::vector<std::string>& args) {
   ConfigNode effective;
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
-  if (is_cluster_config(load_yaml_file(config)))  // a routed pool of nodes (serving/cluster)
-    return run_cluster_command(config, all_sets, out, dump, quiet, force, json);
-  const RunSpec spec = load_run_spec(config, all_sets, &prov, &effective);
+  ConfigNode root = load_yaml_file(config);  // read and parsed once (issue 24)
+  if (is_cluster_config(root))               // a routed pool of nodes (serving/cluster)
+    return run_cluster_command(config, std::move(root), all_sets, out, dump, quiet, force, json);
+  const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov, &effective);
   if (dump) {
     std::cout << emit_yaml(effective);
     return 0;

@@ -299,6 +299,41 @@ TEST(FlowNetwork, DisjointUpdatesGiveTheFullRecomputationsBits) {
   EXPECT_GT(full.recomputations(), inc.recomputations() + 100);
 }
 
+// Issue 24: finished flows' bottleneck times are kept until taken, in any order. By hand: a link
+// of 30 units/s, three flows of 10 bytes start at 0 and share it at 10 each: all three finish at
+// 1 s, each bound by the link for 1 s. Taken middle first, then last, then first; each once. A
+// fourth flow of 10 bytes alone at 1 s runs at 30: due at 1 + 1/3 s, bound for 1/3 s.
+TEST(FlowNetwork, BottleneckTimesAreTakenOnceInAnyOrder) {
+  FlowNetwork n;
+  const auto link = n.add_resource("link", 30.0);
+  const auto a = n.start(0.0, {{link, 1.0}}, 10.0);
+  const auto b = n.start(0.0, {{link, 1.0}}, 10.0);
+  const auto c = n.start(0.0, {{link, 1.0}}, 10.0);
+  std::vector<FlowNetwork::FlowId> done;
+  n.finish_due(1.0, done);
+  EXPECT_EQ(done.size(), 3u);
+  std::vector<std::pair<FlowNetwork::ResourceId, double>> times;
+  for (const auto id : {b, c, a}) {
+    n.take_bottleneck_times(id, times);
+    ASSERT_EQ(times.size(), 1u) << "flow " << id;
+    EXPECT_EQ(times[0].first, link);
+    EXPECT_DOUBLE_EQ(times[0].second, 1.0);
+  }
+  for (const auto id : {a, b, c}) {
+    n.take_bottleneck_times(id, times);  // handed over once
+    EXPECT_TRUE(times.empty()) << "flow " << id;
+  }
+  const auto d = n.start(1.0, {{link, 1.0}}, 10.0);
+  EXPECT_DOUBLE_EQ(n.next_finish(), 1.0 + 1.0 / 3);
+  n.finish_due(n.next_finish(), done);
+  EXPECT_EQ(done, (std::vector<FlowNetwork::FlowId>{d}));
+  const auto t = n.take_bottleneck_times(d);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].first, link);
+  EXPECT_DOUBLE_EQ(t[0].second, 1.0 / 3);
+  EXPECT_TRUE(n.take_bottleneck_times(d).empty());
+}
+
 // Issue 24: finished flows' slots are reused by later flows (their vectors' buffers kept). A
 // flow that starts after an earlier one finished in the middle of the id order still sits in id
 // order, with its own path and bytes. By hand: link 10 units/s, flows of 10 (a), 40 (b), 10 (c)
