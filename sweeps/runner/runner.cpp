@@ -39,6 +39,20 @@
 #include "sweeps/point_kind.hpp"
 #include "sweeps/runner/runner_internal.hpp"
 
+// glibc's own malloc (not a sanitizer's), as in apps/kappasim/start_heap.cpp.
+#define KAPPASIM_GLIBC_MALLOC 1
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(thread_sanitizer)
+#undef KAPPASIM_GLIBC_MALLOC
+#define KAPPASIM_GLIBC_MALLOC 0
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
+#undef KAPPASIM_GLIBC_MALLOC
+#define KAPPASIM_GLIBC_MALLOC 0
+#endif
+
 namespace kappasim::sweep {
 
 namespace {
@@ -456,7 +470,7 @@ class Zygote {
     sigaddset(&chld, SIGCHLD);  // blocked since ChildSignals: read through a signalfd
     const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0) ::_exit(4);
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if KAPPASIM_GLIBC_MALLOC
     // glibc's malloc consolidates its fast bins (free small chunks) on a point's first large
     // allocation and sorts its unsorted chunks into bins on a miss: every point walked and
     // rewrote the same inherited chunks, copy-on-write pages included (malloc_consolidate and
