@@ -5,9 +5,13 @@
 #include "sweeps/runner/runner.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -33,6 +38,20 @@
 #include "sweeps/aggregate.hpp"
 #include "sweeps/point_kind.hpp"
 #include "sweeps/runner/runner_internal.hpp"
+
+// glibc's own malloc (not a sanitizer's), as in apps/kappasim/start_heap.cpp.
+#define KAPPASIM_GLIBC_MALLOC 1
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(thread_sanitizer)
+#undef KAPPASIM_GLIBC_MALLOC
+#define KAPPASIM_GLIBC_MALLOC 0
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
+#undef KAPPASIM_GLIBC_MALLOC
+#define KAPPASIM_GLIBC_MALLOC 0
+#endif
 
 namespace kappasim::sweep {
 
@@ -341,6 +360,190 @@ int run_point_code(const PointRunOptions& po) {
   }
 }
 
+// ---- the zygote (issue 24) ----------------------------------------------------------------------
+// A child forked once per sweep, before its first point, that forks the sweep's points in its
+// place: the runner then shares its pages with one process instead of with every point, so it
+// takes no copy-on-write fault after each fork (≈ 165 per point, the runner's own writes), and
+// the points are the same processes as before (a fork of the same warm state, the same files).
+// The runner sends "SLOT\n" on a socket (MSG_NOSIGNAL: a dead zygote is an error to handle, not
+// a SIGPIPE); the zygote answers "SLOT STATUS\n" with the point's wait status when it ends, or
+// "SLOT fork ERRNO\n". Kill safety is a chain of PR_SET_PDEATHSIG: a killed runner takes the
+// zygote with it, and a dead zygote its points. The zygote waits for every point it forked
+// before it exits, so getrusage(RUSAGE_CHILDREN) of the runner counts the points' CPU once the
+// runner has reaped the zygote (report/sweeps.cpp's CPU per sweep).
+class Zygote {
+ public:
+  // Forks the zygote; `point(slot)` is what a point's process runs (its exit code) and
+  // `err_path(slot)` its stderr file. `mask` is the signal mask the points run with.
+  Zygote(const std::function<int(std::size_t)>& point,
+         const std::function<std::string(std::size_t)>& err_path, const sigset_t& mask) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw std::runtime_error(std::string("socketpair failed: ") + std::strerror(errno));
+    const pid_t runner = ::getpid();
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    m_pid = ::fork();
+    if (m_pid < 0) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    }
+    if (m_pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != runner) ::_exit(127);
+      ::close(sv[0]);
+      serve(sv[1], point, err_path, mask);
+    }
+    ::close(sv[1]);
+    m_fd = sv[0];
+  }
+  ~Zygote() {
+    // Normal end: close() was called. Otherwise (an exception in the runner) the zygote and its
+    // points are stopped, as the runner's own exit would stop them.
+    if (m_pid > 0) {
+      ::kill(m_pid, SIGKILL);
+      int status = 0;
+      while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+
+  pid_t pid() const { return m_pid; }
+  int fd() const { return m_fd; }
+  bool alive() const { return m_pid > 0; }
+  // Asks for `slot` to be run; false when the zygote is gone (the caller forks it itself).
+  bool start(std::size_t slot) {
+    const std::string line = std::to_string(slot) + "\n";
+    return m_pid > 0 && ::send(m_fd, line.data(), line.size(), MSG_NOSIGNAL) ==
+                            static_cast<ssize_t>(line.size());
+  }
+  // The reports received so far: (slot, wait status or -1 - errno for a failed fork).
+  std::vector<std::pair<std::size_t, int>> reports() {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(m_fd, buf, sizeof buf, MSG_DONTWAIT)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      m_in.append(buf, static_cast<std::size_t>(n));
+    }
+    std::vector<std::pair<std::size_t, int>> out;
+    for (std::size_t nl; (nl = m_in.find('\n')) != std::string::npos; m_in.erase(0, nl + 1)) {
+      std::stringstream ss(m_in.substr(0, nl));
+      std::size_t slot = 0;
+      std::string what;
+      int value = 0;
+      if (!(ss >> slot >> what)) continue;
+      if (what == "fork" && ss >> value)
+        out.emplace_back(slot, -1 - value);
+      else
+        out.emplace_back(slot, std::atoi(what.c_str()));
+    }
+    return out;
+  }
+  // The runner reaped the zygote (it died): no more points go to it.
+  void died() { m_pid = -1; }
+  // No more points: the zygote exits once its points have ended; waits for it.
+  void close() {
+    if (m_pid <= 0) return;
+    ::shutdown(m_fd, SHUT_WR);
+    int status = 0;
+    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    m_pid = -1;
+  }
+
+ private:
+  [[noreturn]] static void serve(int fd, const std::function<int(std::size_t)>& point,
+                                 const std::function<std::string(std::size_t)>& err_path,
+                                 const sigset_t& mask) {
+    const pid_t self = ::getpid();
+    const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd < 0) ::_exit(4);
+    ::dup2(null_fd, 0);
+    ::dup2(null_fd, 1);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);  // blocked since ChildSignals: read through a signalfd
+    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) ::_exit(4);
+#if KAPPASIM_GLIBC_MALLOC
+    // glibc's malloc consolidates its fast bins (free small chunks) on a point's first large
+    // allocation and sorts its unsorted chunks into bins on a miss: every point walked and
+    // rewrote the same inherited chunks, copy-on-write pages included (malloc_consolidate and
+    // _int_malloc, 11% of a short sweep's samples). Both once here instead: the trim
+    // consolidates (and gives back the free pages, so a point's first write there is no copy),
+    // one large allocation sorts. Addresses are no output: the files are the same.
+    ::malloc_trim(0);
+    void* volatile sort = std::malloc(std::size_t{1} << 20);  // volatile: not elided
+    std::free(sort);
+#endif
+    std::map<pid_t, std::size_t> points;
+    std::string in;
+    bool eof = false;
+    auto report = [fd](const std::string& line) {
+      if (::send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
+        ::_exit(4);  // the runner is gone (PR_SET_PDEATHSIG is on its way)
+    };
+    while (!eof || !points.empty()) {
+      pollfd fds[2] = {{sfd, POLLIN, 0}, {eof ? -1 : fd, POLLIN, 0}};
+      if (::poll(fds, 2, 1000) < 0 && errno != EINTR) ::_exit(4);
+      signalfd_siginfo info;
+      while (::read(sfd, &info, sizeof info) > 0) {
+      }
+      for (int status = 0;;) {
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) break;
+        const auto it = points.find(pid);
+        if (it == points.end()) continue;
+        report(std::to_string(it->second) + " " + std::to_string(status) + "\n");
+        points.erase(it);
+      }
+      if (eof || !(fds[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) eof = true;
+      if (n > 0) in.append(buf, static_cast<std::size_t>(n));
+      for (std::size_t nl; (nl = in.find('\n')) != std::string::npos; in.erase(0, nl + 1)) {
+        const std::size_t slot = std::stoul(in.substr(0, nl));
+        const pid_t pid = ::fork();
+        if (pid < 0) {
+          report(std::to_string(slot) + " fork " + std::to_string(errno) + "\n");
+          continue;
+        }
+        if (pid > 0) {
+          points[pid] = slot;
+          continue;
+        }
+        // The point: what the runner's own forked child runs (run_sweep's launch).
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != self) ::_exit(127);
+        ::close(fd);
+        ::close(sfd);
+        const int err_fd = ::open(err_path(slot).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (err_fd < 0) ::_exit(4);
+        ::dup2(err_fd, 2);
+        ::close(err_fd);
+        ::close(null_fd);
+        ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+        const int code = point(slot);
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+        ::_exit(code);  // not exit(): the runner's atexit handlers and statics are the runner's
+      }
+    }
+    ::_exit(0);
+  }
+
+  pid_t m_pid = -1;
+  int m_fd = -1;
+  std::string m_in;
+};
+
 }  // namespace
 
 std::string self_exe() {
@@ -453,9 +656,11 @@ int run_sweep(const SweepOptions& opts) {
   Progress progress(opts.quiet, todo.size());
   std::size_t next = 0, done = 0, failed = 0;
   std::map<pid_t, Running> running;
+  std::map<std::size_t, Running> zrunning;  // points the zygote runs, by slot
   {
     ChildSignals signals;
     const pid_t parent = ::getpid();
+    std::optional<Zygote> zygote;
     // The point's folder, point.yaml and command.txt (what its process would be run with).
     auto prepare = [&](std::size_t slot) {
       const Point& p = *todo[slot];
@@ -508,6 +713,17 @@ int run_sweep(const SweepOptions& opts) {
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
       const std::string err_path = pdir + "/stderr.txt";
+      if (zygote && zygote->alive()) {
+        // stderr.txt created here, so that a folder that cannot be written fails as below.
+        const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
+        ::close(fd);
+        if (zygote->start(slot)) {
+          zrunning[slot] = Running{slot, Clock::now(), {}, -1};
+          return;
+        }
+        // The zygote is gone: this point is forked here (its death is handled when reaped).
+      }
       const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
       if (err_fd < 0 || null_fd < 0)
@@ -699,6 +915,27 @@ int run_sweep(const SweepOptions& opts) {
     const std::size_t batch_size = opts.fork_points && opts.exe.empty() && kind && kind->batch
                                        ? std::clamp<std::size_t>(todo.size() / (workers * 4), 1, 64)
                                        : 1;
+    // Single points go through a zygote (above) unless the options say otherwise.
+    if (opts.fork_points && opts.exe.empty() && opts.zygote && batch_size == 1 && !todo.empty())
+      zygote.emplace(
+          [&](std::size_t slot) { return run_point_code(point_options(slot)); },
+          [&](std::size_t slot) { return d.point_dir(*todo[slot], total) + "/stderr.txt"; },
+          signals.old());
+    // The zygote's reports: each point ended (or could not be forked).
+    auto zygote_reports = [&] {
+      bool any = false;
+      for (const auto& [slot, status] : zygote->reports()) {
+        const auto it = zrunning.find(slot);
+        if (it == zrunning.end()) continue;
+        const double wall = std::chrono::duration<double>(Clock::now() - it->second.start).count();
+        zrunning.erase(it);
+        if (status < 0)
+          throw std::runtime_error(std::string("fork failed: ") + std::strerror(-1 - status));
+        finish(slot, status, wall);
+        any = true;
+      }
+      return any;
+    };
     auto launch_next = [&] {
       if (!alone.empty()) {
         const std::size_t slot = alone.front();
@@ -712,17 +949,36 @@ int run_sweep(const SweepOptions& opts) {
         launch(next++);
       }
     };
-    while (next < todo.size() || !alone.empty() || !running.empty()) {
-      while ((next < todo.size() || !alone.empty()) && running.size() < workers) launch_next();
+    while (next < todo.size() || !alone.empty() || !running.empty() || !zrunning.empty()) {
+      while ((next < todo.size() || !alone.empty()) && running.size() + zrunning.size() < workers)
+        launch_next();
       bool any = false;
       while (true) {
         int status = 0;
         const pid_t pid = ::waitpid(-1, &status, WNOHANG);
         if (pid <= 0) break;
+        if (zygote && pid == zygote->pid()) {
+          // The zygote died (killed from outside): what it reported stands; the points it was
+          // running died with it (PR_SET_PDEATHSIG) and run again, each forked here.
+          zygote->died();
+          zygote_reports();
+          for (const auto& z : zrunning) alone.push_back(z.first);
+          zrunning.clear();
+          any = true;
+          continue;
+        }
         reap(pid, status);
         any = true;
       }
-      if (any || running.empty()) continue;
+      if (zygote && zygote_reports()) any = true;
+      if (any || (running.empty() && zrunning.empty())) continue;
+      if (zygote && zygote->alive()) {
+        // Every point running is the zygote's: it reports on its socket (or closes it by dying).
+        pollfd pfd{zygote->fd(), POLLIN, 0};
+        ::poll(&pfd, 1, 1000);
+        progress.update(done, failed, false);
+        continue;
+      }
       sigset_t s;
       sigemptyset(&s);
       sigaddset(&s, SIGCHLD);
@@ -730,6 +986,7 @@ int run_sweep(const SweepOptions& opts) {
       ::sigtimedwait(&s, nullptr, &timeout);
       progress.update(done, failed, false);
     }
+    if (zygote) zygote->close();
   }
   if (!todo.empty()) progress.update(done, failed, true);
 

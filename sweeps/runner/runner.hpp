@@ -50,6 +50,10 @@ struct SweepOptions {
   // has run no SystemC simulation itself (one per process) and that links the point kinds: the
   // kappasim command line sets it for `sweep` and `reproduce`; ignored when `exe` is given.
   bool fork_points = false;
+  // With fork_points: a zygote, a child forked once before the first point, forks the points
+  // instead of this process (sweeps/runner/runner.cpp, class Zygote; the same files and records).
+  // false: this process forks each point itself (the tests compare the two).
+  bool zygote = true;
 };
 
 // Runs (or resumes) the sweep into out_dir and merges results.csv / results.jsonl when every

@@ -211,6 +211,54 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   EXPECT_EQ(slurp(d / "results.jsonl"), slurp(ref / "results.jsonl"));
 }
 
+// Issue 24: the points are forked by a zygote, the runner's one child. Killed from outside, its
+// running points die with it (PR_SET_PDEATHSIG) and run again, forked by the runner: nothing is
+// lost or recorded as failed, and the results are the same.
+TEST(SweepCli, AKilledZygotesPointsRunAgainAndMergeTheSame) {
+  const std::string body =
+      "name: zyg\nkind: selftest\nconfig: {x: 0, sleep: 0.15 s}\naxes:\n"
+      "  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}\n";
+  constexpr int kPoints = 16;
+  const std::string spec = spec_file("zygote", body);
+  const fs::path ref = scratch() / "zygote" / "ref", d = scratch() / "zygote" / "out";
+  ASSERT_EQ(kappasim({"sweep", spec, "--out", ref.string(), "-j", "2", "-q"}).code, 0);
+  const pid_t pid = start({KAPPASIM_BIN, "sweep", spec, "--out", d.string(), "-j", "2", "-q"});
+  auto finished = [&] {
+    int n = 0;
+    for (int i = 0; i < kPoints; ++i) {
+      const std::string num = std::to_string(i);
+      n +=
+          fs::exists(d / "points" / ("p" + std::string(6 - num.size(), '0') + num) / "result.json");
+    }
+    return n;
+  };
+  // The runner's child (its parent pid in /proc/PID/stat, after the command's closing paren).
+  auto child_of = [](pid_t parent) -> pid_t {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string stat = slurp(e.path() / "stat");
+      const auto paren = stat.rfind(')');
+      if (paren == std::string::npos) continue;
+      std::stringstream ss(stat.substr(paren + 1));
+      std::string state;
+      long ppid = 0;
+      if (ss >> state >> ppid && ppid == parent) return static_cast<pid_t>(std::stol(name));
+    }
+    return -1;
+  };
+  for (int i = 0; i < 2000 && finished() < 3; ++i) ::usleep(10000);
+  const pid_t zygote = child_of(pid);
+  ASSERT_GT(zygote, 0);
+  ASSERT_LT(finished(), kPoints) << "the sweep finished before the kill; nothing was tested";
+  ::kill(zygote, SIGKILL);
+  const Result r = finish(pid);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(finished(), kPoints);
+  EXPECT_EQ(slurp(d / "results.csv"), slurp(ref / "results.csv"));
+  EXPECT_EQ(slurp(d / "results.jsonl"), slurp(ref / "results.jsonl"));
+}
+
 TEST(SweepCli, TwoRunnersOnTheSamePointsAreRefusedShardsAreNot) {
   std::string body =
       "name: busy\nkind: selftest\nconfig: {x: 0, sleep: 0.2 s}\naxes:\n"

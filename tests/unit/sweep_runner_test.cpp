@@ -6,8 +6,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -161,6 +163,61 @@ TEST(SweepRunner, RunsInProcessWithTheExecutableItIsGiven) {
   so.exe = "/opt/kappasim/bin/kappasim";
   EXPECT_TRUE(has(sweep::slurm_script(so), "\nexec /opt/kappasim/bin/kappasim sweep "))
       << sweep::slurm_script(so);
+  fs::remove_all(dir);
+}
+
+// Issue 24: points forked in this process (fork_points, selftest registered here) by a zygote
+// or by the runner itself record the same results, failures and an input error alike. By hand:
+// x = 3 gives x2 = 9; abort() is SIGABRT, _Exit(1) exit code 1, `fail: invalid` exit code 2.
+TEST(SweepRunner, ZygoteAndDirectForksRecordTheSameResults) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kappasim-zygote-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream spec(dir / "spec.yaml");
+    spec << "name: forks\nkind: selftest\nconfig: {x: 3}\naxes:\n"
+            "  - {key: fail, values: [none, abort, exit, invalid, none]}\n";
+  }
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::map<bool, std::string> csv, jsonl;
+  for (bool zygote : {true, false}) {
+    sweep::SweepOptions o;
+    o.spec_path = (dir / "spec.yaml").string();
+    o.out_dir = (dir / (zygote ? "zygote" : "direct")).string();
+    o.jobs = 2;
+    o.quiet = true;
+    o.fork_points = true;
+    o.zygote = zygote;
+    EXPECT_EQ(sweep::run_sweep(o), 3) << "zygote " << zygote;
+    csv[zygote] = slurp(fs::path(o.out_dir) / "results.csv");
+    jsonl[zygote] = slurp(fs::path(o.out_dir) / "results.jsonl");
+    const sweep::SweepTable t = sweep::read_results_csv(o.out_dir);
+    ASSERT_EQ(t.rows.size(), 5u);
+    std::size_t status = t.columns.size(), error = status, x2 = status;
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      if (t.columns[c] == "status") status = c;
+      if (t.columns[c] == "error") error = c;
+      if (t.columns[c] == "x2") x2 = c;
+    }
+    ASSERT_LT(std::max({status, error, x2}), t.columns.size());
+    EXPECT_EQ(t.rows[0][status], "ok");
+    EXPECT_EQ(t.rows[0][x2], "9");
+    EXPECT_EQ(t.rows[1][status], "failed");
+    EXPECT_EQ(t.rows[1][error], "killed by SIGABRT");
+    EXPECT_EQ(t.rows[2][status], "failed");
+    EXPECT_EQ(t.rows[2][error], "exit code 1");
+    EXPECT_EQ(t.rows[3][status], "invalid");
+    EXPECT_TRUE(has(t.rows[3][error], "invalid input on request")) << t.rows[3][error];
+    EXPECT_EQ(t.rows[4][status], "ok");
+    EXPECT_TRUE(has(slurp(fs::path(o.out_dir) / "points/p000003/stderr.txt"), "kappasim: error: "));
+  }
+  EXPECT_EQ(csv[true], csv[false]);
+  EXPECT_EQ(jsonl[true], jsonl[false]);
   fs::remove_all(dir);
 }
 
