@@ -21,17 +21,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
-    __has_feature(thread_sanitizer)
-#define KAPPASIM_START_HEAP_OFF 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KAPPASIM_START_HEAP_OFF 1
-#endif
+#include "core/glibc_malloc.hpp"
 
-#if !defined(KAPPASIM_START_HEAP_OFF) && defined(__GLIBC__) && defined(__linux__)
+#if KAPPASIM_GLIBC_MALLOC && defined(__linux__)
 namespace {
 
 #ifndef MADV_POPULATE_WRITE

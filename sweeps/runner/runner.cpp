@@ -32,26 +32,13 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/glibc_malloc.hpp"
 #include "core/output.hpp"
 #include "core/preset_warm.hpp"
 #include "core/units.hpp"
 #include "sweeps/aggregate.hpp"
 #include "sweeps/point_kind.hpp"
 #include "sweeps/runner/runner_internal.hpp"
-
-// glibc's own malloc (not a sanitizer's), as in apps/kappasim/start_heap.cpp.
-#define KAPPASIM_GLIBC_MALLOC 1
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
-    __has_feature(thread_sanitizer)
-#undef KAPPASIM_GLIBC_MALLOC
-#define KAPPASIM_GLIBC_MALLOC 0
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
-#undef KAPPASIM_GLIBC_MALLOC
-#define KAPPASIM_GLIBC_MALLOC 0
-#endif
 
 namespace kappasim::sweep {
 
