@@ -103,12 +103,13 @@ std::uint64_t own_key(const Request& r, std::int64_t i) {
   return key(r.id ^ kOwnBit, static_cast<std::uint64_t>(i));
 }
 
-std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+void chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens,
+                std::vector<std::uint64_t>& keys) {
   if (chunk_tokens < 1) throw std::logic_error("chunk_keys: chunk_tokens must be >= 1");
   const std::int64_t prompt = r.prompt_tokens();
   if (tokens < 0) tokens = prompt;
   const std::int64_t full = tokens / chunk_tokens, prompt_full = prompt / chunk_tokens;
-  std::vector<std::uint64_t> keys;
+  keys.clear();
   keys.reserve(static_cast<std::size_t>(full));
   if (!r.block_hashes.empty()) {
     if (r.block_tokens < chunk_tokens || r.block_tokens % chunk_tokens != 0)
@@ -124,7 +125,7 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
     std::size_t chained = 0;                      // blocks folded into `chain` so far
     for (std::int64_t i = 0; i < std::min(full, prompt_full); ++i) {
       const auto b = static_cast<std::size_t>(i / per_block);
-      if (b >= r.block_hashes.size()) return keys;  // the chain ends: nothing after it leads
+      if (b >= r.block_hashes.size()) return;  // the chain ends: nothing after it leads
       if (b + 1 > chained) {
         chain = key(chain, r.block_hashes[b]);
         chained = b + 1;
@@ -137,7 +138,7 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
     const std::uint64_t own = mix(r.id ^ kOwnBit);
     for (std::int64_t i = prompt_full; i < full; ++i)
       keys.push_back(key_mixed(own, static_cast<std::uint64_t>(i)));  // own_key(r, i)
-    return keys;
+    return;
   }
   // plain_key(r, i, prefix_chunks) for each i: shared_chunk holds exactly for i below `shared`
   // (all of them when the request extends its sequence, the prefix's chunks otherwise, none
@@ -150,6 +151,11 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
   const std::uint64_t own = mix(r.id ^ kOwnBit);
   for (std::int64_t i = std::max<std::int64_t>(shared, 0); i < full; ++i)
     keys.push_back(key_mixed(own, static_cast<std::uint64_t>(i)));
+}
+
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+  std::vector<std::uint64_t> keys;
+  chunk_keys(r, chunk_tokens, tokens, keys);
   return keys;
 }
 
