@@ -18,8 +18,8 @@ namespace {
 // The keys of a request's reusable prefix (its leading whole chunks inside prefix_tokens): the
 // leading keys of chunk_keys(r, chunk_tokens), computed only that far (chunk_keys of the first
 // min(prefix, prompt) tokens are the prompt's leading keys).
-std::vector<std::uint64_t> prefix_keys(const Request& r, int chunk_tokens) {
-  return chunk_keys(r, chunk_tokens, std::min(r.prefix_tokens, r.prompt_tokens()));
+void prefix_keys(const Request& r, int chunk_tokens, std::vector<std::uint64_t>& keys) {
+  chunk_keys(r, chunk_tokens, std::min(r.prefix_tokens, r.prompt_tokens()), keys);
 }
 }  // namespace
 
@@ -60,8 +60,9 @@ void Arrivals::run() {
     // arrival order, LRU within the capacity (routing is known only as requests arrive).
     std::unique_ptr<WorkloadSource> src = m_warm_source();
     Request w;
+    std::vector<std::uint64_t> keys;  // one buffer for every request's keys
     while (src->next(w)) {
-      const std::vector<std::uint64_t> keys = prefix_keys(w, chunk);
+      prefix_keys(w, chunk, keys);
       for (auto& rank : m_ranks) rank->store->warm(keys);
     }
     warmed = true;
@@ -81,7 +82,8 @@ void Arrivals::run() {
       // No copy of the stream to warm from: a prefix never placed before counts as
       // pre-populated at its first use; later uses find it only if it survived LRU.
       KvStore& store = *m_ranks[ri]->store;
-      std::vector<std::uint64_t> pk = prefix_keys(r, chunk);
+      std::vector<std::uint64_t> pk;
+      prefix_keys(r, chunk, pk);
       pk.erase(std::remove_if(pk.begin(), pk.end(),
                               [&](std::uint64_t k) { return store.dram().ever_placed(k); }),
                pk.end());

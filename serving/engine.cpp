@@ -292,7 +292,8 @@ std::uint64_t ServingEngine::copy_kernels_started() const {
 bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   const ServingSpec& sv = m_spec.serving;
   const int chunk = sv.tier_chunk_tokens();
-  std::vector<std::uint64_t> keys = chunk_keys(r, chunk);
+  std::vector<std::uint64_t>& keys = m_admit_keys;
+  chunk_keys(r, chunk, -1, keys);
   Rank& rank = *m_ranks[ri];
   RequestState& st = m_ledger.open(r.id, static_cast<int>(ri));
   if (sv.end_to_end()) {
@@ -343,7 +344,7 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
         rank.sched->compact_back(st.seq.get(), *rec);
         m_ledger.park(r.id);
       } else {
-        st.tier_keys = std::move(keys);  // kept whole: its store needs them (KvStore::keys_of)
+        st.tier_keys.swap(keys);  // kept whole: its store needs them (KvStore::keys_of)
       }
     } catch (const InputError&) {
       m_ledger.close(r.id);

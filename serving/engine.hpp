@@ -169,7 +169,10 @@ class ServingEngine : public sc_core::sc_module {
   std::vector<std::unique_ptr<Rank>> m_ranks;
   std::vector<std::unique_ptr<StepGroup>> m_groups;
   RequestLedger m_ledger;  // arrived, not finished: one state per request
-  RankView m_view;         // m_ranks and m_ledger as routers see them
+  // admit()'s chunk keys: its buffer is kept when the request is parked without them (issue 24:
+  // no allocation per arrival then).
+  std::vector<std::uint64_t> m_admit_keys;
+  RankView m_view;  // m_ranks and m_ledger as routers see them
   std::unique_ptr<Arrivals> m_arrivals;
   std::unique_ptr<KvPull> m_pull;  // P/D pulls and pushes, async loads, one stream per rank
   std::unique_ptr<EngineTrace> m_trace;

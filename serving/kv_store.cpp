@@ -401,7 +401,13 @@ void KvStore::reap() {
 }
 
 const std::vector<std::uint64_t>& KvStore::keys_of(RequestState& st) const {
-  if (st.tier_keys.empty()) st.tier_keys = chunk_keys(st.seq->req, m_chunk_tokens);
+  if (st.tier_keys.empty()) {
+    if (!m_spare_keys.empty()) {
+      st.tier_keys.swap(m_spare_keys.back());
+      m_spare_keys.pop_back();
+    }
+    chunk_keys(st.seq->req, m_chunk_tokens, -1, st.tier_keys);
+  }
   return st.tier_keys;
 }
 
@@ -420,6 +426,11 @@ void KvStore::finished(RequestState& st) {
     }
   }
   m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
+  // Nothing reads its keys after this: their buffer serves a later request's.
+  if (st.tier_keys.capacity() != 0 && m_spare_keys.size() < kSpareKeys) {
+    m_spare_keys.push_back(std::move(st.tier_keys));
+    st.tier_keys.clear();
+  }
 }
 
 }  // namespace kappasim

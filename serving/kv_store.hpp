@@ -151,6 +151,10 @@ class KvStore {
   std::optional<HybridKv> m_hybrid;         // hybrid: the levels' shares are of its bytes
   std::list<InFlight> m_writes;
   std::list<Prefetch> m_prefetches;  // in arrival order
+  // Finished requests' key buffers, for keys_of to fill again (issue 24: no allocation per
+  // stored request; at most kSpareKeys kept).
+  static constexpr std::size_t kSpareKeys = 8;
+  mutable std::vector<std::vector<std::uint64_t>> m_spare_keys;
 };
 
 }  // namespace kappasim

@@ -54,6 +54,14 @@ void KvTier::move_run_to_back(std::uint32_t first, std::uint32_t last) {
 
 std::uint32_t KvTier::follow(std::uint32_t prev, std::uint64_t key) const {
   if (prev == kNil) return kNil;
+  // The node after prev is most often prev + 1 (a run's nodes were taken from the pool one
+  // after another): tested first, the address of the next key to compare does not wait for the
+  // load of prev's link, so a run's compares overlap instead of each waiting for the last
+  // (issue 24). The same answer: n continues the run exactly when it is prev's next and holds
+  // the key.
+  const std::uint32_t guess = prev + 1;
+  if (guess < m_nodes.size() && m_nodes[guess].key == key && m_nodes[prev].next == guess)
+    return guess;
   const std::uint32_t n = m_nodes[prev].next;
   return n != kNil && m_nodes[n].key == key ? n : kNil;
 }

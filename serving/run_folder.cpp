@@ -31,7 +31,8 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
       make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
   // warm_tier: the tier starts as the same request stream would leave it (a second copy).
   sinks.warm_source = [&spec, base_dir] {
-    return make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+    return make_source_again(spec.workload, static_cast<std::uint64_t>(spec.workload.seed),
+                             base_dir);
   };
   return run_serving(spec, *source, sinks);
 }

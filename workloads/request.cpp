@@ -1,6 +1,7 @@
 #include "workloads/request.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <mutex>
 #include <ostream>
@@ -64,16 +65,51 @@ std::uint64_t plain_key(const Request& r, std::int64_t i, std::int64_t prefix_ch
 }
 }  // namespace
 
+namespace {
+// The leading keys of a sequence's chunks, key(sequence_id, i) for i < n, kept for the last few
+// sequences asked (issue 24: every request of a document or chat asks for its prefix's keys at
+// least three times: warming, admission, store; a copy costs a fraction of the mixes). A
+// direct-mapped cache of kSequenceSlots sequences, each holding at most kMaxSequenceKeys keys
+// (longer prefixes are computed as before), so its memory is bounded (2 MiB) whatever the
+// workload; per thread, as sweep points may run in threads. Values only: the same keys as
+// computing them.
+constexpr std::size_t kSequenceSlots = 128;
+constexpr std::int64_t kMaxSequenceKeys = 2048;
+struct SequenceKeys {
+  std::uint64_t sequence_id = 0;  // 0: empty (a request without a sequence shares no chunk)
+  std::vector<std::uint64_t> keys;
+};
+void append_sequence_keys(std::uint64_t sequence_id, std::int64_t n,
+                          std::vector<std::uint64_t>& out) {
+  const std::uint64_t seq = mix(sequence_id);
+  if (n > kMaxSequenceKeys) {
+    for (std::int64_t i = 0; i < n; ++i)
+      out.push_back(key_mixed(seq, static_cast<std::uint64_t>(i)));
+    return;
+  }
+  thread_local std::array<SequenceKeys, kSequenceSlots> cache;
+  SequenceKeys& e = cache[seq % kSequenceSlots];
+  if (e.sequence_id != sequence_id) {
+    e.sequence_id = sequence_id;
+    e.keys.clear();
+  }
+  for (auto i = static_cast<std::int64_t>(e.keys.size()); i < n; ++i)
+    e.keys.push_back(key_mixed(seq, static_cast<std::uint64_t>(i)));
+  out.insert(out.end(), e.keys.data(), e.keys.data() + n);
+}
+}  // namespace
+
 std::uint64_t own_key(const Request& r, std::int64_t i) {
   return key(r.id ^ kOwnBit, static_cast<std::uint64_t>(i));
 }
 
-std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+void chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens,
+                std::vector<std::uint64_t>& keys) {
   if (chunk_tokens < 1) throw std::logic_error("chunk_keys: chunk_tokens must be >= 1");
   const std::int64_t prompt = r.prompt_tokens();
   if (tokens < 0) tokens = prompt;
   const std::int64_t full = tokens / chunk_tokens, prompt_full = prompt / chunk_tokens;
-  std::vector<std::uint64_t> keys;
+  keys.clear();
   keys.reserve(static_cast<std::size_t>(full));
   if (!r.block_hashes.empty()) {
     if (r.block_tokens < chunk_tokens || r.block_tokens % chunk_tokens != 0)
@@ -89,7 +125,7 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
     std::size_t chained = 0;                      // blocks folded into `chain` so far
     for (std::int64_t i = 0; i < std::min(full, prompt_full); ++i) {
       const auto b = static_cast<std::size_t>(i / per_block);
-      if (b >= r.block_hashes.size()) return keys;  // the chain ends: nothing after it leads
+      if (b >= r.block_hashes.size()) return;  // the chain ends: nothing after it leads
       if (b + 1 > chained) {
         chain = key(chain, r.block_hashes[b]);
         chained = b + 1;
@@ -102,15 +138,24 @@ std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::i
     const std::uint64_t own = mix(r.id ^ kOwnBit);
     for (std::int64_t i = prompt_full; i < full; ++i)
       keys.push_back(key_mixed(own, static_cast<std::uint64_t>(i)));  // own_key(r, i)
-    return keys;
+    return;
   }
-  // plain_key(r, i, prefix_chunks) for each i, with its two mix(a) computed once.
+  // plain_key(r, i, prefix_chunks) for each i: shared_chunk holds exactly for i below `shared`
+  // (all of them when the request extends its sequence, the prefix's chunks otherwise, none
+  // without a sequence): the sequence's leading keys (append_sequence_keys), then the request's
+  // own, with its mix(a) computed once (issue 24: no branch per key; the same keys).
   const std::int64_t prefix_chunks = r.prefix_tokens / chunk_tokens;
-  const std::uint64_t own = mix(r.id ^ kOwnBit), seq = mix(r.sequence_id);
-  for (std::int64_t i = 0; i < full; ++i) {
-    keys.push_back(
-        key_mixed(shared_chunk(r, i, prefix_chunks) ? seq : own, static_cast<std::uint64_t>(i)));
-  }
+  const std::int64_t shared =
+      r.sequence_id == 0 ? 0 : (r.extends_sequence ? full : std::min(full, prefix_chunks));
+  if (shared > 0) append_sequence_keys(r.sequence_id, shared, keys);
+  const std::uint64_t own = mix(r.id ^ kOwnBit);
+  for (std::int64_t i = std::max<std::int64_t>(shared, 0); i < full; ++i)
+    keys.push_back(key_mixed(own, static_cast<std::uint64_t>(i)));
+}
+
+std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens) {
+  std::vector<std::uint64_t> keys;
+  chunk_keys(r, chunk_tokens, tokens, keys);
   return keys;
 }
 

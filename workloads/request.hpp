@@ -84,6 +84,9 @@ struct Request {
 // request's own (a trace names no generated tokens). Deterministic: a pure function of the
 // request.
 std::vector<std::uint64_t> chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens = -1);
+// The same into `keys` (cleared first; its buffer reused: no allocation per call once grown).
+void chunk_keys(const Request& r, int chunk_tokens, std::int64_t tokens,
+                std::vector<std::uint64_t>& keys);
 // chunk_keys(r, chunk_tokens, tokens)[i] for a chunk i that holds generated tokens
 // ((i + 1) x chunk_tokens > the prompt), in O(1) (logic_error for a chunk inside the prompt).
 std::uint64_t generated_chunk_key(const Request& r, int chunk_tokens, std::int64_t i);

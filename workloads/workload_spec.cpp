@@ -152,11 +152,26 @@ std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint6
     case WorkloadType::NarrativeQa:
     case WorkloadType::DocFinQa:
       within_time_limit(make_generator(spec.type, spec, spec.requests, spec.rate, seed));
+      break;
+    case WorkloadType::Trace:
+      break;
+    case WorkloadType::Mix:
+      within_time_limit(std::make_unique<MixSource>(spec, seed));
+      break;
+  }
+  return make_source_again(spec, seed, base_dir);
+}
+
+std::unique_ptr<WorkloadSource> make_source_again(const WorkloadSpec& spec, std::uint64_t seed,
+                                                  const std::string& base_dir) {
+  switch (spec.type) {
+    case WorkloadType::ShareGpt:
+    case WorkloadType::NarrativeQa:
+    case WorkloadType::DocFinQa:
       return make_generator(spec.type, spec, spec.requests, spec.rate, seed);
     case WorkloadType::Trace:
       return std::make_unique<TraceSource>(spec.trace, base_dir);
     case WorkloadType::Mix:
-      within_time_limit(std::make_unique<MixSource>(spec, seed));
       return std::make_unique<MixSource>(spec, seed);
   }
   throw std::logic_error("make_source: unknown workload type");

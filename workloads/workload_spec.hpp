@@ -279,5 +279,10 @@ void check_mix_weights(const std::map<std::string, double>& mix, const std::stri
 // a MixSource (workloads/mix_source.hpp) over lazily run generators.
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir = "");
+// make_source without its check that every arrival is within the simulator's time limit (a
+// generator run ahead once): for a second copy of a source make_source already made with the
+// same spec and seed, which checked the same arrivals (issue 24: the warm tier's copy).
+std::unique_ptr<WorkloadSource> make_source_again(const WorkloadSpec& spec, std::uint64_t seed,
+                                                  const std::string& base_dir = "");
 
 }  // namespace kappasim

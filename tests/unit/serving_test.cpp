@@ -72,6 +72,25 @@ TEST(KvTier, EvictsLeastRecentlyUsed) {
   EXPECT_EQ(t.size(), 3u);
 }
 
+TEST(KvTier, ARunFollowsTheListNotThePool) {
+  // issue 24: a run of hits is followed by trying the pool's next node first. Chunks 1, 2, 3
+  // take nodes 0, 1, 2; touching 2 leaves the list 1 3 2, so node 1 (chunk 2) is the pool's next
+  // after chunk 1's node but not the list's: a lookup of {1, 2} is two runs, and leaves 3 1 2.
+  KvTier t(16, 3 * 16 * 100.0, 100);  // room for exactly 3 chunks
+  t.insert({1, 2, 3});                // 1 2 3
+  EXPECT_EQ(t.lookup({2}), 1u);       // 1 3 2
+  EXPECT_EQ(t.lookup({1, 2}), 2u);    // 3 1 2
+  EXPECT_EQ(t.insert({4}), 1u);       // evicts 3 -> 1 2 4
+  EXPECT_FALSE(t.contains(3));
+  EXPECT_EQ(t.insert({1, 2, 5}), 1u);  // touches 1 2 (4 1 2), evicts 4 -> 1 2 5
+  EXPECT_FALSE(t.contains(4));
+  EXPECT_EQ(t.insert({6, 7}), 2u);  // evicts 1, then 2
+  EXPECT_TRUE(t.contains(5));
+  EXPECT_FALSE(t.contains(1));
+  EXPECT_FALSE(t.contains(2));
+  EXPECT_EQ(t.evicted_chunks(), 4u);
+}
+
 TEST(KvTier, CapacityInBytes) {
   // chunk = 256 × 1000 B = 256,000 B; capacity 2.5 chunks holds 2.
   KvTier t(256, 2.5 * 256000, 1000);
@@ -499,6 +518,42 @@ TEST(ChunkKeys, GeneratedTokensExtendAChatTurnIntoItsNextTurnsPrefixAndAreOwnOth
   EXPECT_TRUE(std::equal(tprompt.begin(), tprompt.end(), tk.begin()));
   EXPECT_EQ(own_chunk_keys(tr, 16, 160), std::vector<std::uint64_t>(tk.begin() + 8, tk.end()));
   EXPECT_TRUE(own_chunk_keys(tr, 16).empty());
+}
+
+TEST(ChunkKeys, SequenceKeysAreTheSameWhateverWasAskedBefore) {
+  // issue 24: a sequence's leading keys come from a small cache of recent sequences. Checked
+  // against generated_chunk_key, which computes a chat turn's generated chunk (the sequence's
+  // key) directly: a turn of 1 token on sequence S generates chunks 1, 2, ... of S. 300
+  // sequences (more than the cache's slots), prefixes growing and shrinking, some longer than
+  // the longest the cache keeps (2,048 keys), asked in an interleaved order.
+  const auto key_of = [](std::uint64_t seq, std::int64_t i) {
+    Request turn;
+    turn.id = 1;
+    turn.sequence_id = seq;
+    turn.extends_sequence = true;
+    turn.new_tokens = 1;
+    return generated_chunk_key(turn, 1, i);
+  };
+  const std::int64_t lengths[] = {5, 40, 3, 2500, 41, 2048, 2049, 7};
+  std::uint64_t id = 10;
+  for (const std::int64_t len : lengths)
+    for (std::uint64_t seq = 1; seq <= 300; seq += (len > 1000 ? 37 : 1)) {
+      Request q;
+      q.id = ++id;
+      q.sequence_id = seq;
+      q.prefix_tokens = len;
+      q.new_tokens = 2;
+      std::vector<std::uint64_t> keys;
+      chunk_keys(q, 1, -1, keys);
+      ASSERT_EQ(keys.size(), static_cast<std::size_t>(len + 2));
+      for (std::int64_t i = 1; i < len; i += (len > 100 ? 97 : 1))
+        ASSERT_EQ(keys[static_cast<std::size_t>(i)], key_of(seq, i))
+            << seq << " " << len << " " << i;
+      ASSERT_EQ(keys[static_cast<std::size_t>(len - 1)], key_of(seq, len - 1));
+      // The question's own chunks: not the sequence's.
+      EXPECT_EQ(keys[static_cast<std::size_t>(len)], own_key(q, len));
+      EXPECT_EQ(chunk_keys(q, 1), keys);
+    }
 }
 
 // ---- PagedKv ------------------------------------------------------------------------------
