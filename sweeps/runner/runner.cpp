@@ -205,8 +205,11 @@ void claim_dir(const SweepDir& d, const SweepSpec& s, const std::string& spec_pa
 
 // Keeps two runners off the same points: an unsharded runner holds DIR/.lock exclusively, a
 // sharded one holds it shared plus DIR/.lock-I-of-N exclusively. flock: released when the
-// process ends, however it ends (a SIGKILLed runner leaves no stale lock); O_CLOEXEC: the
-// point processes do not inherit it.
+// process ends, however it ends (a SIGKILLed runner leaves no stale lock). A lock belongs to
+// the open file, so the runner's forked children (its zygote, the points it forks) hold it with
+// it until they exit: a SIGKILLed runner's folder stays locked until they have died too
+// (PR_SET_PDEATHSIG), so a rerun cannot start while they may still write. O_CLOEXEC: a
+// process a point execs does not inherit it.
 class RunnerLock {
  public:
   RunnerLock(const std::string& dir, int shard_i, int shard_n) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +191,19 @@ TEST(SweepCli, SigkillThenRerunLosesNothingAndMergesTheSame) {
   for (int i = 0; i < 2000 && finished() < 3; ++i) ::usleep(10000);
   ::kill(pid, SIGKILL);
   finish(pid);
+  // The runner's forked children (its zygote, the points running) hold the folder's lock until
+  // they die too (PR_SET_PDEATHSIG, a few scheduler turns later on a loaded machine); a rerun
+  // before that is refused ("another kappasim sweep is running"), which is right: they may still
+  // write. Wait (polling, no timing assertion) until the lock is free, as a user would.
+  const auto lock_free = [&] {
+    const int fd = ::open((d / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return true;
+    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);  // releases it again
+    return free;
+  };
+  for (int i = 0; i < 2000 && !lock_free(); ++i) ::usleep(10000);
+  ASSERT_TRUE(lock_free()) << "the killed sweep's processes still hold its folder after 20 s";
   const int done = finished();
   ASSERT_GE(done, 3);
   ASSERT_LT(done, kPoints) << "the sweep finished before it was killed; nothing was tested";
