@@ -5,7 +5,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/results.hpp"
@@ -27,6 +29,9 @@ struct SweepTiming {
   std::string name;
   std::size_t points = 0;  // rows of its results.csv
   double wall_s = 0, cpu_s = 0;
+  // Run by SweepSource::prefetch's pool with other sweeps: wall_s is from its first point's
+  // start to its last point's end, a span that overlaps the other pooled sweeps'.
+  bool pooled = false;
 };
 
 // Runs a sweep spec resumably into out_dir (in kappasim: sweep::run_sweep with the command's
@@ -34,15 +39,35 @@ struct SweepTiming {
 // failed (the report goes on and lists them); anything else stops the report.
 using SweepRunner = std::function<int(const std::string& spec_path, const std::string& out_dir)>;
 
+// What a pool did with one of its sweeps (sweep::SweepRun in kappasim): the exit code as
+// SweepRunner's, the CPU time of the processes that ran its points, and the seconds from the
+// pool's start to its first point's start and to its last point's end (-1: none ran).
+struct PooledSweep {
+  int code = 0;
+  double cpu_s = 0, first_start_s = -1, last_end_s = -1;
+};
+// Runs several sweep specs (spec path, out dir) resumably through one pool of workers
+// (sweep::run_sweeps in kappasim), in that order; one PooledSweep each, in the same order.
+using SweepPoolRunner = std::function<std::vector<PooledSweep>(
+    const std::vector<std::pair<std::string, std::string>>& specs_and_dirs)>;
+
 class SweepSource {
  public:
   // `out`: the reproduce folder; `experiments`: the folder holding reproduce/ and studies/.
-  SweepSource(std::string out, std::string experiments, bool quick, bool quiet, SweepRunner run);
+  SweepSource(std::string out, std::string experiments, bool quick, bool quiet, SweepRunner run,
+              SweepPoolRunner pool = nullptr);
   // DIR/sweeps/<name> (<name>-quick with --quick).
   std::string sweep_dir(const std::string& name) const;
   // Runs `spec` (relative to experiments/, or an absolute path) and reads its results.
   // InputError when the spec does not exist; runtime_error when the runner fails.
   SweepData run(const std::string& spec);
+  // Runs `specs` (as run() names them) through one pool before any section asks for them (issue
+  // 24: the workers go from one sweep's points to the next's without waiting for a sweep's last
+  // point), so that run() then only reads each back. The same folders and results as run() one
+  // by one; a spec prefetch did not run runs in run() as before. Without a pool runner: nothing.
+  void prefetch(const std::vector<std::string>& specs);
+  // The wall time of prefetch's pool (0 without one).
+  double pool_wall_s() const { return m_pool_wall_s; }
   // "<spec>: N of M points did not complete ..." for every sweep run so far that had some.
   const std::vector<std::string>& problems() const { return m_problems; }
   // Every sweep run so far, in the order they ran.
@@ -54,6 +79,9 @@ class SweepSource {
   std::string m_out, m_experiments;
   bool m_quick, m_quiet;
   SweepRunner m_run;
+  SweepPoolRunner m_pool;
+  std::map<std::string, PooledSweep> m_pooled;  // by spec as named, what prefetch ran
+  double m_pool_wall_s = 0;
   std::vector<std::string> m_problems;
   std::vector<SweepTiming> m_timings;
 };

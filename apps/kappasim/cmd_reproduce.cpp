@@ -67,13 +67,32 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     o.fork_points = true;  // points in forked children of this warm process (no simulation here)
     return sweep::run_sweep(o);
   };
+  // The sweeps of experiments/ first, through one pool (sweep::run_sweeps), with the same options.
+  const report::SweepPoolRunner pool =
+      [&](const std::vector<std::pair<std::string, std::string>>& specs_and_dirs) {
+        std::vector<sweep::SweepOptions> all;
+        for (const auto& [spec, out_dir] : specs_and_dirs) {
+          sweep::SweepOptions o;
+          o.spec_path = spec;
+          o.out_dir = out_dir;
+          o.jobs = jobs;
+          o.quick = R.quick;
+          o.quiet = R.quiet;
+          o.fork_points = true;
+          all.push_back(o);
+        }
+        std::vector<report::PooledSweep> out;
+        for (const sweep::SweepRun& r : sweep::run_sweeps(all))
+          out.push_back({r.code, r.cpu_s, r.first_start_s, r.last_end_s});
+        return out;
+      };
   // Each Eq. 6 probe as a child `kappasim probe ...` (apps/kappasim/analysis_eval).
   const report::ProbeRunner probe = [](const std::vector<std::string>& a,
                                        const std::string& pointer, const std::string& work_file,
                                        const std::string& what) {
     return run_command_value(a, {}, pointer, work_file, what);
   };
-  const std::string report = report::write_reproduce_report(R, run_sweep, probe);
+  const std::string report = report::write_reproduce_report(R, run_sweep, probe, pool);
   if (!R.quiet) std::cout << "report: " << report << "\n";
   return 0;
 }
