@@ -44,30 +44,29 @@ std::string SweepSource::sweep_dir(const std::string& name) const {
 }
 
 void SweepSource::prefetch(const std::vector<std::string>& rels) {
-  if (!m_pool || rels.empty()) return;
+  if (!m_pool || rels.empty() || m_pool_run) return;
   std::vector<std::pair<std::string, std::string>> jobs;
   for (const std::string& rel : rels) {
     const std::string spec = (fs::path(m_experiments) / rel).string();
     if (!fs::exists(spec)) throw InputError(spec + ": sweep spec not found (--experiments DIR?)");
     jobs.emplace_back(spec, sweep_dir(fs::path(rel).stem().string()));
+    m_pooled[rel] = jobs.size() - 1;
   }
   if (!m_quiet)
     std::cerr << "reproduce: " << jobs.size() << " sweeps through one pool of workers\n";
-  const double cpu0 = children_cpu_s();
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<PooledSweep> got = m_pool(jobs);
-  m_pool_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (got.size() != rels.size())
-    throw std::logic_error("SweepSource::prefetch: the pool answered for " +
-                           std::to_string(got.size()) + " of " + std::to_string(rels.size()) +
-                           " sweeps");
-  for (std::size_t i = 0; i < rels.size(); ++i) m_pooled[rels[i]] = got[i];
+  m_pool_run = m_pool(jobs);
+}
+
+double SweepSource::finish_pool() {
+  if (!m_pool_run) return m_pool_wall_s;
+  m_pool_wall_s = m_pool_run->finish();
+  m_pool_run.reset();
   if (!m_quiet) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "reproduce: the pool: %.2f s wall, %.2f s CPU in its points\n",
-                  m_pool_wall_s, children_cpu_s() - cpu0);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "reproduce: the pool took %.2f s wall\n", m_pool_wall_s);
     std::cerr << buf;
   }
+  return m_pool_wall_s;
 }
 
 SweepData SweepSource::run(const std::string& rel) {
@@ -82,9 +81,9 @@ SweepData SweepSource::run(const std::string& rel) {
   SweepTiming timing;
   timing.name = d.name;
   int rc = 0;
-  if (const auto pooled = m_pooled.find(rel); pooled != m_pooled.end()) {
-    // Run by prefetch's pool: read back (its points' span in the pool, their CPU).
-    const PooledSweep& p = pooled->second;
+  if (const auto pooled = m_pooled.find(rel); pooled != m_pooled.end() && m_pool_run) {
+    // Run by prefetch's pool: waited for and read back (its points' span in the pool, their CPU).
+    const PooledSweep p = m_pool_run->wait(pooled->second);
     rc = p.code;
     timing.pooled = true;
     timing.wall_s = p.first_start_s >= 0 ? std::max(0.0, p.last_end_s - p.first_start_s) : 0.0;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,9 +47,20 @@ struct PooledSweep {
   int code = 0;
   double cpu_s = 0, first_start_s = -1, last_end_s = -1;
 };
-// Runs several sweep specs (spec path, out dir) resumably through one pool of workers
-// (sweep::run_sweeps in kappasim), in that order; one PooledSweep each, in the same order.
-using SweepPoolRunner = std::function<std::vector<PooledSweep>(
+// Sweeps running in the background through one pool of workers (in kappasim: a child process
+// running sweep::run_sweeps), while the report's sections go on.
+class SweepPool {
+ public:
+  virtual ~SweepPool() = default;
+  // Blocks until the pool's sweep `index` (in the list it was started with) is merged. Throws
+  // when the pool ended without it (InputError, IoError: the pool's own error, printed by it).
+  virtual PooledSweep wait(std::size_t index) = 0;
+  // Blocks until the pool has ended (its processes waited for); its wall time in seconds.
+  virtual double finish() = 0;
+};
+// Starts several sweep specs (spec path, out dir) resumably through one pool of workers, in
+// that order.
+using SweepPoolRunner = std::function<std::unique_ptr<SweepPool>(
     const std::vector<std::pair<std::string, std::string>>& specs_and_dirs)>;
 
 class SweepSource {
@@ -61,13 +73,16 @@ class SweepSource {
   // Runs `spec` (relative to experiments/, or an absolute path) and reads its results.
   // InputError when the spec does not exist; runtime_error when the runner fails.
   SweepData run(const std::string& spec);
-  // Runs `specs` (as run() names them) through one pool before any section asks for them (issue
-  // 24: the workers go from one sweep's points to the next's without waiting for a sweep's last
-  // point), so that run() then only reads each back. The same folders and results as run() one
-  // by one; a spec prefetch did not run runs in run() as before. Without a pool runner: nothing.
+  // Starts `specs` (as run() names them) through one pool in the background, before any section
+  // asks for them (issue 24: the workers go from one sweep's points to the next's without
+  // waiting for a sweep's last point, and they run while this process writes the sections and
+  // runs the sweeps it generates), so that run() then waits for each and reads it back. The
+  // same folders and results as run() one by one; a spec not in the pool runs in run() as
+  // before. Without a pool runner: nothing.
   void prefetch(const std::vector<std::string>& specs);
-  // The wall time of prefetch's pool (0 without one).
-  double pool_wall_s() const { return m_pool_wall_s; }
+  // Waits for the pool to end (the report waits for it before timing.md); its wall time (0
+  // without one).
+  double finish_pool();
   // "<spec>: N of M points did not complete ..." for every sweep run so far that had some.
   const std::vector<std::string>& problems() const { return m_problems; }
   // Every sweep run so far, in the order they ran.
@@ -80,7 +95,8 @@ class SweepSource {
   bool m_quick, m_quiet;
   SweepRunner m_run;
   SweepPoolRunner m_pool;
-  std::map<std::string, PooledSweep> m_pooled;  // by spec as named, what prefetch ran
+  std::unique_ptr<SweepPool> m_pool_run;
+  std::map<std::string, std::size_t> m_pooled;  // by spec as named: its index in the pool
   double m_pool_wall_s = 0;
   std::vector<std::string> m_problems;
   std::vector<SweepTiming> m_timings;

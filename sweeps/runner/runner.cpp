@@ -609,6 +609,7 @@ struct Job {
   std::size_t batch_size = 1;
   std::size_t left = 0;  // points of todo without a record of this run yet
   bool ended = false;
+  std::size_t index = 0;  // in run_sweeps' list
   SweepRun run;
 };
 
@@ -753,7 +754,7 @@ double cpu_seconds(const rusage& u) {
 
 int run_sweep(const SweepOptions& opts) { return run_sweeps({opts}).front().code; }
 
-std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
+std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const SweepEnded& ended) {
   if (sweeps.empty()) return {};
   // The pool's options are the first sweep's (the others must agree: one pool, one way to run).
   const SweepOptions& opts = sweeps.front();
@@ -766,7 +767,15 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
   // Every sweep opened (and its folder claimed and locked) before any point runs: a bad spec or
   // a busy folder stops the whole pool before it starts.
   std::vector<std::unique_ptr<Job>> all;
-  for (const SweepOptions& o : sweeps) all.push_back(open_job(o));
+  for (const SweepOptions& o : sweeps) {
+    all.push_back(open_job(o));
+    all.back()->index = all.size() - 1;
+  }
+  // A sweep merged and summed up: the caller hears of it at once (its index, what it did).
+  const auto end = [&](Job& j) {
+    end_job(j);
+    if (ended) ended(j.index, j.run);
+  };
   const int jobs = opts.jobs != 0
                        ? opts.jobs
                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -802,7 +811,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
         std::count_if(all.begin(), all.end(), [](const auto& j) { return !j->ended; }));
   };
   for (auto& j : all)
-    if (j->left == 0 && open_count() > 1) end_job(*j);
+    if (j->left == 0 && open_count() > 1) end(*j);
 
   Progress progress(opts.quiet, todo_total);
   std::size_t next = 0, done = 0, failed = 0;
@@ -1021,7 +1030,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
       j.run.last_end_s = since_start();
       // The sweep's last point: merged now, while the pool runs the other sweeps' points (the
       // last sweep open ends after the pool, as a single sweep always has).
-      if (--j.left == 0 && open_count() > 1) end_job(j);
+      if (--j.left == 0 && open_count() > 1) end(j);
     };
     auto started = [&](std::size_t unit) {
       SweepRun& r = units[unit].job->run;
@@ -1140,11 +1149,18 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
       while ((next < planned || !alone.empty()) && running.size() + zrunning.size() < workers)
         launch_next();
       bool any = false;
-      while (true) {
+      // This runner's own children only (the zygote, the points and batches it forked): its
+      // caller may have children of its own (reproduce's pool process, issue 24).
+      std::vector<pid_t> children;
+      if (zygote && zygote->alive()) children.push_back(zygote->pid());
+      for (const auto& r : running) children.push_back(r.first);
+      for (const pid_t child : children) {
         int status = 0;
         rusage usage{};
-        const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
-        if (pid <= 0) break;
+        pid_t pid = 0;
+        while ((pid = ::wait4(child, &status, WNOHANG, &usage)) < 0 && errno == EINTR) {
+        }
+        if (pid != child) continue;
         if (zygote && pid == zygote->pid()) {
           // The zygote died (killed from outside): what it reported stands; the points it was
           // running died with it (PR_SET_PDEATHSIG) and run again, each forked here.
@@ -1173,7 +1189,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps) {
   }
   if (todo_total > 0) progress.update(done, failed, true);
   for (auto& j : all)
-    if (!j->ended) end_job(*j);
+    if (!j->ended) end(*j);
   std::vector<SweepRun> out;
   for (const auto& j : all) out.push_back(j->run);
   return out;

@@ -80,8 +80,12 @@ struct SweepRun {
 // sweep is merged as soon as its last point ends. Each sweep's folder is what run_sweep would
 // have written for it alone (the same files, the same resume after a kill). The options that
 // shape the pool (jobs, exe, fork_points, zygote, quiet) must be the same for every sweep
-// (std::invalid_argument otherwise). run_sweep(o) is run_sweeps({o}).
-std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps);
+// (std::invalid_argument otherwise). `ended`, if given, is called as each sweep is merged (its
+// index in `sweeps` and its SweepRun), before the pool ends. The runner waits only for its own
+// children: a caller's other children are left to it. run_sweep(o) is run_sweeps({o}).
+using SweepEnded = std::function<void(std::size_t index, const SweepRun& run)>;
+std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps,
+                                 const SweepEnded& ended = nullptr);
 
 // The -j/--jobs value given on a command line (sweep, reproduce): 1 to 4096, one message for
 // every out-of-range value (issue 12, item 14). InputError otherwise.
