@@ -1,8 +1,9 @@
 // Runs the report's sections in order and assembles report.md. The order is the data's: section
 // 3 runs first because sections 1, 8.2 and 8.4 mark its simulated κ_crit, and section 1 before
 // 8.1, which compares κ_crit with its workload medians; report.md still reads 1, 2, 3, 4, ...
-// Each sweep runs where its section needs it, so the sweeps run (and resume) in the same order
-// as before the sections were split out of the command.
+// The sweeps of experiments/ start first, in the background, through one pool of workers (issue
+// 24), in the order the sections read them, and each section waits for its own; the sweeps the
+// rebalancing section generates run where it needs them.
 #include "report/reproduce.hpp"
 
 #include <sys/resource.h>
