@@ -25,7 +25,9 @@ struct ReproduceOptions {
 // `run_sweep` runs each sweep resumably (sweep::run_sweep in kappasim), `probe` the Eq. 6
 // probes (section 3b). IoError when the figures folder cannot be made; the sections' errors
 // pass through (InputError for a missing spec or a failed probe).
+// `pool` (may be null: each sweep then runs alone) runs the sweeps whose specs are in
+// experiments/ first, together (SweepSource::prefetch); the report's bytes do not depend on it.
 std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner& run_sweep,
-                                   const ProbeRunner& probe);
+                                   const ProbeRunner& probe, const SweepPoolRunner& pool = nullptr);
 
 }  // namespace kappasim::report

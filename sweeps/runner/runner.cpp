@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +29,8 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -241,9 +244,12 @@ class RunnerLock {
   std::vector<int> m_fds;
 };
 
-// Merges when every point has a result or error file. Returns the missing point ids.
+// Merges when every point has a result or error file. Returns the missing point ids. `read`
+// (if given) receives the records read, one per point in `points`' order (empty when some are
+// missing).
 std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s,
-                                   const std::vector<Point>& points, MergedResults* merged) {
+                                   const std::vector<Point>& points, MergedResults* merged,
+                                   std::vector<PointRecord>* read = nullptr) {
   std::vector<PointRecord> records;
   std::vector<std::size_t> missing;
   records.reserve(points.size());
@@ -261,6 +267,7 @@ std::vector<std::size_t> try_merge(const SweepDir& d, const SweepSpec& s,
   write_file_atomic(d.dir + "/results.csv", m.csv);
   write_file_atomic(d.dir + "/results.jsonl", m.jsonl);
   if (merged) *merged = std::move(m);
+  if (read) *read = std::move(records);
   return missing;
 }
 
@@ -324,7 +331,7 @@ class ChildSignals {
 };
 
 struct Running {
-  std::size_t slot;  // index into the run list
+  std::size_t slot;  // the unit it runs (index into run_sweeps' units)
   Clock::time_point start;
   // A batch of points run one after another by one child (a kind with PointKind::batch): their
   // slots in order, and the pipe on which the child reports "K CODE WALL" for each point done.
@@ -412,25 +419,36 @@ class Zygote {
     return m_pid > 0 && ::send(m_fd, line.data(), line.size(), MSG_NOSIGNAL) ==
                             static_cast<ssize_t>(line.size());
   }
-  // The reports received so far: (slot, wait status or -1 - errno for a failed fork).
-  std::vector<std::pair<std::size_t, int>> reports() {
+  // A point ended: its slot, its wait status (or -1 - errno for a failed fork) and the CPU time
+  // of its process and the processes it waited for (wait4).
+  struct Report {
+    std::size_t slot = 0;
+    int status = 0;
+    double cpu_s = 0;
+  };
+  // The reports received so far.
+  std::vector<Report> reports() {
     char buf[4096];
     for (ssize_t n; (n = ::recv(m_fd, buf, sizeof buf, MSG_DONTWAIT)) != 0;) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) break;
       m_in.append(buf, static_cast<std::size_t>(n));
     }
-    std::vector<std::pair<std::size_t, int>> out;
+    std::vector<Report> out;
     for (std::size_t nl; (nl = m_in.find('\n')) != std::string::npos; m_in.erase(0, nl + 1)) {
       std::stringstream ss(m_in.substr(0, nl));
-      std::size_t slot = 0;
+      Report r;
       std::string what;
       int value = 0;
-      if (!(ss >> slot >> what)) continue;
-      if (what == "fork" && ss >> value)
-        out.emplace_back(slot, -1 - value);
-      else
-        out.emplace_back(slot, std::atoi(what.c_str()));
+      long long cpu_us = 0;
+      if (!(ss >> r.slot >> what)) continue;
+      if (what == "fork" && ss >> value) {
+        r.status = -1 - value;
+      } else {
+        r.status = std::atoi(what.c_str());
+        if (ss >> cpu_us) r.cpu_s = 1e-6 * static_cast<double>(cpu_us);
+      }
+      out.push_back(r);
     }
     return out;
   }
@@ -485,11 +503,16 @@ class Zygote {
       while (::read(sfd, &info, sizeof info) > 0) {
       }
       for (int status = 0;;) {
-        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        rusage usage{};
+        const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
         if (pid <= 0) break;
         const auto it = points.find(pid);
         if (it == points.end()) continue;
-        report(std::to_string(it->second) + " " + std::to_string(status) + "\n");
+        const long long cpu_us =
+            (static_cast<long long>(usage.ru_utime.tv_sec) + usage.ru_stime.tv_sec) * 1000000 +
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
+        report(std::to_string(it->second) + " " + std::to_string(status) + " " +
+               std::to_string(cpu_us) + "\n");
         points.erase(it);
       }
       if (eof || !(fds[1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -571,52 +594,72 @@ int checked_jobs(int jobs) {
   return jobs;
 }
 
-int run_sweep(const SweepOptions& opts) {
+namespace {
+
+// ---- the pool (issue 24) --------------------------------------------------------------------
+// One sweep of a pool: its spec, its folder (claimed and locked), the points this invocation
+// runs, and what they cost. The points point into `points`: a Job is never moved once opened.
+struct Job {
+  SweepOptions opts;
+  int shard_i = 0, shard_n = 1;
+  std::vector<std::string> preset_dirs;
+  SweepSpec spec;
+  std::vector<Point> points;
+  std::size_t total = 0;
+  SweepDir d;
+  std::optional<RunnerLock> lock;
+  std::vector<const Point*> mine, todo;
+  std::size_t batch_size = 1;
+  std::size_t left = 0;  // points of todo without a record of this run yet
+  bool ended = false;
+  std::size_t index = 0;  // in run_sweeps' list
+  SweepRun run;
+};
+
+// Everything before the first point: the options checked, the spec read and expanded, the
+// folder claimed and locked, and the points this invocation runs (those with result.json are
+// done already, and so are invalid ones unless retry_invalid; failed ones run again; a done
+// point whose presets or preset files changed since, inputs.txt issue 12.11, runs again).
+std::unique_ptr<Job> open_job(const SweepOptions& opts) {
   if (opts.spec_path.empty()) throw InputError("kappasim sweep: a SPEC file is required");
   if (opts.out_dir.empty()) throw InputError("kappasim sweep: --out DIR is required");
-  int jobs = opts.jobs;
-  if (jobs != 0) checked_jobs(jobs);  // 0: one per core
-  if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  int shard_i = 0, shard_n = 1;
+  auto job = std::make_unique<Job>();
+  Job& j = *job;
+  j.opts = opts;
+  if (opts.jobs != 0) checked_jobs(opts.jobs);  // 0: one per core
   if (opts.shard) {
-    shard_i = opts.shard->first;
-    shard_n = opts.shard->second;
-    if (shard_n < 1 || shard_i < 0 || shard_i >= shard_n)
-      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(shard_i) +
-                       "/" + std::to_string(shard_n));
+    j.shard_i = opts.shard->first;
+    j.shard_n = opts.shard->second;
+    if (j.shard_n < 1 || j.shard_i < 0 || j.shard_i >= j.shard_n)
+      throw InputError("--shard: expected I/N with 0 <= I < N, got " + std::to_string(j.shard_i) +
+                       "/" + std::to_string(j.shard_n));
   }
   // --preset-dir before the spec is read (its points may name those presets).
-  std::vector<std::string> preset_dirs;
   for (const auto& pd : opts.preset_dirs) {
-    preset_dirs.push_back(absolute_path(pd));
-    PresetRegistry::instance().add_directory(preset_dirs.back());
+    j.preset_dirs.push_back(absolute_path(pd));
+    PresetRegistry::instance().add_directory(j.preset_dirs.back());
   }
   const std::string spec_path = absolute_path(opts.spec_path);
-  const SweepSpec spec = load_sweep_spec(spec_path, opts.quick, known_kind);
-  const std::vector<Point> points = expand(spec);
-  const std::size_t total = points.size();
-  SweepDir d{absolute_path(opts.out_dir)};
-  claim_dir(d, spec, spec_path, opts.force);
-  const RunnerLock lock(d.dir, shard_i, shard_n);
+  j.spec = load_sweep_spec(spec_path, opts.quick, known_kind);
+  j.points = expand(j.spec);
+  j.total = j.points.size();
+  j.d = SweepDir{absolute_path(opts.out_dir)};
+  claim_dir(j.d, j.spec, spec_path, opts.force);
+  j.lock.emplace(j.d.dir, j.shard_i, j.shard_n);
 
-  // This invocation's points; those with result.json are done already, and so are invalid ones
-  // (an input error recurs for the same spec) unless retry_invalid. Failed ones run again.
-  // A done point whose presets or preset files changed since (inputs.txt, issue 12.11) runs
-  // again: its result would be stale.
-  std::vector<const Point*> mine, todo;
   std::size_t stale = 0;
   std::string stale_example;
-  for (const auto& p : points) {
-    if (static_cast<int>(p.index % static_cast<std::size_t>(shard_n)) != shard_i) continue;
-    mine.push_back(&p);
-    const std::string pdir = d.point_dir(p, total);
+  for (const auto& p : j.points) {
+    if (static_cast<int>(p.index % static_cast<std::size_t>(j.shard_n)) != j.shard_i) continue;
+    j.mine.push_back(&p);
+    const std::string pdir = j.d.point_dir(p, j.total);
     if (fs::exists(pdir + "/result.json")) {
       const auto rec = read_point_record(pdir);
       if (rec && !rec->damaged) {  // a damaged result.json is run again
         const std::string changed = changed_input(pdir);
         if (changed.empty()) continue;
-        if (stale++ == 0) stale_example = point_name(p.index, total) + ": " + changed;
-        todo.push_back(&p);
+        if (stale++ == 0) stale_example = point_name(p.index, j.total) + ": " + changed;
+        j.todo.push_back(&p);
         continue;
       }
     }
@@ -624,56 +667,187 @@ int run_sweep(const SweepOptions& opts) {
       const auto rec = read_point_record(pdir);
       if (rec && rec->status == "invalid") continue;
     }
-    todo.push_back(&p);
+    j.todo.push_back(&p);
   }
+  j.left = j.todo.size();
+  j.run.points_run = j.todo.size();
+  const int jobs = opts.jobs != 0
+                       ? opts.jobs
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   if (!opts.quiet)
-    std::cerr << "sweep " << spec.name << ": " << total << " points"
-              << (shard_n > 1 ? ", shard " + std::to_string(shard_i) + "/" +
-                                    std::to_string(shard_n) + " has " + std::to_string(mine.size())
-                              : std::string())
-              << ", " << (mine.size() - todo.size()) << " done before, " << todo.size()
+    std::cerr << "sweep " << j.spec.name << ": " << j.total << " points"
+              << (j.shard_n > 1
+                      ? ", shard " + std::to_string(j.shard_i) + "/" + std::to_string(j.shard_n) +
+                            " has " + std::to_string(j.mine.size())
+                      : std::string())
+              << ", " << (j.mine.size() - j.todo.size()) << " done before, " << j.todo.size()
               << " to run on "
               << std::min<std::size_t>(static_cast<std::size_t>(jobs),
-                                       std::max<std::size_t>(todo.size(), 1))
+                                       std::max<std::size_t>(j.todo.size(), 1))
               << " workers\n";
   if (!opts.quiet && stale > 0)
-    std::cerr << "sweep " << spec.name << ": " << stale << " finished point"
+    std::cerr << "sweep " << j.spec.name << ": " << stale << " finished point"
               << (stale > 1 ? "s" : "")
               << " run again because a preset or file they read changed since (" << stale_example
               << ")\n";
+  return job;
+}
 
+// Everything after the last point: the merge (when every point of the sweep, other shards'
+// included, has a record), the summary, and the exit code over this invocation's points.
+void end_job(Job& j) {
+  j.ended = true;
+  MergedResults merged;
+  std::vector<PointRecord> records;  // every point's, when the merge read them all
+  const std::vector<std::size_t> missing = try_merge(j.d, j.spec, j.points, &merged, &records);
+  std::vector<std::size_t> bad;
+  std::vector<std::string> bad_msgs;
+  for (const Point* p : j.mine) {
+    // The merge's record (read once, issue 24), or, with other shards' points missing, its own.
+    const std::size_t at = static_cast<std::size_t>(p - j.points.data());
+    std::optional<PointRecord> own;
+    const PointRecord* r = nullptr;
+    if (records.size() == j.points.size()) {
+      r = &records[at];
+    } else if ((own = read_point_record(j.d.point_dir(*p, j.total)))) {
+      r = &*own;
+    }
+    if (r && r->status != "ok") {
+      bad.push_back(p->index);
+      bad_msgs.push_back(r->status + ": " + r->error);
+    }
+  }
+  if (!j.opts.quiet) {
+    std::cerr << "sweep " << j.spec.name << ": " << (j.mine.size() - bad.size()) << " of "
+              << j.mine.size() << " points ok";
+    if (!bad.empty()) std::cerr << ", " << bad.size() << " invalid or failed";
+    std::cerr << "\n";
+    for (std::size_t i = 0; i < bad.size() && i < 20; ++i)
+      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], j.total) << ") "
+                << bad_msgs[i] << "\n";
+    if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
+    // issue 26 item 21: the points that warned (a tier that overflows), as `kappasim run` would.
+    if (missing.empty()) std::cerr << warned_summary(merged, j.points.size());
+    if (missing.empty())
+      std::cerr << "results in " << j.d.dir << "/results.csv and results.jsonl\n";
+    else
+      std::cerr << missing.size()
+                << " points of other shards not done yet; the last shard to finish "
+                << "merges, or run: kappasim sweep collect " << shell_quote(j.d.dir) << "\n";
+  }
+  j.run.code = bad.empty() ? 0 : 3;
+  j.lock.reset();  // the folder is free for another runner as soon as it is merged
+}
+
+// What one process (a point, or a batch of points) of the pool runs: the points `slots` of
+// `job`, in order.
+struct Unit {
+  Job* job;
+  std::vector<std::size_t> slots;
+};
+
+double cpu_seconds(const rusage& u) {
+  const auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+}  // namespace
+
+int run_sweep(const SweepOptions& opts) { return run_sweeps({opts}).front().code; }
+
+std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const SweepEnded& ended) {
+  if (sweeps.empty()) return {};
+  // The pool's options are the first sweep's (the others must agree: one pool, one way to run).
+  const SweepOptions& opts = sweeps.front();
+  for (const SweepOptions& o : sweeps)
+    if (o.jobs != opts.jobs || o.exe != opts.exe || o.fork_points != opts.fork_points ||
+        o.zygote != opts.zygote || o.quiet != opts.quiet)
+      throw std::invalid_argument(
+          "run_sweeps: the sweeps of one pool need the same jobs, exe, fork_points, zygote "
+          "and quiet");
+  // Every sweep opened (and its folder claimed and locked) before any point runs: a bad spec or
+  // a busy folder stops the whole pool before it starts.
+  std::vector<std::unique_ptr<Job>> all;
+  for (const SweepOptions& o : sweeps) {
+    all.push_back(open_job(o));
+    all.back()->index = all.size() - 1;
+  }
+  // A sweep merged and summed up: the caller hears of it at once (its index, what it did).
+  const auto end = [&](Job& j) {
+    end_job(j);
+    if (ended) ended(j.index, j.run);
+  };
+  const int jobs = opts.jobs != 0
+                       ? opts.jobs
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  const auto t0 = Clock::now();
+  const auto since_start = [&t0] {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
   const std::string exe = opts.exe.empty() ? self_exe() : opts.exe;
-  Progress progress(opts.quiet, todo.size());
+  const bool in_process = opts.fork_points && opts.exe.empty();
+  const std::size_t workers = static_cast<std::size_t>(jobs);
+  std::size_t todo_total = 0;
+  for (const auto& j : all) {
+    todo_total += j->todo.size();
+    // Points of a batch kind go to each forked child in batches: enough batches for every
+    // worker to get several (the last ones end together), at most 64 points each.
+    const PointKind* kind = kinds().find(j->spec.kind);
+    if (in_process && kind && kind->batch)
+      j->batch_size = std::clamp<std::size_t>(j->todo.size() / (workers * 4), 1, 64);
+  }
+  // The units, in the sweeps' order and each sweep's points' order.
+  std::vector<Unit> units;
+  for (const auto& j : all)
+    for (std::size_t next = 0; next < j->todo.size();) {
+      Unit u{j.get(), {}};
+      while (next < j->todo.size() && u.slots.size() < j->batch_size) u.slots.push_back(next++);
+      units.push_back(std::move(u));
+    }
+  // A sweep every point of which was done before ends now (the pool's other sweeps may take a
+  // while); the last one open ends after the pool, as a single sweep always has.
+  const auto open_count = [&all] {
+    return static_cast<std::size_t>(
+        std::count_if(all.begin(), all.end(), [](const auto& j) { return !j->ended; }));
+  };
+  for (auto& j : all)
+    if (j->left == 0 && open_count() > 1) end(*j);
+
+  Progress progress(opts.quiet, todo_total);
   std::size_t next = 0, done = 0, failed = 0;
   std::map<pid_t, Running> running;
-  std::map<std::size_t, Running> zrunning;  // points the zygote runs, by slot
+  std::map<std::size_t, Running> zrunning;  // units the zygote runs, by unit
   {
     ChildSignals signals;
     const pid_t parent = ::getpid();
     std::optional<Zygote> zygote;
+    std::size_t zygote_units = 0;  // units that existed when the zygote was forked
     // The point's folder, point.yaml and command.txt (what its process would be run with).
-    auto prepare = [&](std::size_t slot) {
-      const Point& p = *todo[slot];
-      const std::string pdir = d.point_dir(p, total);
+    auto prepare = [&](const Job& j, std::size_t slot) {
+      const Point& p = *j.todo[slot];
+      const std::string pdir = j.d.point_dir(p, j.total);
       std::error_code ec;
       fs::remove_all(pdir, ec);  // a retry starts clean
       fs::create_directories(pdir, ec);
       if (ec) throw IoError("cannot create '" + pdir + "': " + ec.message());
-      write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(spec, p)));
+      write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(j.spec, p)));
       std::vector<std::string> args = {exe,
                                        "sweep",
                                        "point",
                                        "--kind",
-                                       spec.kind,
+                                       j.spec.kind,
                                        "--config",
                                        pdir + "/point.yaml",
                                        "--base-dir",
-                                       spec.base_dir,
+                                       j.spec.base_dir,
                                        "--seed",
                                        std::to_string(p.seed),
                                        "--out",
                                        pdir};
-      for (const auto& pd : preset_dirs) {
+      for (const auto& pd : j.preset_dirs) {
         args.push_back("--preset-dir");
         args.push_back(pd);
       }
@@ -685,31 +859,34 @@ int run_sweep(const SweepOptions& opts) {
       write_file_quick(pdir + "/command.txt", cmd + "\n");
       return args;
     };
-    auto point_options = [&](std::size_t slot) {
-      const Point& p = *todo[slot];
+    auto point_options = [&](const Job& j, std::size_t slot) {
+      const Point& p = *j.todo[slot];
       PointRunOptions po;
-      po.kind = spec.kind;
-      po.config = d.point_dir(p, total) + "/point.yaml";
-      po.base_dir = spec.base_dir;
-      po.out = d.point_dir(p, total);
+      po.kind = j.spec.kind;
+      po.config = j.d.point_dir(p, j.total) + "/point.yaml";
+      po.base_dir = j.spec.base_dir;
+      po.out = j.d.point_dir(p, j.total);
       po.seed = p.seed;
-      po.preset_dirs = preset_dirs;
+      po.preset_dirs = j.preset_dirs;
       return po;
     };
-    auto launch = [&](std::size_t slot) {
-      const std::string pdir = d.point_dir(*todo[slot], total);
-      std::vector<std::string> args = prepare(slot);
+    // A unit of one point: to the zygote, or forked here.
+    auto launch = [&](std::size_t unit) {
+      const Job& j = *units[unit].job;
+      const std::size_t slot = units[unit].slots.front();
+      const std::string pdir = j.d.point_dir(*j.todo[slot], j.total);
+      std::vector<std::string> args = prepare(j, slot);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
       const std::string err_path = pdir + "/stderr.txt";
-      if (zygote && zygote->alive()) {
+      if (zygote && zygote->alive() && unit < zygote_units) {
         // stderr.txt created here, so that a folder that cannot be written fails as below.
         const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0) throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
         ::close(fd);
-        if (zygote->start(slot)) {
-          zrunning[slot] = Running{slot, Clock::now(), {}, -1};
+        if (zygote->start(unit)) {
+          zrunning[unit] = Running{unit, Clock::now(), {}, -1};
           return;
         }
         // The zygote is gone: this point is forked here (its death is handled when reaped).
@@ -718,10 +895,9 @@ int run_sweep(const SweepOptions& opts) {
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
       if (err_fd < 0 || null_fd < 0)
         throw IoError("cannot write '" + err_path + "': " + std::strerror(errno));
-      const bool in_process = opts.fork_points && opts.exe.empty();
       PointRunOptions po;
       if (in_process) {
-        po = point_options(slot);
+        po = point_options(j, slot);
         // Nothing buffered in this process may be written twice by the child.
         std::cout.flush();
         std::cerr.flush();
@@ -763,13 +939,15 @@ int run_sweep(const SweepOptions& opts) {
       }
       ::close(err_fd);
       ::close(null_fd);
-      running[pid] = Running{slot, Clock::now(), {}, -1};
+      running[pid] = Running{unit, Clock::now(), {}, -1};
     };
     // Several points of a batch kind in one forked child, one after another (issue 24): each
     // with its own stderr.txt, result.json / inputs.txt from run_point, and its exit code and
     // wall time reported on a pipe, so that each is recorded as if it had had its own process.
-    auto launch_batch = [&](const std::vector<std::size_t>& slots) {
-      for (std::size_t slot : slots) prepare(slot);
+    auto launch_batch = [&](std::size_t unit) {
+      const Job& j = *units[unit].job;
+      const std::vector<std::size_t>& slots = units[unit].slots;
+      for (std::size_t slot : slots) prepare(j, slot);
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0)
         throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
@@ -789,7 +967,7 @@ int run_sweep(const SweepOptions& opts) {
         ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
         for (std::size_t k = 0; k < slots.size(); ++k) {
           const auto t0 = Clock::now();
-          const PointRunOptions po = point_options(slots[k]);
+          const PointRunOptions po = point_options(j, slots[k]);
           const std::string err_path = po.out + "/stderr.txt";
           const int err_fd =
               ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -813,12 +991,13 @@ int run_sweep(const SweepOptions& opts) {
         ::close(fds[0]);
         throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
       }
-      running[pid] = Running{slots.front(), Clock::now(), slots, fds[0]};
+      running[pid] = Running{unit, Clock::now(), slots, fds[0]};
     };
-    std::vector<std::size_t> alone;  // points of a batch that died: run again, each alone
-    auto finish = [&](std::size_t slot, int status, double wall) {
-      const Point& p = *todo[slot];
-      const std::string pdir = d.point_dir(p, total);
+    // Points of a batch that died: run again, each alone (a unit of its own, forked here).
+    std::vector<std::size_t> alone;
+    auto finish = [&](Job& j, std::size_t slot, int status, double wall) {
+      const Point& p = *j.todo[slot];
+      const std::string pdir = j.d.point_dir(p, j.total);
       const bool has_result = fs::exists(pdir + "/result.json");
       const auto rec = has_result ? read_point_record(pdir) : std::nullopt;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && rec && !rec->damaged;
@@ -851,15 +1030,25 @@ int run_sweep(const SweepOptions& opts) {
         write_file_atomic(pdir + "/error.json", error_json(e));
       }
       progress.update(done, failed, false);
+      j.run.last_end_s = since_start();
+      // The sweep's last point: merged now, while the pool runs the other sweeps' points (the
+      // last sweep open ends after the pool, as a single sweep always has).
+      if (--j.left == 0 && open_count() > 1) end(j);
     };
-    auto reap = [&](pid_t pid, int status) {
+    auto started = [&](std::size_t unit) {
+      SweepRun& r = units[unit].job->run;
+      if (r.first_start_s < 0) r.first_start_s = since_start();
+    };
+    auto reap = [&](pid_t pid, int status, const rusage& usage) {
       auto it = running.find(pid);
       if (it == running.end()) return;
       const Running r = it->second;
       const double wall = std::chrono::duration<double>(Clock::now() - r.start).count();
       running.erase(it);
+      Job& j = *units[r.slot].job;
+      j.run.cpu_s += cpu_seconds(usage);
       if (r.batch.empty()) {
-        finish(r.slot, status, wall);
+        finish(j, units[r.slot].slots.front(), status, wall);
         return;
       }
       // The child has exited, so the pipe holds all it reported (a batch is at most 64 short
@@ -885,68 +1074,96 @@ int run_sweep(const SweepOptions& opts) {
       bool died = false;
       for (std::size_t k = 0; k < r.batch.size(); ++k) {
         if (got[k]) {
-          finish(r.batch[k], (got[k]->first & 0xff) << 8, got[k]->second);
+          finish(j, r.batch[k], (got[k]->first & 0xff) << 8, got[k]->second);
         } else if (!died) {
           // The point the child was running when it died: its status is the child's.
           died = true;
-          finish(r.batch[k], status, std::max(0.0, wall - reported));
+          finish(j, r.batch[k], status, std::max(0.0, wall - reported));
         } else {
-          alone.push_back(r.batch[k]);
+          units.push_back(Unit{&j, {r.batch[k]}});
+          alone.push_back(units.size() - 1);
         }
       }
     };
     // Forked points inherit the presets parsed instead of each parsing its own
     // (core/preset_warm.hpp).
-    if (opts.fork_points && opts.exe.empty() && !todo.empty()) parse_all_presets();
-    const std::size_t workers = static_cast<std::size_t>(jobs);
-    // Points of a batch kind go to each forked child in batches: enough batches for every worker
-    // to get several (the last ones end together), at most 64 points each.
-    const PointKind* kind = kinds().find(spec.kind);
-    const std::size_t batch_size = opts.fork_points && opts.exe.empty() && kind && kind->batch
-                                       ? std::clamp<std::size_t>(todo.size() / (workers * 4), 1, 64)
-                                       : 1;
+    if (in_process && todo_total > 0) parse_all_presets();
     // Single points go through a zygote (above) unless the options say otherwise.
-    if (opts.fork_points && opts.exe.empty() && opts.zygote && batch_size == 1 && !todo.empty())
+    const bool any_single = std::any_of(units.begin(), units.end(),
+                                        [](const Unit& u) { return u.job->batch_size == 1; });
+    if (in_process && opts.zygote && any_single) {
+      zygote_units = units.size();
       zygote.emplace(
-          [&](std::size_t slot) { return run_point_code(point_options(slot)); },
-          [&](std::size_t slot) { return d.point_dir(*todo[slot], total) + "/stderr.txt"; },
+          [&](std::size_t unit) {
+            return run_point_code(point_options(*units[unit].job, units[unit].slots.front()));
+          },
+          [&](std::size_t unit) {
+            const Job& j = *units[unit].job;
+            return j.d.point_dir(*j.todo[units[unit].slots.front()], j.total) + "/stderr.txt";
+          },
           signals.old());
+    }
+    // SIGCHLD (blocked since ChildSignals) through a descriptor, so that the pool waits on it
+    // and on the zygote's socket at once. Opened after the zygote's fork: the zygote has its own.
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) throw std::runtime_error(std::string("signalfd failed: ") + std::strerror(errno));
+    struct CloseFd {
+      int fd;
+      ~CloseFd() { ::close(fd); }
+    } close_sfd{sfd};
     // The zygote's reports: each point ended (or could not be forked).
     auto zygote_reports = [&] {
       bool any = false;
-      for (const auto& [slot, status] : zygote->reports()) {
-        const auto it = zrunning.find(slot);
+      for (const Zygote::Report& rep : zygote->reports()) {
+        const auto it = zrunning.find(rep.slot);
         if (it == zrunning.end()) continue;
         const double wall = std::chrono::duration<double>(Clock::now() - it->second.start).count();
         zrunning.erase(it);
-        if (status < 0)
-          throw std::runtime_error(std::string("fork failed: ") + std::strerror(-1 - status));
-        finish(slot, status, wall);
+        if (rep.status < 0)
+          throw std::runtime_error(std::string("fork failed: ") + std::strerror(-1 - rep.status));
+        Job& j = *units[rep.slot].job;
+        j.run.cpu_s += rep.cpu_s;
+        finish(j, units[rep.slot].slots.front(), rep.status, wall);
         any = true;
       }
       return any;
     };
+    const std::size_t planned = units.size();  // units[planned..] are points run again alone
     auto launch_next = [&] {
+      std::size_t unit = 0;
       if (!alone.empty()) {
-        const std::size_t slot = alone.front();
+        unit = alone.front();
         alone.erase(alone.begin());
-        launch(slot);
-      } else if (batch_size > 1) {
-        std::vector<std::size_t> slots;
-        while (next < todo.size() && slots.size() < batch_size) slots.push_back(next++);
-        launch_batch(slots);
       } else {
-        launch(next++);
+        unit = next++;
       }
+      started(unit);
+      // A batch kind's planned units are batches (of one, the last, as well); a point run again
+      // alone is forked here by itself.
+      if (units[unit].job->batch_size > 1 && unit < planned)
+        launch_batch(unit);
+      else
+        launch(unit);
     };
-    while (next < todo.size() || !alone.empty() || !running.empty() || !zrunning.empty()) {
-      while ((next < todo.size() || !alone.empty()) && running.size() + zrunning.size() < workers)
+    while (next < planned || !alone.empty() || !running.empty() || !zrunning.empty()) {
+      while ((next < planned || !alone.empty()) && running.size() + zrunning.size() < workers)
         launch_next();
       bool any = false;
-      while (true) {
+      // This runner's own children only (the zygote, the points and batches it forked): its
+      // caller may have children of its own (reproduce's pool process, issue 24).
+      std::vector<pid_t> children;
+      if (zygote && zygote->alive()) children.push_back(zygote->pid());
+      for (const auto& r : running) children.push_back(r.first);
+      for (const pid_t child : children) {
         int status = 0;
-        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-        if (pid <= 0) break;
+        rusage usage{};
+        pid_t pid = 0;
+        while ((pid = ::wait4(child, &status, WNOHANG, &usage)) < 0 && errno == EINTR) {
+        }
+        if (pid != child) continue;
         if (zygote && pid == zygote->pid()) {
           // The zygote died (killed from outside): what it reported stands; the points it was
           // running died with it (PR_SET_PDEATHSIG) and run again, each forked here.
@@ -957,60 +1174,28 @@ int run_sweep(const SweepOptions& opts) {
           any = true;
           continue;
         }
-        reap(pid, status);
+        reap(pid, status, usage);
         any = true;
       }
       if (zygote && zygote_reports()) any = true;
       if (any || (running.empty() && zrunning.empty())) continue;
-      if (zygote && zygote->alive()) {
-        // Every point running is the zygote's: it reports on its socket (or closes it by dying).
-        pollfd pfd{zygote->fd(), POLLIN, 0};
-        ::poll(&pfd, 1, 1000);
-        progress.update(done, failed, false);
-        continue;
+      // Wait for a child of this process to end (SIGCHLD) or the zygote to report.
+      pollfd fds[2] = {{sfd, POLLIN, 0},
+                       {zygote && zygote->alive() ? zygote->fd() : -1, POLLIN, 0}};
+      ::poll(fds, 2, 1000);
+      signalfd_siginfo info;
+      while (::read(sfd, &info, sizeof info) > 0) {
       }
-      sigset_t s;
-      sigemptyset(&s);
-      sigaddset(&s, SIGCHLD);
-      timespec timeout{1, 0};
-      ::sigtimedwait(&s, nullptr, &timeout);
       progress.update(done, failed, false);
     }
     if (zygote) zygote->close();
   }
-  if (!todo.empty()) progress.update(done, failed, true);
-
-  MergedResults merged;
-  const std::vector<std::size_t> missing = try_merge(d, spec, points, &merged);
-  // Exit status over this invocation's points.
-  std::vector<std::size_t> bad;
-  std::vector<std::string> bad_msgs;
-  for (const Point* p : mine) {
-    auto r = read_point_record(d.point_dir(*p, total));
-    if (r && r->status != "ok") {
-      bad.push_back(p->index);
-      bad_msgs.push_back(r->status + ": " + r->error);
-    }
-  }
-  if (!opts.quiet) {
-    std::cerr << "sweep " << spec.name << ": " << (mine.size() - bad.size()) << " of "
-              << mine.size() << " points ok";
-    if (!bad.empty()) std::cerr << ", " << bad.size() << " invalid or failed";
-    std::cerr << "\n";
-    for (std::size_t i = 0; i < bad.size() && i < 20; ++i)
-      std::cerr << "  point " << bad[i] << " (" << point_name(bad[i], total) << ") " << bad_msgs[i]
-                << "\n";
-    if (bad.size() > 20) std::cerr << "  ... (" << bad.size() << " in all; see results.csv)\n";
-    // issue 26 item 21: the points that warned (a tier that overflows), as `kappasim run` would.
-    if (missing.empty()) std::cerr << warned_summary(merged, points.size());
-    if (missing.empty())
-      std::cerr << "results in " << d.dir << "/results.csv and results.jsonl\n";
-    else
-      std::cerr << missing.size()
-                << " points of other shards not done yet; the last shard to finish "
-                << "merges, or run: kappasim sweep collect " << shell_quote(d.dir) << "\n";
-  }
-  return bad.empty() ? 0 : 3;
+  if (todo_total > 0) progress.update(done, failed, true);
+  for (auto& j : all)
+    if (!j->ended) end(*j);
+  std::vector<SweepRun> out;
+  for (const auto& j : all) out.push_back(j->run);
+  return out;
 }
 
 int collect_sweep(const CollectOptions& o) {

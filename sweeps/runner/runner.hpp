@@ -62,6 +62,31 @@ struct SweepOptions {
 // throw InputError (the CLI's exit code 2), before any point runs.
 int run_sweep(const SweepOptions& opts);
 
+// One sweep of run_sweeps: its exit code (run_sweep's) and what its points cost in this run.
+struct SweepRun {
+  int code = 0;
+  std::size_t points_run = 0;  // points this invocation ran (not those done before)
+  // CPU time of the processes that ran its points (wait4: a point's own, and its children's,
+  // such as capacity probes; a batch's child counts for the batch's sweep).
+  double cpu_s = 0;
+  // Seconds from the pool's start to its first point's start and to its last point's end (-1:
+  // it ran none). In a pool of several sweeps these spans overlap.
+  double first_start_s = -1, last_end_s = -1;
+};
+// Several sweeps through one pool of `jobs` workers (issue 24: no worker idles at the end of
+// one sweep while the next waits): every sweep is opened first (spec read, folder claimed and
+// locked, its points to run listed: a bad spec stops all before any point runs), then their
+// points run in the sweeps' order, up to `jobs` at once whatever sweep they belong to, and each
+// sweep is merged as soon as its last point ends. Each sweep's folder is what run_sweep would
+// have written for it alone (the same files, the same resume after a kill). The options that
+// shape the pool (jobs, exe, fork_points, zygote, quiet) must be the same for every sweep
+// (std::invalid_argument otherwise). `ended`, if given, is called as each sweep is merged (its
+// index in `sweeps` and its SweepRun), before the pool ends. The runner waits only for its own
+// children: a caller's other children are left to it. run_sweep(o) is run_sweeps({o}).
+using SweepEnded = std::function<void(std::size_t index, const SweepRun& run)>;
+std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps,
+                                 const SweepEnded& ended = nullptr);
+
 // The -j/--jobs value given on a command line (sweep, reproduce): 1 to 4096, one message for
 // every out-of-range value (issue 12, item 14). InputError otherwise.
 int checked_jobs(int jobs);

@@ -1,7 +1,9 @@
 // kappasim reproduce --quick end to end: every section of the report is written, a rerun resumes
 // every sweep and gives a byte-identical report, and the simulated κ_crit agrees with Eq. 6 once
 // Eq. 6 is given the link bandwidth and compute rate the simulation achieved.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,6 +197,58 @@ TEST(Reproduce, QuickWritesEverySectionResumesAndAgreesWithEq6) {
     ++rows;
   }
   EXPECT_GE(rows, 2);
+
+  // Issue 24: SIGKILLed midway (its pool of sweeps, a process of its own, dies with it, and the
+  // pool's points with the pool: PR_SET_PDEATHSIG), a rerun resumes and writes the report of the
+  // uninterrupted run above, byte for byte less the --out path it names.
+  {
+    const fs::path killed = dir / "killed";
+    const std::string log3 = (dir / "log3.txt").string();
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int fd = ::open(log3.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execl(KAPPASIM_BIN, KAPPASIM_BIN, "reproduce", "--quick", "-j", "2", "--out",
+              killed.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Until a few sweeps are merged (polling, no timing assertion), then SIGKILL.
+    auto merged = [&] {
+      int n = 0;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(killed / "sweeps", ec))
+        n += fs::exists(e.path() / "results.csv") ? 1 : 0;
+      return n;
+    };
+    for (int i = 0; i < 3000 && merged() < 3; ++i) ::usleep(10000);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_FALSE(fs::exists(killed / "report.md"))
+        << "the run finished before it was killed; nothing was tested";
+    // The pool's processes die a moment after it (their sweep folders' locks with them): the
+    // rerun is retried while it finds a folder still locked.
+    const fs::path log4 = dir / "log4.txt";
+    int rc = run_reproduce(killed, log4);
+    for (int i = 0;
+         i < 200 && rc == 2 &&
+         kappasim::test::slurp(log4).find("another kappasim sweep is running") != std::string::npos;
+         ++i) {
+      ::usleep(20000);
+      rc = run_reproduce(killed, log4);
+    }
+    ASSERT_EQ(rc, 0) << kappasim::test::slurp(log4);
+    std::string expected = report;
+    const std::string from = out.string(), to = killed.string();
+    for (auto at = expected.find(from); at != std::string::npos;
+         at = expected.find(from, at + to.size()))
+      expected.replace(at, from.size(), to);
+    EXPECT_EQ(kappasim::test::slurp(killed / "report.md"), expected);
+  }
   fs::remove_all(dir);
 }
 

@@ -4,6 +4,9 @@
 // The process pool itself is exercised end to end by tests/cli/sweep_cli_test.cpp.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -218,6 +222,159 @@ TEST(SweepRunner, ZygoteAndDirectForksRecordTheSameResults) {
   }
   EXPECT_EQ(csv[true], csv[false]);
   EXPECT_EQ(jsonl[true], jsonl[false]);
+  fs::remove_all(dir);
+}
+
+// Issue 24: several sweeps through one pool (run_sweeps, what `reproduce` runs its sweeps with)
+// write what each sweep run alone writes: the same results.csv / results.jsonl, the same exit
+// code, failures, an input error and a batch kind's points included. By hand: selftest's x2 is
+// x·x; the kappa sweep's 8 points on the unknown system are invalid (exit code 3 for it).
+namespace fs = std::filesystem;
+
+std::string slurp_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Three sweeps: selftest points that fail in each way, a batched kappa sweep (24 points: 3 to
+// a batch on 2 workers), and selftest points that sleep `sleep` each.
+std::vector<sweep::SweepOptions> three_sweeps(const fs::path& dir, const std::string& out,
+                                              const std::string& sleep) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "fails.yaml")
+      << "name: fails\nkind: selftest\nconfig: {x: 3}\naxes:\n"
+         "  - {key: fail, values: [none, abort, exit, invalid, none]}\n";
+  std::ofstream(dir / "batch.yaml")
+      << "name: batch\nkind: kappa\nconfig: {model: llama-3.1-70b, system: h100, T: 1}\naxes:\n"
+         "  - {key: system, values: [h100, no-such-system, b200]}\n"
+         "  - {key: K, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+  std::ofstream(dir / "slow.yaml") << "name: slow\nkind: selftest\nconfig: {x: 0, sleep: " << sleep
+                                   << "}\naxes:\n  - {key: x, values: [1, 2, 3, 4, 5, 6, 7, 8]}\n";
+  std::vector<sweep::SweepOptions> all;
+  for (const char* name : {"fails", "batch", "slow"}) {
+    sweep::SweepOptions o;
+    o.spec_path = (dir / (std::string(name) + ".yaml")).string();
+    o.out_dir = (dir / out / name).string();
+    o.jobs = 2;
+    o.quiet = true;
+    o.fork_points = true;
+    all.push_back(o);
+  }
+  return all;
+}
+
+TEST(SweepRunner, APoolOfSweepsWritesWhatEachSweepAloneWrites) {
+  const fs::path dir = fs::temp_directory_path() / ("kappasim-pool-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto alone = three_sweeps(dir, "alone", "0 s");
+  const auto pooled = three_sweeps(dir, "pool", "0 s");
+  std::vector<int> codes;
+  for (const auto& o : alone) codes.push_back(sweep::run_sweep(o));
+  EXPECT_EQ(codes, (std::vector<int>{3, 3, 0}));
+  const std::vector<sweep::SweepRun> runs = sweep::run_sweeps(pooled);
+  ASSERT_EQ(runs.size(), 3u);
+  const std::size_t points[] = {5, 24, 8};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[i].code, codes[i]) << i;
+    EXPECT_EQ(runs[i].points_run, points[i]) << i;
+    EXPECT_GE(runs[i].cpu_s, 0.0) << i;
+    EXPECT_GE(runs[i].first_start_s, 0.0) << i;
+    EXPECT_GE(runs[i].last_end_s, runs[i].first_start_s) << i;
+    for (const char* f : {"results.csv", "results.jsonl"})
+      EXPECT_EQ(slurp_file(fs::path(pooled[i].out_dir) / f),
+                slurp_file(fs::path(alone[i].out_dir) / f))
+          << pooled[i].out_dir << "/" << f;
+  }
+  const sweep::SweepTable t = sweep::read_results_csv(pooled[2].out_dir);
+  ASSERT_EQ(t.rows.size(), 8u);
+  std::size_t x2 = t.columns.size();
+  for (std::size_t c = 0; c < t.columns.size(); ++c)
+    if (t.columns[c] == "x2") x2 = c;
+  ASSERT_LT(x2, t.columns.size());
+  EXPECT_EQ(t.rows[7][x2], "64");
+  // Run again: every point was done (or invalid) before, nothing runs, the same codes.
+  const std::vector<sweep::SweepRun> again = sweep::run_sweeps(pooled);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(again[i].code, codes[i]) << i;
+  EXPECT_EQ(again[1].first_start_s, -1.0);
+  EXPECT_EQ(again[2].first_start_s, -1.0);
+  EXPECT_EQ(again[0].points_run, 2u);  // the two failed ones run again (invalid ones do not)
+  EXPECT_EQ(again[1].points_run, 0u);
+  EXPECT_EQ(again[2].points_run, 0u);
+  // One pool, one way to run its points.
+  auto mixed = pooled;
+  mixed[1].jobs = 1;
+  EXPECT_THROW(sweep::run_sweeps(mixed), std::invalid_argument);
+  fs::remove_all(dir);
+}
+
+// A pool SIGKILLed midway (its zygote and points die with it, PR_SET_PDEATHSIG) resumes: the
+// points finished before are not run again, and every sweep's results are those of the sweeps
+// run alone.
+TEST(SweepRunner, AKilledPoolResumesToWhatEachSweepAloneWrites) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("kappasim-pool-kill-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto alone = three_sweeps(dir, "alone", "0.15 s");
+  const auto pooled = three_sweeps(dir, "pool", "0.15 s");
+  for (const auto& o : alone) sweep::run_sweep(o);
+  // The slow sweep first in the pool this time: 8 points of 0.15 s on 2 workers (≈ 0.6 s).
+  const std::vector<sweep::SweepOptions> order = {pooled[2], pooled[0], pooled[1]};
+  auto results = [&] {
+    std::map<std::string, ino_t> out;
+    for (const auto& o : pooled) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(fs::path(o.out_dir) / "points", ec)) {
+        struct stat st {};
+        if (::stat((e.path() / "result.json").c_str(), &st) == 0)
+          out[e.path().string()] = st.st_ino;
+      }
+    }
+    return out;
+  };
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      sweep::run_sweeps(order);
+    } catch (...) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  for (int i = 0; i < 2000 && results().size() < 3; ++i) ::usleep(10000);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const std::map<std::string, ino_t> before = results();
+  ASSERT_GE(before.size(), 3u);
+  ASSERT_FALSE(fs::exists(fs::path(order.back().out_dir) / "results.csv"))
+      << "the pool finished before it was killed; nothing was tested";
+  // The zygote and the points die with the pool (their folders' locks with them): retried
+  // until they have.
+  std::vector<sweep::SweepRun> runs;
+  for (int i = 0; i < 500; ++i) {
+    try {
+      runs = sweep::run_sweeps(order);
+      break;
+    } catch (const InputError& e) {
+      if (!has(e.what(), "another kappasim sweep is running")) throw;
+      ::usleep(10000);
+    }
+  }
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].code, 0);
+  EXPECT_EQ(runs[1].code, 3);
+  EXPECT_EQ(runs[2].code, 3);
+  for (const auto& [path, ino] : before) {
+    struct stat st {};
+    ::stat((fs::path(path) / "result.json").c_str(), &st);
+    EXPECT_EQ(st.st_ino, ino) << path << " was run again";
+  }
+  for (std::size_t i = 0; i < 3; ++i)
+    for (const char* f : {"results.csv", "results.jsonl"})
+      EXPECT_EQ(slurp_file(fs::path(pooled[i].out_dir) / f),
+                slurp_file(fs::path(alone[i].out_dir) / f))
+          << pooled[i].out_dir << "/" << f;
   fs::remove_all(dir);
 }
 
