@@ -51,19 +51,14 @@ class PoolProcess final : public report::SweepPool {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    const pid_t parent = ::getpid();
-    m_pid = ::fork();
-    if (m_pid < 0) {
+    try {
+      m_pid = sweep::fork_tied_child();
+    } catch (...) {
       ::close(fds[0]);
       ::close(fds[1]);
-      throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+      throw;
     }
     if (m_pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
       ::close(fds[0]);
       ::_exit(serve(all, fds[1]));
     }
@@ -223,7 +218,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
   claim_output_dir(R.out, force);  // refuses a user's non-empty folder (core/output)
 
   // Each sweep resumably, with this command's -j, --quick and --quiet.
-  const report::SweepRunner run_sweep = [&](const std::string& spec, const std::string& out_dir) {
+  const auto options = [&](const std::string& spec, const std::string& out_dir) {
     sweep::SweepOptions o;
     o.spec_path = spec;
     o.out_dir = out_dir;
@@ -231,7 +226,10 @@ int cmd_reproduce(const std::vector<std::string>& args) {
     o.quick = R.quick;
     o.quiet = R.quiet;
     o.fork_points = true;  // points in forked children of this warm process (no simulation here)
-    return sweep::run_sweep(o);
+    return o;
+  };
+  const report::SweepRunner run_sweep = [&](const std::string& spec, const std::string& out_dir) {
+    return sweep::run_sweep(options(spec, out_dir));
   };
   // The sweeps of experiments/ through one pool (sweep::run_sweeps) in a child process, with
   // the same options, while the report goes on (PoolProcess above).
@@ -239,16 +237,7 @@ int cmd_reproduce(const std::vector<std::string>& args) {
       [&](const std::vector<std::pair<std::string, std::string>>& specs_and_dirs)
       -> std::unique_ptr<report::SweepPool> {
     std::vector<sweep::SweepOptions> all;
-    for (const auto& [spec, out_dir] : specs_and_dirs) {
-      sweep::SweepOptions o;
-      o.spec_path = spec;
-      o.out_dir = out_dir;
-      o.jobs = jobs;
-      o.quick = R.quick;
-      o.quiet = R.quiet;
-      o.fork_points = true;
-      all.push_back(o);
-    }
+    for (const auto& [spec, out_dir] : specs_and_dirs) all.push_back(options(spec, out_dir));
     return std::make_unique<PoolProcess>(all);
   };
   // Each Eq. 6 probe as a child `kappasim probe ...` (apps/kappasim/analysis_eval).

@@ -377,19 +377,14 @@ class Zygote {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       throw std::runtime_error(std::string("socketpair failed: ") + std::strerror(errno));
-    const pid_t runner = ::getpid();
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    m_pid = ::fork();
-    if (m_pid < 0) {
+    try {
+      m_pid = fork_tied_child();
+    } catch (...) {
       ::close(sv[0]);
       ::close(sv[1]);
-      throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+      throw;
     }
     if (m_pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != runner) ::_exit(127);
       ::close(sv[0]);
       serve(sv[1], point, err_path, mask);
     }
@@ -558,6 +553,20 @@ class Zygote {
 };
 
 }  // namespace
+
+int fork_tied_child() {
+  const pid_t parent = ::getpid();
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+  }
+  return pid;
+}
 
 std::string self_exe() {
   std::error_code ec;

@@ -153,4 +153,10 @@ std::string kind_list();
 // This process's executable (/proc/self/exe), resolved.
 std::string self_exe();
 
+// fork() for a child that must not outlive this process (the runner's zygote, reproduce's pool
+// process): stdio flushed first (nothing buffered is written twice); in the child,
+// PR_SET_PDEATHSIG SIGKILL, and _exit(127) if this process has already gone. Returns fork()'s
+// value (0 in the child); throws std::runtime_error if fork fails.
+int fork_tied_child();
+
 }  // namespace kappasim::sweep
