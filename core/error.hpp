@@ -61,4 +61,10 @@ class IoError : public std::runtime_error {
 // stack poisoning.)
 IoError file_error(const std::string& what, int err);
 
+// The exception being handled, as kappasim's main reports it: "kappasim: error: ..." on stderr
+// and 2 for an InputError, the IoError's own code, "kappasim: internal error: ..." and 1 for
+// another std::exception (anything else is rethrown). Call it inside a catch block: main, and
+// the forked children that run a command's part (a sweep point, reproduce's pool), report alike.
+int report_current_exception();
+
 }  // namespace kappasim

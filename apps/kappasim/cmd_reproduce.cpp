@@ -25,6 +25,7 @@
 
 #include "apps/kappasim/analysis_eval.hpp"
 #include "apps/kappasim/cli.hpp"
+#include "core/error.hpp"
 #include "core/output.hpp"
 #include "report/reproduce.hpp"
 #include "sweeps/runner/runner.hpp"
@@ -112,15 +113,8 @@ class PoolProcess final : public report::SweepPool {
       std::snprintf(line, sizeof line, "end %.9g\n",
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       send(line);
-    } catch (const InputError& e) {
-      std::cerr << "kappasim: error: " << e.what() << "\n";
-      code = 2;
-    } catch (const IoError& e) {
-      std::cerr << "kappasim: error: " << e.what() << "\n";
-      code = e.exit_code();
-    } catch (const std::exception& e) {
-      std::cerr << "kappasim: internal error: " << e.what() << "\n";
-      code = 1;
+    } catch (const std::exception&) {
+      code = report_current_exception();
     }
     std::cout.flush();
     std::cerr.flush();

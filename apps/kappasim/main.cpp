@@ -201,14 +201,7 @@ int main(int argc, char** argv) {
               << "\n\n"
               << kUsage;
     return 2;
-  } catch (const kappasim::InputError& e) {
-    std::cerr << "kappasim: error: " << e.what() << "\n";
-    return 2;
-  } catch (const kappasim::IoError& e) {
-    std::cerr << "kappasim: error: " << e.what() << "\n";
-    return e.exit_code();  // 4, or 2 for a path that leads nowhere
-  } catch (const std::exception& e) {
-    std::cerr << "kappasim: internal error: " << e.what() << "\n";
-    return 1;
+  } catch (const std::exception&) {
+    return kappasim::report_current_exception();
   }
 }

@@ -345,15 +345,8 @@ int run_point_code(const PointRunOptions& po) {
   try {
     run_point(po);
     return 0;
-  } catch (const InputError& e) {
-    std::cerr << "kappasim: error: " << e.what() << "\n";
-    return 2;
-  } catch (const IoError& e) {
-    std::cerr << "kappasim: error: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "kappasim: internal error: " << e.what() << "\n";
-    return 1;
+  } catch (const std::exception&) {
+    return report_current_exception();
   }
 }
 

@@ -307,6 +307,37 @@ TEST(SweepRunner, APoolOfSweepsWritesWhatEachSweepAloneWrites) {
   fs::remove_all(dir);
 }
 
+// Bad input in any sweep of a pool stops the whole pool before a point runs: the error names the
+// bad spec's file and key, and the good sweeps before it have no point run.
+TEST(SweepRunner, ABadSpecInAPoolStopsItBeforeAnyPointRuns) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("kappasim-poolbad-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto pooled = three_sweeps(dir, "pool", "0 s");
+  const fs::path bad = dir / "bad.yaml";
+  {
+    std::ofstream f(bad);
+    f << "name: bad\nkind: selftest\naxes:\n  - {key: x, valuez: [1, 2]}\n";
+  }
+  pooled[1].spec_path = bad.string();
+  try {
+    sweep::run_sweeps(pooled);
+    ADD_FAILURE() << "a pool with a bad spec ran";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "bad.yaml")) << e.what();
+  }
+  for (const auto& o : pooled) {
+    const fs::path points = fs::path(o.out_dir) / "points";
+    std::size_t results = 0;
+    if (fs::exists(points))
+      for (const auto& p : fs::recursive_directory_iterator(points))
+        results += p.path().filename() == "result.json";
+    EXPECT_EQ(results, 0u) << o.out_dir;
+    EXPECT_FALSE(fs::exists(fs::path(o.out_dir) / "results.csv")) << o.out_dir;
+  }
+  fs::remove_all(dir);
+}
+
 // A pool SIGKILLed midway (its zygote and points die with it, PR_SET_PDEATHSIG) resumes: the
 // points finished before are not run again, and every sweep's results are those of the sweeps
 // run alone.
