@@ -74,6 +74,7 @@ std::int64_t SessionGenerator::draw_count(Rng& rng, double mean, std::int64_t ma
 }
 
 bool SessionGenerator::run_to_zero(Session& s) {
+  if (s.next_s < 0 && ends_before_zero(s)) return false;
   while (s.next_s < 0) {
     if (!skip(s) || --s.remaining <= 0) return false;
     s.next_s += think_time(s);
@@ -150,6 +151,15 @@ bool ShareGptGenerator::emit(Session& s, Request& r) {
 
 double ShareGptGenerator::think_time(Session& s) {
   return m_shape.think_time_s > 0 ? s.rng.exponential(m_shape.think_time_s) : 0.0;
+}
+
+bool ShareGptGenerator::ends_before_zero(Session s) {
+  while (s.next_s < 0) {
+    s.rng.discard(2 * Rng::kLognormalWords);  // emit's reply and next user message
+    if (--s.remaining <= 0) return true;
+    s.next_s += think_time(s);
+  }
+  return false;
 }
 
 std::string ShareGptGenerator::describe() const {

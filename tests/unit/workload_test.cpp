@@ -556,14 +556,17 @@ void expect_same_requests(const std::vector<Request>& a, const std::vector<Reque
 TEST(Workload, WarmUpRequestsRunAtTheirSessionsStartGiveTheQueuedStream) {
   for (const double rate : {0.5, 10.0, 300.0}) {
     const std::string r = " at " + std::to_string(rate) + "/s";
-    {
+    // The default window, and one that ends most conversations early (in the warm-up too,
+    // where ShareGptGenerator::ends_before_zero skips the turns' sizes).
+    for (const std::int64_t window : {std::int64_t{0}, std::int64_t{3000}}) {
       ShareGptSpec shape;
+      if (window > 0) shape.max_context_tokens = window;
       const double per = truncated_geometric_mean(shape.turns_mean, shape.turns_max);
       const double warm = shape.think_time_s * shape.turns_max;
       ShareGptGenerator g(shape, 400, rate, ArrivalKind::Poisson, 1, 7);
       OpenGenerator<ShareGptGenerator> ref(shape, 400, rate, ArrivalKind::Poisson, 1, 7);
       expect_same_requests(drain(g), reference_stream(ref, "sharegpt", 400, rate, per, warm, 7),
-                           "sharegpt" + r);
+                           "sharegpt" + r + " window " + std::to_string(window));
     }
     for (const WorkloadType t : {WorkloadType::NarrativeQa, WorkloadType::DocFinQa}) {
       const std::string name = workload_type_name(t);
