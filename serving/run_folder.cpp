@@ -29,8 +29,10 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
   if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
   auto source =
       make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
-  // warm_tier: the tier starts as the same request stream would leave it (a second copy).
-  sinks.warm_source = [&spec, base_dir] {
+  // warm_tier: the tier starts as the same request stream would leave it (a second copy: the
+  // kept requests again when make_source kept them).
+  sinks.warm_source = [&spec, base_dir, first = source.get()] {
+    if (auto again = replay_again(*first)) return again;
     return make_source_again(spec.workload, static_cast<std::uint64_t>(spec.workload.seed),
                              base_dir);
   };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/sim_time_limit.hpp"
@@ -133,17 +135,62 @@ namespace {
 // Issue 12 item 1: arrivals the simulator's time base cannot reach (core/sim_runner.hpp) are
 // rejected before anything is simulated. Generators are deterministic, so a second instance with
 // the same seed, run ahead, sees exactly the arrivals the run will (traces: validate_trace).
-std::unique_ptr<WorkloadSource> within_time_limit(std::unique_ptr<WorkloadSource> probe) {
+// Its requests, kept when there are at most kReplayRequests of them (else nullptr).
+std::shared_ptr<const std::vector<Request>> within_time_limit(
+    std::unique_ptr<WorkloadSource> probe) {
+  auto kept = std::make_shared<std::vector<Request>>();
   Request r;
-  while (probe->next(r))
+  while (probe->next(r)) {
     if (r.arrival_s > kSimTimeLimitS)
       throw InputError("workload: request " + std::to_string(r.id) + " arrives at " +
                        sim_time_limit_message(r.arrival_s) +
                        "; expected arrivals within it: a higher workload.rate or fewer "
                        "workload.requests");
-  return probe;
+    if (!kept) continue;
+    if (kept->size() < kReplayRequests)
+      kept->push_back(r);
+    else
+      kept.reset();  // too long to keep: generated again
+  }
+  return kept;
+}
+
+// The requests a generator drew, replayed in order (make_source; issue 24).
+class ReplaySource final : public WorkloadSource {
+ public:
+  ReplaySource(std::shared_ptr<const std::vector<Request>> rs, std::string what)
+      : m_rs(std::move(rs)), m_what(std::move(what)) {}
+  bool next(Request& out) override {
+    if (m_i >= m_rs->size()) return false;
+    out = (*m_rs)[m_i++];
+    return true;
+  }
+  std::string describe() const override { return m_what; }
+  std::unique_ptr<WorkloadSource> again() const {
+    return std::make_unique<ReplaySource>(m_rs, m_what);
+  }
+
+ private:
+  std::shared_ptr<const std::vector<Request>> m_rs;
+  std::string m_what;
+  std::size_t m_i = 0;
+};
+
+// `probe`'s stream checked; a replay of it when it was kept, else a new copy of the source.
+std::unique_ptr<WorkloadSource> checked(std::unique_ptr<WorkloadSource> probe,
+                                        const WorkloadSpec& spec, std::uint64_t seed,
+                                        const std::string& base_dir) {
+  std::string what = probe->describe();
+  if (auto kept = within_time_limit(std::move(probe)))
+    return std::make_unique<ReplaySource>(std::move(kept), std::move(what));
+  return make_source_again(spec, seed, base_dir);
 }
 }  // namespace
+
+std::unique_ptr<WorkloadSource> replay_again(const WorkloadSource& source) {
+  const auto* r = dynamic_cast<const ReplaySource*>(&source);
+  return r ? r->again() : nullptr;
+}
 
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir) {
@@ -151,13 +198,12 @@ std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint6
     case WorkloadType::ShareGpt:
     case WorkloadType::NarrativeQa:
     case WorkloadType::DocFinQa:
-      within_time_limit(make_generator(spec.type, spec, spec.requests, spec.rate, seed));
-      break;
+      return checked(make_generator(spec.type, spec, spec.requests, spec.rate, seed), spec, seed,
+                     base_dir);
     case WorkloadType::Trace:
       break;
     case WorkloadType::Mix:
-      within_time_limit(std::make_unique<MixSource>(spec, seed));
-      break;
+      return checked(std::make_unique<MixSource>(spec, seed), spec, seed, base_dir);
   }
   return make_source_again(spec, seed, base_dir);
 }

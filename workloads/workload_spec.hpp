@@ -284,5 +284,12 @@ std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint6
 // same spec and seed, which checked the same arrivals (issue 24: the warm tier's copy).
 std::unique_ptr<WorkloadSource> make_source_again(const WorkloadSpec& spec, std::uint64_t seed,
                                                   const std::string& base_dir = "");
+// Issue 24: make_source keeps a generated stream of at most kReplayRequests requests from its
+// time-limit check (about 100 B each: ≤ 1.6 MB) and returns a source that replays it, instead of
+// a second generator that would draw the same requests again. replay_again(source) is a new
+// source over the same kept requests for a source make_source returned that way, else nullptr
+// (a trace, a longer stream: make_source_again then).
+inline constexpr std::size_t kReplayRequests = 16384;
+std::unique_ptr<WorkloadSource> replay_again(const WorkloadSource& source);
 
 }  // namespace kappasim

@@ -553,6 +553,35 @@ void expect_same_requests(const std::vector<Request>& a, const std::vector<Reque
   }
 }
 
+// make_source keeps a short generated stream from its time-limit check and replays it (issue
+// 24): the same requests as a fresh generator's, again with replay_again; a longer stream is
+// generated again instead (nothing kept: replay_again has nothing to give).
+TEST(Workload, AShortStreamIsReplayedAsItWasGenerated) {
+  const auto fresh = [](const WorkloadSpec& s, std::uint64_t seed) {
+    return drain(*make_source_again(s, seed));
+  };
+  for (const WorkloadType t : {WorkloadType::ShareGpt, WorkloadType::NarrativeQa}) {
+    const WorkloadSpec s = spec_of(t, 300, 20);
+    auto made = make_source(s, 3);
+    auto again = replay_again(*made);
+    ASSERT_NE(again, nullptr) << workload_type_name(t);
+    EXPECT_EQ(made->describe(), make_source_again(s, 3)->describe());
+    expect_same_requests(drain(*made), fresh(s, 3), workload_type_name(t) + " replayed");
+    expect_same_requests(drain(*again), fresh(s, 3), workload_type_name(t) + " replayed again");
+  }
+  WorkloadSpec mix = spec_of(WorkloadType::ShareGpt, 300, 20);
+  mix.type = WorkloadType::Mix;
+  mix.mix = {{"sharegpt", 0.7}, {"narrativeqa", 0.3}};
+  auto made = make_source(mix, 5);
+  ASSERT_NE(replay_again(*made), nullptr);
+  expect_same_requests(drain(*made), fresh(mix, 5), "mix replayed");
+
+  const auto longer = static_cast<std::int64_t>(kReplayRequests) + 1;
+  auto generated = make_source(spec_of(WorkloadType::ShareGpt, longer, 1000), 3);
+  EXPECT_EQ(replay_again(*generated), nullptr);
+  EXPECT_EQ(drain(*generated).size(), static_cast<std::size_t>(longer));
+}
+
 TEST(Workload, WarmUpRequestsRunAtTheirSessionsStartGiveTheQueuedStream) {
   for (const double rate : {0.5, 10.0, 300.0}) {
     const std::string r = " at " + std::to_string(rate) + "/s";
