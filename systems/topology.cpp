@@ -213,19 +213,22 @@ double Topology::solo_rate(int gpu, Direction dir, CopyPath how, bool pinned) co
 void Topology::check_endpoint(const TransferRequest& r) const {
   socket_of_gpu(r.gpu);
   if (r.endpoint == Endpoint::HostDram) return;
-  const std::string what = std::string(to_string(r.dir)) + " transfer between GPU " +
-                           std::to_string(r.gpu) + " and " + to_string(r.endpoint) + " " +
-                           std::to_string(r.endpoint_index);
+  // The transfer, named only for a message (issue 24: every transfer to a CXL device, drive or
+  // peer GPU is checked, and building the name each time was most of the check's cost).
+  const auto what = [&r] {
+    return std::string(to_string(r.dir)) + " transfer between GPU " + std::to_string(r.gpu) +
+           " and " + to_string(r.endpoint) + " " + std::to_string(r.endpoint_index);
+  };
   if (r.path == CopyPath::Local)
-    throw InputError(what + ": an on-GPU (Local) transfer has no other end");
+    throw InputError(what() + ": an on-GPU (Local) transfer has no other end");
   if (!r.pinned)
-    throw InputError(what + ": pageable memory is modelled for the host-DRAM pool only");
+    throw InputError(what() + ": pageable memory is modelled for the host-DRAM pool only");
   const auto range = [&](int count, const char* key, const char* noun) {
     if (count == 0)
-      throw InputError(std::string(key) + ": " + what + ", but the system has no " + noun);
+      throw InputError(std::string(key) + ": " + what() + ", but the system has no " + noun);
     if (r.endpoint_index < 0 || r.endpoint_index >= count)
-      throw InputError(std::string(key) + ": " + what + ": " + noun + " index out of range (the " +
-                       "system has " + std::to_string(count) + ")");
+      throw InputError(std::string(key) + ": " + what() + ": " + noun +
+                       " index out of range (the " + "system has " + std::to_string(count) + ")");
   };
   switch (r.endpoint) {
     case Endpoint::HostDram:
@@ -236,31 +239,31 @@ void Topology::check_endpoint(const TransferRequest& r) const {
     case Endpoint::Nvme:
       range(m_nvme_drives, "system.nvme_drives", "NVMe drives");
       if (r.direct && !dma(r.path))
-        throw InputError(what +
+        throw InputError(what() +
                          ": GPUDirect Storage is the drive's own DMA; a copy kernel "
                          "cannot read the drive (use the dma path or direct: false)");
       if (!(r.io_bytes >= 0) || !std::isfinite(r.io_bytes))
-        throw InputError(what + ": io_bytes must be finite and >= 0");
-      if (r.queue_depth < 0) throw InputError(what + ": queue_depth must be >= 0");
+        throw InputError(what() + ": io_bytes must be finite and >= 0");
+      if (r.queue_depth < 0) throw InputError(what() + ": queue_depth must be >= 0");
       return;
     case Endpoint::PeerGpu: {
       if (r.endpoint_index < 0 || r.endpoint_index >= m_gpus)
-        throw InputError("system.gpus: " + what + ": peer GPU out of range (the replica has " +
+        throw InputError("system.gpus: " + what() + ": peer GPU out of range (the replica has " +
                          std::to_string(m_gpus) + " GPUs)");
-      if (r.endpoint_index == r.gpu) throw InputError(what + ": a GPU is not its own peer");
+      if (r.endpoint_index == r.gpu) throw InputError(what() + ": a GPU is not its own peer");
       if (node_of_gpu(r.endpoint_index) == node_of_gpu(r.gpu)) {
         if (m_nvlink_out.empty())
-          throw InputError("system.gpu.nvlink_bandwidth: " + what +
+          throw InputError("system.gpu.nvlink_bandwidth: " + what() +
                            " within a node needs the GPU's NVLink bandwidth");
       } else if (m_nic_out.empty()) {
-        throw InputError("system.nic_bandwidth: " + what +
+        throw InputError("system.nic_bandwidth: " + what() +
                          " between nodes needs the NIC bandwidth per GPU");
       }
       return;
     }
     case Endpoint::Remote:
       if (m_nic_out.empty())
-        throw InputError("system.nic_bandwidth: " + what + " needs the NIC bandwidth per GPU");
+        throw InputError("system.nic_bandwidth: " + what() + " needs the NIC bandwidth per GPU");
       return;
   }
 }
