@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 namespace kappasim {
@@ -489,9 +492,42 @@ MoeBlock moe_block(double tokens, double experts, const GpuSpec::Tiles& tiles) {
 namespace {
 // E[ceil(n / b)] for n ~ Binomial(n_trials, p), summed over n within 12 standard deviations of
 // the mean (the rest weighs below 1e-30), each term's probability from lgamma.
+double binomial_expected_blocks_sum(long long n_trials, double p, double b);
+
+// binomial_expected_blocks_sum, each answer kept (issue 24): the recompute chooser prices
+// candidate token counts that repeat across requests, and each sum costs hundreds of exp().
+// A pure function of its arguments, so a kept answer is the bits it would compute again. At
+// most kKept answers (then the table starts afresh): ≤ about 2 MiB.
 double binomial_expected_blocks(long long n_trials, double p, double b) {
   if (n_trials <= 0) return 0;
   if (p >= 1) return ceil_q(static_cast<double>(n_trials) / b);
+  struct Key {
+    long long n;
+    double p, b;
+    bool operator==(const Key& o) const { return n == o.n && p == o.p && b == o.b; }
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t pb = 0, bb = 0;
+      std::memcpy(&pb, &k.p, sizeof pb);
+      std::memcpy(&bb, &k.b, sizeof bb);
+      std::uint64_t h = static_cast<std::uint64_t>(k.n) * 0x9e3779b97f4a7c15ULL;
+      h ^= pb + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
+      h ^= bb + 0x94d049bb133111ebULL + (h << 6) + (h >> 2);
+      return static_cast<std::size_t>(h);
+    }
+  };
+  constexpr std::size_t kKept = std::size_t{1} << 15;
+  thread_local std::unordered_map<Key, double, Hash> kept;
+  const Key key{n_trials, p, b};
+  if (const auto it = kept.find(key); it != kept.end()) return it->second;
+  if (kept.size() >= kKept) kept.clear();
+  const double v = binomial_expected_blocks_sum(n_trials, p, b);
+  kept.emplace(key, v);
+  return v;
+}
+
+double binomial_expected_blocks_sum(long long n_trials, double p, double b) {
   const double N = static_cast<double>(n_trials);
   const double mean = N * p, sd = std::sqrt(N * p * (1 - p));
   const auto lo = static_cast<long long>(std::max(0.0, std::floor(mean - 12 * sd - 1)));
