@@ -164,10 +164,7 @@ int remove_stale_staging(const std::string& dir) {
   return removed;
 }
 
-OutputDir::OutputDir(std::string dir, bool force) : OutputDir(std::move(dir), force, false) {}
-
-OutputDir::OutputDir(std::string dir, bool force, bool markers_in_background)
-    : m_dir(std::move(dir)) {
+OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
   while (m_dir.size() > 1 && m_dir.back() == '/') m_dir.pop_back();
   if (m_dir.empty()) throw InputError("--out: an output folder is required");
   std::error_code ec;
@@ -205,23 +202,12 @@ OutputDir::OutputDir(std::string dir, bool force, bool markers_in_background)
     if (ec != std::errc::no_such_file_or_directory) break;
   }
   if (ec) throw IoError("--out: cannot create '" + m_staging + "': " + ec.message());
-  auto markers = [staging = fs::path(m_staging),
-                  owner = this_host() + " " + std::to_string(::getpid()) + "\n"] {
-    write_file_atomic((staging / kStagingMarker).string(), owner);
-    write_file_atomic((staging / kOutputMarker).string(), "kappasim output folder\n");
-  };
-  if (markers_in_background)
-    m_markers = std::async(std::launch::async, std::move(markers));
-  else
-    markers();
-}
-
-void OutputDir::wait_markers() {
-  if (m_markers.valid()) m_markers.get();
+  write_file_atomic((fs::path(m_staging) / kStagingMarker).string(),
+                    this_host() + " " + std::to_string(::getpid()) + "\n");
+  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), "kappasim output folder\n");
 }
 
 OutputDir::~OutputDir() {
-  if (m_markers.valid()) m_markers.wait();  // its thread writes into the staging folder
   if (m_committed) return;
   std::error_code ec;
   fs::remove_all(m_staging, ec);
@@ -278,7 +264,6 @@ bool read_manifest(const fs::path& dir, std::set<std::string>& files) {
 }  // namespace
 
 void OutputDir::commit() {
-  wait_markers();
   std::error_code ec;
   const std::string old = staging_root(m_dir) + "/old-" + std::to_string(::getpid());
   const bool had = fs::exists(m_dir, ec);

@@ -3,7 +3,6 @@
 // staging folder and swapped in whole.
 #pragma once
 
-#include <future>
 #include <string>
 #include <vector>
 
@@ -48,15 +47,7 @@ int remove_stale_staging(const std::string& dir);
 class OutputDir {
  public:
   explicit OutputDir(std::string dir, bool force = false);
-  // `markers_in_background`: the staging folder's two marker files (kStagingMarker,
-  // kOutputMarker) are written and made durable on a second thread while the caller fills the
-  // folder (issue 24: their two fsyncs were milliseconds of a short run's wall time); each
-  // appears, as before, only once it is durable. commit() and the destructor wait for them;
-  // an error writing them is thrown by wait_markers() or commit().
-  OutputDir(std::string dir, bool force, bool markers_in_background);
   ~OutputDir();
-  // Waits for the markers written in the background; throws the error that stopped them (once).
-  void wait_markers();
   OutputDir(const OutputDir&) = delete;
   OutputDir& operator=(const OutputDir&) = delete;
 
@@ -76,7 +67,6 @@ class OutputDir {
   std::string m_dir;
   std::string m_staging;
   bool m_committed = false;
-  std::future<void> m_markers;  // markers_in_background
   std::vector<std::string> m_kept_user_files;
   std::vector<std::string> m_renamed_user_files;
 };

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <future>
 #include <iostream>
 #include <utility>
 
@@ -168,26 +167,10 @@ int cmd_run(const std::vector<std::string>& args) {
   check_output_dir(out, force);  // before the trace is read: a refused folder costs nothing
   if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet && !json)
     warn_packet_cost(spec, config);
-  // The staging folder's markers and config.yaml (known before the run) are written and made
-  // durable on second threads while the simulation runs (issue 24: their fsyncs were milliseconds
-  // of a short run's wall time). The same bytes in the same staging folder, and the errors in
-  // the order they had when written in turn: the markers', the run's, config.yaml's. The future,
-  // destroyed before `dir`, is waited for before the staging folder goes.
-  OutputDir dir(out, force, /*markers_in_background=*/true);
-  std::future<void> config_yaml = std::async(std::launch::async, [&dir, &effective] {
-    dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
-  });
-  const RunFolderResult run = [&] {
-    try {
-      return run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
-    } catch (...) {
-      dir.wait_markers();  // a marker's error first, as when they were written before the run
-      throw;
-    }
-  }();
+  OutputDir dir(out, force);
+  const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
-  dir.wait_markers();
-  config_yaml.get();
+  dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
   for (const std::string& f : dir.renamed_user_files())
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
