@@ -24,7 +24,25 @@ constexpr std::size_t kNumberRoom = 32;
 
 char* put_int(char* p, std::int64_t v) { return std::to_chars(p, p + kNumberRoom, v).ptr; }
 
-char* put_number(char* p, double v) {
+}  // namespace
+
+// Numbers formatted lately (issue 24: a third of a Vidur requests.csv's non-integer cells repeat
+// one formatted shortly before, a step's shared times in the next request's row or t_queue_s
+// after queue_s, and std::to_chars was most of a row's cost): the bytes std::to_chars gave for
+// the same bits, copied. Direct-mapped by the bits; a slot holds its value's whole text.
+struct CsvNumberCache {
+  struct Slot {
+    std::uint64_t bits = 0;
+    std::size_t len = 0;  // 0: empty
+    char text[kNumberRoom];
+  };
+  std::array<Slot, 256> slots{};
+};
+
+namespace {
+
+// p has kNumberRoom bytes.
+char* put_number(char* p, double v, CsvNumberCache* cache) {
   if (!std::isfinite(v)) return p;
   if (v == std::floor(v) && std::fabs(v) < 1e16) {
     if (v == 0 && std::signbit(v)) {
@@ -34,7 +52,19 @@ char* put_number(char* p, double v) {
     }
     return put_int(p, static_cast<std::int64_t>(v));
   }
-  return std::to_chars(p, p + kNumberRoom, v).ptr;
+  if (!cache) return std::to_chars(p, p + kNumberRoom, v).ptr;
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  CsvNumberCache::Slot& s = cache->slots[(bits * 0x9E3779B97F4A7C15ULL) >> 56];
+  if (s.len != 0 && s.bits == bits) {
+    std::memcpy(p, s.text, kNumberRoom);  // the whole slot: p has the room
+    return p + s.len;
+  }
+  char* end = std::to_chars(p, p + kNumberRoom, v).ptr;
+  s.bits = bits;
+  s.len = static_cast<std::size_t>(end - p);
+  std::memcpy(s.text, p, s.len);
+  return end;
 }
 
 // An RFC 4180 field: as it is, or quoted (core/csv) when it holds a comma, quote, CR or LF or
@@ -82,8 +112,9 @@ std::size_t row_room(const std::vector<CsvCell>& cells, const RequestRecord& r) 
   return n;
 }
 
-// One row (no newline) at p, which has row_room() bytes; returns its end.
-char* put_row(char* p, const std::vector<CsvCell>& cells, const RequestRecord& r) {
+// One row (no newline) at p, which has row_room() bytes; returns its end. `cache`: may be null.
+char* put_row(char* p, const std::vector<CsvCell>& cells, const RequestRecord& r,
+              CsvNumberCache* cache) {
   bool first = true;
   for (const CsvCell& c : cells) {
     if (!first) *p++ = ',';
@@ -99,10 +130,10 @@ char* put_row(char* p, const std::vector<CsvCell>& cells, const RequestRecord& r
         p = put_int(p, r.*c.small);
         break;
       case CsvCell::Kind::Number:
-        p = put_number(p, r.*c.d);
+        p = put_number(p, r.*c.d, cache);
         break;
       case CsvCell::Kind::Time:
-        p = put_number(p, r.time.*c.time);
+        p = put_number(p, r.time.*c.time, cache);
         break;
       case CsvCell::Kind::Text:
         p = put_text(p, r.*c.text);
@@ -137,7 +168,7 @@ const char* RequestsCsvWriter::header(bool decode, bool prefix_cache) {
 std::string RequestsCsvWriter::row(const RequestRecord& r, bool decode, bool prefix_cache) {
   const std::vector<CsvCell>& cells = csv_cells(decode, prefix_cache);
   std::string s(row_room(cells, r), '\0');
-  s.resize(static_cast<std::size_t>(put_row(s.data(), cells, r) - s.data()));
+  s.resize(static_cast<std::size_t>(put_row(s.data(), cells, r, nullptr) - s.data()));
   return s;
 }
 
@@ -145,6 +176,7 @@ RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode, bool 
     : m_path(path),
       m_cells(&csv_cells(decode, prefix_cache)),
       m_buf(kBuffer),
+      m_numbers(std::make_unique<CsvNumberCache>()),
       m_out(std::make_unique<std::ofstream>()) {
   // Unbuffered: the rows reach it in blocks of up to kBuffer bytes, one write call each.
   m_out->rdbuf()->pubsetbuf(nullptr, 0);  // before open (libstdc++ honours it then)
@@ -178,7 +210,7 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
     flush_rows();
     if (m_buf.size() < room) m_buf.resize(room);  // a row longer than the buffer (long text)
   }
-  char* p = put_row(m_buf.data() + m_len, *m_cells, r);
+  char* p = put_row(m_buf.data() + m_len, *m_cells, r, m_numbers.get());
   *p++ = '\n';
   m_len = static_cast<std::size_t>(p - m_buf.data());
   ++m_rows;

@@ -91,6 +91,8 @@ struct CsvCell {
   std::string RequestRecord::*text = nullptr;
 };
 
+struct CsvNumberCache;  // serving/metrics.cpp
+
 // Streams requests.csv: a fixed header, one RFC 4180 row per write() (serving/stat_catalog's
 // columns, cells as CsvCell says), so the same run gives a byte-identical file.
 class RequestsCsvWriter {
@@ -122,6 +124,7 @@ class RequestsCsvWriter {
   // (issue 24: one write call per ≈ 250 rows; no string per row or cell).
   std::vector<char> m_buf;
   std::size_t m_len = 0;
+  std::unique_ptr<CsvNumberCache> m_numbers;  // numbers formatted lately, their text
   std::unique_ptr<std::ofstream> m_out;
   std::uint64_t m_rows = 0;
 };
