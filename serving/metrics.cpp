@@ -18,11 +18,66 @@
 namespace kappasim {
 namespace {
 
-template <class Int>
-void append_integer(std::string& s, Int v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  s.append(buf, r.ptr);
+// Room a number's cell may take: std::to_chars' longest double ("-2.2250738585072014e-308", 24
+// bytes) or int64 (20), with slack.
+constexpr std::size_t kNumberRoom = 32;
+
+char* put_int(char* p, std::int64_t v) { return std::to_chars(p, p + kNumberRoom, v).ptr; }
+
+}  // namespace
+
+// Numbers formatted lately (issue 24: a third of a Vidur requests.csv's non-integer cells repeat
+// one formatted shortly before, a step's shared times in the next request's row or t_queue_s
+// after queue_s, and std::to_chars was most of a row's cost): the bytes std::to_chars gave for
+// the same bits, copied. Direct-mapped by the bits; a slot holds its value's whole text.
+struct CsvNumberCache {
+  struct Slot {
+    std::uint64_t bits = 0;
+    std::size_t len = 0;  // 0: empty
+    char text[kNumberRoom];
+  };
+  std::array<Slot, 256> slots{};
+};
+
+namespace {
+
+// p has kNumberRoom bytes.
+char* put_number(char* p, double v, CsvNumberCache* cache) {
+  if (!std::isfinite(v)) return p;
+  if (v == std::floor(v) && std::fabs(v) < 1e16) {
+    if (v == 0 && std::signbit(v)) {
+      *p++ = '-';
+      *p++ = '0';
+      return p;
+    }
+    return put_int(p, static_cast<std::int64_t>(v));
+  }
+  if (!cache) return std::to_chars(p, p + kNumberRoom, v).ptr;
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  CsvNumberCache::Slot& s = cache->slots[(bits * 0x9E3779B97F4A7C15ULL) >> 56];
+  if (s.len != 0 && s.bits == bits) {
+    std::memcpy(p, s.text, kNumberRoom);  // the whole slot: p has the room
+    return p + s.len;
+  }
+  char* end = std::to_chars(p, p + kNumberRoom, v).ptr;
+  s.bits = bits;
+  s.len = static_cast<std::size_t>(end - p);
+  std::memcpy(s.text, p, s.len);
+  return end;
+}
+
+// An RFC 4180 field: as it is, or quoted (core/csv) when it holds a comma, quote, CR or LF or
+// begins or ends with a space. At most 2 · size + 2 bytes.
+char* put_text(char* p, const std::string& f) {
+  const bool edge_space = !f.empty() && (f.front() == ' ' || f.back() == ' ');
+  if (!edge_space && f.find_first_of(",\"\r\n") == std::string::npos) {
+    if (!f.empty()) std::memcpy(p, f.data(), f.size());
+    return p + f.size();
+  }
+  const std::string q = csv_field(f);
+  std::memcpy(p, q.data(), q.size());
+  return p + q.size();
 }
 
 // Whether a requests.csv with the decode / prefix-cache columns has column family d.
@@ -31,50 +86,71 @@ bool has_column(const StatDecl& d, bool decode, bool prefix_cache) {
          (d.when != StatWhen::PrefixCache || prefix_cache);
 }
 
-// One row: the declared columns' cells, comma-separated (the decode columns with `decode`, the
-// prefix cache's with `prefix_cache`).
-void append_row(std::string& s, const RequestRecord& r, bool decode, bool prefix_cache) {
+// The declared columns' cells (the decode columns with `decode`, the prefix cache's with
+// `prefix_cache`), in order; built once per set.
+const std::vector<CsvCell>& csv_cells(bool decode, bool prefix_cache) {
+  static const std::array<std::vector<CsvCell>, 4> cells = [] {  // decode + 2 · prefix_cache
+    std::array<std::vector<CsvCell>, 4> c;
+    for (int with = 0; with < 4; ++with)
+      for (const StatDecl& d : requests_csv_stats())
+        if (has_column(d, (with & 1) != 0, (with & 2) != 0))
+          for (const StatKey& k : d.keys) {
+            if (k.cell.empty())
+              throw std::logic_error("requests.csv column '" + k.name + "' has no cell");
+            c[with].push_back(k.cell);
+          }
+    return c;
+  }();
+  return cells[(decode ? 1 : 0) + (prefix_cache ? 2 : 0)];
+}
+
+// The bytes a row of `cells` may take for r, separators included.
+std::size_t row_room(const std::vector<CsvCell>& cells, const RequestRecord& r) {
+  std::size_t n = 0;
+  for (const CsvCell& c : cells)
+    n += 1 + (c.kind == CsvCell::Kind::Text ? 2 * (r.*c.text).size() + 2 : kNumberRoom);
+  return n;
+}
+
+// One row (no newline) at p, which has row_room() bytes; returns its end. `cache`: may be null.
+char* put_row(char* p, const std::vector<CsvCell>& cells, const RequestRecord& r,
+              CsvNumberCache* cache) {
   bool first = true;
-  for (const StatDecl& d : requests_csv_stats()) {
-    if (!has_column(d, decode, prefix_cache)) continue;
-    for (const StatKey& k : d.keys) {
-      if (!first) s += ',';
-      first = false;
-      k.cell(s, r);
+  for (const CsvCell& c : cells) {
+    if (!first) *p++ = ',';
+    first = false;
+    switch (c.kind) {
+      case CsvCell::Kind::Unsigned:
+        p = std::to_chars(p, p + kNumberRoom, r.*c.u).ptr;
+        break;
+      case CsvCell::Kind::Integer:
+        p = put_int(p, r.*c.i);
+        break;
+      case CsvCell::Kind::Small:
+        p = put_int(p, r.*c.small);
+        break;
+      case CsvCell::Kind::Number:
+        p = put_number(p, r.*c.d, cache);
+        break;
+      case CsvCell::Kind::Time:
+        p = put_number(p, r.time.*c.time, cache);
+        break;
+      case CsvCell::Kind::Text:
+        p = put_text(p, r.*c.text);
+        break;
+      case CsvCell::Kind::None:
+        break;
     }
   }
+  return p;
 }
 
 }  // namespace
 
-void append_csv_int(std::string& s, std::int64_t v) { append_integer(s, v); }
-void append_csv_uint(std::string& s, std::uint64_t v) { append_integer(s, v); }
-void append_csv_number(std::string& s, double v) {
-  if (!std::isfinite(v)) return;
-  if (v == std::floor(v) && std::fabs(v) < 1e16) {
-    if (v == 0 && std::signbit(v)) {
-      s += "-0";
-      return;
-    }
-    append_integer(s, static_cast<std::int64_t>(v));
-    return;
-  }
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  s.append(buf, r.ptr);
-}
-void append_csv_text(std::string& s, const std::string& f) {
-  const bool edge_space = !f.empty() && (f.front() == ' ' || f.back() == ' ');
-  if (!edge_space && f.find_first_of(",\"\r\n") == std::string::npos)
-    s += f;
-  else
-    s += csv_field(f);
-}
-
 // ---- requests.csv ---------------------------------------------------------------------------
 
 namespace {
-constexpr std::size_t kBuffer = std::size_t{1} << 16;  // requests.csv's stream buffer, bytes
+constexpr std::size_t kBuffer = std::size_t{1} << 16;  // requests.csv's row buffer, bytes
 }  // namespace
 
 const char* RequestsCsvWriter::header(bool decode, bool prefix_cache) {
@@ -90,41 +166,59 @@ const char* RequestsCsvWriter::header(bool decode, bool prefix_cache) {
 }
 
 std::string RequestsCsvWriter::row(const RequestRecord& r, bool decode, bool prefix_cache) {
-  std::string s;
-  s.reserve(256);
-  append_row(s, r, decode, prefix_cache);
+  const std::vector<CsvCell>& cells = csv_cells(decode, prefix_cache);
+  std::string s(row_room(cells, r), '\0');
+  s.resize(static_cast<std::size_t>(put_row(s.data(), cells, r, nullptr) - s.data()));
   return s;
 }
 
 RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode, bool prefix_cache)
     : m_path(path),
-      m_decode(decode),
-      m_prefix_cache(prefix_cache),
-      m_buffer(std::make_unique<char[]>(kBuffer)),
+      m_cells(&csv_cells(decode, prefix_cache)),
+      m_buf(kBuffer),
+      m_numbers(std::make_unique<CsvNumberCache>()),
       m_out(std::make_unique<std::ofstream>()) {
-  m_out->rdbuf()->pubsetbuf(m_buffer.get(), kBuffer);  // before open (libstdc++ honours it then)
+  // Unbuffered: the rows reach it in blocks of up to kBuffer bytes, one write call each.
+  m_out->rdbuf()->pubsetbuf(nullptr, 0);  // before open (libstdc++ honours it then)
   m_out->open(path, std::ios::binary | std::ios::trunc);
   if (!*m_out) throw file_error("cannot write requests file '" + path + "'", errno);
-  *m_out << header(decode, prefix_cache) << '\n';
+  const char* h = header(decode, prefix_cache);
+  const std::size_t n = std::strlen(h);
+  if (n + 1 > m_buf.size()) m_buf.resize(n + 1);
+  std::memcpy(m_buf.data(), h, n);
+  m_buf[n] = '\n';
+  m_len = n + 1;
 }
 
 RequestsCsvWriter::~RequestsCsvWriter() {
-  if (m_out && m_out->is_open()) m_out->close();
+  if (m_out && m_out->is_open()) {
+    flush_rows();
+    m_out->close();
+  }
+}
+
+void RequestsCsvWriter::flush_rows() {
+  if (m_len > 0) m_out->write(m_buf.data(), static_cast<std::streamsize>(m_len));
+  m_len = 0;
 }
 
 void RequestsCsvWriter::write(const RequestRecord& r) {
   if (!m_out || !m_out->is_open())
     throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
-  thread_local std::string line;  // reused: no allocation per row
-  line.clear();
-  append_row(line, r, m_decode, m_prefix_cache);
-  line += '\n';
-  m_out->write(line.data(), static_cast<std::streamsize>(line.size()));
+  const std::size_t room = row_room(*m_cells, r) + 1;
+  if (m_buf.size() - m_len < room) {
+    flush_rows();
+    if (m_buf.size() < room) m_buf.resize(room);  // a row longer than the buffer (long text)
+  }
+  char* p = put_row(m_buf.data() + m_len, *m_cells, r, m_numbers.get());
+  *p++ = '\n';
+  m_len = static_cast<std::size_t>(p - m_buf.data());
   ++m_rows;
 }
 
 void RequestsCsvWriter::close() {
   if (!m_out || !m_out->is_open()) return;
+  flush_rows();
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);
   m_out->close();

@@ -5,6 +5,7 @@
 // records and calls these. Definitions of every figure: docs/metrics.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -64,16 +65,36 @@ struct RequestRecord {
   bool meets_slo = false;
 };
 
-// Streams requests.csv: a fixed header, one RFC 4180 row per write(), doubles in shortest
-// round-trip form (format_number), so the same run gives a byte-identical file.
-// requests.csv's cells, appended in place (issue 24: no string per cell): a whole number below
-// 1e16 in full ("-0" for negative zero), any other finite number as its shortest round trip, not
-// finite empty; text as an RFC 4180 field. The cells of serving/stat_catalog's columns use these.
-void append_csv_int(std::string& s, std::int64_t v);
-void append_csv_uint(std::string& s, std::uint64_t v);
-void append_csv_number(std::string& s, double v);
-void append_csv_text(std::string& s, const std::string& f);
+// A requests.csv cell: which field of the record it shows and how (issue 24: a description, not
+// a callback, so a row is one loop writing into the file's buffer). Numbers: a whole number below
+// 1e16 in full ("-0" for negative zero), any other finite number as its shortest round trip
+// (std::to_chars), not finite empty; text as an RFC 4180 field. serving/stat_catalog declares
+// every column's cell.
+struct CsvCell {
+  enum class Kind : unsigned char { None, Unsigned, Integer, Small, Number, Time, Text };
+  CsvCell() = default;
+  CsvCell(std::nullptr_t) {}  // no cell (a summary figure's key)
+  CsvCell(std::uint64_t RequestRecord::*m) : kind(Kind::Unsigned), u(m) {}
+  CsvCell(std::int64_t RequestRecord::*m) : kind(Kind::Integer), i(m) {}
+  CsvCell(int RequestRecord::*m) : kind(Kind::Small), small(m) {}
+  CsvCell(double RequestRecord::*m) : kind(Kind::Number), d(m) {}
+  CsvCell(double TimeBreakdown::*m) : kind(Kind::Time), time(m) {}  // r.time.*m
+  CsvCell(std::string RequestRecord::*m) : kind(Kind::Text), text(m) {}
+  bool empty() const { return kind == Kind::None; }
 
+  Kind kind = Kind::None;
+  std::uint64_t RequestRecord::*u = nullptr;
+  std::int64_t RequestRecord::*i = nullptr;
+  int RequestRecord::*small = nullptr;
+  double RequestRecord::*d = nullptr;
+  double TimeBreakdown::*time = nullptr;
+  std::string RequestRecord::*text = nullptr;
+};
+
+struct CsvNumberCache;  // serving/metrics.cpp
+
+// Streams requests.csv: a fixed header, one RFC 4180 row per write() (serving/stat_catalog's
+// columns, cells as CsvCell says), so the same run gives a byte-identical file.
 class RequestsCsvWriter {
  public:
   // Opens (truncates) `path` and writes the header; InputError naming the path on failure.
@@ -95,11 +116,15 @@ class RequestsCsvWriter {
   std::uint64_t rows_written() const { return m_rows; }
 
  private:
+  void flush_rows();  // m_buf's rows to the stream
+
   std::string m_path;
-  bool m_decode = false, m_prefix_cache = false;
-  // The stream's buffer (issue 24: 64 KiB, one write call per ≈ 250 rows instead of the
-  // default 8 KiB's ≈ 30); declared before the stream, which it outlives.
-  std::unique_ptr<char[]> m_buffer;
+  const std::vector<CsvCell>* m_cells;  // this file's columns (decode, prefix cache)
+  // Rows are formatted straight into this buffer and handed to the stream 64 KiB at a time
+  // (issue 24: one write call per ≈ 250 rows; no string per row or cell).
+  std::vector<char> m_buf;
+  std::size_t m_len = 0;
+  std::unique_ptr<CsvNumberCache> m_numbers;  // numbers formatted lately, their text
   std::unique_ptr<std::ofstream> m_out;
   std::uint64_t m_rows = 0;
 };

@@ -105,7 +105,7 @@ double ratio(double a, double b) { return b != 0 ? a / b : kNaN; }
 
 using In = SummaryInputs;
 using Value = std::function<double(const In&)>;
-using Cell = std::function<void(std::string&, const RequestRecord&)>;
+using Cell = CsvCell;
 
 double n_req(const In& x) { return static_cast<double>(x.a.requests); }
 double n_steps(const In& x) { return static_cast<double>(x.a.steps); }
@@ -120,15 +120,9 @@ StatDecl column(const char* name, const char* unit, const char* doc, Cell cell) 
   d.keys.push_back({name, kShowNone, nullptr, std::move(cell)});
   return d;
 }
-Cell number(double RequestRecord::*m) {
-  return [m](std::string& s, const RequestRecord& r) { append_csv_number(s, r.*m); };
-}
-Cell integer(std::int64_t RequestRecord::*m) {
-  return [m](std::string& s, const RequestRecord& r) { append_csv_int(s, r.*m); };
-}
-Cell text(std::string RequestRecord::*m) {
-  return [m](std::string& s, const RequestRecord& r) { append_csv_text(s, r.*m); };
-}
+Cell number(double RequestRecord::*m) { return Cell(m); }
+Cell integer(std::int64_t RequestRecord::*m) { return Cell(m); }
+Cell text(std::string RequestRecord::*m) { return Cell(m); }
 
 std::string category_list(const char* skip) {
   std::string s;
@@ -139,8 +133,7 @@ std::string category_list(const char* skip) {
 
 std::vector<StatDecl> make_requests_csv() {
   std::vector<StatDecl> v;
-  v.push_back(column("id", "-", "the request's id",
-                     [](std::string& s, const RequestRecord& r) { append_csv_uint(s, r.id); }));
+  v.push_back(column("id", "-", "the request's id", Cell(&RequestRecord::id)));
   v.push_back(column("workload", "text",
                      "the request's source (`narrativeqa`, `trace:x.jsonl`; in a mix, the "
                      "component it came from)",
@@ -201,7 +194,7 @@ std::vector<StatDecl> make_requests_csv() {
                      text(&RequestRecord::load_path)));
   v.push_back(column("steps", "steps",
                      "scheduler steps it took part in before its first output token (its TTFT's)",
-                     [](std::string& s, const RequestRecord& r) { append_csv_int(s, r.steps); }));
+                     Cell(&RequestRecord::steps)));
   {
     StatDecl d{"t_<category>_s",
                "s",
@@ -214,11 +207,7 @@ std::vector<StatDecl> make_requests_csv() {
                {}};
     for (const auto& c : TimeBreakdown::categories())
       if (c.field != &TimeBreakdown::idle_s) {
-        const auto field = c.field;
-        d.keys.push_back({std::string("t_") + c.name + "_s", kShowNone, nullptr,
-                          [field](std::string& s, const RequestRecord& r) {
-                            append_csv_number(s, r.time.*field);
-                          }});
+        d.keys.push_back({std::string("t_") + c.name + "_s", kShowNone, nullptr, Cell(c.field)});
       }
     v.push_back(std::move(d));
   }
@@ -239,7 +228,7 @@ std::vector<StatDecl> make_requests_csv() {
            number(&RequestRecord::tpot_s));
     decode("preemptions", "preemptions",
            "times it was preempted because the KV blocks ran out (its KV discarded, recomputed)",
-           [](std::string& s, const RequestRecord& r) { append_csv_int(s, r.preemptions); });
+           Cell(&RequestRecord::preemptions));
   }
   v.push_back(column("load_bound", "text",
                      "what held its KV load back longest: `software`, `read_tags`, "

@@ -76,8 +76,8 @@ struct StatKey {
   unsigned show = kShowNone;
   // summary.json figure computed from the run (StatWhen::Always); empty for an engine's own.
   std::function<double(const SummaryInputs&)> value;
-  // requests.csv cell: appends the record's value to the row (no separator).
-  std::function<void(std::string&, const RequestRecord&)> cell;
+  // requests.csv cell: the record's field it shows (empty for a summary figure).
+  CsvCell cell;
 };
 
 // One declaration: a row of docs/metrics.md. A family (name with a <placeholder>) declares one

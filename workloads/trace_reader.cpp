@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
@@ -20,8 +21,17 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kJsonlKeys = {"arrival_s",   "prefix_tokens",    "new_tokens",
-                                             "sequence_id", "extends_sequence", "output_tokens"};
+// A kappasim row's keys; FastJsonlRow knows each by its first letter (all different).
+constexpr std::string_view kJsonlKeyNames[] = {"arrival_s",   "prefix_tokens",    "new_tokens",
+                                               "sequence_id", "extends_sequence", "output_tokens"};
+const std::vector<std::string> kJsonlKeys(std::begin(kJsonlKeyNames), std::end(kJsonlKeyNames));
+constexpr bool first_letters_differ() {
+  for (std::size_t i = 0; i < std::size(kJsonlKeyNames); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (kJsonlKeyNames[i][0] == kJsonlKeyNames[j][0]) return false;
+  return true;
+}
+static_assert(first_letters_differ(), "FastJsonlRow::read_key picks a key by its first letter");
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -82,11 +92,12 @@ TraceSource::TraceSource(const TraceSpec& spec, const std::string& base_dir)
                                             : std::string()));
   m_label = "trace:" + basename_of(m_file);
   if (m_spec.format == TraceFormat::Csv) {
-    std::string header;
-    if (!read_line(header))
+    std::string_view first;
+    if (!read_line(first))
       fail(
           "empty CSV trace; expected a header line naming the columns "
           "arrival_s,prefix_tokens,new_tokens[,sequence_id,extends_sequence,output_tokens]");
+    const std::string header(first);
     std::string cell;
     std::size_t pos = 0;
     for (;;) {
@@ -131,13 +142,27 @@ void TraceSource::fail(const std::string& msg) const {
 
 // std::getline with a bound: a row longer than kMaxTraceLineBytes is an error, not a hang that
 // grows memory (a file without newlines). The file is read in blocks and each row found with
-// memchr (issue 24: a character at a time through the streambuf was a tenth of the reading).
-bool TraceSource::getline_bounded(std::string& line) {
+// memchr (issue 24: a character at a time through the streambuf was a tenth of the reading); a
+// row wholly inside the block is returned as a view of it (issue 24: no copy), one that crosses
+// blocks is gathered in m_row.
+bool TraceSource::getline_bounded(std::string_view& out) {
+  if (m_pos != m_end) {
+    const char* b = m_buf.data() + m_pos;
+    const std::size_t avail = m_end - m_pos;
+    if (const void* nl = std::memchr(b, '\n', avail)) {  // shorter than a block: within the bound
+      const auto n = static_cast<std::size_t>(static_cast<const char*>(nl) - b);
+      m_pos += n + 1;
+      out = std::string_view(b, n);
+      return true;
+    }
+  }
+  std::string& line = m_row;
   line.clear();
   for (;;) {
     if (m_pos == m_end) {
       if (m_eof) {
         m_in.setstate(std::ios::eofbit);
+        out = line;
         return !line.empty();
       }
       if (m_buf.empty()) m_buf.resize(std::size_t{1} << 16);
@@ -158,21 +183,27 @@ bool TraceSource::getline_bounded(std::string& line) {
                        "a trace row is longer than " + std::to_string(kMaxTraceLineBytes >> 10) +
                            " KiB (is this a trace file? it begins \"" + excerpt(line, 40) + "\")");
     }
+    if (line.empty() && nl) {  // the whole row in this block (a fresh one)
+      m_pos += n + 1;
+      out = std::string_view(b, n);
+      return true;
+    }
     line.append(b, n);
     m_pos += n;
     if (nl) {
       ++m_pos;
+      out = line;
       return true;
     }
   }
 }
 
-bool TraceSource::read_line(std::string& line) {
+bool TraceSource::read_line(std::string_view& line) {
   while (getline_bounded(line)) {
     ++m_line;
-    if (m_line == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 BOM
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t\r\n") != std::string::npos) return true;
+    if (m_line == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // UTF-8 BOM
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r\n") != std::string_view::npos) return true;
   }
   if (m_in.bad()) fail("read error");
   return false;
@@ -180,7 +211,7 @@ bool TraceSource::read_line(std::string& line) {
 
 bool TraceSource::next(Request& out) {
   if (m_spec.limit > 0 && m_produced >= m_spec.limit) return false;
-  std::string& line = m_row;
+  std::string_view line;
   if (!read_line(line)) return false;
   Request r;
   switch (m_spec.format) {
@@ -337,10 +368,31 @@ json parse_object(const std::string& line, Fail&& fail) {
 // rejects it with its own message; so both accept the same rows and give the same values.
 class FastJsonlRow {
  public:
-  explicit FastJsonlRow(const std::string& line)
+  explicit FastJsonlRow(std::string_view line)
       : m_p(line.data()), m_end(line.data() + line.size()) {}
 
+  // The row's fields into r (only when the whole row is accepted; r is left as it was else).
   bool read(Request& r) {
+    if (!scan()) return false;
+    if (m_present & 1u) r.arrival_s = m_row.arrival_s;
+    if (m_present & 2u) r.prefix_tokens = m_row.prefix_tokens;
+    if (m_present & 4u) r.new_tokens = m_row.new_tokens;
+    if (m_present & 8u) r.sequence_id = m_row.sequence_id;
+    if (m_present & 16u) r.extends_sequence = m_row.extends_sequence;
+    if (m_present & 32u) r.output_tokens = m_row.output_tokens;
+    return true;
+  }
+
+ private:
+  // The values of the keys given (m_present), as parse_jsonl's full parser reads them.
+  struct Row {
+    double arrival_s = 0;
+    std::int64_t prefix_tokens = 0, new_tokens = 0, output_tokens = 0;
+    std::uint64_t sequence_id = 0;
+    bool extends_sequence = false;
+  };
+
+  bool scan() {
     std::uint8_t seen = 0;
     ws();
     if (!eat('{')) return false;
@@ -353,7 +405,7 @@ class FastJsonlRow {
       ws();
       if (!eat(':')) return false;
       ws();
-      if (!read_value(key, r)) return false;
+      if (!read_value(key)) return false;
       ws();
       if (eat(',')) {
         ws();
@@ -367,7 +419,6 @@ class FastJsonlRow {
     return m_p == m_end && (m_present & 7u) == 7u;
   }
 
- private:
   enum class NumKind { Unsigned, Integer, Float };
   struct Num {
     NumKind kind = NumKind::Unsigned;
@@ -385,28 +436,45 @@ class FastJsonlRow {
     return true;
   }
   bool digit() const { return m_p != m_end && *m_p >= '0' && *m_p <= '9'; }
-  bool literal(const char* word) {
-    const std::size_t n = std::strlen(word);
-    if (static_cast<std::size_t>(m_end - m_p) < n || std::memcmp(m_p, word, n) != 0) return false;
-    m_p += n;
+  template <std::size_t N>
+  bool literal(const char (&word)[N]) {  // N − 1 characters: a constant-length compare
+    if (static_cast<std::size_t>(m_end - m_p) < N - 1 || std::memcmp(m_p, word, N - 1) != 0)
+      return false;
+    m_p += N - 1;
     return true;
   }
 
-  // The index of the key in kJsonlKeys, or -1 (unknown, escaped or not a plain string).
+  // The index of the key in kJsonlKeys, or -1 (unknown, escaped or not a plain string). The keys
+  // begin with different letters: the first one picks the only candidate, which must follow in
+  // full and be closed by the quote (issue 24: no scan and compare with every key).
   int read_key() {
-    if (!eat('"')) return -1;
-    const char* b = m_p;
-    while (m_p != m_end && *m_p != '"') {
-      if (*m_p == '\\' || static_cast<unsigned char>(*m_p) < 0x20) return -1;
-      ++m_p;
+    if (!eat('"') || m_p == m_end) return -1;
+    switch (*m_p) {
+      case kJsonlKeyNames[0][0]:
+        return key<0>();
+      case kJsonlKeyNames[1][0]:
+        return key<1>();
+      case kJsonlKeyNames[2][0]:
+        return key<2>();
+      case kJsonlKeyNames[3][0]:
+        return key<3>();
+      case kJsonlKeyNames[4][0]:
+        return key<4>();
+      case kJsonlKeyNames[5][0]:
+        return key<5>();
+      default:
+        return -1;
     }
-    if (m_p == m_end) return -1;
-    const std::size_t n = static_cast<std::size_t>(m_p - b);
-    ++m_p;
-    for (std::size_t k = 0; k < kJsonlKeys.size(); ++k)
-      if (kJsonlKeys[k].size() == n && std::memcmp(kJsonlKeys[k].data(), b, n) == 0)
-        return static_cast<int>(k);
-    return -1;
+  }
+  // K when kJsonlKeyNames[K] and its closing quote follow, else -1.
+  template <int K>
+  int key() {
+    constexpr std::string_view name = kJsonlKeyNames[K];
+    if (static_cast<std::size_t>(m_end - m_p) <= name.size() ||
+        std::memcmp(m_p, name.data(), name.size()) != 0 || m_p[name.size()] != '"')
+      return -1;
+    m_p += name.size() + 1;
+    return K;
   }
 
   // A JSON number as nlohmann::json holds it: a whole number without sign, fraction or exponent
@@ -423,17 +491,21 @@ class FastJsonlRow {
     }
     const char* int_end = m_p;
     bool is_float = false;
+    const char* frac_end = nullptr;
     if (eat('.')) {
       if (!digit()) return false;
       while (digit()) ++m_p;
       is_float = true;
+      frac_end = m_p;
     }
+    bool exponent = false;
     if (m_p != m_end && (*m_p == 'e' || *m_p == 'E')) {
       ++m_p;
       if (m_p != m_end && (*m_p == '+' || *m_p == '-')) ++m_p;
       if (!digit()) return false;
       while (digit()) ++m_p;
       is_float = true;
+      exponent = true;
     }
     if (!is_float) {
       const char* d = b + (neg ? 1 : 0);
@@ -450,6 +522,22 @@ class FastJsonlRow {
       return true;
     }
     n.kind = NumKind::Float;
+    if (frac_end && !exponent && frac_end - b - (neg ? 2 : 1) <= 15 && frac_end - int_end <= 23) {
+      // Clinger's fast path (issue 24): at most 15 digits, at most 22 after the point, no
+      // exponent. The digits and the power of ten are both exact doubles, so one division is
+      // correctly rounded: the value std::from_chars gives.
+      static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                          1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                          1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+      std::uint64_t w = 0;
+      for (const char* d = b + (neg ? 1 : 0); d != int_end; ++d)
+        w = w * 10 + static_cast<std::uint64_t>(*d - '0');
+      for (const char* d = int_end + 1; d != frac_end; ++d)
+        w = w * 10 + static_cast<std::uint64_t>(*d - '0');
+      const double v = static_cast<double>(w) / kPow10[frac_end - int_end - 1];
+      n.d = neg ? -v : v;
+      return true;
+    }
     const auto res = std::from_chars(b, m_p, n.d);
     return res.ec == std::errc() && res.ptr == m_p && std::isfinite(n.d);
   }
@@ -491,8 +579,9 @@ class FastJsonlRow {
   }
 
   // The value of kJsonlKeys[key] into r (null: absent, as field() takes it).
-  bool read_value(int key, Request& r) {
-    if (literal("null")) return true;
+  bool read_value(int key) {
+    if (m_p != m_end && *m_p == 'n') return literal("null");
+    Row& r = m_row;
     if (key == 4) {  // extends_sequence
       if (literal("true"))
         r.extends_sequence = true;
@@ -531,22 +620,19 @@ class FastJsonlRow {
 
   const char* m_p;
   const char* m_end;
-  unsigned m_present = 0;  // keys given a non-null value
+  unsigned m_present = 0;  // keys given a non-null value (bit k: kJsonlKeys[k])
+  Row m_row;
 };
 
 }  // namespace
 
-void TraceSource::parse_jsonl(const std::string& line, Request& r) {
-  {
-    Request fast = r;
-    if (FastJsonlRow(line).read(fast)) {
-      r = std::move(fast);
-      check_tokens(r);
-      return;
-    }
+void TraceSource::parse_jsonl(std::string_view line, Request& r) {
+  if (FastJsonlRow(line).read(r)) {
+    check_tokens(r);
+    return;
   }
   auto bad = [this](const std::string& m) { fail(m); };
-  const json row = parse_object(line, bad);
+  const json row = parse_object(std::string(line), bad);
   for (const auto& item : row.items()) {
     bool known = false;
     for (const auto& k : kJsonlKeys) known = known || k == item.key();
@@ -574,9 +660,10 @@ void TraceSource::parse_jsonl(const std::string& line, Request& r) {
   check_tokens(r);
 }
 
-void TraceSource::parse_mooncake(const std::string& line, Request& r) {
+void TraceSource::parse_mooncake(std::string_view line, Request& r) {
   auto bad = [this](const std::string& m) { fail(m); };
-  const json row = parse_object(line, bad);  // other keys are ignored (the format may grow)
+  const json row =
+      parse_object(std::string(line), bad);  // other keys are ignored (the format may grow)
   r.arrival_s = json_seconds(*field(row, "timestamp", true, bad), "timestamp", bad) / 1000.0;
   r.new_tokens = json_count(*field(row, "input_length", true, bad), "input_length", bad);
   r.prefix_tokens = 0;
@@ -599,7 +686,8 @@ void TraceSource::parse_mooncake(const std::string& line, Request& r) {
 
 // ---- CSV rows --------------------------------------------------------------------------------
 
-void TraceSource::parse_csv(const std::string& line, Request& r) {
+void TraceSource::parse_csv(std::string_view text, Request& r) {
+  const std::string line(text);
   std::vector<std::string> cells;
   std::size_t pos = 0;
   for (;;) {

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workloads/request.hpp"
@@ -55,12 +56,14 @@ class TraceSource : public WorkloadSource {
   const std::string& file() const { return m_file; }
 
  private:
-  bool read_line(std::string& line);
-  bool getline_bounded(std::string& line);
+  // The next non-blank row (BOM and CR removed): a view of the block being read or of m_row,
+  // valid until the next call.
+  bool read_line(std::string_view& line);
+  bool getline_bounded(std::string_view& line);
   [[noreturn]] void fail(const std::string& msg) const;
-  void parse_jsonl(const std::string& line, Request& r);
-  void parse_mooncake(const std::string& line, Request& r);
-  void parse_csv(const std::string& line, Request& r);
+  void parse_jsonl(std::string_view line, Request& r);
+  void parse_mooncake(std::string_view line, Request& r);
+  void parse_csv(std::string_view line, Request& r);
   void check_tokens(Request& r) const;
 
   TraceSpec m_spec;
@@ -70,7 +73,7 @@ class TraceSource : public WorkloadSource {
   std::vector<char> m_buf;  // the block being read (getline_bounded)
   std::size_t m_pos = 0, m_end = 0;
   bool m_eof = false;
-  std::string m_row;  // the row being parsed (its capacity kept between rows)
+  std::string m_row;  // a row that crosses blocks, gathered (its capacity kept between rows)
   int m_line = 0;
   std::int64_t m_produced = 0;
   double m_last_arrival = 0;

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -444,6 +446,34 @@ TEST_F(TraceReader, RowsAcrossTheReadersBlocksAreWhole) {
   EXPECT_EQ(s.requests, 20000);
   EXPECT_EQ(s.new_tokens, tokens);
   EXPECT_EQ(s.last_arrival_s, 20000.0);
+}
+
+TEST_F(TraceReader, DecimalArrivalsAreReadAsStdFromCharsReadsThem) {
+  // The reader takes a short decimal by division (digits / 10^k) and any other number through
+  // std::from_chars: every row's arrival must be the double std::from_chars gives for its text.
+  // Decimals of 1 to 24 places after 1 to 6 integer digits (both sides of 15 digits and of 22
+  // places), some with trailing zeros or an exponent.
+  std::mt19937_64 rng(7);
+  std::vector<std::string> texts;
+  std::string trace;
+  for (int i = 0; i < 20000; ++i) {
+    std::string t = std::to_string(i * 37);
+    t += '.';
+    const int places = 1 + static_cast<int>(rng() % 22);
+    for (int k = 0; k < places; ++k) t += static_cast<char>('0' + rng() % 10);
+    if (i % 7 == 0) t += "00";
+    if (i % 11 == 0) t += "e0";
+    texts.push_back(t);
+    trace += "{\"arrival_s\": " + t + ", \"prefix_tokens\": 0, \"new_tokens\": 1}\n";
+  }
+  const std::vector<Request> rows = read_all(spec(write("d.jsonl", trace), TraceFormat::Jsonl));
+  ASSERT_EQ(rows.size(), texts.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    double want = -1;
+    const auto res = std::from_chars(texts[i].data(), texts[i].data() + texts[i].size(), want);
+    ASSERT_EQ(res.ec, std::errc());
+    ASSERT_EQ(rows[i].arrival_s, want) << texts[i];
+  }
 }
 
 TEST_F(TraceReader, LazyReaderYieldsGoodRowsBeforeTheBadOne) {
