@@ -442,7 +442,8 @@ void KvStore::finished(RequestState& st) {
       m_dram->forget(own_chunk_keys(r, m_chunk_tokens, tokens));
     }
   }
-  m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
+  if (!m_prefetches.empty())  // (remove_if builds and clears a list of its own every call)
+    m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
   // Nothing reads its keys after this: their buffer serves a later request's.
   if (st.tier_keys.capacity() != 0 && m_spare_keys.size() < kSpareKeys) {
     m_spare_keys.push_back(std::move(st.tier_keys));

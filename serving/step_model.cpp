@@ -37,7 +37,7 @@ class TpStep final : public StepModel {
     Run(TpStep& m, const std::vector<SeqSlice>& slices) : model(m), slices(slices) {}
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const RankGpus& rank = model.m_rank;
-      c.rs.assign(rank.size(), TransferRequest{});
+      c.rs.resize(rank.size());  // start_step makes each a new request but for its buffers
       for (std::size_t k = 0; k < rank.size(); ++k) {
         GpuCompute& gpu = *rank.at(k).compute;
         double t = compute_s;

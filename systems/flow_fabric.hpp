@@ -133,10 +133,19 @@ class FlowFabric : public LinkModule {
   std::vector<Pending> m_pending;
   std::size_t m_pending_head = 0;
   std::vector<FlowNetwork::Use> m_path;  // start_flow's path, one vector for every flow
-  // Host-DRAM transfers' paths (compute's HBM flows included) by (GPU, direction, copy path,
-  // pinned), built once each: the topology does not change (issue 24: was built per flow).
-  std::vector<std::vector<FlowNetwork::Use>> m_host_paths;
-  const std::vector<FlowNetwork::Use>& path_of(const TransferRequest& r);
+  // Host-DRAM transfers' routes (compute's HBM flows included) by (GPU, direction, copy path,
+  // pinned), built once each: the topology does not change (issue 24: was built per flow). The
+  // path merged as the network keeps it; the latency and rate cap (Topology::latency, rate_cap)
+  // for the paths whose answer depends on nothing else (not a copy kernel's, which reads
+  // sm_inflight_bytes).
+  struct HostRoute {
+    std::vector<FlowNetwork::Use> path;  // empty: not built yet
+    double latency_s = 0, cap_Bps = 0;
+  };
+  std::vector<HostRoute> m_host_routes;
+  // r's host route (built on first use), or nullptr for another endpoint.
+  const HostRoute* host_route(const TransferRequest& r);
+  double latency_of(const TransferRequest& r);
   std::vector<FlowNetwork::FlowId> m_done;  // on_finish's finished flows
   sc_core::sc_event m_start;
   int m_watch = -1;  // the shared resource (watch()), -1: none
