@@ -268,13 +268,16 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
   {
     std::vector<char>& seen = m_scratch.seen;
     seen.resize(n_res, 0);
+    // The first round's weights summed on the way, in the order the rounds sum them.
     for (const Flow* f : unfrozen)
       for (const Use& u : f->path) {
         const auto r = static_cast<std::size_t>(u.resource);
         if (!seen[r]) {
           seen[r] = 1;
           used.push_back(r);
+          weight[r] = 0.0;
         }
+        weight[r] += u.cost;
       }
     for (std::size_t r : used) {
       seen[r] = 0;
@@ -284,10 +287,14 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
     }
   }
   std::vector<Flow*>& still = m_scratch.still;
+  bool summed = true;  // the first round's weights are
   while (!unfrozen.empty()) {
-    for (std::size_t r : used) weight[r] = 0.0;
-    for (const Flow* f : unfrozen)
-      for (const Use& u : f->path) weight[u.resource] += u.cost;
+    if (!summed) {
+      for (std::size_t r : used) weight[r] = 0.0;
+      for (const Flow* f : unfrozen)
+        for (const Use& u : f->path) weight[u.resource] += u.cost;
+    }
+    summed = false;
     // Each loaded resource's fill level, computed once a round (issue 24: was divided twice).
     std::vector<double>& at = m_scratch.level;
     at.resize(n_res);

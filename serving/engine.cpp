@@ -53,6 +53,7 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   if (sv.parallelism.beyond_tp() && !fabric.nic_Bps) fabric.nic_Bps = m_layout.nic_Bps;
   m_link = make_link_backend(sim_clock::link_fidelity_name(sv.link_fidelity), "fabric", fabric,
                              m_layout.p.nodes);
+  m_link->track_conservation(m_spec.check);  // check_end() compares it
   // Issue 25: a CXL pool; a cluster's is shared with its other nodes' fabrics.
   if (m_spec.system.has_cxl_pool()) {
     if (!m_sinks.cxl_pool) {

@@ -103,9 +103,10 @@ void FlowFabric::on_start() {
   ++m_events;
   const bool was_busy = watched_busy();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double now_s = now.to_seconds();  // once for every flow started now
   while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
     const Member m = m_pending[m_pending_head++].m;
-    start_flow(*m.req, m.group);
+    start_flow(*m.req, m.group, now_s);
   }
   if (m_pending_head == m_pending.size()) {
     m_pending.clear();
@@ -121,8 +122,7 @@ void FlowFabric::on_start() {
   if (m_pending_head < m_pending.size()) m_start.notify(m_pending[m_pending_head].at - now);
 }
 
-void FlowFabric::start_flow(TransferRequest& r, Group* g) {
-  const double now = sc_core::sc_time_stamp().to_seconds();
+void FlowFabric::start_flow(TransferRequest& r, Group* g, double now) {
   FlowNetwork::FlowId id;
   if (const HostRoute* route = host_route(r)) {
     double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
@@ -140,11 +140,14 @@ void FlowFabric::start_flow(TransferRequest& r, Group* g) {
 }
 
 void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes) {
+  if (!m_track) return;
   if (m_expected.size() < m_net.resources()) m_expected.resize(m_net.resources(), 0.0);
   for (const auto& u : path) m_expected[static_cast<std::size_t>(u.resource)] += bytes * u.cost;
 }
 
 void FlowFabric::check_conservation() const {
+  if (!m_track)
+    throw std::logic_error(std::string(name()) + ": check_conservation needs track_conservation");
   const std::size_t pending = m_pending.size() - m_pending_head;
   if (m_net.active_count() != 0 || pending != 0 || !m_waiters.empty() || !m_members.empty())
     throw std::logic_error(std::string(name()) + ": invariant violated: " +

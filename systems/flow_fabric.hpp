@@ -68,6 +68,7 @@ class FlowFabric : public LinkModule {
   // resource carried exactly Σ bytes × cost of the transfers that crossed it. Throws
   // std::logic_error naming the resource otherwise. Call when the simulation is over.
   void check_conservation() const override;
+  void track_conservation(bool on) override { m_track = on; }
   const Topology* topology() const override { return &m_topo; }
   bool models_hbm() const override { return true; }
   const FlowNetwork& network() const { return m_net; }
@@ -79,7 +80,7 @@ class FlowFabric : public LinkModule {
   void on_finish();
   void on_start();
   void reschedule();
-  void start_flow(TransferRequest& r, Group* g);
+  void start_flow(TransferRequest& r, Group* g, double now_s);  // now_s: the time now
   void check_request(const TransferRequest& r) const;
   double cap_of(const TransferRequest& r) const;
 
@@ -118,6 +119,7 @@ class FlowFabric : public LinkModule {
   };
   ById<Waiter> m_waiters;
   std::vector<double> m_expected;  // per resource: Σ bytes × cost of the flows started on it
+  bool m_track = true;             // m_expected kept (track_conservation)
   void expect(const std::vector<FlowNetwork::Use>& path, double bytes);
   struct Member {
     TransferRequest* req;
