@@ -53,7 +53,6 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
   if (sv.parallelism.beyond_tp() && !fabric.nic_Bps) fabric.nic_Bps = m_layout.nic_Bps;
   m_link = make_link_backend(sim_clock::link_fidelity_name(sv.link_fidelity), "fabric", fabric,
                              m_layout.p.nodes);
-  m_link->track_conservation(m_spec.check);  // check_end() compares it
   // Issue 25: a CXL pool; a cluster's is shared with its other nodes' fabrics.
   if (m_spec.system.has_cxl_pool()) {
     if (!m_sinks.cxl_pool) {
@@ -475,7 +474,10 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {
   std::unique_ptr<ServingEngine> engine;
   const auto t0 = std::chrono::steady_clock::now();
-  run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });
+  run_simulation([&] {
+    engine = std::make_unique<ServingEngine>("engine", spec, source, sinks);
+    if (!spec.check) engine->unchecked();  // no check_end(): no conservation ledger to keep
+  });
   if (spec.check) engine->check_end();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return engine->totals(wall);
