@@ -34,7 +34,7 @@ double FlowFabric::cap_of(const TransferRequest& r) const {
   return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;
 }
 
-const FlowFabric::HostRoute* FlowFabric::host_route(const TransferRequest& r) {
+const FlowFabric::HostRoute* FlowFabric::host_route(const TransferRequest& r) const {
   if (r.endpoint != Endpoint::HostDram || r.gpu < 0 || r.gpu >= m_topo.gpus()) return nullptr;
   // Topology::path(r) is path(gpu, dir, path, pinned) for host DRAM, never empty (the GPU's
   // HBM at least); one that throws is not stored, so it throws again on the next call.
@@ -55,7 +55,7 @@ const FlowFabric::HostRoute* FlowFabric::host_route(const TransferRequest& r) {
   return &route;
 }
 
-double FlowFabric::latency_of(const TransferRequest& r) {
+double FlowFabric::latency_of(const TransferRequest& r) const {
   const HostRoute* route = host_route(r);
   return route && r.path != CopyPath::Kernel ? route->latency_s : m_topo.latency(r);
 }

@@ -45,7 +45,7 @@ class FlowFabric : public LinkModule {
     return m_topo.solo_rate(gpu, dir, path, pinned);
   }
   // Any endpoint (issue 14): the topology's path for the whole request.
-  double request_latency_s(const TransferRequest& r) const override { return m_topo.latency(r); }
+  double request_latency_s(const TransferRequest& r) const override { return latency_of(r); }
   double request_solo_rate_Bps(const TransferRequest& r) const override {
     return m_topo.solo_rate(r);
   }
@@ -134,7 +134,7 @@ class FlowFabric : public LinkModule {
   };
   std::vector<Pending> m_pending;
   std::size_t m_pending_head = 0;
-  std::vector<FlowNetwork::Use> m_path;  // start_flow's path, one vector for every flow
+  mutable std::vector<FlowNetwork::Use> m_path;  // a path being built, one vector for all
   // Host-DRAM transfers' routes (compute's HBM flows included) by (GPU, direction, copy path,
   // pinned), built once each: the topology does not change (issue 24: was built per flow). The
   // path merged as the network keeps it; the latency and rate cap (Topology::latency, rate_cap)
@@ -144,11 +144,11 @@ class FlowFabric : public LinkModule {
     std::vector<FlowNetwork::Use> path;  // empty: not built yet
     double latency_s = 0, cap_Bps = 0;
   };
-  std::vector<HostRoute> m_host_routes;
+  mutable std::vector<HostRoute> m_host_routes;  // built as first asked for
   // r's host route (built on first use), or nullptr for another endpoint.
-  const HostRoute* host_route(const TransferRequest& r);
-  double latency_of(const TransferRequest& r);
-  std::vector<FlowNetwork::FlowId> m_done;  // on_finish's finished flows
+  const HostRoute* host_route(const TransferRequest& r) const;
+  double latency_of(const TransferRequest& r) const;  // Topology::latency(r)
+  std::vector<FlowNetwork::FlowId> m_done;            // on_finish's finished flows
   sc_core::sc_event m_start;
   int m_watch = -1;  // the shared resource (watch()), -1: none
   std::function<void()> m_watch_changed;
