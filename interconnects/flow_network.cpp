@@ -77,15 +77,7 @@ FlowNetwork::FlowId FlowNetwork::start(double now, const std::vector<Use>& path,
   return id;
 }
 
-FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
-                                                double bytes, double rate_cap) {
-  if (!(bytes >= 0) || !std::isfinite(bytes))
-    throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
-  if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
-  // Merge repeated resources, drop zero costs; keep the order of first appearance. Into the
-  // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
-  if (m_live == m_flows.size()) m_flows.emplace_back();
-  std::vector<Use>& merged = m_flows[m_live].path;
+void FlowNetwork::merge_path(const std::vector<Use>& path, std::vector<Use>& merged) const {
   merged.clear();
   for (const Use& u : path) {
     check(u.resource);
@@ -99,6 +91,31 @@ FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Us
     else
       it->cost += u.cost;
   }
+}
+
+FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
+                                                double bytes, double rate_cap) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
+  if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
+  // Merge repeated resources, drop zero costs; keep the order of first appearance. Into the
+  // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
+  if (m_live == m_flows.size()) m_flows.emplace_back();
+  merge_path(path, m_flows[m_live].path);
+  return join(now, bytes, rate_cap);
+}
+
+FlowNetwork::FlowId FlowNetwork::start_deferred_merged(double now, const std::vector<Use>& merged,
+                                                       double bytes, double rate_cap) {
+  if (!(bytes >= 0) || !std::isfinite(bytes))
+    throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
+  if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
+  if (m_live == m_flows.size()) m_flows.emplace_back();
+  m_flows[m_live].path.assign(merged.begin(), merged.end());
+  return join(now, bytes, rate_cap);
+}
+
+FlowNetwork::FlowId FlowNetwork::join(double now, double bytes, double rate_cap) {
   advance(now);  // settles and progresses the flows before this one (m_live unchanged)
   const FlowId id = m_next_id++;
   Flow& f = m_flows[m_live++];
@@ -251,13 +268,16 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
   {
     std::vector<char>& seen = m_scratch.seen;
     seen.resize(n_res, 0);
+    // The first round's weights summed on the way, in the order the rounds sum them.
     for (const Flow* f : unfrozen)
       for (const Use& u : f->path) {
         const auto r = static_cast<std::size_t>(u.resource);
         if (!seen[r]) {
           seen[r] = 1;
           used.push_back(r);
+          weight[r] = 0.0;
         }
+        weight[r] += u.cost;
       }
     for (std::size_t r : used) {
       seen[r] = 0;
@@ -267,21 +287,30 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
     }
   }
   std::vector<Flow*>& still = m_scratch.still;
+  bool summed = true;  // the first round's weights are
   while (!unfrozen.empty()) {
-    for (std::size_t r : used) weight[r] = 0.0;
-    for (const Flow* f : unfrozen)
-      for (const Use& u : f->path) weight[u.resource] += u.cost;
+    if (!summed) {
+      for (std::size_t r : used) weight[r] = 0.0;
+      for (const Flow* f : unfrozen)
+        for (const Use& u : f->path) weight[u.resource] += u.cost;
+    }
+    summed = false;
+    // Each loaded resource's fill level, computed once a round (issue 24: was divided twice).
+    std::vector<double>& at = m_scratch.level;
+    at.resize(n_res);
     double level = kInf;
     for (std::size_t r : used)
-      if (weight[r] > 0) level = std::min(level, std::max(0.0, residual[r]) / weight[r]);
+      if (weight[r] > 0) {
+        at[r] = std::max(0.0, residual[r]) / weight[r];
+        level = std::min(level, at[r]);
+      }
     for (const Flow* f : unfrozen) level = std::min(level, f->rate_cap);
     if (std::isinf(level)) {  // no constraint left: these flows move at infinite rate
       for (Flow* f : unfrozen) f->rate = kInf;
       break;
     }
     const double tie = level * (1 + kTie);
-    for (std::size_t r : used)
-      saturated[r] = weight[r] > 0 && std::max(0.0, residual[r]) / weight[r] <= tie;
+    for (std::size_t r : used) saturated[r] = weight[r] > 0 && at[r] <= tie;
     still.clear();
     for (Flow* f : unfrozen) {
       bool freeze = f->rate_cap <= tie;

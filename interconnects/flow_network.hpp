@@ -49,6 +49,13 @@ class FlowNetwork {
   // settles first by itself.
   FlowId start_deferred(double now, const std::vector<Use>& path, double bytes,
                         double rate_cap = kInf);
+  // A path as start() keeps it: repeated resources merged (costs added), zero costs dropped,
+  // in order of first appearance; std::logic_error for a bad resource or cost.
+  void merge_path(const std::vector<Use>& path, std::vector<Use>& merged) const;
+  // start_deferred() of a path merge_path() gave (issue 24: a caller that starts many flows on
+  // one path merges it once).
+  FlowId start_deferred_merged(double now, const std::vector<Use>& merged, double bytes,
+                               double rate_cap = kInf);
   void settle() {
     if (m_dirty && !settle_disjoint()) recompute();
   }
@@ -112,6 +119,8 @@ class FlowNetwork {
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
     bool leaving = false;                                // finish_due: in this batch
   };
+  // start_deferred's common part: the flow in slot m_live (its path set) joins at `now`.
+  FlowId join(double now, double bytes, double rate_cap);
   // The active flow `id`, or nullptr (binary search: m_flows is in ascending id order).
   Flow* find(FlowId id);
   const Flow* find(FlowId id) const;
@@ -155,7 +164,7 @@ class FlowNetwork {
   decltype(m_done_bounds)::iterator done_bounds_of(FlowId id);
   void drop_done_bounds(decltype(m_done_bounds)::iterator it);
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
-    std::vector<double> residual, weight;
+    std::vector<double> residual, weight, level;
     std::vector<char> saturated, seen;
     std::vector<std::size_t> used;
     std::vector<Flow*> unfrozen, still, part;

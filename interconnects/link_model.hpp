@@ -138,6 +138,10 @@ class LinkModel {
   // Invariant check when the simulation is over (every transfer finished, bytes conserved);
   // throws std::logic_error naming what is wrong. Default: nothing to check.
   virtual void check_conservation() const {}
+  // Whether to keep what check_conservation() compares (issue 24: a run without checks skips
+  // the bookkeeping per transfer; check_conservation() then refuses). Default: kept. Call
+  // before the first transfer.
+  virtual void track_conservation(bool /*on*/) {}
   // The flow back end's resources (for stats and bottleneck reports); null for a back end that
   // has no Topology (packet).
   virtual const Topology* topology() const { return nullptr; }

@@ -474,7 +474,10 @@ SummaryBuilder::Totals ServingEngine::totals(double wall_time_s) const {
 SummaryBuilder::Totals run_serving(const RunSpec& spec, WorkloadSource& source, EngineSinks sinks) {
   std::unique_ptr<ServingEngine> engine;
   const auto t0 = std::chrono::steady_clock::now();
-  run_simulation([&] { engine = std::make_unique<ServingEngine>("engine", spec, source, sinks); });
+  run_simulation([&] {
+    engine = std::make_unique<ServingEngine>("engine", spec, source, sinks);
+    if (!spec.check) engine->unchecked();  // no check_end(): no conservation ledger to keep
+  });
   if (spec.check) engine->check_end();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return engine->totals(wall);

@@ -59,6 +59,32 @@ class FlatU64Map {
       if (!m_slots[i].used) return false;
       if (m_slots[i].key == key) break;
     }
+    erase_at(i);
+    return true;
+  }
+  // Removes the entry whose value `v` is (from find_value or emplace, still valid): erase()
+  // without probing for its key again (issue 24).
+  void erase_value(std::uint32_t* v) {
+    const Slot* s =
+        reinterpret_cast<const Slot*>(reinterpret_cast<const char*>(v) - offsetof(Slot, value));
+    erase_at(static_cast<std::size_t>(s - m_slots.data()));
+  }
+
+  // `v` (from find_value or emplace for `key`) when its slot still holds `key`, else key's value
+  // found again (an erase since may have moved it); nullptr when key is absent.
+  std::uint32_t* refind(std::uint32_t* v, std::uint64_t key) {
+    const Slot* s =
+        reinterpret_cast<const Slot*>(reinterpret_cast<const char*>(v) - offsetof(Slot, value));
+    return s->used && s->key == key ? v : find_value(key);
+  }
+
+  void clear() {
+    m_slots.assign(m_slots.size(), Slot{});
+    m_size = 0;
+  }
+
+ private:
+  void erase_at(std::size_t i) {
     // Backward shift: move later members of the probe run into the hole when their home slot
     // allows, so lookups never need tombstones.
     std::size_t hole = i;
@@ -73,15 +99,7 @@ class FlatU64Map {
     }
     m_slots[hole].used = 0;
     --m_size;
-    return true;
   }
-
-  void clear() {
-    m_slots.assign(m_slots.size(), Slot{});
-    m_size = 0;
-  }
-
- private:
   struct Slot {
     std::uint64_t key = 0;
     std::uint32_t value = 0;

@@ -116,13 +116,19 @@ std::size_t KvHierarchy::place(std::size_t i, const std::vector<std::uint64_t>& 
 }
 
 TierMoves KvHierarchy::store(const std::vector<std::uint64_t>& keys) {
-  TierMoves m = empty_moves();
+  TierMoves m;
+  store(keys, m);
+  return m;
+}
+
+void KvHierarchy::store(const std::vector<std::uint64_t>& keys, TierMoves& m) {
+  m.placed.assign(m_levels.size(), 0);
+  m.demoted.assign(m_levels.size(), 0);
   if (m_write == TierWritePolicy::WriteThrough) {
     for (std::size_t i = 0; i < m_levels.size(); ++i) place(i, keys, Why::Store, false, m);
   } else {
     place(0, keys, Why::Store, false, m);
   }
-  return m;
 }
 
 TierMoves KvHierarchy::promote(const std::vector<std::uint64_t>& keys, const std::vector<int>& from,

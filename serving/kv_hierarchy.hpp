@@ -79,6 +79,8 @@ class KvHierarchy {
   std::vector<int> peek(const std::vector<std::uint64_t>& keys) const;
   // A request's new KV, per the write policy.
   TierMoves store(const std::vector<std::uint64_t>& keys);
+  // The same into `m` (its vectors reused: issue 24).
+  void store(const std::vector<std::uint64_t>& keys, TierMoves& m);
   // Copies `keys` (found at levels `from`, each > 0) into DRAM; DRAM's evictions follow the
   // write policy. No-op (empty moves) unless promote_on_hit or `force` (a prefetch).
   TierMoves promote(const std::vector<std::uint64_t>& keys, const std::vector<int>& from,

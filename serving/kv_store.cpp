@@ -235,7 +235,22 @@ void KvStore::account_load(const CopyGroup& c) {
 }
 
 KvStore::InFlight& KvStore::start_write() {
-  m_writes.emplace_back();
+  if (m_spare_writes.empty()) {
+    m_writes.emplace_back();
+  } else {  // a reaped one, as a new one (issue 24): its node, vectors and events reused
+    m_writes.splice(m_writes.end(), m_spare_writes, m_spare_writes.begin());
+    CopyGroup& c = m_writes.back().c;
+    for (TransferGroup* g : {&c.g, &c.shards}) {
+      g->done.cancel();  // what destroying it did: no notification left pending
+      g->finished = false;
+      g->end_s = 0;
+      g->left = 0;
+      g->on_finished = nullptr;
+    }
+    c.gather.clear();
+    c.shards_end_s = -1;
+    // c.rs keeps its members (their bottleneck buffers): the caller plans them again.
+  }
   m_writes.back().start_s = now_s();
   return m_writes.back();
 }
@@ -251,6 +266,7 @@ void KvStore::write_lower(const TierMoves& m) {
         w(static_cast<double>(m.demoted[i]) * m_chunk_bytes_gpu);
     InFlight& w = start_write();
     std::vector<std::int64_t> u;
+    w.c.rs.clear();
     plan_level(w.c.rs, u, i, bytes, static_cast<std::int64_t>(n), Direction::D2H);
     m_gpus.issue(w.c, u, CopyPath::Dma, 0);
   }
@@ -364,7 +380,8 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
   // Through the hierarchy: DRAM's new chunks are this store's D2H copy; the lower levels'
   // (write-through, demotions) are written asynchronously.
   const auto place = [&](RequestState* st, const std::vector<std::uint64_t>& keys) {
-    const TierMoves mv = m_hier->store(keys);
+    TierMoves& mv = m_moves;  // its vectors reused (issue 24)
+    m_hier->store(keys, mv);
     const std::size_t n = mv.placed[0];
     if (tiered()) write_lower(mv);
     if (n > 0 || !full_blocks_only) ++requests;
@@ -396,7 +413,7 @@ CopyGroup* KvStore::store(const std::vector<RequestState*>& done,
 void KvStore::reap() {
   while (!m_writes.empty() && m_writes.front().c.g.finished) {
     if (m_hooks.stored) m_hooks.stored(m_writes.front().c, m_writes.front().start_s);
-    m_writes.pop_front();
+    m_spare_writes.splice(m_spare_writes.end(), m_writes, m_writes.begin());  // start_write's
   }
 }
 
@@ -425,7 +442,8 @@ void KvStore::finished(RequestState& st) {
       m_dram->forget(own_chunk_keys(r, m_chunk_tokens, tokens));
     }
   }
-  m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
+  if (!m_prefetches.empty())  // (remove_if builds and clears a list of its own every call)
+    m_prefetches.remove_if([&st](const Prefetch& p) { return p.st == &st; });
   // Nothing reads its keys after this: their buffer serves a later request's.
   if (st.tier_keys.capacity() != 0 && m_spare_keys.size() < kSpareKeys) {
     m_spare_keys.push_back(std::move(st.tier_keys));

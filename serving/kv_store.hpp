@@ -150,6 +150,8 @@ class KvStore {
   std::vector<double> m_step_level_tokens;  // the running step's link tokens per level
   std::optional<HybridKv> m_hybrid;         // hybrid: the levels' shares are of its bytes
   std::list<InFlight> m_writes;
+  std::list<InFlight> m_spare_writes;
+  TierMoves m_moves;  // store()'s, per request  // reaped, for start_write to reuse (issue 24)
   std::list<Prefetch> m_prefetches;  // in arrival order
   // Finished requests' key buffers, for keys_of to fill again (issue 24: no allocation per
   // stored request; at most kSpareKeys kept).

@@ -119,25 +119,32 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     }
     move_run_to_back(first, last);  // before any eviction: touched chunks are the newest
     first = last = kNil;
-    const std::uint32_t f = node_of(k);
-    if (f != kNil) {
-      first = last = f;
+    if (m_capacity_chunks == 0) {     // a chunk larger than the pool: LMCache drops the store
+      if (!warm) ++m_dropped_chunks;  // (nothing is ever present in such a pool)
       continue;
     }
-    if (m_capacity_chunks == 0) {  // a chunk larger than the pool: LMCache drops the store
-      if (!warm) ++m_dropped_chunks;
+    // One probe finds k or makes its entry (issue 24: was a probe to find it, then another to
+    // insert it): an entry already there is k's node if present, else an evicted key still
+    // ever placed (a forgotten one's entry left with its eviction): it was seen before.
+    auto [v, inserted] = m_keys.emplace(k, kNoNode);
+    if (!inserted && (*v & kNodeBits) != kNoNode) {
+      first = last = *v & kNodeBits;
       continue;
     }
+    const bool seen_before = !inserted;
+    bool erased = false;
     while (m_count >= m_capacity_chunks) {
       const std::uint32_t lru = m_head;
       const std::uint64_t gone = m_nodes[lru].key;
       if (evicted) evicted->push_back(gone);
       // Still ever placed: keep its entry without a node; a forgotten key leaves the map.
-      std::uint32_t* v = m_keys.find_value(gone);  // present, so never nullptr
-      if (*v & kForgotten)
-        m_keys.erase(gone);
-      else
-        *v = kNoNode;
+      std::uint32_t* g = m_keys.find_value(gone);  // present, so never nullptr
+      if (*g & kForgotten) {
+        m_keys.erase_value(g);
+        erased = true;
+      } else {
+        *g = kNoNode;
+      }
       unlink(lru);
       m_nodes[lru].next = m_free;
       m_free = lru;
@@ -154,11 +161,8 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
     m_nodes[n].key = k;
     push_back(n);
     ++m_count;
-    // An entry already there is an evicted key still ever placed (a forgotten one's entry left
-    // with its eviction): it was seen before.
-    const auto [v, inserted] = m_keys.emplace(k, n);
+    if (erased) v = m_keys.refind(v, k);  // an erase may have moved k's entry
     *v = n;
-    const bool seen_before = !inserted;
     if (!seen_before) ++m_distinct;
     if (warm) {
       ++m_warm_chunks;
@@ -179,7 +183,7 @@ void KvTier::forget(const std::vector<std::uint64_t>& keys, std::size_t from) {
     std::uint32_t* v = m_keys.find_value(keys[i]);
     if (v == nullptr || (*v & kForgotten)) continue;
     if ((*v & kNodeBits) == kNoNode)
-      m_keys.erase(keys[i]);  // evicted and now not ever placed either
+      m_keys.erase_value(v);  // evicted and now not ever placed either
     else
       *v |= kForgotten;  // present: kept as the index until its eviction
   }

@@ -22,16 +22,24 @@ bool carries_peer(const LinkModel& link) {
   return link.carries(peer);
 }
 
+namespace {
+// `u`'s share as plan_all plans it, into r (a new request but for its bottleneck buffer).
+void plan_one(TransferRequest& r, const GpuUnit& u, double bytes_per_gpu, Direction dir,
+              CopyPath path) {
+  auto bottlenecks = std::move(r.bottleneck_s);
+  bottlenecks.clear();
+  r = TransferRequest{};
+  r.bottleneck_s = std::move(bottlenecks);
+  r.gpu = u.fabric;
+  r.dir = dir;
+  r.path = path;
+  r.bytes = u.kv_share == 1 ? bytes_per_gpu : bytes_per_gpu * u.kv_share;
+}
+}  // namespace
+
 void RankGpus::plan_all(std::vector<TransferRequest>& rs, double bytes_per_gpu, Direction dir,
                         CopyPath path) const {
-  for (const GpuUnit* u : m_gpus) {
-    TransferRequest r;
-    r.gpu = u->fabric;
-    r.dir = dir;
-    r.path = path;
-    r.bytes = u->kv_share == 1 ? bytes_per_gpu : bytes_per_gpu * u->kv_share;
-    rs.push_back(r);
-  }
+  for (const GpuUnit* u : m_gpus) plan_one(rs.emplace_back(), *u, bytes_per_gpu, dir, path);
 }
 
 bool RankGpus::owns(int fabric) const {
@@ -61,9 +69,12 @@ void RankGpus::issue(CopyGroup& c, const std::vector<std::int64_t>& units, CopyP
 
 void RankGpus::start_all(CopyGroup& c, double bytes_per_gpu, std::int64_t units, Direction dir,
                          CopyPath path, double delay_s) const {
-  c.rs.clear();
-  plan_all(c.rs, bytes_per_gpu, dir, path);
-  issue(c, std::vector<std::int64_t>(c.rs.size(), units), path, delay_s);
+  // plan_all into c.rs's members as they are (issue 24: their bottleneck buffers kept, which
+  // the flow back end takes back when it hands a flow's times over).
+  c.rs.resize(m_gpus.size());
+  for (std::size_t k = 0; k < m_gpus.size(); ++k)
+    plan_one(c.rs[k], *m_gpus[k], bytes_per_gpu, dir, path);
+  for (TransferRequest& r : c.rs) issue_one(r, units, c.g, path, delay_s);
 }
 
 }  // namespace kappasim

@@ -143,7 +143,10 @@ class StepGroup::Context final : public LoadContext {
 };
 
 struct StepGroup::Step {
+  // A step is reused by the next one (issue 24: its vectors keep their buffers); begin() resets
+  // what a step adds to.
   std::vector<StepPlan> plans;
+  std::vector<StepWork> work;                      // per rank (serving/step_plan)
   std::vector<std::pair<Rank*, Sequence*>> pulls;  // admitted to load outside the steps
   std::unique_ptr<Context> ctx;
   std::unique_ptr<StepRun> run;
@@ -204,6 +207,7 @@ void StepGroup::steps() {
         begin(*b);
         execute(*b);
         end(*b);
+        m_spare = std::move(b);  // the next step's, its buffers kept
         continue;
       }
       if (any) {  // a micro-batch: its loads, compute and stores in a process of its own
@@ -252,6 +256,8 @@ void StepGroup::begin(Step& b) {
   const ServingSpec& sv = m_env.spec.serving;
   ++stats.steps;
   b.start = now_s();
+  b.kv_used = b.load_s = b.compute_s = 0;  // a reused Step's (Step)
+  b.finished = false;
   b.ctx = std::make_unique<Context>(*this, stats.steps);
   b.ctx->plans = &b.plans;
   TimeBreakdown& time = b.ctx->time;
@@ -320,23 +326,30 @@ void StepGroup::execute(Step& b) {
   Context& ctx = *b.ctx;
   start_loads(b);  // the worker's start_load_kv, as the step's forward starts
   // What the step computes and loads (serving/step_plan), per rank.
-  std::vector<StepWork> work;
-  b.first.assign(n, {});
-  b.done.assign(n, {});
-  b.decoded.assign(n, {});
+  // Per rank, emptied: the inner vectors keep their buffers (issue 24).
+  const auto reset = [n](auto& v) {
+    v.resize(n);
+    for (auto& x : v) x.clear();
+  };
+  reset(b.first);
+  reset(b.done);
+  reset(b.decoded);
+  b.work.resize(n);
+  b.batches.resize(n);
   const bool store_decode = sv.stack.store_decode && sv.effective_store() != StoreMode::None;
   std::size_t loading = 0;
   double max_tokens = 0;
   LayoutStats& ls = m_env.layout_stats;
+  std::vector<StepWork>& work = b.work;
   for (std::size_t r = 0; r < n; ++r) {
-    work.push_back(plan_step_work(b.plans[r], m_env.pd_stores));
-    b.batches.push_back(std::move(work.back().slices));  // work's own slices are not read again
+    plan_step_work(b.plans[r], work[r], m_env.pd_stores);
+    b.batches[r].swap(work[r].slices);  // work's own slices are not read again
     for (const StepItem& it : b.plans[r].items)
       if (it.seq->first_token_s < 0) ++m_env.ledger.at(it.seq->req.id).steps;  // before its TTFT
-    for (Sequence* s : work.back().load) b.first[r].push_back(&m_env.ledger.at(s->req.id));
-    for (Sequence* s : work.back().done) b.done[r].push_back(&m_env.ledger.at(s->req.id));
+    for (Sequence* s : work[r].load) b.first[r].push_back(&m_env.ledger.at(s->req.id));
+    for (Sequence* s : work[r].done) b.done[r].push_back(&m_env.ledger.at(s->req.id));
     if (store_decode)
-      for (Sequence* s : work.back().decoded) b.decoded[r].push_back(&m_env.ledger.at(s->req.id));
+      for (Sequence* s : work[r].decoded) b.decoded[r].push_back(&m_env.ledger.at(s->req.id));
     loading += b.first[r].size();
     b.kv_used += ranks[r]->kv->utilization();  // after admission, before finishers leave
     ls.rank_tokens[static_cast<std::size_t>(ranks[r]->index)] += b.plans[r].tokens;

@@ -37,7 +37,7 @@ class TpStep final : public StepModel {
     Run(TpStep& m, const std::vector<SeqSlice>& slices) : model(m), slices(slices) {}
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const RankGpus& rank = model.m_rank;
-      c.rs.assign(rank.size(), TransferRequest{});
+      c.rs.resize(rank.size());  // start_step makes each a new request but for its buffers
       for (std::size_t k = 0; k < rank.size(); ++k) {
         GpuCompute& gpu = *rank.at(k).compute;
         double t = compute_s;
@@ -56,7 +56,8 @@ class TpStep final : public StepModel {
     StepTime at_fraction(double sm_fraction) const {
       const ServingSpec& sv = model.m_spec.serving;
       return batch_step_time(model.m_spec.model, model.m_spec.system.gpu, model.m_rank.tp(), slices,
-                             sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch);
+                             sv.compute_dtype, sm_fraction, sv.kv_dtype, sv.stack.launch,
+                             &model.m_parts);
     }
     TpStep& model;
     const std::vector<SeqSlice>& slices;
@@ -64,7 +65,8 @@ class TpStep final : public StepModel {
   const RunSpec& m_spec;
   const RankGpus& m_rank;
   LayoutStats& m_stats;
-  StepTimeMemo m_memo;  // batch_step_time at all SMs, by the batch's slices (issue 24)
+  StepTimeMemo m_memo;     // batch_step_time at all SMs, by the batch's slices (issue 24)
+  BatchStepParts m_parts;  // its token-count parts, for the batches the memo misses
 };
 
 class LayoutStep final : public StepModel {

@@ -8,6 +8,15 @@ namespace kappasim {
 
 StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd) {
   StepWork w;
+  plan_step_work(plan, w, pd);
+  return w;
+}
+
+void plan_step_work(const StepPlan& plan, StepWork& w, const DecodeStores& pd) {
+  w.load.clear();
+  w.done.clear();
+  w.decoded.clear();
+  w.slices.clear();
   for (const StepItem& it : plan.items) {
     if (it.decode) {
       // One token over the KV of the prompt and the tokens generated before it; its logits.
@@ -34,7 +43,6 @@ StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd) {
            static_cast<double>(h + it.seq->cached_tokens + it.seq->computed + (it.tokens - tokens)),
            it.last});
   }
-  return w;
 }
 
 LoadSplit split_loads(const std::vector<Sequence*>& load, int chunk_tokens, int block_tokens,

@@ -51,6 +51,8 @@ struct DecodeStores {
   bool prompt = false;
 };
 StepWork plan_step_work(const StepPlan& plan, const DecodeStores& pd = {});
+// The same into `w` (its vectors cleared first, their buffers kept: issue 24).
+void plan_step_work(const StepPlan& plan, StepWork& w, const DecodeStores& pd = {});
 
 // What a step's loads move. A sequence loads prompt tokens [L, L + cached_tokens), L =
 // Sequence::load_start() (its prefix-cache hit and recomputed tokens come first).

@@ -34,14 +34,41 @@ double FlowFabric::cap_of(const TransferRequest& r) const {
   return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;
 }
 
+const FlowFabric::HostRoute* FlowFabric::host_route(const TransferRequest& r) const {
+  if (r.endpoint != Endpoint::HostDram || r.gpu < 0 || r.gpu >= m_topo.gpus()) return nullptr;
+  // Topology::path(r) is path(gpu, dir, path, pinned) for host DRAM, never empty (the GPU's
+  // HBM at least); one that throws is not stored, so it throws again on the next call.
+  const auto i = ((static_cast<std::size_t>(r.gpu) * 2 + (r.dir == Direction::H2D ? 0 : 1)) * 3 +
+                  static_cast<std::size_t>(r.path)) *
+                     2 +
+                 (r.pinned ? 1 : 0);
+  if (m_host_routes.empty()) m_host_routes.resize(static_cast<std::size_t>(m_topo.gpus()) * 12);
+  HostRoute& route = m_host_routes[i];
+  if (route.path.empty()) {
+    m_topo.path(r, m_path);
+    m_net.merge_path(m_path, route.path);
+    if (r.path != CopyPath::Kernel) {
+      route.latency_s = m_topo.latency(r);
+      route.cap_Bps = m_topo.rate_cap(r);
+    }
+  }
+  return &route;
+}
+
+double FlowFabric::latency_of(const TransferRequest& r) const {
+  const HostRoute* route = host_route(r);
+  return route && r.path != CopyPath::Kernel ? route->latency_s : m_topo.latency(r);
+}
+
 void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   check_request(r);
   ++m_transfers;
   g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   r.start_s = now.to_seconds();
-  const double lat = m_topo.latency(r);
-  const sc_core::sc_time at = now + sc_core::sc_time(delay_s + lat, sc_core::SC_SEC);
+  const double lat = latency_of(r);
+  const double wait = delay_s + lat;  // at `now` itself without a conversion (issue 24)
+  const sc_core::sc_time at = wait == 0 ? now : now + sc_core::sc_time(wait, sc_core::SC_SEC);
   // After every pending transfer due no later (as a multimap's insertion places it).
   const auto pos = std::upper_bound(
       m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head), m_pending.end(), at,
@@ -76,9 +103,10 @@ void FlowFabric::on_start() {
   ++m_events;
   const bool was_busy = watched_busy();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double now_s = now.to_seconds();  // once for every flow started now
   while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
     const Member m = m_pending[m_pending_head++].m;
-    start_flow(*m.req, m.group);
+    start_flow(*m.req, m.group, now_s);
   }
   if (m_pending_head == m_pending.size()) {
     m_pending.clear();
@@ -94,39 +122,32 @@ void FlowFabric::on_start() {
   if (m_pending_head < m_pending.size()) m_start.notify(m_pending[m_pending_head].at - now);
 }
 
-void FlowFabric::start_flow(TransferRequest& r, Group* g) {
-  const double now = sc_core::sc_time_stamp().to_seconds();
-  const std::vector<FlowNetwork::Use>& path = path_of(r);
-  const double cap = cap_of(r);
-  expect(path, r.bytes);
-  const FlowNetwork::FlowId id = m_net.start_deferred(now, path, r.bytes, cap);
+void FlowFabric::start_flow(TransferRequest& r, Group* g, double now) {
+  FlowNetwork::FlowId id;
+  if (const HostRoute* route = host_route(r)) {
+    double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
+    if (r.rate_cap_Bps > 0) cap = std::min(cap, r.rate_cap_Bps);  // as cap_of
+    expect(route->path, r.bytes);
+    id = m_net.start_deferred_merged(now, route->path, r.bytes, cap);
+  } else {
+    m_topo.path(r, m_path);
+    const double cap = cap_of(r);
+    expect(m_path, r.bytes);
+    id = m_net.start_deferred(now, m_path, r.bytes, cap);
+  }
   note_watched(id);
   m_members.v.emplace_back(id, Member{&r, g});
 }
 
-const std::vector<FlowNetwork::Use>& FlowFabric::path_of(const TransferRequest& r) {
-  if (r.endpoint != Endpoint::HostDram || r.gpu < 0 || r.gpu >= m_topo.gpus()) {
-    m_topo.path(r, m_path);
-    return m_path;
-  }
-  // Topology::path(r) is path(gpu, dir, path, pinned) for host DRAM, never empty (the GPU's
-  // HBM at least); one that throws is not stored, so it throws again on the next call.
-  const auto i = ((static_cast<std::size_t>(r.gpu) * 2 + (r.dir == Direction::H2D ? 0 : 1)) * 3 +
-                  static_cast<std::size_t>(r.path)) *
-                     2 +
-                 (r.pinned ? 1 : 0);
-  if (m_host_paths.empty()) m_host_paths.resize(static_cast<std::size_t>(m_topo.gpus()) * 12);
-  std::vector<FlowNetwork::Use>& cached = m_host_paths[i];
-  if (cached.empty()) m_topo.path(r, cached);
-  return cached;
-}
-
 void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes) {
+  if (!m_track) return;
   if (m_expected.size() < m_net.resources()) m_expected.resize(m_net.resources(), 0.0);
   for (const auto& u : path) m_expected[static_cast<std::size_t>(u.resource)] += bytes * u.cost;
 }
 
 void FlowFabric::check_conservation() const {
+  if (!m_track)
+    throw std::logic_error(std::string(name()) + ": check_conservation needs track_conservation");
   const std::size_t pending = m_pending.size() - m_pending_head;
   if (m_net.active_count() != 0 || pending != 0 || !m_waiters.empty() || !m_members.empty())
     throw std::logic_error(std::string(name()) + ": invariant violated: " +

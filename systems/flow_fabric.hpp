@@ -45,7 +45,7 @@ class FlowFabric : public LinkModule {
     return m_topo.solo_rate(gpu, dir, path, pinned);
   }
   // Any endpoint (issue 14): the topology's path for the whole request.
-  double request_latency_s(const TransferRequest& r) const override { return m_topo.latency(r); }
+  double request_latency_s(const TransferRequest& r) const override { return latency_of(r); }
   double request_solo_rate_Bps(const TransferRequest& r) const override {
     return m_topo.solo_rate(r);
   }
@@ -68,6 +68,7 @@ class FlowFabric : public LinkModule {
   // resource carried exactly Σ bytes × cost of the transfers that crossed it. Throws
   // std::logic_error naming the resource otherwise. Call when the simulation is over.
   void check_conservation() const override;
+  void track_conservation(bool on) override { m_track = on; }
   const Topology* topology() const override { return &m_topo; }
   bool models_hbm() const override { return true; }
   const FlowNetwork& network() const { return m_net; }
@@ -79,7 +80,7 @@ class FlowFabric : public LinkModule {
   void on_finish();
   void on_start();
   void reschedule();
-  void start_flow(TransferRequest& r, Group* g);
+  void start_flow(TransferRequest& r, Group* g, double now_s);  // now_s: the time now
   void check_request(const TransferRequest& r) const;
   double cap_of(const TransferRequest& r) const;
 
@@ -118,6 +119,7 @@ class FlowFabric : public LinkModule {
   };
   ById<Waiter> m_waiters;
   std::vector<double> m_expected;  // per resource: Σ bytes × cost of the flows started on it
+  bool m_track = true;             // m_expected kept (track_conservation)
   void expect(const std::vector<FlowNetwork::Use>& path, double bytes);
   struct Member {
     TransferRequest* req;
@@ -132,12 +134,21 @@ class FlowFabric : public LinkModule {
   };
   std::vector<Pending> m_pending;
   std::size_t m_pending_head = 0;
-  std::vector<FlowNetwork::Use> m_path;  // start_flow's path, one vector for every flow
-  // Host-DRAM transfers' paths (compute's HBM flows included) by (GPU, direction, copy path,
-  // pinned), built once each: the topology does not change (issue 24: was built per flow).
-  std::vector<std::vector<FlowNetwork::Use>> m_host_paths;
-  const std::vector<FlowNetwork::Use>& path_of(const TransferRequest& r);
-  std::vector<FlowNetwork::FlowId> m_done;  // on_finish's finished flows
+  mutable std::vector<FlowNetwork::Use> m_path;  // a path being built, one vector for all
+  // Host-DRAM transfers' routes (compute's HBM flows included) by (GPU, direction, copy path,
+  // pinned), built once each: the topology does not change (issue 24: was built per flow). The
+  // path merged as the network keeps it; the latency and rate cap (Topology::latency, rate_cap)
+  // for the paths whose answer depends on nothing else (not a copy kernel's, which reads
+  // sm_inflight_bytes).
+  struct HostRoute {
+    std::vector<FlowNetwork::Use> path;  // empty: not built yet
+    double latency_s = 0, cap_Bps = 0;
+  };
+  mutable std::vector<HostRoute> m_host_routes;  // built as first asked for
+  // r's host route (built on first use), or nullptr for another endpoint.
+  const HostRoute* host_route(const TransferRequest& r) const;
+  double latency_of(const TransferRequest& r) const;  // Topology::latency(r)
+  std::vector<FlowNetwork::FlowId> m_done;            // on_finish's finished flows
   sc_core::sc_event m_start;
   int m_watch = -1;  // the shared resource (watch()), -1: none
   std::function<void()> m_watch_changed;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -744,28 +745,69 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
   return t;
 }
 
-void PrefillTime::add(const Kernel& k, const KernelTime& t) {
-  compute_time_s += t.time_s;
-  flops += k.flops;
-  hbm_bytes += k.hbm_bytes;
-  if (k.kind != Kernel::Kind::Host) ++kernels;
-  switch (k.kind) {
+void PrefillTime::add(Kernel::Kind kind, double k_flops, double k_hbm_bytes, double time_s) {
+  compute_time_s += time_s;
+  flops += k_flops;
+  hbm_bytes += k_hbm_bytes;
+  if (kind != Kernel::Kind::Host) ++kernels;
+  switch (kind) {
     case Kernel::Kind::Host:
-      host_time_s += t.time_s;
+      host_time_s += time_s;
       break;
     case Kernel::Kind::Gemm:
-      linear_time_s += t.time_s;
+      linear_time_s += time_s;
       break;
     case Kernel::Kind::Attention:
-      attention_time_s += t.time_s;
+      attention_time_s += time_s;
       break;
     case Kernel::Kind::AllReduce:
-      comm_time_s += t.time_s;
+      comm_time_s += time_s;
       break;
     case Kernel::Kind::Elementwise:
-      other_time_s += t.time_s;
+      other_time_s += time_s;
       break;
   }
+}
+
+std::uint64_t BatchStepParts::bits(double v) {
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
+  // SplitMix64's finaliser over each key in turn: a double's low bits are mostly zero.
+  const auto fin = [](std::uint64_t h) {
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h;
+  };
+  const std::uint64_t h = fin(fin(fin(a) ^ b) ^ c);
+  return static_cast<std::size_t>(h % m_slots);
+}
+
+BatchStepParts::Edges& BatchStepParts::edges(double tokens, double sm_fraction, double logits) {
+  if (m_edge_slot.empty()) m_edge_slot.assign(m_slots, 0);
+  std::uint32_t& e = m_edge_slot[slot(bits(tokens), bits(sm_fraction), bits(logits))];
+  if (e == 0) {
+    m_edges.emplace_back();
+    e = static_cast<std::uint32_t>(m_edges.size());
+  }
+  return m_edges[e - 1];
+}
+
+BatchStepParts::Layer& BatchStepParts::layer(double tokens, double sm_fraction, int first) {
+  if (m_layer_slot.empty()) m_layer_slot.assign(m_slots, 0);
+  std::uint32_t& e =
+      m_layer_slot[slot(bits(tokens), bits(sm_fraction), static_cast<std::uint64_t>(first) + 1)];
+  if (e == 0) {
+    m_layers.emplace_back();
+    e = static_cast<std::uint32_t>(m_layers.size());
+  }
+  return m_layers[e - 1];
 }
 
 void apply_launch(PrefillTime& p, const LaunchSpec& launch, double tokens, int layers,
@@ -821,16 +863,32 @@ namespace {
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
                         const std::string& dtype, double sm_fraction, DType kv_dtype,
-                        LayerKind kind, DecodeAttention decode, const AllReduceImpl& ar) {
+                        LayerKind kind, DecodeAttention decode, const AllReduceImpl& ar,
+                        BatchStepParts* parts) {
   PrefillTime p;
   // Working vectors kept between steps (issue 24: building them was the allocator's per step).
   thread_local std::vector<Kernel> layer;
   thread_local std::vector<Kernel> attention;  // every sequence's, one launch
   thread_local std::vector<Kernel> seq_kernels;
-  layer_kernels(layer, m, layer_index, tokens, 0, tp, w, kv_dtype);
-  for (const Kernel& k : layer) {
-    if (k.per_sequence) continue;
-    p.add(k, kernel_time(k, gpu, dtype, sm_fraction, ar));
+  // The token-parallel kernels' sum: a function of the tokens (and the class) alone.
+  BatchStepParts::Layer* known = parts ? &parts->layer(tokens, sm_fraction, layer_index) : nullptr;
+  if (known && known->used && known->first == layer_index &&
+      known->tokens == BatchStepParts::bits(tokens) &&
+      known->sm == BatchStepParts::bits(sm_fraction)) {
+    p = known->dense;
+  } else {
+    layer_kernels(layer, m, layer_index, tokens, 0, tp, w, kv_dtype);
+    for (const Kernel& k : layer) {
+      if (k.per_sequence) continue;
+      p.add(k, kernel_time(k, gpu, dtype, sm_fraction, ar));
+    }
+    if (known) {
+      known->used = true;
+      known->first = layer_index;
+      known->tokens = BatchStepParts::bits(tokens);
+      known->sm = BatchStepParts::bits(sm_fraction);
+      known->dense = p;
+    }
   }
   // KV dequantisation (int8/int4 caches): one elementwise launch over every sequence's cached
   // context, before attention. The per-sequence kernels of each slice are built once (issue 23:
@@ -885,7 +943,8 @@ void add_times(PrefillTime& into, const PrefillTime& p, int times) {
 
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
-                         double sm_fraction, DType kv_dtype, const LaunchSpec& launch) {
+                         double sm_fraction, DType kv_dtype, const LaunchSpec& launch,
+                         BatchStepParts* parts) {
   StepTime st;
   if (batch.empty()) return st;
   double tokens = 0, logits = 0;
@@ -900,8 +959,41 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     dequant = dequant || kv_dequant_bytes(m, tp, s.K, kv_dtype) > 0;
   }
   const DType w = weight_dtype_for(compute_dtype);
-  for (const Kernel& k : prefill_head_kernels(m, tokens))
-    st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  // The head and tail kernels: functions of the tokens and the logits rows alone.
+  BatchStepParts::Edges* edges = parts ? &parts->edges(tokens, sm_fraction, logits) : nullptr;
+  if (edges && !(edges->used && edges->tokens == BatchStepParts::bits(tokens) &&
+                 edges->sm == BatchStepParts::bits(sm_fraction) &&
+                 edges->logits == BatchStepParts::bits(logits))) {
+    edges->used = false;
+    const std::vector<Kernel> head = prefill_head_kernels(m, tokens);
+    const std::vector<Kernel> tail = prefill_tail_kernels(m, tokens, tp, w, logits);
+    if (head.size() + tail.size() <= std::size(edges->items)) {
+      int i = 0;
+      for (const Kernel& k : head)
+        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes,
+                             kernel_time(k, gpu, compute_dtype, sm_fraction).time_s};
+      for (const Kernel& k : tail)
+        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes,
+                             kernel_time(k, gpu, compute_dtype, sm_fraction).time_s};
+      edges->used = true;
+      edges->head = static_cast<int>(head.size());
+      edges->tail = static_cast<int>(tail.size());
+      edges->tokens = BatchStepParts::bits(tokens);
+      edges->sm = BatchStepParts::bits(sm_fraction);
+      edges->logits = BatchStepParts::bits(logits);
+    } else {
+      edges = nullptr;  // more kernels than a slot holds: timed below as without parts
+    }
+  }
+  if (edges) {
+    for (int i = 0; i < edges->head; ++i) {
+      const BatchStepParts::Item& it = edges->items[i];
+      st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
+    }
+  } else {
+    for (const Kernel& k : prefill_head_kernels(m, tokens))
+      st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  }
   // Layers of one class (dense or MoE MLP × full, sliding or linear attention) run the same
   // kernels: each class is timed once, at its first layer, and counted (issue 25: a layer
   // pattern adds attention classes; without one there are at most two, dense then MoE).
@@ -941,13 +1033,20 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   for (std::size_t c = 0; c < n_classes; ++c) {
     const PrefillTime t =
         batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype, sm_fraction,
-                    kv_dtype, classes[c].kind, launch.decode_attention, launch.all_reduce);
+                    kv_dtype, classes[c].kind, launch.decode_attention, launch.all_reduce, parts);
     add_times(st.total, t, classes[c].count);
     if (c == first_class) st.first_layer_s = t.compute_time_s;
     if (c == last_class) st.last_layer_s = t.compute_time_s;
   }
-  for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
-    st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  if (edges) {
+    for (int i = edges->head; i < edges->head + edges->tail; ++i) {
+      const BatchStepParts::Item& it = edges->items[i];
+      st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
+    }
+  } else {
+    for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
+      st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+  }
   // Outside any graph: one batched attention launch (and one KV dequantisation) per layer, the
   // LM head when a sequence finishes.
   const double outside = m.num_layers * (1.0 + (dequant ? 1 : 0)) + (logits > 0 ? 1 : 0);

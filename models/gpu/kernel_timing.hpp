@@ -25,6 +25,8 @@
 // at tp 1 (and /tp for the sharded parts at tp > 1).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -222,7 +224,9 @@ struct PrefillTime {
   double hbm_bytes = 0;  // HBM traffic of the kernels (for the power model)
   int kernels = 0;       // GPU kernels (the Host item is not one)
   // Adds one kernel (the one accumulation both prefill_time and GpuCompute use).
-  void add(const Kernel& k, const KernelTime& t);
+  void add(const Kernel& k, const KernelTime& t) { add(k.kind, k.flops, k.hbm_bytes, t.time_s); }
+  // The same from what it reads of the kernel and its time.
+  void add(Kernel::Kind kind, double flops, double hbm_bytes, double time_s);
 };
 
 // Charges the stack's host launches to a forward of `tokens` tokens whose kernels `p` holds
@@ -274,9 +278,56 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
                                 double sm_fraction = 1.0,
                                 DecodeAttention decode = DecodeAttention::Flash);
 
+class BatchStepParts;
+// `parts` (may be null): the parts of earlier calls with the same model, GPU, TP degree, compute
+// and KV dtypes and launch spec (BatchStepParts).
 StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
                          const std::vector<SeqSlice>& batch, const std::string& compute_dtype,
                          double sm_fraction = 1.0, DType kv_dtype = DType::Bf16,
-                         const LaunchSpec& launch = LaunchSpec{});
+                         const LaunchSpec& launch = LaunchSpec{}, BatchStepParts* parts = nullptr);
+
+// The parts of batch_step_time that depend on the batch's total tokens alone (issue 24), kept
+// for one model, GPU, TP degree, compute and KV dtypes and launch spec (its owner's: a TP step
+// model): the head and tail kernels (what PrefillTime::add reads of each, the tail's also keyed
+// on the finishing sequences) and, per layer class, the token-parallel kernels' sum before the
+// per-sequence ones are added to it. Most steps are new batches (their slices differ) of a
+// total token count seen before, and those kernels are most of a step's timing work. Keyed bit
+// for bit on the tokens, the SM fraction, the logits rows and the class's first layer; each
+// hit is what those very inputs gave and is added in the same order, so batch_step_time's
+// result is the same bits with or without it. Direct-mapped (a new key replaces its slot's),
+// bounded: at most `slots` entries of each kind, made as slots are first used.
+class BatchStepParts {
+ public:
+  explicit BatchStepParts(std::size_t slots = 16384) : m_slots(slots == 0 ? 1 : slots) {}
+
+  struct Item {  // one kernel as PrefillTime::add reads it
+    Kernel::Kind kind;
+    double flops, hbm_bytes, time_s;
+  };
+  struct Edges {  // the head and tail kernels of (tokens, sm, logits)
+    std::uint64_t tokens = 0, sm = 0, logits = 0;
+    bool used = false;
+    int head = 0, tail = 0;  // items[0, head) the head's, then the tail's
+    Item items[4];
+  };
+  struct Layer {  // a class's token-parallel kernels summed, for (tokens, sm, first layer)
+    std::uint64_t tokens = 0, sm = 0;
+    int first = -1;
+    bool used = false;
+    PrefillTime dense;
+  };
+  // The slot for these keys (made on first use); its `used` and keys say whether it holds them.
+  Edges& edges(double tokens, double sm_fraction, double logits);
+  Layer& layer(double tokens, double sm_fraction, int first);
+  static std::uint64_t bits(double v);
+
+ private:
+  std::size_t slot(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
+  std::size_t m_slots;
+  // Per slot: 1 + its entry's index, 0 while unused (entries made as slots are first used).
+  std::vector<std::uint32_t> m_edge_slot, m_layer_slot;
+  std::vector<Edges> m_edges;
+  std::vector<Layer> m_layers;
+};
 
 }  // namespace kappasim

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -515,6 +516,60 @@ TEST(KernelTiming, BatchStepOfOneSequenceIsThePrefill) {
     EXPECT_NEAR(s.total.compute_time_s / p.compute_time_s, 1.0, 1e-12) << name;
     EXPECT_NEAR(s.total.flops / p.flops, 1.0, 1e-12) << name;
     EXPECT_EQ(s.total.kernels, p.kernels) << name;
+  }
+}
+
+// BatchStepParts (issue 24): the token-count parts of earlier batches, reused. Over random
+// batches (new slices, repeated totals) of a dense model, a MoE model with dense first layers,
+// a pattern of sliding and full layers and interleaved MoE, at all SMs and at a fraction, with
+// three slots (collisions everywhere) and with many: every field the same bits as without it.
+TEST(KernelTiming, BatchStepPartsGiveTheSameBits) {
+  const GpuSpec g = preset_gpu("h100-sxm5");
+  std::uint64_t x = 88172645463325252ULL;  // xorshift64
+  const auto next = [&x](std::uint64_t n) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x % n;
+  };
+  const auto same = [](const StepTime& a, const StepTime& b) {
+    const PrefillTime& p = a.total;
+    const PrefillTime& q = b.total;
+    return a.first_layer_s == b.first_layer_s && a.last_layer_s == b.last_layer_s &&
+           p.compute_time_s == q.compute_time_s && p.linear_time_s == q.linear_time_s &&
+           p.attention_time_s == q.attention_time_s && p.comm_time_s == q.comm_time_s &&
+           p.other_time_s == q.other_time_s && p.host_time_s == q.host_time_s &&
+           p.host_issue_s == q.host_issue_s && p.launch_stall_s == q.launch_stall_s &&
+           p.flops == q.flops && p.hbm_bytes == q.hbm_bytes && p.kernels == q.kernels;
+  };
+  LaunchSpec launch;
+  launch.decode_attention = DecodeAttention::MaskedMha;
+  struct Case {
+    const char* model;
+    int tp;
+    const char* dtype;
+    DType kv;
+  };
+  for (const Case& c :
+       {Case{"llama-3.1-70b", 8, "bf16", DType::Bf16}, Case{"deepseek-v3", 8, "fp8", DType::Fp8},
+        Case{"gpt-oss-20b", 1, "bf16", DType::Int8},
+        Case{"llama-4-maverick", 8, "bf16", DType::Bf16}}) {
+    const ModelSpec m = model(c.model);
+    for (std::size_t slots : {3u, 4096u}) {
+      BatchStepParts parts(slots);
+      for (int i = 0; i < 300; ++i) {
+        std::vector<SeqSlice> batch;
+        const std::uint64_t n = 1 + next(4);
+        for (std::uint64_t j = 0; j < n; ++j)
+          batch.push_back({static_cast<double>(1 + next(j == 0 ? 64 : 3) * 16),
+                           static_cast<double>(next(3) * 1000), next(2) == 0});
+        const double frac = next(4) == 0 ? 0.75 : 1.0;
+        const StepTime plain = batch_step_time(m, g, c.tp, batch, c.dtype, frac, c.kv, launch);
+        const StepTime with =
+            batch_step_time(m, g, c.tp, batch, c.dtype, frac, c.kv, launch, &parts);
+        ASSERT_TRUE(same(plain, with)) << c.model << " batch " << i << " slots " << slots;
+      }
+    }
   }
 }
 

@@ -401,6 +401,25 @@ TEST(FlatU64Map, EmplaceAndFindValueAgreeWithAStdMap) {
   expect_map_holds(m, ref, 2000);
 }
 
+TEST(FlatU64Map, EraseValueIsEraseOfItsKey) {
+  // erase_value(find_value(k)) removes k as erase(k) does, backward shifts included (keys in a
+  // small range: long probe runs).
+  FlatU64Map m;
+  std::map<std::uint64_t, std::uint32_t> ref;
+  std::uint64_t x = 11;
+  for (std::uint32_t i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::uint64_t k = (x >> 40) % 1500;
+    if ((x >> 13) % 2 == 0) {
+      if (std::uint32_t* v = m.find_value(k)) m.erase_value(v);
+      ref.erase(k);
+    } else {
+      EXPECT_EQ(m.insert(k, i), ref.emplace(k, i).second);
+    }
+  }
+  expect_map_holds(m, ref, 1500);
+}
+
 TEST(OwnChunkKeys, OwnChunkStartFindsThemInThePromptKeys) {
   // KvStore::finished takes a request's own keys from its prompt keys (issue 24): the tail
   // from own_chunk_start must be own_chunk_keys(r, C, tokens) whenever [prompt, tokens) holds
