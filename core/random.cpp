@@ -11,13 +11,6 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t derive_seed(std::uint64_t base, std::string_view label) {
   std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the label's bytes
   for (unsigned char c : label) {

@@ -18,8 +18,14 @@
 
 namespace kappasim {
 
-// SplitMix64 finaliser (a bijection on 64-bit words).
-std::uint64_t mix64(std::uint64_t x);
+// SplitMix64 finaliser (a bijection on 64-bit words). Inline: hash tables on the step path
+// (models/gpu's step-time memos) mix their keys with it.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 // A seed for an independent stream named by `label` / `index` under `base`.
 std::uint64_t derive_seed(std::uint64_t base, std::string_view label);
 std::uint64_t derive_seed(std::uint64_t base, std::uint64_t index);

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/random.hpp"
+
 namespace kappasim {
 
 namespace {
@@ -777,15 +779,7 @@ std::uint64_t BatchStepParts::bits(double v) {
 
 std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
   // SplitMix64's finaliser over each key in turn: a double's low bits are mostly zero.
-  const auto fin = [](std::uint64_t h) {
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    return h;
-  };
-  const std::uint64_t h = fin(fin(fin(a) ^ b) ^ c);
+  const std::uint64_t h = mix64(mix64(mix64(a) ^ b) ^ c);
   return static_cast<std::size_t>(h % m_slots);
 }
 

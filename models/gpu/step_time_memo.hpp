@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/random.hpp"
 #include "models/gpu/kernel_timing.hpp"
 
 namespace kappasim {
@@ -60,12 +61,7 @@ class StepTimeMemo {
       mix(bits(s.K));
       mix(s.finishes ? 1 : 0);
     }
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    return h;
+    return mix64(h);
   }
 
  private:
