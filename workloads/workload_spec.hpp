@@ -276,7 +276,9 @@ void check_mix_weights(const std::map<std::string, double>& mix, const std::stri
 // it for replicates); `base_dir` is the folder relative trace paths are taken from (the config
 // file's folder; "" = the current directory). A trace is opened here (InputError if it cannot
 // be) but validated only as it is read: call validate_trace() first to check it whole. A mix is
-// a MixSource (workloads/mix_source.hpp) over lazily run generators.
+// a MixSource (workloads/mix_source.hpp) over lazily run generators. A generated stream (a
+// generator's or a mix's) is run once ahead to check its arrivals against the simulator's time
+// limit; one of at most kReplayRequests requests is kept then and replayed (below).
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir = "");
 // make_source without its check that every arrival is within the simulator's time limit (a
