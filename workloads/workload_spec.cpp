@@ -194,18 +194,9 @@ std::unique_ptr<WorkloadSource> replay_again(const WorkloadSource& source) {
 
 std::unique_ptr<WorkloadSource> make_source(const WorkloadSpec& spec, std::uint64_t seed,
                                             const std::string& base_dir) {
-  switch (spec.type) {
-    case WorkloadType::ShareGpt:
-    case WorkloadType::NarrativeQa:
-    case WorkloadType::DocFinQa:
-      return checked(make_generator(spec.type, spec, spec.requests, spec.rate, seed), spec, seed,
-                     base_dir);
-    case WorkloadType::Trace:
-      break;
-    case WorkloadType::Mix:
-      return checked(std::make_unique<MixSource>(spec, seed), spec, seed, base_dir);
-  }
-  return make_source_again(spec, seed, base_dir);
+  // A trace is checked as it is read (validate_trace); a generated stream is run ahead here.
+  if (spec.type == WorkloadType::Trace) return make_source_again(spec, seed, base_dir);
+  return checked(make_source_again(spec, seed, base_dir), spec, seed, base_dir);
 }
 
 std::unique_ptr<WorkloadSource> make_source_again(const WorkloadSpec& spec, std::uint64_t seed,
