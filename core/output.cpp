@@ -34,7 +34,10 @@ IoError file_error(const std::string& what, int err) {
   return IoError(what + ": " + std::strerror(err), bad_path ? 2 : 4);
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+namespace {
+
+// A temporary sibling written whole, made durable first when `sync`, then renamed over `path`.
+void write_through_temporary(const std::string& path, const std::string& content, bool sync) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw file_error("cannot write '" + path + "'", errno);
@@ -50,7 +53,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     throw file_error("cannot write '" + path + "'", err);
@@ -60,6 +63,20 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     ::unlink(tmp.c_str());
     throw file_error("cannot write '" + path + "'", err);
   }
+}
+
+bool g_fsync_writes = true;  // set_fsync_writes
+
+}  // namespace
+
+void set_fsync_writes(bool on) { g_fsync_writes = on; }
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  write_through_temporary(path, content, g_fsync_writes);
+}
+
+void write_file_replace(const std::string& path, const std::string& content) {
+  write_through_temporary(path, content, false);
 }
 
 namespace {
@@ -202,9 +219,13 @@ OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
     if (ec != std::errc::no_such_file_or_directory) break;
   }
   if (ec) throw IoError("--out: cannot create '" + m_staging + "': " + ec.message());
-  write_file_atomic((fs::path(m_staging) / kStagingMarker).string(),
-                    this_host() + " " + std::to_string(::getpid()) + "\n");
-  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), "kappasim output folder\n");
+  // Not fsynced (issue 24: two of a short run's five fsyncs): the folder is in use only while
+  // this process lives; after an OS crash an empty staging marker leaves the folder to the user
+  // (remove_stale_staging removes only what it recognises), and commit() writes the output
+  // marker again, fsynced, before the folder goes into place.
+  write_file_replace((fs::path(m_staging) / kStagingMarker).string(),
+                     this_host() + " " + std::to_string(::getpid()) + "\n");
+  write_file_replace((fs::path(m_staging) / kOutputMarker).string(), "kappasim output folder\n");
 }
 
 OutputDir::~OutputDir() {

@@ -14,6 +14,17 @@ bool read_text_file(const std::string& path, std::string& out);
 // Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
 // Throws InputError naming the path when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);
+// The same without the fsync (issue 24: a sweep's points made ~9,600 of them in `reproduce`,
+// ~6 s of its wall time on a 2-core VM). A killed process still leaves the old file or the new
+// one whole (the page cache outlives it); only an OS crash or power loss soon after may leave
+// the file empty or cut short. For files whose reader takes such a file as absent or damaged and
+// makes it again: a sweep point's records (a damaged result.json runs the point again), the
+// markers of a staging folder in use.
+void write_file_replace(const std::string& path, const std::string& content);
+// Whether write_file_atomic fsyncs, for the rest of this process (on by default). A sweep point
+// turns it off (sweeps/runner/point.cpp): everything it writes lies in its point folder, whose
+// result.json, written last, is its record of being done; see docs/sweeps.md, "After a crash".
+void set_fsync_writes(bool on);
 
 // ---- Output-folder safety (issue 12, item 5 and 6) ------------------------------------------
 // Every folder kappasim writes holds this marker file. A folder that exists, is not empty and

@@ -49,19 +49,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A plain (not fsynced) write through a temporary and a rename: files the runner regenerates
-// on every attempt (point.yaml, command.txt, timing.json).
-void write_file_quick(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out.flush()) throw IoError("cannot write '" + path + "': " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw IoError("cannot write '" + path + "': " + std::strerror(errno));
-}
-
 std::string signal_name(int sig) {
   switch (sig) {
     case SIGSEGV:
@@ -835,7 +822,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       fs::remove_all(pdir, ec);  // a retry starts clean
       fs::create_directories(pdir, ec);
       if (ec) throw IoError("cannot create '" + pdir + "': " + ec.message());
-      write_file_quick(pdir + "/point.yaml", emit_yaml(point_config(j.spec, p)));
+      write_file_replace(pdir + "/point.yaml", emit_yaml(point_config(j.spec, p)));
       std::vector<std::string> args = {exe,
                                        "sweep",
                                        "point",
@@ -858,7 +845,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       if (const char* env_path = std::getenv("KAPPASIM_PRESET_PATH"); env_path && *env_path)
         cmd = "KAPPASIM_PRESET_PATH=" + shell_quote(env_path);
       for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-      write_file_quick(pdir + "/command.txt", cmd + "\n");
+      write_file_replace(pdir + "/command.txt", cmd + "\n");
       return args;
     };
     auto point_options = [&](const Job& j, std::size_t slot) {
@@ -1003,7 +990,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       const bool has_result = fs::exists(pdir + "/result.json");
       const auto rec = has_result ? read_point_record(pdir) : std::nullopt;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && rec && !rec->damaged;
-      write_file_quick(pdir + "/timing.json", "{\"wall_time_s\": " + format_number(wall) + "}\n");
+      write_file_replace(pdir + "/timing.json", "{\"wall_time_s\": " + format_number(wall) + "}\n");
       ++done;
       if (!ok) {
         ++failed;
@@ -1029,7 +1016,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
                 kappasim_line.empty() ? "exit code " + std::to_string(e.exit_code) : kappasim_line;
         }
         if (has_result) fs::remove(pdir + "/result.json");
-        write_file_atomic(pdir + "/error.json", error_json(e));
+        write_file_replace(pdir + "/error.json", error_json(e));  // as result.json
       }
       progress.update(done, failed, false);
       j.run.last_end_s = since_start();
