@@ -5,9 +5,14 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -190,7 +195,34 @@ RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool decode, bool 
   m_len = n + 1;
 }
 
+// The second thread: batches of records go to it through `full` and come back through `empty`
+// to be filled again (their records assigned over, so their strings' buffers are reused: no
+// allocation per row once a batch has been round once). Two batches in flight at most: the
+// simulation waits when the thread is that far behind, so memory stays bounded.
+struct RequestsCsvWriter::Formatter {
+  struct Batch {
+    std::vector<RequestRecord> rows;
+    std::size_t n = 0;  // rows[0, n) are this batch's
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Batch> full;     // to format, in order
+  std::vector<Batch> empty;   // formatted, to fill again
+  Batch filling;              // the simulation's
+  std::size_t in_flight = 0;  // batches handed over and not back yet
+  bool closing = false;
+  std::exception_ptr error;  // what the thread threw (close() rethrows it)
+  std::thread thread;
+};
+
 RequestsCsvWriter::~RequestsCsvWriter() {
+  if (m_formatter) {
+    try {
+      close();
+    } catch (...) {  // a destructor does not throw; close() reports the error when called
+    }
+    return;
+  }
   if (m_out && m_out->is_open()) {
     flush_rows();
     m_out->close();
@@ -202,9 +234,7 @@ void RequestsCsvWriter::flush_rows() {
   m_len = 0;
 }
 
-void RequestsCsvWriter::write(const RequestRecord& r) {
-  if (!m_out || !m_out->is_open())
-    throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
+void RequestsCsvWriter::format(const RequestRecord& r) {
   const std::size_t room = row_room(*m_cells, r) + 1;
   if (m_buf.size() - m_len < room) {
     flush_rows();
@@ -213,11 +243,85 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
   char* p = put_row(m_buf.data() + m_len, *m_cells, r, m_numbers.get());
   *p++ = '\n';
   m_len = static_cast<std::size_t>(p - m_buf.data());
+}
+
+void RequestsCsvWriter::write(const RequestRecord& r) {
+  if (!m_out || !m_out->is_open())
+    throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
   ++m_rows;
+  if (!m_formatter) {
+    format(r);
+    if (m_rows < kFormatterAfter) return;
+    // From the next row on, the thread formats; the rows so far reach the stream first.
+    flush_rows();
+    m_formatter = std::make_unique<Formatter>();
+    Formatter* f = m_formatter.get();
+    f->thread = std::thread([this, f] {
+      std::unique_lock<std::mutex> lock(f->mu);
+      for (;;) {
+        f->cv.wait(lock, [f] { return f->closing || !f->full.empty(); });
+        if (f->full.empty()) break;  // closing, nothing left
+        Formatter::Batch batch = std::move(f->full.front());
+        f->full.pop_front();
+        lock.unlock();
+        if (!f->error) {
+          try {
+            for (std::size_t i = 0; i < batch.n; ++i) format(batch.rows[i]);
+          } catch (...) {
+            f->error = std::current_exception();
+          }
+        }
+        lock.lock();
+        batch.n = 0;
+        f->empty.push_back(std::move(batch));
+        --f->in_flight;
+        f->cv.notify_all();
+      }
+    });
+    return;
+  }
+  Formatter& f = *m_formatter;
+  Formatter::Batch& b = f.filling;
+  if (b.rows.capacity() == 0) b.rows.reserve(kFormatterBatch);
+  if (b.n < b.rows.size())
+    b.rows[b.n] = r;
+  else
+    b.rows.push_back(r);
+  if (++b.n < kFormatterBatch) return;
+  std::unique_lock<std::mutex> lock(f.mu);
+  f.cv.wait(lock, [&f] { return f.in_flight < 2; });
+  f.full.push_back(std::move(b));
+  ++f.in_flight;
+  b = Formatter::Batch{};
+  if (!f.empty.empty()) {  // one back from the thread: filled again
+    b = std::move(f.empty.back());
+    f.empty.pop_back();
+  }
+  lock.unlock();
+  f.cv.notify_all();
 }
 
 void RequestsCsvWriter::close() {
   if (!m_out || !m_out->is_open()) return;
+  if (m_formatter) {
+    Formatter& f = *m_formatter;
+    {
+      std::lock_guard<std::mutex> lock(f.mu);
+      if (f.filling.n > 0) {
+        f.full.push_back(std::move(f.filling));
+        ++f.in_flight;
+      }
+      f.closing = true;
+    }
+    f.cv.notify_all();
+    f.thread.join();  // it formats what is left first
+    const std::exception_ptr error = f.error;
+    m_formatter.reset();
+    if (error) {
+      m_out->close();
+      std::rethrow_exception(error);
+    }
+  }
   flush_rows();
   m_out->flush();
   bool ok = static_cast<bool>(*m_out);

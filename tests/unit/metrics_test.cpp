@@ -445,14 +445,49 @@ TEST(Metrics, RequestsCsvStreamsDeterministicRows) {
   fs::remove_all(d);
 }
 
+// Past RequestsCsvWriter::kFormatterAfter rows a second thread formats and writes them (issue 24):
+// the file must be the header and each record's row() (the one-row formatter, no thread and no
+// number cache) in order, whether it is closed or only destroyed.
+TEST(Metrics, RequestsCsvPastTheFormatterThresholdIsTheRowsInOrder) {
+  fs::path d = fresh_dir("csv-thread");
+  const std::size_t n =
+      RequestsCsvWriter::kFormatterAfter + 3 * RequestsCsvWriter::kFormatterBatch + 17;
+  std::vector<RequestRecord> rs;
+  for (std::size_t i = 0; i < n; ++i) {
+    RequestRecord r = record(i + 1, 0.001 * static_cast<double>(i), 1.0 / (1.0 + i), 0.3, 0.01,
+                             0.56 + static_cast<double>(i % 7) / 3.0);
+    r.workload = i % 5 == 0 ? "trace:a,b \"x\".jsonl" : "trace:a-long-file-name.jsonl";
+    r.load_bound = i % 3 == 0 ? "link" : "";
+    r.time.queue_s = (i % 11) * 0.1;  // repeats: the number cache's hits
+    rs.push_back(r);
+  }
+  std::string want = std::string(RequestsCsvWriter::header()) + "\n";
+  for (const RequestRecord& r : rs) want += RequestsCsvWriter::row(r) + "\n";
+  {
+    RequestsCsvWriter w((d / "closed.csv").string());
+    for (const RequestRecord& r : rs) w.write(r);
+    EXPECT_EQ(w.rows_written(), n);
+    w.close();
+    EXPECT_THROW(w.write(rs.front()), std::logic_error);
+  }
+  {
+    RequestsCsvWriter w((d / "destroyed.csv").string());
+    for (const RequestRecord& r : rs) w.write(r);
+  }
+  EXPECT_EQ(slurp(d / "closed.csv"), want);
+  EXPECT_EQ(slurp(d / "destroyed.csv"), want);
+  fs::remove_all(d);
+}
+
 // A full disk (/dev/full: every write fails with ENOSPC). The streams buffer, so the error shows
 // at close(), which must raise an InputError naming the file (the CLI: exit code 2, the output
 // folder never appears).
 TEST(Metrics, RequestsCsvAndTraceOnAFullDiskAreIoErrorsNamingThePathAndReason) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   RequestsCsvWriter csv("/dev/full");
-  for (int i = 0; i < 1000; ++i)
-    csv.write(record(static_cast<std::uint64_t>(i), 0.1, 0.25, 0.3, 0.01, 0.56));
+  // Past the formatter thread's threshold: its writes fail too, and close() says so.
+  for (std::uint64_t i = 0; i < RequestsCsvWriter::kFormatterAfter + 1000; ++i)
+    csv.write(record(i, 0.1, 0.25, 0.3, 0.01, 0.56));
   try {
     csv.close();
     ADD_FAILURE() << "no IoError";
