@@ -155,8 +155,17 @@ void FlowNetwork::advance(double now) {
     if (f.remaining < 0) f.remaining = 0;
     for (const Use& u : f.path) m_res[u.resource].carried += u.cost * moved;
   }
-  for (Resource& r : m_res)
-    if (r.load > 0) r.busy += dt;
+  for (std::size_t i = 0; i < m_loaded.size();) {  // each on its own: the order is no output
+    Resource& r = m_res[static_cast<std::size_t>(m_loaded[i])];
+    if (r.load > 0) {
+      r.busy += dt;
+      ++i;
+    } else {
+      r.listed = false;
+      m_loaded[i] = m_loaded.back();
+      m_loaded.pop_back();
+    }
+  }
   m_now = now;
 }
 
@@ -337,7 +346,14 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
   for (const Flow* f : flows)
     if (std::isfinite(f->rate))
       for (const Use& u : f->path) m_res[u.resource].load += u.cost * f->rate;
-  for (std::size_t r : used) saturated[r] = 0;
+  for (std::size_t r : used) {
+    saturated[r] = 0;
+    Resource& res = m_res[r];
+    if (res.load > 0 && !res.listed) {
+      res.listed = true;
+      m_loaded.push_back(static_cast<ResourceId>(r));
+    }
+  }
 }
 
 namespace {

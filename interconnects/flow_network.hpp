@@ -106,7 +106,8 @@ class FlowNetwork {
     double carried = 0;
     double busy = 0;
     double load = 0;
-    int flows = 0;  // active flows crossing it (started ones included before settle())
+    int flows = 0;        // active flows crossing it (started ones included before settle())
+    bool listed = false;  // in m_loaded
   };
   struct Flow {
     FlowId id = 0;
@@ -144,6 +145,10 @@ class FlowNetwork {
   double finish_time(const Flow& f) const;
 
   std::vector<Resource> m_res;
+  // Every resource with load > 0 (and some whose load has dropped to 0 since, dropped at the
+  // next advance()): advance() credits busy time to these alone (issue 24: it visited every
+  // resource of the topology, a third of its time in an expert-parallel sweep).
+  std::vector<ResourceId> m_loaded;
   // The active flows in ascending id order are m_flows[0, m_live); the slots after them are
   // finished flows' storage, kept so that a new flow reuses their vectors' buffers (issue 24:
   // was a std::map, a node and a path vector allocated per flow).

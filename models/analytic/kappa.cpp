@@ -26,8 +26,8 @@ const std::vector<std::pair<const char*, FpfConvention>>& fpf_convention_names()
 }
 
 namespace {
-double fpf_by_convention(const ModelSpec& m, const KappaQuery& q) {
-  const ParamCounts c = count_params(m);
+// c: count_params(m), counted once per evaluation (issue 24: twice was ~8% of a rebalance sweep).
+double fpf_by_convention(const ModelSpec& m, const KappaQuery& q, const ParamCounts& c) {
   switch (q.convention) {
     case FpfConvention::TwoNActive:
       return 2 * c.active();
@@ -65,7 +65,8 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
     if (c == q.convention) p.convention = n;
   if (q.fpf_override) p.convention = "override";
 
-  p.n_active_params = count_params(m).active();
+  const ParamCounts counts = count_params(m);
+  p.n_active_params = counts.active();
   require_kv_dtype_support(s.gpu, q.kv_dtype, "kv_dtype");
   p.b_kv = kv_bytes_per_token(m, q.kv_dtype);
   // Issue 25: a model with sliding-window or linear-attention layers leaves
@@ -123,7 +124,7 @@ KappaPoint evaluate_kappa(const ModelSpec& m, const SystemSpec& s, const KappaQu
                  : q.unified_kv   ? kv_bytes_per_token_unified_per_gpu(m, q.kv_dtype, q.tp)
                                   : kv_bytes_per_token_per_gpu(m, q.kv_dtype, q.tp);
   }
-  p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q);
+  p.f_pf = q.fpf_override ? *q.fpf_override : fpf_by_convention(m, q, counts);
 
   if (q.compute_override) {
     p.compute = *q.compute_override;

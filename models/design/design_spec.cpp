@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "serving/request_cost.hpp"
@@ -74,14 +77,18 @@ class SramResidency {
 // Document QA: the most popular documents that fit, in popularity order.
 class StaticDocuments : public SramResidency {
  public:
+  // `tokens`: gen's document sizes by index, filled up to `documents` here (kept with a kept
+  // sample: every point of it asks for the same).
   StaticDocuments(const DocQaGenerator& gen, std::int64_t documents, double capacity_bytes,
-                  double bytes_per_token) {
+                  double bytes_per_token, std::vector<std::int64_t>& tokens) {
+    for (auto k = static_cast<std::int64_t>(tokens.size()); k < documents; ++k)
+      tokens.push_back(gen.document_tokens(static_cast<std::uint64_t>(k)));
     double used = 0;
     // Zipf weights fall with the index and uniform ones are equal: index order is popularity
     // order either way.
     for (std::int64_t k = 0; k < documents; ++k) {
       const double bytes =
-          static_cast<double>(gen.document_tokens(static_cast<std::uint64_t>(k))) * bytes_per_token;
+          static_cast<double>(tokens[static_cast<std::size_t>(k)]) * bytes_per_token;
       if (used + bytes <= capacity_bytes) {
         used += bytes;
         m_resident.insert(static_cast<std::uint64_t>(k) + 1);  // sequence_id = index + 1
@@ -150,35 +157,78 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
   e.kappa = evaluate_kappa(spec.model, sys, q);
   const double b_gpu = e.kappa.b_kv_gpu;
 
-  // The request sample and the SRAM residency model of its generator.
+  // The request sample and the SRAM residency model of its generator. The sample depends on the
+  // workload and the seed alone: the last one drawn in this process is kept (issue 24: a
+  // rebalance sweep's points, up to 64 of them in one process, share theirs and spent ~40% of
+  // their time drawing it again). Up to kReplayRequests requests; a longer one is streamed.
   const WorkloadSpec& w = spec.workload;
-  std::unique_ptr<WorkloadSource> source;
+  struct Sample {
+    std::string key;
+    std::unique_ptr<WorkloadSource> source;  // drawn to its end when `kept`
+    std::vector<Request> requests;
+    bool kept = false;
+    std::optional<double> kappa_ratio_p50;  // of `requests`, once a point has sorted them
+    std::map<std::string, std::vector<std::int64_t>>
+        document_tokens;  // by mix component ("": none)
+  };
+  static Sample last;
+  const std::string key = emit_yaml(write_config(w)) + "seed: " + std::to_string(seed) + "\n";
+  const bool keep = w.requests > 0 && static_cast<std::size_t>(w.requests) <= kReplayRequests;
+  Sample fresh;
+  Sample* sample = &fresh;
+  if (keep && last.kept && last.key == key) {
+    sample = &last;
+  } else {
+    switch (w.type) {
+      case WorkloadType::ShareGpt:
+        fresh.source = std::make_unique<ShareGptGenerator>(w.sharegpt, w.requests, w.rate,
+                                                           w.arrival, w.cv, seed);
+        break;
+      case WorkloadType::NarrativeQa:
+      case WorkloadType::DocFinQa: {
+        const bool nqa = w.type == WorkloadType::NarrativeQa;
+        const DocQaSpec& shape = nqa ? static_cast<const DocQaSpec&>(w.narrativeqa)
+                                     : static_cast<const DocQaSpec&>(w.docfinqa);
+        fresh.source = std::make_unique<DocQaGenerator>(nqa ? "narrativeqa" : "docfinqa", shape,
+                                                        w.requests, w.rate, w.arrival, w.cv, seed);
+        break;
+      }
+      case WorkloadType::Mix:
+        fresh.source = std::make_unique<MixSource>(w, seed);
+        break;
+      case WorkloadType::Trace:
+        throw InputError("workload.type: the design kind does not take traces");
+    }
+    if (keep) {
+      for (Request r; fresh.source->next(r);) fresh.requests.push_back(r);
+      fresh.key = key;
+      fresh.kept = true;
+      last = std::move(fresh);
+      sample = &last;
+    }
+  }
   std::unique_ptr<SramResidency> sram;
   switch (w.type) {
-    case WorkloadType::ShareGpt: {
-      source = std::make_unique<ShareGptGenerator>(w.sharegpt, w.requests, w.rate, w.arrival, w.cv,
-                                                   seed);
+    case WorkloadType::ShareGpt:
       sram = std::make_unique<ConversationShare>(e.hw.sram_bytes, w.rate * w.sharegpt.think_time_s,
                                                  b_gpu);
       break;
-    }
     case WorkloadType::NarrativeQa:
     case WorkloadType::DocFinQa: {
-      const bool nqa = w.type == WorkloadType::NarrativeQa;
-      const DocQaSpec& shape = nqa ? static_cast<const DocQaSpec&>(w.narrativeqa)
+      const DocQaSpec& shape = w.type == WorkloadType::NarrativeQa
+                                   ? static_cast<const DocQaSpec&>(w.narrativeqa)
                                    : static_cast<const DocQaSpec&>(w.docfinqa);
-      auto gen = std::make_unique<DocQaGenerator>(nqa ? "narrativeqa" : "docfinqa", shape,
-                                                  w.requests, w.rate, w.arrival, w.cv, seed);
-      sram = std::make_unique<StaticDocuments>(*gen, shape.documents, e.hw.sram_bytes, b_gpu);
-      source = std::move(gen);
+      const auto& gen = dynamic_cast<const DocQaGenerator&>(*sample->source);
+      sram = std::make_unique<StaticDocuments>(gen, shape.documents, e.hw.sram_bytes, b_gpu,
+                                               sample->document_tokens[""]);
       break;
     }
     case WorkloadType::Mix: {
-      auto mix = std::make_unique<MixSource>(w, seed);
+      const auto& mix = dynamic_cast<const MixSource&>(*sample->source);
       auto shared = std::make_unique<MixResidency>();
-      for (std::size_t i = 0; i < mix->components().size(); ++i) {
-        const MixComponent& c = mix->components()[i];
-        const SessionGenerator* gen = mix->generator(i);
+      for (std::size_t i = 0; i < mix.components().size(); ++i) {
+        const MixComponent& c = mix.components()[i];
+        const SessionGenerator* gen = mix.generator(i);
         if (!gen) continue;  // no requests: nothing to look up
         const double capacity = e.hw.sram_bytes * c.weight;
         if (c.type == WorkloadType::ShareGpt) {
@@ -190,22 +240,30 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
                                        ? static_cast<const DocQaSpec&>(w.narrativeqa)
                                        : static_cast<const DocQaSpec&>(w.docfinqa);
           shared->add(c.name,
-                      std::make_unique<StaticDocuments>(doc, shape.documents, capacity, b_gpu));
+                      std::make_unique<StaticDocuments>(doc, shape.documents, capacity, b_gpu,
+                                                        sample->document_tokens[c.name]));
         }
       }
       sram = std::move(shared);
-      source = std::move(mix);
       break;
     }
     case WorkloadType::Trace:
       throw InputError("workload.type: the design kind does not take traces");
   }
+  // The requests in order: the kept sample's, else drawn one by one.
+  std::size_t next_kept = 0;
+  const auto next_request = [&](Request& r) {
+    if (!sample->kept) return sample->source->next(r);
+    if (next_kept == sample->requests.size()) return false;
+    r = sample->requests[next_kept++];
+    return true;
+  };
 
   std::vector<double> ttft, ratio;
   double sum_c = 0, sum_l = 0;
   std::int64_t hits = 0, above = 0, link_bound = 0;
   Request r;
-  while (source->next(r)) {
+  while (next_request(r)) {
     KappaQuery qr = q;
     qr.context_k = static_cast<double>(r.prefix_tokens);
     qr.new_tokens_t = static_cast<double>(r.new_tokens);
@@ -230,7 +288,7 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
     parts_l.layers = spec.model.num_layers;
     parts_l.last_layer_s = t_c / parts_l.layers;
     ttft.push_back(combine_request_cost(LoadOverlap::Layerwise, parts_l).total_s);
-    ratio.push_back(r.kappa_ratio());
+    if (!sample->kappa_ratio_p50) ratio.push_back(r.kappa_ratio());
     if (r.kappa_ratio() > e.kappa.kappa_crit) ++above;
     if (t_load > t_c) ++link_bound;
   }
@@ -247,11 +305,14 @@ DesignEvaluation evaluate_design(const DesignEvalSpec& spec, std::uint64_t seed)
   for (double t : ttft) sum_t += t;
   e.ttft_mean_s = sum_t / dn;
   std::sort(ttft.begin(), ttft.end());
-  std::sort(ratio.begin(), ratio.end());
   e.ttft_p50_s = quantile(ttft, 0.5);
   e.ttft_p90_s = quantile(ttft, 0.9);
   e.ttft_p99_s = quantile(ttft, 0.99);
-  e.kappa_ratio_p50 = quantile(ratio, 0.5);
+  if (!sample->kappa_ratio_p50) {  // the requests' own: the same for every point of a sample
+    std::sort(ratio.begin(), ratio.end());
+    sample->kappa_ratio_p50 = quantile(ratio, 0.5);
+  }
+  e.kappa_ratio_p50 = *sample->kappa_ratio_p50;
   const double busy = std::max(sum_c, sum_l);
   e.throughput_rps = dn / busy;
   e.compute_utilization = sum_c / busy;

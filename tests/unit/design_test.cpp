@@ -456,6 +456,51 @@ TEST(Design, MixSplitsTheSramByRequestShare) {
   EXPECT_DOUBLE_EQ(e.sram_hit_fraction, (chat_hits + doc_hits) / 400.0);
 }
 
+// Issue 24: evaluate_design keeps the last request sample it drew (its workload and seed) for the
+// next point. A kept sample gives what a fresh draw gives: the same point again after another
+// seed's (which replaced the kept one) has the same metrics, and a point with other hardware on
+// the kept sample has the requests' own median κ ratio, counted here from the stream itself.
+TEST(Design, AKeptRequestSampleGivesWhatAFreshDrawGives) {
+  const std::string workload =
+      "model: llama-3.1-8b\n"
+      "workload: {type: mix, requests: 300, rate: 2, mix: {sharegpt: 0.5, narrativeqa: 0.5},\n"
+      "  narrativeqa: {documents: 10, popularity: zipf, zipf_s: 1.0,\n"
+      "    document_tokens_median: 1000, document_tokens_sigma: 0}}\n";
+  const DesignEvalSpec a =
+      read_design_eval(cfg("design: {compute_fraction: 0.01, link_fraction: 0.01}\n" + workload));
+  const DesignEvalSpec b =
+      read_design_eval(cfg("design: {compute_fraction: 0.5, link_fraction: 0.2}\n" + workload));
+  const auto first = design_metrics(evaluate_design(a, 5));
+  const auto other_seed = design_metrics(evaluate_design(a, 6));
+  const auto again = design_metrics(evaluate_design(a, 5));
+  ASSERT_EQ(first.size(), again.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].first, again[i].first);
+    EXPECT_EQ(first[i].second, again[i].second) << first[i].first;
+  }
+  EXPECT_NE(first, other_seed);
+  const DesignEvaluation kept = evaluate_design(b, 5);  // the sample of `again`, kept
+  WorkloadSpec w;
+  w.type = WorkloadType::Mix;
+  w.requests = 300;
+  w.rate = 2;
+  w.mix = {{"sharegpt", 0.5}, {"narrativeqa", 0.5}};
+  w.narrativeqa.documents = 10;
+  w.narrativeqa.popularity = Popularity::Zipf;
+  w.narrativeqa.zipf_s = 1.0;
+  w.narrativeqa.document_tokens_median = 1000;
+  w.narrativeqa.document_tokens_sigma = 0;
+  MixSource src(w, 5);
+  std::vector<double> ratios;
+  Request r;
+  while (src.next(r)) ratios.push_back(r.kappa_ratio());
+  ASSERT_EQ(ratios.size(), 300u);
+  std::sort(ratios.begin(), ratios.end());
+  // The nearest-rank median of 300 values: the 150th.
+  EXPECT_DOUBLE_EQ(kept.kappa_ratio_p50, ratios[149]);
+  EXPECT_EQ(kept.requests, 300);
+}
+
 TEST(Design, BadInputIsAnInputError) {
   EXPECT_THROW(read_design_eval(cfg("design: {compute_fraction: 0.9, link_fraction: 0.2}\n"
                                     "model: llama-3.1-8b\n")),
