@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "core/csv.hpp"
@@ -245,39 +246,47 @@ void RequestsCsvWriter::format(const RequestRecord& r) {
   m_len = static_cast<std::size_t>(p - m_buf.data());
 }
 
+void RequestsCsvWriter::start_formatter(Formatter* f) {
+  f->thread = std::thread([this, f] {
+    std::unique_lock<std::mutex> lock(f->mu);
+    for (;;) {
+      f->cv.wait(lock, [f] { return f->closing || !f->full.empty(); });
+      if (f->full.empty()) break;  // closing, nothing left
+      Formatter::Batch batch = std::move(f->full.front());
+      f->full.pop_front();
+      lock.unlock();
+      if (!f->error) {
+        try {
+          for (std::size_t i = 0; i < batch.n; ++i) format(batch.rows[i]);
+        } catch (...) {
+          f->error = std::current_exception();
+        }
+      }
+      lock.lock();
+      batch.n = 0;
+      f->empty.push_back(std::move(batch));
+      --f->in_flight;
+      f->cv.notify_all();
+    }
+  });
+}
+
 void RequestsCsvWriter::write(const RequestRecord& r) {
   if (!m_out || !m_out->is_open())
     throw std::logic_error("RequestsCsvWriter::write after close ('" + m_path + "')");
   ++m_rows;
   if (!m_formatter) {
     format(r);
-    if (m_rows < kFormatterAfter) return;
+    if (m_rows != kFormatterAfter) return;  // (past it only when no thread could start)
     // From the next row on, the thread formats; the rows so far reach the stream first.
     flush_rows();
     m_formatter = std::make_unique<Formatter>();
     Formatter* f = m_formatter.get();
-    f->thread = std::thread([this, f] {
-      std::unique_lock<std::mutex> lock(f->mu);
-      for (;;) {
-        f->cv.wait(lock, [f] { return f->closing || !f->full.empty(); });
-        if (f->full.empty()) break;  // closing, nothing left
-        Formatter::Batch batch = std::move(f->full.front());
-        f->full.pop_front();
-        lock.unlock();
-        if (!f->error) {
-          try {
-            for (std::size_t i = 0; i < batch.n; ++i) format(batch.rows[i]);
-          } catch (...) {
-            f->error = std::current_exception();
-          }
-        }
-        lock.lock();
-        batch.n = 0;
-        f->empty.push_back(std::move(batch));
-        --f->in_flight;
-        f->cv.notify_all();
-      }
-    });
+    try {
+      start_formatter(f);
+    } catch (const std::system_error&) {  // no thread to be had: this one formats, as before
+      m_formatter.reset();
+    }
     return;
   }
   Formatter& f = *m_formatter;

@@ -126,6 +126,7 @@ class RequestsCsvWriter {
   void flush_rows();                    // m_buf's rows to the stream
   void format(const RequestRecord& r);  // one row into m_buf (flushing it first when full)
   struct Formatter;                     // the second thread and the batches it is handed
+  void start_formatter(Formatter* f);   // its thread (std::system_error when none can start)
 
   std::string m_path;
   const std::vector<CsvCell>* m_cells;  // this file's columns (decode, prefix cache)
