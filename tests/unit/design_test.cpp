@@ -413,6 +413,22 @@ TEST(Design, ChatSharesTheSramAmongWaitingConversations) {
   EXPECT_DOUBLE_EQ(e.sram_hit_fraction, hits / 400.0);
 }
 
+// Half chat, half document QA at 2 req/s over 10 documents of 1000 tokens (zipf): the mix the
+// design tests below write as YAML, as a WorkloadSpec for drawing its stream here.
+WorkloadSpec chat_and_documents(std::int64_t requests) {
+  WorkloadSpec w;
+  w.type = WorkloadType::Mix;
+  w.requests = requests;
+  w.rate = 2;
+  w.mix = {{"sharegpt", 0.5}, {"narrativeqa", 0.5}};
+  w.narrativeqa.documents = 10;
+  w.narrativeqa.popularity = Popularity::Zipf;
+  w.narrativeqa.zipf_s = 1.0;
+  w.narrativeqa.document_tokens_median = 1000;
+  w.narrativeqa.document_tokens_sigma = 0;
+  return w;
+}
+
 TEST(Design, MixSplitsTheSramByRequestShare) {
   // Half chat, half document QA at 2 req/s; compute 1%, link 1%: 1.8675 GB of SRAM (as above),
   // 0.934 GB per component. Chat at 1 req/s x 30 s = 30 waiting conversations: 31.1 MB = 237.5
@@ -430,17 +446,7 @@ TEST(Design, MixSplitsTheSramByRequestShare) {
   const double share_tokens = half / 30 / 131072;
   EXPECT_NEAR(share_tokens, 237.5, 0.5);
   EXPECT_EQ(static_cast<int>(half / (1000 * 131072.0)), 7);
-  WorkloadSpec w;
-  w.type = WorkloadType::Mix;
-  w.requests = 400;
-  w.rate = 2;
-  w.mix = {{"sharegpt", 0.5}, {"narrativeqa", 0.5}};
-  w.narrativeqa.documents = 10;
-  w.narrativeqa.popularity = Popularity::Zipf;
-  w.narrativeqa.zipf_s = 1.0;
-  w.narrativeqa.document_tokens_median = 1000;
-  w.narrativeqa.document_tokens_sigma = 0;
-  MixSource src(w, 5);
+  MixSource src(chat_and_documents(400), 5);
   int chat_hits = 0, doc_hits = 0;
   Request r;
   while (src.next(r)) {
@@ -480,17 +486,7 @@ TEST(Design, AKeptRequestSampleGivesWhatAFreshDrawGives) {
   }
   EXPECT_NE(first, other_seed);
   const DesignEvaluation kept = evaluate_design(b, 5);  // the sample of `again`, kept
-  WorkloadSpec w;
-  w.type = WorkloadType::Mix;
-  w.requests = 300;
-  w.rate = 2;
-  w.mix = {{"sharegpt", 0.5}, {"narrativeqa", 0.5}};
-  w.narrativeqa.documents = 10;
-  w.narrativeqa.popularity = Popularity::Zipf;
-  w.narrativeqa.zipf_s = 1.0;
-  w.narrativeqa.document_tokens_median = 1000;
-  w.narrativeqa.document_tokens_sigma = 0;
-  MixSource src(w, 5);
+  MixSource src(chat_and_documents(300), 5);
   std::vector<double> ratios;
   Request r;
   while (src.next(r)) ratios.push_back(r.kappa_ratio());
