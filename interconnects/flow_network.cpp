@@ -93,11 +93,15 @@ void FlowNetwork::merge_path(const std::vector<Use>& path, std::vector<Use>& mer
   }
 }
 
-FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
-                                                double bytes, double rate_cap) {
+void FlowNetwork::check_start(double bytes, double rate_cap) {
   if (!(bytes >= 0) || !std::isfinite(bytes))
     throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
   if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
+}
+
+FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
+                                                double bytes, double rate_cap) {
+  check_start(bytes, rate_cap);
   // Merge repeated resources, drop zero costs; keep the order of first appearance. Into the
   // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
   if (m_live == m_flows.size()) m_flows.emplace_back();
@@ -107,9 +111,7 @@ FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Us
 
 FlowNetwork::FlowId FlowNetwork::start_deferred_merged(double now, const std::vector<Use>& merged,
                                                        double bytes, double rate_cap) {
-  if (!(bytes >= 0) || !std::isfinite(bytes))
-    throw std::logic_error("FlowNetwork::start: bytes must be finite and >= 0");
-  if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
+  check_start(bytes, rate_cap);
   if (m_live == m_flows.size()) m_flows.emplace_back();
   m_flows[m_live].path.assign(merged.begin(), merged.end());
   return join(now, bytes, rate_cap);

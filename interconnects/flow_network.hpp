@@ -120,6 +120,8 @@ class FlowNetwork {
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
     bool leaving = false;                                // finish_due: in this batch
   };
+  // std::logic_error unless bytes is finite and >= 0 and rate_cap > 0 (a start's arguments).
+  static void check_start(double bytes, double rate_cap);
   // start_deferred's common part: the flow in slot m_live (its path set) joins at `now`.
   FlowId join(double now, double bytes, double rate_cap);
   // The active flow `id`, or nullptr (binary search: m_flows is in ascending id order).
