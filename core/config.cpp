@@ -240,13 +240,265 @@ struct DocumentStarts : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// ---- The subset emit_yaml writes, read without yaml-cpp (issue 24) ----------------------------
+// A sweep point's process reads the point.yaml its runner has just written (emit_yaml), and the
+// report reads values back from them: yaml-cpp was 4.3% of `reproduce`'s CPU samples (≈ 5,600
+// texts of ≈ 2.5 kB), 0.9% with this reader in front of it. This reader
+// accepts only that subset and builds the node yaml-cpp and convert() would build, marks
+// included; any other text (a comment, a flow list, an anchor, a tab, a byte outside printable
+// ASCII, a key `<<`, a duplicate key, ...) gets std::nullopt and goes to yaml-cpp, which also
+// gives every error its message. The subset, line by line (I = the block's indent, in spaces):
+//   I KEY:                 a key whose value is the block below at I + 2 (a map or a list)
+//   I KEY: VALUE           a key and an inline value
+//   I-                     a list item whose value is the block below at I + 2
+//   I- VALUE               a list item with an inline value
+// KEY: a plain name (what emit_yaml leaves unquoted) or a double-quoted text; VALUE: {}, [], a
+// plain scalar (null, Null, NULL and ~ read as null, as yaml-cpp reads them), a double-quoted
+// text (escapes \" \\ \n only), or a one-line flow map of such keys and scalars (what a value
+// with a provenance is written as: {value: 80 GB, spec: "..."}).
+class EmittedReader {
+ public:
+  EmittedReader(std::string_view text, const std::string& file) : m_file(file) {
+    std::size_t at = 0;
+    while (at < text.size()) {
+      const std::size_t nl = text.find('\n', at);
+      if (nl == std::string_view::npos) {  // emit_yaml ends every line
+        m_ok = false;
+        return;
+      }
+      m_lines.push_back(text.substr(at, nl - at));
+      at = nl + 1;
+    }
+    for (std::string_view l : m_lines)
+      for (char c : l)
+        if (c < 0x20 || c > 0x7e) m_ok = false;  // tabs, CR, NUL, UTF-8: yaml-cpp's
+  }
+
+  std::optional<ConfigNode> read() {
+    if (!m_ok || m_lines.empty() || indent_of(0) != 0) return std::nullopt;
+    for (std::string_view l : m_lines)  // a document marker, or what might read as one
+      if (l.substr(0, 3) == "---" || l.substr(0, 3) == "...") return std::nullopt;
+    ConfigNode root;
+    if (!block(0, 0, root) || m_line != m_lines.size()) return std::nullopt;
+    if (!root.is_map()) return std::nullopt;  // a root list: yaml-cpp (no config is one)
+    return root;
+  }
+
+ private:
+  static constexpr int kMaxNest = 100;  // below convert()'s limit: deeper goes to yaml-cpp
+
+  std::size_t indent_of(std::size_t i) const {
+    const std::string_view l = m_lines[i];
+    std::size_t n = 0;
+    while (n < l.size() && l[n] == ' ') ++n;
+    return n;
+  }
+  SourceLoc loc(std::size_t line, std::size_t col) const {
+    return {m_file, static_cast<int>(line) + 1, static_cast<int>(col) + 1};
+  }
+  static bool item_line(std::string_view content) {
+    return content == "-" || (content.size() >= 2 && content[0] == '-' && content[1] == ' ');
+  }
+  // A plain scalar as emit_yaml writes one (needs_quotes false): no indicator anywhere. In a flow
+  // map yaml-cpp also ends a plain scalar at '?' (its EndScalarInFlow).
+  static bool plain_ok(std::string_view s, bool flow = false) {
+    if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?')
+      return false;
+    if (flow && s.find('?') != std::string_view::npos) return false;
+    for (char c : s)
+      if (std::strchr(":#{}[],&*!|>'\"%@`", c) != nullptr) return false;
+    return true;
+  }
+  static bool null_word(std::string_view s) {
+    return s == "~" || s == "null" || s == "Null" || s == "NULL";
+  }
+  bool count_value() { return ++m_values <= kMaxValues; }
+
+  // A double-quoted text at s[at] == '"': its value, `at` moved past the closing quote.
+  static bool quoted(std::string_view s, std::size_t& at, std::string& out) {
+    out.clear();
+    for (std::size_t i = at + 1; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c == '"') {
+        at = i + 1;
+        return true;
+      }
+      if (c == '\\') {
+        if (++i == s.size()) return false;
+        const char e = s[i];
+        if (e == '"' || e == '\\')
+          out += e;
+        else if (e == 'n')
+          out += '\n';
+        else
+          return false;  // any other escape: yaml-cpp's
+        continue;
+      }
+      out += c;
+    }
+    return false;
+  }
+
+  // A key at content[0..]: its text and where its ':' is; then ": " or ":" at the end.
+  static bool key(std::string_view content, std::string& k, std::size_t& colon, bool flow) {
+    if (!content.empty() && content[0] == '"') {
+      std::size_t at = 0;
+      if (!quoted(content, at, k) || at >= content.size() || content[at] != ':') return false;
+      colon = at;
+      return k != "<<";  // convert() merges any key "<<", quoted or not
+    }
+    colon = content.find(':');
+    if (colon == std::string_view::npos) return false;
+    k = std::string(content.substr(0, colon));
+    // A plain key: no null (yaml-cpp reads "~: 1" as a null key) and no merge key.
+    return plain_ok(k, flow) && !null_word(k) && k != "<<";
+  }
+
+  // An inline value text (the rest of its line from column col), into n.
+  bool inline_value(std::string_view v, std::size_t line, std::size_t col, ConfigNode& n) {
+    if (!count_value()) return false;
+    n.loc = loc(line, col);
+    if (v == "{}") {
+      n.kind = ConfigNode::Kind::Map;
+      return true;
+    }
+    if (v == "[]") {
+      n.kind = ConfigNode::Kind::Seq;
+      return true;
+    }
+    if (!v.empty() && v[0] == '{') return flow_map(v, line, col, n);
+    return scalar(v, line, col, n, false);
+  }
+  // A scalar filling v (in a flow map: up to ',' or '}' — plain_ok excludes both).
+  bool scalar(std::string_view v, std::size_t line, std::size_t col, ConfigNode& n, bool flow) {
+    if (flow && !count_value()) return false;
+    n.loc = loc(line, col);
+    if (!v.empty() && v[0] == '"') {
+      std::size_t at = 0;
+      if (!quoted(v, at, n.scalar) || at != v.size()) return false;
+      n.kind = ConfigNode::Kind::Scalar;
+      n.quoted = true;
+      return true;
+    }
+    if (!plain_ok(v, flow)) return false;
+    if (null_word(v)) {
+      n.kind = ConfigNode::Kind::Null;
+      return true;
+    }
+    n.kind = ConfigNode::Kind::Scalar;
+    n.scalar = std::string(v);
+    return true;
+  }
+  // {k: v, k: v} on one line, the whole of v: keys plain or quoted, values scalars.
+  bool flow_map(std::string_view v, std::size_t line, std::size_t col, ConfigNode& n) {
+    if (v.size() < 2 || v.back() != '}') return false;
+    n.kind = ConfigNode::Kind::Map;
+    std::size_t at = 1;
+    for (;;) {
+      std::string k;
+      std::size_t colon = 0;
+      const std::string_view rest = v.substr(at, v.size() - 1 - at);
+      if (!key(rest, k, colon, true) || colon + 1 >= rest.size() || rest[colon + 1] != ' ')
+        return false;
+      const std::size_t vstart = at + colon + 2;
+      // The value ends at ", " or at the closing brace (a quoted one at its closing quote).
+      std::size_t vend;
+      if (vstart < v.size() && v[vstart] == '"') {
+        std::string tmp;
+        vend = vstart;
+        if (!quoted(v, vend, tmp)) return false;
+      } else {
+        vend = v.find_first_of(",}", vstart);
+      }
+      if (vend == std::string_view::npos || vend >= v.size()) return false;
+      ConfigNode child;
+      if (!scalar(v.substr(vstart, vend - vstart), line, col + vstart, child, true)) return false;
+      child.key_loc = loc(line, col + at);
+      if (!add(n, std::move(k), std::move(child))) return false;
+      if (vend == v.size() - 1) break;  // the closing brace
+      if (v.compare(vend, 2, ", ") != 0) return false;
+      at = vend + 2;
+    }
+    return finish_map(n);
+  }
+  static bool add(ConfigNode& map, std::string k, ConfigNode child) {
+    for (const auto& e : map.entries)
+      if (e.first == k) return false;  // a duplicate: yaml-cpp's path names it
+    map.entries.emplace_back(std::move(k), std::move(child));
+    return true;
+  }
+  static bool finish_map(ConfigNode& n) {
+    collapse_provenance(n);  // as convert() does for every map; throws as it does
+    return true;
+  }
+
+  // The block whose first line is m_line, at `indent`: a map or a list.
+  bool block(std::size_t indent, int nest, ConfigNode& n) {
+    if (nest > kMaxNest || m_line >= m_lines.size() || indent_of(m_line) != indent) return false;
+    if (!count_value()) return false;
+    n.loc = loc(m_line, indent);
+    const bool list = item_line(m_lines[m_line].substr(indent));
+    n.kind = list ? ConfigNode::Kind::Seq : ConfigNode::Kind::Map;
+    while (m_line < m_lines.size()) {
+      const std::size_t ind = indent_of(m_line);
+      if (ind < indent) break;
+      if (ind > indent) return false;
+      const std::string_view content = m_lines[m_line].substr(indent);
+      if (item_line(content) != list) return false;  // a map and a list at one indent
+      const std::size_t line = m_line++;
+      if (list) {
+        ConfigNode item;
+        if (content == "-") {
+          if (!block(indent + 2, nest + 1, item)) return false;
+        } else if (!inline_value(content.substr(2), line, indent + 2, item)) {
+          return false;
+        }
+        n.items.push_back(std::move(item));
+        continue;
+      }
+      std::string k;
+      std::size_t colon = 0;
+      if (!key(content, k, colon, false)) return false;
+      ConfigNode child;
+      if (colon + 1 == content.size()) {
+        if (!block(indent + 2, nest + 1, child)) return false;
+      } else if (content[colon + 1] != ' ' ||
+                 !inline_value(content.substr(colon + 2), line, indent + colon + 2, child)) {
+        return false;
+      }
+      child.key_loc = loc(line, indent);
+      if (!add(n, std::move(k), std::move(child))) return false;
+    }
+    return list || finish_map(n);
+  }
+
+  const std::string& m_file;
+  std::vector<std::string_view> m_lines;
+  std::size_t m_line = 0;
+  long m_values = 0;
+  bool m_ok = true;
+};
+
 }  // namespace
 
 ConfigNode parse_yaml(std::string_view text, const std::string& filename) {
   return parse_yaml(text, filename, DocumentCheck::Full);
 }
 
+std::optional<ConfigNode> parse_emitted_yaml(std::string_view text, const std::string& filename) {
+  try {
+    return EmittedReader(text, filename).read();
+  } catch (const InputError&) {
+    return std::nullopt;  // collapse_provenance refused it: yaml-cpp's path says so, as ever
+  }
+}
+
 ConfigNode parse_yaml(std::string_view text, const std::string& filename, DocumentCheck check) {
+  if (std::optional<ConfigNode> n = parse_emitted_yaml(text, filename)) return std::move(*n);
+  return parse_yaml_cpp(text, filename, check);
+}
+
+ConfigNode parse_yaml_cpp(std::string_view text, const std::string& filename, DocumentCheck check) {
   // Issue 26.17: a NUL byte is named with its place (yaml-cpp would stop reading at it).
   if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
     const auto before = text.substr(0, nul);

@@ -83,6 +83,13 @@ ConfigNode parse_yaml(std::string_view text, const std::string& filename);
 // hold one document: the built-in presets (PresetRegistry::find; a test checks every one).
 enum class DocumentCheck { Full, KnownSingle };
 ConfigNode parse_yaml(std::string_view text, const std::string& filename, DocumentCheck check);
+// The subset of YAML emit_yaml writes (block maps and lists, plain and double-quoted scalars,
+// {} and [], one-line flow maps: a value with its provenance), read without yaml-cpp (issue 24:
+// a sweep point reads the point.yaml its runner wrote); std::nullopt for any other text.
+// Where it answers, it answers what yaml-cpp gives (marks included; a test compares the two),
+// so parse_yaml asks it first and goes to yaml-cpp (parse_yaml_cpp) when it declines.
+std::optional<ConfigNode> parse_emitted_yaml(std::string_view text, const std::string& filename);
+ConfigNode parse_yaml_cpp(std::string_view text, const std::string& filename, DocumentCheck check);
 ConfigNode load_yaml_file(const std::string& path);
 
 // Deep merge: maps merge key by key, anything else replaces. A scalar base under a map override
