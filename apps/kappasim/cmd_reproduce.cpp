@@ -27,6 +27,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/error.hpp"
 #include "core/output.hpp"
+#include "core/shared_memo.hpp"
 #include "report/reproduce.hpp"
 #include "sweeps/runner/runner.hpp"
 
@@ -52,6 +53,9 @@ class PoolProcess final : public report::SweepPool {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+    // One table of pure-function answers for the pool and this process's own sweeps (they would
+    // each map their own in run_sweeps otherwise).
+    kappasim::SharedMemo::share();
     try {
       m_pid = sweep::fork_tied_child();
     } catch (...) {

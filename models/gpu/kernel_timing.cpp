@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/random.hpp"
+#include "core/shared_memo.hpp"
 
 namespace kappasim {
 
@@ -525,7 +526,17 @@ double binomial_expected_blocks(long long n_trials, double p, double b) {
   const Key key{n_trials, p, b};
   if (const auto it = kept.find(key); it != kept.end()) return it->second;
   if (kept.size() >= kKept) kept.clear();
-  const double v = binomial_expected_blocks_sum(n_trials, p, b);
+  // Then the answers of the processes forked with this one (a sweep's points, SharedMemo): of
+  // `reproduce`'s 539,638 sums over 1,360 processes, 49,350 were distinct.
+  SharedMemo::Key shared{
+      {0x62696e6f6d69616cULL /* "binomial" */, static_cast<std::uint64_t>(n_trials), 0, 0}};
+  std::memcpy(&shared.w[2], &p, sizeof p);
+  std::memcpy(&shared.w[3], &b, sizeof b);
+  double v = 0;
+  if (!SharedMemo::find(shared, v)) {
+    v = binomial_expected_blocks_sum(n_trials, p, b);
+    SharedMemo::insert(shared, v);
+  }
   kept.emplace(key, v);
   return v;
 }

@@ -38,6 +38,7 @@
 #include "core/glibc_malloc.hpp"
 #include "core/output.hpp"
 #include "core/preset_warm.hpp"
+#include "core/shared_memo.hpp"
 #include "core/units.hpp"
 #include "sweeps/aggregate.hpp"
 #include "sweeps/point_kind.hpp"
@@ -778,6 +779,9 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
   };
   const std::string exe = opts.exe.empty() ? self_exe() : opts.exe;
   const bool in_process = opts.fork_points && opts.exe.empty();
+  // Forked points share the answers of pure functions (SharedMemo, issue 24): mapped before the
+  // first fork (a no-op in a process that has it already, such as a capacity point's probes).
+  if (in_process) SharedMemo::share();
   const std::size_t workers = static_cast<std::size_t>(jobs);
   std::size_t todo_total = 0;
   for (const auto& j : all) {
