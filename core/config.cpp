@@ -286,6 +286,7 @@ class EmittedReader {
 
  private:
   static constexpr int kMaxNest = 100;  // below convert()'s limit: deeper goes to yaml-cpp
+  static constexpr std::size_t kMaxKeyChars = 1000;
 
   std::size_t indent_of(std::size_t i) const {
     const std::string_view l = m_lines[i];
@@ -339,16 +340,18 @@ class EmittedReader {
     return false;
   }
 
-  // A key at content[0..]: its text and where its ':' is; then ": " or ":" at the end.
+  // A key at content[0..]: its text and where its ':' is; then ": " or ":" at the end. yaml-cpp
+  // refuses an implicit key whose ':' is more than 1,024 characters after its start: such a key
+  // is declined (past 1,000, to be safe).
   static bool key(std::string_view content, std::string& k, std::size_t& colon, bool flow) {
     if (!content.empty() && content[0] == '"') {
       std::size_t at = 0;
       if (!quoted(content, at, k) || at >= content.size() || content[at] != ':') return false;
       colon = at;
-      return k != "<<";  // convert() merges any key "<<", quoted or not
+      return colon <= kMaxKeyChars && k != "<<";  // convert() merges any "<<", quoted or not
     }
     colon = content.find(':');
-    if (colon == std::string_view::npos) return false;
+    if (colon == std::string_view::npos || colon > kMaxKeyChars) return false;
     k = std::string(content.substr(0, colon));
     // A plain key: no null (yaml-cpp reads "~: 1" as a null key) and no merge key.
     return plain_ok(k, flow) && !null_word(k) && k != "<<";
