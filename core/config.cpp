@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kappasim {
 
@@ -396,6 +397,7 @@ class EmittedReader {
   bool flow_map(std::string_view v, std::size_t line, std::size_t col, ConfigNode& n) {
     if (v.size() < 2 || v.back() != '}') return false;
     n.kind = ConfigNode::Kind::Map;
+    Keys keys;
     std::size_t at = 1;
     for (;;) {
       std::string k;
@@ -417,16 +419,28 @@ class EmittedReader {
       ConfigNode child;
       if (!scalar(v.substr(vstart, vend - vstart), line, col + vstart, child, true)) return false;
       child.key_loc = loc(line, col + at);
-      if (!add(n, std::move(k), std::move(child))) return false;
+      if (!add(n, keys, std::move(k), std::move(child))) return false;
       if (vend == v.size() - 1) break;  // the closing brace
       if (v.compare(vend, 2, ", ") != 0) return false;
       at = vend + 2;
     }
     return finish_map(n);
   }
-  static bool add(ConfigNode& map, std::string k, ConfigNode child) {
-    for (const auto& e : map.entries)
-      if (e.first == k) return false;  // a duplicate: yaml-cpp's path names it
+  // The keys of a map being read, for the duplicate check: a scan while the map is short, a hash
+  // set past kScanKeys entries (issue 26.5: a map of n keys costs O(n), as in convert()).
+  struct Keys {
+    std::unordered_set<std::string> set;
+  };
+  static constexpr std::size_t kScanKeys = 16;
+  static bool add(ConfigNode& map, Keys& keys, std::string k, ConfigNode child) {
+    if (map.entries.size() < kScanKeys) {
+      for (const auto& e : map.entries)
+        if (e.first == k) return false;  // a duplicate: yaml-cpp's path names it
+    } else {
+      if (keys.set.empty())
+        for (const auto& e : map.entries) keys.set.insert(e.first);
+      if (!keys.set.insert(k).second) return false;
+    }
     map.entries.emplace_back(std::move(k), std::move(child));
     return true;
   }
@@ -442,6 +456,7 @@ class EmittedReader {
     n.loc = loc(m_line, indent);
     const bool list = item_line(m_lines[m_line].substr(indent));
     n.kind = list ? ConfigNode::Kind::Seq : ConfigNode::Kind::Map;
+    Keys keys;
     while (m_line < m_lines.size()) {
       const std::size_t ind = indent_of(m_line);
       if (ind < indent) break;
@@ -470,7 +485,7 @@ class EmittedReader {
         return false;
       }
       child.key_loc = loc(line, indent);
-      if (!add(n, std::move(k), std::move(child))) return false;
+      if (!add(n, keys, std::move(k), std::move(child))) return false;
     }
     return list || finish_map(n);
   }

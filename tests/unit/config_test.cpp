@@ -433,6 +433,13 @@ TEST(Config, TextsOutsideTheEmittedSubsetGoToYamlCpp) {
     EXPECT_THROW(parse_yaml(text, "t.yaml"), InputError);
   }
   EXPECT_TRUE(emitted_matches_yaml_cpp(std::string(900, 'k') + ": 1\n"));
+  // A long map (its duplicate check by hash past 16 keys) reads as yaml-cpp reads it, and a
+  // duplicate at its end is declined (then yaml-cpp names both lines).
+  std::string many;
+  for (int i = 0; i < 40; ++i) many += "k" + std::to_string(i) + ": " + std::to_string(i) + "\n";
+  EXPECT_TRUE(emitted_matches_yaml_cpp(many));
+  EXPECT_FALSE(parse_emitted_yaml(many + "k3: again\n", "t.yaml").has_value());
+  EXPECT_FALSE(parse_emitted_yaml("a: {" + std::string("k1: 1, k2: 2, ") + "k1: 3}\n", "t.yaml"));
   // A provenance map that convert() refuses goes to yaml-cpp, which says why.
   EXPECT_FALSE(parse_emitted_yaml("a: {value: 1, spec: \"\"}\n", "t.yaml").has_value());
   EXPECT_THROW(parse_yaml("a: {value: 1, spec: \"\"}\n", "t.yaml"), InputError);
