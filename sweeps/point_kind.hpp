@@ -31,7 +31,8 @@ namespace kappasim::sweep {
 struct PointContext {
   std::string base_dir;    // folder that relative paths in the config resolve against (the spec's)
   std::string out_dir;     // staging folder for extra files the point writes (moved into place
-                           // together with its result; the folder exists when the kind runs)
+                           // together with its result; the folder exists when the kind runs,
+                           // unless the kind is registered with files = false)
   std::uint64_t seed = 0;  // the point's seed, derived from the sweep's seed and the point
 };
 
@@ -59,6 +60,12 @@ struct PointKind {
   // warm-up, for many points; the same files per point). Never for a kind that simulates (one
   // SystemC simulation per process), starts processes, or can crash on purpose (selftest).
   bool batch = false;
+  // Whether the kind writes files of its own (PointContext::out_dir). A kind that writes none
+  // (the analytic kinds) gets no staging folder: the runner neither creates nor removes one per
+  // point (issue 24: ≈ 2,000 mkdir/rmdir pairs in `reproduce`, and each removed folder an inode
+  // ext4's allocator must skip for a while). Such a kind's out_dir names a folder that does not
+  // exist, so a file written there fails loudly.
+  bool files = true;
   explicit operator bool() const { return static_cast<bool>(run); }  // registered (not empty)
 };
 

@@ -97,7 +97,7 @@ PointResult kappa_point(const ConfigNode& config, const PointContext&) {
 const sweep::KindRegistration kKappaKind{
     {"kappa",
      "the analytic κ model (kappasim kappa) for {model, system, serving: {tp, kv_dtype}, K, T}",
-     kappa_point, /*batch=*/true}};
+     kappa_point, /*batch=*/true, /*files=*/false}};
 
 }  // namespace
 

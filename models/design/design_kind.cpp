@@ -22,7 +22,7 @@ const sweep::KindRegistration kDesignKind{
      "area/power design space: compute / host-link / KV-SRAM split at equal area or power, "
      "link PHY capped by the host side (socket DRAM share), κ_crit and TTFT on a workload "
      "sample (models/design)",
-     design_point, /*batch=*/true}};
+     design_point, /*batch=*/true, /*files=*/false}};
 
 }  // namespace
 

@@ -47,25 +47,28 @@ void run_point(const PointRunOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) throw IoError("--out: cannot create '" + o.out + "': " + ec.message());
-  // The kind's extra files go to a staging folder moved into place before result.json.
+  // The kind's extra files go to a staging folder moved into place before result.json (none
+  // for a kind that writes no files: PointKind::files).
   const std::string staging = o.out + "/files.partial-" + std::to_string(::getpid());
-  fs::remove_all(staging, ec);
-  fs::create_directory(staging, ec);
-  if (ec) throw IoError("--out: cannot create '" + staging + "': " + ec.message());
+  if (k.files) {
+    fs::remove_all(staging, ec);
+    fs::create_directory(staging, ec);
+    if (ec) throw IoError("--out: cannot create '" + staging + "': " + ec.message());
+  }
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
       std::error_code e;
       if (!dir.empty()) fs::remove_all(dir, e);
     }
-  } cleanup{staging};
+  } cleanup{k.files ? staging : std::string()};
   PointContext ctx;
   ctx.base_dir = o.base_dir;
   ctx.out_dir = staging;
   ctx.seed = o.seed;
   const PointResult result = k.run(node, ctx);
   fs::remove_all(o.out + "/files", ec);
-  if (!fs::is_empty(staging, ec)) {
+  if (k.files && !fs::is_empty(staging, ec)) {
     fs::rename(staging, o.out + "/files", ec);
     if (ec)
       throw IoError("cannot move '" + staging + "' to '" + o.out + "/files': " + ec.message());

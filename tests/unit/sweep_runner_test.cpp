@@ -236,6 +236,42 @@ std::string slurp_file(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A kind registered without files (PointKind::files: the analytic kinds) gets no staging folder:
+// a file in the point's folder named as the staging folder would be is left as it was, where a
+// kind with files replaces it with the folder and removes that once empty.
+TEST(SweepRunner, AKindWithoutFilesGetsNoStagingFolder) {
+  EXPECT_FALSE(sweep::kinds().find("kappa")->files);
+  EXPECT_FALSE(sweep::kinds().find("design")->files);
+  EXPECT_TRUE(sweep::kinds().find("selftest")->files);
+  const fs::path dir = fs::temp_directory_path() / ("kappasim-stage-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const char* kind : {"kappa", "selftest"}) {
+    const fs::path out = dir / kind;
+    fs::create_directories(out);
+    const fs::path decoy = out / ("files.partial-" + std::to_string(::getpid()));
+    std::ofstream(decoy) << "left alone";
+    std::ofstream(dir / "point.yaml")
+        << (std::string(kind) == "kappa" ? "model: llama-3.1-70b\nsystem: h100\nK: 4096\nT: 64\n"
+                                         : "x: 3\n");
+    sweep::PointRunOptions o;
+    o.kind = kind;
+    o.config = (dir / "point.yaml").string();
+    o.base_dir = dir.string();
+    o.out = out.string();
+    o.seed = 1;
+    sweep::run_point(o);
+    EXPECT_TRUE(fs::exists(out / "result.json")) << kind;
+    if (std::string(kind) == "kappa") {
+      ASSERT_TRUE(fs::is_regular_file(decoy));
+      std::ifstream in(decoy);
+      EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "left alone");
+    } else {
+      EXPECT_FALSE(fs::exists(decoy));  // made a folder, then removed: the kind wrote nothing
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Three sweeps: selftest points that fail in each way, a batched kappa sweep (24 points: 3 to
 // a batch on 2 workers), and selftest points that sleep `sleep` each.
 std::vector<sweep::SweepOptions> three_sweeps(const fs::path& dir, const std::string& out,
