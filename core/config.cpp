@@ -248,7 +248,8 @@ struct DocumentStarts : YAML::EventHandler {
 // accepts only that subset and builds the node yaml-cpp and convert() would build, marks
 // included; any other text (a comment, a flow list, an anchor, a tab, a byte outside printable
 // ASCII, a key `<<`, a duplicate key, ...) gets std::nullopt and goes to yaml-cpp, which also
-// gives every error its message. The subset, line by line (I = the block's indent, in spaces):
+// gives every error its message. The subset, line by line after any comment lines at the top
+// (I = the block's indent, in spaces):
 //   I KEY:                 a key whose value is the block below at I + 2 (a map or a list)
 //   I KEY: VALUE           a key and an inline value
 //   I-                     a list item whose value is the block below at I + 2
@@ -276,7 +277,12 @@ class EmittedReader {
   }
 
   std::optional<ConfigNode> read() {
-    if (!m_ok || m_lines.empty() || indent_of(0) != 0) return std::nullopt;
+    if (!m_ok) return std::nullopt;
+    // Comment lines at the top (a header: "# kappasim sweep: ..."; a generated spec's source):
+    // yaml-cpp skips them and counts their lines, as loc() does.
+    while (m_line < m_lines.size() && !m_lines[m_line].empty() && m_lines[m_line][0] == '#')
+      ++m_line;
+    if (m_line == m_lines.size() || indent_of(m_line) != 0) return std::nullopt;
     for (std::string_view l : m_lines)  // a document marker, or what might read as one
       if (l.substr(0, 3) == "---" || l.substr(0, 3) == "...") return std::nullopt;
     ConfigNode root;

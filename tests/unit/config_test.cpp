@@ -374,6 +374,11 @@ TEST(Config, TheEmittedSubsetReadsAsYamlCppReadsIt) {
       "      -\n"
       "        - x y\n"
       "  - plain text, no\n";
+  // A header of comment lines: skipped, and counted in the marks.
+  ASSERT_TRUE(emitted_matches_yaml_cpp("# generated\n#\nname: x\nserving:\n  tp: 8\n"));
+  EXPECT_EQ(parse_emitted_yaml("# generated\nname: x\n", "t.yaml")->find("name")->loc.str(),
+            "t.yaml:2:7");
+  EXPECT_FALSE(parse_emitted_yaml("# only a comment\n", "t.yaml").has_value());
   // "plain text, no" holds a comma: not in the subset, so the whole text goes to yaml-cpp.
   EXPECT_FALSE(parse_emitted_yaml(text, "t.yaml").has_value());
   const std::string in_subset = text.substr(0, text.rfind("  - plain")) + "  - plain text\n";
@@ -395,7 +400,7 @@ TEST(Config, TheEmittedSubsetReadsAsYamlCppReadsIt) {
 TEST(Config, TextsOutsideTheEmittedSubsetGoToYamlCpp) {
   for (const char* t : {
            "a: 1",                           // no final newline
-           "# a comment\na: 1\n",            // comments
+           "a: 1\n# a comment\n",            // comments past the header
            "a: 1 # note\n",                  //
            "a: 1\r\n",                       // CRLF
            "a:\t1\n",                        // a tab
@@ -491,7 +496,9 @@ TEST(Config, RandomEmittedTreesReadAsYamlCppReadsThem) {
     if (!root.is_map()) continue;
     ++trees;
     for (bool prov : {true, false}) {
-      const std::string text = emit_yaml(root, prov);
+      // Some with a header of comment lines, as a sweep.yaml or a generated spec has.
+      const std::string header = rng.below(4) == 0 ? "# a header: x\n#\n" : "";
+      const std::string text = header + emit_yaml(root, prov);
       std::string refused;
       try {
         (void)parse_yaml_cpp(text, "t.yaml", DocumentCheck::Full);
