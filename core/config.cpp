@@ -241,6 +241,17 @@ struct DocumentStarts : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// Whether emit_yaml quotes a text: anything YAML would read as something else in plain form (an
+// indicator, edge spaces, a line break). EmittedReader reads as plain only what this leaves plain.
+bool needs_quotes(std::string_view s) {
+  if (s.empty()) return true;
+  static const std::string_view specials = ":#{}[],&*!|>'\"%@`";
+  if (s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?') return true;
+  for (char c : s)
+    if (specials.find(c) != std::string_view::npos || c == '\n') return true;
+  return false;
+}
+
 // ---- The subset emit_yaml writes, read without yaml-cpp (issue 24) ----------------------------
 // A sweep point's process reads the point.yaml its runner has just written (emit_yaml), and the
 // report reads values back from them: yaml-cpp was 4.3% of `reproduce`'s CPU samples (≈ 5,600
@@ -307,15 +318,10 @@ class EmittedReader {
   static bool item_line(std::string_view content) {
     return content == "-" || (content.size() >= 2 && content[0] == '-' && content[1] == ' ');
   }
-  // A plain scalar as emit_yaml writes one (needs_quotes false): no indicator anywhere. In a flow
-  // map yaml-cpp also ends a plain scalar at '?' (its EndScalarInFlow).
+  // A plain scalar as emit_yaml writes one (needs_quotes false). In a flow map yaml-cpp also ends
+  // a plain scalar at '?' (its EndScalarInFlow).
   static bool plain_ok(std::string_view s, bool flow = false) {
-    if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?')
-      return false;
-    if (flow && s.find('?') != std::string_view::npos) return false;
-    for (char c : s)
-      if (std::strchr(":#{}[],&*!|>'\"%@`", c) != nullptr) return false;
-    return true;
+    return !needs_quotes(s) && !(flow && s.find('?') != std::string_view::npos);
   }
   static bool null_word(std::string_view s) {
     return s == "~" || s == "null" || s == "Null" || s == "NULL";
@@ -692,14 +698,6 @@ void apply_set(ConfigNode& root, std::string_view assignment) {
 
 namespace {
 
-bool needs_quotes(const std::string& s) {
-  if (s.empty()) return true;
-  static const std::string specials = ":#{}[],&*!|>'\"%@`";
-  if (s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?') return true;
-  for (char c : s)
-    if (specials.find(c) != std::string::npos || c == '\n') return true;
-  return false;
-}
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
