@@ -16,3 +16,10 @@
 #undef KAPPASIM_GLIBC_MALLOC
 #define KAPPASIM_GLIBC_MALLOC 0
 #endif
+
+namespace kappasim {
+// M_MMAP_THRESHOLD as apps/kappasim/start_heap.cpp sets it: allocations up to 4 MiB come from
+// the main heap (above SystemC's 3 MiB scratch heap). core/heap_drain restores it after raising
+// it for its fence.
+inline constexpr int kStartMmapThresholdBytes = 4 << 20;
+}  // namespace kappasim

@@ -30,8 +30,8 @@ namespace {
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 (uapi/asm-generic/mman-common.h)
 #endif
 
-constexpr int kStartHeapBytes = 4 << 20;  // above SystemC's 3 MiB scratch heap
-constexpr int kHeapPadBytes = 32 << 20;   // the main heap's first growth (virtual until used)
+constexpr int kStartHeapBytes = kappasim::kStartMmapThresholdBytes;
+constexpr int kHeapPadBytes = 32 << 20;  // the main heap's first growth (virtual until used)
 constexpr std::uintptr_t kPage = 4096;
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 

@@ -36,6 +36,7 @@
 
 #include "core/error.hpp"
 #include "core/glibc_malloc.hpp"
+#include "core/heap_drain.hpp"
 #include "core/output.hpp"
 #include "core/preset_warm.hpp"
 #include "core/shared_memo.hpp"
@@ -458,12 +459,14 @@ class Zygote {
     // glibc's malloc consolidates its fast bins (free small chunks) on a point's first large
     // allocation and sorts its unsorted chunks into bins on a miss: every point walked and
     // rewrote the same inherited chunks, copy-on-write pages included (malloc_consolidate and
-    // _int_malloc, 11% of a short sweep's samples). Both once here instead: the trim
-    // consolidates (and gives back the free pages, so a point's first write there is no copy),
-    // one large allocation sorts. Addresses are no output: the files are the same.
+    // _int_malloc, 11% of a short sweep's samples). The trim consolidates once here (and gives
+    // back the free pages). Then the zygote takes every free chunk left below the heap's top
+    // (core/heap_drain.hpp): a point's allocations come from untouched pages, densely, instead
+    // of from chunks scattered over pages the zygote wrote, each first write a copy (`reproduce`
+    // on a 2-vCPU AMD EPYC VM: system time 37.6, 38.1 s -> 32.7, 30.7 s). Addresses are no
+    // output: the files are the same.
     ::malloc_trim(0);
-    void* volatile sort = std::malloc(std::size_t{1} << 20);  // volatile: not elided
-    std::free(sort);
+    (void)drain_free_heap();
 #endif
     std::map<pid_t, std::size_t> points;
     std::string in;

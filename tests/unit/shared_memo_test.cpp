@@ -11,6 +11,7 @@
 
 #include "core/shared_memo.hpp"
 #include "models/gpu/kernel_timing.hpp"
+#include "tests/unit/in_child.hpp"
 
 namespace kappasim {
 namespace shared_memo_test {
@@ -19,15 +20,7 @@ namespace {
 SharedMemo::Key key(std::uint64_t i) { return SharedMemo::Key{{0x74657374ULL, i, i * 7, ~i}}; }
 double value(std::uint64_t i) { return 1.0 / static_cast<double>(i + 3); }
 
-// Runs `body` in a forked child; its exit code (0: it passed).
-template <class F>
-int in_child(F body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(body());
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
-}
+using test_util::in_child;
 
 TEST(SharedMemo, WhatAForkedChildInsertsTheParentFinds) {
   ASSERT_TRUE(SharedMemo::share(1 << 14));
