@@ -1,6 +1,9 @@
 // A flat hash map from 64-bit keys to 32-bit values: open addressing, linear probing,
 // backward-shift deletion, power-of-two table. One allocation per growth and none per insert,
-// so it replaces std::unordered_map/set<uint64_t> on the serving hot path (issue 24).
+// so it replaces std::unordered_map/set<uint64_t> on the serving hot path (issue 24). A slot is
+// 12 bytes, the key and its value; the value kNone (never stored) marks an empty slot. (It was
+// 16 with a separate flag: a capacity search's warm tiers grow tables of tens of thousands of
+// slots in every probe process, whose pages are each a page fault; issue 24.)
 // Never iterated by callers: membership and lookup only, so its order cannot reach an output.
 #pragma once
 
@@ -35,12 +38,12 @@ class FlatU64Map {
     // At most half full: a lookup of an absent key (every new chunk a tier places) probes
     // about (1 + 1/(1 - load)^2) / 2 slots under linear probing, 2.5 at 1/2 against 32.5 at
     // the 7/8 this used to allow (a capacity search's warm passes spent ~20% of their CPU in
-    // those probes; issue 24). Twice the slots at worst: 16 B per slot.
+    // those probes; issue 24). Twice the slots at worst: 12 B per slot.
     if ((m_size + 1) * 2 > m_slots.size()) grow();
     for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
       Slot& s = m_slots[i];
-      if (!s.used) {
-        s = Slot{key, value, 1};
+      if (s.value == kNone) {
+        s = Slot{key, value};
         ++m_size;
         return {&s.value, true};
       }
@@ -56,7 +59,7 @@ class FlatU64Map {
     if (m_size == 0) return false;
     std::size_t i = slot_of(key);
     for (;; i = (i + 1) & m_mask) {
-      if (!m_slots[i].used) return false;
+      if (m_slots[i].value == kNone) return false;
       if (m_slots[i].key == key) break;
     }
     erase_at(i);
@@ -75,7 +78,7 @@ class FlatU64Map {
   std::uint32_t* refind(std::uint32_t* v, std::uint64_t key) {
     const Slot* s =
         reinterpret_cast<const Slot*>(reinterpret_cast<const char*>(v) - offsetof(Slot, value));
-    return s->used && s->key == key ? v : find_value(key);
+    return s->value != kNone && s->key == key ? v : find_value(key);
   }
 
   void clear() {
@@ -88,7 +91,7 @@ class FlatU64Map {
     // Backward shift: move later members of the probe run into the hole when their home slot
     // allows, so lookups never need tombstones.
     std::size_t hole = i;
-    for (std::size_t j = (i + 1) & m_mask; m_slots[j].used; j = (j + 1) & m_mask) {
+    for (std::size_t j = (i + 1) & m_mask; m_slots[j].value != kNone; j = (j + 1) & m_mask) {
       const std::size_t home = slot_of(m_slots[j].key);
       // j may move to `hole` when home is not in the cyclic interval (hole, j].
       const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
@@ -97,19 +100,21 @@ class FlatU64Map {
         hole = j;
       }
     }
-    m_slots[hole].used = 0;
+    m_slots[hole].value = kNone;
     --m_size;
   }
+#pragma pack(push, 4)
   struct Slot {
     std::uint64_t key = 0;
-    std::uint32_t value = 0;
-    std::uint32_t used = 0;
+    std::uint32_t value = kNone;  // kNone: empty
   };
+#pragma pack(pop)
+  static_assert(sizeof(Slot) == 12, "a slot is a key and a value");
   const std::uint32_t* value_of(std::uint64_t key) const {
     if (m_size == 0) return nullptr;
     for (std::size_t i = slot_of(key);; i = (i + 1) & m_mask) {
       const Slot& s = m_slots[i];
-      if (!s.used) return nullptr;
+      if (s.value == kNone) return nullptr;
       if (s.key == key) return &s.value;
     }
   }
@@ -129,7 +134,7 @@ class FlatU64Map {
     for (std::size_t b = n; b > 1; b >>= 1) --m_shift;
     m_size = 0;
     for (const Slot& s : old)
-      if (s.used) insert(s.key, s.value);
+      if (s.value != kNone) insert(s.key, s.value);
   }
 
   std::vector<Slot> m_slots;
