@@ -1,7 +1,7 @@
 // KAPPASIM_GLIBC_MALLOC: 1 where malloc is glibc's own, so tuning it (mallopt, malloc_trim, the
 // main heap's break) means something; 0 under a sanitizer, whose allocator replaces glibc's, and
-// off glibc. Used by apps/kappasim/start_heap.cpp (the process's first heap) and the sweep
-// runner's zygote (issue 24).
+// off glibc. Used by apps/kappasim/start_heap.cpp (the process's first heap), the sweep
+// runner's zygote and core/heap_drain (issue 24).
 #pragma once
 
 #define KAPPASIM_GLIBC_MALLOC 1

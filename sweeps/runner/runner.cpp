@@ -462,9 +462,9 @@ class Zygote {
     // _int_malloc, 11% of a short sweep's samples). The trim consolidates once here (and gives
     // back the free pages). Then the zygote takes every free chunk left below the heap's top
     // (core/heap_drain.hpp): a point's allocations come from untouched pages, densely, instead
-    // of from chunks scattered over pages the zygote wrote, each first write a copy (`reproduce`
-    // on a 2-vCPU AMD EPYC VM: system time 37.6, 38.1 s -> 32.7, 30.7 s). Addresses are no
-    // output: the files are the same.
+    // of from chunks scattered over pages the zygote wrote, each first write a copy
+    // (docs/benchmarks.md, "2026-12-05 05:40 UTC"). Addresses are no output: the files are the
+    // same.
     ::malloc_trim(0);
     (void)drain_free_heap();
 #endif
