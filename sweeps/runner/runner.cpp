@@ -445,7 +445,6 @@ class Zygote {
   [[noreturn]] static void serve(int fd, const std::function<int(std::size_t)>& point,
                                  const std::function<std::string(std::size_t)>& err_path,
                                  const sigset_t& mask) {
-    const pid_t self = ::getpid();
     const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0) ::_exit(4);
     ::dup2(null_fd, 0);
@@ -501,7 +500,7 @@ class Zygote {
       if (n > 0) in.append(buf, static_cast<std::size_t>(n));
       for (std::size_t nl; (nl = in.find('\n')) != std::string::npos; in.erase(0, nl + 1)) {
         const std::size_t slot = std::stoul(in.substr(0, nl));
-        const pid_t pid = ::fork();
+        const pid_t pid = fork_tied();
         if (pid < 0) {
           report(std::to_string(slot) + " fork " + std::to_string(errno) + "\n");
           continue;
@@ -511,8 +510,6 @@ class Zygote {
           continue;
         }
         // The point: what the runner's own forked child runs (run_sweep's launch).
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != self) ::_exit(127);
         ::close(fd);
         ::close(sfd);
         const int err_fd = ::open(err_path(slot).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
@@ -538,17 +535,23 @@ class Zygote {
 
 }  // namespace
 
-int fork_tied_child() {
+pid_t fork_tied() {
   const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Async-signal-safe calls only: a child that goes on to exec relies on it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the request took hold
+  }
+  return pid;
+}
+
+int fork_tied_child() {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  const pid_t pid = fork_tied();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-  }
   return pid;
 }
 
@@ -818,7 +821,6 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
   std::map<std::size_t, Running> zrunning;  // units the zygote runs, by unit
   {
     ChildSignals signals;
-    const pid_t parent = ::getpid();
     std::optional<Zygote> zygote;
     std::size_t zygote_units = 0;  // units that existed when the zygote was forked
     // The point's folder, point.yaml and command.txt (what its process would be run with).
@@ -899,12 +901,10 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
         std::cerr.flush();
         std::fflush(nullptr);
       }
-      const pid_t pid = ::fork();
+      const pid_t pid = fork_tied();
       if (pid == 0 && in_process) {
         // Child: `kappasim sweep point` in this already warm process (what main() would print
         // and return for it: exit 2 for bad input, the IoError's code, 1 otherwise).
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
         ::dup2(null_fd, 0);
         ::dup2(null_fd, 1);
         ::dup2(err_fd, 2);
@@ -924,8 +924,6 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       }
       if (pid == 0) {
         // Child: async-signal-safe calls only until exec.
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
         ::dup2(null_fd, 0);
         ::dup2(null_fd, 1);
         ::dup2(err_fd, 2);
@@ -950,10 +948,8 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       std::cout.flush();
       std::cerr.flush();
       std::fflush(nullptr);
-      const pid_t pid = ::fork();
+      const pid_t pid = fork_tied();
       if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
         ::close(fds[0]);
         const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0) ::_exit(4);

@@ -13,6 +13,8 @@
 // last shard to finish, or `sweep collect`, merges), wall-clock limits per point.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -153,10 +155,14 @@ std::string kind_list();
 // This process's executable (/proc/self/exe), resolved.
 std::string self_exe();
 
-// fork() for a child that must not outlive this process (the runner's zygote, reproduce's pool
-// process): stdio flushed first (nothing buffered is written twice); in the child,
-// PR_SET_PDEATHSIG SIGKILL, and _exit(127) if this process has already gone. Returns fork()'s
-// value (0 in the child); throws std::runtime_error if fork fails.
+// fork() for a child that must not outlive this process (every process the sweep runner forks:
+// its zygote, the points, batches of points; reproduce's pool process): in the child,
+// PR_SET_PDEATHSIG SIGKILL, and _exit(127) if this process has already gone (async-signal-safe:
+// the child may exec). Returns fork()'s value: 0 in the child, -1 with errno when fork fails.
+// Nothing is flushed: a caller whose child runs on (does not exec) flushes its stdio first.
+pid_t fork_tied();
+// fork_tied() with stdio flushed first (nothing buffered is written twice); throws
+// std::runtime_error if fork fails.
 int fork_tied_child();
 
 }  // namespace kappasim::sweep
