@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -317,6 +320,47 @@ WorkDir::~WorkDir() {
   }
 }
 
+namespace {
+CommandRunner g_runner;  // set_command_runner
+
+// `argv` (argv[0] the program) as a forked child of this process running it in place, its stdout
+// and stderr in the two files; the child's pid.
+pid_t fork_command(const std::vector<std::string>& argv, const std::string& out_path,
+                   const std::string& err_path) {
+  const int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (in_fd < 0 || out_fd < 0 || err_fd < 0) {
+    const int e = errno;
+    for (int fd : {in_fd, out_fd, err_fd})
+      if (fd >= 0) ::close(fd);
+    throw IoError("cannot write '" + out_path + "': " + std::strerror(e));
+  }
+  std::vector<std::string> args(argv.begin() + 1, argv.end());
+  pid_t pid = -1;
+  try {
+    pid = sweep::fork_tied_child();  // stdio flushed first: nothing buffered is written twice
+  } catch (...) {
+    for (int fd : {in_fd, out_fd, err_fd}) ::close(fd);
+    throw;
+  }
+  if (pid == 0) {
+    ::dup2(in_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    const int code = g_runner.run(std::move(args));
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    ::_exit(code);  // not exit(): the parent's atexit handlers and statics are the parent's
+  }
+  for (int fd : {in_fd, out_fd, err_fd}) ::close(fd);
+  return pid;
+}
+}  // namespace
+
+void set_command_runner(CommandRunner runner) { g_runner = runner; }
+
 double run_command_value(const std::vector<std::string>& args, const Overrides& sets,
                          const std::string& pointer, const std::string& work_file,
                          const std::string& what) {
@@ -326,18 +370,22 @@ double run_command_value(const std::vector<std::string>& args, const Overrides& 
     argv.push_back("--set");
     argv.push_back(k + "=" + v);
   }
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
   const std::string out_path = work_file + ".out", err_path = work_file + ".err";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("cannot start kappasim for " + what);
+  if (g_runner.run != nullptr && g_runner.may_fork != nullptr && g_runner.may_fork()) {
+    pid = fork_command(argv, out_path, err_path);
+  } else {
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot start kappasim for " + what);
+  }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -8,7 +8,7 @@
 //     With `analytic`, the kind is `kappa`, run in process (no SystemC): the run config is
 //     reduced to {model, system, serving: {tp, kv_dtype}, precision, K, T}.
 //   * run_command_value: a kappasim command line (probe, measure, kappa ... --format json) run
-//     as a child process with `--set KEY=VALUE` appended, its stdout read at a JSON pointer.
+//     in a child process with `--set KEY=VALUE` appended, its stdout read at a JSON pointer.
 // Moved from apps/kappasim/analysis_eval (issue 13 item 5); effective_config, which reads the
 // serving spec (a layer above this one), stays there. Pure (no SystemC).
 #pragma once
@@ -94,8 +94,21 @@ class WorkDir {
 // JSON stdout. Exit code 2 from the child → InputError with its message (prefixed by `what`);
 // any other failure or a missing/non-numeric value → InputError too (the measurement cannot be
 // simulated as written).
+// The child is this process forked, running the command in place, when the executable has
+// said how (set_command_runner) and that this process may (no SystemC simulation elaborated in
+// it, one thread); otherwise /proc/self/exe started afresh. The same command line, files and
+// exit code either way; a fork skips the process start and the presets' parse (issue 24: the
+// analytic report's 35 probes were most of its time, and ≈ 0.2 s each under ASan).
 double run_command_value(const std::vector<std::string>& args, const Overrides& sets,
                          const std::string& pointer, const std::string& work_file,
                          const std::string& what);
+
+// How the kappasim executable runs a command line (args without the program name) in this
+// process, returning main()'s exit code, and whether this process may fork to do so now.
+struct CommandRunner {
+  int (*run)(std::vector<std::string> args) = nullptr;
+  bool (*may_fork)() = nullptr;
+};
+void set_command_runner(CommandRunner runner);
 
 }  // namespace kappasim::analysis

@@ -1,10 +1,14 @@
 // kappasim: command-line entry point. Dispatches subcommands; turns InputError into exit code
 // 2 with a one-line message on stderr, anything unexpected into exit code 1.
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
+#include <systemc>
 #include <vector>
 
+#include "analysis/evaluate.hpp"
 #include "apps/kappasim/analysis_cmds.hpp"
 #include "apps/kappasim/cli.hpp"
 #include "core/config.hpp"
@@ -123,10 +127,33 @@ int verb_gate(const VerbHelp& c, const std::string& verb) {
   return 2;
 }
 
+// The whole command line (without the program name): what main() returns for it.
+int run_cli(std::vector<std::string> args);
+
+// Whether run_command_value (analysis/evaluate.hpp) may run a child command in a fork of this
+// process: only while SystemC is untouched here (one simulation per process: still elaborating,
+// nothing elaborated; libsystemc makes its context when it loads) and this process has one
+// thread (a fork copies only the calling one, and any lock another held stays held).
+bool may_fork_commands() {
+  if (sc_core::sc_get_status() != sc_core::SC_ELABORATION ||
+      sc_core::sc_start_of_simulation_invoked() || !sc_core::sc_get_top_level_objects().empty())
+    return false;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::strtol(line.c_str() + 8, nullptr, 10) == 1;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+  kappasim::analysis::set_command_runner({&run_cli, &may_fork_commands});
+  return run_cli(std::vector<std::string>(argv + 1, argv + argc));
+}
+
+namespace {
+
+int run_cli(std::vector<std::string> args) {
   // `kappasim help CMD [VERB]` is `kappasim CMD [VERB] --help`.
   if (args.size() >= 2 && args[0] == "help" && !is_help(args[1])) {
     args.erase(args.begin());
@@ -205,3 +232,5 @@ int main(int argc, char** argv) {
     return kappasim::report_current_exception();
   }
 }
+
+}  // namespace

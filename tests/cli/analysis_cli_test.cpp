@@ -147,6 +147,41 @@ TEST(AnalysisCli, CalibrateRecoversAKnownParameter) {
   EXPECT_NEAR(json_number(k.out, "kappa_crit"), 33.9200512, 0.001 * 33.92);
 }
 
+// A measurement's command runs as a child kappasim (a fork of the calibrating process, or the
+// executable started afresh: analysis/evaluate.hpp): a child that exits 2 is the calibration's
+// input error, naming the measurement, the command line and the child's own message; a child
+// whose output is not JSON is one too.
+TEST(AnalysisCli, CalibrateReportsAFailingMeasurementCommand) {
+  const std::string head =
+      "name: synthetic\n"
+      "parameters:\n"
+      "  - {key: system.gpu.peak_flops.bf16, lo: 400 TFLOP/s, hi: 1600 TFLOP/s, start: 1000 "
+      "TFLOP/s}\n"
+      "measurements:\n"
+      "  - id: kappa\n";
+  const std::string tail = "    value: /0/kappa_crit\n    measured: 33.9\n    uncertainty: 0.01\n";
+  const std::string bad_model =
+      write("cal-bad-model.yaml",
+            head + "    command: [kappa, -m, no-such-model, -s, h100, --format, json]\n" + tail);
+  Result r = run("calibrate " + bad_model + " --out " + (scratch() / "cal-bad").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(has(r.err,
+                  "measurement 'kappa': `kappasim kappa -m no-such-model -s h100 --format "
+                  "json --set 'system.gpu.peak_flops.bf16=1 PFLOP/s'` failed (exit 2): "
+                  "kappasim: error: --model no-such-model: model: unknown model preset "
+                  "'no-such-model'"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(scratch() / "cal-bad"));
+  const std::string table =
+      write("cal-table.yaml",
+            head + "    command: [kappa, -m, llama-3.1-70b, -s, h100, --format, table]\n" + tail);
+  r = run("calibrate " + table + " --out " + (scratch() / "cal-table").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(
+      has(r.err, "measurement 'kappa': the command's output is not JSON (add --format json)"))
+      << r.err;
+}
+
 // One FLOP convention (docs/accounting.md): probe prefill's f_pf_flops is F_pf = 2 · N_active per
 // new token per GPU, as kappa's: Llama-3.1-70B, T = 128, TP 8: 2 · 70,553,706,496 / 8 · 128 =
 // 2,257,718,607,872; achieved_flops is that over the compute time; what the kernels execute is
