@@ -327,15 +327,19 @@ CommandRunner g_runner;  // set_command_runner
 // and stderr in the two files; the child's pid.
 pid_t fork_command(const std::vector<std::string>& argv, const std::string& out_path,
                    const std::string& err_path) {
-  const int in_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (in_fd < 0 || out_fd < 0 || err_fd < 0) {
-    const int e = errno;
-    for (int fd : {in_fd, out_fd, err_fd})
-      if (fd >= 0) ::close(fd);
-    throw IoError("cannot write '" + out_path + "': " + std::strerror(e));
+  int fds[3] = {-1, -1, -1};  // stdin, stdout, stderr of the child
+  const std::string* paths[3] = {nullptr, &out_path, &err_path};
+  for (int i = 0; i < 3; ++i) {
+    fds[i] = i == 0 ? ::open("/dev/null", O_RDONLY | O_CLOEXEC)
+                    : ::open(paths[i]->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fds[i] < 0) {
+      const int e = errno;
+      for (int j = 0; j < i; ++j) ::close(fds[j]);
+      throw file_error(
+          i == 0 ? std::string("cannot open '/dev/null'") : "cannot write '" + *paths[i] + "'", e);
+    }
   }
+  const int in_fd = fds[0], out_fd = fds[1], err_fd = fds[2];
   std::vector<std::string> args(argv.begin() + 1, argv.end());
   pid_t pid = -1;
   try {
@@ -348,7 +352,12 @@ pid_t fork_command(const std::vector<std::string>& argv, const std::string& out_
     ::dup2(in_fd, 0);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
-    const int code = g_runner.run(std::move(args));
+    int code = 1;
+    try {  // nothing may unwind into the parent's frames this child also holds
+      code = g_runner.run(std::move(args));
+    } catch (...) {
+      std::cerr << "kappasim: error: unexpected exception in a child command\n";
+    }
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
