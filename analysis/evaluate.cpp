@@ -358,10 +358,7 @@ pid_t fork_command(const std::vector<std::string>& argv, const std::string& out_
     } catch (...) {
       std::cerr << "kappasim: error: unexpected exception in a child command\n";
     }
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    ::_exit(code);  // not exit(): the parent's atexit handlers and statics are the parent's
+    sweep::exit_child(code);
   }
   for (int fd : {in_fd, out_fd, err_fd}) ::close(fd);
   return pid;

@@ -120,9 +120,7 @@ class PoolProcess final : public report::SweepPool {
     } catch (const std::exception&) {
       code = report_current_exception();
     }
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
+    sweep::flush_stdio();
     return code;
   }
   // One line from the pool; false at its end of file.

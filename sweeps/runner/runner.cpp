@@ -519,10 +519,7 @@ class Zygote {
         ::close(null_fd);
         ::sigprocmask(SIG_SETMASK, &mask, nullptr);
         const int code = point(slot);
-        std::cout.flush();
-        std::cerr.flush();
-        std::fflush(nullptr);
-        ::_exit(code);  // not exit(): the runner's atexit handlers and statics are the runner's
+        exit_child(code);
       }
     }
     ::_exit(0);
@@ -546,10 +543,19 @@ pid_t fork_tied() {
   return pid;
 }
 
-int fork_tied_child() {
+void flush_stdio() {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+}
+
+void exit_child(int code) {
+  flush_stdio();
+  ::_exit(code);
+}
+
+int fork_tied_child() {
+  flush_stdio();
   const pid_t pid = fork_tied();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   return pid;
@@ -897,9 +903,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       if (in_process) {
         po = point_options(j, slot);
         // Nothing buffered in this process may be written twice by the child.
-        std::cout.flush();
-        std::cerr.flush();
-        std::fflush(nullptr);
+        flush_stdio();
       }
       const pid_t pid = fork_tied();
       if (pid == 0 && in_process) {
@@ -912,10 +916,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
         ::close(null_fd);
         ::sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
         const int code = run_point_code(po);
-        std::cout.flush();
-        std::cerr.flush();
-        std::fflush(nullptr);
-        ::_exit(code);  // not exit(): the parent's atexit handlers and statics are the parent's
+        exit_child(code);
       }
       if (pid < 0) {
         ::close(err_fd);
@@ -945,9 +946,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
       int fds[2];
       if (::pipe2(fds, O_CLOEXEC) != 0)
         throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
-      std::cout.flush();
-      std::cerr.flush();
-      std::fflush(nullptr);
+      flush_stdio();
       const pid_t pid = fork_tied();
       if (pid == 0) {
         ::close(fds[0]);
@@ -968,9 +967,7 @@ std::vector<SweepRun> run_sweeps(const std::vector<SweepOptions>& sweeps, const 
           ::dup2(err_fd, 2);
           ::close(err_fd);
           const int code = run_point_code(po);
-          std::cout.flush();
-          std::cerr.flush();
-          std::fflush(nullptr);
+          flush_stdio();
           const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
           char line[64];
           const int n = std::snprintf(line, sizeof line, "%zu %d %.9f\n", k, code, wall);

@@ -164,5 +164,11 @@ pid_t fork_tied();
 // fork_tied() with stdio flushed first (nothing buffered is written twice); throws
 // std::runtime_error if fork fails.
 int fork_tied_child();
+// Flushes std::cout, std::cerr and every C stream: before a fork whose child runs on (nothing
+// buffered is written twice) and before such a child ends.
+void flush_stdio();
+// How a forked child that ran on (no exec) ends: stdio flushed, then _exit(code), not exit():
+// the parent's atexit handlers and statics are the parent's.
+[[noreturn]] void exit_child(int code);
 
 }  // namespace kappasim::sweep
