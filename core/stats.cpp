@@ -88,9 +88,12 @@ Interval mean_interval(const std::vector<double>& xs, double confidence) {
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   Interval iv;
   double sum = 0;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (double x : xs)
     if (std::isfinite(x)) {
       sum += x;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
       ++iv.n;
     }
   if (iv.n == 0) {
@@ -98,9 +101,17 @@ Interval mean_interval(const std::vector<double>& xs, double confidence) {
     return iv;
   }
   const double n = static_cast<double>(iv.n);
-  iv.mean = sum / n;
+  // Equal samples have that value as their mean and no spread; the division of their rounded
+  // sum would leave the mean an ulp off and a spread of ~1e-17 (a report printed it to 19
+  // decimal places).
+  iv.mean = lo == hi ? lo : sum / n;
   if (iv.n < 2) {
     iv.sd = iv.half_width = iv.lo = iv.hi = kNaN;
+    return iv;
+  }
+  if (lo == hi) {
+    iv.sd = iv.half_width = 0;
+    iv.lo = iv.hi = iv.mean;
     return iv;
   }
   // Two-pass variance (numerically stable for the small n of replicates).
@@ -123,7 +134,12 @@ std::string format_interval(const Interval& iv, int digits) {
     std::snprintf(buf, sizeof buf, "%.3g (n=%zu)", iv.mean, iv.n);
     return buf;
   }
-  if (iv.half_width == 0) {
+  // A half-width that rounds away at the sixth significant digit of the mean is shown as none:
+  // the replicates agree to the digits printed (else a 1e-18 spread of a 0.01 s mean would set
+  // 19 decimal places).
+  if (iv.half_width == 0 ||
+      (iv.mean != 0 &&
+       iv.half_width < 0.5 * std::pow(10.0, std::floor(std::log10(std::fabs(iv.mean))) - 5))) {
     std::snprintf(buf, sizeof buf, "%.6g ± 0 (n=%zu)", iv.mean, iv.n);
     return buf;
   }

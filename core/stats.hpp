@@ -34,10 +34,13 @@ struct Interval {
 };
 // Mean, sample standard deviation and two-sided `confidence` interval of the finite values in
 // `xs` (NaN and infinities are skipped: a replicate without the metric is not a sample).
+// Equal samples give that value as the mean and a spread of exactly 0.
 Interval mean_interval(const std::vector<double>& xs, double confidence = 0.95);
 
 // "1.23 ± 0.05 (n=3)": mean and half-width with `digits` significant digits of the half-width
 // (the mean rounded to the same decimal place); n < 2 gives "1.23 (n=1)", n == 0 gives "".
+// A half-width of 0, or one that rounds away at the mean's sixth significant digit, gives
+// "0.0109431 ± 0 (n=3)".
 std::string format_interval(const Interval& iv, int digits = 2);
 
 // ---- paired comparison over common random numbers (issue 11.1) ----

@@ -342,6 +342,17 @@ std::string format_number(double v) {
   return std::string(buf, r.ptr);
 }
 
+namespace {
+// The decimal prefixes format_quantity and format_quantity_approx print, largest first.
+struct PrintPrefix {
+  int e;
+  const char* s;
+};
+constexpr PrintPrefix kPrintPrefixes[] = {{18, "E"}, {15, "P"}, {12, "T"},  {9, "G"},
+                                          {6, "M"},  {3, "k"},  {0, ""},    {-3, "m"},
+                                          {-6, "u"}, {-9, "n"}, {-12, "p"}, {-15, "f"}};
+}  // namespace
+
 std::string format_quantity(double value, const Dimension& d) {
   if (d == dim::none) return format_number(value);
   std::string unit = canonical_unit(d);
@@ -353,12 +364,6 @@ std::string format_quantity(double value, const Dimension& d) {
     base = value * 1e6;  // m^2 -> mm^2, printed without further prefix
     fixed_prefix = "x";
   }
-  struct P {
-    int e;
-    const char* s;
-  };
-  static const P kPrefixes[] = {{18, "E"}, {15, "P"}, {12, "T"}, {9, "G"},  {6, "M"},   {3, "k"},
-                                {0, ""},   {-3, "m"}, {-6, "u"}, {-9, "n"}, {-12, "p"}, {-15, "f"}};
   auto try_with = [&](int e, const char* pre) -> std::string {
     double m = e >= 0 ? base / std::pow(10.0, e) : base * std::pow(10.0, -e);
     // The shortest mantissa that parses back to exactly `value`; try neighbours of m too.
@@ -378,7 +383,7 @@ std::string format_quantity(double value, const Dimension& d) {
   };
   if (value != 0 && fixed_prefix.empty()) {
     const double a = std::fabs(base);
-    for (const P& p : kPrefixes) {
+    for (const PrintPrefix& p : kPrintPrefixes) {
       if (a >= std::pow(10.0, p.e) * (1 - 1e-12) || p.e == -15) {
         std::string s = try_with(p.e, p.s);
         if (!s.empty()) return s;
@@ -391,6 +396,27 @@ std::string format_quantity(double value, const Dimension& d) {
   // The canonical unit cannot hold this value exactly (a subnormal J/B is not a whole number of
   // J/bit; m^2 beyond 1.8e302 overflows in mm^2): the SI base units never rescale it.
   return format_number(value) + " " + generic_unit(d);
+}
+
+std::string format_quantity_approx(double value, const Dimension& d, int digits) {
+  if (digits < 1) digits = 1;
+  if (!std::isfinite(value) || value == 0 || d == dim::energy_per_byte || d == dim::area)
+    return format_quantity(value, d);  // nothing to round, or units with their own scaling
+  const std::string unit = canonical_unit(d);
+  // The value rounded to `digits` significant digits first, so that 999.96 lands in the
+  // prefix of the 1000 it prints as.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*e", digits - 1, value);
+  const double rounded = std::strtod(buf, nullptr);
+  if (d == dim::none) return format_number(rounded);
+  const double a = std::fabs(rounded);
+  for (const PrintPrefix& p : kPrintPrefixes) {
+    if (a >= std::pow(10.0, p.e) * (1 - 1e-12) || p.e == -15) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, rounded / std::pow(10.0, p.e));
+      return std::string(buf) + " " + p.s + unit;
+    }
+  }
+  return format_quantity(value, d);
 }
 
 }  // namespace kappasim

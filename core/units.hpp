@@ -86,6 +86,11 @@ double parse_quantity_as(std::string_view text, const Dimension& expected);
 std::string format_quantity(double value, const Dimension& d);
 inline std::string format_quantity(const Quantity& q) { return format_quantity(q.value, q.dim); }
 
+// For reading, not parsing back: `digits` significant digits with the prefix format_quantity
+// picks ("1.08 TB" for 1.082354827264e12 B at 3 digits, "167.8 GB" at 4). A value that
+// rounds up into the next prefix takes it ("999.96 GB" at 3 digits is "1 TB").
+std::string format_quantity_approx(double value, const Dimension& d, int digits = 3);
+
 // Shortest round-trip decimal representation of a double ("0.1", "1e-05", "327680").
 std::string format_number(double v);
 

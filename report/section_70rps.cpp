@@ -41,8 +41,8 @@ std::string section_70rps(const SweepData& runs, const FigureFolder& fig) {
     const double cap = t.num(r, "tier_capacity_bytes"), ws = t.num(r, "tier_working_set_bytes");
     if (!(cap > 0) || !(ws > 0)) continue;
     md << "- KV tier, " << t.get(r, "workload.type") << ": capacity "
-       << format_quantity(cap, dim::bytes) << " against a working set of "
-       << format_quantity(ws, dim::bytes) << " (" << pct(std::min(1.0, cap / ws))
+       << format_quantity_approx(cap, dim::bytes) << " against a working set of "
+       << format_quantity_approx(ws, dim::bytes) << " (" << pct(std::min(1.0, cap / ws))
        << " of it fits); chunk hit rate " << pct(t.num(r, "tier_hit_rate")) << ".\n";
   }
   md << "\nThe tier is warmed physically (the workload's own prefixes in arrival order, LRU, "

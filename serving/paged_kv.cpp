@@ -24,14 +24,15 @@ double effective_kv_bytes_per_gpu(const ModelSpec& model, const GpuSpec& gpu, in
   if (!(v > 0)) {
     const std::string m = model.name.empty() ? model.display_name : model.name;
     const std::string g = gpu.name.empty() ? gpu.display_name : gpu.name;
-    throw InputError(
-        "model '" + m + "' does not fit on GPU '" + g + "' at tp " + std::to_string(tp) + ": HBM " +
-        format_quantity(gpu.hbm_capacity_bytes, dim::bytes) + " × " +
-        format_number(gpu_memory_utilization) + " = " + format_quantity(usable, dim::bytes) +
-        ", weights per GPU " + format_quantity(w, dim::bytes) + ", activation reserve " +
-        format_quantity(activation_reserve_bytes, dim::bytes) +
-        " leave no room for KV (raise tp or gpu_memory_utilization, or use a GPU "
-        "with more HBM)");
+    throw InputError("model '" + m + "' does not fit on GPU '" + g + "' at tp " +
+                     std::to_string(tp) + ": HBM " +
+                     format_quantity(gpu.hbm_capacity_bytes, dim::bytes) + " × " +
+                     format_number(gpu_memory_utilization) + " = " +
+                     format_quantity_approx(usable, dim::bytes, 6) + ", weights per GPU " +
+                     format_quantity_approx(w, dim::bytes, 6) + ", activation reserve " +
+                     format_quantity_approx(activation_reserve_bytes, dim::bytes, 6) +
+                     " leave no room for KV (raise tp or gpu_memory_utilization, or use a GPU "
+                     "with more HBM)");
   }
   return v;
 }

@@ -136,8 +136,11 @@ TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
   EXPECT_DOUBLE_EQ(s.reference.link_fraction, 0.625);
   EXPECT_DOUBLE_EQ(s.reference.compute_fraction, 0.5);
   // Worst |analytic with both effective rates / simulated − 1| over the ok rows: 33/30 − 1 = 10%
-  // (the T = 1024 row is exact).
-  EXPECT_NE(s.markdown.find("within 10% of the simulated crossing"), std::string::npos)
+  // (the T = 1024 row is exact). Both rates are read at the crossing, so a real run's rows are
+  // equal: a difference is named as one.
+  EXPECT_NE(s.markdown.find("column (c) is within 10% of the simulated crossing in every row, "
+                            "where construction makes them equal"),
+            std::string::npos)
       << s.markdown;
   EXPECT_NE(s.markdown.find("| qwen3-235b-a22b | kernel | 128 | — |"), std::string::npos)
       << s.markdown;
@@ -148,6 +151,15 @@ TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
                                               "", "", "", "", "", "", "", "", "", ""}}));
   EXPECT_FALSE(none.reference.measured);
   EXPECT_TRUE(std::isnan(none.reference.kappa_crit_sim));
+
+  // A real run: (c) is the simulated crossing itself (both rates read there).
+  const report::TestbedSection eq = report::section_kappa_testbed(
+      testbed({{"qwen3-235b-a22b", "kernel", "128", "ok", "", "30", "90", "40", "30", "40e9",
+                "64e9", "320e9", "300e9", "500e12", "1000e12"}}));
+  EXPECT_NE(eq.markdown.find("column (c) equals the simulated crossing in every row (to "
+                             "rounding), by construction"),
+            std::string::npos)
+      << eq.markdown;
 }
 
 TEST(ReportSections, WorkloadsMarkTheReferenceItIsGiven) {

@@ -105,6 +105,33 @@ TEST(Stats, FormatInterval) {
   EXPECT_EQ(stats::format_interval(stats::mean_interval({})), "");
 }
 
+TEST(Stats, EqualReplicatesHaveNoSpread) {
+  // Three equal samples: their mean is the value and their spread none, although the rounded
+  // sum 0.1 + 0.1 + 0.1 = 0.30000000000000004 divided by 3 is not 0.1.
+  const stats::Interval iv = stats::mean_interval({0.1, 0.1, 0.1});
+  EXPECT_EQ(iv.mean, 0.1);
+  EXPECT_EQ(iv.sd, 0.0);
+  EXPECT_EQ(iv.half_width, 0.0);
+  EXPECT_EQ(iv.lo, 0.1);
+  EXPECT_EQ(iv.hi, 0.1);
+  EXPECT_EQ(stats::format_interval(iv), "0.1 ± 0 (n=3)");
+  // A NaN replicate is not a sample: the other two still agree.
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({0.0109, NAN, 0.0109})),
+            "0.0109 ± 0 (n=2)");
+  // Samples that differ beyond the sixth significant digit: s = 1e-12, half-width
+  // 4.3027 · 1e-12 / √3 ≈ 2.5e-12, far below the 5e-8 that would round 0.0109431 (mean
+  // 0.010943056584487) at its sixth digit, so no spread is printed; 1e-6 apart is.
+  EXPECT_EQ(stats::format_interval(
+                stats::mean_interval({0.010943056584487, 0.010943056585487, 0.010943056583487})),
+            "0.0109431 ± 0 (n=3)");
+  EXPECT_EQ(stats::format_interval(stats::mean_interval({0.010942, 0.010943, 0.010944})),
+            "0.0109430 ± 0.0000025 (n=3)");
+  // Equal differences (2 and 2): a deterministic effect, its sign certain.
+  const stats::Interval d = stats::paired_difference({3, 5}, {1, 3});
+  EXPECT_EQ(d.half_width, 0.0);
+  EXPECT_EQ(stats::interval_sign(d), 1);
+}
+
 TEST(Aggregate, PerConfigurationMeanSdAndInterval) {
   sweep::SweepTable t;
   t.columns = {"point", "bw", "bw_Bps", "replicate", "seed", "status", "error", "ttft_s", "name"};

@@ -117,6 +117,20 @@ TEST(Units, FormatUsesCanonicalUnitAndPrefix) {
   EXPECT_EQ(format_quantity(80.0 * 1073741824.0, dim::bytes), "85.89934592 GB");
 }
 
+TEST(Units, FormatApproxRoundsToSignificantDigits) {
+  // For prose: the working set 1,082,354,827,264 B is 1.08 TB at 3 digits; 4 digits of
+  // 167,756,601,088 B are 167.8 GB; 80 GiB = 85,899,345,920 B is 85.9 GB.
+  EXPECT_EQ(format_quantity_approx(1082354827264.0, dim::bytes), "1.08 TB");
+  EXPECT_EQ(format_quantity_approx(167756601088.0, dim::bytes, 4), "167.8 GB");
+  EXPECT_EQ(format_quantity_approx(80.0 * 1073741824.0, dim::bytes), "85.9 GB");
+  // Rounding that carries into the next prefix takes it: 999.96 GB → 1.00e12 B.
+  EXPECT_EQ(format_quantity_approx(999.96e9, dim::bytes), "1 TB");
+  EXPECT_EQ(format_quantity_approx(3.3649e-6, dim::time), "3.36 us");
+  EXPECT_EQ(format_quantity_approx(-2.5e9, dim::bandwidth, 2), "-2.5 GB/s");
+  EXPECT_EQ(format_quantity_approx(1234.5, dim::none), "1230");
+  EXPECT_EQ(format_quantity_approx(0, dim::bytes), "0 B");
+}
+
 TEST(Units, FormatRoundTripsExactly) {
   const Dimension dims[] = {dim::bytes, dim::bandwidth,       dim::flop_rate,     dim::time,
                             dim::power, dim::energy_per_byte, dim::transfer_rate, dim::none};
