@@ -135,7 +135,9 @@ std::vector<EvalResult> ConfigEvaluator::evaluate(const std::vector<Overrides>& 
       ctx.out_dir = m_work;
       ctx.seed = m_seed;
       try {
-        for (const auto& [name, v] : k->run(c, ctx).metrics) out[i].metrics[name] = v;
+        const sweep::PointResult r = k->run(c, ctx);
+        sweep::check_declared(*k, r);
+        for (const auto& [name, v] : r.metrics) out[i].metrics[name] = v;
         out[i].ok = true;
       } catch (const InputError& e) {
         out[i].error = e.what();

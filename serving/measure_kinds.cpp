@@ -172,17 +172,114 @@ PointResult run_break_even_kind(const ConfigNode& config, const PointContext&) {
   return out;
 }
 
+// Columns both measuring kinds share: the load rates of docs/metrics.md's "Load rates of
+// isolated requests", the analytic model's peak rates, and what bound the load.
+const sweep::KindColumn kH2dLoad{
+    "h2d_load_bytes_per_s", "B/s",
+    "KV bytes one GPU loaded / the request's whole load time, tier software included (not "
+    "h2d_effective_*, which divides by link-busy time)"};
+const sweep::KindColumn kH2dLoadNode{"h2d_load_node_bytes_per_s", "B/s",
+                                     "the same for the TP group's GPUs together"};
+const sweep::KindColumn kH2dLoadModel{
+    "h2d_load_model_bytes_per_s", "B/s",
+    "K · B_kv of the model / load time: KV heads replicated over the TP ranks counted once"};
+const sweep::KindColumn kH2dPeak{
+    "h2d_peak_bytes_per_s", "B/s",
+    "the analytic model's link rate per GPU: the host link's per-direction peak after encoding"};
+const sweep::KindColumn kComputePeak{"compute_peak_flops", "FLOP/s",
+                                     "the analytic model's compute rate per GPU: the dense peak"};
+const sweep::KindColumn kBoundShare{
+    "load_bound_share_*", "1",
+    "share of the load time each bound held (software, read_tags, sm_inflight, link, host_dram, "
+    "socket_link, hbm; summing to 1; empty when nothing was loaded; docs/metrics.md)"};
+
 const sweep::KindRegistration kIsolatedKind{
-    {"isolated", "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
-     run_isolated_kind}};
+    {"isolated",
+     "one isolated request (K cached, T new; warm tier) on the simulator beside Eq. 3",
+     run_isolated_kind,
+     false,
+     true,
+     {{"k", "tokens", "cached tokens loaded (measure.k rounded down to whole tier chunks)"},
+      {"t", "tokens", "new tokens computed (measure.t, default 128)"},
+      {"kappa_ratio", "1", "κ = k / t"},
+      {"load_s", "s", "the request's KV load, tier software included"},
+      {"compute_s", "s", "its prefill compute"},
+      {"ttft_s", "s", "its time to first token (isolated: no queue)"},
+      {"p_oh", "1", "load_s / compute_s"},
+      {"attainable_flops", "FLOP/s",
+       "F_pf / TP · t / ttft_s: the simulated point on the analytic roofline's axis (the analytic "
+       "model's FLOP convention)"},
+      kH2dLoad,
+      kH2dLoadNode,
+      kH2dLoadModel,
+      {"analytic_load_s", "s", "Eq. 3's transfer time on the same inputs at the peak rates"},
+      {"analytic_compute_s", "s", "Eq. 3's compute time, attention FLOPs included"},
+      {"analytic_p_oh", "1", "analytic_load_s / analytic_compute_s"},
+      {"analytic_ttft_serial_s", "s", "load then compute (Eq. 3, serial)"},
+      {"analytic_attainable_serial_flops", "FLOP/s", "the analytic roofline, load then compute"},
+      {"analytic_attainable_overlap_flops", "FLOP/s",
+       "the analytic roofline, load overlapped with compute"},
+      {"kappa_crit_analytic", "1", "Eq. 6 at the peak rates"},
+      kComputePeak,
+      kH2dPeak,
+      {"t_*_s", "s",
+       "the request's time by category, as requests.csv's t_<category>_s (queue, sched_software, "
+       "load_software, load_link, load_wait, compute, store, step_overhead)"},
+      kBoundShare}}};
 const sweep::KindRegistration kKappaCritKind{
     {"kappa-crit",
      "κ_crit measured on the simulator (load = compute crossing) beside the analytic κ_crit",
-     run_kappa_crit_kind}};
+     run_kappa_crit_kind,
+     false,
+     true,
+     {{"t", "tokens", "new tokens per request (measure.t, default 128)"},
+      {"kappa_crit_simulated", "1",
+       "κ = K / T where the simulated load time equals the compute time, interpolated in log-log "
+       "on a grid of whole tier chunks; empty outside the grid (link_never_binds, "
+       "link_binds_from_start)"},
+      {"kappa_crit_analytic_peak", "1", "Eq. 6 at the link's and the GPU's peak rates"},
+      {"kappa_crit_analytic_effective", "1",
+       "Eq. 6 with h2d_load_bytes_per_s for the link and the peak compute"},
+      {"kappa_crit_analytic_effective_compute", "1",
+       "Eq. 6 with h2d_load_bytes_per_s and compute_effective_flops: kappa_crit_simulated by "
+       "construction (both rates are read at its crossing), a bookkeeping check, not a test of "
+       "Eq. 6"},
+      {kH2dLoad.name, kH2dLoad.unit, kH2dLoad.doc + ", at the crossing (interpolated)"},
+      {kH2dLoadNode.name, kH2dLoadNode.unit, kH2dLoadNode.doc + ", at the crossing"},
+      {kH2dLoadModel.name, kH2dLoadModel.unit, kH2dLoadModel.doc + ", at the crossing"},
+      kH2dPeak,
+      {"compute_effective_flops", "FLOP/s",
+       "F_pf / TP · T / compute time at the crossing: the compute rate Eq. 3 would need to give "
+       "the simulated step's time"},
+      kComputePeak,
+      {"kappa_max", "1", "the grid's largest κ (bounded by the GPUs' KV cache)"},
+      {"link_never_binds", "1", "1 when load stayed below compute up to kappa_max"},
+      {"link_binds_from_start", "1", "1 when load already exceeded compute at κ = 1"},
+      {kBoundShare.name, kBoundShare.unit,
+       kBoundShare.doc + "; at the crossing, else at the "
+                         "largest κ"}}}};
 const sweep::KindRegistration kBreakEvenKind{
     {"break-even",
      "the cached prefix from which loading it beats recomputing it, simulated beside analytic",
-     run_break_even_kind}};
+     run_break_even_kind,
+     false,
+     true,
+     {{"t", "tokens", "new tokens after the prefix (measure.t, default 16)"},
+      {"break_even_k_simulated", "tokens",
+       "the smallest cached prefix K from which a hit (K loaded, T computed) is no slower than "
+       "recomputing K + T at every larger grid K, interpolated; empty above the grid"},
+      {"break_even_from_start", "1",
+       "1 when the hit was no slower already at k_min (break_even_k_simulated is then a bound)"},
+      {"break_even_never", "1", "1 when the hit was still slower at k_max"},
+      {"break_even_k_analytic", "tokens",
+       "the same from Eq. 3 with attention FLOPs and no software, on the same inputs"},
+      {"break_even_analytic_from_start", "1", "as break_even_from_start, analytic"},
+      {"break_even_analytic_never", "1", "as break_even_never, analytic"},
+      {"k_min", "tokens", "the grid's first K: one tier chunk"},
+      {"k_max", "tokens", "the grid's last K: what the GPUs' KV cache holds less T, at most 1e6"},
+      {"ttft_hit_at_k_min_s", "s", "the hit's TTFT at k_min"},
+      {"ttft_miss_at_k_min_s", "s", "the recompute's TTFT at k_min"},
+      {"speedup_at_k_max", "1", "the recompute's TTFT / the hit's at k_max"}}}};
 
 }  // namespace
 

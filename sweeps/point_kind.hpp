@@ -51,6 +51,17 @@ struct PointResult {
 // escapes, or a crash, is recorded as failed. Either way the rest of the sweep goes on.
 using PointFn = std::function<PointResult(const ConfigNode& config, const PointContext& ctx)>;
 
+// One column a kind writes to a sweep's results.csv, declared once beside the kind (the house
+// rule of serving/stat_catalog, which declares a serving run's requests.csv and summary.json):
+// its name, unit and definition. A family is one declaration for many columns: one '*' in the
+// name stands for any run of characters ("load_bound_share_*", "t_*_s"). `kappasim metrics kinds`
+// and docs/metrics.md's table of them come from these.
+struct KindColumn {
+  std::string name;
+  std::string unit;  // "s", "B/s", "FLOP/s", "tokens", "1" (a ratio, a count or a flag)
+  std::string doc;
+};
+
 struct PointKind {
   std::string name;
   std::string doc;  // one line for `kappasim sweep kinds` and `kappasim list sweep-kind`
@@ -66,8 +77,21 @@ struct PointKind {
   // ext4's allocator must skip for a while). Such a kind's out_dir names a folder that does not
   // exist, so a file written there fails loudly.
   bool files = true;
+  // The columns its points write, in their order. A kind that declares them may write no other
+  // (check_declared); one that declares none (run and cluster: their figures are summary.json's,
+  // declared in serving/stat_catalog) is not checked here.
+  std::vector<KindColumn> columns{};
   explicit operator bool() const { return static_cast<bool>(run); }  // registered (not empty)
 };
+
+// Whether `metric` is one of `kind`'s declared columns (by name, or a family's pattern).
+bool declares(const PointKind& kind, const std::string& metric);
+// std::logic_error naming the kind and the metric when a kind that declares its columns returned
+// one it does not declare (an internal error: the point is recorded as failed).
+void check_declared(const PointKind& kind, const PointResult& result);
+// The declared columns of every kind that declares them, as docs/metrics.md's Markdown table
+// (kind, column, unit, definition; kinds by name, columns in their order), a trailing newline.
+std::string kind_columns_markdown();
 
 // The sweep kinds' name registry (core/registry.hpp's NamedRegistry; config key: the sweep
 // spec's `kind`, the point command's --kind).

@@ -1,5 +1,6 @@
 // kappasim metrics: the declared output statistics (serving/stat_catalog): requests.csv's columns
-// and summary.json's figures with unit, aggregation, presence and definition; --markdown prints
+// and summary.json's figures with unit, aggregation, presence and definition, and the columns
+// the measuring sweep kinds write (sweeps/point_kind: PointKind::columns); --markdown prints
 // docs/metrics.md's tables, --update FILE regenerates a doc's marked tables in place.
 #include <cerrno>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "core/output.hpp"
 #include "core/table.hpp"
 #include "serving/stat_catalog.hpp"
+#include "sweeps/point_kind.hpp"
 
 namespace kappasim::cli {
 
@@ -21,9 +23,10 @@ int cmd_metrics(const std::vector<std::string>& args) {
       "Usage: kappasim metrics [TABLE] [--format table|csv|json] [--keys]\n"
       "       kappasim metrics TABLE --markdown      (docs/metrics.md's table)\n"
       "       kappasim metrics --update FILE.md      (regenerate FILE's marked tables)\n"
-      "TABLE: requests (requests.csv's columns), summary (summary.json's figures) or\n"
-      "aggregations (what each aggregation means); without TABLE, requests and summary.\nOptions");
-  desc.add_options()("table", po::value(&which), "requests | summary | aggregations")(
+      "TABLE: requests (requests.csv's columns), summary (summary.json's figures),\n"
+      "aggregations (what each aggregation means) or kinds (the columns the sweep kinds that\n"
+      "declare theirs write to results.csv); without TABLE, requests and summary.\nOptions");
+  desc.add_options()("table", po::value(&which), "requests | summary | aggregations | kinds")(
       "format", po::value(&format), "table (default), csv or json")(
       "keys", po::bool_switch(&keys),
       "one row per output key (families, tier levels expanded) instead of per declaration")(
@@ -42,7 +45,8 @@ int cmd_metrics(const std::vector<std::string>& args) {
     std::string text;
     errno = 0;
     if (!read_text_file(update, text)) throw file_error("cannot read '" + update + "'", errno);
-    const std::string spliced = splice_generated_tables(text, update);
+    const std::string spliced =
+        splice_generated_tables(text, update, {{"kinds", sweep::kind_columns_markdown()}});
     if (spliced != text) write_file_atomic(update, spliced);
     std::cout << update << (spliced == text ? ": tables up to date\n" : ": tables regenerated\n");
     return 0;
@@ -50,12 +54,20 @@ int cmd_metrics(const std::vector<std::string>& args) {
   if (markdown) {
     if (which.empty())
       throw InputError(
-          "kappasim metrics --markdown: name the TABLE (requests, summary or "
-          "aggregations)");
-    std::cout << stat_markdown(parse_stat_table(which));
+          "kappasim metrics --markdown: name the TABLE (requests, summary, aggregations or "
+          "kinds)");
+    std::cout << (which == "kinds" ? sweep::kind_columns_markdown()
+                                   : stat_markdown(parse_stat_table(which)));
     return 0;
   }
   const Format f = parse_format(format);
+  if (which == "kinds") {
+    Table t({"kind", "column", "unit", "definition"});
+    for (const sweep::PointKind& k : sweep::kinds().all())
+      for (const sweep::KindColumn& c : k.columns) t.add_row({k.name, c.name, c.unit, c.doc});
+    std::cout << t.render(f);
+    return 0;
+  }
   std::vector<StatTable> tables;
   if (which.empty())
     tables = {StatTable::RequestsCsv, StatTable::Summary};

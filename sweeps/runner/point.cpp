@@ -67,6 +67,7 @@ void run_point(const PointRunOptions& o) {
   ctx.out_dir = staging;
   ctx.seed = o.seed;
   const PointResult result = k.run(node, ctx);
+  check_declared(k, result);
   fs::remove_all(o.out + "/files", ec);
   if (k.files && !fs::is_empty(staging, ec)) {
     fs::rename(staging, o.out + "/files", ec);

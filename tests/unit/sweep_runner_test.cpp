@@ -69,6 +69,33 @@ TEST(SweepKinds, RegistryListsByNameWhateverTheOrderOfRegistration) {
   EXPECT_THROW(r.add({"mid", "again", fn}), std::logic_error);
 }
 
+// A kind that declares its columns may return no other: a family's '*' stands for any run of
+// characters (at least one); a kind without declarations is not checked.
+TEST(SweepKinds, DeclaredColumnsAndFamilies) {
+  sweep::PointKind k{"k", "doc", [](const ConfigNode&, const sweep::PointContext&) {
+                       return sweep::PointResult{};
+                     }};
+  sweep::PointResult r;
+  r.metrics = {{"x", 1}, {"share_link", 0.5}, {"t_queue_s", 0}};
+  EXPECT_NO_THROW(sweep::check_declared(k, r));  // declares nothing: not checked
+  k.columns = {{"x", "1", "an x"}, {"share_*", "1", "shares"}, {"t_*_s", "s", "times"}};
+  EXPECT_TRUE(sweep::declares(k, "share_link"));
+  EXPECT_FALSE(sweep::declares(k, "share_"));  // the '*' stands for at least one character
+  EXPECT_TRUE(sweep::declares(k, "t_queue_s"));
+  EXPECT_FALSE(sweep::declares(k, "t_queue"));
+  EXPECT_FALSE(sweep::declares(k, "t_s"));
+  EXPECT_FALSE(sweep::declares(k, "y"));
+  EXPECT_NO_THROW(sweep::check_declared(k, r));
+  r.metrics.emplace_back("y", 2);
+  try {
+    sweep::check_declared(k, r);
+    ADD_FAILURE() << "an undeclared column passed";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep kind 'k' wrote column 'y'"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The pure layers' kinds register themselves (this binary links kappasim_kinds and calls no
 // registration function): kappa (models/analytic), design (models/design), selftest (sweeps).
 TEST(SweepKinds, DomainsRegisterTheirOwnKinds) {
