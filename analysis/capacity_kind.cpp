@@ -40,7 +40,31 @@ const sweep::KindRegistration kCapacityKind{
     {"capacity",
      "capacity at a TTFT SLO (capacity: {slo_ttft, percentile, replicates, ...}): the steady-state "
      "throughput's mean and t interval over replicates, TTFT at 0.8 x capacity",
-     capacity_kind}};
+     capacity_kind,
+     false,
+     true,
+     {{"capacity_rps", "Hz",
+       "capacity: the served rate at the search's last offered rate whose window TTFT quantile "
+       "met the SLO, the mean over the replicates that met it"},
+      {"capacity_rps_sd", "Hz", "its standard deviation over those replicates"},
+      {"capacity_rps_lo", "Hz", "the 95% Student-t interval's lower end"},
+      {"capacity_rps_hi", "Hz", "its upper end"},
+      {"capacity_offered_rps", "Hz", "the mean offered rate at capacity"},
+      {"capacity_lower_bound", "1",
+       "1 when some replicate met the SLO at the top of the searched rates (capacity is then a "
+       "lower bound)"},
+      {"replicates_met", "1", "replicates that met the SLO at some rate"},
+      {"replicates_never_met", "1", "replicates that met it at no rate searched"},
+      {"at_capacity_arrival_rps", "Hz", "arrival rate in the window at capacity (mean)"},
+      {"at_capacity_ttft_q_s", "s", "the window's TTFT quantile at capacity (mean)"},
+      {"at_capacity_tier_hit_rate", "1", "the tier hit rate at capacity (mean)"},
+      {"at_fraction_offered_rps", "Hz", "the rate capacity.fraction x capacity, probed again"},
+      {"at_fraction_served_rps", "Hz", "served rate there (mean over replicates)"},
+      {"at_fraction_ttft_p50_s", "s", "median TTFT there (mean over replicates)"},
+      {"at_fraction_ttft_p90_s", "s", "90th-percentile TTFT there (mean)"},
+      {"at_fraction_ttft_p99_s", "s", "99th-percentile TTFT there (mean)"},
+      {"at_fraction_ttft_q_s", "s", "the SLO's TTFT quantile there (mean)"},
+      {"probes", "1", "capacity-probe runs made"}}}};
 
 }  // namespace
 

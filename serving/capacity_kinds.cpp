@@ -91,7 +91,22 @@ const sweep::KindRegistration kCapacityProbeKind{
     {"capacity-probe",
      "one serving run at workload.rate measured in its steady-state window (window: {warmup, "
      "percentile}): offered, arrival and served rps, window TTFT quantiles (measure capacity)",
-     capacity_probe}};
+     capacity_probe,
+     false,
+     true,
+     {{"offered_rps", "Hz", "the rate offered (workload.rate)"},
+      {"arrival_rps", "Hz", "requests arrived per second in the steady-state window"},
+      {"served_rps", "Hz", "requests whose first token came within the window, per second"},
+      {"window_start_s", "s", "the window's start (after window.warmup of the requests)"},
+      {"window_end_s", "s", "the window's end"},
+      {"window_requests", "1", "requests in the window"},
+      {"ttft_q_s", "s", "the window's TTFT at window.percentile"},
+      {"ttft_p50_s", "s", "the window's median TTFT"},
+      {"ttft_p90_s", "s", "the window's 90th-percentile TTFT"},
+      {"ttft_p99_s", "s", "the window's 99th-percentile TTFT"},
+      {"tier_hit_rate", "1", "as summary.json's, over the whole run"},
+      {"requests_rejected", "1", "as summary.json's, over the whole run"},
+      {"throughput_rps", "Hz", "as summary.json's, over the whole run"}}}};
 
 }  // namespace
 

@@ -86,7 +86,13 @@ const KindRegistration kSelftestKind{
     {"selftest",
      "tests the sweep machinery: {x, sleep, fail: none|exit|abort|segv|invalid, workload: "
      "{seed}} -> {x, x2, point_seed_hi, point_seed_lo}",
-     selftest_point}};
+     selftest_point,
+     false,
+     true,
+     {{"x", "1", "the config's x"},
+      {"x2", "1", "x squared"},
+      {"point_seed_hi", "1", "with a workload: the point's seed, its upper 32 bits"},
+      {"point_seed_lo", "1", "with a workload: its lower 32 bits"}}}};
 
 }  // namespace
 

@@ -97,7 +97,36 @@ PointResult kappa_point(const ConfigNode& config, const PointContext&) {
 const sweep::KindRegistration kKappaKind{
     {"kappa",
      "the analytic κ model (kappasim kappa) for {model, system, serving: {tp, kv_dtype}, K, T}",
-     kappa_point, /*batch=*/true, /*files=*/false}};
+     kappa_point,
+     /*batch=*/true,
+     /*files=*/false,
+     {{"n_active_params", "1", "active parameters per token, whole model"},
+      {"b_kv_bytes", "B", "KV bytes per token, whole model (B_kv)"},
+      {"b_kv_gpu_bytes", "B", "KV bytes per token one GPU holds, replicated KV heads included"},
+      {"f_pf_flops", "FLOP", "prefill FLOPs per new token, whole model, by the F_pf convention"},
+      {"compute_flops", "FLOP/s", "C_eff per GPU: the dense peak of the precision"},
+      {"bandwidth_bytes_per_s", "B/s", "BW per GPU: the host link's per-direction peak share"},
+      {"kappa_m", "1", "κ_M per GPU: (F_pf / TP) / b_kv_gpu_bytes"},
+      {"kappa_hw", "1", "κ_HW: bandwidth_bytes_per_s / compute_flops"},
+      {"kappa_crit", "1", "Eq. 6: κ_M · κ_HW"},
+      {"f_attention_flops", "FLOP",
+       "attention FLOPs per new token at (K, T), causal (with K or T given)"},
+      {"kappa_crit_attention", "1", "κ_crit with the attention FLOPs added to F_pf"},
+      {"kappa_ratio", "1", "K / T (with both given)"},
+      {"t_transfer_s", "s", "Eq. 3's KV transfer time per GPU at the peak link rate"},
+      {"t_compute_s", "s", "Eq. 3's compute time per GPU at the peak, F = F_pf"},
+      {"ttft_s", "s", "t_transfer_s + t_compute_s (serial)"},
+      {"p_oh", "1", "t_transfer_s / t_compute_s"},
+      {"utilization", "1", "1 / (1 + p_oh)"},
+      {"t_compute_attention_s", "s", "the compute time with F = F_pf + attention"},
+      {"ttft_attention_s", "s", "t_transfer_s + t_compute_attention_s"},
+      {"p_oh_attention", "1", "t_transfer_s / t_compute_attention_s"},
+      {"utilization_attention", "1", "1 / (1 + p_oh_attention)"},
+      {"tier_*_bandwidth_bytes_per_s", "B/s",
+       "per tier below DRAM (cxl, nvme, nvme_gds; dram): the load rate per GPU with every GPU "
+       "loading from it at once (models/analytic/tier_kappa)"},
+      {"kappa_crit_*", "1", "per tier: κ_M · that tier's load rate / C_eff"},
+      {"usd_per_gb_*", "USD/GB", "per tier with a price: its assumed price per GB"}}}};
 
 }  // namespace
 
