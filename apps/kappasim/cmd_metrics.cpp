@@ -1,6 +1,6 @@
 // kappasim metrics: the declared output statistics (serving/stat_catalog): requests.csv's columns
 // and summary.json's figures with unit, aggregation, presence and definition, and the columns
-// the measuring sweep kinds write (sweeps/point_kind: PointKind::columns); --markdown prints
+// the sweep kinds write to results.csv (sweeps/point_kind: PointKind::columns); --markdown prints
 // docs/metrics.md's tables, --update FILE regenerates a doc's marked tables in place.
 #include <cerrno>
 #include <iostream>
@@ -18,14 +18,15 @@ int cmd_metrics(const std::vector<std::string>& args) {
   std::string which, format = "table", update;
   bool markdown = false, keys = false;
   po::options_description desc(
-      "kappasim metrics: the statistics a serving run writes, each declared once "
-      "(serving/stat_catalog.cpp; docs/metrics.md)\n"
+      "kappasim metrics: the statistics a serving run and the sweep kinds write, each declared "
+      "once (serving/stat_catalog.cpp, each kind's PointKind::columns; docs/metrics.md)\n"
       "Usage: kappasim metrics [TABLE] [--format table|csv|json] [--keys]\n"
       "       kappasim metrics TABLE --markdown      (docs/metrics.md's table)\n"
       "       kappasim metrics --update FILE.md      (regenerate FILE's marked tables)\n"
       "TABLE: requests (requests.csv's columns), summary (summary.json's figures),\n"
-      "aggregations (what each aggregation means) or kinds (the columns the sweep kinds that\n"
-      "declare theirs write to results.csv); without TABLE, requests and summary.\nOptions");
+      "aggregations (what each aggregation means) or kinds (the columns the sweep kinds write\n"
+      "to results.csv; run and cluster write summary's); without TABLE, requests and summary.\n"
+      "Options");
   desc.add_options()("table", po::value(&which), "requests | summary | aggregations | kinds")(
       "format", po::value(&format), "table (default), csv or json")(
       "keys", po::bool_switch(&keys),
