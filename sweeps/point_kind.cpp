@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/table.hpp"
+
 namespace kappasim::sweep {
 
 KindRegistry& kinds() {
@@ -33,12 +35,17 @@ void check_declared(const PointKind& kind, const PointResult& result) {
                              "', which it does not declare (PointKind::columns)");
 }
 
-std::string kind_columns_markdown() {
-  std::string md = "| kind | column | unit | definition |\n|---|---|---|---|\n";
+std::vector<std::vector<std::string>> kind_column_rows() {
+  std::vector<std::vector<std::string>> rows;
   for (const PointKind& k : kinds().all())
-    for (const KindColumn& c : k.columns)
-      md += "| " + k.name + " | `" + c.name + "` | " + c.unit + " | " + c.doc + " |\n";
-  return md;
+    for (const KindColumn& c : k.columns) rows.push_back({k.name, c.name, c.unit, c.doc});
+  return rows;
+}
+
+std::string kind_columns_markdown() {
+  std::vector<std::vector<std::string>> rows = kind_column_rows();
+  for (auto& r : rows) r[1] = "`" + r[1] + "`";
+  return markdown_table(kKindColumnHeader, rows);
 }
 
 }  // namespace kappasim::sweep

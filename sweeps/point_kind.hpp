@@ -89,8 +89,11 @@ bool declares(const PointKind& kind, const std::string& metric);
 // std::logic_error naming the kind and the metric when a kind that declares its columns returned
 // one it does not declare (an internal error: the point is recorded as failed).
 void check_declared(const PointKind& kind, const PointResult& result);
-// The declared columns of every kind that declares them, as docs/metrics.md's Markdown table
-// (kind, column, unit, definition; kinds by name, columns in their order), a trailing newline.
+// The declared columns of every kind that declares them, one row each (kKindColumnHeader: kinds
+// by name, columns in their order), and the same as docs/metrics.md's Markdown table (the
+// column names in backticks; a trailing newline).
+inline const std::vector<std::string> kKindColumnHeader = {"kind", "column", "unit", "definition"};
+std::vector<std::vector<std::string>> kind_column_rows();
 std::string kind_columns_markdown();
 
 // The sweep kinds' name registry (core/registry.hpp's NamedRegistry; config key: the sweep

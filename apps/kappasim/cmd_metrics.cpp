@@ -63,9 +63,8 @@ int cmd_metrics(const std::vector<std::string>& args) {
   }
   const Format f = parse_format(format);
   if (which == "kinds") {
-    Table t({"kind", "column", "unit", "definition"});
-    for (const sweep::PointKind& k : sweep::kinds().all())
-      for (const sweep::KindColumn& c : k.columns) t.add_row({k.name, c.name, c.unit, c.doc});
+    Table t(sweep::kKindColumnHeader);
+    for (const auto& row : sweep::kind_column_rows()) t.add_row({row.begin(), row.end()});
     std::cout << t.render(f);
     return 0;
   }
