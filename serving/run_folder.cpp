@@ -43,10 +43,20 @@ std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Tot
   // issue 26 item 16: lower tiers that hold the whole working set are no reason to warn.
   const double held = hierarchy_capacity_bytes(spec.serving.tiers, totals.tier_capacity_bytes);
   if (!(totals.tier_working_set_bytes > held)) return "";
+  // Too small, but nothing came of it: no evicted chunk was stored again and none was dropped,
+  // so every prefix the tier lost was never asked for again (a stream without reuse, such as
+  // the Vidur comparison's unique prompts). The summary's tier_working_set_fits still says 0.
+  if (totals.tier_restored_chunks == 0 && totals.tier_dropped_chunks == 0) return "";
   const bool lower = held > totals.tier_capacity_bytes;
+  // For reading: 3 significant digits ("6.9 TB", not "6.90432770048 TB"), more only where the
+  // two sizes would otherwise print alike (a working set just over its capacity).
+  int digits = 3;
+  while (digits < 17 && format_quantity_approx(totals.tier_working_set_bytes, dim::bytes, digits) ==
+                            format_quantity_approx(held, dim::bytes, digits))
+    ++digits;
   return "the KV tier's working set (" +
-         format_quantity(totals.tier_working_set_bytes, dim::bytes) +
-         ") does not fit its capacity (" + format_quantity(held, dim::bytes) +
+         format_quantity_approx(totals.tier_working_set_bytes, dim::bytes, digits) +
+         ") does not fit its capacity (" + format_quantity_approx(held, dim::bytes, digits) +
          (lower ? ", DRAM and the tiers below it" : "") +
          "): prefixes are evicted and stored again (summary.json: tier_working_set_fits = 0, "
          "tier_restored_chunks; set serving.tier_capacity" +

@@ -25,7 +25,8 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
 
 // The warning `kappasim run` prints, and a sweep's run point records (issue 26 item 21), when the
 // KV tier's working set fits neither DRAM nor, with serving.tiers, the hierarchy below it (the
-// tier thrashes: prefixes are evicted and stored again); "" when it fits.
+// tier thrashes: prefixes are evicted and stored again); "" when it fits, or when it does not
+// but no evicted chunk was stored again and none was dropped (nothing was lost that was reused).
 std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Totals& totals);
 
 struct RunFolderResult {

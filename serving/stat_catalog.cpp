@@ -559,7 +559,8 @@ std::vector<StatDecl> make_summary() {
           [](const In& x) { return x.t.tier_working_set_bytes; }));
   add(fig("tier_working_set_fits", "1", A::Flag,
           "tier_working_set_bytes ≤ tier_capacity_bytes: the DRAM tier alone holds the working set "
-          "(`kappasim run` warns when DRAM and the tiers below it together do not)",
+          "(`kappasim run` warns when DRAM and the tiers below it together do not and an evicted "
+          "chunk was stored again or one dropped: tier_restored_chunks, tier_dropped_chunks)",
           [](const In& x) {
             return x.t.tier_working_set_bytes <= x.t.tier_capacity_bytes ? 1.0 : 0.0;
           }));

@@ -136,16 +136,18 @@ TEST(CapacityCli, BadInputsAndNeverMet) {
 }
 
 // issue 26 item 21: a run point whose DRAM tier overflows records the warning kappasim run
-// prints, and the sweep's final output counts and names it. 20 ShareGPT requests of Llama-3.1-8B
-// hold far more than 1 GB of KV prefixes; 100 GB holds them.
+// prints, and the sweep's final output counts and names it. 20 NarrativeQA requests of
+// Llama-3.1-8B re-read documents whose KV (about 170 GB) 20 GB cannot hold, so the warmed tier's
+// documents are evicted and stored again; 1 TB holds them. (20 ShareGPT requests, used before,
+// hold more than 1 GB but reuse nothing a small tier loses: no warning now.)
 TEST(CapacityCli, SweepCountsAndNamesThePointsThatWarned) {
   const std::string spec = write("warn.yaml",
                                  "name: warn\nkind: run\n"
                                  "config:\n  model: llama-3.1-8b\n  system: h100\n"
-                                 "  serving: {tp: 1}\n"
-                                 "  workload: {type: sharegpt, requests: 20, rate: 5}\n"
+                                 "  serving: {tp: 1, warm_tier: true}\n"
+                                 "  workload: {type: narrativeqa, requests: 20, rate: 5}\n"
                                  "axes:\n  - key: serving.tier_capacity\n"
-                                 "    values: [\"1 GB\", \"100 GB\"]\n");
+                                 "    values: [\"20 GB\", \"1 TB\"]\n");
   const fs::path out = scratch() / "warn";
   Result r = run("sweep " + spec + " --out " + out.string() + " -j 2");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -217,12 +219,12 @@ TEST(CapacityCli, SweepPresetDirReachesTheCapacityProbes) {
 }
 
 // issue 26 item 21: sensitivity names a base run (at any of its seeds) whose tier overflows
-// (20 ShareGPT requests hold far more than 1 GB of KV prefixes) instead of using it silently.
+// (20 NarrativeQA requests' documents, warmed, thrash a 20 GB tier) instead of using it silently.
 TEST(CapacityCli, SensitivitySaysWhenItsBaseWarned) {
   const std::string cfg = write("ov.yaml",
                                 "model: llama-3.1-8b\nsystem: h100\n"
-                                "serving: {tp: 1, tier_capacity: 1 GB}\n"
-                                "workload: {type: sharegpt, requests: 20, rate: 5, seed: 1}\n");
+                                "serving: {tp: 1, warm_tier: true, tier_capacity: 20 GB}\n"
+                                "workload: {type: narrativeqa, requests: 20, rate: 5, seed: 1}\n");
   Result r = run("sensitivity " + cfg +
                  " --metric ttft_mean_s --only serving.step_overhead --seeds 2 -j 2");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -84,6 +84,29 @@ TEST(RunFolder, WithoutRequestsOrTraceOnlyTheSummaryIsWritten) {
   fs::remove_all(dir);
 }
 
+// The overflow warning is read, not parsed back: sizes at 3 significant digits, with more only
+// where the two would print alike. Sizes by hand: 6,904,327,700,480 B is 6.9 TB at 3 digits; a working set
+// 0.1% over a 40 GB tier needs 4 digits (40.04 GB against 40 GB) to show it is larger. A tier
+// too small for a stream without reuse (no chunk stored again, none dropped) lost nothing.
+TEST(RunFolder, TheTierOverflowWarningPrintsSizesToRead) {
+  const RunSpec spec = small_run(false);
+  SummaryBuilder::Totals t;
+  t.tier_capacity_bytes = 40e9;
+  t.tier_working_set_bytes = 30e9;
+  EXPECT_EQ(tier_overflow_warning(spec, t), "");  // it fits: no warning
+  t.tier_working_set_bytes = 6904327700480.0;
+  EXPECT_EQ(tier_overflow_warning(spec, t), "");  // too small, but nothing was stored again
+  t.tier_restored_chunks = 1;
+  const std::string big = tier_overflow_warning(spec, t);
+  EXPECT_NE(big.find("working set (6.9 TB) does not fit its capacity (40 GB)"), std::string::npos)
+      << big;
+  t.tier_working_set_bytes = 40.04e9;
+  const std::string near = tier_overflow_warning(spec, t);
+  EXPECT_NE(near.find("working set (40.04 GB) does not fit its capacity (40 GB)"),
+            std::string::npos)
+      << near;
+}
+
 }  // namespace
 }  // namespace run_folder_test
 }  // namespace kappasim
