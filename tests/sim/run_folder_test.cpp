@@ -85,9 +85,9 @@ TEST(RunFolder, WithoutRequestsOrTraceOnlyTheSummaryIsWritten) {
 }
 
 // The overflow warning is read, not parsed back: sizes at 3 significant digits, with more only
-// where the two would print alike. Sizes by hand: 6,904,327,700,480 B is 6.9 TB at 3 digits; a working set
-// 0.1% over a 40 GB tier needs 4 digits (40.04 GB against 40 GB) to show it is larger. A tier
-// too small for a stream without reuse (no chunk stored again, none dropped) lost nothing.
+// where the two would print alike. Sizes by hand: 6,904,327,700,480 B is 6.9 TB at 3 digits; a
+// working set 0.1% over a 40 GB tier needs 4 digits (40.04 GB against 40 GB) to show it is larger.
+// A tier too small for a stream without reuse (no chunk stored again, none dropped) lost nothing.
 TEST(RunFolder, TheTierOverflowWarningPrintsSizesToRead) {
   const RunSpec spec = small_run(false);
   SummaryBuilder::Totals t;
