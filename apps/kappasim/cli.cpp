@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -178,6 +180,15 @@ std::vector<double> parse_sizes(const std::string& text) {
   }
   if (out.empty()) throw InputError("--sizes: give at least one size");
   return out;
+}
+
+std::string probe_estimate(double seconds) {
+  char buf[32];
+  for (int digits = 3; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, seconds);
+    if (!(seconds > kMaxProbeSimTimeS) || std::strtod(buf, nullptr) > kMaxProbeSimTimeS) break;
+  }
+  return buf;
 }
 
 double count_option(const std::string& option, const std::string& text) {

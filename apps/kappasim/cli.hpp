@@ -88,9 +88,14 @@ bool ttft_end_to_end_option(const std::string& text);
 
 // The most simulated time one probe may ask for (issue 12, item 8): one day. SystemC's 1 ps time
 // base holds 2^63 ps ≈ 106.7 days; a probe is checked against one day at the model's own
-// estimate (prefill: the same kernel timing the simulation runs; copies: the link's peak rate),
-// which leaves a factor of 100 for copies that run below the link's peak.
+// estimate (prefill: the same kernel timing the simulation runs; copies: the path's rate, the
+// least of its PCIe payload rate, its read tags and a copy kernel's loads in flight).
 inline constexpr double kMaxProbeSimTimeS = 86400;
+
+// A probe's estimated simulated time in the message that refuses it, to 3 significant digits
+// ("1.85e+07"): the refusal needs its order of magnitude, not 16 digits. More digits only where 3
+// would print a value at or below kMaxProbeSimTimeS for one above it.
+std::string probe_estimate(double seconds);
 
 // Adds --preset-dir directories to the registry.
 void add_preset_dirs(const std::vector<std::string>& dirs);

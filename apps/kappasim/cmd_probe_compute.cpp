@@ -155,7 +155,7 @@ int probe_prefill(const std::vector<std::string>& args) {
         prefill_time(m, gpu, tp, T, K, precision, DType::Bf16, stack_profile.launch).compute_time_s;
     if (!(est_s <= kMaxProbeSimTimeS))
       throw InputError("--t / --k: prefilling " + format_number(T) + " new tokens over " +
-                       format_number(K) + " cached ones would take " + format_number(est_s) +
+                       format_number(K) + " cached ones would take " + probe_estimate(est_s) +
                        " s of simulated time; a probe may ask for at most " +
                        format_number(kMaxProbeSimTimeS) + " s (docs/bad-inputs.md)");
   }

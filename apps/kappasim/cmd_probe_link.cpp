@@ -147,8 +147,8 @@ int cmd_probe_link(const std::string& verb, const std::vector<std::string>& args
     const double est_s = rate > 0 ? bytes / rate : 0;
     if (!(est_s <= kMaxProbeSimTimeS))
       throw InputError("--sizes × --blocks × --gpus: " + format_quantity(bytes, dim::bytes) +
-                       " in all would take " + format_number(est_s) + " s of simulated time at " +
-                       rate_what + " (" + format_quantity(rate, dim::bandwidth) +
+                       " in all would take " + probe_estimate(est_s) + " s of simulated time at " +
+                       rate_what + " (" + format_quantity_approx(rate, dim::bandwidth, 4) +
                        "); a probe may ask for at most " + format_number(kMaxProbeSimTimeS) +
                        " s (docs/bad-inputs.md): use fewer or smaller blocks");
   }

@@ -1019,8 +1019,13 @@ TEST(Cli, ArrivalParametersThatCannotDescribeAProcessAreRejected) {
 TEST(Cli, ProbesBeyondTheTimeBaseAreRejected) {
   Result r = run("probe h2d --sizes '1 PB' --blocks 1000");
   EXPECT_EQ(r.code, 2) << r.err;
-  // 1e15 B × 1000 at H100's 63.0 GB/s PCIe 5 x16 per direction: 1.6e7 s > 86400 s.
-  EXPECT_TRUE(has(r.err, "--sizes × --blocks × --gpus: 1 EB in all")) << r.err;
+  // 1e15 B × 1000 at H100's DMA path on PCIe 5 x16, 54.17 GB/s (256 B read completions over
+  // 63.0 GB/s of wire: docs/pcie-model.md): 1e18 / 54.17e9 = 1.85e7 s > 86400 s, printed to the
+  // 3 digits an estimate carries.
+  EXPECT_TRUE(has(r.err,
+                  "--sizes × --blocks × --gpus: 1 EB in all would take 1.85e+07 s of "
+                  "simulated time at the DMA path's rate (54.17 GB/s)"))
+      << r.err;
   EXPECT_TRUE(r.out.empty());
   r = run("probe prefill --model llama-3.1-8b --system h100 --t 100000000000 --coarse");
   EXPECT_EQ(r.code, 2) << r.err;
