@@ -434,7 +434,10 @@ std::vector<StatDecl> make_summary() {
           [](const In& x) {
             return ratio(x.t.h2d_bytes_per_gpu, x.t.link_capacity_Bps * x.t.simulated_time_s);
           }));
-  add(fig("link_busy_fraction", "1", A::Ratio, "link busy time / simulated_time_s (time share)",
+  add(fig("link_busy_fraction", "1", A::Ratio,
+          "link busy time / simulated_time_s (time share, at most 1): the time the GPU's host link "
+          "carried KV loads' copies, from each load's first copy to its last (an async load's "
+          "wait for the copy stream is the previous load's time)",
           [](const In& x) { return ratio(x.t.link_busy_s, x.t.simulated_time_s); }));
   {  // vLLM's automatic prefix caching in HBM (serving.prefix_caching; docs/serving-engine.md)
     auto apc = [&add](const char* name, const char* unit, StatAgg agg, const char* doc,

@@ -31,10 +31,15 @@ double SerialLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_t r
   if (bytes > 0) {
     CopyGroup c;
     ctx.start_copies(c, bytes, copy_units(ls, rc_link), m_copy);
+    // The link is busy from when the copies start: an async load's start_copies first waits for
+    // the previous request's copies on the rank's copy stream (KvPull::begin_copies), a wait
+    // that is that request's link time, not this one's (counted twice, the busy share of an
+    // async run passed 100%).
+    const double t_copies = ctx.now();
     ctx.wait(buffer_s);
     ctx.wait_copies(c);
     ctx.trace_copies(c, "load (" + m_name + ")");
-    stats.link_busy_s += (buffer_s > 0 ? c.g.end_s : ctx.now()) - t_x;
+    stats.link_busy_s += (buffer_s > 0 ? c.g.end_s : ctx.now()) - t_copies;
     const CopySplit s = ctx.split_copies(c, t_x);
     time.load_software_s += s.software;
     time.load_link_s += s.link;

@@ -276,6 +276,12 @@ TEST(ServingEngine, AsyncLoadsOnOneRankOverlapTheNextRequestsCpuWithTheCopies) {
   EXPECT_NEAR(b.load_s, load, 1e-9 * load);
   const double b_end = 2 * load - kNativeFixed;
   EXPECT_NEAR(b.ttft_s, b_end + step, 1e-9 * b_end);
+  // The link carried A's copies, then B's, back to back: 2 x (load - the 0.1 ms of CPU before
+  // the copies) of busy time. B's wait for A's copies is A's link time, not counted again (it
+  // was: an async run's link busy share passed 100%).
+  const double copies = load - kNativeFixed;
+  EXPECT_NEAR(o.totals.link_busy_s, 2 * copies, 1e-9 * copies);
+  EXPECT_LE(o.totals.link_busy_s, o.totals.simulated_time_s);
 }
 
 // The hand-off at step granularity (vLLM v1; docs/serving-stacks.md "When an async load's
