@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "report/format.hpp"
+
 namespace kappasim::report {
 
 const char* const kReplicateNote =
@@ -104,7 +106,7 @@ std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::s
     for (const auto& g : group) key += (key.empty() ? "" : ", ") + g + " " + t.get(r, g);
     if (!index.count(key)) {
       index[key] = out.size();
-      out.push_back({key, "", NAN, NAN, {}, {}});
+      out.push_back({key, "", NAN, NAN, {}, {}, {}});
       choices.emplace_back();
     }
     auto& cs = choices[index[key]];
@@ -129,9 +131,27 @@ std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::s
         b.baseline = v;
         b.baseline_rows = rows;
       }
+      b.choices.emplace_back(t.get(rows[0], choice), rows);
     }
   }
   return out;
+}
+
+std::string rejection_note(const ResultsTable& t, const Best& b) {
+  if (!t.has("requests_rejected") || b.choices.size() < 2) return "";
+  std::string list;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& [name, rows] : b.choices) {
+    const double r = mean_of(t, rows, "requests_rejected");
+    if (!std::isfinite(r)) continue;
+    lo = std::min(lo, r);
+    hi = std::max(hi, r);
+    list += (list.empty() ? "" : ", ") + name + " " + fmt_num(r);
+  }
+  if (!(hi > lo)) return "";
+  return "; over different request sets: requests rejected per replicate " + list +
+         " (prompts larger than the whole KV pool: a choice that rejects more serves only the "
+         "shorter prompts, so its latency is not comparable with the others')";
 }
 
 }  // namespace kappasim::report

@@ -42,9 +42,17 @@ struct Best {
   std::string group, winner;
   double value = NAN, baseline = NAN;  // means over the replicates
   std::vector<std::size_t> winner_rows, baseline_rows;
+  // Every choice of the group and its rows, in the table's order.
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> choices;
 };
 std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::string>& group,
                                  const std::string& choice, const std::string& metric, bool lower,
                                  const std::string& baseline_choice);
+
+// "" when every choice of `b` rejected as many requests per replicate (`requests_rejected`, the
+// prompts larger than the whole KV pool); else a clause saying the choices were judged over
+// different request sets, with each one's mean rejections: a choice that rejects more serves only
+// the shorter prompts, so its latency is not comparable with the others'.
+std::string rejection_note(const ResultsTable& t, const Best& b);
 
 }  // namespace kappasim::report

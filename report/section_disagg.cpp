@@ -492,8 +492,14 @@ std::string handoff_part(const SweepData& study, ConclusionLog* log) {
                                        "above the co-located pool's, within 10×",
                                        "over 10× the co-located pool's"};
     const double share = handoff_share_of(t, best);
-    line << ": TTFT p99 " << kP99[p99_class(ratio)] << ", the hand-off "
-         << (share >= 0.5 ? "most" : "under half") << " of the TTFT p50";
+    // The class is read off replicate means; with a paired interval that contains 0 the
+    // replicates do not resolve it, and the verdict says so.
+    const bool unresolved =
+        p99_class(ratio) > 0 && stats::interval_sign(paired(t, best, colo, "ttft_p99_s")) == 0;
+    line << ": TTFT p99 " << kP99[p99_class(ratio)]
+         << (unresolved ? " by the replicate means (not resolved: the paired interval contains 0)"
+                        : "")
+         << ", the hand-off " << (share >= 0.5 ? "most" : "under half") << " of the TTFT p50";
     bool flips = false, checked = false;
     for (const auto& cr : configs) {
       const std::string label = t.get(cr[0], "handoff");

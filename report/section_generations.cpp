@@ -382,9 +382,14 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
   md << "### 8.8 κ across generations (issue 25)\n\n"
      << "Regime: the analytic model (Eq. 6) per GPU at TP 1, peak dense compute of the precision "
      << "and the host link's peak per GPU and direction (its share where GPUs share an uplink or "
-     << "a C2C port), F_pf = 2·N_active, no attention FLOPs and no software costs: an upper "
-     << "bound on each part's κ_crit, which the simulated rows of 8.1 (A100, H100, B200 classes) "
-     << "put below it. TP divides F_pf and B_kv alike, so these per-GPU figures hold at any TP "
+     << "a C2C port), F_pf = 2·N_active, no attention FLOPs and no software costs. It is not a "
+     << "bound either way: κ_crit goes as BW / C, and a part's achieved compute and link rates "
+     << "fall below their peaks by different fractions. On LMCache's kernel path the simulated "
+     << "κ_crit of 8.1 (A100, H100, B200 classes) sits above it (a 128-token step's achieved "
+     << "compute falls further below its peak than the achieved link rate); on the layer-wise "
+     << "path it sits below it (the stack's per-(layer, chunk) software binds); the simulated "
+     << "rows further down say which, part by part. TP divides F_pf and B_kv alike, so these "
+        "per-GPU figures hold at any TP "
      << "where KV heads do not replicate (8.7 has the node-level layouts). gpt-oss-120b is shown "
      << "twice: with its sliding layers keeping only their window (what the architecture leaves, "
      << "K → ∞) and on the unified KV cache today's stacks run, which keeps every layer's tokens "
@@ -471,10 +476,12 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
     log->add(
         {"8.8",
          "The paper's claim that κ_HW falls generation over generation, BF16 κ_HW ratio: " + steps,
-         "analytic per GPU at TP 1, peak compute and peak link per GPU (an upper bound)",
+         "analytic per GPU at TP 1, peak compute and peak link per GPU (not a bound: the "
+         "simulated κ_crit sits above it on the kernel path, below it on the layer-wise path)",
          "datasheet peaks; the link share per GPU where GPUs share an uplink (each preset's "
          "tags)",
-         "analytic (no stack software); the simulated rows of 8.8 sit below it"});
+         "analytic (no stack software); the simulated rows of 8.8 give each part's achieved "
+         "κ_crit"});
   for (const Pair& p : kLinkFixes) {
     const GenerationRow* a = find_row(bf16.rows, p.from);
     const GenerationRow* b = find_row(bf16.rows, p.to);
@@ -567,7 +574,7 @@ std::string section_generations(const GenerationsKappa& bf16, const GenerationsK
          << " B per token): " << top->hybrid_note << ".\n";
   }
   if (variants_sim) variants_simulated(md, *variants_sim, log);
-  md << "\nAssumptions these rows hinge on: peak compute and peak link (Eq. 6's upper bound; "
+  md << "\nAssumptions these rows hinge on: peak compute and peak link (Eq. 6 at the peaks; "
      << "the achieved fractions differ by part); the per-GPU split of a shared C2C port (GB200, "
      << "GB300, VR200: an even split, not published) and of a shared PCIe uplink (DGX A100, "
      << "L40S and RTX PRO servers); announced, not measured, figures for VR200, Rubin CPX and "

@@ -102,7 +102,7 @@ std::string section_kv_compression(const SweepData& study, double crit, Conclusi
                              interval_cell(plain, b.winner_rows, "ttft_p50_s") + " s, " +
                              fmt_num(b.value / b.baseline) + "× BF16's " +
                              interval_cell(plain, b.baseline_rows, "ttft_p50_s") + " s" +
-                             judged(plain, b, "bf16", "BF16") + ")";
+                             judged(plain, b, "bf16", "BF16") + rejection_note(plain, b) + ")";
     md << "- " << b.group << ": " << cell << "\n";
     dtype_claim += (dtype_claim.empty() ? "" : "; ") + b.group + ": " + cell;
     dtype_winners += b.winner + "|";
@@ -112,7 +112,7 @@ std::string section_kv_compression(const SweepData& study, double crit, Conclusi
     const std::string cell = "recompute " + b.winner + " (TTFT p50 " +
                              interval_cell(t, b.winner_rows, "ttft_p50_s") + " s, " +
                              fmt_num(b.value / b.baseline) + "× none" +
-                             judged(t, b, "none", "no recompute") + ")";
+                             judged(t, b, "none", "no recompute") + rejection_note(t, b) + ")";
     md << "- " << b.group << ": " << cell << "\n";
     if (b.group.find("kv_dtype bf16") == std::string::npos) continue;
     recompute_claim += (recompute_claim.empty() ? "" : "; ") + b.group + ": " + cell;

@@ -182,6 +182,11 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                                    interval_cell(t, a, "throughput_rps") + " vs " +
                                    interval_cell(t, b, "throughput_rps") + " req/s (" +
                                    versus(t, a, b, "throughput_rps", lp.second, "req/s") +
+                                   (overloaded_count(*serving, {a, b}) == 0
+                                        ? "; both keep up with the offered load, so the served "
+                                          "throughput is that load and its difference the run's "
+                                          "drain, not a capacity"
+                                        : "") +
                                    "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s");
           lines += "- " + line + ".\n";
           if (log)
@@ -204,8 +209,9 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
     std::vector<std::size_t> each, shard, dp;
   };
   std::map<std::string, ShardPair> shard_pairs;  // "path|workload|model" -> rows
-  std::string sim_mla;        // the runs' reading where loading once moved throughput
-  bool sim_mla_more = false;  // ... and whether it lifted DeepSeek-V3 more than Qwen3-235B
+  std::string sim_mla;           // the runs' reading where loading once moved throughput
+  bool sim_mla_more = false;     // ... and whether it lifted DeepSeek-V3 more than Qwen3-235B
+  bool sim_mla_resolved = true;  // ... and whether DeepSeek-V3's gain is beyond its replicates
   if (serving && serving->table.has("replicated_kv")) {
     const ResultsTable& t = serving->table;
     const bool two_paths = t.has("load_path");
@@ -301,10 +307,22 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                fmt_num(mean_of(t, ds->second.each, "throughput_rps") /
                        mean_of(t, ds->second.dp, "throughput_rps")) +
                "×)";
-        v += g_ds > 1.1 && g_ds > g_q
+        // A gain the replicates resolve: the paired interval of the throughputs excludes 0.
+        const auto resolved = [&t](const ShardPair& p) {
+          return stats::interval_sign(paired(t, p.shard, p.each, "throughput_rps")) > 0;
+        };
+        const bool r_ds = resolved(ds->second), r_q = resolved(qw->second);
+        v += g_ds > 1.1 && !r_ds
+                 ? ": DeepSeek-V3's gain is within its replicate spread (the paired interval "
+                   "contains 0), so these runs do not resolve whether loading once relieves MLA"
+             : g_ds > 1.1 && g_ds > g_q
                  ? ": the latent's copies bound the load, so loading them once relieves MLA more "
                    "than GQA here"
-             : g_ds > 1.1 ? ": loading once helps both, MLA not more than GQA here"
+             : g_ds > 1.1 ? std::string(": loading once helps ") +
+                                (r_q ? "both"
+                                     : "DeepSeek-V3 (Qwen3-235B's gain within its "
+                                       "replicate spread)") +
+                                ", MLA not more than GQA here"
              : std::isfinite(xfer) && xfer < 0.5
                  ? ": loading once changes little here (KV loading is the smaller share of the "
                    "time: see the regime above)"
@@ -315,8 +333,10 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
         verdicts += "- " + v + ".\n";
         if (sim_mla.empty() && (g_ds > 1.1 || g_q > 1.1)) {
           sim_mla = fmt_num(g_ds) + "× DeepSeek-V3's served throughput against " + fmt_num(g_q) +
-                    "× Qwen3-235B's (" + w + ", " + path + " path, at 70 RPS offered)";
+                    "× Qwen3-235B's (" + w + ", " + path + " path, at 70 RPS offered" +
+                    (r_ds ? "" : "; DeepSeek-V3's gain within its replicate spread") + ")";
           sim_mla_more = g_ds > g_q;
+          sim_mla_resolved = r_ds;
         }
       }
     if (!verdicts.empty())
@@ -413,7 +433,10 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
          << fmt_num(q_tp->kappa_crit_shard_overlap)
          << " for Qwen3-235B), the bound then the host link's shard alone.";
       if (!sim_mla.empty())
-        md << " The runs " << (sim_mla_more == helps_shard ? "agree" : "do not agree")
+        md << " The runs "
+           << (!sim_mla_resolved             ? "do not resolve it"
+               : sim_mla_more == helps_shard ? "agree"
+                                             : "do not agree")
            << ": loading once lifted " << sim_mla
            << (sim_mla_more ? ""
                             : " — DeepSeek-V3 runs as TP-8 × PP-2 on two nodes there, "

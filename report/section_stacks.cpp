@@ -120,12 +120,13 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
   struct Pick {
     std::string label;
     double v = NAN;
+    std::string regime;  // the row's note: keeps up or overloaded
   };
   Pick closest_power, most_transfer;
   for (std::size_t r = 0; r < s.rows.size(); ++r) {
     if (!s.ok(r)) {
       srows.push_back({s.get(r, "system"), stack_label(s, r), s.get(r, "workload.type"), "—", "—",
-                       "—", "—", "—", "—", "—", s.get(r, "error")});
+                       "—", "—", "—", "—", "—", "—", s.get(r, "error")});
       continue;
     }
     const double power = s.num(r, "gpu_power_tdp_fraction"),
@@ -133,28 +134,38 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
     const double sw = s.num(r, "stack_scheduler_s") + s.num(r, "stack_step_cpu_s") +
                       s.num(r, "stack_gpu_gap_s") + s.num(r, "stack_cpu_bound_s") +
                       s.num(r, "stack_store_s");
+    // The regime of the row (issue 20: offered vs served): the served rate against the offered
+    // one, and the rule of the regime statements for "overloaded" (serving_tables).
+    const double offered =
+        s.has("point") ? point_config_number(point_dir(runs.dir, s, r), "workload.rate") : NAN;
+    const double rejected = s.has("requests_rejected") ? s.num(r, "requests_rejected") : 0;
+    std::string note = overloaded_count(runs, {{r}}) > 0 ? "overloaded" : "keeps up";
+    if (rejected > 0)
+      note += "; " + fmt_num(rejected) + " of " +
+              fmt_num(rejected + s.num(r, "requests_completed")) + " arrivals rejected";
     srows.push_back({s.get(r, "system"), stack_label(s, r), s.get(r, "workload.type"),
+                     fmt_num(s.num(r, "throughput_rps")) + " / " + fmt_num(offered),
                      fmt_num(s.num(r, "ttft_p50_s")), pct(s.num(r, "budget_utilization")),
                      fmt_num(s.num(r, "scheduled_tokens_per_iter")), pct(power), pct(xfer),
                      gbs(s.num(r, "h2d_effective_bytes_per_s")) + " / " +
                          gbs(s.num(r, "h2d_effective_node_bytes_per_s")) + " / " +
                          gbs(s.num(r, "h2d_effective_model_bytes_per_s")),
-                     pct(sw / s.num(r, "simulated_time_s")), ""});
+                     pct(sw / s.num(r, "simulated_time_s")), note});
     if (s.get(r, "workload.type") != "narrativeqa") continue;
     const std::string lab = s.get(r, "system") + " · " + stack_label(s, r);
     if (std::isfinite(power) && (!std::isfinite(closest_power.v) ||
                                  std::fabs(power - 0.28) < std::fabs(closest_power.v - 0.28)))
-      closest_power = {lab, power};
+      closest_power = {lab, power, note};
     if (std::isfinite(xfer) && (!std::isfinite(most_transfer.v) || xfer > most_transfer.v))
-      most_transfer = {lab, xfer};
+      most_transfer = {lab, xfer, note};
   }
   md << "### 70 RPS, ShareGPT-like and NarrativeQA-like (Qwen3-235B-A22B, TP 8, warm tier)\n\n"
-     << markdown_table(
-            {"system", "stack / load path", "workload", "TTFT p50 (s)", "budget used",
-             "scheduled tokens / step", "GPU power / TDP", "transfer share of load+compute",
-             "H2D GB/s while the link is busy: GPU / node / model",
-             "stack software / simulated time", "note"},
-            srows)
+     << markdown_table({"system", "stack / load path", "workload", "served / offered req/s",
+                        "TTFT p50 (s)", "budget used", "scheduled tokens / step", "GPU power / TDP",
+                        "transfer share of load+compute",
+                        "H2D GB/s while the link is busy: GPU / node / model",
+                        "stack software / simulated time", "note"},
+                       srows)
      << "\n";
   // Conclusions from the data.
   md << "What the rows say (computed from them):\n\n";
@@ -179,10 +190,11 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
   if (!closest_power.label.empty())
     md << "- The paper saw its GPUs at 28% of TDP serving offloaded requests; on NarrativeQA at "
        << "70 RPS the closest row is " << closest_power.label << " at " << pct(closest_power.v)
-       << ".\n";
+       << " (" << closest_power.regime << ").\n";
   if (!most_transfer.label.empty())
     md << "- The paper saw transfers take up to 99% of latency; the largest transfer share on "
-       << "NarrativeQA here is " << pct(most_transfer.v) << " (" << most_transfer.label << ").\n";
+       << "NarrativeQA here is " << pct(most_transfer.v) << " (" << most_transfer.label << "; "
+       << most_transfer.regime << ").\n";
   // Whether the tier held the workload: a working set larger than the tier thrashes (issue 12).
   for (const char* w : {"sharegpt", "narrativeqa"}) {
     const auto at = s.where({{"workload.type", w}});

@@ -78,6 +78,19 @@ double point_config_number(const std::string& dir, const std::string& dotted) {
   return end && *end == '\0' ? x : NAN;
 }
 
+namespace {
+// The one rule for "overloaded" (load_verdicts and the regime statements): a run serves under
+// 90% of the rate it admits. Rejected prompts (larger than the whole KV pool) are offered but
+// never served, so the rate a node can be held to is the offered rate's admitted share; that
+// share is stated beside the verdict wherever it is below 1.
+double admitted_share(double completed, double rejected) {
+  return completed + rejected > 0 ? completed / (completed + rejected) : 1;
+}
+bool is_overloaded(double served, double arrived, double admitted) {
+  return std::isfinite(arrived) && served < 0.9 * arrived * admitted;
+}
+}  // namespace
+
 // One sentence per row: does the node keep up with the offered load, and what binds it.
 std::string load_verdicts(const SweepData& d, const std::string& axis) {
   const ResultsTable& t = d.table;
@@ -91,15 +104,30 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
     const double thr = t.num(r, "throughput_rps"), budget = t.num(r, "budget_utilization"),
                  vram = t.num(r, "vram_utilization"), share = t.num(r, "transfer_time_fraction"),
                  ttft_share = t.num(r, "load_ttft_fraction");
+    const double done = t.num(r, "requests_completed"),
+                 rejected = t.has("requests_rejected") ? t.num(r, "requests_rejected") : 0;
+    const double admitted = admitted_share(done, rejected);
+    // "(242 of 3000 arrivals rejected: prompts larger than the KV pool)" where any were.
+    const std::string rejects =
+        rejected > 0 ? " (" + fmt_num(rejected) + " of " + fmt_num(done + rejected) +
+                           " arrivals rejected: prompts larger than the whole KV pool)"
+                     : "";
     out += "- **" + t.get(r, axis) + "**: ";
     if (clients > 0)
       out += "closed loop, concurrency " + fmt_num(clients) + ": serves " + fmt_num(thr) +
-             " requests/s; ";
-    else if (std::isfinite(offered) && thr < 0.9 * offered)
-      out += "overloaded: serves " + fmt_num(thr) + " of " + fmt_num(offered) +
-             " requests/s offered; ";
+             " requests/s" + rejects + "; ";
+    else if (is_overloaded(thr, offered, admitted))
+      out += "overloaded: serves " + fmt_num(thr) + " of " +
+             (rejected > 0 ? "the " + fmt_num(offered * admitted) + " requests/s it admits of " +
+                                 fmt_num(offered) + " offered" + rejects
+                           : fmt_num(offered) + " requests/s offered") +
+             "; ";
     else if (std::isfinite(offered))
-      out += "keeps up with the " + fmt_num(offered) + " requests/s offered; ";
+      out +=
+          (rejected > 0 ? "keeps up with the " + fmt_num(offered * admitted) +
+                              " requests/s it admits of " + fmt_num(offered) + " offered" + rejects
+                        : "keeps up with the " + fmt_num(offered) + " requests/s offered") +
+          "; ";
     out += "steps use " + pct(budget) + " of the token budget with " + pct(vram) +
            " of the VRAM KV pool in use, and KV loading is " + pct(share) +
            " of load + compute time (" + pct(ttft_share) + " of TTFT, queue included) — " +
@@ -145,8 +173,10 @@ struct Range {
 // What regime_paragraph and regime_brief state, computed once from the rows.
 struct RegimeFacts {
   Range offered, served, loaded, hit, transfer;
-  Range clients;  // closed-loop configurations (workload.concurrency): their clients
-  std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0;
+  Range clients;   // closed-loop configurations (workload.concurrency): their clients
+  Range rejected;  // the share of arrivals rejected (prompts larger than the whole KV pool), over
+                   // the configurations that reject any
+  std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0, rejecting = 0;
   bool hierarchy = false;  // tiers below DRAM: tier_working_set_fits is the DRAM tier's alone
   double worst_queue = 0, worst_queue_ttft = 0;
 };
@@ -179,10 +209,14 @@ RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::
                  rejected = t.has("requests_rejected") ? mean_of(t, cr, "requests_rejected") : 0;
     // Rejected prompts (larger than the whole KV pool) are offered but never served: the load
     // the node could serve is the offered rate's admitted share.
-    const double admitted = done + rejected > 0 ? done / (done + rejected) : 1;
+    const double admitted = admitted_share(done, rejected);
     f.offered.add(rate);
     f.served.add(thr);
-    if (std::isfinite(arrived) && thr < 0.9 * arrived * (decode ? 1.0 : admitted)) {
+    if (rejected > 0) {  // the range is over the configurations that reject
+      f.rejected.add(1 - admitted);
+      ++f.rejecting;
+    }
+    if (is_overloaded(thr, arrived, decode ? 1.0 : admitted)) {
       ++f.overloaded;
       if (t.has("queue_p50_s")) {
         const double q = mean_of(t, cr, "queue_p50_s");
@@ -227,8 +261,18 @@ std::string regime_paragraph(const SweepData& d,
              : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +
                    " configurations are overloaded (serve under 90% of what they admit)";
   if (f.overloaded > 0 && f.worst_queue > 0)
-    out += ", and their TTFT is mostly queueing (queue p50 up to " + fmt_num(f.worst_queue) +
-           " s, against a TTFT p50 of " + fmt_num(f.worst_queue_ttft) + " s there)";
+    out += std::string(f.worst_queue >= 0.5 * f.worst_queue_ttft
+                           ? ", and their TTFT is mostly queueing"
+                           : ", though queueing is the smaller part of their TTFT") +
+           " (queue p50 up to " + fmt_num(f.worst_queue) + " s, against a TTFT p50 of " +
+           fmt_num(f.worst_queue_ttft) + " s there)";
+  if (f.rejecting > 0)
+    out += "; " + span(f.rejected.lo, f.rejected.hi, pct) + " of arrivals rejected " +
+           (f.rejecting == f.n ? std::string("in every configuration")
+                               : "in " + std::to_string(f.rejecting) + " of " +
+                                     std::to_string(f.n) + " configurations") +
+           " (prompts larger than the whole KV pool): the served figures are over the rest, and "
+           "configurations that reject different shares serve different request sets";
   if (f.loaded.any())
     out += "; " + span(f.loaded.lo, f.loaded.hi, pct) +
            " of prompt tokens loaded from the tier (the rest computed: new tokens, misses and "
@@ -257,6 +301,11 @@ std::string regime_paragraph(const SweepData& d,
   return out + ".\n\n";
 }
 
+std::size_t overloaded_count(const SweepData& d,
+                             const std::vector<std::vector<std::size_t>>& configs) {
+  return regime_facts(d, configs).overloaded;
+}
+
 std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::size_t>>& configs) {
   const RegimeFacts f = regime_facts(d, configs);
   if (f.n == 0) return "—";
@@ -267,6 +316,12 @@ std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::
   out += f.overloaded == 0 ? "keeps up"
                            : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +
                                  " configurations overloaded";
+  if (f.rejecting > 0)
+    out += " (" + span(f.rejected.lo, f.rejected.hi, pct) + " of arrivals rejected" +
+           (f.rejecting == f.n ? std::string()
+                               : " in " + std::to_string(f.rejecting) + " of " +
+                                     std::to_string(f.n) + " configurations") +
+           ": prompts larger than the KV pool)";
   if (f.loaded.any())
     out += "; " + span(f.loaded.lo, f.loaded.hi, pct) + " of prompt tokens loaded";
   const std::string tier = f.hierarchy ? "DRAM tier" : "tier";

@@ -41,6 +41,12 @@ std::string regime_paragraph(const SweepData& d,
 // prompt tokens loaded; tier holds the working set".
 std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::size_t>>& configs);
 
+// How many of `configs` are overloaded by the rule the regime statements use (served under 90%
+// of the rate admitted); 0 means every one keeps up, so their served throughputs are the offered
+// load and a difference between them is the run's drain, not a capacity.
+std::size_t overloaded_count(const SweepData& d,
+                             const std::vector<std::vector<std::size_t>>& configs);
+
 // The table of a run sweep, one row per point labelled by column `axis`, and its figures: the
 // utilisation bars (FIG-utilisation.csv) and the TTFT CDFs (FIG-<label>.csv, figure FIG titled
 // `title`) written into `files`. Returns the Markdown.

@@ -262,9 +262,50 @@ TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) 
         "queue p50 up to 40 s, against a TTFT p50 of 42 s there",
         "50%–90% of prompt tokens loaded from the tier", "tier hit rate 0.5–1",
         "the tier holds the working set in 1 of 2 configurations",
-        "KV loading is 30%–70% of load + compute time, so the bound moves"})
+        "KV loading is 30%–70% of load + compute time, so the bound moves",
+        // 40 s of queue in a 42 s TTFT: mostly queueing; b rejects 10 of 100 arrivals.
+        "and their TTFT is mostly queueing",
+        "10% of arrivals rejected in 1 of 2 configurations (prompts larger than the whole KV "
+        "pool)"})
     EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  // The brief and the per-row verdicts use the same rule and say the same.
+  const std::string brief = report::regime_brief(d, report::configurations(d.table, {"cfg"}));
+  EXPECT_NE(brief.find("offered 10 req/s, 1 of 2 configurations overloaded (10% of arrivals "
+                       "rejected in 1 of 2 configurations: prompts larger than the KV pool)"),
+            std::string::npos)
+      << brief;
+  const std::string rows = report::load_verdicts(d, "cfg");
+  EXPECT_NE(rows.find("**a**: keeps up with the 10 requests/s offered;"), std::string::npos)
+      << rows;
+  // Row 2 serves 4 of the 0.9 × 10 = 9 req/s it admits: overloaded.
+  EXPECT_NE(rows.find("**b**: overloaded: serves 4 of the 9 requests/s it admits of 10 offered (10 "
+                      "of 100 arrivals rejected: prompts larger than the whole KV pool);"),
+            std::string::npos)
+      << rows;
   fs::remove_all(dir);
+}
+
+// A best choice judged over different request sets says so: BF16 rejects 3 requests per
+// replicate (the longest prompts), INT4 none, so their TTFTs are over different prompts; equal
+// rejections say nothing.
+TEST(ReportSections, ABestChoiceOverDifferentRequestSetsSaysSo) {
+  report::ResultsTable t;
+  t.columns = {"point", "dtype", "replicate", "status", "requests_rejected", "ttft_p50_s"};
+  t.rows = {{"0", "bf16", "0", "ok", "2", "1"},
+            {"1", "bf16", "1", "ok", "4", "1"},
+            {"2", "int4", "0", "ok", "0", "2"},
+            {"3", "int4", "1", "ok", "0", "2"}};
+  const auto best = report::best_per_group(t, {}, "dtype", "ttft_p50_s", true, "bf16");
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].winner, "bf16");
+  EXPECT_EQ(report::rejection_note(t, best[0]),
+            "; over different request sets: requests rejected per replicate bf16 3, int4 0 "
+            "(prompts larger than the whole KV pool: a choice that rejects more serves only the "
+            "shorter prompts, so its latency is not comparable with the others')");
+  t.rows[0][4] = t.rows[1][4] = "0";
+  EXPECT_EQ(report::rejection_note(
+                t, report::best_per_group(t, {}, "dtype", "ttft_p50_s", true, "bf16")[0]),
+            "");
 }
 
 // Issue 22 item 5: a section logs its verdicts for the conclusions table, saying whether they
