@@ -107,10 +107,10 @@ std::string section_stacks_break_even(const SweepData& be, ConclusionLog* log) {
   md << "\n";
   if (log && !claim.empty())
     log->add({"5b",
-              "Reusing a cached prefix pays from the first tier chunk on " +
+              "Reusing a cached prefix pays at every prefix from the first tier chunk on " +
                   std::to_string(from_start) + " of " + std::to_string(total) +
-                  " model × stack / path rows at every K; the others for every longer prefix "
-                  "only from the K given (" +
+                  " model × stack / path rows; the others for every longer prefix only from "
+                  "the K given (" +
                   claim + ")",
               "isolated requests, T = " + T +
                   ", TP 8, paper-testbed, warm DRAM tier; TTFT of a hit against a full "
