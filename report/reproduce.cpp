@@ -187,8 +187,17 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
   // 4 to 7.
   std::string rest = section_poh(sweeps.run("reproduce/poh.yaml"), fig);
   rest += section_70rps(sweeps.run("reproduce/paper-70rps.yaml"), fig);
+  // The layer-wise baseline's κ_crit (LMCache 0.3.5, T = 128, paper-testbed), for 8.4.
+  double crit_layerwise = NAN;
   {
     const SweepData k = sweeps.run("reproduce/stacks-kappa-crit.yaml");
+    const auto lw = k.table.where({{"system", "paper-testbed"},
+                                   {"model", "qwen3-235b-a22b"},
+                                   {"stack", "lmcache-0.3.5"},
+                                   {"load_path", "layerwise"},
+                                   {"measure.t", "128"}});
+    if (!lw.empty() && k.table.ok(lw[0]))
+      crit_layerwise = k.table.num(lw[0], "kappa_crit_simulated");
     const SweepData p = sweeps.run("reproduce/stacks-poh.yaml");
     const SweepData s = sweeps.run("reproduce/stacks-70rps.yaml");
     rest += section_stacks(k, p, s, &conclusions);
@@ -216,7 +225,7 @@ std::string write_reproduce_report(const ReproduceOptions& o, const SweepRunner&
                             &conclusions);
   rest += section_rebalancing(sweeps.run("studies/rebalance.yaml"), sweeps, fig, &conclusions);
   rest += section_kv_compression(sweeps.run("studies/kv-compression.yaml"),
-                                 s3.reference.kappa_crit_sim, &conclusions);
+                                 s3.reference.kappa_crit_sim, crit_layerwise, &conclusions);
   {
     const SweepData kernel = sweeps.run("studies/routing.yaml");
     const SweepData layerwise = sweeps.run("studies/routing-layerwise.yaml");

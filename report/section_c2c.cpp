@@ -116,9 +116,13 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving_in,
         // A tier that keeps up serves the offered load: its ratio is a lower bound on what it
         // could serve against an overloaded testbed.
         const bool floor = base_over && overloaded_count(serving, {{r}}) == 0;
+        const double q = t.num(r, "throughput_rps") / t.num(*base, "throughput_rps");
+        // A node of another size (GB200: 2 GPUs against 8): the same ratio per GPU beside it.
+        const double g = t.num(r, "gpus"), g0 = t.num(*base, "gpus");
+        const bool other_size = std::isfinite(g) && std::isfinite(g0) && g > 0 && g != g0;
         line += std::string(line.empty() ? "" : ", ") + t.get(r, "system") + " " +
-                (floor ? "≥ " : "") +
-                fmt_num(t.num(r, "throughput_rps") / t.num(*base, "throughput_rps")) + "×" +
+                (floor ? "≥ " : "") + fmt_num(q) + "×" +
+                (other_size ? " (" + fmt_num(q * g0 / g) + "× per GPU)" : "") +
                 (floor ? " (it keeps up with the offered load: a lower bound)" : "");
       }
       md << "- Served throughput against the PCIe 5 testbed's with " << st << ": " << line

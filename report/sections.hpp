@@ -109,9 +109,10 @@ std::string section_rebalancing(const SweepData& search, SweepSource& sweeps,
                                 const FigureFolder& fig, ConclusionLog* log = nullptr);
 
 // 8.4 KV compression and partial recompute (sweep studies/kv-compression); `kappa_crit_sim` as
-// in 8.2.
+// in 8.2 (the kernel path's), `kappa_crit_layerwise` the layer-wise path's (section 5b:
+// LMCache 0.3.5's layer-wise κ_crit at T = 128 on paper-testbed; NaN: not stated).
 std::string section_kv_compression(const SweepData& study, double kappa_crit_sim,
-                                   ConclusionLog* log = nullptr);
+                                   double kappa_crit_layerwise, ConclusionLog* log = nullptr);
 
 // 8.5 κ-aware routing across a mixed pool (sweep studies/routing).
 // `layerwise` (sweep studies/routing-layerwise, may be null): the same pool on the layer-wise

@@ -330,7 +330,7 @@ TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
       d.table.rows.push_back({std::to_string(point++), dtype, "none", path, v == a ? "0" : "1",
                               "ok", "100", "1", v, v});
   report::ConclusionLog log;
-  const std::string md = report::section_kv_compression(d, 187, &log);
+  const std::string md = report::section_kv_compression(d, 187, 4.5, &log);
   ASSERT_EQ(log.rows().size(), 2u) << md;
   EXPECT_EQ(log.rows()[0].section, "8.4");
   EXPECT_NE(log.rows()[0].claim.find("serving.load_path kernel: int4"), std::string::npos)
@@ -339,6 +339,10 @@ TEST(ReportSections, CompressionLogsItsVerdictsWithTheirBaselines) {
       << log.rows()[0].claim;
   EXPECT_NE(log.rows()[0].baselines.find("the winners differ"), std::string::npos);
   EXPECT_NE(log.rows()[1].baselines.find("the same answer"), std::string::npos);
+  // Each path's κ_crit, which decides where recomputing can pay.
+  EXPECT_NE(log.rows()[1].hinges_on.find("187 on the kernel path, 4.5 on the layer-wise path"),
+            std::string::npos)
+      << log.rows()[1].hinges_on;
   const std::string table = log.markdown();
   EXPECT_EQ(table.rfind("## Conclusions at a glance", 0), 0u) << table;
   EXPECT_NE(table.find("| section | conclusion | regime | hinges on | baselines |"),
