@@ -152,8 +152,12 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
       md << "already below κ_crit";
     else if (first)
       md << "below κ_crit from " << label(*first) << " (κ over the link p50 "
-         << interval_cell(t, *first, "kappa_link_ratio_p50") << ", hit rate "
-         << pct(mean_of(t, *first, "buffer_hit_rate")) << ")";
+         << (mean_of(t, *first, "kappa_link_ratio_p50") == 0
+                 // Every replicate's median request loads nothing over the link.
+                 ? std::string("0 in every replicate: over half the requests load nothing "
+                               "over the link, their prefix in the buffer or computed")
+                 : interval_cell(t, *first, "kappa_link_ratio_p50"))
+         << ", hit rate " << pct(mean_of(t, *first, "buffer_hit_rate")) << ")";
     else
       md << "no buffer in the sweep brings it below κ_crit";
     if (log && best && best != off)

@@ -165,6 +165,7 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
   };
   std::vector<Cap> caps;
   std::vector<std::vector<std::string>> rows;
+  bool clipped = false;  // a t interval's low end below 0, shown as 0
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     Cap c;
     c.path = baseline_path(t, r);
@@ -179,9 +180,13 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
     c.never = !(c.mean > 0) && t.num(r, "replicates_never_met") > 0;
     c.lower_bound = t.num(r, "capacity_lower_bound") == 1;
     const double lowest = point_config_number(point_dir(cap.dir, t, r), "capacity.rate_lo");
+    // A capacity is not negative; a t interval over three widely spread seeds can reach below 0.
+    const bool clip = !c.never && c.lo < 0;
+    clipped = clipped || clip;
     const std::string cell =
         c.never ? "< " + fmt_num(lowest) + " (SLO missed at the lowest load probed)"
-                : fmt_num(c.mean) + " [" + fmt_num(c.lo) + ", " + fmt_num(c.hi) + "]" +
+                : fmt_num(c.mean) + " [" + (clip ? std::string("0†") : fmt_num(c.lo)) + ", " +
+                      fmt_num(c.hi) + "]" +
                       (c.lower_bound ? " (a lower bound: some seed met the SLO at the top of "
                                        "the range)"
                                      : "");
@@ -195,6 +200,10 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
                         "tier hit rate at capacity", "$ per 1k requests at capacity (mid)"},
                        rows)
      << "\n";
+  if (clipped)
+    md << "† The 95% t interval's low end falls below 0 (its seeds' capacities spread widely, "
+          "n = 3); a capacity cannot, so it is shown as 0, and the cost interval is open above "
+          "(\"≥\").\n\n";
   md << "Conclusions at saturation (computed; a difference is called only where the two "
         "capacity intervals do not overlap):\n";
   for (const Cap& base : caps) {

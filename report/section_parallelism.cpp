@@ -375,6 +375,24 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
     // The reading follows the ratios: MLA "helps" where DeepSeek-V3's κ_crit clearly exceeds
     // Qwen3's under the same layout (a 1.5× margin, well above the analytic inputs' rounding).
     const bool helps_tp = ds_tp->kappa_crit > 1.5 * q_tp->kappa_crit;
+    // DeepSeek-V3's one-node layouts need more than 80 GB per GPU; the two-node layouts that fit
+    // (TP-8 × PP-2, DP-16 + EP-16) hold the same KV per token per rank, so the same κ_crit.
+    const auto fit_note = [&]() -> std::string {
+      if (ds_tp->fits && ds_dp->fits) return "";
+      const bool same = ds_pp && ds_dp16 && ds_pp->fits && ds_dp16->fits &&
+                        fmt_num(ds_pp->kappa_crit) == fmt_num(ds_tp->kappa_crit) &&
+                        fmt_num(ds_dp16->kappa_crit) == fmt_num(ds_dp->kappa_crit);
+      return same ? "; DeepSeek-V3's weights do not fit one node under either layout (" +
+                        fmt_num(ds_tp->weight_bytes_gpu / 1e9) + " and " +
+                        fmt_num(ds_dp->weight_bytes_gpu / 1e9) +
+                        " GB per GPU); the two-node layouts that fit (TP-8 × PP-2, DP-16 + "
+                        "EP-16) give the same κ_crit"
+                  : "; DeepSeek-V3's weights do not fit one node under " +
+                        std::string(ds_tp->fits   ? "DP-attention + EP-8"
+                                    : ds_dp->fits ? "TP-8"
+                                                  : "either layout") +
+                        " (a layout on paper only)";
+    };
     const bool helps_dp = ds_dp->kappa_crit > 1.5 * q_dp->kappa_crit;
     if (log)
       log->add({"8.7",
@@ -384,7 +402,7 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                     fmt_num(ds_dp->kappa_crit / q_dp->kappa_crit) +
                     "× Qwen3-235B's under the same layouts): the latent pays only once it is not "
                     "replicated",
-                "analytic per GPU (Eq. 6 at peak), DGX H100, FP8 compute, BF16 KV",
+                "analytic per GPU (Eq. 6 at peak), DGX H100, FP8 compute, BF16 KV" + fit_note(),
                 "the KV replication of each layout (by construction: the latent is whole on "
                 "every TP rank)",
                 "analytic (no stack software)"});

@@ -177,6 +177,9 @@ struct RegimeFacts {
   Range rejected;  // the share of arrivals rejected (prompts larger than the whole KV pool), over
                    // the configurations that reject any
   std::size_t n = 0, overloaded = 0, fits = 0, fits_known = 0, rejecting = 0;
+  // With decode: the configurations measured over the run's middle 80% (mid_completion_rps), and
+  // those whose completions fell under 90% of their arrivals there (the decode fell behind).
+  std::size_t decode_measured = 0, decode_behind = 0;
   bool hierarchy = false;  // tiers below DRAM: tier_working_set_fits is the DRAM tier's alone
   double worst_queue = 0, worst_queue_ttft = 0;
 };
@@ -215,6 +218,16 @@ RegimeFacts regime_facts(const SweepData& d, const std::vector<std::vector<std::
     if (rejected > 0) {  // the range is over the configurations that reject
       f.rejected.add(1 - admitted);
       ++f.rejecting;
+    }
+    // The decode side, over the run's middle 80% (without the drain after the last arrival,
+    // which throughput_rps counts): completions against arrivals there.
+    if (decode && t.has("mid_completion_rps") && t.has("mid_arrival_rps")) {
+      const double done_rate = mean_of(t, cr, "mid_completion_rps"),
+                   arrive_rate = mean_of(t, cr, "mid_arrival_rps");
+      if (std::isfinite(done_rate) && std::isfinite(arrive_rate)) {
+        ++f.decode_measured;
+        if (is_overloaded(done_rate, arrive_rate, 1.0)) ++f.decode_behind;
+      }
     }
     if (is_overloaded(thr, arrived, decode ? 1.0 : admitted)) {
       ++f.overloaded;
@@ -255,6 +268,8 @@ std::string regime_paragraph(const SweepData& d,
   if (f.offered.any())
     out += "offered " + span(f.offered.lo, f.offered.hi, num) + " req/s, served " +
            span(f.served.lo, f.served.hi, num) + "; ";
+  // With decode, the rule is read on first tokens (the prefill side); the decode side follows.
+  if (f.decode_measured > 0) out += "first tokens: ";
   out += f.overloaded == 0 ? "every configuration keeps up with its offered load"
          : f.overloaded == f.n
              ? "every configuration is overloaded (serves under 90% of what it admits)"
@@ -266,6 +281,15 @@ std::string regime_paragraph(const SweepData& d,
                            : ", though queueing is the smaller part of their TTFT") +
            " (queue p50 up to " + fmt_num(f.worst_queue) + " s, against a TTFT p50 of " +
            fmt_num(f.worst_queue_ttft) + " s there)";
+  if (f.decode_measured > 0)
+    out += f.decode_behind == 0
+               ? std::string(
+                     "; decode keeps up in every configuration (completions at least 90% "
+                     "of arrivals over the run's middle 80%, mid_completion_rps)")
+               : "; decode falls behind in " + std::to_string(f.decode_behind) + " of " +
+                     std::to_string(f.decode_measured) +
+                     " configurations (completions under 90% of arrivals over the run's middle "
+                     "80%, mid_completion_rps)";
   if (f.rejecting > 0)
     out += "; " + span(f.rejected.lo, f.rejected.hi, pct) + " of arrivals rejected " +
            (f.rejecting == f.n ? std::string("in every configuration")
@@ -316,6 +340,9 @@ std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::
   out += f.overloaded == 0 ? "keeps up"
                            : std::to_string(f.overloaded) + " of " + std::to_string(f.n) +
                                  " configurations overloaded";
+  if (f.decode_behind > 0)
+    out += " (decode falls behind in " + std::to_string(f.decode_behind) + " of " +
+           std::to_string(f.decode_measured) + ")";
   if (f.rejecting > 0)
     out += " (" + span(f.rejected.lo, f.rejected.hi, pct) + " of arrivals rejected" +
            (f.rejecting == f.n ? std::string()

@@ -374,7 +374,10 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   a.bytes_stored += r.bytes_stored;
   a.bytes_buffer += r.bytes_from_buffer;
   a.recomputed_tokens += static_cast<double>(r.recomputed_tokens);
-  a.last_finish_s = std::max(a.last_finish_s, r.arrival_s + std::max(r.ttft_s, r.e2e_s));
+  const double finish_s = r.arrival_s + std::max(r.ttft_s, r.e2e_s);
+  a.last_finish_s = std::max(a.last_finish_s, finish_s);
+  a.arrivals.add(r.arrival_s);
+  a.finishes.add(finish_s);
   a.time_sum += r.time;
   a.e2e.add(r.e2e_s);
   if (r.output_tokens > 1) a.tpot.add(r.tpot_s);

@@ -237,7 +237,9 @@ class SummaryBuilder {
           kappa_link(relative_accuracy),
           e2e(relative_accuracy),
           tpot(relative_accuracy),
-          itl(relative_accuracy) {}
+          itl(relative_accuracy),
+          arrivals(relative_accuracy),
+          finishes(relative_accuracy) {}
     std::uint64_t requests = 0;
     QuantileSketch ttft;
     QuantileSketch queue;
@@ -268,6 +270,9 @@ class SummaryBuilder {
     double step_time_sum = 0;
     // decode (serving.decode)
     QuantileSketch e2e, tpot, itl;  // tpot: requests with two or more output tokens
+    // Arrival and finish times (arrival + e2e), for the rates over the middle of the run
+    // (mid_arrival_rps, mid_completion_rps): free of the run's start and its drain.
+    QuantileSketch arrivals, finishes;
     double output_tokens = 0, preemptions = 0, preempted_kv_tokens = 0;
     std::uint64_t met_slo = 0;
   };

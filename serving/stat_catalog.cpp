@@ -109,6 +109,16 @@ using Cell = CsvCell;
 
 double n_req(const In& x) { return static_cast<double>(x.a.requests); }
 double n_steps(const In& x) { return static_cast<double>(x.a.steps); }
+// Events per second between the 10th- and 90th-percentile time of a sketch of event times: the
+// order statistics' ranks apart over their times apart (QuantileSketch's lower-rank quantiles).
+// NaN under 10 events or for a zero span.
+double mid_rate(const QuantileSketch& times) {
+  const std::uint64_t n = times.count();
+  if (n < 10) return kNaN;
+  const auto rank = [n](double q) { return std::floor(q * static_cast<double>(n - 1)); };
+  const double span = times.quantile(0.9) - times.quantile(0.1);
+  return span > 0 ? (rank(0.9) - rank(0.1)) / span : kNaN;
+}
 double gpu_power(const In& x) {
   return ratio(ratio(x.t.gpu_energy_j, static_cast<double>(x.t.gpus)), x.t.simulated_time_s);
 }
@@ -697,6 +707,20 @@ std::vector<StatDecl> make_summary() {
         "requests_completed / the latest arrival's time: the rate the completed requests arrived "
         "at (first_token_rps below 90% of it: the prefills fell behind)",
         [](const In& x) { return ratio(n_req(x), x.a.last_arrival_s); });
+    // The middle 80% of the run (10th to 90th percentile) of arrivals and of completions: a
+    // server that keeps up completes requests as fast as they arrive there, whatever its drain
+    // after the last arrival (which throughput_rps counts); one that falls behind completes
+    // them at its own rate. Sketch quantiles: within 0.5% of each time.
+    dec("mid_arrival_rps", "req/s", A::Ratio,
+        "the completed requests between their 10th- and 90th-percentile arrival time, per second "
+        "of that span: the rate they arrived at over the run's middle 80%",
+        [](const In& x) { return mid_rate(x.a.arrivals); });
+    dec("mid_completion_rps", "req/s", A::Ratio,
+        "the completed requests between their 10th- and 90th-percentile finish time (arrival + "
+        "e2e), per second of that span: the rate they completed at over the run's middle 80%, "
+        "without the drain after the last arrival that throughput_rps counts (below 90% of "
+        "mid_arrival_rps: the decode fell behind)",
+        [](const In& x) { return mid_rate(x.a.finishes); });
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica

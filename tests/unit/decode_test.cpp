@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,42 @@ TEST(DecodeStats, TheDecodeColumnsAndFiguresAppearOnlyOnDecodeRuns) {
   // although the run (its last output at 1.5 s, simulated to 2 s) completed 1 req/s.
   EXPECT_EQ(get("first_token_rps"), 4);
   EXPECT_TRUE(std::isnan(get("arrival_rps")));  // both arrived at 0: no arrival span
+}
+
+// The rates over the run's middle 80% leave out its drain. 100 requests arrive 1 s apart (at
+// 1..100 s) and each completes 5 s later, except the last 10, whose long answers take 100 s: the
+// last completion is at 200 s, so over the whole run 100 / 200 s = 0.5 req/s completed, half the
+// arrival rate, although the server finished every request as it came. Between the 10th- and
+// 90th-percentile samples (ranks floor(0.1 x 99) = 9 and floor(0.9 x 99) = 89: 80 requests apart)
+// the arrivals span 90 - 10 = 80 s and the completions 95 - 15 = 80 s: 1 req/s each. A server
+// completing one request every 2 s instead (the completions 15, 17, ... s) spans 160 s: 0.5.
+TEST(DecodeStats, MidRunRatesLeaveOutTheDrainAfterTheLastArrival) {
+  const auto figures = [](bool slow) {
+    SummaryBuilder sb;
+    for (int i = 1; i <= 100; ++i) {
+      RequestRecord r;
+      r.arrival_s = i;
+      r.ttft_s = 0.5;
+      r.e2e_s = slow ? 15 + 2.0 * (i - 1) - i : i > 90 ? 100 : 5;
+      r.output_tokens = 10;
+      r.tpot_s = 0.01;
+      sb.add_request(r);
+    }
+    SummaryBuilder::Totals t;
+    t.decode = true;
+    t.simulated_time_s = slow ? 213 : 200;
+    std::map<std::string, double> out;
+    for (const auto& [name, v] : sb.figures(t)) out[name] = v;
+    return out;
+  };
+  const auto keeps_up = figures(false);
+  EXPECT_DOUBLE_EQ(keeps_up.at("throughput_rps"), 0.5);
+  // Sketch quantiles: each time within 0.5%, so the 80 s spans within ~1%.
+  EXPECT_NEAR(keeps_up.at("mid_arrival_rps"), 1.0, 0.015);
+  EXPECT_NEAR(keeps_up.at("mid_completion_rps"), 1.0, 0.015);
+  const auto behind = figures(true);
+  EXPECT_NEAR(behind.at("mid_arrival_rps"), 1.0, 0.015);
+  EXPECT_NEAR(behind.at("mid_completion_rps"), 0.5, 0.0075);
 }
 
 TEST(DecodeStats, AnSloIsMetWhenBothBoundsHoldAndASingleTokenHasNoTpotToMiss) {

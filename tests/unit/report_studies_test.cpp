@@ -156,7 +156,10 @@ TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
             {{"0", "docfinqa", "dram-2TB", "0 B", "0 B", "ok", "", "4", "3", "5", "0", "0", "1"},
              {"1", "docfinqa", "dram-256GB", "0 B", "0 B", "ok", "", "", "", "", "0", "3", ""},
              {"2", "docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "ok", "", "2", "1.5", "2.5", "0",
-              "0", "0.5"}});
+              "0", "0.5"},
+             // A t interval reaching below 0 (three widely spread seeds): shown from 0, marked.
+             {"3", "docfinqa", "dram-256GB+nvme", "0 B", "1 TB", "ok", "", "0.1", "-0.03", "0.26",
+              "0", "0", "0.4"}});
   cap.dir = "/nonexistent-sweep";  // no point configs: the SLO and lowest load read as unknown
   report::ConclusionLog log;
   const std::string md = report::section_memory_tiers(&dram, nullptr, "", &cap, &log);
@@ -172,7 +175,12 @@ TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
                     "lower); cost per request at capacity 1.98× the 2 TB node's"),
             std::string::npos)
       << md;
-  ASSERT_EQ(log.rows().size(), 2u);  // the capped node and the CXL node, against the 2 TB node
+  EXPECT_NE(md.find("| kernel | docfinqa | dram-256GB+nvme | 0.1 [0†, 0.26] |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("† The 95% t interval's low end falls below 0"), std::string::npos) << md;
+  EXPECT_EQ(md.find("-0.03"), std::string::npos) << md;
+  // The capped node, the CXL node and the NVMe node, against the 2 TB node.
+  ASSERT_EQ(log.rows().size(), 3u);
   EXPECT_EQ(log.rows()[0].section, "8.6");
 }
 
