@@ -634,8 +634,9 @@ std::vector<StatDecl> make_summary() {
                A::Ratio,
                StatWhen::Always,
                "the loads' time (CPU-side software and copies, overlapped with compute or not) "
-               "by active bound, as shares: they sum to 1; null when nothing was loaded. "
-               "Bounds: " +
+               "by the bound that ended each part of it (its critical path: copies running under "
+               "a longer CPU issue, as on the layer-wise path, count as software), as shares: "
+               "they sum to 1; null when nothing was loaded. Bounds: " +
                    bounds,
                {}};
     for (int b = 0; b < kLoadBounds; ++b) {

@@ -49,7 +49,20 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
   time.load_software_s += t_pipe - t0;  // the tier's CPU-side retrieve costs
   (*ctx.step_bounds)[LoadBound::Software] += t_pipe - t0;
   CopySplit copies;  // Σ over this load's copy groups, plus buffer copies outlasting them
-  auto harvest = [&](double t_start, double buffer_end) {
+  // A layer's load (or, per step, the whole load) from t_start: its copy group c and buffer
+  // copies to buffer_end, under the rank's Python issuing its objects until t_issue; a load ends
+  // no earlier than its issue. What held it back is what ended it (its critical path): where the
+  // issue ends last, the copies ran under the CPU's issue and the whole span counts as software,
+  // whatever held each copy (a faster link would not end it sooner); otherwise the copies' own
+  // split, then the buffer copies outlasting them (HBM). Returns the load's end.
+  auto settle = [&](double t_start, double buffer_end, double t_issue) {
+    const double copies_end = std::max(c.g.end_s, buffer_end);
+    if (t_issue > copies_end) {
+      stats.stack.cpu_bound_s += t_issue - copies_end;
+      copies.software += t_issue - t_start;
+      copies.bounds[LoadBound::Software] += t_issue - t_start;
+      return t_issue;
+    }
     const CopySplit s = ctx.split_copies(c, t_start);
     copies.software += s.software;
     copies.link += s.link;
@@ -58,14 +71,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     const double extra = std::max(0.0, buffer_end - c.g.end_s);
     copies.link += extra;
     copies.bounds[LoadBound::Hbm] += extra;
-  };
-  // The layer's objects are issued by the rank's Python: a load ends no earlier.
-  auto cpu_floor = [&](double t_issue, double end) {
-    const double cpu_over = std::max(0.0, t_issue - end);
-    stats.stack.cpu_bound_s += cpu_over;
-    copies.software += cpu_over;
-    copies.bounds[LoadBound::Software] += cpu_over;
-    return std::max(end, t_issue);
+    return copies_end;
   };
   const double compute_s = compute.total.compute_time_s;
   const double hbm_bytes = compute.total.hbm_bytes;
@@ -90,9 +96,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     if (link) {
       ctx.wait_copies(c);
       transfer_s += c.g.end_s - t_pipe;
-      end_0 = std::max(end_0, c.g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s / L);
-      end_0 = cpu_floor(t_pipe + layer_cpu_s, end_0);
+      end_0 = settle(t_pipe, end_0, t_pipe + layer_cpu_s);
       ctx.wait(end_0 - ctx.now());
     } else {
       copies.link += end_0 - t_pipe;
@@ -108,9 +112,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
         if (link) {
           ctx.wait_copies(c);
           transfer_s += c.g.end_s - t_l;
-          end_l = std::max(end_l, c.g.end_s);
-          harvest(t_l, t_l + buffer_s / L);
-          end_l = cpu_floor(t_l + layer_cpu_s, end_l);
+          end_l = settle(t_l, end_l, t_l + layer_cpu_s);
         } else {
           copies.link += buffer_s / L;
           copies.bounds[LoadBound::Hbm] += buffer_s / L;
@@ -135,9 +137,7 @@ double LayerwiseLoadPath::run(LoadContext& ctx, const LoadSplit& ls, std::int64_
     if (link) {
       ctx.wait_copies(c);
       transfer_s = c.g.end_s - t_pipe;
-      load_end = std::max(load_end, c.g.end_s);
-      harvest(t_pipe, t_pipe + buffer_s);
-      load_end = cpu_floor(t_pipe + L * layer_cpu_s, load_end);
+      load_end = settle(t_pipe, load_end, t_pipe + L * layer_cpu_s);
     } else {
       copies.link += buffer_s;
       copies.bounds[LoadBound::Hbm] += buffer_s;

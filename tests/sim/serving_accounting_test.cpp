@@ -258,6 +258,44 @@ TEST(TimeBreakdown, LayerwiseCountsOnlyTheExposedLoad) {
   EXPECT_FALSE(r.load_bound.empty());
 }
 
+// What held a layer-wise load back is what ended each layer's load (its critical path). Llama-3.1-
+// 8B alone on one H100 over PCIe 5, K = 4096: each of the 32 layers copies 4096 tokens x 4 KiB =
+// 16.8 MB, about 0.33 ms at the DMA's ~51 GB/s, while the rank's Python issues the layer's 16
+// (layer, chunk) objects at layerwise_per_object each. At 100 us an object the issue takes 1.6 ms
+// a layer, five times the copies, which run under it: the whole load is software's, link 0 (a
+// faster link would not end it sooner; the shares once gave the link the copies' in-flight time).
+// At 1 us an object (16 us a layer) the copies end each layer: the link holds most of the load.
+// Either way the bound times add up to the load's time. (One simulation per process: two tests.)
+RequestRecord lone_layerwise_load(const char* per_object) {
+  const RunSpec spec =
+      run_spec(std::string(kLlama8bH100) +
+               "serving: {stack: {family: lmcache, store: blocking, retrieve_fixed: 0.5 ms, "
+               "retrieve_hash_per_chunk: 0.1 ms, store_fixed: 1.8 ms, layerwise_per_object: " +
+               per_object +
+               ", layerwise_log_per_object: 0 s}, tp: 1, warm_tier: true, store: none, "
+               "load_path: layerwise}\n");
+  const Outcome o = serve(spec, {request(1, 0, 4096, 128)});
+  EXPECT_EQ(o.recs.size(), 1u);
+  return o.recs.at(0);
+}
+TEST(TimeBreakdown, LayerwiseLoadUnderASlowerIssueIsSoftwareBound) {
+  const RequestRecord r = lone_layerwise_load("100 us");
+  EXPECT_EQ(r.load_bound, "software");
+  EXPECT_NEAR(r.load_bound_s[LoadBound::Software], r.load_s, tol(r.load_s));
+  EXPECT_EQ(r.load_bound_s[LoadBound::Link], 0);
+  EXPECT_EQ(r.load_bound_s[LoadBound::HostDram], 0);
+  // 32 layers x 1.6 ms of issue, besides the retrieve's 0.5 + 16 x 0.1 ms before it.
+  EXPECT_GT(r.load_s, 32 * 1.6e-3);
+}
+TEST(TimeBreakdown, LayerwiseLoadUnderAFasterIssueIsLinkBound) {
+  const RequestRecord r = lone_layerwise_load("1 us");
+  EXPECT_EQ(r.load_bound, "link");
+  EXPECT_NEAR(r.load_bound_s.total(), r.load_s, tol(r.load_s));
+  EXPECT_GT(r.load_bound_s[LoadBound::Link], 0.5 * r.load_s);
+  // 32 layers of ~0.33 ms of copies: well under the slow issue's 51 ms.
+  EXPECT_LT(r.load_s, 32 * 1.6e-3);
+}
+
 // The fluid model names each flow's bottleneck and how long it held it (pure FlowNetwork, by
 // hand): A = 10 B/s shared by two flows, flow 2 also crosses B = 2 B/s. Max-min: flow 2 is
 // frozen by B at 2 B/s, flow 1 takes A's remaining 8 B/s. Flow 1 (16 B) and flow 2 (4 B) both
