@@ -428,8 +428,33 @@ std::string handoff_part(const SweepData& study, ConclusionLog* log) {
   }
   md << markdown_table({"pools", "transfer engine", "first tokens (req/s)", "TTFT p50 (s)",
                         "TTFT p99 (s)", "hand-off p50 (s)", "pull mean (s)", "hand-off / TTFT p50"},
-                       rows)
-     << "\nConclusions (computed; " << kReplicateNote << "), per profile: the P/D split with the "
+                       rows);
+  // Two profiles whose runs came out identical (every replicate's TTFT and hand-off to the last
+  // digit) say so, lest the rows read as one copied into the other.
+  std::vector<std::string> same;
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    for (std::size_t j = i + 1; j < configs.size(); ++j) {
+      const auto &a = configs[i], &b = configs[j];
+      const std::size_t ra = a[0], rb = b[0];
+      if (t.get(ra, "a_role") == "mixed" || t.get(rb, "a_role") == "mixed" ||
+          split_name(t, ra) != split_name(t, rb) || a.size() != b.size() || !first_ok(t, a) ||
+          !first_ok(t, b))
+        continue;
+      bool equal = true;
+      for (std::size_t k = 0; k < a.size() && equal; ++k)
+        for (const char* col : {"ttft_p50_s", "ttft_p99_s", "handoff_p50_s", "first_token_rps"})
+          equal = equal && t.get(a[k], col) == t.get(b[k], col);
+      if (equal)
+        same.push_back(split_name(t, ra) + " " + t.get(ra, "handoff") + " and " +
+                       t.get(rb, "handoff"));
+    }
+  if (!same.empty()) {
+    md << "\nRuns identical to the last digit in every replicate (not one row copied into "
+          "another: what sets the two profiles apart never reaches the pull's critical path here):";
+    for (std::size_t i = 0; i < same.size(); ++i) md << (i ? "; " : " ") << same[i];
+    md << ".\n";
+  }
+  md << "\nConclusions (computed; " << kReplicateNote << "), per profile: the P/D split with the "
      << "lowest TTFT p99 against the co-located pool, its hand-off against nixl-vllm's at the "
      << "same split, and its verdict: (a) TTFT p99 not above the co-located pool's, above it "
      << "within 10× or more than 10× above it, (b) the hand-off most of the TTFT p50 (it bounds "

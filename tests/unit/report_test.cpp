@@ -621,6 +621,18 @@ TEST(ReportSections, DisaggLogsAVerdictPerTransferEngineProfile) {
   EXPECT_NE(lm.claim.find("4.2% of its TTFT p50: the same verdict"), std::string::npos) << lm.claim;
   EXPECT_EQ(lm.hinges_on.rfind("its fixed cost per transfer, 0.40 ms assumed", 0), 0u)
       << lm.hinges_on;
+  EXPECT_EQ(md.find("Runs identical"), std::string::npos) << md;  // every profile's runs differ
+  // lmcache-pd's 1 ms variant given the same runs as lmcache-pd (TTFT p99 1.05 s, hand-off
+  // 0.02 s in both replicates): the table says they are identical, not one copied.
+  report::SweepData twin = h;
+  for (auto& row : twin.table.rows)
+    if (row[3] == "lmcache-pd/fixed-1ms") row[9] = "1.05", row[10] = "0.02";
+  const std::string twins = report::section_disagg(kernel, nullptr, nullptr, &twin);
+  EXPECT_NE(twins.find("Runs identical to the last digit in every replicate (not one row copied "
+                       "into another: what sets the two profiles apart never reaches the pull's "
+                       "critical path here): 2P2D lmcache-pd and lmcache-pd/fixed-1ms."),
+            std::string::npos)
+      << twins;
   // Without the profiles' sweep the section says they are not modelled here.
   const std::string plain = report::section_disagg(kernel, nullptr, nullptr);
   EXPECT_EQ(plain.find("#### Transfer-engine profiles"), std::string::npos);
