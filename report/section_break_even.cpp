@@ -40,7 +40,10 @@ std::string section_stacks_break_even(const SweepData& be, ConclusionLog* log) {
      << " new tokens is no slower than computing all K + " << T
      << " tokens (`kappasim measure break-even`, sweep stacks-break-even; docs/serving-stacks.md "
      << "\"Where loading starts to pay\"): isolated requests, TP 8, a log grid of K in whole tier "
-     << "chunks up to what the GPUs' KV cache holds. \"≤ K\" means loading was no slower already "
+     << "chunks up to what the GPUs' KV cache holds, the break-even K interpolated between the two "
+        "grid "
+     << "points where the miss-minus-hit TTFT changes sign (so it need not be a whole chunk). "
+     << "\"≤ K\" means loading was no slower already "
      << "at the grid's first K; a K from which recomputing is slower again further up does not "
      << "count (the break-even is the last turn). The analytic column is Eq. 3 with attention "
      << "FLOPs on the same inputs, with no per-request software and no weight-read floor. "

@@ -205,7 +205,9 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
           "n = 3); a capacity cannot, so it is shown as 0, and the cost interval is open above "
           "(\"≥\").\n\n";
   md << "Conclusions at saturation (computed; a difference is called only where the two "
-        "capacity intervals do not overlap):\n";
+        "capacity intervals do not overlap: an unpaired test, conservative where the seeds are "
+        "shared, as here, since the capacity sweep keeps each configuration's interval, not its "
+        "per-seed capacities):\n";
   for (const Cap& base : caps) {
     if (base.m.memory != "dram-2TB") continue;
     if (!(base.mean > 0)) {
@@ -328,7 +330,10 @@ std::string section_memory_tiers(const SweepData* dram, const SweepData* lower,
      << "Rejected requests are prompts whose KV needs more blocks than the GPUs' whole KV pool "
         "(vLLM rejects them; the longest DocFinQA-like filings with Qwen3-235B's BF16 weights on "
         "8× H100); throughput counts completed requests, so a seed with many rejections has a "
-        "low throughput and a wide interval.\n\n";
+        "low throughput and a wide interval. A level's share of load time counts the loads "
+        "that read it for their whole span, and one load can read several levels at once (DRAM "
+        "and the lower tier side by side), so a row's shares can sum past 100% "
+        "(`tiers_<level>_load_time_share`, docs/metrics.md).\n\n";
 
   // Cost: the assumptions, then every configuration at the three price points.
   md << "Cost per request = (GPU $/s + memory $/s) / throughput, with the GPU side at $"

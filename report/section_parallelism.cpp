@@ -18,6 +18,19 @@
 namespace kappasim::report {
 
 namespace {
+// "" when both layouts rejected as many prompts per replicate; else a clause saying the two were
+// judged over different request sets (a DP-attention rank's pool must hold a whole prompt).
+std::string different_requests(const ResultsTable& t, const std::vector<std::size_t>& a,
+                               const std::string& name_a, const std::vector<std::size_t>& b,
+                               const std::string& name_b) {
+  if (!t.has("requests_rejected")) return "";
+  const double ra = mean_of(t, a, "requests_rejected"), rb = mean_of(t, b, "requests_rejected");
+  if (!std::isfinite(ra) || !std::isfinite(rb) || ra == rb) return "";
+  return "; over different request sets: prompts rejected per replicate " + name_a + " " +
+         fmt_num(ra) + ", " + name_b + " " + fmt_num(rb) +
+         " (larger than one rank's KV pool: the layout that rejects more serves only the shorter "
+         "prompts, so its throughput and latency are not like for like)";
+}
 
 struct Case {
   std::string model, layout;
@@ -145,9 +158,12 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
      << "Every row runs the one serving engine with the same stack (LMCache 0.3.5 with its "
         "per-chunk software costs, blocking stores) on each of the studies' two baselines: its "
         "default kernel load path and its layer-wise path (the paper's testbed, section 5b). "
-        "Within a baseline rows differ by layout only (issue 21; the layouts beyond TP used to run "
+        "Within a baseline rows differ by layout (issue 21; the layouts beyond TP used to run "
         "a second engine that loaded by DMA without the stack's software costs, which favoured "
-        "them when loads dominated). On the layer-wise path the stack's per-(layer, chunk) "
+        "them when loads dominated), and so by which prompts fit: a DP-attention rank's KV pool "
+        "must hold a whole prompt, so it rejects long prompts a TP group's pooled KV serves (a "
+        "verdict over different request sets says so). On the layer-wise path the stack's "
+        "per-(layer, chunk) "
         "Python runs on each rank for that rank's requests, so DP-attention ranks issue their "
         "loads side by side where TP ranks all issue the same request's. Both models are MoE, so "
         "their DP ranks step in lockstep (dummy batches); "
@@ -187,7 +203,8 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
                                           "throughput is that load and its difference the run's "
                                           "drain, not a capacity"
                                         : "") +
-                                   "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s");
+                                   "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s") +
+                                   different_requests(t, a, lp.first, b, lp.second);
           lines += "- " + line + ".\n";
           if (log)
             log->add({"8.7", line,

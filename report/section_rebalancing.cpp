@@ -679,13 +679,14 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
     if (std::isfinite(x.s_crit) && std::isfinite(x.a_crit) && x.a_crit > 0 &&
         x.s_crit / x.a_crit < 0.67)
       why.push_back(
-          "software cost: simulated κ_crit " + fmt_num(x.s_crit) + " vs " + fmt_num(x.a_crit) +
+          "compute as simulated: κ_crit " + fmt_num(x.s_crit) + " vs " + fmt_num(x.a_crit) +
           " analytic — achieved GEMM and attention efficiency and the per-forward host cost "
           "make compute slower than peak, so fewer requests are link-bound");
     if (std::isfinite(x.s_compute) && std::isfinite(x.a_compute) && x.a_compute > 0 &&
         x.s_compute > 2 * x.a_compute)
-      why.push_back("software cost: a request's compute takes " + fmt_num(x.s_compute * 1e3) +
-                    " ms in the simulator against " + fmt_num(x.a_compute * 1e3) +
+      why.push_back("compute as simulated: a request's compute takes " +
+                    fmt_num(x.s_compute * 1e3) + " ms in the simulator against " +
+                    fmt_num(x.a_compute * 1e3) +
                     " ms at peak FLOP/s in the model (achieved GEMM and attention efficiency, the "
                     "per-forward and per-step host costs, and prefills sharing a step's batch)");
     if (why.empty())
@@ -723,16 +724,17 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
           by([&](std::size_t i) { return std::isfinite(res[i].a_thr) ? res[i].a_thr : -1.0; });
       const Result& b = res[sim_rank[0]];
       const Result& s0 = res[*stock];
-      auto lo = [&](std::size_t i) {
-        return res[i].cap.mean - (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0);
+      // Every design runs on the same workload seeds (replicate i of each: seed_per_point
+      // false), so designs are compared replicate by replicate (docs/report.md): x beats y when
+      // the paired 95% interval of their capacity difference lies above 0.
+      auto beats = [&](std::size_t x, std::size_t y) {
+        const stats::Interval d = paired(cap, cap_rows[x], cap_rows[y], "throughput_rps");
+        return d.n >= 2 && std::isfinite(d.lo) && d.lo > 0;
       };
-      auto hi = [&](std::size_t i) {
-        return res[i].cap.mean + (std::isfinite(res[i].cap.half) ? res[i].cap.half : 0);
-      };
-      // The simulated top group: designs whose interval reaches the best one's.
+      // The simulated top group: designs the best one does not beat.
       std::set<std::size_t> top;
       for (std::size_t i : idx)
-        if (hi(i) >= lo(sim_rank[0])) top.insert(i);
+        if (i == sim_rank[0] || !beats(sim_rank[0], i)) top.insert(i);
       const std::size_t abest = ana_rank[0];
       const double a_gain = res[abest].a_thr / s0.a_thr;
       // The analytic top group: designs within 1% of the model's best (host-bound splits tie).
@@ -744,14 +746,17 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
       std::string atop_names;
       for (std::size_t i : atop) {
         atop_names += (atop_names.empty() ? "" : " = ") + designs[combos[i].design].label;
-        if (i != *stock && lo(i) > hi(*stock)) sim_beats_stock = true;
+        if (i != *stock && beats(i, *stock)) sim_beats_stock = true;
       }
       md << "- " << h << ", " << workloads[w] << ": highest simulated capacity "
          << designs[combos[sim_rank[0]].design].label << " (" << show(b.cap) << " req/s, "
          << ratio(b.cap.mean, s0.cap.mean) << "× the stock die's " << show(s0.cap) << "; TTFT p50 "
          << show(b.p50, 1e3) << " vs " << show(s0.p50, 1e3) << " ms)"
-         << (top.size() > 1 ? ", within the intervals of " + std::to_string(top.size() - 1) +
-                                  " other design(s): no clear winner"
+         << "; "
+         << versus(cap, cap_rows[sim_rank[0]], cap_rows[*stock], "throughput_rps", "the stock die",
+                   "req/s")
+         << (top.size() > 1 ? "; tied with " + std::to_string(top.size() - 1) +
+                                  " other design(s) within the replicates: no clear winner"
                             : "")
          << ". The design model ";
       if (stock_in_atop || a_gain < 1.05) {
@@ -764,9 +769,13 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
         md << "predicts " << atop_names << " at " << fmt_num(a_gain)
            << "× the stock die; simulated " << ratio(res[abest].cap.mean, s0.cap.mean) << "× for "
            << designs[combos[abest].design].label << " ";
-        md << (sim_beats_stock ? "(beyond the intervals): the rankings agree on the winner"
-                               : "(no predicted winner beyond the stock die's interval): **the "
-                                 "analytic and simulated rankings disagree**");
+        md << (sim_beats_stock ? "(above the stock die's in the paired replicates): the "
+                                 "rankings agree on the winner"
+               : beats(*stock, abest)
+                   ? "(below the stock die's in the paired replicates: it loses): **the analytic "
+                     "and simulated rankings disagree**"
+                   : "(no predicted winner above the stock die's in the paired replicates): **the "
+                     "analytic and simulated rankings disagree**");
       }
       md << ".\n";
     }
@@ -792,16 +801,16 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
           }
         }
     }
-    // Whether the replicates resolve it: the split's capacity interval clear of the stock die's.
+    // Whether the replicates resolve it: paired by seed, as every comparison of designs.
     std::string resolved;
     if (best > 0) {
-      const auto half = [&](std::size_t i) {
-        return std::isfinite(res[i].cap.half) ? res[i].cap.half : 0.0;
-      };
-      const bool clear = res[best_i].cap.mean - half(best_i) > res[best_j].cap.mean + half(best_j);
+      const stats::Interval d = paired(cap, cap_rows[best_i], cap_rows[best_j], "throughput_rps");
+      const bool clear = d.n >= 2 && std::isfinite(d.lo) && d.lo > 0;
       resolved = "; " + show(res[best_i].cap) + " against the stock die's " +
-                 show(res[best_j].cap) + " req/s" +
-                 (clear ? "" : ": the intervals overlap, a gain the replicates do not resolve");
+                 show(res[best_j].cap) + " req/s (" +
+                 versus(cap, cap_rows[best_i], cap_rows[best_j], "throughput_rps", "the stock die",
+                        "req/s") +
+                 ")" + (clear ? "" : ": a gain the replicates do not resolve");
     }
     md << "\nLargest simulated capacity gain of any emitted split over the stock die on the same "
           "host "
@@ -813,7 +822,12 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
            "Largest simulated capacity gain of any emitted die split over the stock H100 die: " +
                fmt_num(best) + "× (" + where + "), where the design model predicts " +
                fmt_num(best_a) + "×" + resolved,
-           regime_brief(load_sweep, configurations(load, {"design", "workload"})) +
+           "capacity: a burst of " + std::to_string(requests) +
+               " requests per workload seed offered at once (1000 req/s: overloaded by "
+               "construction, the served rate is the burst over its makespan), " +
+               std::to_string(replicates) +
+               " seeds paired across designs; the TTFT runs at half the stock die's capacity: " +
+               regime_brief(load_sweep, configurations(load, {"design", "workload"})) +
                "; tiers sized to each host, catalogues that fit them",
            path == "kernel"
                ? "conditional on the design's PCIe requester keeping the base die's read tags per "

@@ -305,6 +305,20 @@ std::vector<StatDecl> make_summary() {
   add(fig("throughput_rps", "req/s", A::Ratio, "requests_completed / simulated_time_s",
           [](const In& x) { return ratio(n_req(x), x.t.simulated_time_s); },
           kShowRun | kShowCluster));
+  // The middle 80% of the run (10th to 90th percentile) of arrivals and of completions: a
+  // server that keeps up completes requests as fast as they arrive there, whatever its start and
+  // its drain after the last arrival (which throughput_rps counts); one that falls behind (its
+  // queue growing) completes them at its own rate. Sketch quantiles: within 0.5% of each time.
+  add(fig("mid_arrival_rps", "req/s", A::Ratio,
+          "the completed requests between their 10th- and 90th-percentile arrival time, per "
+          "second of that span: the rate they arrived at over the run's middle 80%",
+          [](const In& x) { return mid_rate(x.a.arrivals); }));
+  add(fig("mid_completion_rps", "req/s", A::Ratio,
+          "the completed requests between their 10th- and 90th-percentile finish time (arrival + "
+          "TTFT, + decode: e2e), per second of that span: the rate they were served at over the "
+          "run's middle 80%, without the drain after the last arrival that throughput_rps counts "
+          "(below 90% of mid_arrival_rps: the server fell behind, its queue growing)",
+          [](const In& x) { return mid_rate(x.a.finishes); }));
   add(fig("ttft_mean_s", "s", A::Mean, "TTFT (ttft_s) mean",
           [](const In& x) { return x.a.ttft.mean(); }));
   add(fig("ttft_p50_s", "s", A::Quantile, "TTFT median",
@@ -708,20 +722,6 @@ std::vector<StatDecl> make_summary() {
         "requests_completed / the latest arrival's time: the rate the completed requests arrived "
         "at (first_token_rps below 90% of it: the prefills fell behind)",
         [](const In& x) { return ratio(n_req(x), x.a.last_arrival_s); });
-    // The middle 80% of the run (10th to 90th percentile) of arrivals and of completions: a
-    // server that keeps up completes requests as fast as they arrive there, whatever its drain
-    // after the last arrival (which throughput_rps counts); one that falls behind completes
-    // them at its own rate. Sketch quantiles: within 0.5% of each time.
-    dec("mid_arrival_rps", "req/s", A::Ratio,
-        "the completed requests between their 10th- and 90th-percentile arrival time, per second "
-        "of that span: the rate they arrived at over the run's middle 80%",
-        [](const In& x) { return mid_rate(x.a.arrivals); });
-    dec("mid_completion_rps", "req/s", A::Ratio,
-        "the completed requests between their 10th- and 90th-percentile finish time (arrival + "
-        "e2e), per second of that span: the rate they completed at over the run's middle 80%, "
-        "without the drain after the last arrival that throughput_rps counts (below 90% of "
-        "mid_arrival_rps: the decode fell behind)",
-        [](const In& x) { return mid_rate(x.a.finishes); });
   }
 
   // ---- a layout beyond TP (serving.parallelism, issue 14; docs/parallelism.md "The replica

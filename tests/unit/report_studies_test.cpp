@@ -349,8 +349,20 @@ TEST(ReportStudies, GenerationsSimulatedStepsAndTheConditionalLink) {
        {"llama-3.1-70b", "hgx-b300", "8", "ok", "", "90", "12", "0", "0", "1000", "30e9", "60e9"},
        {"llama-3.1-70b", "hgx-b300-gen6", "8", "ok", "", "99", "24", "0", "0", "1000", "33e9",
         "120e9", "0.8"},
-       {"llama-3.1-70b", "gh200", "1", "invalid", "does not fit", "", "", "", "", "", "", ""}});
+       {"llama-3.1-70b", "gh200", "1", "invalid", "does not fit", "", "", "", "", "", "", ""},
+       // Rubin against GB300, the two at different TP: the step's simulated ratio would mix
+       // the TP change with the part's, so it is not given.
+       {"llama-3.1-70b", "gb300", "1", "ok", "", "100", "40", "0", "0", "1000", "30e9", "60e9"},
+       {"llama-3.1-70b", "vr200", "2", "ok", "", "80", "24", "0", "0", "1000", "30e9", "60e9"},
+       // A part whose simulated κ_crit sits below its analytic one (76 / 331 = 0.23×).
+       {"llama-3.1-70b", "mi300a", "4", "ok", "", "76", "331", "0", "0", "1000", "30e9", "60e9"}});
   const std::string md = report::section_generations(g, g, g, &sim, {});
+  EXPECT_NE(md.find("gb300 → vr200 analytic 0.6×, simulated n/a (TP 1 vs TP 2)"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("so it sits above the analytic one except on mi300a (llama-3.1-70b, 0.23×) "
+                    "(1 of 7 rows;"),
+            std::string::npos)
+      << md;
   // h100 → b200: analytic 12 / 30 = 0.4, simulated 90 / 120 = 0.75.
   EXPECT_NE(md.find("h100 → b200 analytic 0.4×, simulated 0.75×"), std::string::npos) << md;
   EXPECT_NE(md.find("| llama-3.1-70b | gh200 | 1 | — |"), std::string::npos) << md;

@@ -285,6 +285,51 @@ TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) 
   fs::remove_all(dir);
 }
 
+// The rule on completions over the run's middle 80% (mid_completion_rps against
+// mid_arrival_rps, 95%), free of the drain after the last arrival. Offered 10 req/s. a completes
+// 9.8 and 9.9 of 10 arriving (keeps up). b serves 9.2 req/s over the whole run, above 0.9 × 10,
+// yet over the middle it completes 9 of 10 arriving: its queue grows (overloaded). c keeps up on
+// its replicates' means (9.9 and 9.2 of 10: 9.55 ≥ 9.5) but not in its second seed.
+TEST(ReportSections, TheRegimeRuleReadsCompletionsOverTheRunsMiddle) {
+  const fs::path dir = fresh_dir("regime-mid");
+  report::SweepData d;
+  d.name = "study";
+  d.dir = dir.string();
+  d.table.columns = {"point",
+                     "cfg",
+                     "replicate",
+                     "status",
+                     "throughput_rps",
+                     "mid_arrival_rps",
+                     "mid_completion_rps"};
+  d.table.rows = {
+      {"0", "a", "0", "ok", "9.5", "10", "9.8"}, {"1", "a", "1", "ok", "9.5", "10", "9.9"},
+      {"2", "b", "0", "ok", "9.2", "10", "9"},   {"3", "b", "1", "ok", "9.2", "10", "9"},
+      {"4", "c", "0", "ok", "9.5", "10", "9.9"}, {"5", "c", "1", "ok", "9", "10", "9.2"}};
+  for (std::size_t i = 0; i < d.table.rows.size(); ++i)
+    write(fs::path(report::point_dir(d.dir, d.table, i)) / "point.yaml", "workload: {rate: 10}\n");
+  const auto configs = report::configurations(d.table, {"cfg"});
+  const std::string md = report::regime_paragraph(d, configs, "the test");
+  EXPECT_NE(md.find("1 of 3 configurations are overloaded (completing under 95% of the requests "
+                    "admitted over the run's middle 80%: the queue grows); 1 more keeps up on its "
+                    "replicates' means but falls behind in some seed"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(report::regime_brief(d, configs)
+                .find("offered 10 req/s, 1 of 3 configurations overloaded (1 more overloaded in "
+                      "some seeds)"),
+            std::string::npos);
+  const std::string rows = report::load_verdicts(d, "cfg");
+  EXPECT_NE(rows.find("**b**: overloaded: over the run's middle 80% it completes 9 requests/s of "
+                      "the 10 arriving, so its queue grows (9.2 requests/s over the whole run, of "
+                      "10 offered);"),
+            std::string::npos)
+      << rows;
+  EXPECT_NE(rows.find("**a**: keeps up with the 10 requests/s offered;"), std::string::npos)
+      << rows;
+  fs::remove_all(dir);
+}
+
 // A best choice judged over different request sets says so: BF16 rejects 3 requests per
 // replicate (the longest prompts), INT4 none, so their TTFTs are over different prompts; equal
 // rejections say nothing.

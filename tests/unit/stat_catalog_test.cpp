@@ -154,21 +154,25 @@ TEST(StatCatalog, KeysAndOrderAreTheOutputsOfBefore) {
                                       "tier_hit_rate"}));
   SummaryBuilder sb;
   const auto f = sb.figures(with_replica_and_tiers());
-  // 74 single figures, 8 + 8 time-breakdown categories, 7 load bounds, 20 layout (17 before issue
-  // 23 added the ranks' hit rates, 19 before issue 21's pp_stage_wait_s), 2 x 15 tiers
-  ASSERT_EQ(f.size(), 74u + 8 + 8 + 7 + 20 + 30);
+  // 76 single figures (74 before the rates over the run's middle, mid_arrival_rps and
+  // mid_completion_rps), 8 + 8 time-breakdown categories, 7 load bounds, 20 layout (17 before
+  // issue 23 added the ranks' hit rates, 19 before issue 21's pp_stage_wait_s), 2 x 15 tiers
+  ASSERT_EQ(f.size(), 76u + 8 + 8 + 7 + 20 + 30);
   EXPECT_EQ(f[0].first, "requests_completed");
-  EXPECT_EQ(f[73].first, "quantile_relative_accuracy");
-  EXPECT_EQ(f[74].first, "ttft_mean_queue_s");
-  EXPECT_EQ(f[82].first, "time_fraction_sched_software");
-  EXPECT_EQ(f[89].first, "time_fraction_idle");
-  EXPECT_EQ(f[90].first, "load_bound_share_software");
-  EXPECT_EQ(f[97].first, "dp_ranks");
-  EXPECT_EQ(f[97 + 20].first, "tiers_dram_capacity_bytes");
+  EXPECT_EQ(f[4].first, "throughput_rps");
+  EXPECT_EQ(f[5].first, "mid_arrival_rps");
+  EXPECT_EQ(f[6].first, "mid_completion_rps");
+  EXPECT_EQ(f[75].first, "quantile_relative_accuracy");
+  EXPECT_EQ(f[76].first, "ttft_mean_queue_s");
+  EXPECT_EQ(f[84].first, "time_fraction_sched_software");
+  EXPECT_EQ(f[91].first, "time_fraction_idle");
+  EXPECT_EQ(f[92].first, "load_bound_share_software");
+  EXPECT_EQ(f[99].first, "dp_ranks");
+  EXPECT_EQ(f[99 + 20].first, "tiers_dram_capacity_bytes");
   EXPECT_EQ(f.back().first, "tiers_cxl_prefetched_bytes");
   // Without the engine's figures, none of them.
   const auto plain = sb.figures(SummaryBuilder::Totals{});
-  EXPECT_EQ(plain.size(), 97u);
+  EXPECT_EQ(plain.size(), 99u);
 }
 
 TEST(StatCatalog, AnUndeclaredOrMissingEngineFigureIsAnInternalError) {
