@@ -63,8 +63,9 @@ std::string section_policies(const SweepData& runs, const FigureFolder& fig, Con
     // Every policy overloaded: a backlog grows all run, so the TTFTs compared are how fast each
     // policy's backlog grows over this run's length, not steady-state latencies.
     if (overloaded_count(runs, all) == all.size())
-      claim += "; every policy is overloaded (its queue grows all run), so these TTFTs measure "
-               "how fast each one's backlog grows over this run's length, not a steady state";
+      claim +=
+          "; every policy is overloaded (its queue grows all run), so these TTFTs measure "
+          "how fast each one's backlog grows over this run's length, not a steady state";
     log->add({"7", claim + " (one workload seed: no interval)", regime_brief(runs, all),
               "the stack's admission rules as modelled (docs/scheduler.md); VRAM as the limit",
               "kernel only"});
