@@ -364,7 +364,9 @@ void variants_simulated(std::ostringstream& md, const SweepData& sim, Conclusion
         "BF16, T = 128, lmcache-0.3.5 on its kernel load path; isolated requests, deterministic, "
         "no replicates; `hybrid` is `serving.kv_cache: hybrid`, conditional on a hybrid-aware "
         "connector; the analytic κ_crit is the engine's accounting: unified, or the full "
-        "layers' bytes at K → ∞):\n\n"
+        "layers' bytes at K → ∞, at the run's TP 8, where a model with fewer KV heads than "
+        "ranks (or an MLA latent) holds its KV on every rank, so it can sit several times below "
+        "the per-GPU TP 1 figure of the analytic table above):\n\n"
      << markdown_table({"model", "KV cache", "κ_crit analytic (peak)", "κ_crit simulated",
                         "H2D GB/s per GPU per load time", "model-level GB/s per load time",
                         "load bound (shares of load time)", "note"},

@@ -330,6 +330,7 @@ std::string section_stacks_async(const SweepData& crit, const SweepData& serving
       return s.num(a, "kappa_ratio_p50") < s.num(b, "kappa_ratio_p50");
     });
     std::vector<std::pair<double, double>> diff;
+    constexpr double kSaturated = 0.95;  // link busy share from which the link is saturated
     for (std::size_t r : rs) {
       const double kappa = s.num(r, "kappa_ratio_p50"), gpu = s.num(r, "gpu_utilization"),
                    link = s.num(r, "link_busy_fraction"), K = s.num(r, "K");
@@ -340,7 +341,11 @@ std::string section_stacks_async(const SweepData& crit, const SweepData& serving
                       s.get(r, "rate") + " / " + fmt_num(s.num(r, "throughput_rps")),
                       fmt_num(s.num(r, "ttft_p50_s")), pct(gpu), pct(link),
                       fmt_num(s.num(r, "scheduled_tokens_per_iter")),
-                      link >= gpu ? "link" : "compute",
+                      // A saturated link binds whatever the GPU's busy share: past it the
+                      // asynchronous steps stay busy with few tokens each (tokens / step).
+                      link >= kSaturated ? "link (saturated)"
+                      : link >= gpu      ? "link"
+                                         : "compute",
                       pct(loaded) + " / " + fmt_num(s.num(r, "recomputed_tokens_total"))});
     }
     cross[load] = serving_crossing(diff);
@@ -370,10 +375,11 @@ std::string section_stacks_async(const SweepData& crit, const SweepData& serving
              "served req/s at the smallest κ"},
             summary)
      << "\n"
-     << markdown_table({"load", "κ (median K/T)", "K", "offered / served req/s", "TTFT p50 (s)",
-                        "GPU compute-busy", "link busy", "tokens / step", "bound (busier)",
-                        "prefix loaded / tokens recomputed"},
-                       rows)
+     << markdown_table(
+            {"load", "κ (median K/T)", "K", "offered / served req/s", "TTFT p50 (s)",
+             "GPU compute-busy", "link busy", "tokens / step",
+             "bound (busier; the link once ≥ 95% busy)", "prefix loaded / tokens recomputed"},
+            rows)
      << "\n";
   // What the rows say.
   const auto a = cross.find("in_step"), b = cross.find("async");

@@ -827,6 +827,13 @@ TEST(ReportSections, StacksAsyncStatesBothCrossingsWithTheirRegime) {
       md.find("| in_step | 32 | 4096 | 1000 / 100 | 1 | 40% | 60% | 2400 | link | 100% / 0 |"),
       std::string::npos)
       << md;
+  // The async row at κ 32 has the link 96% busy: saturated, it binds, whatever the GPU's share.
+  EXPECT_NE(md.find("| async | 32 | 4096 | 1000 / 165 | 1 | 96% | 96% | 1200 | link (saturated) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| async | 8 | 1024 | 1000 / 260 | 1 | 97% | 37% | 3000 | compute |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("9.38× and 5.91× below the TTFT-level κ_crit"), std::string::npos) << md;
   EXPECT_NE(md.find("from κ 20.2 to 32 (1.59×) and serves 1.3–1.65× the in-step throughput"),
             std::string::npos)
