@@ -220,6 +220,20 @@ TEST(ReportSections, ServingRegimeLineSaysWhatCameFromTheTier) {
       << md;
 }
 
+// A replicated study's table in `dir`, every point offered `rate` req/s (its point.yaml).
+report::SweepData study_at_rate(const fs::path& dir, std::vector<std::string> columns,
+                                std::vector<std::vector<std::string>> rows, const char* rate) {
+  report::SweepData d;
+  d.name = "study";
+  d.dir = dir.string();
+  d.table.columns = std::move(columns);
+  d.table.rows = std::move(rows);
+  for (std::size_t i = 0; i < d.table.rows.size(); ++i)
+    write(fs::path(report::point_dir(d.dir, d.table, i)) / "point.yaml",
+          std::string("workload: {rate: ") + rate + "}\n");
+  return d;
+}
+
 // Issue 22 item 3: a replicated study's regime from its own runs. Two configurations, two
 // replicates each, offered 10 req/s (their point.yaml). Configuration a: served 9.5 and 9.7
 // (mean 9.6 ≥ 0.9 × 10: keeps up), 900 cached of 900 + 100 prompt tokens = 90% loaded, hit rate
@@ -230,30 +244,16 @@ TEST(ReportSections, ServingRegimeLineSaysWhatCameFromTheTier) {
 // 5–9.6, loaded 50%–90%, hit rate 0.5–1, loading 30%–70% (the bound moves).
 TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) {
   const fs::path dir = fresh_dir("regime");
-  report::SweepData d;
-  d.name = "study";
-  d.dir = dir.string();
-  d.table.columns = {"point",
-                     "cfg",
-                     "replicate",
-                     "status",
-                     "requests_completed",
-                     "requests_rejected",
-                     "throughput_rps",
-                     "queue_p50_s",
-                     "ttft_p50_s",
-                     "cached_tokens_total",
-                     "computed_tokens_total",
-                     "tier_hit_rate",
-                     "tier_working_set_fits",
-                     "transfer_time_fraction"};
-  d.table.rows = {
-      {"0", "a", "0", "ok", "100", "0", "9.5", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
-      {"1", "a", "1", "ok", "100", "0", "9.7", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
-      {"2", "b", "0", "ok", "90", "10", "4", "40", "42", "500", "500", "0.5", "0", "0.3"},
-      {"3", "b", "1", "ok", "90", "10", "6", "40", "42", "500", "500", "0.5", "0", "0.3"}};
-  for (std::size_t i = 0; i < d.table.rows.size(); ++i)
-    write(fs::path(report::point_dir(d.dir, d.table, i)) / "point.yaml", "workload: {rate: 10}\n");
+  const report::SweepData d = study_at_rate(
+      dir,
+      {"point", "cfg", "replicate", "status", "requests_completed", "requests_rejected",
+       "throughput_rps", "queue_p50_s", "ttft_p50_s", "cached_tokens_total",
+       "computed_tokens_total", "tier_hit_rate", "tier_working_set_fits", "transfer_time_fraction"},
+      {{"0", "a", "0", "ok", "100", "0", "9.5", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
+       {"1", "a", "1", "ok", "100", "0", "9.7", "0.1", "0.2", "900", "100", "1", "1", "0.7"},
+       {"2", "b", "0", "ok", "90", "10", "4", "40", "42", "500", "500", "0.5", "0", "0.3"},
+       {"3", "b", "1", "ok", "90", "10", "6", "40", "42", "500", "500", "0.5", "0", "0.3"}},
+      "10");
   const std::string md =
       report::regime_paragraph(d, report::configurations(d.table, {"cfg"}), "the test");
   for (const char* want :
@@ -292,22 +292,17 @@ TEST(ReportSections, ARegimeParagraphStatesOfferedServedAndWhatCameFromTheTier) 
 // its replicates' means (9.9 and 9.2 of 10: 9.55 ≥ 9.5) but not in its second seed.
 TEST(ReportSections, TheRegimeRuleReadsCompletionsOverTheRunsMiddle) {
   const fs::path dir = fresh_dir("regime-mid");
-  report::SweepData d;
-  d.name = "study";
-  d.dir = dir.string();
-  d.table.columns = {"point",
-                     "cfg",
-                     "replicate",
-                     "status",
-                     "throughput_rps",
-                     "mid_arrival_rps",
-                     "mid_completion_rps"};
-  d.table.rows = {
-      {"0", "a", "0", "ok", "9.5", "10", "9.8"}, {"1", "a", "1", "ok", "9.5", "10", "9.9"},
-      {"2", "b", "0", "ok", "9.2", "10", "9"},   {"3", "b", "1", "ok", "9.2", "10", "9"},
-      {"4", "c", "0", "ok", "9.5", "10", "9.9"}, {"5", "c", "1", "ok", "9", "10", "9.2"}};
-  for (std::size_t i = 0; i < d.table.rows.size(); ++i)
-    write(fs::path(report::point_dir(d.dir, d.table, i)) / "point.yaml", "workload: {rate: 10}\n");
+  const report::SweepData d =
+      study_at_rate(dir,
+                    {"point", "cfg", "replicate", "status", "throughput_rps", "mid_arrival_rps",
+                     "mid_completion_rps"},
+                    {{"0", "a", "0", "ok", "9.5", "10", "9.8"},
+                     {"1", "a", "1", "ok", "9.5", "10", "9.9"},
+                     {"2", "b", "0", "ok", "9.2", "10", "9"},
+                     {"3", "b", "1", "ok", "9.2", "10", "9"},
+                     {"4", "c", "0", "ok", "9.5", "10", "9.9"},
+                     {"5", "c", "1", "ok", "9", "10", "9.2"}},
+                    "10");
   const auto configs = report::configurations(d.table, {"cfg"});
   const std::string md = report::regime_paragraph(d, configs, "the test");
   EXPECT_NE(md.find("1 of 3 configurations are overloaded (completing under 95% of the requests "
