@@ -137,6 +137,30 @@ std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::s
   return out;
 }
 
+std::string ratio_versus(const ResultsTable& t, const std::vector<std::size_t>& a,
+                         const std::vector<std::size_t>& b, const std::string& name,
+                         const std::string& b_name) {
+  const auto p = pairs(t, a, b, name);
+  if (p.size() < 2) return "";
+  std::vector<double> logs;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& [x, y] : p) {
+    if (!(x > 0) || !(y > 0)) return "";
+    logs.push_back(std::log(x / y));
+    lo = std::min(lo, x / y);
+    hi = std::max(hi, x / y);
+  }
+  const stats::Interval d = stats::mean_interval(logs);
+  const bool below = std::isfinite(d.hi) && d.hi < 0, above = std::isfinite(d.lo) && d.lo > 0;
+  return fmt_num(std::exp(d.mean)) + "× " + b_name + "'s by the geometric mean over the paired " +
+         "seeds (" + fmt_num(lo) + "–" + fmt_num(hi) + "× seed by seed; the paired log-ratio " +
+         "interval " +
+         (below   ? std::string("lies below 1: lower")
+          : above ? std::string("lies above 1: higher")
+                  : std::string("contains 1")) +
+         ")";
+}
+
 std::string rejection_note(const ResultsTable& t, const Best& b) {
   if (!t.has("requests_rejected") || b.choices.size() < 2) return "";
   std::string list;

@@ -36,6 +36,15 @@ std::string versus(const ResultsTable& t, const std::vector<std::size_t>& a,
                    const std::vector<std::size_t>& b, const std::string& name,
                    const std::string& b_name, const std::string& unit);
 
+// A's `name` over B's as a ratio, paired by replicate on log scale (a latency that a change
+// divides by a factor in every seed, where one seed's long queue swamps the difference in
+// seconds): "0.2× no buffer's in every seed (0.15–0.23×; the paired log-ratio interval excludes
+// 1: lower)" or "... (the paired log-ratio interval contains 1)". "" under two pairs or where a
+// value is not positive.
+std::string ratio_versus(const ResultsTable& t, const std::vector<std::size_t>& a,
+                         const std::vector<std::size_t>& b, const std::string& name,
+                         const std::string& b_name);
+
 // The configuration with the best mean `metric` per group of rows sharing `group` columns
 // (lower or higher is better), and the baseline choice's mean and rows in the same group.
 struct Best {

@@ -214,10 +214,18 @@ std::string section_interconnect(const SweepData& study,
                 fmt_num(t.num(*p6, "h2d_peak_bytes_per_s") / t.num(*p5, "h2d_peak_bytes_per_s")) +
                 "×) and κ_crit " + fmt_num(gain[pair][path]) +
                 "× on the kernel path; the PCIe 6 load is bound by " + bound_shares(t, *p6);
+            // GPUs sharing a switch's uplink (DGX A100: 2): each one's PCIe share is halved,
+            // so the faster link relieves the sharing as much as it raises the wire rate.
+            const double sharing = t.num(*p5, "system.gpus_sharing_host_link");
             kernel_hinge[pair] =
                 reads_bind ? "conditional on the outstanding-read limits (read tags, 768 assumed "
                              "on PCIe 6; loads in flight; 1 µs host round trip, assumed)"
-                           : "the host side's sourced rates (DRAM, socket link)";
+                : sharing > 1
+                    ? "the " + fmt_num(sharing) +
+                          " GPUs sharing each PCIe switch's x16 uplink (spec), which halve each "
+                          "GPU's share of the link, so PCIe 6 relieves that sharing up to where "
+                          "the host side's sourced rates (DRAM, socket link) bind"
+                    : "the host side's sourced rates (DRAM, socket link)";
             // The tornado below settles what it can: the gain at the ends of those ranges.
             if (const auto it = tornado.range.find(g);
                 reads_bind && m == tornado.model && it != tornado.range.end()) {
@@ -247,9 +255,9 @@ std::string section_interconnect(const SweepData& study,
             }
           }
         if (!above.empty()) {
-          line += " the simulated κ_crit first exceeds the ";
+          line += " the simulated κ_crit (T = 128) first exceeds the ";
           for (std::size_t i = 0; i < above.size(); ++i) line += (i ? ", the " : "") + above[i];
-          line += ";";
+          line += " (a nominal κ, whose own T is smaller: section 1);";
           any = true;
         }
         if (any) {

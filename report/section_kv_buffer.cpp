@@ -140,7 +140,16 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
     const std::vector<std::size_t>*first = nullptr, *best = nullptr;
     for (const auto& cr : cs) {
       if (mean_of(t, cr, "requests_rejected") > rej0) continue;
-      if (!first && mean_of(t, cr, "kappa_link_ratio_p50") < crit) first = &cr;
+      // Below κ_crit beyond the replicates: the 95% interval of the median κ over the link
+      // lies under it (a mean under it with an interval reaching it is not yet below).
+      if (!first) {
+        std::vector<double> xs;
+        for (std::size_t r : cr)
+          if (t.ok(r)) xs.push_back(t.num(r, "kappa_link_ratio_p50"));
+        const stats::Interval k = stats::mean_interval(xs);
+        const double top = std::isfinite(k.hi) ? k.hi : k.mean;
+        if (top < crit) first = &cr;
+      }
       if (!best || mean_of(t, cr, "ttft_p50_s") < mean_of(t, *best, "ttft_p50_s")) best = &cr;
     }
     const std::string path = path_of(cs[0][0]);
@@ -151,7 +160,7 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
     else if (mean_of(t, *off, "kappa_link_ratio_p50") < crit)
       md << "already below κ_crit";
     else if (first)
-      md << "below κ_crit from " << label(*first) << " (κ over the link p50 "
+      md << "below κ_crit beyond the replicates from " << label(*first) << " (κ over the link p50 "
          << (mean_of(t, *first, "kappa_link_ratio_p50") == 0
                  // Every replicate's median request loads nothing over the link.
                  ? std::string("0 in every replicate: over half the requests load nothing "
@@ -159,26 +168,36 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
                  : interval_cell(t, *first, "kappa_link_ratio_p50"))
          << ", hit rate " << pct(mean_of(t, *first, "buffer_hit_rate")) << ")";
     else
-      md << "no buffer in the sweep brings it below κ_crit";
+      md << "no buffer in the sweep brings it below κ_crit beyond the replicates";
     if (log && best && best != off)
       log->add({"8.2",
                 key + ": lowest TTFT p50 with " + label(*best) + ", " +
                     interval_cell(t, *best, "ttft_p50_s") + " s vs " +
                     interval_cell(t, *off, "ttft_p50_s") + " s without a buffer, " +
-                    versus(t, *best, *off, "ttft_p50_s", "no buffer", "s"),
+                    versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") + "; " +
+                    ratio_versus(t, *best, *off, "ttft_p50_s", "no buffer"),
                 regime_brief(study, cs),
-                "the buffer's copy rate (sram: 17.2 TB/s assumed, from MI300X's Infinity Cache, "
-                "capped by the HBM write rate) and capacities beyond today's dies",
+                "the catalogue's size against the buffer (a buffer that holds the whole "
+                "catalogue's KV misses only each document's first touch, hit rate " +
+                    pct(mean_of(t, *best, "buffer_hit_rate")) +
+                    " here); capacities beyond today's dies; the buffer's copy rate (sram: 17.2 "
+                    "TB/s assumed, from MI300X's Infinity Cache, capped by the HBM write rate)",
                 path == "kernel" ? "kernel (the layer-wise rows are their own line)"
                                  : "layer-wise (the paper's testbed)"});
     if (best && best != off)
       md << "; lowest mean TTFT p50 with " << label(*best) << ": "
          << interval_cell(t, *best, "ttft_p50_s") << " s vs "
          << interval_cell(t, *off, "ttft_p50_s") << " s without, "
-         << versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") << " (throughput "
+         << versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") << "; "
+         << ratio_versus(t, *best, *off, "ttft_p50_s", "no buffer") << " (throughput "
          << interval_cell(t, *best, "throughput_rps") << " vs "
          << interval_cell(t, *off, "throughput_rps") << " req/s, "
-         << versus(t, *best, *off, "throughput_rps", "no buffer", "req/s") << ")";
+         << versus(t, *best, *off, "throughput_rps", "no buffer", "req/s")
+         << (overloaded_count(study, {*best, *off}) == 0
+                 ? "; both keep up with the offered load, so the served throughput is that load "
+                   "and its difference the run's drain, not a capacity"
+                 : "")
+         << ")";
     else if (best)
       md << "; no buffer has a lower mean TTFT p50 than none ("
          << interval_cell(t, *off, "ttft_p50_s") << " s)";

@@ -145,13 +145,34 @@ std::string load_verdicts(const SweepData& d, const std::string& axis) {
                               " requests/s it admits of " + fmt_num(offered) + " offered" + rejects
                         : "keeps up with the " + fmt_num(offered) + " requests/s offered") +
           "; ";
+    // What the GPUs' time goes to (time_fraction_*, summing to 1) names what bounds the run,
+    // before what limits admission: a saturated link, the stack's CPU software, or steps waiting
+    // for their in-step loads; only then the token budget or VRAM (which say how many requests a
+    // step admits, not what the node spends its time on).
+    const double link_busy = t.num(r, "link_busy_fraction"),
+                 sw = t.num(r, "time_fraction_load_software") +
+                      t.num(r, "time_fraction_sched_software"),
+                 wait = t.num(r, "time_fraction_load_wait") + t.num(r, "time_fraction_load_link");
+    const std::string admits =
+        budget >= 0.9 ? "the token budget limits what a step admits"
+        : vram >= 0.75
+            ? "VRAM (" + pct(vram) + " in use), not the token budget, limits what a step admits"
+            : "";
+    std::string bound;
+    if (std::isfinite(link_busy) && link_busy >= 0.9)
+      bound = "the host link is saturated (busy " + pct(link_busy) + " of the time)";
+    else if (std::isfinite(sw) && sw >= 0.5)
+      bound = "the GPUs wait on the stack's CPU software " + pct(sw) + " of their time";
+    else if (std::isfinite(wait) && wait >= 0.5)
+      bound = "the GPUs wait for in-step KV loads " + pct(wait) + " of their time";
     out += "steps use " + pct(budget) + " of the token budget with " + pct(vram) +
            " of the VRAM KV pool in use, and KV loading is " + pct(share) +
            " of load + compute time (" + pct(ttft_share) + " of TTFT, queue included) — " +
-           (budget >= 0.9  ? "the token budget is the binding limit"
-            : vram >= 0.75 ? "VRAM, not the token budget, limits admission"
-            : share >= 0.5 ? "the KV transfers, not the token budget or VRAM, bound each step"
-                           : "the load is too light to fill the budget");
+           (!bound.empty()  ? bound + (admits.empty() ? std::string() : "; " + admits)
+            : budget >= 0.9 ? "the token budget is the binding limit"
+            : vram >= 0.75  ? "VRAM, not the token budget, limits admission"
+            : share >= 0.5  ? "the KV transfers, not the token budget or VRAM, bound each step"
+                            : "the load is too light to fill the budget");
     // Issue 22: the regime a study of the link needs stated: how much of the prompts came from
     // the tier, and whether the tier holds the working set (else prefixes are recomputed).
     const double cached = t.num(r, "cached_tokens_total"),

@@ -325,6 +325,28 @@ TEST(ReportSections, TheRegimeRuleReadsCompletionsOverTheRunsMiddle) {
   fs::remove_all(dir);
 }
 
+// A latency a change divides by a factor in every seed, judged on the paired log ratio. A halves
+// B in each of three seeds (1 vs 2, 2 vs 4, 30 vs 60 s): geometric mean 0.5×, the log-ratio
+// interval a point below 1: lower, though the difference in seconds (-1, -2, -30) is unresolved.
+// C is half of B in one seed and twice it in the other: geometric mean 1×, the interval contains 1.
+TEST(ReportSections, ARatioVersusJudgesLatencyRatiosOnTheLogScale) {
+  report::ResultsTable t;
+  t.columns = {"point", "cfg", "replicate", "status", "ttft_p50_s"};
+  t.rows = {{"0", "a", "0", "ok", "1"}, {"1", "a", "1", "ok", "2"}, {"2", "a", "2", "ok", "30"},
+            {"3", "b", "0", "ok", "2"}, {"4", "b", "1", "ok", "4"}, {"5", "b", "2", "ok", "60"},
+            {"6", "c", "0", "ok", "1"}, {"7", "c", "1", "ok", "8"}};
+  const std::vector<std::size_t> a = {0, 1, 2}, b = {3, 4, 5}, c = {6, 7};
+  EXPECT_EQ(report::ratio_versus(t, a, b, "ttft_p50_s", "B"),
+            "0.5× B's by the geometric mean over the paired seeds (0.5–0.5× seed by seed; the "
+            "paired log-ratio interval lies below 1: lower)");
+  EXPECT_NE(report::versus(t, a, b, "ttft_p50_s", "B", "s").find("the 95% interval contains 0"),
+            std::string::npos);
+  EXPECT_EQ(report::ratio_versus(t, c, b, "ttft_p50_s", "B"),
+            "1× B's by the geometric mean over the paired seeds (0.5–2× seed by seed; the paired "
+            "log-ratio interval contains 1)");
+  EXPECT_EQ(report::ratio_versus(t, {0}, {3}, "ttft_p50_s", "B"), "");  // one pair: no interval
+}
+
 // A best choice judged over different request sets says so: BF16 rejects 3 requests per
 // replicate (the longest prompts), INT4 none, so their TTFTs are over different prompts; equal
 // rejections say nothing.
