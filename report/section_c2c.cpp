@@ -120,11 +120,19 @@ std::string section_c2c(const SweepData& kappa, const SweepData& serving_in,
         // A node of another size (GB200: 2 GPUs against 8): the same ratio per GPU beside it.
         const double g = t.num(r, "gpus"), g0 = t.num(*base, "gpus");
         const bool other_size = std::isfinite(g) && std::isfinite(g0) && g > 0 && g != g0;
-        line +=
-            std::string(line.empty() ? "" : ", ") + t.get(r, "system") + " " + (floor ? "≥ " : "") +
-            fmt_num(q) + "×" +
-            (other_size ? " (" + fmt_num(q * g0 / g) + "× per GPU, with its own GPU model)" : "") +
-            (floor ? " (it keeps up with the offered load: a lower bound)" : "");
+        // A host with another GPU than the testbed's says which: the ratio is the node's.
+        std::string gpu;
+        try {
+          const std::string mine = preset_system(t.get(r, "system")).gpu.name,
+                            theirs = preset_system(t.get(*base, "system")).gpu.name;
+          if (mine != theirs) gpu = " (" + mine + " GPUs against " + theirs + ")";
+        } catch (const std::exception&) {
+          // a system given inline: no preset to name
+        }
+        line += std::string(line.empty() ? "" : ", ") + t.get(r, "system") + gpu + " " +
+                (floor ? "≥ " : "") + fmt_num(q) + "×" +
+                (other_size ? " (" + fmt_num(q * g0 / g) + "× per GPU)" : "") +
+                (floor ? " (it keeps up with the offered load: a lower bound)" : "");
       }
       // Every host serving within 5% of the testbed with its link under a tenth busy: the
       // stack's own costs cap the node whatever the link, and a per-GPU ratio only counts GPUs.

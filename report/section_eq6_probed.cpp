@@ -60,7 +60,8 @@ std::string section_eq6_probed(const SweepData& testbed, const ProbeRunner& prob
         "KV-head "
      << "replication.\n\n"
      << markdown_table({"model", "load path", "T", "probed link GB/s (copy)",
-                        "probed compute TFLOP/s", "compute at T, K = 0 (ms)", "Eq. 6 (probed)",
+                        "probed compute TFLOP/s", "compute at T, K = 0 (ms)",
+                        "Eq. 6 (probed; as published: B_kv / TP, no KV replication)",
                         "extended (probed)", "simulated", "Eq. 6 / sim", "extended / sim"},
                        rows)
      << "\nEq. 6 from probed rates is " << fmt_num(eq6_lo) << "× to " << fmt_num(eq6_hi)

@@ -62,7 +62,10 @@ TestbedSection section_kappa_testbed(const SweepData& testbed) {
   }
   md << "## 3. Analytic vs simulated κ_crit on paper-testbed\n\n"
      << "κ_crit where a request's simulated KV load time equals its compute time (isolated "
-     << "requests, warm tier, whole LMCache chunks), beside Eq. 6 with (a) peak link and compute, "
+     << "requests, warm tier, whole LMCache chunks), beside Eq. 6 at TP 8 with the KV bytes a "
+     << "GPU loads (a GQA model with fewer KV heads than ranks holds each head on several: "
+     << "Qwen3-235B's 4 KV heads on 8 GPUs count twice, where section 3b's Eq. 6 as published "
+     << "divides the model's bytes by TP) with (a) peak link and compute, "
      << "(b) the link bandwidth the simulation achieved, (c) both the achieved bandwidth and the "
      << "achieved compute rate (in the analytic model's FLOP convention).\n\n"
      << markdown_table(

@@ -129,8 +129,9 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
     plot += "  plot " + plots;
     md << fig.figure({"roofline-" + m + "-" + dt, "Roofline of " + m + " (" + dt + ")", plot});
   }
-  md << markdown_table({"model", "dtype", "system", "κ_M", "κ_HW", "κ_crit analytic (peak)",
-                        "κ_crit simulated", "simulated / analytic", "why they differ"},
+  md << markdown_table({"model", "dtype", "system", "κ_M (TP 8: KV replication included)", "κ_HW",
+                        "κ_crit analytic (peak)", "κ_crit simulated", "simulated / analytic",
+                        "why they differ"},
                        rows)
      << "\nThe analytic κ_crit uses the link's per-direction peak after encoding and the GPU's "
      << "dense peak; the simulation loads through the modelled mechanisms (host DRAM, PCIe "

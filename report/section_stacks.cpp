@@ -189,8 +189,9 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
     }
     md << "- κ_crit at T = 128 (Qwen3-235B-A22B, paper-testbed) runs from " << fmt_num(lo->second)
        << " (" << lo->first << ") to " << fmt_num(hi->second) << " (" << hi->first
-       << "): the serving software alone moves where prefill turns link-bound by a factor of "
-       << fmt_num(hi->second / lo->second) << ".\n";
+       << "): the stack and its load path together move where prefill turns link-bound by a "
+       << "factor of " << fmt_num(hi->second / lo->second)
+       << " (the rows below separate the two: each path with each stack).\n";
     const auto a = crit128.find("lmcache-0.3.5 / layerwise"),
                b = crit128.find("lmcache-0.3.7 / layerwise");
     if (a != crit128.end() && b != crit128.end() && std::isfinite(a->second) &&
@@ -286,7 +287,10 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
                       gbs(hb->second) + " GB/s)",
                   "isolated requests at T = 128, TP 8, warm tier; deterministic",
                   "the stack's per-(layer, chunk) Python and 0.3.5's log line, measured costs "
-                  "(docs/serving-stacks.md); which path the paper ran is not published",
+                  "(docs/serving-stacks.md); which path the paper ran is not published; the "
+                  "kernel path's figure also on the host DRAM's sourced rate and the PCIe read "
+                  "round trip (1 µs, assumed: a longer one lets the read tags bind; 8.1's "
+                  "tornado)",
                   "defines the layer-wise baseline; the kernel path is the other"});
     }
   }

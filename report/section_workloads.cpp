@@ -122,7 +122,10 @@ WorkloadsSection section_workloads(bool quick, const ReferenceCrossing& ref,
           "ending each prefix (about 128 tokens on average: the T = 128 above stands for that); "
           "the shares link-bound at each request's own T differ from these.";
   md << "\n\n"
-     << fig.figure({"kappa-ratio-cdf", "κ_ratio distributions of the generated workloads", plot});
+     << fig.figure({"kappa-ratio-cdf",
+                    "κ_ratio distributions of the generated workloads (κ = 0, a first turn with "
+                    "nothing cached, drawn at 0.1)",
+                    plot});
   out.markdown = md.str();
   return out;
 }
