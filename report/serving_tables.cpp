@@ -418,7 +418,9 @@ std::string regime_brief(const SweepData& d, const std::vector<std::vector<std::
     out += " (decode falls behind in " + std::to_string(f.decode_behind) + " of " +
            std::to_string(f.decode_measured) + ")";
   if (f.overloaded_in_a_seed > 0)
-    out += " (" + std::to_string(f.overloaded_in_a_seed) + " more overloaded in some seeds)";
+    out += " (" + std::to_string(f.overloaded_in_a_seed) +
+           (f.overloaded == 0 ? " of " + std::to_string(f.n) + " overloaded in some seeds)"
+                              : " more overloaded in some seeds)");
   if (f.rejecting > 0)
     out += " (" + span(f.rejected.lo, f.rejected.hi, pct) + " of arrivals rejected" +
            (f.rejecting == f.n ? std::string()

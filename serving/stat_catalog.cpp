@@ -317,7 +317,8 @@ std::vector<StatDecl> make_summary() {
           "the completed requests between their 10th- and 90th-percentile finish time (arrival + "
           "TTFT, + decode: e2e), per second of that span: the rate they were served at over the "
           "run's middle 80%, without the drain after the last arrival that throughput_rps counts "
-          "(below 90% of mid_arrival_rps: the server fell behind, its queue growing)",
+          "(below mid_arrival_rps: the server fell behind, its queue growing; the report calls a "
+          "run overloaded under 95% of it, a decode node behind under 90%: docs/report.md)",
           [](const In& x) { return mid_rate(x.a.finishes); }));
   add(fig("ttft_mean_s", "s", A::Mean, "TTFT (ttft_s) mean",
           [](const In& x) { return x.a.ttft.mean(); }));
