@@ -161,11 +161,14 @@ std::string ratio_versus(const ResultsTable& t, const std::vector<std::size_t>& 
          ")";
 }
 
-std::string rejection_note(const ResultsTable& t, const Best& b) {
-  if (!t.has("requests_rejected") || b.choices.size() < 2) return "";
+std::string different_request_sets(
+    const ResultsTable& t,
+    const std::vector<std::pair<std::string, std::vector<std::size_t>>>& choices,
+    const std::string& noun, const std::string& why) {
+  if (!t.has("requests_rejected") || choices.size() < 2) return "";
   std::string list;
   double lo = INFINITY, hi = -INFINITY;
-  for (const auto& [name, rows] : b.choices) {
+  for (const auto& [name, rows] : choices) {
     const double r = mean_of(t, rows, "requests_rejected");
     if (!std::isfinite(r)) continue;
     lo = std::min(lo, r);
@@ -173,9 +176,15 @@ std::string rejection_note(const ResultsTable& t, const Best& b) {
     list += (list.empty() ? "" : ", ") + name + " " + fmt_num(r);
   }
   if (!(hi > lo)) return "";
-  return "; over different request sets: requests rejected per replicate " + list +
-         " (prompts larger than the whole KV pool: a choice that rejects more serves only the "
-         "shorter prompts, so its latency is not comparable with the others')";
+  return "; over different request sets: " + noun + " rejected per replicate " + list + " (" + why +
+         ")";
+}
+
+std::string rejection_note(const ResultsTable& t, const Best& b) {
+  return different_request_sets(t, b.choices, "requests",
+                                "prompts larger than the whole KV pool: a choice that rejects "
+                                "more serves only the shorter prompts, so its latency is not "
+                                "comparable with the others'");
 }
 
 }  // namespace kappasim::report

@@ -63,5 +63,11 @@ std::vector<Best> best_per_group(const ResultsTable& t, const std::vector<std::s
 // different request sets, with each one's mean rejections: a choice that rejects more serves only
 // the shorter prompts, so its latency is not comparable with the others'.
 std::string rejection_note(const ResultsTable& t, const Best& b);
+// The same over any named choices: "; over different request sets: <noun> rejected per
+// replicate A 3, B 0 (<why>)", "" where every choice rejected as many.
+std::string different_request_sets(
+    const ResultsTable& t,
+    const std::vector<std::pair<std::string, std::vector<std::size_t>>>& choices,
+    const std::string& noun, const std::string& why);
 
 }  // namespace kappasim::report

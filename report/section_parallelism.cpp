@@ -18,20 +18,6 @@
 namespace kappasim::report {
 
 namespace {
-// "" when both layouts rejected as many prompts per replicate; else a clause saying the two were
-// judged over different request sets (a DP-attention rank's pool must hold a whole prompt).
-std::string different_requests(const ResultsTable& t, const std::vector<std::size_t>& a,
-                               const std::string& name_a, const std::vector<std::size_t>& b,
-                               const std::string& name_b) {
-  if (!t.has("requests_rejected")) return "";
-  const double ra = mean_of(t, a, "requests_rejected"), rb = mean_of(t, b, "requests_rejected");
-  if (!std::isfinite(ra) || !std::isfinite(rb) || ra == rb) return "";
-  return "; over different request sets: prompts rejected per replicate " + name_a + " " +
-         fmt_num(ra) + ", " + name_b + " " + fmt_num(rb) +
-         " (larger than one rank's KV pool: the layout that rejects more serves only the shorter "
-         "prompts, so its throughput and latency are not like for like)";
-}
-
 struct Case {
   std::string model, layout;
 };
@@ -193,18 +179,21 @@ std::string section_parallelism(const std::vector<LayoutKappa>& kappa, const Swe
           const auto a = t.where(ea);
           const auto b = t.where(eb);
           if (!first_ok(t, a) || !first_ok(t, b)) continue;
-          const std::string line = w + ", " + m + " (" + path + " path): " + lp.first +
-                                   " against " + lp.second + ": throughput " +
-                                   interval_cell(t, a, "throughput_rps") + " vs " +
-                                   interval_cell(t, b, "throughput_rps") + " req/s (" +
-                                   versus(t, a, b, "throughput_rps", lp.second, "req/s") +
-                                   (overloaded_count(*serving, {a, b}) == 0
-                                        ? "; both keep up with the offered load, so the served "
-                                          "throughput is that load and its difference the run's "
-                                          "drain, not a capacity"
-                                        : "") +
-                                   "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s") +
-                                   different_requests(t, a, lp.first, b, lp.second);
+          const std::string line =
+              w + ", " + m + " (" + path + " path): " + lp.first + " against " + lp.second +
+              ": throughput " + interval_cell(t, a, "throughput_rps") + " vs " +
+              interval_cell(t, b, "throughput_rps") + " req/s (" +
+              versus(t, a, b, "throughput_rps", lp.second, "req/s") +
+              (overloaded_count(*serving, {a, b}) == 0
+                   ? "; both keep up with the offered load, so the served "
+                     "throughput is that load and its difference the run's "
+                     "drain, not a capacity"
+                   : "") +
+              "); TTFT p50 " + versus(t, a, b, "ttft_p50_s", lp.second, "s") +
+              different_request_sets(t, {{lp.first, a}, {lp.second, b}}, "prompts",
+                                     "larger than one rank's KV pool: the layout that rejects "
+                                     "more serves only the shorter prompts, so its throughput "
+                                     "and latency are not like for like");
           lines += "- " + line + ".\n";
           if (log)
             log->add({"8.7", line,
