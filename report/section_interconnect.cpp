@@ -219,7 +219,9 @@ std::string section_interconnect(const SweepData& study,
             const double sharing = t.num(*p5, "system.gpus_sharing_host_link");
             kernel_hinge[pair] =
                 reads_bind ? "conditional on the outstanding-read limits (read tags, 768 assumed "
-                             "on PCIe 6; loads in flight; 1 µs host round trip, assumed)"
+                             "on PCIe 6; loads in flight; the 1 µs host round trip, measured on "
+                             "one PCIe 5 "
+                             "host)"
                 : sharing > 1
                     ? "the " + fmt_num(sharing) +
                           " GPUs sharing each PCIe switch's x16 uplink (spec), which halve each "
@@ -232,7 +234,8 @@ std::string section_interconnect(const SweepData& study,
               const auto [lo, hi] = it->second;
               const std::string span =
                   "over read tags 768–16,384, a 0.5–2 µs round trip and "
-                  "32–128 B SM reads the gain spans " +
+                  "32–128 B SM reads (64 B on the vLLM blog's host, 128 B measured on another, "
+                  "docs/pcie-model.md) the gain spans " +
                   fmt_num(lo) + "–" + fmt_num(hi) + "× (8.1's tornado)";
               kernel_hinge[pair] = hi < 1.1 ? span + ": little gain whatever their values"
                                    : lo >= 1.1

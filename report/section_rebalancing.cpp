@@ -832,8 +832,9 @@ std::string simulated_rebalance(const ResultsTable& t, SweepSource& sweeps, Conc
            path == "kernel"
                ? "conditional on the design's PCIe requester keeping the base die's read tags per "
                  "B/s of PHY (assumed, docs/design-model.md; with the base die's tags a wider PHY "
-                 "loads no faster) and on the tags and round trip themselves (assumed, "
-                 "docs/pcie-model.md)"
+                 "loads no faster) and on the tags and round trip themselves (768 tags by spec, "
+                 "the "
+                 "1 µs round trip measured on one PCIe 5 host, docs/pcie-model.md)"
                : "the stack's per-(layer, chunk) software (measured costs, "
                  "docs/serving-stacks.md), "
                  "which binds whatever the die",

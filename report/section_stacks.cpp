@@ -289,8 +289,8 @@ std::string section_stacks(const SweepData& kappa, const SweepData& poh, const S
                   "the stack's per-(layer, chunk) Python and 0.3.5's log line, measured costs "
                   "(docs/serving-stacks.md); which path the paper ran is not published; the "
                   "kernel path's figure also on the host DRAM's sourced rate and the PCIe read "
-                  "round trip (1 µs, assumed: a longer one lets the read tags bind; 8.1's "
-                  "tornado)",
+                  "round trip (1 µs, measured on one PCIe 5 host: a longer one lets the read tags "
+                  "bind; 8.1's tornado) and the SM read size (64 B; 128 B on the measured host)",
                   "defines the layer-wise baseline; the kernel path is the other"});
     }
   }

@@ -924,7 +924,8 @@ TEST(ReportInterconnect, TheReadLimitsTornadoBoundsThePcie6Gain) {
   ASSERT_EQ(log.rows().size(), 1u) << md;
   EXPECT_EQ(log.rows()[0].hinges_on,
             "conditional on the outstanding-read limits: over read tags 768–16,384, a 0.5–2 µs "
-            "round trip and 32–128 B SM reads the gain spans 1–1.2× (8.1's tornado)");
+            "round trip and 32–128 B SM reads (64 B on the vLLM blog's host, 128 B measured on "
+            "another, docs/pcie-model.md) the gain spans 1–1.2× (8.1's tornado)");
 }
 
 }  // namespace
