@@ -14,6 +14,37 @@ using sim_clock::wait_s;
 
 namespace {
 
+// A phase of `t` seconds at every SM moving `bytes` through each GPU's HBM, on `gpus`, beside
+// copy kernels that may hold some of their SMs (pipeline stages overlap one micro-batch's load
+// with another's compute; a layer-wise copy kernel overlaps the previous layer's compute).
+// While any of the GPUs has SMs held the phase advances as its slowest GPU does at its free
+// fraction f (`held_s(f)`: the whole phase's time at fraction f), re-timed whenever a copy kernel
+// takes or frees SMs; the slow-down lasts as long as the copy kernel holds the SMs, not the
+// whole phase (it was fixed at the phase's start: a 0.1 s pipeline stage was charged 4 s beside a
+// copy kernel of 1 ms). Blocking: call from a process. Returns the share of the phase left to run
+// at every SM (0 to 1); `fewer` is set when some of it ran on fewer SMs.
+template <typename HeldTime>
+double run_beside_copy_kernels(const std::vector<GpuCompute*>& gpus, double bytes, HeldTime held_s,
+                               bool& fewer) {
+  double left = 1;
+  for (;;) {
+    double f = 1;
+    for (const GpuCompute* g : gpus) f = std::min(f, g->sm_pool().compute_fraction());
+    if (f >= 1) return left;
+    fewer = true;
+    const double whole = held_s(f);
+    sc_core::sc_event_or_list changed;
+    for (const GpuCompute* g : gpus) changed |= g->sms_changed();
+    const double t0 = now_s();
+    sc_core::wait(sc_core::sc_time(left * whole, sc_core::SC_SEC), changed);
+    const double ran = now_s() - t0;
+    const double share = sc_core::timed_out() || !(whole > 0) ? left : std::min(left, ran / whole);
+    for (GpuCompute* g : gpus) g->account_held(ran, bytes * share);
+    left -= share;
+    if (sc_core::timed_out() || left <= 0) return 0;
+  }
+}
+
 class TpStep final : public StepModel {
  public:
   TpStep(const RunSpec& spec, const RankGpus& rank, LayoutStats& stats)
@@ -38,20 +69,39 @@ class TpStep final : public StepModel {
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const RankGpus& rank = model.m_rank;
       c.rs.resize(rank.size());  // start_step makes each a new request but for its buffers
+      bool held = false;
       for (std::size_t k = 0; k < rank.size(); ++k) {
-        GpuCompute& gpu = *rank.at(k).compute;
-        double t = compute_s;
-        if (gpu.sm_pool().free() < gpu.sm_pool().total()) {
-          // A copy kernel holds SMs: the step (or this share of it) takes as much longer as the
-          // step's batch does at the free SM fraction (kernel_timing). Today's load paths never
-          // get here (counted; docs/serving-engine.md).
-          ++model.m_stats.steps_on_fewer_sms;
-          const double all = time.total.compute_time_s;
-          const double part = at_fraction(gpu.sm_pool().compute_fraction()).total.compute_time_s;
-          if (all > 0) t = compute_s * part / all;
-        }
-        gpu.start_step(t, hbm_bytes, c.rs[k], c.g);
+        const SmPool& sms = rank.at(k).compute->sm_pool();
+        held = held || sms.free() < sms.total();
       }
+      if (!held) {
+        for (std::size_t k = 0; k < rank.size(); ++k)
+          rank.at(k).compute->start_step(compute_s, hbm_bytes, c.rs[k], c.g);
+        return;
+      }
+      // A copy kernel holds SMs (a layer-wise copy kernel beside the previous layer's compute):
+      // while it does, the step (or this share of it) advances as the step's batch does at the
+      // free SM fraction (kernel_timing), then at every SM (run_beside_copy_kernels). Counted;
+      // docs/serving-engine.md.
+      ++model.m_stats.steps_on_fewer_sms;
+      c.g.add();
+      spawn_pooled([this, &c, compute_s, hbm_bytes] {
+        const RankGpus& rank = model.m_rank;
+        std::vector<GpuCompute*> gpus;
+        for (std::size_t k = 0; k < rank.size(); ++k) gpus.push_back(&*rank.at(k).compute);
+        const double all = time.total.compute_time_s;
+        bool fewer = false;
+        const double left = run_beside_copy_kernels(
+            gpus, hbm_bytes,
+            [&](double f) {
+              return all > 0 ? compute_s * at_fraction(f).total.compute_time_s / all : 0;
+            },
+            fewer);
+        if (left > 0)
+          for (std::size_t k = 0; k < gpus.size(); ++k)
+            gpus[k]->start_step(compute_s * left, hbm_bytes * left, c.rs[k], c.g);
+        c.g.member_done(now_s());
+      });
     }
     StepTime at_fraction(double sm_fraction) const {
       const ServingSpec& sv = model.m_spec.serving;
@@ -202,16 +252,20 @@ class LayoutStep final : public StepModel {
   // `t` of compute moving `bytes` through HBM on every GPU of stage s, waited for.
   void compute(int s, double t, double bytes) {
     if (!(t > 0)) return;
+    std::vector<GpuCompute*> gpus;
+    for (int i = 0; i < m_L.stage_gpus; ++i) gpus.push_back(&*gpu(s, i).compute);
+    // Another micro-batch's copy kernel may hold SMs of the stage's GPUs (its load beside this
+    // compute): while it does, the phase runs at the free SM fraction, the whole phase taken as
+    // SM-bound (an upper bound), then at every SM.
+    bool fewer = false;
+    const double left = run_beside_copy_kernels(
+        gpus, bytes, [t](double f) { return t / f; }, fewer);
+    if (fewer) ++m_stats.steps_on_fewer_sms;
+    if (!(left > 0)) return;
     CopyGroup c;
-    c.rs.assign(static_cast<std::size_t>(m_L.stage_gpus), TransferRequest{});
-    for (int i = 0; i < m_L.stage_gpus; ++i) {
-      GpuCompute& g = *gpu(s, i).compute;
-      // A copy kernel holding SMs slows the whole phase by the free SM fraction (an upper
-      // bound; today's load paths never overlap a copy kernel with compute).
-      const bool fewer = g.sm_pool().free() < g.sm_pool().total();
-      if (fewer) ++m_stats.steps_on_fewer_sms;
-      g.start_step(t, bytes, c.rs[static_cast<std::size_t>(i)], c.g, 0, fewer ? t : 0);
-    }
+    c.rs.assign(gpus.size(), TransferRequest{});
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      gpus[i]->start_step(t * left, bytes * left, c.rs[i], c.g);
     if (!c.g.finished) sc_core::wait(c.g.done);
   }
   void peer(CopyGroup& c) {

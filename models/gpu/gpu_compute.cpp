@@ -25,6 +25,15 @@ GpuCompute::GpuCompute(sc_core::sc_module_name name, const GpuSpec& gpu,
   SC_METHOD(on_timed);
   sensitive << m_timed_ev;
   dont_initialize();
+  m_sms.set_on_change([this] { m_sms_changed.notify(sc_core::SC_ZERO_TIME); });
+}
+
+void GpuCompute::account_held(double seconds, double hbm_bytes) {
+  if (!(seconds >= 0) || !std::isfinite(seconds) || !(hbm_bytes >= 0) || !std::isfinite(hbm_bytes))
+    throw std::logic_error(std::string(name()) + ": held compute needs finite seconds and bytes");
+  m_stats.time.compute_time_s += seconds;
+  m_stats.time.hbm_bytes += hbm_bytes;
+  ++m_stats.kernel_events;
 }
 
 void GpuCompute::attach_link(LinkModel& link, int gpu_index) {

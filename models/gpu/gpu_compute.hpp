@@ -65,6 +65,12 @@ class GpuCompute : public sc_core::sc_module {
              const std::string& compute_dtype = "bf16", bool coarse = false);
 
   SmPool& sm_pool() { return m_sms; }
+  const SmPool& sm_pool() const { return m_sms; }
+  // Notified (at the next delta) whenever a copy kernel takes or frees some of this GPU's SMs.
+  const sc_core::sc_event& sms_changed() const { return m_sms_changed; }
+  // Books `seconds` of compute moving `hbm_bytes` that ran outside start_step (a phase advancing
+  // at the SM fraction copy kernels left it: serving/step_model's run_beside_copy_kernels).
+  void account_held(double seconds, double hbm_bytes);
   const GpuSpec& gpu() const { return m_gpu; }
   const Stats& stats() const { return m_stats; }
   bool coarse() const { return m_coarse; }
@@ -112,6 +118,7 @@ class GpuCompute : public sc_core::sc_module {
   };
   std::multimap<sc_core::sc_time, Timed> m_timed;  // timed completions not yet due
   sc_core::sc_event m_timed_ev;
+  sc_core::sc_event m_sms_changed;
 };
 
 }  // namespace kappasim

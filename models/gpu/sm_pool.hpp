@@ -3,8 +3,10 @@
 // SMs for its duration. Pure counters; the SystemC components read and update them.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace kappasim {
 
@@ -20,17 +22,23 @@ class SmPool {
     int got = n < m_free - 1 ? n : m_free - 1;
     if (got < 0) got = 0;
     m_free -= got;
+    if (got > 0 && m_on_change) m_on_change();
     return got;
   }
   void release(int n) {
     if (n < 0 || m_free + n > m_total) throw std::logic_error("SmPool: release of unowned SMs");
     m_free += n;
+    if (n > 0 && m_on_change) m_on_change();
   }
+  // Called after every acquire or release that moved SMs (GpuCompute notifies its sms_changed
+  // event: compute running beside a copy kernel re-times itself then).
+  void set_on_change(std::function<void()> f) { m_on_change = std::move(f); }
   double compute_fraction() const { return static_cast<double>(m_free) / m_total; }
 
  private:
   int m_total;
   int m_free;
+  std::function<void()> m_on_change;
 };
 
 }  // namespace kappasim
