@@ -371,6 +371,10 @@ std::string capacity_json(const CapacityResult& r, const CapacitySpec& s, std::u
   return j;
 }
 
+std::string capacity_replicates_csv(const CapacityResult& r, std::uint64_t seed0) {
+  return replicate_table(r, seed0).csv();
+}
+
 std::string capacity_probes_csv(const CapacityResult& r, std::uint64_t seed0) {
   Table t({"round", "replicate", "seed", "offered_rps", "met", "ttft_q_s", "served_rps",
            "arrival_rps", "ttft_p50_s", "ttft_p99_s", "tier_hit_rate", "window_requests",

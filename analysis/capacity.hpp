@@ -137,6 +137,9 @@ CapacityResult measure_capacity(const ConfigNode& base, const std::string& base_
 std::string capacity_text(const CapacityResult& r, const CapacitySpec& s, std::uint64_t seed0);
 std::string capacity_json(const CapacityResult& r, const CapacitySpec& s, std::uint64_t seed0);
 std::string capacity_probes_csv(const CapacityResult& r, std::uint64_t seed0);
+// One row per replicate (its seed, status and capacity): what the sweep kind writes as
+// files/replicates.csv, so two configurations on the same seeds compare replicate by replicate.
+std::string capacity_replicates_csv(const CapacityResult& r, std::uint64_t seed0);
 
 // The capacity sweep kind's metrics (analysis/capacity_kind.cpp), in this order.
 std::vector<std::pair<std::string, double>> capacity_metrics(const CapacityResult& r);

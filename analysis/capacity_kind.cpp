@@ -3,10 +3,12 @@
 // keys and reads the capacity. Config: a run config plus
 //   capacity: {slo_ttft, percentile, replicates, rate_lo, rate_hi, tol, warmup, fraction, jobs}
 // Each probe is a capacity-probe point, its own process, run by a sweep inside the point's
-// files/ (files/probes/bNNNN/: the evidence); `jobs` of them at once (default 1: the outer sweep's
-// -j already runs points side by side). The point's seed is the first replicate's workload seed.
-// Metrics: capacity_metrics (capacity.hpp). Pure: the simulations are child processes.
+// files/ (files/probes/bNNNN/: the evidence; files/replicates.csv: each replicate's capacity);
+// `jobs` of them at once (default 1: the outer sweep's -j already runs points side by side). The
+// point's seed is the first replicate's workload seed. Metrics: capacity_metrics (capacity.hpp).
+// Pure: the simulations are child processes.
 #include "analysis/capacity.hpp"
+#include "core/output.hpp"
 #include "sweeps/point_kind.hpp"
 
 namespace kappasim::analysis {
@@ -27,6 +29,9 @@ sweep::PointResult capacity_kind(const ConfigNode& config, const sweep::PointCon
       measure_capacity(base, ctx.base_dir, spec, ctx.out_dir + "/probes", {}, &seed0);
   sweep::PointResult out;
   out.metrics = capacity_metrics(r);
+  // Each replicate's capacity on its seed (the same seeds for every configuration of a sweep):
+  // report section 8.6 pairs configurations replicate by replicate.
+  write_file_atomic(ctx.out_dir + "/replicates.csv", capacity_replicates_csv(r, seed0));
   for (const auto& p : r.probes)
     if (!p.warnings.empty()) {
       out.warnings.push_back("a capacity probe at workload.rate = " + format_number(p.rate) +

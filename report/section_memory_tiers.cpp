@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/output.hpp"
+#include "core/stats.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
 #include "report/analytic_point.hpp"
@@ -19,6 +21,7 @@
 #include "report/sections.hpp"
 #include "report/serving_tables.hpp"
 #include "report/tier_cost.hpp"
+#include "sweeps/sweep_results.hpp"
 
 namespace kappasim::report {
 
@@ -139,6 +142,27 @@ std::string cost_at_capacity_cell(const TierCapacities& c, const TierPrices& p,
   return s;
 }
 
+// Each replicate's capacity of a capacity point by its workload seed (files/replicates.csv,
+// written by the capacity kind; NaN where the replicate never met the SLO). Empty when the point
+// has no such file (a sweep from before it was written).
+std::map<std::string, double> replicate_capacities(const std::string& point) {
+  std::map<std::string, double> out;
+  std::string text;
+  if (!read_text_file(point + "/files/replicates.csv", text)) return out;
+  const sweep::SweepTable r = sweep::parse_csv(text, point + "/files/replicates.csv");
+  int seed = -1, cap = -1;
+  for (std::size_t i = 0; i < r.columns.size(); ++i) {
+    if (r.columns[i] == "seed") seed = static_cast<int>(i);
+    if (r.columns[i] == "capacity_rps") cap = static_cast<int>(i);
+  }
+  if (seed < 0 || cap < 0) return out;
+  for (const auto& row : r.rows) {
+    const std::string& v = row.at(static_cast<std::size_t>(cap));
+    out[row.at(static_cast<std::size_t>(seed))] = v.empty() ? NAN : std::stod(v);
+  }
+  return out;
+}
+
 // 8.6 at saturation: capacity at the SLO of each configuration (sweep kind capacity, one row per
 // configuration with its t interval over the workload seeds) and the cost per request there.
 std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions& a,
@@ -162,6 +186,7 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
     MemoryTierRow m;
     double mean = NAN, lo = NAN, hi = NAN;
     bool never = false, lower_bound = false;
+    std::map<std::string, double> by_seed;  // each replicate's capacity (NaN: SLO never met)
   };
   std::vector<Cap> caps;
   std::vector<std::vector<std::string>> rows;
@@ -179,6 +204,7 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
     c.hi = t.num(r, "capacity_rps_hi");
     c.never = !(c.mean > 0) && t.num(r, "replicates_never_met") > 0;
     c.lower_bound = t.num(r, "capacity_lower_bound") == 1;
+    c.by_seed = replicate_capacities(point_dir(cap.dir, t, r));
     const double lowest = point_config_number(point_dir(cap.dir, t, r), "capacity.rate_lo");
     // A capacity is not negative; a t interval over three widely spread seeds can reach below 0.
     const bool clip = !c.never && c.lo < 0;
@@ -204,10 +230,11 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
     md << "† The 95% t interval's low end falls below 0 (its seeds' capacities spread widely, "
           "n = 3); a capacity cannot, so it is shown as 0, and the cost interval is open above "
           "(\"≥\").\n\n";
-  md << "Conclusions at saturation (computed; a difference is called only where the two "
-        "capacity intervals do not overlap: an unpaired test, conservative where the seeds are "
-        "shared, as here, since the capacity sweep keeps each configuration's interval, not its "
-        "per-seed capacities):\n";
+  md << "Conclusions at saturation (computed; every configuration runs the same workload seeds, "
+        "so a configuration is compared with the 2 TB node seed by seed: a difference is called "
+        "only where the paired 95% interval excludes 0, over the seeds where both met the SLO; "
+        "where a point lacks its per-seed capacities, only where the two intervals do not "
+        "overlap):\n";
   for (const Cap& base : caps) {
     if (base.m.memory != "dram-2TB") continue;
     if (!(base.mean > 0)) {
@@ -223,12 +250,32 @@ std::string memory_tiers_at_capacity(const SweepData& cap, const CostAssumptions
       if (c.never) {
         line += "below the lowest load probed (the 2 TB node: " + fmt_num(base.mean) + " req/s)";
       } else {
-        const bool apart = c.hi < base.lo || c.lo > base.hi;
+        std::vector<double> xs, ys;
+        for (const auto& [seed, x] : c.by_seed)
+          if (const auto it = base.by_seed.find(seed); it != base.by_seed.end())
+            xs.push_back(x), ys.push_back(it->second);
+        const stats::Interval d = stats::paired_difference(xs, ys);
+        std::string verdict;
+        bool same = !xs.empty();
+        for (std::size_t i = 0; i < xs.size(); ++i)
+          same = same &&
+                 std::fabs(xs[i] - ys[i]) <= 1e-9 * std::max(std::fabs(xs[i]), std::fabs(ys[i]));
+        if (same) {
+          verdict = "the same in every seed (to 9 significant digits)";
+        } else if (d.n >= 2) {
+          const int sign = stats::interval_sign(d);
+          const std::string diff = "paired difference in req/s: " + stats::format_interval(d);
+          verdict = sign == 0
+                        ? "within the seeds' spread (" + diff + ", the 95% interval contains 0)"
+                        : std::string(sign < 0 ? "lower" : "higher") + " (" + diff + ")";
+        } else {
+          const bool apart = c.hi < base.lo || c.lo > base.hi;
+          verdict = apart ? std::string(c.mean < base.mean ? "lower" : "higher") +
+                                " (the intervals do not overlap)"
+                          : std::string("the intervals overlap");
+        }
         line += fmt_num(c.mean / base.mean) + "× the 2 TB node's (" + fmt_num(c.mean) + " vs " +
-                fmt_num(base.mean) + " req/s, " +
-                (apart ? std::string(c.mean < base.mean ? "lower" : "higher")
-                       : std::string("the intervals overlap")) +
-                "); cost per request at capacity " +
+                fmt_num(base.mean) + " req/s, " + verdict + "); cost per request at capacity " +
                 fmt_num(cost_per_request_usd(c.m.capacities, mid, a, c.mean) /
                         cost_per_request_usd(base.m.capacities, mid, a, base.mean)) +
                 "× the 2 TB node's (mid prices)";

@@ -2,8 +2,11 @@
 // report/section_parallelism.cpp, report/tier_cost.cpp): the cost arithmetic by hand, and both
 // sections rendered from small in-memory sweep tables, including rows the engine refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -170,9 +173,10 @@ TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
       md.find("| kernel | docfinqa | dram-256GB | < — (SLO missed at the lowest load probed)"),
       std::string::npos)
       << md;
+  // No per-seed capacities beside the points (files/replicates.csv): the unpaired test.
   EXPECT_NE(md.find("docfinqa, dram-256GB+cxl (kernel): capacity 0.5× the 2 TB node's (2 vs 4 "
-                    "req/s, "
-                    "lower); cost per request at capacity 1.98× the 2 TB node's"),
+                    "req/s, lower (the intervals do not overlap)); cost per request at capacity "
+                    "1.98× the 2 TB node's"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| kernel | docfinqa | dram-256GB+nvme | 0.1 [0†, 0.26] |"), std::string::npos)
@@ -182,6 +186,61 @@ TEST(ReportStudies, MemoryTiersAtSaturationComparesCapacitiesAndTheirCost) {
   // The capped node, the CXL node and the NVMe node, against the 2 TB node.
   ASSERT_EQ(log.rows().size(), 3u);
   EXPECT_EQ(log.rows()[0].section, "8.6");
+}
+
+// Review M6: the capacity points run the same workload seeds, so 8.6 pairs them seed by seed
+// (files/replicates.csv of each point). The 2 TB node's seeds give 10, 11, 15 req/s and the CXL
+// node's 9, 10, 14: their intervals overlap (means 12 and 11, each ± 6.6), but every seed loses
+// exactly 1 req/s, so the paired difference is −1 ± 0 (n=3): lower. An NVMe node equal to the
+// 2 TB node in every seed reads "the same in every seed"; one seed that never met the SLO
+// (empty capacity) is left out of the pairs.
+TEST(ReportStudies, MemoryTiersAtSaturationPairsTheCapacitiesBySeed) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kappasim-report-capacity-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto replicates = [&](int point, const std::vector<std::string>& caps) {
+    const fs::path files = dir / "points" / ("p00000" + std::to_string(point)) / "files";
+    fs::create_directories(files);
+    std::ofstream f(files / "replicates.csv");
+    f << "replicate,seed,status,capacity_rps\n";
+    for (std::size_t i = 0; i < caps.size(); ++i)
+      f << i << "," << 100 + i << "," << (caps[i].empty() ? "never_met" : "found") << "," << caps[i]
+        << "\n";
+  };
+  replicates(0, {"10", "11", "15"});
+  replicates(1, {"9", "10", "14"});
+  replicates(2, {"10", "11", "15"});
+  replicates(3, {"9", "", "14"});
+  const std::vector<std::string> cols = {"workload", "memory", "replicate",
+                                         "status",   "error",  "throughput_rps"};
+  const SweepData dram =
+      table("memory-tiers-dram", cols, {{"docfinqa", "dram-2TB", "0", "ok", "", "2"}});
+  SweepData cap = table(
+      "memory-tiers-capacity",
+      {"point", "workload", "memory", "cxl_capacity", "nvme_capacity", "status", "error",
+       "capacity_rps", "capacity_rps_lo", "capacity_rps_hi", "capacity_lower_bound",
+       "replicates_never_met", "at_capacity_tier_hit_rate"},
+      {{"0", "docfinqa", "dram-2TB", "0 B", "0 B", "ok", "", "12", "5.4", "18.6", "0", "0", "1"},
+       {"1", "docfinqa", "dram-256GB+cxl", "1 TB", "0 B", "ok", "", "11", "4.4", "17.6", "0", "0",
+        "1"},
+       {"2", "docfinqa", "dram-256GB+nvme", "0 B", "1 TB", "ok", "", "12", "5.4", "18.6", "0", "0",
+        "1"},
+       {"3", "docfinqa", "dram-2TB+cxl", "1 TB", "0 B", "ok", "", "11.5", "-52", "75", "0", "1",
+        "1"}});
+  cap.dir = dir.string();
+  const std::string md = report::section_memory_tiers(&dram, nullptr, "", &cap, nullptr);
+  fs::remove_all(dir);
+  EXPECT_NE(md.find("dram-256GB+cxl (kernel): capacity 0.917× the 2 TB node's (11 vs 12 req/s, "
+                    "lower (paired difference in req/s: -1 ± 0 (n=3)))"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("dram-256GB+nvme (kernel): capacity 1× the 2 TB node's (12 vs 12 req/s, the "
+                    "same in every seed (to 9 significant digits))"),
+            std::string::npos)
+      << md;
+  // Seeds 100 and 102 pair (9 − 10, 14 − 15): −1 ± 0 (n=2).
+  EXPECT_NE(md.find("(paired difference in req/s: -1 ± 0 (n=2))"), std::string::npos) << md;
 }
 
 TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
