@@ -78,7 +78,8 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
   if (std::isfinite(crit))
     plot += "  set arrow from graph 0, first " + format_number(crit) + " to graph 1, first " +
             format_number(crit) + " nohead dt 2 lc rgb 'black'\n  set label 'κ_crit simulated " +
-            fmt_num(crit) + "' at graph 0.02, first " + format_number(crit * 1.15) + "\n";
+            fmt_num(crit) + ", kernel path' at graph 0.02, " + "first " +
+            format_number(crit * 0.8) + "\n";
   // What each workload was offered, read from its points' configs (experiments/studies).
   std::string workloads;
   std::set<std::string> described;

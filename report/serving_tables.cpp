@@ -466,7 +466,8 @@ std::string serving_table(const SweepData& d, const std::string& axis, const std
                         gbs(t.num(r, "h2d_effective_model_bytes_per_s"))});
     const std::string cdf = ttft_cdf(point_dir(d.dir, t, r));
     if (!cdf.empty()) {
-      const std::string f = fig + "-" + label + ".csv";
+      // "-cdf-": a run labelled "utilisation" cannot collide with the bar chart's data file.
+      const std::string f = fig + "-cdf-" + label + ".csv";
       files.write_data(f, cdf);
       plots += std::string(plots.empty() ? "" : ", ") + "'" + f +
                "' using 1:2 skip 1 with lines lw 2 title '" + label + "'";
