@@ -153,6 +153,15 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
       }
       if (!best || mean_of(t, cr, "ttft_p50_s") < mean_of(t, *best, "ttft_p50_s")) best = &cr;
     }
+    // Buffers tied with the best in every seed (review3 L2: two buffers that both hold the whole
+    // catalogue give the same TTFT): "sram-64GB (tied with sram-256GB in every seed)".
+    std::string tied;
+    if (best && best != off)
+      for (const auto& cr : cs)
+        if (&cr != best && &cr != off && mean_of(t, cr, "requests_rejected") <= rej0 &&
+            versus(t, cr, *best, "ttft_p50_s", "", "s").rfind("the same as", 0) == 0)
+          tied += (tied.empty() ? " (tied in every seed with " : ", ") + label(cr);
+    if (!tied.empty()) tied += ")";
     const std::string path = path_of(cs[0][0]);
     md << "- " << key << ": median κ over the link "
        << interval_cell(t, *off, "kappa_link_ratio_p50") << " without a buffer; ";
@@ -172,7 +181,7 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
       md << "no buffer in the sweep brings it below κ_crit beyond the replicates";
     if (log && best && best != off)
       log->add({"8.2",
-                key + ": lowest TTFT p50 with " + label(*best) + ", " +
+                key + ": lowest TTFT p50 with " + label(*best) + tied + ", " +
                     interval_cell(t, *best, "ttft_p50_s") + " s vs " +
                     interval_cell(t, *off, "ttft_p50_s") + " s without a buffer, " +
                     versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") + "; " +
@@ -186,7 +195,7 @@ std::string section_kv_buffer(const SweepData& study, double crit, const FigureF
                 path == "kernel" ? "kernel (the layer-wise rows are their own line)"
                                  : "layer-wise (the paper's testbed)"});
     if (best && best != off)
-      md << "; lowest mean TTFT p50 with " << label(*best) << ": "
+      md << "; lowest mean TTFT p50 with " << label(*best) << tied << ": "
          << interval_cell(t, *best, "ttft_p50_s") << " s vs "
          << interval_cell(t, *off, "ttft_p50_s") << " s without, "
          << versus(t, *best, *off, "ttft_p50_s", "no buffer", "s") << "; "

@@ -68,7 +68,8 @@ std::string section_poh(const SweepData& poh, const FigureFolder& fig) {
      << "P_OH = KV transfer time / compute time. Background: the analytic model (Eq. 3 parts with "
         "peak "
      << "link and compute, attention FLOPs included). Discs: isolated requests on the simulator "
-     << "(kernel load path), labelled with their P_OH. P_OH = 1 (white) is the κ_crit contour.\n\n"
+     << "(kernel load path), labelled with their P_OH. P_OH = 1 (white) is the κ_crit contour "
+        "with attention's FLOPs in the compute (Eq. 6's κ_crit leaves them out).\n\n"
      << fig.figure({"poh-heatmap", "P_OH heatmap", plot})
      << markdown_table(
             {"K", "T", "κ_ratio", "P_OH analytic (peak)", "P_OH simulated", "simulated / analytic"},
@@ -77,8 +78,13 @@ std::string section_poh(const SweepData& poh, const FigureFolder& fig) {
      << "× the analytic one across the grid: the simulated load runs below the link's peak "
      << "(raising P_OH) while the simulated compute also runs below the GPU's peak (lowering it)"
      << (hi < 1 ? ", and here the compute effect dominates at every point" : "") << "; "
-     << "at small T the per-request and per-chunk software costs of the tier and the fixed compute "
-     << "floor of a step dominate, which Eq. 3 has no term for.\n\n";
+     << "at small T "
+     << (hi < 1 ? "the fixed compute floor of a step (its launches and weight reads) lengthens the "
+                  "compute more than the tier's per-request and per-chunk software lengthens the "
+                  "load"
+                : "the tier's per-request and per-chunk software and the fixed compute floor of a "
+                  "step (its launches and weight reads) both weigh")
+     << ", which Eq. 3 has no term for.\n\n";
   return md.str();
 }
 

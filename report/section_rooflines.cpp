@@ -41,7 +41,18 @@ std::string section_rooflines(const SweepData& rooflines, const SweepData& crit_
      << "path) and overlapped (min of compute and link roof). Points: isolated requests on the "
      << "simulator (T = 128, kernel load path, warm tier). Dashed verticals: analytic κ_crit at "
         "peak; "
-     << "dotted: simulated κ_crit (sweep kappa-crit-systems).\n\n";
+     << "dotted: simulated κ_crit (sweep kappa-crit-systems). ";
+  // Each GPU on its own host (review3 L6): the h100 row is not sections 1 and 3's paper-testbed.
+  md << "Each GPU runs on its own host, as its system preset describes it: ";
+  for (int si = 0; si < 3; ++si) {
+    const SystemSpec& sys = preset_system(systems[si]);
+    md << (si ? "; " : "") << systems[si] << ": " << sys.display_name;
+    if (sys.gpus_sharing_host_link > 1)
+      md << ", " << sys.gpus_sharing_host_link
+         << " GPUs sharing each PCIe switch's uplink (each GPU's κ_HW at its share of the link)";
+  }
+  md << ". So the h100 row's κ_crit is not sections 1 and 3's, which run the same GPU and link on "
+        "the paper's testbed (a DDR4 EPYC host).\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [mc, dc] : cases) {
     const std::string m = mc, dt = dc;

@@ -162,6 +162,44 @@ TEST(ReportSections, TestbedHandsOnItsReferenceCrossing) {
       << eq.markdown;
 }
 
+// Review3 L2: two buffers that both hold the whole catalogue give the same TTFT in every seed;
+// 8.2 names the first as lowest and says it is tied with the other. Three seeds: no buffer
+// 0.3 / 0.4 / 0.5 s, hbm 0.2 / 0.3 / 0.4, sram-64GB and sram-256GB 0.08 / 0.09 / 0.1 each.
+TEST(ReportSections, KvBufferNamesBuffersTiedWithTheLowestTtft) {
+  const fs::path d = fresh_dir("report-kv-buffer");
+  const report::FigureFolder fig(d.string());
+  report::SweepData s;
+  s.name = "kv-buffer";
+  s.dir = (d / "no-sweep").string();  // no point configs: rates read as unknown
+  s.table.columns = {"point",
+                     "workload.type",
+                     "load_path",
+                     "zipf_s",
+                     "serving.kv_buffer",
+                     "replicate",
+                     "status",
+                     "error",
+                     "ttft_p50_s",
+                     "kappa_link_ratio_p50",
+                     "requests_rejected",
+                     "requests_completed"};
+  int point = 0;
+  const auto add = [&](const std::string& buffer, const std::vector<std::string>& ttft) {
+    for (std::size_t i = 0; i < ttft.size(); ++i)
+      s.table.rows.push_back({std::to_string(point++), "docfinqa", "kernel", "1.0", buffer,
+                              std::to_string(i), "ok", "", ttft[i], "100", "0", "50"});
+  };
+  add("off", {"0.3", "0.4", "0.5"});
+  add("hbm-1GB", {"0.2", "0.3", "0.4"});
+  add("sram-64GB", {"0.08", "0.09", "0.1"});
+  add("sram-256GB", {"0.08", "0.09", "0.1"});
+  const std::string md = report::section_kv_buffer(s, 150, fig, nullptr);
+  EXPECT_NE(md.find("lowest mean TTFT p50 with sram-64GB (tied in every seed with sram-256GB)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("tied in every seed with hbm-1GB"), std::string::npos) << md;
+}
+
 TEST(ReportSections, WorkloadsMarkTheReferenceItIsGiven) {
   const fs::path d = fresh_dir("report-workloads");
   const report::FigureFolder fig(d.string());
