@@ -7,10 +7,12 @@
 // "not simulated" with the reason). Output: Markdown.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "core/output.hpp"
 #include "core/stats.hpp"
 #include "core/table.hpp"
@@ -158,7 +160,16 @@ std::map<std::string, double> replicate_capacities(const std::string& point) {
   if (seed < 0 || cap < 0) return out;
   for (const auto& row : r.rows) {
     const std::string& v = row.at(static_cast<std::size_t>(cap));
-    out[row.at(static_cast<std::size_t>(seed))] = v.empty() ? NAN : std::stod(v);
+    double x = NAN;
+    if (!v.empty()) {
+      char* end = nullptr;
+      x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0')
+        throw InputError(
+            point + "/files/replicates.csv: capacity_rps '" + v +
+            "' is not a number (expected req/s, or empty where the SLO was never met)");
+    }
+    out[row.at(static_cast<std::size_t>(seed))] = x;
   }
   return out;
 }

@@ -253,6 +253,7 @@ class LayoutStep final : public StepModel {
   void compute(int s, double t, double bytes) {
     if (!(t > 0)) return;
     std::vector<GpuCompute*> gpus;
+    gpus.reserve(static_cast<std::size_t>(m_L.stage_gpus));
     for (int i = 0; i < m_L.stage_gpus; ++i) gpus.push_back(&*gpu(s, i).compute);
     // Another micro-batch's copy kernel may hold SMs of the stage's GPUs (its load beside this
     // compute): while it does, the phase runs at the free SM fraction, the whole phase taken as

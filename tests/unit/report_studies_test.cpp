@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/error.hpp"
 #include "report/conclusions.hpp"
 #include "report/sections.hpp"
 #include "report/tier_cost.hpp"
@@ -241,6 +242,17 @@ TEST(ReportStudies, MemoryTiersAtSaturationPairsTheCapacitiesBySeed) {
       << md;
   // Seeds 100 and 102 pair (9 − 10, 14 − 15): −1 ± 0 (n=2).
   EXPECT_NE(md.find("(paired difference in req/s: -1 ± 0 (n=2))"), std::string::npos) << md;
+  // A capacity that is not a number is an input error naming the file.
+  replicates(1, {"9", "ten", "14"});
+  try {
+    report::section_memory_tiers(&dram, nullptr, "", &cap, nullptr);
+    ADD_FAILURE() << "a malformed replicates.csv was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p000001/files/replicates.csv: capacity_rps 'ten'"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(ReportStudies, ParallelismKappaFollowsTheLatentReplication) {
