@@ -289,10 +289,9 @@ class EmittedReader {
 
   std::optional<ConfigNode> read() {
     if (!m_ok) return std::nullopt;
-    // Comment lines at the top (a header: "# kappasim sweep: ..."; a generated spec's source):
-    // yaml-cpp skips them and counts their lines, as loc() does.
-    while (m_line < m_lines.size() && !m_lines[m_line].empty() && m_lines[m_line][0] == '#')
-      ++m_line;
+    // Comment and blank lines (a header: "# kappasim sweep: ..."; a preset's notes): yaml-cpp
+    // skips them and counts their lines, as loc() does.
+    skip();
     if (m_line == m_lines.size() || indent_of(m_line) != 0) return std::nullopt;
     for (std::string_view l : m_lines)  // a document marker, or what might read as one
       if (l.substr(0, 3) == "---" || l.substr(0, 3) == "...") return std::nullopt;
@@ -315,6 +314,37 @@ class EmittedReader {
   SourceLoc loc(std::size_t line, std::size_t col) const {
     return {m_file, static_cast<int>(line) + 1, static_cast<int>(col) + 1};
   }
+  // A line with nothing for the parser: blank (spaces only) or a comment, at any indent.
+  bool skippable(std::size_t i) const {
+    const std::size_t n = indent_of(i);
+    return n == m_lines[i].size() || m_lines[i][n] == '#';
+  }
+  void skip() {
+    while (m_line < m_lines.size() && skippable(m_line)) ++m_line;
+  }
+  // A line's content without its comment (a '#' after a space, outside a double-quoted text)
+  // and the spaces before it, as yaml-cpp ends a value there. A '"' inside a plain scalar
+  // would be taken for a quote here; block_plain_ok declines such a scalar.
+  static std::string_view strip_comment(std::string_view s) {
+    bool quoted = false;
+    std::size_t end = s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const char c = s[i];
+      if (quoted) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          quoted = false;
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == '#' && i > 0 && s[i - 1] == ' ') {
+        end = i;
+        break;
+      }
+    }
+    while (end > 0 && s[end - 1] == ' ') --end;
+    return s.substr(0, end);
+  }
   static bool item_line(std::string_view content) {
     return content == "-" || (content.size() >= 2 && content[0] == '-' && content[1] == ' ');
   }
@@ -322,6 +352,20 @@ class EmittedReader {
   // a plain scalar at '?' (its EndScalarInFlow).
   static bool plain_ok(std::string_view s, bool flow = false) {
     return !needs_quotes(s) && !(flow && s.find('?') != std::string_view::npos);
+  }
+  // A plain scalar outside a flow map (a value on its key's line, a list item), as hand-written
+  // presets have them ("8x H100 SXM5, PCIe 5.0 x16", "-1"): YAML ends one only at ": " or " #"
+  // (both already cut or declined here) and reads a first indicator as something else. Taken:
+  // one that starts with no indicator ('-' only before a non-space), holds no ": ", no " #", no
+  // '"', and ends in neither ':' nor ' '; anything else goes to yaml-cpp.
+  static bool block_plain_ok(std::string_view s) {
+    if (plain_ok(s)) return true;
+    if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
+    static const std::string_view first = "?:,[]{}#&*!|>'\"%@`";
+    if (first.find(s.front()) != std::string_view::npos) return false;
+    if (s.front() == '-' && (s.size() < 2 || s[1] == ' ')) return false;
+    return s.find(": ") == std::string_view::npos && s.find(" #") == std::string_view::npos &&
+           s.find('"') == std::string_view::npos;
   }
   static bool null_word(std::string_view s) {
     return s == "~" || s == "null" || s == "Null" || s == "NULL";
@@ -396,7 +440,7 @@ class EmittedReader {
       n.quoted = true;
       return true;
     }
-    if (!plain_ok(v, flow)) return false;
+    if (!(flow ? plain_ok(v, true) : block_plain_ok(v))) return false;
     if (null_word(v)) {
       n.kind = ConfigNode::Kind::Null;
       return true;
@@ -420,6 +464,20 @@ class EmittedReader {
       const std::size_t vstart = at + colon + 2;
       // The value ends at ", " or at the closing brace (a quoted one at its closing quote).
       std::size_t vend;
+      if (vstart < v.size() && v[vstart] == '{') {  // a flow map in it (a preset and its keys)
+        vend = closing_brace(v, vstart);
+        if (vend == std::string_view::npos || vend + 1 >= v.size() || !count_value()) return false;
+        ++vend;
+        ConfigNode child;
+        child.loc = loc(line, col + vstart);
+        if (!flow_map(v.substr(vstart, vend - vstart), line, col + vstart, child)) return false;
+        child.key_loc = loc(line, col + at);
+        if (!add(n, keys, std::move(k), std::move(child))) return false;
+        if (vend == v.size() - 1) break;
+        if (v.compare(vend, 2, ", ") != 0) return false;
+        at = vend + 2;
+        continue;
+      }
       if (vstart < v.size() && v[vstart] == '"') {
         std::string tmp;
         vend = vstart;
@@ -437,6 +495,23 @@ class EmittedReader {
       at = vend + 2;
     }
     return finish_map(n);
+  }
+  // The '}' closing the '{' at v[open] (double-quoted texts skipped), or npos.
+  static std::size_t closing_brace(std::string_view v, std::size_t open) {
+    int depth = 0;
+    for (std::size_t i = open; i < v.size(); ++i) {
+      const char c = v[i];
+      if (c == '"') {
+        std::string tmp;
+        if (!quoted(v, i, tmp)) return std::string_view::npos;
+        --i;  // at the closing quote; the loop steps past it
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        return i;
+      }
+    }
+    return std::string_view::npos;
   }
   // The keys of a map being read, for the duplicate check: a scan while the map is short, a hash
   // set past kScanKeys entries (issue 26.5: a map of n keys costs O(n), as in convert()).
@@ -463,17 +538,20 @@ class EmittedReader {
 
   // The block whose first line is m_line, at `indent`: a map or a list.
   bool block(std::size_t indent, int nest, ConfigNode& n) {
+    skip();
     if (nest > kMaxNest || m_line >= m_lines.size() || indent_of(m_line) != indent) return false;
     if (!count_value()) return false;
     n.loc = loc(m_line, indent);
-    const bool list = item_line(m_lines[m_line].substr(indent));
+    const bool list = item_line(strip_comment(m_lines[m_line].substr(indent)));
     n.kind = list ? ConfigNode::Kind::Seq : ConfigNode::Kind::Map;
     Keys keys;
     while (m_line < m_lines.size()) {
+      skip();
+      if (m_line == m_lines.size()) break;
       const std::size_t ind = indent_of(m_line);
       if (ind < indent) break;
       if (ind > indent) return false;
-      const std::string_view content = m_lines[m_line].substr(indent);
+      const std::string_view content = strip_comment(m_lines[m_line].substr(indent));
       if (item_line(content) != list) return false;  // a map and a list at one indent
       const std::size_t line = m_line++;
       if (list) {
@@ -492,6 +570,8 @@ class EmittedReader {
       ConfigNode child;
       if (colon + 1 == content.size()) {
         if (!block(indent + 2, nest + 1, child)) return false;
+      } else if (const std::string_view v = content.substr(colon + 1); v == " >-" || v == " >") {
+        if (!folded(line, indent + colon + 2, indent, v == " >", child)) return false;
       } else if (content[colon + 1] != ' ' ||
                  !inline_value(content.substr(colon + 2), line, indent + colon + 2, child)) {
         return false;
@@ -500,6 +580,38 @@ class EmittedReader {
       if (!add(n, keys, std::move(k), std::move(child))) return false;
     }
     return list || finish_map(n);
+  }
+
+  // A folded block scalar (`>-`, or `>` keeping one final line break) after the key at
+  // `parent`'s indent, its indicator at (line, col): the text lines below it, all at one indent
+  // deeper than `parent`, joined by spaces. Declined (yaml-cpp's): a more indented line, a line
+  // ending in a space, a blank line inside it.
+  bool folded(std::size_t line, std::size_t col, std::size_t parent, bool keep, ConfigNode& n) {
+    if (!count_value() || m_line >= m_lines.size()) return false;
+    n.loc = loc(line, col);
+    const std::size_t ind = indent_of(m_line);
+    if (ind <= parent || ind == m_lines[m_line].size()) return false;
+    std::string text;
+    while (m_line < m_lines.size()) {
+      const std::string_view l = m_lines[m_line];
+      const std::size_t i = indent_of(m_line);
+      if (i == l.size()) {  // blank: only after its last line
+        std::size_t j = m_line;
+        while (j < m_lines.size() && indent_of(j) == m_lines[j].size()) ++j;
+        if (j < m_lines.size() && indent_of(j) >= ind) return false;
+        break;
+      }
+      if (i < ind) break;
+      if (i > ind || l.back() == ' ') return false;
+      if (!text.empty()) text += ' ';
+      text += l.substr(ind);
+      ++m_line;
+    }
+    if (keep) text += '\n';
+    n.kind = ConfigNode::Kind::Scalar;
+    n.scalar = std::move(text);
+    n.quoted = true;  // yaml-cpp tags a block scalar "!", as a quoted one
+    return true;
   }
 
   const std::string& m_file;

@@ -7,8 +7,9 @@
 namespace kappasim {
 
 namespace {
-constexpr double kDoneFraction = 1e-9;  // remaining <= this × bytes counts as finished
-constexpr double kTie = 1e-12;          // relative tolerance when comparing fill levels
+constexpr double kDoneFraction = 1e-9;       // remaining <= this × bytes counts as finished
+constexpr double kTie = 1e-12;               // relative tolerance when comparing fill levels
+constexpr std::size_t kFillMemoEntries = 8;  // groups of paths fill_alone() remembers
 }  // namespace
 
 FlowNetwork::FlowNetwork(double time_eps_s) : m_time_eps(time_eps_s) {
@@ -31,6 +32,8 @@ void FlowNetwork::set_capacity(double now, ResourceId r, double capacity) {
   if (m_res[static_cast<std::size_t>(r)].capacity == capacity) return;
   advance(now);
   m_res[static_cast<std::size_t>(r)].capacity = capacity;
+  m_fill_memo.clear();  // its rates were for the old capacity
+  m_fill_next = 0;
   recompute();
 }
 
@@ -256,7 +259,47 @@ void FlowNetwork::recompute() {
   fill(all);
 }
 
+bool FlowNetwork::fill_one(Flow& f) {
+  // fill() of one flow, step for step in its arithmetic (a compute step's HBM flow, alone on its
+  // GPUs: issue 24): each resource's level is its capacity over the flow's cost (the weight of a
+  // resource crossed once), the flow freezes at the lowest, or at its rate cap, at the first
+  // round, its bottleneck the first resource at that level within the tie tolerance.
+  const std::vector<Use>& path = f.path;
+  for (std::size_t i = 0; i < path.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (path[j].resource == path[i].resource) return false;  // weights summed: fill()'s
+  f.rate = 0;
+  double level = kInf;
+  for (const Use& u : path)
+    level = std::min(level,
+                     std::max(0.0, m_res[static_cast<std::size_t>(u.resource)].capacity) / u.cost);
+  level = std::min(level, f.rate_cap);
+  for (const Use& u : path) m_res[static_cast<std::size_t>(u.resource)].load = 0;
+  if (std::isinf(level)) {
+    f.rate = kInf;
+  } else {
+    const double tie = level * (1 + kTie);
+    f.rate = std::min(level, f.rate_cap);
+    f.bound = -1;
+    for (const Use& u : path)
+      if (std::max(0.0, m_res[static_cast<std::size_t>(u.resource)].capacity) / u.cost <= tie) {
+        f.bound = u.resource;
+        break;
+      }
+    for (const Use& u : path) m_res[static_cast<std::size_t>(u.resource)].load += u.cost * f.rate;
+  }
+  for (const Use& u : path) {
+    Resource& res = m_res[static_cast<std::size_t>(u.resource)];
+    if (res.load > 0 && !res.listed) {
+      res.listed = true;
+      m_loaded.push_back(u.resource);
+    }
+  }
+  return true;
+}
+
 void FlowNetwork::fill(std::vector<Flow*>& flows) {
+  if (flows.size() == 1 && fill_one(*flows.front())) return;
   // Scratch vectors are members, sized once: no allocation per recomputation (issue 24).
   const std::size_t n_res = m_res.size();
   std::vector<double>& residual = m_scratch.residual;
@@ -416,7 +459,7 @@ bool FlowNetwork::settle_disjoint() {
     for (const Use& u : f->path) mine[static_cast<std::size_t>(u.resource)] = 0;
   if (!alone) return false;
   // Their rates alone. A resource's load is a sum over its flows alone: theirs.
-  fill(joining);
+  fill_alone(joining);
   std::vector<double>& in = m_scratch.rates_in;
   std::vector<double>& out = m_scratch.rates_out;
   in.clear();
@@ -428,6 +471,56 @@ bool FlowNetwork::settle_disjoint() {
   m_dirty = false;
   ++m_incremental;
   return true;
+}
+
+void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
+  if (flows.size() < 2) {  // one flow's filling is about as cheap as finding it
+    fill(flows);
+    return;
+  }
+  for (FillMemo& m : m_fill_memo) {
+    if (m.caps.size() != flows.size()) continue;
+    bool same = true;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < flows.size() && same; ++i) {
+      const Flow& f = *flows[i];
+      same = f.rate_cap == m.caps[i] && f.path.size() == m.lens[i];
+      for (std::size_t j = 0; same && j < f.path.size(); ++j, ++k)
+        same = f.path[j].resource == m.uses[k].resource && f.path[j].cost == m.uses[k].cost;
+    }
+    if (!same) continue;
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      flows[i]->rate = m.rates[i];
+      flows[i]->bound = m.bounds[i];
+    }
+    for (const auto& [r, load] : m.loads) {  // as fill() leaves them
+      Resource& res = m_res[r];
+      res.load = load;
+      if (res.load > 0 && !res.listed) {
+        res.listed = true;
+        m_loaded.push_back(static_cast<ResourceId>(r));
+      }
+    }
+    return;
+  }
+  fill(flows);
+  if (m_fill_memo.size() < kFillMemoEntries) m_fill_memo.emplace_back();
+  FillMemo& m = m_fill_memo[m_fill_next];
+  m_fill_next = (m_fill_next + 1) % kFillMemoEntries;
+  m.uses.clear();
+  m.lens.clear();
+  m.caps.clear();
+  m.rates.clear();
+  m.bounds.clear();
+  m.loads.clear();
+  for (const Flow* f : flows) {
+    m.uses.insert(m.uses.end(), f->path.begin(), f->path.end());
+    m.lens.push_back(f->path.size());
+    m.caps.push_back(f->rate_cap);
+    m.rates.push_back(f->rate);
+    m.bounds.push_back(f->bound);
+  }
+  for (std::size_t r : m_scratch.used) m.loads.emplace_back(r, m_res[r].load);
 }
 
 bool FlowNetwork::leave_disjoint() {

@@ -132,12 +132,31 @@ class FlowNetwork {
   // Progressive filling over `flows` alone (id order), on the resources they cross: their
   // rates, bottlenecks, and those resources' loads. recompute() is fill() over every flow.
   void fill(std::vector<Flow*>& flows);
+  // fill() of one flow whose path crosses each resource once, without the rounds' vectors;
+  // false (nothing done) when a resource repeats.
+  bool fill_one(Flow& f);
   // Disjoint changes (issue 24): flows that share no resource with the others (a compute step's
   // HBM flows alone on their GPUs) join or leave without a recomputation of the others when
   // no fill level of theirs lies within progressive filling's tie tolerance of another's
   // (equal levels allowed when joining; when leaving, only for a flow alone on its resources at
   // its own level). Then the full recomputation gives the same bits: false when it must run.
   bool settle_disjoint();
+  // fill() of flows alone on their resources depends on nothing but their paths, their rate caps
+  // and those resources' capacities: a group of flows that starts again on the same paths (a
+  // step's KV stores, one per GPU, every step) gets the rates, bottlenecks and loads the first
+  // one computed (issue 24: the same bits without the progressive filling). fill_alone() is
+  // fill() through that memo; set_capacity() empties it.
+  void fill_alone(std::vector<Flow*>& flows);
+  struct FillMemo {
+    std::vector<Use> uses;           // the flows' paths, one after another
+    std::vector<std::size_t> lens;   // each flow's path length
+    std::vector<double> caps;        // each flow's rate cap
+    std::vector<double> rates;       // what fill() gave: each flow's rate and bottleneck,
+    std::vector<ResourceId> bounds;  //   and the loads of the resources they cross, in the
+    std::vector<std::pair<std::size_t, double>> loads;  // order fill() visited them
+  };
+  std::vector<FillMemo> m_fill_memo;
+  std::size_t m_fill_next = 0;  // the entry a miss replaces next
   bool leave_disjoint();
   // Whether some rate in `a` lies within the tie tolerance of a different rate in `b`.
   static bool near_tie(const std::vector<double>& a, const std::vector<double>& b);

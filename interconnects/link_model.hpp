@@ -75,6 +75,13 @@ class LinkModel {
   // Non-blocking: r joins g and starts `delay_s` from now (then pays its own first-byte latency
   // as transfer() would). r.start_s is the time it was started (now), r.end_s its last byte.
   virtual void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) = 0;
+  // Requests rs[0, n) that move in lockstep (GpuCompute::start_steps: a tensor-parallel group's
+  // HBM flows of one step, same bytes and rate cap, one per GPU) join g and start now. A back end
+  // that models HBM moves them as one flow crossing every request's path, at the rate of the
+  // slowest, and ends them together; this default starts each on its own.
+  virtual void start_lockstep(TransferRequest* rs, std::size_t n, TransferGroup& g) {
+    for (std::size_t i = 0; i < n; ++i) start(rs[i], g, 0);
+  }
   // Starts every request of `rs` into g (g is reset first). An empty `rs` finishes g at once
   // (done notified in the next delta).
   void start_group(std::vector<TransferRequest>& rs, TransferGroup& g, double delay_s = 0) {

@@ -118,8 +118,10 @@ class RequestsCsvWriter {
   // Past this many rows, rows are formatted and written on a second thread (issue 24: their
   // formatting was ~12% of a 100,000-request run's time), handed over kFormatterBatch at a time.
   // The same bytes in the same order; a short run never starts the thread (a process with a
-  // second thread pays glibc's malloc locks from then on).
-  static constexpr std::uint64_t kFormatterAfter = 4096;
+  // second thread pays glibc's malloc locks from then on; a trace's run has one from its start,
+  // workloads/read_ahead.hpp). At 4,096 the rows before it were a twentieth of a 10,000-request
+  // run's time on the simulation's thread.
+  static constexpr std::uint64_t kFormatterAfter = 512;
   static constexpr std::size_t kFormatterBatch = 256;
 
  private:

@@ -12,6 +12,7 @@
 #include "core/trace_writer.hpp"
 #include "serving/cluster.hpp"
 #include "serving/kv_hierarchy.hpp"
+#include "workloads/read_ahead.hpp"
 #include "workloads/trace_reader.hpp"
 
 namespace kappasim {
@@ -26,9 +27,17 @@ std::string in_dir(const std::string& dir, const char* name) {
 
 SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base_dir,
                                     EngineSinks sinks) {
-  if (spec.workload.type == WorkloadType::Trace) validate_trace(spec.workload.trace, base_dir);
-  auto source =
-      make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  // A trace is read, once, on a second thread as the run goes (issue 24: it was read whole to
+  // check it, then again to run it); its errors are the run's first, as that check made them.
+  ReadAheadTrace* trace = nullptr;
+  std::unique_ptr<WorkloadSource> source;
+  if (spec.workload.type == WorkloadType::Trace) {
+    auto rows = std::make_unique<ReadAheadTrace>(spec.workload.trace, base_dir);
+    trace = rows.get();
+    source = std::move(rows);
+  } else {
+    source = make_source(spec.workload, static_cast<std::uint64_t>(spec.workload.seed), base_dir);
+  }
   // warm_tier: the tier starts as the same request stream would leave it (a second copy: the
   // kept requests again when make_source kept them).
   sinks.warm_source = [&spec, base_dir, first = source.get()] {
@@ -36,7 +45,16 @@ SummaryBuilder::Totals run_workload(const RunSpec& spec, const std::string& base
     return make_source_again(spec.workload, static_cast<std::uint64_t>(spec.workload.seed),
                              base_dir);
   };
-  return run_serving(spec, *source, sinks);
+  if (!trace) return run_serving(spec, *source, sinks);
+  SummaryBuilder::Totals totals;
+  try {
+    totals = run_serving(spec, *source, sinks);
+  } catch (...) {
+    trace->finish();  // a bad row anywhere in the trace is the error reported
+    throw;
+  }
+  trace->finish();  // the rows the run did not take are checked too
+  return totals;
 }
 
 std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Totals& totals) {

@@ -75,8 +75,11 @@ class TpStep final : public StepModel {
         held = held || sms.free() < sms.total();
       }
       if (!held) {
-        for (std::size_t k = 0; k < rank.size(); ++k)
-          rank.at(k).compute->start_step(compute_s, hbm_bytes, c.rs[k], c.g);
+        if (model.m_gpus.empty())
+          for (std::size_t k = 0; k < rank.size(); ++k)
+            model.m_gpus.push_back(&*rank.at(k).compute);
+        GpuCompute::start_steps(model.m_gpus.data(), model.m_gpus.size(), compute_s, hbm_bytes,
+                                c.rs.data(), c.g);
         return;
       }
       // A copy kernel holds SMs (a layer-wise copy kernel beside the previous layer's compute):
@@ -98,8 +101,8 @@ class TpStep final : public StepModel {
             },
             fewer);
         if (left > 0)
-          for (std::size_t k = 0; k < gpus.size(); ++k)
-            gpus[k]->start_step(compute_s * left, hbm_bytes * left, c.rs[k], c.g);
+          GpuCompute::start_steps(gpus.data(), gpus.size(), compute_s * left, hbm_bytes * left,
+                                  c.rs.data(), c.g);
         c.g.member_done(now_s());
       });
     }
@@ -115,8 +118,9 @@ class TpStep final : public StepModel {
   const RunSpec& m_spec;
   const RankGpus& m_rank;
   LayoutStats& m_stats;
-  StepTimeMemo m_memo;     // batch_step_time at all SMs, by the batch's slices (issue 24)
-  BatchStepParts m_parts;  // its token-count parts, for the batches the memo misses
+  StepTimeMemo m_memo;              // batch_step_time at all SMs, by the batch's slices (issue 24)
+  BatchStepParts m_parts;           // its token-count parts, for the batches the memo misses
+  std::vector<GpuCompute*> m_gpus;  // the rank's GPUs' compute, in rank order (first step)
 };
 
 class LayoutStep final : public StepModel {
@@ -265,8 +269,7 @@ class LayoutStep final : public StepModel {
     if (!(left > 0)) return;
     CopyGroup c;
     c.rs.assign(gpus.size(), TransferRequest{});
-    for (std::size_t i = 0; i < gpus.size(); ++i)
-      gpus[i]->start_step(t * left, bytes * left, c.rs[i], c.g);
+    GpuCompute::start_steps(gpus.data(), gpus.size(), t * left, bytes * left, c.rs.data(), c.g);
     if (!c.g.finished) sc_core::wait(c.g.done);
   }
   void peer(CopyGroup& c) {

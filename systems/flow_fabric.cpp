@@ -69,14 +69,38 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
   const double lat = latency_of(r);
   const double wait = delay_s + lat;  // at `now` itself without a conversion (issue 24)
   const sc_core::sc_time at = wait == 0 ? now : now + sc_core::sc_time(wait, sc_core::SC_SEC);
+  enqueue(now, at, Member{&r, &g});
+}
+
+void FlowFabric::enqueue(const sc_core::sc_time& now, const sc_core::sc_time& at, Member m) {
   // After every pending transfer due no later (as a multimap's insertion places it).
   const auto pos = std::upper_bound(
       m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head), m_pending.end(), at,
       [](const sc_core::sc_time& t, const Pending& p) { return t < p.at; });
-  m_pending.insert(pos, Pending{at, Member{&r, &g}});
+  m_pending.insert(pos, Pending{at, m});
   m_start.cancel();
   const sc_core::sc_time first = m_pending[m_pending_head].at;
   m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
+}
+
+void FlowFabric::start_lockstep(TransferRequest* rs, std::size_t n, TransferGroup& g) {
+  if (n == 0) return;
+  const double lat = latency_of(rs[0]);
+  bool together = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    check_request(rs[i]);
+    together = together && rs[i].bytes == rs[0].bytes && latency_of(rs[i]) == lat;
+  }
+  if (!together || n == 1) {
+    for (std::size_t i = 0; i < n; ++i) start(rs[i], g, 0);
+    return;
+  }
+  m_transfers += n;
+  g.add();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double now_s = now.to_seconds();
+  for (std::size_t i = 0; i < n; ++i) rs[i].start_s = now_s;
+  enqueue(now, lat == 0 ? now : now + sc_core::sc_time(lat, sc_core::SC_SEC), Member{rs, &g, n});
 }
 
 void FlowFabric::watch(int resource, std::function<void()> changed) {
@@ -105,8 +129,7 @@ void FlowFabric::on_start() {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   const double now_s = now.to_seconds();  // once for every flow started now
   while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
-    const Member m = m_pending[m_pending_head++].m;
-    start_flow(*m.req, m.group, now_s);
+    start_flow(m_pending[m_pending_head++].m, now_s);
   }
   if (m_pending_head == m_pending.size()) {
     m_pending.clear();
@@ -122,9 +145,16 @@ void FlowFabric::on_start() {
   if (m_pending_head < m_pending.size()) m_start.notify(m_pending[m_pending_head].at - now);
 }
 
-void FlowFabric::start_flow(TransferRequest& r, Group* g, double now) {
+void FlowFabric::start_flow(const Member& m, double now) {
+  TransferRequest& r = *m.req;
   FlowNetwork::FlowId id;
-  if (const HostRoute* route = host_route(r)) {
+  if (m.count > 1) {  // lockstep: every request's path, the lowest cap
+    m_joined.clear();
+    double cap = FlowNetwork::kInf;
+    for (std::size_t i = 0; i < m.count; ++i) cap = std::min(cap, append_path(m.req[i], m_joined));
+    expect(m_joined, r.bytes);
+    id = m_net.start_deferred(now, m_joined, r.bytes, cap);
+  } else if (const HostRoute* route = host_route(r)) {
     double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
     if (r.rate_cap_Bps > 0) cap = std::min(cap, r.rate_cap_Bps);  // as cap_of
     expect(route->path, r.bytes);
@@ -136,7 +166,20 @@ void FlowFabric::start_flow(TransferRequest& r, Group* g, double now) {
     id = m_net.start_deferred(now, m_path, r.bytes, cap);
   }
   note_watched(id);
-  m_members.v.emplace_back(id, Member{&r, g});
+  m_members.v.emplace_back(id, m);
+}
+
+double FlowFabric::append_path(const TransferRequest& r,
+                               std::vector<FlowNetwork::Use>& path) const {
+  if (const HostRoute* route = host_route(r)) {
+    path.insert(path.end(), route->path.begin(), route->path.end());
+    double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
+    return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;  // as cap_of
+  }
+  std::vector<FlowNetwork::Use> own;
+  m_topo.path(r, own);
+  path.insert(path.end(), own.begin(), own.end());
+  return cap_of(r);
 }
 
 void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes) {
@@ -219,6 +262,10 @@ void FlowFabric::on_finish() {
     if (mt == nullptr) throw std::logic_error("FlowFabric: finished flow has no owner");
     mt->req->end_s = now;
     m_net.take_bottleneck_times(id, mt->req->bottleneck_s);
+    for (std::size_t i = 1; i < mt->count; ++i) {  // lockstep: the others end with it
+      mt->req[i].end_s = now;
+      mt->req[i].bottleneck_s = mt->req->bottleneck_s;
+    }
     Group* g = mt->group;
     m_members.erase(mt);
     g->member_done(now);

@@ -38,6 +38,11 @@ class FlowFabric : public LinkModule {
   // pending queue and one finish event.
   using Group = TransferGroup;
   void start(TransferRequest& r, TransferGroup& g, double delay_s = 0) override;
+  // One flow for the lockstep requests (LinkModel::start_lockstep): its path every request's
+  // path (each GPU's HBM), its bytes theirs (equal), its rate cap the lowest of theirs; they all
+  // end when it does, with its bottleneck times. Requests whose bytes or first-byte latencies
+  // differ start on their own, as start() would.
+  void start_lockstep(TransferRequest* rs, std::size_t n, TransferGroup& g) override;
   double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override {
     return m_topo.latency(gpu, dir, path, pinned);
   }
@@ -80,7 +85,8 @@ class FlowFabric : public LinkModule {
   void on_finish();
   void on_start();
   void reschedule();
-  void start_flow(TransferRequest& r, Group* g, double now_s);  // now_s: the time now
+  // r's path appended to `path` (its host route, merged, when it has one) and its rate cap.
+  double append_path(const TransferRequest& r, std::vector<FlowNetwork::Use>& path) const;
   void check_request(const TransferRequest& r) const;
   double cap_of(const TransferRequest& r) const;
 
@@ -124,8 +130,11 @@ class FlowFabric : public LinkModule {
   struct Member {
     TransferRequest* req;
     Group* group;
+    std::size_t count = 1;  // req[0, count) move as one flow (start_lockstep)
   };
-  ById<Member> m_members;  // group transfers in flight
+  ById<Member> m_members;                          // group transfers in flight
+  void start_flow(const Member& m, double now_s);  // now_s: the time now
+
   // Group transfers not yet started, by start time (equal times in the order started) from
   // m_pending_head on: a vector instead of a std::multimap (issue 24).
   struct Pending {
@@ -134,7 +143,10 @@ class FlowFabric : public LinkModule {
   };
   std::vector<Pending> m_pending;
   std::size_t m_pending_head = 0;
+  // m joins m_pending to start at `at`; the start event is moved to the first one due.
+  void enqueue(const sc_core::sc_time& now, const sc_core::sc_time& at, Member m);
   mutable std::vector<FlowNetwork::Use> m_path;  // a path being built, one vector for all
+  std::vector<FlowNetwork::Use> m_joined;        // a lockstep flow's paths (start_flow)
   // Host-DRAM transfers' routes (compute's HBM flows included) by (GPU, direction, copy path,
   // pinned), built once each: the topology does not change (issue 24: was built per flow). The
   // path merged as the network keeps it; the latency and rate cap (Topology::latency, rate_cap)

@@ -42,11 +42,10 @@ void GpuCompute::attach_link(LinkModel& link, int gpu_index) {
   m_index = gpu_index;
 }
 
-double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
-                              TransferGroup& g, double delay_s, double sm_bound_s) {
+double GpuCompute::book_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
+                             double sm_bound_s, bool& flow) {
   if (!(compute_time_s >= 0) || !std::isfinite(compute_time_s) || !(hbm_bytes >= 0) ||
-      !std::isfinite(hbm_bytes) || !(delay_s >= 0) || !(sm_bound_s >= 0) ||
-      sm_bound_s > compute_time_s)
+      !std::isfinite(hbm_bytes) || !(sm_bound_s >= 0) || sm_bound_s > compute_time_s)
     throw std::logic_error(std::string(name()) +
                            ": a step needs finite times and bytes >= 0, sm_bound_s <= its time");
   const double t = compute_time_s - sm_bound_s + sm_bound_s / m_sms.compute_fraction();
@@ -60,14 +59,47 @@ double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferR
   m_stats.time.compute_time_s += t;
   m_stats.time.hbm_bytes += hbm_bytes;
   ++m_stats.kernel_events;
-  if (hbm_bytes > 0 && t > 0 && m_link && m_link->models_hbm()) {
-    // Alone it runs at this cap and ends at t; sharing HBM can only slow it.
-    r.rate_cap_Bps = hbm_bytes / t;
-    m_link->start(r, g, delay_s);
-  } else {
-    finish_timed(r, g, delay_s, t);
-  }
+  flow = hbm_bytes > 0 && t > 0 && m_link && m_link->models_hbm();
+  // Alone it runs at this cap and ends at t; sharing HBM can only slow it.
+  if (flow) r.rate_cap_Bps = hbm_bytes / t;
   return t;
+}
+
+double GpuCompute::start_step(double compute_time_s, double hbm_bytes, TransferRequest& r,
+                              TransferGroup& g, double delay_s, double sm_bound_s) {
+  if (!(delay_s >= 0)) throw std::logic_error(std::string(name()) + ": a step needs a delay >= 0");
+  bool flow = false;
+  const double t = book_step(compute_time_s, hbm_bytes, r, sm_bound_s, flow);
+  if (flow)
+    m_link->start(r, g, delay_s);
+  else
+    finish_timed(r, g, delay_s, t);
+  return t;
+}
+
+void GpuCompute::start_steps(GpuCompute* const* gpus, std::size_t n, double compute_time_s,
+                             double hbm_bytes, TransferRequest* rs, TransferGroup& g) {
+  if (n == 0) return;
+  bool lockstep = n > 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool flow = false;
+    gpus[i]->book_step(compute_time_s, hbm_bytes, rs[i], 0, flow);
+    lockstep = lockstep && flow && gpus[i]->m_link == gpus[0]->m_link &&
+               rs[i].rate_cap_Bps == rs[0].rate_cap_Bps;
+  }
+  if (lockstep) {
+    gpus[0]->m_link->start_lockstep(rs, n, g);
+    return;
+  }
+  // Each on its own, as start_step: a flow has its rate cap (> 0), a timed step lasts
+  // compute_time_s (no SM-bound part: the time at every SM).
+  for (std::size_t i = 0; i < n; ++i) {
+    GpuCompute& c = *gpus[i];
+    if (rs[i].rate_cap_Bps > 0)
+      c.m_link->start(rs[i], g, 0);
+    else
+      c.finish_timed(rs[i], g, 0, compute_time_s);
+  }
 }
 
 void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t) {

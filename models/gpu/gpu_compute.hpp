@@ -97,8 +97,21 @@ class GpuCompute : public sc_core::sc_module {
   // caller's business (one compute stream). Call from a process or during elaboration.
   double start_step(double compute_time_s, double hbm_bytes, TransferRequest& r, TransferGroup& g,
                     double delay_s = 0, double sm_bound_s = 0);
+  // start_step on every GPU of gpus[0, n) at once, rs[i] GPU i's request: the GPUs of one
+  // tensor-parallel group (or pipeline stage) computing one step. Their per-layer all-reduces
+  // keep them within a layer of each other, so the step moves in lockstep: when every GPU's step
+  // is an HBM flow on one link back end with the same bytes and rate cap, the back end moves them
+  // as one flow crossing each GPU's HBM, at the slowest GPU's rate (LinkModel::start_lockstep;
+  // alone, or beside the same load on each GPU, that is each GPU's own rate). Each GPU's stats
+  // are its own as start_step's. Otherwise each GPU's step starts on its own.
+  static void start_steps(GpuCompute* const* gpus, std::size_t n, double compute_time_s,
+                          double hbm_bytes, TransferRequest* rs, TransferGroup& g);
 
  private:
+  // start_step's first half: r filled and the stats booked; the step's time alone, and whether
+  // it is an HBM flow on m_link (else it is timed: finish_timed).
+  double book_step(double compute_time_s, double hbm_bytes, TransferRequest& r, double sm_bound_s,
+                   bool& flow);
   void on_timed();
   void finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t);
   void run_kernels(const std::vector<Kernel>& ks);

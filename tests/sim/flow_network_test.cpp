@@ -299,6 +299,93 @@ TEST(FlowNetwork, DisjointUpdatesGiveTheFullRecomputationsBits) {
   EXPECT_GT(full.recomputations(), inc.recomputations() + 100);
 }
 
+// Issue 24: a group of flows alone on their resources that starts again on the same paths (a
+// step's KV stores, one per GPU) takes its rates from the first group's filling; a capacity
+// change forgets them. By hand: two flows through a link of 10 units/s share it at 5 each; the
+// same pair again: 5 each; the link set to 20 while idle: 10 each.
+TEST(FlowNetwork, RepeatedGroupsTakeTheirRatesFromTheFirstFillingUntilACapacityChanges) {
+  FlowNetwork n;
+  const auto link = n.add_resource("link", 10);
+  const auto a = n.add_resource("a", 100), b = n.add_resource("b", 100);
+  double now = 0;
+  const double finish[] = {2, 4, 5};  // 10 bytes at 5, at 5, at 10
+  int round = 0;
+  for (double cap : {10.0, 10.0, 20.0}) {
+    if (cap != n.capacity(link)) n.set_capacity(now, link, cap);
+    const auto x = n.start_deferred(now, {{link, 1}, {a, 1}}, 10);
+    const auto y = n.start_deferred(now, {{link, 1}, {b, 1}}, 10);
+    n.settle();
+    EXPECT_EQ(n.rate(x), cap / 2);
+    EXPECT_EQ(n.rate(y), cap / 2);
+    EXPECT_EQ(n.bottleneck(x), link);
+    EXPECT_EQ(n.load(link), cap);
+    now = n.next_finish();
+    EXPECT_DOUBLE_EQ(now, finish[round++]);
+    EXPECT_EQ(n.finish_due(now).size(), 2u);
+    EXPECT_EQ(n.load(link), 0.0);
+  }
+  EXPECT_EQ(n.recomputations(), 1u);  // set_capacity's; the groups joined on their own
+}
+
+// The same bits as the full recomputation when groups repeat (the memo answers most of them) and
+// capacities change between them.
+TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  FlowNetwork inc, full;
+  const int R = 6;
+  for (int i = 0; i < R; ++i) {
+    const double cap = 1e9 * (1 + u(rng));
+    inc.add_resource("r" + std::to_string(i), cap);
+    full.add_resource("r" + std::to_string(i), cap);
+  }
+  const auto shared = full.add_resource("shared", 1e300);
+  // Three group templates: 2-4 flows over a few resources each, costs 1 or 2, some capped.
+  std::vector<std::vector<std::pair<std::vector<Use>, double>>> templates;
+  for (int t = 0; t < 3; ++t) {
+    std::vector<std::pair<std::vector<Use>, double>> g;
+    const int flows = 2 + t;
+    for (int f = 0; f < flows; ++f) {
+      std::vector<Use> path{{static_cast<int>(R * u(rng)) % R, u(rng) < 0.5 ? 1.0 : 2.0}};
+      const int other = static_cast<int>(R * u(rng)) % R;
+      if (other != path[0].resource) path.push_back({other, 1.0});
+      g.emplace_back(path, u(rng) < 0.3 ? 4e8 : FlowNetwork::kInf);
+    }
+    templates.push_back(g);
+  }
+  double now = 0;
+  std::vector<FlowNetwork::FlowId> ids;
+  for (int k = 0; k < 600; ++k) {
+    if (inc.active_count() == 0) {  // a group starts alone, from a template
+      if (k % 5 == 0) {             // now and then a capacity changes
+        const int r = static_cast<int>(R * u(rng)) % R;
+        const double cap = 1e9 * (1 + u(rng));
+        inc.set_capacity(now, r, cap);
+        full.set_capacity(now, r, cap);
+      }
+      for (const auto& [path, cap] : templates[static_cast<std::size_t>(3 * u(rng)) % 3]) {
+        const double bytes = 1e3 + 1e5 * u(rng);
+        ids.push_back(inc.start_deferred(now, path, bytes, cap));
+        std::vector<Use> p = path;
+        p.push_back({shared, 1.0});
+        ASSERT_EQ(full.start_deferred(now, p, bytes, cap), ids.back());
+      }
+      inc.settle();
+      full.settle();
+    } else {
+      now = inc.next_finish();
+      ASSERT_EQ(inc.finish_due(now), full.finish_due(now));
+    }
+    for (auto id : ids) {
+      if (!full.active(id)) continue;
+      ASSERT_EQ(inc.rate(id), full.rate(id)) << "flow " << id << " step " << k;
+      ASSERT_EQ(inc.bottleneck(id), full.bottleneck(id));
+    }
+    for (int r = 0; r < R; ++r) ASSERT_EQ(inc.load(r), full.load(r)) << "resource " << r;
+  }
+  EXPECT_GT(inc.incremental_updates(), 200u);
+}
+
 // Issue 24: finished flows' bottleneck times are kept until taken, in any order. By hand: a link
 // of 30 units/s, three flows of 10 bytes start at 0 and share it at 10 each: all three finish at
 // 1 s, each bound by the link for 1 s. Taken middle first, then last, then first; each once. A

@@ -105,6 +105,56 @@ TEST(HbmSharing, AComputeStepAndATierCopyShareHbmMaxMin) {
   link->check_conservation();
 }
 
+// Issue 24: a tensor-parallel group's GPUs compute a step in lockstep (their per-layer
+// all-reduces keep them within a layer of each other): GpuCompute::start_steps moves the group's
+// HBM flows as one flow crossing every GPU's HBM, at the slowest GPU's rate. The setting above on
+// two GPUs, the tier copy landing in GPU 0's HBM only: GPU 0's share is C/2, so GPU 1's step,
+// alone on its HBM, ends with GPU 0's at 1.2·T (on its own it would end at T). Each GPU's HBM
+// carries its own 0.6·C·T; each GPU books its own step.
+TEST(HbmSharing, AGroupsStepsMoveInLockstepAtTheSlowestGpusRate) {
+  SystemSpec s = system_preset("unified-hbm");
+  const double C = hbm_capacity(s);
+  s.host_link.bandwidth_per_direction_Bps = 0.6 * C;
+  const double T = 1e-3;
+  std::unique_ptr<LinkModule> link;
+  std::vector<std::unique_ptr<GpuCompute>> gpus;
+  std::vector<TransferRequest> steps(2);
+  TransferRequest copy;
+  TransferGroup gs, gcopy;
+  copy.gpu = 0;
+  copy.dir = Direction::H2D;
+  copy.path = CopyPath::Dma;
+  copy.bytes = 0.6 * C * 3 * T;
+  run_simulation([&] {
+    link = make_link_backend("flow", "fabric", s);
+    for (int i = 0; i < 2; ++i) {
+      gpus.push_back(std::make_unique<GpuCompute>(("gpu" + std::to_string(i)).c_str(), s.gpu));
+      gpus.back()->attach_link(*link, i);
+    }
+    sc_core::sc_spawn([&] {
+      link->start(copy, gcopy);
+      GpuCompute* both[] = {gpus[0].get(), gpus[1].get()};
+      GpuCompute::start_steps(both, 2, T, 0.6 * C * T, steps.data(), gs);
+    });
+  });
+  EXPECT_NEAR(steps[0].end_s, 1.2 * T, 4 * kPs);
+  EXPECT_NEAR(steps[1].end_s, 1.2 * T, 4 * kPs);
+  EXPECT_NEAR(gs.end_s, 1.2 * T, 4 * kPs);
+  EXPECT_NEAR(copy.end_s, 3.2 * T, 4 * kPs);
+  for (const TransferRequest& r : steps) {
+    EXPECT_EQ(r.path, CopyPath::Local);
+    EXPECT_DOUBLE_EQ(r.bytes, 0.6 * C * T);
+  }
+  for (const auto& g : gpus) EXPECT_DOUBLE_EQ(g->stats().time.compute_time_s, T);
+  link->check_conservation();
+  for (const auto& r : dynamic_cast<FlowFabric&>(*link).stats()) {
+    if (r.name == "gpu1.hbm") {
+      EXPECT_NEAR(r.carried, 0.6 * C * T, 1e-3);
+    }
+  }
+  EXPECT_EQ(dynamic_cast<FlowFabric&>(*link).transfers(), 3u);  // two steps and the copy
+}
+
 // On the packet back end (no HBM), a compute step is a timed completion: it ends at its time.
 TEST(HbmSharing, OnThePacketBackEndAStepIsTimed) {
   const SystemSpec s = system_preset("h100");

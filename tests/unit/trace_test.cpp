@@ -14,6 +14,7 @@
 
 #include "serving/kv_tier.hpp"
 #include "serving/scheduler.hpp"
+#include "workloads/read_ahead.hpp"
 #include "workloads/trace_reader.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -491,6 +492,101 @@ TEST_F(TraceReader, LazyReaderYieldsGoodRowsBeforeTheBadOne) {
   TraceSpec s = spec(f, TraceFormat::Jsonl);
   s.limit = 2;
   EXPECT_EQ(validate_trace(s).requests, 2);
+}
+
+// Issue 24: the run reads its trace on a second thread (ReadAheadTrace), once. It gives the rows
+// TraceSource gives, in order, across many hand-over batches; a bad row's error where TraceSource
+// throws it, after the rows before it; and, from finish(), the errors of rows the run never took
+// and of an empty trace, as validate_trace did before the run.
+TEST_F(TraceReader, ReadAheadGivesTheRowsTraceSourceGives) {
+  std::string text;
+  const int rows = static_cast<int>(ReadAheadTrace::kBatch * (ReadAheadTrace::kBatches + 2) + 7);
+  for (int i = 0; i < rows; ++i)
+    text += "{\"arrival_s\": " + std::to_string(i) +
+            ".25, \"prefix_tokens\": " + std::to_string(i % 7 * 100) +
+            ", \"new_tokens\": " + std::to_string(1 + i % 13) +
+            ", \"output_tokens\": " + std::to_string(1 + i % 3) + "}\n";
+  const TraceSpec s = spec(write("many.jsonl", text), TraceFormat::Jsonl);
+  const std::vector<Request> want = read_all(s);
+  ASSERT_EQ(want.size(), static_cast<std::size_t>(rows));
+  ReadAheadTrace ahead(s, "");
+  EXPECT_EQ(ahead.describe(), TraceSource(s).describe());
+  Request r;
+  for (const Request& w : want) {
+    ASSERT_TRUE(ahead.next(r));
+    EXPECT_EQ(r.id, w.id);
+    EXPECT_EQ(r.arrival_s, w.arrival_s);
+    EXPECT_EQ(r.prefix_tokens, w.prefix_tokens);
+    EXPECT_EQ(r.new_tokens, w.new_tokens);
+    EXPECT_EQ(r.output_tokens, w.output_tokens);
+    EXPECT_EQ(r.workload, w.workload);
+  }
+  EXPECT_FALSE(ahead.next(r));
+  EXPECT_NO_THROW(ahead.finish());
+}
+
+TEST_F(TraceReader, ReadAheadReportsABadRowWhereverTheRunStopped) {
+  std::string text;
+  const std::size_t good = ReadAheadTrace::kBatch * 2 + 3;  // the bad row is in the third batch
+  for (std::size_t i = 0; i < good; ++i)
+    text += "{\"arrival_s\": " + std::to_string(i) + ", \"prefix_tokens\": 0, \"new_tokens\": 1}\n";
+  text += "oops\n{\"arrival_s\": 1e6, \"prefix_tokens\": 0, \"new_tokens\": 1}\n";
+  const TraceSpec s = spec(write("bad.jsonl", text), TraceFormat::Jsonl);
+  const std::string want = error_of(s);
+  EXPECT_TRUE(has(want, ":" + std::to_string(good + 1))) << want;  // its line
+  {  // the run reads on: the good rows, then the error
+    ReadAheadTrace ahead(s, "");
+    Request r;
+    for (std::size_t i = 0; i < good; ++i) ASSERT_TRUE(ahead.next(r));
+    try {
+      ahead.next(r);
+      ADD_FAILURE() << "no error at the bad row";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+    try {
+      ahead.finish();
+      ADD_FAILURE() << "finish() forgot the error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+  for (std::size_t taken : {std::size_t{0}, std::size_t{10}}) {  // the run stops early
+    ReadAheadTrace ahead(s, "");
+    Request r;
+    for (std::size_t i = 0; i < taken; ++i) ASSERT_TRUE(ahead.next(r));
+    try {
+      ahead.finish();
+      ADD_FAILURE() << "finish() did not read the rest";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+  {  // an empty trace, as validate_trace says
+    const TraceSpec e = spec(write("e.jsonl", "\n\n"), TraceFormat::Jsonl);
+    ReadAheadTrace ahead(e, "");
+    Request r;
+    EXPECT_FALSE(ahead.next(r));
+    try {
+      ahead.finish();
+      ADD_FAILURE() << "an empty trace passed";
+    } catch (const InputError& x) {
+      EXPECT_EQ(std::string(x.what()), error_of(e));
+    }
+  }
+  {  // a limit before the bad row: valid, as validate_trace says
+    TraceSpec lim = s;
+    lim.limit = 5;
+    ReadAheadTrace ahead(lim, "");
+    Request r;
+    int n = 0;
+    while (ahead.next(r)) ++n;
+    EXPECT_EQ(n, 5);
+    EXPECT_NO_THROW(ahead.finish());
+  }
+  // A missing file is refused when it is opened, as TraceSource refuses it.
+  EXPECT_THROW(ReadAheadTrace(spec((m_dir / "none.jsonl").string(), TraceFormat::Jsonl), ""),
+               InputError);
 }
 
 TEST_F(TraceReader, CsvHeaderErrors) {
