@@ -74,10 +74,16 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
 
 void FlowFabric::enqueue(const sc_core::sc_time& now, const sc_core::sc_time& at, Member m) {
   // After every pending transfer due no later (as a multimap's insertion places it).
-  const auto pos = std::upper_bound(
-      m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head), m_pending.end(), at,
-      [](const sc_core::sc_time& t, const Pending& p) { return t < p.at; });
+  const auto head = m_pending.begin() + static_cast<std::ptrdiff_t>(m_pending_head);
+  const auto pos =
+      std::upper_bound(head, m_pending.end(), at,
+                       [](const sc_core::sc_time& t, const Pending& p) { return t < p.at; });
+  // The start event is notified for the first pending transfer whenever one is pending (here
+  // and in on_start): one due no earlier leaves it as it is (issue 24: a step's copies, one per
+  // GPU, each cancelled and notified it again at the same time).
+  const bool first_now = pos == head;
   m_pending.insert(pos, Pending{at, m});
+  if (!first_now) return;
   m_start.cancel();
   const sc_core::sc_time first = m_pending[m_pending_head].at;
   m_start.notify(first > now ? first - now : sc_core::SC_ZERO_TIME);
