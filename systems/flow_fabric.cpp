@@ -34,16 +34,12 @@ double FlowFabric::cap_of(const TransferRequest& r) const {
   return r.rate_cap_Bps > 0 ? std::min(cap, r.rate_cap_Bps) : cap;
 }
 
-const FlowFabric::HostRoute* FlowFabric::host_route(const TransferRequest& r) const {
+const FlowFabric::HostRoute* FlowFabric::build_host_route(const TransferRequest& r) const {
   if (r.endpoint != Endpoint::HostDram || r.gpu < 0 || r.gpu >= m_topo.gpus()) return nullptr;
   // Topology::path(r) is path(gpu, dir, path, pinned) for host DRAM, never empty (the GPU's
   // HBM at least); one that throws is not stored, so it throws again on the next call.
-  const auto i = ((static_cast<std::size_t>(r.gpu) * 2 + (r.dir == Direction::H2D ? 0 : 1)) * 3 +
-                  static_cast<std::size_t>(r.path)) *
-                     2 +
-                 (r.pinned ? 1 : 0);
   if (m_host_routes.empty()) m_host_routes.resize(static_cast<std::size_t>(m_topo.gpus()) * 12);
-  HostRoute& route = m_host_routes[i];
+  HostRoute& route = m_host_routes[route_index(r)];
   if (route.path.empty()) {
     m_topo.path(r, m_path);
     m_net.merge_path(m_path, route.path);
@@ -155,11 +151,36 @@ void FlowFabric::start_flow(const Member& m, double now) {
   TransferRequest& r = *m.req;
   FlowNetwork::FlowId id;
   if (m.count > 1) {  // lockstep: every request's path, the lowest cap
-    m_joined.clear();
+    bool same = m_lockstep.routes.size() == m.count;
+    for (std::size_t i = 0; same && i < m.count; ++i)
+      same = m.req[i].path != CopyPath::Kernel && host_route(m.req[i]) == m_lockstep.routes[i];
     double cap = FlowNetwork::kInf;
-    for (std::size_t i = 0; i < m.count; ++i) cap = std::min(cap, append_path(m.req[i], m_joined));
-    expect(m_joined, r.bytes);
-    id = m_net.start_deferred(now, m_joined, r.bytes, cap);
+    if (same) {  // the GPUs of the last group: its merged path and its routes' caps
+      cap = m_lockstep.route_cap;
+      for (std::size_t i = 0; i < m.count; ++i)
+        if (m.req[i].rate_cap_Bps > 0) cap = std::min(cap, m.req[i].rate_cap_Bps);  // as cap_of
+      expect(m_lockstep.path, r.bytes);
+      id = m_net.start_deferred_merged(now, m_lockstep.path, r.bytes, cap);
+    } else {
+      m_joined.clear();
+      for (std::size_t i = 0; i < m.count; ++i)
+        cap = std::min(cap, append_path(m.req[i], m_joined));
+      expect(m_joined, r.bytes);
+      id = m_net.start_deferred(now, m_joined, r.bytes, cap);
+      m_lockstep.routes.clear();
+      m_lockstep.route_cap = FlowNetwork::kInf;
+      bool routed = true;
+      for (std::size_t i = 0; i < m.count; ++i) {
+        const HostRoute* route = host_route(m.req[i]);
+        routed = routed && route && m.req[i].path != CopyPath::Kernel;
+        if (routed) m_lockstep.route_cap = std::min(m_lockstep.route_cap, route->cap_Bps);
+        m_lockstep.routes.push_back(route);
+      }
+      if (routed)
+        m_net.merge_path(m_joined, m_lockstep.path);
+      else
+        m_lockstep.routes.clear();  // not kept: a path of its own each time
+    }
   } else if (const HostRoute* route = host_route(r)) {
     double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
     if (r.rate_cap_Bps > 0) cap = std::min(cap, r.rate_cap_Bps);  // as cap_of

@@ -156,9 +156,32 @@ class FlowFabric : public LinkModule {
     std::vector<FlowNetwork::Use> path;  // empty: not built yet
     double latency_s = 0, cap_Bps = 0;
   };
-  mutable std::vector<HostRoute> m_host_routes;  // built as first asked for
-  // r's host route (built on first use), or nullptr for another endpoint.
-  const HostRoute* host_route(const TransferRequest& r) const;
+  mutable std::vector<HostRoute> m_host_routes;  // 12 per GPU, each built as first asked for
+  // r's host route (built on first use), or nullptr for another endpoint. Inline: a transfer
+  // asks for it two or three times (issue 24).
+  const HostRoute* host_route(const TransferRequest& r) const {
+    if (r.endpoint == Endpoint::HostDram && r.gpu >= 0 &&
+        static_cast<std::size_t>(r.gpu) * 12 < m_host_routes.size()) {
+      const HostRoute& route = m_host_routes[route_index(r)];
+      if (!route.path.empty()) return &route;
+    }
+    return build_host_route(r);
+  }
+  static std::size_t route_index(const TransferRequest& r) {
+    return ((static_cast<std::size_t>(r.gpu) * 2 + (r.dir == Direction::H2D ? 0 : 1)) * 3 +
+            static_cast<std::size_t>(r.path)) *
+               2 +
+           (r.pinned ? 1 : 0);
+  }
+  const HostRoute* build_host_route(const TransferRequest& r) const;
+  // The last lockstep group's host routes, their paths merged and their lowest rate cap
+  // (start_flow: a TP group's steps ask for the same routes every step). Routes do not move:
+  // m_host_routes is sized once.
+  struct Lockstep {
+    std::vector<const HostRoute*> routes;
+    std::vector<FlowNetwork::Use> path;
+    double route_cap = 0;
+  } m_lockstep;
   double latency_of(const TransferRequest& r) const;  // Topology::latency(r)
   std::vector<FlowNetwork::FlowId> m_done;            // on_finish's finished flows
   sc_core::sc_event m_start;
