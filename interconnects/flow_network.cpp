@@ -200,9 +200,10 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
     batch.clear();
     std::size_t earliest = 0;  // slot indices, in id order
     double earliest_t = kInf;
+    const double due = at + eps(at);
     for (std::size_t i = 0; i < m_live; ++i) {
       const double ft = finish_time(m_flows[i]);
-      if (ft <= at + eps(at)) batch.push_back(i);
+      if (ft <= due) batch.push_back(i);
       if (ft < earliest_t) {
         earliest_t = ft;
         earliest = i;
@@ -246,7 +247,7 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
     if (!leave_disjoint()) recompute();
   }
   advance(std::max(now, m_now));
-  std::sort(done.begin(), done.end());
+  if (!std::is_sorted(done.begin(), done.end())) std::sort(done.begin(), done.end());
 }
 
 void FlowNetwork::recompute() {
