@@ -255,20 +255,27 @@ bool needs_quotes(std::string_view s) {
 // ---- The subset emit_yaml writes, read without yaml-cpp (issue 24) ----------------------------
 // A sweep point's process reads the point.yaml its runner has just written (emit_yaml), and the
 // report reads values back from them: yaml-cpp was 4.3% of `reproduce`'s CPU samples (≈ 5,600
-// texts of ≈ 2.5 kB), 0.9% with this reader in front of it. This reader
-// accepts only that subset and builds the node yaml-cpp and convert() would build, marks
-// included; any other text (a comment, a flow list, an anchor, a tab, a byte outside printable
-// ASCII, a key `<<`, a duplicate key, ...) gets std::nullopt and goes to yaml-cpp, which also
-// gives every error its message. The subset, line by line after any comment lines at the top
-// (I = the block's indent, in spaces):
+// texts of ≈ 2.5 kB), 0.9% with this reader in front of it. The built-in presets a run reads are
+// hand-written in nearly the same subset, and yaml-cpp reading them was most of a run's start
+// (35 M of a one-request run's 55 M instructions). This reader accepts only that subset and
+// builds the node yaml-cpp and convert() would build, marks included; any other text (a flow
+// list, an anchor, a tab, a byte outside printable ASCII, a key `<<`, a duplicate key, a
+// single-quoted or literal scalar, ...) gets std::nullopt and goes to yaml-cpp, which also gives
+// every error its message. The subset, line by line (I = the block's indent, in spaces; blank
+// lines and comment lines, at any indent, are skipped; a comment after a value, a '#' after a
+// space outside a double-quoted text, is cut with the spaces before it):
 //   I KEY:                 a key whose value is the block below at I + 2 (a map or a list)
 //   I KEY: VALUE           a key and an inline value
+//   I KEY: >- (or >)       a key and folded text: the lines below at one deeper indent, joined
+//                          by spaces (`>` keeps one final line break)
 //   I-                     a list item whose value is the block below at I + 2
 //   I- VALUE               a list item with an inline value
 // KEY: a plain name (what emit_yaml leaves unquoted) or a double-quoted text; VALUE: {}, [], a
-// plain scalar (null, Null, NULL and ~ read as null, as yaml-cpp reads them), a double-quoted
-// text (escapes \" \\ \n only), or a one-line flow map of such keys and scalars (what a value
-// with a provenance is written as: {value: 80 GB, spec: "..."}).
+// plain scalar (null, Null, NULL and ~ read as null, as yaml-cpp reads them; outside a flow map
+// also one with commas, brackets or an inner '#': block_plain_ok), a double-quoted text (escapes
+// \" \\ \n only), or a one-line flow map of such keys and scalars or flow maps (what a value
+// with a provenance is written as: {value: 80 GB, spec: "..."}; a preset reference with a key:
+// {preset: pcie5, lanes: {value: 16, spec: "..."}}).
 class EmittedReader {
  public:
   EmittedReader(std::string_view text, const std::string& file) : m_file(file) {

@@ -71,6 +71,22 @@ TEST(HbmSharing, AComputeStepAloneEndsAtExactlyItsComputeTime) {
     EXPECT_NEAR(r.carried, r.name == "gpu0.hbm" ? 1.6 * hbm_capacity(s) * T : 0.0, 1e-3) << r.name;
 }
 
+// The unified-HBM setting of the tests below: the tier link set to 0.6·C (C: the HBM
+// capacity), and a tier copy into GPU 0 demanding 0.6·C for 3·T.
+struct TierSetting {
+  SystemSpec s = system_preset("unified-hbm");
+  double C = hbm_capacity(s);
+  double T = 1e-3;
+  TransferRequest copy;
+  TierSetting() {
+    s.host_link.bandwidth_per_direction_Bps = 0.6 * C;
+    copy.gpu = 0;
+    copy.dir = Direction::H2D;
+    copy.path = CopyPath::Dma;
+    copy.bytes = 0.6 * C * 3 * T;
+  }
+};
+
 // Unified-HBM tier (B200, 8 TB/s × hbm_efficiency of HBM C), the tier link set to 0.6·C so a
 // tier copy alone demands 60% of the HBM; the compute step also demands 0.6·C (bytes 0.6·C·T
 // over T). Together they want 1.2·C > C: max-min gives each C/2. By hand:
@@ -78,18 +94,14 @@ TEST(HbmSharing, AComputeStepAloneEndsAtExactlyItsComputeTime) {
 //   copy of 0.6·C·3T bytes: 0.5·C·1.2T moved by 1.2·T, the remaining 0.6·C·T·(3 − 1) at 0.6·C
 //   → 2T more: ends at 3.2·T (alone 3T).
 TEST(HbmSharing, AComputeStepAndATierCopyShareHbmMaxMin) {
-  SystemSpec s = system_preset("unified-hbm");
-  const double C = hbm_capacity(s);
-  s.host_link.bandwidth_per_direction_Bps = 0.6 * C;
-  const double T = 1e-3;
+  TierSetting x;
+  const SystemSpec& s = x.s;
+  const double C = x.C, T = x.T;
+  TransferRequest& copy = x.copy;
   std::unique_ptr<LinkModule> link;
   std::unique_ptr<GpuCompute> gpu;
-  TransferRequest step, copy;
+  TransferRequest step;
   TransferGroup gs, gcopy;
-  copy.gpu = 0;
-  copy.dir = Direction::H2D;
-  copy.path = CopyPath::Dma;
-  copy.bytes = 0.6 * C * 3 * T;
   run_simulation([&] {
     link = make_link_backend("flow", "fabric", s);
     gpu = std::make_unique<GpuCompute>("gpu0", s.gpu);
@@ -112,19 +124,14 @@ TEST(HbmSharing, AComputeStepAndATierCopyShareHbmMaxMin) {
 // alone on its HBM, ends with GPU 0's at 1.2·T (on its own it would end at T). Each GPU's HBM
 // carries its own 0.6·C·T; each GPU books its own step.
 TEST(HbmSharing, AGroupsStepsMoveInLockstepAtTheSlowestGpusRate) {
-  SystemSpec s = system_preset("unified-hbm");
-  const double C = hbm_capacity(s);
-  s.host_link.bandwidth_per_direction_Bps = 0.6 * C;
-  const double T = 1e-3;
+  TierSetting x;
+  const SystemSpec& s = x.s;
+  const double C = x.C, T = x.T;
+  TransferRequest& copy = x.copy;
   std::unique_ptr<LinkModule> link;
   std::vector<std::unique_ptr<GpuCompute>> gpus;
   std::vector<TransferRequest> steps(2);
-  TransferRequest copy;
   TransferGroup gs, gcopy;
-  copy.gpu = 0;
-  copy.dir = Direction::H2D;
-  copy.path = CopyPath::Dma;
-  copy.bytes = 0.6 * C * 3 * T;
   run_simulation([&] {
     link = make_link_backend("flow", "fabric", s);
     for (int i = 0; i < 2; ++i) {
