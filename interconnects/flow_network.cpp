@@ -34,6 +34,7 @@ void FlowNetwork::set_capacity(double now, ResourceId r, double capacity) {
   m_res[static_cast<std::size_t>(r)].capacity = capacity;
   m_fill_memo.clear();  // its rates were for the old capacity
   m_fill_next = 0;
+  m_fill_hit = 0;
   recompute();
 }
 
@@ -120,6 +121,13 @@ FlowNetwork::FlowId FlowNetwork::start_deferred_merged(double now, const std::ve
   return join(now, bytes, rate_cap);
 }
 
+FlowNetwork::FlowId FlowNetwork::start_deferred_shared(double now, const std::vector<Use>& merged,
+                                                       double bytes, double rate_cap) {
+  const FlowId id = start_deferred_merged(now, merged, bytes, rate_cap);
+  m_flows[m_live - 1].shared = &merged;
+  return id;
+}
+
 FlowNetwork::FlowId FlowNetwork::join(double now, double bytes, double rate_cap) {
   advance(now);  // settles and progresses the flows before this one (m_live unchanged)
   const FlowId id = m_next_id++;
@@ -132,6 +140,7 @@ FlowNetwork::FlowId FlowNetwork::join(double now, double bytes, double rate_cap)
   f.bound = -1;
   f.bound_s.clear();
   f.leaving = false;
+  f.shared = nullptr;
   if (!m_dirty) m_pending_from = id;
   m_dirty = true;
   return id;
@@ -446,21 +455,15 @@ bool FlowNetwork::settle_disjoint() {
        it != end; ++it)
     joining.push_back(&*it);
   if (joining.empty()) return false;
-  std::vector<int>& mine = m_scratch.count;
-  mine.resize(m_res.size(), 0);
-  for (const Flow* f : joining)
-    for (const Use& u : f->path) ++mine[static_cast<std::size_t>(u.resource)];
-  bool alone = true;
-  for (const Flow* f : joining)
-    for (const Use& u : f->path) {
-      const auto r = static_cast<std::size_t>(u.resource);
-      alone = alone && mine[r] == m_res[r].flows;
-    }
-  for (const Flow* f : joining)
-    for (const Use& u : f->path) mine[static_cast<std::size_t>(u.resource)] = 0;
-  if (!alone) return false;
-  // Their rates alone. A resource's load is a sum over its flows alone: theirs.
-  fill_alone(joining);
+  if (FillMemo* m = joining.size() > 1 ? shared_memo(joining) : nullptr) {
+    // A group seen before on the same shared paths: alone when every resource it crosses
+    // carries its flows only (issue 24: the memo's crossings instead of the paths' uses).
+    for (const auto& [r, n] : m->crossings)
+      if (m_res[r].flows != n) return false;
+    apply_memo(*m, joining);
+  } else if (!settle_alone(joining)) {
+    return false;
+  }
   std::vector<double>& in = m_scratch.rates_in;
   std::vector<double>& out = m_scratch.rates_out;
   in.clear();
@@ -474,12 +477,69 @@ bool FlowNetwork::settle_disjoint() {
   return true;
 }
 
+bool FlowNetwork::settle_alone(std::vector<Flow*>& joining) {
+  std::vector<int>& mine = m_scratch.count;
+  mine.resize(m_res.size(), 0);
+  for (const Flow* f : joining)
+    for (const Use& u : f->path) ++mine[static_cast<std::size_t>(u.resource)];
+  // Each resource checked at its first visit and its count emptied there (later visits see 0).
+  bool alone = true;
+  for (const Flow* f : joining)
+    for (const Use& u : f->path) {
+      const auto r = static_cast<std::size_t>(u.resource);
+      if (mine[r] == 0) continue;
+      alone = alone && mine[r] == m_res[r].flows;
+      mine[r] = 0;
+    }
+  if (!alone) return false;
+  // Their rates alone. A resource's load is a sum over its flows alone: theirs.
+  fill_alone(joining);
+  return true;
+}
+
+FlowNetwork::FillMemo* FlowNetwork::shared_memo(const std::vector<Flow*>& flows) {
+  for (const Flow* f : flows)
+    if (f->shared == nullptr) return nullptr;
+  for (std::size_t e = 0; e < m_fill_memo.size(); ++e) {
+    const std::size_t at = e == 0 ? m_fill_hit : (e == m_fill_hit ? 0 : e);
+    if (at >= m_fill_memo.size()) continue;
+    FillMemo& m = m_fill_memo[at];
+    if (m.shared.size() != flows.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < flows.size() && same; ++i)
+      same = flows[i]->shared == m.shared[i] && flows[i]->rate_cap == m.caps[i];
+    if (!same) continue;
+    m_fill_hit = at;
+    return &m;
+  }
+  return nullptr;
+}
+
+void FlowNetwork::apply_memo(FillMemo& m, std::vector<Flow*>& flows) {
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    flows[i]->rate = m.rates[i];
+    flows[i]->bound = m.bounds[i];
+  }
+  for (const auto& [r, load] : m.loads) {  // as fill() leaves them
+    Resource& res = m_res[r];
+    res.load = load;
+    if (res.load > 0 && !res.listed) {
+      res.listed = true;
+      m_loaded.push_back(static_cast<ResourceId>(r));
+    }
+  }
+}
+
 void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
-  if (flows.size() < 2) {  // one flow's filling is about as cheap as finding it
-    fill(flows);
+  if (flows.size() < 2) {  // one flow's filling is about as cheap as finding it (and a compute
+    fill(flows);           // step's flow has a rate cap of its own each step)
     return;
   }
-  for (FillMemo& m : m_fill_memo) {
+  // The entry that matched last first: a run's groups come back in turn (issue 24).
+  for (std::size_t e = 0; e < m_fill_memo.size(); ++e) {
+    const std::size_t at = e == 0 ? m_fill_hit : (e == m_fill_hit ? 0 : e);
+    if (at >= m_fill_memo.size()) continue;
+    FillMemo& m = m_fill_memo[at];
     if (m.caps.size() != flows.size()) continue;
     bool same = true;
     std::size_t k = 0;
@@ -490,24 +550,16 @@ void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
         same = f.path[j].resource == m.uses[k].resource && f.path[j].cost == m.uses[k].cost;
     }
     if (!same) continue;
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-      flows[i]->rate = m.rates[i];
-      flows[i]->bound = m.bounds[i];
-    }
-    for (const auto& [r, load] : m.loads) {  // as fill() leaves them
-      Resource& res = m_res[r];
-      res.load = load;
-      if (res.load > 0 && !res.listed) {
-        res.listed = true;
-        m_loaded.push_back(static_cast<ResourceId>(r));
-      }
-    }
+    m_fill_hit = at;
+    apply_memo(m, flows);
     return;
   }
   fill(flows);
   if (m_fill_memo.size() < kFillMemoEntries) m_fill_memo.emplace_back();
   FillMemo& m = m_fill_memo[m_fill_next];
   m_fill_next = (m_fill_next + 1) % kFillMemoEntries;
+  m.shared.clear();
+  m.crossings.clear();
   m.uses.clear();
   m.lens.clear();
   m.caps.clear();
@@ -521,7 +573,13 @@ void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
     m.rates.push_back(f->rate);
     m.bounds.push_back(f->bound);
   }
-  for (std::size_t r : m_scratch.used) m.loads.emplace_back(r, m_res[r].load);
+  for (std::size_t r : m_scratch.used) m.loads.emplace_back(r, m_res[r].load);  // fill()'s order
+  bool shared = true;
+  for (const Flow* f : flows) shared = shared && f->shared != nullptr;
+  if (!shared) return;
+  for (const Flow* f : flows) m.shared.push_back(f->shared);
+  // The flows are alone on their resources (settle_disjoint): each one's count is its flows.
+  for (const auto& [r, load] : m.loads) m.crossings.emplace_back(r, m_res[r].flows);
 }
 
 bool FlowNetwork::leave_disjoint() {

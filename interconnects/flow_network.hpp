@@ -56,6 +56,12 @@ class FlowNetwork {
   // one path merges it once).
   FlowId start_deferred_merged(double now, const std::vector<Use>& merged, double bytes,
                                double rate_cap = kInf);
+  // The same for a merged path that the caller keeps, unchanged, for the network's lifetime (the
+  // flow fabric's host routes): flows started on such paths are known by the paths' addresses,
+  // so a group of them that starts again on the same paths is found in the memo without
+  // comparing the paths (issue 24).
+  FlowId start_deferred_shared(double now, const std::vector<Use>& merged, double bytes,
+                               double rate_cap = kInf);
   void settle() {
     if (m_dirty && !settle_disjoint()) recompute();
   }
@@ -119,6 +125,7 @@ class FlowNetwork {
     ResourceId bound = -1;                               // bottleneck() of this flow
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
     bool leaving = false;                                // finish_due: in this batch
+    const std::vector<Use>* shared = nullptr;            // start_deferred_shared's path
   };
   // std::logic_error unless bytes is finite and >= 0 and rate_cap > 0 (a start's arguments).
   static void check_start(double bytes, double rate_cap);
@@ -141,6 +148,9 @@ class FlowNetwork {
   // (equal levels allowed when joining; when leaving, only for a flow alone on its resources at
   // its own level). Then the full recomputation gives the same bits: false when it must run.
   bool settle_disjoint();
+  // settle_disjoint's check that the joining flows are alone on their resources, then their
+  // rates (fill_alone); false, nothing set, when they are not alone.
+  bool settle_alone(std::vector<Flow*>& joining);
   // fill() of flows alone on their resources depends on nothing but their paths, their rate caps
   // and those resources' capacities: a group of flows that starts again on the same paths (a
   // step's KV stores, one per GPU, every step) gets the rates, bottlenecks and loads the first
@@ -148,6 +158,10 @@ class FlowNetwork {
   // fill() through that memo; set_capacity() empties it.
   void fill_alone(std::vector<Flow*>& flows);
   struct FillMemo {
+    // The flows' shared paths (start_deferred_shared), when every one had one, else empty; and
+    // then every resource they cross with the number of their paths that cross it.
+    std::vector<const std::vector<Use>*> shared;
+    std::vector<std::pair<std::size_t, int>> crossings;
     std::vector<Use> uses;           // the flows' paths, one after another
     std::vector<std::size_t> lens;   // each flow's path length
     std::vector<double> caps;        // each flow's rate cap
@@ -157,6 +171,12 @@ class FlowNetwork {
   };
   std::vector<FillMemo> m_fill_memo;
   std::size_t m_fill_next = 0;  // the entry a miss replaces next
+  std::size_t m_fill_hit = 0;   // the entry the last hit found
+  // The memo entry of `flows` by their shared paths and rate caps (every flow started by
+  // start_deferred_shared), or nullptr.
+  FillMemo* shared_memo(const std::vector<Flow*>& flows);
+  // Sets the flows' rates and bottlenecks and their resources' loads from memo entry m.
+  void apply_memo(FillMemo& m, std::vector<Flow*>& flows);
   bool leave_disjoint();
   // Whether some rate in `a` lies within the tie tolerance of a different rate in `b`.
   static bool near_tie(const std::vector<double>& a, const std::vector<double>& b);

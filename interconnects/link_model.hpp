@@ -82,6 +82,13 @@ class LinkModel {
   virtual void start_lockstep(TransferRequest* rs, std::size_t n, TransferGroup& g) {
     for (std::size_t i = 0; i < n; ++i) start(rs[i], g, 0);
   }
+  // Independent requests rs[0, n) join g, rs[i] starting delays_s[i] from now: start() of each
+  // in order. A back end may take them in one call (the flow fabric queues a run of them due at
+  // the same time as one entry; issue 24: a rank's stores, one copy per GPU, every step).
+  virtual void start_many(TransferRequest* rs, std::size_t n, TransferGroup& g,
+                          const double* delays_s) {
+    for (std::size_t i = 0; i < n; ++i) start(rs[i], g, delays_s[i]);
+  }
   // Starts every request of `rs` into g (g is reset first). An empty `rs` finishes g at once
   // (done notified in the next delta).
   void start_group(std::vector<TransferRequest>& rs, TransferGroup& g, double delay_s = 0) {

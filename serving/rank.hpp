@@ -67,8 +67,15 @@ class RankGpus {
                  CopyPath path, double delay_s = 0) const;
 
  private:
+  // The unit of GPU `fabric` (logic_error when not the rank's).
+  GpuUnit* unit_of(int fabric) const;
+  // issue() with units[i] (units[0] for all when one_units).
+  void issue_all(CopyGroup& c, const std::int64_t* units, bool one_units, CopyPath dram_path,
+                 double delay_s) const;
   std::vector<GpuUnit*> m_gpus;
   int m_tp = 1, m_sm_count = 0;
+  mutable std::vector<double> m_delays;  // issue_all's start delays and units, one buffer each
+  mutable std::vector<GpuUnit*> m_units;
 };
 
 struct Rank {

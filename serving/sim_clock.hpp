@@ -7,11 +7,12 @@
 
 #include <string>
 
+#include "core/sim_seconds.hpp"
 #include "serving/serving_spec.hpp"
 
 namespace kappasim::sim_clock {
 
-inline double now_s() { return sc_core::sc_time_stamp().to_seconds(); }
+inline double now_s() { return sim_now_seconds(); }  // core/sim_seconds.hpp (issue 24)
 inline void wait_s(double s) {
   if (s > 0) sc_core::wait(sc_core::sc_time(s, sc_core::SC_SEC));
 }

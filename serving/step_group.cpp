@@ -273,10 +273,25 @@ void StepGroup::begin(Step& b) {
     for (const auto& [q, t] : c.tier_request) m_env.ledger.at(q->req.id).tier_request_s += t;
   }
   stats.stack.scheduler_s += software;
-  wait_s(overhead);  // vLLM's per-step CPU scheduling work
+  // vLLM's per-step CPU scheduling work, then the stack's scheduler-side software. Both whole
+  // ticks of simulated time: one wait of their sum, each part's time as two waits would leave it
+  // (issue 24: a timed wake-up fewer per step; sc_time adds ticks exactly).
+  const sc_core::sc_time d1 =
+      overhead > 0 ? sc_core::sc_time(overhead, sc_core::SC_SEC) : sc_core::SC_ZERO_TIME;
+  const sc_core::sc_time d2 =
+      software > 0 ? sc_core::sc_time(software, sc_core::SC_SEC) : sc_core::SC_ZERO_TIME;
+  if (d1 != sc_core::SC_ZERO_TIME && d2 != sc_core::SC_ZERO_TIME) {
+    const sc_core::sc_time t1 = sc_core::sc_time_stamp() + d1;
+    sc_core::wait(d1 + d2);
+    const double t_sched = sim_seconds(t1);
+    time.step_overhead_s += t_sched - b.start;
+    time.sched_software_s += now_s() - t_sched;
+    return;
+  }
+  wait_s(overhead);
   time.step_overhead_s += now_s() - b.start;
   const double t_sched = now_s();
-  wait_s(software);  // the stack's scheduler-side software
+  wait_s(software);
   time.sched_software_s += now_s() - t_sched;
 }
 

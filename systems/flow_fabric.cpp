@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/sim_seconds.hpp"
+
 namespace kappasim {
 
 FlowFabric::FlowFabric(const sc_core::sc_module_name& name, Topology topology)
@@ -56,16 +58,48 @@ double FlowFabric::latency_of(const TransferRequest& r) const {
   return route && r.path != CopyPath::Kernel ? route->latency_s : m_topo.latency(r);
 }
 
-void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
+sc_core::sc_time FlowFabric::admit(TransferRequest& r, TransferGroup& g, double delay_s,
+                                   const sc_core::sc_time& now, double now_s) {
   check_request(r);
   ++m_transfers;
   g.add();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
-  r.start_s = now.to_seconds();
+  r.start_s = now_s;
   const double lat = latency_of(r);
   const double wait = delay_s + lat;  // at `now` itself without a conversion (issue 24)
-  const sc_core::sc_time at = wait == 0 ? now : now + sc_core::sc_time(wait, sc_core::SC_SEC);
+  if (wait == 0) return now;
+  if (wait != m_wait_s) {
+    m_wait = sc_core::sc_time(wait, sc_core::SC_SEC);
+    m_wait_s = wait;
+  }
+  return now + m_wait;
+}
+
+void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time at = admit(r, g, delay_s, now, sim_seconds(now));
   enqueue(now, at, Member{&r, &g});
+}
+
+void FlowFabric::start_many(TransferRequest* rs, std::size_t n, TransferGroup& g,
+                            const double* delays_s) {
+  if (n == 0) return;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double now_s = sim_seconds(now);
+  sc_core::sc_time at = admit(rs[0], g, delays_s[0], now, now_s);
+  std::size_t i = 0;
+  while (i < n) {
+    // A run due at the same time: one pending entry, where start() would have queued each (after
+    // every pending one due no later, so one after the other).
+    std::size_t j = i + 1;
+    sc_core::sc_time next;
+    for (; j < n; ++j) {
+      next = admit(rs[j], g, delays_s[j], now, now_s);
+      if (next != at) break;
+    }
+    enqueue(now, at, Member{&rs[i], &g, j - i, true});
+    i = j;
+    at = next;
+  }
 }
 
 void FlowFabric::enqueue(const sc_core::sc_time& now, const sc_core::sc_time& at, Member m) {
@@ -100,7 +134,7 @@ void FlowFabric::start_lockstep(TransferRequest* rs, std::size_t n, TransferGrou
   m_transfers += n;
   g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  const double now_s = now.to_seconds();
+  const double now_s = sim_seconds(now);
   for (std::size_t i = 0; i < n; ++i) rs[i].start_s = now_s;
   enqueue(now, lat == 0 ? now : now + sc_core::sc_time(lat, sc_core::SC_SEC), Member{rs, &g, n});
 }
@@ -113,7 +147,7 @@ void FlowFabric::watch(int resource, std::function<void()> changed) {
 }
 
 void FlowFabric::set_capacity(int resource, double capacity) {
-  m_net.set_capacity(sc_core::sc_time_stamp().to_seconds(), resource, capacity);
+  m_net.set_capacity(sim_now_seconds(), resource, capacity);
   reschedule();
 }
 
@@ -129,7 +163,7 @@ void FlowFabric::on_start() {
   ++m_events;
   const bool was_busy = watched_busy();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  const double now_s = now.to_seconds();  // once for every flow started now
+  const double now_s = sim_seconds(now);  // once for every flow started now
   while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
     start_flow(m_pending[m_pending_head++].m, now_s);
   }
@@ -148,44 +182,58 @@ void FlowFabric::on_start() {
 }
 
 void FlowFabric::start_flow(const Member& m, double now) {
+  if (m.each && m.count > 1) {  // start_many's run: a flow each, in order
+    for (std::size_t k = 0; k < m.count; ++k) start_flow(Member{m.req + k, m.group}, now);
+    return;
+  }
   TransferRequest& r = *m.req;
   FlowNetwork::FlowId id;
-  if (m.count > 1) {  // lockstep: every request's path, the lowest cap
-    bool same = m_lockstep.routes.size() == m.count;
-    for (std::size_t i = 0; same && i < m.count; ++i)
-      same = m.req[i].path != CopyPath::Kernel && host_route(m.req[i]) == m_lockstep.routes[i];
+  if (m.count > 1) {                  // lockstep: every request's path, the lowest cap
+    const Lockstep* known = nullptr;  // a group on these GPUs' routes before (the last first)
+    for (std::size_t e = 0; e < m_locksteps.size() && known == nullptr; ++e) {
+      const std::size_t at = e == 0 ? m_lockstep_hit : (e == m_lockstep_hit ? 0 : e);
+      const Lockstep& l = m_locksteps[at];
+      bool same = l.routes.size() == m.count;
+      for (std::size_t i = 0; same && i < m.count; ++i)
+        same = m.req[i].path != CopyPath::Kernel && host_route(m.req[i]) == l.routes[i];
+      if (same) {
+        known = &l;
+        m_lockstep_hit = at;
+      }
+    }
     double cap = FlowNetwork::kInf;
-    if (same) {  // the GPUs of the last group: its merged path and its routes' caps
-      cap = m_lockstep.route_cap;
+    if (known) {  // its merged path (kept unchanged: shared with the network) and routes' caps
+      cap = known->route_cap;
       for (std::size_t i = 0; i < m.count; ++i)
         if (m.req[i].rate_cap_Bps > 0) cap = std::min(cap, m.req[i].rate_cap_Bps);  // as cap_of
-      expect(m_lockstep.path, r.bytes);
-      id = m_net.start_deferred_merged(now, m_lockstep.path, r.bytes, cap);
+      expect(known->path, r.bytes);
+      id = m_net.start_deferred_shared(now, known->path, r.bytes, cap);
     } else {
       m_joined.clear();
       for (std::size_t i = 0; i < m.count; ++i)
         cap = std::min(cap, append_path(m.req[i], m_joined));
       expect(m_joined, r.bytes);
       id = m_net.start_deferred(now, m_joined, r.bytes, cap);
-      m_lockstep.routes.clear();
-      m_lockstep.route_cap = FlowNetwork::kInf;
+      Lockstep l;
+      l.route_cap = FlowNetwork::kInf;
       bool routed = true;
       for (std::size_t i = 0; i < m.count; ++i) {
         const HostRoute* route = host_route(m.req[i]);
         routed = routed && route && m.req[i].path != CopyPath::Kernel;
-        if (routed) m_lockstep.route_cap = std::min(m_lockstep.route_cap, route->cap_Bps);
-        m_lockstep.routes.push_back(route);
+        if (routed) l.route_cap = std::min(l.route_cap, route->cap_Bps);
+        l.routes.push_back(route);
       }
-      if (routed)
-        m_net.merge_path(m_joined, m_lockstep.path);
-      else
-        m_lockstep.routes.clear();  // not kept: a path of its own each time
+      // Kept when every path is a host route (else a path of its own each time), up to a bound.
+      if (routed && m_locksteps.size() < kLocksteps) {
+        m_net.merge_path(m_joined, l.path);
+        m_locksteps.push_back(std::move(l));
+      }
     }
   } else if (const HostRoute* route = host_route(r)) {
     double cap = r.path != CopyPath::Kernel ? route->cap_Bps : m_topo.rate_cap(r);
     if (r.rate_cap_Bps > 0) cap = std::min(cap, r.rate_cap_Bps);  // as cap_of
     expect(route->path, r.bytes);
-    id = m_net.start_deferred_merged(now, route->path, r.bytes, cap);
+    id = m_net.start_deferred_shared(now, route->path, r.bytes, cap);  // built once, kept
   } else {
     m_topo.path(r, m_path);
     const double cap = cap_of(r);
@@ -218,7 +266,8 @@ void FlowFabric::expect(const std::vector<FlowNetwork::Use>& path, double bytes)
 void FlowFabric::check_conservation() const {
   if (!m_track)
     throw std::logic_error(std::string(name()) + ": check_conservation needs track_conservation");
-  const std::size_t pending = m_pending.size() - m_pending_head;
+  std::size_t pending = 0;  // transfers not started (a start_many run is one entry)
+  for (std::size_t i = m_pending_head; i < m_pending.size(); ++i) pending += m_pending[i].m.count;
   if (m_net.active_count() != 0 || pending != 0 || !m_waiters.empty() || !m_members.empty())
     throw std::logic_error(std::string(name()) + ": invariant violated: " +
                            std::to_string(m_net.active_count() + pending) +
@@ -236,7 +285,7 @@ void FlowFabric::check_conservation() const {
 void FlowFabric::transfer(TransferRequest& r) {
   check_request(r);
   ++m_transfers;
-  r.start_s = sc_core::sc_time_stamp().to_seconds();
+  r.start_s = sim_now_seconds();
   auto path = m_topo.path(r);
   const double cap = cap_of(r);
   const double lat = m_topo.latency(r);
@@ -245,7 +294,7 @@ void FlowFabric::transfer(TransferRequest& r) {
     sc_core::wait(sc_core::sc_time(lat, sc_core::SC_SEC));
   }
   sc_core::sc_event done;
-  const double now = sc_core::sc_time_stamp().to_seconds();
+  const double now = sim_now_seconds();
   expect(path, r.bytes);
   const bool was_busy = watched_busy();
   const FlowNetwork::FlowId id = m_net.start(now, path, r.bytes, cap);
@@ -255,14 +304,14 @@ void FlowFabric::transfer(TransferRequest& r) {
   reschedule();
   ++m_events;
   sc_core::wait(done);
-  r.end_s = sc_core::sc_time_stamp().to_seconds();
+  r.end_s = sim_now_seconds();
 }
 
 void FlowFabric::reschedule() {
   m_next.cancel();
   const double t = m_net.next_finish();
   if (std::isinf(t)) return;
-  const double now = sc_core::sc_time_stamp().to_seconds();
+  const double now = sim_now_seconds();
   const double delay = t > now ? t - now : 0.0;
   // sc_time rounds to the time resolution; FlowNetwork's epsilon is that resolution, so a
   // finish rounded early is still due when the event fires.
@@ -274,7 +323,7 @@ void FlowFabric::reschedule() {
 
 void FlowFabric::on_finish() {
   ++m_events;
-  const double now = sc_core::sc_time_stamp().to_seconds();
+  const double now = sim_now_seconds();
   const bool was_busy = watched_busy();
   m_net.finish_due(now, m_done);
   for (FlowNetwork::FlowId id : m_done) {

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <set>
 #include <vector>
@@ -43,6 +44,10 @@ class FlowFabric : public LinkModule {
   // end when it does, with its bottleneck times. Requests whose bytes or first-byte latencies
   // differ start on their own, as start() would.
   void start_lockstep(TransferRequest* rs, std::size_t n, TransferGroup& g) override;
+  // start() of each, in order; consecutive requests due at the same time wait in the pending
+  // queue as one entry and start one flow each, in order, when it is due.
+  void start_many(TransferRequest* rs, std::size_t n, TransferGroup& g,
+                  const double* delays_s) override;
   double latency_s(int gpu, Direction dir, CopyPath path, bool pinned) const override {
     return m_topo.latency(gpu, dir, path, pinned);
   }
@@ -130,7 +135,8 @@ class FlowFabric : public LinkModule {
   struct Member {
     TransferRequest* req;
     Group* group;
-    std::size_t count = 1;  // req[0, count) move as one flow (start_lockstep)
+    std::size_t count = 1;  // req[0, count) move as one flow (start_lockstep), or
+    bool each = false;      //   as a flow each, started in order (start_many)
   };
   ById<Member> m_members;                          // group transfers in flight
   void start_flow(const Member& m, double now_s);  // now_s: the time now
@@ -145,6 +151,13 @@ class FlowFabric : public LinkModule {
   std::size_t m_pending_head = 0;
   // m joins m_pending to start at `at`; the start event is moved to the first one due.
   void enqueue(const sc_core::sc_time& now, const sc_core::sc_time& at, Member m);
+  // start()'s bookkeeping of r (checked, counted, joined to g, its start time set) and the
+  // time it is due (now + delay_s + its first-byte latency).
+  sc_core::sc_time admit(TransferRequest& r, TransferGroup& g, double delay_s,
+                         const sc_core::sc_time& now, double now_s);
+  // The last due time admit() converted from seconds: a rank's copies wait the same (issue 24).
+  double m_wait_s = -1;
+  sc_core::sc_time m_wait;
   mutable std::vector<FlowNetwork::Use> m_path;  // a path being built, one vector for all
   std::vector<FlowNetwork::Use> m_joined;        // a lockstep flow's paths (start_flow)
   // Host-DRAM transfers' routes (compute's HBM flows included) by (GPU, direction, copy path,
@@ -174,14 +187,18 @@ class FlowFabric : public LinkModule {
            (r.pinned ? 1 : 0);
   }
   const HostRoute* build_host_route(const TransferRequest& r) const;
-  // The last lockstep group's host routes, their paths merged and their lowest rate cap
-  // (start_flow: a TP group's steps ask for the same routes every step). Routes do not move:
-  // m_host_routes is sized once.
+  // Lockstep groups' host routes, their paths merged and their lowest rate cap (start_flow: a TP
+  // group's steps ask for the same routes every step). Routes do not move: m_host_routes is
+  // sized once. A deque, and an entry never changes once made: the network keeps the address of
+  // its path (FlowNetwork::start_deferred_shared).
   struct Lockstep {
     std::vector<const HostRoute*> routes;
     std::vector<FlowNetwork::Use> path;
     double route_cap = 0;
-  } m_lockstep;
+  };
+  static constexpr std::size_t kLocksteps = 16;  // groups kept (a run has one per TP group)
+  std::deque<Lockstep> m_locksteps;
+  std::size_t m_lockstep_hit = 0;                     // the entry found last
   double latency_of(const TransferRequest& r) const;  // Topology::latency(r)
   std::vector<FlowNetwork::FlowId> m_done;            // on_finish's finished flows
   sc_core::sc_event m_start;

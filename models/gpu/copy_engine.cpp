@@ -138,7 +138,7 @@ void CopyEngine::copy_many(TransferRequest& r, std::int64_t copies, double extra
   m_bytes += r.bytes;
 }
 
-void CopyEngine::start(TransferRequest& r, std::int64_t copies, TransferGroup& g, double delay_s) {
+double CopyEngine::prepare(TransferRequest& r, std::int64_t copies) {
   if (!m_link) throw std::logic_error(std::string(name()) + ": start() needs attach_link()");
   if (copies < 1) throw std::logic_error(std::string(name()) + ": start needs copies >= 1");
   r.gpu = m_gpu;
@@ -152,6 +152,11 @@ void CopyEngine::start(TransferRequest& r, std::int64_t copies, TransferGroup& g
                                  static_cast<double>(waves - 1) * m_link->request_latency_s(r);
   m_copies += static_cast<std::uint64_t>(copies);
   m_bytes += r.bytes;
+  return fixed;
+}
+
+void CopyEngine::start(TransferRequest& r, std::int64_t copies, TransferGroup& g, double delay_s) {
+  const double fixed = prepare(r, copies);
   m_link->start(r, g, delay_s + fixed);
 }
 

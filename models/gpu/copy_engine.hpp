@@ -85,6 +85,11 @@ class CopyEngine : public sc_core::sc_module {
   // now: r (gpu and path set here) joins g after dma_stream_fixed_s(copies, the link's latency).
   // logic_error without attach_link().
   void start(TransferRequest& r, std::int64_t copies, TransferGroup& g, double delay_s = 0);
+  // start() up to the link: r's gpu and path set, the engine's counts taken, and the fixed cost
+  // returned (r then joins its group at delay_s + that on link(); RankGpus::start_all starts a
+  // rank's copies on the link together: issue 24). logic_error without attach_link().
+  double prepare(TransferRequest& r, std::int64_t copies);
+  LinkModel* link() const { return m_link; }
 
   int engines() const { return m_engines; }
   int gpu() const { return m_gpu; }

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/sim_seconds.hpp"
+
 namespace kappasim {
 
 namespace {
@@ -105,7 +107,7 @@ void GpuCompute::start_steps(GpuCompute* const* gpus, std::size_t n, double comp
 void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t) {
   g.add();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  r.start_s = now.to_seconds();
+  r.start_s = sim_seconds(now);
   const sc_core::sc_time at = now + sc_core::sc_time(delay_s + t, sc_core::SC_SEC);
   m_timed.emplace(at, Timed{&r, &g});
   m_timed_ev.cancel();
@@ -117,8 +119,8 @@ void GpuCompute::on_timed() {
   while (!m_timed.empty() && m_timed.begin()->first <= now) {
     const Timed d = m_timed.begin()->second;
     m_timed.erase(m_timed.begin());
-    d.req->end_s = now.to_seconds();
-    d.group->member_done(now.to_seconds());
+    d.req->end_s = sim_seconds(now);
+    d.group->member_done(sim_seconds(now));
   }
   if (!m_timed.empty()) m_timed_ev.notify(m_timed.begin()->first - now);
 }

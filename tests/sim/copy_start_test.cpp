@@ -68,6 +68,47 @@ void engine_stream(const std::string& fidelity) {
 TEST(CopyStart, CopyEngineStreamOnFlowIsFixedCostThenTheRead) { engine_stream("flow"); }
 TEST(CopyStart, CopyEngineStreamOnPacketIsFixedCostThenTheRead) { engine_stream("packet"); }
 
+// Issue 24: LinkModel::start_many (a rank's stores, one copy per GPU, in one call; the flow
+// fabric queues a run due at the same time as one entry) moves every request exactly as start()
+// of each in order does. Two flow links side by side in one simulation, the same four D2H copies
+// on GPUs 0-3 (two due together, then one later, then one with the first two's delay again, so
+// runs split and the queue orders them): the same bits for every end time and bottleneck time.
+TEST(CopyStart, StartManyOnFlowMovesEachAsItsOwnStartDoes) {
+  const SystemSpec s = h100();
+  std::unique_ptr<LinkModule> a, b;
+  TransferRequest ra[4], rb[4];
+  TransferGroup ga, gb;
+  const double delays[4] = {2e-6, 2e-6, 5e-6, 2e-6};
+  for (int i = 0; i < 4; ++i) {
+    for (TransferRequest* r : {&ra[i], &rb[i]}) {
+      r->gpu = i;
+      r->dir = Direction::D2H;
+      r->bytes = (1 + i) * 1024.0 * 1024;
+    }
+  }
+  run_simulation([&] {
+    a = make_link_backend("flow", "a", s);
+    b = make_link_backend("flow", "b", s);
+    sc_core::sc_spawn([&] {
+      for (int i = 0; i < 4; ++i) a->start(ra[i], ga, delays[i]);
+      b->start_many(rb, 4, gb, delays);
+    });
+  });
+  ASSERT_TRUE(ga.finished);
+  ASSERT_TRUE(gb.finished);
+  EXPECT_EQ(ga.end_s, gb.end_s);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ra[i].start_s, 0.0);
+    EXPECT_EQ(rb[i].start_s, 0.0);
+    EXPECT_EQ(ra[i].end_s, rb[i].end_s) << "copy " << i;
+    EXPECT_EQ(ra[i].bottleneck_s, rb[i].bottleneck_s) << "copy " << i;
+  }
+  // The late one (3 MiB, 3 µs after the others) ends after the 2 MiB copy started before it.
+  EXPECT_GT(rb[2].end_s, rb[1].end_s);
+  a->check_conservation();
+  b->check_conservation();
+}
+
 // The flow link, a copy kernel of one-warp blocks (8 B loads, 1 block per SM) and GPU 0's
 // compute on that link; built inside the simulation.
 struct OneWarpRig {

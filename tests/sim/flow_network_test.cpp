@@ -328,8 +328,10 @@ TEST(FlowNetwork, RepeatedGroupsTakeTheirRatesFromTheFirstFillingUntilACapacityC
 }
 
 // The same bits as the full recomputation when groups repeat (the memo answers most of them) and
-// capacities change between them.
-TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
+// capacities change between them. `shared`: the groups start on paths the caller keeps
+// (start_deferred_shared: the memo finds them by address), and now and then a background flow
+// starts on one of their resources just before them, so that they are not alone.
+void repeated_groups_give_the_full_recomputations_bits(bool shared) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   FlowNetwork inc, full;
@@ -339,8 +341,9 @@ TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
     inc.add_resource("r" + std::to_string(i), cap);
     full.add_resource("r" + std::to_string(i), cap);
   }
-  const auto shared = full.add_resource("shared", 1e300);
-  // Three group templates: 2-4 flows over a few resources each, costs 1 or 2, some capped.
+  const auto extra = full.add_resource("shared", 1e300);
+  // Three group templates: 2-4 flows over a few resources each, costs 1 or 2, some capped. The
+  // paths merged (start_deferred_shared takes merged paths) and never changed after.
   std::vector<std::vector<std::pair<std::vector<Use>, double>>> templates;
   for (int t = 0; t < 3; ++t) {
     std::vector<std::pair<std::vector<Use>, double>> g;
@@ -355,6 +358,7 @@ TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
   }
   double now = 0;
   std::vector<FlowNetwork::FlowId> ids;
+  int crowded = 0;
   for (int k = 0; k < 600; ++k) {
     if (inc.active_count() == 0) {  // a group starts alone, from a template
       if (k % 5 == 0) {             // now and then a capacity changes
@@ -363,11 +367,21 @@ TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
         inc.set_capacity(now, r, cap);
         full.set_capacity(now, r, cap);
       }
+      if (shared && u(rng) < 0.3) {  // a background flow on one resource: the group is not alone
+        const std::vector<Use> bg{{static_cast<int>(R * u(rng)) % R, 1.0}};
+        const double bytes = 1e3 + 1e5 * u(rng);
+        ids.push_back(inc.start(now, bg, bytes));
+        std::vector<Use> p = bg;
+        p.push_back({extra, 1.0});
+        ASSERT_EQ(full.start(now, p, bytes), ids.back());
+        ++crowded;
+      }
       for (const auto& [path, cap] : templates[static_cast<std::size_t>(3 * u(rng)) % 3]) {
         const double bytes = 1e3 + 1e5 * u(rng);
-        ids.push_back(inc.start_deferred(now, path, bytes, cap));
+        ids.push_back(shared ? inc.start_deferred_shared(now, path, bytes, cap)
+                             : inc.start_deferred(now, path, bytes, cap));
         std::vector<Use> p = path;
-        p.push_back({shared, 1.0});
+        p.push_back({extra, 1.0});
         ASSERT_EQ(full.start_deferred(now, p, bytes, cap), ids.back());
       }
       inc.settle();
@@ -384,6 +398,19 @@ TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
     for (int r = 0; r < R; ++r) ASSERT_EQ(inc.load(r), full.load(r)) << "resource " << r;
   }
   EXPECT_GT(inc.incremental_updates(), 200u);
+  if (shared) {
+    EXPECT_GT(crowded, 20);
+  }
+}
+
+TEST(FlowNetwork, RepeatedGroupsGiveTheFullRecomputationsBits) {
+  repeated_groups_give_the_full_recomputations_bits(false);
+}
+
+// Issue 24: groups on kept paths are found in the memo by address; the same bits still, crowded
+// or alone.
+TEST(FlowNetwork, RepeatedGroupsOnSharedPathsGiveTheFullRecomputationsBits) {
+  repeated_groups_give_the_full_recomputations_bits(true);
 }
 
 // Issue 24: finished flows' bottleneck times are kept until taken, in any order. By hand: a link
