@@ -69,5 +69,8 @@ struct AllReduceTime {
 // system.gpu.nvlink_bandwidth when the GPU has no NVLink.
 AllReduceTime all_reduce_time(const GpuSpec& gpu, int ranks, double bytes,
                               const AllReduceImpl& impl = AllReduceImpl{});
+// Its time_s alone (the step-time model's: no names made).
+double all_reduce_seconds(const GpuSpec& gpu, int ranks, double bytes,
+                          const AllReduceImpl& impl = AllReduceImpl{});
 
 }  // namespace kappasim

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -25,9 +26,11 @@ constexpr double kRoutingPairBytes = 4 + 2 * kIndexBytes;
 // ceil that forgives the rounding error of a quotient that should be whole.
 double ceil_q(double x) { return std::ceil(x - 1e-9); }
 
-Kernel gemm(const std::string& name, double M, double N, double K, double wb, double groups = 1) {
+// Names are taken by value and moved in (issue 24: a literal made a temporary string, then a
+// copy of it).
+Kernel gemm(std::string name, double M, double N, double K, double wb, double groups = 1) {
   Kernel k;
-  k.name = name;
+  k.name = std::move(name);
   k.kind = Kernel::Kind::Gemm;
   k.m = M;
   k.n = N;
@@ -39,17 +42,17 @@ Kernel gemm(const std::string& name, double M, double N, double K, double wb, do
   return k;
 }
 
-Kernel elementwise(const std::string& name, double bytes) {
+Kernel elementwise(std::string name, double bytes) {
   Kernel k;
-  k.name = name;
+  k.name = std::move(name);
   k.kind = Kernel::Kind::Elementwise;
   k.hbm_bytes = bytes;
   return k;
 }
 
-Kernel all_reduce(const std::string& name, double bytes, int tp) {
+Kernel all_reduce(std::string name, double bytes, int tp) {
   Kernel k;
-  k.name = name;
+  k.name = std::move(name);
   k.kind = Kernel::Kind::AllReduce;
   k.comm_bytes = bytes;
   k.ranks = tp;
@@ -57,8 +60,8 @@ Kernel all_reduce(const std::string& name, double bytes, int tp) {
 }
 
 // Fused residual add + RMSNorm (vLLM fused_add_rms_norm): reads x and the residual, writes both.
-Kernel rms_norm(const std::string& name, double T, double h) {
-  return elementwise(name, 4 * T * h * kActivationBytes);
+Kernel rms_norm(std::string name, double T, double h) {
+  return elementwise(std::move(name), 4 * T * h * kActivationBytes);
 }
 
 bool is_moe_layer(const ModelSpec& m, int layer) { return m.is_moe_layer(layer); }
@@ -107,8 +110,23 @@ SequenceConstants sequence_constants(const ModelSpec& m, int tp, DType kv_dtype,
   return c;
 }
 
-void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const SequenceConstants& c,
-                          double T, double K, int tp, DType kv_dtype) {
+// One sequence's attention kernel as batch_attention_time reads it (issue 24: the step model
+// builds one per sequence and layer class; a Kernel carries a name string besides).
+struct AttentionSeq {
+  double m = 0, n = 0, k = 0, heads = 0, kv_heads = 0, flops = 0, hbm_bytes = 0;
+};
+// The per-sequence kernels of one sequence: an elementwise one before attention (the linear
+// recurrence, else the KV dequantisation) and attention (none for a linear layer).
+struct SequenceWork {
+  const char* side_name = nullptr;  // the elementwise kernel's name, null when there is none
+  double side_flops = 0, side_bytes = 0;
+  bool has_attention = false;
+  AttentionSeq at;
+};
+
+SequenceWork sequence_work(const ModelSpec& m, const SequenceConstants& c, double T, double K,
+                           int tp, DType kv_dtype) {
+  SequenceWork out;
   const LayerKind kind = c.kind;
   if (kind == LayerKind::Linear) {
     // Issue 25: the recurrence over T new tokens from the sequence's state, timed as a
@@ -121,11 +139,10 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const Se
     const double io =
         T * (2.0 * l.num_key_heads * l.key_head_dim + 2.0 * l.num_value_heads * l.value_head_dim) /
         tp * kActivationBytes;
-    Kernel r = elementwise("linear_recurrence", 2 * state + io);
-    r.flops = 4.0 * T * l.num_value_heads / tp * l.key_head_dim * l.value_head_dim;
-    r.per_sequence = true;
-    out.push_back(std::move(r));
-    return;
+    out.side_name = "linear_recurrence";
+    out.side_bytes = 2 * state + io;
+    out.side_flops = 4.0 * T * l.num_value_heads / tp * l.key_head_dim * l.value_head_dim;
+    return out;
   }
   const double Hq = c.Hq, dqk = c.dqk, dv = c.dv, kv_heads = c.kv_heads;
   const double ab = kActivationBytes;
@@ -142,15 +159,12 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const Se
                                                : K,
                                      kv_dtype);
   if (dq > 0) {
-    Kernel d = elementwise("kv_dequant", dq);
-    d.per_sequence = true;
-    out.push_back(d);
+    out.side_name = "kv_dequant";
+    out.side_bytes = dq;
   }
 
-  Kernel at;
-  at.name = "attention";
-  at.per_sequence = true;
-  at.kind = Kernel::Kind::Attention;
+  out.has_attention = true;
+  AttentionSeq& at = out.at;
   at.m = T;
   at.n = sliding ? std::min(K, W) + T : chunked ? std::min(K_chunk + T, C) : K + T;
   at.k = dqk;
@@ -183,7 +197,33 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const Se
     kv_tokens_read += whole * read(0, C) + read(0, rest - whole * C);
   }
   at.hbm_bytes = kv_tokens_read * c.kv_bytes_per_token + T * Hq * (dqk + dv) * ab;
-  out.push_back(std::move(at));
+  return out;
+}
+
+void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, const SequenceConstants& c,
+                          double T, double K, int tp, DType kv_dtype) {
+  const SequenceWork w = sequence_work(m, c, T, K, tp, kv_dtype);
+  if (w.side_name) {
+    Kernel& k = out.emplace_back();
+    k.name = w.side_name;
+    k.kind = Kernel::Kind::Elementwise;
+    k.hbm_bytes = w.side_bytes;
+    k.flops = w.side_flops;
+    k.per_sequence = true;
+  }
+  if (w.has_attention) {
+    Kernel& k = out.emplace_back();
+    k.name = "attention";
+    k.per_sequence = true;
+    k.kind = Kernel::Kind::Attention;
+    k.m = w.at.m;
+    k.n = w.at.n;
+    k.k = w.at.k;
+    k.heads = w.at.heads;
+    k.kv_heads = w.at.kv_heads;
+    k.flops = w.at.flops;
+    k.hbm_bytes = w.at.hbm_bytes;
+  }
 }
 
 void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
@@ -191,8 +231,10 @@ void add_sequence_kernels(std::vector<Kernel>& out, const ModelSpec& m, double T
   add_sequence_kernels(out, m, sequence_constants(m, tp, kv_dtype, kind), T, K, tp, kv_dtype);
 }
 
+// `sequences`: with the per-sequence kernels (batch_step_time times those per sequence and asks
+// for the rest alone).
 void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T, double K, int tp,
-                         double wb, DType kv_dtype, LayerKind kind) {
+                         double wb, DType kv_dtype, LayerKind kind, bool sequences) {
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden_size);
   const double Hq = static_cast<double>(a.num_q_heads) / tp;
@@ -203,7 +245,7 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
     // recurrence per sequence, then the all-reduce of its output.
     out.push_back(
         gemm("linear_attn_proj", T, linear_attention_params_per_layer(m) / h / tp, h, wb));
-    add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
+    if (sequences) add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
     if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
     return;
   }
@@ -235,7 +277,7 @@ void add_attention_block(std::vector<Kernel>& out, const ModelSpec& m, double T,
     out.push_back(elementwise("rotary_emb", 2 * T * (Hq * dr + dr) * ab));
     out.push_back(elementwise("kv_cache_write", 2 * T * (r + dr) * ab));
   }
-  add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
+  if (sequences) add_sequence_kernels(out, m, T, K, tp, kv_dtype, kind);
   out.push_back(gemm("o_proj", T, h, Hq * dv, wb));
   if (tp > 1) out.push_back(all_reduce("attn_all_reduce", T * h * ab, tp));
 }
@@ -290,11 +332,12 @@ void add_mlp_block(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
 // router stays BF16 in vLLM (ReplicatedLinear without a quant method), so it gets none. The
 // grouped gate_up GEMM's input is quantised once per token before the experts are dispatched
 // (fused_moe quantises hidden_states, T rows, not the T·k token-expert pairs).
-std::vector<Kernel> with_activation_quant(std::vector<Kernel> ks, const ModelSpec& m,
-                                          DType weights) {
+// Into `ks`, through `out` (cleared first; the two swap, so both keep their capacity).
+void add_activation_quant(std::vector<Kernel>& ks, std::vector<Kernel>& out, const ModelSpec& m,
+                          DType weights) {
   const double qb = activation_quant_bytes(weights);
-  if (qb <= 0) return ks;
-  std::vector<Kernel> out;
+  if (qb <= 0) return;
+  out.clear();
   out.reserve(ks.size() * 2);
   for (Kernel& k : ks) {
     if (k.kind == Kernel::Kind::Gemm && k.name != "router") {
@@ -306,7 +349,7 @@ std::vector<Kernel> with_activation_quant(std::vector<Kernel> ks, const ModelSpe
     }
     out.push_back(std::move(k));
   }
-  return out;
+  ks.swap(out);
 }
 
 double safe_fraction(double f) {
@@ -405,8 +448,10 @@ double kv_dequant_bytes(const ModelSpec& m, int tp, double cached_tokens, DType 
          L;
 }
 
-void layer_kernels(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, double K,
-                   int tp, DType weights, DType kv_dtype) {
+namespace {
+// layer_kernels, with the per-sequence kernels or without them (`sequences`).
+void layer_kernels_into(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, double K,
+                        int tp, DType weights, DType kv_dtype, bool sequences) {
   check_prefill_args(m, tp, T, K);
   if (layer < 0 || layer >= m.num_layers)
     throw std::logic_error("layer_kernels: layer " + std::to_string(layer) + " out of range");
@@ -414,10 +459,19 @@ void layer_kernels(std::vector<Kernel>& out, const ModelSpec& m, int layer, doub
   const double wb = bytes_per_element(weights);
   out.clear();
   out.push_back(rms_norm("input_norm", T, h));
-  add_attention_block(out, m, T, K, tp, wb, kv_dtype, m.layer_kind(layer));
+  add_attention_block(out, m, T, K, tp, wb, kv_dtype, m.layer_kind(layer), sequences);
   out.push_back(rms_norm("post_attention_norm", T, h));
   add_mlp_block(out, m, layer, T, tp, wb);
-  if (activation_quant_bytes(weights) > 0) out = with_activation_quant(std::move(out), m, weights);
+  if (activation_quant_bytes(weights) > 0) {
+    thread_local std::vector<Kernel> scratch;  // kept between calls (issue 24)
+    add_activation_quant(out, scratch, m, weights);
+  }
+}
+}  // namespace
+
+void layer_kernels(std::vector<Kernel>& out, const ModelSpec& m, int layer, double T, double K,
+                   int tp, DType weights, DType kv_dtype) {
+  layer_kernels_into(out, m, layer, T, K, tp, weights, kv_dtype, true);
 }
 
 std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, double K, int tp,
@@ -428,21 +482,39 @@ std::vector<Kernel> layer_kernels(const ModelSpec& m, int layer, double T, doubl
   return out;
 }
 
-std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
+namespace {
+// prefill_head_kernels and prefill_tail_kernels into `ks` (cleared first; its capacity is
+// reused: batch_step_time's, issue 24).
+void head_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T) {
   const double h = static_cast<double>(m.hidden_size);
-  return {elementwise("embedding", 2 * T * h * kActivationBytes)};
+  ks.clear();
+  ks.push_back(elementwise("embedding", 2 * T * h * kActivationBytes));
+}
+
+void tail_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T, int tp, DType weights,
+                       double logits_rows) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double V = static_cast<double>(m.vocab_size) / tp;
+  ks.clear();
+  ks.push_back(rms_norm("final_norm", T, h));
+  if (logits_rows > 0) ks.push_back(gemm("lm_head", logits_rows, V, h, bytes_per_element(weights)));
+  Kernel& host = ks.emplace_back();
+  host.name = "forward_overhead";
+  host.kind = Kernel::Kind::Host;
+}
+}  // namespace
+
+std::vector<Kernel> prefill_head_kernels(const ModelSpec& m, double T) {
+  std::vector<Kernel> ks;
+  head_kernels_into(ks, m, T);
+  return ks;
 }
 
 std::vector<Kernel> prefill_tail_kernels(const ModelSpec& m, double T, int tp, DType weights,
                                          double logits_rows) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double V = static_cast<double>(m.vocab_size) / tp;
-  std::vector<Kernel> ks = {rms_norm("final_norm", T, h)};
-  if (logits_rows > 0) ks.push_back(gemm("lm_head", logits_rows, V, h, bytes_per_element(weights)));
-  Kernel host;
-  host.name = "forward_overhead";
-  host.kind = Kernel::Kind::Host;
-  ks.push_back(host);
+  std::vector<Kernel> ks;
+  ks.reserve(3);
+  tail_kernels_into(ks, m, T, tp, weights, logits_rows);
   return ks;
 }
 
@@ -663,17 +735,53 @@ double attention_shape_efficiency(double T, double kv_tokens, double q_heads, do
   return a.tile_eff * w.ctas / (w.waves * sms);
 }
 
-KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& compute_dtype,
-                       double sm_fraction, const AllReduceImpl& ar) {
-  gpu.require_sim("system.gpu");
-  const double frac = safe_fraction(sm_fraction);
-  const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
+namespace {
+// What kernel_time looks up in the GPU spec by a precision's name, looked up once (issue 24: a
+// step times dozens of kernels, each looked up its rates in std::map<std::string, double> by
+// name); BatchStepParts keeps them. `dtype`: the compute precision, for GpuSpec::peak's error.
+struct GpuRates {
+  BatchStepParts::Rates v;
+  const std::string* dtype = nullptr;
+};
+
+BatchStepParts::Rates gpu_rates(const GpuSpec& gpu, const std::string& compute_dtype) {
+  BatchStepParts::Rates r;
+  r.known = true;
+  const auto peak = [&gpu](const std::string& dtype, bool& has, double& v) {
+    const auto it = gpu.peak_flops.find(dtype);
+    has = it != gpu.peak_flops.end();
+    if (has) v = it->second;
+  };
+  peak(compute_dtype, r.has_peak, r.peak);
+  static const std::string bf16 = "bf16", fp16 = "fp16";
+  peak(bf16, r.has_attention_peak, r.attention_peak);
+  if (!r.has_attention_peak) {
+    r.attention_dtype = "fp16";
+    peak(fp16, r.has_attention_peak, r.attention_peak);
+  }
+  r.gemm_efficiency = gpu.gemm_efficiency_for(compute_dtype);
+  r.gemm_hbm_efficiency = gpu.gemm_hbm_efficiency_for(compute_dtype);
+  return r;
+}
+
+GpuRates gpu_rates_of(const GpuSpec& gpu, const std::string& compute_dtype) {
+  return GpuRates{gpu_rates(gpu, compute_dtype), &compute_dtype};
+}
+
+// The SMs free for compute at `frac` (a safe_fraction).
+int free_sms(const GpuSpec& gpu, double frac) {
+  return std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
+}
+
+// kernel_time after its checks (require_sim, safe_fraction) with the GPU's rates resolved.
+KernelTime kernel_time_at(const Kernel& k, const GpuSpec& gpu, const GpuRates& r, double frac,
+                          int sms, const AllReduceImpl& ar) {
   const double launch = *gpu.kernel_launch_overhead_s;
   KernelTime t;
   // A GEMM streams at its precision's fraction of HBM (hbm_efficiency_by_precision, else
   // hbm_efficiency; docs/compute-model.md); every other kernel at hbm_efficiency.
-  const double hbm_eff = k.kind == Kernel::Kind::Gemm ? gpu.gemm_hbm_efficiency_for(compute_dtype)
-                                                      : *gpu.hbm_efficiency;
+  const double hbm_eff =
+      k.kind == Kernel::Kind::Gemm ? r.v.gemm_hbm_efficiency : *gpu.hbm_efficiency;
   t.memory_time_s = k.hbm_bytes / (gpu.hbm_bandwidth_Bps * hbm_eff);
   switch (k.kind) {
     case Kernel::Kind::Gemm: {
@@ -685,18 +793,20 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
       } else {
         shape = gemm_shape_efficiency(k.m, k.n, k.k, k.groups, sms, gpu.tiles);
       }
-      t.efficiency = gpu.gemm_efficiency_for(compute_dtype) * shape;
-      t.flops_time_s = k.flops / (gpu.peak(compute_dtype) * frac * t.efficiency);
+      t.efficiency = r.v.gemm_efficiency * shape;
+      const double peak = r.v.has_peak ? r.v.peak : gpu.peak(*r.dtype);
+      t.flops_time_s = k.flops / (peak * frac * t.efficiency);
       break;
     }
     case Kernel::Kind::Attention: {
-      const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
       const AttentionShape a = attention_shape(k.m, k.n, k.heads, k.kv_heads);
       const AttentionWaves w = attention_waves(a.ctas, a.kv_blocks, sms);
       t.efficiency = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1) *
                      (a.tile_eff * w.ctas / (w.waves * sms)) *
                      attention_length_factor(a, w.ctas / a.ctas, gpu);
-      t.flops_time_s = k.flops / (gpu.peak(adt) * frac * t.efficiency);
+      const double peak =
+          r.v.has_attention_peak ? r.v.attention_peak : gpu.peak(r.v.attention_dtype);
+      t.flops_time_s = k.flops / (peak * frac * t.efficiency);
       break;
     }
     case Kernel::Kind::Elementwise:
@@ -707,31 +817,40 @@ KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& c
       return t;
     case Kernel::Kind::AllReduce: {
       if (k.ranks <= 1) break;
-      t.time_s = all_reduce_time(gpu, k.ranks, k.comm_bytes, ar).time_s;
+      t.time_s = all_reduce_seconds(gpu, k.ranks, k.comm_bytes, ar);
       return t;
     }
   }
   t.time_s = std::max(t.flops_time_s, t.memory_time_s) + launch;
   return t;
 }
+}  // namespace
 
-KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
-                                double sm_fraction, DecodeAttention decode) {
+KernelTime kernel_time(const Kernel& k, const GpuSpec& gpu, const std::string& compute_dtype,
+                       double sm_fraction, const AllReduceImpl& ar) {
   gpu.require_sim("system.gpu");
-  if (seqs.empty()) return KernelTime{};
   const double frac = safe_fraction(sm_fraction);
-  const int sms = std::max(1, static_cast<int>(std::floor(gpu.sm_count * frac + 1e-9)));
+  return kernel_time_at(k, gpu, gpu_rates_of(gpu, compute_dtype), frac, free_sms(gpu, frac), ar);
+}
+
+namespace {
+// batch_attention_time after its checks, over `seqs` (Kernels or AttentionSeqs: what it reads of
+// each is the same fields).
+template <class Seq>
+KernelTime batch_attention_at(const std::vector<Seq>& seqs, const GpuSpec& gpu, const GpuRates& r,
+                              double frac, int sms, DecodeAttention decode) {
   double ctas = 0, kv_blocks = 1, bytes = 0;
   thread_local std::vector<AttentionShape> shapes;  // kept between steps (issue 23)
   shapes.clear();
   shapes.reserve(seqs.size());
   // A decode token in TensorRT-LLM's generation kernel: bytes only (DecodeAttention).
-  const auto streamed = [decode](const Kernel& k) {
+  const auto streamed = [decode](const Seq& k) {
     return decode == DecodeAttention::MaskedMha && k.m <= 1;
   };
-  for (const Kernel& k : seqs) {
-    if (k.kind != Kernel::Kind::Attention)
-      throw std::logic_error("batch_attention_time: not an attention kernel: " + k.name);
+  for (const Seq& k : seqs) {
+    if constexpr (std::is_same_v<Seq, Kernel>)
+      if (k.kind != Kernel::Kind::Attention)
+        throw std::logic_error("batch_attention_time: not an attention kernel: " + k.name);
     shapes.push_back(attention_shape(k.m, k.n, k.heads, k.kv_heads));
     bytes += k.hbm_bytes;
     if (streamed(k)) continue;
@@ -739,12 +858,12 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
     kv_blocks = std::max(kv_blocks, shapes.back().kv_blocks);
   }
   const AttentionWaves w = attention_waves(std::max(ctas, 1.0), kv_blocks, sms);
-  const std::string adt = gpu.peak_flops.count("bf16") ? "bf16" : "fp16";
   KernelTime t;
   // Each sequence's FLOPs at its tile efficiency and the launch's fill (the expression
   // kernel_time evaluates for one sequence, in the same order).
   const double base = *gpu.attention_efficiency * gpu.attention_paged_kv_efficiency.value_or(1);
-  const double peak = gpu.peak(adt) * frac;
+  const double peak =
+      (r.v.has_attention_peak ? r.v.attention_peak : gpu.peak(r.v.attention_dtype)) * frac;
   const double splits = w.ctas / std::max(ctas, 1.0);
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     if (streamed(seqs[i])) continue;
@@ -756,6 +875,16 @@ KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& 
   t.memory_time_s = bytes / (gpu.hbm_bandwidth_Bps * *gpu.hbm_efficiency);
   t.time_s = std::max(t.flops_time_s, t.memory_time_s) + *gpu.kernel_launch_overhead_s;
   return t;
+}
+}  // namespace
+
+KernelTime batch_attention_time(const std::vector<Kernel>& seqs, const GpuSpec& gpu,
+                                double sm_fraction, DecodeAttention decode) {
+  gpu.require_sim("system.gpu");
+  if (seqs.empty()) return KernelTime{};
+  const double frac = safe_fraction(sm_fraction);
+  static const std::string bf16 = "bf16";  // gpu_rates' compute precision: not read here
+  return batch_attention_at(seqs, gpu, gpu_rates_of(gpu, bf16), frac, free_sms(gpu, frac), decode);
 }
 
 void PrefillTime::add(Kernel::Kind kind, double k_flops, double k_hbm_bytes, double time_s) {
@@ -864,72 +993,71 @@ double gemm_time(const GpuSpec& gpu, double M, double N, double K, const std::st
 }
 
 namespace {
-// Time of one layer for the batch; `acc` collects its kernels once.
+// Time of one layer for the batch; `acc` collects its kernels once. `gpu` has passed
+// require_sim; `frac` is the safe SM fraction, `sms` the SMs free at it, `r` the GPU's rates for
+// the compute precision.
 PrefillTime batch_layer(const ModelSpec& m, const GpuSpec& gpu, int layer_index, int tp,
                         const std::vector<SeqSlice>& batch, double tokens, DType w,
-                        const std::string& dtype, double sm_fraction, DType kv_dtype,
-                        LayerKind kind, DecodeAttention decode, const AllReduceImpl& ar,
-                        BatchStepParts* parts) {
+                        const GpuRates& r, double frac, int sms, DType kv_dtype, LayerKind kind,
+                        DecodeAttention decode, const AllReduceImpl& ar, BatchStepParts* parts) {
   PrefillTime p;
   // Working vectors kept between steps (issue 24: building them was the allocator's per step).
   thread_local std::vector<Kernel> layer;
-  thread_local std::vector<Kernel> attention;  // every sequence's, one launch
-  thread_local std::vector<Kernel> seq_kernels;
+  thread_local std::vector<AttentionSeq> attention;  // every sequence's, one launch
   // The token-parallel kernels' sum: a function of the tokens (and the class) alone.
-  BatchStepParts::Layer* known = parts ? &parts->layer(tokens, sm_fraction, layer_index) : nullptr;
+  BatchStepParts::Layer* known = parts ? &parts->layer(tokens, frac, layer_index) : nullptr;
   if (known && known->used && known->first == layer_index &&
-      known->tokens == BatchStepParts::bits(tokens) &&
-      known->sm == BatchStepParts::bits(sm_fraction)) {
+      known->tokens == BatchStepParts::bits(tokens) && known->sm == BatchStepParts::bits(frac)) {
     p = known->dense;
   } else {
-    layer_kernels(layer, m, layer_index, tokens, 0, tp, w, kv_dtype);
-    for (const Kernel& k : layer) {
-      if (k.per_sequence) continue;
-      p.add(k, kernel_time(k, gpu, dtype, sm_fraction, ar));
-    }
+    // Without the per-sequence kernels, which are timed below (issue 24: they were made here
+    // and skipped).
+    layer_kernels_into(layer, m, layer_index, tokens, 0, tp, w, kv_dtype, false);
+    for (const Kernel& k : layer) p.add(k, kernel_time_at(k, gpu, r, frac, sms, ar));
     if (known) {
       known->used = true;
       known->first = layer_index;
       known->tokens = BatchStepParts::bits(tokens);
-      known->sm = BatchStepParts::bits(sm_fraction);
+      known->sm = BatchStepParts::bits(frac);
       known->dense = p;
     }
   }
   // KV dequantisation (int8/int4 caches): one elementwise launch over every sequence's cached
-  // context, before attention. The per-sequence kernels of each slice are built once (issue 23:
-  // a decode batch holds many sequences).
-  Kernel dequant;
-  bool has_dequant = false;
-  Kernel merged;
+  // context, before attention (the linear recurrence of a linear layer likewise). Its FLOPs are
+  // the first sequence's, its bytes every sequence's; attention's FLOPs and bytes add up. Each
+  // sequence's kernels come as plain numbers (issue 24: they were Kernels, a name string each).
+  Kernel side;
+  side.kind = Kernel::Kind::Elementwise;
+  bool has_side = false;
+  double at_flops = 0, at_bytes = 0;
   attention.clear();
   attention.reserve(batch.size());
   const SequenceConstants consts = sequence_constants(m, tp, kv_dtype, kind);
   for (const SeqSlice& s : batch) {
-    seq_kernels.clear();
-    add_sequence_kernels(seq_kernels, m, consts, s.T, s.K, tp, kv_dtype);
-    for (Kernel& k : seq_kernels) {
-      if (k.kind != Kernel::Kind::Attention) {
-        if (!has_dequant)
-          dequant = k;
-        else
-          dequant.hbm_bytes += k.hbm_bytes;
-        has_dequant = true;
-        continue;
+    const SequenceWork sw = sequence_work(m, consts, s.T, s.K, tp, kv_dtype);
+    if (sw.side_name) {
+      if (!has_side) {
+        side.flops = sw.side_flops;
+        side.hbm_bytes = sw.side_bytes;
+      } else {
+        side.hbm_bytes += sw.side_bytes;
       }
-      if (attention.empty())
-        merged = k;
-      else {
-        merged.flops += k.flops;
-        merged.hbm_bytes += k.hbm_bytes;
-      }
-      attention.push_back(std::move(k));
+      has_side = true;
     }
+    if (!sw.has_attention) continue;
+    if (attention.empty()) {
+      at_flops = sw.at.flops;
+      at_bytes = sw.at.hbm_bytes;
+    } else {
+      at_flops += sw.at.flops;
+      at_bytes += sw.at.hbm_bytes;
+    }
+    attention.push_back(sw.at);
   }
-  if (has_dequant) p.add(dequant, kernel_time(dequant, gpu, dtype, sm_fraction));
-  if (!attention.empty()) {
-    merged.name = "attention (batch)";
-    p.add(merged, batch_attention_time(attention, gpu, sm_fraction, decode));
-  }
+  if (has_side) p.add(side, kernel_time_at(side, gpu, r, frac, sms, ar));
+  if (!attention.empty())
+    p.add(Kernel::Kind::Attention, at_flops, at_bytes,
+          batch_attention_at(attention, gpu, r, frac, sms, decode).time_s);
   return p;
 }
 
@@ -964,27 +1092,42 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     dequant = dequant || kv_dequant_bytes(m, tp, s.K, kv_dtype) > 0;
   }
   const DType w = weight_dtype_for(compute_dtype);
+  // Every kernel_time checks these first; checked once (issue 24), and the GPU's rates for the
+  // precision looked up once.
+  gpu.require_sim("system.gpu");
+  const double frac = safe_fraction(sm_fraction);
+  const int sms = free_sms(gpu, frac);
+  GpuRates rates;
+  rates.dtype = &compute_dtype;
+  if (parts && parts->rates.known) {
+    rates.v = parts->rates;
+  } else {
+    rates.v = gpu_rates(gpu, compute_dtype);
+    if (parts) parts->rates = rates.v;
+  }
+  const auto time_of = [&](const Kernel& k) {
+    return kernel_time_at(k, gpu, rates, frac, sms, AllReduceImpl{});
+  };
   // The head and tail kernels: functions of the tokens and the logits rows alone.
-  BatchStepParts::Edges* edges = parts ? &parts->edges(tokens, sm_fraction, logits) : nullptr;
-  if (edges && !(edges->used && edges->tokens == BatchStepParts::bits(tokens) &&
-                 edges->sm == BatchStepParts::bits(sm_fraction) &&
-                 edges->logits == BatchStepParts::bits(logits))) {
+  BatchStepParts::Edges* edges = parts ? &parts->edges(tokens, frac, logits) : nullptr;
+  if (edges &&
+      !(edges->used && edges->tokens == BatchStepParts::bits(tokens) &&
+        edges->sm == BatchStepParts::bits(frac) && edges->logits == BatchStepParts::bits(logits))) {
     edges->used = false;
-    const std::vector<Kernel> head = prefill_head_kernels(m, tokens);
-    const std::vector<Kernel> tail = prefill_tail_kernels(m, tokens, tp, w, logits);
+    thread_local std::vector<Kernel> head, tail;  // kept between steps (issue 24)
+    head_kernels_into(head, m, tokens);
+    tail_kernels_into(tail, m, tokens, tp, w, logits);
     if (head.size() + tail.size() <= std::size(edges->items)) {
       int i = 0;
       for (const Kernel& k : head)
-        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes,
-                             kernel_time(k, gpu, compute_dtype, sm_fraction).time_s};
+        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes, time_of(k).time_s};
       for (const Kernel& k : tail)
-        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes,
-                             kernel_time(k, gpu, compute_dtype, sm_fraction).time_s};
+        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes, time_of(k).time_s};
       edges->used = true;
       edges->head = static_cast<int>(head.size());
       edges->tail = static_cast<int>(tail.size());
       edges->tokens = BatchStepParts::bits(tokens);
-      edges->sm = BatchStepParts::bits(sm_fraction);
+      edges->sm = BatchStepParts::bits(frac);
       edges->logits = BatchStepParts::bits(logits);
     } else {
       edges = nullptr;  // more kernels than a slot holds: timed below as without parts
@@ -996,8 +1139,7 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
       st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
     }
   } else {
-    for (const Kernel& k : prefill_head_kernels(m, tokens))
-      st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+    for (const Kernel& k : prefill_head_kernels(m, tokens)) st.total.add(k, time_of(k));
   }
   // Layers of one class (dense or MoE MLP × full, sliding or linear attention) run the same
   // kernels: each class is timed once, at its first layer, and counted (issue 25: a layer
@@ -1037,8 +1179,8 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
   }
   for (std::size_t c = 0; c < n_classes; ++c) {
     const PrefillTime t =
-        batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, compute_dtype, sm_fraction,
-                    kv_dtype, classes[c].kind, launch.decode_attention, launch.all_reduce, parts);
+        batch_layer(m, gpu, classes[c].first, tp, batch, tokens, w, rates, frac, sms, kv_dtype,
+                    classes[c].kind, launch.decode_attention, launch.all_reduce, parts);
     add_times(st.total, t, classes[c].count);
     if (c == first_class) st.first_layer_s = t.compute_time_s;
     if (c == last_class) st.last_layer_s = t.compute_time_s;
@@ -1050,7 +1192,7 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     }
   } else {
     for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
-      st.total.add(k, kernel_time(k, gpu, compute_dtype, sm_fraction));
+      st.total.add(k, time_of(k));
   }
   // Outside any graph: one batched attention launch (and one KV dequantisation) per layer, the
   // LM head when a sequence finishes.

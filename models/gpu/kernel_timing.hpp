@@ -290,12 +290,13 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
 // for one model, GPU, TP degree, compute and KV dtypes and launch spec (its owner's: a TP step
 // model): the head and tail kernels (what PrefillTime::add reads of each, the tail's also keyed
 // on the finishing sequences) and, per layer class, the token-parallel kernels' sum before the
-// per-sequence ones are added to it. Most steps are new batches (their slices differ) of a
-// total token count seen before, and those kernels are most of a step's timing work. Keyed bit
-// for bit on the tokens, the SM fraction, the logits rows and the class's first layer; each
-// hit is what those very inputs gave and is added in the same order, so batch_step_time's
-// result is the same bits with or without it. Direct-mapped (a new key replaces its slot's),
-// bounded: at most `slots` entries of each kind, made as slots are first used.
+// per-sequence ones are added to it; and the GPU's rates for the compute precision (Rates). Most
+// steps are new batches (their slices differ) of a total token count seen before, and those kernels
+// are most of a step's timing work. Keyed bit for bit on the tokens, the SM fraction, the logits
+// rows and the class's first layer; each hit is what those very inputs gave and is added in the
+// same order, so batch_step_time's result is the same bits with or without it. Direct-mapped (a new
+// key replaces its slot's), bounded: at most `slots` entries of each kind, made as slots are first
+// used.
 class BatchStepParts {
  public:
   explicit BatchStepParts(std::size_t slots = 16384) : m_slots(slots == 0 ? 1 : slots) {}
@@ -316,6 +317,17 @@ class BatchStepParts {
     bool used = false;
     PrefillTime dense;
   };
+  // What kernel_time looks up in the GPU spec by the compute precision's name (GpuSpec::peak,
+  // gemm_efficiency_for, gemm_hbm_efficiency_for; attention's bf16, else fp16, peak), as those
+  // lookups give them; `known` once filled. A peak the GPU lacks is marked missing and asked of
+  // GpuSpec::peak where it is used, which throws as before.
+  struct Rates {
+    bool known = false;
+    bool has_peak = false, has_attention_peak = false;
+    const char* attention_dtype = "bf16";
+    double peak = 0, attention_peak = 0, gemm_efficiency = 0, gemm_hbm_efficiency = 0;
+  };
+  Rates rates;
   // The slot for these keys (made on first use); its `used` and keys say whether it holds them.
   Edges& edges(double tokens, double sm_fraction, double logits);
   Layer& layer(double tokens, double sm_fraction, int first);
