@@ -491,16 +491,31 @@ void head_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T) {
   ks.push_back(elementwise("embedding", 2 * T * h * kActivationBytes));
 }
 
-void tail_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T, int tp, DType weights,
-                       double logits_rows) {
+// The tail in two parts: the kernels over the T tokens, then those of the logits rows alone
+// (batch_step_time keeps the two apart).
+void tail_token_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T) {
+  const double h = static_cast<double>(m.hidden_size);
+  ks.clear();
+  ks.push_back(rms_norm("final_norm", T, h));
+}
+
+void tail_logits_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, int tp, DType weights,
+                              double logits_rows) {
   const double h = static_cast<double>(m.hidden_size);
   const double V = static_cast<double>(m.vocab_size) / tp;
   ks.clear();
-  ks.push_back(rms_norm("final_norm", T, h));
   if (logits_rows > 0) ks.push_back(gemm("lm_head", logits_rows, V, h, bytes_per_element(weights)));
   Kernel& host = ks.emplace_back();
   host.name = "forward_overhead";
   host.kind = Kernel::Kind::Host;
+}
+
+void tail_kernels_into(std::vector<Kernel>& ks, const ModelSpec& m, double T, int tp, DType weights,
+                       double logits_rows) {
+  std::vector<Kernel> rest;
+  tail_token_kernels_into(ks, m, T);
+  tail_logits_kernels_into(rest, m, tp, weights, logits_rows);
+  for (Kernel& k : rest) ks.push_back(std::move(k));
 }
 }  // namespace
 
@@ -923,14 +938,24 @@ std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t
   return static_cast<std::size_t>(h % m_slots);
 }
 
-BatchStepParts::Edges& BatchStepParts::edges(double tokens, double sm_fraction, double logits) {
+BatchStepParts::Edges& BatchStepParts::edges(double tokens, double sm_fraction) {
   if (m_edge_slot.empty()) m_edge_slot.assign(m_slots, 0);
-  std::uint32_t& e = m_edge_slot[slot(bits(tokens), bits(sm_fraction), bits(logits))];
+  std::uint32_t& e = m_edge_slot[slot(bits(tokens), bits(sm_fraction), 0)];
   if (e == 0) {
     m_edges.emplace_back();
     e = static_cast<std::uint32_t>(m_edges.size());
   }
   return m_edges[e - 1];
+}
+
+BatchStepParts::Logits& BatchStepParts::logits(double logits, double sm_fraction) {
+  if (m_logits_slot.empty()) m_logits_slot.assign(m_slots, 0);
+  std::uint32_t& e = m_logits_slot[slot(bits(logits), bits(sm_fraction), 0)];
+  if (e == 0) {
+    m_logits.emplace_back();
+    e = static_cast<std::uint32_t>(m_logits.size());
+  }
+  return m_logits[e - 1];
 }
 
 BatchStepParts::Layer& BatchStepParts::layer(double tokens, double sm_fraction, int first) {
@@ -1091,44 +1116,48 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
     logits += s.finishes ? 1 : 0;
     dequant = dequant || kv_dequant_bytes(m, tp, s.K, kv_dtype) > 0;
   }
-  const DType w = weight_dtype_for(compute_dtype);
-  // Every kernel_time checks these first; checked once (issue 24), and the GPU's rates for the
-  // precision looked up once.
-  gpu.require_sim("system.gpu");
+  // The weight dtype and the GPU's rates for the precision, looked up once per step model: its
+  // parts hold those of its first step (the same GPU and precision), which passed
+  // require_sim, the check every kernel_time makes first (issue 24).
+  const bool known = parts && parts->rates.known;
+  const DType w = known ? parts->rates.weights : weight_dtype_for(compute_dtype);
+  if (!known) gpu.require_sim("system.gpu");
   const double frac = safe_fraction(sm_fraction);
   const int sms = free_sms(gpu, frac);
   GpuRates rates;
   rates.dtype = &compute_dtype;
-  if (parts && parts->rates.known) {
+  if (known) {
     rates.v = parts->rates;
   } else {
     rates.v = gpu_rates(gpu, compute_dtype);
+    rates.v.weights = w;
     if (parts) parts->rates = rates.v;
   }
   const auto time_of = [&](const Kernel& k) {
     return kernel_time_at(k, gpu, rates, frac, sms, AllReduceImpl{});
   };
-  // The head and tail kernels: functions of the tokens and the logits rows alone.
-  BatchStepParts::Edges* edges = parts ? &parts->edges(tokens, frac, logits) : nullptr;
-  if (edges &&
-      !(edges->used && edges->tokens == BatchStepParts::bits(tokens) &&
-        edges->sm == BatchStepParts::bits(frac) && edges->logits == BatchStepParts::bits(logits))) {
+  // The head kernels and the tail's over the tokens: functions of the tokens alone; the tail's
+  // LM head and host cost: of the logits rows alone (issue 24: kept apart, since many batches
+  // share a token count but not their finishing sequences).
+  thread_local std::vector<Kernel> head, tail;  // kept between steps (issue 24)
+  const auto item = [&](const Kernel& k) {
+    return BatchStepParts::Item{k.kind, k.flops, k.hbm_bytes, time_of(k).time_s};
+  };
+  BatchStepParts::Edges* edges = parts ? &parts->edges(tokens, frac) : nullptr;
+  if (edges && !(edges->used && edges->tokens == BatchStepParts::bits(tokens) &&
+                 edges->sm == BatchStepParts::bits(frac))) {
     edges->used = false;
-    thread_local std::vector<Kernel> head, tail;  // kept between steps (issue 24)
     head_kernels_into(head, m, tokens);
-    tail_kernels_into(tail, m, tokens, tp, w, logits);
+    tail_token_kernels_into(tail, m, tokens);
     if (head.size() + tail.size() <= std::size(edges->items)) {
       int i = 0;
-      for (const Kernel& k : head)
-        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes, time_of(k).time_s};
-      for (const Kernel& k : tail)
-        edges->items[i++] = {k.kind, k.flops, k.hbm_bytes, time_of(k).time_s};
+      for (const Kernel& k : head) edges->items[i++] = item(k);
+      for (const Kernel& k : tail) edges->items[i++] = item(k);
       edges->used = true;
       edges->head = static_cast<int>(head.size());
       edges->tail = static_cast<int>(tail.size());
       edges->tokens = BatchStepParts::bits(tokens);
       edges->sm = BatchStepParts::bits(frac);
-      edges->logits = BatchStepParts::bits(logits);
     } else {
       edges = nullptr;  // more kernels than a slot holds: timed below as without parts
     }
@@ -1139,7 +1168,8 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
       st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
     }
   } else {
-    for (const Kernel& k : prefill_head_kernels(m, tokens)) st.total.add(k, time_of(k));
+    head_kernels_into(head, m, tokens);
+    for (const Kernel& k : head) st.total.add(k, time_of(k));
   }
   // Layers of one class (dense or MoE MLP × full, sliding or linear attention) run the same
   // kernels: each class is timed once, at its first layer, and counted (issue 25: a layer
@@ -1191,8 +1221,33 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
       st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
     }
   } else {
-    for (const Kernel& k : prefill_tail_kernels(m, tokens, tp, w, logits))
-      st.total.add(k, time_of(k));
+    tail_token_kernels_into(tail, m, tokens);
+    for (const Kernel& k : tail) st.total.add(k, time_of(k));
+  }
+  BatchStepParts::Logits* rows = parts ? &parts->logits(logits, frac) : nullptr;
+  if (rows && !(rows->used && rows->logits == BatchStepParts::bits(logits) &&
+                rows->sm == BatchStepParts::bits(frac))) {
+    rows->used = false;
+    tail_logits_kernels_into(tail, m, tp, w, logits);
+    if (tail.size() <= std::size(rows->items)) {
+      int i = 0;
+      for (const Kernel& k : tail) rows->items[i++] = item(k);
+      rows->used = true;
+      rows->count = static_cast<int>(tail.size());
+      rows->logits = BatchStepParts::bits(logits);
+      rows->sm = BatchStepParts::bits(frac);
+    } else {
+      rows = nullptr;  // likewise
+    }
+  }
+  if (rows) {
+    for (int i = 0; i < rows->count; ++i) {
+      const BatchStepParts::Item& it = rows->items[i];
+      st.total.add(it.kind, it.flops, it.hbm_bytes, it.time_s);
+    }
+  } else {
+    tail_logits_kernels_into(tail, m, tp, w, logits);
+    for (const Kernel& k : tail) st.total.add(k, time_of(k));
   }
   // Outside any graph: one batched attention launch (and one KV dequantisation) per layer, the
   // LM head when a sequence finishes.

@@ -288,15 +288,15 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
 
 // The parts of batch_step_time that depend on the batch's total tokens alone (issue 24), kept
 // for one model, GPU, TP degree, compute and KV dtypes and launch spec (its owner's: a TP step
-// model): the head and tail kernels (what PrefillTime::add reads of each, the tail's also keyed
-// on the finishing sequences) and, per layer class, the token-parallel kernels' sum before the
-// per-sequence ones are added to it; and the GPU's rates for the compute precision (Rates). Most
-// steps are new batches (their slices differ) of a total token count seen before, and those kernels
-// are most of a step's timing work. Keyed bit for bit on the tokens, the SM fraction, the logits
-// rows and the class's first layer; each hit is what those very inputs gave and is added in the
-// same order, so batch_step_time's result is the same bits with or without it. Direct-mapped (a new
-// key replaces its slot's), bounded: at most `slots` entries of each kind, made as slots are first
-// used.
+// model): the head and tail kernels (what PrefillTime::add reads of each; the tail's LM head and
+// host cost apart, keyed on the finishing sequences alone) and, per layer class, the token-parallel
+// kernels' sum before the per-sequence ones are added to it; and the GPU's rates for the compute
+// precision (Rates). Most steps are new batches (their slices differ) of a total token count seen
+// before, and those kernels are most of a step's timing work. Keyed bit for bit on the tokens, the
+// SM fraction, the logits rows and the class's first layer; each hit is what those very inputs gave
+// and is added in the same order, so batch_step_time's result is the same bits with or without it.
+// Direct-mapped (a new key replaces its slot's), bounded: at most `slots` entries of each kind,
+// made as slots are first used.
 class BatchStepParts {
  public:
   explicit BatchStepParts(std::size_t slots = 16384) : m_slots(slots == 0 ? 1 : slots) {}
@@ -305,11 +305,17 @@ class BatchStepParts {
     Kernel::Kind kind;
     double flops, hbm_bytes, time_s;
   };
-  struct Edges {  // the head and tail kernels of (tokens, sm, logits)
-    std::uint64_t tokens = 0, sm = 0, logits = 0;
+  struct Edges {  // the head kernels and the tail's over the tokens, of (tokens, sm)
+    std::uint64_t tokens = 0, sm = 0;
     bool used = false;
     int head = 0, tail = 0;  // items[0, head) the head's, then the tail's
-    Item items[4];
+    Item items[3];
+  };
+  struct Logits {  // the rest of the tail (LM head, host cost), of (logits rows, sm)
+    std::uint64_t logits = 0, sm = 0;
+    bool used = false;
+    int count = 0;
+    Item items[3];
   };
   struct Layer {  // a class's token-parallel kernels summed, for (tokens, sm, first layer)
     std::uint64_t tokens = 0, sm = 0;
@@ -319,17 +325,20 @@ class BatchStepParts {
   };
   // What kernel_time looks up in the GPU spec by the compute precision's name (GpuSpec::peak,
   // gemm_efficiency_for, gemm_hbm_efficiency_for; attention's bf16, else fp16, peak), as those
-  // lookups give them; `known` once filled. A peak the GPU lacks is marked missing and asked of
-  // GpuSpec::peak where it is used, which throws as before.
+  // lookups give them, and the precision's weight dtype (weight_dtype_for); `known` once filled
+  // (by a step that passed GpuSpec::require_sim). A peak the GPU lacks is marked missing and
+  // asked of GpuSpec::peak where it is used, which throws as before.
   struct Rates {
     bool known = false;
+    DType weights = DType::Bf16;
     bool has_peak = false, has_attention_peak = false;
     const char* attention_dtype = "bf16";
     double peak = 0, attention_peak = 0, gemm_efficiency = 0, gemm_hbm_efficiency = 0;
   };
   Rates rates;
   // The slot for these keys (made on first use); its `used` and keys say whether it holds them.
-  Edges& edges(double tokens, double sm_fraction, double logits);
+  Edges& edges(double tokens, double sm_fraction);
+  Logits& logits(double logits, double sm_fraction);
   Layer& layer(double tokens, double sm_fraction, int first);
   static std::uint64_t bits(double v);
 
@@ -337,8 +346,9 @@ class BatchStepParts {
   std::size_t slot(std::uint64_t a, std::uint64_t b, std::uint64_t c) const;
   std::size_t m_slots;
   // Per slot: 1 + its entry's index, 0 while unused (entries made as slots are first used).
-  std::vector<std::uint32_t> m_edge_slot, m_layer_slot;
+  std::vector<std::uint32_t> m_edge_slot, m_logits_slot, m_layer_slot;
   std::vector<Edges> m_edges;
+  std::vector<Logits> m_logits;
   std::vector<Layer> m_layers;
 };
 
