@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <new>
 
 #include "core/pooled_spawn.hpp"
 #include "models/gpu/step_time_memo.hpp"
@@ -66,6 +68,42 @@ class TpStep final : public StepModel {
  private:
   struct Run final : StepRun {
     Run(TpStep& m, const std::vector<SeqSlice>& slices) : model(m), slices(slices) {}
+    // One Run per step: their memory is kept on a per-thread free list and reused (issue 24:
+    // the allocator's per step). A block freed on another thread joins that thread's list.
+    static void* operator new(std::size_t size) {
+      FreeList& f = free_list();
+      if (size == sizeof(Run) && f.head) {
+        Block* b = f.head;
+        f.head = b->next;
+        return b;
+      }
+      return ::operator new(size);
+    }
+    static void operator delete(void* p, std::size_t size) {
+      if (size != sizeof(Run)) return ::operator delete(p);
+      FreeList& f = free_list();
+      f.head = new (p) Block{f.head};
+    }
+    struct Block {
+      Block* next;
+    };
+    struct FreeList {
+      Block* head = nullptr;
+      FreeList() = default;
+      FreeList(const FreeList&) = delete;
+      FreeList& operator=(const FreeList&) = delete;
+      ~FreeList() {
+        while (head) {
+          Block* b = head;
+          head = b->next;
+          ::operator delete(b);
+        }
+      }
+    };
+    static FreeList& free_list() {
+      thread_local FreeList f;
+      return f;
+    }
     void start(CopyGroup& c, double compute_s, double hbm_bytes) override {
       const RankGpus& rank = model.m_rank;
       c.rs.resize(rank.size());  // start_step makes each a new request but for its buffers
