@@ -308,7 +308,7 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
                                   ? r.prompt_tokens() - 1
                                   : static_cast<std::int64_t>(rank.store->lookup(st, keys)) * chunk;
   // make_sequence keeps at least one prompt token to compute (its logits), as vLLM does.
-  st.seq = std::make_unique<Sequence>(make_sequence(r, cached));
+  m_ledger.seat(st, make_sequence(r, cached));
   // Prefill only (the κ regime) unless serving.decode: then the workload's output length. P/D:
   // the prefill instance computes the first token; the decode instance the whole output (vLLM's
   // NixlConnector recomputes the prompt's last token there).

@@ -9,7 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <vector>
 
 #include "serving/request_state.hpp"
@@ -21,19 +21,26 @@ class RequestLedger {
   explicit RequestLedger(std::size_t ranks)
       : m_per_rank(ranks, 0), m_parked_compute(ranks, 0), m_parked_cached(ranks, 0) {}
 
-  // Request `id`'s state, arrived on rank `rank` (a fresh state; rank set).
+  // Request `id`'s state, arrived on rank `rank` (a fresh state, no sequence yet; rank set).
   RequestState& open(std::uint64_t id, int rank);
-  RequestState& at(std::uint64_t id) { return m_live.at(id); }
-  const RequestState& at(std::uint64_t id) const { return m_live.at(id); }
+  // std::out_of_range when request `id` is not live.
+  RequestState& at(std::uint64_t id) { return *m_live[find_or_throw(id)].st; }
+  const RequestState& at(std::uint64_t id) const { return *m_live[find_or_throw(id)].st; }
+  // Gives st (no sequence yet) a sequence, s moved in: a spare one's storage when one is kept
+  // (the sequence of a state closed or parked), else a new one (issue 24: no allocation per
+  // request). Returns it.
+  Sequence& seat(RequestState& st, Sequence&& s);
   // Drops request `id`'s whole state (it finished, was rejected or never entered a queue).
   void close(std::uint64_t id);
   // A waiting request kept as its compact record (serving/scheduler.hpp ArrivedRequest): park
   // drops its state but keeps it counted (on its rank, with its compute and cached tokens, as
   // nothing of it is scheduled yet); unpark opens its state again, to be filled from the record
   // (unpack_arrival), and returns it.
+  // Its state, when unparked, may hold a spare sequence (seat's), whose storage
+  // unpack_arrival fills.
   void park(std::uint64_t id);
   RequestState& unpark(const ArrivedRequest& rec);
-  std::size_t size() const { return m_live.size() + m_parked; }
+  std::size_t size() const { return m_size + m_parked; }
   bool empty() const { return size() == 0; }
 
   // Rank r's requests (r >= 0) or every rank's (r < 0): how many, their prompt tokens still to
@@ -43,7 +50,33 @@ class RequestLedger {
   std::int64_t pending_load_tokens(int r = -1) const;
 
  private:
-  std::map<std::uint64_t, RequestState> m_live;
+  // The live states: an open-addressing table (linear probing, power-of-two size, at most half
+  // full, deletion by backward shift) of id and state, each state on the heap (its address is
+  // stable: steps and stores hold pointers to it). Issue 24: a lookup is a hash and a probe or
+  // two instead of a tree's descent (at() is asked several times per request per step), and a
+  // closed or parked state goes back to m_spare with its buffers, so a request's state costs no
+  // allocation. Nothing reads the states in table order but integer sums.
+  struct Slot {
+    std::uint64_t id = 0;
+    std::unique_ptr<RequestState> st;  // null: empty
+  };
+  std::size_t home(std::uint64_t id) const {
+    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ull) >> m_shift);
+  }
+  std::size_t find(std::uint64_t id) const;  // its slot, or m_live.size() when not live
+  std::size_t find_or_throw(std::uint64_t id) const;
+  RequestState& insert(std::uint64_t id);  // a fresh state for id (not live)
+  // Takes slot i's state out of the table; returns it.
+  std::unique_ptr<RequestState> take(std::size_t i);
+  void recycle(std::unique_ptr<RequestState> st);  // to m_spare, fresh, its sequence kept apart
+  void grow();
+
+  static constexpr std::size_t kSpare = 256;  // spare states and sequences kept, at most
+  std::vector<Slot> m_live;
+  int m_shift = 64;  // 64 − log2(m_live.size())
+  std::size_t m_size = 0;
+  std::vector<std::unique_ptr<RequestState>> m_spare;  // fresh states (no sequence)
+  std::vector<std::unique_ptr<Sequence>> m_spare_seqs;
   std::vector<std::size_t> m_per_rank;  // live requests per rank, parked ones included
   // Parked requests: how many, and per rank their compute and cached tokens (all still ahead).
   std::size_t m_parked = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -72,7 +73,15 @@ std::optional<ArrivedRequest> pack_arrival(const RequestState& st) {
 
 void unpack_arrival(const ArrivedRequest& a, RequestState& st) {
   using A = ArrivedRequest;
-  Request r;
+  // A sequence st already holds (RequestLedger::unpark's spare) is made fresh in place.
+  if (st.seq) {
+    st.seq->~Sequence();
+    new (st.seq.get()) Sequence();
+  } else {
+    st.seq = std::make_unique<Sequence>();
+  }
+  Sequence& s = *st.seq;
+  Request& r = s.req;
   r.id = a.id;
   r.arrival_s = a.arrival_s;
   r.sequence_id = a.sequence_id;
@@ -82,9 +91,6 @@ void unpack_arrival(const ArrivedRequest& a, RequestState& st) {
   r.extends_sequence = (a.flags & A::kExtends) != 0;
   r.block_tokens = a.block_tokens;
   r.workload = a.workload;
-  st.seq = std::make_unique<Sequence>();
-  Sequence& s = *st.seq;
-  s.req = std::move(r);
   s.cached_tokens = s.tier_cached = a.cached_tokens;
   s.compute_tokens = a.prompt_tokens() - a.cached_tokens;
   s.recompute_tokens = s.tier_recompute = a.recompute_tokens;

@@ -56,7 +56,8 @@ struct RequestState {
 // either is packed here or required at its default here). unpack_arrival(*pack_arrival(st))
 // gives a state equal to st.
 std::optional<ArrivedRequest> pack_arrival(const RequestState& st);
-// The state `rec` was packed from (st fresh: its sequence made here).
+// The state `rec` was packed from (st fresh: its sequence made here, in the storage of the one
+// st holds if any: RequestLedger::unpark's spare, overwritten whole).
 void unpack_arrival(const ArrivedRequest& rec, RequestState& st);
 
 // The requests.csv / summary record of a finished request at `now_s` (its last output token):
