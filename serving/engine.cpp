@@ -369,9 +369,9 @@ void ServingEngine::finish(Sequence* s) {
     m_arrivals->finished();  // its client (closed loop) sends its next request
     return;
   }
-  RequestRecord rec =
-      make_request_record(st, now_s(), m_kv.unit_per_gpu, m_layout.tp, m_load_path->name(),
-                          m_kv.store_per_gpu, m_kv.replication);
+  RequestRecord& rec = m_record;
+  make_request_record(rec, st, now_s(), m_kv.unit_per_gpu, m_layout.tp, m_load_path->name(),
+                      m_kv.store_per_gpu, m_kv.replication);
   rec.meets_slo = m_spec.serving.slo.met(rec.ttft_s, rec.tpot_s);
   if (m_sinks.requests) m_sinks.requests->write(rec);
   if (m_sinks.summary) m_sinks.summary->add_request(rec);

@@ -175,6 +175,9 @@ class ServingEngine : public sc_core::sc_module {
   // admit()'s chunk keys: its buffer is kept when the request is parked without them (issue 24:
   // no allocation per arrival then).
   std::vector<std::uint64_t> m_admit_keys;
+  // finish()'s record, reused (issue 24: its strings keep their buffers; no allocation per
+  // finished request). The sinks read it during finish() only.
+  RequestRecord m_record;
   RankView m_view;  // m_ranks and m_ledger as routers see them
   std::unique_ptr<Arrivals> m_arrivals;
   std::unique_ptr<KvPull> m_pull;  // P/D pulls and pushes, async loads, one stream per rank

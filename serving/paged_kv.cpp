@@ -160,7 +160,7 @@ void PagedKv::allocate_shared(std::uint64_t seq, std::int64_t tokens,
     allocate(seq, tokens);
     return;
   }
-  if (m_held.count(seq))
+  if (m_held.find(seq))
     throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) +
                            " already holds blocks");
   const std::int64_t need = blocks_needed(tokens, keys, hit);
@@ -187,7 +187,7 @@ void PagedKv::allocate_shared(std::uint64_t seq, std::int64_t tokens,
   h.unregistered = fresh;
   h.next = hit;
   m_used += need;
-  m_held.emplace(seq, hit + fresh);
+  m_held.insert(seq, hit + fresh);
   m_holdings.emplace(seq, std::move(h));
   if (m_used > m_total) throw std::logic_error("PagedKv: used blocks exceed the total");
 }
@@ -225,7 +225,7 @@ void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
     allocate_shared(seq, tokens, {}, 0);
     return;
   }
-  if (m_held.count(seq))
+  if (m_held.find(seq))
     throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) +
                            " already holds blocks");
   const std::int64_t b = blocks_for(tokens);
@@ -233,18 +233,18 @@ void PagedKv::allocate(std::uint64_t seq, std::int64_t tokens) {
     throw std::logic_error("PagedKv::allocate: sequence " + std::to_string(seq) + " needs " +
                            std::to_string(b) + " blocks, " + std::to_string(free_blocks()) +
                            " free of " + std::to_string(m_total));
-  m_held.emplace(seq, b);
+  m_held.insert(seq, b);
   m_used += b;
   if (m_used > m_total) throw std::logic_error("PagedKv: used blocks exceed the total");
 }
 
 bool PagedKv::grow(std::uint64_t seq, std::int64_t tokens) {
-  auto it = m_held.find(seq);
-  if (it == m_held.end())
+  std::int64_t* held = m_held.find(seq);
+  if (!held)
     throw std::logic_error("PagedKv::grow: sequence " + std::to_string(seq) + " holds no blocks");
-  const std::int64_t more = blocks_for(tokens) - it->second;
+  const std::int64_t more = blocks_for(tokens) - *held;
   if (more < 0 && m_hybrid) {  // blocks that left a window or a chunk are freed
-    it->second += more;
+    *held += more;
     m_used += more;
   }
   if (more <= 0) return true;
@@ -253,18 +253,17 @@ bool PagedKv::grow(std::uint64_t seq, std::int64_t tokens) {
     take_free(more);
     m_holdings.at(seq).unregistered += more;
   }
-  it->second += more;
+  *held += more;
   m_used += more;
   return true;
 }
 
 void PagedKv::release(std::uint64_t seq) {
-  auto it = m_held.find(seq);
-  if (it == m_held.end())
+  std::int64_t held = 0;
+  if (!m_held.erase(seq, &held))
     throw std::logic_error("PagedKv::release: sequence " + std::to_string(seq) +
                            " holds no blocks");
-  m_used -= it->second;
-  m_held.erase(it);
+  m_used -= held;
   if (m_apc) {  // tail first: its unregistered blocks, then its registered ones last to first
     const auto h = m_holdings.find(seq);
     if (!h->second.keys.empty()) ++m_generation;

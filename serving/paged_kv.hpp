@@ -13,11 +13,11 @@
 
 #include <cstdint>
 #include <list>
-#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "core/id_table.hpp"
 #include "models/gpu/gpu_spec.hpp"
 #include "models/llm/architecture.hpp"
 
@@ -116,7 +116,7 @@ class PagedKv {
   bool grow(std::uint64_t seq, std::int64_t tokens);
   // Frees the sequence's blocks; std::logic_error when it holds none.
   void release(std::uint64_t seq);
-  bool holds(std::uint64_t seq) const { return m_held.count(seq) != 0; }
+  bool holds(std::uint64_t seq) const { return m_held.find(seq) != nullptr; }
 
   std::int64_t total_blocks() const { return m_total; }
   std::int64_t used_blocks() const { return m_used; }
@@ -130,7 +130,8 @@ class PagedKv {
   std::int64_t m_total;
   int m_block_tokens;
   std::int64_t m_used = 0;
-  std::map<std::uint64_t, std::int64_t> m_held;  // sequence -> blocks
+  // sequence -> blocks (core/id_table, issue 24: no tree node per admission; only looked up)
+  IdTable<std::int64_t> m_held;
   std::optional<HybridKv> m_hybrid;
 
   // Prefix caching. The free queue, LRU first: runs of blocks with no key, or one registered

@@ -7,70 +7,21 @@
 
 namespace kappasim {
 
-std::size_t RequestLedger::find(std::uint64_t id) const {
-  const std::size_t n = m_live.size();
-  if (m_size == 0) return n;
-  const std::size_t mask = n - 1;
-  for (std::size_t i = home(id);; i = (i + 1) & mask) {
-    const Slot& s = m_live[i];
-    if (!s.st) return n;
-    if (s.id == id) return i;
-  }
-}
-
-std::size_t RequestLedger::find_or_throw(std::uint64_t id) const {
-  const std::size_t i = find(id);
-  if (i == m_live.size())
-    throw std::out_of_range("RequestLedger: no live request " + std::to_string(id));
-  return i;
-}
-
-void RequestLedger::grow() {
-  std::vector<Slot> old;
-  old.swap(m_live);
-  const std::size_t n = old.empty() ? 16 : old.size() * 2;
-  m_live.resize(n);
-  m_shift = 64;
-  for (std::size_t k = n; k > 1; k /= 2) --m_shift;
-  const std::size_t mask = n - 1;
-  for (Slot& s : old) {
-    if (!s.st) continue;
-    std::size_t i = home(s.id);
-    while (m_live[i].st) i = (i + 1) & mask;
-    m_live[i] = std::move(s);
-  }
+RequestState* RequestLedger::find_or_throw(std::uint64_t id) const {
+  const std::unique_ptr<RequestState>* st = m_live.find(id);
+  if (!st) throw std::out_of_range("RequestLedger: no live request " + std::to_string(id));
+  return st->get();
 }
 
 RequestState& RequestLedger::insert(std::uint64_t id) {
-  if ((m_size + 1) * 2 > m_live.size()) grow();
-  const std::size_t mask = m_live.size() - 1;
-  std::size_t i = home(id);
-  while (m_live[i].st) i = (i + 1) & mask;
-  Slot& s = m_live[i];
-  s.id = id;
+  std::unique_ptr<RequestState> st;
   if (!m_spare.empty()) {
-    s.st = std::move(m_spare.back());
+    st = std::move(m_spare.back());
     m_spare.pop_back();
   } else {
-    s.st = std::make_unique<RequestState>();
+    st = std::make_unique<RequestState>();
   }
-  ++m_size;
-  return *s.st;
-}
-
-std::unique_ptr<RequestState> RequestLedger::take(std::size_t i) {
-  std::unique_ptr<RequestState> out = std::move(m_live[i].st);
-  --m_size;
-  // Backward shift: a later entry of the probe run moves into the hole when the hole lies
-  // between its home and where it sits (no tombstones).
-  const std::size_t mask = m_live.size() - 1;
-  for (std::size_t j = (i + 1) & mask; m_live[j].st; j = (j + 1) & mask) {
-    if (((j - home(m_live[j].id)) & mask) >= ((j - i) & mask)) {
-      m_live[i] = std::move(m_live[j]);
-      i = j;
-    }
-  }
-  return out;
+  return *m_live.insert(id, std::move(st));
 }
 
 void RequestLedger::recycle(std::unique_ptr<RequestState> st) {
@@ -93,25 +44,24 @@ Sequence& RequestLedger::seat(RequestState& st, Sequence&& s) {
 }
 
 RequestState& RequestLedger::open(std::uint64_t id, int rank) {
-  const std::size_t i = find(id);
-  RequestState& st = i == m_live.size() ? insert(id) : *m_live[i].st;
+  std::unique_ptr<RequestState>* live = m_live.find(id);
+  RequestState& st = live ? **live : insert(id);
   st.rank = rank;
   ++m_per_rank.at(static_cast<std::size_t>(rank));
   return st;
 }
 
 void RequestLedger::close(std::uint64_t id) {
-  const std::size_t i = find(id);
-  if (i == m_live.size()) return;
-  --m_per_rank.at(static_cast<std::size_t>(m_live[i].st->rank));
-  recycle(take(i));
+  std::unique_ptr<RequestState> st;
+  if (!m_live.erase(id, &st)) return;
+  --m_per_rank.at(static_cast<std::size_t>(st->rank));
+  recycle(std::move(st));
 }
 
 void RequestLedger::park(std::uint64_t id) {
-  const std::size_t i = find(id);
-  if (i == m_live.size())
-    throw std::logic_error("RequestLedger::park: no request " + std::to_string(id));
-  const RequestState& st = *m_live[i].st;
+  std::unique_ptr<RequestState>* live = m_live.find(id);
+  if (!live) throw std::logic_error("RequestLedger::park: no request " + std::to_string(id));
+  const RequestState& st = **live;
   if (st.seq->first_scheduled_s >= 0 || st.seq->computed != 0)
     throw std::logic_error("RequestLedger::park: request " + std::to_string(id) +
                            " has been scheduled");
@@ -119,12 +69,14 @@ void RequestLedger::park(std::uint64_t id) {
   m_parked_compute.at(r) += st.seq->remaining();
   m_parked_cached.at(r) += st.seq->cached_tokens;
   ++m_parked;
-  recycle(take(i));
+  std::unique_ptr<RequestState> out;
+  m_live.erase(id, &out);
+  recycle(std::move(out));
 }
 
 RequestState& RequestLedger::unpark(const ArrivedRequest& rec) {
   const auto r = static_cast<std::size_t>(rec.rank);
-  if (find(rec.id) != m_live.size() || m_parked == 0)
+  if (m_live.find(rec.id) || m_parked == 0)
     throw std::logic_error("RequestLedger::unpark: request " + std::to_string(rec.id) +
                            " is not parked");
   --m_parked;
@@ -147,8 +99,9 @@ std::int64_t RequestLedger::compute_tokens(int r) const {
   std::int64_t n = 0;
   for (std::size_t i = 0; i < m_parked_compute.size(); ++i)
     if (r < 0 || static_cast<int>(i) == r) n += m_parked_compute[i];
-  for (const Slot& s : m_live)
-    if (s.st && (r < 0 || s.st->rank == r)) n += s.st->seq->remaining();
+  m_live.for_each([&](std::uint64_t, const std::unique_ptr<RequestState>& st) {
+    if (r < 0 || st->rank == r) n += st->seq->remaining();
+  });
   return n;
 }
 
@@ -156,9 +109,9 @@ std::int64_t RequestLedger::pending_load_tokens(int r) const {
   std::int64_t n = 0;
   for (std::size_t i = 0; i < m_parked_cached.size(); ++i)
     if (r < 0 || static_cast<int>(i) == r) n += m_parked_cached[i];
-  for (const Slot& s : m_live)
-    if (s.st && (r < 0 || s.st->rank == r) && s.st->seq->first_scheduled_s < 0)
-      n += s.st->seq->cached_tokens;
+  m_live.for_each([&](std::uint64_t, const std::unique_ptr<RequestState>& st) {
+    if ((r < 0 || st->rank == r) && st->seq->first_scheduled_s < 0) n += st->seq->cached_tokens;
+  });
   return n;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/id_table.hpp"
 #include "serving/request_state.hpp"
 
 namespace kappasim {
@@ -24,8 +25,8 @@ class RequestLedger {
   // Request `id`'s state, arrived on rank `rank` (a fresh state, no sequence yet; rank set).
   RequestState& open(std::uint64_t id, int rank);
   // std::out_of_range when request `id` is not live.
-  RequestState& at(std::uint64_t id) { return *m_live[find_or_throw(id)].st; }
-  const RequestState& at(std::uint64_t id) const { return *m_live[find_or_throw(id)].st; }
+  RequestState& at(std::uint64_t id) { return *find_or_throw(id); }
+  const RequestState& at(std::uint64_t id) const { return *find_or_throw(id); }
   // Gives st (no sequence yet) a sequence, s moved in: a spare one's storage when one is kept
   // (the sequence of a state closed or parked), else a new one (issue 24: no allocation per
   // request). Returns it.
@@ -35,12 +36,11 @@ class RequestLedger {
   // A waiting request kept as its compact record (serving/scheduler.hpp ArrivedRequest): park
   // drops its state but keeps it counted (on its rank, with its compute and cached tokens, as
   // nothing of it is scheduled yet); unpark opens its state again, to be filled from the record
-  // (unpack_arrival), and returns it.
-  // Its state, when unparked, may hold a spare sequence (seat's), whose storage
-  // unpack_arrival fills.
+  // (unpack_arrival), and returns it (holding a spare sequence when one is kept, whose storage
+  // unpack_arrival fills).
   void park(std::uint64_t id);
   RequestState& unpark(const ArrivedRequest& rec);
-  std::size_t size() const { return m_size + m_parked; }
+  std::size_t size() const { return m_live.size() + m_parked; }
   bool empty() const { return size() == 0; }
 
   // Rank r's requests (r >= 0) or every rank's (r < 0): how many, their prompt tokens still to
@@ -50,31 +50,18 @@ class RequestLedger {
   std::int64_t pending_load_tokens(int r = -1) const;
 
  private:
-  // The live states: an open-addressing table (linear probing, power-of-two size, at most half
-  // full, deletion by backward shift) of id and state, each state on the heap (its address is
-  // stable: steps and stores hold pointers to it). Issue 24: a lookup is a hash and a probe or
-  // two instead of a tree's descent (at() is asked several times per request per step), and a
-  // closed or parked state goes back to m_spare with its buffers, so a request's state costs no
-  // allocation. Nothing reads the states in table order but integer sums.
-  struct Slot {
-    std::uint64_t id = 0;
-    std::unique_ptr<RequestState> st;  // null: empty
-  };
-  std::size_t home(std::uint64_t id) const {
-    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ull) >> m_shift);
-  }
-  std::size_t find(std::uint64_t id) const;  // its slot, or m_live.size() when not live
-  std::size_t find_or_throw(std::uint64_t id) const;
-  RequestState& insert(std::uint64_t id);  // a fresh state for id (not live)
-  // Takes slot i's state out of the table; returns it.
-  std::unique_ptr<RequestState> take(std::size_t i);
-  void recycle(std::unique_ptr<RequestState> st);  // to m_spare, fresh, its sequence kept apart
-  void grow();
+  RequestState* find_or_throw(std::uint64_t id) const;
 
+  RequestState& insert(std::uint64_t id);          // a fresh state for id (not live)
+  void recycle(std::unique_ptr<RequestState> st);  // to m_spare, fresh, its sequence kept apart
+
+  // The live states by id (core/id_table: issue 24, a hash and a probe or two instead of a
+  // tree's descent; at() is asked several times per request per step), each state on the heap
+  // (its address is stable: steps and stores hold pointers to it). A closed or parked state goes
+  // back to m_spare with its buffers, so a request's state costs no allocation. Nothing reads
+  // the states in table order but integer sums.
   static constexpr std::size_t kSpare = 256;  // spare states and sequences kept, at most
-  std::vector<Slot> m_live;
-  int m_shift = 64;  // 64 − log2(m_live.size())
-  std::size_t m_size = 0;
+  IdTable<std::unique_ptr<RequestState>> m_live;
   std::vector<std::unique_ptr<RequestState>> m_spare;  // fresh states (no sequence)
   std::vector<std::unique_ptr<Sequence>> m_spare_seqs;
   std::vector<std::size_t> m_per_rank;  // live requests per rank, parked ones included

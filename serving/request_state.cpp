@@ -111,10 +111,19 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
                                   const std::string& load_path, double store_bytes_per_token_gpu,
                                   int link_shards) {
-  const Sequence& s = *r.seq;
   RequestRecord rec;
+  make_request_record(rec, r, now_s, kv_bytes_per_token_gpu, tp, load_path,
+                      store_bytes_per_token_gpu, link_shards);
+  return rec;
+}
+
+void make_request_record(RequestRecord& rec, const RequestState& r, double now_s,
+                         double kv_bytes_per_token_gpu, int tp, const std::string& load_path,
+                         double store_bytes_per_token_gpu, int link_shards) {
+  // Every field of the record is set here (a reused record's earlier values never show).
+  const Sequence& s = *r.seq;
   rec.id = s.req.id;
-  rec.workload = s.req.workload;
+  rec.workload = s.req.workload.str();  // into the record's own buffer (issue 24)
   rec.arrival_s = s.req.arrival_s;
   // Arrival waits are rounded to the kernel's 1 ps resolution; never report a negative queue.
   // End-to-end TTFT: the front end's time before the scheduler saw it is not queueing.
@@ -164,8 +173,11 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
   if (r.load_bounds) {
     rec.load_bound_s = *r.load_bounds;
     rec.load_bound = load_bound_name(rec.load_bound_s.bound());
+  } else {
+    rec.load_bound_s = LoadBoundTimes();
+    rec.load_bound.clear();
   }
-  return rec;
+  rec.meets_slo = false;
 }
 
 }  // namespace kappasim

@@ -72,5 +72,10 @@ RequestRecord make_request_record(const RequestState& r, double now_s,
                                   double kv_bytes_per_token_gpu, int tp,
                                   const std::string& load_path,
                                   double store_bytes_per_token_gpu = -1, int link_shards = 1);
+// The same into `rec`, every field set (issue 24: the engine reuses one record, its strings'
+// buffers kept: no allocation per finished request).
+void make_request_record(RequestRecord& rec, const RequestState& r, double now_s,
+                         double kv_bytes_per_token_gpu, int tp, const std::string& load_path,
+                         double store_bytes_per_token_gpu = -1, int link_shards = 1);
 
 }  // namespace kappasim

@@ -4,8 +4,12 @@
 // its cached tokens to load).
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <map>
 #include <memory>
+#include <random>
 
+#include "core/id_table.hpp"
 #include "serving/request_ledger.hpp"
 
 namespace kappasim {
@@ -50,6 +54,86 @@ TEST(RequestLedger, CountsAndSumsPerRankAndOverAll) {
   l.close(9);
   EXPECT_TRUE(l.empty());
   EXPECT_EQ(l.outstanding(2), 0u);
+}
+
+// core/id_table (issue 24): the same answers as a std::map under random insertions and erasures
+// of clustered and spread ids (backward-shift deletion keeps every probe run whole).
+TEST(IdTable, AgreesWithAMap) {
+  std::mt19937_64 rng(24);
+  IdTable<std::int64_t> t;
+  std::map<std::uint64_t, std::int64_t> m;
+  for (int op = 0; op < 20000; ++op) {
+    const std::uint64_t id = op % 3 == 0 ? rng() : rng() % 300;
+    if (rng() % 3 == 0) {
+      std::int64_t out = -1;
+      const bool had = m.erase(id) != 0;
+      ASSERT_EQ(t.erase(id, &out), had);
+    } else if (!m.count(id)) {
+      m[id] = op;
+      t.insert(id, op);
+    }
+    ASSERT_EQ(t.size(), m.size());
+    if (op % 97 == 0) {
+      for (const auto& [k, v] : m) ASSERT_TRUE(t.find(k) && *t.find(k) == v);
+      std::size_t n = 0;
+      t.for_each([&](std::uint64_t k, std::int64_t v) {
+        ++n;
+        EXPECT_EQ(m.at(k), v);
+      });
+      EXPECT_EQ(n, m.size());
+    }
+  }
+}
+
+// A closed state comes back fresh (its storage reused, issue 24): no sequence, defaults only.
+TEST(RequestLedger, ReusedStatesAreFresh) {
+  RequestLedger l(1);
+  for (std::uint64_t id = 1; id <= 40; ++id) {
+    RequestState& st = l.open(id, 0);
+    EXPECT_FALSE(st.seq);
+    EXPECT_EQ(st.steps, 0);
+    EXPECT_TRUE(st.chunk_levels.empty());
+    EXPECT_FALSE(st.load_bounds);
+    Sequence s;
+    s.req.id = id;
+    s.compute_tokens = 5;
+    Sequence& q = l.seat(st, std::move(s));
+    EXPECT_EQ(q.req.id, id);
+    EXPECT_EQ(q.computed, 0);
+    q.computed = 3;  // dirty it: a reused sequence is overwritten whole
+    st.steps = 7;
+    st.chunk_levels = {1, 2};
+    st.load_bounds = LoadBoundTimes{};
+    if (id % 4 != 0) l.close(id);
+  }
+  EXPECT_EQ(l.size(), 10u);
+  EXPECT_EQ(l.compute_tokens(), 10 * 2);
+}
+
+// make_request_record into a reused record sets every field: the same bytes as a fresh one.
+TEST(RequestLedger, RecordIntoAReusedRecordEqualsAFreshOne) {
+  RequestState st;
+  st.seq = std::make_unique<Sequence>();
+  st.seq->req.id = 9;
+  st.seq->req.arrival_s = 1.5;
+  st.seq->req.workload = "w";
+  st.seq->first_scheduled_s = 2;
+  st.seq->generated = 1;
+  st.compute_tokens = 100;
+  st.steps = 2;
+  RequestRecord dirty = make_request_record(st, 3.0, 2.0, 8, "kernel");
+  dirty.meets_slo = true;
+  dirty.load_bound = "link";
+  dirty.load_bound_s.s[0] = 1;
+  dirty.workload = "a much longer workload name than the other";
+  make_request_record(dirty, st, 3.25, 2.0, 8, "layerwise");
+  const RequestRecord fresh = make_request_record(st, 3.25, 2.0, 8, "layerwise");
+  EXPECT_EQ(dirty.workload, fresh.workload);
+  EXPECT_EQ(dirty.load_path, fresh.load_path);
+  EXPECT_EQ(dirty.load_bound, fresh.load_bound);
+  EXPECT_EQ(dirty.meets_slo, fresh.meets_slo);
+  EXPECT_EQ(std::memcmp(&dirty.load_bound_s, &fresh.load_bound_s, sizeof fresh.load_bound_s), 0);
+  EXPECT_EQ(RequestsCsvWriter::row(dirty, true, true), RequestsCsvWriter::row(fresh, true, true));
 }
 
 }  // namespace
