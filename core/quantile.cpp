@@ -58,6 +58,15 @@ void QuantileSketch::add(double x) {
   }
 }
 
+void QuantileSketch::add_like(double x, const QuantileSketch& other) {
+  const double mag = std::fabs(x);
+  if (mag == other.m_last_mag && other.m_last_mag != 0 && other.m_alpha == m_alpha) {
+    m_last_mag = mag;
+    m_last_slot = other.m_last_slot;
+  }
+  add(x);
+}
+
 void QuantileSketch::merge(const QuantileSketch& o) {
   if (o.m_alpha != m_alpha)
     throw std::invalid_argument("QuantileSketch::merge: different relative accuracy");

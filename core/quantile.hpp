@@ -36,6 +36,10 @@ class QuantileSketch {
 
   // Adds one sample; std::invalid_argument on NaN (infinities clamp like values beyond range).
   void add(double x);
+  // add(x) for a sample that often equals the latest of `other` (a sketch of the same accuracy):
+  // its bucket is then taken from other's (the same bucket_index of the same value; issue 24: a
+  // prefill-only request's end-to-end latency is its TTFT, one log for both).
+  void add_like(double x, const QuantileSketch& other);
   // Adds every sample of another sketch with the same accuracy (std::invalid_argument if not).
   void merge(const QuantileSketch& other);
 

@@ -45,6 +45,8 @@ ServingEngine::ServingEngine(const sc_core::sc_module_name& name, const RunSpec&
     throw InputError("serving.load_path: not a load path of stack '" + sv.stack.name +
                      "' (it supports: " + stack_load_paths(sv.stack) + ")");
   m_load_path = make_load_path(sv.load_path.name);
+  m_tier_chunk = sv.tier_chunk_tokens();
+  m_load_path_name = m_load_path->name();
   KvPull::check_async(m_spec, *m_load_path);
   // The link back end (serving.link_fidelity, systems/link_backend's registry) over every node
   // of the replica: each node its own host DRAM, sockets and host links, NVLink and NIC ports
@@ -291,11 +293,12 @@ std::uint64_t ServingEngine::copy_kernels_started() const {
 
 bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   const ServingSpec& sv = m_spec.serving;
-  const int chunk = sv.tier_chunk_tokens();
+  const int chunk = m_tier_chunk;
   std::vector<std::uint64_t>& keys = m_admit_keys;
   chunk_keys(r, chunk, -1, keys);
   Rank& rank = *m_ranks[ri];
-  RequestState& st = m_ledger.open(r.id, static_cast<int>(ri));
+  // Staged, not yet in the ledger's table: a fresh arrival is parked at once (below).
+  RequestState& st = m_ledger.stage(r.id, static_cast<int>(ri));
   if (sv.end_to_end()) {
     // Its handling in the front end, and the output path its first token takes back.
     st.front_end_in_s = fe_in;
@@ -331,6 +334,9 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
   // the steps, after admission, while other requests' steps run.
   if (!decode_role) st.seq->async_kv = StepGroup::loads_async(sv, st);
   ++m_stats.arrived;
+  // A lookup that found chunks below DRAM: a prefetch may hold the state (by its address, which
+  // commit() keeps); such a state is never packed.
+  if (!st.chunk_levels.empty()) m_ledger.commit();
   // A prefetch may hold the request out of the queue until its chunks are in DRAM. A request
   // that cannot fit one step (chunked prefill off, budget too small) is an input error found
   // only here (its cached tokens depend on the tier): reported through sim_fail (an exception
@@ -344,6 +350,7 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
         rank.sched->compact_back(st.seq.get(), *rec);
         m_ledger.park(r.id);
       } else {
+        if (m_ledger.staged()) m_ledger.commit();
         st.tier_keys.swap(keys);  // kept whole: its store needs them (KvStore::keys_of)
       }
     } catch (const InputError&) {
@@ -353,6 +360,7 @@ bool ServingEngine::admit(const Request& r, std::size_t ri, double fe_in) {
       return false;
     }
   }
+  if (m_ledger.staged()) m_ledger.commit();  // (held by its prefetch: committed above)
   m_work.notify(SC_ZERO_TIME);
   return true;
 }
@@ -370,7 +378,7 @@ void ServingEngine::finish(Sequence* s) {
     return;
   }
   RequestRecord& rec = m_record;
-  make_request_record(rec, st, now_s(), m_kv.unit_per_gpu, m_layout.tp, m_load_path->name(),
+  make_request_record(rec, st, now_s(), m_kv.unit_per_gpu, m_layout.tp, m_load_path_name,
                       m_kv.store_per_gpu, m_kv.replication);
   rec.meets_slo = m_spec.serving.slo.met(rec.ttft_s, rec.tpot_s);
   if (m_sinks.requests) m_sinks.requests->write(rec);

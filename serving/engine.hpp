@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/trace_writer.hpp"
@@ -161,6 +162,7 @@ class ServingEngine : public sc_core::sc_module {
   const RunSpec m_spec;
   EngineSinks m_sinks;
   RecomputeChooser m_recompute;  // serving.recompute at admission
+  int m_tier_chunk = 0;          // serving.tier_chunk_tokens(), asked once (issue 24)
   ReplicaLayout m_layout;        // plain TP: one rank of serving.tp GPUs
   // KV bytes per token one GPU of a rank holds and moves (serving.kv_cache: hybrid, the full
   // layers', the unit a load's and the pool's tokens count in), a stored chunk's, replication.
@@ -168,6 +170,7 @@ class ServingEngine : public sc_core::sc_module {
   std::unique_ptr<LinkModule> m_link;             // serving.link_fidelity's back end, every node
   std::unique_ptr<CxlPoolShare> m_own_pool;       // issue 25: a pool outside a cluster
   std::unique_ptr<LoadPathStrategy> m_load_path;  // serving.load_path's strategy
+  std::string m_load_path_name;  // its name(), asked once (issue 24: no string per finish)
   std::vector<std::unique_ptr<GpuUnit>> m_gpus;
   std::vector<std::unique_ptr<Rank>> m_ranks;
   std::vector<std::unique_ptr<StepGroup>> m_groups;

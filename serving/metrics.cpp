@@ -379,7 +379,7 @@ void SummaryBuilder::add_request(const RequestRecord& r) {
   a.arrivals.add(r.arrival_s);
   a.finishes.add(finish_s);
   a.time_sum += r.time;
-  a.e2e.add(r.e2e_s);
+  a.e2e.add_like(r.e2e_s, a.ttft);  // prefill only: the TTFT itself, its bucket known
   if (r.output_tokens > 1) a.tpot.add(r.tpot_s);
   a.output_tokens += static_cast<double>(r.output_tokens);
   a.preemptions += r.preemptions;

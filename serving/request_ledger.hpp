@@ -24,6 +24,13 @@ class RequestLedger {
 
   // Request `id`'s state, arrived on rank `rank` (a fresh state, no sequence yet; rank set).
   RequestState& open(std::uint64_t id, int rank);
+  // An arrival's state while it is admitted (issue 24: most arrivals are parked at once, so their
+  // state never enters the table): like open(), but held apart until commit() puts it in the
+  // table (at its address: pointers to it stay valid) or park() / close() drops it. At most one
+  // at a time (std::logic_error); at(), size() and the sums see it as an open one.
+  RequestState& stage(std::uint64_t id, int rank);
+  void commit();
+  bool staged() const { return m_staged_live; }
   // std::out_of_range when request `id` is not live.
   RequestState& at(std::uint64_t id) { return *find_or_throw(id); }
   const RequestState& at(std::uint64_t id) const { return *find_or_throw(id); }
@@ -40,7 +47,7 @@ class RequestLedger {
   // unpack_arrival fills).
   void park(std::uint64_t id);
   RequestState& unpark(const ArrivedRequest& rec);
-  std::size_t size() const { return m_live.size() + m_parked; }
+  std::size_t size() const { return m_live.size() + m_parked + (m_staged_live ? 1 : 0); }
   bool empty() const { return size() == 0; }
 
   // Rank r's requests (r >= 0) or every rank's (r < 0): how many, their prompt tokens still to
@@ -51,6 +58,10 @@ class RequestLedger {
 
  private:
   RequestState* find_or_throw(std::uint64_t id) const;
+  // The state of live request id (staged included), or nullptr.
+  RequestState* find(std::uint64_t id) const;
+  // Drops the staged state (counted, parked or not, by the caller).
+  void unstage();
 
   RequestState& insert(std::uint64_t id);          // a fresh state for id (not live)
   void recycle(std::unique_ptr<RequestState> st);  // to m_spare, fresh, its sequence kept apart
@@ -62,6 +73,9 @@ class RequestLedger {
   // the states in table order but integer sums.
   static constexpr std::size_t kSpare = 256;  // spare states and sequences kept, at most
   IdTable<std::unique_ptr<RequestState>> m_live;
+  std::unique_ptr<RequestState> m_staged;  // stage()'s state (kept between arrivals)
+  std::uint64_t m_staged_id = 0;
+  bool m_staged_live = false;
   std::vector<std::unique_ptr<RequestState>> m_spare;  // fresh states (no sequence)
   std::vector<std::unique_ptr<Sequence>> m_spare_seqs;
   std::vector<std::size_t> m_per_rank;  // live requests per rank, parked ones included

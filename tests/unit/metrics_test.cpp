@@ -958,5 +958,24 @@ TEST(LoadBounds, KernelLoadsInFlightAndReadTagsAreSeparateBounds) {
   EXPECT_EQ(rate_cap_bound(pageable), LoadBound::Software);
 }
 
+// add_like (issue 24) counts as add does: a sketch fed by add_like after another's add holds the
+// same buckets as one fed by add, equal samples, differing ones, zeros and negatives alike.
+TEST(Sketch, AddLikeEqualsAdd) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-2, 30);
+  QuantileSketch lead, like, plain;
+  for (int i = 0; i < 5000; ++i) {
+    const double x = i % 7 == 0 ? 0.0 : u(rng);
+    const double y = i % 3 == 0 ? u(rng) : x;
+    lead.add(x);
+    like.add_like(y, lead);
+    plain.add(y);
+  }
+  for (double q : {0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0})
+    EXPECT_EQ(like.quantile(q), plain.quantile(q)) << q;
+  EXPECT_EQ(like.sum(), plain.sum());
+  EXPECT_EQ(like.count(), plain.count());
+}
+
 }  // namespace metrics_test
 }  // namespace kappasim

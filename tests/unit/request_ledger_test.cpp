@@ -136,6 +136,41 @@ TEST(RequestLedger, RecordIntoAReusedRecordEqualsAFreshOne) {
   EXPECT_EQ(RequestsCsvWriter::row(dirty, true, true), RequestsCsvWriter::row(fresh, true, true));
 }
 
+// A staged arrival (issue 24) counts as an open one; parking or closing drops it, commit keeps it
+// at its address.
+TEST(RequestLedger, StagedArrivalsCountAsOpen) {
+  RequestLedger l(2);
+  RequestState& a = l.stage(1, 1);
+  Sequence s;
+  s.req.id = 1;
+  s.compute_tokens = 40;
+  s.cached_tokens = 8;
+  l.seat(a, std::move(s));
+  EXPECT_TRUE(l.staged());
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_EQ(l.outstanding(1), 1u);
+  EXPECT_EQ(l.compute_tokens(1), 40);
+  EXPECT_EQ(l.pending_load_tokens(), 8);
+  EXPECT_EQ(&l.at(1), &a);
+  EXPECT_THROW(l.stage(2, 0), std::logic_error);  // one at a time
+  l.park(1);
+  EXPECT_FALSE(l.staged());
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_EQ(l.compute_tokens(1), 40);
+  EXPECT_THROW(l.at(1), std::out_of_range);
+  RequestState& b = l.stage(2, 0);
+  EXPECT_FALSE(b.seq);  // fresh
+  l.seat(b, Sequence());
+  l.commit();
+  EXPECT_EQ(&l.at(2), &b);
+  RequestState& c = l.stage(3, 0);
+  l.close(3);
+  EXPECT_NE(&c, &b);
+  EXPECT_EQ(l.outstanding(0), 1u);
+  l.close(2);
+  EXPECT_EQ(l.size(), 1u);  // the parked one
+}
+
 }  // namespace
 }  // namespace request_ledger_test
 }  // namespace kappasim
