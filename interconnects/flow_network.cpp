@@ -52,7 +52,7 @@ const FlowNetwork::Flow* FlowNetwork::find(FlowId id) const {
 bool FlowNetwork::crosses(FlowId id, ResourceId r) const {
   const Flow* f = find(id);
   if (f == nullptr) return false;
-  for (const Use& u : f->path)
+  for (const Use& u : f->uses())
     if (u.resource == r) return true;
   return false;
 }
@@ -110,6 +110,7 @@ FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Us
   // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
   if (m_live == m_flows.size()) m_flows.emplace_back();
   merge_path(path, m_flows[m_live].path);
+  m_flows[m_live].shared = nullptr;
   return join(now, bytes, rate_cap);
 }
 
@@ -118,21 +119,24 @@ FlowNetwork::FlowId FlowNetwork::start_deferred_merged(double now, const std::ve
   check_start(bytes, rate_cap);
   if (m_live == m_flows.size()) m_flows.emplace_back();
   m_flows[m_live].path.assign(merged.begin(), merged.end());
+  m_flows[m_live].shared = nullptr;
   return join(now, bytes, rate_cap);
 }
 
 FlowNetwork::FlowId FlowNetwork::start_deferred_shared(double now, const std::vector<Use>& merged,
                                                        double bytes, double rate_cap) {
-  const FlowId id = start_deferred_merged(now, merged, bytes, rate_cap);
-  m_flows[m_live - 1].shared = &merged;
-  return id;
+  check_start(bytes, rate_cap);
+  if (m_live == m_flows.size()) m_flows.emplace_back();
+  m_flows[m_live].path.clear();  // its path is the caller's (no copy: issue 24)
+  m_flows[m_live].shared = &merged;
+  return join(now, bytes, rate_cap);
 }
 
 FlowNetwork::FlowId FlowNetwork::join(double now, double bytes, double rate_cap) {
   advance(now);  // settles and progresses the flows before this one (m_live unchanged)
   const FlowId id = m_next_id++;
   Flow& f = m_flows[m_live++];
-  for (const Use& u : f.path) ++m_res[u.resource].flows;
+  for (const Use& u : f.uses()) ++m_res[u.resource].flows;
   f.id = id;
   f.bytes = f.remaining = bytes;
   f.rate_cap = rate_cap;
@@ -140,7 +144,6 @@ FlowNetwork::FlowId FlowNetwork::join(double now, double bytes, double rate_cap)
   f.bound = -1;
   f.bound_s.clear();
   f.leaving = false;
-  f.shared = nullptr;
   if (!m_dirty) m_pending_from = id;
   m_dirty = true;
   return id;
@@ -167,7 +170,7 @@ void FlowNetwork::advance(double now) {
     double moved = std::isinf(f.rate) ? f.remaining : std::min(f.remaining, f.rate * dt);
     f.remaining -= moved;
     if (f.remaining < 0) f.remaining = 0;
-    for (const Use& u : f.path) m_res[u.resource].carried += u.cost * moved;
+    for (const Use& u : f.uses()) m_res[u.resource].carried += u.cost * moved;
   }
   for (std::size_t i = 0; i < m_loaded.size();) {  // each on its own: the order is no output
     Resource& r = m_res[static_cast<std::size_t>(m_loaded[i])];
@@ -227,7 +230,7 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
       Flow& f = m_flows[i];
       const FlowId id = f.id;
       // Credit what rounding left, so carried totals equal bytes × cost exactly.
-      for (const Use& u : f.path) {
+      for (const Use& u : f.uses()) {
         m_res[u.resource].carried += u.cost * f.remaining;
         --m_res[u.resource].flows;
         left_res.push_back(u.resource);
@@ -274,7 +277,7 @@ bool FlowNetwork::fill_one(Flow& f) {
   // GPUs: issue 24): each resource's level is its capacity over the flow's cost (the weight of a
   // resource crossed once), the flow freezes at the lowest, or at its rate cap, at the first
   // round, its bottleneck the first resource at that level within the tie tolerance.
-  const std::vector<Use>& path = f.path;
+  const std::vector<Use>& path = f.uses();
   for (std::size_t i = 0; i < path.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (path[j].resource == path[i].resource) return false;  // weights summed: fill()'s
@@ -334,7 +337,7 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
     seen.resize(n_res, 0);
     // The first round's weights summed on the way, in the order the rounds sum them.
     for (const Flow* f : unfrozen)
-      for (const Use& u : f->path) {
+      for (const Use& u : f->uses()) {
         const auto r = static_cast<std::size_t>(u.resource);
         if (!seen[r]) {
           seen[r] = 1;
@@ -356,7 +359,7 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
     if (!summed) {
       for (std::size_t r : used) weight[r] = 0.0;
       for (const Flow* f : unfrozen)
-        for (const Use& u : f->path) weight[u.resource] += u.cost;
+        for (const Use& u : f->uses()) weight[u.resource] += u.cost;
     }
     summed = false;
     // Each loaded resource's fill level, computed once a round (issue 24: was divided twice).
@@ -378,19 +381,19 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
     still.clear();
     for (Flow* f : unfrozen) {
       bool freeze = f->rate_cap <= tie;
-      for (const Use& u : f->path) freeze = freeze || saturated[u.resource];
+      for (const Use& u : f->uses()) freeze = freeze || saturated[u.resource];
       if (!freeze) {
         still.push_back(f);
         continue;
       }
       f->rate = std::min(level, f->rate_cap);
       f->bound = -1;  // the rate cap, unless a saturated resource on the path froze it
-      for (const Use& u : f->path)
+      for (const Use& u : f->uses())
         if (saturated[u.resource]) {
           f->bound = u.resource;
           break;
         }
-      for (const Use& u : f->path) residual[u.resource] -= u.cost * f->rate;
+      for (const Use& u : f->uses()) residual[u.resource] -= u.cost * f->rate;
     }
     if (still.size() == unfrozen.size()) {  // cannot happen; guard against an endless loop
       for (Flow* f : still) f->rate = level;
@@ -400,7 +403,7 @@ void FlowNetwork::fill(std::vector<Flow*>& flows) {
   }
   for (const Flow* f : flows)
     if (std::isfinite(f->rate))
-      for (const Use& u : f->path) m_res[u.resource].load += u.cost * f->rate;
+      for (const Use& u : f->uses()) m_res[u.resource].load += u.cost * f->rate;
   for (std::size_t r : used) {
     saturated[r] = 0;
     Resource& res = m_res[r];
@@ -433,7 +436,7 @@ bool FlowNetwork::alone_at_own_level(const Flow& f) const {
   // Progressive filling gives a flow alone on its resources the level min(capacity / cost, its
   // rate cap) unless another flow's level within the tie tolerance froze it first.
   double level = kInf;
-  for (const Use& u : f.path) {
+  for (const Use& u : f.uses()) {
     const Resource& r = m_res[static_cast<std::size_t>(u.resource)];
     if (r.flows != 1) return false;
     level = std::min(level, std::max(0.0, r.capacity) / u.cost);
@@ -481,11 +484,11 @@ bool FlowNetwork::settle_alone(std::vector<Flow*>& joining) {
   std::vector<int>& mine = m_scratch.count;
   mine.resize(m_res.size(), 0);
   for (const Flow* f : joining)
-    for (const Use& u : f->path) ++mine[static_cast<std::size_t>(u.resource)];
+    for (const Use& u : f->uses()) ++mine[static_cast<std::size_t>(u.resource)];
   // Each resource checked at its first visit and its count emptied there (later visits see 0).
   bool alone = true;
   for (const Flow* f : joining)
-    for (const Use& u : f->path) {
+    for (const Use& u : f->uses()) {
       const auto r = static_cast<std::size_t>(u.resource);
       if (mine[r] == 0) continue;
       alone = alone && mine[r] == m_res[r].flows;
@@ -545,9 +548,9 @@ void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
     std::size_t k = 0;
     for (std::size_t i = 0; i < flows.size() && same; ++i) {
       const Flow& f = *flows[i];
-      same = f.rate_cap == m.caps[i] && f.path.size() == m.lens[i];
-      for (std::size_t j = 0; same && j < f.path.size(); ++j, ++k)
-        same = f.path[j].resource == m.uses[k].resource && f.path[j].cost == m.uses[k].cost;
+      same = f.rate_cap == m.caps[i] && f.uses().size() == m.lens[i];
+      for (std::size_t j = 0; same && j < f.uses().size(); ++j, ++k)
+        same = f.uses()[j].resource == m.uses[k].resource && f.uses()[j].cost == m.uses[k].cost;
     }
     if (!same) continue;
     m_fill_hit = at;
@@ -567,8 +570,8 @@ void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
   m.bounds.clear();
   m.loads.clear();
   for (const Flow* f : flows) {
-    m.uses.insert(m.uses.end(), f->path.begin(), f->path.end());
-    m.lens.push_back(f->path.size());
+    m.uses.insert(m.uses.end(), f->uses().begin(), f->uses().end());
+    m.lens.push_back(f->uses().size());
     m.caps.push_back(f->rate_cap);
     m.rates.push_back(f->rate);
     m.bounds.push_back(f->bound);

@@ -117,7 +117,7 @@ class FlowNetwork {
   };
   struct Flow {
     FlowId id = 0;
-    std::vector<Use> path;
+    std::vector<Use> path;  // its own merged path (empty when `shared` holds it)
     double bytes;
     double remaining;
     double rate_cap;
@@ -126,6 +126,8 @@ class FlowNetwork {
     std::vector<std::pair<ResourceId, double>> bound_s;  // seconds moved per bottleneck
     bool leaving = false;                                // finish_due: in this batch
     const std::vector<Use>* shared = nullptr;            // start_deferred_shared's path
+    // The flow's merged path: its own (`path`), or the caller's kept one.
+    const std::vector<Use>& uses() const { return shared ? *shared : path; }
   };
   // std::logic_error unless bytes is finite and >= 0 and rate_cap > 0 (a start's arguments).
   static void check_start(double bytes, double rate_cap);

@@ -451,9 +451,17 @@ Admission::Outcome Admission::try_admit(Cursor& it) {
 // ---- Scheduler ------------------------------------------------------------------------------
 
 StepPlan Scheduler::plan(double now, PagedKv& kv) {
+  StepPlan p;
+  plan(now, kv, p);
+  return p;
+}
+
+void Scheduler::plan(double now, PagedKv& kv, StepPlan& plan) {
   if (m_in_flight >= m_cfg.max_batches)
     throw std::logic_error("Scheduler::plan: the previous step has not been completed");
-  StepPlan plan;
+  plan.items.clear();
+  plan.tokens = 0;
+  plan.load_tokens = 0;
   std::int64_t budget = m_cfg.max_num_batched_tokens;
 
   // 1. Running sequences, in admission order (preemption takes them from the back); those in a
@@ -511,7 +519,6 @@ StepPlan Scheduler::plan(double now, PagedKv& kv) {
     throw std::logic_error("Scheduler::plan: token budget exceeded");
   if (!plan.items.empty()) ++m_in_flight;
   for (const StepItem& it : plan.items) it.seq->in_batch = true;
-  return plan;
 }
 
 void Scheduler::complete(const StepPlan& plan, double now, PagedKv& kv) {
@@ -552,6 +559,11 @@ std::vector<Sequence*> Scheduler::take_finished() {
   std::vector<Sequence*> out;
   out.swap(m_finished);
   return out;
+}
+
+void Scheduler::take_finished(std::vector<Sequence*>& out) {
+  out.clear();
+  out.swap(m_finished);
 }
 
 double jain_index(const std::vector<double>& x) {

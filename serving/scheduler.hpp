@@ -456,6 +456,8 @@ class Scheduler {
   // (std::logic_error): complete() each before more; a sequence in an outstanding plan is
   // neither planned nor preempted (vLLM's scheduled_req_ids with pipeline parallelism).
   StepPlan plan(double now, PagedKv& kv);
+  // The same into `out` (emptied first; its items' buffer kept: issue 24, no allocation per step).
+  void plan(double now, PagedKv& kv, StepPlan& out);
 
   // Ends the outstanding step: advances `computed`; a sequence that finished its prefill
   // produces its first output token (first_token_s = now), a decoding one its next; one that
@@ -465,6 +467,8 @@ class Scheduler {
 
   // The sequences that finished (or were rejected) since the last call, in finishing order.
   std::vector<Sequence*> take_finished();
+  // The same into `out` (emptied first), whose buffer the scheduler keeps for the next ones.
+  void take_finished(std::vector<Sequence*>& out);
 
   // An async_kv sequence admitted by plan() takes its blocks and no budget and waits outside the
   // step for its KV (vLLM: WAITING_FOR_REMOTE_KVS); take_pulls() returns those admitted since the

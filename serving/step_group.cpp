@@ -192,11 +192,14 @@ void StepGroup::steps() {
         continue;
       }
       std::unique_ptr<Step> b = m_spare ? std::move(m_spare) : std::make_unique<Step>();
-      b->plans.clear();  // a spare's plans are empty ones; its other members are untouched
+      // A spare's plans are filled again in place (their items' buffers kept; issue 24); its
+      // other members are untouched.
+      b->plans.resize(ranks.size());
       bool any = false;
-      for (Rank* r : ranks) {
-        b->plans.push_back(r->sched->plan(now_s(), *r->kv));
-        any = any || !b->plans.back().items.empty();
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        Rank* r = ranks[i];
+        r->sched->plan(now_s(), *r->kv, b->plans[i]);
+        any = any || !b->plans[i].items.empty();
         // Requests admitted to load their KV outside the steps: an async tier load starts when
         // this step's worker runs (start_loads); a P/D pull starts now (vLLM's workers start the
         // reads as the step that admitted them begins).
@@ -231,7 +234,8 @@ void StepGroup::steps() {
         // count them now (no step will call take_finished() if they were the last arrivals).
         bool running = false;
         for (Rank* r : ranks) {
-          for (Sequence* s : r->sched->take_finished()) m_env.finish(s);
+          r->sched->take_finished(m_finished);
+          for (Sequence* s : m_finished) m_env.finish(s);
           // Pulls in flight, or blocks a P/D prefill holds for its decode instance, come back.
           running = running || r->sched->running() > 0 || r->sched->pulling() > 0 ||
                     r->kv->used_blocks() > 0;
@@ -482,8 +486,10 @@ void StepGroup::end(Step& b) {
   for (std::size_t r = 0; r < n; ++r)
     if (n == 1 || !b.plans[r].items.empty())
       ranks[r]->sched->complete(b.plans[r], now_s(), *ranks[r]->kv);
-  for (Rank* r : ranks)
-    for (Sequence* s : r->sched->take_finished()) m_env.finish(s);
+  for (Rank* r : ranks) {
+    r->sched->take_finished(m_finished);
+    for (Sequence* s : m_finished) m_env.finish(s);
+  }
   if (m_env.spec.check) check_step(b.start);
   if (m_env.summary) {
     StepRecord rec;

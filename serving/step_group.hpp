@@ -146,6 +146,7 @@ class StepGroup {
   // An iteration that planned nothing leaves its Step here for the next (issue 24: a stack's
   // empty steps repeat every empty_step while loads are parked, and a Step holds an sc_event).
   std::unique_ptr<Step> m_spare;
+  std::vector<Sequence*> m_finished;   // a rank's finished sequences, one buffer (issue 24)
   sc_core::sc_time m_empty_step_time;  // the stack's empty_step as an sc_time (zero: not yet)
   double m_last_step_end_s = 0;
   bool m_peer_fabric = false;  // the link back end carries PeerGpu transfers (flow: NVLink)
