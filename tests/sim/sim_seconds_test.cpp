@@ -5,6 +5,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -18,13 +19,14 @@ namespace {
 
 TEST(SimSeconds, AreToSecondsBitForBit) {
   std::mt19937_64 rng(24);
-  const auto limit = static_cast<std::uint64_t>(kSimTimeLimitS * 1e12);  // ticks of 1 ps
+  // Ticks of 1 ps up to 4x the time limit, and at most 2^62 (a uint64 tick count).
+  const double top = std::min(4 * kSimTimeLimitS * 1e12, std::ldexp(1.0, 62));
   for (int i = 0; i < 200000; ++i) {
-    // Log-uniform over 1 .. 4·limit ticks, and every small count.
+    // Log-uniform over 1 .. top ticks, and every small count.
     const std::uint64_t v =
         i < 1000 ? static_cast<std::uint64_t>(i)
-                 : static_cast<std::uint64_t>(std::exp2(std::uniform_real_distribution<double>(
-                       0, std::log2(4.0 * static_cast<double>(limit)))(rng)));
+                 : static_cast<std::uint64_t>(
+                       std::exp2(std::uniform_real_distribution<double>(0, std::log2(top))(rng)));
     const sc_core::sc_time t = sc_core::sc_time::from_value(v);
     ASSERT_EQ(sim_seconds(t), t.to_seconds()) << v << " ticks";
   }
