@@ -103,32 +103,35 @@ void FlowNetwork::check_start(double bytes, double rate_cap) {
   if (!(rate_cap > 0)) throw std::logic_error("FlowNetwork::start: rate cap must be > 0");
 }
 
+FlowNetwork::Flow& FlowNetwork::next_slot(double bytes, double rate_cap) {
+  check_start(bytes, rate_cap);
+  // The first free slot: its vectors' buffers are a finished flow's (issue 24: no allocation).
+  if (m_live == m_flows.size()) m_flows.emplace_back();
+  return m_flows[m_live];
+}
+
 FlowNetwork::FlowId FlowNetwork::start_deferred(double now, const std::vector<Use>& path,
                                                 double bytes, double rate_cap) {
-  check_start(bytes, rate_cap);
-  // Merge repeated resources, drop zero costs; keep the order of first appearance. Into the
-  // first free slot's own vector (issue 24: its buffer is a finished flow's, no allocation).
-  if (m_live == m_flows.size()) m_flows.emplace_back();
-  merge_path(path, m_flows[m_live].path);
-  m_flows[m_live].shared = nullptr;
+  Flow& f = next_slot(bytes, rate_cap);
+  // Merge repeated resources, drop zero costs; keep the order of first appearance.
+  merge_path(path, f.path);
+  f.shared = nullptr;
   return join(now, bytes, rate_cap);
 }
 
 FlowNetwork::FlowId FlowNetwork::start_deferred_merged(double now, const std::vector<Use>& merged,
                                                        double bytes, double rate_cap) {
-  check_start(bytes, rate_cap);
-  if (m_live == m_flows.size()) m_flows.emplace_back();
-  m_flows[m_live].path.assign(merged.begin(), merged.end());
-  m_flows[m_live].shared = nullptr;
+  Flow& f = next_slot(bytes, rate_cap);
+  f.path.assign(merged.begin(), merged.end());
+  f.shared = nullptr;
   return join(now, bytes, rate_cap);
 }
 
 FlowNetwork::FlowId FlowNetwork::start_deferred_shared(double now, const std::vector<Use>& merged,
                                                        double bytes, double rate_cap) {
-  check_start(bytes, rate_cap);
-  if (m_live == m_flows.size()) m_flows.emplace_back();
-  m_flows[m_live].path.clear();  // its path is the caller's (no copy: issue 24)
-  m_flows[m_live].shared = &merged;
+  Flow& f = next_slot(bytes, rate_cap);
+  f.path.clear();  // its path is the caller's (no copy: issue 24)
+  f.shared = &merged;
   return join(now, bytes, rate_cap);
 }
 

@@ -131,6 +131,9 @@ class FlowNetwork {
   };
   // std::logic_error unless bytes is finite and >= 0 and rate_cap > 0 (a start's arguments).
   static void check_start(double bytes, double rate_cap);
+  // The slot a starting flow takes (m_flows[m_live], made when none is free), its arguments
+  // checked (check_start).
+  Flow& next_slot(double bytes, double rate_cap);
   // start_deferred's common part: the flow in slot m_live (its path set) joins at `now`.
   FlowId join(double now, double bytes, double rate_cap);
   // The active flow `id`, or nullptr (binary search: m_flows is in ascending id order).
