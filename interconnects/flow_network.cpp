@@ -506,19 +506,12 @@ bool FlowNetwork::settle_alone(std::vector<Flow*>& joining) {
 FlowNetwork::FillMemo* FlowNetwork::shared_memo(const std::vector<Flow*>& flows) {
   for (const Flow* f : flows)
     if (f->shared == nullptr) return nullptr;
-  for (std::size_t e = 0; e < m_fill_memo.size(); ++e) {
-    const std::size_t at = e == 0 ? m_fill_hit : (e == m_fill_hit ? 0 : e);
-    if (at >= m_fill_memo.size()) continue;
-    FillMemo& m = m_fill_memo[at];
-    if (m.shared.size() != flows.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < flows.size() && same; ++i)
-      same = flows[i]->shared == m.shared[i] && flows[i]->rate_cap == m.caps[i];
-    if (!same) continue;
-    m_fill_hit = at;
-    return &m;
-  }
-  return nullptr;
+  return find_memo([&flows](const FillMemo& m) {
+    if (m.shared.size() != flows.size()) return false;
+    for (std::size_t i = 0; i < flows.size(); ++i)
+      if (flows[i]->shared != m.shared[i] || flows[i]->rate_cap != m.caps[i]) return false;
+    return true;
+  });
 }
 
 void FlowNetwork::apply_memo(FillMemo& m, std::vector<Flow*>& flows) {
@@ -541,23 +534,19 @@ void FlowNetwork::fill_alone(std::vector<Flow*>& flows) {
     fill(flows);           // step's flow has a rate cap of its own each step)
     return;
   }
-  // The entry that matched last first: a run's groups come back in turn (issue 24).
-  for (std::size_t e = 0; e < m_fill_memo.size(); ++e) {
-    const std::size_t at = e == 0 ? m_fill_hit : (e == m_fill_hit ? 0 : e);
-    if (at >= m_fill_memo.size()) continue;
-    FillMemo& m = m_fill_memo[at];
-    if (m.caps.size() != flows.size()) continue;
-    bool same = true;
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < flows.size() && same; ++i) {
-      const Flow& f = *flows[i];
-      same = f.rate_cap == m.caps[i] && f.uses().size() == m.lens[i];
-      for (std::size_t j = 0; same && j < f.uses().size(); ++j, ++k)
-        same = f.uses()[j].resource == m.uses[k].resource && f.uses()[j].cost == m.uses[k].cost;
-    }
-    if (!same) continue;
-    m_fill_hit = at;
-    apply_memo(m, flows);
+  if (FillMemo* m = find_memo([&flows](const FillMemo& m) {
+        if (m.caps.size() != flows.size()) return false;
+        bool same = true;
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < flows.size() && same; ++i) {
+          const Flow& f = *flows[i];
+          same = f.rate_cap == m.caps[i] && f.uses().size() == m.lens[i];
+          for (std::size_t j = 0; same && j < f.uses().size(); ++j, ++k)
+            same = f.uses()[j].resource == m.uses[k].resource && f.uses()[j].cost == m.uses[k].cost;
+        }
+        return same;
+      })) {
+    apply_memo(*m, flows);
     return;
   }
   fill(flows);

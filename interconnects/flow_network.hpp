@@ -177,6 +177,19 @@ class FlowNetwork {
   std::vector<FillMemo> m_fill_memo;
   std::size_t m_fill_next = 0;  // the entry a miss replaces next
   std::size_t m_fill_hit = 0;   // the entry the last hit found
+  // The first memo entry `same` accepts, the one that matched last tried first (a run's groups
+  // come back in turn: issue 24), or nullptr; a match becomes the one tried first next time.
+  template <class Same>
+  FillMemo* find_memo(Same same) {
+    for (std::size_t e = 0; e < m_fill_memo.size(); ++e) {
+      const std::size_t at = e == 0 ? m_fill_hit : (e == m_fill_hit ? 0 : e);
+      if (at < m_fill_memo.size() && same(m_fill_memo[at])) {
+        m_fill_hit = at;
+        return &m_fill_memo[at];
+      }
+    }
+    return nullptr;
+  }
   // The memo entry of `flows` by their shared paths and rate caps (every flow started by
   // start_deferred_shared), or nullptr.
   FillMemo* shared_memo(const std::vector<Flow*>& flows);
