@@ -50,15 +50,11 @@ bool RankGpus::owns(int fabric) const {
 
 void RankGpus::issue_one(TransferRequest& r, std::int64_t units, TransferGroup& g,
                          CopyPath dram_path, double delay_s) const {
-  for (GpuUnit* u : m_gpus) {
-    if (u->fabric != r.gpu) continue;
-    if (r.endpoint == Endpoint::HostDram && dram_path == CopyPath::Kernel)
-      u->kernel->start(r, units, g, delay_s, &u->compute->sm_pool(), m_sm_count);
-    else
-      u->dma->start(r, units, g, delay_s);
-    return;
-  }
-  throw std::logic_error("RankGpus: GPU " + std::to_string(r.gpu) + " is not the rank's");
+  GpuUnit* u = unit_of(r.gpu);
+  if (r.endpoint == Endpoint::HostDram && dram_path == CopyPath::Kernel)
+    u->kernel->start(r, units, g, delay_s, &u->compute->sm_pool(), m_sm_count);
+  else
+    u->dma->start(r, units, g, delay_s);
 }
 
 GpuUnit* RankGpus::unit_of(int fabric) const {
