@@ -281,9 +281,15 @@ bool FlowNetwork::fill_one(Flow& f) {
   // resource crossed once), the flow freezes at the lowest, or at its rate cap, at the first
   // round, its bottleneck the first resource at that level within the tie tolerance.
   const std::vector<Use>& path = f.uses();
-  for (std::size_t i = 0; i < path.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (path[j].resource == path[i].resource) return false;  // weights summed: fill()'s
+  // A resource named twice (weights summed) is fill()'s. One pass marks each resource, another
+  // clears the marks (issue 24: was every pair compared, 120 pairs for a TP-8 step's path).
+  std::vector<char>& once = m_scratch.once;
+  if (once.size() < m_res.size()) once.resize(m_res.size(), 0);
+  std::size_t marked = 0;
+  while (marked < path.size() && !once[static_cast<std::size_t>(path[marked].resource)])
+    once[static_cast<std::size_t>(path[marked++].resource)] = 1;
+  for (std::size_t i = 0; i < marked; ++i) once[static_cast<std::size_t>(path[i].resource)] = 0;
+  if (marked < path.size()) return false;
   f.rate = 0;
   double level = kInf;
   for (const Use& u : path)
@@ -585,8 +591,14 @@ bool FlowNetwork::leave_disjoint() {
   // another group's level has exactly that level; without that group its own would be a little
   // different).
   if (m_dirty) return false;
-  for (ResourceId r : m_scratch.left)
-    if (m_res[static_cast<std::size_t>(r)].flows != 0) return false;
+  // Their resources' loads go to 0 as they are checked (one pass, issue 24): should one still
+  // carry a flow, or the tie check below fail, finish_due's full recomputation sets every load
+  // afresh; nothing before it reads them.
+  for (ResourceId r : m_scratch.left) {
+    Resource& res = m_res[static_cast<std::size_t>(r)];
+    if (res.flows != 0) return false;
+    res.load = 0;
+  }
   const std::vector<double>& out = m_scratch.rates_out;
   for (std::size_t i = 0; i < m_live; ++i) {
     const Flow& f = m_flows[i];
@@ -595,7 +607,6 @@ bool FlowNetwork::leave_disjoint() {
     for (double x : out) near = near || (std::isfinite(x) && within_window(x, f.rate));
     if (near && !alone_at_own_level(f)) return false;
   }
-  for (ResourceId r : m_scratch.left) m_res[static_cast<std::size_t>(r)].load = 0;
   ++m_incremental;
   return true;
 }

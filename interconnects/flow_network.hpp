@@ -230,6 +230,7 @@ class FlowNetwork {
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight, level;
     std::vector<char> saturated, seen;
+    std::vector<char> once;  // fill_one: the resources of the path seen so far (all 0 between)
     std::vector<std::size_t> used;
     std::vector<Flow*> unfrozen, still, part;
     std::vector<double> rates_in, rates_out;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/pooled_spawn.hpp"
+#include "core/sim_seconds.hpp"
 #include "serving/kv_store.hpp"
 #include "serving/sim_clock.hpp"
 #include "serving/stack_profile.hpp"
@@ -285,7 +286,7 @@ void StepGroup::begin(Step& b) {
   const sc_core::sc_time d2 =
       software > 0 ? sc_core::sc_time(software, sc_core::SC_SEC) : sc_core::SC_ZERO_TIME;
   if (d1 != sc_core::SC_ZERO_TIME && d2 != sc_core::SC_ZERO_TIME) {
-    const sc_core::sc_time t1 = sc_core::sc_time_stamp() + d1;
+    const sc_core::sc_time t1 = sim_now() + d1;
     sc_core::wait(d1 + d2);
     const double t_sched = sim_seconds(t1);
     time.step_overhead_s += t_sched - b.start;

@@ -75,7 +75,7 @@ sc_core::sc_time FlowFabric::admit(TransferRequest& r, TransferGroup& g, double 
 }
 
 void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   const sc_core::sc_time at = admit(r, g, delay_s, now, sim_seconds(now));
   enqueue(now, at, Member{&r, &g});
 }
@@ -83,7 +83,7 @@ void FlowFabric::start(TransferRequest& r, TransferGroup& g, double delay_s) {
 void FlowFabric::start_many(TransferRequest* rs, std::size_t n, TransferGroup& g,
                             const double* delays_s) {
   if (n == 0) return;
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   const double now_s = sim_seconds(now);
   sc_core::sc_time at = admit(rs[0], g, delays_s[0], now, now_s);
   std::size_t i = 0;
@@ -133,7 +133,7 @@ void FlowFabric::start_lockstep(TransferRequest* rs, std::size_t n, TransferGrou
   }
   m_transfers += n;
   g.add();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   const double now_s = sim_seconds(now);
   for (std::size_t i = 0; i < n; ++i) rs[i].start_s = now_s;
   enqueue(now, lat == 0 ? now : now + sc_core::sc_time(lat, sc_core::SC_SEC), Member{rs, &g, n});
@@ -162,7 +162,7 @@ void FlowFabric::watch_check(bool was_busy) {
 void FlowFabric::on_start() {
   ++m_events;
   const bool was_busy = watched_busy();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   const double now_s = sim_seconds(now);  // once for every flow started now
   while (m_pending_head < m_pending.size() && m_pending[m_pending_head].at <= now) {
     start_flow(m_pending[m_pending_head++].m, now_s);

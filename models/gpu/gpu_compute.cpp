@@ -106,7 +106,7 @@ void GpuCompute::start_steps(GpuCompute* const* gpus, std::size_t n, double comp
 
 void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay_s, double t) {
   g.add();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   r.start_s = sim_seconds(now);
   const sc_core::sc_time at = now + sc_core::sc_time(delay_s + t, sc_core::SC_SEC);
   m_timed.emplace(at, Timed{&r, &g});
@@ -115,7 +115,7 @@ void GpuCompute::finish_timed(TransferRequest& r, TransferGroup& g, double delay
 }
 
 void GpuCompute::on_timed() {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   while (!m_timed.empty() && m_timed.begin()->first <= now) {
     const Timed d = m_timed.begin()->second;
     m_timed.erase(m_timed.begin());
