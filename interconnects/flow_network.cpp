@@ -203,6 +203,18 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::finish_due(double now) {
 }
 
 void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
+  finish_due(now, done, m_handed);
+  // Filed by id for take_bottleneck_times (ids are never reused).
+  for (std::size_t k = 0; k < done.size(); ++k) {
+    const auto at = std::lower_bound(
+        m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(),
+        done[k], [](const auto& e, FlowId id) { return e.first < id; });
+    m_done_bounds.emplace(at, done[k], std::move(m_handed[k]));
+  }
+}
+
+void FlowNetwork::finish_due(double now, std::vector<FlowId>& done,
+                             std::vector<BoundTimes>& bounds) {
   settle();
   done.clear();
   // Finish in time order, so flows that end before `now` release their share at the right time.
@@ -239,15 +251,9 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
         left_res.push_back(u.resource);
       }
       left_rates.push_back(f.rate);
-      const auto at_id = std::lower_bound(
-          m_done_bounds.begin() + static_cast<std::ptrdiff_t>(m_done_head), m_done_bounds.end(), id,
-          [](const auto& e, FlowId k) { return e.first < k; });  // ids are never reused
-      m_done_bounds.emplace(at_id, id, std::move(f.bound_s));
-      f.bound_s.clear();  // moved from: give it an emptied buffer back, if one is spare
-      if (!m_spare_bounds.empty()) {
-        f.bound_s.swap(m_spare_bounds.back());
-        m_spare_bounds.pop_back();
-      }
+      if (bounds.size() <= done.size()) bounds.emplace_back();
+      bounds[done.size()].swap(f.bound_s);  // the flow's slot keeps the buffer handed in
+      f.bound_s.clear();
       f.leaving = true;
       done.push_back(id);
     }
@@ -262,7 +268,21 @@ void FlowNetwork::finish_due(double now, std::vector<FlowId>& done) {
     if (!leave_disjoint()) recompute();
   }
   advance(std::max(now, m_now));
-  if (!std::is_sorted(done.begin(), done.end())) std::sort(done.begin(), done.end());
+  if (!std::is_sorted(done.begin(), done.end())) {  // batches in time order: ids may interleave
+    std::vector<std::size_t>& order = m_scratch.batch;
+    order.resize(done.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&done](std::size_t a, std::size_t b) { return done[a] < done[b]; });
+    std::vector<FlowId> ids(done.size());
+    std::vector<BoundTimes> times(done.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      ids[k] = done[order[k]];
+      times[k].swap(bounds[order[k]]);
+    }
+    for (std::size_t k = 0; k < order.size(); ++k) bounds[k].swap(times[k]);
+    done.swap(ids);
+  }
 }
 
 void FlowNetwork::recompute() {
@@ -660,8 +680,6 @@ void FlowNetwork::take_bottleneck_times(FlowId id,
     return;
   }
   out.swap(it->second);
-  it->second.clear();
-  if (it->second.capacity() != 0) m_spare_bounds.push_back(std::move(it->second));
   it->second = {};
   drop_done_bounds(it);
 }

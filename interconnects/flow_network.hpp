@@ -74,6 +74,15 @@ class FlowNetwork {
   std::vector<FlowId> finish_due(double now);
   // The same into `done` (cleared first): no vector per call (issue 24).
   void finish_due(double now, std::vector<FlowId>& done);
+  // Seconds a flow moved with each resource as its bottleneck (-1: its rate cap), in order of
+  // first appearance.
+  using BoundTimes = std::vector<std::pair<ResourceId, double>>;
+  // The same, each finished flow's bottleneck times handed over in `bounds`, parallel to `done`
+  // (bounds[k] is done[k]'s; `bounds` is grown to done's size, never shrunk, and its vectors are
+  // swapped with the flows' buffers, which a later flow reuses): nothing is kept for
+  // take_bottleneck_times (issue 24: the flow fabric takes every finished flow's at once; they
+  // were filed by id and looked up again, a tenth of the network's time).
+  void finish_due(double now, std::vector<FlowId>& done, std::vector<BoundTimes>& bounds);
 
   double rate(FlowId id) const;  // payload bytes/s; 0 for a flow that is not active
   bool active(FlowId id) const { return find(id) != nullptr; }
@@ -100,9 +109,9 @@ class FlowNetwork {
   // For a finished flow: the seconds it moved with each resource as its bottleneck (-1: its rate
   // cap), in order of first appearance. Handed over once (then forgotten); empty for a flow that
   // is unknown, still active or already taken.
+  // Kept only for flows finished by the finish_due overloads without `bounds`.
   std::vector<std::pair<ResourceId, double>> take_bottleneck_times(FlowId id);
-  // The same into `out` (its buffer swapped with the network's, which keeps it for a later
-  // flow: no allocation per flow once the buffers have grown; issue 24). Empty when not known.
+  // The same into `out` (its buffer swapped with the network's). Empty when not known.
   void take_bottleneck_times(FlowId id, std::vector<std::pair<ResourceId, double>>& out);
 
  private:
@@ -222,9 +231,9 @@ class FlowNetwork {
   FlowId m_pending_from = 0;  // while m_dirty: the first of them (ids ascend)
   // Finished flows' bottleneck times not yet taken, by ascending id: a vector, not a map (no
   // node per flow; the fabric takes each right after finish_due, so it stays short).
-  std::vector<std::pair<FlowId, std::vector<std::pair<ResourceId, double>>>> m_done_bounds;
-  std::size_t m_done_head = 0;  // m_done_bounds' entries before it were taken (issue 24)
-  std::vector<std::vector<std::pair<ResourceId, double>>> m_spare_bounds;  // emptied buffers
+  std::vector<std::pair<FlowId, BoundTimes>> m_done_bounds;
+  std::size_t m_done_head = 0;       // m_done_bounds' entries before it were taken (issue 24)
+  std::vector<BoundTimes> m_handed;  // finish_due(now, done)'s bounds, filed in m_done_bounds
   decltype(m_done_bounds)::iterator done_bounds_of(FlowId id);
   void drop_done_bounds(decltype(m_done_bounds)::iterator it);
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)

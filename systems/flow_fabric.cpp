@@ -325,11 +325,12 @@ void FlowFabric::on_finish() {
   ++m_events;
   const double now = sim_now_seconds();
   const bool was_busy = watched_busy();
-  m_net.finish_due(now, m_done);
-  for (FlowNetwork::FlowId id : m_done) {
+  m_net.finish_due(now, m_done, m_done_bounds);
+  for (std::size_t k = 0; k < m_done.size(); ++k) {
+    const FlowNetwork::FlowId id = m_done[k];
     if (!m_watched.empty()) m_watched.erase(id);
     if (Waiter* w = m_waiters.find(id)) {
-      m_net.take_bottleneck_times(id, w->req->bottleneck_s);  // blocking transfers too (issue 14)
+      w->req->bottleneck_s.swap(m_done_bounds[k]);  // blocking transfers too (issue 14)
       w->done->notify(sc_core::SC_ZERO_TIME);
       m_waiters.erase(w);
       continue;
@@ -337,7 +338,7 @@ void FlowFabric::on_finish() {
     Member* mt = m_members.find(id);
     if (mt == nullptr) throw std::logic_error("FlowFabric: finished flow has no owner");
     mt->req->end_s = now;
-    m_net.take_bottleneck_times(id, mt->req->bottleneck_s);
+    mt->req->bottleneck_s.swap(m_done_bounds[k]);
     for (std::size_t i = 1; i < mt->count; ++i) {  // lockstep: the others end with it
       mt->req[i].end_s = now;
       mt->req[i].bottleneck_s = mt->req->bottleneck_s;

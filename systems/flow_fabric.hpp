@@ -198,9 +198,10 @@ class FlowFabric : public LinkModule {
   };
   static constexpr std::size_t kLocksteps = 16;  // groups kept (a run has one per TP group)
   std::deque<Lockstep> m_locksteps;
-  std::size_t m_lockstep_hit = 0;                     // the entry found last
-  double latency_of(const TransferRequest& r) const;  // Topology::latency(r)
-  std::vector<FlowNetwork::FlowId> m_done;            // on_finish's finished flows
+  std::size_t m_lockstep_hit = 0;                      // the entry found last
+  double latency_of(const TransferRequest& r) const;   // Topology::latency(r)
+  std::vector<FlowNetwork::FlowId> m_done;             // on_finish's finished flows
+  std::vector<FlowNetwork::BoundTimes> m_done_bounds;  // and their bottleneck times, in order
   sc_core::sc_event m_start;
   int m_watch = -1;  // the shared resource (watch()), -1: none
   std::function<void()> m_watch_changed;
