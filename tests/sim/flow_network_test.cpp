@@ -491,6 +491,39 @@ TEST(FlowNetwork, FinishedSlotsAreReusedInIdOrder) {
   EXPECT_EQ(n.take_bottleneck_times(c).size(), 1u);
 }
 
+// Issue 24: finish_due with `bounds` hands each finished flow's bottleneck times over beside its
+// id, in id order even when a later flow finished first, and keeps none for
+// take_bottleneck_times. By hand: a link of 10 units/s; a (100 bytes) and then b (10 bytes) start
+// at 0 and share it at 5 each; b is done at 2 s, a has 90 left and runs alone at 10: done at
+// 11 s, bound by the link all along. One call at 20 s finishes b first, then a. A second round
+// (c, 10 bytes alone: 1 s) reuses the handed-back vectors, whatever they held.
+TEST(FlowNetwork, FinishDueHandsBottleneckTimesOverInIdOrder) {
+  FlowNetwork n;
+  const auto link = n.add_resource("link", 10.0);
+  const auto a = n.start(0.0, {{link, 1.0}}, 100.0);
+  const auto b = n.start(0.0, {{link, 1.0}}, 10.0);
+  std::vector<FlowNetwork::FlowId> done;
+  std::vector<FlowNetwork::BoundTimes> bounds;
+  n.finish_due(20.0, done, bounds);
+  ASSERT_EQ(done, (std::vector<FlowNetwork::FlowId>{a, b}));
+  ASSERT_GE(bounds.size(), 2u);
+  ASSERT_EQ(bounds[0].size(), 1u);
+  EXPECT_EQ(bounds[0][0].first, link);
+  EXPECT_DOUBLE_EQ(bounds[0][0].second, 11.0);
+  ASSERT_EQ(bounds[1].size(), 1u);
+  EXPECT_EQ(bounds[1][0].first, link);
+  EXPECT_DOUBLE_EQ(bounds[1][0].second, 2.0);
+  EXPECT_TRUE(n.take_bottleneck_times(a).empty());  // handed over already
+  EXPECT_TRUE(n.take_bottleneck_times(b).empty());
+  bounds[0] = {{7, 7.0}, {8, 8.0}};  // what a taker leaves in a vector it hands back
+  const auto c = n.start(20.0, {{link, 1.0}}, 10.0);
+  n.finish_due(21.0, done, bounds);
+  ASSERT_EQ(done, (std::vector<FlowNetwork::FlowId>{c}));
+  ASSERT_EQ(bounds[0].size(), 1u);
+  EXPECT_EQ(bounds[0][0].first, link);
+  EXPECT_DOUBLE_EQ(bounds[0][0].second, 1.0);
+}
+
 }  // namespace
 }  // namespace flow_network_test
 }  // namespace kappasim
