@@ -302,8 +302,9 @@ bool FlowNetwork::fill_one(Flow& f) {
   // round, its bottleneck the first resource at that level within the tie tolerance.
   const std::vector<Use>& path = f.uses();
   // A resource named twice (weights summed) is fill()'s. One pass marks each resource, another
-  // clears the marks (issue 24: was every pair compared, 120 pairs for a TP-8 step's path).
-  std::vector<char>& once = m_scratch.once;
+  // clears the marks (issue 24: was every pair compared, 120 pairs for a TP-8 step's path); the
+  // marks are fill()'s, all 0 between calls.
+  std::vector<char>& once = m_scratch.seen;
   if (once.size() < m_res.size()) once.resize(m_res.size(), 0);
   std::size_t marked = 0;
   while (marked < path.size() && !once[static_cast<std::size_t>(path[marked].resource)])

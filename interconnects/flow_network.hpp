@@ -239,8 +239,7 @@ class FlowNetwork {
   void drop_done_bounds(decltype(m_done_bounds)::iterator it);
   struct Scratch {  // recompute()'s working vectors, kept between calls (issue 24)
     std::vector<double> residual, weight, level;
-    std::vector<char> saturated, seen;
-    std::vector<char> once;  // fill_one: the resources of the path seen so far (all 0 between)
+    std::vector<char> saturated, seen;  // seen: fill()'s and fill_one's marks, all 0 between
     std::vector<std::size_t> used;
     std::vector<Flow*> unfrozen, still, part;
     std::vector<double> rates_in, rates_out;
