@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace kappasim {
 
@@ -14,7 +15,24 @@ QuantileSketch::QuantileSketch(double relative_accuracy) : m_alpha(relative_accu
   m_log_gamma = std::log(m_gamma);
   m_min_index = bucket_index(kMinValue);
   m_max_index = bucket_index(kMaxValue);
-  m_pos.assign(static_cast<std::size_t>(m_max_index - m_min_index + 1), 0);
+}
+
+void QuantileSketch::cover(Range& r, std::size_t from, std::size_t to) const {
+  // Blocks of 64 counters (512 bytes), so a run of samples creeping past an edge widens the
+  // range now and then, not at every new bucket.
+  constexpr std::size_t kBlock = 64;
+  const std::size_t n = max_counters();
+  if (!r.counts.empty()) {
+    from = std::min(from, r.lo);
+    to = std::max(to, r.lo + r.counts.size() - 1);
+  }
+  const std::size_t lo = from / kBlock * kBlock;
+  const std::size_t hi = std::min(n, (to / kBlock + 1) * kBlock);  // one past the last
+  std::vector<std::uint64_t> counts(hi - lo, 0);
+  std::copy(r.counts.begin(), r.counts.end(),
+            counts.begin() + static_cast<std::ptrdiff_t>(r.lo - lo));
+  r.lo = lo;
+  r.counts.swap(counts);
 }
 
 int QuantileSketch::bucket_index(double x) const {
@@ -50,12 +68,7 @@ void QuantileSketch::add(double x) {
     m_last_slot = slot(mag);
     m_last_mag = mag;
   }
-  if (x > 0) {
-    ++m_pos[m_last_slot];
-  } else {
-    if (m_neg.empty()) m_neg.assign(m_pos.size(), 0);
-    ++m_neg[m_last_slot];
-  }
+  count(x > 0 ? m_pos : m_neg, m_last_slot);
 }
 
 void QuantileSketch::add_like(double x, const QuantileSketch& other) {
@@ -81,10 +94,11 @@ void QuantileSketch::merge(const QuantileSketch& o) {
   m_count += o.m_count;
   m_sum += o.m_sum;
   m_zero += o.m_zero;
-  for (std::size_t k = 0; k < m_pos.size(); ++k) m_pos[k] += o.m_pos[k];
-  if (!o.m_neg.empty()) {
-    if (m_neg.empty()) m_neg.assign(m_pos.size(), 0);
-    for (std::size_t k = 0; k < m_neg.size(); ++k) m_neg[k] += o.m_neg[k];
+  for (auto [mine, theirs] : {std::pair{&m_pos, &o.m_pos}, std::pair{&m_neg, &o.m_neg}}) {
+    if (theirs->counts.empty()) continue;
+    cover(*mine, theirs->lo, theirs->lo + theirs->counts.size() - 1);
+    for (std::size_t k = 0; k < theirs->counts.size(); ++k)
+      mine->counts[theirs->lo + k - mine->lo] += theirs->counts[k];
   }
 }
 
@@ -107,15 +121,15 @@ double QuantileSketch::quantile(double q) const {
   auto clamp = [&](double v) { return std::clamp(v, m_min, m_max); };
   std::uint64_t seen = 0;
   // Negative samples, most negative first (largest magnitude = highest slot).
-  for (std::size_t k = m_neg.size(); k-- > 0;) {
-    seen += m_neg[k];
-    if (seen > rank) return clamp(-bucket_value(m_min_index + static_cast<int>(k)));
+  for (std::size_t k = m_neg.counts.size(); k-- > 0;) {
+    seen += m_neg.counts[k];
+    if (seen > rank) return clamp(-bucket_value(m_min_index + static_cast<int>(m_neg.lo + k)));
   }
   seen += m_zero;
   if (seen > rank) return clamp(0.0);
-  for (std::size_t k = 0; k < m_pos.size(); ++k) {
-    seen += m_pos[k];
-    if (seen > rank) return clamp(bucket_value(m_min_index + static_cast<int>(k)));
+  for (std::size_t k = 0; k < m_pos.counts.size(); ++k) {
+    seen += m_pos.counts[k];
+    if (seen > rank) return clamp(bucket_value(m_min_index + static_cast<int>(m_pos.lo + k)));
   }
   return m_max;  // unreachable: counts add up to m_count
 }

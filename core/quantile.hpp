@@ -4,10 +4,14 @@
 // Buckets. With relative accuracy α and γ = (1+α)/(1−α), a positive value x falls in bucket
 // i = ceil(log_γ x), i.e. γ^(i−1) < x ≤ γ^i, and the bucket stands for v_i = 2γ^i/(γ+1).
 // Any x in the bucket satisfies |v_i − x| ≤ α·x. Buckets cover [kMinValue, kMaxValue]
-// (1 ns .. 1e6 s) in a dense array allocated once (α = 0.5%: 3,455 counters, 27 KiB); values
+// (1 ns .. 1e6 s) in a dense array of at most 3,455 counters (α = 0.5%, 27 KiB); values
 // below kMinValue in magnitude count as zero, values above kMaxValue go into the top bucket
-// (their exact extremes are still kept by min()/max()). Negative values use a mirrored array,
-// allocated on the first negative sample.
+// (their exact extremes are still kept by min()/max()). Negative values use a mirrored array.
+// Each array holds only the run of buckets its samples have reached so far, widened in blocks
+// as a sample falls outside it (issue 24: latencies span a few decades, a few hundred buckets;
+// the whole array zero-filled at construction was 7 fresh pages per sketch, and a run holds
+// ten or more sketches, every one of them page faults in each of a sweep's forked points). The
+// counts are the same, so every quantile is the same bits.
 //
 // Error bound. quantile(q) returns the representative of the bucket that holds the sample of
 // rank floor(q·(n−1)) (0-based, lower-rank convention) in sorted order; for samples whose
@@ -17,7 +21,7 @@
 // min() and q ≥ 1 gives max(), both exact. count, sum, mean, min, max are exact (sum in
 // insertion order, so a deterministic run gives identical bits).
 //
-// Memory is constant: independent of the number of samples. Pure C++, no SystemC.
+// Memory is bounded: independent of the number of samples. Pure C++, no SystemC.
 #pragma once
 
 #include <cstdint>
@@ -57,20 +61,36 @@ class QuantileSketch {
   int bucket_index(double x) const;
   // Representative value of bucket i: 2γ^i/(γ+1).
   double bucket_value(int i) const;
-  // Number of counters held (memory, for tests): constant after construction and the first
-  // negative sample.
-  std::size_t counters() const { return m_pos.size() + m_neg.size(); }
+  // Number of counters held (memory, for tests): at most max_counters() for each sign, however
+  // many samples.
+  std::size_t counters() const { return m_pos.counts.size() + m_neg.counts.size(); }
+  // The counters of one sign's whole range (kMinValue .. kMaxValue).
+  std::size_t max_counters() const {
+    return static_cast<std::size_t>(m_max_index - m_min_index + 1);
+  }
 
  private:
-  std::size_t slot(double magnitude) const;  // index into m_pos / m_neg
+  // The counts of one sign's buckets m_min_index + lo .. m_min_index + lo + counts.size() - 1
+  // (empty until a sample of that sign); a bucket outside it holds none.
+  struct Range {
+    std::size_t lo = 0;
+    std::vector<std::uint64_t> counts;
+  };
+  // Widens `r` (by whole blocks, within [0, max_counters())) to hold slots [from, to].
+  void cover(Range& r, std::size_t from, std::size_t to) const;
+  void count(Range& r, std::size_t s, std::uint64_t n = 1) const {
+    if (s < r.lo || s - r.lo >= r.counts.size()) cover(r, s, s);
+    r.counts[s - r.lo] += n;
+  }
+  std::size_t slot(double magnitude) const;  // bucket index less m_min_index
 
   double m_alpha;
   double m_gamma;
   double m_log_gamma;
-  int m_min_index;                   // bucket index of kMinValue
-  int m_max_index;                   // bucket index of kMaxValue
-  std::vector<std::uint64_t> m_pos;  // bucket m_min_index + k at slot k
-  std::vector<std::uint64_t> m_neg;  // same layout for |x| of negative samples; lazy
+  int m_min_index;  // bucket index of kMinValue
+  int m_max_index;  // bucket index of kMaxValue
+  Range m_pos;      // positive samples: bucket m_min_index + k at slot k
+  Range m_neg;      // the same for |x| of negative samples
   std::uint64_t m_zero = 0;
   std::uint64_t m_count = 0;
   double m_sum = 0;
