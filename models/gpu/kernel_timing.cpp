@@ -932,41 +932,63 @@ std::uint64_t BatchStepParts::bits(double v) {
   return b;
 }
 
-std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t c) const {
+std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::size_t n) {
   // SplitMix64's finaliser over each key in turn: a double's low bits are mostly zero.
   const std::uint64_t h = mix64(mix64(mix64(a) ^ b) ^ c);
-  return static_cast<std::size_t>(h % m_slots);
+  return static_cast<std::size_t>(h % n);
+}
+
+template <class Entry, class KeyOf>
+Entry& BatchStepParts::find_or_make(std::vector<std::uint32_t>& index, std::vector<Entry>& entries,
+                                    std::uint64_t a, std::uint64_t b, std::uint64_t c,
+                                    KeyOf key_of) {
+  if (index.empty()) index.assign(std::min(m_slots, kFirstSlots), 0);
+  std::uint32_t* e = &index[slot(a, b, c, index.size())];
+  if (*e == 0 && 2 * (entries.size() + 1) > index.size() && index.size() < m_slots) {
+    // Each entry into its slot of the larger table, in the order they were made; one whose slot
+    // an earlier one took is dropped (a miss later, as a replaced one is). One never filled
+    // (`used` false) is dropped too.
+    std::vector<std::uint32_t> grown(std::min(m_slots, 4 * index.size()), 0);
+    std::vector<Entry> kept;
+    kept.reserve(entries.size() + 1);
+    for (Entry& x : entries) {
+      if (!x.used) continue;
+      const auto [ka, kb, kc] = key_of(x);
+      std::uint32_t& g = grown[slot(ka, kb, kc, grown.size())];
+      if (g != 0) continue;
+      kept.push_back(std::move(x));
+      g = static_cast<std::uint32_t>(kept.size());
+    }
+    index.swap(grown);
+    entries.swap(kept);
+    e = &index[slot(a, b, c, index.size())];
+  }
+  if (*e == 0) {
+    entries.emplace_back();
+    *e = static_cast<std::uint32_t>(entries.size());
+  }
+  return entries[*e - 1];
 }
 
 BatchStepParts::Edges& BatchStepParts::edges(double tokens, double sm_fraction) {
-  if (m_edge_slot.empty()) m_edge_slot.assign(m_slots, 0);
-  std::uint32_t& e = m_edge_slot[slot(bits(tokens), bits(sm_fraction), 0)];
-  if (e == 0) {
-    m_edges.emplace_back();
-    e = static_cast<std::uint32_t>(m_edges.size());
-  }
-  return m_edges[e - 1];
+  return find_or_make(m_edge_slot, m_edges, bits(tokens), bits(sm_fraction), 0, [](const Edges& x) {
+    return std::array<std::uint64_t, 3>{x.tokens, x.sm, 0};
+  });
 }
 
 BatchStepParts::Logits& BatchStepParts::logits(double logits, double sm_fraction) {
-  if (m_logits_slot.empty()) m_logits_slot.assign(m_slots, 0);
-  std::uint32_t& e = m_logits_slot[slot(bits(logits), bits(sm_fraction), 0)];
-  if (e == 0) {
-    m_logits.emplace_back();
-    e = static_cast<std::uint32_t>(m_logits.size());
-  }
-  return m_logits[e - 1];
+  return find_or_make(m_logits_slot, m_logits, bits(logits), bits(sm_fraction), 0,
+                      [](const Logits& x) {
+                        return std::array<std::uint64_t, 3>{x.logits, x.sm, 0};
+                      });
 }
 
 BatchStepParts::Layer& BatchStepParts::layer(double tokens, double sm_fraction, int first) {
-  if (m_layer_slot.empty()) m_layer_slot.assign(m_slots, 0);
-  std::uint32_t& e =
-      m_layer_slot[slot(bits(tokens), bits(sm_fraction), static_cast<std::uint64_t>(first) + 1)];
-  if (e == 0) {
-    m_layers.emplace_back();
-    e = static_cast<std::uint32_t>(m_layers.size());
-  }
-  return m_layers[e - 1];
+  return find_or_make(m_layer_slot, m_layers, bits(tokens), bits(sm_fraction),
+                      static_cast<std::uint64_t>(first) + 1, [](const Layer& x) {
+                        return std::array<std::uint64_t, 3>{
+                            x.tokens, x.sm, static_cast<std::uint64_t>(x.first) + 1};
+                      });
 }
 
 void apply_launch(PrefillTime& p, const LaunchSpec& launch, double tokens, int layers,

@@ -105,6 +105,40 @@ TEST(StepTimeMemo, AgreesWithAMapUnderCollisions) {
   EXPECT_EQ(memo.slots(), 13u);
 }
 
+// The table starts at 256 slots and grows x4 when a new entry would fill more than half of it,
+// up to the slots asked for: 3,000 distinct batches take it 256 -> 1,024 -> 4,096 (no sooner than
+// the 129th and 513th entries). What it finds is what was stored for that very batch, and the
+// batch just stored is always found, across the growths too.
+TEST(StepTimeMemo, GrowsToItsSlotsAndStillFindsOnlyWhatWasStored) {
+  StepTimeMemo memo(4096);
+  EXPECT_EQ(memo.slots(), 256u);
+  std::map<Key, double> model;
+  std::size_t slots = memo.slots();
+  for (int i = 0; i < 3000; ++i) {
+    const std::vector<SeqSlice> b{{static_cast<double>(1 + i), static_cast<double>(i % 7), true}};
+    memo.store(b, value(i));
+    model[key_of(b)] = i;
+    ASSERT_NE(memo.find(b), nullptr) << i;
+    EXPECT_EQ(memo.find(b)->total.compute_time_s, i);
+    if (memo.slots() != slots) {
+      EXPECT_EQ(memo.slots(), 4 * slots) << i;
+      EXPECT_GE(i + 1, slots == 256 ? 129 : 513);
+      slots = memo.slots();
+    }
+  }
+  EXPECT_EQ(memo.slots(), 4096u);
+  EXPECT_LE(memo.entries(), memo.slots());
+  int found = 0;
+  for (const auto& [k, v] : model) {
+    std::vector<SeqSlice> b{{std::get<0>(k.front()), std::get<1>(k.front()), true}};
+    if (const StepTime* t = memo.find(b)) {
+      EXPECT_EQ(t->total.compute_time_s, v);
+      ++found;
+    }
+  }
+  EXPECT_GT(found, 1000);  // most survive: 4,096 slots for 3,000 batches
+}
+
 }  // namespace
 }  // namespace step_time_memo_test
 }  // namespace kappasim
