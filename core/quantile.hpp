@@ -78,9 +78,10 @@ class QuantileSketch {
   };
   // Widens `r` (by whole blocks, within [0, max_counters())) to hold slots [from, to].
   void cover(Range& r, std::size_t from, std::size_t to) const;
-  void count(Range& r, std::size_t s, std::uint64_t n = 1) const {
-    if (s < r.lo || s - r.lo >= r.counts.size()) cover(r, s, s);
-    r.counts[s - r.lo] += n;
+  void count(Range& r, std::size_t s) const {
+    // s < r.lo wraps the unsigned difference past any size: one test for both sides.
+    if (s - r.lo >= r.counts.size()) cover(r, s, s);
+    ++r.counts[s - r.lo];
   }
   std::size_t slot(double magnitude) const;  // bucket index less m_min_index
 

@@ -939,28 +939,34 @@ std::size_t BatchStepParts::slot(std::uint64_t a, std::uint64_t b, std::uint64_t
 }
 
 template <class Entry, class KeyOf>
+void BatchStepParts::grow(std::vector<std::uint32_t>& index, std::vector<Entry>& entries,
+                          KeyOf key_of) {
+  // Each entry into its slot of the larger table, in the order they were made; one whose slot an
+  // earlier one took is dropped (a miss later, as a replaced one is). One never filled (`used`
+  // false) is dropped too.
+  std::vector<std::uint32_t> grown(std::min(m_slots, 4 * index.size()), 0);
+  std::vector<Entry> kept;
+  kept.reserve(entries.size() + 1);
+  for (Entry& x : entries) {
+    if (!x.used) continue;
+    const auto [ka, kb, kc] = key_of(x);
+    std::uint32_t& g = grown[slot(ka, kb, kc, grown.size())];
+    if (g != 0) continue;
+    kept.push_back(std::move(x));
+    g = static_cast<std::uint32_t>(kept.size());
+  }
+  index.swap(grown);
+  entries.swap(kept);
+}
+
+template <class Entry, class KeyOf>
 Entry& BatchStepParts::find_or_make(std::vector<std::uint32_t>& index, std::vector<Entry>& entries,
                                     std::uint64_t a, std::uint64_t b, std::uint64_t c,
                                     KeyOf key_of) {
   if (index.empty()) index.assign(std::min(m_slots, kFirstSlots), 0);
   std::uint32_t* e = &index[slot(a, b, c, index.size())];
-  if (*e == 0 && 2 * (entries.size() + 1) > index.size() && index.size() < m_slots) {
-    // Each entry into its slot of the larger table, in the order they were made; one whose slot
-    // an earlier one took is dropped (a miss later, as a replaced one is). One never filled
-    // (`used` false) is dropped too.
-    std::vector<std::uint32_t> grown(std::min(m_slots, 4 * index.size()), 0);
-    std::vector<Entry> kept;
-    kept.reserve(entries.size() + 1);
-    for (Entry& x : entries) {
-      if (!x.used) continue;
-      const auto [ka, kb, kc] = key_of(x);
-      std::uint32_t& g = grown[slot(ka, kb, kc, grown.size())];
-      if (g != 0) continue;
-      kept.push_back(std::move(x));
-      g = static_cast<std::uint32_t>(kept.size());
-    }
-    index.swap(grown);
-    entries.swap(kept);
+  if (*e == 0 && 8 * (entries.size() + 1) > index.size() && index.size() < m_slots) {
+    grow(index, entries, key_of);
     e = &index[slot(a, b, c, index.size())];
   }
   if (*e == 0) {

@@ -297,9 +297,10 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
 // and is added in the same order, so batch_step_time's result is the same bits with or without it.
 // Direct-mapped (a new key replaces its slot's), bounded: at most `slots` entries of each kind,
 // made as slots are first used. Each kind's slot table starts small and grows (×4, up to
-// `slots`) as it fills (issue 24: three tables of 64 KiB zero-filled per step model were fresh
-// pages in every forked point of a sweep, most of whose runs see a few hundred token counts);
-// growing keeps the entries whose slots stay theirs, so it changes only what is found.
+// `slots`) while its entries fill more than an eighth of it (issue 24: three tables of 64 KiB
+// zero-filled per step model were fresh pages in every forked point of a sweep, most of whose runs
+// see a few hundred token counts); growing keeps the entries whose slots stay theirs, so it changes
+// only what is found.
 class BatchStepParts {
  public:
   static constexpr std::size_t kFirstSlots = 256;
@@ -349,11 +350,14 @@ class BatchStepParts {
  private:
   static std::size_t slot(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::size_t n);
   // The slot of keys (a, b, c) in `index` (made, kFirstSlots or fewer, on first use; grown ×4 up
-  // to m_slots when a new entry would fill more than half of it: `key_of` gives an entry's
+  // to m_slots when a new entry would fill more than an eighth of it: `key_of` gives an entry's
   // keys), its entry made when the slot has none.
   template <class Entry, class KeyOf>
   Entry& find_or_make(std::vector<std::uint32_t>& index, std::vector<Entry>& entries,
                       std::uint64_t a, std::uint64_t b, std::uint64_t c, KeyOf key_of);
+  template <class Entry, class KeyOf>
+  [[gnu::noinline]] void grow(std::vector<std::uint32_t>& index, std::vector<Entry>& entries,
+                              KeyOf key_of);
   std::size_t m_slots;
   // Per slot: 1 + its entry's index, 0 while unused (entries made as slots are first used).
   std::vector<std::uint32_t> m_edge_slot, m_logits_slot, m_layer_slot;

@@ -6,7 +6,8 @@
 // that slot held. Its memory is bounded (`slots` entries at most, made as slots are first used,
 // each key's vector reused after), so it stops growing once the slots are used; a hit returns the
 // StepTime batch_step_time returned for those very inputs, so a run's outputs are the same with or
-// without it. The slot table starts small and grows (×4, up to `slots`) as it fills (issue 24:
+// without it. The slot table starts small and grows (×4, up to `slots`) while its entries fill
+// more than an eighth of it, so few batches replace another's (issue 24:
 // a run's batches are mostly a few hundred kinds, and the whole table zero-filled at the start
 // was fresh pages in every forked point of a sweep); growing keeps the entries whose slots
 // stay theirs, so it changes which batches a lookup finds, never what it returns.
@@ -43,7 +44,7 @@ class StepTimeMemo {
   void store(const std::vector<SeqSlice>& batch, const StepTime& value) {
     const std::uint64_t h = hash(batch);
     Slot* s = &m_slot[static_cast<std::size_t>(h % m_slot.size())];
-    if (s->entry == 0 && 2 * (m_entries.size() + 1) > m_slot.size() &&
+    if (s->entry == 0 && 8 * (m_entries.size() + 1) > m_slot.size() &&
         m_slot.size() < m_max_slots) {
       grow();
       s = &m_slot[static_cast<std::size_t>(h % m_slot.size())];

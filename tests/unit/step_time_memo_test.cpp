@@ -105,9 +105,9 @@ TEST(StepTimeMemo, AgreesWithAMapUnderCollisions) {
   EXPECT_EQ(memo.slots(), 13u);
 }
 
-// The table starts at 256 slots and grows x4 when a new entry would fill more than half of it,
-// up to the slots asked for: 3,000 distinct batches take it 256 -> 1,024 -> 4,096 (no sooner than
-// the 129th and 513th entries). What it finds is what was stored for that very batch, and the
+// The table starts at 256 slots and grows x4 when a new entry would fill more than an eighth of
+// it, up to the slots asked for: 3,000 distinct batches take it 256 -> 1,024 -> 4,096 (no sooner
+// than the 33rd and 129th entries). What it finds is what was stored for that very batch, and the
 // batch just stored is always found, across the growths too.
 TEST(StepTimeMemo, GrowsToItsSlotsAndStillFindsOnlyWhatWasStored) {
   StepTimeMemo memo(4096);
@@ -122,7 +122,7 @@ TEST(StepTimeMemo, GrowsToItsSlotsAndStillFindsOnlyWhatWasStored) {
     EXPECT_EQ(memo.find(b)->total.compute_time_s, i);
     if (memo.slots() != slots) {
       EXPECT_EQ(memo.slots(), 4 * slots) << i;
-      EXPECT_GE(i + 1, slots == 256 ? 129 : 513);
+      EXPECT_GE(i + 1, slots == 256 ? 33 : 129);
       slots = memo.slots();
     }
   }
