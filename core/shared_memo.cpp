@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kappasim {
@@ -20,13 +21,19 @@ static_assert(sizeof(Slot) == 48, "a slot is six words");
 Slot* g_slots = nullptr;
 std::size_t g_mask = 0;
 
+std::uint64_t fold(std::uint64_t h, std::uint64_t w) {
+  h ^= w + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 31);
+}
+
+// The key's first slot: its region picked by every word but the second, its place in the
+// region by the second (SharedMemo::kRegionSlots).
 std::size_t home(const SharedMemo::Key& k) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (std::uint64_t w : k.w) {
-    h ^= w + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
-    h *= 0xbf58476d1ce4e5b9ULL;
-  }
-  return static_cast<std::size_t>(h ^ (h >> 31));
+  const std::uint64_t region = fold(fold(fold(0x9e3779b97f4a7c15ULL, k.w[0]), k.w[2]), k.w[3]);
+  const std::uint64_t within = fold(region, k.w[1]);
+  const std::size_t span = std::min<std::size_t>(g_mask + 1, SharedMemo::kRegionSlots);
+  return static_cast<std::size_t>((region & g_mask & ~(span - 1)) | (within & (span - 1)));
 }
 
 bool same(const Slot& s, const SharedMemo::Key& k) {

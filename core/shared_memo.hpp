@@ -5,6 +5,12 @@
 // a value is a double. An answer read from the table is the bits the function would compute
 // again, so outputs are the same whoever computed it first and whatever the number of workers.
 //
+// Where a key goes: the words but the second pick a region of kRegionSlots slots, the second
+// its slot there (probing on from it). A function's answers that vary in one argument within a
+// run (the MoE sum's token count, over one model's routing odds and block) then sit in one region
+// of the table, so a forked process maps only the pages of its regions (issue 24: reading its
+// answers from all over the 6 MiB table, a sweep point took ~90 page faults for them).
+//
 // Lock-free across processes: a slot is claimed by a compare-and-swap of its state word, filled,
 // then published (release); a reader takes only published slots (acquire). Two processes may
 // both miss a key and both insert it (the same value twice): harmless. A full neighbourhood
@@ -35,6 +41,7 @@ class SharedMemo {
   // Empties the table (tests only: no process may be using it).
   static void clear();
   static constexpr std::size_t kProbe = 32;
+  static constexpr std::size_t kRegionSlots = std::size_t{1} << 13;  // 384 KiB
 };
 
 }  // namespace kappasim
