@@ -66,11 +66,30 @@ std::uint32_t KvTier::follow(std::uint32_t prev, std::uint64_t key) const {
   return n != kNil && m_nodes[n].key == key ? n : kNil;
 }
 
+std::size_t KvTier::along(std::uint32_t& last, const std::uint64_t* keys, std::size_t i,
+                          std::size_t n) const {
+  // follow()'s first test, key after key, in one loop (issue 24: a warm tier's warm-up places
+  // every request's prefix, hundreds of present chunks each, in every probe of a capacity search).
+  const Node* nodes = m_nodes.data();
+  const std::size_t size = m_nodes.size();
+  std::uint32_t at = last;
+  std::size_t j = i;
+  while (j < n && at + std::size_t{1} < size && nodes[at + 1].key == keys[j] &&
+         nodes[at].next == at + 1) {
+    ++at;
+    ++j;
+  }
+  last = at;
+  return j - i;
+}
+
 std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
   ++m_lookups;
   std::size_t hits = 0;
   std::uint32_t first = kNil, last = kNil;  // the pending run of hits, contiguous in the list
-  for (std::uint64_t k : keys) {
+  const std::size_t n = keys.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t k = keys[i];
     std::uint32_t f = follow(last, k);
     if (f == kNil) {
       move_run_to_back(first, last);
@@ -82,7 +101,9 @@ std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
       first = f;
     }
     last = f;
-    ++hits;
+    const std::size_t more = along(last, keys.data(), i + 1, n);  // the run's next keys
+    hits += 1 + more;
+    i += more;
   }
   move_run_to_back(first, last);
   m_hit_chunks += hits;
@@ -112,9 +133,12 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
                           std::vector<std::uint64_t>* evicted) {
   std::size_t stored = 0;
   std::uint32_t first = kNil, last = kNil;  // the pending run of present keys (as lookup)
-  for (std::uint64_t k : keys) {
+  const std::size_t count = keys.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t k = keys[i];
     if (const std::uint32_t next = follow(last, k); next != kNil) {
       last = next;
+      i += along(last, keys.data(), i + 1, count);  // the run's next keys
       continue;
     }
     move_run_to_back(first, last);  // before any eviction: touched chunks are the newest
