@@ -68,7 +68,10 @@ void QuantileSketch::add(double x) {
     m_last_slot = slot(mag);
     m_last_mag = mag;
   }
-  count(x > 0 ? m_pos : m_neg, m_last_slot);
+  if (x > 0)
+    count(m_pos, m_last_slot);
+  else
+    count(m_neg, m_last_slot);
 }
 
 void QuantileSketch::add_like(double x, const QuantileSketch& other) {

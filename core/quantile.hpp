@@ -80,8 +80,12 @@ class QuantileSketch {
   void cover(Range& r, std::size_t from, std::size_t to) const;
   void count(Range& r, std::size_t s) const {
     // s < r.lo wraps the unsigned difference past any size: one test for both sides.
-    if (s - r.lo >= r.counts.size()) cover(r, s, s);
-    ++r.counts[s - r.lo];
+    std::size_t i = s - r.lo;
+    if (i >= r.counts.size()) {
+      cover(r, s, s);
+      i = s - r.lo;
+    }
+    ++r.counts[i];
   }
   std::size_t slot(double magnitude) const;  // bucket index less m_min_index
 

@@ -66,34 +66,34 @@ std::uint32_t KvTier::follow(std::uint32_t prev, std::uint64_t key) const {
   return n != kNil && m_nodes[n].key == key ? n : kNil;
 }
 
-std::size_t KvTier::along(std::uint32_t& last, const std::uint64_t* keys, std::size_t i,
-                          std::size_t n) const {
+__attribute__((noinline)) std::size_t KvTier::along(std::uint32_t& last, const std::uint64_t* from,
+                                                    const std::uint64_t* end) const {
   // follow()'s first test, key after key, in one loop (issue 24: a warm tier's warm-up places
   // every request's prefix, hundreds of present chunks each, in every probe of a capacity search).
+  // Out of line: inlined, it cost the loops that call it a few instructions per new key.
   const Node* nodes = m_nodes.data();
   const std::size_t size = m_nodes.size();
   std::uint32_t at = last;
-  std::size_t j = i;
-  while (j < n && at + std::size_t{1} < size && nodes[at + 1].key == keys[j] &&
+  const std::uint64_t* k = from;
+  while (k != end && at + std::size_t{1} < size && nodes[at + 1].key == *k &&
          nodes[at].next == at + 1) {
     ++at;
-    ++j;
+    ++k;
   }
   last = at;
-  return j - i;
+  return static_cast<std::size_t>(k - from);
 }
 
 std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
   ++m_lookups;
   std::size_t hits = 0;
   std::uint32_t first = kNil, last = kNil;  // the pending run of hits, contiguous in the list
-  const std::size_t n = keys.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t k = keys[i];
-    std::uint32_t f = follow(last, k);
+  const std::uint64_t* const end = keys.data() + keys.size();
+  for (const std::uint64_t* at = keys.data(); at != end; ++at) {
+    std::uint32_t f = follow(last, *at);
     if (f == kNil) {
       move_run_to_back(first, last);
-      f = node_of(k);
+      f = node_of(*at);
       if (f == kNil) {
         first = last = kNil;
         break;
@@ -101,9 +101,9 @@ std::size_t KvTier::lookup(const std::vector<std::uint64_t>& keys) {
       first = f;
     }
     last = f;
-    const std::size_t more = along(last, keys.data(), i + 1, n);  // the run's next keys
+    const std::size_t more = along(last, at + 1, end);  // the run's next keys
     hits += 1 + more;
-    i += more;
+    at += more;
   }
   move_run_to_back(first, last);
   m_hit_chunks += hits;
@@ -133,12 +133,12 @@ std::size_t KvTier::place(const std::vector<std::uint64_t>& keys, bool warm,
                           std::vector<std::uint64_t>* evicted) {
   std::size_t stored = 0;
   std::uint32_t first = kNil, last = kNil;  // the pending run of present keys (as lookup)
-  const std::size_t count = keys.size();
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t k = keys[i];
+  const std::uint64_t* const end = keys.data() + keys.size();
+  for (const std::uint64_t* at = keys.data(); at != end; ++at) {
+    const std::uint64_t k = *at;
     if (const std::uint32_t next = follow(last, k); next != kNil) {
       last = next;
-      i += along(last, keys.data(), i + 1, count);  // the run's next keys
+      at += along(last, at + 1, end);  // the run's next keys
       continue;
     }
     move_run_to_back(first, last);  // before any eviction: touched chunks are the newest

@@ -120,11 +120,10 @@ class KvTier {
   // that node), which is the common case of a prefix looked up or stored again.
   void move_run_to_back(std::uint32_t first, std::uint32_t last);
   std::uint32_t follow(std::uint32_t prev, std::uint64_t key) const;
-  // How many of keys[i..n) follow `last` on nodes taken from the pool one after another
-  // (last + 1, last + 2, ...: follow()'s first case, as repeated follow() calls find them);
-  // `last` moves to the last of them.
-  std::size_t along(std::uint32_t& last, const std::uint64_t* keys, std::size_t i,
-                    std::size_t n) const;
+  // How many of the keys [from, end) follow `last` on nodes taken from the pool one after
+  // another (last + 1, last + 2, ...: follow()'s first case, as repeated follow() calls find
+  // them); `last` moves to the last of them.
+  std::size_t along(std::uint32_t& last, const std::uint64_t* from, const std::uint64_t* end) const;
   void unlink(std::uint32_t n);
   void push_back(std::uint32_t n);
   // The node holding `key`, or kNil when it is not present.

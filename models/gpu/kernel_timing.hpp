@@ -303,7 +303,7 @@ StepTime batch_step_time(const ModelSpec& m, const GpuSpec& gpu, int tp,
 // only what is found.
 class BatchStepParts {
  public:
-  static constexpr std::size_t kFirstSlots = 256;
+  static constexpr std::size_t kFirstSlots = 1024;  // 4 KiB
   explicit BatchStepParts(std::size_t slots = 16384) : m_slots(slots == 0 ? 1 : slots) {}
 
   struct Item {  // one kernel as PrefillTime::add reads it

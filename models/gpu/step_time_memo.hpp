@@ -27,7 +27,7 @@ namespace kappasim {
 
 class StepTimeMemo {
  public:
-  static constexpr std::size_t kFirstSlots = 256;
+  static constexpr std::size_t kFirstSlots = 512;  // 4 KiB
   explicit StepTimeMemo(std::size_t slots = 4096)
       : m_max_slots(slots == 0 ? 1 : slots), m_slot(std::min(m_max_slots, kFirstSlots)) {}
 

@@ -105,13 +105,13 @@ TEST(StepTimeMemo, AgreesWithAMapUnderCollisions) {
   EXPECT_EQ(memo.slots(), 13u);
 }
 
-// The table starts at 256 slots and grows x4 when a new entry would fill more than an eighth of
-// it, up to the slots asked for: 3,000 distinct batches take it 256 -> 1,024 -> 4,096 (no sooner
-// than the 33rd and 129th entries). What it finds is what was stored for that very batch, and the
+// The table starts at 512 slots and grows x4 when a new entry would fill more than an eighth of
+// it, up to the slots asked for: 3,000 distinct batches take it 512 -> 2,048 -> 4,096 (no sooner
+// than the 65th and 257th entries). What it finds is what was stored for that very batch, and the
 // batch just stored is always found, across the growths too.
 TEST(StepTimeMemo, GrowsToItsSlotsAndStillFindsOnlyWhatWasStored) {
   StepTimeMemo memo(4096);
-  EXPECT_EQ(memo.slots(), 256u);
+  EXPECT_EQ(memo.slots(), 512u);
   std::map<Key, double> model;
   std::size_t slots = memo.slots();
   for (int i = 0; i < 3000; ++i) {
@@ -121,8 +121,8 @@ TEST(StepTimeMemo, GrowsToItsSlotsAndStillFindsOnlyWhatWasStored) {
     ASSERT_NE(memo.find(b), nullptr) << i;
     EXPECT_EQ(memo.find(b)->total.compute_time_s, i);
     if (memo.slots() != slots) {
-      EXPECT_EQ(memo.slots(), 4 * slots) << i;
-      EXPECT_GE(i + 1, slots == 256 ? 33 : 129);
+      EXPECT_EQ(memo.slots(), slots == 512 ? 2048u : 4096u) << i;
+      EXPECT_GE(i + 1, slots == 512 ? 65 : 257);
       slots = memo.slots();
     }
   }
