@@ -7,10 +7,10 @@
 // each key's vector reused after), so it stops growing once the slots are used; a hit returns the
 // StepTime batch_step_time returned for those very inputs, so a run's outputs are the same with or
 // without it. The slot table starts small and grows (×4, up to `slots`) while its entries fill
-// more than an eighth of it, so few batches replace another's (issue 24:
-// a run's batches are mostly a few hundred kinds, and the whole table zero-filled at the start
-// was fresh pages in every forked point of a sweep); growing keeps the entries whose slots
-// stay theirs, so it changes which batches a lookup finds, never what it returns.
+// more than an eighth of it, so few batches replace another's (issue 24: a run's batches are
+// mostly a few hundred kinds, and the whole table zero-filled at the start was fresh pages in
+// every forked point of a sweep); growing keeps the entries whose slots stay theirs, so it
+// changes which batches a lookup finds, never what it returns.
 #pragma once
 
 #include <algorithm>
