@@ -99,7 +99,9 @@ void QuantileSketch::merge(const QuantileSketch& o) {
   m_zero += o.m_zero;
   for (auto [mine, theirs] : {std::pair{&m_pos, &o.m_pos}, std::pair{&m_neg, &o.m_neg}}) {
     if (theirs->counts.empty()) continue;
-    cover(*mine, theirs->lo, theirs->lo + theirs->counts.size() - 1);
+    const std::size_t last = theirs->lo + theirs->counts.size() - 1;
+    if (theirs->lo < mine->lo || last - mine->lo >= mine->counts.size())
+      cover(*mine, theirs->lo, last);
     for (std::size_t k = 0; k < theirs->counts.size(); ++k)
       mine->counts[theirs->lo + k - mine->lo] += theirs->counts[k];
   }

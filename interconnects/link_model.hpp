@@ -97,7 +97,7 @@ class LinkModel {
     g.left = 0;
     if (rs.empty()) {
       g.finished = true;
-      g.end_s = sim_now().to_seconds();
+      g.end_s = sim_now_seconds();
       g.done.notify(sc_core::SC_ZERO_TIME);
       return;
     }
@@ -183,7 +183,7 @@ class LinkModule : public sc_core::sc_module, public LinkModel {
   // waits `delay_s`, runs transfer(r) and reports to g.
   void start_by_thread(TransferRequest& r, TransferGroup& g, double delay_s) {
     g.add();
-    r.start_s = sim_now().to_seconds();
+    r.start_s = sim_now_seconds();
     TransferRequest* rp = &r;
     TransferGroup* gp = &g;
     spawn_pooled([this, rp, gp, delay_s]() {
@@ -191,7 +191,7 @@ class LinkModule : public sc_core::sc_module, public LinkModel {
       if (delay_s > 0) sc_core::wait(sc_core::sc_time(delay_s, sc_core::SC_SEC));
       transfer(*rp);
       rp->start_s = issued;
-      gp->member_done(sim_now().to_seconds());
+      gp->member_done(sim_now_seconds());
     });
   }
 

@@ -36,13 +36,13 @@ class ClientPool {
     while (m_ready_s.empty()) sc_core::wait(m_freed);
     const double t = m_ready_s.front();
     m_ready_s.pop_front();
-    const double now = sim_now().to_seconds();
+    const double now = sim_now_seconds();
     if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
   }
 
   // A client's request finished (or was rejected) now: the client is ready after its think time.
   void release() {
-    m_ready_s.push_back(sim_now().to_seconds() + m_think_s);
+    m_ready_s.push_back(sim_now_seconds() + m_think_s);
     m_freed.notify(sc_core::SC_ZERO_TIME);
   }
 
@@ -62,7 +62,7 @@ inline bool next_arrival(WorkloadSource& source, ClientPool* clients, Request& r
   if (!source.next(r)) return false;
   if (clients) {
     clients->acquire();
-    r.arrival_s = sim_now().to_seconds();
+    r.arrival_s = sim_now_seconds();
   }
   if (!(r.arrival_s > kSimTimeLimitS)) return true;
   sim_fail(std::make_exception_ptr(

@@ -77,7 +77,7 @@ void CopyEngine::release() {
 void CopyEngine::copy(TransferRequest& r) {
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
-  r.start_s = sim_now().to_seconds();
+  r.start_s = sim_now_seconds();
   acquire();
   if (m_overhead_s > 0) sc_core::wait(sc_core::sc_time(m_overhead_s, sc_core::SC_SEC));
   const double start = r.start_s;
@@ -127,7 +127,7 @@ void CopyEngine::copy_many(TransferRequest& r, std::int64_t copies, double extra
   if (copies < 1) throw std::logic_error(std::string(name()) + ": copy_many needs copies >= 1");
   r.gpu = m_gpu;
   r.path = CopyPath::Dma;
-  r.start_s = sim_now().to_seconds();
+  r.start_s = sim_now_seconds();
   acquire();
   const double fixed = dma_stream_fixed_s(m_gpu_spec, copies, extra_latency_s);
   if (fixed > 0) sc_core::wait(sc_core::sc_time(fixed, sc_core::SC_SEC));
@@ -226,7 +226,7 @@ void CopyKernel::copy_blocks(int gpu, Direction dir, double block_bytes, int blo
     r.endpoint_index = endpoint_index;
     // Little's law on the loads in flight: the SMs this kernel holds (all without a pool).
     set_inflight(r, sms ? held : m_gpu_spec.sm_count);
-    r.start_s = sim_now().to_seconds();
+    r.start_s = sim_now_seconds();
     send(out, r, name());
     m_blocks += static_cast<decltype(m_blocks)>(blocks);
   }
