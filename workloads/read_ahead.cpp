@@ -1,5 +1,6 @@
 #include "workloads/read_ahead.hpp"
 
+#include <algorithm>
 #include <system_error>
 #include <utility>
 
@@ -27,7 +28,9 @@ ReadAheadTrace::~ReadAheadTrace() {
 
 bool ReadAheadTrace::fill(Batch& b) {
   b.n = 0;
-  while (b.n < kBatch) {
+  const std::size_t rows = m_batch;
+  m_batch = std::min(kBatch, 2 * m_batch);
+  while (b.n < rows) {
     if (b.rows.size() <= b.n) b.rows.emplace_back();
     if (!m_src->next(b.rows[b.n])) return false;
     ++b.n;

@@ -29,6 +29,10 @@ class ReadAheadTrace final : public WorkloadSource {
  public:
   static constexpr std::size_t kBatch = 512;  // rows handed over at a time
   static constexpr std::size_t kBatches = 4;  // batches read ahead at most
+  // The first batch's rows; each batch after holds twice its predecessor's, up to kBatch. The run
+  // waits for the first batch before its first arrival: 512 rows read first kept it waiting.
+  static constexpr std::size_t kFirstBatch = 16;
+  static_assert(kFirstBatch >= 1 && kFirstBatch <= kBatch, "the first batch is a batch");
 
   // Opens the trace as TraceSource(spec, base_dir) does (its errors thrown here) and starts the
   // reading thread; without a thread to be had, the rows are read on the caller's (as before).
@@ -56,6 +60,7 @@ class ReadAheadTrace final : public WorkloadSource {
   std::unique_ptr<TraceSource> m_src;
   std::string m_describe;
   std::int64_t m_rows = 0;  // rows read from m_src (the thread's, or the caller's without one)
+  std::size_t m_batch = kFirstBatch;  // the next batch's rows (the thread's)
   // Shared with the thread under m_mu.
   std::mutex m_mu;
   std::condition_variable m_cv;
