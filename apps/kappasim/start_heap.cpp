@@ -69,3 +69,33 @@ void kappasim_start_heap() {
 __attribute__((section(".preinit_array"),
                used)) static void (*const kappasim_start_heap_p)() = kappasim_start_heap;
 #endif
+
+// Issue 24: the program's own machine code, mapped in one call at the start. A run touches code
+// all over kappasim's 4.5 MiB of text, and each first touch of a 64 KiB stretch of it was a page
+// fault (≈ 60 in a one-request run, ≈ 10 µs each on a VM whose page faults are dear);
+// madvise(MADV_POPULATE_READ) (Linux 5.14; elsewhere it fails and nothing changes) maps the
+// pages, already in the page cache, with no fault. The process's resident set counts the text
+// it maps (shared with every other kappasim process), ≈ 1 MB more than a run touched. Code
+// only: no output changes.
+#if defined(__linux__)
+extern "C" char __executable_start[], etext[];  // the linker's: the program's first byte, its
+                                                // text's end
+namespace {
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14 (uapi/asm-generic/mman-common.h)
+#endif
+
+void kappasim_map_text() {
+  constexpr std::uintptr_t kTextPage = 4096;
+  const std::uintptr_t from =
+      reinterpret_cast<std::uintptr_t>(__executable_start) & ~(kTextPage - 1);
+  const auto to = reinterpret_cast<std::uintptr_t>(etext);
+  if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_READ);
+}
+
+}  // namespace
+
+__attribute__((section(".preinit_array"),
+               used)) static void (*const kappasim_map_text_p)() = kappasim_map_text;
+#endif
