@@ -10,8 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "core/error.hpp"
@@ -229,6 +232,7 @@ OutputDir::OutputDir(std::string dir, bool force) : m_dir(std::move(dir)) {
 }
 
 OutputDir::~OutputDir() {
+  if (m_ahead.joinable()) m_ahead.join();  // before its folder goes
   if (m_committed) return;
   std::error_code ec;
   fs::remove_all(m_staging, ec);
@@ -282,9 +286,51 @@ bool read_manifest(const fs::path& dir, std::set<std::string>& files) {
   return true;
 }
 
+// The output marker of a folder holding `files` (files_under's order).
+std::string marker_text(const std::vector<std::string>& files) {
+  std::string marker = std::string(kMarkerHead) + kManifestHead;
+  for (const std::string& f : files) marker += f + "\n";
+  return marker;
+}
+
 }  // namespace
 
+void OutputDir::write_now(const std::vector<std::pair<std::string, std::string>>& files,
+                          const std::vector<std::string>& manifest) {
+  for (const auto& [relative, content] : files) write(relative, content);
+  const std::string marker = marker_text(manifest);
+  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), marker);
+  m_ahead_marker = marker;  // only once it is written
+}
+
+void OutputDir::write_ahead(std::vector<std::pair<std::string, std::string>> files,
+                            std::vector<std::string> manifest) {
+  if (m_ahead.joinable() || !m_ahead_marker.empty() || m_ahead_error)
+    throw std::logic_error("OutputDir::write_ahead: called twice ('" + m_dir + "')");
+  // Shared with the thread: still the caller's should no thread start.
+  const auto work = std::make_shared<
+      std::pair<std::vector<std::pair<std::string, std::string>>, std::vector<std::string>>>(
+      std::move(files), std::move(manifest));
+  try {
+    m_ahead = std::thread([this, work] {
+      try {
+        write_now(work->first, work->second);
+      } catch (...) {
+        m_ahead_error = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to be had: written here
+    write_now(work->first, work->second);
+  }
+}
+
+void OutputDir::finish_ahead() {
+  if (m_ahead.joinable()) m_ahead.join();
+  if (m_ahead_error) std::rethrow_exception(m_ahead_error);
+}
+
 void OutputDir::commit() {
+  finish_ahead();
   std::error_code ec;
   const std::string old = staging_root(m_dir) + "/old-" + std::to_string(::getpid());
   const bool had = fs::exists(m_dir, ec);
@@ -309,9 +355,9 @@ void OutputDir::commit() {
       m_kept_user_files.push_back(rel);
     }
   }
-  std::string marker = std::string(kMarkerHead) + kManifestHead;
-  for (const std::string& f : written) marker += f + "\n";
-  write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), marker);
+  const std::string marker = marker_text(written);
+  if (marker != m_ahead_marker)  // write_ahead's, unless the files turned out otherwise
+    write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), marker);
   if (had) {
     fs::rename(m_dir, old, ec);
     if (ec) throw IoError("cannot replace '" + m_dir + "': " + ec.message());

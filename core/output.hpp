@@ -3,7 +3,10 @@
 // staging folder and swapped in whole.
 #pragma once
 
+#include <exception>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace kappasim {
@@ -64,6 +67,14 @@ class OutputDir {
 
   // Writes a file (relative path) into the staging folder.
   void write(const std::string& relative, const std::string& content);
+  // Issue 24: writes `files` (relative path, content), known before the run, into the staging
+  // folder on a second thread, fsync included, while the caller runs; and the marker with
+  // `manifest`, the files the folder will hold once committed (relative, sorted, the markers
+  // aside), so that commit() waits for no fsync of theirs. commit() waits for the thread and
+  // throws its error; it writes the marker again only when the folder's files differ from
+  // `manifest`. Where no thread can start, the files are written here and now. Once per folder.
+  void write_ahead(std::vector<std::pair<std::string, std::string>> files,
+                   std::vector<std::string> manifest);
   std::string staging_path(const std::string& relative) const;
   // Replaces <dir>. Files the user added to a previous kappasim <dir> (not in the file list its
   // marker holds) are moved into the new folder, not deleted (issue 26.3).
@@ -75,9 +86,16 @@ class OutputDir {
   const std::vector<std::string>& renamed_user_files() const { return m_renamed_user_files; }
 
  private:
+  void write_now(const std::vector<std::pair<std::string, std::string>>& files,
+                 const std::vector<std::string>& manifest);  // write_ahead's work
+  void finish_ahead();  // waits for write_ahead's thread; throws its error
+
   std::string m_dir;
   std::string m_staging;
   bool m_committed = false;
+  std::thread m_ahead;               // write_ahead's
+  std::exception_ptr m_ahead_error;  // what it threw
+  std::string m_ahead_marker;        // the marker it wrote ("": none)
   std::vector<std::string> m_kept_user_files;
   std::vector<std::string> m_renamed_user_files;
 };

@@ -81,6 +81,14 @@ std::string tier_overflow_warning(const RunSpec& spec, const SummaryBuilder::Tot
          (lower ? " or serving.tiers" : "") + ")";
 }
 
+std::vector<std::string> run_folder_files(const RunSpec& spec, bool requests_csv) {
+  std::vector<std::string> files;
+  if (requests_csv) files.push_back("requests.csv");
+  files.push_back("summary.json");
+  if (spec.trace) files.push_back("trace.json");
+  return files;
+}
+
 RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,
                                 const std::string& dir, bool requests_csv) {
   std::optional<RequestsCsvWriter> csv;
@@ -100,6 +108,10 @@ RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir
   r.requests = summary.requests();
   r.figures = summary.figures(r.totals);
   return r;
+}
+
+std::vector<std::string> cluster_folder_files() {
+  return {"requests.csv", "routes.csv", "summary.json"};
 }
 
 std::vector<std::pair<std::string, double>> run_cluster_into_folder(const ClusterRunSpec& spec,

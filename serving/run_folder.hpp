@@ -39,6 +39,8 @@ struct RunFolderResult {
 // trace.json (when spec.trace) and summary.json.
 RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir,
                                 const std::string& dir, bool requests_csv);
+// The files run_into_folder writes, sorted (an output folder's manifest: core/output.hpp).
+std::vector<std::string> run_folder_files(const RunSpec& spec, bool requests_csv);
 
 // A routed cluster (serving/cluster) into `dir`: requests.csv (every node's finished requests),
 // routes.csv (one row per arrival: the node it was sent to) and summary.json (Cluster::figures,
@@ -46,6 +48,8 @@ RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir
 std::vector<std::pair<std::string, double>> run_cluster_into_folder(const ClusterRunSpec& spec,
                                                                     const std::string& base_dir,
                                                                     const std::string& dir);
+// The files run_cluster_into_folder writes, sorted (an output folder's manifest).
+std::vector<std::string> cluster_folder_files();
 
 // The same runs writing no files (`kappasim run --format json` without --out, the validation
 // rows' commands): summary.json's figures only (no Perfetto trace).

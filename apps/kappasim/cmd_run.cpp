@@ -1,11 +1,14 @@
 // kappasim run CONFIG --out DIR: a serving simulation -> DIR/requests.csv, summary.json,
 // trace.json, config.yaml. The folder appears whole or not at all (core/output), and every
 // input is checked (config, presets, the whole trace) before anything is simulated.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "apps/kappasim/cli.hpp"
 #include "core/output.hpp"
@@ -56,8 +59,12 @@ int run_cluster_command(const std::string& config, ConfigNode root,
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);
   OutputDir dir(out, force);
+  // The effective config and the marker, made durable while the run goes (as a run, below).
+  std::vector<std::string> files = cluster_folder_files();
+  files.push_back("config.yaml");
+  std::sort(files.begin(), files.end());
+  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
   const auto figures = run_cluster_into_folder(spec, config_dir(config), dir.staging_path(""));
-  dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
   for (const std::string& f : dir.renamed_user_files())
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f
@@ -168,9 +175,14 @@ int cmd_run(const std::vector<std::string>& args) {
   if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet && !json)
     warn_packet_cost(spec, config);
   OutputDir dir(out, force);
+  // The effective config and the folder's marker are written and made durable while the run goes
+  // (issue 24: their fsyncs were waited for after it).
+  std::vector<std::string> files = run_folder_files(spec, true);
+  files.push_back("config.yaml");
+  std::sort(files.begin(), files.end());
+  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
   const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
-  dir.write("config.yaml", kConfigHeader + emit_yaml(effective));
   dir.commit();
   for (const std::string& f : dir.renamed_user_files())
     std::cerr << "kappasim: kept your file " << out << "/" << f << " as " << f

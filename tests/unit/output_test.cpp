@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/output.hpp"
@@ -82,6 +83,50 @@ TEST(Output, FolderAppearsOnlyOnCommit) {
   }
   EXPECT_FALSE(fs::exists(out / "a.csv"));  // replaced whole
   EXPECT_EQ(slurp(out / "c.csv"), "3\n");
+  fs::remove_all(d);
+}
+
+// Issue 24: files known before a run (the effective config) and the folder's marker are written
+// on a second thread while the run goes; commit() waits for them, writes the marker again only
+// when the folder's files are not the ones announced, and reports the thread's error.
+TEST(Output, FilesWrittenAheadAreTheCommittedFoldersAndTheirErrorsItsOwn) {
+  fs::path d = fresh_dir("ahead");
+  fs::path out = d / "results";
+  const std::string head =
+      "kappasim output folder\n"
+      "files written by kappasim (a rerun replaces these and keeps any other):\n";
+  {
+    OutputDir o(out.string());
+    o.write_ahead({{"config.yaml", "model: x\n"}}, {"a.csv", "config.yaml"});
+    EXPECT_THROW(o.write_ahead({}, {}), std::logic_error);  // once per folder
+    o.write("a.csv", "1\n");
+    EXPECT_FALSE(fs::exists(out));
+    o.commit();
+  }
+  EXPECT_EQ(slurp(out / "config.yaml"), "model: x\n");
+  EXPECT_EQ(slurp(out / "a.csv"), "1\n");
+  EXPECT_EQ(slurp(out / kOutputMarker), head + "a.csv\nconfig.yaml\n");
+  {  // the files turn out otherwise than announced: the marker lists what is there
+    OutputDir o(out.string());
+    o.write_ahead({{"config.yaml", "model: y\n"}}, {"config.yaml", "missing.csv"});
+    o.write("b.csv", "2\n");
+    o.commit();
+  }
+  EXPECT_EQ(slurp(out / kOutputMarker), head + "b.csv\nconfig.yaml\n");
+  EXPECT_FALSE(fs::exists(out / "a.csv"));  // replaced whole, as ever
+  {  // destroyed without commit: nothing appears, the previous results stay
+    OutputDir o(out.string());
+    o.write_ahead({{"config.yaml", "model: z\n"}}, {"config.yaml"});
+  }
+  EXPECT_EQ(slurp(out / "config.yaml"), "model: y\n");
+  {  // the thread's error is commit()'s, and nothing is replaced
+    OutputDir o(out.string());
+    o.write("f", "a file, not a folder\n");
+    o.write_ahead({{"f/config.yaml", "model: w\n"}}, {"f", "f/config.yaml"});
+    EXPECT_THROW(o.commit(), IoError);
+  }
+  EXPECT_EQ(slurp(out / "config.yaml"), "model: y\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);  // no staging
   fs::remove_all(d);
 }
 
