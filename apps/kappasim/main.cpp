@@ -149,10 +149,10 @@ bool may_fork_commands() {
 
 // Issue 24: once a command has returned, its files are closed and committed, so the process ends
 // without the destructors of its static objects (the preset, kind and stat registries, yaml-cpp's
-// tables, libsystemc's context): freeing memory the exit gives back anyway, they were ≈ 0.3 ms of
-// a short run, most of it page faults on destructor code never run before. The output streams
-// are flushed first, as exit() would. Under a sanitizer the process exits normally, so its leak
-// check still runs.
+// tables, libsystemc's context): freeing memory the exit gives back anyway, they were ≈ 1 ms of
+// a short run on the project's VM, much of it page faults on destructor code never run before.
+// The output streams are flushed first, as exit() would. Under a sanitizer the process exits
+// normally, so its leak check still runs.
 #define KAPPASIM_EXIT_WITHOUT_DESTRUCTORS 1
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \

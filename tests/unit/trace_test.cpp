@@ -527,7 +527,7 @@ TEST_F(TraceReader, ReadAheadGivesTheRowsTraceSourceGives) {
 
 TEST_F(TraceReader, ReadAheadReportsABadRowWhereverTheRunStopped) {
   std::string text;
-  const std::size_t good = ReadAheadTrace::kBatch * 2 + 3;  // the bad row is batches in
+  const std::size_t good = ReadAheadTrace::kBatch * 2 + 3;  // the bad row lies batches in
   for (std::size_t i = 0; i < good; ++i)
     text += "{\"arrival_s\": " + std::to_string(i) + ", \"prefix_tokens\": 0, \"new_tokens\": 1}\n";
   text += "oops\n{\"arrival_s\": 1e6, \"prefix_tokens\": 0, \"new_tokens\": 1}\n";
