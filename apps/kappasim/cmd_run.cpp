@@ -38,6 +38,15 @@ std::string config_dir(const std::string& config) {
 
 const char* kConfigHeader = "# effective configuration of this run (kappasim run --dump-config)\n";
 
+// The effective config, and the folder's marker listing `files` (what the run writes) and it,
+// written and made durable while the run goes (issue 24: their fsyncs were waited for after it).
+void write_config_ahead(OutputDir& dir, std::vector<std::string> files,
+                        const ConfigNode& effective) {
+  files.push_back("config.yaml");
+  std::sort(files.begin(), files.end());
+  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
+}
+
 // kappasim run on a cluster config (the root has `cluster:`): DIR/requests.csv (every node's
 // finished requests), DIR/routes.csv, DIR/summary.json (Cluster::figures) and DIR/config.yaml;
 // no Perfetto trace (serving/run_folder).
@@ -59,11 +68,7 @@ int run_cluster_command(const std::string& config, ConfigNode root,
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);
   OutputDir dir(out, force);
-  // The effective config and the marker, made durable while the run goes (as a run, below).
-  std::vector<std::string> files = cluster_folder_files();
-  files.push_back("config.yaml");
-  std::sort(files.begin(), files.end());
-  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
+  write_config_ahead(dir, cluster_folder_files(), effective);
   const auto figures = run_cluster_into_folder(spec, config_dir(config), dir.staging_path(""));
   dir.commit();
   for (const std::string& f : dir.renamed_user_files())
@@ -175,12 +180,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet && !json)
     warn_packet_cost(spec, config);
   OutputDir dir(out, force);
-  // The effective config and the folder's marker are written and made durable while the run goes
-  // (issue 24: their fsyncs were waited for after it).
-  std::vector<std::string> files = run_folder_files(spec, true);
-  files.push_back("config.yaml");
-  std::sort(files.begin(), files.end());
-  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
+  write_config_ahead(dir, run_folder_files(spec, true), effective);
   const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
   dir.commit();

@@ -14,6 +14,7 @@
 #include "apps/kappasim/cli.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/glibc_malloc.hpp"
 #include "core/version.hpp"  // generated from project(VERSION) in CMakeLists.txt
 
 namespace {
@@ -153,23 +154,10 @@ bool may_fork_commands() {
 // a short run on the project's VM, much of it page faults on destructor code never run before.
 // The output streams are flushed first, as exit() would. Under a sanitizer the process exits
 // normally, so its leak check still runs.
-#define KAPPASIM_EXIT_WITHOUT_DESTRUCTORS 1
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
-    __has_feature(thread_sanitizer) || __has_feature(leak_sanitizer)
-#undef KAPPASIM_EXIT_WITHOUT_DESTRUCTORS
-#define KAPPASIM_EXIT_WITHOUT_DESTRUCTORS 0
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#undef KAPPASIM_EXIT_WITHOUT_DESTRUCTORS
-#define KAPPASIM_EXIT_WITHOUT_DESTRUCTORS 0
-#endif
-
 int main(int argc, char** argv) {
   kappasim::analysis::set_command_runner({&run_cli, &may_fork_commands});
   const int rc = run_cli(std::vector<std::string>(argv + 1, argv + argc));
-#if KAPPASIM_EXIT_WITHOUT_DESTRUCTORS
+#if !KAPPASIM_SANITIZER
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
