@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -289,9 +290,8 @@ class EmittedReader {
       m_lines.push_back(text.substr(at, nl - at));
       at = nl + 1;
     }
-    for (std::string_view l : m_lines)
-      for (char c : l)
-        if (c < 0x20 || c > 0x7e) m_ok = false;  // tabs, CR, NUL, UTF-8: yaml-cpp's
+    for (std::string_view l : m_lines)  // tabs, CR, NUL, UTF-8 outside a comment: yaml-cpp's
+      if (!(comment_line(l) ? comment_text(l) : printable_ascii(l))) m_ok = false;
   }
 
   std::optional<ConfigNode> read() {
@@ -311,6 +311,57 @@ class EmittedReader {
  private:
   static constexpr int kMaxNest = 100;  // below convert()'s limit: deeper goes to yaml-cpp
   static constexpr std::size_t kMaxKeyChars = 1000;
+
+  static bool printable_ascii(std::string_view l) {
+    for (char c : l)
+      if (c < 0x20 || c > 0x7e) return false;
+    return true;
+  }
+  static bool comment_line(std::string_view l) {
+    const std::size_t n = l.find_first_not_of(' ');
+    return n != std::string_view::npos && l[n] == '#';
+  }
+  // A comment line's text (issue 24: a config's comments name κ, ≈ or ×, and sent the whole file
+  // to yaml-cpp, ≈ 1.5 M instructions of a run's start): printable ASCII, and UTF-8 for YAML's
+  // printable characters beyond it, none that YAML 1.1 reads as a line break (U+0085, U+2028,
+  // U+2029), no byte-order mark, no C1 control. Anything else goes to yaml-cpp as before.
+  static bool comment_text(std::string_view l) {
+    const auto* p = reinterpret_cast<const unsigned char*>(l.data());
+    const auto* const end = p + l.size();
+    while (p < end) {
+      const unsigned lead = *p;
+      if (lead >= 0x20 && lead <= 0x7e) {
+        ++p;
+        continue;
+      }
+      std::size_t more = 0;  // continuation bytes
+      std::uint32_t cp = 0;
+      if (lead >= 0xc2 && lead <= 0xdf) {
+        more = 1;
+        cp = lead & 0x1fu;
+      } else if (lead >= 0xe0 && lead <= 0xef) {
+        more = 2;
+        cp = lead & 0x0fu;
+      } else if (lead >= 0xf0 && lead <= 0xf4) {
+        more = 3;
+        cp = lead & 0x07u;
+      } else {
+        return false;  // a control, DEL, a stray continuation byte, or no UTF-8 lead byte
+      }
+      if (static_cast<std::size_t>(end - p) <= more) return false;  // cut short
+      for (std::size_t k = 1; k <= more; ++k) {
+        if ((p[k] & 0xc0u) != 0x80u) return false;
+        cp = (cp << 6) | (p[k] & 0x3fu);
+      }
+      const std::uint32_t least = more == 1 ? 0x80u : more == 2 ? 0x800u : 0x10000u;
+      if (cp < least) return false;  // overlong
+      const bool printable = (cp >= 0xa0u && cp <= 0xd7ffu) || (cp >= 0xe000u && cp <= 0xfffdu) ||
+                             (cp >= 0x10000u && cp <= 0x10ffffu);
+      if (!printable || cp == 0x2028u || cp == 0x2029u || cp == 0xfeffu) return false;
+      p += more + 1;
+    }
+    return true;
+  }
 
   std::size_t indent_of(std::size_t i) const {
     const std::string_view l = m_lines[i];

@@ -440,6 +440,40 @@ TEST(Config, PresetStyleYamlReadsAsYamlCppReadsIt) {
     EXPECT_FALSE(parse_emitted_yaml(t, "t.yaml").has_value()) << t;
 }
 
+// UTF-8 in whole comment lines (issue 24: experiment configs name κ, ≈ or × in their comments):
+// read here, node for node and mark for mark as yaml-cpp reads the text; whatever YAML might
+// read otherwise (a NEL, LS or PS line break, a byte-order mark, a C1 control, text that is not
+// UTF-8) and UTF-8 anywhere else go to yaml-cpp.
+TEST(Config, Utf8InCommentLinesReadsAsYamlCppReadsIt) {
+  for (const char* t : {
+           "# The κ paper's testbed: ≈ 2× faster \xe2\x80\x94 see docs\nmodel: x\n",
+           "a:\n  # café \xf0\x9f\x98\x80 (four bytes)\n  b: 1\n    # deeper: \xc2\xa0nbsp\n  c: "
+           "2\n",
+           "# \xed\x9f\xbf \xee\x80\x80 \xef\xbf\xbd \xf4\x8f\xbf\xbf: the ranges' edges\nz: 1\n",
+       }) {
+    EXPECT_TRUE(emitted_matches_yaml_cpp(t)) << t;
+  }
+  EXPECT_EQ(parse_emitted_yaml("# κ\n# ≈\nname: x\n", "t.yaml")->find("name")->loc.str(),
+            "t.yaml:3:7");
+  for (const char* t : {
+           "# a NEL \xc2\x85 line break\na: 1\n",
+           "# an LS \xe2\x80\xa8 line break\na: 1\n",
+           "# a PS \xe2\x80\xa9 line break\na: 1\n",
+           "# a BOM \xef\xbb\xbf inside\na: 1\n",
+           "# a C1 control \xc2\x80\na: 1\n",
+           "# not UTF-8 \xff\na: 1\n",
+           "# cut short \xce\na: 1\n",
+           "# overlong \xc0\xaf and \xe0\x80\xaf\na: 1\n",
+           "# a surrogate \xed\xa0\x80\na: 1\n",
+           "# past U+10FFFF \xf4\x90\x80\x80\na: 1\n",
+           "# U+FFFE \xef\xbf\xbe\na: 1\n",
+           "a: 1 # κ after a value\n",
+           "a: κ\n",
+       }) {
+    EXPECT_FALSE(parse_emitted_yaml(t, "t.yaml").has_value()) << t;
+  }
+}
+
 // Every built-in preset is read without yaml-cpp, node for node as yaml-cpp reads it.
 TEST(Config, BuiltInPresetsReadAsYamlCppReadsThem) {
   const PresetRegistry& reg = PresetRegistry::instance();
