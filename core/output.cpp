@@ -295,32 +295,34 @@ std::string marker_text(const std::vector<std::string>& files) {
 
 }  // namespace
 
-void OutputDir::write_now(const std::vector<std::pair<std::string, std::string>>& files,
-                          const std::vector<std::string>& manifest) {
+void OutputDir::write_now(const Files& files, const std::vector<std::string>& manifest) {
   for (const auto& [relative, content] : files) write(relative, content);
   const std::string marker = marker_text(manifest);
   write_file_atomic((fs::path(m_staging) / kOutputMarker).string(), marker);
   m_ahead_marker = marker;  // only once it is written
 }
 
-void OutputDir::write_ahead(std::vector<std::pair<std::string, std::string>> files,
-                            std::vector<std::string> manifest) {
+void OutputDir::write_ahead(Files files, std::vector<std::string> manifest) {
+  write_ahead([files = std::move(files)]() mutable { return std::move(files); },
+              std::move(manifest));
+}
+
+void OutputDir::write_ahead(std::function<Files()> make, std::vector<std::string> manifest) {
   if (m_ahead.joinable() || !m_ahead_marker.empty() || m_ahead_error)
     throw std::logic_error("OutputDir::write_ahead: called twice ('" + m_dir + "')");
   // Shared with the thread: still the caller's should no thread start.
-  const auto work = std::make_shared<
-      std::pair<std::vector<std::pair<std::string, std::string>>, std::vector<std::string>>>(
-      std::move(files), std::move(manifest));
+  const auto work = std::make_shared<std::pair<std::function<Files()>, std::vector<std::string>>>(
+      std::move(make), std::move(manifest));
   try {
     m_ahead = std::thread([this, work] {
       try {
-        write_now(work->first, work->second);
+        write_now(work->first(), work->second);
       } catch (...) {
         m_ahead_error = std::current_exception();
       }
     });
-  } catch (const std::system_error&) {  // no thread to be had: written here
-    write_now(work->first, work->second);
+  } catch (const std::system_error&) {  // no thread to be had: made and written here
+    write_now(work->first(), work->second);
   }
 }
 

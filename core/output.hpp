@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -73,8 +74,13 @@ class OutputDir {
   // aside), so that commit() waits for no fsync of theirs. commit() waits for the thread and
   // throws its error; it writes the marker again only when the folder's files differ from
   // `manifest`. Where no thread can start, the files are written here and now. Once per folder.
-  void write_ahead(std::vector<std::pair<std::string, std::string>> files,
-                   std::vector<std::string> manifest);
+  using Files = std::vector<std::pair<std::string, std::string>>;
+  void write_ahead(Files files, std::vector<std::string> manifest);
+  // The same with the files' contents made on that thread too: `make` runs there, before the
+  // files are written (issue 24: a run's effective config, built and emitted as YAML, was ≈ 2.7 M
+  // instructions at its start). Whatever `make` reads must stay valid and unchanged until commit()
+  // or this object's destruction, both of which wait for it; what it throws, commit() throws.
+  void write_ahead(std::function<Files()> make, std::vector<std::string> manifest);
   std::string staging_path(const std::string& relative) const;
   // Replaces <dir>. Files the user added to a previous kappasim <dir> (not in the file list its
   // marker holds) are moved into the new folder, not deleted (issue 26.3).
@@ -86,8 +92,7 @@ class OutputDir {
   const std::vector<std::string>& renamed_user_files() const { return m_renamed_user_files; }
 
  private:
-  void write_now(const std::vector<std::pair<std::string, std::string>>& files,
-                 const std::vector<std::string>& manifest);  // write_ahead's work
+  void write_now(const Files& files, const std::vector<std::string>& manifest);  // write_ahead's
   void finish_ahead();  // waits for write_ahead's thread; throws its error
 
   std::string m_dir;

@@ -38,13 +38,20 @@ std::string config_dir(const std::string& config) {
 
 const char* kConfigHeader = "# effective configuration of this run (kappasim run --dump-config)\n";
 
-// The effective config, and the folder's marker listing `files` (what the run writes) and it,
-// written and made durable while the run goes (issue 24: their fsyncs were waited for after it).
-void write_config_ahead(OutputDir& dir, std::vector<std::string> files,
-                        const ConfigNode& effective) {
+// The effective config (`effective()`: the spec written back as YAML), and the folder's marker
+// listing `files` (what the run writes) and it, made, written and made durable on a second thread
+// while the run goes (issue 24: their fsyncs were waited for after it, and building and emitting
+// the config was ≈ 2.7 M instructions before it). `effective` reads the run's spec and
+// provenance, which stay unchanged while the run reads them, and which outlive `dir`.
+template <class Effective>
+void write_config_ahead(OutputDir& dir, std::vector<std::string> files, Effective effective) {
   files.push_back("config.yaml");
   std::sort(files.begin(), files.end());
-  dir.write_ahead({{"config.yaml", kConfigHeader + emit_yaml(effective)}}, std::move(files));
+  dir.write_ahead(
+      [effective]() -> OutputDir::Files {
+        return {{"config.yaml", kConfigHeader + emit_yaml(effective())}};
+      },
+      std::move(files));
 }
 
 // kappasim run on a cluster config (the root has `cluster:`): DIR/requests.csv (every node's
@@ -56,9 +63,8 @@ int run_cluster_command(const std::string& config, ConfigNode root,
   for (const auto& s : sets) apply_set(root, s);
   ProvenanceTable prov;
   const ClusterRunSpec spec = read_config<ClusterRunSpec>(root, "", &prov);
-  const ConfigNode effective = write_cluster_config(spec, &prov);
   if (dump) {
-    std::cout << emit_yaml(effective);
+    std::cout << emit_yaml(write_cluster_config(spec, &prov));
     return 0;
   }
   if (json && out.empty()) {  // the summary alone, no files
@@ -68,7 +74,8 @@ int run_cluster_command(const std::string& config, ConfigNode root,
   if (out.empty()) throw InputError("kappasim run: --out DIR is required");
   check_output_dir(out, force);
   OutputDir dir(out, force);
-  write_config_ahead(dir, cluster_folder_files(), effective);
+  write_config_ahead(dir, cluster_folder_files(),
+                     [&spec, &prov] { return write_cluster_config(spec, &prov); });
   const auto figures = run_cluster_into_folder(spec, config_dir(config), dir.staging_path(""));
   dir.commit();
   for (const std::string& f : dir.renamed_user_files())
@@ -166,7 +173,7 @@ int cmd_run(const std::vector<std::string>& args) {
   ConfigNode root = load_yaml_file(config);  // read and parsed once (issue 24)
   if (is_cluster_config(root))               // a routed pool of nodes (serving/cluster)
     return run_cluster_command(config, std::move(root), all_sets, out, dump, quiet, force, json);
-  const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov, &effective);
+  const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov, dump ? &effective : nullptr);
   if (dump) {
     std::cout << emit_yaml(effective);
     return 0;
@@ -180,7 +187,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (spec.serving.link_fidelity == LinkFidelity::Packet && !quiet && !json)
     warn_packet_cost(spec, config);
   OutputDir dir(out, force);
-  write_config_ahead(dir, run_folder_files(spec, true), effective);
+  write_config_ahead(dir, run_folder_files(spec, true),
+                     [&spec, &prov] { return write_config(spec, "", &prov); });
   const RunFolderResult run = run_into_folder(spec, config_dir(config), dir.staging_path(""), true);
   const SummaryBuilder::Totals& totals = run.totals;
   dir.commit();

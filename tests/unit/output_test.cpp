@@ -98,7 +98,7 @@ TEST(Output, FilesWrittenAheadAreTheCommittedFoldersAndTheirErrorsItsOwn) {
   {
     OutputDir o(out.string());
     o.write_ahead({{"config.yaml", "model: x\n"}}, {"a.csv", "config.yaml"});
-    EXPECT_THROW(o.write_ahead({}, {}), std::logic_error);  // once per folder
+    EXPECT_THROW(o.write_ahead(OutputDir::Files{}, {}), std::logic_error);  // once per folder
     o.write("a.csv", "1\n");
     EXPECT_FALSE(fs::exists(out));
     o.commit();
@@ -126,6 +126,25 @@ TEST(Output, FilesWrittenAheadAreTheCommittedFoldersAndTheirErrorsItsOwn) {
     EXPECT_THROW(o.commit(), IoError);
   }
   EXPECT_EQ(slurp(out / "config.yaml"), "model: y\n");
+  {  // contents made on the thread: its files are the folder's; what making them throws, commit()'s
+    const std::string text = "model: v\n";  // read by the thread until commit() returns
+    OutputDir o(out.string());
+    o.write_ahead(
+        [&text]() -> OutputDir::Files {
+          return {{"config.yaml", text}};
+        },
+        {"config.yaml"});
+    o.commit();
+  }
+  EXPECT_EQ(slurp(out / "config.yaml"), "model: v\n");
+  EXPECT_EQ(slurp(out / kOutputMarker), head + "config.yaml\n");
+  {
+    OutputDir o(out.string());
+    o.write_ahead([]() -> OutputDir::Files { throw std::runtime_error("cannot make it"); },
+                  {"config.yaml"});
+    EXPECT_THROW(o.commit(), std::runtime_error);
+  }
+  EXPECT_EQ(slurp(out / "config.yaml"), "model: v\n");
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);  // no staging
   fs::remove_all(d);
 }
