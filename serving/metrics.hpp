@@ -117,11 +117,12 @@ class RequestsCsvWriter {
 
   // Past this many rows, rows are formatted and written on a second thread (issue 24: their
   // formatting was ~12% of a 100,000-request run's time), handed over kFormatterBatch at a time.
-  // The same bytes in the same order; a short run never starts the thread (a process with a
-  // second thread pays glibc's malloc locks from then on; a trace's run has one from its start,
-  // workloads/read_ahead.hpp). At 4,096 the rows before it were a twentieth of a 10,000-request
-  // run's time on the simulation's thread.
-  static constexpr std::uint64_t kFormatterAfter = 512;
+  // The same bytes in the same order; a short run never starts the thread. At 4,096 the rows
+  // before it were a twentieth of a 10,000-request run's time on the simulation's thread, at 512
+  // ≈ 1% (each row's numbers: ≈ 560 instructions a number in std::to_chars). It was 512 while a
+  // second thread cost a short run glibc's malloc locks from then on; `kappasim run --out` has
+  // one from its start now (OutputDir::write_ahead; a trace's run its reader too).
+  static constexpr std::uint64_t kFormatterAfter = 64;
   static constexpr std::size_t kFormatterBatch = 256;
 
  private:
