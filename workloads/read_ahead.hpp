@@ -29,13 +29,16 @@ class ReadAheadTrace final : public WorkloadSource {
  public:
   static constexpr std::size_t kBatch = 512;  // rows handed over at a time
   static constexpr std::size_t kBatches = 4;  // batches read ahead at most
-  // The first batch's rows; each batch after holds twice its predecessor's, up to kBatch. The run
-  // waits for the first batch before its first arrival: 512 rows read first kept it waiting.
+  // The first batch's rows, read by the constructor on the caller's thread; each batch after,
+  // the thread's, holds twice its predecessor's, up to kBatch (the run waits for the thread's
+  // first batch once it has taken the constructor's: 512 rows read first kept it waiting).
   static constexpr std::size_t kFirstBatch = 16;
   static_assert(kFirstBatch >= 1 && kFirstBatch <= kBatch, "the first batch is a batch");
 
-  // Opens the trace as TraceSource(spec, base_dir) does (its errors thrown here) and starts the
-  // reading thread; without a thread to be had, the rows are read on the caller's (as before).
+  // Opens the trace as TraceSource(spec, base_dir) does (its errors thrown here), reads the first
+  // batch (a bad row's error kept for the run to meet where TraceSource would throw it) and, when
+  // the trace goes on past it, starts the reading thread; without a thread to be had, the rows are
+  // read on the caller's (as before).
   ReadAheadTrace(const TraceSpec& spec, const std::string& base_dir);
   ~ReadAheadTrace() override;
   ReadAheadTrace(const ReadAheadTrace&) = delete;

@@ -499,30 +499,36 @@ TEST_F(TraceReader, LazyReaderYieldsGoodRowsBeforeTheBadOne) {
 // throws it, after the rows before it; and, from finish(), the errors of rows the run never took
 // and of an empty trace, as validate_trace did before the run.
 TEST_F(TraceReader, ReadAheadGivesTheRowsTraceSourceGives) {
-  std::string text;
-  const int rows = static_cast<int>(ReadAheadTrace::kBatch * (ReadAheadTrace::kBatches + 2) + 7);
-  for (int i = 0; i < rows; ++i)
-    text += "{\"arrival_s\": " + std::to_string(i) +
-            ".25, \"prefix_tokens\": " + std::to_string(i % 7 * 100) +
-            ", \"new_tokens\": " + std::to_string(1 + i % 13) +
-            ", \"output_tokens\": " + std::to_string(1 + i % 3) + "}\n";
-  const TraceSpec s = spec(write("many.jsonl", text), TraceFormat::Jsonl);
-  const std::vector<Request> want = read_all(s);
-  ASSERT_EQ(want.size(), static_cast<std::size_t>(rows));
-  ReadAheadTrace ahead(s, "");
-  EXPECT_EQ(ahead.describe(), TraceSource(s).describe());
-  Request r;
-  for (const Request& w : want) {
-    ASSERT_TRUE(ahead.next(r));
-    EXPECT_EQ(r.id, w.id);
-    EXPECT_EQ(r.arrival_s, w.arrival_s);
-    EXPECT_EQ(r.prefix_tokens, w.prefix_tokens);
-    EXPECT_EQ(r.new_tokens, w.new_tokens);
-    EXPECT_EQ(r.output_tokens, w.output_tokens);
-    EXPECT_EQ(r.workload, w.workload);
+  // Many batches; and traces that end inside the constructor's first batch, at its last row, and
+  // one row after it (the thread's first batch then holds one row).
+  const std::size_t first = ReadAheadTrace::kFirstBatch;
+  for (const std::size_t rows : {ReadAheadTrace::kBatch * (ReadAheadTrace::kBatches + 2) + 7,
+                                 std::size_t{1}, std::size_t{5}, first, first + 1}) {
+    std::string text;
+    for (std::size_t i = 0; i < rows; ++i)
+      text += "{\"arrival_s\": " + std::to_string(i) +
+              ".25, \"prefix_tokens\": " + std::to_string(i % 7 * 100) +
+              ", \"new_tokens\": " + std::to_string(1 + i % 13) +
+              ", \"output_tokens\": " + std::to_string(1 + i % 3) + "}\n";
+    const TraceSpec s = spec(write("many.jsonl", text), TraceFormat::Jsonl);
+    const std::vector<Request> want = read_all(s);
+    ASSERT_EQ(want.size(), rows);
+    ReadAheadTrace ahead(s, "");
+    EXPECT_EQ(ahead.describe(), TraceSource(s).describe());
+    Request r;
+    for (const Request& w : want) {
+      ASSERT_TRUE(ahead.next(r)) << rows;
+      EXPECT_EQ(r.id, w.id);
+      EXPECT_EQ(r.arrival_s, w.arrival_s);
+      EXPECT_EQ(r.prefix_tokens, w.prefix_tokens);
+      EXPECT_EQ(r.new_tokens, w.new_tokens);
+      EXPECT_EQ(r.output_tokens, w.output_tokens);
+      EXPECT_EQ(r.workload, w.workload);
+    }
+    EXPECT_FALSE(ahead.next(r)) << rows;
+    EXPECT_FALSE(ahead.next(r)) << rows;  // and stays at the end
+    EXPECT_NO_THROW(ahead.finish()) << rows;
   }
-  EXPECT_FALSE(ahead.next(r));
-  EXPECT_NO_THROW(ahead.finish());
 }
 
 TEST_F(TraceReader, ReadAheadReportsABadRowWhereverTheRunStopped) {
@@ -560,6 +566,41 @@ TEST_F(TraceReader, ReadAheadReportsABadRowWhereverTheRunStopped) {
       ADD_FAILURE() << "finish() did not read the rest";
     } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()), want);
+    }
+  }
+  {  // a bad row inside the first batch (read by the constructor): the rows before it, then its
+     // error, at next() and at finish(); and at finish() alone when the run took none
+    const std::string early =
+        "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+        "{\"arrival_s\": 1, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+        "oops\n";
+    const TraceSpec b = spec(write("early.jsonl", early), TraceFormat::Jsonl);
+    const std::string bad = error_of(b);
+    EXPECT_TRUE(has(bad, ":3")) << bad;
+    {
+      ReadAheadTrace ahead(b, "");
+      Request r;
+      ASSERT_TRUE(ahead.next(r));
+      ASSERT_TRUE(ahead.next(r));
+      try {
+        ahead.next(r);
+        ADD_FAILURE() << "no error at the bad row";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), bad);
+      }
+      try {
+        ahead.finish();
+        ADD_FAILURE() << "finish() forgot the error";
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), bad);
+      }
+    }
+    ReadAheadTrace ahead(b, "");
+    try {
+      ahead.finish();
+      ADD_FAILURE() << "finish() did not report the bad row";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), bad);
     }
   }
   {  // an empty trace, as validate_trace says
