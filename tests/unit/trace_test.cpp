@@ -540,69 +540,41 @@ TEST_F(TraceReader, ReadAheadReportsABadRowWhereverTheRunStopped) {
   const TraceSpec s = spec(write("bad.jsonl", text), TraceFormat::Jsonl);
   const std::string want = error_of(s);
   EXPECT_TRUE(has(want, ":" + std::to_string(good + 1))) << want;  // its line
-  {  // the run reads on: the good rows, then the error
-    ReadAheadTrace ahead(s, "");
-    Request r;
-    for (std::size_t i = 0; i < good; ++i) ASSERT_TRUE(ahead.next(r));
-    try {
-      ahead.next(r);
-      ADD_FAILURE() << "no error at the bad row";
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-    try {
-      ahead.finish();
-      ADD_FAILURE() << "finish() forgot the error";
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-  }
-  for (std::size_t taken : {std::size_t{0}, std::size_t{10}}) {  // the run stops early
-    ReadAheadTrace ahead(s, "");
-    Request r;
-    for (std::size_t i = 0; i < taken; ++i) ASSERT_TRUE(ahead.next(r));
-    try {
-      ahead.finish();
-      ADD_FAILURE() << "finish() did not read the rest";
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), want);
-    }
-  }
-  {  // a bad row inside the first batch (read by the constructor): the rows before it, then its
-     // error, at next() and at finish(); and at finish() alone when the run took none
-    const std::string early =
-        "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
-        "{\"arrival_s\": 1, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
-        "oops\n";
-    const TraceSpec b = spec(write("early.jsonl", early), TraceFormat::Jsonl);
-    const std::string bad = error_of(b);
-    EXPECT_TRUE(has(bad, ":3")) << bad;
+  // A trace whose row after `good` ones is bad, error `want`: the run reads on (the good rows,
+  // then the error, at next() and again at finish()), or stops early (finish() reads the rest).
+  const auto reads_bad = [](const TraceSpec& t, std::size_t good, const std::string& want) {
+    const auto expect_error = [&want](const auto& call, const char* forgot) {
+      try {
+        call();
+        ADD_FAILURE() << forgot;
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), want);
+      }
+    };
     {
-      ReadAheadTrace ahead(b, "");
+      ReadAheadTrace ahead(t, "");
       Request r;
-      ASSERT_TRUE(ahead.next(r));
-      ASSERT_TRUE(ahead.next(r));
-      try {
-        ahead.next(r);
-        ADD_FAILURE() << "no error at the bad row";
-      } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()), bad);
-      }
-      try {
-        ahead.finish();
-        ADD_FAILURE() << "finish() forgot the error";
-      } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()), bad);
-      }
+      for (std::size_t i = 0; i < good; ++i) ASSERT_TRUE(ahead.next(r));
+      expect_error([&] { ahead.next(r); }, "no error at the bad row");
+      expect_error([&] { ahead.finish(); }, "finish() forgot the error");
     }
-    ReadAheadTrace ahead(b, "");
-    try {
-      ahead.finish();
-      ADD_FAILURE() << "finish() did not report the bad row";
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), bad);
+    for (std::size_t taken : {std::size_t{0}, std::min(good, std::size_t{10})}) {
+      ReadAheadTrace ahead(t, "");
+      Request r;
+      for (std::size_t i = 0; i < taken; ++i) ASSERT_TRUE(ahead.next(r));
+      expect_error([&] { ahead.finish(); }, "finish() did not read the rest");
     }
-  }
+  };
+  reads_bad(s, good, want);
+  // A bad row inside the first batch, which the constructor reads on the caller's thread.
+  const TraceSpec early = spec(write("early.jsonl",
+                                     "{\"arrival_s\": 0, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                                     "{\"arrival_s\": 1, \"prefix_tokens\": 0, \"new_tokens\": 1}\n"
+                                     "oops\n"),
+                               TraceFormat::Jsonl);
+  const std::string early_error = error_of(early);
+  EXPECT_TRUE(has(early_error, ":3")) << early_error;
+  reads_bad(early, 2, early_error);
   {  // an empty trace, as validate_trace says
     const TraceSpec e = spec(write("e.jsonl", "\n\n"), TraceFormat::Jsonl);
     ReadAheadTrace ahead(e, "");
