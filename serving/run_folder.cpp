@@ -102,11 +102,9 @@ RunFolderResult run_into_folder(const RunSpec& spec, const std::string& base_dir
   sinks.summary = &summary;
   RunFolderResult r;
   r.totals = run_workload(spec, base_dir, sinks);
-  // summary.json first (built, written and fsynced) while requests.csv's thread formats its last
-  // rows (issue 24: the run waited for those, then for summary.json's fsync).
-  write_file_atomic(in_dir(dir, "summary.json"), summary.to_json(r.totals));
   if (csv) csv->close();
   trace.close();
+  write_file_atomic(in_dir(dir, "summary.json"), summary.to_json(r.totals));
   r.requests = summary.requests();
   r.figures = summary.figures(r.totals);
   return r;
