@@ -24,12 +24,10 @@ namespace kappasim::cli {
 namespace {
 
 // `root`: the config file's tree (read once by cmd_run).
-RunSpec load_run_spec(ConfigNode root, const std::vector<std::string>& sets, ProvenanceTable* prov,
-                      ConfigNode* effective) {
+RunSpec load_run_spec(ConfigNode root, const std::vector<std::string>& sets,
+                      ProvenanceTable* prov) {
   for (const auto& s : sets) apply_set(root, s);
-  RunSpec spec = read_config<RunSpec>(root, "", prov);
-  if (effective) *effective = write_config(spec, "", prov);
-  return spec;
+  return read_config<RunSpec>(root, "", prov);
 }
 
 std::string config_dir(const std::string& config) {
@@ -167,15 +165,14 @@ int cmd_run(const std::vector<std::string>& args) {
   const bool json = format == "json";
   add_preset_dirs(preset_dirs);
   ProvenanceTable prov;
-  ConfigNode effective;
   std::vector<std::string> all_sets = sets;
   if (check) all_sets.push_back("check=true");
   ConfigNode root = load_yaml_file(config);  // read and parsed once (issue 24)
   if (is_cluster_config(root))               // a routed pool of nodes (serving/cluster)
     return run_cluster_command(config, std::move(root), all_sets, out, dump, quiet, force, json);
-  const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov, dump ? &effective : nullptr);
+  const RunSpec spec = load_run_spec(std::move(root), all_sets, &prov);
   if (dump) {
-    std::cout << emit_yaml(effective);
+    std::cout << emit_yaml(write_config(spec, "", &prov));
     return 0;
   }
   if (json && out.empty()) {  // the summary alone, no files
